@@ -1,0 +1,31 @@
+# Two entry points that work on a fresh machine with nothing installed: `make demo`, `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+# CPU torch from the local wheel; the extras' looser `torch>=2.6` is then already satisfied, so pip
+# never fetches a multi-GB CUDA build.
+TORCH ?= torch==2.13.0
+
+.PHONY: demo test lint typecheck clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check $(TORCH)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[kernels,dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/attn-contracts list
+	$(VENV)/bin/attn-contracts validate --backend flashinfer.mla.fa3 --dcp 4
+	$(VENV)/bin/attn-contracts demo dcp --world-size 4
+
+test: $(STAMP)
+	$(PY) -m pytest -n 2 -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check attn_contracts backends combine tests bench examples
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,113 @@
+"""Finding codes and the finding record every check returns.
+
+Codes are stable: tests, CI configurations and `# noqa` comments name them, so a code is never
+renumbered or reused. The README documents every one.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Code", "ContractError", "Finding"]
+
+
+class Code(enum.StrEnum):
+    """Closed set of finding codes (stable; documented in the README)."""
+
+    AC000 = "AC000"  # a file could not be read or parsed
+    AC001 = "AC001"  # returns LSE but declares no base
+    AC002 = "AC002"  # the base comes only from an inherited default
+    AC003 = "AC003"  # a combine call passes a literal base
+    AC004 = "AC004"  # LSE details on something that returns no LSE
+    AC005 = "AC005"  # duplicate record name
+    AC006 = "AC006"  # DCP world size > 1 with a backend that returns no LSE
+    AC007 = "AC007"  # DCP ranks disagree on records or settings
+    AC008 = "AC008"  # what a kernel returns differs from its record
+    AC009 = "AC009"  # getattr(obj, "<capability>", default)
+    AC010 = "AC010"  # heads not divisible by the DCP world size in a head-scattered mode
+    AC011 = "AC011"  # assert used to check a capability
+    AC012 = "AC012"  # a record breaks its schema (unknown key, wrong type, bad value)
+    AC013 = "AC013"  # unknown record or backend name
+    AC014 = "AC014"  # a plugin could not be loaded
+    AC015 = "AC015"  # the combine cannot read what the record declares
+
+    @property
+    def summary(self) -> str:
+        return _TITLES[self]
+
+
+_TITLES: dict[Code, str] = {
+    Code.AC000: "file could not be read or parsed",
+    Code.AC001: "returns LSE but declares no LSE base",
+    Code.AC002: "LSE base comes only from an inherited default",
+    Code.AC003: "combine call passes a literal LSE base",
+    Code.AC004: "LSE details declared on a backend that returns no LSE",
+    Code.AC005: "duplicate record name",
+    Code.AC006: "DCP world size > 1 with a backend that returns no LSE",
+    Code.AC007: "DCP ranks disagree on their contracts",
+    Code.AC008: "kernel output differs from its record",
+    Code.AC009: "getattr with a default on a capability attribute",
+    Code.AC010: "heads not divisible by the DCP world size",
+    Code.AC011: "assert used to check a capability",
+    Code.AC012: "record breaks its schema",
+    Code.AC013: "unknown record name",
+    Code.AC014: "plugin could not be loaded",
+    Code.AC015: "combine cannot read the declared LSE",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: which rule, about what, the value found, what is allowed, how to fix it."""
+
+    code: Code
+    subject: str
+    message: str
+    hint: str = ""
+    field: str = ""
+    found: Any = None
+    allowed: str = ""
+    location: str = ""  # "path:line:col" for file-based findings, else empty
+
+    def render(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        hint = f" (hint: {self.hint})" if self.hint else ""
+        return f"{where}{self.code} {self.subject}: {self.message}{hint}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": str(self.code),
+            "subject": self.subject,
+            "field": self.field,
+            "found": _jsonable(self.found),
+            "allowed": self.allowed,
+            "message": self.message,
+            "hint": self.hint,
+            "location": self.location,
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+class ContractError(Exception):
+    """Every finding of one validation, raised together so an operator fixes them in one pass."""
+
+    def __init__(self, findings: list[Finding], context: str = "contract validation failed"):
+        self.findings = list(findings)
+        self.context = context
+        super().__init__(self.findings, context)
+
+    @property
+    def codes(self) -> list[Code]:
+        return [f.code for f in self.findings]
+
+    def __str__(self) -> str:
+        lines = [f"{self.context}: {len(self.findings)} problem(s)"]
+        lines += [f"  {f.render()}" for f in self.findings]
+        return "\n".join(lines)

@@ -1,0 +1,282 @@
+"""The capability record: what an attention kernel variant returns, as typed, frozen data.
+
+One record per kernel variant *and call mode* (``flashinfer.mla.fa3`` and ``flashinfer.mla.fa3+basee``
+are two records). Everything a combine needs to read a kernel's partial output correctly is a field
+here; nothing that corrupts results when wrong has a default.
+
+The LSE declaration is a discriminated union on the string tag ``returns``::
+
+    lse = {returns = "none"}                                   # no LSE: cannot take part in DCP
+    lse = {returns = "lse", base = "2", layout = "token_head",
+           dtype = "float32", empty_row = "-inf", includes_sink = false}
+
+so "returns LSE but has no base" cannot be constructed: it fails validation with error type
+``AC001`` (and "no LSE, but a base" with ``AC004``), which :func:`findings_from_validation_error`
+turns into findings with the same codes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from attn_contracts.findings import Code, Finding
+
+__all__ = [
+    "BASES",
+    "CapabilityRecord",
+    "DecodeSpec",
+    "LseSpec",
+    "NoLse",
+    "findings_from_validation_error",
+    "hint_for_library",
+]
+
+Base = Literal["e", "2"]
+BASES: tuple[str, ...] = ("e", "2")
+LseLayout = Literal["token_head", "head_token"]
+LseDType = Literal["float32", "bfloat16", "float16", "query"]
+DType = Literal["float32", "bfloat16", "float16", "float8_e4m3fn"]
+EmptyRow = Literal["-inf", "+inf", "nan"]
+
+# A dotted slug; '+' separates a call mode ("flashinfer.mla.fa3+basee").
+_NAME_RE = r"^[a-z][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*(\+[a-z0-9][a-z0-9_-]*)*$"
+# PEP 440 version specifiers ("", ">=0.2.8", "==0.7.*", ">=2.6,<3"); kept as a pattern so the contract
+# needs pydantic alone.
+_CLAUSE = (r"\s*(~=|===|==|!=|<=|>=|<|>)\s*v?\d+(\.\d+)*(\.\*)?((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?"
+           r"(\+[a-z0-9.]+)?\s*")
+_SPEC_RE = re.compile(rf"^({_CLAUSE}(,{_CLAUSE})*)?$", re.IGNORECASE)
+_ADAPTER_RE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_.]*$"
+_CC_RE = r"^\d+\.\d+$"
+
+# Which fields of an LseSpec make sense only when LSE is returned (AC004 if given with "none").
+_LSE_DETAIL_KEYS = ("base", "layout", "q_len_axis", "padded_heads", "dtype", "empty_row",
+                    "includes_sink")
+
+# What each library's kernels are known to emit: the hint of an AC001 finding.
+_LIBRARY_HINTS = {
+    "flashinfer": 'FlashInfer kernels emit base-2 LSE unless lse_mode="basee"',
+    "flash_attn": "FlashAttention (2 and 3) emits natural-log (base e) LSE",
+    "flash_mla": "FlashMLA emits natural-log (base e) LSE",
+    "triton": "Triton decode kernels in the engines emit natural-log (base e) LSE",
+    "torch": "the torch reference emits natural-log (base e) LSE",
+}
+
+
+def hint_for_library(library: str | None) -> str:
+    """The known LSE convention of a library, for hints; generic advice for unknown libraries."""
+    known = _LIBRARY_HINTS.get((library or "").lower().replace("-", "_"))
+    return known or 'measure it with `attn-contracts verify` and declare lse.base = "e" or "2"'
+
+
+def _check_specifier(value: str) -> str:
+    if not _SPEC_RE.match(value):
+        raise PydanticCustomError(
+            "AC012",
+            "library_version {value} is not a PEP 440 version specifier (e.g. '>=0.2.8,<0.8')",
+            {"value": value},
+        )
+    return value
+
+
+StrictStr = Annotated[str, Strict()]
+StrictInt = Annotated[int, Strict()]
+StrictBool = Annotated[bool, Strict()]
+# Sequences arrive as lists from TOML/JSON and as tuples from Python; they are stored as tuples so the
+# record stays hashable. Field(strict=False) relaxes only the container, never the items.
+HeadDims = Annotated[tuple[Annotated[int, Strict(), Field(gt=0)], ...],
+                     Field(strict=False, min_length=1)]
+DTypes = Annotated[tuple[DType, ...], Field(strict=False, min_length=1)]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
+
+
+class NoLse(_Frozen):
+    """The kernel returns no LSE: its partial outputs cannot be combined across DCP ranks."""
+
+    returns: Literal["none"] = "none"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_details(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            given = [k for k in _LSE_DETAIL_KEYS if k in data]
+            if given:
+                raise PydanticCustomError(
+                    "AC004",
+                    "lse.returns is 'none' but LSE details are declared: {keys}; a kernel that "
+                    "returns no LSE has no base, layout or empty-row value",
+                    {"keys": ", ".join(given)},
+                )
+        return data
+
+
+class LseSpec(_Frozen):
+    """How to read the LSE a kernel returns.
+
+    ``base``      log base of the LSE: ``"e"`` (ln Σ e^s) or ``"2"`` (log2 Σ 2^s'); required.
+    ``layout``    ``"token_head"`` = ``[T, H]``, ``"head_token"`` = ``[H, T]``.
+    ``q_len_axis`` the token axis is split into ``(batch, q_len)``: with ``head_token`` the LSE is
+                  ``[B, H, q_len]`` (FlashAttention's padded batch, FlashMLA), with ``token_head``
+                  ``[B, q_len, H]``.
+    ``padded_heads`` the head axis has this many entries; the first ``H`` are real (Cutlass MLA).
+    ``dtype``     storage dtype; ``"query"`` = the query's dtype (bf16 LSE loses merge weight).
+    ``empty_row`` what a row with no keys yields.
+    ``includes_sink`` an attention-sink logit is inside the LSE (to be added once, not per rank).
+    """
+
+    returns: Literal["lse"] = "lse"
+    base: Base
+    layout: LseLayout
+    q_len_axis: StrictBool = False
+    padded_heads: Annotated[int, Strict(), Field(gt=0)] | None = None
+    dtype: LseDType
+    empty_row: EmptyRow
+    includes_sink: StrictBool
+
+    @model_validator(mode="before")
+    @classmethod
+    def _base_is_required(cls, data: Any) -> Any:
+        # A missing base must be reported as the contract violation it is, not a bare "field
+        # required": this is the mistake that silently corrupts DCP outputs.
+        if isinstance(data, dict) and data.get("base") is None:
+            raise PydanticCustomError(
+                "AC001",
+                'returns LSE but declares no lse.base (allowed: "e", "2")',
+            )
+        return data
+
+
+LseDecl = Annotated[LseSpec | NoLse, Field(discriminator="returns")]
+
+
+class DecodeSpec(_Frozen):
+    """The decode call: output layout, head dims and dtypes it supports, where it runs."""
+
+    attention: Literal["mha", "mla"]
+    out_layout: Literal["token_head_dim", "batch_qlen_head_dim"]
+    head_dims: HeadDims
+    q_dtypes: DTypes
+    q_len_gt_1: StrictBool
+    min_compute_capability: Annotated[str, Strict(), Field(pattern=_CC_RE)] | None = None
+    max_compute_capability: Annotated[str, Strict(), Field(pattern=_CC_RE)] | None = None
+
+
+class CapabilityRecord(_Frozen):
+    """A kernel variant's contract. Frozen and hashable: a registry key and a plan-cache key."""
+
+    name: Annotated[str, Strict(), Field(pattern=_NAME_RE, max_length=120)]
+    library: Annotated[str, Strict(), Field(min_length=1)]
+    library_version: Annotated[str, Strict(), AfterValidator(_check_specifier)] = ""
+    source: Annotated[str, Strict(), Field(min_length=1)]
+    evidence: Literal["measured", "read_from_code"]
+    verified: StrictStr | None = None
+    adapter: Annotated[str, Strict(), Field(pattern=_ADAPTER_RE)] | None = None
+    lse: LseDecl
+    decode: DecodeSpec
+    notes: StrictStr = ""
+
+    # --- the design card's names, derived so they can never disagree with `lse` ---
+    @property
+    def returns_lse(self) -> bool:
+        return isinstance(self.lse, LseSpec)
+
+    @property
+    def lse_base(self) -> str | None:
+        return self.lse.base if isinstance(self.lse, LseSpec) else None
+
+    @property
+    def supports_dcp(self) -> bool:
+        return self.returns_lse
+
+    @property
+    def decode_layout(self) -> str:
+        return self.decode.out_layout
+
+    def fingerprint(self) -> str:
+        """A digest of every field: equal iff two ranks hold the same contract."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+
+def findings_from_validation_error(
+    err: ValidationError, raw: Any, *, location: str = ""
+) -> list[Finding]:
+    """Turn pydantic's errors on one record into findings; custom error types are our codes."""
+    subject = _raw_name(raw)
+    library = raw.get("library") if isinstance(raw, dict) else None
+    out: list[Finding] = []
+    for e in err.errors(include_url=False):
+        code = Code(e["type"]) if e["type"] in Code.__members__ else Code.AC012
+        field = _field_path(e["loc"])
+        found = e.get("input") if e["type"] not in ("AC001", "AC004", "missing") else None
+        if code is Code.AC001:
+            message, hint, allowed = (
+                'returns_lse=True but no lse.base (allowed: "e", "2")',
+                hint_for_library(library if isinstance(library, str) else None),
+                '"e", "2"',
+            )
+            field = field or "lse.base"
+            field = field if field.endswith("base") else f"{field}.base"
+        elif code is Code.AC004:
+            message, hint, allowed = e["msg"], "remove them, or declare returns = \"lse\"", ""
+        else:
+            message = f"{field or '<record>'}: {e['msg']}" + (
+                f" (found {_short(found)})" if e["type"] != "missing" else ""
+            )
+            hint, allowed = _schema_hint(e), _allowed(e)
+        out.append(Finding(code, subject, message, hint, field, found, allowed, location))
+    return out
+
+
+def _raw_name(raw: Any) -> str:
+    if isinstance(raw, dict) and isinstance(raw.get("name"), str):
+        return str(raw["name"])
+    if isinstance(raw, CapabilityRecord):
+        return raw.name
+    return "<unnamed record>"
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    # A discriminated union puts the tag into the location ("lse", "lse", "base"): drop it.
+    parts = [str(p) for i, p in enumerate(loc)
+             if not (i > 0 and loc[i - 1] == "lse" and p in ("lse", "none"))]
+    return ".".join(parts)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _allowed(e: Any) -> str:
+    ctx = e.get("ctx") or {}
+    if "expected" in ctx:
+        return str(ctx["expected"])
+    if "pattern" in ctx:
+        return f"a string matching {ctx['pattern']}"
+    return ""
+
+
+def _schema_hint(e: Any) -> str:
+    if e["type"] == "extra_forbidden":
+        return (f"unknown key {_field_path(e['loc'])!r}; `attn-contracts schema` lists the "
+                "allowed keys")
+    if e["type"] == "missing":
+        return "required: a wrong default here would corrupt combined outputs, so none is assumed"
+    if e["type"] == "union_tag_invalid" or e["type"] == "union_tag_not_found":
+        return 'lse.returns must be "lse" or "none"'
+    return ""

@@ -1,0 +1,125 @@
+"""Every CLI command through main(), checking the return code (0 clean, 1 findings, 2 usage/I-O)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from fixtures.records import without_base
+
+from attn_contracts.cli import main
+
+
+def test_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "flashinfer.mla.fa3+basee" in out and "torch.sdpa_ref" in out
+
+
+def test_show_round_trips_through_validate(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "flashinfer.mla.fa2"]) == 0
+    text = capsys.readouterr().out
+    assert json.loads(text)["lse"]["base"] == "2"
+    f = tmp_path / "r.json"
+    f.write_text(text)
+    assert main(["validate", "--no-builtin", "--file", str(f)]) == 0
+    assert main(["validate", "--file", str(f)]) == 0  # identical to the catalog's: no AC005
+
+
+def test_show_unknown_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "nope"]) == 2
+    assert "flashinfer.mla.fa3" in capsys.readouterr().err
+
+
+def test_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert "lse" in schema["properties"] and "LseSpec" in schema["$defs"]
+    assert "base" in schema["$defs"]["LseSpec"]["required"]
+
+
+@pytest.mark.parametrize("fmt", ["md", "json"])
+def test_matrix(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["matrix", "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    if fmt == "md":
+        assert out.startswith("| record |") and "`flash_attn.fa2`" in out
+    else:
+        assert {r["name"] for r in json.loads(out)} >= {"flash_attn.fa2", "cutlass.mla"}
+
+
+BAD_TOML = textwrap.dedent("""
+    [[record]]
+    name = "my.kernel"
+    library = "flashinfer"
+    source = "here"
+    evidence = "read_from_code"
+    lse = { returns = "lse", layout = "token_head", dtype = "float32", empty_row = "-inf", includes_sink = false }
+    decode = { attention = "mha", out_layout = "token_head_dim", head_dims = [128], q_dtypes = ["bfloat16"], q_len_gt_1 = false }
+""")
+
+
+def test_validate_file_without_base_exits_1_naming_ac001(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "bad.toml"
+    f.write_text(BAD_TOML)
+    assert main(["validate", "--file", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert "AC001" in out and "my.kernel" in out and "lse.base" in out
+    assert main(["validate", "--file", str(f), "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is False
+    assert [(x["code"], x["subject"], x["field"]) for x in data["findings"]] == [
+        ("AC001", "my.kernel", "lse.base")]
+
+
+def test_validate_clean_catalog_and_dcp(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate"]) == 0
+    assert main(["validate", "--backend", "flashinfer.mla.fa3", "--dcp", "4"]) == 0
+    assert main(["validate", "--backend", "flashinfer.trtllm_gen", "--dcp", "4"]) == 1
+    assert "AC006" in capsys.readouterr().out
+    assert main(["validate", "--backend", "no.such", "--dcp", "2"]) == 1
+    assert "AC013" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [
+    ["validate", "--file", "/nonexistent/records.toml"],
+    ["validate", "--dcp", "4"],
+    ["validate", "--format", "yaml"],
+    ["frobnicate"],
+    [],
+])
+def test_usage_and_io_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+
+
+def test_malformed_file_is_one_line_exit_2(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "broken.toml"
+    f.write_text("[[record]\nname = ")
+    assert main(["validate", "--file", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "not valid TOML" in err and "Traceback" not in err
+    j = tmp_path / "broken.json"
+    j.write_text("{")
+    assert main(["validate", "--file", str(j)]) == 2
+
+
+def test_validate_all_plugins_with_bad_plugin_exits_1(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "acbad.py").write_text(f"BAD = {without_base(name='plugin.nobase')!r}\n")
+    dist = tmp_path / "acbad-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acbad\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[attn_contracts.backends]\nbad = acbad:BAD\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["validate", "--all-plugins"]) == 1
+    out = capsys.readouterr().out
+    assert "AC001" in out and "plugin.nobase" in out
+    assert main(["validate", "--plugins", "bad"]) == 1
+    assert main(["validate", "--plugins", "other"]) == 1
+    assert "AC014" in capsys.readouterr().out

@@ -1,0 +1,157 @@
+"""validate_startup and the engine-class bridge: every problem in one ContractError."""
+
+from __future__ import annotations
+
+import pytest
+from fixtures.records import GOOD, good, without_base
+
+from attn_contracts import (
+    CapabilityRecord,
+    Code,
+    ContractError,
+    Registry,
+    record_from_impl,
+    validate_startup,
+)
+
+
+class AttentionImpl:  # the engine's base class, with the defaults of its day
+    can_return_lse_for_decode = False
+    lse_base_on_e = True
+
+
+class FlashInferMLAImpl(AttentionImpl):  # the real bug: returns LSE, base only inherited
+    can_return_lse_for_decode = True
+
+
+class FixedFlashInferMLAImpl(AttentionImpl):
+    can_return_lse_for_decode = True
+    lse_base_on_e = False
+
+
+class FlashAttnImpl(AttentionImpl):
+    can_return_lse_for_decode = True
+    lse_base_on_e = True
+
+
+class FlashAttnVarlenImpl(FlashAttnImpl):  # inherits from a class that itself returns LSE: fine
+    pass
+
+
+def test_clean_registry_passes_and_returns_the_chosen_record() -> None:
+    assert validate_startup() is None
+    chosen = validate_startup(backend="flashinfer.mla.fa3", dcp_world_size=4)
+    assert chosen is not None and chosen.lse_base == "2"
+
+
+def test_missing_base_fails_at_startup_with_ac001() -> None:
+    with pytest.raises(ContractError) as exc:
+        validate_startup([GOOD, without_base(name="bad.one")])
+    assert exc.value.codes == [Code.AC001]
+    assert exc.value.findings[0].subject == "bad.one"
+    assert exc.value.findings[0].field == "lse.base"
+
+
+def test_every_problem_is_listed_at_once() -> None:
+    no_lse = good(name="no.lse", lse={"returns": "none"})
+    with pytest.raises(ContractError) as exc:
+        validate_startup(
+            [GOOD, GOOD | {"library": "changed"}, without_base(name="bad.one"),
+             good(name="bad.two", lse={"returns": "none", "layout": "token_head"}), no_lse,
+             FlashInferMLAImpl],
+            backend="no.lse", dcp_world_size=2)
+    assert sorted(exc.value.codes) == [Code.AC001, Code.AC002, Code.AC004, Code.AC005,
+                                       Code.AC006]
+    text = str(exc.value)
+    assert "5 problem(s)" in text
+
+
+def test_unknown_backend_is_ac013() -> None:
+    with pytest.raises(ContractError) as exc:
+        validate_startup(backend="flashinfer.mla.fa4")
+    assert exc.value.codes == [Code.AC013]
+
+
+def test_dcp_without_lse_is_ac006_and_world_size_one_is_fine() -> None:
+    assert validate_startup(backend="flashinfer.xqa", dcp_world_size=1) is not None
+    with pytest.raises(ContractError) as exc:
+        validate_startup(backend="flashinfer.xqa", dcp_world_size=2)
+    assert exc.value.codes == [Code.AC006]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_bad_world_size_is_a_value_error(bad: object) -> None:
+    with pytest.raises(ValueError, match="dcp_world_size"):
+        validate_startup(dcp_world_size=bad)  # type: ignore[arg-type]
+
+
+def test_registry_and_record_backend_accepted() -> None:
+    reg = Registry(builtin=False)
+    reg.add(CapabilityRecord.model_validate(GOOD))
+    rec = validate_startup(reg, backend="test.kernel", dcp_world_size=8)
+    assert rec == CapabilityRecord.model_validate(GOOD)
+    assert validate_startup([], backend=rec, dcp_world_size=2) is rec
+
+
+def test_bad_file_path_is_ac000(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ContractError) as exc:
+        validate_startup([tmp_path / "missing.toml"])
+    assert exc.value.codes == [Code.AC000]
+
+
+# --- the bridge ---------------------------------------------------------------------------------
+def test_bridge_inherited_default_base_is_ac002() -> None:
+    with pytest.raises(ContractError) as exc:
+        record_from_impl(FlashInferMLAImpl, library="flashinfer")
+    f = exc.value.findings[0]
+    assert f.code is Code.AC002 and f.field == "lse_base_on_e" and f.found is True
+    assert "FlashInfer" in f.hint
+
+
+def test_bridge_reads_own_and_deliberately_inherited_bases() -> None:
+    assert record_from_impl(FixedFlashInferMLAImpl).lse_base == "2"
+    assert record_from_impl(FlashAttnImpl).lse_base == "e"
+    assert record_from_impl(FlashAttnVarlenImpl).lse_base == "e"
+    r = record_from_impl(AttentionImpl, name="engine.base")
+    assert not r.returns_lse and r.name == "engine.base"
+
+
+def test_bridge_no_base_anywhere_is_ac001() -> None:
+    class Impl:
+        can_return_lse_for_decode = True
+
+    with pytest.raises(ContractError) as exc:
+        record_from_impl(Impl)
+    assert exc.value.codes == [Code.AC001]
+
+
+def test_bridge_base_default_on_class_without_lse_is_allowed() -> None:
+    class Impl(AttentionImpl):  # how an engine's base class declares its defaults
+        lse_base_on_e = False
+
+    assert not record_from_impl(Impl).returns_lse
+
+
+def test_bridge_configurable_names_and_wrong_types() -> None:
+    class Impl:
+        returns_lse = True
+        lse_is_natural = False
+
+    r = record_from_impl(Impl, returns_attr="returns_lse", base_attr="lse_is_natural")
+    assert r.lse_base == "2"
+
+    class Weird:
+        can_return_lse_for_decode = "yes"
+
+    with pytest.raises(ContractError) as exc:
+        record_from_impl(Weird)
+    assert exc.value.codes == [Code.AC012]
+
+
+def test_contract_error_pickles_for_cross_rank_reporting() -> None:
+    import pickle
+
+    with pytest.raises(ContractError) as exc:
+        record_from_impl(FlashInferMLAImpl)
+    again = pickle.loads(pickle.dumps(exc.value))
+    assert again.codes == [Code.AC002] and str(again) == str(exc.value)
