@@ -143,10 +143,33 @@ class _UsageError(Exception):
     pass
 
 
+# --- plan -----------------------------------------------------------------------------------------
+def _cmd_plan(args: argparse.Namespace) -> int:
+    try:  # torch only now: every other command stays torch-free
+        from attn_contracts.combine.dispatch import plan_combine
+    except ImportError as err:
+        raise _UsageError(
+            f"needs the kernels extra (pip install 'attn-contracts[kernels]'): {err}") from err
+    try:
+        plan = plan_combine(args.name, mode=args.mode, world_size=args.world_size,
+                            num_heads=args.num_heads, head_dim=args.head_dim,
+                            out_dtype=args.out_dtype, return_lse=args.return_lse,
+                            lse_out_base=args.lse_out_base)
+    except ContractError as err:
+        if isinstance(err, UnknownRecordError):
+            raise
+        return print_findings(err.findings, "text", ok_message="")
+    except ValueError as err:
+        raise _UsageError(str(err)) from err
+    print(f"{plan.record.name}: {plan.mode} over {plan.world_size} rank(s), kernel {plan.kernel}, "
+          f"{plan.local_heads} head(s) per launch")
+    print(plan.explain())
+    return EXIT_OK
+
+
 # --- wiring ---------------------------------------------------------------------------------------
 # Commands implemented in other modules: (module, help); each module has add_arguments and run.
 _EXTERNAL: dict[str, tuple[str, str]] = {
-    "plan": ("attn_contracts.combine.plan_cli", "print the combine variant a record gets, and why"),
     "verify": ("attn_contracts.verify", "run kernels and check what they return against records"),
     "lint": ("attn_contracts.lint", "statically check backend and engine code for broken contracts"),
     "demo": ("attn_contracts.combine.demo", "DCP demo on CPU ranks: combine modes, wrong base"),
@@ -181,6 +204,18 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable[[argpar
     p.add_argument("--format", choices=["text", "json"], default="text")
     handlers["validate"] = _cmd_validate
 
+    p = sub.add_parser("plan", help="print the combine variant a record gets, and why")
+    p.add_argument("name", help="record name")
+    p.add_argument("--mode", choices=["merge", "ag_rs", "a2a", "ar"], default="merge")
+    p.add_argument("--world-size", type=int, default=2, metavar="N")
+    p.add_argument("--num-heads", type=int, default=128, metavar="H")
+    p.add_argument("--head-dim", type=int, default=None, metavar="D",
+                   help="default: the record's first head dim")
+    p.add_argument("--out-dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
+    p.add_argument("--return-lse", action="store_true")
+    p.add_argument("--lse-out-base", choices=["e", "2"], default=None)
+    handlers["plan"] = _with_default_head_dim(_cmd_plan)
+
     for name, (module, help_text) in _EXTERNAL.items():
         p = sub.add_parser(name, help=help_text)
         mod = importlib.import_module(module) if _available(module) else None
@@ -191,6 +226,16 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable[[argpar
         mod.add_arguments(p)
         handlers[name] = mod.run
     return parser, handlers
+
+
+def _with_default_head_dim(
+        run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    def wrapped(args: argparse.Namespace) -> int:
+        if args.head_dim is None:
+            args.head_dim = Registry().get(args.name).decode.head_dims[0]
+        return run(args)
+
+    return wrapped
 
 
 def _available(module: str) -> bool:

@@ -7,9 +7,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from fixtures.records import without_base
 
 from attn_contracts.cli import main
+from fixtures.records import without_base
 
 
 def test_list(capsys: pytest.CaptureFixture[str]) -> None:

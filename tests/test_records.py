@@ -6,11 +6,11 @@ import subprocess
 import sys
 
 import pytest
-from fixtures.records import GOOD, good, without_base
 from pydantic import ValidationError
 
 from attn_contracts import CapabilityRecord, Code, LseSpec, NoLse
 from attn_contracts.records import findings_from_validation_error
+from fixtures.records import GOOD, good, without_base
 
 
 def codes(data: dict) -> list[Code]:

@@ -7,7 +7,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from fixtures.records import GOOD, good, without_base
 
 from attn_contracts import (
     CapabilityRecord,
@@ -18,6 +17,7 @@ from attn_contracts import (
     load_records,
 )
 from attn_contracts.registry import CONTRACT_ATTR
+from fixtures.records import GOOD, good, without_base
 
 
 def test_builtin_catalog_is_valid_and_covers_the_known_kernels() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fixtures.records import GOOD, good, without_base
 
 from attn_contracts import (
     CapabilityRecord,
@@ -13,6 +12,7 @@ from attn_contracts import (
     record_from_impl,
     validate_startup,
 )
+from fixtures.records import GOOD, good, without_base
 
 
 class AttentionImpl:  # the engine's base class, with the defaults of its day

@@ -1,0 +1,17 @@
+"""The DCP combine: reference, Triton kernels, launchers, the record-driven dispatcher and the
+collectives. Installed as ``attn_contracts.combine``; needs torch (and triton for the kernels)."""
+
+from attn_contracts.combine.dispatch import MODES, CombinePlan, plan_combine
+from attn_contracts.combine.ops import KernelConfig, merge, rescale
+from attn_contracts.combine.reference import merge_reference, rescale_reference
+
+__all__ = [
+    "MODES",
+    "CombinePlan",
+    "KernelConfig",
+    "merge",
+    "merge_reference",
+    "plan_combine",
+    "rescale",
+    "rescale_reference",
+]

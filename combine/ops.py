@@ -1,0 +1,257 @@
+"""Launchers of the combine kernels, registered as torch custom ops.
+
+``merge`` and ``rescale`` check their inputs (shapes, dtypes, devices), allocate what the caller did
+not pass, and launch. The ops ``attn_contracts::merge_`` and ``attn_contracts::rescale_`` write into
+their ``out``/``lse_out`` arguments and have fake implementations, so ``torch.compile(fullgraph=True)``
+traces through them and CUDA graphs capture them. On CUDA tensors they run the Triton kernels; on
+CPU tensors they run the same kernels under ``TRITON_INTERPRET=1`` when it is set, else the torch
+path (fp32, the reference's policy).
+
+LSE tensors are taken as ``[N, T, H]`` or ``[N, B, Q, H]`` strided views (``T = B·Q``); the
+dispatcher builds those views from a record's layout, never copies.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import torch
+
+from attn_contracts.combine.reference import log_of_base, merge_reference, rescale_reference
+
+__all__ = ["OUT_DTYPES", "KernelConfig", "default_config", "merge", "rescale", "uses_triton"]
+
+OUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_LSE_DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    block_h: int
+    block_d: int
+    num_warps: int
+
+
+def _next_pow2(x: int) -> int:
+    return 1 << max(0, (x - 1).bit_length())
+
+
+def default_config(num_heads: int, head_dim: int) -> KernelConfig:
+    """Tiles of about 2k elements: 16 per thread at 4 warps, i.e. 16-byte vector loads in bf16,
+    enough bytes in flight per program to stay at copy bandwidth, and few enough programs per
+    token that one-token decode is not spread thinner than the SMs."""
+    block_d = min(_next_pow2(head_dim), 256)
+    block_h = max(1, min(_next_pow2(num_heads), 2048 // block_d))
+    return KernelConfig(block_h=block_h, block_d=block_d, num_warps=4)
+
+
+def uses_triton(t: torch.Tensor) -> bool:
+    """Whether a tensor on this device goes through the Triton kernels (else the torch path)."""
+    return t.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def _scales(base: str, lse_out_base: str) -> tuple[float, float]:
+    in_scale = 1.0 / math.log(2.0) if base == "e" else 1.0  # log2(b)
+    return in_scale, log_of_base(base) / log_of_base(lse_out_base)
+
+
+def _lse4(lse: torch.Tensor) -> torch.Tensor:
+    return lse.unsqueeze(2) if lse.dim() == 3 else lse  # [N, T, H] → [N, T, 1, H]
+
+
+def _lse3(lse: torch.Tensor) -> torch.Tensor:
+    return lse if lse.dim() == 3 else lse.reshape(lse.shape[0], -1, lse.shape[-1])
+
+
+# --- input checks (launchers) ---------------------------------------------------------------------
+def _fail(what: str) -> None:
+    raise ValueError(what)
+
+
+def _check_lse(lse: torch.Tensor, n: int, t: int, h: int, name: str) -> None:
+    if lse.dim() not in (3, 4):
+        _fail(f"{name} must be [N, T, H] or [N, B, Q, H], found shape {tuple(lse.shape)}")
+    if lse.dtype not in _LSE_DTYPES:
+        _fail(f"{name} dtype {lse.dtype} is not a float dtype (allowed: {_LSE_DTYPES})")
+    t_of_lse = lse.shape[1] * (lse.shape[2] if lse.dim() == 4 else 1)
+    if lse.shape[0] != n or t_of_lse != t or lse.shape[-1] != h:
+        _fail(f"{name} shape {tuple(lse.shape)} does not match N={n}, T={t}, H={h}")
+
+
+def _check_outputs(out: torch.Tensor, lse_out: torch.Tensor | None, t: int, h: int, d: int,
+                   device: torch.device) -> None:
+    if tuple(out.shape) != (t, h, d):
+        _fail(f"out shape {tuple(out.shape)} must be [T, H, D] = {(t, h, d)}")
+    if out.dtype not in OUT_DTYPES:
+        _fail(f"out dtype {out.dtype} is not supported (allowed: {OUT_DTYPES})")
+    if lse_out is not None and (tuple(lse_out.shape) != (t, h) or lse_out.dtype != torch.float32):
+        _fail(f"lse_out must be float32 [T, H] = {(t, h)}, found {lse_out.dtype} "
+              f"{tuple(lse_out.shape)}")
+    for name, x in (("out", out), ("lse_out", lse_out)):
+        if x is not None and x.device != device:
+            _fail(f"{name} is on {x.device} but the inputs are on {device}")
+
+
+def _check_inputs(partial_out: torch.Tensor, lse: torch.Tensor, expect_dims: int) -> None:
+    if partial_out.dim() != expect_dims:
+        _fail(f"partial_out must have {expect_dims} dims, found shape {tuple(partial_out.shape)}")
+    if partial_out.dtype not in OUT_DTYPES:
+        _fail(f"partial_out dtype {partial_out.dtype} is not supported (allowed: {OUT_DTYPES})")
+    if lse.device != partial_out.device:
+        _fail(f"partial_lse is on {lse.device} but partial_out is on {partial_out.device}")
+
+
+def _check_base(base: str, lse_out_base: str) -> None:
+    for name, b in (("base", base), ("lse_out_base", lse_out_base)):
+        if b not in ("e", "2"):
+            _fail(f"{name} {b!r} is not supported (allowed: 'e', '2')")
+
+
+# --- custom ops -----------------------------------------------------------------------------------
+@torch.library.custom_op("attn_contracts::merge_", mutates_args=("out", "lse_out"))
+def _merge_op(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.Tensor,
+              lse_out: torch.Tensor | None, base: str, lse_out_base: str,
+              block_h: int, block_d: int, num_warps: int) -> None:
+    n, t, h, d = partial_out.shape
+    if t == 0 or h == 0 or d == 0:
+        return
+    if not uses_triton(partial_out):
+        o, lse = merge_reference(partial_out, _lse3(partial_lse), base=base,
+                                 lse_out_base=lse_out_base, dtype=torch.float32)
+        out.copy_(o)
+        if lse_out is not None:
+            lse_out.copy_(lse)
+        return
+    from attn_contracts.combine._kernels import merge_kernel
+
+    lse = _lse4(partial_lse)
+    in_scale, out_scale = _scales(base, lse_out_base)
+    z = lse_out if lse_out is not None else out  # never written when WRITE_LSE is False
+    grid = (t, triton_cdiv(h, block_h), triton_cdiv(d, block_d))
+    merge_kernel[grid](
+        partial_out, lse, out, z,
+        h, d, lse.shape[2],
+        *partial_out.stride(), *lse.stride(), *out.stride(), z.stride(0), z.stride(1),
+        N=n, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
+        BLOCK_H=block_h, BLOCK_D=block_d, num_warps=num_warps,
+    )
+
+
+@_merge_op.register_fake
+def _merge_fake(partial_out, partial_lse, out, lse_out, base, lse_out_base,  # type: ignore[no-untyped-def]
+                block_h, block_d, num_warps) -> None:
+    return None
+
+
+@torch.library.custom_op("attn_contracts::rescale_", mutates_args=("out", "lse_out"))
+def _rescale_op(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, out: torch.Tensor,
+                lse_out: torch.Tensor | None, base: str, lse_out_base: str,
+                block_h: int, block_d: int, num_warps: int) -> None:
+    t, h, d = partial_out.shape
+    if t == 0 or h == 0 or d == 0:
+        return
+    if not uses_triton(partial_out):
+        o, lse = rescale_reference(partial_out, _lse3(all_lse), rank, base=base,
+                                   lse_out_base=lse_out_base, dtype=torch.float32)
+        out.copy_(o)
+        if lse_out is not None:
+            lse_out.copy_(lse)
+        return
+    from attn_contracts.combine._kernels import rescale_kernel
+
+    lse = _lse4(all_lse)
+    in_scale, out_scale = _scales(base, lse_out_base)
+    z = lse_out if lse_out is not None else out
+    grid = (t, triton_cdiv(h, block_h), triton_cdiv(d, block_d))
+    rescale_kernel[grid](
+        partial_out, lse, out, z,
+        rank, h, d, lse.shape[2],
+        *partial_out.stride(), *lse.stride(), *out.stride(), z.stride(0), z.stride(1),
+        N=lse.shape[0], IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
+        BLOCK_H=block_h, BLOCK_D=block_d, num_warps=num_warps,
+    )
+
+
+@_rescale_op.register_fake
+def _rescale_fake(partial_out, all_lse, rank, out, lse_out, base, lse_out_base,  # type: ignore[no-untyped-def]
+                  block_h, block_d, num_warps) -> None:
+    return None
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+# --- launchers ------------------------------------------------------------------------------------
+def _alloc(partial_out: torch.Tensor, shape: tuple[int, ...], out: torch.Tensor | None,
+           lse_out: torch.Tensor | None, return_lse: bool,
+           out_dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    if out is None:
+        out = partial_out.new_empty(shape, dtype=out_dtype or partial_out.dtype)
+    if lse_out is None and return_lse:
+        lse_out = partial_out.new_empty(shape[:2], dtype=torch.float32)
+    return out, lse_out
+
+
+def merge(
+    partial_out: torch.Tensor,
+    partial_lse: torch.Tensor,
+    *,
+    base: str,
+    out: torch.Tensor | None = None,
+    lse_out: torch.Tensor | None = None,
+    return_lse: bool = False,
+    lse_out_base: str | None = None,
+    out_dtype: torch.dtype | None = None,
+    config: KernelConfig | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """Merge ``partial_out [N, T, H, D]`` by ``partial_lse [N, T, H]`` (or ``[N, B, Q, H]``) in
+    base ``base`` into ``out [T, H, D]``; with ``return_lse`` (or ``lse_out``) also the merged
+    float32 LSE ``[T, H]`` in ``lse_out_base`` (default: ``base``)."""
+    lse_out_base = lse_out_base or base
+    _check_base(base, lse_out_base)
+    _check_inputs(partial_out, partial_lse, 4)
+    n, t, h, d = partial_out.shape
+    if n < 1:
+        _fail("merge needs at least one partial (N >= 1), found N=0")
+    _check_lse(partial_lse, n, t, h, "partial_lse")
+    out, lse_out = _alloc(partial_out, (t, h, d), out, lse_out, return_lse, out_dtype)
+    _check_outputs(out, lse_out, t, h, d, partial_out.device)
+    cfg = config or default_config(h, d)
+    torch.ops.attn_contracts.merge_(partial_out, partial_lse, out, lse_out, base, lse_out_base,
+                                    cfg.block_h, cfg.block_d, cfg.num_warps)
+    return (out, lse_out) if lse_out is not None else out
+
+
+def rescale(
+    partial_out: torch.Tensor,
+    all_lse: torch.Tensor,
+    rank: int,
+    *,
+    base: str,
+    out: torch.Tensor | None = None,
+    lse_out: torch.Tensor | None = None,
+    return_lse: bool = False,
+    lse_out_base: str | None = None,
+    out_dtype: torch.dtype | None = None,
+    config: KernelConfig | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """Scale rank ``rank``'s ``partial_out [T, H, D]`` by ``b^(lse_rank − LSE)`` computed from the
+    gathered ``all_lse [N, T, H]``; summing the results over ranks (a reduce-scatter or
+    all-reduce) gives the merge. ``out`` may alias ``partial_out`` (in-place)."""
+    lse_out_base = lse_out_base or base
+    _check_base(base, lse_out_base)
+    _check_inputs(partial_out, all_lse, 3)
+    t, h, d = partial_out.shape
+    n = all_lse.shape[0] if all_lse.dim() in (3, 4) else 0
+    _check_lse(all_lse, n, t, h, "all_lse")
+    if not 0 <= rank < n:
+        _fail(f"rank {rank} is outside the {n} gathered LSEs (allowed: 0..{n - 1})")
+    out, lse_out = _alloc(partial_out, (t, h, d), out, lse_out, return_lse, out_dtype)
+    _check_outputs(out, lse_out, t, h, d, partial_out.device)
+    cfg = config or default_config(h, d)
+    torch.ops.attn_contracts.rescale_(partial_out, all_lse, rank, out, lse_out, base,
+                                      lse_out_base, cfg.block_h, cfg.block_d, cfg.num_warps)
+    return (out, lse_out) if lse_out is not None else out
