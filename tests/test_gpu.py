@@ -1,0 +1,104 @@
+"""CUDA: the kernels natively, CUDA-graph capture, inductor, and the FlashInfer records verified.
+
+Run on the GPU machine with ``pytest -m gpu``; skipped without CUDA.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+from attn_contracts import Registry, get
+from attn_contracts.combine import merge, merge_reference, plan_combine, rescale, rescale_reference
+from attn_contracts.verify import verify_record
+from fixtures.tensors import assert_close_to, assert_lse_close, partials, poisoned
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("base", ["e", "2"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=str)
+@pytest.mark.parametrize(("n", "t", "h", "d"), [(4, 1, 128, 512), (8, 1, 16, 576), (3, 100, 40, 128),
+                                                (8, 257, 32, 80), (5, 33, 7, 96), (1, 5, 3, 64)])
+def test_merge_and_rescale_on_cuda(n: int, t: int, h: int, d: int, dtype: torch.dtype,
+                                   base: str) -> None:
+    o, lse = partials(n, t, h, d, dtype, seed=n + t, device="cuda")
+    out = poisoned((t, h, d), dtype, "cuda")
+    lse_out = poisoned((t, h), torch.float32, "cuda")
+    merge(o, lse, base=base, out=out, lse_out=lse_out)
+    ref_o, ref_lse = merge_reference(o.cpu(), lse.cpu(), base=base)
+    assert_close_to(out.cpu(), ref_o, dtype)
+    assert_lse_close(lse_out.cpu(), ref_lse)
+    r = rescale(o[n - 1], lse, n - 1, base=base)
+    assert_close_to(r.cpu(), rescale_reference(o[n - 1].cpu(), lse.cpu(), n - 1, base=base)[0],
+                    dtype)
+
+
+def test_non_contiguous_on_cuda() -> None:
+    o, lse = partials(4, 9, 16, 160, torch.bfloat16, seed=3, device="cuda")
+    o_nc, lse_nc = o[:, :, ::2, 16:144], lse[:, :, ::2]
+    out = merge(o_nc, lse_nc, base="2")
+    assert_close_to(out.cpu(), merge_reference(o_nc.cpu(), lse_nc.cpu(), base="2")[0],
+                    torch.bfloat16)
+
+
+def test_cuda_graph_capture_of_a_plan() -> None:
+    plan = plan_combine("flashinfer.mla.fa3", mode="merge", world_size=4, num_heads=128,
+                        head_dim=512, out_dtype=torch.bfloat16, return_lse=True)
+    o, lse = partials(4, 2, 128, 512, torch.bfloat16, seed=1, specials=False, device="cuda")
+    out = torch.empty(2, 128, 512, dtype=torch.bfloat16, device="cuda")
+    lse_out = torch.empty(2, 128, device="cuda")
+    plan(o, lse, out=out, lse_out=lse_out)  # compile before capture
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        plan(o, lse, out=out, lse_out=lse_out)
+    o2, lse2 = partials(4, 2, 128, 512, torch.bfloat16, seed=2, device="cuda")
+    o.copy_(o2)
+    lse.copy_(lse2)
+    g.replay()
+    torch.cuda.synchronize()
+    ref_o, ref_lse = merge_reference(o2.cpu(), lse2.cpu(), base="2")
+    assert_close_to(out.cpu(), ref_o, torch.bfloat16)
+    assert_lse_close(lse_out.cpu(), ref_lse)
+
+
+def test_torch_compile_inductor_fullgraph_on_cuda() -> None:
+    o, lse = partials(4, 16, 8, 128, torch.bfloat16, seed=5, specials=False, device="cuda")
+
+    def layer(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        merged = merge(x, y, base="e")
+        return torch.nn.functional.silu(merged.float()).sum(-1)
+
+    compiled = torch.compile(layer, fullgraph=True)
+    torch.testing.assert_close(compiled(o, lse), layer(o, lse), atol=1e-2, rtol=1e-2)
+
+
+def test_torch_reference_backend_on_cuda() -> None:
+    assert verify_record(get("torch.sdpa_ref"), device="cuda").status == "match"
+
+
+FLASHINFER = [r for r in Registry().records() if r.library == "flashinfer" and r.adapter]
+needs_flashinfer = pytest.mark.skipif(importlib.util.find_spec("flashinfer") is None,
+                                      reason="flashinfer not installed")
+
+
+@needs_flashinfer
+@pytest.mark.parametrize("record", FLASHINFER, ids=lambda r: r.name)
+def test_flashinfer_records_verify_clean(record) -> None:  # type: ignore[no-untyped-def]
+    result = verify_record(record, device="cuda")
+    if result.status == "skipped":
+        pytest.skip(result.reason)
+    assert result.status == "match", [f.render() for f in result.findings]
+
+
+@needs_flashinfer
+@pytest.mark.parametrize("record", FLASHINFER, ids=lambda r: r.name)
+def test_flipping_a_flashinfer_base_fails_verify(record) -> None:  # type: ignore[no-untyped-def]
+    flipped = record.model_copy(update={"lse": record.lse.model_copy(
+        update={"base": "e" if record.lse.base == "2" else "2"})})
+    result = verify_record(flipped, device="cuda")
+    if result.status == "skipped":
+        pytest.skip(result.reason)
+    assert "lse.base" in [f.field for f in result.findings]
