@@ -20,8 +20,10 @@ import argparse
 import functools
 import json
 import math
+import os
 import platform
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -44,13 +46,12 @@ class Row:
     shape: tuple[int, int, int, int]
     base: str
     impl: str
-    us: float
     bytes: int
-    timing: str  # do_bench | graph
+    graph_us: float  # per launch in a CUDA graph (L2-cold rotation for T > 1)
+    do_bench_us: float | None  # median of triton.testing.do_bench (T > 1 only)
 
-    @property
-    def gbps(self) -> float:
-        return self.bytes / (self.us * 1e-6) / 1e9
+    def gbps(self, us: float | None) -> float | None:
+        return None if us is None else self.bytes / (us * 1e-6) / 1e9
 
 
 def merge_bytes(n: int, t: int, h: int, d: int, s: int) -> int:
@@ -72,18 +73,22 @@ def bench(fn: Callable[[], object]) -> float:
     return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")) * 1e3
 
 
-def graph_per_launch(fn: Callable[[], object], launches: int = 100, replays: int = 20) -> float:
-    """Microseconds per launch of ``fn`` captured ``launches`` times in one CUDA graph."""
+def graph_per_launch(fns: list[Callable[[], object]] | Callable[[], object],
+                     launches: int = 100, replays: int = 20) -> float:
+    """Microseconds per launch of ``launches`` calls captured in one CUDA graph. Given several
+    callables (each on its own buffers), the calls rotate through them so data that the previous
+    launch left in L2 is not read again (L2-cold, like do_bench's flush)."""
+    fns = fns if isinstance(fns, list) else [fns]
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
-        for _ in range(3):
+        for fn in fns:
             fn()
     torch.cuda.current_stream().wait_stream(s)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        for _ in range(launches):
-            fn()
+        for i in range(launches):
+            fns[i % len(fns)]()
     g.replay()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -97,79 +102,136 @@ def graph_per_launch(fn: Callable[[], object], launches: int = 100, replays: int
     return sorted(times)[len(times) // 2]
 
 
+def host_us_per_call(fn: Callable[[], object], calls: int = 2000) -> float:
+    """Host time of one eager call (launch overhead), the GPU kept ahead of the CPU."""
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
+_L2_BYTES = 60 * 1024 * 1024
+
+
+def copies_for_cold_l2(bytes_per_set: int) -> int:
+    return max(1, min(64, -(-3 * _L2_BYTES // bytes_per_set)))
+
+
 @triton.jit
 def _empty_kernel(x_ptr, BLOCK: tl.constexpr):
     tl.store(x_ptr + tl.arange(0, BLOCK), tl.zeros((BLOCK,), tl.float32))
 
 
-def _timer(t: int) -> tuple[Callable[[Callable[[], object]], float], str]:
-    return (graph_per_launch, "graph") if t == 1 else (bench, "do_bench")
+Factory = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], Callable[[], object]]
+
+
+def _inputs(shape: tuple[int, int, int, int], dtype: torch.dtype, copies: int,
+            layout: str = "ntHd") -> list[tuple[torch.Tensor, ...]]:
+    n, t, h, d = shape
+    sets = []
+    for _ in range(copies):
+        o = torch.randn((t, n, h, d) if layout == "tnhd" else (n, t, h, d), device="cuda",
+                        dtype=dtype)
+        lse = torch.randn((t, n, h) if layout == "tnhd" else (n, t, h), device="cuda") * 4
+        sets.append((o, lse, torch.empty(t, h, d, device="cuda", dtype=dtype),
+                     torch.empty(t, h, device="cuda")))
+    return sets
+
+
+def measure(shape: tuple[int, int, int, int], base: str, impl: str, nbytes: int,
+            make: Factory, dtype: torch.dtype, layout: str = "ntHd") -> Row:
+    """Time one implementation: graph replay always, do_bench as well for T > 1."""
+    t = shape[1]
+    sets = _inputs(shape, dtype, 1 if t == 1 else copies_for_cold_l2(nbytes), layout)
+    fns = [make(*x) for x in sets]
+    graph = graph_per_launch(fns)
+    return Row(shape, base, impl, nbytes, graph, None if t == 1 else bench(fns[0]))
+
+
+def _record_for(d: int, base: str) -> str:
+    if d == 512:
+        return "flashinfer.mla.fa3" if base == "2" else "flashinfer.mla.fa3+basee"
+    return "flashinfer.batch_decode" if base == "2" else "torch.sdpa_ref"
 
 
 def run_shape(shape: tuple[int, int, int, int], base: str, dtype: torch.dtype,
               impls: set[str]) -> list[Row]:
     n, t, h, d = shape
     s = torch.finfo(dtype).bits // 8
-    o = torch.randn(n, t, h, d, device="cuda", dtype=dtype)
-    lse = torch.randn(n, t, h, device="cuda") * 4
-    out = torch.empty(t, h, d, device="cuda", dtype=dtype)
-    lse_out = torch.empty(t, h, device="cuda")
-    timer, how = _timer(t)
+    mb, rb = merge_bytes(n, t, h, d, s), rescale_bytes(n, t, h, d, s)
+    rec = _record_for(d, base)
     rows = []
-    record = "flashinfer.mla.fa3" if base == "2" else "flashinfer.mla.fa3+basee"
-    head_dim_ok = d == 512
-    rec = record if head_dim_ok else ("flashinfer.batch_decode" if base == "2" else "torch.sdpa_ref")
     if "merge" in impls:
         plan = plan_combine(rec, mode="merge", world_size=n, num_heads=h, head_dim=d,
                             out_dtype=dtype, return_lse=True)
-        ref_o, _ = merge_reference(o, lse, base=base)
+        o, lse, out, lse_out = _inputs(shape, dtype, 1)[0]
         plan(o, lse, out=out, lse_out=lse_out)
-        torch.testing.assert_close(out.double(), ref_o, atol=2e-2, rtol=2e-2)
-        rows.append(Row(shape, base, "attn-contracts merge", timer(
-            lambda: plan(o, lse, out=out, lse_out=lse_out)), merge_bytes(n, t, h, d, s), how))
+        torch.testing.assert_close(out.double(), merge_reference(o, lse, base=base)[0],
+                                   atol=2e-2, rtol=2e-2)
+        rows.append(measure(shape, base, "attn-contracts merge", mb, lambda o, lse, out, z:
+                            functools.partial(plan, o, lse, out=out, lse_out=z), dtype))
     if "rescale" in impls:
         plan_r = plan_combine(rec, mode="ag_rs" if h % n == 0 else "ar", world_size=n,
                               num_heads=h, head_dim=d, out_dtype=dtype, return_lse=True)
-        ref_r, _ = rescale_reference(o[0], lse, 0, base=base)
+        o, lse, out, lse_out = _inputs(shape, dtype, 1)[0]
         plan_r(o[0], lse, rank=0, out=out, lse_out=lse_out)
-        torch.testing.assert_close(out.double(), ref_r, atol=2e-2, rtol=2e-2)
-        rows.append(Row(shape, base, "attn-contracts rescale", timer(
-            lambda: plan_r(o[0], lse, rank=0, out=out, lse_out=lse_out)),
-            rescale_bytes(n, t, h, d, s), how))
-    if "torch" in impls:
-        rows.append(Row(shape, base, "torch eager (fp32)", timer(
-            lambda: merge_reference(o, lse, base=base, dtype=torch.float32)),
-            merge_bytes(n, t, h, d, s), how))
-    if "compile" in impls:
+        torch.testing.assert_close(out.double(), rescale_reference(o[0], lse, 0, base=base)[0],
+                                   atol=2e-2, rtol=2e-2)
+        rows.append(measure(shape, base, "attn-contracts rescale", rb, lambda o, lse, out, z:
+                            functools.partial(plan_r, o[0], lse, rank=0, out=out, lse_out=z),
+                            dtype))
+    if "torch" in impls and base == "2":
+        rows.append(measure(shape, base, "torch eager (fp32)", mb, lambda o, lse, out, z: (
+            lambda: merge_reference(o, lse, base=base, dtype=torch.float32)), dtype))
+    if "compile" in impls and base == "2":
         compiled = torch.compile(lambda a, b: merge_reference(a, b, base=base,
                                                               dtype=torch.float32),
                                  dynamic=False)
-        compiled(o, lse)
-        rows.append(Row(shape, base, "torch.compile (fp32)", timer(lambda: compiled(o, lse)),
-                        merge_bytes(n, t, h, d, s), how))
+        rows.append(measure(shape, base, "torch.compile (fp32)", mb, lambda o, lse, out, z: (
+            lambda: compiled(o, lse)), dtype))
     if "flashinfer" in impls and base == "2":
-        rows += _flashinfer_row(shape, dtype, timer, how)
+        rows += _flashinfer_row(shape, dtype, mb)
     return rows
 
 
-def _flashinfer_row(shape: tuple[int, int, int, int], dtype: torch.dtype,
-                    timer: Callable[[Callable[[], object]], float], how: str) -> list[Row]:
-    n, t, h, d = shape
+def _flashinfer_row(shape: tuple[int, int, int, int], dtype: torch.dtype, nbytes: int) -> list[Row]:
+    h, d = shape[2], shape[3]
     try:
         import flashinfer
     except ImportError:
         return []
-    v = torch.randn(t, n, h, d, device="cuda", dtype=dtype)  # its own layout [T, N, H, D]
-    s = torch.randn(t, n, h, device="cuda") * 4
-    try:
-        flashinfer.merge_states(v, s)
-        torch.cuda.synchronize()
-    except Exception as err:  # e.g. 128 heads × D=512 exceeds its block size
-        print(f"flashinfer merge_states {shape}: cannot launch ({type(err).__name__}: "
-              f"{str(err)[:80]})", file=sys.stderr)
+    threads = h * d // (16 // (torch.finfo(dtype).bits // 8))
+    if threads > 1024:  # its block is heads × D/vec threads; a failed launch poisons the context
+        print(f"flashinfer merge_states {shape}: not run, needs {threads} threads per block "
+              "(> 1024)", file=sys.stderr)
         return []
-    return [Row(shape, "2", "flashinfer merge_states", timer(lambda: flashinfer.merge_states(v, s)),
-                merge_bytes(n, t, h, d, torch.finfo(dtype).bits // 8), how)]
+    return [measure(shape, "2", "flashinfer merge_states", nbytes, lambda v, s, out, z: (
+        lambda: flashinfer.merge_states(v, s)), dtype, layout="tnhd")]
+
+
+def launch_overhead(dtype: torch.dtype) -> list[tuple[str, float]]:
+    """Host µs per eager call: what do_bench sees when the GPU work is shorter than this."""
+    plan = plan_combine("flashinfer.mla.fa3", mode="merge", world_size=4, num_heads=128,
+                        head_dim=512, out_dtype=dtype, return_lse=True)
+    o, lse, out, z = _inputs((4, 1, 128, 512), dtype, 1)[0]
+    from attn_contracts.combine.ops import _merge_impl
+
+    empty = torch.empty(128, device="cuda")
+    return [
+        ("plan(o, lse, out=, lse_out=)", host_us_per_call(
+            lambda: plan(o, lse, out=out, lse_out=z))),
+        ("launcher body (no checks)", host_us_per_call(
+            lambda: _merge_impl(o, lse, out, z, "2", "2", 1, 64, 4))),
+        ("torch.ops.attn_contracts.merge_", host_us_per_call(
+            lambda: torch.ops.attn_contracts.merge_(o, lse, out, z, "2", "2", 1, 64, 4))),
+        ("almost empty Triton kernel", host_us_per_call(
+            lambda: _empty_kernel[(1,)](empty, BLOCK=128))),
+    ]
 
 
 def sweep(dtype: torch.dtype) -> None:
@@ -180,40 +242,47 @@ def sweep(dtype: torch.dtype) -> None:
         table.add_column(col)
     for shape in SHAPES:
         n, t, h, d = shape
-        o = torch.randn(n, t, h, d, device="cuda", dtype=dtype)
-        lse = torch.randn(n, t, h, device="cuda")
-        out = torch.empty(t, h, d, device="cuda", dtype=dtype)
-        lse_out = torch.empty(t, h, device="cuda")
-        timer, _ = _timer(t)
+        n_pad = triton.next_power_of_2(n)
+        sets = _inputs(shape, dtype, 1 if t == 1 else
+                       copies_for_cold_l2(merge_bytes(n, t, h, d, torch.finfo(dtype).bits // 8)))
         results = {}
-        for bd in (128, 256, 512):
+        for bd in (64, 128, 256):
             for bh in (1, 2, 4, 8, 16):
                 for warps in (4, 8):
-                    if not 256 <= bh * bd <= 8192 or bd > 2 * triton.next_power_of_2(d) \
-                            or bh > triton.next_power_of_2(h) or bh * bd // (32 * warps) < 4:
+                    if not 64 <= n_pad * bh * bd <= 16384 or bd > triton.next_power_of_2(d) \
+                            or bh > triton.next_power_of_2(h) or bh * bd < 32 * warps:
                         continue
                     cfg = KernelConfig(bh, bd, warps)
-                    plan = plan_combine("flashinfer.mla.fa3" if d == 512 else
-                                        "flashinfer.batch_decode", mode="merge", world_size=n,
+                    plan = plan_combine(_record_for(d, "2"), mode="merge", world_size=n,
                                         num_heads=h, head_dim=d, out_dtype=dtype,
                                         return_lse=True, config=cfg)
-                    results[cfg] = timer(functools.partial(plan, o, lse, out=out, lse_out=lse_out))
+                    results[cfg] = graph_per_launch([functools.partial(plan, o, lse, out=out,
+                                                                       lse_out=z)
+                                                     for o, lse, out, z in sets],
+                                                    launches=20, replays=7)
         best = min(results, key=results.__getitem__)
-        dflt = default_config(h, d)
+        dflt = default_config(n, t, h, d)
         table.add_row(str(shape), str(dflt), f"{results.get(dflt, math.nan):.2f}", str(best),
                       f"{results[best]:.2f}", f"{results.get(dflt, math.nan) / results[best]:.2f}x")
         print(json.dumps({"shape": shape, "results": {str(k): v for k, v in results.items()}}))
     console.print(table)
 
 
+def _pct(gbps: float | None, bw: float) -> str:
+    return "-" if gbps is None else f"{100 * gbps / bw:.1f}"
+
+
 def render(rows: list[Row], bw: float) -> Table:
     table = Table(title=f"combine on {torch.cuda.get_device_name()} (copy bandwidth {bw:.0f} GB/s)")
-    for col in ("N,T,H,D", "base", "implementation", "timing", "µs", "MB moved", "GB/s",
-                "% of copy BW"):
-        table.add_column(col, justify="right" if col not in ("implementation", "timing") else "left")
+    cols = ("N,T,H,D", "base", "implementation", "MB moved", "graph µs", "graph % BW",
+            "do_bench µs", "do_bench % BW")
+    for col in cols:
+        table.add_column(col, justify="left" if col == "implementation" else "right")
     for r in rows:
-        table.add_row(",".join(map(str, r.shape)), r.base, r.impl, r.timing, f"{r.us:.2f}",
-                      f"{r.bytes / 1e6:.2f}", f"{r.gbps:.0f}", f"{100 * r.gbps / bw:.1f}")
+        table.add_row(",".join(map(str, r.shape)), r.base, r.impl, f"{r.bytes / 1e6:.2f}",
+                      f"{r.graph_us:.2f}", _pct(r.gbps(r.graph_us), bw),
+                      "-" if r.do_bench_us is None else f"{r.do_bench_us:.2f}",
+                      _pct(r.gbps(r.do_bench_us), bw))
     return table
 
 
@@ -223,19 +292,20 @@ def plot(rows: list[Row], bw: float, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    picked = [r for r in rows if r.base == "2" and r.timing == "do_bench"]
+    picked = [r for r in rows if r.base == "2"]
     shapes = sorted({r.shape for r in picked}, key=SHAPES.index)
     impls = sorted({r.impl for r in picked})
     fig, ax = plt.subplots(figsize=(11, 4.5))
     width = 0.8 / len(impls)
     for i, impl in enumerate(impls):
-        ys = [next((100 * r.gbps / bw for r in picked if r.shape == s and r.impl == impl), 0.0)
+        ys = [next((100 * r.bytes / (r.graph_us * 1e-6) / 1e9 / bw for r in picked
+                    if r.shape == s and r.impl == impl), 0.0)
               for s in shapes]
         ax.bar([x + i * width for x in range(len(shapes))], ys, width, label=impl)
     ax.set_xticks([x + 0.4 - width / 2 for x in range(len(shapes))],
                   [",".join(map(str, s)) for s in shapes])
     ax.set_xlabel("(N, T, H, D), bf16, base 2")
-    ax.set_ylabel("% of measured copy bandwidth")
+    ax.set_ylabel("% of copy bandwidth (CUDA-graph time)")
     ax.axhline(85, color="grey", ls="--", lw=0.8)
     ax.legend(fontsize=8)
     ax.set_title(f"DCP combine bandwidth on {torch.cuda.get_device_name()} ({bw:.0f} GB/s copy)")
@@ -271,26 +341,35 @@ def main(argv: list[str] | None = None) -> int:
     for shape in SHAPES:
         for base in args.bases:
             rows += run_shape(shape, base, dtype, set(args.impls))
+    overhead = launch_overhead(dtype)
     console = Console(width=200)
     console.print(render(rows, bw))
     console.print(f"an almost empty Triton kernel: {empty_us:.2f} µs per launch in a CUDA graph")
+    host = "\n".join(f"  {name}: {us:.1f} µs" for name, us in overhead)
+    console.print(f"host time per eager call (launch overhead):\n{host}")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         command = "python " + " ".join(sys.argv)
         meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                 "triton": triton.__version__, "python": platform.python_version(),
                 "copy_bandwidth_gbps": bw, "empty_kernel_graph_us": empty_us, "command": command,
-                "dtype": args.dtype}
+                "dtype": args.dtype, "host_us_per_call": dict(overhead)}
         (args.out / f"{args.name}.json").write_text(json.dumps(
-            {"meta": meta, "rows": [asdict(r) | {"gbps": r.gbps, "fraction": r.gbps / bw}
-                                    for r in rows]}, indent=1))
-        md = Console(record=True, width=200, file=open("/dev/null", "w"))  # noqa: SIM115
+            {"meta": meta, "rows": [asdict(r) | {
+                "graph_fraction": r.bytes / (r.graph_us * 1e-6) / 1e9 / bw,
+                "do_bench_fraction": None if r.do_bench_us is None else
+                r.bytes / (r.do_bench_us * 1e-6) / 1e9 / bw} for r in rows]}, indent=1))
+        md = Console(record=True, width=200, file=open(os.devnull, "w"))  # noqa: SIM115
         md.print(render(rows, bw))
         (args.out / f"{args.name}.md").write_text(
             f"# Combine benchmark: {meta['device']}\n\nCommand: `{command}`\n\n"
             f"torch {meta['torch']}, triton {meta['triton']}, {args.dtype}; copy bandwidth "
-            f"{bw:.0f} GB/s (read + write, 1 GiB copy); empty Triton kernel {empty_us:.2f} µs "
-            f"per launch in a CUDA graph.\n\n```\n{md.export_text()}```\n")
+            f"{bw:.0f} GB/s (read + write, 1 GiB copy); almost empty Triton kernel "
+            f"{empty_us:.2f} µs per launch in a CUDA graph.\n\n"
+            "`graph`: per launch in a CUDA graph of 100 launches (for T > 1 rotating over enough "
+            "buffer sets to leave L2 cold); `do_bench`: median of `triton.testing.do_bench` "
+            "(L2 flushed), which also counts host launch gaps when they exceed the GPU time.\n\n"
+            f"```\n{md.export_text()}```\n\nHost time per eager call:\n\n{host}\n")
         plot(rows, bw, args.out / f"{args.name}.png")
     return 0
 

@@ -54,7 +54,7 @@ class CombinePlan:
     out_dtype: torch.dtype
     return_lse: bool
     lse_out_base: str
-    config: KernelConfig
+    config: KernelConfig | None  # None: tiles chosen per call from (N, T, H, D)
     reasons: tuple[str, ...]
 
     @property
@@ -186,7 +186,6 @@ def _plan(record: CapabilityRecord, mode: str, world_size: int, num_heads: int, 
         raise ContractError(findings, f"cannot plan a {mode} combine for {record.name}")
     spec = _spec(record)
     local_heads = num_heads // world_size if mode == "a2a" else num_heads
-    cfg = config or default_config(local_heads, head_dim)
     out_base = lse_out_base or spec.base
     reasons = (
         _MODE_WHY[mode] + f"; kernel {_KERNEL[mode]}, world size {world_size}",
@@ -200,11 +199,21 @@ def _plan(record: CapabilityRecord, mode: str, world_size: int, num_heads: int, 
         "row gives o = 0, LSE = −inf",
         (f"merged LSE returned in base {out_base}" if return_lse else "merged LSE not returned")
         + (f" (converted from base {spec.base})" if return_lse and out_base != spec.base else ""),
-        f"output {str(out_dtype).removeprefix('torch.')}, fp32 accumulation; tiles "
-        f"BLOCK_H={cfg.block_h} BLOCK_D={cfg.block_d} num_warps={cfg.num_warps}",
+        f"output {str(out_dtype).removeprefix('torch.')}, fp32 accumulation; "
+        + _tiles_text(config, world_size if _KERNEL[mode] == "merge" else 1, world_size,
+                      local_heads, head_dim),
     )
     return CombinePlan(record, mode, _KERNEL[mode], world_size, num_heads, local_heads, head_dim,
-                       out_dtype, return_lse, out_base, cfg, reasons)
+                       out_dtype, return_lse, out_base, config, reasons)
+
+
+def _tiles_text(config: KernelConfig | None, n: int, n_lse: int, heads: int, head_dim: int) -> str:
+    if config is not None:
+        return f"tiles fixed: {config}"
+    one, many = (default_config(max(n, n_lse), t, heads, head_dim) for t in (1, 256))
+    return (f"tiles per call from (N, T, H, D): T=1 → BLOCK_H={one.block_h} BLOCK_D="
+            f"{one.block_d} warps={one.num_warps}; T=256 → BLOCK_H={many.block_h} BLOCK_D="
+            f"{many.block_d} warps={many.num_warps}")
 
 
 def _readable(record: CapabilityRecord, num_heads: int, head_dim: int,

@@ -38,13 +38,31 @@ def _next_pow2(x: int) -> int:
     return 1 << max(0, (x - 1).bit_length())
 
 
-def default_config(num_heads: int, head_dim: int) -> KernelConfig:
-    """Tiles of about 2k elements: 16 per thread at 4 warps, i.e. 16-byte vector loads in bf16,
-    enough bytes in flight per program to stay at copy bandwidth, and few enough programs per
-    token that one-token decode is not spread thinner than the SMs."""
+_SM_TARGET = 264  # about two programs per SM of an H100/H200 (132 SMs)
+
+
+def default_config(num_partials: int, num_tokens: int, num_heads: int,
+                   head_dim: int) -> KernelConfig:
+    """Tiles from the shape, no autotuning (plans are built at startup, graphs are captured).
+
+    A program loads all N shards of a ``BLOCK_H × BLOCK_D`` tile at once; about 4k elements per
+    program keeps enough bytes in flight for copy bandwidth without spilling registers. With few
+    tokens the tile shrinks until there are programs for every SM: one-token decode is bound by
+    the latency of one wave, not by bandwidth."""
+    n_pad = _next_pow2(num_partials)
     block_d = min(_next_pow2(head_dim), 256)
-    block_h = max(1, min(_next_pow2(num_heads), 2048 // block_d))
-    return KernelConfig(block_h=block_h, block_d=block_d, num_warps=4)
+    block_h = max(1, min(_next_pow2(num_heads), max(256, 4096 // n_pad) // block_d))
+
+    def programs(bh: int, bd: int) -> int:
+        return num_tokens * -(-num_heads // bh) * -(-head_dim // bd)
+
+    while programs(block_h, block_d) < _SM_TARGET and (block_h > 1 or block_d > 64):
+        if block_h > 1:
+            block_h //= 2
+        else:
+            block_d //= 2
+    num_warps = 8 if n_pad * block_h * block_d >= 8192 else 4
+    return KernelConfig(block_h=block_h, block_d=block_d, num_warps=num_warps)
 
 
 def uses_triton(t: torch.Tensor) -> bool:
@@ -110,10 +128,9 @@ def _check_base(base: str, lse_out_base: str) -> None:
 
 
 # --- custom ops -----------------------------------------------------------------------------------
-@torch.library.custom_op("attn_contracts::merge_", mutates_args=("out", "lse_out"))
-def _merge_op(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.Tensor,
-              lse_out: torch.Tensor | None, base: str, lse_out_base: str,
-              block_h: int, block_d: int, num_warps: int) -> None:
+def _merge_impl(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.Tensor,
+                lse_out: torch.Tensor | None, base: str, lse_out_base: str,
+                block_h: int, block_d: int, num_warps: int) -> None:
     n, t, h, d = partial_out.shape
     if t == 0 or h == 0 or d == 0:
         return
@@ -132,11 +149,15 @@ def _merge_op(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.T
     grid = (t, triton_cdiv(h, block_h), triton_cdiv(d, block_d))
     merge_kernel[grid](
         partial_out, lse, out, z,
-        h, d, lse.shape[2],
+        n, h, d, lse.shape[2],
         *partial_out.stride(), *lse.stride(), *out.stride(), z.stride(0), z.stride(1),
-        N=n, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
+        N_PAD=_next_pow2(n), IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
         BLOCK_H=block_h, BLOCK_D=block_d, num_warps=num_warps,
     )
+
+
+_merge_op = torch.library.custom_op("attn_contracts::merge_", mutates_args=("out", "lse_out"))(
+    _merge_impl)
 
 
 @_merge_op.register_fake
@@ -145,8 +166,7 @@ def _merge_fake(partial_out, partial_lse, out, lse_out, base, lse_out_base,  # t
     return None
 
 
-@torch.library.custom_op("attn_contracts::rescale_", mutates_args=("out", "lse_out"))
-def _rescale_op(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, out: torch.Tensor,
+def _rescale_impl(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, out: torch.Tensor,
                 lse_out: torch.Tensor | None, base: str, lse_out_base: str,
                 block_h: int, block_d: int, num_warps: int) -> None:
     t, h, d = partial_out.shape
@@ -167,11 +187,15 @@ def _rescale_op(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, out
     grid = (t, triton_cdiv(h, block_h), triton_cdiv(d, block_d))
     rescale_kernel[grid](
         partial_out, lse, out, z,
-        rank, h, d, lse.shape[2],
+        rank, lse.shape[0], h, d, lse.shape[2],
         *partial_out.stride(), *lse.stride(), *out.stride(), z.stride(0), z.stride(1),
-        N=lse.shape[0], IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
+        N_PAD=_next_pow2(lse.shape[0]), IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
         BLOCK_H=block_h, BLOCK_D=block_d, num_warps=num_warps,
     )
+
+
+_rescale_op = torch.library.custom_op(
+    "attn_contracts::rescale_", mutates_args=("out", "lse_out"))(_rescale_impl)
 
 
 @_rescale_op.register_fake
@@ -219,9 +243,11 @@ def merge(
     _check_lse(partial_lse, n, t, h, "partial_lse")
     out, lse_out = _alloc(partial_out, (t, h, d), out, lse_out, return_lse, out_dtype)
     _check_outputs(out, lse_out, t, h, d, partial_out.device)
-    cfg = config or default_config(h, d)
-    torch.ops.attn_contracts.merge_(partial_out, partial_lse, out, lse_out, base, lse_out_base,
-                                    cfg.block_h, cfg.block_d, cfg.num_warps)
+    cfg = config or default_config(n, t, h, d)
+    # Eager calls skip the dispatcher (tens of µs per call); traced calls go through the op.
+    op = torch.ops.attn_contracts.merge_ if torch.compiler.is_compiling() else _merge_impl
+    op(partial_out, partial_lse, out, lse_out, base, lse_out_base, cfg.block_h, cfg.block_d,
+       cfg.num_warps)
     return (out, lse_out) if lse_out is not None else out
 
 
@@ -251,7 +277,8 @@ def rescale(
         _fail(f"rank {rank} is outside the {n} gathered LSEs (allowed: 0..{n - 1})")
     out, lse_out = _alloc(partial_out, (t, h, d), out, lse_out, return_lse, out_dtype)
     _check_outputs(out, lse_out, t, h, d, partial_out.device)
-    cfg = config or default_config(h, d)
-    torch.ops.attn_contracts.rescale_(partial_out, all_lse, rank, out, lse_out, base,
-                                      lse_out_base, cfg.block_h, cfg.block_d, cfg.num_warps)
+    cfg = config or default_config(n, t, h, d)
+    op = torch.ops.attn_contracts.rescale_ if torch.compiler.is_compiling() else _rescale_impl
+    op(partial_out, all_lse, rank, out, lse_out, base, lse_out_base, cfg.block_h, cfg.block_d,
+       cfg.num_warps)
     return (out, lse_out) if lse_out is not None else out
