@@ -246,11 +246,13 @@ def sweep(dtype: torch.dtype) -> None:
         sets = _inputs(shape, dtype, 1 if t == 1 else
                        copies_for_cold_l2(merge_bytes(n, t, h, d, torch.finfo(dtype).bits // 8)))
         results = {}
-        for bd in (64, 128, 256):
+        for bd in (64, 128, 256, 512):
             for bh in (1, 2, 4, 8, 16):
-                for warps in (4, 8):
-                    if not 64 <= n_pad * bh * bd <= 16384 or bd > triton.next_power_of_2(d) \
-                            or bh > triton.next_power_of_2(h) or bh * bd < 32 * warps:
+                for warps in (1, 2, 4, 8):
+                    per_thread = bh * bd // (32 * warps)
+                    if not 4 <= per_thread <= 16 or bd > triton.next_power_of_2(d) \
+                            or bd < min(d, 128) // (2 if t == 1 else 1) \
+                            or bh > triton.next_power_of_2(h) or n_pad * per_thread > 128:
                         continue
                     cfg = KernelConfig(bh, bd, warps)
                     plan = plan_combine(_record_for(d, "2"), mode="merge", world_size=n,

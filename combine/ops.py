@@ -38,30 +38,30 @@ def _next_pow2(x: int) -> int:
     return 1 << max(0, (x - 1).bit_length())
 
 
-_SM_TARGET = 264  # about two programs per SM of an H100/H200 (132 SMs)
+_WAVE = 132  # programs in one wave on an H100/H200 (132 SMs)
 
 
 def default_config(num_partials: int, num_tokens: int, num_heads: int,
                    head_dim: int) -> KernelConfig:
     """Tiles from the shape, no autotuning (plans are built at startup, graphs are captured).
 
-    A program loads all N shards of a ``BLOCK_H × BLOCK_D`` tile at once; about 4k elements per
-    program keeps enough bytes in flight for copy bandwidth without spilling registers. With few
-    tokens the tile shrinks until there are programs for every SM: one-token decode is bound by
-    the latency of one wave, not by bandwidth."""
-    n_pad = _next_pow2(num_partials)
-    block_d = min(_next_pow2(head_dim), 256)
-    block_h = max(1, min(_next_pow2(num_heads), max(256, 4096 // n_pad) // block_d))
+    A program streams ``BLOCK_H × BLOCK_D`` of every shard: whole rows of the head dim (up to 512)
+    so loads are long and contiguous, about 1k elements per shard so each thread has 16-byte
+    vectors in flight for every shard. With few tokens the tile shrinks until one wave of
+    programs covers the SMs: one-token decode is bound by latency, not bandwidth."""
+    del num_partials  # every shard's tile is in flight at once; N does not change the tile
+    block_d = min(_next_pow2(head_dim), 512)
+    block_h = max(1, min(_next_pow2(num_heads), 1024 // block_d))
 
     def programs(bh: int, bd: int) -> int:
         return num_tokens * -(-num_heads // bh) * -(-head_dim // bd)
 
-    while programs(block_h, block_d) < _SM_TARGET and (block_h > 1 or block_d > 64):
+    while programs(block_h, block_d) < _WAVE and (block_h > 1 or block_d > 64):
         if block_h > 1:
             block_h //= 2
         else:
             block_d //= 2
-    num_warps = 8 if n_pad * block_h * block_d >= 8192 else 4
+    num_warps = max(1, min(4, block_h * block_d // 256))  # >= 8 elements per thread
     return KernelConfig(block_h=block_h, block_d=block_d, num_warps=num_warps)
 
 
@@ -149,9 +149,9 @@ def _merge_impl(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch
     grid = (t, triton_cdiv(h, block_h), triton_cdiv(d, block_d))
     merge_kernel[grid](
         partial_out, lse, out, z,
-        n, h, d, lse.shape[2],
+        h, d, lse.shape[2],
         *partial_out.stride(), *lse.stride(), *out.stride(), z.stride(0), z.stride(1),
-        N_PAD=_next_pow2(n), IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
+        N=n, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
         BLOCK_H=block_h, BLOCK_D=block_d, num_warps=num_warps,
     )
 
@@ -187,9 +187,9 @@ def _rescale_impl(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, o
     grid = (t, triton_cdiv(h, block_h), triton_cdiv(d, block_d))
     rescale_kernel[grid](
         partial_out, lse, out, z,
-        rank, lse.shape[0], h, d, lse.shape[2],
+        rank, h, d, lse.shape[2],
         *partial_out.stride(), *lse.stride(), *out.stride(), z.stride(0), z.stride(1),
-        N_PAD=_next_pow2(lse.shape[0]), IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
+        N=lse.shape[0], IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
         BLOCK_H=block_h, BLOCK_D=block_d, num_warps=num_warps,
     )
 
