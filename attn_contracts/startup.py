@@ -60,13 +60,15 @@ def validate_startup(
     probe: bool = False,
     timeout_s: float = 30.0,
     device: str | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> CapabilityRecord | None:
     """Check every record and the chosen DCP configuration; raise one :class:`ContractError`.
 
     ``records``: the registry (default), or an iterable of records, raw mappings, engine-style
     backend classes and TOML/JSON paths. ``backend``: the record (or its name) the engine will run.
-    ``group``: a ``torch.distributed`` process group; all ranks must then hold identical records
-    and settings (``AC007``, raised on every rank within ``timeout_s``). ``probe``: run the chosen
+    ``group``: a ``torch.distributed`` process group (None: no exchange); all ranks must then hold
+    identical records, backend, ``dcp_world_size`` and ``settings`` (e.g. the combine's dtype,
+    head count and head dim), else every rank raises the same ``AC007`` within ``timeout_s``. ``probe``: run the chosen
     backend once on tiny inputs (on ``device``) and compare what it returns with its record
     (``AC008``). Returns the chosen backend's record (None when no backend was named).
     """
@@ -93,7 +95,7 @@ def validate_startup(
         # Every rank takes part even with local findings, so no rank is left waiting in the
         # exchange; each then raises the union of what all ranks found.
         findings = agree_across_ranks(findings, recs, chosen, dcp_world_size, group=group,
-                                      timeout_s=timeout_s)
+                                      timeout_s=timeout_s, settings=settings)
     if findings:
         raise ContractError(findings, "attention contract validation failed at startup")
     return chosen

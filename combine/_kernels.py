@@ -88,15 +88,19 @@ def merge_kernel(
 @triton.jit
 def rescale_kernel(
     o_ptr, lse_ptr, out_ptr, lse_out_ptr,
-    RANK, H, D, Q_LEN,
+    RANK, H, D, Q_LEN, HC,
     s_ot, s_oh, s_od,
     s_ln, s_lb, s_lq, s_lh,
-    s_yt, s_yh, s_yd,
+    s_yc, s_yt, s_yh, s_yd,
     s_zt, s_zh,
     N: tl.constexpr, IN_SCALE: tl.constexpr, OUT_SCALE: tl.constexpr,
     WRITE_LSE: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    """out[t, h, :] = w_RANK · o[t, h, :] with w from all N gathered LSEs (the AG+RS step)."""
+    """out[t, h, :] = w_RANK · o[t, h, :] with w from all N gathered LSEs (the AG+RS step).
+
+    Head ``h`` is written to chunk ``h // HC`` (stride ``s_yc``) at head ``h % HC``: with
+    ``HC = H / N`` the output is laid out ``[N, T, H/N, D]``, ready for a reduce-scatter by heads
+    without a copy; ``HC = H``, ``s_yc = 0`` is the plain ``[T, H, D]``."""
     t = tl.program_id(0).to(tl.int64)
     offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     offs_d = tl.program_id(2) * BLOCK_D + tl.arange(0, BLOCK_D)
@@ -116,7 +120,8 @@ def rescale_kernel(
     x_r = _load_lse(lse_row, RANK, s_ln, offs_h, s_lh, mask_h)
     inv_s = tl.where(s > 0, 1.0 / tl.where(s > 0, s, 1.0), 0.0)
     w = (tl.exp2((x_r - _finite(m)) * IN_SCALE) * inv_s)[:, None]
-    tl.store(out_ptr + t * s_yt + offs_h[:, None] * s_yh + offs_d[None, :] * s_yd,
+    out_h = (offs_h // HC) * s_yc + (offs_h % HC) * s_yh
+    tl.store(out_ptr + t * s_yt + out_h[:, None] + offs_d[None, :] * s_yd,
              tl.where(w > 0, w * o, 0.0).to(out_ptr.dtype.element_ty), mask=mask)
     if WRITE_LSE:
         if tl.program_id(2) == 0:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
@@ -56,6 +56,9 @@ class CombinePlan:
     lse_out_base: str
     config: KernelConfig | None  # None: tiles chosen per call from (N, T, H, D)
     reasons: tuple[str, ...]
+    #: communication buffers of the DCP collectives, per (kind, tokens, device); see dcp.py
+    buffers: dict[tuple[str, int, str], torch.Tensor] = field(
+        default_factory=dict, compare=False, repr=False)
 
     @property
     def lse(self) -> LseSpec:
@@ -210,7 +213,8 @@ def _plan(record: CapabilityRecord, mode: str, world_size: int, num_heads: int, 
 def _tiles_text(config: KernelConfig | None, n: int, n_lse: int, heads: int, head_dim: int) -> str:
     if config is not None:
         return f"tiles fixed: {config}"
-    one, many = (default_config(max(n, n_lse), t, heads, head_dim) for t in (1, 256))
+    kernel = "merge" if n > 1 else "rescale"
+    one, many = (default_config(max(n, n_lse), t, heads, head_dim, kernel) for t in (1, 256))
     return (f"tiles per call from (N, T, H, D): T=1 → BLOCK_H={one.block_h} BLOCK_D="
             f"{one.block_d} warps={one.num_warps}; T=256 → BLOCK_H={many.block_h} BLOCK_D="
             f"{many.block_d} warps={many.num_warps}")

@@ -13,6 +13,7 @@ dispatcher builds those views from a record's layout, never copies.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -38,30 +39,33 @@ def _next_pow2(x: int) -> int:
     return 1 << max(0, (x - 1).bit_length())
 
 
-_WAVE = 132  # programs in one wave on an H100/H200 (132 SMs)
+_WAVES = 2 * 132  # two programs per SM of an H100/H200 (132 SMs)
 
 
-def default_config(num_partials: int, num_tokens: int, num_heads: int,
-                   head_dim: int) -> KernelConfig:
+@functools.lru_cache(maxsize=1024)
+def default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim: int,
+                   kernel: str = "merge") -> KernelConfig:
     """Tiles from the shape, no autotuning (plans are built at startup, graphs are captured).
 
-    A program streams ``BLOCK_H × BLOCK_D`` of every shard: whole rows of the head dim (up to 512)
-    so loads are long and contiguous, about 1k elements per shard so each thread has 16-byte
-    vectors in flight for every shard. With few tokens the tile shrinks until one wave of
-    programs covers the SMs: one-token decode is bound by latency, not bandwidth."""
-    del num_partials  # every shard's tile is in flight at once; N does not change the tile
-    block_d = min(_next_pow2(head_dim), 512)
-    block_h = max(1, min(_next_pow2(num_heads), 1024 // block_d))
+    Measured on an H200 (``bench/results/combine-sweep-h200.txt``): ``merge`` is fastest with
+    small one-warp programs, ``BLOCK_H=2`` and up to 256 of the head dim, 8-16 elements per
+    thread; every shard's load of them is in flight at once, so N multiplies the bytes in flight
+    per program and many small programs fill the SMs. ``rescale`` reads one tile, so its programs
+    are 4x larger to keep as many bytes in flight. With few tokens the tile shrinks (head dim
+    first, down to 64) until two programs per SM exist: one-token decode is latency-bound."""
+    del num_partials  # all shards' tiles are in flight together; N does not change the tile
+    block_d = min(_next_pow2(head_dim), 256 if kernel == "merge" else 512)
+    block_h = min(_next_pow2(num_heads), 2 if kernel == "merge" else max(1, 2048 // block_d))
 
     def programs(bh: int, bd: int) -> int:
         return num_tokens * -(-num_heads // bh) * -(-head_dim // bd)
 
-    while programs(block_h, block_d) < _WAVE and (block_h > 1 or block_d > 64):
-        if block_h > 1:
-            block_h //= 2
-        else:
+    while programs(block_h, block_d) < _WAVES and block_h * block_d > 128:
+        if block_d > 64:
             block_d //= 2
-    num_warps = max(1, min(4, block_h * block_d // 256))  # >= 8 elements per thread
+        else:
+            block_h //= 2
+    num_warps = max(1, min(8, block_h * block_d // 512))  # 16 elements per thread
     return KernelConfig(block_h=block_h, block_d=block_d, num_warps=num_warps)
 
 
@@ -70,6 +74,7 @@ def uses_triton(t: torch.Tensor) -> bool:
     return t.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"
 
 
+@functools.lru_cache(maxsize=16)
 def _scales(base: str, lse_out_base: str) -> tuple[float, float]:
     in_scale = 1.0 / math.log(2.0) if base == "e" else 1.0  # log2(b)
     return in_scale, log_of_base(base) / log_of_base(lse_out_base)
@@ -99,13 +104,14 @@ def _check_lse(lse: torch.Tensor, n: int, t: int, h: int, name: str) -> None:
 
 
 def _check_outputs(out: torch.Tensor, lse_out: torch.Tensor | None, t: int, h: int, d: int,
-                   device: torch.device) -> None:
+                   device: torch.device, lse_heads: int | None = None) -> None:
     if tuple(out.shape) != (t, h, d):
         _fail(f"out shape {tuple(out.shape)} must be [T, H, D] = {(t, h, d)}")
     if out.dtype not in OUT_DTYPES:
         _fail(f"out dtype {out.dtype} is not supported (allowed: {OUT_DTYPES})")
-    if lse_out is not None and (tuple(lse_out.shape) != (t, h) or lse_out.dtype != torch.float32):
-        _fail(f"lse_out must be float32 [T, H] = {(t, h)}, found {lse_out.dtype} "
+    hl = lse_heads or h
+    if lse_out is not None and (tuple(lse_out.shape) != (t, hl) or lse_out.dtype != torch.float32):
+        _fail(f"lse_out must be float32 [T, H] = {(t, hl)}, found {lse_out.dtype} "
               f"{tuple(lse_out.shape)}")
     for name, x in (("out", out), ("lse_out", lse_out)):
         if x is not None and x.device != device:
@@ -172,10 +178,11 @@ def _rescale_impl(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, o
     t, h, d = partial_out.shape
     if t == 0 or h == 0 or d == 0:
         return
+    chunks = out.shape[0] if out.dim() == 4 else 1  # [N, T, H/N, D]: chunked by heads
     if not uses_triton(partial_out):
         o, lse = rescale_reference(partial_out, _lse3(all_lse), rank, base=base,
                                    lse_out_base=lse_out_base, dtype=torch.float32)
-        out.copy_(o)
+        out.copy_(o.view(t, chunks, h // chunks, d).transpose(0, 1) if chunks > 1 else o)
         if lse_out is not None:
             lse_out.copy_(lse)
         return
@@ -185,10 +192,11 @@ def _rescale_impl(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, o
     in_scale, out_scale = _scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out
     grid = (t, triton_cdiv(h, block_h), triton_cdiv(d, block_d))
+    y_strides = out.stride() if chunks > 1 else (0, *out.stride())
     rescale_kernel[grid](
         partial_out, lse, out, z,
-        rank, h, d, lse.shape[2],
-        *partial_out.stride(), *lse.stride(), *out.stride(), z.stride(0), z.stride(1),
+        rank, h, d, lse.shape[2], h // chunks,
+        *partial_out.stride(), *lse.stride(), *y_strides, z.stride(0), z.stride(1),
         N=lse.shape[0], IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
         BLOCK_H=block_h, BLOCK_D=block_d, num_warps=num_warps,
     )
@@ -276,8 +284,15 @@ def rescale(
     if not 0 <= rank < n:
         _fail(f"rank {rank} is outside the {n} gathered LSEs (allowed: 0..{n - 1})")
     out, lse_out = _alloc(partial_out, (t, h, d), out, lse_out, return_lse, out_dtype)
-    _check_outputs(out, lse_out, t, h, d, partial_out.device)
-    cfg = config or default_config(n, t, h, d)
+    if out.dim() == 4:  # [N, T, H/N, D], head chunks for a reduce-scatter
+        c = out.shape[0]
+        if h % c or tuple(out.shape) != (c, t, h // c, d):
+            _fail(f"chunked out shape {tuple(out.shape)} must be [C, T, H/C, D] with C dividing "
+                  f"H={h} (T={t}, D={d})")
+        _check_outputs(out[0], lse_out, t, h // c, d, partial_out.device, lse_heads=h)
+    else:
+        _check_outputs(out, lse_out, t, h, d, partial_out.device)
+    cfg = config or default_config(n, t, h, d, "rescale")
     op = torch.ops.attn_contracts.rescale_ if torch.compiler.is_compiling() else _rescale_impl
     op(partial_out, all_lse, rank, out, lse_out, base, lse_out_base, cfg.block_h, cfg.block_d,
        cfg.num_warps)

@@ -170,3 +170,19 @@ def test_torch_compile_fullgraph_caller() -> None:
 
     compiled = torch.compile(layer, fullgraph=True, backend="aot_eager")
     torch.testing.assert_close(compiled(o, lse), layer(o, lse))
+
+
+@pytest.mark.parametrize("chunks", [2, 3])
+def test_rescale_into_head_chunks_for_reduce_scatter(chunks: int) -> None:
+    t, h, d = 3, 6, 64
+    o, lse = partials(4, t, h, d, torch.float32, seed=13)
+    out = poisoned((chunks, t, h // chunks, d), torch.float32)
+    lse_out = poisoned((t, h), torch.float32)
+    rescale(o[2], lse, 2, base="e", out=out, lse_out=lse_out)
+    ref, ref_lse = rescale_reference(o[2], lse, 2, base="e")
+    torch.testing.assert_close(out.double(),
+                               ref.view(t, chunks, h // chunks, d).transpose(0, 1), atol=1e-5,
+                               rtol=1e-5)
+    assert_lse_close(lse_out, ref_lse)
+    with pytest.raises(ValueError, match="chunked out"):
+        rescale(o[2], lse, 2, base="e", out=torch.empty(4, t, 2, d))

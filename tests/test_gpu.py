@@ -102,3 +102,11 @@ def test_flipping_a_flashinfer_base_fails_verify(record) -> None:  # type: ignor
     if result.status == "skipped":
         pytest.skip(result.reason)
     assert "lse.base" in [f.field for f in result.findings]
+
+
+def test_dcp_collectives_on_nccl_at_world_size_one() -> None:
+    from attn_contracts.combine.launch import run_ranks
+    from fixtures import dcp_workers
+
+    errors = run_ranks(dcp_workers.nccl_world_of_one, 1, backend="nccl", timeout_s=300)[0].value
+    assert max(errors.values()) < 1e-5, errors

@@ -1,0 +1,93 @@
+"""DCP collectives over gloo with 2, 3 and 4 ranks against the single-process fp64 reference.
+
+Each world size is spawned once per module (a fixture), running every case in one go; the
+parametrized tests then check the collected results.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attn_contracts.backends.problem import DecodeProblem
+from attn_contracts.combine.launch import RankFailure, run_ranks
+from attn_contracts.verify import _reference
+from fixtures import dcp_workers as w
+
+pytestmark = pytest.mark.dist
+WORLD_SIZES = (2, 3, 4)
+CASES = w.cases()
+
+
+@pytest.fixture(scope="module")
+def full() -> tuple[torch.Tensor, torch.Tensor]:
+    p: DecodeProblem = w.problem()
+    return _reference(p)  # fp64 out [T, H, D], natural-log lse [T, H]
+
+
+@pytest.fixture(scope="module")
+def dcp_results() -> dict[int, list[list[dict[str, torch.Tensor]]]]:
+    return {ws: [r.value for r in run_ranks(w.combine_all_cases, ws, timeout_s=600)]
+            for ws in WORLD_SIZES}
+
+
+@pytest.mark.parametrize("ws", WORLD_SIZES)
+@pytest.mark.parametrize("i", range(len(CASES)),
+                         ids=[f"{c['mode']}-b{c['base']}-{c['layout']}-i{c['interleave']}-"
+                              f"{c['empty_row']}" for c in CASES])
+def test_dcp_matches_full_attention(ws: int, i: int, dcp_results, full) -> None:  # type: ignore[no-untyped-def]
+    case = CASES[i]
+    ref_o, ref_lse_e = full
+    ref_lse = ref_lse_e / math.log(2.0) if case["base"] == "2" else ref_lse_e
+    hc = w.HEADS // ws
+    for rank, per_rank in enumerate(dcp_results[ws]):
+        got = per_rank[i]
+        heads = slice(None) if case["mode"] == "ar" else slice(rank * hc, (rank + 1) * hc)
+        torch.testing.assert_close(got["out"].double(), ref_o[:, heads], atol=2e-5, rtol=2e-5)
+        torch.testing.assert_close(got["lse"].double(), ref_lse[:, heads], atol=2e-5, rtol=2e-5)
+        assert not got["out"].isnan().any()
+        assert (got["out"][2] == 0).all() and (got["lse"][2] == -math.inf).all()  # empty request
+
+
+@pytest.mark.parametrize("ws", WORLD_SIZES)
+def test_ag_rs_and_a2a_agree(ws: int, dcp_results) -> None:  # type: ignore[no-untyped-def]
+    by = {(c["mode"], c["base"], c["layout"], c["interleave"]): k for k, c in enumerate(CASES)}
+    for (mode, base, layout, inter), k in by.items():
+        if mode != "ag_rs":
+            continue
+        other = by[("a2a", base, layout, inter)]
+        for per_rank in dcp_results[ws]:
+            torch.testing.assert_close(per_rank[k]["out"], per_rank[other]["out"], atol=1e-5,
+                                       rtol=1e-5)
+
+
+def test_ranks_that_agree_pass() -> None:
+    results = run_ranks(w.consensus_agree, 3, timeout_s=120)
+    assert all(r.value["codes"] == [] for r in results)
+
+
+def test_disagreeing_ranks_all_fail_with_the_same_ac007() -> None:
+    bound = 10.0
+    results = run_ranks(w.consensus_mismatch, 3, bound, timeout_s=120)
+    texts = {r.value["text"] for r in results}
+    assert len(texts) == 1  # the same message on every rank
+    for r in results:
+        assert r.value["codes"] == ["AC007"]
+        assert r.value["seconds"] < bound
+    text = texts.pop()
+    assert "record test.dcp" not in text or "ranks 0,2" in text
+    assert "backend" in text and "setting out_dtype" in text and "ranks 0,1" in text
+
+
+def test_a_dead_rank_ends_the_others_within_the_bound() -> None:
+    bound = 3.0
+    with pytest.raises(RankFailure) as exc:
+        run_ranks(w.one_rank_dies, 3, bound, timeout_s=120)
+    results = exc.value.results
+    assert not results[1].ok and "exited with code 3" in results[1].error
+    for r in (results[0], results[2]):
+        assert r.ok and r.value["codes"] == ["AC007"]
+        assert "rank(s) 1 of 3 did not report" in r.value["text"]
+        assert bound <= r.value["seconds"] < bound + 5.0
