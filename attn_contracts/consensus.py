@@ -87,7 +87,7 @@ def agree_across_ranks(findings: list[Finding], records: Sequence[CapabilityReco
         store.wait(keys, timedelta(seconds=timeout_s))
     except Exception:  # the store raises its own timeout type; report who is missing instead
         missing = [r for r in range(len(ranks)) if not store.check([keys[r]])]
-        return findings + [Finding(
+        return [*findings, Finding(
             Code.AC007, "dcp", f"rank(s) {','.join(map(str, missing))} of {len(ranks)} did not "
             f"report their contract within {timeout_s:g} s (dead, hung, or never started)",
             "check those ranks' logs; every rank must call validate_startup with the same group",

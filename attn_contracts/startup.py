@@ -68,9 +68,9 @@ def validate_startup(
     backend classes and TOML/JSON paths. ``backend``: the record (or its name) the engine will run.
     ``group``: a ``torch.distributed`` process group (None: no exchange); all ranks must then hold
     identical records, backend, ``dcp_world_size`` and ``settings`` (e.g. the combine's dtype,
-    head count and head dim), else every rank raises the same ``AC007`` within ``timeout_s``. ``probe``: run the chosen
-    backend once on tiny inputs (on ``device``) and compare what it returns with its record
-    (``AC008``). Returns the chosen backend's record (None when no backend was named).
+    head count and head dim), else every rank raises the same ``AC007`` within ``timeout_s``.
+    ``probe``: run the chosen backend once on tiny inputs (on ``device``) and compare what it
+    returns with its record (``AC008``). Returns the chosen backend's record (None when no backend was named).
     """
     if not isinstance(dcp_world_size, int) or isinstance(dcp_world_size, bool) or dcp_world_size < 1:
         raise ValueError(f"dcp_world_size must be an int >= 1, found {dcp_world_size!r}")
