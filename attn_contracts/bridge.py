@@ -59,7 +59,7 @@ def impl_findings(
     subject = name or _default_name(cls)
     returns = getattr(cls, returns_attr, False)
     if not isinstance(returns, bool):
-        return None, [Finding(Code.AC012, subject, f"{cls.__qualname__}.{returns_attr} is "
+        return None, [Finding(Code.AC012, subject, f"{cls.__name__}.{returns_attr} is "
                               f"{returns!r}", field=returns_attr, found=returns, allowed="True, False")]
     base_owner = _definer(cls, base_attr)
     base_value = getattr(cls, base_attr, _MISSING)
@@ -68,19 +68,19 @@ def impl_findings(
         if base_owner is None:
             findings.append(Finding(
                 Code.AC001, subject,
-                f"{cls.__qualname__}.{returns_attr}=True but no {base_attr} anywhere in its "
+                f"{cls.__name__}.{returns_attr}=True but no {base_attr} anywhere in its "
                 f"hierarchy (allowed: True for base e, False for base 2)",
                 hint_for_library(library), base_attr, None, "True, False"))
         elif base_owner is not cls and not getattr(base_owner, returns_attr, False):
             findings.append(Finding(
                 Code.AC002, subject,
-                f"{cls.__qualname__}.{returns_attr}=True but {base_attr}={base_value!r} comes only "
-                f"from the default on {base_owner.__qualname__}, which returns no LSE itself",
-                f"set {base_attr} on {cls.__qualname__} itself; {hint_for_library(library)}",
-                base_attr, base_value, f"{base_attr} set on {cls.__qualname__}"))
+                f"{cls.__name__}.{returns_attr}=True but {base_attr}={base_value!r} comes only "
+                f"from the default on {base_owner.__name__}, which returns no LSE itself",
+                f"set {base_attr} on {cls.__name__} itself; {hint_for_library(library)}",
+                base_attr, base_value, f"{base_attr} set on {cls.__name__}"))
         elif not isinstance(base_value, bool):
             findings.append(Finding(
-                Code.AC012, subject, f"{cls.__qualname__}.{base_attr} is {base_value!r}",
+                Code.AC012, subject, f"{cls.__name__}.{base_attr} is {base_value!r}",
                 field=base_attr, found=base_value, allowed="True (base e), False (base 2)"))
     if findings:
         return None, findings
@@ -90,7 +90,7 @@ def impl_findings(
         if returns else NoLse()
     )
     record = CapabilityRecord(
-        name=subject, library=library, source=source or f"{cls.__module__}.{cls.__qualname__}",
+        name=subject, library=library, source=source or f"{cls.__module__}.{cls.__name__}",
         evidence="read_from_code", lse=lse,
         decode=decode or DecodeSpec(attention="mha", out_layout="token_head_dim", head_dims=(128,),
                                     q_dtypes=("bfloat16",), q_len_gt_1=False),
@@ -107,5 +107,5 @@ def record_from_impl(cls: type, **kwargs: Any) -> CapabilityRecord:
     """
     record, findings = impl_findings(cls, **kwargs)
     if record is None:
-        raise ContractError(findings, f"cannot build a record from {cls.__qualname__}")
+        raise ContractError(findings, f"cannot build a record from {cls.__name__}")
     return record

@@ -27,11 +27,11 @@ __all__ = ["main"]
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
-def _console() -> Any:
+def console() -> Any:
+    """The rich console of every command: wide when piped, so CI logs are not folded."""
     from rich.console import Console
 
-    # Wide when piped, so tables are not folded in CI logs.
-    return Console(width=None if sys.stdout.isatty() else 200, highlight=False)
+    return Console(width=None if sys.stdout.isatty() else 160, highlight=False)
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
@@ -43,7 +43,7 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[obje
         table.add_column(col, overflow="fold")
     for row in rows:
         table.add_row(*(str(c) for c in row))
-    _console().print(table)
+    console().print(table)
 
 
 def print_findings(findings: Sequence[Finding], fmt: str, *, ok_message: str) -> int:
@@ -167,12 +167,22 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- demo -----------------------------------------------------------------------------------------
+def _cmd_demo(args: argparse.Namespace) -> int:
+    try:
+        from attn_contracts.combine.demo import run
+    except ImportError as err:
+        raise _UsageError(
+            f"needs the kernels extra (pip install 'attn-contracts[kernels]'): {err}") from err
+    return run(args)
+
+
 # --- wiring ---------------------------------------------------------------------------------------
-# Commands implemented in other modules: (module, help); each module has add_arguments and run.
+# Torch-free commands implemented in other modules: (module, help); each module has
+# add_arguments and run. (plan and demo need torch: they are wired above with lazy imports.)
 _EXTERNAL: dict[str, tuple[str, str]] = {
     "verify": ("attn_contracts.verify", "run kernels and check what they return against records"),
     "lint": ("attn_contracts.lint", "statically check backend and engine code for broken contracts"),
-    "demo": ("attn_contracts.combine.demo", "DCP demo on CPU ranks: combine modes, wrong base"),
 }
 
 
@@ -215,6 +225,18 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable[[argpar
     p.add_argument("--return-lse", action="store_true")
     p.add_argument("--lse-out-base", choices=["e", "2"], default=None)
     handlers["plan"] = _with_default_head_dim(_cmd_plan)
+
+    p = sub.add_parser("demo", help="DCP on CPU ranks: every combine mode vs full attention")
+    p.add_argument("what", choices=["dcp"])
+    p.add_argument("--world-size", type=int, default=4, metavar="N")
+    p.add_argument("--interleave", type=int, default=1, metavar="K",
+                   help="deal the KV cache in blocks of K keys round-robin; 0: contiguous shards")
+    p.add_argument("--wrong-base", action="store_true",
+                   help="also merge with the opposite base, then show validate_startup refuse it")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=5, help="timed calls per mode (median)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds for the whole run")
+    handlers["demo"] = _cmd_demo
 
     for name, (module, help_text) in _EXTERNAL.items():
         p = sub.add_parser(name, help=help_text)
