@@ -174,7 +174,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     except ImportError as err:
         raise _UsageError(
             f"needs the kernels extra (pip install 'attn-contracts[kernels]'): {err}") from err
-    return run(args)
+    return int(run(args))
 
 
 # --- wiring ---------------------------------------------------------------------------------------

@@ -1,0 +1,179 @@
+"""The lint rules: pure functions from syntax trees (and the class hierarchy) to findings.
+
+Every finding carries ``location = "path:line:col"``; the subject is the class or call it is
+about. Messages name the value found and what is allowed.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from attn_contracts.findings import Code, Finding
+from attn_contracts.lint.classes import ClassInfo, Hierarchy
+from attn_contracts.lint.config import LintConfig
+
+__all__ = ["class_findings", "tree_findings"]
+
+_LSE_DETAILS = ("base", "layout", "q_len_axis", "padded_heads", "dtype", "empty_row",
+                "includes_sink")
+
+
+def _at(path: str, line: int, col: int) -> str:
+    return f"{path}:{line}:{col + 1}"
+
+
+def _is_true(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def _registered_with_record(cls: ClassInfo) -> bool:
+    """``@register(CapabilityRecord(...))`` / ``@register(record)``: the record is the contract."""
+    for dec in cls.node.decorator_list:
+        if isinstance(dec, ast.Call) and _func_name(dec.func) == "register" and dec.args:
+            return True
+    return False
+
+
+def _returns_lse(h: Hierarchy, cls: ClassInfo, cfg: LintConfig) -> bool:
+    return any(_is_true(h.value(cls, a)) for a in cfg.returns_attrs)
+
+
+# --- classes: AC001, AC002 -------------------------------------------------------------------------
+def class_findings(h: Hierarchy, cfg: LintConfig) -> Iterator[Finding]:
+    """Classes that set a returns-LSE attribute to True must declare their base themselves (or
+    inherit it from an ancestor that itself returns LSE)."""
+    for cls in h.by_name.values():
+        own = [a for a in cfg.returns_attrs if a in cls.attrs and _is_true(cls.attrs[a][0])]
+        if not own or _registered_with_record(cls):
+            continue
+        _, line, col = cls.attrs[own[0]]
+        where = _at(cls.path, line, col)
+        owners = [(a, h.definer(cls, a)) for a in cfg.base_attrs]
+        found = [(a, o) for a, o in owners if o is not None]
+        if not found:
+            _, unresolved = h.mro(cls)
+            if unresolved:
+                yield Finding(
+                    Code.AC002, cls.name,
+                    f"{cls.name} sets {own[0]} = True but no {'/'.join(cfg.base_attrs)} in the "
+                    f"linted files: the base can only come from a default on "
+                    f"{', '.join(unresolved)} (not linted)",
+                    f"set {cfg.base_attrs[0]} on {cls.name} itself", cfg.base_attrs[0], None,
+                    f"{cfg.base_attrs[0]} set on {cls.name}", where)
+            else:
+                yield Finding(
+                    Code.AC001, cls.name,
+                    f"{cls.name} sets {own[0]} = True but no {'/'.join(cfg.base_attrs)} is "
+                    "declared anywhere in its hierarchy (allowed: True for base e, False for "
+                    "base 2)", f"set {cfg.base_attrs[0]} on {cls.name}", cfg.base_attrs[0], None,
+                    "True, False", where)
+            continue
+        attr, owner = found[0]
+        if owner is cls or owner is None or _returns_lse(h, owner, cfg):
+            continue
+        value = ast.unparse(owner.attrs[attr][0])
+        yield Finding(
+            Code.AC002, cls.name,
+            f"{cls.name} sets {own[0]} = True but {attr} = {value} comes only from the default "
+            f"on {owner.name} ({owner.path}:{owner.attrs[attr][1]}), which returns no LSE itself",
+            f"set {attr} on {cls.name} itself (FlashInfer kernels return base-2 LSE: False)",
+            attr, value, f"{attr} set on {cls.name}", where)
+
+
+# --- calls, dict records, asserts: AC001, AC003, AC004, AC009, AC011 -------------------------------
+def _func_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _dict_get(d: ast.Dict, key: str) -> ast.expr | None:
+    for k, v in zip(d.keys, d.values, strict=True):
+        if isinstance(k, ast.Constant) and k.value == key:
+            return v
+    return None
+
+
+def _dict_keys(d: ast.Dict) -> set[str]:
+    return {k.value for k in d.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+
+
+def tree_findings(tree: ast.Module, path: str, cfg: LintConfig) -> Iterator[Finding]:
+    caps = cfg.capabilities
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            yield from _call(node, path, cfg, caps)
+        elif isinstance(node, ast.Dict):
+            yield from _lse_dict(node, path)
+        elif isinstance(node, ast.Assert):
+            names = _capabilities_in(node.test, caps)
+            if names:
+                yield Finding(Code.AC011, "assert", f"assert checks capability "
+                              f"{', '.join(sorted(names))}; asserts vanish under python -O",
+                              "raise an exception (or use attn_contracts.validate_startup)",
+                              "assert", ast.unparse(node.test), "an if/raise check",
+                              _at(path, node.lineno, node.col_offset))
+
+
+def _call(node: ast.Call, path: str, cfg: LintConfig, caps: frozenset[str]) -> Iterator[Finding]:
+    name = _func_name(node.func)
+    where = _at(path, node.lineno, node.col_offset)
+    if name in cfg.combine_functions:
+        for kw in node.keywords:
+            if kw.arg in cfg.base_keywords and isinstance(kw.value, ast.Constant):
+                yield Finding(
+                    Code.AC003, name, f"{name}({kw.arg}={kw.value.value!r}) passes a literal LSE "
+                    "base; it must come from the backend's record or class",
+                    f"pass {kw.arg}=<backend>.lse_base_on_e or plan from the record",
+                    kw.arg, kw.value.value, "an expression read from the backend",
+                    _at(path, kw.value.lineno, kw.value.col_offset))
+        record_arg = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg == "record"), None)
+        if name == "plan_combine" and isinstance(record_arg, ast.Dict):
+            yield Finding(Code.AC003, name, "plan_combine gets an inline record literal; its base "
+                          "is then hard-coded at the call", "pass a registered record or its name",
+                          "record", "dict literal", "a CapabilityRecord or record name", where)
+    if name == "getattr" and len(node.args) == 3:
+        attr = node.args[1]
+        if isinstance(attr, ast.Constant) and attr.value in caps:
+            yield Finding(
+                Code.AC009, attr.value, f"getattr(..., {attr.value!r}, "
+                f"{ast.unparse(node.args[2])}): a missing or misspelt capability silently "
+                "becomes the default", f"read it as an attribute (obj.{attr.value}) so a missing "
+                "declaration fails", attr.value, ast.unparse(node.args[2]), "no default", where)
+    if name == "LseSpec" and not any(k.arg in ("base", None) for k in node.keywords):
+        yield Finding(Code.AC001, "LseSpec", 'LseSpec(...) without base= (allowed: "e", "2")',
+                      "declare the kernel's LSE base", "base", None, '"e", "2"', where)
+
+
+def _lse_dict(node: ast.Dict, path: str) -> Iterator[Finding]:
+    """Record data written as Python dicts: ``{"returns": "lse", ...}`` needs a base."""
+    returns = _dict_get(node, "returns")
+    if not isinstance(returns, ast.Constant):
+        return
+    keys = _dict_keys(node)
+    where = _at(path, node.lineno, node.col_offset)
+    if returns.value == "lse" and "layout" in keys and "base" not in keys:
+        yield Finding(Code.AC001, "lse", 'an LSE declaration {"returns": "lse", ...} without '
+                      '"base" (allowed: "e", "2")', "declare the kernel's LSE base", "base", None,
+                      '"e", "2"', where)
+    details = sorted(keys & set(_LSE_DETAILS))
+    if returns.value == "none" and details:
+        yield Finding(Code.AC004, "lse", f'{{"returns": "none"}} with LSE details '
+                      f"{', '.join(details)}", 'remove them, or declare "returns": "lse"',
+                      "lse", details, "no LSE details", where)
+
+
+def _capabilities_in(expr: ast.expr, caps: frozenset[str]) -> set[str]:
+    found = set()
+    for sub in ast.walk(expr):
+        if isinstance(sub, ast.Attribute) and sub.attr in caps:
+            found.add(sub.attr)
+        elif isinstance(sub, ast.Name) and sub.id in caps:
+            found.add(sub.id)
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value in caps:
+            found.add(sub.value)
+    return found
