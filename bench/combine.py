@@ -1,7 +1,7 @@
 """Combine benchmark (CUDA): time, bytes moved and fraction of the measured copy bandwidth.
 
     python bench/combine.py --out bench/results            # the table, JSON and PNG
-    python bench/combine.py --sweep                        # tile sweep for the default heuristic
+    python bench/combine.py --sweep merge                  # tile sweep for the default heuristic
 
 Implementations: this project's ``merge`` and ``rescale`` (through a plan, as serving code calls
 them), the torch reference in fp32 (eager and ``torch.compile``d), and FlashInfer ``merge_states``
@@ -234,39 +234,47 @@ def launch_overhead(dtype: torch.dtype) -> list[tuple[str, float]]:
     ]
 
 
-def sweep(dtype: torch.dtype) -> None:
+def _sweep_configs(kernel: str, n: int, t: int, h: int, d: int) -> list[KernelConfig]:
+    """Sensible tiles: 4-16 elements per thread (merge: at most 128 across all shards)."""
+    n_pad = triton.next_power_of_2(n) if kernel == "merge" else 1
+    out = []
+    for bd in (64, 128, 256, 512):
+        for bh in (1, 2, 4, 8, 16):
+            for warps in (1, 2, 4, 8):
+                per_thread = bh * bd // (32 * warps)
+                if 4 <= per_thread <= 16 and bd <= triton.next_power_of_2(d) \
+                        and bd >= min(d, 128) // (2 if t == 1 else 1) \
+                        and bh <= triton.next_power_of_2(h) and n_pad * per_thread <= 128:
+                    out.append(KernelConfig(bh, bd, warps))
+    return out
+
+
+def sweep(dtype: torch.dtype, kernel: str) -> None:
     """Time every sensible tile for each shape; print the best beside the default heuristic."""
     console = Console(width=200)
-    table = Table(title="merge tile sweep (base 2)")
+    table = Table(title=f"{kernel} tile sweep (base 2, CUDA-graph µs per launch, L2-cold)")
     for col in ("shape", "default", "default µs", "best", "best µs", "gain"):
         table.add_column(col)
+    s = torch.finfo(dtype).bits // 8
     for shape in SHAPES:
         n, t, h, d = shape
-        n_pad = triton.next_power_of_2(n)
-        sets = _inputs(shape, dtype, 1 if t == 1 else
-                       copies_for_cold_l2(merge_bytes(n, t, h, d, torch.finfo(dtype).bits // 8)))
+        nbytes = (merge_bytes if kernel == "merge" else rescale_bytes)(n, t, h, d, s)
+        sets = _inputs(shape, dtype, 1 if t == 1 else copies_for_cold_l2(nbytes))
         results = {}
-        for bd in (64, 128, 256, 512):
-            for bh in (1, 2, 4, 8, 16):
-                for warps in (1, 2, 4, 8):
-                    per_thread = bh * bd // (32 * warps)
-                    if not 4 <= per_thread <= 16 or bd > triton.next_power_of_2(d) \
-                            or bd < min(d, 128) // (2 if t == 1 else 1) \
-                            or bh > triton.next_power_of_2(h) or n_pad * per_thread > 128:
-                        continue
-                    cfg = KernelConfig(bh, bd, warps)
-                    plan = plan_combine(_record_for(d, "2"), mode="merge", world_size=n,
-                                        num_heads=h, head_dim=d, out_dtype=dtype,
-                                        return_lse=True, config=cfg)
-                    results[cfg] = graph_per_launch([functools.partial(plan, o, lse, out=out,
-                                                                       lse_out=z)
-                                                     for o, lse, out, z in sets],
-                                                    launches=20, replays=7)
+        for cfg in _sweep_configs(kernel, n, t, h, d):
+            plan = plan_combine(_record_for(d, "2"), mode="merge" if kernel == "merge" else "ar",
+                                world_size=n, num_heads=h, head_dim=d, out_dtype=dtype,
+                                return_lse=True, config=cfg)
+            calls = [functools.partial(plan, o, lse, out=out, lse_out=z) if kernel == "merge"
+                     else functools.partial(plan, o[0], lse, rank=0, out=out, lse_out=z)
+                     for o, lse, out, z in sets]
+            results[cfg] = graph_per_launch(calls, launches=20, replays=7)
         best = min(results, key=results.__getitem__)
-        dflt = default_config(n, t, h, d)
+        dflt = default_config(n, t, h, d, kernel)
         table.add_row(str(shape), str(dflt), f"{results.get(dflt, math.nan):.2f}", str(best),
                       f"{results[best]:.2f}", f"{results.get(dflt, math.nan) / results[best]:.2f}x")
-        print(json.dumps({"shape": shape, "results": {str(k): v for k, v in results.items()}}))
+        print(json.dumps({"kernel": kernel, "shape": shape,
+                          "results": {str(k): v for k, v in results.items()}}))
     console.print(table)
 
 
@@ -324,18 +332,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", nargs="+", default=None, help="N,T,H,D ...")
     ap.add_argument("--out", type=Path, default=None, help="folder for .md, .json and .png")
     ap.add_argument("--name", default="combine-h200")
-    ap.add_argument("--sweep", action="store_true", help="tile sweep instead of the table")
+    ap.add_argument("--sweep", choices=["merge", "rescale"], default=None,
+                    help="tile sweep of one kernel instead of the table")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("bench/combine.py needs a CUDA GPU", file=sys.stderr)
         return 2
     dtype = getattr(torch, args.dtype)
-    if args.sweep:
-        sweep(dtype)
-        return 0
     global SHAPES
     if args.shapes:
         SHAPES = [tuple(int(x) for x in s.split(",")) for s in args.shapes]  # type: ignore[misc]
+    if args.sweep:
+        sweep(dtype, args.sweep)
+        return 0
     bw = copy_bandwidth()
     empty = torch.empty(128, device="cuda")
     empty_us = graph_per_launch(lambda: _empty_kernel[(1,)](empty, BLOCK=128))
