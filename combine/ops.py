@@ -47,15 +47,15 @@ def default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim:
                    kernel: str = "merge") -> KernelConfig:
     """Tiles from the shape, no autotuning (plans are built at startup, graphs are captured).
 
-    Measured on an H200 (``bench/results/combine-sweep-h200.txt``): ``merge`` is fastest with
-    small one-warp programs, ``BLOCK_H=2`` and up to 256 of the head dim, 8-16 elements per
-    thread; every shard's load of them is in flight at once, so N multiplies the bytes in flight
-    per program and many small programs fill the SMs. ``rescale`` reads one tile, so its programs
-    are 4x larger to keep as many bytes in flight. With few tokens the tile shrinks (head dim
-    first, down to 64) until two programs per SM exist: one-token decode is latency-bound."""
+    Measured on an H200 (``bench/results/combine-sweep-h200.txt``, ``rescale-sweep-h200.txt``):
+    both kernels are fastest as many small one-warp programs of 512 elements (16 per thread):
+    ``merge`` with ``BLOCK_H=2`` and up to 256 of the head dim (every shard's load is in flight
+    at once, so N multiplies the bytes in flight), ``rescale`` with whole rows up to 512. With
+    few tokens the tile shrinks (head dim first, down to 64) until two programs per SM exist:
+    one-token decode is latency-bound."""
     del num_partials  # all shards' tiles are in flight together; N does not change the tile
     block_d = min(_next_pow2(head_dim), 256 if kernel == "merge" else 512)
-    block_h = min(_next_pow2(num_heads), 2 if kernel == "merge" else max(1, 2048 // block_d))
+    block_h = min(_next_pow2(num_heads), max(1, 512 // block_d))
 
     def programs(bh: int, bd: int) -> int:
         return num_tokens * -(-num_heads // bh) * -(-head_dim // bd)
@@ -178,11 +178,12 @@ def _rescale_impl(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, o
     t, h, d = partial_out.shape
     if t == 0 or h == 0 or d == 0:
         return
-    chunks = out.shape[0] if out.dim() == 4 else 1  # [N, T, H/N, D]: chunked by heads
+    chunked = out.dim() == 4  # [C, T, H/C, D]: chunked by heads for a reduce-scatter
+    chunks = out.shape[0] if chunked else 1
     if not uses_triton(partial_out):
         o, lse = rescale_reference(partial_out, _lse3(all_lse), rank, base=base,
                                    lse_out_base=lse_out_base, dtype=torch.float32)
-        out.copy_(o.view(t, chunks, h // chunks, d).transpose(0, 1) if chunks > 1 else o)
+        out.copy_(o.view(t, chunks, h // chunks, d).transpose(0, 1) if chunked else o)
         if lse_out is not None:
             lse_out.copy_(lse)
         return
@@ -192,7 +193,7 @@ def _rescale_impl(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, o
     in_scale, out_scale = _scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out
     grid = (t, triton_cdiv(h, block_h), triton_cdiv(d, block_d))
-    y_strides = out.stride() if chunks > 1 else (0, *out.stride())
+    y_strides = out.stride() if chunked else (0, *out.stride())
     rescale_kernel[grid](
         partial_out, lse, out, z,
         rank, h, d, lse.shape[2], h // chunks,

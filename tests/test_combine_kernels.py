@@ -172,8 +172,12 @@ def test_torch_compile_fullgraph_caller() -> None:
     torch.testing.assert_close(compiled(o, lse), layer(o, lse))
 
 
-@pytest.mark.parametrize("chunks", [2, 3])
-def test_rescale_into_head_chunks_for_reduce_scatter(chunks: int) -> None:
+@pytest.mark.parametrize("triton_path", [True, False])
+@pytest.mark.parametrize("chunks", [1, 2, 3])
+def test_rescale_into_head_chunks_for_reduce_scatter(chunks: int, triton_path: bool,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    if not triton_path:
+        monkeypatch.setenv("TRITON_INTERPRET", "0")
     t, h, d = 3, 6, 64
     o, lse = partials(4, t, h, d, torch.float32, seed=13)
     out = poisoned((chunks, t, h // chunks, d), torch.float32)
