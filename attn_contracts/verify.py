@@ -22,7 +22,7 @@ import json
 import math
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -271,14 +271,12 @@ def verify_record(record: CapabilityRecord, *, device: str = "cpu", seed: int = 
     if reason:
         result.reason = reason
         return result
-    import dataclasses
-
     p = _problem_for(record, adapter, device, seed, small)
     buffer = None
     if adapter.accepts_out:  # a strided view inside a larger buffer
         t, h = p.q.shape[:2]
         buffer = p.q.new_full((t, h, 2 * p.d_v), math.nan)[..., ::2]
-        p = dataclasses.replace(p, out=buffer)
+        p = replace(p, out=buffer)
     q_dtype = str(p.q.dtype).removeprefix("torch.")
     result.declared = _declared(record.lse, q_dtype)
     try:

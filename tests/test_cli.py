@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from attn_contracts.cli import main
-from fixtures.records import without_base
+from fixtures.records import NO_BASE_TOML, without_base
 
 
 def test_list(capsys: pytest.CaptureFixture[str]) -> None:
@@ -51,15 +50,7 @@ def test_matrix(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
         assert {r["name"] for r in json.loads(out)} >= {"flash_attn.fa2", "cutlass.mla"}
 
 
-BAD_TOML = textwrap.dedent("""
-    [[record]]
-    name = "my.kernel"
-    library = "flashinfer"
-    source = "here"
-    evidence = "read_from_code"
-    lse = { returns = "lse", layout = "token_head", dtype = "float32", empty_row = "-inf", includes_sink = false }
-    decode = { attention = "mha", out_layout = "token_head_dim", head_dims = [128], q_dtypes = ["bfloat16"], q_len_gt_1 = false }
-""")
+BAD_TOML = NO_BASE_TOML
 
 
 def test_validate_file_without_base_exits_1_naming_ac001(

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from attn_contracts.lint import main
+from fixtures.records import NO_BASE_TOML
 
 ENGINE = Path(__file__).parent / "fixtures" / "lint_engine"
 
@@ -140,15 +141,7 @@ def test_unparsable_file_is_ac000_and_the_rest_is_still_linted(
 
 
 def test_record_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    bad = """
-        [[record]]
-        name = "my.kernel"
-        library = "flashinfer"
-        source = "here"
-        evidence = "read_from_code"
-        lse = { returns = "lse", layout = "token_head", dtype = "float32", empty_row = "-inf", includes_sink = false }
-        decode = { attention = "mha", out_layout = "token_head_dim", head_dims = [128], q_dtypes = ["bfloat16"], q_len_gt_1 = false }
-
+    bad = NO_BASE_TOML + """
         [[record]]
         name = "my.other"
         library = "x"
