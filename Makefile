@@ -21,7 +21,7 @@ demo: $(STAMP)
 	$(VENV)/bin/attn-contracts demo dcp --world-size 4 --wrong-base
 
 test: $(STAMP)
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 --dist loadfile -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check attn_contracts backends combine tests bench examples

@@ -1,6 +1,7 @@
 """The DCP combine: reference, Triton kernels, launchers, the record-driven dispatcher and the
 collectives. Installed as ``attn_contracts.combine``; needs torch (and triton for the kernels)."""
 
+from attn_contracts.combine.dcp import dcp_combine
 from attn_contracts.combine.dispatch import MODES, CombinePlan, plan_combine
 from attn_contracts.combine.ops import KernelConfig, merge, rescale
 from attn_contracts.combine.reference import merge_reference, rescale_reference
@@ -9,6 +10,7 @@ __all__ = [
     "MODES",
     "CombinePlan",
     "KernelConfig",
+    "dcp_combine",
     "merge",
     "merge_reference",
     "plan_combine",
