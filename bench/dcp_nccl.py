@@ -28,11 +28,11 @@ from typing import Any
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
 
-import torch  # noqa: E402 - the environment above must be set before NCCL initialises
-import torch.distributed as dist  # noqa: E402
+import torch  # imported after the NCCL environment above is set
+import torch.distributed as dist
 
-from attn_contracts import ContractError, get, validate_startup  # noqa: E402
-from attn_contracts.combine import dcp_combine, merge_reference, plan_combine  # noqa: E402
+from attn_contracts import ContractError, get, validate_startup
+from attn_contracts.combine import dcp_combine, merge_reference, plan_combine
 
 SHAPES = {"MLA H=128": (128, 512), "MLA H=16": (16, 512), "GQA H=32": (32, 128)}
 TOKENS = (1, 32, 256, 2048)
