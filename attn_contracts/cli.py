@@ -9,13 +9,12 @@ Exit codes (stable, documented in the README):
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from attn_contracts import lint, verify
 from attn_contracts.checks import check_backend_known, check_dcp, check_unique
 from attn_contracts.findings import ContractError, Finding
 from attn_contracts.records import CapabilityRecord, LseSpec
@@ -150,9 +149,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     except ImportError as err:
         raise _UsageError(
             f"needs the kernels extra (pip install 'attn-contracts[kernels]'): {err}") from err
+    head_dim = args.head_dim or Registry().get(args.name).decode.head_dims[0]
     try:
         plan = plan_combine(args.name, mode=args.mode, world_size=args.world_size,
-                            num_heads=args.num_heads, head_dim=args.head_dim,
+                            num_heads=args.num_heads, head_dim=head_dim,
                             out_dtype=args.out_dtype, return_lse=args.return_lse,
                             lse_out_base=args.lse_out_base)
     except ContractError as err:
@@ -178,14 +178,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 # --- wiring ---------------------------------------------------------------------------------------
-# Torch-free commands implemented in other modules: (module, help); each module has
-# add_arguments and run. (plan and demo need torch: they are wired above with lazy imports.)
-_EXTERNAL: dict[str, tuple[str, str]] = {
-    "verify": ("attn_contracts.verify", "run kernels and check what they return against records"),
-    "lint": ("attn_contracts.lint", "statically check backend and engine code for broken contracts"),
-}
-
-
 def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable[[argparse.Namespace], int]]]:
     parser = argparse.ArgumentParser(prog="attn-contracts", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -224,7 +216,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable[[argpar
     p.add_argument("--out-dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
     p.add_argument("--return-lse", action="store_true")
     p.add_argument("--lse-out-base", choices=["e", "2"], default=None)
-    handlers["plan"] = _with_default_head_dim(_cmd_plan)
+    handlers["plan"] = _cmd_plan
 
     p = sub.add_parser("demo", help="DCP on CPU ranks: every combine mode vs full attention")
     p.add_argument("what", choices=["dcp"])
@@ -238,43 +230,13 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable[[argpar
     p.add_argument("--timeout", type=float, default=300.0, help="seconds for the whole run")
     handlers["demo"] = _cmd_demo
 
-    for name, (module, help_text) in _EXTERNAL.items():
-        p = sub.add_parser(name, help=help_text)
-        mod = importlib.import_module(module) if _available(module) else None
-        if mod is None:
-            handlers[name] = _unavailable(name, module)
-            p.add_argument("rest", nargs=argparse.REMAINDER)
-            continue
-        mod.add_arguments(p)
-        handlers[name] = mod.run
+    # verify and lint live in their own (torch-free) modules
+    for name, module, help_text in (
+            ("verify", verify, "run kernels and check what they return against records"),
+            ("lint", lint, "statically check backend and engine code for broken contracts")):
+        module.add_arguments(sub.add_parser(name, help=help_text))
+        handlers[name] = module.run
     return parser, handlers
-
-
-def _with_default_head_dim(
-        run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    def wrapped(args: argparse.Namespace) -> int:
-        if args.head_dim is None:
-            args.head_dim = Registry().get(args.name).decode.head_dims[0]
-        return run(args)
-
-    return wrapped
-
-
-def _available(module: str) -> bool:
-    # The CLI module list names modules that import torch lazily; a missing module (an install
-    # without the combine package) only disables its command.
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
-
-
-def _unavailable(name: str, module: str) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        print(f"attn-contracts {name}: {module} is not installed", file=sys.stderr)
-        return EXIT_USAGE
-
-    return run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
