@@ -12,7 +12,8 @@ from collections.abc import Iterable, Sequence
 from attn_contracts.findings import Code, Finding
 from attn_contracts.records import CapabilityRecord
 
-__all__ = ["check_backend_known", "check_dcp", "check_heads_divisible", "check_unique"]
+__all__ = ["check_backend_known", "check_combinable", "check_dcp", "check_heads_divisible",
+           "check_unique"]
 
 
 def check_unique(records: Sequence[CapabilityRecord]) -> list[Finding]:
@@ -38,14 +39,26 @@ def check_backend_known(backend: str, known: Iterable[str]) -> list[Finding]:
                     "backend", backend, ", ".join(names))]
 
 
+def _needs_lse(record: CapabilityRecord, what: str, hint: str) -> list[Finding]:
+    if record.returns_lse:
+        return []
+    return [Finding(Code.AC006, record.name, f"{what} but the backend returns no LSE "
+                    "(lse.returns = 'none'); partial outputs cannot be combined", hint,
+                    "lse.returns", "none", f'"lse" (required for {what})')]
+
+
 def check_dcp(record: CapabilityRecord, world_size: int) -> list[Finding]:
     """``AC006``: DCP combines partial outputs by their LSE, so a backend without one cannot shard."""
-    if world_size > 1 and not record.returns_lse:
-        return [Finding(Code.AC006, record.name, f"dcp_world_size={world_size} but the backend "
-                        "returns no LSE (lse.returns = 'none'); partial outputs cannot be combined",
-                        "choose a backend that returns LSE, or run with dcp_world_size=1",
-                        "lse.returns", "none", '"lse" (required when dcp_world_size > 1)')]
-    return []
+    if world_size <= 1:
+        return []
+    return _needs_lse(record, f"dcp_world_size={world_size}",
+                      "choose a backend that returns LSE, or run with dcp_world_size=1")
+
+
+def check_combinable(record: CapabilityRecord, mode: str) -> list[Finding]:
+    """``AC006`` for a combine plan: every mode weighs partials by their LSE."""
+    return _needs_lse(record, f"a {mode!r} combine", "plan the combine for a backend that "
+                      "returns LSE")
 
 
 def check_heads_divisible(record: CapabilityRecord, num_heads: int, world_size: int,

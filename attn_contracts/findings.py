@@ -33,30 +33,6 @@ class Code(enum.StrEnum):
     AC014 = "AC014"  # a plugin could not be loaded
     AC015 = "AC015"  # the combine cannot read what the record declares
 
-    @property
-    def summary(self) -> str:
-        return _TITLES[self]
-
-
-_TITLES: dict[Code, str] = {
-    Code.AC000: "file could not be read or parsed",
-    Code.AC001: "returns LSE but declares no LSE base",
-    Code.AC002: "LSE base comes only from an inherited default",
-    Code.AC003: "combine call passes a literal LSE base",
-    Code.AC004: "LSE details declared on a backend that returns no LSE",
-    Code.AC005: "duplicate record name",
-    Code.AC006: "DCP world size > 1 with a backend that returns no LSE",
-    Code.AC007: "DCP ranks disagree on their contracts",
-    Code.AC008: "kernel output differs from its record",
-    Code.AC009: "getattr with a default on a capability attribute",
-    Code.AC010: "heads not divisible by the DCP world size",
-    Code.AC011: "assert used to check a capability",
-    Code.AC012: "record breaks its schema",
-    Code.AC013: "unknown record name",
-    Code.AC014: "plugin could not be loaded",
-    Code.AC015: "combine cannot read the declared LSE",
-}
-
 
 @dataclass(frozen=True)
 class Finding:

@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 import torch
 
-from attn_contracts.checks import check_dcp, check_heads_divisible
+from attn_contracts.checks import check_combinable, check_heads_divisible
 from attn_contracts.combine.ops import OUT_DTYPES, KernelConfig, default_config, merge, rescale
 from attn_contracts.findings import Code, ContractError, Finding
-from attn_contracts.records import CapabilityRecord, LseSpec
+from attn_contracts.records import BASES, CapabilityRecord, LseSpec
 from attn_contracts.registry import get as get_record
 from attn_contracts.sources import parse_record
 
@@ -171,8 +171,9 @@ def plan_combine(
     for name, v in (("world_size", world_size), ("num_heads", num_heads), ("head_dim", head_dim)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"{name} must be an int >= 1, found {v!r}")
-    if lse_out_base not in (None, "e", "2"):
-        raise ValueError(f"lse_out_base {lse_out_base!r} is not supported (allowed: 'e', '2')")
+    if lse_out_base is not None and lse_out_base not in BASES:
+        raise ValueError(f"lse_out_base {lse_out_base!r} is not supported "
+                         f"(allowed: {', '.join(map(repr, BASES))})")
     return _plan(_resolve(record), mode, world_size, num_heads, head_dim, _dtype(out_dtype),
                  return_lse, lse_out_base, config)
 
@@ -181,7 +182,7 @@ def plan_combine(
 def _plan(record: CapabilityRecord, mode: str, world_size: int, num_heads: int, head_dim: int,
           out_dtype: torch.dtype, return_lse: bool, lse_out_base: str | None,
           config: KernelConfig | None) -> CombinePlan:
-    findings = check_dcp(record, max(world_size, 2))  # any combine needs an LSE
+    findings = check_combinable(record, mode)
     if mode in _HEAD_SCATTERED:
         findings += check_heads_divisible(record, num_heads, world_size, mode)
     findings += _readable(record, num_heads, head_dim, out_dtype)

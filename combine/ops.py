@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from attn_contracts.combine.reference import log_of_base, merge_reference, rescale_reference
+from attn_contracts.records import BASES
 
 __all__ = ["OUT_DTYPES", "KernelConfig", "default_config", "merge", "rescale", "uses_triton"]
 
@@ -33,6 +34,10 @@ class KernelConfig:
     block_h: int
     block_d: int
     num_warps: int
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
 
 
 def _next_pow2(x: int) -> int:
@@ -58,7 +63,7 @@ def default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim:
     block_h = min(_next_pow2(num_heads), max(1, 512 // block_d))
 
     def programs(bh: int, bd: int) -> int:
-        return num_tokens * -(-num_heads // bh) * -(-head_dim // bd)
+        return num_tokens * _cdiv(num_heads, bh) * _cdiv(head_dim, bd)
 
     while programs(block_h, block_d) < _WAVES and block_h * block_d > 128:
         if block_d > 64:
@@ -129,8 +134,8 @@ def _check_inputs(partial_out: torch.Tensor, lse: torch.Tensor, expect_dims: int
 
 def _check_base(base: str, lse_out_base: str) -> None:
     for name, b in (("base", base), ("lse_out_base", lse_out_base)):
-        if b not in ("e", "2"):
-            _fail(f"{name} {b!r} is not supported (allowed: 'e', '2')")
+        if b not in BASES:
+            _fail(f"{name} {b!r} is not supported (allowed: {', '.join(map(repr, BASES))})")
 
 
 # --- custom ops -----------------------------------------------------------------------------------
@@ -152,7 +157,7 @@ def _merge_impl(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch
     lse = _lse4(partial_lse)
     in_scale, out_scale = _scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out  # never written when WRITE_LSE is False
-    grid = (t, triton_cdiv(h, block_h), triton_cdiv(d, block_d))
+    grid = (t, _cdiv(h, block_h), _cdiv(d, block_d))
     merge_kernel[grid](
         partial_out, lse, out, z,
         h, d, lse.shape[2],
@@ -192,7 +197,7 @@ def _rescale_impl(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, o
     lse = _lse4(all_lse)
     in_scale, out_scale = _scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out
-    grid = (t, triton_cdiv(h, block_h), triton_cdiv(d, block_d))
+    grid = (t, _cdiv(h, block_h), _cdiv(d, block_d))
     y_strides = out.stride() if chunked else (0, *out.stride())
     rescale_kernel[grid](
         partial_out, lse, out, z,
@@ -211,10 +216,6 @@ _rescale_op = torch.library.custom_op(
 def _rescale_fake(partial_out, all_lse, rank, out, lse_out, base, lse_out_base,  # type: ignore[no-untyped-def]
                   block_h, block_d, num_warps) -> None:
     return None
-
-
-def triton_cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 # --- launchers ------------------------------------------------------------------------------------
