@@ -7,7 +7,12 @@ Implementations: this project's ``merge`` and ``rescale`` (through a plan, as se
 them), the torch reference in fp32 (eager and ``torch.compile``d), and FlashInfer ``merge_states``
 (base 2; it cannot launch 128 heads at head dim 512). Bandwidth-bound shapes are timed with the
 median of ``triton.testing.do_bench`` (which flushes L2 between runs); one-token shapes are
-launch-bound and timed per launch under CUDA-graph replay, as engines run decode.
+launch-bound and timed per launch under CUDA-graph replay, as engines run decode. At one token
+the plans use PDL (programmatic dependent launch; consecutive launches overlap only their launch
+latency), so those shapes also get a "PDL off" row. "torch copy of the same bytes" is a plain
+device copy moving as many bytes: under ``do_bench`` the L2 flush leaves L2 full of dirty lines
+whose write-back competes with the measured kernel, which caps any kernel of 50-300 MB well below
+the 1 GiB copy bandwidth.
 
 Bytes moved by a merge (the floor of any implementation)::
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import inspect
 import json
 import math
 import os
@@ -185,6 +191,15 @@ def run_shape(shape: tuple[int, int, int, int], base: str, dtype: torch.dtype,
         rows.append(measure(shape, base, "attn-contracts rescale", rb, lambda o, lse, out, z:
                             functools.partial(plan_r, o[0], lse, rank=0, out=out, lse_out=z),
                             dtype))
+    if "merge" in impls and t == 1:  # PDL on by default at one token: show the launch without it
+        plan_np = plan_combine(rec, mode="merge", world_size=n, num_heads=h, head_dim=d,
+                               out_dtype=dtype, return_lse=True, pdl=False)
+        rows.append(measure(shape, base, "attn-contracts merge, PDL off", mb,
+                            lambda o, lse, out, z: functools.partial(plan_np, o, lse, out=out,
+                                                                     lse_out=z), dtype))
+    if "copy" in impls and base == "2" and t > 1:
+        rows.append(measure(shape, base, "torch copy of the same bytes", mb, lambda o, lse, out, z: (
+            _copy_of(o, mb)), dtype))
     if "torch" in impls and base == "2":
         rows.append(measure(shape, base, "torch eager (fp32)", mb, lambda o, lse, out, z: (
             lambda: merge_reference(o, lse, base=base, dtype=torch.float32)), dtype))
@@ -197,6 +212,14 @@ def run_shape(shape: tuple[int, int, int, int], base: str, dtype: torch.dtype,
     if "flashinfer" in impls and base == "2":
         rows += _flashinfer_row(shape, dtype, mb)
     return rows
+
+
+def _copy_of(like: torch.Tensor, nbytes: int) -> Callable[[], object]:
+    """A device-to-device copy moving ``nbytes`` (half read, half written): what a kernel that
+    only streams its bytes once could reach at this size, under the same timer."""
+    src = torch.empty(nbytes // 2, dtype=torch.uint8, device=like.device)
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
 
 
 def _flashinfer_row(shape: tuple[int, int, int, int], dtype: torch.dtype, nbytes: int) -> list[Row]:
@@ -235,14 +258,15 @@ def launch_overhead(dtype: torch.dtype) -> list[tuple[str, float]]:
 
 
 def _sweep_configs(kernel: str, n: int, t: int, h: int, d: int) -> list[KernelConfig]:
-    """Sensible tiles: 4-16 elements per thread (merge: at most 128 across all shards)."""
+    """Sensible tiles: 4-16 elements per thread for merge (at most 128 across all shards), 4-32
+    for rescale."""
     n_pad = triton.next_power_of_2(n) if kernel == "merge" else 1
     out = []
     for bd in (64, 128, 256, 512):
         for bh in (1, 2, 4, 8, 16):
             for warps in (1, 2, 4, 8):
                 per_thread = bh * bd // (32 * warps)
-                if 4 <= per_thread <= 16 and bd <= triton.next_power_of_2(d) \
+                if 4 <= per_thread <= (16 if kernel == "merge" else 32) and bd <= triton.next_power_of_2(d) \
                         and bd >= min(d, 128) // (2 if t == 1 else 1) \
                         and bh <= triton.next_power_of_2(h) and n_pad * per_thread <= 128:
                     out.append(KernelConfig(bh, bd, warps))
@@ -276,6 +300,49 @@ def sweep(dtype: torch.dtype, kernel: str) -> None:
         print(json.dumps({"kernel": kernel, "shape": shape,
                           "results": {str(k): v for k, v in results.items()}}))
     console.print(table)
+
+
+def timed_after(fn: Callable[[], object], flush: Callable[[], object], reps: int = 200) -> float:
+    """``do_bench``'s loop (flush, event, call, event; median µs) with a chosen flush."""
+    fn()
+    torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(reps)]
+    for start, end in events:
+        flush()
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return float(sorted(s.elapsed_time(e) for s, e in events)[reps // 2]) * 1e3
+
+
+def flush_study(dtype: torch.dtype, bw: float) -> Table:
+    """Why ``do_bench`` cannot reach the 1 GiB copy bandwidth at 50-300 MB: its flush writes
+    256 MB, leaving L2 full of dirty lines whose write-back competes with the timed kernel. The
+    same loop with a read-only flush (L2 as cold, nothing dirty) isolates that cost."""
+    cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    flushes = {"zero_ (do_bench)": cache.zero_, "read-only": lambda: cache.view(torch.float32).sum()}
+    table = Table(title="timer study: the same call after each flush (median µs, % of copy BW)")
+    for col in ("call", "N,T,H,D", "MB", "graph", *flushes):
+        table.add_column(col, justify="left" if col == "call" else "right")
+    s = torch.finfo(dtype).bits // 8
+    for kernel, shape in (("merge", (8, 2048, 32, 128)), ("merge", (8, 256, 128, 512)),
+                          ("rescale", (8, 256, 128, 512))):
+        n, t, h, d = shape
+        nbytes = (merge_bytes if kernel == "merge" else rescale_bytes)(n, t, h, d, s)
+        plan = plan_combine(_record_for(d, "2"), mode="merge" if kernel == "merge" else "ar",
+                            world_size=n, num_heads=h, head_dim=d, out_dtype=dtype)
+        sets = _inputs(shape, dtype, copies_for_cold_l2(nbytes))
+        calls = {f"attn-contracts {kernel}": [
+            functools.partial(plan, o, lse, out=out) if kernel == "merge"
+            else functools.partial(plan, o[0], lse, rank=0, out=out) for o, lse, out, _ in sets],
+            "torch copy of the same bytes": [_copy_of(sets[0][0], nbytes)]}
+        for name, fns in calls.items():
+            us = [graph_per_launch(fns)] + [timed_after(fns[0], f) for f in flushes.values()]
+            table.add_row(name, ",".join(map(str, shape)), f"{nbytes / 1e6:.1f}",
+                          *[f"{u:.2f} ({100 * nbytes / (u * 1e-6) / 1e9 / bw:.0f} %)" for u in us])
+    return table
 
 
 def _pct(gbps: float | None, bw: float) -> str:
@@ -328,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     ap.add_argument("--bases", nargs="+", default=["2", "e"])
     ap.add_argument("--impls", nargs="+",
-                    default=["merge", "rescale", "torch", "compile", "flashinfer"])
+                    default=["merge", "rescale", "copy", "torch", "compile", "flashinfer"])
     ap.add_argument("--shapes", nargs="+", default=None, help="N,T,H,D ...")
     ap.add_argument("--out", type=Path, default=None, help="folder for .md, .json and .png")
     ap.add_argument("--name", default="combine-h200")
@@ -353,8 +420,10 @@ def main(argv: list[str] | None = None) -> int:
         for base in args.bases:
             rows += run_shape(shape, base, dtype, set(args.impls))
     overhead = launch_overhead(dtype)
+    study = flush_study(dtype, bw)
     console = Console(width=200)
     console.print(render(rows, bw))
+    console.print(study)
     console.print(f"an almost empty Triton kernel: {empty_us:.2f} µs per launch in a CUDA graph")
     host = "\n".join(f"  {name}: {us:.1f} µs" for name, us in overhead)
     console.print(f"host time per eager call (launch overhead):\n{host}")
@@ -372,6 +441,10 @@ def main(argv: list[str] | None = None) -> int:
                 r.bytes / (r.do_bench_us * 1e-6) / 1e9 / bw} for r in rows]}, indent=1))
         md = Console(record=True, width=200, file=open(os.devnull, "w"))  # noqa: SIM115
         md.print(render(rows, bw))
+        table_text = md.export_text()
+        md.print(study)
+        study_text = md.export_text()
+        study_doc = inspect.cleandoc(flush_study.__doc__ or "")
         (args.out / f"{args.name}.md").write_text(
             f"# Combine benchmark: {meta['device']}\n\nCommand: `{command}`\n\n"
             f"torch {meta['torch']}, triton {meta['triton']}, {args.dtype}; copy bandwidth "
@@ -379,8 +452,14 @@ def main(argv: list[str] | None = None) -> int:
             f"{empty_us:.2f} µs per launch in a CUDA graph.\n\n"
             "`graph`: per launch in a CUDA graph of 100 launches (for T > 1 rotating over enough "
             "buffer sets to leave L2 cold); `do_bench`: median of `triton.testing.do_bench` "
-            "(L2 flushed), which also counts host launch gaps when they exceed the GPU time.\n\n"
-            f"```\n{md.export_text()}```\n\nHost time per eager call:\n\n{host}\n")
+            "(L2 flushed), which also counts host launch gaps when they exceed the GPU time. "
+            "One-token plans use PDL (a consecutive launch overlaps its launch latency with the "
+            "kernel before it, then waits for it); the `PDL off` rows show the same plan without. "
+            "`torch copy of the same bytes`: a plain device copy of as many bytes, the ceiling "
+            "of a streaming kernel at that size under the same timer (do_bench's L2 flush leaves "
+            "dirty lines whose write-back competes with the measured kernel).\n\n"
+            f"```\n{table_text}```\n\n{study_doc}\n\n```\n{study_text}```\n\n"
+            f"Host time per eager call:\n\n{host}\n")
         plot(rows, bw, args.out / f"{args.name}.png")
     return 0
 

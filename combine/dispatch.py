@@ -56,6 +56,8 @@ class CombinePlan:
     lse_out_base: str
     config: KernelConfig | None  # None: tiles chosen per call from (N, T, H, D)
     reasons: tuple[str, ...]
+    #: allow programmatic dependent launch where the tiles ask for it (Hopper and newer)
+    pdl: bool = True
     #: communication buffers of the DCP collectives, per (kind, tokens, device); see dcp.py
     buffers: dict[tuple[str, int, str], torch.Tensor] = field(
         default_factory=dict, compare=False, repr=False)
@@ -94,7 +96,8 @@ class CombinePlan:
         """Run the plan's kernel on an LSE already in ``[N, T, H]`` / ``[N, B, Q, H]`` form."""
         kwargs: dict[str, Any] = dict(
             base=self.base, out=out, lse_out=lse_out, return_lse=self.return_lse,
-            lse_out_base=self.lse_out_base, out_dtype=self.out_dtype, config=self.config)
+            lse_out_base=self.lse_out_base, out_dtype=self.out_dtype, config=self.config,
+            pdl=self.pdl)
         if self.kernel == "merge":
             return merge(partial_out, lse, **kwargs)
         if rank is None:
@@ -159,12 +162,16 @@ def plan_combine(
     return_lse: bool = False,
     lse_out_base: str | None = None,
     config: KernelConfig | None = None,
+    pdl: bool = True,
 ) -> CombinePlan:
     """Build (or fetch from the cache) the combine plan for a record and a DCP setting.
 
     ``mode``: ``"merge"`` (local N-way merge), ``"a2a"``, ``"ag_rs"`` or ``"ar"`` (the DCP
     collectives, see :func:`attn_contracts.combine.dcp.dcp_combine`). ``world_size``: the number
-    of partials / DCP ranks. Raises :class:`ContractError` when the record cannot be combined.
+    of partials / DCP ranks. ``pdl=False``: never use programmatic dependent launch (by default
+    latency-bound launches use it on Hopper and newer; it overlaps only the launch, each kernel
+    still waits for the one before). Raises :class:`ContractError` when the record cannot be
+    combined.
     """
     if mode not in MODES:
         raise ValueError(f"mode {mode!r} is not one of {MODES}")
@@ -175,13 +182,13 @@ def plan_combine(
         raise ValueError(f"lse_out_base {lse_out_base!r} is not supported "
                          f"(allowed: {', '.join(map(repr, BASES))})")
     return _plan(_resolve(record), mode, world_size, num_heads, head_dim, _dtype(out_dtype),
-                 return_lse, lse_out_base, config)
+                 return_lse, lse_out_base, config, pdl)
 
 
 @functools.lru_cache(maxsize=256)
 def _plan(record: CapabilityRecord, mode: str, world_size: int, num_heads: int, head_dim: int,
           out_dtype: torch.dtype, return_lse: bool, lse_out_base: str | None,
-          config: KernelConfig | None) -> CombinePlan:
+          config: KernelConfig | None, pdl: bool) -> CombinePlan:
     findings = check_combinable(record, mode)
     if mode in _HEAD_SCATTERED:
         findings += check_heads_divisible(record, num_heads, world_size, mode)
@@ -206,9 +213,11 @@ def _plan(record: CapabilityRecord, mode: str, world_size: int, num_heads: int, 
         f"output {str(out_dtype).removeprefix('torch.')}, fp32 accumulation; "
         + _tiles_text(config, world_size if _KERNEL[mode] == "merge" else 1, world_size,
                       local_heads, head_dim),
+        "PDL (programmatic dependent launch) " + ("for one-wave grids on compute capability >= 9.0"
+                                                  if pdl else "off"),
     )
     return CombinePlan(record, mode, _KERNEL[mode], world_size, num_heads, local_heads, head_dim,
-                       out_dtype, return_lse, out_base, config, reasons)
+                       out_dtype, return_lse, out_base, config, reasons, pdl=pdl)
 
 
 def _tiles_text(config: KernelConfig | None, n: int, n_lse: int, heads: int, head_dim: int) -> str:

@@ -17,6 +17,7 @@ import functools
 import math
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -34,6 +35,8 @@ class KernelConfig:
     block_h: int
     block_d: int
     num_warps: int
+    #: programmatic dependent launch (used on compute capability 9.0 and newer only)
+    pdl: bool = False
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -44,7 +47,8 @@ def _next_pow2(x: int) -> int:
     return 1 << max(0, (x - 1).bit_length())
 
 
-_WAVES = 2 * 132  # two programs per SM of an H100/H200 (132 SMs)
+_SMS = 132  # streaming multiprocessors of an H100/H200
+_ONE_WAVE = 4 * _SMS  # grids this small are latency-bound: PDL pays; larger ones it slowed down
 
 
 @functools.lru_cache(maxsize=1024)
@@ -52,26 +56,35 @@ def default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim:
                    kernel: str = "merge") -> KernelConfig:
     """Tiles from the shape, no autotuning (plans are built at startup, graphs are captured).
 
-    Measured on an H200 (``bench/results/combine-sweep-h200.txt``, ``rescale-sweep-h200.txt``):
-    both kernels are fastest as many small one-warp programs of 512 elements (16 per thread):
-    ``merge`` with ``BLOCK_H=2`` and up to 256 of the head dim (every shard's load is in flight
-    at once, so N multiplies the bytes in flight), ``rescale`` with whole rows up to 512. With
-    few tokens the tile shrinks (head dim first, down to 64) until two programs per SM exist:
-    one-token decode is latency-bound."""
+    Measured on an H200 (``bench/results/combine-sweep-h200.txt``): one-warp programs are
+    fastest, ``merge`` with 256 elements (8 per thread per shard, every shard in flight at once, so
+    N multiplies the bytes in flight) and up to 128 of the head dim, ``rescale`` with 1024 (32 per
+    thread: it has one stream, so each thread needs more in flight) and up to 512. With fewer
+    programs than SMs (one-token decode, latency-bound) ``merge`` shrinks its tile to 128 elements
+    and ``rescale`` spreads 1024 over four warps. PDL is on for grids of at most one wave: it saved
+    0.45 µs per launch there and cost 10 % or more on larger grids."""
     del num_partials  # all shards' tiles are in flight together; N does not change the tile
-    block_d = min(_next_pow2(head_dim), 256 if kernel == "merge" else 512)
-    block_h = min(_next_pow2(num_heads), max(1, 512 // block_d))
+    d2 = _next_pow2(head_dim)
+    elems, d_max = (256, 128) if kernel == "merge" else (1024, 512)
+    block_d = min(d2, d_max)
+    block_h = min(_next_pow2(num_heads), max(1, elems // block_d))
+    num_warps = 1
 
     def programs(bh: int, bd: int) -> int:
         return num_tokens * _cdiv(num_heads, bh) * _cdiv(head_dim, bd)
 
-    while programs(block_h, block_d) < _WAVES and block_h * block_d > 128:
-        if block_d > 64:
-            block_d //= 2
+    if programs(block_h, block_d) < _SMS:
+        if kernel == "merge":
+            while programs(block_h, block_d) < _SMS and block_h * block_d > 128:
+                if block_d > 64:
+                    block_d //= 2
+                else:
+                    block_h //= 2
         else:
-            block_h //= 2
-    num_warps = max(1, min(8, block_h * block_d // 512))  # 16 elements per thread
-    return KernelConfig(block_h=block_h, block_d=block_d, num_warps=num_warps)
+            block_d = min(d2, 128)
+            block_h = min(_next_pow2(num_heads), max(1, elems // block_d))
+            num_warps = 4
+    return KernelConfig(block_h, block_d, num_warps, pdl=programs(block_h, block_d) <= _ONE_WAVE)
 
 
 def uses_triton(t: torch.Tensor) -> bool:
@@ -138,10 +151,71 @@ def _check_base(base: str, lse_out_base: str) -> None:
             _fail(f"{name} {b!r} is not supported (allowed: {', '.join(map(repr, BASES))})")
 
 
+# --- launching ------------------------------------------------------------------------------------
+_MAX_GRID_YZ = 65535  # grid axes 1 and 2 hold at most this many programs each
+
+
+def _grid(t: int, h: int, d: int, block_h: int, block_d: int) -> tuple[int, int, int]:
+    """Axis 0: the (head, dim) blocks of a row; rows on axes 1 and 2 (see ``_kernels.py``)."""
+    rows = min(t, _MAX_GRID_YZ)
+    return _cdiv(h, block_h) * _cdiv(d, block_d), rows, _cdiv(t, rows)
+
+
+@functools.lru_cache(maxsize=64)
+def _pdl_capable(device_index: int) -> bool:
+    """``griddepcontrol`` needs compute capability 9.0 (Hopper) or newer."""
+    return torch.cuda.get_device_capability(device_index) >= (9, 0)
+
+
+class _Launcher:
+    """Launches a Triton kernel. After the first launch of an argument set (same ints, dtypes,
+    pointer alignment, constants) it calls the compiled kernel directly and skips Triton's
+    per-call binding and cache lookup: about 10 µs less host time per launch on the H200 host.
+    Keying on the int values themselves keeps every specialisation Triton would make (``== 1``,
+    divisible by 16, 64-bit) exact without recomputing it; the table is bounded."""
+
+    _MAX_ENTRIES = 4096
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.compiled: dict[tuple[Any, ...], Any] = {}
+        self.direct = True  # off for good if this Triton's compiled-kernel call API differs
+
+    def __call__(self, grid: tuple[int, int, int], tensors: tuple[torch.Tensor, ...],
+                 ints: tuple[int, ...], consts: dict[str, Any], num_warps: int, pdl: bool) -> None:
+        if not tensors[0].is_cuda:  # the interpreter: no compiled kernel to cache, no PDL
+            self.fn[grid](*tensors, *ints, **consts, PDL=False, num_warps=num_warps)
+            return
+        consts = {**consts, "PDL": pdl and _pdl_capable(tensors[0].device.index or 0)}
+        pdl = consts["PDL"]
+        key = (tensors[0].device.index, num_warps, *consts.values(), *ints,
+               *[(x.dtype, x.data_ptr() % 16 == 0) for x in tensors])
+        kernel = self.compiled.get(key) if self.direct else None
+        if kernel is not None:
+            try:
+                kernel[grid](*tensors, *ints, *consts.values())
+                return
+            except TypeError:
+                self.direct = False
+        extra = {"launch_pdl": True} if pdl else {}
+        kernel = self.fn[grid](*tensors, *ints, **consts, num_warps=num_warps, **extra)
+        if self.direct:
+            if len(self.compiled) >= self._MAX_ENTRIES:
+                self.compiled.clear()
+            self.compiled[key] = kernel
+
+
+@functools.cache
+def _launcher(name: str) -> _Launcher:
+    from attn_contracts.combine import _kernels  # triton is imported on first launch only
+
+    return _Launcher(getattr(_kernels, name))
+
+
 # --- custom ops -----------------------------------------------------------------------------------
 def _merge_impl(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.Tensor,
                 lse_out: torch.Tensor | None, base: str, lse_out_base: str,
-                block_h: int, block_d: int, num_warps: int) -> None:
+                block_h: int, block_d: int, num_warps: int, pdl: bool = False) -> None:
     n, t, h, d = partial_out.shape
     if t == 0 or h == 0 or d == 0:
         return
@@ -152,19 +226,16 @@ def _merge_impl(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch
         if lse_out is not None:
             lse_out.copy_(lse)
         return
-    from attn_contracts.combine._kernels import merge_kernel
-
     lse = _lse4(partial_lse)
     in_scale, out_scale = _scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out  # never written when WRITE_LSE is False
-    grid = (t, _cdiv(h, block_h), _cdiv(d, block_d))
-    merge_kernel[grid](
-        partial_out, lse, out, z,
-        h, d, lse.shape[2],
-        *partial_out.stride(), *lse.stride(), *out.stride(), z.stride(0), z.stride(1),
-        N=n, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
-        BLOCK_H=block_h, BLOCK_D=block_d, num_warps=num_warps,
-    )
+    _launcher("merge_kernel")(
+        _grid(t, h, d, block_h, block_d), (partial_out, lse, out, z),
+        (t, h, d, lse.shape[2], *partial_out.stride(), *lse.stride(), *out.stride(), z.stride(0),
+         z.stride(1)),
+        dict(N=n, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
+             BLOCK_H=block_h, BLOCK_D=block_d, NUM_DB=_cdiv(d, block_d)),
+        num_warps, pdl)
 
 
 _merge_op = torch.library.custom_op("attn_contracts::merge_", mutates_args=("out", "lse_out"))(
@@ -173,13 +244,13 @@ _merge_op = torch.library.custom_op("attn_contracts::merge_", mutates_args=("out
 
 @_merge_op.register_fake
 def _merge_fake(partial_out, partial_lse, out, lse_out, base, lse_out_base,  # type: ignore[no-untyped-def]
-                block_h, block_d, num_warps) -> None:
+                block_h, block_d, num_warps, pdl=False) -> None:
     return None
 
 
 def _rescale_impl(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, out: torch.Tensor,
-                lse_out: torch.Tensor | None, base: str, lse_out_base: str,
-                block_h: int, block_d: int, num_warps: int) -> None:
+                  lse_out: torch.Tensor | None, base: str, lse_out_base: str,
+                  block_h: int, block_d: int, num_warps: int, pdl: bool = False) -> None:
     t, h, d = partial_out.shape
     if t == 0 or h == 0 or d == 0:
         return
@@ -192,20 +263,18 @@ def _rescale_impl(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, o
         if lse_out is not None:
             lse_out.copy_(lse)
         return
-    from attn_contracts.combine._kernels import rescale_kernel
-
     lse = _lse4(all_lse)
     in_scale, out_scale = _scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out
-    grid = (t, _cdiv(h, block_h), _cdiv(d, block_d))
     y_strides = out.stride() if chunked else (0, *out.stride())
-    rescale_kernel[grid](
-        partial_out, lse, out, z,
-        rank, h, d, lse.shape[2], h // chunks,
-        *partial_out.stride(), *lse.stride(), *y_strides, z.stride(0), z.stride(1),
-        N=lse.shape[0], IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
-        BLOCK_H=block_h, BLOCK_D=block_d, num_warps=num_warps,
-    )
+    _launcher("rescale_kernel")(
+        _grid(t, h, d, block_h, block_d), (partial_out, lse, out, z),
+        (rank, t, h, d, lse.shape[2], h // chunks, *partial_out.stride(), *lse.stride(), *y_strides,
+         z.stride(0), z.stride(1)),
+        dict(N=lse.shape[0], IN_SCALE=in_scale, OUT_SCALE=out_scale,
+             WRITE_LSE=lse_out is not None, BLOCK_H=block_h, BLOCK_D=block_d,
+             NUM_DB=_cdiv(d, block_d)),
+        num_warps, pdl)
 
 
 _rescale_op = torch.library.custom_op(
@@ -214,7 +283,7 @@ _rescale_op = torch.library.custom_op(
 
 @_rescale_op.register_fake
 def _rescale_fake(partial_out, all_lse, rank, out, lse_out, base, lse_out_base,  # type: ignore[no-untyped-def]
-                  block_h, block_d, num_warps) -> None:
+                  block_h, block_d, num_warps, pdl=False) -> None:
     return None
 
 
@@ -240,10 +309,12 @@ def merge(
     lse_out_base: str | None = None,
     out_dtype: torch.dtype | None = None,
     config: KernelConfig | None = None,
+    pdl: bool = True,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Merge ``partial_out [N, T, H, D]`` by ``partial_lse [N, T, H]`` (or ``[N, B, Q, H]``) in
     base ``base`` into ``out [T, H, D]``; with ``return_lse`` (or ``lse_out``) also the merged
-    float32 LSE ``[T, H]`` in ``lse_out_base`` (default: ``base``)."""
+    float32 LSE ``[T, H]`` in ``lse_out_base`` (default: ``base``). ``pdl=False`` never uses
+    programmatic dependent launch (``config.pdl`` decides otherwise, on Hopper and newer)."""
     lse_out_base = lse_out_base or base
     _check_base(base, lse_out_base)
     _check_inputs(partial_out, partial_lse, 4)
@@ -257,7 +328,7 @@ def merge(
     # Eager calls skip the dispatcher (tens of µs per call); traced calls go through the op.
     op = torch.ops.attn_contracts.merge_ if torch.compiler.is_compiling() else _merge_impl
     op(partial_out, partial_lse, out, lse_out, base, lse_out_base, cfg.block_h, cfg.block_d,
-       cfg.num_warps)
+       cfg.num_warps, cfg.pdl and pdl)
     return (out, lse_out) if lse_out is not None else out
 
 
@@ -273,6 +344,7 @@ def rescale(
     lse_out_base: str | None = None,
     out_dtype: torch.dtype | None = None,
     config: KernelConfig | None = None,
+    pdl: bool = True,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Scale rank ``rank``'s ``partial_out [T, H, D]`` by ``b^(lse_rank − LSE)`` computed from the
     gathered ``all_lse [N, T, H]``; summing the results over ranks (a reduce-scatter or
@@ -297,5 +369,5 @@ def rescale(
     cfg = config or default_config(n, t, h, d, "rescale")
     op = torch.ops.attn_contracts.rescale_ if torch.compiler.is_compiling() else _rescale_impl
     op(partial_out, all_lse, rank, out, lse_out, base, lse_out_base, cfg.block_h, cfg.block_d,
-       cfg.num_warps)
+       cfg.num_warps, cfg.pdl and pdl)
     return (out, lse_out) if lse_out is not None else out

@@ -190,3 +190,40 @@ def test_rescale_into_head_chunks_for_reduce_scatter(chunks: int, triton_path: b
     assert_lse_close(lse_out, ref_lse)
     with pytest.raises(ValueError, match="chunked out"):
         rescale(o[2], lse, 2, base="e", out=torch.empty(4, t, 2, d))
+
+
+def test_rows_beyond_one_grid_axis_spill_to_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Grid axes 1 and 2 hold at most 65535 rows each; rows past that go to axis 2, and the last
+    slice's spare programs must write nothing. A limit of 3 exercises it with T = 7."""
+    from attn_contracts.combine import ops
+
+    monkeypatch.setattr(ops, "_MAX_GRID_YZ", 3)
+    assert ops._grid(7, 6, 64, 2, 64) == (3, 3, 3)
+    o, lse = partials(3, 7, 6, 64, torch.float32, seed=21)
+    out, lse_out = poisoned((7, 6, 64), torch.float32), poisoned((7, 6), torch.float32)
+    merge(o, lse, base="2", out=out, lse_out=lse_out)
+    ref_o, ref_lse = merge_reference(o, lse, base="2")
+    torch.testing.assert_close(out.double(), ref_o, atol=1e-5, rtol=1e-5)
+    assert_lse_close(lse_out, ref_lse)
+    r = rescale(o[1], lse, 1, base="2")
+    torch.testing.assert_close(r.double(), rescale_reference(o[1], lse, 1, base="2")[0], atol=1e-5,
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize(("shape", "kernel", "expected"), [
+    # one-token decode: fewer 256-element merge tiles than SMs → 128-element tiles, PDL on
+    ((8, 1, 16, 512), "merge", (2, 64, 1, True)),
+    ((4, 1, 128, 512), "merge", (2, 128, 1, True)),
+    # rescale at one token: 1024 elements over four warps
+    ((4, 1, 128, 512), "rescale", (8, 128, 4, True)),
+    # bandwidth-bound: one-warp tiles, many waves, no PDL
+    ((8, 2048, 32, 128), "merge", (2, 128, 1, False)),
+    ((8, 256, 128, 512), "rescale", (2, 512, 1, False)),
+    ((3, 100, 40, 80), "merge", (2, 128, 1, False)),
+])
+def test_default_tiles_follow_the_h200_sweep(shape: tuple[int, int, int, int], kernel: str,
+                                             expected: tuple[int, int, int, bool]) -> None:
+    from attn_contracts.combine.ops import default_config
+
+    cfg = default_config(*shape, kernel)
+    assert (cfg.block_h, cfg.block_d, cfg.num_warps, cfg.pdl) == expected

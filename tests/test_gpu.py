@@ -64,6 +64,60 @@ def test_cuda_graph_capture_of_a_plan() -> None:
     assert_lse_close(lse_out.cpu(), ref_lse)
 
 
+def test_direct_relaunch_keeps_triton_specialisations() -> None:
+    """The launcher calls the compiled kernel directly from the second launch on; a different
+    pointer alignment or int value must get its own kernel, never reuse a specialised one."""
+    o, lse = partials(4, 6, 16, 128, torch.bfloat16, seed=8, specials=False, device="cuda")
+    ref = merge_reference(o.cpu(), lse.cpu(), base="2")[0]
+    for _ in range(2):  # the second call goes through the direct path
+        assert_close_to(merge(o, lse, base="2").cpu(), ref, torch.bfloat16)
+    flat = torch.empty(o.numel() + 1, dtype=o.dtype, device="cuda")
+    o_odd = flat[1:].view(o.shape)  # 2-byte aligned only
+    o_odd.copy_(o)
+    for _ in range(2):
+        assert_close_to(merge(o_odd, lse, base="2").cpu(), ref, torch.bfloat16)
+    o1, lse1 = o[:, :1].contiguous(), lse[:, :1].contiguous()  # T = 1: Triton makes it a constant
+    for _ in range(2):
+        assert_close_to(merge(o1, lse1, base="2").cpu(), ref[:1], torch.bfloat16)
+
+
+@pytest.mark.parametrize("kernel", ["merge", "rescale"])
+def test_pdl_launches_in_a_cuda_graph_wait_for_their_inputs(kernel: str) -> None:
+    """One-token tiles use PDL. A second PDL merge reads the first kernel's output (N = 1, the
+    identity): the first lets it launch early, so only ``gdc_wait`` before its loads keeps it
+    from reading stale values. Captured in a graph, replayed on new inputs."""
+    from attn_contracts.combine.ops import default_config
+
+    assert default_config(4, 1, 128, 512, kernel).pdl and default_config(1, 1, 128, 512).pdl
+    o, lse = partials(4, 1, 128, 512, torch.bfloat16, seed=4, specials=False, device="cuda")
+    first = torch.empty(1, 128, 512, dtype=torch.bfloat16, device="cuda")
+    second = torch.empty_like(first)
+    zero_lse = torch.zeros(1, 1, 128, device="cuda")
+
+    def step() -> None:
+        if kernel == "merge":
+            merge(o, lse, base="2", out=first)
+        else:
+            rescale(o[3], lse, 3, base="2", out=first)
+        merge(first[None], zero_lse, base="2", out=second)
+        first.fill_(float("nan"))  # after the reader: a late read would see NaN
+
+    step()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(3):
+            step()
+    o2, lse2 = partials(4, 1, 128, 512, torch.bfloat16, seed=6, specials=False, device="cuda")
+    o.copy_(o2)
+    lse.copy_(lse2)
+    second.zero_()
+    g.replay()
+    torch.cuda.synchronize()
+    ref = merge_reference(o2.cpu(), lse2.cpu(), base="2")[0] if kernel == "merge" else \
+        rescale_reference(o2[3].cpu(), lse2.cpu(), 3, base="2")[0]
+    assert_close_to(second.cpu(), ref, torch.bfloat16)
+
+
 def test_torch_compile_inductor_fullgraph_on_cuda() -> None:
     o, lse = partials(4, 16, 8, 128, torch.bfloat16, seed=5, specials=False, device="cuda")
 
