@@ -22,6 +22,7 @@ Bytes moved by a merge (the floor of any implementation)::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import inspect
 import json
@@ -276,7 +277,7 @@ def _sweep_configs(kernel: str, n: int, t: int, h: int, d: int) -> list[KernelCo
 def sweep(dtype: torch.dtype, kernel: str) -> None:
     """Time every sensible tile for each shape; print the best beside the default heuristic."""
     console = Console(width=200)
-    table = Table(title=f"{kernel} tile sweep (base 2, CUDA-graph µs per launch, L2-cold)")
+    table = Table(title=f"{kernel} tile sweep (base 2, CUDA-graph µs per launch, L2-cold, PDL off)")
     for col in ("shape", "default", "default µs", "best", "best µs", "gain"):
         table.add_column(col)
     s = torch.finfo(dtype).bits // 8
@@ -294,7 +295,7 @@ def sweep(dtype: torch.dtype, kernel: str) -> None:
                      for o, lse, out, z in sets]
             results[cfg] = graph_per_launch(calls, launches=20, replays=7)
         best = min(results, key=results.__getitem__)
-        dflt = default_config(n, t, h, d, kernel)
+        dflt = dataclasses.replace(default_config(n, t, h, d, kernel), pdl=False)  # swept without
         table.add_row(str(shape), str(dflt), f"{results.get(dflt, math.nan):.2f}", str(best),
                       f"{results[best]:.2f}", f"{results.get(dflt, math.nan) / results[best]:.2f}x")
         print(json.dumps({"kernel": kernel, "shape": shape,

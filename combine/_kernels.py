@@ -8,10 +8,10 @@ H200 (``bench/results/combine-sweep-h200.txt``).
 
 Shards are visited in two unrolled passes: the max LSE first, then every weight ``b^(lse_n − max)``
 at once. No load depends on another, so all are in flight together, and the weights are N
-independent exponentials instead of an online chain of 2N (that matters in the latency-bound
-one-token case). Partials are read once, so their loads are marked ``evict_first``: they should
-not push out of L2 what the rest of the step will read again. (Loading all shards as one
-``[N, H, D]`` tile and reducing over N was 4x slower: the reduction crossed threads.)
+independent exponentials instead of an online chain of 2N; ``merge`` normalises by the sum last,
+off the loads' critical path. (Loading all shards as one ``[N, H, D]`` tile and reducing over N
+was 4x slower: the reduction crossed threads. ``evict_first`` on the partials' loads gained 2-4
+points under ``do_bench``'s dirty-L2 flush but lost 2-5 % of CUDA-graph time, so it is not used.)
 
 The LSE is addressed through four strides ``[N, B, Q, H]`` with ``t = b · Q_LEN + q``, which covers
 ``[T, H]``, ``[H, T]``, ``[B, H, q_len]`` layouts and padded head axes without copies. Shard
@@ -48,21 +48,14 @@ def _finite(m):
 
 
 @triton.jit
-def _max_and_sum(lse_row, s_ln, offs_h, s_lh, mask_h, N: tl.constexpr, IN_SCALE: tl.constexpr,
-                 BLOCK_H: tl.constexpr):
-    """Pass 1 over the shards' LSEs: the finite max ``m`` and ``s = Σ_n 2^((lse_n − m)·IN_SCALE)``."""
+def _max_lse(lse_row, s_ln, offs_h, s_lh, mask_h, N: tl.constexpr, BLOCK_H: tl.constexpr):
+    """The shards' max LSE with −inf as 0 (``_finite``): pass 1."""
     m = tl.full((BLOCK_H,), float("-inf"), tl.float32)
     lse_n = lse_row
     for _ in tl.static_range(N):
         m = tl.maximum(m, _load_lse(lse_n, offs_h, s_lh, mask_h))
         lse_n += s_ln
-    m = _finite(m)
-    s = tl.zeros((BLOCK_H,), tl.float32)
-    lse_n = lse_row
-    for _ in tl.static_range(N):
-        s += tl.exp2((_load_lse(lse_n, offs_h, s_lh, mask_h) - m) * IN_SCALE)  # 0 when empty
-        lse_n += s_ln
-    return m, s
+    return _finite(m)
 
 
 @triton.jit
@@ -106,17 +99,20 @@ def merge_kernel(
     t, offs_h, offs_d, mask_h, mask, lse_off = _tile(T, H, D, Q_LEN, s_lb, s_lq, NUM_DB, BLOCK_H,
                                                      BLOCK_D)
     lse_row = lse_ptr + lse_off
-    m, s = _max_and_sum(lse_row, s_ln, offs_h, s_lh, mask_h, N, IN_SCALE, BLOCK_H)
-    inv_s = tl.where(s > 0, 1.0 / tl.where(s > 0, s, 1.0), 0.0)  # all empty: o = 0
+    m = _max_lse(lse_row, s_ln, offs_h, s_lh, mask_h, N, BLOCK_H)
+    s = tl.zeros((BLOCK_H,), tl.float32)
     acc = tl.zeros((BLOCK_H, BLOCK_D), tl.float32)
     o_n = o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od
     lse_n = lse_row
     for _ in tl.static_range(N):
-        w = (tl.exp2((_load_lse(lse_n, offs_h, s_lh, mask_h) - m) * IN_SCALE) * inv_s)[:, None]
-        o = tl.load(o_n, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        acc += tl.where(w > 0, w * o, 0.0)  # an empty shard adds exactly 0, even if o is NaN
+        p = tl.exp2((_load_lse(lse_n, offs_h, s_lh, mask_h) - m) * IN_SCALE)  # 0 when empty
+        o = tl.load(o_n, mask=mask, other=0.0).to(tl.float32)
+        s += p
+        acc += tl.where(p[:, None] > 0, p[:, None] * o, 0.0)  # empty shard: adds 0, even if o is NaN
         o_n += s_on
         lse_n += s_ln
+    # normalised last, so the reciprocal is off the loads' critical path (one-token latency)
+    acc *= tl.where(s > 0, 1.0 / tl.where(s > 0, s, 1.0), 0.0)[:, None]  # all empty: o = 0
     tl.store(out_ptr + t * s_yt + offs_h[:, None] * s_yh + offs_d[None, :] * s_yd,
              acc.to(out_ptr.dtype.element_ty), mask=mask)
     if WRITE_LSE:
@@ -146,9 +142,14 @@ def rescale_kernel(
     t, offs_h, offs_d, mask_h, mask, lse_off = _tile(T, H, D, Q_LEN, s_lb, s_lq, NUM_DB, BLOCK_H,
                                                      BLOCK_D)
     o = tl.load(o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od, mask=mask,
-                other=0.0, eviction_policy="evict_first").to(tl.float32)
+                other=0.0).to(tl.float32)
     lse_row = lse_ptr + lse_off
-    m, s = _max_and_sum(lse_row, s_ln, offs_h, s_lh, mask_h, N, IN_SCALE, BLOCK_H)
+    m = _max_lse(lse_row, s_ln, offs_h, s_lh, mask_h, N, BLOCK_H)
+    s = tl.zeros((BLOCK_H,), tl.float32)
+    lse_n = lse_row
+    for _ in tl.static_range(N):
+        s += tl.exp2((_load_lse(lse_n, offs_h, s_lh, mask_h) - m) * IN_SCALE)  # 0 when empty
+        lse_n += s_ln
     x_r = _load_lse(lse_row + RANK * s_ln, offs_h, s_lh, mask_h)
     inv_s = tl.where(s > 0, 1.0 / tl.where(s > 0, s, 1.0), 0.0)
     w = (tl.exp2((x_r - m) * IN_SCALE) * inv_s)[:, None]

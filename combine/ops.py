@@ -98,8 +98,12 @@ def _scales(base: str, lse_out_base: str) -> tuple[float, float]:
     return in_scale, log_of_base(base) / log_of_base(lse_out_base)
 
 
-def _lse4(lse: torch.Tensor) -> torch.Tensor:
-    return lse.unsqueeze(2) if lse.dim() == 3 else lse  # [N, T, H] → [N, T, 1, H]
+def _lse_geometry(lse: torch.Tensor) -> tuple[int, int, int, int, int]:
+    """``(Q_LEN, s_n, s_b, s_q, s_h)``: ``[N, T, H]`` read as ``[N, T, 1, H]`` (no view made)."""
+    if lse.dim() == 3:
+        s_n, s_t, s_h = lse.stride()
+        return 1, s_n, s_t, 0, s_h
+    return lse.shape[2], *lse.stride()  # type: ignore[return-value]
 
 
 def _lse3(lse: torch.Tensor) -> torch.Tensor:
@@ -226,12 +230,12 @@ def _merge_impl(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch
         if lse_out is not None:
             lse_out.copy_(lse)
         return
-    lse = _lse4(partial_lse)
+    q_len, *lse_strides = _lse_geometry(partial_lse)
     in_scale, out_scale = _scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out  # never written when WRITE_LSE is False
     _launcher("merge_kernel")(
-        _grid(t, h, d, block_h, block_d), (partial_out, lse, out, z),
-        (t, h, d, lse.shape[2], *partial_out.stride(), *lse.stride(), *out.stride(), z.stride(0),
+        _grid(t, h, d, block_h, block_d), (partial_out, partial_lse, out, z),
+        (t, h, d, q_len, *partial_out.stride(), *lse_strides, *out.stride(), z.stride(0),
          z.stride(1)),
         dict(N=n, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
              BLOCK_H=block_h, BLOCK_D=block_d, NUM_DB=_cdiv(d, block_d)),
@@ -263,15 +267,15 @@ def _rescale_impl(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, o
         if lse_out is not None:
             lse_out.copy_(lse)
         return
-    lse = _lse4(all_lse)
+    q_len, *lse_strides = _lse_geometry(all_lse)
     in_scale, out_scale = _scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out
     y_strides = out.stride() if chunked else (0, *out.stride())
     _launcher("rescale_kernel")(
-        _grid(t, h, d, block_h, block_d), (partial_out, lse, out, z),
-        (rank, t, h, d, lse.shape[2], h // chunks, *partial_out.stride(), *lse.stride(), *y_strides,
+        _grid(t, h, d, block_h, block_d), (partial_out, all_lse, out, z),
+        (rank, t, h, d, q_len, h // chunks, *partial_out.stride(), *lse_strides, *y_strides,
          z.stride(0), z.stride(1)),
-        dict(N=lse.shape[0], IN_SCALE=in_scale, OUT_SCALE=out_scale,
+        dict(N=all_lse.shape[0], IN_SCALE=in_scale, OUT_SCALE=out_scale,
              WRITE_LSE=lse_out is not None, BLOCK_H=block_h, BLOCK_D=block_d,
              NUM_DB=_cdiv(d, block_d)),
         num_warps, pdl)
