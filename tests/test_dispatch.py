@@ -138,3 +138,19 @@ def test_cli_plan(capsys: pytest.CaptureFixture[str]) -> None:
     assert "AC006" in capsys.readouterr().out
     assert main(["plan", "nope"]) == 2
     assert main(["plan", "flashinfer.mla.fa3", "--world-size", "0"]) == 2
+
+
+def test_pdl_can_be_switched_off_per_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pdl=False`` reaches the op as False even where the tiles would use PDL; the default lets
+    the tiles decide (PDL itself only exists on CUDA, so the op's argument is what is checked)."""
+    from attn_contracts.combine import ops
+
+    seen: list[bool] = []
+    monkeypatch.setattr(ops, "_merge_impl", lambda *args: seen.append(args[-1]))
+    o, lse = partials(4, 1, 128, 512, torch.float32, seed=2)
+    for pdl in (True, False):
+        plan = plan_combine("flashinfer.mla.fa3", mode="merge", world_size=4, num_heads=128,
+                            head_dim=512, out_dtype=torch.float32, pdl=pdl)
+        assert plan.pdl is pdl and ("PDL (programmatic dependent launch) off" in plan.explain()) is not pdl
+        plan(o, lse)
+    assert seen == [True, False]
