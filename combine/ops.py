@@ -187,6 +187,8 @@ class _Launcher:
 
     def __call__(self, grid: tuple[int, int, int], tensors: tuple[torch.Tensor, ...],
                  ints: tuple[int, ...], consts: dict[str, Any], num_warps: int, pdl: bool) -> None:
+        """``tensors`` then ``ints`` are the kernel's leading parameters, in order; ``consts`` its
+        constexprs in signature order, ``PDL`` (last) left out: it is set here."""
         if not tensors[0].is_cuda:  # the interpreter: no compiled kernel to cache, no PDL
             self.fn[grid](*tensors, *ints, **consts, PDL=False, num_warps=num_warps)
             return
@@ -196,7 +198,7 @@ class _Launcher:
                *[(x.dtype, x.data_ptr() % 16 == 0) for x in tensors])
         kernel = self.compiled.get(key) if self.direct else None
         if kernel is not None:
-            try:
+            try:  # positional, as Triton's own launch passes them: consts in signature order
                 kernel[grid](*tensors, *ints, *consts.values())
                 return
             except TypeError:
