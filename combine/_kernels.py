@@ -3,8 +3,8 @@
 Each program owns one token row ``t``, a block of ``BLOCK_H`` heads and a block of ``BLOCK_D`` of
 the head dim (every axis masked, so any H and D work). Grid axis 0 walks the (head, dim) blocks of a
 row, axes 1 and 2 the rows (``t = pid1 + pid2 · grid1``, as axes 1 and 2 hold at most 65535 each),
-so neighbouring programs read neighbouring memory: 3-4 % faster than a token-major order on an
-H200 (``bench/results/combine-sweep-h200.txt``).
+so neighbouring programs read neighbouring memory: about 3 % faster than a token-major order on
+an H200 (``bench/results/kernel-experiments-h200.md``).
 
 Shards are visited in two unrolled passes: the max LSE first, then every weight ``b^(lse_n − max)``
 at once. No load depends on another, so all are in flight together, and the weights are N
@@ -56,6 +56,12 @@ def _max_lse(lse_row, s_ln, offs_h, s_lh, mask_h, N: tl.constexpr, BLOCK_H: tl.c
         m = tl.maximum(m, _load_lse(lse_n, offs_h, s_lh, mask_h))
         lse_n += s_ln
     return _finite(m)
+
+
+@triton.jit
+def _reciprocal(s):
+    """``1 / s``, and 0 where no shard had weight (an all-empty row gives ``o = 0``)."""
+    return tl.where(s > 0, 1.0 / tl.where(s > 0, s, 1.0), 0.0)
 
 
 @triton.jit
@@ -112,7 +118,7 @@ def merge_kernel(
         o_n += s_on
         lse_n += s_ln
     # normalised last, so the reciprocal is off the loads' critical path (one-token latency)
-    acc *= tl.where(s > 0, 1.0 / tl.where(s > 0, s, 1.0), 0.0)[:, None]  # all empty: o = 0
+    acc *= _reciprocal(s)[:, None]
     tl.store(out_ptr + t * s_yt + offs_h[:, None] * s_yh + offs_d[None, :] * s_yd,
              acc.to(out_ptr.dtype.element_ty), mask=mask)
     if WRITE_LSE:
@@ -151,8 +157,7 @@ def rescale_kernel(
         s += tl.exp2((_load_lse(lse_n, offs_h, s_lh, mask_h) - m) * IN_SCALE)  # 0 when empty
         lse_n += s_ln
     x_r = _load_lse(lse_row + RANK * s_ln, offs_h, s_lh, mask_h)
-    inv_s = tl.where(s > 0, 1.0 / tl.where(s > 0, s, 1.0), 0.0)
-    w = (tl.exp2((x_r - m) * IN_SCALE) * inv_s)[:, None]
+    w = (tl.exp2((x_r - m) * IN_SCALE) * _reciprocal(s))[:, None]
     out_h = (offs_h // HC).to(tl.int64) * s_yc + (offs_h % HC) * s_yh
     tl.store(out_ptr + t * s_yt + out_h[:, None] + offs_d[None, :] * s_yd,
              tl.where(w > 0, w * o, 0.0).to(out_ptr.dtype.element_ty), mask=mask)

@@ -192,9 +192,10 @@ class _Launcher:
         if not tensors[0].is_cuda:  # the interpreter: no compiled kernel to cache, no PDL
             self.fn[grid](*tensors, *ints, **consts, PDL=False, num_warps=num_warps)
             return
-        consts = {**consts, "PDL": pdl and _pdl_capable(tensors[0].device.index or 0)}
-        pdl = consts["PDL"]
-        key = (tensors[0].device.index, num_warps, *consts.values(), *ints,
+        device = tensors[0].device.index or 0
+        pdl = pdl and _pdl_capable(device)
+        consts = {**consts, "PDL": pdl}
+        key = (device, num_warps, *consts.values(), *ints,
                *[(x.dtype, x.data_ptr() % 16 == 0) for x in tensors])
         kernel = self.compiled.get(key) if self.direct else None
         if kernel is not None:
