@@ -86,7 +86,7 @@ def validate_startup(
     if chosen is not None:
         findings += check_dcp(chosen, dcp_world_size)
         if probe and not findings:
-            from attn_contracts.verify import probe_record
+            from attn_contracts.backends.runner import probe_record
 
             findings += probe_record(chosen, device=device)
     if group is not None:

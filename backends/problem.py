@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["DecodeProblem", "make_problem"]
+__all__ = ["DecodeProblem", "exact_attention", "make_problem"]
 
 
 @dataclass(frozen=True)
@@ -104,3 +104,22 @@ def make_problem(
         seq_lens=torch.tensor(list(seq_lens), dtype=torch.int32, device=device), q_len=q_len,
         sm_scale=1.0 / math.sqrt(head_dim), attention=attention, d_v=d_v,
     )
+
+
+def exact_attention(p: DecodeProblem) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp64 ``out [T, H, Dv]`` and natural-log ``lse [T, H]`` (−inf for empty rows)."""
+    t, h = p.q.shape[:2]
+    out = torch.zeros(t, h, p.d_v, dtype=torch.float64)
+    lse = torch.full((t, h), -math.inf, dtype=torch.float64)
+    for b in range(p.batch):
+        k, v = p.request_kv(b)
+        if k.shape[0] == 0:
+            continue
+        rows = slice(b * p.q_len, (b + 1) * p.q_len)
+        q = p.q[rows].double().cpu()  # [q, H, D]
+        kk = k.double().cpu().repeat_interleave(h // k.shape[1], dim=1)  # [S, H, D]
+        vv = v.double().cpu().repeat_interleave(h // v.shape[1], dim=1)
+        s = torch.einsum("qhd,shd->qhs", q, kk) * p.sm_scale
+        lse[rows] = torch.logsumexp(s, dim=-1)
+        out[rows] = torch.einsum("qhs,shd->qhd", torch.softmax(s, dim=-1), vv)
+    return out, lse

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from attn_contracts.combine.dispatch import CombinePlan
+from attn_contracts.combine.plan import CombinePlan
 
 __all__ = ["dcp_combine"]
 

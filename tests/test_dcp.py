@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from attn_contracts.backends.problem import DecodeProblem
-from attn_contracts.combine.launch import RankFailure, run_ranks
-from attn_contracts.verify import _reference
+from attn_contracts.combine.ranks import RankFailure, run_ranks
+from attn_contracts.backends.problem import exact_attention
 from fixtures import dcp_workers as w
 
 pytestmark = pytest.mark.dist
@@ -24,7 +24,7 @@ CASES = w.cases()
 @pytest.fixture(scope="module")
 def full() -> tuple[torch.Tensor, torch.Tensor]:
     p: DecodeProblem = w.problem()
-    return _reference(p)  # fp64 out [T, H, D], natural-log lse [T, H]
+    return exact_attention(p)  # fp64 out [T, H, D], natural-log lse [T, H]
 
 
 @pytest.fixture(scope="module")

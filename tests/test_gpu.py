@@ -12,7 +12,7 @@ import torch
 
 from attn_contracts import Registry, get
 from attn_contracts.combine import merge, merge_reference, plan_combine, rescale, rescale_reference
-from attn_contracts.verify import verify_record
+from attn_contracts.backends.runner import verify_record
 from fixtures.tensors import assert_close_to, assert_lse_close, partials, poisoned
 
 pytestmark = pytest.mark.gpu
@@ -159,7 +159,7 @@ def test_flipping_a_flashinfer_base_fails_verify(record) -> None:  # type: ignor
 
 
 def test_dcp_collectives_on_nccl_at_world_size_one() -> None:
-    from attn_contracts.combine.launch import run_ranks
+    from attn_contracts.combine.ranks import run_ranks
     from fixtures import dcp_workers
 
     errors = run_ranks(dcp_workers.nccl_world_of_one, 1, backend="nccl", timeout_s=300)[0].value

@@ -1,4 +1,4 @@
-"""The dispatcher: a record and a DCP setting in, an immutable combine plan out.
+"""The planner: a record and a DCP setting in, an immutable combine plan out.
 
 ``plan_combine`` runs at engine startup. It reads everything the combine must know from the record
 (base, LSE layout and padding, dtype, empty-row value), checks the setting (``ContractError`` with

@@ -22,8 +22,10 @@ from attn_contracts.backends.problem import DecodeProblem, make_problem
 from attn_contracts.backends.sharding import shard_problem
 from attn_contracts.backends.torch_ref import run as torch_decode
 from attn_contracts.combine.dcp import dcp_combine
-from attn_contracts.combine.dispatch import plan_combine
-from attn_contracts.combine.launch import RankFailure, run_ranks
+from attn_contracts.cli._output import console as make_console
+from attn_contracts.cli._output import print_table
+from attn_contracts.combine.plan import plan_combine
+from attn_contracts.combine.ranks import RankFailure, run_ranks
 
 __all__ = ["run"]
 
@@ -78,9 +80,6 @@ def _full_output(label: str, per_rank: list[dict[str, Any]]) -> torch.Tensor:
 
 def run(args: argparse.Namespace) -> int:
     from rich.progress import Progress
-
-    from attn_contracts.cli import console as make_console
-    from attn_contracts.cli import print_table
 
     console = make_console()
     world, interleave = args.world_size, (args.interleave or None)

@@ -1,0 +1,106 @@
+"""``attn-contracts``: list, show, validate, schema, matrix, plan, verify, lint and demo.
+
+Exit codes (stable, documented in the README):
+  0  clean
+  1  findings (a broken contract, a verify mismatch, lint problems)
+  2  usage or I/O error (bad arguments, a missing or malformed file)
+
+The CLI is the composition root: the only part of the contract package that reaches the combine
+and the backends, and only inside the commands that need them (``plan``, ``verify``, ``demo``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from attn_contracts import lint
+from attn_contracts.cli import catalog, plan, validate, verify
+from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_USAGE, UsageError
+from attn_contracts.findings import ContractError
+from attn_contracts.registry import UnknownRecordError
+from attn_contracts.sources import FileReadError
+
+__all__ = ["main"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _add_demo_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("what", choices=["dcp"])
+    p.add_argument("--world-size", type=int, default=4, metavar="N")
+    p.add_argument("--interleave", type=int, default=1, metavar="K",
+                   help="deal the KV cache in blocks of K keys round-robin; 0: contiguous shards")
+    p.add_argument("--wrong-base", action="store_true",
+                   help="also merge with the opposite base, then show validate_startup refuse it")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=5, help="timed calls per mode (median)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds for the whole run")
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    try:
+        from attn_contracts.cli.demo import run
+    except ImportError as err:
+        raise UsageError(
+            f"needs the kernels extra (pip install 'attn-contracts[kernels]'): {err}") from err
+    return int(run(args))
+
+
+def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
+    parser = argparse.ArgumentParser(prog="attn-contracts", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    handlers: dict[str, Handler] = {}
+
+    def command(name: str, help_text: str, handler: Handler,
+                arguments: Callable[[argparse.ArgumentParser], None] | None = None) -> None:
+        p = sub.add_parser(name, help=help_text)
+        if arguments is not None:
+            arguments(p)
+        handlers[name] = handler
+
+    command("list", "table of the built-in records", catalog.run_list)
+    command("show", "one record as JSON (accepted back by validate --file)", catalog.run_show,
+            lambda p: p.add_argument("name"))
+    command("schema", "JSON schema of a record", catalog.run_schema)
+    command("matrix", "feature matrix of the records", catalog.run_matrix,
+            lambda p: p.add_argument("--format", choices=["md", "json"], default="md"))
+    command("validate", "check records (catalog, files, plugins) and a DCP setup", validate.run,
+            validate.add_arguments)
+    command("plan", "print the combine variant a record gets, and why", plan.run,
+            plan.add_arguments)
+    command("demo", "DCP on CPU ranks: every combine mode vs full attention", _run_demo,
+            _add_demo_arguments)
+    command("verify", "run kernels and check what they return against records", verify.run,
+            verify.add_arguments)
+    command("lint", "statically check backend and engine code for broken contracts", lint.run,
+            lint.add_arguments)
+    return parser, handlers
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser, handlers = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        return handlers[args.command](args)
+    except FileReadError as err:
+        print(f"attn-contracts: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except UsageError as err:
+        print(f"attn-contracts {args.command}: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except UnknownRecordError as err:
+        print(f"attn-contracts {args.command}: {err.findings[0].message}", file=sys.stderr)
+        return EXIT_USAGE
+    except ContractError as err:
+        print(err, file=sys.stderr)
+        return EXIT_FINDINGS
+
+
+if __name__ == "__main__":
+    sys.exit(main())
