@@ -2,8 +2,8 @@
 collectives. Installed as ``attn_contracts.combine``; needs torch (and triton for the kernels)."""
 
 from attn_contracts.combine.dcp import dcp_combine
-from attn_contracts.combine.plan import MODES, CombinePlan, plan_combine
 from attn_contracts.combine.ops import KernelConfig, merge, rescale
+from attn_contracts.combine.plan import MODES, CombinePlan, plan_combine
 from attn_contracts.combine.reference import merge_reference, rescale_reference
 
 __all__ = [

@@ -11,9 +11,8 @@ import math
 import pytest
 import torch
 
-from attn_contracts.backends.problem import DecodeProblem
+from attn_contracts.backends.problem import DecodeProblem, exact_attention
 from attn_contracts.combine.ranks import RankFailure, run_ranks
-from attn_contracts.backends.problem import exact_attention
 from fixtures import dcp_workers as w
 
 pytestmark = pytest.mark.dist

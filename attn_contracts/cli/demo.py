@@ -21,9 +21,9 @@ from attn_contracts import CapabilityRecord, ContractError, get, validate_startu
 from attn_contracts.backends.problem import DecodeProblem, make_problem
 from attn_contracts.backends.sharding import shard_problem
 from attn_contracts.backends.torch_ref import run as torch_decode
-from attn_contracts.combine.dcp import dcp_combine
 from attn_contracts.cli._output import console as make_console
 from attn_contracts.cli._output import print_table
+from attn_contracts.combine.dcp import dcp_combine
 from attn_contracts.combine.plan import plan_combine
 from attn_contracts.combine.ranks import RankFailure, run_ranks
 
