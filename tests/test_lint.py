@@ -180,3 +180,151 @@ def test_lint_runs_without_torch(tmp_path: Path) -> None:
             "from attn_contracts.cli import main\n"
             f"sys.exit(main(['lint', {str(ENGINE / 'fixed')!r}]))")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+# --- hardening (issue 12 §2, §3) ------------------------------------------------------------------
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+
+
+def test_bases_resolve_through_imports_whatever_the_argument_order(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A real AC002 in engine/, and an unrelated other/base.py whose same-named class returns LSE:
+    # matched by bare name, the AC002 came and went with the order of the arguments.
+    _write(tmp_path, {
+        "engine/base.py": BASE,
+        "engine/impl.py": "from base import AttentionImpl\nclass Impl(AttentionImpl):\n"
+                          "    can_return_lse_for_decode = True\n",
+        "other/base.py": "class AttentionImpl:\n    can_return_lse_for_decode = True\n"
+                         "    lse_base_on_e = False\n"})
+    outs = []
+    for order in ([tmp_path / "engine", tmp_path / "other"], [tmp_path / "other", tmp_path / "engine"],
+                  [tmp_path / "engine"]):
+        assert main([str(p) for p in order]) == 1
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] == outs[2]
+    assert "impl.py:3:5: AC002" in outs[0] and "default on AttentionImpl" in outs[0]
+
+
+def test_bases_resolve_through_packages_aliases_and_relative_imports(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path, {
+        "eng/__init__.py": "from .layers.base import AttentionImpl as AttentionImpl\n",
+        "eng/layers/__init__.py": "",
+        "eng/layers/base.py": BASE,
+        "eng/backends/__init__.py": "",
+        "eng/backends/a.py": "import eng.layers.base as lb\nclass A(lb.AttentionImpl):\n"
+                             "    supports_dcp = True\n",
+        "eng/backends/b.py": "from ..layers import base\nclass B(base.AttentionImpl):\n"
+                             "    supports_dcp = True\n",
+        "eng/backends/c.py": "from eng import AttentionImpl\nclass C(AttentionImpl):\n"
+                             "    supports_dcp = True\n",
+        "eng/backends/d.py": "from elsewhere import AttentionImpl\nclass D(AttentionImpl):\n"
+                             "    supports_dcp = True\n"})
+    assert main([str(tmp_path / "eng")]) == 1
+    out = capsys.readouterr().out
+    for name in ("a", "b", "c"):  # resolved to eng.layers.base.AttentionImpl and its default
+        assert f"{name}.py:3:5: AC002" in out and "lse_base_on_e = True comes only" in out
+    assert "d.py:3:5: AC002" in out and "elsewhere.AttentionImpl (not linted)" in out
+
+
+def test_project_root_sees_the_whole_hierarchy_and_reports_on_the_named_files(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path, {
+        "base.py": BASE + "class FlashAttnImpl(AttentionImpl):\n    can_return_lse_for_decode = True\n"
+                          "    lse_base_on_e = True\n",
+        "child.py": "from base import FlashAttnImpl\nclass Varlen(FlashAttnImpl):\n"
+                    "    can_return_lse_for_decode = True\n",
+        "untouched.py": "assert impl.supports_dcp\n",
+        "ruff.toml": "line-length = 110\n[lint]\nselect = ['E']\n[lint.isort]\nknown = ['x']\n"})
+    changed = [str(tmp_path / "child.py"), str(tmp_path / "ruff.toml")]
+    assert main(changed) == 1  # without the root, the correct base is not seen
+    assert "AC002" in capsys.readouterr().out
+    assert main(["--project-root", str(tmp_path), *changed]) == 0, capsys.readouterr().out
+    hook = (Path(__file__).parents[1] / ".pre-commit-hooks.yaml").read_text()
+    assert "--project-root" in hook
+
+
+def test_record_files_are_only_files_with_record_tables(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path, {"ruff.toml": "line-length = 110\nname = 3\n",
+                      "typos.toml": "[default]\nlse = 1\n"})
+    assert main([str(tmp_path / "ruff.toml"), str(tmp_path / "typos.toml"), str(tmp_path)]) == 0
+    (tmp_path / "pyproject.toml").write_text('[tool.attn-contracts]\nrecord-files = ["mine.toml"]\n')
+    (tmp_path / "mine.toml").write_text('name = "my.kernel"\nlibrary = "x"\n')  # a bare record
+    assert main([str(tmp_path)]) == 1
+    assert "mine.toml:1:1: AC012" in capsys.readouterr().out
+
+
+def test_deep_inheritance_is_linear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    # every class of a 5,000-deep chain returns LSE with the base only from C0's default: each
+    # one's hierarchy is resolved, so a quadratic walk per class is cubic in all
+    chain = ["class C0:\n    can_return_lse_for_decode = False\n    lse_base_on_e = True\n"]
+    chain += [f"class C{i}(C{i - 1}):\n    supports_dcp = True\n" for i in range(1, 5000)]
+    (tmp_path / "deep.py").write_text("".join(chain))
+    start = time.perf_counter()
+    assert main([str(tmp_path)]) == 1
+    assert time.perf_counter() - start < 5  # was 11 s at depth 800, no end at 5,000
+    out = capsys.readouterr().out
+    assert out.count(" AC002 ") == 4999 and "deep.py:10001:5: AC002 C4999 sets" in out
+
+
+def test_deep_nesting_is_one_ac000_and_the_run_goes_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path, {
+        "sum.py": "x = " + "1+" * 100_000 + "1\n",
+        "attrs.py": "x = a" + ".b" * 100_000 + "\n",
+        "default.py": "class Impl:\n    can_return_lse_for_decode = False\n"
+                      "    lse_base_on_e = " + "+".join(["1"] * 900) + "\n"
+                      "class Child(Impl):\n    supports_dcp = True\n"
+                      "y = getattr(i, 'lse_base_on_e', " + "+".join(["1"] * 900) + ")\n",
+        "ok.py": "assert i.supports_dcp\n"})
+    assert main([str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "sum.py:1:1: AC000" in out and "attrs.py:1:1: AC000" in out
+    assert "default.py:5:5: AC002" in out and "default.py:6:5: AC009" in out
+    assert "ok.py:1:1: AC011" in out
+
+
+def test_a_pep263_coding_line_is_honoured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "latin.py").write_bytes(
+        b"# -*- coding: latin-1 -*-\n# caf\xe9\nassert i.supports_dcp\n")
+    assert main([str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "latin.py:3:1: AC011" in out and "AC000" not in out
+
+
+@pytest.mark.parametrize("how", ["--select", "--ignore", "pyproject"])
+def test_unknown_codes_are_a_usage_error(how: str, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "m.py").write_text("assert i.supports_dcp\n")
+    if how == "pyproject":
+        (tmp_path / "pyproject.toml").write_text('[tool.attn-contracts]\nselect = ["AC3"]\n')
+        args = [str(tmp_path)]
+    else:
+        args = [str(tmp_path), how, "AC011,bogus"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert ("BOGUS" in err or "AC3" in err) and "AC000, AC001" in err
+    (tmp_path / "pyproject.toml").unlink(missing_ok=True)
+    assert main([str(tmp_path), "--select", "AC01"]) == 1  # a prefix of known codes is fine
+
+
+def test_non_regular_and_huge_files_are_refused(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    (tmp_path / "huge.py").write_bytes(b"#" * (10 * 1024 * 1024 + 1))
+    code = ("import sys\nfrom attn_contracts.lint import main\n"
+            f"sys.exit(main(['/dev/zero', {str(fifo)!r}, {str(tmp_path / 'huge.py')!r}]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3 and all(" AC000 " in s for s in lines)
+    assert "not a regular file" in done.stdout and "10 MiB" in done.stdout

@@ -12,36 +12,88 @@ from __future__ import annotations
 
 import argparse
 import ast
+import io
 import json
+import os
 import re
+import stat
 import sys
+import tokenize
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 
 from attn_contracts.findings import Code, Finding
-from attn_contracts.lint.classes import Hierarchy, collect_classes
-from attn_contracts.lint.config import ConfigError, LintConfig, find_pyproject, load_config
+from attn_contracts.lint.classes import ClassInfo, Hierarchy, ModuleInfo, collect_classes, module_info
+from attn_contracts.lint.config import (
+    ConfigError,
+    LintConfig,
+    find_pyproject,
+    known_codes_text,
+    load_config,
+    unknown_codes,
+)
+from attn_contracts.lint.knowledge import is_record_document, read_record_document
 from attn_contracts.lint.rules import class_findings, tree_findings
-from attn_contracts.sources import FileReadError, read_file
 
-__all__ = ["LintConfig", "add_arguments", "lint_paths", "main", "run"]
+__all__ = ["MAX_FILE_BYTES", "LintConfig", "add_arguments", "lint_paths", "main", "run"]
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?",
                    re.IGNORECASE)
 _SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"}
+#: the most bytes read from one file; a larger one (or /dev/zero) is one AC000, never a hang
+MAX_FILE_BYTES = 10 * 1024 * 1024
 
 
-def _files(paths: Iterable[Path]) -> Iterable[tuple[Path, bool]]:
-    """(file, named explicitly) for every .py and .toml below the given paths."""
+class _Unreadable(Exception):
+    """A file the linter refuses or cannot read: becomes one AC000 finding."""
+
+
+def _files(paths: Iterable[Path], suffixes: tuple[str, ...] = (".py", ".toml"),
+           ) -> Iterable[tuple[Path, bool]]:
+    """(file, named explicitly) for every file with one of ``suffixes`` below the given paths;
+    a named file is taken whatever its suffix (and refused later if it is not a regular file)."""
     for p in paths:
         if p.is_dir():
             for f in sorted(p.rglob("*")):
-                if f.suffix in (".py", ".toml") and f.is_file() and not (
+                if f.suffix in suffixes and f.is_file() and not (
                         set(f.relative_to(p).parts[:-1]) & _SKIP_DIRS):
                     yield f, False
         else:
             yield p, True
+
+
+def _read(path: Path) -> str:
+    """The text of a regular file of at most MAX_FILE_BYTES, decoded as Python would decode it
+    (a PEP 263 coding line or a BOM; UTF-8 otherwise). A FIFO or device is never opened."""
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        raise _Unreadable(f"cannot read: {err.strerror or err}") from err
+    if not stat.S_ISREG(st.st_mode):
+        raise _Unreadable("not a regular file (a FIFO, device or socket is never read; allowed: "
+                          "regular .py and .toml files)")
+    limit = f"{MAX_FILE_BYTES // (1024 * 1024)} MiB"
+    if st.st_size > MAX_FILE_BYTES:
+        raise _Unreadable(f"{st.st_size} bytes is larger than the {limit} read per file")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as err:
+        raise _Unreadable(f"cannot read: {err.strerror or err}") from err
+    if len(data) > MAX_FILE_BYTES:  # grew since stat, or a file whose size stat does not tell
+        raise _Unreadable(f"larger than the {limit} read per file")
+    encoding = "utf-8"
+    if path.suffix != ".toml":  # TOML is UTF-8 by its spec
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError as err:
+            raise _Unreadable(f"bad coding line: {err}") from err
+    try:
+        return data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as err:
+        raise _Unreadable(f"cannot decode as {encoding}: {err}") from err
 
 
 def _suppressed(finding: Finding, lines: list[str]) -> bool:
@@ -55,61 +107,98 @@ def _suppressed(finding: Finding, lines: list[str]) -> bool:
     return codes is None or finding.code in {c.strip().upper() for c in codes.split(",")}
 
 
-def _lint_toml(path: Path, text: str, explicit: bool) -> list[Finding]:
-    """Record files: the contract core's checks, located at each record's name line."""
+def _lint_toml(path: Path, text: str, cfg: LintConfig) -> list[Finding]:
+    """Record files only: a TOML file with ``[[record]]``/``[[consumer]]`` tables, or one that
+    ``record-files`` names. Any other TOML (``ruff.toml``, ``pyproject.toml``) is not read."""
     if path.name == "pyproject.toml":
         return []
+    listed = str(path.resolve()) in {str(Path(f).resolve()) for f in cfg.record_files}
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
+        if not listed and not _RECORD_TABLE.search(text):
+            return []
         return [Finding(Code.AC000, path.name, f"not valid TOML: {err}",
                         location=f"{path}:{getattr(err, 'lineno', 1)}:{getattr(err, 'colno', 1)}")]
-    looks_like_records = "record" in doc or "records" in doc or "lse" in doc
-    if not (explicit or looks_like_records):
+    if not (listed or is_record_document(doc)):
         return []
+    return read_record_document(doc, str(path), text)[2]
+
+
+_RECORD_TABLE = re.compile(r"^\s*\[\[\s*(record|records|consumer)\s*\]\]", re.MULTILINE)
+
+
+def _parse(path: Path, text: str) -> ast.Module:
+    """A syntax tree, or _Unreadable for a file that does not parse or nests too deeply."""
     try:
-        _, findings = read_file(path)
-    except FileReadError as err:
-        return [Finding(Code.AC000, path.name, str(err), location=f"{path}:1:1")]
-    lines = text.splitlines()
-    out = []
-    for f in findings:
-        line = next((i + 1 for i, s in enumerate(lines)
-                     if re.match(rf'\s*name\s*=\s*"{re.escape(f.subject)}"', s)), 1)
-        out.append(Finding(f.code, f.subject, f"record {f.subject}: {f.message}", f.hint,
-                           f.field, f.found, f.allowed, f"{path}:{line}:1"))
-    return out
+        return ast.parse(text, filename=str(path))
+    except SyntaxError as err:
+        raise _Unreadable(f"does not parse: {err.msg}", err.lineno or 1, err.offset or 1) from err
+    except (RecursionError, MemoryError) as err:
+        raise _Unreadable(f"nested too deeply to parse ({type(err).__name__})") from err
 
 
-def lint_paths(paths: Sequence[Path], config: LintConfig | None = None) -> list[Finding]:
-    """Every finding for the given files and folders, in path and line order."""
+def _ac000(path: Path | str, err: _Unreadable) -> Finding:
+    line, col = (err.args[1], err.args[2]) if len(err.args) == 3 else (1, 1)
+    return Finding(Code.AC000, Path(path).name, str(err.args[0]), location=f"{path}:{line}:{col}")
+
+
+def _guarded(path: str, findings: Callable[[], Iterable[Finding]]) -> list[Finding]:
+    """A rule that recurses past Python's limit on one pathological file (a 100,000-term sum, a
+    huge default) gives one AC000 for that file; the run goes on."""
+    try:
+        return list(findings())
+    except RecursionError:
+        return [_ac000(path, _Unreadable("nested too deeply to analyse (RecursionError)"))]
+
+
+def lint_paths(paths: Sequence[Path], config: LintConfig | None = None, *,
+               project_root: Path | None = None) -> list[Finding]:
+    """Every finding for the given files and folders, in path and line order.
+
+    ``project_root``: every .py file below it is read for the class hierarchy too (a base in an
+    unchanged file is then resolved), but findings are reported only for ``paths``.
+    """
     cfg = config or LintConfig()
     texts: dict[str, list[str]] = {}
     findings: list[Finding] = []
-    trees: list[tuple[str, ast.Module]] = []
-    classes = []
-    for path, explicit in _files(paths):
+    reported: list[tuple[str, ast.Module]] = []
+    report_keys: set[str] = set()
+    classes: list[ClassInfo] = []
+    modules: list[ModuleInfo] = []
+    named = list(_files(paths))
+    extra = [] if project_root is None else [f for f, _ in _files([project_root], (".py",))]
+    seen: set[str] = set()
+    for path, report in [*((p, True) for p, _ in named), *((p, False) for p in extra)]:
+        key = str(path.resolve())
+        if key in seen:
+            continue
+        seen.add(key)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            findings.append(Finding(Code.AC000, path.name, f"cannot read: {err}",
-                                    location=f"{path}:1:1"))
+            text = _read(path)
+            if path.suffix == ".toml":
+                if report:
+                    texts[str(path)] = text.splitlines()
+                    findings += _lint_toml(path, text, cfg)
+                continue
+            tree = _parse(path, text)
+        except _Unreadable as err:
+            if report:
+                findings.append(_ac000(path, err))
             continue
-        texts[str(path)] = text.splitlines()
-        if path.suffix == ".toml":
-            findings += _lint_toml(path, text, explicit)
-            continue
-        try:
-            tree = ast.parse(text, filename=str(path))
-        except SyntaxError as err:
-            findings.append(Finding(Code.AC000, path.name, f"does not parse: {err.msg}",
-                                    location=f"{path}:{err.lineno or 1}:{err.offset or 1}"))
-            continue
-        trees.append((str(path), tree))
-        classes += collect_classes(tree, str(path))
-    findings += class_findings(Hierarchy(classes), cfg)
-    for path_str, tree in trees:
-        findings += tree_findings(tree, path_str, cfg)
+        module = module_info(path, tree)
+        modules.append(module)
+        classes += collect_classes(tree, str(path), module)
+        if report:
+            texts[str(path)] = text.splitlines()
+            reported.append((str(path), tree))
+            report_keys.add(str(path))
+    hierarchy = Hierarchy(classes, modules)
+    for cls in classes:
+        if cls.path in report_keys:
+            findings += _guarded(cls.path, partial(class_findings, hierarchy, cfg, [cls]))
+    for path_str, tree in reported:
+        findings += _guarded(path_str, partial(tree_findings, tree, path_str, cfg))
     kept = [f for f in findings if _selected(f.code, cfg)
             and not _suppressed(f, texts.get(f.location.rsplit(":", 2)[0], []))]
     return sorted(kept, key=_order)
@@ -148,23 +237,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ignore", default=None, help="comma-separated codes (prefixes) to skip")
     p.add_argument("--config", type=Path, default=None,
                    help="pyproject.toml with [tool.attn-contracts] (default: nearest one)")
+    p.add_argument("--project-root", type=Path, default=None, metavar="DIR",
+                   help="read every .py below DIR for the class hierarchy, report only on PATH "
+                        "(what the pre-commit hook does with the changed files)")
 
 
 def run(args: argparse.Namespace) -> int:
-    missing = [str(p) for p in args.paths if not p.exists()]
+    missing = [str(p) for p in args.paths if not (p.exists() or p.is_symlink())]
+    if args.project_root is not None and not args.project_root.is_dir():
+        missing.append(f"{args.project_root} (--project-root)")
     if missing:
         print(f"attn-contracts lint: no such file or folder: {', '.join(missing)}",
               file=sys.stderr)
         return 2
     try:
-        cfg = load_config(args.config or find_pyproject(args.paths[0]))
+        cfg = load_config(args.config or find_pyproject(args.project_root or args.paths[0]))
     except ConfigError as err:
         print(f"attn-contracts lint: {err}", file=sys.stderr)
         return 2
     overrides = {k: tuple(c.strip().upper() for c in v.split(",") if c.strip())
                  for k, v in (("select", args.select), ("ignore", args.ignore)) if v is not None}
+    for option, codes in overrides.items():
+        bad = unknown_codes(codes)
+        if bad:
+            print(f"attn-contracts lint: --{option}: unknown finding code(s) {', '.join(bad)} "
+                  f"(known: {known_codes_text()}; a prefix such as AC00 selects several)",
+                  file=sys.stderr)
+            return 2
     cfg = cfg.model_copy(update=overrides)
-    findings = lint_paths(args.paths, cfg)
+    findings = lint_paths(args.paths, cfg, project_root=args.project_root)
     if findings or args.format == "json":
         print(_render(findings, args.format))
     return 1 if findings else 0

@@ -1,45 +1,122 @@
 """Class hierarchies across every linted file, read with ``ast`` only (nothing is imported).
 
-Bases are matched by their last name (``engine.AttentionImpl`` → ``AttentionImpl``), so a base
-class defined in another file of the set is resolved; bases outside the set are kept as
-"unresolved" so a rule can say the fact may come from there.
+A base is resolved the way Python would find it: through the importing module's own classes and
+its imports (``from engine.attention import AttentionImpl``, ``import engine.attention as ea`` →
+``ea.AttentionImpl``, relative imports, re-exports of a package's ``__init__``) to a *module path
+and name*. A file's module path comes from its package (the folders above it that hold an
+``__init__.py``); files outside a package are top-level modules of their folder. When two files of
+the set claim the same module path, the one beside the importer (same root folder) wins, else the
+base is unresolved. A base that cannot be resolved to a linted class is kept as an explicit
+"unresolved" name, so a rule can say the fact may come from there, and the result never depends
+on the order the files were given in.
+
+Resolution is linear in the number of classes: facts are computed once per class and attribute,
+from its bases' facts, with an explicit stack (no recursion, so a 5,000-deep chain is fine).
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-__all__ = ["ClassInfo", "Hierarchy", "collect_classes"]
+__all__ = ["ClassInfo", "Hierarchy", "ModuleInfo", "collect_classes", "module_info"]
+
+#: how many re-export hops (``from a import X`` in ``b``, ``from b import X`` in ``c``) are followed
+_MAX_HOPS = 32
 
 
-@dataclass
+@dataclass(eq=False)
 class ClassInfo:
     name: str
     path: str
     node: ast.ClassDef
+    #: the base expressions as written (``engine.AttentionImpl``), for messages
     bases: list[str]
     #: class-level assignments: attribute → (value node, line, column)
     attrs: dict[str, tuple[ast.expr, int, int]] = field(default_factory=dict)
+    base_nodes: list[ast.expr] = field(default_factory=list)
+    module: str = ""
 
 
-def _base_name(expr: ast.expr) -> str | None:
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.Attribute):
-        return expr.attr
+@dataclass(eq=False)
+class ModuleInfo:
+    """What one file binds at any level: its classes and the names its imports bring in."""
+
+    path: str
+    name: str  # dotted module path ("engine.attention.backends.flashinfer")
+    root: str  # the folder the top-level package (or the module itself) sits in
+    is_package: bool
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    #: ``from M import X as Y``: Y → (M, X); relative imports already made absolute
+    from_imports: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: ``import a.b.c`` binds a → a; ``import a.b as x`` binds x → a.b
+    module_imports: dict[str, str] = field(default_factory=dict)
+
+
+def module_info(path: Path, tree: ast.Module) -> ModuleInfo:
+    """The module path of ``path`` (from the ``__init__.py`` files above it) and its bindings."""
+    parts = [] if path.name == "__init__.py" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.name and folder != folder.parent:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    name = ".".join(parts) or path.stem
+    info = ModuleInfo(str(path), name, str(folder), path.name == "__init__.py")
+    package = name if info.is_package else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            source = _absolute(package, node.module, node.level)
+            if source is None:
+                continue
+            for alias in node.names:
+                if alias.name != "*":
+                    info.from_imports.setdefault(alias.asname or alias.name, (source, alias.name))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    info.module_imports.setdefault(alias.asname, alias.name)
+                else:
+                    top = alias.name.partition(".")[0]
+                    info.module_imports.setdefault(top, top)
+    return info
+
+
+def _absolute(package: str, module: str | None, level: int) -> str | None:
+    if level == 0:
+        return module
+    pkg = package.split(".") if package else []
+    if level - 1 > len(pkg):
+        return None  # beyond the top-level package: Python raises ImportError here
+    base = pkg[: len(pkg) - (level - 1)]
+    return ".".join([*base, *([module] if module else [])]) or None
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    """``a.b.C`` → "a.b.C"; ``Base[T]`` → "Base"; anything else (a call, a subscript of a call)
+    → None."""
     if isinstance(expr, ast.Subscript):  # Generic[T], Base[...]
-        return _base_name(expr.value)
-    return None
+        return _dotted(expr.value)
+    names: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        names.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    names.append(expr.id)
+    return ".".join(reversed(names))
 
 
-def collect_classes(tree: ast.Module, path: str) -> list[ClassInfo]:
+def collect_classes(tree: ast.Module, path: str, module: ModuleInfo | None = None) -> list[ClassInfo]:
     out = []
+    top_level = {id(n) for n in tree.body}
     for node in ast.walk(tree):
         if not isinstance(node, ast.ClassDef):
             continue
-        info = ClassInfo(node.name, path, node,
-                         [b for b in (_base_name(e) for e in node.bases) if b])
+        written = [_dotted(e) for e in node.bases]
+        info = ClassInfo(node.name, path, node, [w for w in written if w],
+                         base_nodes=list(node.bases), module=module.name if module else "")
         for stmt in node.body:
             targets: list[ast.expr] = []
             value: ast.expr | None = None
@@ -51,37 +128,149 @@ def collect_classes(tree: ast.Module, path: str) -> list[ClassInfo]:
                 if isinstance(t, ast.Name) and value is not None:
                     info.attrs[t.id] = (value, stmt.lineno, stmt.col_offset)
         out.append(info)
+        # Top-level classes are what an import can reach; the last definition wins, as in Python.
+        if module is not None and id(node) in top_level:
+            module.classes[node.name] = info
     return out
 
 
-class Hierarchy:
-    """Every class of the linted set, by name (a later definition of a name shadows earlier)."""
+#: a resolved base: a linted class, or the qualified name of one that is not in the set
+Base = ClassInfo | str
 
-    def __init__(self, classes: list[ClassInfo]):
-        self.by_name: dict[str, ClassInfo] = {c.name: c for c in classes}
+
+class Hierarchy:
+    """Every class of the linted set, with its bases resolved through the imports."""
+
+    def __init__(self, classes: list[ClassInfo], modules: list[ModuleInfo] | None = None):
+        self.classes = classes
+        self._modules: dict[str, list[ModuleInfo]] = {}
+        for m in sorted(modules or [], key=lambda m: m.path):
+            self._modules.setdefault(m.name, []).append(m)
+        self._by_path = {m.path: m for m in modules or []}
+        self._bases: dict[int, list[Base]] = {}
+        self._definer: dict[str, dict[int, ClassInfo | None]] = {}
+        self._unresolved: dict[int, tuple[str, ...]] = {}
+
+    # --- resolution -------------------------------------------------------------------------------
+    def bases(self, cls: ClassInfo) -> list[Base]:
+        key = id(cls)
+        if key not in self._bases:
+            module = self._by_path.get(cls.path)
+            out: list[Base] = []
+            for expr in cls.base_nodes:
+                dotted = _dotted(expr)
+                if dotted is None or dotted == "object":
+                    continue
+                out.append(self._resolve(module, dotted) if module else dotted)
+            self._bases[key] = out
+        return self._bases[key]
+
+    def _resolve(self, module: ModuleInfo, dotted: str) -> Base:
+        head, _, rest = dotted.partition(".")
+        if not rest:
+            if head in module.classes:
+                return module.classes[head]
+            if head in module.from_imports:
+                return self._lookup(module, *module.from_imports[head])
+            return dotted
+        if head in module.module_imports:
+            target = module.module_imports[head]
+            mod_path, _, name = f"{target}.{rest}".rpartition(".")
+            return self._lookup(module, mod_path, name)
+        if head in module.from_imports:  # from pkg import mod; mod.Class
+            src, orig = module.from_imports[head]
+            mod_path, _, name = f"{src}.{orig}.{rest}".rpartition(".")
+            return self._lookup(module, mod_path, name)
+        return dotted
+
+    def _module(self, importer: ModuleInfo, name: str) -> ModuleInfo | None:
+        found = self._modules.get(name, [])
+        if len(found) == 1:
+            return found[0]
+        beside = [m for m in found if m.root == importer.root]
+        return beside[0] if len(beside) == 1 else None
+
+    def _lookup(self, importer: ModuleInfo, mod_path: str, name: str) -> Base:
+        qualified = f"{mod_path}.{name}"
+        for _ in range(_MAX_HOPS):
+            module = self._module(importer, mod_path)
+            if module is None:
+                return qualified
+            if name in module.classes:
+                return module.classes[name]
+            if name not in module.from_imports:
+                return qualified
+            importer = module
+            mod_path, name = module.from_imports[name]
+        return qualified
+
+    # --- facts, memoised per class -----------------------------------------------------------------
+    def _post_order(self, cls: ClassInfo, done: dict[int, Any]) -> list[ClassInfo]:
+        """``cls`` and its not-yet-computed ancestors, every class after its bases (cycles cut)."""
+        order: list[ClassInfo] = []
+        on_stack: set[int] = set()
+        stack: list[tuple[ClassInfo, bool]] = [(cls, False)]
+        while stack:
+            c, expanded = stack.pop()
+            if id(c) in done:
+                continue
+            if expanded:
+                on_stack.discard(id(c))
+                done[id(c)] = None  # placeholder; the caller fills it in this order
+                order.append(c)
+                continue
+            if id(c) in on_stack:
+                continue  # a cycle (class A(B), class B(A)): Python rejects it; cut it here
+            on_stack.add(id(c))
+            stack.append((c, True))
+            for b in reversed(self.bases(c)):
+                if isinstance(b, ClassInfo) and id(b) not in done and id(b) not in on_stack:
+                    stack.append((b, False))
+        for c in order:
+            del done[id(c)]
+        return order
+
+    def definer(self, cls: ClassInfo, attr: str) -> ClassInfo | None:
+        """The first class in ``cls``'s left-to-right depth-first ancestry that assigns ``attr``
+        itself."""
+        memo = self._definer.setdefault(attr, {})
+        if id(cls) not in memo:
+            for c in self._post_order(cls, memo):
+                if attr in c.attrs:
+                    memo[id(c)] = c
+                    continue
+                memo[id(c)] = next((memo.get(id(b)) for b in self.bases(c)
+                                    if isinstance(b, ClassInfo) and memo.get(id(b))), None)
+        return memo[id(cls)]
+
+    def unresolved(self, cls: ClassInfo) -> tuple[str, ...]:
+        """Qualified names of every base, anywhere above ``cls``, that is not a linted class."""
+        memo = self._unresolved
+        if id(cls) not in memo:
+            for c in self._post_order(cls, memo):
+                parts: list[tuple[str, ...]] = []
+                for b in self.bases(c):
+                    parts.append((b,) if isinstance(b, str) else memo.get(id(b), ()))
+                if len(parts) == 1:
+                    memo[id(c)] = parts[0]  # shared, so a long chain stays linear
+                else:
+                    memo[id(c)] = tuple(dict.fromkeys(n for p in parts for n in p))
+        return memo[id(cls)]
 
     def mro(self, cls: ClassInfo) -> tuple[list[ClassInfo], list[str]]:
         """Known ancestors in a left-to-right depth-first order (``cls`` first), and the names
-        of bases that are not in the linted set."""
+        of bases that are not in the linted set (for callers that want the whole list)."""
         seen: list[ClassInfo] = []
-        unresolved: list[str] = []
-        stack = [cls.name]
+        ids: set[int] = set()
+        stack: list[ClassInfo] = [cls]
         while stack:
-            name = stack.pop(0)
-            info = self.by_name.get(name)
-            if info is None:
-                if name not in unresolved and name != "object":
-                    unresolved.append(name)
+            c = stack.pop()
+            if id(c) in ids:
                 continue
-            if info in seen:
-                continue
-            seen.append(info)
-            stack = [*info.bases, *stack]
-        return seen, unresolved
-
-    def definer(self, cls: ClassInfo, attr: str) -> ClassInfo | None:
-        """The first class in ``cls``'s MRO that assigns ``attr`` itself."""
-        return next((c for c in self.mro(cls)[0] if attr in c.attrs), None)
+            ids.add(id(c))
+            seen.append(c)
+            stack.extend(b for b in reversed(self.bases(c)) if isinstance(b, ClassInfo))
+        return seen, list(self.unresolved(cls))
 
     def value(self, cls: ClassInfo, attr: str) -> ast.expr | None:
         owner = self.definer(cls, attr)

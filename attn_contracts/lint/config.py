@@ -5,9 +5,22 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-__all__ = ["ConfigError", "LintConfig", "find_pyproject", "load_config"]
+from attn_contracts.findings import Code
+
+__all__ = ["ConfigError", "LintConfig", "find_pyproject", "load_config", "unknown_codes"]
+
+
+def unknown_codes(selectors: tuple[str, ...]) -> list[str]:
+    """Selectors that are no code and no prefix of one (``AC3``, ``bogus``): selecting them
+    would silently lint nothing."""
+    known = [c.value for c in Code]
+    return [s for s in selectors if not any(k.startswith(s) for k in known)]
+
+
+def known_codes_text() -> str:
+    return ", ".join(c.value for c in Code)
 
 
 class ConfigError(ValueError):
@@ -33,8 +46,21 @@ class LintConfig(BaseModel):
     #: keyword arguments of those functions that carry the base
     base_keywords: tuple[str, ...] = ("is_lse_base_on_e", "lse_base_on_e", "lse_base", "base",
                                       "return_lse_base_on_e")
+    #: TOML files of the linted project that hold its own ``[[record]]``/``[[consumer]]`` tables
+    #: (relative to the pyproject.toml); they teach the flow rules the project's functions
+    record_files: tuple[str, ...] = ()
     select: tuple[str, ...] = Field(default=())
     ignore: tuple[str, ...] = Field(default=())
+
+    @field_validator("select", "ignore", mode="after")
+    @classmethod
+    def _known_codes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        value = tuple(v.strip().upper() for v in value)
+        bad = unknown_codes(value)
+        if bad:
+            raise ValueError(f"unknown finding code(s) {', '.join(bad)} (known: "
+                             f"{known_codes_text()}; a prefix such as AC00 selects several)")
+        return value
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -59,6 +85,10 @@ def load_config(pyproject: Path | None) -> LintConfig:
             "attn-contracts", {})
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise ConfigError(f"{pyproject}: cannot read [tool.attn-contracts]: {err}") from err
+    if isinstance(table, dict) and isinstance(table.get("record-files"), list):
+        here = pyproject.parent
+        table = {**table, "record-files": [str(here / f) if isinstance(f, str) else f
+                                           for f in table["record-files"]]}
     try:
         return LintConfig.model_validate(table)
     except ValidationError as err:

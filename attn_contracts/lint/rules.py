@@ -7,7 +7,7 @@ about. Messages name the value found and what is allowed.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from attn_contracts.findings import Code, Finding
 from attn_contracts.lint.classes import ClassInfo, Hierarchy
@@ -21,6 +21,16 @@ _LSE_DETAILS = ("base", "layout", "q_len_axis", "padded_heads", "dtype", "empty_
 
 def _at(path: str, line: int, col: int) -> str:
     return f"{path}:{line}:{col + 1}"
+
+
+def _unparse(node: ast.expr, limit: int = 80) -> str:
+    """Source text of an expression for a message: shortened, and never a RecursionError on a
+    pathologically nested one."""
+    try:
+        text = ast.unparse(node)
+    except RecursionError:
+        return "<an expression nested too deeply to print>"
+    return text if len(text) <= limit else f"{text[:limit - 1]}…"
 
 
 def _is_true(node: ast.expr | None) -> bool:
@@ -40,10 +50,12 @@ def _returns_lse(h: Hierarchy, cls: ClassInfo, cfg: LintConfig) -> bool:
 
 
 # --- classes: AC001, AC002 -------------------------------------------------------------------------
-def class_findings(h: Hierarchy, cfg: LintConfig) -> Iterator[Finding]:
+def class_findings(h: Hierarchy, cfg: LintConfig,
+                   classes: Iterable[ClassInfo] | None = None) -> Iterator[Finding]:
     """Classes that set a returns-LSE attribute to True must declare their base themselves (or
-    inherit it from an ancestor that itself returns LSE)."""
-    for cls in h.by_name.values():
+    inherit it from an ancestor that itself returns LSE). ``classes``: the ones to report on
+    (default: every class of the hierarchy)."""
+    for cls in h.classes if classes is None else classes:
         own = [a for a in cfg.returns_attrs if a in cls.attrs and _is_true(cls.attrs[a][0])]
         if not own or _registered_with_record(cls):
             continue
@@ -52,7 +64,7 @@ def class_findings(h: Hierarchy, cfg: LintConfig) -> Iterator[Finding]:
         owners = [(a, h.definer(cls, a)) for a in cfg.base_attrs]
         found = [(a, o) for a, o in owners if o is not None]
         if not found:
-            _, unresolved = h.mro(cls)
+            unresolved = h.unresolved(cls)
             if unresolved:
                 yield Finding(
                     Code.AC002, cls.name,
@@ -72,7 +84,7 @@ def class_findings(h: Hierarchy, cfg: LintConfig) -> Iterator[Finding]:
         attr, owner = found[0]
         if owner is cls or owner is None or _returns_lse(h, owner, cfg):
             continue
-        value = ast.unparse(owner.attrs[attr][0])
+        value = _unparse(owner.attrs[attr][0])
         yield Finding(
             Code.AC002, cls.name,
             f"{cls.name} sets {own[0]} = True but {attr} = {value} comes only from the default "
@@ -114,7 +126,7 @@ def tree_findings(tree: ast.Module, path: str, cfg: LintConfig) -> Iterator[Find
                 yield Finding(Code.AC011, "assert", f"assert checks capability "
                               f"{', '.join(sorted(names))}; asserts vanish under python -O",
                               "raise an exception (or use attn_contracts.validate_startup)",
-                              "assert", ast.unparse(node.test), "an if/raise check",
+                              "assert", _unparse(node.test), "an if/raise check",
                               _at(path, node.lineno, node.col_offset))
 
 
@@ -141,9 +153,9 @@ def _call(node: ast.Call, path: str, cfg: LintConfig, caps: frozenset[str]) -> I
         if isinstance(attr, ast.Constant) and attr.value in caps:
             yield Finding(
                 Code.AC009, attr.value, f"getattr(..., {attr.value!r}, "
-                f"{ast.unparse(node.args[2])}): a missing or misspelt capability silently "
+                f"{_unparse(node.args[2])}): a missing or misspelt capability silently "
                 "becomes the default", f"read it as an attribute (obj.{attr.value}) so a missing "
-                "declaration fails", attr.value, ast.unparse(node.args[2]), "no default", where)
+                "declaration fails", attr.value, _unparse(node.args[2]), "no default", where)
     if name == "LseSpec" and not any(k.arg in ("base", None) for k in node.keywords):
         yield Finding(Code.AC001, "LseSpec", 'LseSpec(...) without base= (allowed: "e", "2")',
                       "declare the kernel's LSE base", "base", None, '"e", "2"', where)
