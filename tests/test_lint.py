@@ -328,3 +328,133 @@ def test_non_regular_and_huge_files_are_refused(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert len(lines) == 3 and all(" AC000 " in s for s in lines)
     assert "not a regular file" in done.stdout and "10 MiB" in done.stdout
+
+
+# --- following the LSE (issue 13 §3): AC003 through partial/alias/wrapper/**kwargs, AC021-AC023 ---
+FLOW = Path(__file__).parent / "fixtures" / "lint_flow"
+
+
+def _found(out: str) -> set[tuple[str, int, str]]:
+    found = set()
+    for line in out.splitlines():
+        where, _, rest = line.partition(": ")
+        path, row, _ = where.rsplit(":", 2)
+        found.add((Path(path).name, int(row), rest.split()[0]))
+    return found
+
+
+def test_the_flow_fixture_engine_is_flagged_case_by_case_and_its_fix_is_clean(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(FLOW / "buggy")]) == 1
+    assert _found(capsys.readouterr().out) == {
+        ("combine_calls.py", 7, "AC003"),   # functools.partial(..., is_lse_base_on_e=True)
+        ("combine_calls.py", 9, "AC003"),   # the **KWARGS dict literal
+        ("combine_calls.py", 21, "AC003"),  # combine = cp_lse_ag_out_rs; combine(..., False)
+        ("combine_calls.py", 25, "AC003"),  # a wrapper forwarding its base_e
+        ("combine_calls.py", 30, "AC003"),  # a lambda forwarding its e
+        ("defaults.py", 6, "AC021"),        # def ...(is_lse_base_on_e=True) feeding the combine
+        ("defaults.py", 15, "AC022"),       # cp_lse_ag_out_rs(out, lse, group): the default
+        ("paths.py", 13, "AC023"),          # prefix_lse read as base 2 and as base e
+        ("paths.py", 27, "AC023"),          # FlashInfer's base-2 LSE into a base-e merge
+    }
+    assert main([str(FLOW / "fixed")]) == 0, capsys.readouterr().out
+
+
+def test_ac023_names_both_consumers_and_their_records(capsys: pytest.CaptureFixture[str]) -> None:
+    main([str(FLOW / "buggy" / "paths.py"), str(FLOW / "buggy" / "contracts.toml")])
+    out = capsys.readouterr().out
+    two = next(s for s in out.splitlines() if ":13:" in s)
+    assert "merge_state (consumer record flashinfer.merge_state) as base 2" in two
+    assert "merge_attn_states (consumer record engine.merge_attn_states) as base e" in two
+    prod = next(s for s in out.splitlines() if ":27:" in s)
+    assert "producer record engine.flashinfer_decode" in prod and "reads base e" in prod
+
+
+def _knowledge() -> object:
+    from attn_contracts.consumer import ConsumerRecord
+    from attn_contracts.lint import Knowledge
+    from attn_contracts.records import CapabilityRecord
+
+    common = {"library": "x", "source": "here", "evidence": "read_from_code",
+              "lse": {"layouts": ["token_head"], "states": "separate", "dtypes": ["float32"]},
+              "empty": {"reads_as_empty": ["-inf"], "all_empty": "zero",
+                        "zero_weight_nan_safe": True}, "output": {"returns_lse": False}}
+    consumers = [
+        ConsumerRecord.model_validate({**common, "name": "x.combine", "calls": [
+            {"function": "x.cp_combine", "lse_args": ["1"]}], "base": {
+            "kind": "keyword", "keyword": "base_e", "values": {"True": "e", "False": "2"},
+            "default": "True"}}),
+        ConsumerRecord.model_validate({**common, "name": "x.merge_e", "calls": [
+            {"function": "x.merge_e", "lse_args": ["1"]}], "base": {"kind": "fixed", "base": "e"}}),
+        ConsumerRecord.model_validate({**common, "name": "x.merge_2", "calls": [
+            {"function": "x.merge_2", "lse_args": ["1"]}], "base": {"kind": "fixed", "base": "2"}})]
+    producer = CapabilityRecord.model_validate({
+        "name": "x.kernel", "library": "x", "source": "here", "evidence": "read_from_code",
+        "lse": {"returns": "lse", "base": "2", "layout": "token_head", "dtype": "float32",
+                "empty_row": "-inf", "includes_sink": False},
+        "decode": {"attention": "mha", "out_layout": "token_head_dim", "head_dims": [128],
+                   "q_dtypes": ["bfloat16"], "q_len_gt_1": False},
+        "calls": [{"function": "x.Kernel.run", "when": {"return_lse": "True"}, "lse_index": 1}]})
+    return Knowledge.from_records([producer], consumers)
+
+
+@pytest.mark.parametrize(("code", "bad", "good"), [
+    ("AC022", "cp_combine(o, lse)\n", "cp_combine(o, lse, base_e=impl.lse_base_on_e)\n"),
+    ("AC022", "cp_combine(o, lse)\n", "cp_combine(o, lse, **backend_kwargs)\n"),  # unreadable
+    ("AC021", "def cp_combine(o, lse, base_e=True):\n    ...\n",
+     "def cp_combine(o, lse, *, base_e):\n    ...\n"),
+    ("AC003", "from functools import partial\nf = partial(cp_combine, base_e=False)\n",
+     "from functools import partial\nf = partial(cp_combine, base_e=impl.lse_base_on_e)\n"),
+    ("AC023", "def f(o, lse):\n    merge_e(o, lse)\n    merge_2(o, lse)\n",
+     "def f(o, lse):\n    merge_e(o, lse)\n    merge_2(o, lse / math.log(2))\n"),
+    ("AC023",  # a call the linter cannot see through ends the chain: no finding, not a guess
+     "def f(o, lse):\n    merge_e(o, lse)\n    merge_2(o, lse)\n",
+     "def f(o, lse):\n    merge_e(o, lse)\n    merge_2(o, to_base2(lse))\n"),
+    ("AC023",  # a dispatch on the base is not a conflict
+     "def f(o, lse, flag):\n    if flag:\n        merge_e(o, lse)\n    else:\n        merge_2(o, lse)\n",
+     "def f(o, lse, lse_base_on_e):\n    if lse_base_on_e:\n        merge_e(o, lse)\n"
+     "    else:\n        merge_2(o, lse)\n"),
+    ("AC023",
+     "class A:\n    def __init__(self):\n        self.k = Kernel()\n    def fwd(self, q):\n"
+     "        o, lse = self.k.run(q, return_lse=True)\n        return merge_e(o, lse)\n",
+     "class A:\n    def __init__(self):\n        self.k = Kernel()\n    def fwd(self, q):\n"
+     "        o, lse = self.k.run(q, return_lse=True)\n        return merge_e(o, lse * math.log(2))\n"),
+    ("AC023",  # without return_lse=True the producer's record does not apply
+     "def f(k: object, q):\n    k = Kernel()\n    o, lse = k.run(q, return_lse=True)\n    merge_e(o, lse)\n",
+     "def f(k: object, q):\n    k = Kernel()\n    o, lse = k.run(q, return_lse=flag)\n    merge_e(o, lse)\n"),
+    ("AC023",  # through a helper of the same file
+     "def _m(o, x):\n    return merge_e(o, x)\ndef f(o, lse):\n    merge_2(o, lse)\n    _m(o, lse)\n",
+     "def _m(o, x):\n    return merge_e(o, x)\ndef f(o, lse):\n    merge_2(o, lse)\n    _m(o, lse * LN2)\n"
+     "LN2 = math.log(2)\n"),
+])
+def test_flow_rules_from_records_built_in_python(code: str, bad: str, good: str,
+                                                 tmp_path: Path) -> None:
+    from attn_contracts.lint import lint_paths
+
+    (tmp_path / "bad.py").write_text(bad)
+    (tmp_path / "good.py").write_text(good)
+    k = _knowledge()
+    assert code in {f.code for f in lint_paths([tmp_path / "bad.py"], knowledge=k)}
+    assert lint_paths([tmp_path / "good.py"], knowledge=k) == []  # type: ignore[arg-type]
+
+
+def test_backend_base_and_legacy_settings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.attn-contracts]\ncombine-functions = ["my_merge"]\nbase-keywords = ["b"]\n')
+    rc, out = lint(tmp_path, capsys, {"m.py": (
+        "import functools\nf = functools.partial(my_merge, b=True)\n"
+        "my_merge(o, l)\n"                      # legacy: base of unknown meaning, so no AC022
+        "my_merge(o, l, b=self.impl.lse_base_on_e)\n")})
+    assert rc == 1 and _found(out) == {("m.py", 2, "AC003")}, out
+
+
+def test_record_files_of_the_project_teach_the_flow_rules(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / "mine.toml").write_text((FLOW / "buggy" / "contracts.toml").read_text())
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.attn-contracts]\nrecord-files = ["records/mine.toml"]\n')
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "m.py").write_text("cp_lse_ag_out_rs(out, lse, group)\n")
+    assert main([str(tmp_path / "src")]) == 1
+    assert _found(capsys.readouterr().out) == {("m.py", 1, "AC022")}

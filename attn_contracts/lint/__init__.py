@@ -21,9 +21,10 @@ import sys
 import tokenize
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
+from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding
 from attn_contracts.lint.classes import ClassInfo, Hierarchy, ModuleInfo, collect_classes, module_info
 from attn_contracts.lint.config import (
@@ -34,10 +35,19 @@ from attn_contracts.lint.config import (
     load_config,
     unknown_codes,
 )
-from attn_contracts.lint.knowledge import is_record_document, read_record_document
-from attn_contracts.lint.rules import class_findings, tree_findings
+from attn_contracts.lint.flow import flow_findings, mentions
+from attn_contracts.lint.knowledge import (
+    Knowledge,
+    is_record_document,
+    load_project_records,
+    read_record_document,
+)
+from attn_contracts.lint.rules import class_findings, could_fire, tree_findings
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.sources import AnyRecord, split_roles
 
-__all__ = ["MAX_FILE_BYTES", "LintConfig", "add_arguments", "lint_paths", "main", "run"]
+__all__ = ["MAX_FILE_BYTES", "Knowledge", "LintConfig", "add_arguments", "knowledge_for",
+           "lint_paths", "main", "run"]
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?",
                    re.IGNORECASE)
@@ -107,7 +117,7 @@ def _suppressed(finding: Finding, lines: list[str]) -> bool:
     return codes is None or finding.code in {c.strip().upper() for c in codes.split(",")}
 
 
-def _lint_toml(path: Path, text: str, cfg: LintConfig) -> list[Finding]:
+def _lint_toml(path: Path, text: str, cfg: LintConfig, records: list[AnyRecord]) -> list[Finding]:
     """Record files only: a TOML file with ``[[record]]``/``[[consumer]]`` tables, or one that
     ``record-files`` names. Any other TOML (``ruff.toml``, ``pyproject.toml``) is not read."""
     if path.name == "pyproject.toml":
@@ -122,7 +132,9 @@ def _lint_toml(path: Path, text: str, cfg: LintConfig) -> list[Finding]:
                         location=f"{path}:{getattr(err, 'lineno', 1)}:{getattr(err, 'colno', 1)}")]
     if not (listed or is_record_document(doc)):
         return []
-    return read_record_document(doc, str(path), text)[2]
+    producers, consumers, findings = read_record_document(doc, str(path), text)
+    records += [*producers, *consumers]
+    return findings
 
 
 _RECORD_TABLE = re.compile(r"^\s*\[\[\s*(record|records|consumer)\s*\]\]", re.MULTILINE)
@@ -152,17 +164,38 @@ def _guarded(path: str, findings: Callable[[], Iterable[Finding]]) -> list[Findi
         return [_ac000(path, _Unreadable("nested too deeply to analyse (RecursionError)"))]
 
 
+@cache
+def _builtin() -> tuple[list[CapabilityRecord], list[ConsumerRecord]]:
+    return Knowledge.builtin()
+
+
+def knowledge_for(cfg: LintConfig, records: Iterable[AnyRecord] = (),
+                  ) -> tuple[Knowledge, list[Finding]]:
+    """The built-in catalog, the project's ``record-files``, the record files of the linted set
+    and the legacy ``combine-functions``/``base-keywords`` settings, as one lookup."""
+    producers, consumers = _builtin()
+    more_p, more_c, findings = load_project_records(cfg.record_files)
+    mine_p, mine_c = split_roles(records)
+    return Knowledge.from_records(
+        [*producers, *more_p, *mine_p], [*consumers, *more_c, *mine_c],
+        legacy_functions=cfg.combine_functions, legacy_keywords=cfg.base_keywords), findings
+
+
 def lint_paths(paths: Sequence[Path], config: LintConfig | None = None, *,
-               project_root: Path | None = None) -> list[Finding]:
+               project_root: Path | None = None,
+               knowledge: Knowledge | None = None) -> list[Finding]:
     """Every finding for the given files and folders, in path and line order.
 
     ``project_root``: every .py file below it is read for the class hierarchy too (a base in an
     unchanged file is then resolved), but findings are reported only for ``paths``.
+    ``knowledge``: the producers and consumers the flow rules know (default: from the records,
+    see :func:`knowledge_for`).
     """
     cfg = config or LintConfig()
+    records: list[AnyRecord] = []
     texts: dict[str, list[str]] = {}
     findings: list[Finding] = []
-    reported: list[tuple[str, ast.Module]] = []
+    reported: list[tuple[str, ast.Module, str]] = []
     report_keys: set[str] = set()
     classes: list[ClassInfo] = []
     modules: list[ModuleInfo] = []
@@ -179,7 +212,7 @@ def lint_paths(paths: Sequence[Path], config: LintConfig | None = None, *,
             if path.suffix == ".toml":
                 if report:
                     texts[str(path)] = text.splitlines()
-                    findings += _lint_toml(path, text, cfg)
+                    findings += _lint_toml(path, text, cfg, records)
                 continue
             tree = _parse(path, text)
         except _Unreadable as err:
@@ -191,17 +224,26 @@ def lint_paths(paths: Sequence[Path], config: LintConfig | None = None, *,
         classes += collect_classes(tree, str(path), module)
         if report:
             texts[str(path)] = text.splitlines()
-            reported.append((str(path), tree))
+            reported.append((str(path), tree, text))
             report_keys.add(str(path))
     hierarchy = Hierarchy(classes, modules)
     for cls in classes:
         if cls.path in report_keys:
             findings += _guarded(cls.path, partial(class_findings, hierarchy, cfg, [cls]))
-    for path_str, tree in reported:
-        findings += _guarded(path_str, partial(tree_findings, tree, path_str, cfg))
-    kept = [f for f in findings if _selected(f.code, cfg)
-            and not _suppressed(f, texts.get(f.location.rsplit(":", 2)[0], []))]
-    return sorted(kept, key=_order)
+    if knowledge is None:
+        knowledge, more = knowledge_for(cfg, records)
+        findings += more
+    for path_str, tree, text in reported:
+        if could_fire(text, cfg):
+            findings += _guarded(path_str, partial(tree_findings, tree, path_str, cfg))
+        if mentions(text, knowledge):  # no consumer or producer named: nothing to follow
+            findings += _guarded(path_str, partial(flow_findings, tree, path_str, knowledge))
+    kept: dict[tuple[str, str], Finding] = {}
+    for f in findings:  # the direct-call rule and the flow rule may both see one literal
+        if _selected(f.code, cfg) and not _suppressed(
+                f, texts.get(f.location.rsplit(":", 2)[0], [])):
+            kept.setdefault((f.code.value, f.location), f)
+    return sorted(kept.values(), key=_order)
 
 
 def _order(f: Finding) -> tuple[str, int, int, str]:

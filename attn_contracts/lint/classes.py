@@ -17,11 +17,12 @@ from its bases' facts, with an explicit stack (no recursion, so a 5,000-deep cha
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ClassInfo", "Hierarchy", "ModuleInfo", "collect_classes", "module_info"]
+__all__ = ["ClassInfo", "Hierarchy", "ModuleInfo", "collect_classes", "module_info", "statements"]
 
 #: how many re-export hops (``from a import X`` in ``b``, ``from b import X`` in ``c``) are followed
 _MAX_HOPS = 32
@@ -55,6 +56,23 @@ class ModuleInfo:
     module_imports: dict[str, str] = field(default_factory=dict)
 
 
+def statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Every statement, at any depth (class and import statements live only here); expressions
+    are not entered, which makes this several times cheaper than ``ast.walk``."""
+    stack: list[ast.stmt] = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
+        yield node
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if block:
+                stack.extend(reversed(block))
+        for handler in getattr(node, "handlers", ()):
+            stack.extend(reversed(handler.body))
+        for case in getattr(node, "cases", ()):
+            stack.extend(reversed(case.body))
+
+
 def module_info(path: Path, tree: ast.Module) -> ModuleInfo:
     """The module path of ``path`` (from the ``__init__.py`` files above it) and its bindings."""
     parts = [] if path.name == "__init__.py" else [path.stem]
@@ -65,7 +83,7 @@ def module_info(path: Path, tree: ast.Module) -> ModuleInfo:
     name = ".".join(parts) or path.stem
     info = ModuleInfo(str(path), name, str(folder), path.name == "__init__.py")
     package = name if info.is_package else name.rpartition(".")[0]
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if isinstance(node, ast.ImportFrom):
             source = _absolute(package, node.module, node.level)
             if source is None:
@@ -111,7 +129,7 @@ def _dotted(expr: ast.expr) -> str | None:
 def collect_classes(tree: ast.Module, path: str, module: ModuleInfo | None = None) -> list[ClassInfo]:
     out = []
     top_level = {id(n) for n in tree.body}
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if not isinstance(node, ast.ClassDef):
             continue
         written = [_dotted(e) for e in node.bases]

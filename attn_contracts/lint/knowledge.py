@@ -18,16 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
 from attn_contracts.findings import Code, Finding
-from attn_contracts.records import CapabilityRecord, findings_from_validation_error
+from attn_contracts.records import CapabilityRecord
 from attn_contracts.sources import parse_record
 
 __all__ = ["Consumer", "Knowledge", "Producer", "is_record_document", "read_record_document"]
 
-RECORD_KEYS = ("record", "records", "consumer")
+RECORD_KEYS = ("record", "records", "consumer", "consumers")
 
 
 def is_record_document(doc: dict[str, Any]) -> bool:
@@ -48,19 +46,15 @@ def read_record_document(doc: dict[str, Any], path: str, text: str = "",
     for key in RECORD_KEYS:
         entries = tables.get(key)
         for raw in entries if isinstance(entries, list) else ():
-            if key == "consumer":
-                try:
-                    consumers.append(ConsumerRecord.model_validate(raw))
-                    continue
-                except ValidationError as err:
-                    found = findings_from_validation_error(err, raw)
-            else:
-                recs, found = parse_record(raw)
-                producers += recs
+            role = key.startswith("consumer")
+            recs, found = parse_record({"role": "consumer", **raw} if role and isinstance(raw, dict)
+                                       else raw)
+            producers += [r for r in recs if isinstance(r, CapabilityRecord)]
+            consumers += [r for r in recs if isinstance(r, ConsumerRecord)]
             name = raw.get("name") if isinstance(raw, dict) else None
             line = next((i + 1 for i, s in enumerate(lines) if isinstance(name, str)
                          and re.match(rf'\s*name\s*=\s*"{re.escape(name)}"', s)), 1)
-            findings += [Finding(f.code, f.subject, f"{'consumer' if key == 'consumer' else 'record'}"
+            findings += [Finding(f.code, f.subject, f"{'consumer' if role else 'record'}"
                                  f" {f.subject}: {f.message}", f.hint, f.field, f.found, f.allowed,
                                  f"{path}:{line}:1") for f in found]
     return producers, consumers, findings
@@ -166,12 +160,11 @@ class Knowledge:
 
     @staticmethod
     def builtin() -> tuple[list[CapabilityRecord], list[ConsumerRecord]]:
-        """The built-in catalog's producers and consumers (consumers once the registry has them)."""
+        """The built-in catalog's producers and consumers."""
         from attn_contracts.registry import Registry
 
         reg = Registry()
-        consumers = getattr(reg, "consumers", None)
-        return list(reg.records()), list(consumers()) if callable(consumers) else []
+        return list(reg.records()), list(reg.consumers())
 
 
 def load_project_records(files: Iterable[str]) -> tuple[list[CapabilityRecord],

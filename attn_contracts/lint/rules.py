@@ -13,7 +13,7 @@ from attn_contracts.findings import Code, Finding
 from attn_contracts.lint.classes import ClassInfo, Hierarchy
 from attn_contracts.lint.config import LintConfig
 
-__all__ = ["class_findings", "tree_findings"]
+__all__ = ["class_findings", "could_fire", "tree_findings"]
 
 _LSE_DETAILS = ("base", "layout", "q_len_axis", "padded_heads", "dtype", "empty_row",
                 "includes_sink")
@@ -111,6 +111,14 @@ def _dict_get(d: ast.Dict, key: str) -> ast.expr | None:
 
 def _dict_keys(d: ast.Dict) -> set[str]:
     return {k.value for k in d.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+
+
+def could_fire(text: str, cfg: LintConfig) -> bool:
+    """Whether any of :func:`tree_findings`' rules can fire on a file: each needs a name in its
+    text (a combine function, ``LseSpec``, a ``"returns"`` key, a capability), so a file without
+    one is skipped without walking its tree."""
+    return any(n in text for n in (*cfg.combine_functions, "LseSpec", "returns",
+                                   *cfg.capabilities))
 
 
 def tree_findings(tree: ast.Module, path: str, cfg: LintConfig) -> Iterator[Finding]:
