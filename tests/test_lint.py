@@ -422,6 +422,10 @@ def _knowledge() -> object:
     ("AC023",  # without return_lse=True the producer's record does not apply
      "def f(k: object, q):\n    k = Kernel()\n    o, lse = k.run(q, return_lse=True)\n    merge_e(o, lse)\n",
      "def f(k: object, q):\n    k = Kernel()\n    o, lse = k.run(q, return_lse=flag)\n    merge_e(o, lse)\n"),
+    ("AC023",  # a same-named function of another package is not the record's
+     "from x import merge_e, merge_2\ndef f(o, lse):\n    merge_e(o, lse)\n    merge_2(o, lse)\n",
+     "from x import merge_e\nfrom mine import merge_2\ndef f(o, lse):\n    merge_e(o, lse)\n"
+     "    merge_2(o, lse)\n"),
     ("AC023",  # through a helper of the same file
      "def _m(o, x):\n    return merge_e(o, x)\ndef f(o, lse):\n    merge_2(o, lse)\n    _m(o, lse)\n",
      "def _m(o, x):\n    return merge_e(o, x)\ndef f(o, lse):\n    merge_2(o, lse)\n    _m(o, lse * LN2)\n"
@@ -458,3 +462,17 @@ def test_record_files_of_the_project_teach_the_flow_rules(
     (tmp_path / "src" / "m.py").write_text("cp_lse_ag_out_rs(out, lse, group)\n")
     assert main([str(tmp_path / "src")]) == 1
     assert _found(capsys.readouterr().out) == {("m.py", 1, "AC022")}
+
+
+def test_parallel_per_file_work_gives_the_same_findings(tmp_path: Path) -> None:
+    from attn_contracts.lint import lint_paths
+
+    (tmp_path / "base.py").write_text(BASE)
+    for i in range(80):
+        (tmp_path / f"b{i}.py").write_text(
+            "from base import AttentionImpl\n"
+            f"class B{i}(AttentionImpl):\n    can_return_lse_for_decode = True\n"
+            + ("    lse_base_on_e = False\n" if i % 3 else "")
+            + f"def f(o, l, g):\n    return cp_lse_ag_out_rs(o, l, g, is_lse_base_on_e={i % 2 == 0})\n")
+    one = lint_paths([tmp_path], jobs=1)
+    assert len(one) == 27 + 80 and lint_paths([tmp_path], jobs=2) == one

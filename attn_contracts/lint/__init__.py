@@ -4,8 +4,12 @@ execution: sources are read with ``ast``, records with ``tomllib``).
 Rules: ``AC001`` returns LSE without a base, ``AC002`` base only from an inherited default,
 ``AC003`` literal base passed to a combine, ``AC004`` LSE details without LSE, ``AC009``
 ``getattr`` default on a capability, ``AC011`` ``assert`` on a capability, ``AC012`` a record file
-breaking its schema, ``AC000`` a file that does not parse. ``# noqa: AC003`` silences one line.
-Exit codes: 0 clean, 1 findings, 2 usage error.
+breaking its schema, ``AC000`` a file that cannot be read (not a regular file, over
+:data:`MAX_FILE_BYTES`, undecodable) or parsed or analysed (nested too deeply); the flow rules
+(:mod:`attn_contracts.lint.flow`): ``AC003`` through partial/alias/wrapper/``**kwargs``,
+``AC021`` a defaulted base parameter, ``AC022`` an omitted base keyword, ``AC023`` one LSE read
+in two bases. ``# noqa: AC003`` silences one line. Exit codes: 0 clean, 1 findings, 2 usage
+error (a missing path, a bad setting, an unknown code in ``--select``/``--ignore``).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import argparse
 import ast
 import io
 import json
+import multiprocessing as mp
 import os
 import re
 import stat
@@ -21,6 +26,8 @@ import sys
 import tokenize
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from functools import cache, partial
 from pathlib import Path
 
@@ -181,63 +188,122 @@ def knowledge_for(cfg: LintConfig, records: Iterable[AnyRecord] = (),
         legacy_functions=cfg.combine_functions, legacy_keywords=cfg.base_keywords), findings
 
 
+@dataclass
+class _PyResult:
+    """What one Python file contributes: its module and classes (for the hierarchy), its
+    per-file findings, and its lines where a ``# noqa`` may apply."""
+
+    path: str
+    report: bool
+    module: ModuleInfo | None = None
+    classes: list[ClassInfo] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    noqa_lines: list[str] = field(default_factory=list)
+
+
+def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) -> _PyResult:
+    out = _PyResult(str(path), report)
+    try:
+        text = _read(path)
+        tree = _parse(path, text)
+    except _Unreadable as err:
+        if report:
+            out.findings.append(_ac000(path, err))
+        return out
+    out.module = module_info(path, tree)
+    out.classes = collect_classes(tree, str(path), out.module)
+    if not report:
+        return out
+    if "noqa" in text.lower():
+        out.noqa_lines = text.splitlines()
+    if could_fire(text, cfg):
+        out.findings += _guarded(out.path, partial(tree_findings, tree, out.path, cfg))
+    if mentions(text, knowledge):  # no consumer or producer named: nothing to follow
+        out.findings += _guarded(out.path, partial(flow_findings, tree, out.path, knowledge))
+    return out
+
+
+#: (config, knowledge) for worker processes, set before they fork
+_WORKER: tuple[LintConfig, Knowledge] | None = None
+
+
+def _analyse_in_worker(item: tuple[Path, bool]) -> _PyResult:
+    assert _WORKER is not None  # noqa: S101 (set by lint_paths before the pool forks)
+    return _analyse(item[0], item[1], *_WORKER)
+
+
+def _analyse_all(items: list[tuple[Path, bool]], cfg: LintConfig, knowledge: Knowledge,
+                 jobs: int) -> list[_PyResult]:
+    """Per-file work (read, parse, per-file rules) in ``jobs`` forked processes; the hierarchy
+    is then resolved once in this one. Falls back to one process where fork is unavailable."""
+    global _WORKER
+    if jobs <= 1 or len(items) < 2 * _CHUNK or "fork" not in mp.get_all_start_methods():
+        return [_analyse(p, r, cfg, knowledge) for p, r in items]
+    _WORKER = (cfg, knowledge)
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as pool:
+            return list(pool.map(_analyse_in_worker, items, chunksize=_CHUNK))
+    finally:
+        _WORKER = None
+
+
+_CHUNK = 32
+
+
+def default_jobs() -> int:
+    """The CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def lint_paths(paths: Sequence[Path], config: LintConfig | None = None, *,
-               project_root: Path | None = None,
-               knowledge: Knowledge | None = None) -> list[Finding]:
+               project_root: Path | None = None, knowledge: Knowledge | None = None,
+               jobs: int = 1) -> list[Finding]:
     """Every finding for the given files and folders, in path and line order.
 
     ``project_root``: every .py file below it is read for the class hierarchy too (a base in an
     unchanged file is then resolved), but findings are reported only for ``paths``.
     ``knowledge``: the producers and consumers the flow rules know (default: from the records,
-    see :func:`knowledge_for`).
+    see :func:`knowledge_for`). ``jobs``: processes for the per-file work.
     """
     cfg = config or LintConfig()
     records: list[AnyRecord] = []
     texts: dict[str, list[str]] = {}
     findings: list[Finding] = []
-    reported: list[tuple[str, ast.Module, str]] = []
-    report_keys: set[str] = set()
-    classes: list[ClassInfo] = []
-    modules: list[ModuleInfo] = []
     named = list(_files(paths))
     extra = [] if project_root is None else [f for f, _ in _files([project_root], (".py",))]
     seen: set[str] = set()
+    python: list[tuple[Path, bool]] = []
     for path, report in [*((p, True) for p, _ in named), *((p, False) for p in extra)]:
         key = str(path.resolve())
         if key in seen:
             continue
         seen.add(key)
-        try:
-            text = _read(path)
-            if path.suffix == ".toml":
-                if report:
-                    texts[str(path)] = text.splitlines()
-                    findings += _lint_toml(path, text, cfg, records)
-                continue
-            tree = _parse(path, text)
-        except _Unreadable as err:
-            if report:
-                findings.append(_ac000(path, err))
+        if path.suffix != ".toml":
+            python.append((path, report))
             continue
-        module = module_info(path, tree)
-        modules.append(module)
-        classes += collect_classes(tree, str(path), module)
-        if report:
-            texts[str(path)] = text.splitlines()
-            reported.append((str(path), tree, text))
-            report_keys.add(str(path))
-    hierarchy = Hierarchy(classes, modules)
-    for cls in classes:
-        if cls.path in report_keys:
-            findings += _guarded(cls.path, partial(class_findings, hierarchy, cfg, [cls]))
+        try:  # record files first: their records teach the flow rules
+            text = _read(path)
+        except _Unreadable as err:
+            findings.append(_ac000(path, err))
+            continue
+        texts[str(path)] = text.splitlines()
+        findings += _lint_toml(path, text, cfg, records)
     if knowledge is None:
         knowledge, more = knowledge_for(cfg, records)
         findings += more
-    for path_str, tree, text in reported:
-        if could_fire(text, cfg):
-            findings += _guarded(path_str, partial(tree_findings, tree, path_str, cfg))
-        if mentions(text, knowledge):  # no consumer or producer named: nothing to follow
-            findings += _guarded(path_str, partial(flow_findings, tree, path_str, knowledge))
+    results = _analyse_all(python, cfg, knowledge, jobs)
+    classes = [c for r in results for c in r.classes]
+    hierarchy = Hierarchy(classes, [r.module for r in results if r.module is not None])
+    for r in results:
+        findings += r.findings
+        if r.noqa_lines:
+            texts[r.path] = r.noqa_lines
+        if r.report:
+            for cls in r.classes:
+                findings += _guarded(cls.path, partial(class_findings, hierarchy, cfg, [cls]))
     kept: dict[tuple[str, str], Finding] = {}
     for f in findings:  # the direct-call rule and the flow rule may both see one literal
         if _selected(f.code, cfg) and not _suppressed(
@@ -279,6 +345,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ignore", default=None, help="comma-separated codes (prefixes) to skip")
     p.add_argument("--config", type=Path, default=None,
                    help="pyproject.toml with [tool.attn-contracts] (default: nearest one)")
+    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="processes for the per-file work (default: the CPUs available)")
     p.add_argument("--project-root", type=Path, default=None, metavar="DIR",
                    help="read every .py below DIR for the class hierarchy, report only on PATH "
                         "(what the pre-commit hook does with the changed files)")
@@ -307,7 +375,8 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
     cfg = cfg.model_copy(update=overrides)
-    findings = lint_paths(args.paths, cfg, project_root=args.project_root)
+    jobs = args.jobs if args.jobs is not None else default_jobs()
+    findings = lint_paths(args.paths, cfg, project_root=args.project_root, jobs=max(1, jobs))
     if findings or args.format == "json":
         print(_render(findings, args.format))
     return 1 if findings else 0

@@ -32,7 +32,8 @@ _MAX_HOPS = 32
 class ClassInfo:
     name: str
     path: str
-    node: ast.ClassDef
+    #: the decorators (the class's body is not kept: class facts cross process boundaries)
+    decorators: list[ast.expr]
     #: the base expressions as written (``engine.AttentionImpl``), for messages
     bases: list[str]
     #: class-level assignments: attribute → (value node, line, column)
@@ -133,7 +134,7 @@ def collect_classes(tree: ast.Module, path: str, module: ModuleInfo | None = Non
         if not isinstance(node, ast.ClassDef):
             continue
         written = [_dotted(e) for e in node.bases]
-        info = ClassInfo(node.name, path, node, [w for w in written if w],
+        info = ClassInfo(node.name, path, node.decorator_list, [w for w in written if w],
                          base_nodes=list(node.bases), module=module.name if module else "")
         for stmt in node.body:
             targets: list[ast.expr] = []

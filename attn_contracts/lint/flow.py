@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Union
 
 from attn_contracts.findings import Code, Finding
+from attn_contracts.lint.classes import statements
 from attn_contracts.lint.knowledge import Consumer, Knowledge, Producer
 
 __all__ = ["flow_findings", "mentions"]
@@ -139,7 +140,8 @@ class Use:
 # --- the per-file analysis -----------------------------------------------------------------------
 def mentions(text: str, knowledge: Knowledge) -> bool:
     """A cheap text test: can anything in this file reach a consumer or a producer at all?"""
-    return any(name in text for name in (*knowledge.consumers, *knowledge.producers))
+    return knowledge.follow_all or any(
+        name in text for name in (*knowledge.consumers, *knowledge.producers))
 
 
 def flow_findings(tree: ast.Module, path: str, knowledge: Knowledge) -> Iterator[Finding]:
@@ -178,10 +180,23 @@ class _File:
         self.summaries: dict[int, Summary | None] = {}
         self.module_env: dict[str, Value] = {}
         self.owner: dict[int, str] = {}
+        self.imported: dict[str, str] = {}
         self._index()
 
     # --- setup --------------------------------------------------------------------------------
     def _index(self) -> None:
+        for st in statements(self.tree):
+            # the top-level package each imported name comes from: a record's function only
+            # matches a name imported from its own package (flashinfer's merge_state is not
+            # an engine's merge_state); a relative import says nothing, and matches
+            if isinstance(st, ast.ImportFrom) and st.level == 0 and st.module:
+                for alias in st.names:
+                    self.imported.setdefault(alias.asname or alias.name,
+                                             st.module.partition(".")[0])
+            elif isinstance(st, ast.Import):
+                for alias in st.names:
+                    self.imported.setdefault(alias.asname or alias.name.partition(".")[0],
+                                             alias.name.partition(".")[0])
         for node in self.tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.top[node.name] = Func(node, None, node.name)
@@ -413,19 +428,23 @@ class _Frame:
             return self.f.module_env[name]
         if name in self.f.top:
             return Target(func=self.f.top[name])
-        known = self.known(name, None)
+        known = self.known(name, None, self.f.imported.get(name))
         if known is not None:
             return known
         return Lse(f"name:{name}", None, repr(name))
 
-    def known(self, name: str, receiver: str | None) -> Target | None:
-        """A consumer or producer the records name (a method only on a receiver of its class)."""
+    def known(self, name: str, receiver: str | None, package: str | None = None,
+              ) -> Target | None:
+        """A consumer or producer the records name (a method only on a receiver of its class;
+        a name imported from a package only if the record's function lives in it)."""
         consumers = [c for c in self.f.k.consumers.get(name, [])
-                     if c.owner_class is None or c.owner_class == receiver]
+                     if (c.owner_class is None or c.owner_class == receiver)
+                     and (package is None or c.function.partition(".")[0] == package)]
         if consumers and len({(c.base, c.lse_args) for c in consumers}) == 1:
             return Target(consumer=consumers[0])
         producers = [p for p in self.f.k.producers.get(name, [])
-                     if p.owner_class is None or p.owner_class == receiver]
+                     if (p.owner_class is None or p.owner_class == receiver)
+                     and (package is None or p.function.partition(".")[0] == package)]
         if producers and len({(p.base, p.when, p.lse_index) for p in producers}) == 1:
             return Target(producer=producers[0])
         return None
@@ -544,14 +563,16 @@ class _Frame:
                     value = env[func.id]
                     return replace(value, via=value.via or "alias") if isinstance(
                         value, Target) else None
-            known = self.known(func.id, None)
+            known = self.known(func.id, None, self.f.imported.get(func.id))
             if known is not None:
                 return known
             return Target(func=self.f.top[func.id]) if func.id in self.f.top else None
         if isinstance(func, ast.Attribute):
             inner = self.expr(func.value)
             receiver = inner.cls if isinstance(inner, Instance) else None
-            known = self.known(func.attr, receiver)
+            root = (_dotted(func.value) or "").partition(".")[0]
+            package = self.f.imported.get(root) if root and root not in self.env else None
+            known = self.known(func.attr, receiver, package)
             if known is not None:
                 return known
             if receiver is not None and (method := self.f.methods.get((receiver, func.attr))):

@@ -128,6 +128,8 @@ class Knowledge:
 
     consumers: dict[str, list[Consumer]] = field(default_factory=dict)
     producers: dict[str, list[Producer]] = field(default_factory=dict)
+    #: follow every file, not only those naming a known function (benchmarks of the worst case)
+    follow_all: bool = False
 
     @classmethod
     def from_records(cls, producers: Iterable[CapabilityRecord] = (),

@@ -39,7 +39,7 @@ def _is_true(node: ast.expr | None) -> bool:
 
 def _registered_with_record(cls: ClassInfo) -> bool:
     """``@register(CapabilityRecord(...))`` / ``@register(record)``: the record is the contract."""
-    for dec in cls.node.decorator_list:
+    for dec in cls.decorators:
         if isinstance(dec, ast.Call) and _func_name(dec.func) == "register" and dec.args:
             return True
     return False
