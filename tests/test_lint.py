@@ -426,6 +426,10 @@ def _knowledge() -> object:
      "from x import merge_e, merge_2\ndef f(o, lse):\n    merge_e(o, lse)\n    merge_2(o, lse)\n",
      "from x import merge_e\nfrom mine import merge_2\ndef f(o, lse):\n    merge_e(o, lse)\n"
      "    merge_2(o, lse)\n"),
+    ("AC023",  # a record's function imported under another name
+     "from x import merge_e as me, merge_2\ndef f(o, lse):\n    me(o, lse)\n    merge_2(o, lse)\n",
+     "from x import merge_e as me, merge_2\ndef f(o, lse):\n    me(o, lse * LN2)\n"
+     "    merge_2(o, lse)\nLN2 = math.log(2)\n"),
     ("AC023",  # through a helper of the same file
      "def _m(o, x):\n    return merge_e(o, x)\ndef f(o, lse):\n    merge_2(o, lse)\n    _m(o, lse)\n",
      "def _m(o, x):\n    return merge_e(o, x)\ndef f(o, lse):\n    merge_2(o, lse)\n    _m(o, lse * LN2)\n"

@@ -228,7 +228,8 @@ _WORKER: tuple[LintConfig, Knowledge] | None = None
 
 
 def _analyse_in_worker(item: tuple[Path, bool]) -> _PyResult:
-    assert _WORKER is not None  # noqa: S101 (set by lint_paths before the pool forks)
+    if _WORKER is None:
+        raise RuntimeError("lint worker started without its settings (lint_paths sets them)")
     return _analyse(item[0], item[1], *_WORKER)
 
 

@@ -181,6 +181,7 @@ class _File:
         self.module_env: dict[str, Value] = {}
         self.owner: dict[int, str] = {}
         self.imported: dict[str, str] = {}
+        self.renamed: dict[str, str] = {}
         self._index()
 
     # --- setup --------------------------------------------------------------------------------
@@ -193,6 +194,8 @@ class _File:
                 for alias in st.names:
                     self.imported.setdefault(alias.asname or alias.name,
                                              st.module.partition(".")[0])
+                    if alias.asname:  # from flashinfer.cascade import merge_state as fi_merge
+                        self.renamed.setdefault(alias.asname, alias.name)
             elif isinstance(st, ast.Import):
                 for alias in st.names:
                     self.imported.setdefault(alias.asname or alias.name.partition(".")[0],
@@ -428,7 +431,7 @@ class _Frame:
             return self.f.module_env[name]
         if name in self.f.top:
             return Target(func=self.f.top[name])
-        known = self.known(name, None, self.f.imported.get(name))
+        known = self.known(self.f.renamed.get(name, name), None, self.f.imported.get(name))
         if known is not None:
             return known
         return Lse(f"name:{name}", None, repr(name))
@@ -563,7 +566,8 @@ class _Frame:
                     value = env[func.id]
                     return replace(value, via=value.via or "alias") if isinstance(
                         value, Target) else None
-            known = self.known(func.id, None, self.f.imported.get(func.id))
+            known = self.known(self.f.renamed.get(func.id, func.id), None,
+                               self.f.imported.get(func.id))
             if known is not None:
                 return known
             return Target(func=self.f.top[func.id]) if func.id in self.f.top else None
@@ -701,8 +705,7 @@ class _Frame:
         return Tup(((p.lse_index, lse),))
 
     def apply(self, target: Target, call: Call, node: ast.Call) -> Value:
-        assert target.func is not None  # noqa: S101 (the caller checked; narrows the type)
-        summary = self.f.summary(target.func)
+        summary = self.f.summary(target.func) if target.func is not None else None
         if summary is None:
             return None
         params = summary.params[1:] if target.bound_self else summary.params
@@ -716,13 +719,13 @@ class _Frame:
             if sink.base_param is not None:
                 base, forwarded = self.wrapper_base(target, summary, sink, bound, call, node)
             self.use(arg.value, base, forwarded, sink.consumer, node)
-        return self.result(summary.returns, bound, node, target.func.name)
+        return self.result(summary.returns, bound, node,
+                           target.func.name if target.func else "?")
 
     def wrapper_base(self, target: Target, summary: Summary, sink: Sink,
                      bound: dict[str, Arg], call: Call, node: ast.Call,
                      ) -> tuple[str | None, str | None]:
-        assert sink.base_param is not None  # noqa: S101 (the caller checked; narrows the type)
-        name, c = sink.base_param, sink.consumer
+        name, c = sink.base_param or "", sink.consumer
         arg = bound.get(name)
         if arg is not None:
             if isinstance(arg.node, ast.Constant):
