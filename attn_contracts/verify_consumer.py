@@ -94,6 +94,7 @@ def predicted_max_heads(record: ConsumerRecord, head_dim: int, dtype: str) -> tu
 
 def declared_consumer(record: ConsumerRecord) -> dict[str, Any]:
     """The declared facts a run can observe, in the observation's terms."""
+    bases: dict[str, str]
     if isinstance(record.base, FixedBase):
         bases = {"": record.base.base}
     else:
@@ -124,8 +125,8 @@ def _compare_bases(record: ConsumerRecord, obs: ConsumerObserved) -> list[Findin
         want = _base_of_call(record, call)
         if want is None or got == want:
             continue  # a call the record does not describe: a note, not a broken promise
-        how = "without the keyword" if call == "" or isinstance(record.base, FixedBase) else \
-            f"with {record.base.keyword}={call}"  # type: ignore[union-attr]
+        how = ("without the keyword" if call == "" or isinstance(record.base, FixedBase) else
+               f"with {record.base.keyword}={call}")
         errs = ", ".join(f"{k} {v:.2g}" for k, v in obs.errors.items())
         out.append(_finding(record, _base_field(record, call),
                             f"declared base {want!r}, the call {how} computes as base {got!r} "
@@ -174,7 +175,7 @@ def _compare_output(record: ConsumerRecord, obs: ConsumerObserved) -> list[Findi
         out.append(_finding(record, "output.returns_lse", "declared true, the function returned "
                             "no merged LSE", False, "true"))
     if want.returns_lse and obs.lse_base is not None:
-        declared = want.lse_base
+        declared: str | None = want.lse_base
         if declared == "input":  # the base the function reads its input in, as observed
             declared = obs.bases.get(obs.call)
         if obs.lse_base != declared:
@@ -259,7 +260,9 @@ def describe_consumer(d: dict[str, Any] | ConsumerObserved | None,
     if d is None:
         return "-"
     x = asdict(d) if isinstance(d, ConsumerObserved) else d
-    bases = ", ".join(f"{k}→{v}" if k else str(v) for k, v in x["bases"].items())
+    calls = x["bases"]
+    bases = ", ".join(f"{k or 'default'}→{v}" if len(calls) > 1 else str(v)
+                      for k, v in calls.items())
     empty = "?" if x["reads_as_empty"] is None else "/".join(x["reads_as_empty"]) or "none"
     nan_safe = {True: "0·NaN = 0", False: "0·NaN leaks", None: "0·NaN ?"}[x["zero_weight_nan_safe"]]
     lse_out = x["lse_base"] if x.get("returns_lse") else "no lse out"

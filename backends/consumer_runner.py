@@ -144,7 +144,7 @@ class _Runner:
         if isinstance(base, FixedBase):
             return [("", {})]
         out = [(lit, {base.keyword: ast.literal_eval(lit)}) for lit, _ in base.values]
-        return out + [("", {})]
+        return [*out, ("", {})]
 
     def run(self, p: _Probe, base: str, layout: str, kwargs: dict[str, Any]
             ) -> tuple[Any, Any] | None:

@@ -4,12 +4,14 @@ on the record field that claims otherwise (AC008)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from attn_contracts.backends.consumer_runner import verify_consumer
 from attn_contracts.backends.plan_consumers import plan_consumer_records
+from attn_contracts.cli import main
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code
 from attn_contracts.verify_consumer import (
@@ -163,6 +165,14 @@ def test_the_limit_probe_matches_a_right_bound_and_needs_no_bisection() -> None:
     assert result.observed.limit.launches == 3  # 4 ok, 8 fails; then 5 (the bound + 1) fails
 
 
+def test_a_launch_that_kills_the_child_is_a_failure_there_not_here() -> None:
+    result = verify("crashing", record(limits={"max_heads_x_head_dim": 512}))
+    limit = result.observed.limit if result.observed else None
+    assert limit is not None and (limit.max_ok, limit.min_failed) == (4, 5)
+    assert "exit code 134" in limit.detail
+    assert result.status == "match"
+
+
 def _observed(limit: LimitProbe | None) -> ConsumerObserved:
     return ConsumerObserved(bases={"": "2"}, layouts=("token_head",), out_error=0.0, errors={},
                             reads_as_empty=("-inf",), all_empty="zero",
@@ -188,3 +198,53 @@ def test_the_judge_reads_a_thread_limit_at_the_probed_head_dim() -> None:
     no_limit = record(base={"kind": "fixed", "base": "2"}, lse__states="separate",
                       empty__reads_as_empty=["-inf"], empty__zero_weight_nan_safe=False)
     assert [f.field for f in compare_consumer(no_limit, right)] == ["limits"]
+
+
+# --- the CLI ---------------------------------------------------------------------------------------
+def consumer_file(tmp_path: Path, adapter: str | None) -> str:
+    """A records file (JSON, with the ``consumer`` table a TOML file has) holding TRUTH."""
+    f = tmp_path / "consumers.json"
+    f.write_text(json.dumps({"consumer": [TRUTH | ({"adapter": adapter} if adapter else {})]}))
+    return str(f)
+
+
+def test_cli_verifies_the_projects_plans_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--consumer", "attn_contracts.plan.merge"]) == 0
+    out = capsys.readouterr().out
+    assert "4 verified, 0 skipped, 0 finding(s)" in out
+    assert main(["verify", "--consumer", "attn_contracts.plan.merge+base2", "--format",
+                 "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] and [r["observed"]["bases"] for r in doc["results"]] == [{"": "2"}]
+
+
+def test_cli_runs_record_named_code_only_when_allowed(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    f = consumer_file(tmp_path, "untrusted_pkg.adapters:run")
+    assert main(["verify", "--consumer", "--all", "--file", f]) == 2
+    assert "--allow-adapter untrusted_pkg" in capsys.readouterr().err
+    # allowed: it runs (and the missing module is a finding, not a usage error)
+    assert main(["verify", "--consumer", "--all", "--file", f, "--allow-adapter",
+                 "untrusted_pkg"]) == 1
+    assert "adapter" in capsys.readouterr().out
+
+
+def test_cli_finding_and_user_named_adapter(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    f = consumer_file(tmp_path, f"{FAKES}:nan_leak")
+    assert main(["verify", "--consumer", "fake.merge", "--file", f, "--allow-adapter",
+                 "fixtures", "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [x["field"] for x in doc["results"][0]["findings"]] == ["empty.zero_weight_nan_safe"]
+    f = consumer_file(tmp_path, None)  # a declarative record; the user names the adapter
+    assert main(["verify", "--consumer", "fake.merge", "--file", f, "--adapter",
+                 f"{FAKES}:truthful"]) == 0
+    capsys.readouterr()
+
+
+def test_cli_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--consumer", "no.such.consumer"]) == 2
+    assert "known:" in capsys.readouterr().err
+    assert main(["verify", "--consumer"]) == 2
+    assert main(["verify", "torch.sdpa_ref", "--adapter", f"{FAKES}:truthful"]) == 2
+    capsys.readouterr()
