@@ -116,6 +116,15 @@ def test_a_swapped_keyword_map_and_a_wrong_default_are_caught() -> None:
         ("base.default", "e"), ("base.values.False", "2"), ("base.values.True", "e")]
 
 
+def test_a_required_keyword_raises_when_omitted_and_that_is_no_finding() -> None:
+    required = {"kind": "keyword", "keyword": "base", "values": {"'e'": "e", "'2'": "2"}}
+    result = verify("keyword_required", record(base=required))
+    assert result.status == "match", [f.render() for f in result.findings]
+    assert result.observed is not None
+    assert result.observed.bases == {"'2'": "2", "'e'": "e", "": "raised"}
+    assert result.notes == []
+
+
 def test_a_crashing_function_and_a_bad_adapter_are_findings() -> None:
     result = verify("broken", record())
     assert result.status == "differs" and [f.field for f in result.findings] == ["run"]
