@@ -17,7 +17,8 @@ Sinks: ``sink [H]`` (fp32 logits, natural-log units) is added once, by the kerne
 
 Buffers come from a :class:`~attn_contracts.combine.workspace.Workspace` the caller owns (fixed
 addresses: capture a step in a CUDA graph after one warm-up call). Without one, each call allocates
-its own (fine eagerly, not for graphs). World size 1 returns the input (copied into ``out=``).
+its own (fine eagerly, not for graphs). World size 1 without a workspace returns the input (copied
+into ``out=``); with one, it runs the same collective path as every other size.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def dcp_combine(plan: CombinePlan, partial_out: torch.Tensor, partial_lse: torch
     _check_mask(plan, row_mask, tokens)
     plan.check_sink(sink)
     lse = _local_lse(plan, partial_lse, tokens)
-    if world == 1:
+    if world == 1 and workspace is None:
         return _world_of_one(plan, partial_out, lse, row_mask, sink, out)
     if workspace is None:
         workspace = Workspace(plan, group, max_tokens=max(tokens, 1), device=partial_out.device)
