@@ -23,6 +23,7 @@ into ``out=``); with one, it runs the same collective path as every other size.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -68,15 +69,25 @@ def _check_mask(plan: CombinePlan, row_mask: torch.Tensor | None, tokens: int) -
 def _local_lse(plan: CombinePlan, partial_lse: torch.Tensor, tokens: int) -> torch.Tensor:
     """This rank's LSE as a ``[T, H]`` view (record layout read through strides)."""
     view = plan.lse_view(partial_lse, heads=plan.num_heads, stacked=False)
-    return view.reshape(tokens, plan.num_heads)  # a view for [T, H]; [B, q, H] merges B and q
+    flat: torch.Tensor = view.reshape(tokens, plan.num_heads)  # a view: [B, q, H] merges B, q
+    return flat
 
 
 def _wire_lse(lse: torch.Tensor, row_mask: torch.Tensor | None, dst: torch.Tensor) -> None:
-    """``dst ← lse`` as fp32, −inf where the row is masked: one launch either way."""
+    """``dst ← lse`` as fp32 (the copy that puts it on the wire), with −inf where the row is
+    masked: the mask rides in the same launch (a 0-d −inf operand, broadcast)."""
     if row_mask is None:
         dst.copy_(lse)
-    else:
-        torch.where(row_mask[:, None], lse.float(), -math.inf, out=dst)
+        return
+    while row_mask.dim() < lse.dim():
+        row_mask = row_mask.unsqueeze(-1)
+    torch.where(row_mask, lse.float(), _neg_inf(lse.device), out=dst)
+
+
+@functools.cache
+def _neg_inf(device: torch.device) -> torch.Tensor:
+    """A 0-d −inf per device, made once (outside any graph capture), never written."""
+    return torch.tensor(-math.inf, device=device)
 
 
 def dcp_combine(plan: CombinePlan, partial_out: torch.Tensor, partial_lse: torch.Tensor,
@@ -150,12 +161,9 @@ def _a2a(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor, group:
     hc = h // world
     send, recv, o_bytes = ws.messages(slot, t, partial_out.device)
     o_send, lse_send = _pieces(send, world, t, hc, d, o_bytes, plan.out_dtype)
-    o_send.copy_(partial_out.unflatten(1, (world, hc)).transpose(0, 1))  # [N, T, H/N, D]
-    lse_heads = lse.unflatten(1, (world, hc)).transpose(0, 1)  # [N, T, H/N]
-    if row_mask is None:
-        lse_send.copy_(lse_heads)  # fp32 bits
-    else:
-        torch.where(row_mask[None, :, None], lse_heads.float(), -math.inf, out=lse_send)
+    o_send.copy_(partial_out.view(t, world, hc, d).transpose(0, 1))  # [N, T, H/N, D]
+    lse_heads = lse.view(t, world, hc).transpose(0, 1)  # [N, T, H/N]
+    _wire_lse(lse_heads, None if row_mask is None else row_mask[None, :], lse_send)
     dist.all_to_all_single(recv, send, group=group)
     o_recv, lse_recv = _pieces(recv, world, t, hc, d, o_bytes, plan.out_dtype)
     my_sink = None if sink is None else sink[rank * hc : (rank + 1) * hc]

@@ -22,13 +22,7 @@ from pydantic import ValidationError
 
 from attn_contracts.checks import check_setting
 from attn_contracts.combine.ops import KernelConfig, default_config, merge, rescale
-from attn_contracts.consumer import (
-    ConsumerOutput,
-    ConsumerRecord,
-    EmptyPolicy,
-    FixedBase,
-    LseInput,
-)
+from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, ContractError, Finding
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import get as get_record
@@ -191,16 +185,16 @@ class CombinePlan:
         """This plan as the consumer end of its edge: it reads the record's base and layout
         through strides, treats −inf, +inf and NaN as empty and yields 0 for all-empty rows."""
         spec = self.lse
-        dtypes = ("float32", "bfloat16", "float16")
-        return ConsumerRecord(
-            name=f"attn_contracts.plan.{self.mode}", library="attn-contracts",
-            source=f"attn_contracts.combine.plan for {self.record.name}", evidence="measured",
-            base=FixedBase(base=spec.base),
-            lse=LseInput(layouts=(spec.layout,), states="first", dtypes=dtypes),
-            empty=EmptyPolicy(reads_as_empty=("-inf", "+inf", "nan"), all_empty="zero",
-                              zero_weight_nan_safe=True, accepts_row_mask=self.setting.row_mask),
-            output=ConsumerOutput(returns_lse=self.return_lse,
-                                  lse_base=self.lse_out_base if self.return_lse else None))
+        return ConsumerRecord.model_validate({
+            "name": f"attn_contracts.plan.{self.mode}", "library": "attn-contracts",
+            "source": f"attn_contracts.combine.plan for {self.record.name}",
+            "evidence": "measured", "base": {"kind": "fixed", "base": spec.base},
+            "lse": {"layouts": [spec.layout], "states": "first",
+                    "dtypes": ["float32", "bfloat16", "float16"]},
+            "empty": {"reads_as_empty": ["-inf", "+inf", "nan"], "all_empty": "zero",
+                      "zero_weight_nan_safe": True, "accepts_row_mask": self.setting.row_mask},
+            "output": {"returns_lse": self.return_lse,
+                       "lse_base": self.lse_out_base if self.return_lse else None}})
 
 
 def _spec(record: CapabilityRecord) -> LseSpec:
