@@ -47,6 +47,10 @@ def _entries(doc: Any) -> list[Any]:
     if isinstance(doc, list):
         return doc
     if isinstance(doc, dict):
+        # Consumer records (``[[consumer]]``, attn_contracts.consumer) share the catalog folder but
+        # are not producer records; a file of only consumers holds no producers.
+        if set(doc) == {"consumer"}:
+            return []
         for key in ("record", "records"):
             if key in doc and set(doc) == {key}:
                 value = doc[key]
