@@ -27,10 +27,8 @@ from attn_contracts.records import (
     NAME_RE,
     Base,
     BaseMap,
-    EmptyRow,
     Frozen,
     LibraryVersion,
-    LseDType,
     LseLayout,
     StrictBool,
     StrictStr,
@@ -107,6 +105,8 @@ class EmptyPolicy(Frozen):
     all_empty: Literal["zero", "nan", "undefined"]
     #: a zero weight times a NaN partial stays 0 (selection, not multiplication)
     zero_weight_nan_safe: StrictBool
+    #: takes the engine's row mask (or lengths) and gives masked rows weight 0 whatever they hold
+    accepts_row_mask: StrictBool = False
 
 
 class ThreadLimit(Frozen):

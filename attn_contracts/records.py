@@ -29,9 +29,9 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
-    WithJsonSchema,
     Strict,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -42,14 +42,14 @@ __all__ = [
     "ADAPTER_RE",
     "BASES",
     "NAME_RE",
-    "Frozen",
-    "LibraryVersion",
     "BaseMap",
-    "ProducerCall",
     "CapabilityRecord",
     "DecodeSpec",
+    "Frozen",
+    "LibraryVersion",
     "LseSpec",
     "NoLse",
+    "ProducerCall",
     "findings_from_validation_error",
     "hint_for_library",
 ]
@@ -275,7 +275,8 @@ def findings_from_validation_error(
                 hint_for_library(library if isinstance(library, str) else None),
                 '"e", "2"',
             )
-            field = field or "lse.base"
+            consumer = isinstance(raw, dict) and raw.get("role") == "consumer"
+            field = field or ("base" if consumer else "lse.base")
             field = field if field.endswith("base") else f"{field}.base"
         elif code is Code.AC004:
             message, hint, allowed = e["msg"], "remove them, or declare returns = \"lse\"", ""
@@ -291,9 +292,8 @@ def findings_from_validation_error(
 def _raw_name(raw: Any) -> str:
     if isinstance(raw, dict) and isinstance(raw.get("name"), str):
         return str(raw["name"])
-    if isinstance(raw, CapabilityRecord):
-        return raw.name
-    return "<unnamed record>"
+    name = getattr(raw, "name", None)
+    return name if isinstance(name, str) else "<unnamed record>"
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:

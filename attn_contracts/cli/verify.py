@@ -16,7 +16,7 @@ from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, UsageError, print
 from attn_contracts.findings import Finding
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import Registry
-from attn_contracts.sources import read_file
+from attn_contracts.sources import read_file, split_roles
 from attn_contracts.verify import VerifyResult, describe
 
 __all__ = ["add_arguments", "run"]
@@ -40,7 +40,7 @@ def _records(args: argparse.Namespace) -> tuple[list[CapabilityRecord], list[Fin
         bad: list[Finding] = []
         for f in args.file:
             recs, found = read_file(f)
-            pool += recs
+            pool += split_roles(recs)[0]
             bad += found
     else:
         pool, bad = Registry().records(), []
