@@ -324,7 +324,9 @@ def _child_main(arg: str) -> int:
             ok, detail = False, f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
         print(json.dumps({"heads": h, "ok": ok, "detail": detail}), flush=True)
         if not ok:
-            return 0
+            # leave at once: tearing down a poisoned CUDA context can hang or abort, and the
+            # measurement is already out
+            os._exit(0)
     return 0
 
 
