@@ -12,6 +12,7 @@ from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 
+from attn_contracts.cli import verify_consumer
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_table
 from attn_contracts.findings import Finding
 from attn_contracts.records import CapabilityRecord
@@ -32,6 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--update", metavar="F", type=Path,
                    help="write the observed facts and today's date into this JSON records file")
+    verify_consumer.add_arguments(p)  # --consumer and its flags
 
 
 def _records(args: argparse.Namespace) -> tuple[list[CapabilityRecord], list[Finding]]:
@@ -93,6 +95,10 @@ def _print_text(device: str, results: list[VerifyResult], findings: list[Finding
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.consumer:
+        return verify_consumer.run(args)
+    if args.adapter:
+        raise UsageError("--adapter runs consumers; pass --consumer")
     if not args.names and not args.all:
         raise UsageError("name records or pass --all")
     records, bad = _records(args)
