@@ -439,11 +439,12 @@ def test_flow_rules_from_records_built_in_python(code: str, bad: str, good: str,
                                                  tmp_path: Path) -> None:
     from attn_contracts.lint import lint_paths
 
-    (tmp_path / "bad.py").write_text(bad)
-    (tmp_path / "good.py").write_text(good)
+    for folder, text in (("bad", bad), ("good", good)):  # module x: the records' own module
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "x.py").write_text(text)
     k = _knowledge()
-    assert code in {f.code for f in lint_paths([tmp_path / "bad.py"], knowledge=k)}
-    assert lint_paths([tmp_path / "good.py"], knowledge=k) == []  # type: ignore[arg-type]
+    assert code in {f.code for f in lint_paths([tmp_path / "bad"], knowledge=k)}  # type: ignore[arg-type]
+    assert lint_paths([tmp_path / "good"], knowledge=k) == []  # type: ignore[arg-type]
 
 
 def test_backend_base_and_legacy_settings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -463,9 +464,10 @@ def test_record_files_of_the_project_teach_the_flow_rules(
     (tmp_path / "pyproject.toml").write_text(
         '[tool.attn-contracts]\nrecord-files = ["records/mine.toml"]\n')
     (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "m.py").write_text("cp_lse_ag_out_rs(out, lse, group)\n")
+    (tmp_path / "src" / "m.py").write_text(
+        "from engine.distributed.cp import cp_lse_ag_out_rs\ncp_lse_ag_out_rs(out, lse, group)\n")
     assert main([str(tmp_path / "src")]) == 1
-    assert _found(capsys.readouterr().out) == {("m.py", 1, "AC022")}
+    assert _found(capsys.readouterr().out) == {("m.py", 2, "AC022")}
 
 
 def test_parallel_per_file_work_gives_the_same_findings(tmp_path: Path) -> None:

@@ -219,7 +219,8 @@ def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) ->
     if could_fire(text, cfg):
         out.findings += _guarded(out.path, partial(tree_findings, tree, out.path, cfg))
     if mentions(text, knowledge):  # no consumer or producer named: nothing to follow
-        out.findings += _guarded(out.path, partial(flow_findings, tree, out.path, knowledge))
+        out.findings += _guarded(out.path, partial(flow_findings, tree, out.path, knowledge,
+                                                   out.module.name))
     return out
 
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Union
+from typing import TypeVar, Union
 
 from attn_contracts.findings import Code, Finding
 from attn_contracts.lint.classes import statements
@@ -144,8 +144,19 @@ def mentions(text: str, knowledge: Knowledge) -> bool:
         name in text for name in (*knowledge.consumers, *knowledge.producers))
 
 
-def flow_findings(tree: ast.Module, path: str, knowledge: Knowledge) -> Iterator[Finding]:
-    yield from _File(tree, path, knowledge).run()
+def flow_findings(tree: ast.Module, path: str, knowledge: Knowledge,
+                  module: str = "") -> Iterator[Finding]:
+    """``module``: the file's dotted module path, so a definition is known as a record's."""
+    yield from _File(tree, path, knowledge, module).run()
+
+
+def _same_module(function: str, module: str, owner: str | None) -> bool:
+    """Whether ``module`` (``vllm.v1.attention.ops.common``, or just ``common`` for a file
+    outside a package) is where the record's ``function`` is defined."""
+    parts = function.split(".")[:-2 if owner else -1]
+    recorded = ".".join(parts)
+    return bool(module) and (recorded == module or recorded.endswith(f".{module}")
+                             or module.endswith(f".{recorded}"))
 
 
 def _literal(node: ast.expr) -> list[str]:
@@ -171,8 +182,8 @@ def _params(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
 
 
 class _File:
-    def __init__(self, tree: ast.Module, path: str, knowledge: Knowledge):
-        self.tree, self.path, self.k = tree, path, knowledge
+    def __init__(self, tree: ast.Module, path: str, knowledge: Knowledge, module: str = ""):
+        self.tree, self.path, self.k, self.module = tree, path, knowledge, module
         self.findings: dict[tuple[str, str], Finding] = {}
         self.top: dict[str, Func] = {}
         self.methods: dict[tuple[str, str], Func] = {}
@@ -193,12 +204,13 @@ class _File:
             if isinstance(st, ast.ImportFrom) and st.level == 0 and st.module:
                 for alias in st.names:
                     self.imported.setdefault(alias.asname or alias.name,
-                                             st.module.partition(".")[0])
+                                             f"{st.module}.{alias.name}")
                     if alias.asname:  # from flashinfer.cascade import merge_state as fi_merge
                         self.renamed.setdefault(alias.asname, alias.name)
             elif isinstance(st, ast.Import):
                 for alias in st.names:
                     self.imported.setdefault(alias.asname or alias.name.partition(".")[0],
+                                             alias.name if alias.asname else
                                              alias.name.partition(".")[0])
         for node in self.tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -266,7 +278,8 @@ class _File:
         base parameter has a default a caller silently gets."""
         names = {sk.base_param: sk.consumer for sk in s.sinks if sk.base_param}
         for c in self.k.consumers.get(func.name, []):
-            if c.base is not None and c.keywords and c.owner_class in (None, func.owner):
+            if c.base is not None and c.keywords and c.owner_class in (None, func.owner) and \
+                    _same_module(c.function, self.module, func.owner):
                 names.setdefault(c.keywords[0], c)
         for name, consumer in names.items():
             default = s.defaults.get(name)
@@ -436,19 +449,21 @@ class _Frame:
             return known
         return Lse(f"name:{name}", None, repr(name))
 
-    def known(self, name: str, receiver: str | None, package: str | None = None,
+    def known(self, name: str, receiver: str | None, origin: str | None = None,
               ) -> Target | None:
-        """A consumer or producer the records name (a method only on a receiver of its class;
-        a name imported from a package only if the record's function lives in it)."""
-        consumers = [c for c in self.f.k.consumers.get(name, [])
-                     if (c.owner_class is None or c.owner_class == receiver)
-                     and (package is None or c.function.partition(".")[0] == package)]
-        if consumers and len({(c.base, c.lse_args) for c in consumers}) == 1:
+        """A consumer or producer the records name: a method only on a receiver of its class; a
+        name imported as ``origin`` (``flashinfer.cascade.merge_state``) only from the record's
+        package, and where several records of that package disagree, the one whose function is
+        exactly ``origin``. Records that still disagree match nothing: no guess."""
+        consumers = _narrow([c for c in self.f.k.consumers.get(name, [])
+                             if c.owner_class is None or c.owner_class == receiver],
+                            origin, lambda c: (c.base, tuple(sorted(c.lse_args))))
+        if consumers:
             return Target(consumer=consumers[0])
-        producers = [p for p in self.f.k.producers.get(name, [])
-                     if (p.owner_class is None or p.owner_class == receiver)
-                     and (package is None or p.function.partition(".")[0] == package)]
-        if producers and len({(p.base, p.when, p.lse_index) for p in producers}) == 1:
+        producers = _narrow([p for p in self.f.k.producers.get(name, [])
+                             if p.owner_class is None or p.owner_class == receiver],
+                            origin, lambda p: (p.base, p.when, p.lse_index))
+        if producers:
             return Target(producer=producers[0])
         return None
 
@@ -575,8 +590,10 @@ class _Frame:
             inner = self.expr(func.value)
             receiver = inner.cls if isinstance(inner, Instance) else None
             root = (_dotted(func.value) or "").partition(".")[0]
-            package = self.f.imported.get(root) if root and root not in self.env else None
-            known = self.known(func.attr, receiver, package)
+            module = self.f.imported.get(root) if root and root not in self.env else None
+            dotted = _dotted(func.value) or ""
+            origin = None if module is None else f"{module}{dotted[len(root):]}.{func.attr}"
+            known = self.known(func.attr, receiver, origin)
             if known is not None:
                 return known
             if receiver is not None and (method := self.f.methods.get((receiver, func.attr))):
@@ -799,6 +816,18 @@ class _Frame:
                     f"{getattr(a.node, 'lineno', '?')}) and {first.consumer.label} as base "
                     f"{first.base}: one of the two is wrong", "convert it between the two, or "
                     "select both bases from the producer's record", "base", first.base, str(a.base))
+
+
+Rec = TypeVar("Rec", Consumer, Producer)
+
+
+def _narrow(found: list[Rec], origin: str | None, key: Callable[[Rec], object]) -> list[Rec]:
+    if origin is not None:
+        package = origin.partition(".")[0]
+        found = [r for r in found if r.function.partition(".")[0] == package]
+    if len({key(r) for r in found}) > 1 and origin is not None:
+        found = [r for r in found if r.function == origin]
+    return found if len({key(r) for r in found}) == 1 else []
 
 
 def _ends(body: list[ast.stmt]) -> bool:
