@@ -20,11 +20,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from attn_contracts.lint import LintConfig, lint_paths
-from attn_contracts.lint.knowledge import Knowledge, load_project_records
+from attn_contracts.lint import Knowledge, LintConfig, knowledge_for, lint_paths
 
-# The flow fixture's records name the functions engines call (cp_lse_ag_out_rs, merge_state,
-# merge_attn_states, BatchDecodeWithPagedKVCacheWrapper.run): the flow rules then have work.
+# Besides the built-in catalog, the flow fixture's records (a producer call,
+# BatchDecodeWithPagedKVCacheWrapper.run, that the catalog does not name yet).
 RECORDS = Path(__file__).parents[1] / "tests" / "fixtures" / "lint_flow" / "buggy" / "contracts.toml"
 
 BASE = '''
@@ -116,10 +115,8 @@ def main() -> None:
                     help="a pip requirement whose wheel is the real tree ('' to skip)")
     args = ap.parse_args()
     load0 = os.getloadavg()
-    producers, consumers, _ = load_project_records([str(RECORDS)])
-    cfg = LintConfig()
-    knowledge = Knowledge.from_records(producers, consumers, legacy_functions=cfg.combine_functions,
-                                       legacy_keywords=cfg.base_keywords)
+    # the built-in catalog (producers and consumers) plus the fixture's records
+    knowledge, _ = knowledge_for(LintConfig(record_files=(str(RECORDS),)))
     everywhere = Knowledge(knowledge.consumers, knowledge.producers, follow_all=True)
     table = Table(title=f"attn-contracts lint speed ({args.jobs} processes, flow rules on)")
     for col in ("tree", "files", "lines", "planted", "findings", "best s", "median s",
