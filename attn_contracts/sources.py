@@ -11,7 +11,7 @@ import json
 import os
 import stat
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +53,12 @@ class FileReadError(OSError):
 
 
 def parse_record(raw: Any, *, location: str = "") -> Loaded:
-    """Validate one raw mapping (or pass a record through) into a record or findings. A mapping
+    """Validate one raw mapping (or re-validate a record) into a record or findings. A mapping
     with ``role = "consumer"`` is a consumer record, any other a producer record."""
     if isinstance(raw, (CapabilityRecord, ConsumerRecord)):
-        return [raw], []
+        # re-validated: model_copy(update=...) and model_construct skip validation
+        recs, findings = parse_record(raw.model_dump(warnings=False), location=location)
+        return ([raw] if recs == [raw] else recs), findings  # the caller's object if valid
     if not isinstance(raw, Mapping):
         return [], [Finding(Code.AC012, "<record>", f"a record must be a table/object, found "
                             f"{type(raw).__name__}", found=type(raw).__name__,
@@ -172,32 +174,53 @@ def read_file(path: str | Path) -> Loaded:
 
 def records_from_object(obj: Any, *, location: str, subject: str = "") -> Loaded:
     """What a plugin entry point may return: a record, a mapping, a path, an iterable of those, or
-    a zero-argument callable returning any of them. ``subject`` names the plugin in findings."""
+    a zero-argument callable returning any of them. ``subject`` names the plugin in findings.
+
+    A plugin is someone else's code: whatever it raises (``SystemExit`` included) is an ``AC014``
+    finding, and it may yield at most :data:`MAX_PLUGIN_RECORDS` entries, so an endless iterable
+    ends as a finding too."""
     subject = subject or location
-    if callable(obj) and not isinstance(obj, type):
-        try:
-            obj = obj()
-        except ValidationError as err:
-            return [], findings_from_validation_error(err, None, location=location)
-        except Exception as err:  # a broken plugin is a finding, never a crash of the engine
-            return [], [Finding(Code.AC014, subject, f"calling the plugin raised "
-                                f"{type(err).__name__}: {err}", location=location)]
-    if isinstance(obj, (CapabilityRecord, ConsumerRecord, Mapping)):
-        return parse_record(obj, location=location)
-    if isinstance(obj, (str, Path)):
-        try:
-            return read_file(obj)
-        except FileReadError as err:
-            return [], [Finding(Code.AC000, subject, str(err), location=location)]
-    if isinstance(obj, Iterable):
-        records: list[AnyRecord] = []
-        findings: list[Finding] = []
-        for item in obj:
-            r, f = records_from_object(item, location=location, subject=subject)
+    records: list[AnyRecord] = []
+    findings: list[Finding] = []
+    try:
+        for count, item in enumerate(_flatten(obj, location, subject)):
+            if count >= MAX_PLUGIN_RECORDS:
+                findings.append(Finding(
+                    Code.AC014, subject, f"the plugin returned more than {MAX_PLUGIN_RECORDS} "
+                    "entries (an endless iterable?); the most one plugin may return is "
+                    f"{MAX_PLUGIN_RECORDS}", found=f">{MAX_PLUGIN_RECORDS}",
+                    allowed=f"at most {MAX_PLUGIN_RECORDS} records", location=location))
+                break
+            r, f = item
             records += r
             findings += f
-        return records, findings
-    return [], [Finding(Code.AC014, subject, f"plugin object of type {type(obj).__name__} is not a "
-                        "record source", found=type(obj).__name__,
-                        allowed="CapabilityRecord, mapping, path, iterable or callable",
-                        location=location)]
+    except KeyboardInterrupt:
+        raise
+    except ValidationError as err:  # a plugin that builds a record in code and gets it wrong
+        findings += findings_from_validation_error(err, None, location=location)
+    except BaseException as err:  # a broken plugin is a finding, never the end of the engine
+        findings.append(Finding(Code.AC014, subject, f"the plugin raised {type(err).__name__}: "
+                                f"{err}", location=location))
+    return records, findings
+
+
+def _flatten(obj: Any, location: str, subject: str, depth: int = 0) -> Iterator[Loaded]:
+    """The loaded records of each entry of a plugin's object, lazily (so a bound can stop it)."""
+    if callable(obj) and not isinstance(obj, type):
+        obj = obj()
+    if isinstance(obj, (CapabilityRecord, ConsumerRecord, Mapping)):
+        yield parse_record(obj, location=location)
+    elif isinstance(obj, (str, Path)):
+        try:
+            yield read_file(obj)
+        except FileReadError as err:
+            yield [], [Finding(Code.AC000, subject, str(err), location=location)]
+    elif isinstance(obj, Iterable) and depth < MAX_NESTING:
+        for item in obj:
+            yield from _flatten(item, location, subject, depth + 1)
+    else:
+        what = "nested too deep" if isinstance(obj, Iterable) else "is not a record source"
+        yield [], [Finding(Code.AC014, subject, f"plugin object of type {type(obj).__name__} "
+                           f"{what}", found=type(obj).__name__,
+                           allowed="CapabilityRecord, mapping, path, iterable or callable",
+                           location=location)]

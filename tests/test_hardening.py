@@ -146,3 +146,291 @@ def test_subprocess_stderr_is_one_line_without_traceback(tmp_path: Path) -> None
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+# --- 4. trust boundaries: adapters named by a file ------------------------------------------------
+
+def _record_with_adapter(adapter: str, name: str = "file.kernel") -> dict[str, object]:
+    return good(name=name, library="torch", evidence="measured", adapter=adapter,
+                lse={"returns": "lse", "base": "e", "layout": "token_head", "dtype": "float32",
+                     "empty_row": "-inf", "includes_sink": False},
+                decode={"attention": "mha", "out_layout": "token_head_dim", "head_dims": [64],
+                        "q_dtypes": ["float32"], "q_len_gt_1": False})
+
+
+MARKER_MODULE = """
+import pathlib, sys
+pathlib.Path({marker!r}).write_text("imported")
+{tail}
+def run(problem):
+    sys.exit(3)
+"""
+
+
+def _marker_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
+                   tail: str = "") -> Path:
+    """A module on sys.path that leaves a marker file when imported (cwd-on-sys.path attack)."""
+    marker = tmp_path / f"{name}.imported"
+    (tmp_path / f"{name}.py").write_text(MARKER_MODULE.format(marker=str(marker), tail=tail))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return marker
+
+
+@pytest.mark.parametrize("adapter", ["os:system", "builtins:print", "sys:exit", "json:loads"])
+def test_a_file_adapter_is_not_run_unless_allowed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], adapter: str) -> None:
+    f = _write(tmp_path, "r.json", json.dumps([_record_with_adapter(adapter)]))
+    assert main(["verify", "--file", str(f)]) == 0  # a skip, not a finding: nothing ran
+    out = capsys.readouterr().out
+    assert "adapter not allowed" in out and "0 verified, 1 skipped" in out
+    assert f"--allow-adapter {adapter.partition(':')[0]}" in out
+
+
+def test_a_local_module_named_by_a_file_is_never_imported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    marker = _marker_module(tmp_path, monkeypatch, "ac_local_adapter")
+    f = _write(tmp_path, "r.json", json.dumps([_record_with_adapter("ac_local_adapter:run")]))
+    assert main(["verify", "--file", str(f), "--all"]) == 0
+    assert not marker.exists()
+    assert "adapter not allowed" in capsys.readouterr().out
+
+
+def test_an_allowed_adapter_that_exits_ends_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    marker = _marker_module(tmp_path, monkeypatch, "ac_exit_adapter")
+    marker_import = _marker_module(tmp_path, monkeypatch, "ac_exit_at_import", "sys.exit(4)")
+    f = _write(tmp_path, "r.json", json.dumps([
+        _record_with_adapter("ac_exit_adapter:run", "exit.at-run"),
+        _record_with_adapter("ac_exit_at_import:run", "exit.at-import"),
+        _record_with_adapter("sys:exit", "exit.sys"),
+    ]))
+    argv = ["verify", "--file", str(f), "--allow-adapter", "ac_exit_adapter",
+            "--allow-adapter", "ac_exit_at_import", "--allow-adapter", "sys"]
+    assert main(argv) == 1  # every record reported, each a finding: none of them ran to the end
+    out = capsys.readouterr().out
+    assert marker.exists() and marker_import.exists()
+    assert "SystemExit" in out and "0 verified, 0 skipped, 3 could not run, 3 finding(s)" in out
+
+
+def test_allow_adapter_names_a_module_and_its_submodules() -> None:
+    from attn_contracts.backends.adapter import adapter_allowed
+
+    assert adapter_allowed("mylib.attn:decode", ["mylib"])
+    assert adapter_allowed("mylib:decode", ["mylib"])
+    assert not adapter_allowed("mylibrary:decode", ["mylib"])
+    assert not adapter_allowed("os:system", ["attn_contracts.backends"])
+
+
+def test_the_catalog_adapters_still_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "torch.sdpa_ref"]) == 0
+    assert "1 verified" in capsys.readouterr().out
+
+
+# --- 4. trust boundaries: plugins ----------------------------------------------------------------
+
+def _install_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, body: str,
+                    entry_points: str) -> None:
+    (tmp_path / f"{module}.py").write_text(body)
+    dist = tmp_path / f"{module}-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[attn_contracts.backends]\n" + entry_points)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+HOSTILE_PLUGIN = f"""
+import itertools, sys
+GOOD = {good(name="plugin.fine")!r}
+def endless():
+    return itertools.repeat(GOOD)
+def exits():
+    sys.exit(5)
+def nested():
+    loop = []
+    loop.append(loop)
+    return loop
+"""
+
+
+@pytest.mark.parametrize("entry_point,expect", [
+    ("exits_at_import = ac_exit_plugin:x", "SystemExit"),
+    ("exits_when_called = ac_hostile_plugin:exits", "SystemExit"),
+    ("endless = ac_hostile_plugin:endless", "10000"),
+    ("self_nested = ac_hostile_plugin:nested", "nested too deep"),
+])
+def test_a_hostile_plugin_is_an_ac014_finding(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        entry_point: str, expect: str) -> None:
+    (tmp_path / "ac_exit_plugin.py").write_text("import sys\nsys.exit(7)\n")
+    _install_plugin(tmp_path, monkeypatch, "ac_hostile_plugin", HOSTILE_PLUGIN, entry_point + "\n")
+    name = entry_point.partition(" =")[0]
+    assert main(["validate", "--plugins", name, "--format", "json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert [f["code"] for f in findings if f["subject"] == name] == ["AC014"]
+    assert any(expect in f["message"] for f in findings)
+
+
+# --- 4. trust boundaries: what enters startup or planning is re-validated -------------------------
+
+def _bad_copy() -> object:
+    from attn_contracts import get
+
+    record = get("torch.sdpa_ref")
+    return record.model_copy(update={"name": "torch.sdpa_ref+bad",
+                                     "lse": record.lse.model_copy(update={"base": "10"})})
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # pydantic warns when it dumps the bad base
+def test_a_model_copied_record_is_refused_at_startup() -> None:
+    from attn_contracts import ContractError, validate_startup
+    from attn_contracts.findings import Code
+
+    bad = _bad_copy()
+    with pytest.raises(ContractError) as exc:
+        validate_startup(records=[bad], dcp_world_size=1)
+    assert Code.AC012 in exc.value.codes
+    with pytest.raises(ContractError) as exc:
+        validate_startup(records=[], backend=bad, dcp_world_size=2)  # type: ignore[arg-type]
+    assert Code.AC012 in exc.value.codes
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_model_copied_record_cannot_be_registered() -> None:
+    from attn_contracts import ContractError
+    from attn_contracts.registry import Registry
+
+    with pytest.raises(ContractError) as exc:
+        Registry().add(_bad_copy())  # type: ignore[type-var]
+    assert "AC012" in str(exc.value)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_model_copied_record_is_refused_by_plan_combine() -> None:
+    pytest.importorskip("torch")
+    from attn_contracts import ContractError
+    from attn_contracts.combine.plan import plan_combine
+    from attn_contracts.findings import Code
+
+    with pytest.raises(ContractError) as exc:
+        plan_combine(_bad_copy(), mode="merge", world_size=2, num_heads=4,  # type: ignore[arg-type]
+                     head_dim=64, out_dtype="float32")
+    assert Code.AC012 in exc.value.codes
+
+
+# --- 4. trust boundaries: the JSON schema is as strict as the models ------------------------------
+
+CONSUMER: dict[str, object] = {
+    "role": "consumer", "name": "test.merge", "library": "vllm", "source": "tests",
+    "evidence": "read_from_code", "base": {"kind": "fixed", "base": "e"},
+    "lse": {"layouts": ["token_head"], "states": "separate", "dtypes": ["float32"]},
+    "empty": {"reads_as_empty": ["-inf"], "all_empty": "zero", "zero_weight_nan_safe": True},
+    "output": {"returns_lse": True, "lse_base": "e"},
+}
+
+
+def _consumer(**top: object) -> dict[str, object]:
+    return json.loads(json.dumps({**CONSUMER, **top}))
+
+
+def _mutated(base: dict[str, object], path: str, value: object) -> dict[str, object]:
+    """A deep copy of ``base`` with ``path`` ("lse.base") set to ``value`` (or removed: DROP)."""
+    d = json.loads(json.dumps(base))
+    *parents, key = path.split(".")
+    node = d
+    for p in parents:
+        node = node[p]
+    if value is DROP:
+        del node[key]
+    else:
+        node[key] = value
+    return d
+
+
+DROP = object()
+_LSE = good()["lse"]
+PRODUCER_CASES = [
+    ("typo", DROP), ("lse.bsae", "e"), ("lse.base", 2), ("lse.base", "10"), ("lse.base", None),
+    ("lse.base", DROP), ("lse.layout", "tokens"), ("lse.includes_sink", "no"),
+    ("decode.head_dims", ["128"]), ("decode.head_dims", []), ("decode.head_dims", [128.5]),
+    ("decode.head_dims", [0]), ("decode.head_dims", [True]), ("library_version", "latest"),
+    ("library_version", "banana"), ("library_version", ">=1.2,<2"), ("library_version", "==0.7.*"),
+    ("library_version", "~=1.4.2"), ("library_version", ">=0.2.8RC1"), ("library_version", ""),
+    ("name", "Bad Name"), ("lse.returns", DROP), ("lse.empty_row", DROP), ("lse", {}),
+    ("lse", {"returns": "none"}), ("lse", {"returns": "none", "base": "e"}),
+    ("lse", {k: v for k, v in _LSE.items() if k != "returns"}), ("lse.padded_heads", 0),
+    ("decode.min_compute_capability", "9"), ("adapter", "not an adapter"), ("verified", 3),
+    ("calls", [{"function": "f", "when": {"return_lse": True}}]),
+    ("calls", [{"function": "f", "when": {"return_lse": "True"}}]),
+]
+CONSUMER_CASES = [
+    ("role", DROP), ("base", DROP), ("base", {"base": "e"}), ("base.kind", "keyword"),
+    ("base", {"kind": "keyword", "keyword": "is_e", "values": {"True": "e"}}),
+    ("base", {"kind": "keyword", "keyword": "is_e", "values": {}}),
+    ("base", {"kind": "keyword", "keyword": "is_e", "values": {"True": "10"}}),
+    ("output", {"returns_lse": True}), ("output", {"returns_lse": False}),
+    ("output", {"returns_lse": False, "lse_base": "e"}), ("output", {"returns_lse": True,
+                                                                     "lse_base": "input"}),
+    ("lse.states", "third"), ("lse.layouts", []), ("empty.reads_as_empty", ["zero"]),
+    ("library_version", "latest"), ("limits", {"max_states": 0}), ("limits", {"head_dims": [64]}),
+]
+# What JSON Schema cannot say: 128.0 is an integer to it (draft 2020-12, 6.1.1), and a keyword
+# base's default must be one of its values' keys. The models refuse both; `schema` says so.
+SCHEMA_GAPS = [
+    ("producer", _mutated(good(), "decode.head_dims", [128.0])),
+    ("consumer", _mutated(CONSUMER, "base", {"kind": "keyword", "keyword": "is_e",
+                                             "values": {"True": "e"}, "default": "False"})),
+]
+
+
+def _schema_validator(role: str) -> object:
+    jsonschema = pytest.importorskip("jsonschema")
+    from attn_contracts.cli.catalog import record_schema
+
+    schema = record_schema(role)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _accepted(raw: dict[str, object]) -> bool:
+    recs, findings = sources.parse_record(raw)
+    return bool(recs) and not findings
+
+
+def _cases() -> list[tuple[str, dict[str, object]]]:
+    out = [("producer", _mutated(good(), p, v) if p != "typo" else good(typo=1))
+           for p, v in PRODUCER_CASES]
+    out += [("consumer", _mutated(CONSUMER, p, v)) for p, v in CONSUMER_CASES]
+    return [*out, ("producer", good()), ("consumer", _consumer())]
+
+
+@pytest.mark.parametrize("role,raw", _cases())
+def test_the_schema_accepts_exactly_what_the_models_accept(role: str,
+                                                           raw: dict[str, object]) -> None:
+    validator = _schema_validator(role)
+    assert validator.is_valid(raw) == _accepted(raw), (  # type: ignore[attr-defined]
+        [e.message for e in validator.iter_errors(raw)])  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("role,raw", SCHEMA_GAPS)
+def test_the_documented_schema_gaps(role: str, raw: dict[str, object]) -> None:
+    assert _schema_validator(role).is_valid(raw) and not _accepted(raw)  # type: ignore[attr-defined]
+
+
+def test_every_catalog_record_and_consumer_fits_the_schema() -> None:
+    from attn_contracts.registry import Registry
+
+    reg = Registry()
+    producer, consumer = _schema_validator("producer"), _schema_validator("consumer")
+    for r in reg.records():
+        assert producer.is_valid(r.model_dump(mode="json")), r.name  # type: ignore[attr-defined]
+    for c in reg.consumers():
+        assert consumer.is_valid(c.model_dump(mode="json")), c.name  # type: ignore[attr-defined]
+    assert consumer.is_valid(_consumer())  # type: ignore[attr-defined]
+
+
+def test_schema_prints_either_role(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", "--role", "consumer"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert "role" in schema["required"] and "KeywordBase" in schema["$defs"]
+    assert main(["schema"]) == 0
+    assert "LseSpec" in json.loads(capsys.readouterr().out)["$defs"]

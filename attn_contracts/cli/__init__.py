@@ -12,13 +12,14 @@ and the backends, and only inside the commands that need them (``plan``, ``verif
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from attn_contracts import lint
 from attn_contracts.cli import catalog, plan, validate, verify
-from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_USAGE, UsageError
+from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError
 from attn_contracts.cli._setting import non_negative, positive, positive_float
 from attn_contracts.findings import ContractError
 from attn_contracts.registry import UnknownRecordError
@@ -75,7 +76,9 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     command("list", "table of the built-in records", catalog.run_list)
     command("show", "one record as JSON (accepted back by validate --file)", catalog.run_show,
             lambda p: p.add_argument("name"))
-    command("schema", "JSON schema of a record", catalog.run_schema)
+    command("schema", "JSON schema of a record (--role consumer: of a consumer record)",
+            catalog.run_schema, lambda p: p.add_argument(
+                "--role", choices=["producer", "consumer"], default="producer"))
     command("matrix", "feature matrix of the records", catalog.run_matrix,
             lambda p: p.add_argument("--format", choices=["md", "json"], default="md"))
     command("validate", "check records (catalog, files, plugins) and a DCP setup", validate.run,
@@ -99,6 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         return handlers[args.command](args)
+    except BrokenPipeError:  # `attn-contracts schema | head`: the reader left early, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except FileReadError as err:
         print(f"attn-contracts: {err}", file=sys.stderr)
         return EXIT_USAGE
