@@ -192,8 +192,12 @@ def validate_startup(
     chosen, recs, findings = check_startup(records, backend=backend, setting=setting,
                                            world_size=world, consumers=consumers)
     if chosen is not None and probe and not findings:
-        from attn_contracts.backends.runner import probe_record  # seam: the startup probe
-
+        try:  # seam: the startup probe, the one part of startup that needs torch
+            from attn_contracts.backends.runner import probe_record
+        except ImportError as err:
+            raise ImportError(f"validate_startup(probe=True) runs the backend once and needs torch "
+                              f"(pip install 'attn-contracts[kernels]'), or pass probe=False: "
+                              f"{err}") from err
         findings += probe_record(chosen, device=device)
     if group is not None:
         from attn_contracts.consensus import agree_across_ranks

@@ -68,11 +68,14 @@ def device_unavailable(device: str) -> str | None:
     """Why ``device`` ("cpu", "cuda", "cuda:N") is not there (None if it is)."""
     if device == "cpu":
         return None
+    kind, _, index_text = device.partition(":")
+    if device != "cuda" and not (kind == "cuda" and index_text.isdigit()):
+        return f"{device!r} is not a device this verifier runs on (allowed: cpu, cuda, cuda:N)"
     import torch
 
     if not torch.cuda.is_available():
         return "no CUDA device is available"
-    index, count = int(device.partition(":")[2] or 0), torch.cuda.device_count()
+    index, count = int(index_text or 0), torch.cuda.device_count()
     if index >= count:
         return f"CUDA device {index} does not exist ({count} available: 0-{count - 1})"
     return None

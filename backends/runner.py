@@ -18,7 +18,12 @@ from dataclasses import replace
 
 import torch
 
-from attn_contracts.backends.adapter import Adapter, adapter_allowed, resolve_adapter
+from attn_contracts.backends.adapter import (
+    Adapter,
+    adapter_allowed,
+    device_unavailable,
+    resolve_adapter,
+)
 from attn_contracts.backends.problem import DecodeProblem, exact_attention, make_problem
 from attn_contracts.findings import Code, Finding
 from attn_contracts.records import CapabilityRecord, LseSpec
@@ -209,6 +214,9 @@ def probe_record(record: CapabilityRecord, *, device: str | None = None) -> list
     """The engine-startup probe: one small run of the chosen backend on the engine's device."""
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
+    missing = device_unavailable(device)
+    if missing:  # the engine named a device that is not there: an error, never a silent skip
+        raise ValueError(f"probe device {device!r}: {missing}")
     result = verify_record(record, device=device, small=True)
     if result.status == "skipped":
         warnings.warn(f"probe of {record.name} {result.reason}", RuntimeWarning, stacklevel=2)

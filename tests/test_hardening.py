@@ -434,3 +434,77 @@ def test_schema_prints_either_role(capsys: pytest.CaptureFixture[str]) -> None:
     assert "role" in schema["required"] and "KeywordBase" in schema["$defs"]
     assert main(["schema"]) == 0
     assert "LseSpec" in json.loads(capsys.readouterr().out)["$defs"]
+
+
+# --- 5. missing torch or device: a clear skip or error, never a false finding ---------------------
+
+def _without_torch(code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter where importing torch fails (as if not installed)."""
+    prelude = "import sys; sys.modules['torch'] = None\n"
+    return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).parent)
+
+
+@pytest.mark.parametrize("argv", [["verify", "torch.sdpa_ref"], ["verify", "--all"],
+                                  ["verify", "--all", "--device", "cuda"]])
+def test_without_torch_verify_skips_with_the_install_hint(argv: list[str]) -> None:
+    proc = _without_torch(f"from attn_contracts.cli import main; sys.exit(main({argv!r}))")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "AC008" not in proc.stdout
+    assert "0 verified" in proc.stdout and "attn-contracts[kernels]" in proc.stdout
+
+
+def test_without_torch_the_probe_is_a_clear_error() -> None:
+    proc = _without_torch(
+        "from attn_contracts import validate_startup\n"
+        "try:\n"
+        "    validate_startup(backend='torch.sdpa_ref', dcp_world_size=2, probe=True)\n"
+        "except ImportError as err:\n"
+        "    print(type(err).__name__, err)\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "probe=True" in proc.stdout and "attn-contracts[kernels]" in proc.stdout
+
+
+def test_without_torch_validate_without_probe_still_works() -> None:
+    proc = _without_torch("from attn_contracts import validate_startup\n"
+                          "validate_startup(backend='torch.sdpa_ref', dcp_world_size=2)\n")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_an_adapter_that_cannot_load_is_not_counted_as_verified(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = _write(tmp_path, "r.json", json.dumps([
+        _record_with_adapter("attn_contracts.backends.no_such_module:run", "gone.module"),
+        _record_with_adapter("attn_contracts.backends.torch_ref:no_such_attr", "gone.attr")]))
+    assert main(["verify", "--file", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert "0 verified, 0 skipped, 2 could not run, 2 finding(s)" in out
+
+
+def _has_cuda() -> bool:
+    torch = pytest.importorskip("torch")
+    return bool(torch.cuda.is_available())
+
+
+def test_a_device_that_is_not_there_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    if _has_cuda():
+        line = one_line_usage_error(capsys, ["verify", "--device", "cuda:999", "torch.sdpa_ref"])
+        assert "does not exist" in line
+        return
+    line = one_line_usage_error(capsys, ["verify", "--device", "cuda", "torch.sdpa_ref"])
+    assert "no CUDA device" in line and "--skip-unavailable" in line
+
+
+def test_skip_unavailable_makes_a_missing_device_a_skip(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    device = "cuda:999" if _has_cuda() else "cuda"
+    assert main(["verify", "--device", device, "--skip-unavailable", "torch.sdpa_ref"]) == 0
+    assert "0 verified, 1 skipped" in capsys.readouterr().out
+
+
+def test_the_probe_on_a_missing_device_is_an_error() -> None:
+    from attn_contracts import validate_startup
+
+    device = "cuda:999" if _has_cuda() else "cuda"
+    with pytest.raises(ValueError, match="probe device"):
+        validate_startup(backend="torch.sdpa_ref", dcp_world_size=2, probe=True, device=device)

@@ -114,7 +114,7 @@ def _results(args: argparse.Namespace, records: list[CapabilityRecord]) -> list[
         from attn_contracts.backends.adapter import BUILTIN_ADAPTERS, device_unavailable
         from attn_contracts.backends.runner import verify_record
     except ImportError as err:
-        reason = f"skipped: needs torch ({err}); pip install 'attn-contracts[kernels]'"
+        reason = f"skipped: needs torch, pip install 'attn-contracts[kernels]' ({err})"
         return [VerifyResult(r.name, "skipped", reason) for r in records]
     missing = device_unavailable(args.device)
     if missing and not args.skip_unavailable:
