@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -22,14 +22,8 @@ from pydantic import ValidationError
 
 from attn_contracts.checks import check_setting
 from attn_contracts.combine.ops import KernelConfig, default_config, merge, rescale
-from attn_contracts.consumer import (
-    ConsumerOutput,
-    ConsumerRecord,
-    EmptyPolicy,
-    FixedBase,
-    LseInput,
-)
-from attn_contracts.findings import ContractError
+from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.findings import Code, ContractError, Finding
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import get as get_record
 from attn_contracts.setting import MODES, CombineSetting
@@ -56,9 +50,6 @@ class CombinePlan:
     lse_out_base: str
     config: KernelConfig | None  # None: tiles chosen per call from (N, T, H, D)
     reasons: tuple[str, ...]
-    #: communication buffers of the DCP collectives, per (kind, tokens, device); see dcp.py
-    buffers: dict[tuple[str, int, str], torch.Tensor] = field(
-        default_factory=dict, compare=False, repr=False)
 
     # --- the setting's quantities, under the setting's names ---------------------------------
     @property
@@ -123,14 +114,46 @@ class CombinePlan:
                              f"expected {slots} ({'padded heads' if spec.padded_heads else 'H'})")
         return lse[..., :heads] if spec.padded_heads else lse
 
+    # --- masks and sinks: what every call must bring ---------------------------------------------
+    @property
+    def needs_row_mask(self) -> bool:
+        """Calls must pass a row mask: the setting says so, or the record's empty rows are
+        undefined (the kernel cannot run a zero-key row, so what it leaves there is garbage)."""
+        return self.setting.row_mask or self.lse.empty_row == "undefined"
+
+    def missing_mask_finding(self) -> Finding:
+        why = ("its empty rows are undefined (lse.empty_row = 'undefined')"
+               if self.lse.empty_row == "undefined" else "the plan was made with row_mask=True")
+        return Finding(Code.AC025, self.record.name, f"a call without a row mask, but {why}",
+                       "pass row_mask= (which rows each shard holds keys for: the engine's local "
+                       "seq_lens > 0 per query row)", "row_mask", None, "a bool row mask")
+
+    def check_sink(self, sink: torch.Tensor | None) -> None:
+        """A plan made with ``sink=True`` takes the per-head sink logits on every call (and one
+        made without refuses them: the kernels would otherwise count a sink nobody planned)."""
+        if self.setting.sink and sink is None:
+            raise ValueError(f"{self.record.name}: the plan adds an attention sink (sink=True): "
+                             f"pass sink= (float32 [H={self.num_heads}], natural-log logits)")
+        if sink is not None and not self.setting.sink:
+            raise ValueError(f"{self.record.name}: sink= given to a plan made with sink=False; "
+                             "plan with sink=True")
+        if sink is not None and (sink.dtype != torch.float32 or sink.dim() != 1):
+            raise ValueError(f"sink must be float32 [H], found {sink.dtype} {tuple(sink.shape)}")
+
     # --- launching ----------------------------------------------------------------------------
     def launch(self, partial_out: torch.Tensor, lse: torch.Tensor, *, rank: int | None = None,
-               out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None) -> Any:
-        """Run the plan's kernel on an LSE already in ``[N, T, H]`` / ``[N, B, Q, H]`` form."""
+               out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
+               row_mask: torch.Tensor | None = None, sink: torch.Tensor | None = None) -> Any:
+        """Run the plan's kernel on an LSE already in ``[N, T, H]`` / ``[N, B, Q, H]`` form;
+        ``row_mask [N, T]`` (bool) and ``sink [H]`` as the plan's setting asks."""
         kwargs: dict[str, Any] = dict(
             base=self.base, out=out, lse_out=lse_out, return_lse=self.return_lse,
             lse_out_base=self.lse_out_base, out_dtype=self.out_dtype, config=self.config,
             pdl=self.pdl)
+        if row_mask is not None:
+            kwargs["row_mask"] = row_mask
+        if sink is not None:
+            kwargs["sink"] = sink
         if self.kernel == "merge":
             return merge(partial_out, lse, **kwargs)
         if rank is None:
@@ -139,16 +162,21 @@ class CombinePlan:
 
     def __call__(self, partial_out: torch.Tensor, partial_lse: torch.Tensor, *,
                  out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
-                 rank: int | None = None) -> Any:
+                 rank: int | None = None, row_mask: torch.Tensor | None = None,
+                 sink: torch.Tensor | None = None) -> Any:
         """``merge``/``a2a``: ``partial_out [N, T, H, D]`` (or ``[N, B, q, H, D]``) and the
         stacked LSE in the record's layout. ``ag_rs``/``ar``: one rank's ``partial_out [T, H, D]``,
-        the gathered LSE ``[N, ...record layout]`` and ``rank``. Returns ``out`` or
-        ``(out, lse)``."""
+        the gathered LSE ``[N, ...record layout]`` and ``rank``. ``row_mask [N, T]`` (bool, True
+        where the shard holds keys for the row) and ``sink [H]`` (fp32, natural-log logits) as
+        the setting asks. Returns ``out`` or ``(out, lse)``."""
         if self.kernel == "merge" and partial_out.dim() == 5:  # [N, B, q, H, D] decode layout
             partial_out = partial_out.flatten(1, 2)
+        if row_mask is None and self.needs_row_mask:
+            raise ContractError([self.missing_mask_finding()], "a row mask is required")
+        self.check_sink(sink)
         heads = partial_out.shape[-2]
         return self.launch(partial_out, self.lse_view(partial_lse, heads=heads), rank=rank,
-                           out=out, lse_out=lse_out)
+                           out=out, lse_out=lse_out, row_mask=row_mask, sink=sink)
 
     def explain(self) -> str:
         return "\n".join(f"- {r}" for r in self.reasons)
@@ -157,16 +185,16 @@ class CombinePlan:
         """This plan as the consumer end of its edge: it reads the record's base and layout
         through strides, treats −inf, +inf and NaN as empty and yields 0 for all-empty rows."""
         spec = self.lse
-        dtypes = ("float32", "bfloat16", "float16")
-        return ConsumerRecord(
-            name=f"attn_contracts.plan.{self.mode}", library="attn-contracts",
-            source=f"attn_contracts.combine.plan for {self.record.name}", evidence="measured",
-            base=FixedBase(base=spec.base),
-            lse=LseInput(layouts=(spec.layout,), states="first", dtypes=dtypes),
-            empty=EmptyPolicy(reads_as_empty=("-inf", "+inf", "nan"), all_empty="zero",
-                              zero_weight_nan_safe=True, accepts_row_mask=self.setting.row_mask),
-            output=ConsumerOutput(returns_lse=self.return_lse,
-                                  lse_base=self.lse_out_base if self.return_lse else None))
+        return ConsumerRecord.model_validate({
+            "name": f"attn_contracts.plan.{self.mode}", "library": "attn-contracts",
+            "source": f"attn_contracts.combine.plan for {self.record.name}",
+            "evidence": "measured", "base": {"kind": "fixed", "base": spec.base},
+            "lse": {"layouts": [spec.layout], "states": "first",
+                    "dtypes": ["float32", "bfloat16", "float16"]},
+            "empty": {"reads_as_empty": ["-inf", "+inf", "nan"], "all_empty": "zero",
+                      "zero_weight_nan_safe": True, "accepts_row_mask": self.setting.row_mask},
+            "output": {"returns_lse": self.return_lse,
+                       "lse_base": self.lse_out_base if self.return_lse else None}})
 
 
 def _spec(record: CapabilityRecord) -> LseSpec:

@@ -13,6 +13,7 @@ from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 
+from attn_contracts.cli import verify_consumer
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_table
 from attn_contracts.findings import Code, Finding
 from attn_contracts.records import CapabilityRecord
@@ -31,13 +32,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", type=_device, help="cpu, cuda or cuda:N")
     p.add_argument("--skip-unavailable", action="store_true",
                    help="a --device that is not there skips every record (default: exit 2)")
-    p.add_argument("--allow-adapter", action="append", default=[], metavar="MODULE",
-                   help="run adapters of --file records from this module or its submodules "
-                        "(repeatable); other file adapters are skipped, never imported")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--update", metavar="F", type=Path,
                    help="write the observed facts and today's date into this JSON records file")
+    verify_consumer.add_arguments(p)  # --consumer and its flags
 
 
 def _device(text: str) -> str:
@@ -130,6 +129,10 @@ def _results(args: argparse.Namespace, records: list[CapabilityRecord]) -> list[
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.consumer:
+        return verify_consumer.run(args)
+    if args.adapter:
+        raise UsageError("--adapter runs consumers; pass --consumer")
     if not args.names and not args.all and not args.file:
         raise UsageError("name records, pass --all, or pass --file F")
     records, bad = _records(args)
