@@ -42,8 +42,8 @@ def rounds(request: pytest.FixtureRequest) -> tuple[int, list[RankResult]]:
 
 def _round(rounds: tuple[int, list[RankResult]], k: int) -> tuple[int, dict[int, Any]]:
     ws, results = rounds
-    assert all(r.ok for r in results[:-1]), [r.error for r in results]
-    return ws, {r.rank: r.value[k] for r in results if r.ok and len(r.value) > k}
+    assert all(r.ok for r in results), [r.error for r in results]
+    return ws, {r.rank: r.value[k] for r in results if len(r.value) > k}
 
 
 def test_ranks_that_agree_pass_over_a_tcp_store(rounds) -> None:  # type: ignore[no-untyped-def]
@@ -61,10 +61,11 @@ def test_disagreement_names_the_differing_fields(rounds) -> None:  # type: ignor
     assert len(texts) == 1
     text = texts.pop()
     on_time = ",".join(map(str, range(ws - 1)))
-    rank_s = "ranks" if ws > 2 else "rank"
-    assert (f"record test.dcp.shared: field lse.base: {rank_s} {on_time} have 'e'; "
+    most = "ranks" if ws > 2 else "rank"
+    have = "have" if ws > 2 else "has"
+    assert (f"record test.dcp.shared: field lse.base: {most} {on_time} {have} 'e'; "
             f"rank {ws - 1} has '2'") in text
-    assert f"setting num_heads: {rank_s} {on_time} have {w.HEADS}; rank {ws - 1} has" in text
+    assert f"setting num_heads: {most} {on_time} {have} {w.HEADS}; rank {ws - 1} has 13" in text
     assert "out_dtype" not in text  # torch.bfloat16 and "bfloat16" are the same setting
     _within_bound(verdicts)
 
@@ -84,13 +85,11 @@ def test_a_late_but_alive_rank_fails_like_the_others(rounds) -> None:  # type: i
 @pytest.mark.parametrize("k", [HUNG, DEAD], ids=["hung", "dead"])
 def test_a_hung_or_dead_rank_ends_the_others_with_ac007(rounds, k: int) -> None:  # type: ignore[no-untyped-def]
     ws, verdicts = _round(rounds, k)
-    results = rounds[1]
-    assert not results[-1].ok and "exited with code 3" in results[-1].error
-    assert sorted(verdicts) == list(range(ws - 1))
+    assert sorted(verdicts) == list(range(ws - 1))  # the last rank sat these rounds out
     for v in verdicts.values():
         assert v["codes"] == ["AC007"]
         assert f"rank(s) {ws - 1} of {ws} did not report" in v["text"]
-        assert DEADLINE <= v["seconds"]
+        assert v["seconds"] >= DEADLINE
     _within_bound(verdicts)
 
 
@@ -122,19 +121,28 @@ def test_a_dead_store_host_ends_the_others_with_ac007(ws: int) -> None:
     _within_bound(verdicts)
 
 
-def test_ranks_that_agree_pass() -> None:
-    results = run_ranks(w.consensus_agree, 3, timeout_s=120)
-    assert all(r.value["codes"] == [] for r in results)
+BOUND = 10.0
 
 
-def test_disagreeing_ranks_all_fail_with_the_same_ac007() -> None:
-    bound = 10.0
-    results = run_ranks(w.consensus_mismatch, 3, bound, timeout_s=120)
-    texts = {r.value["text"] for r in results}
+@pytest.fixture(scope="module")
+def over_a_file_store() -> list[list[dict[str, Any]]]:
+    """Rounds agree, then disagree, over the harness' FileStore; one spawn for both."""
+    return [r.value for r in run_ranks(w.consensus_agree_then_mismatch, 3, BOUND,
+                                       timeout_s=120)]
+
+
+def test_ranks_that_agree_pass(over_a_file_store) -> None:  # type: ignore[no-untyped-def]
+    assert all(r[0]["codes"] == [] for r in over_a_file_store)
+
+
+def test_disagreeing_ranks_all_fail_with_the_same_ac007(over_a_file_store) -> None:  # type: ignore[no-untyped-def]
+    bound = BOUND
+    results = [r[1] for r in over_a_file_store]
+    texts = {r["text"] for r in results}
     assert len(texts) == 1  # the same message on every rank
     for r in results:
-        assert r.value["codes"] == ["AC007"]
-        assert r.value["seconds"] < bound
+        assert r["codes"] == ["AC007"]
+        assert r["seconds"] < bound
     text = texts.pop()
     assert "record test.dcp" not in text or "ranks 0,2" in text
     assert "backend" in text and "setting out_dtype" in text and "ranks 0,1" in text
@@ -160,5 +168,5 @@ def test_settings_compare_by_value() -> None:
 
 
 def test_a_setting_that_is_no_json_value_is_refused() -> None:
-    with pytest.raises(TypeError, match="setting 'device'.*found object"):
+    with pytest.raises(TypeError, match=r"setting 'device'.*found object"):
         fingerprint([], None, 1, {"device": object()})
