@@ -67,8 +67,10 @@ def validate_startup(
     ``records``: the registry (default), or an iterable of records, raw mappings, engine-style
     backend classes and TOML/JSON paths. ``backend``: the record (or its name) the engine will run.
     ``group``: a ``torch.distributed`` process group (None: no exchange); all ranks must then hold
-    identical records, backend, ``dcp_world_size`` and ``settings`` (e.g. the combine's dtype,
-    head count and head dim), else every rank raises the same ``AC007`` within ``timeout_s``.
+    identical records, backend, ``dcp_world_size`` and ``settings`` (JSON values compared by value,
+    e.g. ``setting.model_dump(mode="json")``: the combine's dtype, head count and head dim), else
+    every rank raises ``AC007`` within ``timeout_s`` + 1 s; the group decides once, so no rank
+    passes while another fails (see :mod:`attn_contracts.consensus`).
     ``probe``: run the chosen backend once on tiny inputs (on ``device``) and compare what it
     returns with its record (``AC008``). Returns the chosen backend's record (None when no backend was named).
     """
