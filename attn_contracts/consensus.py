@@ -9,15 +9,18 @@ fails:
 1. A rank first reads the group's decision key: a late rank finds the verdict made and follows it.
 2. Otherwise it writes its report and polls until every report is there (verdict: the union of
    all findings, plus ``AC007`` naming each differing field) or its deadline passes (verdict:
-   ``AC007`` "rank(s) X did not report"), or until another rank has decided.
+   ``AC007`` "rank(s) X did not report"), or until another rank has decided (if ranks are
+   missing, an on-time rank still returns no sooner than its own deadline).
 3. It proposes its verdict with an atomic ``compare_set`` on the decision key; the first proposal
    wins, and every rank follows the value stored there.
 4. A rank that read a passing verdict waits (briefly) until every rank has read it: the store may
    live in one of them (a ``TCPStore`` on rank 0), and a host that left at once would leave the
    others without the verdict.
 
-A rank that loses the store (its host exited or died) fails with ``AC007`` "the store became
-unreachable": it cannot learn the verdict, so it fails, and no rank can pass without its report.
+A rank that loses the store (its host exited, died or froze; each store call has a hard limit)
+fails with ``AC007`` "the store became unreachable": it cannot learn the verdict, so it fails, and
+no rank can pass without its report. Left open: a host that dies (not exits) in the milliseconds
+between a passing verdict and the last rank reading it strands that rank with ``AC007``.
 
 torch is imported inside the functions: the contract package stays importable without it.
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import enum
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
@@ -38,7 +42,10 @@ __all__ = ["agree_across_ranks", "fingerprint"]
 
 _round: dict[tuple[int, ...], int] = {}  # per group: how many consensus rounds this rank ran
 _POLL_S = 0.02
-_READ_GRACE_S = 1.0  # how long a passing rank waits for the others to read the verdict, at least
+_READ_GRACE_S = 0.75  # how long a passing rank waits for the others to read the verdict, at least
+# One store call answers in milliseconds, a frozen host never: a second leaves room for a loaded
+# machine, and with the grace keeps every rank within timeout_s + 2 s.
+_OP_LIMIT_S = 1.0
 _T = TypeVar("_T")
 
 
@@ -159,7 +166,7 @@ def agree_across_ranks(findings: list[Finding], records: Sequence[CapabilityReco
                        ) -> list[Finding]:
     """Exchange reports with every rank of ``group`` and follow the group's one verdict: the
     union of every rank's findings, plus ``AC007`` if ranks differ, a rank did not report within
-    ``timeout_s``, or the store became unreachable. Returns within about ``timeout_s`` + 1 s."""
+    ``timeout_s``, or the store became unreachable. Returns within ``timeout_s`` + 2 s."""
     import torch.distributed as dist
 
     deadline = time.monotonic() + timeout_s
@@ -206,6 +213,10 @@ class _Round:
         read = self._try(self.store.add, f"{self.prefix}/read", 1)
         if not decision["findings"] and read is not None:
             self._linger_until_read(read, max(deadline, time.monotonic() + _READ_GRACE_S))
+        elif decision["missing"] and self.me in decision["reported"]:
+            # Another rank's deadline came first; this one still gives the missing ranks its own
+            # full timeout_s (a start skew of milliseconds), as its caller was promised.
+            time.sleep(max(0.0, deadline - time.monotonic()))
         return decision
 
     def _wait_and_propose(self, deadline: float) -> dict[str, Any]:
@@ -243,7 +254,7 @@ class _Round:
                 "deploy the same records, backend and settings on every rank", "fingerprint",
                 f"{len(diffs)} differing field(s)", "identical on every rank"))
         return {"findings": [f.to_json() for f in shared], "reported": sorted(prints),
-                "by": self.me}
+                "missing": [], "by": self.me}
 
     def _verdict_missing(self) -> dict[str, Any]:
         present = [r for r, key in enumerate(self.reports)
@@ -257,28 +268,51 @@ class _Round:
             "started)", "check those ranks' logs; every rank must call validate_startup with "
             "the same group", "ranks", missing, f"all {self.size} ranks")
         return {"findings": [f.to_json() for f in [*_union_findings(prints), late]],
-                "reported": present, "by": self.me}
+                "reported": present, "missing": missing, "by": self.me}
 
     def _linger_until_read(self, read: int, until: float) -> None:
         while read < self.size and time.monotonic() < until:
             time.sleep(_POLL_S)
-            got = self._try(self.store.add, f"{self.prefix}/read", 0)
+            got = self._try(self.store.add, f"{self.prefix}/read", 0,
+                            limit_s=max(_POLL_S, until - time.monotonic()))
             if got is None:
                 return  # the verdict is already read here; a lost store cannot change it
             read = got
 
     def _call(self, what: str, fn: Callable[..., _T], *args: Any) -> _T:
         try:
-            return fn(*args)
+            return _bounded(fn, args, _OP_LIMIT_S)
         except Exception as err:  # DistNetworkError, DistStoreError, RuntimeError, TimeoutError
             first = str(err).strip().splitlines()[0] if str(err).strip() else ""
             raise _StoreLost(f"{what}: {type(err).__name__}: {first}") from err
 
-    def _try(self, fn: Callable[..., _T], *args: Any) -> _T | None:
+    def _try(self, fn: Callable[..., _T], *args: Any, limit_s: float = _OP_LIMIT_S) -> _T | None:
         try:
-            return fn(*args)
+            return _bounded(fn, args, limit_s)
         except Exception:  # after the verdict is known, a store error changes nothing
             return None
+
+
+def _bounded(fn: Callable[..., _T], args: tuple[Any, ...], limit_s: float) -> _T:
+    """``fn(*args)`` with a hard time limit. The store's own timeout bounds only waits for keys:
+    a call to a host that is frozen (stopped, swapped out, cut off) blocks on its socket for
+    good, so the call runs in a daemon thread that is left behind if it does not answer."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as err:  # handed to the caller's thread below
+            box["error"] = err
+
+    worker = threading.Thread(target=run, name="attn-contracts-store-call", daemon=True)
+    worker.start()
+    worker.join(limit_s)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer within {limit_s:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
 
 
 def _unreachable(detail: str, size: int) -> Finding:

@@ -69,7 +69,7 @@ def validate_startup(
     ``group``: a ``torch.distributed`` process group (None: no exchange); all ranks must then hold
     identical records, backend, ``dcp_world_size`` and ``settings`` (JSON values compared by value,
     e.g. ``setting.model_dump(mode="json")``: the combine's dtype, head count and head dim), else
-    every rank raises ``AC007`` within ``timeout_s`` + 1 s; the group decides once, so no rank
+    every rank raises ``AC007`` within ``timeout_s`` + 2 s; the group decides once, so no rank
     passes while another fails (see :mod:`attn_contracts.consensus`).
     ``probe``: run the chosen backend once on tiny inputs (on ``device``) and compare what it
     returns with its record (``AC008``). Returns the chosen backend's record (None when no backend was named).
