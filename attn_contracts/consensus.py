@@ -32,7 +32,6 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import timedelta
 from typing import Any, TypeVar
 
 from attn_contracts.findings import Code, Finding
@@ -179,15 +178,11 @@ def agree_across_ranks(findings: list[Finding], records: Sequence[CapabilityReco
     generation = _round[ranks] = _round.get(ranks, 0) + 1
     round_ = _Round(store, f"attn_contracts/consensus/{'-'.join(map(str, ranks))}/{generation}",
                     len(ranks), me, timeout_s)
-    old_timeout = store.timeout
-    # Bounds any blocking store call (a get, a wait) on a store whose host is alive but silent.
-    store.set_timeout(timedelta(seconds=timeout_s + _READ_GRACE_S))
-    try:
+    try:  # every store call inside has its own hard limit (_bounded): the store's timeout is
+        # left as the engine set it
         decision = round_.decide(json.dumps(mine), deadline)
     except _StoreLost as err:
         return [*findings, _unreachable(str(err), len(ranks))]
-    finally:
-        store.set_timeout(old_timeout)
     out = [_finding_from_json(f) for f in decision["findings"]]
     if me not in decision["reported"]:  # decided without this rank: its own findings still count
         out += findings
