@@ -22,6 +22,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from attn_contracts.combine.ops import pack_a2a
 from attn_contracts.combine.plan import CombinePlan
 
 __all__ = ["dcp_combine"]
@@ -127,9 +128,8 @@ def _a2a(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor, group:
     piece = o_bytes + _aligned(t * hc * 4)
     send = _buffer(plan, "a2a_send", t, partial_out.device, (world, piece), torch.uint8)
     recv = _buffer(plan, "a2a_recv", t, partial_out.device, (world, piece), torch.uint8)
-    o_send, lse_send = _pieces(send, world, t, hc, d, o_bytes, plan.out_dtype)
-    o_send.copy_(partial_out.unflatten(1, (world, hc)).transpose(0, 1))  # [N, T, H/N, D]
-    lse_send.copy_(lse.unflatten(1, (world, hc)).transpose(0, 1))  # fp32 bits, [N, T, H/N]
+    # one pass: each destination's heads of O [T, H/N, D] and its fp32 LSE bits [T, H/N]
+    pack_a2a(partial_out, lse, send, o_bytes=o_bytes, pdl=plan.pdl)
     dist.all_to_all_single(recv, send, group=group)
     o_recv, lse_recv = _pieces(recv, world, t, hc, d, o_bytes, plan.out_dtype)
     return plan.launch(o_recv, lse_recv, out=out)  # strided views into the message, no copy

@@ -197,8 +197,8 @@ def test_rows_beyond_one_grid_axis_spill_to_the_next(monkeypatch: pytest.MonkeyP
     slice's spare programs must write nothing. A limit of 3 exercises it with T = 7."""
     from attn_contracts.combine import ops
 
-    monkeypatch.setattr(ops, "_MAX_GRID_YZ", 3)
-    assert ops._grid(7, 6, 64, 2, 64) == (3, 3, 3)
+    monkeypatch.setattr(ops, "MAX_GRID_YZ", 3)
+    assert ops.launch_grid(7, 6, 64, 2, 64) == (3, 3, 3)
     o, lse = partials(3, 7, 6, 64, torch.float32, seed=21)
     out, lse_out = poisoned((7, 6, 64), torch.float32), poisoned((7, 6), torch.float32)
     merge(o, lse, base="2", out=out, lse_out=lse_out)

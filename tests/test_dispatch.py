@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import pytest
@@ -146,7 +147,9 @@ def test_pdl_can_be_switched_off_per_plan(monkeypatch: pytest.MonkeyPatch) -> No
     from attn_contracts.combine import ops
 
     seen: list[bool] = []
-    monkeypatch.setattr(ops, "_merge_impl", lambda *args: seen.append(args[-1]))
+    signature = inspect.signature(ops.merge_into)
+    monkeypatch.setattr(ops, "merge_into", lambda *args, **kwargs: seen.append(
+        signature.bind(*args, **kwargs).arguments["pdl"]))
     o, lse = partials(4, 1, 128, 512, torch.float32, seed=2)
     for pdl in (True, False):
         plan = plan_combine("flashinfer.mla.fa3", mode="merge", world_size=4, num_heads=128,
