@@ -2,7 +2,7 @@
 collectives. Installed as ``attn_contracts.combine``; needs torch (and triton for the kernels)."""
 
 from attn_contracts.combine.dcp import dcp_combine
-from attn_contracts.combine.ops import KernelConfig, merge, rescale
+from attn_contracts.combine.ops import KernelConfig, merge, pack_a2a, rescale
 from attn_contracts.combine.plan import MODES, CombinePlan, plan_combine
 from attn_contracts.combine.reference import merge_reference, rescale_reference
 
@@ -13,6 +13,7 @@ __all__ = [
     "dcp_combine",
     "merge",
     "merge_reference",
+    "pack_a2a",
     "plan_combine",
     "rescale",
     "rescale_reference",
