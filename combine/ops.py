@@ -32,7 +32,6 @@ from attn_contracts.combine.reference import (
     log_of_base,
     merge_reference,
     rescale_reference,
-    row_mask,
 )
 from attn_contracts.records import BASES
 
@@ -434,8 +433,8 @@ def pack_a2a_into(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tens
         return
     if not uses_triton(partial_out):
         o_send, lse_send = _send_views(send, partial_out.dtype, o_bytes, t, hc, d)
-        o_send.copy_(partial_out.unflatten(1, (world, hc)).transpose(0, 1))  # [N, T, H/N, D]
-        lse_send.copy_(lse.unflatten(1, (world, hc)).transpose(0, 1))  # fp32 bits, [N, T, H/N]
+        o_send.copy_(partial_out.view(t, world, hc, d).transpose(0, 1))  # [N, T, H/N, D]
+        lse_send.copy_(lse.view(t, world, hc).transpose(0, 1))  # fp32 bits, [N, T, H/N]
         keep = _torch_row_mask(mask, mask_q)
         if keep is not None:
             o_send.masked_fill_(~keep.view(1, t, 1, 1), 0.0)

@@ -170,8 +170,8 @@ def pack_a2a_reference(partial_out: torch.Tensor, lse: torch.Tensor, world: int,
     t, h, d = partial_out.shape
     if h % world:
         raise ValueError(f"num_heads={h} is not divisible by world={world}")
-    o = partial_out.unflatten(1, (world, h // world)).transpose(0, 1)  # [N, T, H/N, D]
-    x = lse.to(torch.float32).unflatten(1, (world, h // world)).transpose(0, 1)  # [N, T, H/N]
+    o = partial_out.view(t, world, h // world, d).transpose(0, 1)  # [N, T, H/N, D]
+    x = lse.to(torch.float32).view(t, world, h // world).transpose(0, 1)  # [N, T, H/N]
     if mask is not None:
         keep = mask.to(torch.bool).view(1, t, 1)
         o = torch.where(keep.unsqueeze(-1), o, 0.0)
