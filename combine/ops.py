@@ -204,30 +204,32 @@ def _row_mask_arg(mask: torch.Tensor | None, lens: torch.Tensor | None, lead: tu
     """The kernel's mask operand and ``MASK_Q`` (rows per entry) from ``mask [*lead, T]`` (bool
     or uint8: one entry per row) or ``lens [*lead, B]`` (int lengths: one entry per request of
     ``q_len = T / B`` rows). Bool is read as uint8 through the same strides, never copied."""
-    dims = "[N, T]" if lead else "[T]"
     if mask is not None and lens is not None:
         _fail("pass a row mask or local lengths, not both (found mask= and lens=)")
-    given, name = (mask, "mask") if mask is not None else (lens, "lens")
-    if given is None:
-        return None, 1
-    if given.device != device:
-        _fail(f"{name} is on {given.device} but the inputs are on {device}")
-    if given.dim() != len(lead) + 1 or tuple(given.shape[:-1]) != lead:
-        _fail(f"{name} shape {tuple(given.shape)} must be {dims if name == 'mask' else dims[:-2] + 'B]'}"
-              f" with leading {lead}")
-    if name == "mask":
-        if given.dtype not in _MASK_DTYPES:
-            _fail(f"mask dtype {given.dtype} is not supported (allowed: {_MASK_DTYPES})")
-        if given.shape[-1] != t:
-            _fail(f"mask has {given.shape[-1]} rows, the partials have T={t}")
-        return (given.view(torch.uint8) if given.dtype == torch.bool else given), 1
-    if given.dtype not in _LENS_DTYPES:
-        _fail(f"lens dtype {given.dtype} is not supported (allowed: {_LENS_DTYPES})")
-    b = given.shape[-1]
-    if (b == 0 and t != 0) or (b and t % b):
-        _fail(f"T={t} rows are not B={b} requests of one uniform q_len (ragged query_start_loc "
-              "is not supported)")
-    return given, max(1, t // b) if b else 1
+    if mask is not None:
+        _check_mask_like(mask, "mask", "T", _MASK_DTYPES, lead, device)
+        if mask.shape[-1] != t:
+            _fail(f"mask has {mask.shape[-1]} rows, the partials have T={t}")
+        return (mask.view(torch.uint8) if mask.dtype == torch.bool else mask), 1
+    if lens is not None:
+        _check_mask_like(lens, "lens", "B", _LENS_DTYPES, lead, device)
+        b = lens.shape[-1]
+        if (b == 0 and t != 0) or (b and t % b):
+            _fail(f"T={t} rows are not B={b} requests of one uniform q_len (ragged "
+                  "query_start_loc is not supported)")
+        return lens, max(1, t // b) if b else 1
+    return None, 1
+
+
+def _check_mask_like(x: torch.Tensor, name: str, last: str, dtypes: tuple[torch.dtype, ...],
+                     lead: tuple[int, ...], device: torch.device) -> None:
+    if x.dim() != len(lead) + 1 or tuple(x.shape[:-1]) != lead:
+        want = "[" + ", ".join([*map(str, lead), last]) + "]"
+        _fail(f"{name} shape {tuple(x.shape)} must be {want}")
+    if x.dtype not in dtypes:
+        _fail(f"{name} dtype {x.dtype} is not supported (allowed: {dtypes})")
+    if x.device != device:
+        _fail(f"{name} is on {x.device} but the inputs are on {device}")
 
 
 def _check_sink(sink: torch.Tensor | None, h: int, device: torch.device) -> None:
