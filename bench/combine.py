@@ -77,6 +77,7 @@ HEAD_TOKEN_SHAPES = {(2, 4096, 32, 128)}
 #: a2a send pack: (world, T, H, D)
 PACK_SHAPES = [(4, 1, 128, 512), (4, 256, 128, 512), (2, 4096, 32, 128), (8, 2048, 32, 128)]
 MASKED_FRACTION = 0.2
+DEVICE = "cuda"  # the inputs' device (a CPU dry run of the bench code sets "cpu")
 
 
 @dataclass
@@ -126,14 +127,14 @@ def _inputs(shape: tuple[int, int, int, int], dtype: torch.dtype, copies: int,
     n, t, h, d = shape
     sets = []
     for _ in range(copies):
-        o = torch.randn((t, n, h, d) if layout == "tnhd" else (n, t, h, d), device="cuda",
+        o = torch.randn((t, n, h, d) if layout == "tnhd" else (n, t, h, d), device=DEVICE,
                         dtype=dtype)
         if layout == "ht":
-            lse = (torch.randn((n, h, t), device="cuda") * 4).transpose(1, 2)
+            lse = (torch.randn((n, h, t), device=DEVICE) * 4).transpose(1, 2)
         else:
-            lse = torch.randn((t, n, h) if layout == "tnhd" else (n, t, h), device="cuda") * 4
-        sets.append((o, lse, torch.empty(t, h, d, device="cuda", dtype=dtype),
-                     torch.empty(t, h, device="cuda")))
+            lse = torch.randn((t, n, h) if layout == "tnhd" else (n, t, h), device=DEVICE) * 4
+        sets.append((o, lse, torch.empty(t, h, d, device=DEVICE, dtype=dtype),
+                     torch.empty(t, h, device=DEVICE)))
     return sets
 
 
@@ -291,9 +292,9 @@ def _pack_inputs(shape: tuple[int, int, int, int], dtype: torch.dtype,
     hc, size = h // n, torch.finfo(dtype).bits // 8
     o_bytes = -(-t * hc * d * size // 16) * 16
     piece = o_bytes + -(-t * hc * 4 // 16) * 16
-    return [(torch.randn(t, h, d, device="cuda", dtype=dtype),
-             torch.randn(t, h, device="cuda") * 4,
-             torch.empty(n, piece, dtype=torch.uint8, device="cuda"), o_bytes)
+    return [(torch.randn(t, h, d, device=DEVICE, dtype=dtype),
+             torch.randn(t, h, device=DEVICE) * 4,
+             torch.empty(n, piece, dtype=torch.uint8, device=DEVICE), o_bytes)
             for _ in range(copies)]
 
 
@@ -321,7 +322,7 @@ def pack_rows(shape: tuple[int, int, int, int], dtype: torch.dtype) -> list[Row]
     pack_a2a(o, lse, send, o_bytes=o_bytes)
     _torch_pack(o, lse, check, o_bytes)()
     assert torch.equal(send[:, : o_bytes + t * (h // n) * 4], check[:, : o_bytes + t * (h // n) * 4])
-    keep = torch.rand(t, device="cuda") >= MASKED_FRACTION
+    keep = torch.rand(t, device=DEVICE) >= MASKED_FRACTION
     calls = {
         "attn-contracts pack_a2a": [functools.partial(pack_a2a, x, y, z, o_bytes=b)
                                     for x, y, z, b in sets],
