@@ -601,12 +601,13 @@ def pack_a2a(
     if h % world:
         _fail(f"num_heads={h} is not divisible by the {world} destinations")
     hc = h // world
+    # the typed views need rows and the LSE offset in whole fp32 (and O) elements
     if o_bytes < t * hc * d * size or o_bytes % 4 or piece % 4 or piece < o_bytes + t * hc * 4 \
-            or send.stride(0) % (4 * size) or send.storage_offset() % 16:
+            or send.stride(0) % 4 or send.storage_offset() % 4:
         _fail(f"send rows of {piece} bytes (row stride {send.stride(0)}, offset "
               f"{send.storage_offset()}) cannot hold O ({t * hc * d * size} bytes) then the LSE "
-              f"({t * hc * 4} bytes) at o_bytes={o_bytes} (allowed: o_bytes a multiple of 4, row "
-              f"stride a multiple of {4 * size}, 16-byte aligned start)")
+              f"({t * hc * 4} bytes) at o_bytes={o_bytes} (allowed: o_bytes, the row length, row "
+              "stride and start offset multiples of 4 bytes)")
     for name, x in (("lse", lse), ("send", send)):
         if x.device != partial_out.device:
             _fail(f"{name} is on {x.device} but partial_out is on {partial_out.device}")

@@ -185,3 +185,33 @@ def test_opcheck_with_mask_and_sink() -> None:
                           (o, lse, out, lse_out, "e", "2", 4, 32, 1, False, mask, 1, sink))
     torch.library.opcheck(torch.ops.attn_contracts.rescale_.default,
                           (o[1], lse, 1, out, lse_out, "2", "2", 4, 32, 1, False, mask, 1, sink))
+
+
+def test_mask_sink_and_pack_on_rows_spilled_to_grid_axis_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows past one grid axis go to the next and the last slice has spare programs (T = 7 with
+    a limit of 3): those must read no mask entry and write nothing."""
+    from attn_contracts.combine import ops, pack_a2a
+    from attn_contracts.combine.reference import pack_a2a_reference
+
+    monkeypatch.setattr(ops, "MAX_GRID_YZ", 3)
+    n, t, h, d = 2, 7, 4, 32
+    o, lse = partials(n, t, h, d, torch.float32, seed=41, specials=False)
+    keep = _mask(n, t, seed=2, strided=False)
+    _garbage_rows(o, lse, keep)
+    sink = torch.tensor([0.1, -1.0, 2.0, 0.0])
+    out, lse_out = poisoned((t, h, d), torch.float32), poisoned((t, h), torch.float32)
+    merge(o, lse, base="2", out=out, lse_out=lse_out, mask=keep, sink=sink)
+    ref_o, ref_lse = merge_reference(o, lse, base="2", mask=keep, sink=sink)
+    assert_close_to(out, ref_o, torch.float32)
+    assert_lse_close(lse_out, ref_lse)
+    r = rescale(o[1], lse, 1, base="2", mask=keep, sink=sink)
+    assert_close_to(r, rescale_reference(o[1], lse, 1, base="2", mask=keep, sink=sink)[0],
+                    torch.float32)
+    o_bytes = t * (h // n) * d * 4
+    send = torch.full((n, o_bytes + t * (h // n) * 4), 0xFF, dtype=torch.uint8)
+    pack_a2a(o[0], lse[0], send, o_bytes=o_bytes, mask=keep[0])
+    ref_po, ref_pl = pack_a2a_reference(o[0], lse[0], n, mask=keep[0])
+    torch.testing.assert_close(send[:, :o_bytes].view(torch.float32).view(n, t, h // n, d), ref_po,
+                               atol=0, rtol=0)
+    torch.testing.assert_close(send[:, o_bytes:].view(torch.float32).view(n, t, h // n), ref_pl,
+                               atol=0, rtol=0, equal_nan=True)
