@@ -27,15 +27,16 @@ def test_kernels_run_through_triton_here() -> None:
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", [64, 80, 128, 576])
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
-def test_merge_matches_reference(n: int, d: int, dtype: torch.dtype, base: str) -> None:
+def test_merge_matches_reference(n: int, d: int, dtype: torch.dtype, base: str,
+                                 device: str) -> None:
     t, h = 3, 5
-    o, lse = partials(n, t, h, d, dtype, seed=n * 1000 + d)
-    out = poisoned((t, h, d), dtype)
-    lse_out = poisoned((t, h), torch.float32)
+    o, lse = partials(n, t, h, d, dtype, seed=n * 1000 + d, device=device)
+    out = poisoned((t, h, d), dtype, device)
+    lse_out = poisoned((t, h), torch.float32, device)
     merge(o, lse, base=base, out=out, lse_out=lse_out)
-    ref_o, ref_lse = merge_reference(o, lse, base=base)
-    assert_close_to(out, ref_o, dtype)
-    assert_lse_close(lse_out, ref_lse)
+    ref_o, ref_lse = merge_reference(o.cpu(), lse.cpu(), base=base)
+    assert_close_to(out.cpu(), ref_o, dtype)
+    assert_lse_close(lse_out.cpu(), ref_lse)
     assert not out.isnan().any()
     assert (out[t - 1, h - 1] == 0).all() and lse_out[t - 1, h - 1] == -math.inf
 
@@ -44,18 +45,19 @@ def test_merge_matches_reference(n: int, d: int, dtype: torch.dtype, base: str) 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("n", [1, 3, 8])
 def test_rescale_matches_reference_and_sums_to_merge(n: int, dtype: torch.dtype,
-                                                     base: str) -> None:
+                                                     base: str, device: str) -> None:
     t, h, d = 4, 3, 96
     o, lse = partials(n, t, h, d, dtype, seed=7 + n)
     total = torch.zeros(t, h, d, dtype=torch.float64)
     for r in range(n):
-        out = poisoned((t, h, d), dtype)
-        got, got_lse = rescale(o[r], lse, r, base=base, out=out, return_lse=True)
+        out = poisoned((t, h, d), dtype, device)
+        got, got_lse = rescale(o[r].to(device), lse.to(device), r, base=base, out=out,
+                               return_lse=True)
         ref, ref_lse = rescale_reference(o[r], lse, r, base=base)
         assert got is out
-        assert_close_to(got, ref, dtype)
-        assert_lse_close(got_lse, ref_lse)
-        total += got.double()
+        assert_close_to(got.cpu(), ref, dtype)
+        assert_lse_close(got_lse.cpu(), ref_lse)
+        total += got.cpu().double()
     atol, rtol = {torch.float32: (1e-5, 1e-5), torch.float16: (8e-3, 4e-3),
                   torch.bfloat16: (6e-2, 3e-2)}[dtype]
     torch.testing.assert_close(total, merge_reference(o, lse, base=base)[0], atol=atol,
