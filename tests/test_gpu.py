@@ -290,7 +290,7 @@ def test_pack_a2a_in_a_cuda_graph_with_pdl(device: str) -> None:
 
 
 @pytest.mark.parametrize(("n", "t", "h", "d"), [(2, 4096, 32, 128), (2, 1024, 8, 256),
-                                                (2, 8192, 128, 128), (2, 1, 128, 512),
+                                                (2, 2048, 128, 128), (2, 1, 128, 512),
                                                 (1, 300, 8, 128)])
 def test_two_way_tiles_on_cuda(n: int, t: int, h: int, d: int, device: str) -> None:
     """The N <= 2 tiles (1024 elements, two warps) and the sweep's other candidates compute the
