@@ -99,9 +99,10 @@ def default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim:
     N·16 bytes per thread in flight, and an SM holds at most 32 programs, so about 32 KB per SM:
     by Little's law (≈4.8 TB/s × ≈1 µs loaded latency / 132 SMs ≈ 36 KB) that caps a two-way
     merge near the 58-61 % measured. 1024 elements over two warps (16 per thread per shard, two
-    16-byte loads each) give 64 B per thread and up to 64 warps per SM (register-bound to about
-    40), 80-128 KB per SM: what FlashInfer's merge_state gets from its 128-512-thread blocks.
-    Chosen by this reasoning, to be confirmed by ``bench/combine.py --sweep small-n``."""
+    16-byte loads each) give 64 B per thread; at 47 registers (ptxas for sm_90, triton 3.9) an
+    SM holds 42 such warps, about 86 KB in flight: what FlashInfer's merge_state gets from its
+    128-512-thread blocks. Chosen by this reasoning, not yet measured: ``bench/combine.py
+    --sweep targets`` times it against its neighbours."""
     d2 = _next_pow2(head_dim)
     small_n = kernel == "merge" and num_partials <= 2
     if kernel == "merge":
