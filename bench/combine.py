@@ -4,7 +4,7 @@
     python bench/combine.py --sweep targets --out DIR      # tiles of the shapes behind a peer (< 6 min)
     python bench/combine.py --sweep merge                  # tile sweep for the default heuristic
 
-The table has, beside each plain call, the same kernel with a row mask (``mask [N, T]``, 20 % of
+The table has, beside each plain call, the same kernel with a row mask (``row_mask [N, T]``, 20 % of
 rows empty; the masked variant must stay within 3 % of the plain one), with a sink, and the a2a
 send pack (one kernel) beside the two torch copies it replaced. Two-way merges include a
 ``[H, T]`` LSE (read through strides) and FlashInfer ``merge_state``; FlashInfer runs only where
@@ -173,7 +173,7 @@ def _variant(kernel: str, base: str, cfg: KernelConfig, masked: bool, sink: bool
     def make(o: torch.Tensor, lse: torch.Tensor, out: torch.Tensor,
              z: torch.Tensor) -> Callable[[], object]:
         kw = dict(base=base, out=out, lse_out=z, config=cfg,
-                  mask=row_mask_like(o) if masked else None, sink=sink_like(o) if sink else None)
+                  row_mask=row_mask_like(o) if masked else None, sink=sink_like(o) if sink else None)
         if kernel == "merge":
             return functools.partial(merge, o, lse, **kw)
         return functools.partial(rescale, o[0], lse, 0, **kw)
@@ -209,8 +209,8 @@ def run_shape(shape: tuple[int, int, int, int], base: str, dtype: torch.dtype,
         torch.testing.assert_close(out.double(), merge_reference(o, lse, base=base)[0],
                                    atol=2e-2, rtol=2e-2)
         mask, sink = row_mask_like(o), sink_like(o)
-        merge(o, lse, base=base, out=out, mask=mask, sink=sink)
-        torch.testing.assert_close(out.double(), merge_reference(o, lse, base=base, mask=mask,
+        merge(o, lse, base=base, out=out, row_mask=mask, sink=sink)
+        torch.testing.assert_close(out.double(), merge_reference(o, lse, base=base, row_mask=mask,
                                                                  sink=sink)[0],
                                    atol=2e-2, rtol=2e-2)
         rows.append(measure(shape, base, "attn-contracts merge", mb, lambda o, lse, out, z:
@@ -327,7 +327,7 @@ def pack_rows(shape: tuple[int, int, int, int], dtype: torch.dtype) -> list[Row]
         "attn-contracts pack_a2a": [functools.partial(pack_a2a, x, y, z, o_bytes=b)
                                     for x, y, z, b in sets],
         "attn-contracts pack_a2a, masked": [functools.partial(pack_a2a, x, y, z, o_bytes=b,
-                                                              mask=keep) for x, y, z, b in sets],
+                                                              row_mask=keep) for x, y, z, b in sets],
         "torch: two copies (dcp before)": [_torch_pack(*x) for x in sets],
         "torch copy of the same bytes": [_copy_of(o, nbytes)],
     }

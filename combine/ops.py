@@ -10,7 +10,7 @@ path (fp32, the reference's policy).
 LSE tensors are taken as ``[N, T, H]`` or ``[N, B, Q, H]`` strided views (``T = B·Q``); the
 dispatcher builds those views from a record's layout, never copies.
 
-Empty shards by mask: ``mask [N, T]`` (bool or uint8, any strides; nonzero = the shard holds keys
+Empty shards by mask: ``row_mask [N, T]`` (bool or uint8, any strides; nonzero = the shard holds keys
 for the row) or ``lens [N, B]`` (int32/int64 local lengths per request, uniform ``q_len = T / B``;
 row ``t`` is request ``t // q_len``). Either is read inside the kernel (no extra launch); a masked
 row gets weight 0 whatever its partial holds. Ragged ``query_start_loc`` is not supported.
@@ -202,15 +202,15 @@ def _check_base(base: str, lse_out_base: str) -> None:
 
 def _row_mask_arg(mask: torch.Tensor | None, lens: torch.Tensor | None, lead: tuple[int, ...],
                   t: int, device: torch.device) -> tuple[torch.Tensor | None, int]:
-    """The kernel's mask operand and ``MASK_Q`` (rows per entry) from ``mask [*lead, T]`` (bool
+    """The kernel's mask operand and ``MASK_Q`` (rows per entry) from ``row_mask [*lead, T]`` (bool
     or uint8: one entry per row) or ``lens [*lead, B]`` (int lengths: one entry per request of
     ``q_len = T / B`` rows). Bool is read as uint8 through the same strides, never copied."""
     if mask is not None and lens is not None:
-        _fail("pass a row mask or local lengths, not both (found mask= and lens=)")
+        _fail("pass a row mask or local lengths, not both (found row_mask= and lens=)")
     if mask is not None:
-        _check_mask_like(mask, "mask", "T", _MASK_DTYPES, lead, device)
+        _check_mask_like(mask, "row_mask", "T", _MASK_DTYPES, lead, device)
         if mask.shape[-1] != t:
-            _fail(f"mask has {mask.shape[-1]} rows, the partials have T={t}")
+            _fail(f"row_mask has {mask.shape[-1]} rows, the partials have T={t}")
         return (mask.view(torch.uint8) if mask.dtype == torch.bool else mask), 1
     if lens is not None:
         _check_mask_like(lens, "lens", "B", _LENS_DTYPES, lead, device)
@@ -335,14 +335,14 @@ def merge_into(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.
                sink: torch.Tensor | None = None) -> None:
     """The body of the op ``attn_contracts::merge_``: launches with no input checks, for callers
     that checked once (``merge`` checks, then calls this). ``mask`` is the kernel's operand: uint8
-    or int ``[N, T / mask_q]`` (``merge``'s ``mask``/``lens``)."""
+    or int ``[N, T / mask_q]`` (``merge``'s ``row_mask``/``lens``)."""
     n, t, h, d = partial_out.shape
     if t == 0 or h == 0 or d == 0:
         return
     if not uses_triton(partial_out):
         o, lse = merge_reference(partial_out, _lse3(partial_lse), base=base,
                                  lse_out_base=lse_out_base, dtype=torch.float32,
-                                 mask=_torch_row_mask(mask, mask_q), sink=sink)
+                                 row_mask=_torch_row_mask(mask, mask_q), sink=sink)
         out.copy_(o)
         if lse_out is not None:
             lse_out.copy_(lse)
@@ -384,7 +384,7 @@ def rescale_into(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, ou
     if not uses_triton(partial_out):
         o, lse = rescale_reference(partial_out, _lse3(all_lse), rank, base=base,
                                    lse_out_base=lse_out_base, dtype=torch.float32,
-                                   mask=_torch_row_mask(mask, mask_q), sink=sink)
+                                   row_mask=_torch_row_mask(mask, mask_q), sink=sink)
         out.copy_(o.view(t, chunks, h // chunks, d).transpose(0, 1) if chunked else o)
         if lse_out is not None:
             lse_out.copy_(lse)
@@ -489,7 +489,7 @@ def merge(
     out_dtype: torch.dtype | None = None,
     config: KernelConfig | None = None,
     pdl: bool = True,
-    mask: torch.Tensor | None = None,
+    row_mask: torch.Tensor | None = None,
     lens: torch.Tensor | None = None,
     sink: torch.Tensor | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
@@ -498,7 +498,7 @@ def merge(
     float32 LSE ``[T, H]`` in ``lse_out_base`` (default: ``base``). ``pdl=False`` never uses
     programmatic dependent launch (``config.pdl`` decides otherwise, on Hopper and newer).
 
-    Empty shards by mask: ``mask [N, T]`` (bool/uint8, any strides, nonzero = the shard has keys
+    Empty shards by mask: ``row_mask [N, T]`` (bool/uint8, any strides, nonzero = the shard has keys
     for the row) or ``lens [N, B]`` (int32/int64 local lengths, ``T = B · q_len`` rows, request
     ``t // q_len``). ``sink [H]``: per-head sink logits in natural-log units (as models store
     them), converted to base ``b`` as ``s · log_b(e)`` and added once: ``o ← o · b^L / (b^L +
@@ -510,7 +510,7 @@ def merge(
     if n < 1:
         _fail("merge needs at least one partial (N >= 1), found N=0")
     _check_lse(partial_lse, n, t, h, "partial_lse")
-    row_mask_arg, mask_q = _row_mask_arg(mask, lens, (n,), t, partial_out.device)
+    row_mask_arg, mask_q = _row_mask_arg(row_mask, lens, (n,), t, partial_out.device)
     _check_sink(sink, h, partial_out.device)
     out, lse_out = _alloc(partial_out, (t, h, d), out, lse_out, return_lse, out_dtype)
     _check_outputs(out, lse_out, t, h, d, partial_out.device)
@@ -535,13 +535,13 @@ def rescale(
     out_dtype: torch.dtype | None = None,
     config: KernelConfig | None = None,
     pdl: bool = True,
-    mask: torch.Tensor | None = None,
+    row_mask: torch.Tensor | None = None,
     lens: torch.Tensor | None = None,
     sink: torch.Tensor | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Scale rank ``rank``'s ``partial_out [T, H, D]`` by ``b^(lse_rank − LSE)`` computed from the
     gathered ``all_lse [N, T, H]``; summing the results over ranks (a reduce-scatter or
-    all-reduce) gives the merge. ``out`` may alias ``partial_out`` (in-place). ``mask [N, T]`` /
+    all-reduce) gives the merge. ``out`` may alias ``partial_out`` (in-place). ``row_mask [N, T]`` /
     ``lens [N, B]`` mark every rank's empty rows and ``sink [H]`` (natural-log logits) enters the
     denominator and the merged LSE, as in :func:`merge`."""
     lse_out_base = lse_out_base or base
@@ -552,7 +552,7 @@ def rescale(
     _check_lse(all_lse, n, t, h, "all_lse")
     if not 0 <= rank < n:
         _fail(f"rank {rank} is outside the {n} gathered LSEs (allowed: 0..{n - 1})")
-    row_mask_arg, mask_q = _row_mask_arg(mask, lens, (n,), t, partial_out.device)
+    row_mask_arg, mask_q = _row_mask_arg(row_mask, lens, (n,), t, partial_out.device)
     _check_sink(sink, h, partial_out.device)
     out, lse_out = _alloc(partial_out, (t, h, d), out, lse_out, return_lse, out_dtype)
     if out.dim() == 4:  # [N, T, H/N, D], head chunks for a reduce-scatter
@@ -576,7 +576,7 @@ def pack_a2a(
     send: torch.Tensor,
     *,
     o_bytes: int,
-    mask: torch.Tensor | None = None,
+    row_mask: torch.Tensor | None = None,
     lens: torch.Tensor | None = None,
     config: KernelConfig | None = None,
     pdl: bool = True,
@@ -585,7 +585,7 @@ def pack_a2a(
     row of ``send [N, piece]`` (uint8) gets ``partial_out[:, heads_j, :]`` as ``[T, H/N, D]``
     (contiguous, from byte 0) and ``lse[:, heads_j]`` as fp32 bits ``[T, H/N]`` from byte
     ``o_bytes``, where ``heads_j = j·H/N .. (j+1)·H/N``. ``lse [T, H]`` may have any strides (a
-    ``[H, T]`` buffer transposed) and any float dtype. Rows that ``mask [T]`` (bool/uint8) or
+    ``[H, T]`` buffer transposed) and any float dtype. Rows that ``row_mask [T]`` (bool/uint8) or
     ``lens [B]`` (int lengths, ``T = B · q_len``) mark empty send ``O = 0`` and ``LSE = −inf``.
     Returns ``send``."""
     if partial_out.dim() != 3 or partial_out.dtype not in OUT_DTYPES:
@@ -612,7 +612,7 @@ def pack_a2a(
     for name, x in (("lse", lse), ("send", send)):
         if x.device != partial_out.device:
             _fail(f"{name} is on {x.device} but partial_out is on {partial_out.device}")
-    row_mask_arg, mask_q = _row_mask_arg(mask, lens, (), t, partial_out.device)
+    row_mask_arg, mask_q = _row_mask_arg(row_mask, lens, (), t, partial_out.device)
     cfg = config or default_config(world, t, h, d, "pack")
     op = torch.ops.attn_contracts.pack_a2a_ if torch.compiler.is_compiling() else pack_a2a_into
     op(partial_out, lse, send, o_bytes, cfg.block_h, cfg.block_d, cfg.num_warps,

@@ -14,10 +14,10 @@ Policy for empty shards (a row with no keys on a rank), matched by every kernel:
   * a row where every shard is empty yields ``o = 0`` and ``LSE = −inf``;
   * accumulation in fp32 at least (fp64 here by default).
 
-Row mask (``mask [N, T]``, nonzero = the shard holds keys for the row): a masked-out shard is
+Row mask (``row_mask [N, T]``, nonzero = the shard holds keys for the row): a masked-out shard is
 empty whatever its kernel wrote there (garbage, NaN, ±inf in O or LSE): its LSE is read as −inf.
 Engines that hold per-request local lengths instead pass ``lens [N, B]`` with a uniform
-``q_len = T / B`` (row ``t`` belongs to request ``t // q_len``); :func:`row_mask` turns those into
+``q_len = T / B`` (row ``t`` belongs to request ``t // q_len``); :func:`rows_from_lens` turns those into
 the ``[N, T]`` mask. Ragged ``query_start_loc`` is not supported by the kernels.
 
 Sink (``sink [H]``, one logit per head in **natural-log units**, as models store them): added once,
@@ -42,7 +42,7 @@ __all__ = [
     "merge_reference",
     "pack_a2a_reference",
     "rescale_reference",
-    "row_mask",
+    "rows_from_lens",
     "sanitize_lse",
     "sink_in_base",
 ]
@@ -62,7 +62,7 @@ def sanitize_lse(lse: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isnan(lse) | (lse == math.inf), -math.inf, lse)
 
 
-def row_mask(lens: torch.Tensor, q_len: int) -> torch.Tensor:
+def rows_from_lens(lens: torch.Tensor, q_len: int) -> torch.Tensor:
     """``lens [N, B]`` (keys of request ``b`` on shard ``n``) → the bool row mask ``[N, B·q_len]``
     (rows of one request are consecutive: row ``t`` is request ``t // q_len``)."""
     if lens.dim() != 2 or q_len < 1:
@@ -117,18 +117,18 @@ def merge_reference(
     base: str,
     lse_out_base: str | None = None,
     dtype: torch.dtype = torch.float64,
-    mask: torch.Tensor | None = None,
+    row_mask: torch.Tensor | None = None,
     sink: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Merge ``partial_out [N, T, H, D]`` by ``partial_lse [N, T, H]`` (base ``base``).
 
-    ``mask [N, T]``: rows a shard holds no keys for (zero entries) count as empty. ``sink [H]``:
+    ``row_mask [N, T]``: rows a shard holds no keys for (zero entries) count as empty. ``sink [H]``:
     per-head sink logits in natural-log units, added once (module docstring).
     Returns ``(out [T, H, D], lse [T, H])`` in ``dtype``; the LSE in ``lse_out_base`` (default:
     the input base).
     """
     o = partial_out.to(dtype)
-    lse = _with_sink(_masked(partial_lse.to(dtype), mask), sink, base)
+    lse = _with_sink(_masked(partial_lse.to(dtype), row_mask), sink, base)
     w, merged = _weights(lse, base)
     w = w[: o.shape[0]].unsqueeze(-1)  # [N, T, H, 1]; the sink's weight multiplies o = 0
     out = torch.where(w > 0, w * o, 0.0).sum(dim=0)  # [T, H, D]
@@ -143,37 +143,37 @@ def rescale_reference(
     base: str,
     lse_out_base: str | None = None,
     dtype: torch.dtype = torch.float64,
-    mask: torch.Tensor | None = None,
+    row_mask: torch.Tensor | None = None,
     sink: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Scale one rank's ``partial_out [T, H, D]`` by ``w_rank`` from the gathered
     ``all_lse [N, T, H]``, so that summing the results over ranks gives the merge.
 
-    ``mask [N, T]`` and ``sink [H]`` as in :func:`merge_reference`: the sink enters every rank's
+    ``row_mask [N, T]`` and ``sink [H]`` as in :func:`merge_reference`: the sink enters every rank's
     denominator (and the merged LSE), so the sum over ranks is the merge with the sink.
     Returns ``(scaled [T, H, D], merged lse [T, H])`` in ``dtype``.
     """
     if not 0 <= rank < all_lse.shape[0]:
         raise ValueError(f"rank {rank} is outside the {all_lse.shape[0]} gathered LSEs")
-    w, merged = _weights(_with_sink(_masked(all_lse.to(dtype), mask), sink, base), base)
+    w, merged = _weights(_with_sink(_masked(all_lse.to(dtype), row_mask), sink, base), base)
     w_r = w[rank].unsqueeze(-1)  # [T, H, 1]
     out = torch.where(w_r > 0, w_r * partial_out.to(dtype), 0.0)
     return out, _convert_base(merged, base, lse_out_base)
 
 
 def pack_a2a_reference(partial_out: torch.Tensor, lse: torch.Tensor, world: int,
-                       mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                       row_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The all-to-all message of one rank: ``partial_out [T, H, D]`` and ``lse [T, H]`` split by
     heads into ``world`` destinations → ``(o [N, T, H/N, D]`` in ``partial_out``'s dtype,
-    ``lse [N, T, H/N]`` float32). Rows a ``mask [T]`` marks empty send ``o = 0`` and
+    ``lse [N, T, H/N]`` float32). Rows a ``row_mask [T]`` marks empty send ``o = 0`` and
     ``lse = −inf``, so the receiver's merge gives them weight 0 whatever the kernel wrote."""
     t, h, d = partial_out.shape
     if h % world:
         raise ValueError(f"num_heads={h} is not divisible by world={world}")
     o = partial_out.view(t, world, h // world, d).transpose(0, 1)  # [N, T, H/N, D]
     x = lse.to(torch.float32).view(t, world, h // world).transpose(0, 1)  # [N, T, H/N]
-    if mask is not None:
-        keep = mask.to(torch.bool).view(1, t, 1)
+    if row_mask is not None:
+        keep = row_mask.to(torch.bool).view(1, t, 1)
         o = torch.where(keep.unsqueeze(-1), o, 0.0)
         x = torch.where(keep, x, -math.inf)
     return o.contiguous(), x.contiguous()

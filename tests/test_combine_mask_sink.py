@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attn_contracts.combine import merge, merge_reference, rescale, rescale_reference
-from attn_contracts.combine.reference import row_mask, sink_in_base
+from attn_contracts.combine.reference import rows_from_lens, sink_in_base
 from fixtures.tensors import assert_close_to, assert_lse_close, partials, poisoned
 
 LN = {"e": 1.0, "2": math.log(2.0)}
@@ -52,8 +52,8 @@ def test_masked_rows_get_weight_zero_whatever_they_hold(
     mask = keep.to(mask_dtype)
     out = poisoned((t, h, d), dtype, device)
     lse_out = poisoned((t, h), torch.float32, device)
-    merge(o.to(device), lse.to(device), base=base, out=out, lse_out=lse_out, mask=mask.to(device))
-    ref_o, ref_lse = merge_reference(o, lse, base=base, mask=mask)
+    merge(o.to(device), lse.to(device), base=base, out=out, lse_out=lse_out, row_mask=mask.to(device))
+    ref_o, ref_lse = merge_reference(o, lse, base=base, row_mask=mask)
     assert_close_to(out.cpu(), ref_o, dtype)
     assert_lse_close(lse_out.cpu(), ref_lse)
     # the mask is the same as the shard being truly empty
@@ -62,25 +62,25 @@ def test_masked_rows_get_weight_zero_whatever_they_hold(
     torch.testing.assert_close(ref_lse, plain_lse, atol=0, rtol=0)
     assert not out.isnan().any() and (out[t - 1] == 0).all() and (lse_out[t - 1] == -math.inf).all()
     for r in range(n):
-        got = rescale(o[r].to(device), lse.to(device), r, base=base, mask=mask.to(device))
-        assert_close_to(got.cpu(), rescale_reference(o[r], lse, r, base=base, mask=mask)[0], dtype)
+        got = rescale(o[r].to(device), lse.to(device), r, base=base, row_mask=mask.to(device))
+        assert_close_to(got.cpu(), rescale_reference(o[r], lse, r, base=base, row_mask=mask)[0], dtype)
         assert not got.isnan().any()
 
 
 def test_local_lengths_with_uniform_q_len_are_read_in_the_kernel(device: str) -> None:
     n, b, q, h, d = 3, 4, 2, 2, 32
     lens = torch.tensor([[5, 0, 3, 0], [0, 0, 7, 1], [2, 0, 0, 9]], dtype=torch.int32)
-    keep = row_mask(lens, q)  # [N, B·q]
+    keep = rows_from_lens(lens, q)  # [N, B·q]
     assert keep.shape == (n, b * q) and not keep[:, 2:4].any()  # request 1 has no keys anywhere
     o, lse = partials(n, b * q, h, d, torch.float32, seed=5, specials=False)
     _garbage_rows(o, lse, keep)
     out, lse_out = merge(o.to(device), lse.to(device), base="2", return_lse=True,
                          lens=lens.to(device))
-    ref_o, ref_lse = merge_reference(o, lse, base="2", mask=keep)
+    ref_o, ref_lse = merge_reference(o, lse, base="2", row_mask=keep)
     assert_close_to(out.cpu(), ref_o, torch.float32)
     assert_lse_close(lse_out.cpu(), ref_lse)
     r = rescale(o[2].to(device), lse.to(device), 2, base="2", lens=lens.long().to(device))
-    assert_close_to(r.cpu(), rescale_reference(o[2], lse, 2, base="2", mask=keep)[0],
+    assert_close_to(r.cpu(), rescale_reference(o[2], lse, 2, base="2", row_mask=keep)[0],
                     torch.float32)
 
 
@@ -128,16 +128,16 @@ def test_all_empty_row_with_a_sink_gives_zero_and_the_sink(base: str, device: st
     _garbage_rows(o, lse, keep)
     sink = torch.tensor([1.25, -2.0])
     out, lse_out = merge(o.to(device), lse.to(device), base=base, return_lse=True,
-                         mask=keep.to(device), sink=sink.to(device))
+                         row_mask=keep.to(device), sink=sink.to(device))
     want = (sink / LN[base]).float()
     for row in (0, 1):
         assert (out[row] == 0).all()
         torch.testing.assert_close(lse_out[row].cpu(), want, atol=1e-6, rtol=1e-6)
-    ref_o, ref_lse = merge_reference(o, lse, base=base, mask=keep, sink=sink)
+    ref_o, ref_lse = merge_reference(o, lse, base=base, row_mask=keep, sink=sink)
     assert (ref_o[:2] == 0).all()
     torch.testing.assert_close(ref_lse[:2], (sink.double() / LN[base]).expand(2, h), atol=1e-12,
                                rtol=0)
-    r = rescale(o[1].to(device), lse.to(device), 1, base=base, mask=keep.to(device),
+    r = rescale(o[1].to(device), lse.to(device), 1, base=base, row_mask=keep.to(device),
                 sink=sink.to(device))
     assert (r[:2] == 0).all() and not r.isnan().any()
 
@@ -147,9 +147,9 @@ def test_torch_path_takes_mask_and_sink(monkeypatch: pytest.MonkeyPatch) -> None
     keep = _mask(3, 4, seed=1, strided=False)
     _garbage_rows(o, lse, keep)
     sink = torch.tensor([0.5, 2.0])
-    via_triton = merge(o, lse, base="e", return_lse=True, mask=keep, sink=sink)
+    via_triton = merge(o, lse, base="e", return_lse=True, row_mask=keep, sink=sink)
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-    via_torch = merge(o, lse, base="e", return_lse=True, mask=keep, sink=sink)
+    via_torch = merge(o, lse, base="e", return_lse=True, row_mask=keep, sink=sink)
     for a, b in zip(via_triton, via_torch, strict=True):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
 
@@ -157,12 +157,12 @@ def test_torch_path_takes_mask_and_sink(monkeypatch: pytest.MonkeyPatch) -> None
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        (dict(mask=torch.ones(3, 4, dtype=torch.bool)), "mask shape"),
-        (dict(mask=torch.ones(2, 5, dtype=torch.bool)), "mask has 5 rows"),
-        (dict(mask=torch.ones(2, 4)), "mask dtype"),
+        (dict(row_mask=torch.ones(3, 4, dtype=torch.bool)), "mask shape"),
+        (dict(row_mask=torch.ones(2, 5, dtype=torch.bool)), "mask has 5 rows"),
+        (dict(row_mask=torch.ones(2, 4)), "mask dtype"),
         (dict(lens=torch.ones(2, 3, dtype=torch.int32)), "uniform q_len"),
         (dict(lens=torch.ones(2, 2)), "lens dtype"),
-        (dict(mask=torch.ones(2, 4, dtype=torch.bool), lens=torch.ones(2, 2, dtype=torch.int32)),
+        (dict(row_mask=torch.ones(2, 4, dtype=torch.bool), lens=torch.ones(2, 2, dtype=torch.int32)),
          "not both"),
         (dict(sink=torch.zeros(4)), "sink must be"),
         (dict(sink=torch.zeros(3, dtype=torch.int32)), "sink must be"),
@@ -200,17 +200,17 @@ def test_mask_sink_and_pack_on_rows_spilled_to_grid_axis_2(monkeypatch: pytest.M
     _garbage_rows(o, lse, keep)
     sink = torch.tensor([0.1, -1.0, 2.0, 0.0])
     out, lse_out = poisoned((t, h, d), torch.float32), poisoned((t, h), torch.float32)
-    merge(o, lse, base="2", out=out, lse_out=lse_out, mask=keep, sink=sink)
-    ref_o, ref_lse = merge_reference(o, lse, base="2", mask=keep, sink=sink)
+    merge(o, lse, base="2", out=out, lse_out=lse_out, row_mask=keep, sink=sink)
+    ref_o, ref_lse = merge_reference(o, lse, base="2", row_mask=keep, sink=sink)
     assert_close_to(out, ref_o, torch.float32)
     assert_lse_close(lse_out, ref_lse)
-    r = rescale(o[1], lse, 1, base="2", mask=keep, sink=sink)
-    assert_close_to(r, rescale_reference(o[1], lse, 1, base="2", mask=keep, sink=sink)[0],
+    r = rescale(o[1], lse, 1, base="2", row_mask=keep, sink=sink)
+    assert_close_to(r, rescale_reference(o[1], lse, 1, base="2", row_mask=keep, sink=sink)[0],
                     torch.float32)
     o_bytes = t * (h // n) * d * 4
     send = torch.full((n, o_bytes + t * (h // n) * 4), 0xFF, dtype=torch.uint8)
-    pack_a2a(o[0], lse[0], send, o_bytes=o_bytes, mask=keep[0])
-    ref_po, ref_pl = pack_a2a_reference(o[0], lse[0], n, mask=keep[0])
+    pack_a2a(o[0], lse[0], send, o_bytes=o_bytes, row_mask=keep[0])
+    ref_po, ref_pl = pack_a2a_reference(o[0], lse[0], n, row_mask=keep[0])
     torch.testing.assert_close(send[:, :o_bytes].view(torch.float32).view(n, t, h // n, d), ref_po,
                                atol=0, rtol=0)
     torch.testing.assert_close(send[:, o_bytes:].view(torch.float32).view(n, t, h // n), ref_pl,

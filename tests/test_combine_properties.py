@@ -57,7 +57,7 @@ def test_split_then_merge_with_a_sink_equals_full_attention_with_the_sink(
         empty = sizes == 0
         o_parts[empty] = math.nan  # what a kernel that never ran may leave
         lse_parts[empty] = 1e4
-    out, lse = merge(o_parts, lse_parts, base=base, return_lse=True, mask=mask, sink=sink)
+    out, lse = merge(o_parts, lse_parts, base=base, return_lse=True, row_mask=mask, sink=sink)
     full_o, full_lse = attention_with_sink(q, k, v, sink, base)
     torch.testing.assert_close(out.double(), full_o, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(lse.double(), full_lse, atol=1e-5, rtol=1e-5)

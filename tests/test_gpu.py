@@ -179,29 +179,29 @@ def _garbage_where_masked(o: torch.Tensor, lse: torch.Tensor, keep: torch.Tensor
 @pytest.mark.parametrize(("n", "t", "h", "d"), [(2, 64, 32, 128), (4, 1, 128, 512), (8, 33, 16, 80)])
 def test_row_mask_on_cuda(n: int, t: int, h: int, d: int, form: str, base: str,
                           device: str) -> None:
-    from attn_contracts.combine.reference import row_mask
+    from attn_contracts.combine.reference import rows_from_lens
 
     o, lse = partials(n, t, h, d, torch.bfloat16, seed=n * t, specials=False, device=device)
     g = torch.Generator(device=device).manual_seed(t)
     if form == "lens":
         q = 1 if t in (1, 33) else 2
         lens = (torch.rand(n, t // q, device=device, generator=g) > 0.3).int() * 5
-        keep, kw = row_mask(lens, q), {"lens": lens}
+        keep, kw = rows_from_lens(lens, q), {"lens": lens}
     else:
         keep = torch.rand(n, t, device=device, generator=g) > 0.3
         keep[:, -1] = False
         mask = keep.to(torch.uint8).t().contiguous().t() if form == "uint8_strided" else keep
-        kw = {"mask": mask}
+        kw = {"row_mask": mask}
     _garbage_where_masked(o, lse, keep)
     out = poisoned((t, h, d), torch.bfloat16, device)
     lse_out = poisoned((t, h), torch.float32, device)
     merge(o, lse, base=base, out=out, lse_out=lse_out, **kw)
-    ref_o, ref_lse = merge_reference(o.cpu(), lse.cpu(), base=base, mask=keep.cpu())
+    ref_o, ref_lse = merge_reference(o.cpu(), lse.cpu(), base=base, row_mask=keep.cpu())
     assert_close_to(out.cpu(), ref_o, torch.bfloat16)
     assert_lse_close(lse_out.cpu(), ref_lse)
     r = rescale(o[n - 1], lse, n - 1, base=base, **kw)
     assert_close_to(r.cpu(), rescale_reference(o[n - 1].cpu(), lse.cpu(), n - 1, base=base,
-                                               mask=keep.cpu())[0], torch.bfloat16)
+                                               row_mask=keep.cpu())[0], torch.bfloat16)
 
 
 @pytest.mark.parametrize("base", ["e", "2"])
@@ -213,8 +213,8 @@ def test_sink_on_cuda_and_all_empty_rows_give_the_sink(n: int, t: int, h: int, d
     keep = torch.ones(n, t, dtype=torch.bool, device=device)
     keep[:, 0] = False  # row 0 empty everywhere: o = 0, LSE = s'
     _garbage_where_masked(o, lse, keep)
-    out, lse_out = merge(o, lse, base=base, return_lse=True, mask=keep, sink=sink)
-    ref_o, ref_lse = merge_reference(o.cpu(), lse.cpu(), base=base, mask=keep.cpu(),
+    out, lse_out = merge(o, lse, base=base, return_lse=True, row_mask=keep, sink=sink)
+    ref_o, ref_lse = merge_reference(o.cpu(), lse.cpu(), base=base, row_mask=keep.cpu(),
                                      sink=sink.cpu())
     assert_close_to(out.cpu(), ref_o, torch.bfloat16)
     assert_lse_close(lse_out.cpu(), ref_lse)
@@ -223,7 +223,7 @@ def test_sink_on_cuda_and_all_empty_rows_give_the_sink(n: int, t: int, h: int, d
     torch.testing.assert_close(lse_out[0], sink / ln_b, atol=1e-5, rtol=1e-6)
     total = torch.zeros(t, h, d, dtype=torch.float64)
     for r in range(n):
-        total += rescale(o[r], lse, r, base=base, out_dtype=torch.float32, mask=keep,
+        total += rescale(o[r], lse, r, base=base, out_dtype=torch.float32, row_mask=keep,
                          sink=sink).cpu().double()
     torch.testing.assert_close(total, ref_o, atol=2e-2, rtol=2e-2)
 
@@ -245,9 +245,9 @@ def test_pack_a2a_on_cuda(world: int, t: int, h: int, d: int, layout: str, devic
     piece = o_bytes + -(-t * hc * 4 // 16) * 16
     for mask in (None, keep):
         send = torch.full((world, piece), 0xFF, dtype=torch.uint8, device=device)
-        pack_a2a(o, lse, send, o_bytes=o_bytes, mask=mask)
+        pack_a2a(o, lse, send, o_bytes=o_bytes, row_mask=mask)
         ref_o, ref_lse = pack_a2a_reference(o.cpu(), lse.cpu(), world,
-                                            mask=None if mask is None else mask.cpu())
+                                            row_mask=None if mask is None else mask.cpu())
         got_o = send[:, : t * hc * d * 2].view(torch.bfloat16).view(world, t, hc, d)
         got_lse = send[:, o_bytes : o_bytes + t * hc * 4].view(torch.float32).view(world, t, hc)
         assert torch.equal(got_o.cpu(), ref_o) and torch.equal(got_lse.cpu(), ref_lse)
@@ -321,10 +321,10 @@ def test_mask_and_sink_in_a_cuda_graph(device: str) -> None:
     sink = torch.zeros(h, device=device)
     out = torch.empty(t, h, d, dtype=torch.bfloat16, device=device)
     lse_out = torch.empty(t, h, device=device)
-    merge(o, lse, base="e", out=out, lse_out=lse_out, mask=keep, sink=sink)
+    merge(o, lse, base="e", out=out, lse_out=lse_out, row_mask=keep, sink=sink)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        merge(o, lse, base="e", out=out, lse_out=lse_out, mask=keep, sink=sink)
+        merge(o, lse, base="e", out=out, lse_out=lse_out, row_mask=keep, sink=sink)
     o2, lse2 = partials(n, t, h, d, torch.bfloat16, seed=3, specials=False, device=device)
     o.copy_(o2)
     lse.copy_(lse2)
@@ -332,7 +332,7 @@ def test_mask_and_sink_in_a_cuda_graph(device: str) -> None:
     sink.copy_(torch.randn(h, device=device))
     g.replay()
     torch.cuda.synchronize()
-    ref_o, ref_lse = merge_reference(o2.cpu(), lse2.cpu(), base="e", mask=keep.cpu(),
+    ref_o, ref_lse = merge_reference(o2.cpu(), lse2.cpu(), base="e", row_mask=keep.cpu(),
                                      sink=sink.cpu())
     assert_close_to(out.cpu(), ref_o, torch.bfloat16)
     assert_lse_close(lse_out.cpu(), ref_lse)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attn_contracts.combine import pack_a2a
-from attn_contracts.combine.reference import pack_a2a_reference, row_mask
+from attn_contracts.combine.reference import pack_a2a_reference, rows_from_lens
 
 _ALIGN = 16
 
@@ -62,11 +62,11 @@ def test_pack_matches_the_torch_copies_and_the_reference(
     o, lse = _inputs(t, h, d, dtype, layout, seed=world * 10 + t, strided_o=d % 2 == 0)
     lens = torch.arange(t, dtype=torch.int32) % 3  # rows 0, 3, ... have no keys here
     keep = lens > 0
-    kwargs = {"none": {}, "mask": {"mask": keep}, "lens": {"lens": lens}}[mask_kind]
+    kwargs = {"none": {}, "mask": {"row_mask": keep}, "lens": {"lens": lens}}[mask_kind]
     send, o_bytes = _message(t, hc, d, dtype, world, "cpu")
     assert pack_a2a(o, lse, send, o_bytes=o_bytes, **kwargs) is send
     got_o, got_lse = _read(send, t, hc, d, dtype, o_bytes)
-    ref_o, ref_lse = pack_a2a_reference(o, lse, world, mask=None if mask_kind == "none" else keep)
+    ref_o, ref_lse = pack_a2a_reference(o, lse, world, row_mask=None if mask_kind == "none" else keep)
     torch.testing.assert_close(got_o, ref_o, atol=0, rtol=0, equal_nan=True)
     torch.testing.assert_close(got_lse, ref_lse, atol=0, rtol=0, equal_nan=True)
     # the torch copies (the path without Triton) write the same bytes, padding left alone
@@ -105,7 +105,7 @@ def test_masked_rows_merge_as_empty_after_the_exchange() -> None:
     for r in range(world):
         send, o_bytes = _message(t, hc, d, torch.float32, world, "cpu")
         sends.append(pack_a2a(*outs[r], send, o_bytes=o_bytes, lens=lens[r]))
-    keep = row_mask(torch.stack(lens), 1)  # [N, T]
+    keep = rows_from_lens(torch.stack(lens), 1)  # [N, T]
     for j in range(world):  # rank j receives row j of every rank's message
         recv = torch.stack([s[j] for s in sends])
         o_recv, lse_recv = _read(recv, t, hc, d, torch.float32, o_bytes)
@@ -113,7 +113,7 @@ def test_masked_rows_merge_as_empty_after_the_exchange() -> None:
         heads = slice(j * hc, (j + 1) * hc)
         o_all = torch.stack([x[0][:, heads] for x in outs])
         lse_all = torch.stack([x[1][:, heads] for x in outs])
-        ref_o, ref_lse = merge_reference(o_all, lse_all, base="e", mask=keep)
+        ref_o, ref_lse = merge_reference(o_all, lse_all, base="e", row_mask=keep)
         torch.testing.assert_close(out.double(), ref_o, atol=1e-6, rtol=1e-6)
         torch.testing.assert_close(lse_out.double(), ref_lse, atol=1e-6, rtol=1e-6)
         assert (out[1] == 0).all() and (lse_out[1] == -math.inf).all()
@@ -126,7 +126,7 @@ def test_masked_rows_merge_as_empty_after_the_exchange() -> None:
     (lambda s: pack_a2a(torch.randn(2, 4, 8), torch.randn(2, 4), s.float(), o_bytes=64),
      "uint8"),
     (lambda s: pack_a2a(torch.randn(2, 4, 4), torch.randn(2, 4), s, o_bytes=64,
-                        mask=torch.ones(3, dtype=torch.bool)), "mask has 3 rows"),
+                        row_mask=torch.ones(3, dtype=torch.bool)), "mask has 3 rows"),
 ])
 def test_pack_rejects_bad_inputs(call, message: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=message):
