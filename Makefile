@@ -23,9 +23,16 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile -q
 
+# import-linter reads a built copy: the editable install maps backends/ and combine/ by a path hook
+IMPORTS_SITE := $(VENV)/imports-site
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check attn_contracts backends combine tests bench examples
 	$(VENV)/bin/mypy
+	rm -rf $(IMPORTS_SITE) build
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation --no-compile --target $(IMPORTS_SITE) .
+	rm -rf build
+	cd $(IMPORTS_SITE) && PYTHONPATH=. $(CURDIR)/$(VENV)/bin/lint-imports --no-cache $(CURDIR)/pyproject.toml
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -7,6 +7,8 @@ the runnable backends in :mod:`attn_contracts.backends`.
 """
 
 from attn_contracts.bridge import record_from_impl
+from attn_contracts.checks import check_edge, check_setting
+from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, ContractError, Finding
 from attn_contracts.records import CapabilityRecord, DecodeSpec, LseSpec, NoLse
 from attn_contracts.registry import (
@@ -18,13 +20,16 @@ from attn_contracts.registry import (
     records,
     register,
 )
-from attn_contracts.startup import validate_startup
+from attn_contracts.setting import CombineSetting
+from attn_contracts.startup import check_startup, validate_startup
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CapabilityRecord",
     "Code",
+    "CombineSetting",
+    "ConsumerRecord",
     "ContractError",
     "DecodeSpec",
     "Finding",
@@ -32,6 +37,9 @@ __all__ = [
     "NoLse",
     "Registry",
     "UnknownRecordError",
+    "check_edge",
+    "check_setting",
+    "check_startup",
     "default_registry",
     "get",
     "load_records",

@@ -1,7 +1,8 @@
-"""Checks over records: pure functions from data to findings (no I/O, no raising).
+"""Every reason a record, a setting or an edge is refused: pure functions from data to findings.
 
-Each check derives its verdict from the record's fields, so adding a capability to the record
-means adding data, not a new method per backend.
+This is the one place refusals live (the registry, startup, the planner and the CLI only call
+these), and each check returns *all* its findings, so a caller reports every problem at once. Each
+verdict is derived from the records' fields: a new capability is new data, not a new method.
 """
 
 from __future__ import annotations
@@ -9,22 +10,24 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
 from attn_contracts.findings import Code, Finding
-from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import BASES, CapabilityRecord, LseSpec
+from attn_contracts.setting import HEAD_SCATTERED_MODES, OUT_DTYPES, CombineSetting
 
-__all__ = ["check_backend_known", "check_combinable", "check_dcp", "check_heads_divisible",
-           "check_unique"]
+__all__ = ["check_backend_known", "check_combinable", "check_dcp", "check_edge",
+           "check_heads_divisible", "check_setting", "check_unique"]
 
 
-def check_unique(records: Sequence[CapabilityRecord]) -> list[Finding]:
-    """``AC005`` for every name used by more than one (different) record."""
-    counts = Counter(r.name for r in set(records))
-    names = sorted(counts)
+def check_unique(records: Sequence[CapabilityRecord | ConsumerRecord]) -> list[Finding]:
+    """``AC005`` for every name used by more than one (different) record of one role."""
+    counts = Counter((type(r).__name__, r.name) for r in set(records))
+    names = sorted({r.name for r in records})
     return [
         Finding(Code.AC005, name, f"{n} different records are named {name!r}",
                 "give each kernel variant and call mode its own name", "name", name,
                 f"unique names (all: {', '.join(names)})")
-        for name, n in sorted(counts.items()) if n > 1
+        for (_, name), n in sorted(counts.items(), key=lambda kv: kv[0][1]) if n > 1
     ]
 
 
@@ -51,8 +54,8 @@ def check_dcp(record: CapabilityRecord, world_size: int) -> list[Finding]:
     """``AC006``: DCP combines partial outputs by their LSE, so a backend without one cannot shard."""
     if world_size <= 1:
         return []
-    return _needs_lse(record, f"dcp_world_size={world_size}",
-                      "choose a backend that returns LSE, or run with dcp_world_size=1")
+    return _needs_lse(record, f"world_size={world_size}",
+                      "choose a backend that returns LSE, or run with world_size=1")
 
 
 def check_combinable(record: CapabilityRecord, mode: str) -> list[Finding]:
@@ -70,3 +73,173 @@ def check_heads_divisible(record: CapabilityRecord, num_heads: int, world_size: 
                         "use mode 'ar', or a world size that divides the head count", "num_heads",
                         num_heads, f"a multiple of {world_size}")]
     return []
+
+
+def _readable(record: CapabilityRecord, s: CombineSetting) -> list[Finding]:
+    """``AC015``: settings the record says its kernel cannot produce."""
+    out: list[Finding] = []
+    spec = record.lse
+    if isinstance(spec, LseSpec) and spec.padded_heads and s.num_heads > spec.padded_heads:
+        out.append(Finding(Code.AC015, record.name, f"num_heads={s.num_heads} exceeds the "
+                           f"{spec.padded_heads} padded LSE head slots", field="lse.padded_heads",
+                           found=s.num_heads, allowed=f"<= {spec.padded_heads}"))
+    if s.head_dim not in record.decode.head_dims:
+        out.append(Finding(Code.AC015, record.name, f"head_dim={s.head_dim} is not one the kernel "
+                           f"produces", field="decode.head_dims", found=s.head_dim,
+                           allowed=", ".join(map(str, record.decode.head_dims))))
+    if s.out_dtype not in OUT_DTYPES:  # unreachable through the model; kept for model_construct
+        out.append(Finding(Code.AC015, record.name, f"out_dtype {s.out_dtype} is not supported",
+                           field="out_dtype", found=s.out_dtype, allowed=", ".join(OUT_DTYPES)))
+    return out
+
+
+def _sink_once(record: CapabilityRecord, s: CombineSetting) -> list[Finding]:
+    """``AC024``: a sink inside each partial's LSE is counted once per partial by the merge."""
+    spec = record.lse
+    if not (isinstance(spec, LseSpec) and spec.includes_sink and s.world_size > 1):
+        return []
+    return [Finding(Code.AC024, record.name, f"lse.includes_sink = true with world_size="
+                    f"{s.world_size}: merging {s.world_size} partials that each include the sink "
+                    f"counts it {s.world_size} times",
+                    "run the kernel without the sink (a record with includes_sink = false) and "
+                    "plan with sink=True: the plan adds the sink once after the merge",
+                    "lse.includes_sink", True, "false (the plan applies the sink)")]
+
+
+def check_setting(record: CapabilityRecord, setting: CombineSetting) -> list[Finding]:
+    """Every reason ``record`` cannot be combined as ``setting`` says (``AC006``, ``AC010``,
+    ``AC015``, ``AC024``), all at once."""
+    findings = check_combinable(record, setting.mode)
+    if setting.mode in HEAD_SCATTERED_MODES:
+        findings += check_heads_divisible(record, setting.num_heads, setting.world_size,
+                                          setting.mode)
+    return findings + _readable(record, setting) + _sink_once(record, setting)
+
+
+# --- edges: producer → consumer --------------------------------------------------------------------
+def _edge(code: Code, producer: CapabilityRecord, consumer: ConsumerRecord, field: str,
+          message: str, found: object, allowed: str, hint: str = "") -> Finding:
+    return Finding(code, f"{producer.name} -> {consumer.name}",
+                   f"{producer.name} feeds {consumer.name}: {message}", hint, field, found,
+                   allowed)
+
+
+def _edge_base(p: CapabilityRecord, spec: LseSpec, c: ConsumerRecord,
+               keyword_value: str | None) -> list[Finding]:
+    if isinstance(c.base, FixedBase):
+        if c.base.base == spec.base:
+            return []
+        return [_edge(Code.AC016, p, c, "base", f"the producer emits base-{spec.base} LSE, the "
+                      f"consumer assumes base {c.base.base}", spec.base, f'"{c.base.base}"',
+                      "use a consumer of the producer's base, or convert the LSE first "
+                      "(× ln 2 for base 2 → e, × log2 e for e → 2)")]
+    kb: KeywordBase = c.base
+    literal = keyword_value if keyword_value is not None else kb.default
+    if literal is None:
+        return []  # a required keyword: the call site decides, the linter checks it
+    chosen = kb.base_of(literal)
+    if chosen == spec.base:
+        return []
+    need = kb.keyword_for(spec.base)
+    how = "passes" if keyword_value is not None else "omits it and gets the default"
+    hint = (f"pass {kb.keyword}={need}" if need else
+            f"{c.name} cannot take base-{spec.base} LSE; convert it first")
+    return [_edge(Code.AC016, p, c, f"base.{kb.keyword}", f"the producer emits base-{spec.base} "
+                  f"LSE, the call {how} {kb.keyword}={literal} (base {chosen})", literal,
+                  f"{kb.keyword}={need}" if need else "no value fits", hint)]
+
+
+def _edge_empty(p: CapabilityRecord, spec: LseSpec, c: ConsumerRecord) -> list[Finding]:
+    out: list[Finding] = []
+    policy = c.empty
+    if spec.empty_row == "undefined" and not policy.accepts_row_mask:
+        out.append(_edge(Code.AC018, p, c, "empty.accepts_row_mask", "the producer leaves empty "
+                         "rows undefined (garbage) and the consumer takes no row mask",
+                         "undefined", "a consumer that masks rows by the engine's lengths",
+                         "combine with a plan given row_mask=True"))
+    elif spec.empty_row != "undefined" and spec.empty_row not in policy.reads_as_empty:
+        out.append(_edge(Code.AC018, p, c, "empty.reads_as_empty", f"empty rows carry LSE "
+                         f"{spec.empty_row}, which the consumer does not read as empty",
+                         spec.empty_row, ", ".join(policy.reads_as_empty) or "(nothing)",
+                         "sanitise the LSE first (NaN/+inf → -inf) or use a consumer that does"))
+    if policy.all_empty == "nan":
+        out.append(_edge(Code.AC018, p, c, "empty.all_empty", "a row empty on every shard (a "
+                         "padded CUDA-graph row, a zero-length request) comes out as 0/0 = NaN",
+                         "nan", "zero", "mask those rows or use a consumer that yields 0"))
+    if spec.empty_row in ("nan", "undefined") and not policy.zero_weight_nan_safe:
+        out.append(_edge(Code.AC018, p, c, "empty.zero_weight_nan_safe", "empty shards may hold "
+                         "NaN partials and the consumer multiplies them by a zero weight "
+                         "(0 · NaN = NaN)", False, "true"))
+    return out
+
+
+def _edge_limits(p: CapabilityRecord, c: ConsumerRecord, s: CombineSetting) -> list[Finding]:
+    lim, out = c.limits, []
+    heads, d, n = s.heads_per_launch, s.head_dim, s.world_size
+
+    def limit(field: str, message: str, found: object, allowed: str) -> None:
+        out.append(_edge(Code.AC019, p, c, f"limits.{field}", message, found, allowed))
+
+    if lim.head_dims is not None and d not in lim.head_dims:
+        limit("head_dims", f"head_dim={d} is not one it takes", d,
+              ", ".join(map(str, lim.head_dims)))
+    if lim.pow2_head_dim and d & (d - 1):
+        limit("pow2_head_dim", f"head_dim={d} is not a power of two", d, "a power of two")
+    if lim.pow2_states and n & (n - 1):
+        limit("pow2_states", f"{n} partials is not a power of two", n, "a power of two")
+    if lim.max_states is not None and n > lim.max_states:
+        limit("max_states", f"{n} partials exceed its maximum", n, f"<= {lim.max_states}")
+    if lim.max_heads_x_head_dim is not None and heads * d > lim.max_heads_x_head_dim:
+        limit("max_heads_x_head_dim", f"heads × head_dim = {heads} × {d} = {heads * d}",
+              heads * d, f"<= {lim.max_heads_x_head_dim}")
+    if lim.threads is not None:
+        threads = lim.threads.threads(heads, d, s.out_dtype_bytes)
+        if threads > lim.threads.max_threads:
+            limit("threads", f"{heads} heads × head_dim {d} ({s.out_dtype}) needs a block of "
+                  f"{threads} threads (the launch fails)", threads,
+                  f"<= {lim.threads.max_threads}")
+    return out
+
+
+def _edge_layout_dtype(p: CapabilityRecord, spec: LseSpec, c: ConsumerRecord,
+                       s: CombineSetting | None) -> list[Finding]:
+    out: list[Finding] = []
+    layouts = c.lse.layouts
+    if spec.layout not in layouts:
+        out.append(_edge(Code.AC017, p, c, "lse.layouts", f"the producer writes LSE as "
+                         f"{spec.layout}, the consumer reads {', '.join(layouts)}", spec.layout,
+                         ", ".join(layouts), "transpose the LSE (a strided view is not enough "
+                         "for a kernel that assumes contiguity) or use a consumer of that layout"))
+    dtype = spec.dtype if spec.dtype != "query" else (s.out_dtype if s else None)
+    if dtype is not None and dtype not in c.lse.dtypes:
+        out.append(_edge(Code.AC020, p, c, "lse.dtypes", f"the producer's LSE is {dtype}",
+                         dtype, ", ".join(c.lse.dtypes), "cast the LSE to float32 first"))
+    return out
+
+
+def check_edge(producer: CapabilityRecord, consumer: ConsumerRecord,
+               setting: CombineSetting | None = None, *,
+               keyword_value: str | None = None) -> list[Finding]:
+    """Every mismatch on the edge ``producer → consumer`` (``AC016``-``AC020``), all at once.
+
+    ``keyword_value``: the literal the engine passes for a keyword-selected base (``"False"``);
+    None means the call omits it (the consumer's default applies). ``setting``: checks the
+    consumer's launch limits and resolves ``dtype = "query"``."""
+    spec = producer.lse
+    if not isinstance(spec, LseSpec):
+        return _needs_lse(producer, f"combining by {consumer.name}",
+                          "choose a backend that returns LSE")
+    findings = _edge_base(producer, spec, consumer, keyword_value)
+    findings += _edge_layout_dtype(producer, spec, consumer, setting)
+    findings += _edge_empty(producer, spec, consumer)
+    if setting is not None:
+        findings += _edge_limits(producer, consumer, setting)
+    return findings
+
+
+def check_base_name(value: str, field: str) -> list[Finding]:
+    """``AC012`` for a base name outside ``BASES`` (the one base check of every layer)."""
+    if value in BASES:
+        return []
+    return [Finding(Code.AC012, field, f"{field} {value!r} is not an LSE base", field=field,
+                    found=value, allowed=", ".join(map(repr, BASES)))]

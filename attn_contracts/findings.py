@@ -32,6 +32,16 @@ class Code(enum.StrEnum):
     AC013 = "AC013"  # unknown record or backend name
     AC014 = "AC014"  # a plugin could not be loaded
     AC015 = "AC015"  # the combine cannot read what the record declares
+    AC016 = "AC016"  # edge: the consumer assumes another LSE base than the producer emits
+    AC017 = "AC017"  # edge: the consumer reads another LSE layout than the producer writes
+    AC018 = "AC018"  # edge: empty rows the consumer does not treat as empty, or NaN out of it
+    AC019 = "AC019"  # edge: the setting is outside the consumer's limits
+    AC020 = "AC020"  # edge: the consumer does not take the producer's LSE dtype
+    AC021 = "AC021"  # a combine function's base parameter has a default value (lint)
+    AC022 = "AC022"  # a call of a known consumer omits its base keyword (lint)
+    AC023 = "AC023"  # one LSE reaches consumers (or comes from a producer) of another base (lint)
+    AC024 = "AC024"  # a sink inside every rank's LSE would be counted once per rank
+    AC025 = "AC025"  # empty rows are undefined and the call gave no row mask
 
 
 @dataclass(frozen=True)

@@ -19,15 +19,19 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     Strict,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -35,11 +39,17 @@ from pydantic_core import PydanticCustomError
 from attn_contracts.findings import Code, Finding
 
 __all__ = [
+    "ADAPTER_RE",
     "BASES",
+    "NAME_RE",
+    "BaseMap",
     "CapabilityRecord",
     "DecodeSpec",
+    "Frozen",
+    "LibraryVersion",
     "LseSpec",
     "NoLse",
+    "ProducerCall",
     "findings_from_validation_error",
     "hint_for_library",
 ]
@@ -49,16 +59,18 @@ BASES: tuple[str, ...] = ("e", "2")
 LseLayout = Literal["token_head", "head_token"]
 LseDType = Literal["float32", "bfloat16", "float16", "query"]
 DType = Literal["float32", "bfloat16", "float16", "float8_e4m3fn"]
-EmptyRow = Literal["-inf", "+inf", "nan"]
+# "undefined": the kernel cannot run a zero-key row at all (FlashInfer's paged decode), so what it
+# leaves there is garbage; a combine must mask those rows by the engine's own lengths.
+EmptyRow = Literal["-inf", "+inf", "nan", "undefined"]
 
 # A dotted slug; '+' separates a call mode ("flashinfer.mla.fa3+basee").
-_NAME_RE = r"^[a-z][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*(\+[a-z0-9][a-z0-9_-]*)*$"
+NAME_RE = r"^[a-z][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*(\+[a-z0-9][a-z0-9_-]*)*$"
 # PEP 440 version specifiers ("", ">=0.2.8", "==0.7.*", ">=2.6,<3"); kept as a pattern so the contract
 # needs pydantic alone.
 _CLAUSE = (r"\s*(~=|===|==|!=|<=|>=|<|>)\s*v?\d+(\.\d+)*(\.\*)?((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?"
            r"(\+[a-z0-9.]+)?\s*")
 _SPEC_RE = re.compile(rf"^({_CLAUSE}(,{_CLAUSE})*)?$", re.IGNORECASE)
-_ADAPTER_RE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_.]*$"
+ADAPTER_RE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_.]*$"
 _CC_RE = r"^\d+\.\d+$"
 
 # Which fields of an LseSpec make sense only when LSE is returned (AC004 if given with "none").
@@ -92,6 +104,7 @@ def _check_specifier(value: str) -> str:
 
 
 StrictStr = Annotated[str, Strict()]
+LibraryVersion = Annotated[str, Strict(), AfterValidator(_check_specifier)]
 StrictInt = Annotated[int, Strict()]
 StrictBool = Annotated[bool, Strict()]
 # Sequences arrive as lists from TOML/JSON and as tuples from Python; they are stored as tuples so the
@@ -101,11 +114,11 @@ HeadDims = Annotated[tuple[Annotated[int, Strict(), Field(gt=0)], ...],
 DTypes = Annotated[tuple[DType, ...], Field(strict=False, min_length=1)]
 
 
-class _Frozen(BaseModel):
+class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
 
 
-class NoLse(_Frozen):
+class NoLse(Frozen):
     """The kernel returns no LSE: its partial outputs cannot be combined across DCP ranks."""
 
     returns: Literal["none"] = "none"
@@ -125,7 +138,7 @@ class NoLse(_Frozen):
         return data
 
 
-class LseSpec(_Frozen):
+class LseSpec(Frozen):
     """How to read the LSE a kernel returns.
 
     ``base``      log base of the LSE: ``"e"`` (ln Σ e^s) or ``"2"`` (log2 Σ 2^s'); required.
@@ -164,7 +177,7 @@ class LseSpec(_Frozen):
 LseDecl = Annotated[LseSpec | NoLse, Field(discriminator="returns")]
 
 
-class DecodeSpec(_Frozen):
+class DecodeSpec(Frozen):
     """The decode call: output layout, head dims and dtypes it supports, where it runs."""
 
     attention: Literal["mha", "mla"]
@@ -176,18 +189,51 @@ class DecodeSpec(_Frozen):
     max_compute_capability: Annotated[str, Strict(), Field(pattern=_CC_RE)] | None = None
 
 
-class CapabilityRecord(_Frozen):
+def _pairs(value: Any) -> Any:
+    return tuple(value.items()) if isinstance(value, Mapping) else value
+
+
+# Small string-keyed tables (``{"True" = "e"}`` in TOML) are kept as sorted pairs so a record stays
+# hashable; they serialise, and appear in the JSON schema, as the tables they are written as.
+_AS_PAIRS = (BeforeValidator(_pairs), AfterValidator(lambda pairs: tuple(sorted(pairs))),
+             PlainSerializer(dict), Field(strict=False))
+StrMap = Annotated[tuple[tuple[StrictStr, StrictStr], ...], *_AS_PAIRS,
+                   WithJsonSchema({"type": "object", "additionalProperties": {"type": "string"}})]
+BaseMap = Annotated[tuple[tuple[StrictStr, Base], ...], *_AS_PAIRS,
+                    WithJsonSchema({"type": "object", "additionalProperties": {
+                        "type": "string", "enum": list(BASES)}})]
+
+
+class ProducerCall(Frozen):
+    """A call that returns this kernel's LSE, as the linter sees it in engine code.
+
+    ``function``: a dotted path (a function, or ``Class.method`` for a wrapper's ``run``); the
+    linter matches the last name, and for a method also the class the receiver was built from.
+    ``when``: keyword arguments that must be passed with these literal values for the call to
+    return LSE (``{"return_lse": "True"}``). ``lse_index``: the LSE's position in the returned
+    tuple.
+    """
+
+    function: Annotated[str, Strict(),
+                        Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]
+    when: StrMap = ()
+    lse_index: Annotated[int, Strict(), Field(ge=0)] = 1
+
+
+class CapabilityRecord(Frozen):
     """A kernel variant's contract. Frozen and hashable: a registry key and a plan-cache key."""
 
-    name: Annotated[str, Strict(), Field(pattern=_NAME_RE, max_length=120)]
+    name: Annotated[str, Strict(), Field(pattern=NAME_RE, max_length=120)]
     library: Annotated[str, Strict(), Field(min_length=1)]
-    library_version: Annotated[str, Strict(), AfterValidator(_check_specifier)] = ""
+    library_version: LibraryVersion = ""
     source: Annotated[str, Strict(), Field(min_length=1)]
     evidence: Literal["measured", "read_from_code"]
     verified: StrictStr | None = None
-    adapter: Annotated[str, Strict(), Field(pattern=_ADAPTER_RE)] | None = None
+    adapter: Annotated[str, Strict(), Field(pattern=ADAPTER_RE)] | None = None
     lse: LseDecl
     decode: DecodeSpec
+    #: calls the linter recognises as this producer (its LSE then flows to consumers)
+    calls: Annotated[tuple[ProducerCall, ...], Field(strict=False)] = ()
     notes: StrictStr = ""
 
     # --- the design card's names, derived so they can never disagree with `lse` ---
@@ -229,7 +275,8 @@ def findings_from_validation_error(
                 hint_for_library(library if isinstance(library, str) else None),
                 '"e", "2"',
             )
-            field = field or "lse.base"
+            consumer = isinstance(raw, dict) and raw.get("role") == "consumer"
+            field = field or ("base" if consumer else "lse.base")
             field = field if field.endswith("base") else f"{field}.base"
         elif code is Code.AC004:
             message, hint, allowed = e["msg"], "remove them, or declare returns = \"lse\"", ""
@@ -245,9 +292,8 @@ def findings_from_validation_error(
 def _raw_name(raw: Any) -> str:
     if isinstance(raw, dict) and isinstance(raw.get("name"), str):
         return str(raw["name"])
-    if isinstance(raw, CapabilityRecord):
-        return raw.name
-    return "<unnamed record>"
+    name = getattr(raw, "name", None)
+    return name if isinstance(name, str) else "<unnamed record>"
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:

@@ -13,9 +13,10 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
+from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, ContractError, Finding
 from attn_contracts.records import CapabilityRecord
-from attn_contracts.sources import read_file, records_from_object
+from attn_contracts.sources import AnyRecord, read_file, records_from_object
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -32,6 +33,7 @@ ENTRY_POINT_GROUP = "attn_contracts.backends"
 CONTRACT_ATTR = "__attn_contract__"
 
 T = TypeVar("T", bound=type)
+R = TypeVar("R", bound=CapabilityRecord | ConsumerRecord)
 
 
 class UnknownRecordError(ContractError, KeyError):
@@ -46,11 +48,23 @@ def _known(names: Iterable[str]) -> str:
     return ", ".join(listed) if listed else "(none)"
 
 
+def _lookup(table: dict[str, R], name: str, kind: str) -> R:
+    try:
+        return table[name]
+    except KeyError:
+        raise UnknownRecordError(
+            [Finding(Code.AC013, name, f"no {kind} named {name!r}; known: {_known(table)}",
+                     found=name, allowed=_known(table))],
+            f"unknown {kind}",
+        ) from None
+
+
 class Registry:
     """Records by name. ``Registry()`` starts with the built-in catalog; ``builtin=False`` empty."""
 
     def __init__(self, *, builtin: bool = True) -> None:
         self._records: dict[str, CapabilityRecord] = {}
+        self._consumers: dict[str, ConsumerRecord] = {}
         self._builtin_pending = builtin
         #: findings from sources that could not be turned into records (plugins, files)
         self.load_findings: list[Finding] = []
@@ -71,19 +85,24 @@ class Registry:
                     self._add(r)
 
     def get(self, name: str) -> CapabilityRecord:
+        """The producer record ``name``; :class:`UnknownRecordError` lists the known names."""
         self._ensure_builtin()
-        try:
-            return self._records[name]
-        except KeyError:
-            raise UnknownRecordError(
-                [Finding(Code.AC013, name, f"no record named {name!r}; known: "
-                         f"{_known(self._records)}", found=name, allowed=_known(self._records))],
-                "unknown record",
-            ) from None
+        return _lookup(self._records, name, "record")
+
+    def consumer(self, name: str) -> ConsumerRecord:
+        """The consumer record ``name``; :class:`UnknownRecordError` lists the known names."""
+        self._ensure_builtin()
+        return _lookup(self._consumers, name, "consumer record")
 
     def records(self) -> list[CapabilityRecord]:
+        """Every producer record (kernels that emit an LSE)."""
         self._ensure_builtin()
         return list(self._records.values())
+
+    def consumers(self) -> list[ConsumerRecord]:
+        """Every consumer record (functions that combine LSEs)."""
+        self._ensure_builtin()
+        return list(self._consumers.values())
 
     def names(self) -> list[str]:
         return [r.name for r in self.records()]
@@ -99,22 +118,25 @@ class Registry:
         return len(self.records())
 
     # --- adding ------------------------------------------------------------------------------
-    def _add(self, record: CapabilityRecord) -> CapabilityRecord:
-        if record.name in self._records:
-            if self._records[record.name] == record:
+    def _add(self, record: R) -> R:
+        table: dict[str, Any] = (self._consumers if isinstance(record, ConsumerRecord)
+                                 else self._records)
+        if record.name in table:
+            if table[record.name] == record:
                 return record  # re-registering the identical record (a re-import) is harmless
             raise ContractError(
                 [Finding(Code.AC005, record.name, f"a different record named {record.name!r} is "
-                         f"already registered; known: {_known(self._records)}",
+                         f"already registered; known: {_known(table)}",
                          "give each kernel variant and call mode its own name", "name",
                          record.name, "a name not yet registered")],
                 "duplicate record",
             )
-        self._records[record.name] = record
+        table[record.name] = record
         return record
 
-    def add(self, record: CapabilityRecord) -> CapabilityRecord:
-        """Register one record; a different record under the same name is ``AC005``."""
+    def add(self, record: R) -> R:
+        """Register one producer or consumer record; a different record under the same name is
+        ``AC005``."""
         self._ensure_builtin()
         return self._add(record)
 
@@ -129,6 +151,8 @@ class Registry:
         a backend class (``cls.__attn_contract__``); ``@register`` on a class reads the class's
         attached record, or its engine-style attributes through :func:`record_from_impl`.
         """
+        if isinstance(obj, ConsumerRecord):
+            return self.add(obj)
         if isinstance(obj, CapabilityRecord):
             record = self.add(obj)
 
@@ -149,7 +173,7 @@ class Registry:
         raise TypeError(f"register() takes a CapabilityRecord or a backend class, "
                         f"found {type(obj).__name__}")
 
-    def load_file(self, path: str | Path) -> list[CapabilityRecord]:
+    def load_file(self, path: str | Path) -> list[AnyRecord]:
         """Register every record of a file; raise :class:`ContractError` if any is invalid."""
         recs, findings = read_file(path)
         if findings:
@@ -215,7 +239,7 @@ def records() -> list[CapabilityRecord]:
     return default_registry().records()
 
 
-def load_records(path: str | Path) -> list[CapabilityRecord]:
+def load_records(path: str | Path) -> list[AnyRecord]:
     """Read (not register) the records of a TOML/JSON file; :class:`ContractError` if any is bad."""
     recs, findings = read_file(path)
     if findings:

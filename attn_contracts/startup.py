@@ -1,4 +1,9 @@
-"""Engine-startup validation: every problem, in one error, before the first request is served."""
+"""Engine-startup validation: every problem, in one error, before the first request is served.
+
+:func:`check_startup` is the one sequence of checks (``attn-contracts validate`` runs it too);
+:func:`validate_startup` adds the optional probe of the chosen kernel and the rank consensus,
+then raises one :class:`ContractError` listing everything.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +11,31 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from attn_contracts.checks import check_backend_known, check_dcp, check_unique
+from pydantic import ValidationError
+
+from attn_contracts.checks import (
+    check_backend_known,
+    check_dcp,
+    check_edge,
+    check_setting,
+    check_unique,
+)
+from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, ContractError, Finding
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import CONTRACT_ATTR, Registry, default_registry
-from attn_contracts.sources import FileReadError, parse_record, read_file
+from attn_contracts.setting import CombineSetting
+from attn_contracts.sources import AnyRecord, FileReadError, parse_record, read_file
 
-__all__ = ["collect", "validate_startup"]
+__all__ = ["ConsumerUse", "check_startup", "collect", "validate_startup"]
 
-RecordSource = CapabilityRecord | Mapping[str, Any] | type | str | Path
+RecordSource = CapabilityRecord | ConsumerRecord | Mapping[str, Any] | type | str | Path
+#: a consumer the engine calls: its name or record, optionally with the literal it passes for a
+#: keyword-selected base (``("vllm.cp_lse_ag_out_rs", "False")``)
+ConsumerUse = str | ConsumerRecord | tuple[str | ConsumerRecord, str | None]
 
 
-def _collect_one(item: Any) -> tuple[list[CapabilityRecord], list[Finding]]:
+def _collect_one(item: Any) -> tuple[list[AnyRecord], list[Finding]]:
     if isinstance(item, type):
         attached = vars(item).get(CONTRACT_ATTR)
         if isinstance(attached, CapabilityRecord):
@@ -31,18 +49,20 @@ def _collect_one(item: Any) -> tuple[list[CapabilityRecord], list[Finding]]:
             return read_file(item)
         except FileReadError as err:
             return [], [Finding(Code.AC000, str(item), str(err), location=str(item))]
+    if isinstance(item, (CapabilityRecord, ConsumerRecord)):
+        item = item.model_dump()  # re-validated: model_copy(update=...) skips validation
     return parse_record(item)
 
 
-def collect(records: Registry | Iterable[RecordSource] | None) -> tuple[list[CapabilityRecord],
+def collect(records: Registry | Iterable[RecordSource] | None) -> tuple[list[AnyRecord],
                                                                           list[Finding]]:
     """Records and findings from a registry, or from records, raw mappings, engine classes and
     file paths mixed; the default registry when ``records`` is None."""
     if records is None:
         records = default_registry()
     if isinstance(records, Registry):
-        return records.records(), list(records.load_findings)
-    out: list[CapabilityRecord] = []
+        return [*records.records(), *records.consumers()], list(records.load_findings)
+    out: list[AnyRecord] = []
     findings: list[Finding] = []
     for item in records:
         r, f = _collect_one(item)
@@ -51,51 +71,141 @@ def collect(records: Registry | Iterable[RecordSource] | None) -> tuple[list[Cap
     return out, findings
 
 
+def _revalidated(record: CapabilityRecord) -> tuple[CapabilityRecord | None, list[Finding]]:
+    recs, findings = parse_record(record.model_dump())
+    checked = recs[0] if recs and isinstance(recs[0], CapabilityRecord) else None
+    return (record if checked == record else checked), findings  # the caller's object if valid
+
+
+def _consumer_uses(uses: Iterable[ConsumerUse], known: dict[str, ConsumerRecord]
+                   ) -> tuple[list[tuple[ConsumerRecord, str | None]], list[Finding]]:
+    out: list[tuple[ConsumerRecord, str | None]] = []
+    findings: list[Finding] = []
+    for use in uses:
+        target, literal = use if isinstance(use, tuple) else (use, None)
+        if isinstance(target, ConsumerRecord):
+            recs, bad = parse_record(target.model_dump())
+            findings += bad
+            out += [(r, literal) for r in recs if isinstance(r, ConsumerRecord)]
+        elif target in known:
+            out.append((known[target], literal))
+        else:
+            findings.append(Finding(Code.AC013, str(target), f"no consumer record named "
+                                    f"{target!r}; known: {', '.join(sorted(known)) or '(none)'}",
+                                    field="consumer", found=target,
+                                    allowed=", ".join(sorted(known))))
+    return out, findings
+
+
+def _setting(setting: CombineSetting | Mapping[str, Any] | None) -> CombineSetting | None:
+    if setting is None or isinstance(setting, CombineSetting):
+        return None if setting is None else CombineSetting.model_validate(setting.model_dump())
+    return CombineSetting.model_validate(dict(setting))
+
+
+def _world_size(setting: CombineSetting | None, world_size: int | None,
+                dcp_world_size: int | None) -> int:
+    named = {k: v for k, v in (("world_size", world_size), ("dcp_world_size", dcp_world_size),
+                               ("setting.world_size", setting.world_size if setting else None))
+             if v is not None}
+    for name, v in named.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be an int >= 1, found {v!r}")
+    if len(set(named.values())) > 1:
+        raise ValueError(f"the world size is given twice with different values: {named}")
+    return next(iter(named.values()), 1)
+
+
+def check_startup(
+    records: Registry | Iterable[RecordSource] | None = None,
+    *,
+    backend: str | CapabilityRecord | None = None,
+    setting: CombineSetting | Mapping[str, Any] | None = None,
+    world_size: int | None = None,
+    consumers: Iterable[ConsumerUse] = (),
+    load_findings: Iterable[Finding] = (),
+) -> tuple[CapabilityRecord | None, list[AnyRecord], list[Finding]]:
+    """The chosen record (if any), every record seen, and every finding; raises nothing.
+
+    ``setting``: the combine setting (typed, or a mapping of its fields). ``consumers``: the
+    combine functions the engine feeds the backend's LSE into; every edge is checked."""
+    try:
+        typed = _setting(setting)
+    except ValidationError as err:
+        raise ValueError(f"invalid combine setting: {err}") from err
+    world = _world_size(typed, world_size, None)
+    recs, findings = collect(records)
+    findings = [*load_findings, *findings, *check_unique(recs)]
+    producers = {r.name: r for r in recs if isinstance(r, CapabilityRecord)}
+    known_consumers = {r.name: r for r in recs if isinstance(r, ConsumerRecord)}
+    if records is not None and not isinstance(records, Registry):
+        known_consumers = {**{c.name: c for c in default_registry().consumers()},
+                           **known_consumers}
+    chosen: CapabilityRecord | None = None
+    if isinstance(backend, CapabilityRecord):
+        chosen, bad = _revalidated(backend)
+        findings += bad
+    elif backend is not None:
+        findings += check_backend_known(backend, producers)
+        chosen = producers.get(backend)
+    uses, bad = _consumer_uses(consumers, known_consumers)
+    findings += bad
+    if chosen is not None:
+        findings += check_dcp(chosen, world)
+        if typed is not None and chosen.returns_lse:
+            findings += check_setting(chosen, typed)
+        for consumer, literal in uses:
+            findings += check_edge(chosen, consumer, typed, keyword_value=literal)
+    return chosen, recs, findings
+
+
 def validate_startup(
     records: Registry | Iterable[RecordSource] | None = None,
     *,
     backend: str | CapabilityRecord | None = None,
-    dcp_world_size: int = 1,
+    setting: CombineSetting | Mapping[str, Any] | None = None,
+    world_size: int | None = None,
+    dcp_world_size: int | None = None,
+    consumers: Iterable[ConsumerUse] = (),
     group: Any = None,
     probe: bool = False,
     timeout_s: float = 30.0,
     device: str | None = None,
     settings: Mapping[str, Any] | None = None,
 ) -> CapabilityRecord | None:
-    """Check every record and the chosen DCP configuration; raise one :class:`ContractError`.
+    """Check every record, the chosen backend, its combine setting and every producer → consumer
+    edge; raise one :class:`ContractError` listing every problem.
 
-    ``records``: the registry (default), or an iterable of records, raw mappings, engine-style
-    backend classes and TOML/JSON paths. ``backend``: the record (or its name) the engine will run.
-    ``group``: a ``torch.distributed`` process group (None: no exchange); all ranks must then hold
-    identical records, backend, ``dcp_world_size`` and ``settings`` (e.g. the combine's dtype,
-    head count and head dim), else every rank raises the same ``AC007`` within ``timeout_s``.
-    ``probe``: run the chosen backend once on tiny inputs (on ``device``) and compare what it
-    returns with its record (``AC008``). Returns the chosen backend's record (None when no backend was named).
+    ``records``: the registry (default), or an iterable of records (producers and consumers), raw
+    mappings, engine-style backend classes and TOML/JSON paths. ``backend``: the record (or its
+    name) the engine will run. ``setting``: the :class:`~attn_contracts.setting.CombineSetting`
+    (its ``world_size`` is the DCP world size; ``world_size=`` alone suffices when there is no
+    combine to plan; ``dcp_world_size=`` is the old name). ``consumers``: the combine functions
+    the engine calls (names of consumer records, or ``(name, keyword literal)``). ``group``: a
+    ``torch.distributed`` process group: all ranks must then hold identical records, backend,
+    setting and ``settings`` (free-form extras, compared by value), else every rank raises the
+    same ``AC007`` within ``timeout_s``. ``probe``: run the chosen backend once on tiny inputs
+    (on ``device``) and compare what it returns with its record (``AC008``). Returns the chosen
+    backend's record (None when no backend was named).
     """
-    if not isinstance(dcp_world_size, int) or isinstance(dcp_world_size, bool) or dcp_world_size < 1:
-        raise ValueError(f"dcp_world_size must be an int >= 1, found {dcp_world_size!r}")
-    recs, findings = collect(records)
-    findings += check_unique(recs)
-    chosen: CapabilityRecord | None = None
-    if isinstance(backend, CapabilityRecord):
-        chosen = backend
-    elif backend is not None:
-        by_name = {r.name: r for r in recs}
-        findings += check_backend_known(backend, by_name)
-        chosen = by_name.get(backend)
-    if chosen is not None:
-        findings += check_dcp(chosen, dcp_world_size)
-        if probe and not findings:
-            from attn_contracts.backends.runner import probe_record
+    world = _world_size(_setting(setting), world_size, dcp_world_size)
+    chosen, recs, findings = check_startup(records, backend=backend, setting=setting,
+                                           world_size=world, consumers=consumers)
+    if chosen is not None and probe and not findings:
+        from attn_contracts.backends.runner import probe_record  # seam: the startup probe
 
-            findings += probe_record(chosen, device=device)
+        findings += probe_record(chosen, device=device)
     if group is not None:
         from attn_contracts.consensus import agree_across_ranks
 
+        typed = _setting(setting)
+        shared = {**(dict(settings) if settings else {}),
+                  **({"setting": typed.model_dump(mode="json")} if typed else {})}
         # Every rank takes part even with local findings, so no rank is left waiting in the
         # exchange; each then raises the union of what all ranks found.
-        findings = agree_across_ranks(findings, recs, chosen, dcp_world_size, group=group,
-                                      timeout_s=timeout_s, settings=settings)
+        producers = [r for r in recs if isinstance(r, CapabilityRecord)]
+        findings = agree_across_ranks(findings, producers, chosen, world, group=group,
+                                      timeout_s=timeout_s, settings=shared)
     if findings:
         raise ContractError(findings, "attention contract validation failed at startup")
     return chosen

@@ -96,9 +96,9 @@ def make_problem(
     k = torch.randn(total, page_size, hkv, head_dim, generator=g)
     v = None if attention == "mla" else torch.randn(total, page_size, hkv, d_v, generator=g)
     q = torch.randn(len(seq_lens) * q_len, num_heads, head_dim, generator=g) * q_scale
-    to = {"device": device, "dtype": dtype}
     return DecodeProblem(
-        q=q.to(**to), k_pages=k.to(**to), v_pages=None if v is None else v.to(**to),
+        q=q.to(device=device, dtype=dtype), k_pages=k.to(device=device, dtype=dtype),
+        v_pages=None if v is None else v.to(device=device, dtype=dtype),
         page_indptr=indptr.to(device),
         page_indices=order[: int(indptr[-1])].to(torch.int32).to(device),
         seq_lens=torch.tensor(list(seq_lens), dtype=torch.int32, device=device), q_len=q_len,

@@ -67,6 +67,7 @@ from attn_contracts.combine import (
     rescale_reference,
 )
 from attn_contracts.combine.ops import default_config, merge_into
+from attn_contracts.combine.workspace import a2a_piece_bytes
 
 SHAPES = [(4, 1, 128, 512), (8, 1, 16, 512), (4, 32, 128, 512), (8, 256, 128, 512),
           (4, 512, 32, 128), (8, 2048, 32, 128), (3, 100, 40, 128),
@@ -289,9 +290,7 @@ def _pack_inputs(shape: tuple[int, int, int, int], dtype: torch.dtype,
                  copies: int) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]]:
     """(partial_out [T, H, D], LSE [T, H], send [N, piece], o_bytes) in dcp.py's layout."""
     n, t, h, d = shape
-    hc, size = h // n, torch.finfo(dtype).bits // 8
-    o_bytes = -(-t * hc * d * size // 16) * 16
-    piece = o_bytes + -(-t * hc * 4 // 16) * 16
+    o_bytes, piece = a2a_piece_bytes(t, h // n, d, torch.finfo(dtype).bits // 8)
     return [(torch.randn(t, h, d, device=DEVICE, dtype=dtype),
              torch.randn(t, h, device=DEVICE) * 4,
              torch.empty(n, piece, dtype=torch.uint8, device=DEVICE), o_bytes)

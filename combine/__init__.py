@@ -1,15 +1,18 @@
-"""The DCP combine: reference, Triton kernels, launchers, the record-driven dispatcher and the
-collectives. Installed as ``attn_contracts.combine``; needs torch (and triton for the kernels)."""
+"""The DCP combine: reference, Triton kernels, launchers, the record-driven planner, the
+workspace and the collectives. Installed as ``attn_contracts.combine``; needs torch (and triton
+for the kernels)."""
 
 from attn_contracts.combine.dcp import dcp_combine
 from attn_contracts.combine.ops import KernelConfig, merge, pack_a2a, rescale
 from attn_contracts.combine.plan import MODES, CombinePlan, plan_combine
 from attn_contracts.combine.reference import merge_reference, rescale_reference
+from attn_contracts.combine.workspace import Workspace
 
 __all__ = [
     "MODES",
     "CombinePlan",
     "KernelConfig",
+    "Workspace",
     "dcp_combine",
     "merge",
     "merge_reference",

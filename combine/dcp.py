@@ -10,13 +10,21 @@ the KV cache; :func:`dcp_combine` runs the plan's mode:
            ``N`` received partials → ``[T, H/N, D]``.
 ``ar``     all-gather the LSE, rescale, all-reduce → every rank holds ``[T, H, D]``.
 
-Communication buffers are owned by the plan and reused for each token count, so a step can be
-captured in a CUDA graph after one warm-up call; outputs are fresh tensors unless ``out=`` is
-given. World size 1 returns the input untouched (copied into ``out=`` when one is given).
+Empty shards: ``row_mask [T]`` (bool, True where this rank holds keys for the row) gives the
+other rows weight 0 whatever the kernel wrote there: their LSE is sent as −inf (fused into the
+copy that puts the LSE on the wire, or into the all-to-all pack), so every rank weighs them 0.
+Sinks: ``sink [H]`` (fp32 logits, natural-log units) is added once, by the kernel after the merge.
+
+Buffers come from a :class:`~attn_contracts.combine.workspace.Workspace` the caller owns (fixed
+addresses: capture a step in a CUDA graph after one warm-up call). Without one, each call allocates
+its own (fine eagerly, not for graphs). World size 1 without a workspace returns the input (copied
+into ``out=``); with one, it runs the same collective path as every other size.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Any
 
 import torch
@@ -24,29 +32,14 @@ import torch.distributed as dist
 
 from attn_contracts.combine.ops import pack_a2a
 from attn_contracts.combine.plan import CombinePlan
+from attn_contracts.combine.workspace import Workspace
+from attn_contracts.findings import ContractError
 
 __all__ = ["dcp_combine"]
 
 # torch 2.13 renamed the tensor collectives; 2.11 (the GPU machine) has only the old names.
 _all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 _reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-_ALIGN = 16  # bytes: each packed piece starts 16-byte aligned (vector loads, fp32 views)
-
-
-def _aligned(nbytes: int) -> int:
-    return -(-nbytes // _ALIGN) * _ALIGN
-
-
-def _buffer(plan: CombinePlan, kind: str, tokens: int, device: torch.device,
-            shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    """A communication buffer owned by the plan, reused for every call with this token count
-    (so a captured CUDA graph keeps pointing at it)."""
-    key = (kind, tokens, str(device))
-    buf = plan.buffers.get(key)
-    if buf is None or buf.shape != shape or buf.dtype != dtype:
-        buf = torch.empty(shape, dtype=dtype, device=device)
-        plan.buffers[key] = buf
-    return buf
 
 
 def _check(plan: CombinePlan, partial_out: torch.Tensor, group: Any) -> tuple[int, int]:
@@ -64,14 +57,44 @@ def _check(plan: CombinePlan, partial_out: torch.Tensor, group: Any) -> tuple[in
     return world, dist.get_rank(group)
 
 
+def _check_mask(plan: CombinePlan, row_mask: torch.Tensor | None, tokens: int) -> None:
+    if row_mask is None:
+        if plan.needs_row_mask:
+            raise ContractError([plan.missing_mask_finding()], "a row mask is required")
+        return
+    if row_mask.dtype != torch.bool or tuple(row_mask.shape) != (tokens,):
+        raise ValueError(f"row_mask must be bool [T={tokens}], found {row_mask.dtype} "
+                         f"{tuple(row_mask.shape)}")
+
+
 def _local_lse(plan: CombinePlan, partial_lse: torch.Tensor, tokens: int) -> torch.Tensor:
     """This rank's LSE as a ``[T, H]`` view (record layout read through strides)."""
     view = plan.lse_view(partial_lse, heads=plan.num_heads, stacked=False)
-    return view.reshape(tokens, plan.num_heads)  # a view for [T, H]; [B, q, H] merges B and q
+    flat: torch.Tensor = view.reshape(tokens, plan.num_heads)  # a view: [B, q, H] merges B, q
+    return flat
+
+
+def _wire_lse(lse: torch.Tensor, row_mask: torch.Tensor | None, dst: torch.Tensor) -> None:
+    """``dst ← lse`` as fp32 (the copy that puts it on the wire), with −inf where the row is
+    masked: the mask rides in the same launch (a 0-d −inf operand, broadcast)."""
+    if row_mask is None:
+        dst.copy_(lse)
+        return
+    while row_mask.dim() < lse.dim():
+        row_mask = row_mask.unsqueeze(-1)
+    torch.where(row_mask, lse.float(), _neg_inf(lse.device), out=dst)
+
+
+@functools.cache
+def _neg_inf(device: torch.device) -> torch.Tensor:
+    """A 0-d −inf per device, made once (outside any graph capture), never written."""
+    return torch.tensor(-math.inf, device=device)
 
 
 def dcp_combine(plan: CombinePlan, partial_out: torch.Tensor, partial_lse: torch.Tensor,
-                group: Any = None, *, out: torch.Tensor | None = None) -> Any:
+                group: Any = None, *, out: torch.Tensor | None = None,
+                workspace: Workspace | None = None, slot: int = 0,
+                row_mask: torch.Tensor | None = None, sink: torch.Tensor | None = None) -> Any:
     """Combine this rank's partial attention with the other ranks' (see the module docstring).
 
     Returns ``out`` (``[T, H/N, D]`` for ``ag_rs``/``a2a``, ``[T, H, D]`` for ``ar``), or
@@ -82,37 +105,49 @@ def dcp_combine(plan: CombinePlan, partial_out: torch.Tensor, partial_lse: torch
                          "'merge' plan directly on the stacked partials")
     world, rank = _check(plan, partial_out, group)
     tokens = partial_out.shape[0]
+    _check_mask(plan, row_mask, tokens)
+    plan.check_sink(sink)
     lse = _local_lse(plan, partial_lse, tokens)
-    if world == 1:
+    if world == 1 and workspace is None:
+        return _world_of_one(plan, partial_out, lse, row_mask, sink, out)
+    if workspace is None:
+        workspace = Workspace(plan, group, max_tokens=max(tokens, 1), device=partial_out.device)
+    else:
+        workspace.check_group(group)
+    if plan.mode == "a2a":
+        return _a2a(plan, partial_out, lse, group, world, rank, out, workspace, slot, row_mask,
+                    sink)
+    return _gather_rescale(plan, partial_out, lse, group, world, rank, out, workspace, slot,
+                           row_mask, sink)
+
+
+def _world_of_one(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor,
+                  row_mask: torch.Tensor | None, sink: torch.Tensor | None,
+                  out: torch.Tensor | None) -> Any:
+    if row_mask is None and sink is None:
         result = out.copy_(partial_out) if out is not None else partial_out
         return (result, lse.float()) if plan.return_lse else result
-    if plan.mode == "a2a":
-        return _a2a(plan, partial_out, lse, group, world, out)
-    return _gather_rescale(plan, partial_out, lse, group, world, rank, out)
-
-
-def _gather_lse(plan: CombinePlan, lse: torch.Tensor, group: Any, world: int) -> torch.Tensor:
-    t, h = lse.shape
-    mine = _buffer(plan, "lse_local", t, lse.device, (t, h), torch.float32)
-    mine.copy_(lse)  # fp32 on the wire whatever the kernel's LSE dtype
-    gathered = _buffer(plan, "lse_all", t, lse.device, (world * t, h), torch.float32)
-    _all_gather(gathered, mine, group=group)  # concatenated on dim 0: what gloo and NCCL take
-    return gathered.view(world, t, h)
+    mask = None if row_mask is None else row_mask[None]
+    return plan.launch(partial_out[None], lse[None], out=out, row_mask=mask, sink=sink)
 
 
 def _gather_rescale(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor, group: Any,
-                    world: int, rank: int, out: torch.Tensor | None) -> Any:
+                    world: int, rank: int, out: torch.Tensor | None, ws: Workspace, slot: int,
+                    row_mask: torch.Tensor | None, sink: torch.Tensor | None) -> Any:
     t, h, d = partial_out.shape
-    all_lse = _gather_lse(plan, lse, group, world)
+    mine, gathered = ws.lse_buffers(slot, t, partial_out.device)
+    _wire_lse(lse, row_mask, mine)  # fp32 on the wire whatever the kernel's LSE dtype
+    _all_gather(gathered, mine, group=group)  # concatenated on dim 0: what gloo and NCCL take
+    all_lse = gathered.view(world, t, h)
     lse_all_heads = lse.new_empty((t, h), dtype=torch.float32) if plan.return_lse else None
     if plan.mode == "ar":
         result = out if out is not None else partial_out.new_empty((t, h, d))
-        plan.launch(partial_out, all_lse, rank=rank, out=result, lse_out=lse_all_heads)
+        plan.launch(partial_out, all_lse, rank=rank, out=result, lse_out=lse_all_heads, sink=sink)
         dist.all_reduce(result, group=group)
         return (result, lse_all_heads) if plan.return_lse else result
     hc = h // world
-    chunks = _buffer(plan, "chunks", t, partial_out.device, (world, t, hc, d), plan.out_dtype)
-    plan.launch(partial_out, all_lse, rank=rank, out=chunks, lse_out=lse_all_heads)
+    chunks = ws.chunks(slot, t, partial_out.device)
+    plan.launch(partial_out, all_lse, rank=rank, out=chunks, lse_out=lse_all_heads, sink=sink)
     result = out if out is not None else partial_out.new_empty((t, hc, d))
     _reduce_scatter(result, chunks.view(world * t, hc, d), group=group)
     if plan.return_lse and lse_all_heads is not None:
@@ -121,18 +156,18 @@ def _gather_rescale(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Ten
 
 
 def _a2a(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor, group: Any,
-         world: int, out: torch.Tensor | None) -> Any:
+         world: int, rank: int, out: torch.Tensor | None, ws: Workspace, slot: int,
+         row_mask: torch.Tensor | None, sink: torch.Tensor | None) -> Any:
     t, h, d = partial_out.shape
     hc = h // world
-    o_bytes = _aligned(t * hc * d * partial_out.element_size())
-    piece = o_bytes + _aligned(t * hc * 4)
-    send = _buffer(plan, "a2a_send", t, partial_out.device, (world, piece), torch.uint8)
-    recv = _buffer(plan, "a2a_recv", t, partial_out.device, (world, piece), torch.uint8)
-    # one pass: each destination's heads of O [T, H/N, D] and its fp32 LSE bits [T, H/N]
-    pack_a2a(partial_out, lse, send, o_bytes=o_bytes, pdl=plan.pdl)
+    send, recv, o_bytes = ws.messages(slot, t, partial_out.device)
+    # one pass: each destination's heads of O [T, H/N, D] and its fp32 LSE bits [T, H/N], −inf
+    # where row_mask says this rank has no keys (the receivers' merge then skips those rows)
+    pack_a2a(partial_out, lse, send, o_bytes=o_bytes, row_mask=row_mask, pdl=plan.pdl)
     dist.all_to_all_single(recv, send, group=group)
     o_recv, lse_recv = _pieces(recv, world, t, hc, d, o_bytes, plan.out_dtype)
-    return plan.launch(o_recv, lse_recv, out=out)  # strided views into the message, no copy
+    my_sink = None if sink is None else sink[rank * hc : (rank + 1) * hc]
+    return plan.launch(o_recv, lse_recv, out=out, sink=my_sink)  # views into the message
 
 
 def _pieces(buf: torch.Tensor, world: int, t: int, hc: int, d: int, o_bytes: int,

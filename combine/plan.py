@@ -14,24 +14,24 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 import torch
+from pydantic import ValidationError
 
-from attn_contracts.checks import check_combinable, check_heads_divisible
-from attn_contracts.combine.ops import OUT_DTYPES, KernelConfig, default_config, merge, rescale
+from attn_contracts.checks import check_setting
+from attn_contracts.combine.ops import KernelConfig, default_config, merge, rescale
+from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, ContractError, Finding
-from attn_contracts.records import BASES, CapabilityRecord, LseSpec
+from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import get as get_record
+from attn_contracts.setting import MODES, CombineSetting
 from attn_contracts.sources import parse_record
 
 __all__ = ["MODES", "CombinePlan", "plan_combine"]
 
-Mode = Literal["merge", "ag_rs", "a2a", "ar"]
-MODES: tuple[str, ...] = ("merge", "ag_rs", "a2a", "ar")
 _KERNEL = {"merge": "merge", "a2a": "merge", "ag_rs": "rescale", "ar": "rescale"}
-_HEAD_SCATTERED = ("ag_rs", "a2a")
 _MODE_WHY = {
     "merge": "merge: N partials of all H heads → one output (split-KV / cascade merge)",
     "a2a": "a2a: one all-to-all of O and fp32 LSE, then merge N partials of H/N heads",
@@ -45,22 +45,46 @@ class CombinePlan:
     """What to launch for one (record, setting); built once, called on every decode step."""
 
     record: CapabilityRecord
-    mode: str
+    setting: CombineSetting
     kernel: str  # "merge" or "rescale"
-    world_size: int
-    num_heads: int
-    local_heads: int  # heads one launch sees (H / world_size after an all-to-all)
-    head_dim: int
-    out_dtype: torch.dtype
-    return_lse: bool
     lse_out_base: str
     config: KernelConfig | None  # None: tiles chosen per call from (N, T, H, D)
     reasons: tuple[str, ...]
-    #: allow programmatic dependent launch where the tiles ask for it (Hopper and newer)
-    pdl: bool = True
-    #: communication buffers of the DCP collectives, per (kind, tokens, device); see dcp.py
-    buffers: dict[tuple[str, int, str], torch.Tensor] = field(
-        default_factory=dict, compare=False, repr=False)
+
+    # --- the setting's quantities, under the setting's names ---------------------------------
+    @property
+    def mode(self) -> str:
+        return self.setting.mode
+
+    @property
+    def world_size(self) -> int:
+        return self.setting.world_size
+
+    @property
+    def num_heads(self) -> int:
+        return self.setting.num_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.setting.head_dim
+
+    @property
+    def local_heads(self) -> int:
+        """Heads one launch sees (H / world_size after an all-to-all)."""
+        return self.setting.heads_per_launch
+
+    @property
+    def out_dtype(self) -> torch.dtype:
+        dtype: torch.dtype = getattr(torch, self.setting.out_dtype)
+        return dtype
+
+    @property
+    def return_lse(self) -> bool:
+        return self.setting.return_lse
+
+    @property
+    def pdl(self) -> bool:
+        return self.setting.pdl
 
     @property
     def lse(self) -> LseSpec:
@@ -90,14 +114,46 @@ class CombinePlan:
                              f"expected {slots} ({'padded heads' if spec.padded_heads else 'H'})")
         return lse[..., :heads] if spec.padded_heads else lse
 
+    # --- masks and sinks: what every call must bring ---------------------------------------------
+    @property
+    def needs_row_mask(self) -> bool:
+        """Calls must pass a row mask: the setting says so, or the record's empty rows are
+        undefined (the kernel cannot run a zero-key row, so what it leaves there is garbage)."""
+        return self.setting.row_mask or self.lse.empty_row == "undefined"
+
+    def missing_mask_finding(self) -> Finding:
+        why = ("its empty rows are undefined (lse.empty_row = 'undefined')"
+               if self.lse.empty_row == "undefined" else "the plan was made with row_mask=True")
+        return Finding(Code.AC025, self.record.name, f"a call without a row mask, but {why}",
+                       "pass row_mask= (which rows each shard holds keys for: the engine's local "
+                       "seq_lens > 0 per query row)", "row_mask", None, "a bool row mask")
+
+    def check_sink(self, sink: torch.Tensor | None) -> None:
+        """A plan made with ``sink=True`` takes the per-head sink logits on every call (and one
+        made without refuses them: the kernels would otherwise count a sink nobody planned)."""
+        if self.setting.sink and sink is None:
+            raise ValueError(f"{self.record.name}: the plan adds an attention sink (sink=True): "
+                             f"pass sink= (float32 [H={self.num_heads}], natural-log logits)")
+        if sink is not None and not self.setting.sink:
+            raise ValueError(f"{self.record.name}: sink= given to a plan made with sink=False; "
+                             "plan with sink=True")
+        if sink is not None and (sink.dtype != torch.float32 or sink.dim() != 1):
+            raise ValueError(f"sink must be float32 [H], found {sink.dtype} {tuple(sink.shape)}")
+
     # --- launching ----------------------------------------------------------------------------
     def launch(self, partial_out: torch.Tensor, lse: torch.Tensor, *, rank: int | None = None,
-               out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None) -> Any:
-        """Run the plan's kernel on an LSE already in ``[N, T, H]`` / ``[N, B, Q, H]`` form."""
+               out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
+               row_mask: torch.Tensor | None = None, sink: torch.Tensor | None = None) -> Any:
+        """Run the plan's kernel on an LSE already in ``[N, T, H]`` / ``[N, B, Q, H]`` form;
+        ``row_mask [N, T]`` (bool) and ``sink [H]`` as the plan's setting asks."""
         kwargs: dict[str, Any] = dict(
             base=self.base, out=out, lse_out=lse_out, return_lse=self.return_lse,
             lse_out_base=self.lse_out_base, out_dtype=self.out_dtype, config=self.config,
             pdl=self.pdl)
+        if row_mask is not None:
+            kwargs["row_mask"] = row_mask
+        if sink is not None:
+            kwargs["sink"] = sink
         if self.kernel == "merge":
             return merge(partial_out, lse, **kwargs)
         if rank is None:
@@ -106,19 +162,39 @@ class CombinePlan:
 
     def __call__(self, partial_out: torch.Tensor, partial_lse: torch.Tensor, *,
                  out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
-                 rank: int | None = None) -> Any:
+                 rank: int | None = None, row_mask: torch.Tensor | None = None,
+                 sink: torch.Tensor | None = None) -> Any:
         """``merge``/``a2a``: ``partial_out [N, T, H, D]`` (or ``[N, B, q, H, D]``) and the
         stacked LSE in the record's layout. ``ag_rs``/``ar``: one rank's ``partial_out [T, H, D]``,
-        the gathered LSE ``[N, ...record layout]`` and ``rank``. Returns ``out`` or
-        ``(out, lse)``."""
+        the gathered LSE ``[N, ...record layout]`` and ``rank``. ``row_mask [N, T]`` (bool, True
+        where the shard holds keys for the row) and ``sink [H]`` (fp32, natural-log logits) as
+        the setting asks. Returns ``out`` or ``(out, lse)``."""
         if self.kernel == "merge" and partial_out.dim() == 5:  # [N, B, q, H, D] decode layout
             partial_out = partial_out.flatten(1, 2)
+        if row_mask is None and self.needs_row_mask:
+            raise ContractError([self.missing_mask_finding()], "a row mask is required")
+        self.check_sink(sink)
         heads = partial_out.shape[-2]
         return self.launch(partial_out, self.lse_view(partial_lse, heads=heads), rank=rank,
-                           out=out, lse_out=lse_out)
+                           out=out, lse_out=lse_out, row_mask=row_mask, sink=sink)
 
     def explain(self) -> str:
         return "\n".join(f"- {r}" for r in self.reasons)
+
+    def as_consumer(self) -> ConsumerRecord:
+        """This plan as the consumer end of its edge: it reads the record's base and layout
+        through strides, treats −inf, +inf and NaN as empty and yields 0 for all-empty rows."""
+        spec = self.lse
+        return ConsumerRecord.model_validate({
+            "name": f"attn_contracts.plan.{self.mode}", "library": "attn-contracts",
+            "source": f"attn_contracts.combine.plan for {self.record.name}",
+            "evidence": "measured", "base": {"kind": "fixed", "base": spec.base},
+            "lse": {"layouts": [spec.layout], "states": "first",
+                    "dtypes": ["float32", "bfloat16", "float16"]},
+            "empty": {"reads_as_empty": ["-inf", "+inf", "nan"], "all_empty": "zero",
+                      "zero_weight_nan_safe": True, "accepts_row_mask": self.setting.row_mask},
+            "output": {"returns_lse": self.return_lse,
+                       "lse_base": self.lse_out_base if self.return_lse else None}})
 
 
 def _spec(record: CapabilityRecord) -> LseSpec:
@@ -136,88 +212,89 @@ def _layout_text(spec: LseSpec, stacked: bool) -> str:
 
 
 def _resolve(record: CapabilityRecord | Mapping[str, Any] | str) -> CapabilityRecord:
+    """The record by name, or the given one re-validated (``model_copy(update=...)`` and
+    ``model_construct`` skip validation, so nothing enters a plan unchecked)."""
     if isinstance(record, str):
         return get_record(record)
-    recs, findings = parse_record(record)
-    if findings:
+    raw = record.model_dump() if isinstance(record, CapabilityRecord) else record
+    recs, findings = parse_record(raw)
+    if findings or not recs or not isinstance(recs[0], CapabilityRecord):
         raise ContractError(findings, "cannot plan a combine for an invalid record")
     return recs[0]
 
 
-def _dtype(d: torch.dtype | str) -> torch.dtype:
-    value = getattr(torch, d, None) if isinstance(d, str) else d
-    if not isinstance(value, torch.dtype):
-        raise ValueError(f"out_dtype {d!r} is not a torch dtype (allowed: {OUT_DTYPES})")
-    return value
-
-
 def plan_combine(
     record: CapabilityRecord | Mapping[str, Any] | str,
+    setting: CombineSetting | None = None,
     *,
-    mode: str,
-    world_size: int,
-    num_heads: int,
-    head_dim: int,
-    out_dtype: torch.dtype | str,
-    return_lse: bool = False,
-    lse_out_base: str | None = None,
     config: KernelConfig | None = None,
-    pdl: bool = True,
+    **fields: Any,
 ) -> CombinePlan:
-    """Build (or fetch from the cache) the combine plan for a record and a DCP setting.
+    """Build (or fetch from the cache) the combine plan for a record and a setting.
 
-    ``mode``: ``"merge"`` (local N-way merge), ``"a2a"``, ``"ag_rs"`` or ``"ar"`` (the DCP
-    collectives, see :func:`attn_contracts.combine.dcp.dcp_combine`). ``world_size``: the number
-    of partials / DCP ranks. ``pdl=False``: never use programmatic dependent launch (by default
-    latency-bound launches use it on Hopper and newer; it overlaps only the launch, each kernel
-    still waits for the one before). Raises :class:`ContractError` when the record cannot be
-    combined.
+    ``setting``: a :class:`~attn_contracts.setting.CombineSetting`; or its fields as keywords
+    (``mode=, world_size=, num_heads=, head_dim=, out_dtype=`` ...; ``out_dtype`` may be a torch
+    dtype). ``config``: fixed tiles (default: chosen per call from the shape). Raises
+    :class:`ContractError` with every reason the record cannot be combined so
+    (:func:`attn_contracts.checks.check_setting`), ``ValueError`` for a malformed setting.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode {mode!r} is not one of {MODES}")
-    for name, v in (("world_size", world_size), ("num_heads", num_heads), ("head_dim", head_dim)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be an int >= 1, found {v!r}")
-    if lse_out_base is not None and lse_out_base not in BASES:
-        raise ValueError(f"lse_out_base {lse_out_base!r} is not supported "
-                         f"(allowed: {', '.join(map(repr, BASES))})")
-    return _plan(_resolve(record), mode, world_size, num_heads, head_dim, _dtype(out_dtype),
-                 return_lse, lse_out_base, config, pdl)
+    if setting is None:
+        try:
+            setting = CombineSetting(**fields)
+        except ValidationError as err:
+            raise ValueError(f"invalid combine setting: {_first_errors(err)}") from None
+    elif fields:
+        raise ValueError(f"pass a setting or its fields, not both (got {sorted(fields)})")
+    else:
+        setting = CombineSetting.model_validate(setting.model_dump())
+    return _plan(_resolve(record), setting, config)
+
+
+def _first_errors(err: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']} (found {e.get('input')!r})"
+                     for e in err.errors(include_url=False))
 
 
 @functools.lru_cache(maxsize=256)
-def _plan(record: CapabilityRecord, mode: str, world_size: int, num_heads: int, head_dim: int,
-          out_dtype: torch.dtype, return_lse: bool, lse_out_base: str | None,
-          config: KernelConfig | None, pdl: bool) -> CombinePlan:
-    findings = check_combinable(record, mode)
-    if mode in _HEAD_SCATTERED:
-        findings += check_heads_divisible(record, num_heads, world_size, mode)
-    findings += _readable(record, num_heads, head_dim, out_dtype)
+def _plan(record: CapabilityRecord, setting: CombineSetting,
+          config: KernelConfig | None) -> CombinePlan:
+    findings = check_setting(record, setting)
     if findings:
-        raise ContractError(findings, f"cannot plan a {mode} combine for {record.name}")
+        raise ContractError(findings, f"cannot plan a {setting.mode} combine for {record.name}")
     spec = _spec(record)
-    local_heads = num_heads // world_size if mode == "a2a" else num_heads
-    out_base = lse_out_base or spec.base
-    reasons = (
-        _MODE_WHY[mode] + f"; kernel {_KERNEL[mode]}, world size {world_size}",
+    out_base = setting.lse_out_base or spec.base
+    return CombinePlan(record, setting, _KERNEL[setting.mode], out_base, config,
+                       _reasons(record, spec, setting, out_base, config))
+
+
+def _reasons(record: CapabilityRecord, spec: LseSpec, s: CombineSetting, out_base: str,
+             config: KernelConfig | None) -> tuple[str, ...]:
+    kernel = _KERNEL[s.mode]
+    empty = (f"empty rows yield {spec.empty_row}: read as −inf (NaN and +inf always are)"
+             if spec.empty_row != "undefined" else
+             "empty rows are undefined (the kernel cannot run a zero-key row): every call must "
+             "pass a row mask, or it is refused (AC025)")
+    return (
+        _MODE_WHY[s.mode] + f"; kernel {kernel}, world size {s.world_size}",
         f"base {spec.base}: record declares lse.base = {spec.base!r} ({record.evidence}: "
         f"{record.source}); compiled in as the exponent scale",
         f"layout {_layout_text(spec, True)}: read through strides"
-        + (f", the first {local_heads} of {spec.padded_heads} head slots" if spec.padded_heads
-           else "") + ", no copy",
+        + (f", the first {s.heads_per_launch} of {spec.padded_heads} head slots"
+           if spec.padded_heads else "") + ", no copy",
         f"LSE dtype {spec.dtype}: loaded and accumulated in fp32",
-        f"empty rows yield {spec.empty_row}: read as −inf (NaN and +inf always are), an all-empty "
-        "row gives o = 0, LSE = −inf",
-        (f"merged LSE returned in base {out_base}" if return_lse else "merged LSE not returned")
-        + (f" (converted from base {spec.base})" if return_lse and out_base != spec.base else ""),
-        f"output {str(out_dtype).removeprefix('torch.')}, fp32 accumulation; "
-        + _tiles_text(config, world_size if _KERNEL[mode] == "merge" else 1, world_size,
-                      local_heads, head_dim),
+        empty + ("; masked rows get weight 0 whatever they hold" if s.row_mask else "")
+        + "; an all-empty row gives o = 0, LSE = −inf",
+        ("sink: added once after the merge (o · b^L / (b^L + b^s), sink logits in natural-log "
+         "units)" if s.sink else "no sink"),
+        (f"merged LSE returned in base {out_base}" if s.return_lse else "merged LSE not returned")
+        + (f" (converted from base {spec.base})" if s.return_lse and out_base != spec.base
+           else ""),
+        f"output {s.out_dtype}, fp32 accumulation; "
+        + _tiles_text(config, s.world_size if kernel == "merge" else 1, s.world_size,
+                      s.heads_per_launch, s.head_dim),
         "PDL (programmatic dependent launch) " + ("for one-wave grids on compute capability >= 9.0"
-                                                  if pdl else "off"),
+                                                  if s.pdl else "off"),
     )
-    return CombinePlan(record, mode, _KERNEL[mode], world_size, num_heads, local_heads, head_dim,
-                       out_dtype, return_lse, out_base, config, reasons, pdl=pdl)
 
 
 def _tiles_text(config: KernelConfig | None, n: int, n_lse: int, heads: int, head_dim: int) -> str:
@@ -228,23 +305,3 @@ def _tiles_text(config: KernelConfig | None, n: int, n_lse: int, heads: int, hea
     return (f"tiles per call from (N, T, H, D): T=1 → BLOCK_H={one.block_h} BLOCK_D="
             f"{one.block_d} warps={one.num_warps}; T=256 → BLOCK_H={many.block_h} BLOCK_D="
             f"{many.block_d} warps={many.num_warps}")
-
-
-def _readable(record: CapabilityRecord, num_heads: int, head_dim: int,
-              out_dtype: torch.dtype) -> list[Finding]:
-    """``AC015``: settings the record says its kernel cannot produce."""
-    out: list[Finding] = []
-    spec = record.lse
-    if isinstance(spec, LseSpec) and spec.padded_heads and num_heads > spec.padded_heads:
-        out.append(Finding(Code.AC015, record.name, f"num_heads={num_heads} exceeds the "
-                           f"{spec.padded_heads} padded LSE head slots", field="lse.padded_heads",
-                           found=num_heads, allowed=f"<= {spec.padded_heads}"))
-    if head_dim not in record.decode.head_dims:
-        out.append(Finding(Code.AC015, record.name, f"head_dim={head_dim} is not one the kernel "
-                           f"produces", field="decode.head_dims", found=head_dim,
-                           allowed=", ".join(map(str, record.decode.head_dims))))
-    if out_dtype not in OUT_DTYPES:
-        out.append(Finding(Code.AC015, record.name, f"out_dtype {out_dtype} is not supported",
-                           field="out_dtype", found=str(out_dtype),
-                           allowed=", ".join(map(str, OUT_DTYPES))))
-    return out

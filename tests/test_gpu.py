@@ -12,8 +12,11 @@ import pytest
 import torch
 
 from attn_contracts import Registry, get
+from attn_contracts.backends.consumer_runner import verify_consumer
+from attn_contracts.backends.plan_consumers import plan_consumer_records
 from attn_contracts.backends.runner import verify_record
 from attn_contracts.combine import merge, merge_reference, plan_combine, rescale, rescale_reference
+from attn_contracts.consumer import ConsumerRecord
 from fixtures.tensors import assert_close_to, assert_lse_close, partials, poisoned
 
 pytestmark = pytest.mark.gpu
@@ -336,3 +339,54 @@ def test_mask_and_sink_in_a_cuda_graph(device: str) -> None:
                                      sink=sink.cpu())
     assert_close_to(out.cpu(), ref_o, torch.bfloat16)
     assert_lse_close(lse_out.cpu(), ref_lse)
+
+
+# --- consumers: FlashInfer's merges verified empirically ------------------------------------------
+def _flashinfer_consumer(name: str, states: str, base: str = "2") -> ConsumerRecord:
+    """What FlashInfer's cascade.cuh says (base 2, [T, H], one block of heads × lanes ≤ 1024
+    threads); the empty-row facts are what the probes check, per version, so they are not
+    asserted here."""
+    return ConsumerRecord.model_validate({
+        "name": name, "library": "flashinfer", "source": "include/flashinfer/attention/cascade.cuh",
+        "evidence": "read_from_code", "base": {"kind": "fixed", "base": base},
+        "lse": {"layouts": ["token_head"], "states": states, "dtypes": ["float32"]},
+        "empty": {"reads_as_empty": ["-inf"], "all_empty": "undefined",
+                  "zero_weight_nan_safe": False},
+        "output": {"returns_lse": True, "lse_base": "2"},
+        "limits": {"head_dims": [64, 128, 256, 512],
+                   "threads": {"max_threads": 1024, "vector_bytes": 16, "max_lanes_per_head": 32}}})
+
+
+FI_MERGES = [("merge_state", "separate"), ("merge_state_in_place", "separate"),
+             ("merge_states", "second")]
+
+
+@needs_flashinfer
+@pytest.mark.parametrize(("fn", "states"), FI_MERGES, ids=[f for f, _ in FI_MERGES])
+def test_flashinfer_merges_verify_as_base_2_with_their_thread_limit(fn: str, states: str,
+                                                                     device: str) -> None:
+    rec = _flashinfer_consumer(f"flashinfer.{fn}", states)
+    result = verify_consumer(rec, f"attn_contracts.backends.flashinfer_merge:{fn}", device=device)
+    obs = result.observed
+    assert obs is not None, result.reason
+    assert (obs.bases, obs.layouts, obs.lse_base) == ({"": "2"}, ("token_head",), "2")
+    assert "-inf" in (obs.reads_as_empty or ())
+    # fp16 at head_dim 128: 16 lanes per head, so 64 heads fill the 1024-thread block
+    assert obs.limit is not None and (obs.limit.max_ok, obs.limit.min_failed) == (64, 65)
+    assert [f for f in result.findings if f.field.startswith(("base", "lse", "limits"))] == []
+
+
+@needs_flashinfer
+@pytest.mark.parametrize(("fn", "states"), FI_MERGES, ids=[f for f, _ in FI_MERGES])
+def test_a_base_e_record_of_a_flashinfer_merge_is_caught(fn: str, states: str,
+                                                         device: str) -> None:
+    rec = _flashinfer_consumer(f"flashinfer.{fn}", states, base="e")
+    result = verify_consumer(rec, f"attn_contracts.backends.flashinfer_merge:{fn}",
+                             device=device, probe_limits=False)
+    assert [(f.field, f.found) for f in result.findings if f.field == "base"] == [("base", "2")]
+
+
+def test_the_projects_merge_plans_verify_clean_on_cuda(device: str) -> None:
+    for rec in plan_consumer_records():
+        result = verify_consumer(rec, rec.adapter, device=device, probe_limits=False)
+        assert result.status == "match", [f.render() for f in result.findings]

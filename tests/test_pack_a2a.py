@@ -10,19 +10,13 @@ import torch
 
 from attn_contracts.combine import pack_a2a
 from attn_contracts.combine.reference import pack_a2a_reference, rows_from_lens
-
-_ALIGN = 16
-
-
-def _aligned(nbytes: int) -> int:
-    return -(-nbytes // _ALIGN) * _ALIGN
+from attn_contracts.combine.workspace import a2a_piece_bytes
 
 
 def _message(t: int, hc: int, d: int, dtype: torch.dtype, world: int,
              device: str) -> tuple[torch.Tensor, int]:
-    """``dcp.py``'s buffer layout, poisoned: 0xFF bytes are NaN in every float dtype."""
-    o_bytes = _aligned(t * hc * d * (torch.finfo(dtype).bits // 8))
-    piece = o_bytes + _aligned(t * hc * 4)
+    """The workspace's message layout, poisoned: 0xFF bytes are NaN in every float dtype."""
+    o_bytes, piece = a2a_piece_bytes(t, hc, d, torch.finfo(dtype).bits // 8)
     return torch.full((world, piece), 0xFF, dtype=torch.uint8, device=device), o_bytes
 
 

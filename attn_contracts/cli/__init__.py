@@ -55,7 +55,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     handlers: dict[str, Handler] = {}
 
     def command(name: str, help_text: str, handler: Handler,
-                arguments: Callable[[argparse.ArgumentParser], None] | None = None) -> None:
+                arguments: Callable[[argparse.ArgumentParser], object] | None = None) -> None:
         p = sub.add_parser(name, help=help_text)
         if arguments is not None:
             arguments(p)

@@ -74,7 +74,8 @@ def _rank(rank: int, world: int, seed: int, interleave: int | None, wrong_base: 
 
 def _full_output(label: str, per_rank: list[dict[str, Any]]) -> torch.Tensor:
     if label.startswith("ar"):
-        return per_rank[0][label]["out"]  # every rank holds all heads
+        full: torch.Tensor = per_rank[0][label]["out"]  # every rank holds all heads
+        return full
     return torch.cat([r[label]["out"] for r in per_rank], dim=1)  # head slices by rank
 
 
@@ -108,11 +109,11 @@ def run(args: argparse.Namespace) -> int:
             rows.append([label, "refused at plan time", per_rank[0][label]["refused"], "-"])
             continue
         got = _full_output(label, per_rank)
-        err = float((got - ref_o).abs().max())
+        error = float((got - ref_o).abs().max())
         same = int(((got.flatten(1) @ lm_head).argmax(-1) == ref_tokens).sum())
         wrong = "wrong" in label
-        ok &= wrong or err < 1e-4
-        rows.append([label, f"{err:.2e}", f"{same}/{len(ref_tokens)}"
+        ok &= wrong or error < 1e-4
+        rows.append([label, f"{error:.2e}", f"{same}/{len(ref_tokens)}"
                      + ("" if same == len(ref_tokens) else f" ({len(ref_tokens) - same} flipped)"),
                      f"{per_rank[0][label]['ms']:.2f}"])
     print_table("combined vs full attention", ["mode", "max |error|", "argmax agreement",

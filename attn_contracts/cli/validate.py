@@ -1,14 +1,19 @@
-"""``validate``: every check over the catalog, files and plugins, and a DCP setup."""
+"""``validate``: every check over the catalog, files and plugins, a DCP setup and its edges.
+
+The checks are :func:`attn_contracts.startup.check_startup`'s, the same sequence an engine runs.
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from attn_contracts.checks import check_backend_known, check_dcp, check_unique
 from attn_contracts.cli._output import UsageError, print_findings
+from attn_contracts.cli._setting import add_setting_arguments, setting_from_args
 from attn_contracts.findings import Finding
 from attn_contracts.registry import Registry
-from attn_contracts.sources import read_file
+from attn_contracts.setting import CombineSetting
+from attn_contracts.sources import AnyRecord, read_file
+from attn_contracts.startup import ConsumerUse, check_startup
 
 __all__ = ["add_arguments", "run"]
 
@@ -19,28 +24,44 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     plugins.add_argument("--plugins", nargs="+", metavar="NAME", help="entry points to load")
     plugins.add_argument("--all-plugins", action="store_true", help="load every entry point")
     p.add_argument("--backend", metavar="NAME", help="the record the engine will run")
-    p.add_argument("--dcp", type=int, default=1, metavar="N", help="DCP world size")
+    p.add_argument("--consumer", action="append", default=[], metavar="NAME[=LITERAL]",
+                   help="a combine function the backend's LSE feeds (repeatable); =LITERAL is "
+                        "the value passed for its base keyword (e.g. =False)")
     p.add_argument("--no-builtin", action="store_true", help="leave the built-in catalog out")
     p.add_argument("--format", choices=["text", "json"], default="text")
+    add_setting_arguments(p, world_size_default=None)
+
+
+def _consumers(specs: list[str]) -> list[ConsumerUse]:
+    uses: list[ConsumerUse] = []
+    for spec in specs:
+        name, sep, literal = spec.partition("=")
+        uses.append((name, literal) if sep else name)
+    return uses
+
+
+def _setting(args: argparse.Namespace) -> CombineSetting | None:
+    if args.num_heads is None and args.head_dim is None:
+        return None  # no combine to plan: world size alone (AC006) and the edges' base/layout
+    return setting_from_args(args)
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.backend and (args.world_size or 1) > 1:
+        raise UsageError("--world-size needs --backend NAME (the backend the engine will run)")
+    if args.consumer and not args.backend:
+        raise UsageError("--consumer needs --backend NAME (the producer of the edge)")
     registry = Registry(builtin=not args.no_builtin)
     findings: list[Finding] = []
     if args.all_plugins or args.plugins:
         findings += registry.load_plugins(None if args.all_plugins else args.plugins)
-    records = registry.records()
+    records: list[AnyRecord] = [*registry.records(), *registry.consumers()]
     for path in args.file:
         recs, found = read_file(path)  # FileReadError → exit 2 in main()
         records += recs
         findings += found
-    findings += check_unique(records)
-    if args.backend:
-        by_name = {r.name: r for r in records}
-        findings += check_backend_known(args.backend, by_name)
-        if args.backend in by_name:
-            findings += check_dcp(by_name[args.backend], args.dcp)
-    elif args.dcp > 1:
-        raise UsageError("--dcp needs --backend NAME (the backend the engine will run)")
-    n = len(set(records))
-    return print_findings(findings, args.format, ok_message=f"ok: {n} record(s), no problems")
+    _, seen, found = check_startup(records, backend=args.backend, setting=_setting(args),
+                                   world_size=args.world_size,
+                                   consumers=_consumers(args.consumer), load_findings=findings)
+    return print_findings(found, args.format,
+                          ok_message=f"ok: {len(set(seen))} record(s), no problems")

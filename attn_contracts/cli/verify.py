@@ -12,11 +12,12 @@ from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 
+from attn_contracts.cli import verify_consumer
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_table
 from attn_contracts.findings import Finding
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import Registry
-from attn_contracts.sources import read_file
+from attn_contracts.sources import read_file, split_roles
 from attn_contracts.verify import VerifyResult, describe
 
 __all__ = ["add_arguments", "run"]
@@ -32,6 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--update", metavar="F", type=Path,
                    help="write the observed facts and today's date into this JSON records file")
+    verify_consumer.add_arguments(p)  # --consumer and its flags
 
 
 def _records(args: argparse.Namespace) -> tuple[list[CapabilityRecord], list[Finding]]:
@@ -40,7 +42,7 @@ def _records(args: argparse.Namespace) -> tuple[list[CapabilityRecord], list[Fin
         bad: list[Finding] = []
         for f in args.file:
             recs, found = read_file(f)
-            pool += recs
+            pool += split_roles(recs)[0]
             bad += found
     else:
         pool, bad = Registry().records(), []
@@ -93,6 +95,10 @@ def _print_text(device: str, results: list[VerifyResult], findings: list[Finding
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.consumer:
+        return verify_consumer.run(args)
+    if args.adapter:
+        raise UsageError("--adapter runs consumers; pass --consumer")
     if not args.names and not args.all:
         raise UsageError("name records or pass --all")
     records, bad = _records(args)

@@ -1,0 +1,200 @@
+"""The consumer record: what a function that *combines* LSEs expects, as typed, frozen data.
+
+A producer record (:class:`~attn_contracts.records.CapabilityRecord`) says what a kernel emits; a
+consumer record says what a combine function reads. Every wrong-base bug seen in engines sat on the
+edge between the two: a base-2 LSE merged by a natural-log kernel, ``[H, T]`` read as ``[T, H]``, a
+``+inf`` empty row fed to a combine that only treats ``-inf`` as empty, 0/0 on an all-empty row.
+:mod:`attn_contracts.edges` compares the two ends.
+
+The base is required and a discriminated union on ``kind``::
+
+    base = { kind = "fixed", base = "e" }                           # tl.exp / tl.log inside
+    base = { kind = "keyword", keyword = "is_lse_base_on_e",
+             values = { "True" = "e", "False" = "2" }, default = "True" }
+
+``default`` is the key of ``values`` a caller gets by omitting the keyword (absent: the keyword is
+required), which is exactly the hazard the linter flags.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from attn_contracts.records import (
+    ADAPTER_RE,
+    NAME_RE,
+    Base,
+    BaseMap,
+    Frozen,
+    LibraryVersion,
+    LseLayout,
+    StrictBool,
+    StrictStr,
+)
+
+__all__ = ["ConsumerCall", "ConsumerLimits", "ConsumerRecord", "EmptyPolicy", "FixedBase",
+           "KeywordBase", "LseInput", "ThreadLimit"]
+
+PositiveInt = Annotated[int, Field(gt=0, strict=True)]
+# A dotted Python path: "vllm.attention.ops.merge_attn_states.merge_attn_states" or a method
+# "flashinfer.cascade.MergeStateInPlace.run"; the linter matches calls by the last name.
+QualName = Annotated[str, Field(strict=True, pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]
+ReadsAsEmpty = Annotated[tuple[Literal["-inf", "+inf", "nan"], ...], Field(strict=False)]
+
+
+class FixedBase(Frozen):
+    """The base is fixed by the code (``tl.exp``/``tl.log`` = e, ``exp2``/``log2`` = 2)."""
+
+    kind: Literal["fixed"] = "fixed"
+    base: Base
+
+
+class KeywordBase(Frozen):
+    """The caller selects the base with a keyword argument."""
+
+    kind: Literal["keyword"] = "keyword"
+    keyword: QualName
+    #: the keyword's values as Python literals ("True", "False", "'e'") and the base each selects
+    values: Annotated[BaseMap, Field(min_length=1)]
+    #: the key of ``values`` used when the keyword is omitted; None: the keyword is required
+    default: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _default_is_a_value(self) -> KeywordBase:
+        keys = [k for k, _ in self.values]
+        if self.default is not None and self.default not in keys:
+            raise ValueError(f"base.default {self.default!r} is not one of base.values "
+                             f"({', '.join(keys)})")
+        return self
+
+    def keyword_for(self, base: str) -> str | None:
+        """The literal that selects ``base`` (``"False"`` for base 2), for hints."""
+        return next((lit for lit, b in self.values if b == base), None)
+
+    def base_of(self, literal: str) -> str | None:
+        """The base a keyword literal selects (None for a literal the record does not list)."""
+        return dict(self.values).get(literal)
+
+    @property
+    def default_base(self) -> str | None:
+        return None if self.default is None else self.base_of(self.default)
+
+
+ConsumerBase = Annotated[FixedBase | KeywordBase, Field(discriminator="kind")]
+
+
+class LseInput(Frozen):
+    """How the LSE is read. ``states``: where the N partial states sit —
+    ``"separate"`` (two arguments, a 2-way merge), ``"first"`` (``[N, T, H]``), ``"second"``
+    (``[T, N, H]``, FlashInfer's ``merge_states``)."""
+
+    layouts: Annotated[tuple[LseLayout, ...], Field(strict=False, min_length=1)]
+    states: Literal["separate", "first", "second"]
+    dtypes: Annotated[tuple[Literal["float32", "bfloat16", "float16"], ...],
+                      Field(strict=False, min_length=1)]
+
+
+class EmptyPolicy(Frozen):
+    """Which LSE values the consumer reads as an empty shard, and what it does with them."""
+
+    #: values read as "no keys" (weight 0); others are treated as real LSEs
+    reads_as_empty: ReadsAsEmpty
+    #: what a row whose every shard is empty yields: 0 (``o = 0``), NaN (0/0) or undefined
+    all_empty: Literal["zero", "nan", "undefined"]
+    #: a zero weight times a NaN partial stays 0 (selection, not multiplication)
+    zero_weight_nan_safe: StrictBool
+    #: takes the engine's row mask (or lengths) and gives masked rows weight 0 whatever they hold
+    accepts_row_mask: StrictBool = False
+
+
+class ThreadLimit(Frozen):
+    """A launch bound of the form ``heads × min(head_dim · dtype_bytes / vector_bytes,
+    max_lanes_per_head) ≤ max_threads`` (FlashInfer's merge: one block of heads × lanes)."""
+
+    max_threads: PositiveInt
+    vector_bytes: PositiveInt
+    max_lanes_per_head: PositiveInt
+
+    def threads(self, num_heads: int, head_dim: int, dtype_bytes: int) -> int:
+        lanes = min(max(1, head_dim * dtype_bytes // self.vector_bytes), self.max_lanes_per_head)
+        return num_heads * lanes
+
+
+class ConsumerLimits(Frozen):
+    """Settings outside which the consumer fails to launch or silently misreads."""
+
+    head_dims: Annotated[tuple[PositiveInt, ...], Field(strict=False, min_length=1)] | None = None
+    pow2_head_dim: StrictBool = False
+    pow2_states: StrictBool = False
+    max_states: PositiveInt | None = None
+    max_heads_x_head_dim: PositiveInt | None = None
+    threads: ThreadLimit | None = None
+
+
+class ConsumerOutput(Frozen):
+    """Whether a merged LSE comes back, and in which base (``"input"``: the input's base)."""
+
+    returns_lse: StrictBool
+    lse_base: Base | Literal["input"] | None = None
+
+    @model_validator(mode="after")
+    def _base_iff_returned(self) -> ConsumerOutput:
+        if self.returns_lse and self.lse_base is None:
+            raise ValueError('output.returns_lse is true but output.lse_base is missing (allowed: '
+                             '"e", "2", "input")')
+        if not self.returns_lse and self.lse_base is not None:
+            raise ValueError("output.lse_base is set but output.returns_lse is false")
+        return self
+
+
+class ConsumerCall(Frozen):
+    """A function (or method) the linter recognises as this consumer, and where its LSEs go in."""
+
+    function: QualName
+    #: parameters that take an LSE: names, or positions as decimal strings ("2")
+    lse_args: Annotated[tuple[StrictStr, ...], Field(strict=False, min_length=1)]
+
+
+class ConsumerRecord(Frozen):
+    """A combine function's contract. Frozen and hashable, like a producer record."""
+
+    role: Literal["consumer"] = "consumer"
+    name: Annotated[str, Field(strict=True, pattern=NAME_RE, max_length=120)]
+    library: Annotated[str, Field(strict=True, min_length=1)]
+    library_version: LibraryVersion = ""
+    source: Annotated[str, Field(strict=True, min_length=1)]
+    evidence: Literal["measured", "read_from_code"]
+    verified: StrictStr | None = None
+    adapter: Annotated[str, Field(strict=True, pattern=ADAPTER_RE)] | None = None
+    calls: Annotated[tuple[ConsumerCall, ...], Field(strict=False)] = ()
+    base: ConsumerBase
+    lse: LseInput
+    empty: EmptyPolicy
+    output: ConsumerOutput
+    limits: ConsumerLimits = ConsumerLimits()
+    notes: StrictStr = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _base_is_required(cls, data: object) -> object:
+        # As for producers: a consumer with no declared base is the bug, not a schema detail.
+        if isinstance(data, dict) and data.get("base") is None:
+            from pydantic_core import PydanticCustomError
+
+            raise PydanticCustomError(
+                "AC001", 'a consumer record declares no base (allowed: {"kind": "fixed", "base": '
+                '"e"|"2"} or {"kind": "keyword", ...})')
+        return data
+
+    def bases(self) -> tuple[str, ...]:
+        """Every base a caller can get from this consumer."""
+        if isinstance(self.base, FixedBase):
+            return (self.base.base,)
+        return tuple(sorted({b for _, b in self.base.values}))
+
+    def fingerprint(self) -> str:
+        import hashlib
+
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]

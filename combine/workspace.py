@@ -1,0 +1,133 @@
+"""The DCP workspace: communication buffers of one (plan, process group), owned by the caller.
+
+A plan is immutable and shared (plans are cached); buffers are state, so they live here. An engine
+creates one workspace per (plan, process group) at startup, sized for the largest token count it
+will serve, with one slot per micro-batch that runs concurrently (dual-batch overlap)::
+
+    ws = Workspace(plan, group, max_tokens=512, slots=2, device="cuda")
+    out = dcp_combine(plan, o, lse, group, workspace=ws, slot=step % 2)
+
+Every buffer is allocated once, in the constructor. A step with fewer tokens uses views at the
+start of the same storage, so the addresses a captured CUDA graph holds stay valid whatever batch
+runs eagerly in between; a step with more tokens than ``max_tokens`` is an error, never a silent
+reallocation (a growable workspace that freed a captured address crashed an engine on replay).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from attn_contracts.combine.plan import CombinePlan
+
+__all__ = ["A2A_ALIGN", "Workspace", "a2a_piece_bytes"]
+
+A2A_ALIGN = 16  # bytes: each packed piece starts 16-byte aligned (vector loads, fp32 views)
+
+
+def _aligned(nbytes: int) -> int:
+    return -(-nbytes // A2A_ALIGN) * A2A_ALIGN
+
+
+def a2a_piece_bytes(tokens: int, heads_per_rank: int, head_dim: int, out_bytes: int) -> tuple[
+        int, int]:
+    """``(o_bytes, piece_bytes)`` of one all-to-all message: the head slice of O ``[T, H/N, D]``,
+    then the fp32 LSE bits ``[T, H/N]``, each 16-byte aligned."""
+    o_bytes = _aligned(tokens * heads_per_rank * head_dim * out_bytes)
+    return o_bytes, o_bytes + _aligned(tokens * heads_per_rank * 4)
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """The flat storage of one slot; every step takes views at its start."""
+
+    lse_local: torch.Tensor  # fp32 [T_max · H]
+    lse_all: torch.Tensor  # fp32 [N · T_max · H]
+    chunks: torch.Tensor | None  # out dtype [N · T_max · H/N · D] (ag_rs)
+    send: torch.Tensor | None  # uint8 [N · piece(T_max)] (a2a)
+    recv: torch.Tensor | None
+
+
+class Workspace:
+    """Buffers for ``plan`` on ``group`` (``world_size`` ranks), ``slots`` × up to ``max_tokens``."""
+
+    def __init__(self, plan: CombinePlan, group: Any = None, *, max_tokens: int, slots: int = 1,
+                 device: str | torch.device | None = None) -> None:
+        for name, v in (("max_tokens", max_tokens), ("slots", slots)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, found {v!r}")
+        if plan.mode == "merge":
+            raise ValueError("a 'merge' plan runs no collective and needs no workspace")
+        self.plan, self.group, self.max_tokens = plan, group, max_tokens
+        self.device = torch.device(device) if device is not None else torch.device(
+            "cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device(
+            "cpu")
+        self._slots = tuple(self._allocate() for _ in range(slots))
+
+    @property
+    def slots(self) -> int:
+        return len(self._slots)
+
+    def _allocate(self) -> _Slot:
+        p, t = self.plan, self.max_tokens
+        n, h, d = p.world_size, p.num_heads, p.head_dim
+
+        def empty(numel: int, dtype: torch.dtype) -> torch.Tensor:
+            return torch.empty(numel, dtype=dtype, device=self.device)
+
+        chunks = send = recv = None
+        if p.mode == "ag_rs":
+            chunks = empty(t * h * d, p.out_dtype)
+        if p.mode == "a2a":
+            _, piece = a2a_piece_bytes(t, h // n, d, p.out_dtype.itemsize)
+            send, recv = empty(n * piece, torch.uint8), empty(n * piece, torch.uint8)
+        return _Slot(empty(t * h, torch.float32), empty(n * t * h, torch.float32), chunks, send,
+                     recv)
+
+    def _slot(self, slot: int, tokens: int, device: torch.device) -> _Slot:
+        if not 0 <= slot < len(self._slots):
+            raise ValueError(f"slot {slot} is outside the workspace's {len(self._slots)} slot(s) "
+                             f"(allowed: 0..{len(self._slots) - 1})")
+        if tokens > self.max_tokens:
+            raise ValueError(f"a step of {tokens} tokens exceeds the workspace's max_tokens="
+                             f"{self.max_tokens}; create the workspace for the largest step "
+                             "(it never grows: captured CUDA graphs hold its addresses)")
+        if device != self.device:
+            raise ValueError(f"the inputs are on {device}, the workspace on {self.device}")
+        return self._slots[slot]
+
+    def check_group(self, group: Any) -> None:
+        if group is not self.group:
+            raise ValueError("this workspace belongs to another process group; create one per "
+                             "(plan, group)")
+
+    # --- views for one step ---------------------------------------------------------------------
+    def lse_buffers(self, slot: int, tokens: int, device: torch.device
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """This rank's fp32 LSE ``[T, H]`` and the all-gathered ``[N · T, H]``."""
+        s, h, n = self._slot(slot, tokens, device), self.plan.num_heads, self.plan.world_size
+        return (s.lse_local[: tokens * h].view(tokens, h),
+                s.lse_all[: n * tokens * h].view(n * tokens, h))
+
+    def chunks(self, slot: int, tokens: int, device: torch.device) -> torch.Tensor:
+        """The head-chunked rescaled partial ``[N, T, H/N, D]`` a reduce-scatter sends."""
+        s, p = self._slot(slot, tokens, device), self.plan
+        if s.chunks is None:
+            raise ValueError(f"a {p.mode!r} workspace has no head-chunk buffer")
+        hc = p.num_heads // p.world_size
+        return s.chunks[: tokens * p.num_heads * p.head_dim].view(p.world_size, tokens, hc,
+                                                                   p.head_dim)
+
+    def messages(self, slot: int, tokens: int, device: torch.device
+                 ) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """The all-to-all send and receive buffers ``[N, piece]`` (uint8) and the O bytes of a
+        piece (the LSE bits follow at that offset)."""
+        s, p = self._slot(slot, tokens, device), self.plan
+        if s.send is None or s.recv is None:
+            raise ValueError(f"a {p.mode!r} workspace has no all-to-all buffers")
+        o_bytes, piece = a2a_piece_bytes(tokens, p.num_heads // p.world_size, p.head_dim,
+                                         p.out_dtype.itemsize)
+        n = p.world_size
+        return s.send[: n * piece].view(n, piece), s.recv[: n * piece].view(n, piece), o_bytes

@@ -1,0 +1,144 @@
+"""Producer → consumer edges at startup: base, layout, empty rows, limits and dtype, each refused
+with its own code, naming both records, the field, the value found and what is allowed."""
+
+from __future__ import annotations
+
+import pytest
+
+from attn_contracts import (
+    CapabilityRecord,
+    Code,
+    CombineSetting,
+    ConsumerRecord,
+    ContractError,
+    Registry,
+    check_edge,
+    validate_startup,
+)
+from attn_contracts.cli import main
+from fixtures.records import good
+
+
+def producer(**lse: object) -> CapabilityRecord:
+    spec = {"returns": "lse", "base": "2", "layout": "token_head", "dtype": "float32",
+            "empty_row": "-inf", "includes_sink": False, **lse}
+    return CapabilityRecord.model_validate(good(name="test.producer", lse=spec,
+                                                decode={**good()["decode"], "head_dims": [96, 128]}))
+
+
+def consumer(**over: object) -> ConsumerRecord:
+    data = {"name": "test.consumer", "library": "test", "source": "tests/test_edges.py:1",
+            "evidence": "read_from_code", "base": {"kind": "fixed", "base": "e"},
+            "lse": {"layouts": ["token_head"], "states": "first", "dtypes": ["float32"]},
+            "empty": {"reads_as_empty": ["-inf"], "all_empty": "zero",
+                      "zero_weight_nan_safe": True},
+            "output": {"returns_lse": False}, **over}
+    return ConsumerRecord.model_validate(data)
+
+
+SETTING = CombineSetting(mode="merge", world_size=2, num_heads=32, head_dim=128,
+                         out_dtype="bfloat16")
+
+
+def test_a_base_2_producer_into_a_base_e_consumer_is_refused_at_startup() -> None:
+    with pytest.raises(ContractError) as exc:
+        validate_startup([producer(), consumer()], backend="test.producer", setting=SETTING,
+                         consumers=["test.consumer"])
+    (f,) = exc.value.findings
+    assert f.code is Code.AC016 and f.field == "base" and f.found == "2" and f.allowed == '"e"'
+    assert "test.producer" in f.message and "test.consumer" in f.message
+
+
+def test_a_keyword_consumer_gets_the_value_the_edge_needs_in_the_hint() -> None:
+    kw = {"kind": "keyword", "keyword": "is_lse_base_on_e",
+          "values": {"True": "e", "False": "2"}, "default": "True"}
+    (f,) = check_edge(producer(), consumer(base=kw))  # the call omits it: default True = e
+    assert f.code is Code.AC016 and "is_lse_base_on_e=False" in f.hint
+    assert check_edge(producer(), consumer(base=kw), keyword_value="False") == []
+    (g,) = check_edge(producer(base="e"), consumer(base=kw), keyword_value="False")
+    assert g.found == "False" and "is_lse_base_on_e=True" in g.hint
+
+
+def test_plus_inf_empty_rows_into_a_minus_inf_only_consumer() -> None:
+    with pytest.raises(ContractError) as exc:
+        validate_startup([producer(base="e", empty_row="+inf"), consumer()],
+                         backend="test.producer", setting=SETTING, consumers=["test.consumer"])
+    (f,) = exc.value.findings
+    assert f.code is Code.AC018 and f.field == "empty.reads_as_empty" and f.found == "+inf"
+
+
+def test_undefined_empty_rows_need_a_consumer_that_masks() -> None:
+    found = check_edge(producer(base="e", empty_row="undefined"), consumer())
+    assert [(f.code, f.field) for f in found] == [(Code.AC018, "empty.accepts_row_mask")]
+    masks = consumer(empty={"reads_as_empty": ["-inf"], "all_empty": "zero",
+                            "zero_weight_nan_safe": True, "accepts_row_mask": True})
+    assert check_edge(producer(base="e", empty_row="undefined"), masks) == []
+
+
+def test_nan_all_empty_rows_and_nan_unsafe_weights_are_refused() -> None:
+    c = consumer(empty={"reads_as_empty": ["-inf", "nan"], "all_empty": "nan",
+                        "zero_weight_nan_safe": False})
+    fields = [f.field for f in check_edge(producer(base="e", empty_row="nan"), c)]
+    assert fields == ["empty.all_empty", "empty.zero_weight_nan_safe"]
+
+
+def test_a_consumer_whose_head_limit_is_exceeded() -> None:
+    fi = Registry().consumer("flashinfer.merge_states")
+    big = CombineSetting(mode="merge", world_size=2, num_heads=128, head_dim=128,
+                         out_dtype="bfloat16")
+    findings = check_edge(producer(empty_row="-inf"), fi, big)
+    (f,) = [f for f in findings if f.code is Code.AC019]
+    assert f.field == "limits.threads" and f.found == 128 * 16 and f.allowed == "<= 1024"
+    ok = CombineSetting(mode="merge", world_size=2, num_heads=64, head_dim=128,
+                        out_dtype="bfloat16")
+    assert not [f for f in check_edge(producer(), fi, ok) if f.code is Code.AC019]
+    with pytest.raises(ContractError) as exc:
+        validate_startup([producer(), consumer(base={"kind": "fixed", "base": "2"},
+                                               limits={"pow2_head_dim": True,
+                                                       "max_heads_x_head_dim": 1024})],
+                         backend="test.producer", consumers=["test.consumer"],
+                         setting=CombineSetting(world_size=3, num_heads=32, head_dim=96))
+    assert [(f.code, f.field) for f in exc.value.findings] == [
+        (Code.AC019, "limits.pow2_head_dim"), (Code.AC019, "limits.max_heads_x_head_dim")]
+
+
+def test_layout_and_dtype_mismatches() -> None:
+    c = consumer(base={"kind": "fixed", "base": "2"},
+                 lse={"layouts": ["head_token"], "states": "separate", "dtypes": ["float32"]})
+    found = check_edge(producer(dtype="bfloat16"), c)
+    assert [(f.code, f.field, f.found) for f in found] == [
+        (Code.AC017, "lse.layouts", "token_head"), (Code.AC020, "lse.dtypes", "bfloat16")]
+    query = check_edge(producer(dtype="query"), c, SETTING)  # the query's dtype: bf16 here
+    assert [f.found for f in query if f.code is Code.AC020] == ["bfloat16"]
+
+
+def test_every_finding_at_once_and_unknown_consumers_named() -> None:
+    c = consumer(lse={"layouts": ["head_token"], "states": "first", "dtypes": ["float32"]})
+    with pytest.raises(ContractError) as exc:
+        validate_startup([producer(empty_row="+inf"), c], backend="test.producer",
+                         consumers=["test.consumer", "no.such.consumer"])
+    assert sorted(exc.value.codes) == [Code.AC013, Code.AC016, Code.AC017, Code.AC018]
+    unknown = next(f for f in exc.value.findings if f.code is Code.AC013)
+    assert "flashinfer.merge_state" in unknown.allowed  # the known ones are listed
+
+
+def test_the_plans_own_consumer_matches_its_record() -> None:
+    pytest.importorskip("torch")
+    from attn_contracts.combine import plan_combine
+
+    rec = producer(empty_row="nan")
+    plan = plan_combine(rec, SETTING)
+    assert check_edge(rec, plan.as_consumer(), SETTING) == []
+
+
+def test_cli_validate_checks_edges(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "--backend", "flashinfer.mla.fa3", "--world-size", "4",
+                 "--consumer", "vllm.cp_lse_ag_out_rs"]) == 1
+    out = capsys.readouterr().out
+    assert "AC016" in out and "is_lse_base_on_e=False" in out
+    assert main(["validate", "--backend", "flashinfer.mla.fa3", "--world-size", "4",
+                 "--consumer", "vllm.cp_lse_ag_out_rs=False", "--consumer",
+                 "attn_contracts.merge='2'"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "AC016" not in out
+    assert main(["validate", "--consumer", "vllm.cp_lse_ag_out_rs"]) == 2

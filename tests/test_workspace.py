@@ -1,0 +1,78 @@
+"""The DCP workspace: fixed addresses, views for smaller steps, slots that never alias, a step past
+its size refused, one workspace per process group (the plan itself stays shared and immutable)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attn_contracts.combine import plan_combine
+from attn_contracts.combine.ranks import run_ranks
+from attn_contracts.combine.workspace import Workspace
+from fixtures import workspace_workers as w
+
+
+def _plan(mode: str, world: int = 4) -> object:
+    return plan_combine("torch.sdpa_ref", mode=mode, world_size=world, num_heads=8, head_dim=64,
+                        out_dtype=torch.bfloat16)
+
+
+@pytest.mark.parametrize("mode", ["ag_rs", "a2a", "ar"])
+def test_smaller_steps_are_views_of_the_same_storage(mode: str) -> None:
+    ws = Workspace(_plan(mode), None, max_tokens=16, slots=1, device="cpu")  # type: ignore[arg-type]
+    cpu = torch.device("cpu")
+    small, large = ws.lse_buffers(0, 3, cpu), ws.lse_buffers(0, 16, cpu)
+    assert small[0].data_ptr() == large[0].data_ptr() and small[1].data_ptr() == large[1].data_ptr()
+    assert small[1].shape == (4 * 3, 8) and small[1].is_contiguous()
+    if mode == "a2a":
+        s3, r3, o3 = ws.messages(0, 3, cpu)
+        s16, r16, _ = ws.messages(0, 16, cpu)
+        assert s3.data_ptr() == s16.data_ptr() and r3.data_ptr() == r16.data_ptr()
+        assert o3 % 16 == 0 and s3.shape[0] == 4
+    if mode == "ag_rs":
+        assert ws.chunks(0, 3, cpu).data_ptr() == ws.chunks(0, 16, cpu).data_ptr()
+        assert ws.chunks(0, 3, cpu).shape == (4, 3, 2, 64)
+
+
+def test_a_step_past_the_size_or_a_wrong_slot_is_an_error() -> None:
+    ws = Workspace(_plan("ag_rs"), None, max_tokens=4, slots=2, device="cpu")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="exceeds the workspace's max_tokens=4"):
+        ws.lse_buffers(0, 5, torch.device("cpu"))
+    with pytest.raises(ValueError, match="slot 2 is outside"):
+        ws.chunks(2, 1, torch.device("cpu"))
+    with pytest.raises(ValueError, match="another process group"):
+        ws.check_group(object())
+    with pytest.raises(ValueError, match="max_tokens must be an int >= 1"):
+        Workspace(_plan("ag_rs"), None, max_tokens=0, device="cpu")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="needs no workspace"):
+        Workspace(_plan("merge"), None, max_tokens=4, device="cpu")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", ["ag_rs", "a2a", "ar"])
+def test_slots_never_alias(mode: str) -> None:
+    ws = Workspace(_plan(mode), None, max_tokens=8, slots=2, device="cpu")  # type: ignore[arg-type]
+    cpu = torch.device("cpu")
+
+    def spans(slot: int) -> list[tuple[int, int]]:
+        views = list(ws.lse_buffers(slot, 8, cpu))
+        views += [ws.chunks(slot, 8, cpu)] if mode == "ag_rs" else []
+        views += list(ws.messages(slot, 8, cpu)[:2]) if mode == "a2a" else []
+        return [(v.data_ptr(), v.data_ptr() + v.numel() * v.element_size()) for v in views]
+
+    for a0, a1 in spans(0):
+        for b0, b1 in spans(1):
+            assert a1 <= b0 or b1 <= a0
+
+
+def test_the_plan_carries_no_buffers() -> None:
+    plan = _plan("a2a")
+    assert not hasattr(plan, "buffers")  # state lives in workspaces, never on a shared plan
+
+
+@pytest.mark.dist
+def test_two_slots_alternate_with_exact_results_over_gloo() -> None:
+    for rank in run_ranks(w.slots_alternate, 3, timeout_s=300):
+        for mode, r in rank.value.items():
+            assert r["errors"] == [0.0, 0.0, 0.0, 0.0], mode
+            assert r["same_address"], mode
+            assert "exceeds the workspace's max_tokens" in r["too_big"], mode
