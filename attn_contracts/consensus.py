@@ -1,21 +1,38 @@
 """Rank consensus at startup: every DCP rank must combine with the same contract.
 
-Each rank publishes a fingerprint of its records, its chosen backend, its DCP settings and its own
-findings through the process group's key-value store, then waits for every other rank's, with a
-deadline. The store is used (not a collective) so that a rank that died or never joined ends the
-others with a clear error within ``timeout_s`` instead of a hang until the collective timeout.
-Every rank computes the same verdict from the same set of fingerprints, so either all pass or all
-raise the same ``AC007``.
+Each rank publishes a report (its records, chosen backend, DCP settings and its own findings)
+through the process group's key-value store, not a collective, so that a rank that died, hung or
+never joined ends the others with a clear error within ``timeout_s`` instead of a hang until the
+collective timeout. The verdict is decided once for the group, so no rank passes while another
+fails:
+
+1. A rank first reads the group's decision key: a late rank finds the verdict made and follows it.
+2. Otherwise it writes its report and polls until every report is there (verdict: the union of
+   all findings, plus ``AC007`` naming each differing field) or its deadline passes (verdict:
+   ``AC007`` "rank(s) X did not report"), or until another rank has decided (if ranks are
+   missing, an on-time rank still returns no sooner than its own deadline).
+3. It proposes its verdict with an atomic ``compare_set`` on the decision key; the first proposal
+   wins, and every rank follows the value stored there.
+4. A rank that read a passing verdict waits (briefly) until every rank has read it: the store may
+   live in one of them (a ``TCPStore`` on rank 0), and a host that left at once would leave the
+   others without the verdict.
+
+A rank that loses the store (its host exited, died or froze; each store call has a hard limit)
+fails with ``AC007`` "the store became unreachable": it cannot learn the verdict, so it fails, and
+no rank can pass without its report. Left open: a host that dies (not exits) in the milliseconds
+between a passing verdict and the last rank reading it strands that rank with ``AC007``.
 
 torch is imported inside the functions: the contract package stays importable without it.
 """
 
 from __future__ import annotations
 
+import enum
 import json
-from collections.abc import Mapping, Sequence
-from datetime import timedelta
-from typing import Any
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from attn_contracts.findings import Code, Finding
 from attn_contracts.records import CapabilityRecord
@@ -23,84 +40,288 @@ from attn_contracts.records import CapabilityRecord
 __all__ = ["agree_across_ranks", "fingerprint"]
 
 _round: dict[tuple[int, ...], int] = {}  # per group: how many consensus rounds this rank ran
+_POLL_S = 0.02
+_READ_GRACE_S = 0.75  # how long a passing rank waits for the others to read the verdict, at least
+# One store call answers in milliseconds, a frozen host never: a second leaves room for a loaded
+# machine, and with the grace keeps every rank within timeout_s + 2 s.
+_OP_LIMIT_S = 1.0
+_T = TypeVar("_T")
+
+
+class _StoreLost(Exception):
+    """A store call failed: the store's host is gone or unreachable."""
 
 
 def fingerprint(records: Sequence[CapabilityRecord], chosen: CapabilityRecord | None,
                 dcp_world_size: int, settings: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What ranks must agree on: every record (all fields), the chosen backend, the settings."""
+    """What ranks must agree on, as JSON values: every record (all fields), the chosen backend,
+    the DCP world size and the settings (compared by value: ``torch.bfloat16`` is
+    ``"bfloat16"``, a tuple is a list, a pydantic model is its ``model_dump(mode="json")``)."""
     return {
-        "records": {r.name: r.fingerprint() for r in sorted(set(records), key=lambda r: r.name)},
-        "backend": None if chosen is None else f"{chosen.name}@{chosen.fingerprint()}",
+        "records": {r.name: r.model_dump(mode="json")
+                    for r in sorted(set(records), key=lambda r: r.name)},
+        "backend": None if chosen is None else {"name": chosen.name,
+                                                "record": chosen.model_dump(mode="json")},
         "dcp_world_size": dcp_world_size,
-        "settings": {k: str(v) for k, v in sorted((settings or {}).items())},
+        "settings": {str(k): _setting_value(str(k), v) for k, v in (settings or {}).items()},
     }
+
+
+def _setting_value(key: str, value: Any) -> Any:
+    if type(value).__name__ == "dtype" and str(value).startswith("torch."):
+        return str(value).removeprefix("torch.")  # a typed setting and its name are one value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if isinstance(value, enum.Enum):
+        value = value.value
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"setting {key!r} must be a JSON value (str, number, bool, None, list, "
+                        f"dict), a torch.dtype or a pydantic model; found "
+                        f"{type(value).__name__} {value!r}") from err
+
+
+# ---- differences, named by field ----------------------------------------------------------------
+
+_MISSING = object()
 
 
 def _differences(prints: dict[int, dict[str, Any]]) -> list[str]:
     """Human lines naming each differing field and which ranks hold which value."""
     lines = []
-    for key in ("backend", "dcp_world_size"):
-        values = {r: p[key] for r, p in prints.items()}
-        if len(set(map(json.dumps, values.values()))) > 1:
-            lines.append(f"{key}: " + _by_value(values))
+    lines += _differ("dcp_world_size", {r: p["dcp_world_size"] for r, p in prints.items()})
+    backends = {r: p["backend"] for r, p in prints.items()}
+    lines += _differ("backend", {r: b and b["name"] for r, b in backends.items()})
     names = sorted({n for p in prints.values() for n in p["records"]})
     for name in names:
-        values = {r: p["records"].get(name, "<missing>") for r, p in prints.items()}
-        if len(set(values.values())) > 1:
-            lines.append(f"record {name}: " + _by_value(values))
+        lines += _record_differences(f"record {name}", {r: p["records"].get(name, _MISSING)
+                                                        for r, p in prints.items()})
+    lines += _backend_record_differences(prints)
     keys = sorted({k for p in prints.values() for k in p["settings"]})
     for key in keys:
-        values = {r: p["settings"].get(key, "<missing>") for r, p in prints.items()}
-        if len(set(values.values())) > 1:
-            lines.append(f"setting {key}: " + _by_value(values))
+        lines += _differ(f"setting {key}", {r: p["settings"].get(key, _MISSING)
+                                            for r, p in prints.items()})
     return lines
 
 
-def _by_value(values: dict[int, Any]) -> str:
-    groups: dict[str, list[int]] = {}
-    for rank, v in sorted(values.items()):
-        groups.setdefault(json.dumps(v), []).append(rank)
-    return "; ".join(f"ranks {','.join(map(str, rs))} have {json.loads(v)!r}"
-                     for v, rs in groups.items())
+def _backend_record_differences(prints: dict[int, dict[str, Any]]) -> list[str]:
+    """The chosen record's fields, when every rank names the same backend and the record lines
+    do not already cover it (a backend passed as a record, not among the records)."""
+    backends = [p["backend"] for p in prints.values()]
+    if backends[0] is None or any(b is None or b["name"] != backends[0]["name"] for b in backends):
+        return []
+    name = backends[0]["name"]
+    if all(p["records"].get(name) == p["backend"]["record"] for p in prints.values()):
+        return []
+    return _record_differences(f"backend {name}", {r: p["backend"]["record"]
+                                                   for r, p in prints.items()})
 
+
+def _record_differences(what: str, dumps: dict[int, Any]) -> list[str]:
+    off = [r for r, d in sorted(dumps.items()) if d is _MISSING]
+    if off:
+        on = [r for r in sorted(dumps) if r not in off]
+        return [f"{what}: on rank(s) {','.join(map(str, on))}, missing on rank(s) "
+                f"{','.join(map(str, off))}"]
+    flat = {r: _flatten(d) for r, d in dumps.items()}
+    paths = sorted({p for f in flat.values() for p in f})
+    return [line for p in paths
+            for line in _differ(f"{what}: field {p}",
+                                {r: f.get(p, _MISSING) for r, f in flat.items()})]
+
+
+def _flatten(value: Any, path: str = "") -> dict[str, Any]:
+    """Nested mappings as dotted field paths (``lse.base``); lists and scalars are leaves."""
+    if not isinstance(value, dict) or not value:
+        return {path: value}
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        out.update(_flatten(v, f"{path}.{k}" if path else str(k)))
+    return out
+
+
+def _differ(what: str, values: dict[int, Any]) -> list[str]:
+    """One line if the ranks hold different values: ``what: ranks 0,1 have 'e'; rank 2 has '2'``."""
+    groups: dict[str, list[int]] = {}
+    shown: dict[str, str] = {}
+    for rank, v in sorted(values.items()):
+        key = "<missing>" if v is _MISSING else json.dumps(v, sort_keys=True)
+        groups.setdefault(key, []).append(rank)
+        shown[key] = "nothing" if v is _MISSING else repr(v)
+    if len(groups) < 2:
+        return []
+    return [f"{what}: " + "; ".join(
+        f"rank{'s' if len(rs) > 1 else ''} {','.join(map(str, rs))} "
+        f"{'have' if len(rs) > 1 else 'has'} {shown[k]}" for k, rs in groups.items())]
+
+
+# ---- the exchange -------------------------------------------------------------------------------
 
 def agree_across_ranks(findings: list[Finding], records: Sequence[CapabilityRecord],
                        chosen: CapabilityRecord | None, dcp_world_size: int, *, group: Any,
                        timeout_s: float, settings: Mapping[str, Any] | None = None
                        ) -> list[Finding]:
-    """Exchange fingerprints and findings with every rank of ``group``; return the findings all
-    ranks share: the union of every rank's findings, plus ``AC007`` if ranks differ or a rank
-    did not report within ``timeout_s``."""
+    """Exchange reports with every rank of ``group`` and follow the group's one verdict: the
+    union of every rank's findings, plus ``AC007`` if ranks differ, a rank did not report within
+    ``timeout_s``, or the store became unreachable. Returns within ``timeout_s`` + 2 s."""
     import torch.distributed as dist
 
-    store = dist.distributed_c10d._get_default_store()  # every group's ranks share it
+    deadline = time.monotonic() + timeout_s
+    mine = fingerprint(records, chosen, dcp_world_size, settings)  # a bad setting raises here
+    mine["findings"] = [f.to_json() for f in findings]
+    store: Any = dist.distributed_c10d._get_default_store()  # every group's ranks share it
     ranks = tuple(dist.get_process_group_ranks(group)) if group is not None else tuple(
         range(dist.get_world_size()))
     me = dist.get_rank(group)
     generation = _round[ranks] = _round.get(ranks, 0) + 1
-    prefix = f"attn_contracts/consensus/{'-'.join(map(str, ranks))}/{generation}"
-    mine = fingerprint(records, chosen, dcp_world_size, settings)
-    mine["findings"] = [f.to_json() for f in findings]
-    store.set(f"{prefix}/{me}", json.dumps(mine))
-    keys = [f"{prefix}/{r}" for r in range(len(ranks))]
-    try:
-        store.wait(keys, timedelta(seconds=timeout_s))
-    except Exception:  # the store raises its own timeout type; report who is missing instead
-        missing = [r for r in range(len(ranks)) if not store.check([keys[r]])]
-        return [*findings, Finding(
-            Code.AC007, "dcp", f"rank(s) {','.join(map(str, missing))} of {len(ranks)} did not "
-            f"report their contract within {timeout_s:g} s (dead, hung, or never started)",
-            "check those ranks' logs; every rank must call validate_startup with the same group",
-            "ranks", missing, f"all {len(ranks)} ranks")]
-    prints = {r: json.loads(store.get(keys[r])) for r in range(len(ranks))}
-    shared = _union_findings(prints)
-    diffs = _differences(prints)
-    if diffs:
-        shared.append(Finding(
-            Code.AC007, "dcp", "DCP ranks disagree on their contracts: " + " | ".join(diffs),
-            "deploy the same records, backend and settings on every rank", "fingerprint",
-            f"{len(diffs)} differing field(s)", "identical on every rank"))
-    return shared
+    round_ = _Round(store, f"attn_contracts/consensus/{'-'.join(map(str, ranks))}/{generation}",
+                    len(ranks), me, timeout_s)
+    try:  # every store call inside has its own hard limit (_bounded): the store's timeout is
+        # left as the engine set it
+        decision = round_.decide(json.dumps(mine), deadline)
+    except _StoreLost as err:
+        return [*findings, _unreachable(str(err), len(ranks))]
+    out = [_finding_from_json(f) for f in decision["findings"]]
+    if me not in decision["reported"]:  # decided without this rank: its own findings still count
+        out += findings
+    return out
+
+
+class _Round:
+    """One consensus round's keys: ``report/<rank>``, ``decision``, ``read`` (a counter)."""
+
+    def __init__(self, store: Any, prefix: str, size: int, me: int, timeout_s: float):
+        self.store, self.prefix, self.size, self.me = store, prefix, size, me
+        self.timeout_s = timeout_s
+        self.reports = [f"{prefix}/report/{r}" for r in range(size)]
+        self.decision_key = f"{prefix}/decision"
+
+    def decide(self, report: str, deadline: float) -> dict[str, Any]:
+        """The group's verdict, as stored under the decision key; raises :class:`_StoreLost`."""
+        decision = self._decision()
+        if decision is None:
+            self._call("publish this rank's report", self.store.set, self.reports[self.me],
+                       report)
+            decision = self._wait_and_propose(deadline)
+        read = self._try(self.store.add, f"{self.prefix}/read", 1)
+        if not decision["findings"] and read is not None:
+            self._linger_until_read(read, max(deadline, time.monotonic() + _READ_GRACE_S))
+        elif decision["missing"] and self.me in decision["reported"]:
+            # Another rank's deadline came first; this one still gives the missing ranks its own
+            # full timeout_s (a start skew of milliseconds), as its caller was promised.
+            time.sleep(max(0.0, deadline - time.monotonic()))
+        return decision
+
+    def _wait_and_propose(self, deadline: float) -> dict[str, Any]:
+        while True:
+            decision = self._decision()
+            if decision is not None:
+                return decision
+            if self._call("check the reports", self.store.check, self.reports):
+                return self._propose(self._verdict_from_all())
+            if time.monotonic() >= deadline:
+                return self._propose(self._verdict_missing())
+            time.sleep(_POLL_S)
+
+    def _propose(self, verdict: dict[str, Any]) -> dict[str, Any]:
+        # compare_set with "" as expected value sets the key only if it is absent, and returns
+        # what the key holds afterwards: the first proposal, whoever made it.
+        stored = self._call("propose the verdict", self.store.compare_set, self.decision_key,
+                            "", json.dumps(verdict))
+        return dict(json.loads(stored))
+
+    def _decision(self) -> dict[str, Any] | None:
+        if not self._call("read the decision", self.store.check, [self.decision_key]):
+            return None
+        return dict(json.loads(self._call("read the decision", self.store.get,
+                                          self.decision_key)))
+
+    def _verdict_from_all(self) -> dict[str, Any]:
+        prints = {r: json.loads(self._call(f"read rank {r}'s report", self.store.get, key))
+                  for r, key in enumerate(self.reports)}
+        shared = _union_findings(prints)
+        diffs = _differences(prints)
+        if diffs:
+            shared.append(Finding(
+                Code.AC007, "dcp", "DCP ranks disagree on their contracts: " + " | ".join(diffs),
+                "deploy the same records, backend and settings on every rank", "fingerprint",
+                f"{len(diffs)} differing field(s)", "identical on every rank"))
+        return {"findings": [f.to_json() for f in shared], "reported": sorted(prints),
+                "missing": [], "by": self.me}
+
+    def _verdict_missing(self) -> dict[str, Any]:
+        present = [r for r, key in enumerate(self.reports)
+                   if self._call("check the reports", self.store.check, [key])]
+        missing = [r for r in range(self.size) if r not in present]
+        prints = {r: json.loads(self._call(f"read rank {r}'s report", self.store.get,
+                                           self.reports[r])) for r in present}
+        late = Finding(
+            Code.AC007, "dcp", f"rank(s) {','.join(map(str, missing))} of {self.size} did not "
+            f"report their contract within {self.timeout_s:g} s (dead, hung, late, or never "
+            "started)", "check those ranks' logs; every rank must call validate_startup with "
+            "the same group", "ranks", missing, f"all {self.size} ranks")
+        return {"findings": [f.to_json() for f in [*_union_findings(prints), late]],
+                "reported": present, "missing": missing, "by": self.me}
+
+    def _linger_until_read(self, read: int, until: float) -> None:
+        while read < self.size and time.monotonic() < until:
+            time.sleep(_POLL_S)
+            got = self._try(self.store.add, f"{self.prefix}/read", 0,
+                            limit_s=max(_POLL_S, until - time.monotonic()))
+            if got is None:
+                return  # the verdict is already read here; a lost store cannot change it
+            read = got
+
+    def _call(self, what: str, fn: Callable[..., _T], *args: Any) -> _T:
+        try:
+            return _bounded(fn, args, _OP_LIMIT_S)
+        except Exception as err:  # DistNetworkError, DistStoreError, RuntimeError, TimeoutError
+            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+            raise _StoreLost(f"{what}: {type(err).__name__}: {first}") from err
+
+    def _try(self, fn: Callable[..., _T], *args: Any, limit_s: float = _OP_LIMIT_S) -> _T | None:
+        try:
+            return _bounded(fn, args, limit_s)
+        except Exception:  # after the verdict is known, a store error changes nothing
+            return None
+
+
+def _bounded(fn: Callable[..., _T], args: tuple[Any, ...], limit_s: float) -> _T:
+    """``fn(*args)`` with a hard time limit. The store's own timeout bounds only waits for keys:
+    a call to a host that is frozen (stopped, swapped out, cut off) blocks on its socket for
+    good, so the call runs in a daemon thread that is left behind if it does not answer."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as err:  # handed to the caller's thread below
+            box["error"] = err
+
+    worker = threading.Thread(target=run, name="attn-contracts-store-call", daemon=True)
+    worker.start()
+    worker.join(limit_s)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer within {limit_s:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
+def _unreachable(detail: str, size: int) -> Finding:
+    return Finding(
+        Code.AC007, "dcp", f"the key-value store became unreachable before this rank learned "
+        f"the verdict of the {size} ranks ({detail}); the rank hosting it (rank 0 with env:// "
+        "or tcp://) has probably exited or died", "check the hosting rank's log; every rank "
+        "must call validate_startup while the store is up", "store", detail,
+        "a reachable store")
+
+
+def _finding_from_json(f: dict[str, Any]) -> Finding:
+    return Finding(Code(f["code"]), f["subject"], f["message"], f["hint"], f["field"],
+                   f["found"], f["allowed"], f["location"])
 
 
 def _union_findings(prints: dict[int, dict[str, Any]]) -> list[Finding]:
@@ -113,6 +334,5 @@ def _union_findings(prints: dict[int, dict[str, Any]]) -> list[Finding]:
     out = []
     for f, on in seen.values():
         suffix = "" if len(on) == len(prints) else f" (on rank(s) {','.join(map(str, on))})"
-        out.append(Finding(Code(f["code"]), f["subject"], f["message"] + suffix, f["hint"],
-                           f["field"], f["found"], f["allowed"], f["location"]))
+        out.append(_finding_from_json({**f, "message": f["message"] + suffix}))
     return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from attn_contracts.records import (
     ADAPTER_RE,
@@ -32,6 +32,7 @@ from attn_contracts.records import (
     LseLayout,
     StrictBool,
     StrictStr,
+    require_in_schema,
 )
 
 __all__ = ["ConsumerCall", "ConsumerLimits", "ConsumerRecord", "EmptyPolicy", "FixedBase",
@@ -47,6 +48,7 @@ ReadsAsEmpty = Annotated[tuple[Literal["-inf", "+inf", "nan"], ...], Field(stric
 class FixedBase(Frozen):
     """The base is fixed by the code (``tl.exp``/``tl.log`` = e, ``exp2``/``log2`` = 2)."""
 
+    model_config = ConfigDict(json_schema_extra=require_in_schema("kind"))
     kind: Literal["fixed"] = "fixed"
     base: Base
 
@@ -54,10 +56,11 @@ class FixedBase(Frozen):
 class KeywordBase(Frozen):
     """The caller selects the base with a keyword argument."""
 
+    model_config = ConfigDict(json_schema_extra=require_in_schema("kind"))
     kind: Literal["keyword"] = "keyword"
     keyword: QualName
     #: the keyword's values as Python literals ("True", "False", "'e'") and the base each selects
-    values: Annotated[BaseMap, Field(min_length=1)]
+    values: Annotated[BaseMap, Field(min_length=1, json_schema_extra={"minProperties": 1})]
     #: the key of ``values`` used when the keyword is omitted; None: the keyword is required
     default: StrictStr | None = None
 
@@ -136,6 +139,12 @@ class ConsumerLimits(Frozen):
 class ConsumerOutput(Frozen):
     """Whether a merged LSE comes back, and in which base (``"input"``: the input's base)."""
 
+    # the validator's rule below, as JSON Schema says it
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"properties": {"returns_lse": {"const": True}}},
+        "then": {"required": ["lse_base"], "properties": {"lse_base": {"not": {"type": "null"}}}},
+        "else": {"properties": {"lse_base": {"type": "null"}}}})
+
     returns_lse: StrictBool
     lse_base: Base | Literal["input"] | None = None
 
@@ -158,7 +167,12 @@ class ConsumerCall(Frozen):
 
 
 class ConsumerRecord(Frozen):
-    """A combine function's contract. Frozen and hashable, like a producer record."""
+    """A combine function's contract. Frozen and hashable, like a producer record.
+
+    ``role`` is required in the JSON schema: a document entry without it is read as a producer
+    (``[[consumer]]`` tables of a TOML file add it)."""
+
+    model_config = ConfigDict(json_schema_extra=require_in_schema("role"))
 
     role: Literal["consumer"] = "consumer"
     name: Annotated[str, Field(strict=True, pattern=NAME_RE, max_length=120)]

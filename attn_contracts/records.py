@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -52,6 +52,7 @@ __all__ = [
     "ProducerCall",
     "findings_from_validation_error",
     "hint_for_library",
+    "require_in_schema",
 ]
 
 Base = Literal["e", "2"]
@@ -103,8 +104,30 @@ def _check_specifier(value: str) -> str:
     return value
 
 
+def _any_case(regex: str) -> str:
+    """``regex`` with every letter matched in either case, for JSON Schema's ``pattern``, which
+    has no flags (ECMA-262 syntax): ``v`` → ``[vV]``, ``[a-z]`` → ``[a-zA-Z]``; escapes kept."""
+    out, i = [], 0
+    while i < len(regex):
+        ch = regex[i]
+        if ch == "\\":
+            out.append(regex[i:i + 2])
+            i += 2
+        elif ch == "[":
+            end = regex.index("]", i)
+            cls = regex[i:end + 1]
+            out.append(cls.replace("a-z", "a-zA-Z") if "A-Z" not in cls else cls)
+            i = end + 1
+        else:
+            out.append(f"[{ch.lower()}{ch.upper()}]" if ch.isalpha() else ch)
+            i += 1
+    return "".join(out)
+
+
 StrictStr = Annotated[str, Strict()]
-LibraryVersion = Annotated[str, Strict(), AfterValidator(_check_specifier)]
+# The pattern also goes into the JSON schema, so a schema validator rejects what the model does.
+LibraryVersion = Annotated[str, Strict(), AfterValidator(_check_specifier),
+                           Field(json_schema_extra={"pattern": _any_case(_SPEC_RE.pattern)})]
 StrictInt = Annotated[int, Strict()]
 StrictBool = Annotated[bool, Strict()]
 # Sequences arrive as lists from TOML/JSON and as tuples from Python; they are stored as tuples so the
@@ -118,9 +141,23 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
 
 
+def require_in_schema(*names: str) -> Callable[[dict[str, Any]], None]:
+    """A ``json_schema_extra`` that marks fields required in the JSON schema although they have a
+    default in Python: a discriminated union's tag. The models need it (a union without its tag
+    is rejected); JSON Schema ignores ``discriminator``, so without this ``lse: {}`` would match
+    ``NoLse`` there."""
+
+    def extra(schema: dict[str, Any]) -> None:
+        schema["required"] = [*schema.get("required", []),
+                              *(n for n in names if n not in schema.get("required", []))]
+
+    return extra
+
+
 class NoLse(Frozen):
     """The kernel returns no LSE: its partial outputs cannot be combined across DCP ranks."""
 
+    model_config = ConfigDict(json_schema_extra=require_in_schema("returns"))
     returns: Literal["none"] = "none"
 
     @model_validator(mode="before")
@@ -152,6 +189,7 @@ class LseSpec(Frozen):
     ``includes_sink`` an attention-sink logit is inside the LSE (to be added once, not per rank).
     """
 
+    model_config = ConfigDict(json_schema_extra=require_in_schema("returns"))
     returns: Literal["lse"] = "lse"
     base: Base
     layout: LseLayout

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, overload
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, ContractError, Finding
 from attn_contracts.records import CapabilityRecord
-from attn_contracts.sources import AnyRecord, read_file, records_from_object
+from attn_contracts.sources import AnyRecord, parse_record, read_file, records_from_object
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -119,6 +119,9 @@ class Registry:
 
     # --- adding ------------------------------------------------------------------------------
     def _add(self, record: R) -> R:
+        checked, findings = parse_record(record)  # a model_copy'd record is re-validated here
+        if findings or checked != [record]:
+            raise ContractError(findings, f"invalid record {record.name!r}")
         table: dict[str, Any] = (self._consumers if isinstance(record, ConsumerRecord)
                                  else self._records)
         if record.name in table:
@@ -198,7 +201,9 @@ class Registry:
             location = f"plugin {name} ({ep.value})"
             try:
                 obj = ep.load()
-            except Exception as err:  # a broken plugin must be a finding, never a crash
+            except KeyboardInterrupt:
+                raise
+            except BaseException as err:  # sys.exit at import included: a finding, never the end
                 findings.append(Finding(Code.AC014, name, f"loading {ep.value} raised "
                                         f"{type(err).__name__}: {err}", location=location))
                 continue

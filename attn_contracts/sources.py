@@ -8,8 +8,10 @@ traceback.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,16 @@ from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding
 from attn_contracts.records import CapabilityRecord, findings_from_validation_error
 
-__all__ = ["AnyRecord", "FileReadError", "parse_record", "read_file", "records_from_object",
-           "split_roles"]
+__all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "MAX_PLUGIN_RECORDS", "AnyRecord", "FileReadError",
+           "parse_record", "read_file", "records_from_object", "split_roles"]
+
+#: the most bytes a records file may hold; the catalog's largest file is ~10 KiB, so 10 MiB is room
+#: for thousands of records while `/dev/zero` or a runaway file is refused instead of read to the end
+MAX_FILE_BYTES = 10 * 1024 * 1024
+#: the deepest nesting of tables/arrays a records document may have (a record needs 4)
+MAX_NESTING = 64
+#: the most records one plugin may return; an endless iterable stops here as an AC014 finding
+MAX_PLUGIN_RECORDS = 10_000
 
 #: a producer (a kernel that emits an LSE) or a consumer (a function that combines LSEs)
 AnyRecord = CapabilityRecord | ConsumerRecord
@@ -43,10 +53,12 @@ class FileReadError(OSError):
 
 
 def parse_record(raw: Any, *, location: str = "") -> Loaded:
-    """Validate one raw mapping (or pass a record through) into a record or findings. A mapping
+    """Validate one raw mapping (or re-validate a record) into a record or findings. A mapping
     with ``role = "consumer"`` is a consumer record, any other a producer record."""
     if isinstance(raw, (CapabilityRecord, ConsumerRecord)):
-        return [raw], []
+        # re-validated: model_copy(update=...) and model_construct skip validation
+        recs, findings = parse_record(raw.model_dump(warnings=False), location=location)
+        return ([raw] if recs == [raw] else recs), findings  # the caller's object if valid
     if not isinstance(raw, Mapping):
         return [], [Finding(Code.AC012, "<record>", f"a record must be a table/object, found "
                             f"{type(raw).__name__}", found=type(raw).__name__,
@@ -75,22 +87,82 @@ def _entries(doc: Any) -> list[Any]:
     return [doc]
 
 
-def read_file(path: str | Path) -> Loaded:
-    """Read every record of a ``.toml`` or ``.json`` file.
-
-    Raises :class:`FileReadError` when the file cannot be read or parsed at all; bad records
-    inside a well-formed file are findings.
-    """
-    p = Path(path)
+def _read_bytes(p: Path) -> bytes:
+    """At most :data:`MAX_FILE_BYTES` of a regular file. A FIFO, device or directory is refused
+    before it is read: opening is non-blocking, so a FIFO with no writer cannot hang the caller."""
     try:
-        text = p.read_text(encoding="utf-8")
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
         raise FileReadError(f"{p}: cannot read records file ({err.strerror or err})") from err
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise FileReadError(f"{p}: not a regular file (a records file must be one; found a "
+                            f"{_file_kind(mode)})")
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            data = fh.read(MAX_FILE_BYTES + 1)
+        except OSError as err:
+            raise FileReadError(f"{p}: cannot read records file ({err.strerror or err})") from err
+    if len(data) > MAX_FILE_BYTES:
+        raise FileReadError(f"{p}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the most a "
+                            "records file may hold")
+    return data
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character "
+             "device"), (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))
+    return next((name for test, name in kinds if test(mode)), "special file")
+
+
+def _depth(doc: Any) -> int:
+    """The nesting depth of a parsed document, computed without recursion."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, (dict, list)):
+            deepest = max(deepest, level)
+            if level > MAX_NESTING:
+                break
+            stack += [(child, level + 1) for child in
+                      (node.values() if isinstance(node, dict) else node)]
+    return deepest
+
+
+def _parse(p: Path, data: bytes) -> Any:
+    kind = "TOML" if p.suffix == ".toml" else "JSON"
     try:
-        doc = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as err:
-        kind = "TOML" if p.suffix == ".toml" else "JSON"
-        raise FileReadError(f"{p}: not valid {kind}: {err}") from err
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise FileReadError(f"{p}: not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
+                            f"{err.start}); a records file is UTF-8 {kind}") from None
+    if not text.strip():
+        raise FileReadError(f"{p}: empty file, no records")
+    try:
+        doc = tomllib.loads(text) if kind == "TOML" else json.loads(text)
+    except RecursionError:
+        raise FileReadError(f"{p}: not valid {kind}: nested deeper than the parser can read "
+                            f"(a records file may nest at most {MAX_NESTING} levels)") from None
+    except ValueError as err:  # TOMLDecodeError, JSONDecodeError, an integer too long to convert
+        raise FileReadError(f"{p}: not valid {kind}: {err}") from None
+    if _depth(doc) > MAX_NESTING:
+        raise FileReadError(f"{p}: nested deeper than {MAX_NESTING} levels, the most a records "
+                            "file may nest")
+    if doc in ({}, []):
+        raise FileReadError(f"{p}: holds no records (an empty {kind} document)")
+    return doc
+
+
+def read_file(path: str | Path) -> Loaded:
+    """Read every record of a ``.toml`` or ``.json`` file (any other suffix is read as JSON).
+
+    Raises :class:`FileReadError` when the file cannot be read or parsed at all: missing, not a
+    regular file, over :data:`MAX_FILE_BYTES`, not UTF-8, empty, malformed, or nested deeper than
+    :data:`MAX_NESTING`. Bad records inside a well-formed file are findings.
+    """
+    p = Path(path)
+    doc = _parse(p, _read_bytes(p))
     records: list[AnyRecord] = []
     findings: list[Finding] = []
     for i, raw in enumerate(_entries(doc)):
@@ -102,32 +174,53 @@ def read_file(path: str | Path) -> Loaded:
 
 def records_from_object(obj: Any, *, location: str, subject: str = "") -> Loaded:
     """What a plugin entry point may return: a record, a mapping, a path, an iterable of those, or
-    a zero-argument callable returning any of them. ``subject`` names the plugin in findings."""
+    a zero-argument callable returning any of them. ``subject`` names the plugin in findings.
+
+    A plugin is someone else's code: whatever it raises (``SystemExit`` included) is an ``AC014``
+    finding, and it may yield at most :data:`MAX_PLUGIN_RECORDS` entries, so an endless iterable
+    ends as a finding too."""
     subject = subject or location
-    if callable(obj) and not isinstance(obj, type):
-        try:
-            obj = obj()
-        except ValidationError as err:
-            return [], findings_from_validation_error(err, None, location=location)
-        except Exception as err:  # a broken plugin is a finding, never a crash of the engine
-            return [], [Finding(Code.AC014, subject, f"calling the plugin raised "
-                                f"{type(err).__name__}: {err}", location=location)]
-    if isinstance(obj, (CapabilityRecord, ConsumerRecord, Mapping)):
-        return parse_record(obj, location=location)
-    if isinstance(obj, (str, Path)):
-        try:
-            return read_file(obj)
-        except FileReadError as err:
-            return [], [Finding(Code.AC000, subject, str(err), location=location)]
-    if isinstance(obj, Iterable):
-        records: list[AnyRecord] = []
-        findings: list[Finding] = []
-        for item in obj:
-            r, f = records_from_object(item, location=location, subject=subject)
+    records: list[AnyRecord] = []
+    findings: list[Finding] = []
+    try:
+        for count, item in enumerate(_flatten(obj, location, subject)):
+            if count >= MAX_PLUGIN_RECORDS:
+                findings.append(Finding(
+                    Code.AC014, subject, f"the plugin returned more than {MAX_PLUGIN_RECORDS} "
+                    "entries (an endless iterable?); the most one plugin may return is "
+                    f"{MAX_PLUGIN_RECORDS}", found=f">{MAX_PLUGIN_RECORDS}",
+                    allowed=f"at most {MAX_PLUGIN_RECORDS} records", location=location))
+                break
+            r, f = item
             records += r
             findings += f
-        return records, findings
-    return [], [Finding(Code.AC014, subject, f"plugin object of type {type(obj).__name__} is not a "
-                        "record source", found=type(obj).__name__,
-                        allowed="CapabilityRecord, mapping, path, iterable or callable",
-                        location=location)]
+    except KeyboardInterrupt:
+        raise
+    except ValidationError as err:  # a plugin that builds a record in code and gets it wrong
+        findings += findings_from_validation_error(err, None, location=location)
+    except BaseException as err:  # a broken plugin is a finding, never the end of the engine
+        findings.append(Finding(Code.AC014, subject, f"the plugin raised {type(err).__name__}: "
+                                f"{err}", location=location))
+    return records, findings
+
+
+def _flatten(obj: Any, location: str, subject: str, depth: int = 0) -> Iterator[Loaded]:
+    """The loaded records of each entry of a plugin's object, lazily (so a bound can stop it)."""
+    if callable(obj) and not isinstance(obj, type):
+        obj = obj()
+    if isinstance(obj, (CapabilityRecord, ConsumerRecord, Mapping)):
+        yield parse_record(obj, location=location)
+    elif isinstance(obj, (str, Path)):
+        try:
+            yield read_file(obj)
+        except FileReadError as err:
+            yield [], [Finding(Code.AC000, subject, str(err), location=location)]
+    elif isinstance(obj, Iterable) and depth < MAX_NESTING:
+        for item in obj:
+            yield from _flatten(item, location, subject, depth + 1)
+    else:
+        what = "nested too deep" if isinstance(obj, Iterable) else "is not a record source"
+        yield [], [Finding(Code.AC014, subject, f"plugin object of type {type(obj).__name__} "
+                           f"{what}", found=type(obj).__name__,
+                           allowed="CapabilityRecord, mapping, path, iterable or callable",
+                           location=location)]

@@ -183,24 +183,30 @@ def validate_startup(
     combine to plan; ``dcp_world_size=`` is the old name). ``consumers``: the combine functions
     the engine calls (names of consumer records, or ``(name, keyword literal)``). ``group``: a
     ``torch.distributed`` process group: all ranks must then hold identical records, backend,
-    setting and ``settings`` (free-form extras, compared by value), else every rank raises the
-    same ``AC007`` within ``timeout_s``. ``probe``: run the chosen backend once on tiny inputs
-    (on ``device``) and compare what it returns with its record (``AC008``). Returns the chosen
-    backend's record (None when no backend was named).
+    setting and ``settings`` (free-form extras, JSON values compared by value), else every rank
+    raises ``AC007`` within ``timeout_s`` + 2 s; the group decides once, so no rank passes while
+    another fails (see :mod:`attn_contracts.consensus`). ``probe``: run the chosen backend once
+    on tiny inputs (on ``device``) and compare what it returns with its record (``AC008``).
+    Returns the chosen backend's record (None when no backend was named).
     """
     world = _world_size(_setting(setting), world_size, dcp_world_size)
     chosen, recs, findings = check_startup(records, backend=backend, setting=setting,
                                            world_size=world, consumers=consumers)
     if chosen is not None and probe and not findings:
-        from attn_contracts.backends.runner import probe_record  # seam: the startup probe
-
+        try:  # seam: the startup probe, the one part of startup that needs torch
+            from attn_contracts.backends.runner import probe_record
+        except ImportError as err:
+            raise ImportError(f"validate_startup(probe=True) runs the backend once and needs torch "
+                              f"(pip install 'attn-contracts[kernels]'), or pass probe=False: "
+                              f"{err}") from err
         findings += probe_record(chosen, device=device)
     if group is not None:
         from attn_contracts.consensus import agree_across_ranks
 
         typed = _setting(setting)
+        # one key per setting field, so a disagreement names the field (`setting num_heads: ...`)
         shared = {**(dict(settings) if settings else {}),
-                  **({"setting": typed.model_dump(mode="json")} if typed else {})}
+                  **(typed.model_dump(mode="json") if typed else {})}
         # Every rank takes part even with local findings, so no rank is left waiting in the
         # exchange; each then raises the union of what all ranks found.
         producers = [r for r in recs if isinstance(r, CapabilityRecord)]

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Adapter", "resolve_adapter"]
+__all__ = ["BUILTIN_ADAPTERS", "Adapter", "adapter_allowed", "device_unavailable",
+           "resolve_adapter"]
+
+#: the package of the adapters this project ships: always allowed, whoever names them
+BUILTIN_ADAPTERS = "attn_contracts.backends"
 
 
 @dataclass(frozen=True)
@@ -49,3 +53,29 @@ def resolve_adapter(path: str) -> Adapter:
     if callable(obj):
         return Adapter(run=obj)
     raise TypeError(f"adapter {path!r} is a {type(obj).__name__}, not an Adapter or a callable")
+
+
+def adapter_allowed(path: str, allow: Iterable[str]) -> bool:
+    """Whether ``"package.module:attr"`` lies in one of the ``allow``ed modules (or below one).
+
+    Decided from the text alone: nothing is imported, so a record naming ``os:system`` runs
+    nothing unless the user named ``os``."""
+    module = path.partition(":")[0]
+    return any(module == a or module.startswith(a + ".") for a in allow)
+
+
+def device_unavailable(device: str) -> str | None:
+    """Why ``device`` ("cpu", "cuda", "cuda:N") is not there (None if it is)."""
+    if device == "cpu":
+        return None
+    kind, _, index_text = device.partition(":")
+    if device != "cuda" and not (kind == "cuda" and index_text.isdigit()):
+        return f"{device!r} is not a device this verifier runs on (allowed: cpu, cuda, cuda:N)"
+    import torch
+
+    if not torch.cuda.is_available():
+        return "no CUDA device is available"
+    index, count = int(index_text or 0), torch.cuda.device_count()
+    if index >= count:
+        return f"CUDA device {index} does not exist ({count} available: 0-{count - 1})"
+    return None

@@ -13,11 +13,17 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Iterable
 from dataclasses import replace
 
 import torch
 
-from attn_contracts.backends.adapter import Adapter, resolve_adapter
+from attn_contracts.backends.adapter import (
+    Adapter,
+    adapter_allowed,
+    device_unavailable,
+    resolve_adapter,
+)
 from attn_contracts.backends.problem import DecodeProblem, exact_attention, make_problem
 from attn_contracts.findings import Code, Finding
 from attn_contracts.records import CapabilityRecord, LseSpec
@@ -138,9 +144,20 @@ def _cuda_capability_skip(record: CapabilityRecord, device: str) -> str | None:
     return None
 
 
+def _not_run(result: VerifyResult, record: CapabilityRecord, reason: str, field: str,
+             found: str | None = None) -> VerifyResult:
+    """The adapter could not be loaded or run: a finding, and no observation (not verified)."""
+    result.status, result.reason, result.observed = "differs", reason, None
+    result.findings = [Finding(Code.AC008, record.name, reason, field=field, found=found)]
+    return result
+
+
 def verify_record(record: CapabilityRecord, *, device: str = "cpu", seed: int = 0,
-                  small: bool = False) -> VerifyResult:
-    """Run the record's adapter once and compare what it returns with what the record declares."""
+                  small: bool = False, allow_adapters: Iterable[str] | None = None) -> VerifyResult:
+    """Run the record's adapter once and compare what it returns with what the record declares.
+
+    ``allow_adapters``: the modules whose adapters may run (with their submodules); a record
+    naming any other is skipped without importing it. None: any (a record built in code)."""
     start = time.perf_counter()
     result = VerifyResult(record.name, "skipped")
     if not isinstance(record.lse, LseSpec):
@@ -149,13 +166,18 @@ def verify_record(record: CapabilityRecord, *, device: str = "cpu", seed: int = 
     if record.adapter is None:
         result.reason = "skipped: no adapter (a declarative record)"
         return result
+    if allow_adapters is not None and not adapter_allowed(record.adapter, allow_adapters):
+        module = record.adapter.partition(":")[0]
+        result.reason = (f"skipped: adapter not allowed ({record.adapter}; pass --allow-adapter "
+                         f"{module} to run it)")
+        return result
     try:
         adapter = resolve_adapter(record.adapter)
-    except (ImportError, AttributeError, TypeError) as err:
-        result.status, result.reason = "differs", f"adapter {record.adapter} not loadable: {err}"
-        result.findings = [Finding(Code.AC008, record.name, result.reason, field="adapter",
-                                   found=record.adapter)]
-        return result
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # SystemExit at import included: one adapter never ends the run
+        return _not_run(result, record, f"adapter {record.adapter} not loadable: "
+                        f"{type(err).__name__}: {err}", "adapter", found=record.adapter)
     reason = adapter.skip_reason(device) or _cuda_capability_skip(record, device)
     if reason:
         result.reason = reason
@@ -170,11 +192,18 @@ def verify_record(record: CapabilityRecord, *, device: str = "cpu", seed: int = 
     result.declared = declared_lse(record.lse, q_dtype)
     try:
         out, lse = adapter.run(p)
-    except Exception as err:  # a kernel that cannot run on its own declared inputs is a finding
-        result.status, result.reason = "differs", f"adapter raised {type(err).__name__}: {err}"
-        result.findings = [Finding(Code.AC008, record.name, result.reason, field="run")]
-        return result
-    result.observed = infer(p, out, lse, buffer)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # a kernel that cannot run on its own declared inputs
+        return _not_run(result, record, f"adapter raised {type(err).__name__}: {err}", "run")
+    if not (isinstance(out, torch.Tensor) and isinstance(lse, torch.Tensor)):
+        return _not_run(result, record, f"adapter returned ({type(out).__name__}, "
+                        f"{type(lse).__name__}), not (out, lse) tensors", "run")
+    try:
+        result.observed = infer(p, out, lse, buffer)
+    except Exception as err:  # tensors of a shape no reading fits (reshape fails)
+        return _not_run(result, record, f"adapter output unreadable: {type(err).__name__}: "
+                        f"{err}", "run")
     result.findings = compare(record, result.declared, result.observed)
     result.status = "differs" if result.findings else "match"
     result.seconds = time.perf_counter() - start
@@ -185,6 +214,9 @@ def probe_record(record: CapabilityRecord, *, device: str | None = None) -> list
     """The engine-startup probe: one small run of the chosen backend on the engine's device."""
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
+    missing = device_unavailable(device)
+    if missing:  # the engine named a device that is not there: an error, never a silent skip
+        raise ValueError(f"probe device {device!r}: {missing}")
     result = verify_record(record, device=device, small=True)
     if result.status == "skipped":
         warnings.warn(f"probe of {record.name} {result.reason}", RuntimeWarning, stacklevel=2)

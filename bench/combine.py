@@ -1,7 +1,14 @@
 """Combine benchmark (CUDA): time, bytes moved and fraction of the measured copy bandwidth.
 
     python bench/combine.py --out bench/results            # the table, JSON and PNG
+    python bench/combine.py --sweep targets --out DIR      # tiles of the shapes behind a peer (< 6 min)
     python bench/combine.py --sweep merge                  # tile sweep for the default heuristic
+
+The table has, beside each plain call, the same kernel with a row mask (``row_mask [N, T]``, 20 % of
+rows empty; the masked variant must stay within 3 % of the plain one), with a sink, and the a2a
+send pack (one kernel) beside the two torch copies it replaced. Two-way merges include a
+``[H, T]`` LSE (read through strides) and FlashInfer ``merge_state``; FlashInfer runs only where
+its block fits (heads × min(D·bytes/16, 32) threads ≤ 1024: a failed launch poisons the context).
 
 Implementations: this project's ``merge`` and ``rescale`` (through a plan, as serving code calls
 them), the torch reference in fp32 (eager and ``torch.compile``d), and FlashInfer ``merge_states``
@@ -28,12 +35,12 @@ import inspect
 import json
 import math
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import triton
@@ -41,11 +48,37 @@ import triton.language as tl
 from rich.console import Console
 from rich.table import Table
 
-from attn_contracts.combine import KernelConfig, merge_reference, plan_combine, rescale_reference
-from attn_contracts.combine.ops import default_config
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
+from _timing import (
+    copies_for_cold_l2,
+    copy_bandwidth,
+    environment,
+    graph_per_launch,
+    host_us_per_call,
+)
+
+from attn_contracts.combine import (
+    KernelConfig,
+    merge,
+    merge_reference,
+    pack_a2a,
+    plan_combine,
+    rescale,
+    rescale_reference,
+)
+from attn_contracts.combine.ops import default_config, merge_into
+from attn_contracts.combine.workspace import a2a_piece_bytes
 
 SHAPES = [(4, 1, 128, 512), (8, 1, 16, 512), (4, 32, 128, 512), (8, 256, 128, 512),
-          (4, 512, 32, 128), (8, 2048, 32, 128), (3, 100, 40, 128)]
+          (4, 512, 32, 128), (8, 2048, 32, 128), (3, 100, 40, 128),
+          (2, 4096, 32, 128), (2, 16384, 32, 128), (2, 8192, 128, 128), (2, 4096, 8, 128),
+          (2, 1024, 8, 256)]
+#: shapes whose LSE is also measured as a kernel's [N, H, T] buffer read through strides
+HEAD_TOKEN_SHAPES = {(2, 4096, 32, 128)}
+#: a2a send pack: (world, T, H, D)
+PACK_SHAPES = [(4, 1, 128, 512), (4, 256, 128, 512), (2, 4096, 32, 128), (8, 2048, 32, 128)]
+MASKED_FRACTION = 0.2
+DEVICE = "cuda"  # the inputs' device (a CPU dry run of the bench code sets "cpu")
 
 
 @dataclass
@@ -56,6 +89,7 @@ class Row:
     bytes: int
     graph_us: float  # per launch in a CUDA graph (L2-cold rotation for T > 1)
     do_bench_us: float | None  # median of triton.testing.do_bench (T > 1 only)
+    lse_layout: str = "[T,H]"
 
     def gbps(self, us: float | None) -> float | None:
         return None if us is None else self.bytes / (us * 1e-6) / 1e9
@@ -69,64 +103,13 @@ def rescale_bytes(n: int, t: int, h: int, d: int, s: int) -> int:
     return 2 * t * h * d * s + n * t * h * 4 + t * h * 4
 
 
-def copy_bandwidth() -> float:
-    x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-    y = torch.empty_like(x)
-    ms = triton.testing.do_bench(lambda: y.copy_(x), return_mode="median")
-    return 2 * x.numel() / (ms * 1e-3) / 1e9
+def pack_bytes(n: int, t: int, h: int, d: int, s: int) -> int:
+    """Read O and the LSE once, write both once (the packed message)."""
+    return 2 * (t * h * d * s + t * h * 4)
 
 
 def bench(fn: Callable[[], object]) -> float:
     return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")) * 1e3
-
-
-def graph_per_launch(fns: list[Callable[[], object]] | Callable[[], object],
-                     launches: int = 100, replays: int = 20) -> float:
-    """Microseconds per launch of ``launches`` calls captured in one CUDA graph. Given several
-    callables (each on its own buffers), the calls rotate through them so data that the previous
-    launch left in L2 is not read again (L2-cold, like do_bench's flush)."""
-    fns = fns if isinstance(fns, list) else [fns]
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for fn in fns:
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(launches):
-            fns[i % len(fns)]()
-    g.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(replays):
-        start.record()
-        g.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / launches)
-    return sorted(times)[len(times) // 2]
-
-
-def host_us_per_call(fn: Callable[[], object], calls: int = 2000) -> float:
-    """Host time of one eager call (launch overhead), the GPU kept ahead of the CPU."""
-    for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    elapsed = time.perf_counter() - start
-    torch.cuda.synchronize()
-    return elapsed / calls * 1e6
-
-
-_L2_BYTES = 60 * 1024 * 1024
-
-
-def copies_for_cold_l2(bytes_per_set: int) -> int:
-    return max(1, min(64, -(-3 * _L2_BYTES // bytes_per_set)))
 
 
 @triton.jit
@@ -139,14 +122,20 @@ Factory = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], Cal
 
 def _inputs(shape: tuple[int, int, int, int], dtype: torch.dtype, copies: int,
             layout: str = "ntHd") -> list[tuple[torch.Tensor, ...]]:
+    """``copies`` sets of (partials, LSE, out, lse_out). ``layout``: ``ntHd`` (``[N, T, H]``
+    LSE), ``ht`` (the LSE an ``[N, H, T]`` buffer, passed as its ``[N, T, H]`` view), ``tnhd``
+    (FlashInfer ``merge_states``: ``[T, N, H, D]`` and ``[T, N, H]``)."""
     n, t, h, d = shape
     sets = []
     for _ in range(copies):
-        o = torch.randn((t, n, h, d) if layout == "tnhd" else (n, t, h, d), device="cuda",
+        o = torch.randn((t, n, h, d) if layout == "tnhd" else (n, t, h, d), device=DEVICE,
                         dtype=dtype)
-        lse = torch.randn((t, n, h) if layout == "tnhd" else (n, t, h), device="cuda") * 4
-        sets.append((o, lse, torch.empty(t, h, d, device="cuda", dtype=dtype),
-                     torch.empty(t, h, device="cuda")))
+        if layout == "ht":
+            lse = (torch.randn((n, h, t), device=DEVICE) * 4).transpose(1, 2)
+        else:
+            lse = torch.randn((t, n, h) if layout == "tnhd" else (n, t, h), device=DEVICE) * 4
+        sets.append((o, lse, torch.empty(t, h, d, device=DEVICE, dtype=dtype),
+                     torch.empty(t, h, device=DEVICE)))
     return sets
 
 
@@ -157,7 +146,8 @@ def measure(shape: tuple[int, int, int, int], base: str, impl: str, nbytes: int,
     sets = _inputs(shape, dtype, 1 if t == 1 else copies_for_cold_l2(nbytes), layout)
     fns = [make(*x) for x in sets]
     graph = graph_per_launch(fns)
-    return Row(shape, base, impl, nbytes, graph, None if t == 1 else bench(fns[0]))
+    return Row(shape, base, impl, nbytes, graph, None if t == 1 else bench(fns[0]),
+               "[H,T]" if layout == "ht" else "[T,H]")
 
 
 def _record_for(d: int, base: str) -> str:
@@ -166,8 +156,47 @@ def _record_for(d: int, base: str) -> str:
     return "flashinfer.batch_decode" if base == "2" else "torch.sdpa_ref"
 
 
+def row_mask_like(o: torch.Tensor, seed: int = 0) -> torch.Tensor:
+    """``[N, T]`` bool, ``MASKED_FRACTION`` of the rows empty (row 0 kept, so T = 1 has one)."""
+    n, t = o.shape[0], o.shape[1]
+    g = torch.Generator(device=o.device).manual_seed(seed)
+    keep = torch.rand(n, t, device=o.device, generator=g) >= MASKED_FRACTION
+    keep[:, 0] = True
+    return keep
+
+
+def sink_like(o: torch.Tensor) -> torch.Tensor:
+    return torch.randn(o.shape[-2], device=o.device)
+
+
+def _variant(kernel: str, base: str, cfg: KernelConfig, masked: bool, sink: bool) -> Factory:
+    """A factory of one eager launch with the plain call's tiles, plus a mask and/or a sink."""
+    def make(o: torch.Tensor, lse: torch.Tensor, out: torch.Tensor,
+             z: torch.Tensor) -> Callable[[], object]:
+        kw = dict(base=base, out=out, lse_out=z, config=cfg,
+                  row_mask=row_mask_like(o) if masked else None, sink=sink_like(o) if sink else None)
+        if kernel == "merge":
+            return functools.partial(merge, o, lse, **kw)
+        return functools.partial(rescale, o[0], lse, 0, **kw)
+    return make
+
+
+def _variant_rows(shape: tuple[int, int, int, int], base: str, dtype: torch.dtype, kernel: str,
+                  nbytes: int, layout: str) -> list[Row]:
+    """The plain launch (same path as the variants: ``merge``/``rescale`` with the default
+    tiles) beside masked, sink and masked+sink: the cost of each option by itself."""
+    cfg = default_config(*shape, kernel)
+    name = f"attn-contracts {kernel}"
+    rows = []
+    for label, masked, sink in (("direct", False, False), ("masked", True, False),
+                                ("sink", False, True), ("masked + sink", True, True)):
+        rows.append(measure(shape, base, f"{name}, {label}", nbytes,
+                            _variant(kernel, base, cfg, masked, sink), dtype, layout))
+    return rows
+
+
 def run_shape(shape: tuple[int, int, int, int], base: str, dtype: torch.dtype,
-              impls: set[str]) -> list[Row]:
+              impls: set[str], layout: str = "ntHd") -> list[Row]:
     n, t, h, d = shape
     s = torch.finfo(dtype).bits // 8
     mb, rb = merge_bytes(n, t, h, d, s), rescale_bytes(n, t, h, d, s)
@@ -176,13 +205,20 @@ def run_shape(shape: tuple[int, int, int, int], base: str, dtype: torch.dtype,
     if "merge" in impls:
         plan = plan_combine(rec, mode="merge", world_size=n, num_heads=h, head_dim=d,
                             out_dtype=dtype, return_lse=True)
-        o, lse, out, lse_out = _inputs(shape, dtype, 1)[0]
+        o, lse, out, lse_out = _inputs(shape, dtype, 1, layout)[0]
         plan(o, lse, out=out, lse_out=lse_out)
         torch.testing.assert_close(out.double(), merge_reference(o, lse, base=base)[0],
                                    atol=2e-2, rtol=2e-2)
+        mask, sink = row_mask_like(o), sink_like(o)
+        merge(o, lse, base=base, out=out, row_mask=mask, sink=sink)
+        torch.testing.assert_close(out.double(), merge_reference(o, lse, base=base, row_mask=mask,
+                                                                 sink=sink)[0],
+                                   atol=2e-2, rtol=2e-2)
         rows.append(measure(shape, base, "attn-contracts merge", mb, lambda o, lse, out, z:
-                            functools.partial(plan, o, lse, out=out, lse_out=z), dtype))
-    if "rescale" in impls:
+                            functools.partial(plan, o, lse, out=out, lse_out=z), dtype, layout))
+        if "variants" in impls:
+            rows += _variant_rows(shape, base, dtype, "merge", mb, layout)
+    if "rescale" in impls and layout == "ntHd":
         plan_r = plan_combine(rec, mode="ag_rs" if h % n == 0 else "ar", world_size=n,
                               num_heads=h, head_dim=d, out_dtype=dtype, return_lse=True)
         o, lse, out, lse_out = _inputs(shape, dtype, 1)[0]
@@ -192,6 +228,8 @@ def run_shape(shape: tuple[int, int, int, int], base: str, dtype: torch.dtype,
         rows.append(measure(shape, base, "attn-contracts rescale", rb, lambda o, lse, out, z:
                             functools.partial(plan_r, o[0], lse, rank=0, out=out, lse_out=z),
                             dtype))
+        if "variants" in impls:
+            rows += _variant_rows(shape, base, dtype, "rescale", rb, layout)
     if "merge" in impls and t == 1:  # PDL on by default at one token: show the launch without it
         plan_np = plan_combine(rec, mode="merge", world_size=n, num_heads=h, head_dim=d,
                                out_dtype=dtype, return_lse=True, pdl=False)
@@ -203,7 +241,7 @@ def run_shape(shape: tuple[int, int, int, int], base: str, dtype: torch.dtype,
             _copy_of(o, mb)), dtype))
     if "torch" in impls and base == "2":
         rows.append(measure(shape, base, "torch eager (fp32)", mb, lambda o, lse, out, z: (
-            lambda: merge_reference(o, lse, base=base, dtype=torch.float32)), dtype))
+            lambda: merge_reference(o, lse, base=base, dtype=torch.float32)), dtype, layout))
     if "compile" in impls and base == "2":
         compiled = torch.compile(lambda a, b: merge_reference(a, b, base=base,
                                                               dtype=torch.float32),
@@ -223,19 +261,80 @@ def _copy_of(like: torch.Tensor, nbytes: int) -> Callable[[], object]:
     return lambda: dst.copy_(src)
 
 
+def flashinfer_fits(h: int, d: int, dtype: torch.dtype) -> tuple[bool, int]:
+    """FlashInfer's merge block is heads × min(D·bytes/16, 32) threads; above 1024 the launch
+    fails and poisons the CUDA context, so such shapes are never run."""
+    threads = h * min(d * (torch.finfo(dtype).bits // 8) // 16, 32)
+    return threads <= 1024, threads
+
+
 def _flashinfer_row(shape: tuple[int, int, int, int], dtype: torch.dtype, nbytes: int) -> list[Row]:
-    h, d = shape[2], shape[3]
+    n, h, d = shape[0], shape[2], shape[3]
     try:
         import flashinfer
     except ImportError:
         return []
-    threads = h * d // (16 // (torch.finfo(dtype).bits // 8))
-    if threads > 1024:  # its block is heads × D/vec threads; a failed launch poisons the context
-        print(f"flashinfer merge_states {shape}: not run, needs {threads} threads per block "
-              "(> 1024)", file=sys.stderr)
+    fits, threads = flashinfer_fits(h, d, dtype)
+    if not fits:
+        print(f"flashinfer merge {shape}: not run, needs {threads} threads per block (> 1024)",
+              file=sys.stderr)
         return []
+    if n == 2:  # the two-way kernel, on [T, H, D] / [T, H] pairs
+        return [measure(shape, "2", "flashinfer merge_state", nbytes, lambda v, s, out, z: (
+            lambda: flashinfer.merge_state(v[0], s[0], v[1], s[1])), dtype)]
     return [measure(shape, "2", "flashinfer merge_states", nbytes, lambda v, s, out, z: (
         lambda: flashinfer.merge_states(v, s)), dtype, layout="tnhd")]
+
+
+def _pack_inputs(shape: tuple[int, int, int, int], dtype: torch.dtype,
+                 copies: int) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]]:
+    """(partial_out [T, H, D], LSE [T, H], send [N, piece], o_bytes) in dcp.py's layout."""
+    n, t, h, d = shape
+    o_bytes, piece = a2a_piece_bytes(t, h // n, d, torch.finfo(dtype).bits // 8)
+    return [(torch.randn(t, h, d, device=DEVICE, dtype=dtype),
+             torch.randn(t, h, device=DEVICE) * 4,
+             torch.empty(n, piece, dtype=torch.uint8, device=DEVICE), o_bytes)
+            for _ in range(copies)]
+
+
+def _torch_pack(o: torch.Tensor, lse: torch.Tensor, send: torch.Tensor,
+                o_bytes: int) -> Callable[[], object]:
+    """The two torch copies ``dcp._a2a`` used before the pack kernel."""
+    t, h, d = o.shape
+    n = send.shape[0]
+    hc = h // n
+    o_send = send[:, : t * hc * d * o.element_size()].view(o.dtype).view(n, t, hc, d)
+    lse_send = send[:, o_bytes : o_bytes + t * hc * 4].view(torch.float32).view(n, t, hc)
+
+    def run() -> None:
+        o_send.copy_(o.view(t, n, hc, d).transpose(0, 1))
+        lse_send.copy_(lse.view(t, n, hc).transpose(0, 1))
+    return run
+
+
+def pack_rows(shape: tuple[int, int, int, int], dtype: torch.dtype) -> list[Row]:
+    n, t, h, d = shape
+    nbytes = pack_bytes(n, t, h, d, torch.finfo(dtype).bits // 8)
+    sets = _pack_inputs(shape, dtype, 1 if t == 1 else copies_for_cold_l2(nbytes))
+    o, lse, send, o_bytes = sets[0]
+    check = send.clone()
+    pack_a2a(o, lse, send, o_bytes=o_bytes)
+    _torch_pack(o, lse, check, o_bytes)()
+    assert torch.equal(send[:, : o_bytes + t * (h // n) * 4], check[:, : o_bytes + t * (h // n) * 4])
+    keep = torch.rand(t, device=DEVICE) >= MASKED_FRACTION
+    calls = {
+        "attn-contracts pack_a2a": [functools.partial(pack_a2a, x, y, z, o_bytes=b)
+                                    for x, y, z, b in sets],
+        "attn-contracts pack_a2a, masked": [functools.partial(pack_a2a, x, y, z, o_bytes=b,
+                                                              row_mask=keep) for x, y, z, b in sets],
+        "torch: two copies (dcp before)": [_torch_pack(*x) for x in sets],
+        "torch copy of the same bytes": [_copy_of(o, nbytes)],
+    }
+    rows = []
+    for impl, fns in calls.items():
+        graph = graph_per_launch(fns)
+        rows.append(Row(shape, "-", impl, nbytes, graph, None if t == 1 else bench(fns[0])))
+    return rows
 
 
 def launch_overhead(dtype: torch.dtype) -> list[tuple[str, float]]:
@@ -243,14 +342,12 @@ def launch_overhead(dtype: torch.dtype) -> list[tuple[str, float]]:
     plan = plan_combine("flashinfer.mla.fa3", mode="merge", world_size=4, num_heads=128,
                         head_dim=512, out_dtype=dtype, return_lse=True)
     o, lse, out, z = _inputs((4, 1, 128, 512), dtype, 1)[0]
-    from attn_contracts.combine.ops import _merge_impl
-
     empty = torch.empty(128, device="cuda")
     return [
         ("plan(o, lse, out=, lse_out=)", host_us_per_call(
             lambda: plan(o, lse, out=out, lse_out=z))),
         ("launcher body (no checks)", host_us_per_call(
-            lambda: _merge_impl(o, lse, out, z, "2", "2", 1, 64, 4))),
+            lambda: merge_into(o, lse, out, z, "2", "2", 1, 64, 4))),
         ("torch.ops.attn_contracts.merge_", host_us_per_call(
             lambda: torch.ops.attn_contracts.merge_(o, lse, out, z, "2", "2", 1, 64, 4))),
         ("almost empty Triton kernel", host_us_per_call(
@@ -303,6 +400,139 @@ def sweep(dtype: torch.dtype, kernel: str) -> None:
     console.print(table)
 
 
+# --- the targeted sweep: the shapes where a peer is faster ----------------------------------------
+#: (kernel, (N, T, H, D), LSE layout): the shapes of the 2026-12-01 side-by-side table where this
+#: project trails FlashInfer or a goal (DESIGN.md "Measured side by side")
+TARGETS: list[tuple[str, tuple[int, int, int, int], str]] = [
+    ("merge", (2, 4096, 32, 128), "ht"),
+    ("merge", (2, 16384, 32, 128), "ntHd"),
+    ("merge", (2, 8192, 128, 128), "ntHd"),
+    ("merge", (2, 4096, 8, 128), "ntHd"),
+    ("merge", (2, 1024, 8, 256), "ntHd"),
+    ("merge", (4, 512, 32, 128), "ntHd"),
+    ("merge", (4, 1, 128, 512), "ntHd"),
+    ("rescale", (4, 256, 128, 512), "ntHd"),
+    ("rescale", (8, 2048, 32, 128), "ntHd"),
+    ("pack", (4, 256, 128, 512), "ntHd"),
+    ("pack", (4, 1, 128, 512), "ntHd"),
+]
+_MAX_CANDIDATES = 24
+
+
+def _programs(t: int, h: int, d: int, bh: int, bd: int) -> int:
+    return t * -(-h // bh) * -(-d // bd)
+
+
+def target_candidates(kernel: str, n: int, t: int, h: int, d: int,
+                      dtype_bytes: int) -> list[KernelConfig]:
+    """Tiles of 128-4096 elements over 1-8 warps with 4-64 elements per thread (merge: at most
+    256 bytes per thread across the N shards), the head-dim block a power of two from 64 (T = 1)
+    or 128 up; PDL as ``default_config`` sets it (grids of at most one wave). Nearest to the
+    default first, at most ``_MAX_CANDIDATES``."""
+    d2, h2 = triton.next_power_of_2(d), triton.next_power_of_2(h)
+    dflt = default_config(n, t, h, d, kernel)
+    out = []
+    for bd in sorted({min(d2, x) for x in (64, 128, 256, 512) if x >= min(d2, 64 if t == 1 else 128)}):
+        for elems in (128, 256, 512, 1024, 2048, 4096):
+            bh = elems // bd
+            if bh < 1 or bh > h2 or (t > 1 and elems < 256):
+                continue
+            for warps in (1, 2, 4, 8):
+                per_thread = elems // (32 * warps)
+                shards = n if kernel == "merge" else 1
+                if 4 <= per_thread <= 64 and shards * per_thread * dtype_bytes <= 256:
+                    out.append(KernelConfig(bh, bd, warps,
+                                            pdl=_programs(t, h, d, bh, bd) <= 4 * 132))
+
+    def distance(c: KernelConfig) -> float:
+        return abs(math.log2(c.block_h * c.block_d / (dflt.block_h * dflt.block_d))) \
+            + 0.5 * abs(math.log2(c.num_warps / dflt.num_warps)) \
+            + 0.25 * abs(math.log2(c.block_d / dflt.block_d))
+    ranked = sorted(set(out) - {dflt}, key=distance)
+    return [dflt, *ranked[: _MAX_CANDIDATES - 1]]
+
+
+def _target_calls(kernel: str, shape: tuple[int, int, int, int], layout: str, dtype: torch.dtype,
+                  cfg: KernelConfig, sets: list[tuple[Any, ...]]) -> list[Callable[[], object]]:
+    if kernel == "pack":
+        return [functools.partial(pack_a2a, o, lse, send, o_bytes=b, config=cfg)
+                for o, lse, send, b in sets]
+    if kernel == "merge":
+        return [functools.partial(merge, o, lse, base="2", out=out, lse_out=z, config=cfg)
+                for o, lse, out, z in sets]
+    return [functools.partial(rescale, o[0], lse, 0, base="2", out=out, lse_out=z, config=cfg)
+            for o, lse, out, z in sets]
+
+
+def sweep_targets(dtype: torch.dtype, budget_s: float, out_dir: Path | None) -> int:
+    """Tiles for ``TARGETS`` in one bounded run: each shape gets an equal share of what is left
+    of ``budget_s`` (candidates nearest the default first), so every shape is measured even when
+    compiles are slow. Prints, per shape, the default and the best tile with % of copy
+    bandwidth, and writes ``sweep-targets.{md,json}`` to ``out_dir``."""
+    started = time.monotonic()
+    bw = copy_bandwidth()
+    s = torch.finfo(dtype).bits // 8
+    table = Table(title=f"targeted tile sweep ({dtype}, base 2, CUDA-graph µs per launch, L2-cold;"
+                        f" copy bandwidth {bw:.0f} GB/s)")
+    for col in ("kernel", "N,T,H,D", "LSE", "default", "µs", "% BW", "best", "µs ", "% BW ",
+                "gain", "tried"):
+        table.add_column(col)
+    records = []
+    for i, (kernel, shape, layout) in enumerate(TARGETS):
+        n, t, h, d = shape
+        nbytes = {"merge": merge_bytes, "rescale": rescale_bytes, "pack": pack_bytes}[kernel](
+            n, t, h, d, s)
+        copies = 1 if t == 1 else copies_for_cold_l2(nbytes)
+        sets: list[tuple[Any, ...]] = _pack_inputs(shape, dtype, copies) if kernel == "pack" \
+            else _inputs(shape, dtype, copies, layout)
+        share = (budget_s - (time.monotonic() - started)) / (len(TARGETS) - i)
+        shape_start = time.monotonic()
+        results: dict[KernelConfig, float] = {}
+        for cfg in target_candidates(kernel, n, t, h, d, s):
+            if results and time.monotonic() - shape_start > share:
+                break
+            results[cfg] = graph_per_launch(_target_calls(kernel, shape, layout, dtype, cfg, sets),
+                                            launches=20, replays=7)
+        del sets
+        dflt = default_config(n, t, h, d, kernel)
+        best = min(results, key=results.__getitem__)
+        pct = {c: 100 * nbytes / (us * 1e-6) / 1e9 / bw for c, us in results.items()}
+        table.add_row(kernel, ",".join(map(str, shape)), "[H,T]" if layout == "ht" else "[T,H]",
+                      _cfg_text(dflt), f"{results[dflt]:.2f}", f"{pct[dflt]:.1f}", _cfg_text(best),
+                      f"{results[best]:.2f}", f"{pct[best]:.1f}",
+                      f"{results[dflt] / results[best]:.2f}x", str(len(results)))
+        records.append({"kernel": kernel, "shape": shape, "lse_layout": layout, "bytes": nbytes,
+                        "default": asdict(dflt), "best": asdict(best),
+                        "results": [asdict(c) | {"us": us, "pct_copy_bw": pct[c]}
+                                    for c, us in sorted(results.items(), key=lambda kv: kv[1])]})
+        print(json.dumps(records[-1]["results"][0] | {"kernel": kernel, "shape": shape}),
+              flush=True)
+    console = Console(width=220)
+    console.print(table)
+    winners = [f"{r['kernel']} {tuple(r['shape'])}: best {_cfg_text(KernelConfig(**r['best']))}"
+               f" ({r['results'][0]['pct_copy_bw']:.1f} %)" for r in records]
+    console.print("winners:\n  " + "\n  ".join(winners))
+    elapsed = time.monotonic() - started
+    console.print(f"sweep took {elapsed:.0f} s (budget {budget_s:.0f} s)")
+    if out_dir is not None:
+        from _timing import write_results
+
+        md = Console(record=True, width=220, file=open(os.devnull, "w"))  # noqa: SIM115
+        md.print(table)
+        meta = environment() | {"copy_bandwidth_gbps": bw, "dtype": str(dtype),
+                                "seconds": elapsed}
+        write_results(out_dir, "sweep-targets",
+                      f"# Targeted tile sweep: {meta['device']}\n\nCommand: `{meta['command']}`\n\n"
+                      f"```\n{md.export_text()}```\n\nWinners:\n\n"
+                      + "\n".join(f"- {w}" for w in winners) + "\n",
+                      {"meta": meta, "shapes": records})
+    return 0
+
+
+def _cfg_text(c: KernelConfig) -> str:
+    return f"{c.block_h}x{c.block_d} w{c.num_warps}{' pdl' if c.pdl else ''}"
+
+
 def timed_after(fn: Callable[[], object], flush: Callable[[], object], reps: int = 200) -> float:
     """``do_bench``'s loop (flush, event, call, event; median µs) with a chosen flush."""
     fn()
@@ -350,6 +580,10 @@ def _pct(gbps: float | None, bw: float) -> str:
     return "-" if gbps is None else f"{100 * gbps / bw:.1f}"
 
 
+def _shape_text(r: Row) -> str:
+    return ",".join(map(str, r.shape)) + (" [H,T]" if r.lse_layout == "[H,T]" else "")
+
+
 def render(rows: list[Row], bw: float) -> Table:
     table = Table(title=f"combine on {torch.cuda.get_device_name()} (copy bandwidth {bw:.0f} GB/s)")
     cols = ("N,T,H,D", "base", "implementation", "MB moved", "graph µs", "graph % BW",
@@ -357,11 +591,36 @@ def render(rows: list[Row], bw: float) -> Table:
     for col in cols:
         table.add_column(col, justify="left" if col == "implementation" else "right")
     for r in rows:
-        table.add_row(",".join(map(str, r.shape)), r.base, r.impl, f"{r.bytes / 1e6:.2f}",
+        table.add_row(_shape_text(r), r.base, r.impl, f"{r.bytes / 1e6:.2f}",
                       f"{r.graph_us:.2f}", _pct(r.gbps(r.graph_us), bw),
                       "-" if r.do_bench_us is None else f"{r.do_bench_us:.2f}",
                       _pct(r.gbps(r.do_bench_us), bw))
     return table
+
+
+def option_costs(rows: list[Row]) -> list[str]:
+    """Each option's graph time over the plain direct launch of the same shape and base (the
+    masked kernel must stay within 3 %)."""
+    plain = {(r.shape, r.base, r.lse_layout, r.impl.removesuffix(", direct")): r.graph_us
+             for r in rows if r.impl.endswith(", direct")}
+    lines = []
+    for r in rows:
+        for option in (", masked", ", sink", ", masked + sink"):
+            if r.impl.endswith(option) and not r.impl.startswith("attn-contracts pack"):
+                key = (r.shape, r.base, r.lse_layout, r.impl.removesuffix(option))
+                if key in plain:
+                    lines.append(f"{r.impl} {_shape_text(r)} base {r.base}: "
+                                 f"{100 * (r.graph_us / plain[key] - 1):+.1f} %")
+    pack = {r.shape: r.graph_us for r in rows if r.impl == "attn-contracts pack_a2a"}
+    lines += [f"attn-contracts pack_a2a, masked {_shape_text(r)}: "
+              f"{100 * (r.graph_us / pack[r.shape] - 1):+.1f} %"
+              for r in rows if r.impl == "attn-contracts pack_a2a, masked" and r.shape in pack]
+    return lines
+
+
+_PLOTTED = ("attn-contracts merge", "attn-contracts rescale", "attn-contracts pack_a2a",
+            "torch: two copies (dcp before)", "flashinfer merge_state", "flashinfer merge_states",
+            "torch copy of the same bytes")
 
 
 def plot(rows: list[Row], bw: float, path: Path) -> None:
@@ -370,22 +629,26 @@ def plot(rows: list[Row], bw: float, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    picked = [r for r in rows if r.base == "2"]
-    shapes = sorted({r.shape for r in picked}, key=SHAPES.index)
-    impls = sorted({r.impl for r in picked})
-    fig, ax = plt.subplots(figsize=(11, 4.5))
-    width = 0.8 / len(impls)
+    picked = [r for r in rows if r.base in ("2", "-") and r.impl in _PLOTTED]
+    keys = list(dict.fromkeys((_shape_text(r), r.impl.startswith(("attn-contracts pack",
+                                                                    "torch: two")))
+                              for r in picked))
+    impls = [i for i in _PLOTTED if any(r.impl == i for r in picked)]
+    fig, ax = plt.subplots(figsize=(15, 5))
+    width = 0.8 / max(1, len(impls))
     for i, impl in enumerate(impls):
         ys = [next((100 * r.bytes / (r.graph_us * 1e-6) / 1e9 / bw for r in picked
-                    if r.shape == s and r.impl == impl), 0.0)
-              for s in shapes]
-        ax.bar([x + i * width for x in range(len(shapes))], ys, width, label=impl)
-    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(shapes))],
-                  [",".join(map(str, s)) for s in shapes])
+                    if _shape_text(r) == k[0] and r.impl == impl
+                    and r.impl.startswith(("attn-contracts pack", "torch: two")) == k[1]), 0.0)
+              for k in keys]
+        ax.bar([x + i * width for x in range(len(keys))], ys, width, label=impl)
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(keys))],
+                  [("pack " if p else "") + k for k, p in keys], rotation=30, ha="right",
+                  fontsize=7)
     ax.set_xlabel("(N, T, H, D), bf16, base 2")
     ax.set_ylabel("% of copy bandwidth (CUDA-graph time)")
     ax.axhline(85, color="grey", ls="--", lw=0.8)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     ax.set_title(f"DCP combine bandwidth on {torch.cuda.get_device_name()} ({bw:.0f} GB/s copy)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -396,12 +659,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     ap.add_argument("--bases", nargs="+", default=["2", "e"])
     ap.add_argument("--impls", nargs="+",
-                    default=["merge", "rescale", "copy", "torch", "compile", "flashinfer"])
+                    default=["merge", "rescale", "variants", "pack", "copy", "torch",
+                             "flashinfer"],
+                    help="'compile' (torch.compile of the reference) is left out by default: it "
+                         "compiles once per shape, minutes in all")
     ap.add_argument("--shapes", nargs="+", default=None, help="N,T,H,D ...")
     ap.add_argument("--out", type=Path, default=None, help="folder for .md, .json and .png")
     ap.add_argument("--name", default="combine-h200")
-    ap.add_argument("--sweep", choices=["merge", "rescale"], default=None,
-                    help="tile sweep of one kernel instead of the table")
+    ap.add_argument("--sweep", choices=["merge", "rescale", "targets"], default=None,
+                    help="tile sweep instead of the table: of one kernel over --shapes, or "
+                         "'targets': the shapes behind a peer, bounded by --budget-s")
+    ap.add_argument("--budget-s", type=float, default=300.0,
+                    help="time for --sweep targets (every shape gets a share)")
+    ap.add_argument("--no-study", action="store_true", help="skip the do_bench flush study")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("bench/combine.py needs a CUDA GPU", file=sys.stderr)
@@ -410,44 +680,53 @@ def main(argv: list[str] | None = None) -> int:
     global SHAPES
     if args.shapes:
         SHAPES = [tuple(int(x) for x in s.split(",")) for s in args.shapes]  # type: ignore[misc]
+    if args.sweep == "targets":
+        return sweep_targets(dtype, args.budget_s, args.out)
     if args.sweep:
         sweep(dtype, args.sweep)
         return 0
+    started = time.monotonic()
     bw = copy_bandwidth()
     empty = torch.empty(128, device="cuda")
     empty_us = graph_per_launch(lambda: _empty_kernel[(1,)](empty, BLOCK=128))
     rows: list[Row] = []
+    impls = set(args.impls)
     for shape in SHAPES:
         for base in args.bases:
-            rows += run_shape(shape, base, dtype, set(args.impls))
+            rows += run_shape(shape, base, dtype, impls)
+            if shape in HEAD_TOKEN_SHAPES:
+                rows += run_shape(shape, base, dtype, impls & {"merge", "variants"}, layout="ht")
+    if "pack" in impls:
+        for shape in PACK_SHAPES:
+            rows += pack_rows(shape, dtype)
     overhead = launch_overhead(dtype)
-    study = flush_study(dtype, bw)
+    study = None if args.no_study else flush_study(dtype, bw)
     console = Console(width=200)
     console.print(render(rows, bw))
-    console.print(study)
+    costs = option_costs(rows)
+    console.print("options over the plain launch (graph time):\n  " + "\n  ".join(costs))
+    if study is not None:
+        console.print(study)
     console.print(f"an almost empty Triton kernel: {empty_us:.2f} µs per launch in a CUDA graph")
     host = "\n".join(f"  {name}: {us:.1f} µs" for name, us in overhead)
     console.print(f"host time per eager call (launch overhead):\n{host}")
+    console.print(f"table took {time.monotonic() - started:.0f} s")
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        command = "python " + " ".join(sys.argv)
-        meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                "triton": triton.__version__, "python": platform.python_version(),
-                "copy_bandwidth_gbps": bw, "empty_kernel_graph_us": empty_us, "command": command,
-                "dtype": args.dtype, "host_us_per_call": dict(overhead)}
-        (args.out / f"{args.name}.json").write_text(json.dumps(
-            {"meta": meta, "rows": [asdict(r) | {
-                "graph_fraction": r.bytes / (r.graph_us * 1e-6) / 1e9 / bw,
-                "do_bench_fraction": None if r.do_bench_us is None else
-                r.bytes / (r.do_bench_us * 1e-6) / 1e9 / bw} for r in rows]}, indent=1))
+        from _timing import write_results
+
+        meta = environment() | {"copy_bandwidth_gbps": bw, "empty_kernel_graph_us": empty_us,
+                                "dtype": args.dtype, "host_us_per_call": dict(overhead)}
         md = Console(record=True, width=200, file=open(os.devnull, "w"))  # noqa: SIM115
         md.print(render(rows, bw))
         table_text = md.export_text()
-        md.print(study)
-        study_text = md.export_text()
-        study_doc = inspect.cleandoc(flush_study.__doc__ or "")
-        (args.out / f"{args.name}.md").write_text(
-            f"# Combine benchmark: {meta['device']}\n\nCommand: `{command}`\n\n"
+        study_text = ""
+        if study is not None:
+            md.print(study)
+            study_text = (f"{inspect.cleandoc(flush_study.__doc__ or '')}\n\n"
+                          f"```\n{md.export_text()}```\n\n")
+        cost_text = "\n".join(f"- {c}" for c in costs)
+        write_results(args.out, args.name,
+            f"# Combine benchmark: {meta['device']}\n\nCommand: `{meta['command']}`\n\n"
             f"torch {meta['torch']}, triton {meta['triton']}, {args.dtype}; copy bandwidth "
             f"{bw:.0f} GB/s (read + write, 1 GiB copy); almost empty Triton kernel "
             f"{empty_us:.2f} µs per launch in a CUDA graph.\n\n"
@@ -456,11 +735,17 @@ def main(argv: list[str] | None = None) -> int:
             "(L2 flushed), which also counts host launch gaps when they exceed the GPU time. "
             "One-token plans use PDL (a consecutive launch overlaps its launch latency with the "
             "kernel before it, then waits for it); the `PDL off` rows show the same plan without. "
+            "`direct`, `masked`, `sink`: the same kernel and tiles called through `merge`/"
+            "`rescale` without and with a row mask (20 % of rows empty) or a sink. "
             "`torch copy of the same bytes`: a plain device copy of as many bytes, the ceiling "
             "of a streaming kernel at that size under the same timer (do_bench's L2 flush leaves "
             "dirty lines whose write-back competes with the measured kernel).\n\n"
-            f"```\n{table_text}```\n\n{study_doc}\n\n```\n{study_text}```\n\n"
-            f"Host time per eager call:\n\n{host}\n")
+            f"```\n{table_text}```\n\nOptions over the plain launch:\n\n{cost_text}\n\n"
+            f"{study_text}Host time per eager call:\n\n{host}\n",
+            {"meta": meta, "rows": [asdict(r) | {
+                "graph_fraction": r.bytes / (r.graph_us * 1e-6) / 1e9 / bw,
+                "do_bench_fraction": None if r.do_bench_us is None else
+                r.bytes / (r.do_bench_us * 1e-6) / 1e9 / bw} for r in rows]})
         plot(rows, bw, args.out / f"{args.name}.png")
     return 0
 

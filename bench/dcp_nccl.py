@@ -16,10 +16,8 @@ NVLink multicast stays off (``NCCL_NVLS_ENABLE=0``, ``TORCH_SYMM_MEM_DISABLE_MUL
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,6 +28,9 @@ os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
 
 import torch  # imported after the NCCL environment above is set
 import torch.distributed as dist
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
+from _timing import graph_per_launch, wall_us, write_results
 
 from attn_contracts import ContractError, get, validate_startup
 from attn_contracts.combine import dcp_combine, merge_reference, plan_combine
@@ -110,38 +111,13 @@ def check_consensus(rank: int, world: int) -> list[dict[str, Any]]:
     return gathered
 
 
-def _graph_us(fn: Any, launches: int = 20, replays: int = 10) -> float:
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(launches):
-            fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(replays):
-        dist.barrier()
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / launches)
-    return statistics.median(times)
+def _graph_us(fn: Any) -> float:
+    """Per call in a CUDA graph of 20 calls, all ranks replaying together."""
+    return graph_per_launch(fn, launches=20, replays=10, warmup=3, before_replay=dist.barrier)
 
 
-def _wall_us(fn: Any, repeats: int = 5) -> float:
-    times = []
-    for _ in range(repeats):
-        dist.barrier()
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e6)
-    return statistics.median(times)
+def _wall_us(fn: Any) -> float:
+    return wall_us(fn, before=dist.barrier)
 
 
 def bare_collective(mode: str, world: int, t: int, h: int, d: int,
@@ -251,10 +227,8 @@ def report(results: dict[str, Any], world: int, device: str, out_dir: Path | Non
               f"max abs error vs single-GPU full attention {e2e['max_err']:.2e}"]
     text = "\n".join(lines) + "\n"
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
         name = f"dcp-nccl-h200x{world}" if device == "cuda" else f"dcp-gloo-cpu-x{world}"
-        (out_dir / f"{name}.md").write_text(text)
-        (out_dir / f"{name}.json").write_text(json.dumps(results, indent=1))
+        write_results(out_dir, name, text, results)
     return text
 
 

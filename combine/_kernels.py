@@ -25,7 +25,19 @@ merged LSE to the requested base. Both are compile-time constants.
 ``PDL``: programmatic dependent launch (Hopper and newer). The program first waits for the grid it
 depends on (``gdc_wait``: all its writes visible), then lets the next PDL-launched kernel start its
 launch. Only the launch latency overlaps, about 0.45 µs per kernel on an H200.
+
+Row mask (``HAS_MASK``): ``mask_ptr`` holds one entry per ``MASK_Q`` consecutive rows and shard
+(``MASK_Q = 1``: a ``[N, T]`` bool/uint8 row mask; ``MASK_Q = q_len``: per-request local lengths
+``[N, B]``); an entry ``<= 0`` makes the shard empty for those rows whatever its LSE and O hold. It
+is one scalar load per shard and program, issued beside the LSE loads (the partials' loads never
+wait for it: the zero weight already discards their values), so the masked kernel moves the same
+bytes as the unmasked one plus ``N·T`` mask bytes.
+
+Sink (``HAS_SINK``): a per-head logit in natural-log units, ``SINK_SCALE = 1 / ln b`` turns it into
+the LSE's base; it is one more shard whose output is 0, so it joins the max (a large sink cannot
+overflow) and the denominator, and the merged LSE includes it.
 """
+
 
 from __future__ import annotations
 
@@ -42,20 +54,60 @@ def _load_lse(lse_n, offs_h, s_lh, mask_h):
 
 
 @triton.jit
+def _row_valid(mask_n, row_ok):
+    """Whether the shard holds keys for this row: its mask entry (bool, uint8 or a length) > 0."""
+    return tl.load(mask_n, mask=row_ok, other=0) > 0
+
+
+@triton.jit
+def _shard_lse(lse_n, mask_n, row_ok, offs_h, s_lh, mask_h, HAS_MASK: tl.constexpr):
+    """``_load_lse``, and −inf for every head where the row mask says the shard is empty."""
+    x = _load_lse(lse_n, offs_h, s_lh, mask_h)
+    if HAS_MASK:
+        x = tl.where(_row_valid(mask_n, row_ok), x, float("-inf"))
+    return x
+
+
+@triton.jit
+def _sink_lse(sink_ptr, offs_h, s_s, mask_h, HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr,
+              BLOCK_H: tl.constexpr):
+    """The sink in the LSE's base (``s · log_b e``) per head, −inf without a sink."""
+    if HAS_SINK:
+        x = tl.load(sink_ptr + offs_h * s_s, mask=mask_h, other=float("-inf")).to(tl.float32)
+        x = tl.where((x != x) | (x == float("inf")), float("-inf"), x * SINK_SCALE)
+    else:
+        x = tl.full((BLOCK_H,), float("-inf"), tl.float32)
+    return x
+
+
+@triton.jit
 def _finite(m):
     """The max with −inf replaced by 0, so ``x − m`` is never ``−inf − (−inf)``."""
     return tl.where(m == float("-inf"), 0.0, m)
 
 
 @triton.jit
-def _max_lse(lse_row, s_ln, offs_h, s_lh, mask_h, N: tl.constexpr, BLOCK_H: tl.constexpr):
-    """The shards' max LSE with −inf as 0 (``_finite``): pass 1."""
-    m = tl.full((BLOCK_H,), float("-inf"), tl.float32)
+def _max_lse(lse_row, s_ln, mask_row, s_mn, row_ok, offs_h, s_lh, mask_h, m0, N: tl.constexpr,
+             HAS_MASK: tl.constexpr):
+    """The max of ``m0`` (the sink, or −inf) and the shards' LSEs, −inf as 0 (``_finite``)."""
+    m = m0
     lse_n = lse_row
+    mask_n = mask_row
     for _ in tl.static_range(N):
-        m = tl.maximum(m, _load_lse(lse_n, offs_h, s_lh, mask_h))
+        m = tl.maximum(m, _shard_lse(lse_n, mask_n, row_ok, offs_h, s_lh, mask_h, HAS_MASK))
         lse_n += s_ln
+        mask_n += s_mn
     return _finite(m)
+
+
+@triton.jit
+def _sink_weight(sink, m, IN_SCALE: tl.constexpr, HAS_SINK: tl.constexpr, BLOCK_H: tl.constexpr):
+    """The sink's term of the denominator (its output is 0, so it adds nothing else)."""
+    if HAS_SINK:
+        s = tl.exp2((sink - m) * IN_SCALE)
+    else:
+        s = tl.zeros((BLOCK_H,), tl.float32)
+    return s
 
 
 @triton.jit
@@ -89,13 +141,15 @@ def _store_lse(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE: tl.co
 
 @triton.jit
 def merge_kernel(
-    o_ptr, lse_ptr, out_ptr, lse_out_ptr,
-    T, H, D, Q_LEN,
+    o_ptr, lse_ptr, out_ptr, lse_out_ptr, mask_ptr, sink_ptr,
+    T, H, D, Q_LEN, MASK_Q,
     s_on, s_ot, s_oh, s_od,
     s_ln, s_lb, s_lq, s_lh,
     s_yt, s_yh, s_yd,
     s_zt, s_zh,
+    s_mn, s_mt, s_s,
     N: tl.constexpr, IN_SCALE: tl.constexpr, OUT_SCALE: tl.constexpr, WRITE_LSE: tl.constexpr,
+    HAS_MASK: tl.constexpr, HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr,
     BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, NUM_DB: tl.constexpr, PDL: tl.constexpr,
 ):
     """out[t, h, :] = Σ_n w_n · o[n, t, h, :]; optionally lse_out[t, h] = merged LSE."""
@@ -105,18 +159,24 @@ def merge_kernel(
     t, offs_h, offs_d, mask_h, mask, lse_off = _tile(T, H, D, Q_LEN, s_lb, s_lq, NUM_DB, BLOCK_H,
                                                      BLOCK_D)
     lse_row = lse_ptr + lse_off
-    m = _max_lse(lse_row, s_ln, offs_h, s_lh, mask_h, N, BLOCK_H)
-    s = tl.zeros((BLOCK_H,), tl.float32)
+    mask_row = mask_ptr + (t // MASK_Q) * s_mt
+    row_ok = t < T
+    sink = _sink_lse(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, SINK_SCALE, BLOCK_H)
+    m = _max_lse(lse_row, s_ln, mask_row, s_mn, row_ok, offs_h, s_lh, mask_h, sink, N, HAS_MASK)
+    s = _sink_weight(sink, m, IN_SCALE, HAS_SINK, BLOCK_H)
     acc = tl.zeros((BLOCK_H, BLOCK_D), tl.float32)
     o_n = o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od
     lse_n = lse_row
+    mask_n = mask_row
     for _ in tl.static_range(N):
-        p = tl.exp2((_load_lse(lse_n, offs_h, s_lh, mask_h) - m) * IN_SCALE)  # 0 when empty
+        x = _shard_lse(lse_n, mask_n, row_ok, offs_h, s_lh, mask_h, HAS_MASK)
+        p = tl.exp2((x - m) * IN_SCALE)  # 0 when empty
         o = tl.load(o_n, mask=mask, other=0.0).to(tl.float32)
         s += p
         acc += tl.where(p[:, None] > 0, p[:, None] * o, 0.0)  # empty shard: adds 0, even if o is NaN
         o_n += s_on
         lse_n += s_ln
+        mask_n += s_mn
     # normalised last, so the reciprocal is off the loads' critical path (one-token latency)
     acc *= _reciprocal(s)[:, None]
     tl.store(out_ptr + t * s_yt + offs_h[:, None] * s_yh + offs_d[None, :] * s_yd,
@@ -128,20 +188,23 @@ def merge_kernel(
 
 @triton.jit
 def rescale_kernel(
-    o_ptr, lse_ptr, out_ptr, lse_out_ptr,
-    RANK, T, H, D, Q_LEN, HC,
+    o_ptr, lse_ptr, out_ptr, lse_out_ptr, mask_ptr, sink_ptr,
+    RANK, T, H, D, Q_LEN, HC, MASK_Q,
     s_ot, s_oh, s_od,
     s_ln, s_lb, s_lq, s_lh,
     s_yc, s_yt, s_yh, s_yd,
     s_zt, s_zh,
+    s_mn, s_mt, s_s,
     N: tl.constexpr, IN_SCALE: tl.constexpr, OUT_SCALE: tl.constexpr, WRITE_LSE: tl.constexpr,
+    HAS_MASK: tl.constexpr, HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr,
     BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, NUM_DB: tl.constexpr, PDL: tl.constexpr,
 ):
     """out[t, h, :] = w_RANK · o[t, h, :] with w from all N gathered LSEs (the AG+RS step).
 
     Head ``h`` is written to chunk ``h // HC`` (stride ``s_yc``) at head ``h % HC``: with
     ``HC = H / N`` the output is laid out ``[N, T, H/N, D]``, ready for a reduce-scatter by heads
-    without a copy; ``HC = H``, ``s_yc = 0`` is the plain ``[T, H, D]``."""
+    without a copy; ``HC = H``, ``s_yc = 0`` is the plain ``[T, H, D]``. The sink (if any) is in
+    every rank's denominator, so the sum over ranks is the merge with the sink."""
     if PDL:
         tl_cuda.gdc_wait()
         tl_cuda.gdc_launch_dependents()
@@ -150,13 +213,20 @@ def rescale_kernel(
     o = tl.load(o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od, mask=mask,
                 other=0.0).to(tl.float32)
     lse_row = lse_ptr + lse_off
-    m = _max_lse(lse_row, s_ln, offs_h, s_lh, mask_h, N, BLOCK_H)
-    s = tl.zeros((BLOCK_H,), tl.float32)
+    mask_row = mask_ptr + (t // MASK_Q) * s_mt
+    row_ok = t < T
+    sink = _sink_lse(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, SINK_SCALE, BLOCK_H)
+    m = _max_lse(lse_row, s_ln, mask_row, s_mn, row_ok, offs_h, s_lh, mask_h, sink, N, HAS_MASK)
+    s = _sink_weight(sink, m, IN_SCALE, HAS_SINK, BLOCK_H)
     lse_n = lse_row
+    mask_n = mask_row
     for _ in tl.static_range(N):
-        s += tl.exp2((_load_lse(lse_n, offs_h, s_lh, mask_h) - m) * IN_SCALE)  # 0 when empty
+        x = _shard_lse(lse_n, mask_n, row_ok, offs_h, s_lh, mask_h, HAS_MASK)
+        s += tl.exp2((x - m) * IN_SCALE)  # 0 when empty
         lse_n += s_ln
-    x_r = _load_lse(lse_row + RANK * s_ln, offs_h, s_lh, mask_h)
+        mask_n += s_mn
+    x_r = _shard_lse(lse_row + RANK * s_ln, mask_row + RANK * s_mn, row_ok, offs_h, s_lh, mask_h,
+                     HAS_MASK)
     w = (tl.exp2((x_r - m) * IN_SCALE) * _reciprocal(s))[:, None]
     out_h = (offs_h // HC).to(tl.int64) * s_yc + (offs_h % HC) * s_yh
     tl.store(out_ptr + t * s_yt + out_h[:, None] + offs_d[None, :] * s_yd,
@@ -164,3 +234,39 @@ def rescale_kernel(
     if WRITE_LSE:
         if tl.program_id(0) % NUM_DB == 0:
             _store_lse(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE, OUT_SCALE)
+
+
+@triton.jit
+def pack_a2a_kernel(
+    o_ptr, lse_ptr, mask_ptr, o_dst_ptr, lse_dst_ptr,
+    T, H, D, HC, MASK_Q,
+    s_ot, s_oh, s_od,
+    s_lt, s_lh,
+    s_mt,
+    s_on_dst, s_ln_dst,
+    HAS_MASK: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, NUM_DB: tl.constexpr,
+    PDL: tl.constexpr,
+):
+    """The all-to-all send buffer in one pass: head ``h`` of row ``t`` goes to destination
+    ``j = h // HC``, whose message holds ``O [T, HC, D]`` (contiguous, ``o_dst_ptr + j·s_on_dst``)
+    and the fp32 LSE ``[T, HC]`` (``lse_dst_ptr + j·s_ln_dst``). Rows the mask marks empty send
+    ``O = 0`` and ``LSE = −inf``. The LSE is written by the programs of the first dim block."""
+    if PDL:
+        tl_cuda.gdc_wait()
+        tl_cuda.gdc_launch_dependents()
+    t, offs_h, offs_d, mask_h, mask, lse_off = _tile(T, H, D, 1, s_lt, 0, NUM_DB, BLOCK_H,
+                                                     BLOCK_D)
+    o = tl.load(o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od, mask=mask,
+                other=0.0)
+    if HAS_MASK:
+        valid = _row_valid(mask_ptr + (t // MASK_Q) * s_mt, t < T)
+        o = tl.where(valid, o, tl.zeros_like(o))
+    j = (offs_h // HC).to(tl.int64)
+    row = t * HC + offs_h % HC  # [BLOCK_H] int64: the row of [T, HC] within a message
+    tl.store(o_dst_ptr + (j * s_on_dst + row * D)[:, None] + offs_d[None, :],
+             o.to(o_dst_ptr.dtype.element_ty), mask=mask)
+    if tl.program_id(0) % NUM_DB == 0:
+        x = tl.load(lse_ptr + lse_off + offs_h * s_lh, mask=mask_h, other=0.0).to(tl.float32)
+        if HAS_MASK:
+            x = tl.where(valid, x, float("-inf"))
+        tl.store(lse_dst_ptr + j * s_ln_dst + row, x, mask=mask_h)

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from attn_contracts.combine.ops import pack_a2a
 from attn_contracts.combine.plan import CombinePlan
 from attn_contracts.combine.workspace import Workspace
 from attn_contracts.findings import ContractError
@@ -160,10 +161,9 @@ def _a2a(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor, group:
     t, h, d = partial_out.shape
     hc = h // world
     send, recv, o_bytes = ws.messages(slot, t, partial_out.device)
-    o_send, lse_send = _pieces(send, world, t, hc, d, o_bytes, plan.out_dtype)
-    o_send.copy_(partial_out.view(t, world, hc, d).transpose(0, 1))  # [N, T, H/N, D]
-    lse_heads = lse.view(t, world, hc).transpose(0, 1)  # [N, T, H/N]
-    _wire_lse(lse_heads, None if row_mask is None else row_mask[None, :], lse_send)
+    # one pass: each destination's heads of O [T, H/N, D] and its fp32 LSE bits [T, H/N], −inf
+    # where row_mask says this rank has no keys (the receivers' merge then skips those rows)
+    pack_a2a(partial_out, lse, send, o_bytes=o_bytes, row_mask=row_mask, pdl=plan.pdl)
     dist.all_to_all_single(recv, send, group=group)
     o_recv, lse_recv = _pieces(recv, world, t, hc, d, o_bytes, plan.out_dtype)
     my_sink = None if sink is None else sink[rank * hc : (rank + 1) * hc]

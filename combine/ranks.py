@@ -1,9 +1,10 @@
 """Start N ranks on this machine (gloo on the CPU, or NCCL with one GPU each) and collect results.
 
 Used by the demo, the examples and the tests. Rendezvous is a ``FileStore`` in a fresh temporary
-folder (no fixed port, nothing to clean up between runs). Every wait has a deadline: a rank that
-dies, hangs or never joins is reported by rank number, and the survivors are stopped, so nothing
-is left hanging.
+folder (no fixed port, nothing to clean up between runs), or, with ``rendezvous="tcp"``, the
+``TCPStore`` that rank 0 hosts on a free loopback port, as engines run it (the store then dies with
+rank 0). Every wait has a deadline: a rank that dies, hangs or never joins is reported by rank
+number, and the survivors are stopped, so nothing is left hanging.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ from __future__ import annotations
 import io
 import os
 import queue
+import socket
 import tempfile
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.distributed as dist
@@ -55,14 +57,26 @@ def _from_bytes(data: bytes) -> Any:
     return torch.load(io.BytesIO(data), weights_only=False)
 
 
-def _entry(fn: Callable[..., Any], rank: int, world_size: int, store_path: str, backend: str,
+def _free_loopback_port() -> int:
+    # The kernel picks a free port; closed again at once, so rank 0 can bind it (a port taken in
+    # between makes init fail loudly, it never joins a stranger's store).
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _entry(fn: Callable[..., Any], rank: int, world_size: int, store_at: str, backend: str,
            init_timeout_s: float, results: Any, args: tuple[Any, ...]) -> None:
     try:
         if backend == "nccl":
             torch.cuda.set_device(rank)
-        store = dist.FileStore(store_path, world_size)
-        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
-                                timeout=timedelta(seconds=init_timeout_s))
+        timeout = timedelta(seconds=init_timeout_s)
+        if store_at.startswith("tcp://"):  # rank 0 hosts the TCPStore, as under env:// or tcp://
+            dist.init_process_group(backend, init_method=store_at, rank=rank,
+                                    world_size=world_size, timeout=timeout)
+        else:
+            dist.init_process_group(backend, store=dist.FileStore(store_at, world_size),
+                                    rank=rank, world_size=world_size, timeout=timeout)
         results.put((rank, "ready", None))
         value = fn(rank, world_size, *args)
         results.put((rank, "ok", _to_bytes(value)))
@@ -76,19 +90,25 @@ def _entry(fn: Callable[..., Any], rank: int, world_size: int, store_path: str, 
 def run_ranks(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "gloo",
               timeout_s: float = 300.0, init_timeout_s: float = 60.0,
               on_ready: Callable[[int], None] | None = None,
-              require_all: bool = True) -> list[RankResult]:
+              require_all: bool = True,
+              rendezvous: Literal["file", "tcp"] = "file") -> list[RankResult]:
     """Run ``fn(rank, world_size, *args)`` in ``world_size`` spawned processes.
 
     ``fn`` must be importable by name (a module-level function). Returns one
     :class:`RankResult` per rank; with ``require_all`` a failed or silent rank raises
-    :class:`RankFailure` instead. ``timeout_s`` bounds the whole run.
+    :class:`RankFailure` instead. ``timeout_s`` bounds the whole run. ``rendezvous``: a
+    ``FileStore`` in a temporary folder, or a ``TCPStore`` hosted by rank 0 on loopback.
     """
+    if rendezvous not in ("file", "tcp"):
+        raise ValueError(f"rendezvous must be 'file' or 'tcp', found {rendezvous!r}")
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
     with tempfile.TemporaryDirectory(prefix="attn-contracts-") as tmp:
+        store_at = (f"tcp://127.0.0.1:{_free_loopback_port()}" if rendezvous == "tcp" else
+                    os.path.join(tmp, "store"))
         procs = [ctx.Process(target=_entry, daemon=True, args=(
-            fn, r, world_size, os.path.join(tmp, "store"), backend, init_timeout_s, results,
-            args)) for r in range(world_size)]
+            fn, r, world_size, store_at, backend, init_timeout_s, results, args))
+            for r in range(world_size)]
         for p in procs:
             p.start()
         outcomes = _collect(procs, results, timeout_s, on_ready)

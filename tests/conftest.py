@@ -30,3 +30,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def device() -> str:
+    """Where the kernel tests run: the GPU when there is one, else the CPU (Triton interpreter)."""
+    return "cuda" if _cuda() else "cpu"

@@ -27,15 +27,16 @@ def test_kernels_run_through_triton_here() -> None:
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", [64, 80, 128, 576])
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
-def test_merge_matches_reference(n: int, d: int, dtype: torch.dtype, base: str) -> None:
+def test_merge_matches_reference(n: int, d: int, dtype: torch.dtype, base: str,
+                                 device: str) -> None:
     t, h = 3, 5
-    o, lse = partials(n, t, h, d, dtype, seed=n * 1000 + d)
-    out = poisoned((t, h, d), dtype)
-    lse_out = poisoned((t, h), torch.float32)
+    o, lse = partials(n, t, h, d, dtype, seed=n * 1000 + d, device=device)
+    out = poisoned((t, h, d), dtype, device)
+    lse_out = poisoned((t, h), torch.float32, device)
     merge(o, lse, base=base, out=out, lse_out=lse_out)
-    ref_o, ref_lse = merge_reference(o, lse, base=base)
-    assert_close_to(out, ref_o, dtype)
-    assert_lse_close(lse_out, ref_lse)
+    ref_o, ref_lse = merge_reference(o.cpu(), lse.cpu(), base=base)
+    assert_close_to(out.cpu(), ref_o, dtype)
+    assert_lse_close(lse_out.cpu(), ref_lse)
     assert not out.isnan().any()
     assert (out[t - 1, h - 1] == 0).all() and lse_out[t - 1, h - 1] == -math.inf
 
@@ -44,18 +45,19 @@ def test_merge_matches_reference(n: int, d: int, dtype: torch.dtype, base: str) 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("n", [1, 3, 8])
 def test_rescale_matches_reference_and_sums_to_merge(n: int, dtype: torch.dtype,
-                                                     base: str) -> None:
+                                                     base: str, device: str) -> None:
     t, h, d = 4, 3, 96
     o, lse = partials(n, t, h, d, dtype, seed=7 + n)
     total = torch.zeros(t, h, d, dtype=torch.float64)
     for r in range(n):
-        out = poisoned((t, h, d), dtype)
-        got, got_lse = rescale(o[r], lse, r, base=base, out=out, return_lse=True)
+        out = poisoned((t, h, d), dtype, device)
+        got, got_lse = rescale(o[r].to(device), lse.to(device), r, base=base, out=out,
+                               return_lse=True)
         ref, ref_lse = rescale_reference(o[r], lse, r, base=base)
         assert got is out
-        assert_close_to(got, ref, dtype)
-        assert_lse_close(got_lse, ref_lse)
-        total += got.double()
+        assert_close_to(got.cpu(), ref, dtype)
+        assert_lse_close(got_lse.cpu(), ref_lse)
+        total += got.cpu().double()
     atol, rtol = {torch.float32: (1e-5, 1e-5), torch.float16: (8e-3, 4e-3),
                   torch.bfloat16: (6e-2, 3e-2)}[dtype]
     torch.testing.assert_close(total, merge_reference(o, lse, base=base)[0], atol=atol,
@@ -197,8 +199,8 @@ def test_rows_beyond_one_grid_axis_spill_to_the_next(monkeypatch: pytest.MonkeyP
     slice's spare programs must write nothing. A limit of 3 exercises it with T = 7."""
     from attn_contracts.combine import ops
 
-    monkeypatch.setattr(ops, "_MAX_GRID_YZ", 3)
-    assert ops._grid(7, 6, 64, 2, 64) == (3, 3, 3)
+    monkeypatch.setattr(ops, "MAX_GRID_YZ", 3)
+    assert ops.launch_grid(7, 6, 64, 2, 64) == (3, 3, 3)
     o, lse = partials(3, 7, 6, 64, torch.float32, seed=21)
     out, lse_out = poisoned((7, 6, 64), torch.float32), poisoned((7, 6), torch.float32)
     merge(o, lse, base="2", out=out, lse_out=lse_out)
@@ -227,3 +229,34 @@ def test_default_tiles_follow_the_h200_sweep(shape: tuple[int, int, int, int], k
 
     cfg = default_config(*shape, kernel)
     assert (cfg.block_h, cfg.block_d, cfg.num_warps, cfg.pdl) == expected
+
+
+@pytest.mark.parametrize(("shape", "expected"), [
+    # two-way merges: 1024 elements over two warps (16 per thread per shard), so an SM keeps
+    # about as many bytes in flight as an 8-way merge's one-warp tiles do
+    ((2, 4096, 32, 128), (8, 128, 2, False)),
+    ((2, 16384, 32, 128), (8, 128, 2, False)),
+    ((2, 8192, 128, 128), (8, 128, 2, False)),
+    ((2, 4096, 8, 128), (8, 128, 2, False)),
+    ((2, 1024, 8, 256), (8, 128, 2, False)),
+    ((1, 300, 8, 128), (8, 128, 2, True)),  # 300 programs: one wave, PDL on
+    # few heads: the tile cannot grow past the heads, one warp keeps 8-16 elements per thread
+    ((2, 300, 2, 128), (2, 128, 1, True)),
+    # one token: latency-bound, shrunk to 256 elements on one warp, PDL on
+    ((2, 1, 128, 512), (4, 64, 1, True)),
+    # N >= 3 keeps the measured one-warp 256-element tiles
+    ((3, 4096, 32, 128), (2, 128, 1, False)),
+])
+def test_two_way_merge_tiles(shape: tuple[int, int, int, int],
+                             expected: tuple[int, int, int, bool]) -> None:
+    from attn_contracts.combine.ops import default_config
+
+    cfg = default_config(*shape, "merge")
+    assert (cfg.block_h, cfg.block_d, cfg.num_warps, cfg.pdl) == expected
+
+
+def test_pack_tiles_follow_rescale() -> None:
+    from attn_contracts.combine.ops import default_config
+
+    for shape in [(4, 1, 128, 512), (4, 256, 128, 512), (8, 2048, 32, 128)]:
+        assert default_config(*shape, "pack") == default_config(*shape, "rescale")

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attn_contracts.combine import merge
-from fixtures.attention import attention_with_lse, split_attention
+from fixtures.attention import attention_with_lse, attention_with_sink, split_attention
 from fixtures.tensors import partials
 
 SETTINGS = settings(max_examples=12, deadline=None, derandomize=True)
@@ -32,6 +32,33 @@ def test_split_then_merge_equals_full_attention(base: str, s: int, n: int, data:
     o_parts, lse_parts = split_attention(q, k, v, cuts, base)
     out, lse = merge(o_parts.float(), lse_parts.float(), base=base, return_lse=True)
     full_o, full_lse = attention_with_lse(q, k, v, base)
+    torch.testing.assert_close(out.double(), full_o, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(lse.double(), full_lse, atol=1e-5, rtol=1e-5)
+
+
+@SETTINGS
+@given(base=BASES, s=st.integers(0, 20), n=st.integers(1, 5), data=st.data(),
+       seed=st.integers(0, 2**16), by_mask=st.booleans())
+def test_split_then_merge_with_a_sink_equals_full_attention_with_the_sink(
+        base: str, s: int, n: int, data: st.DataObject, seed: int, by_mask: bool) -> None:
+    """Softmax over [keys..., sink] (the sink's value 0) equals the shards merged with the sink
+    added once. Empty shards either hold −inf (``by_mask`` False) or garbage that a row mask
+    hides; ``s = 0`` makes every row empty, which must give o = 0 and LSE = s'."""
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(x, 3, 16, generator=g) * 2 for x in (2, s, s))
+    sink = torch.randn(3, generator=g) * 3
+    cuts = sorted(data.draw(st.lists(st.integers(0, s), min_size=n - 1, max_size=n - 1)))
+    o_parts, lse_parts = split_attention(q, k, v, cuts, base)
+    o_parts, lse_parts = o_parts.float(), lse_parts.float()
+    mask = None
+    if by_mask:
+        sizes = torch.tensor([b - a for a, b in zip([0, *cuts], [*cuts, s], strict=True)])
+        mask = (sizes > 0).view(n, 1).expand(n, 2)  # [N, T], a stride-0 view
+        empty = sizes == 0
+        o_parts[empty] = math.nan  # what a kernel that never ran may leave
+        lse_parts[empty] = 1e4
+    out, lse = merge(o_parts, lse_parts, base=base, return_lse=True, row_mask=mask, sink=sink)
+    full_o, full_lse = attention_with_sink(q, k, v, sink, base)
     torch.testing.assert_close(out.double(), full_o, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(lse.double(), full_lse, atol=1e-5, rtol=1e-5)
 

@@ -6,6 +6,7 @@ Run on the GPU machine with ``pytest -m gpu``; skipped without CUDA.
 from __future__ import annotations
 
 import importlib.util
+import math
 
 import pytest
 import torch
@@ -26,10 +27,10 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize(("n", "t", "h", "d"), [(4, 1, 128, 512), (8, 1, 16, 576), (3, 100, 40, 128),
                                                 (8, 257, 32, 80), (5, 33, 7, 96), (1, 5, 3, 64)])
 def test_merge_and_rescale_on_cuda(n: int, t: int, h: int, d: int, dtype: torch.dtype,
-                                   base: str) -> None:
-    o, lse = partials(n, t, h, d, dtype, seed=n + t, device="cuda")
-    out = poisoned((t, h, d), dtype, "cuda")
-    lse_out = poisoned((t, h), torch.float32, "cuda")
+                                   base: str, device: str) -> None:
+    o, lse = partials(n, t, h, d, dtype, seed=n + t, device=device)
+    out = poisoned((t, h, d), dtype, device)
+    lse_out = poisoned((t, h), torch.float32, device)
     merge(o, lse, base=base, out=out, lse_out=lse_out)
     ref_o, ref_lse = merge_reference(o.cpu(), lse.cpu(), base=base)
     assert_close_to(out.cpu(), ref_o, dtype)
@@ -39,25 +40,25 @@ def test_merge_and_rescale_on_cuda(n: int, t: int, h: int, d: int, dtype: torch.
                     dtype)
 
 
-def test_non_contiguous_on_cuda() -> None:
-    o, lse = partials(4, 9, 16, 160, torch.bfloat16, seed=3, device="cuda")
+def test_non_contiguous_on_cuda(device: str) -> None:
+    o, lse = partials(4, 9, 16, 160, torch.bfloat16, seed=3, device=device)
     o_nc, lse_nc = o[:, :, ::2, 16:144], lse[:, :, ::2]
     out = merge(o_nc, lse_nc, base="2")
     assert_close_to(out.cpu(), merge_reference(o_nc.cpu(), lse_nc.cpu(), base="2")[0],
                     torch.bfloat16)
 
 
-def test_cuda_graph_capture_of_a_plan() -> None:
+def test_cuda_graph_capture_of_a_plan(device: str) -> None:
     plan = plan_combine("flashinfer.mla.fa3", mode="merge", world_size=4, num_heads=128,
                         head_dim=512, out_dtype=torch.bfloat16, return_lse=True)
-    o, lse = partials(4, 2, 128, 512, torch.bfloat16, seed=1, specials=False, device="cuda")
-    out = torch.empty(2, 128, 512, dtype=torch.bfloat16, device="cuda")
-    lse_out = torch.empty(2, 128, device="cuda")
+    o, lse = partials(4, 2, 128, 512, torch.bfloat16, seed=1, specials=False, device=device)
+    out = torch.empty(2, 128, 512, dtype=torch.bfloat16, device=device)
+    lse_out = torch.empty(2, 128, device=device)
     plan(o, lse, out=out, lse_out=lse_out)  # compile before capture
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         plan(o, lse, out=out, lse_out=lse_out)
-    o2, lse2 = partials(4, 2, 128, 512, torch.bfloat16, seed=2, device="cuda")
+    o2, lse2 = partials(4, 2, 128, 512, torch.bfloat16, seed=2, device=device)
     o.copy_(o2)
     lse.copy_(lse2)
     g.replay()
@@ -67,14 +68,14 @@ def test_cuda_graph_capture_of_a_plan() -> None:
     assert_lse_close(lse_out.cpu(), ref_lse)
 
 
-def test_direct_relaunch_keeps_triton_specialisations() -> None:
+def test_direct_relaunch_keeps_triton_specialisations(device: str) -> None:
     """The launcher calls the compiled kernel directly from the second launch on; a different
     pointer alignment or int value must get its own kernel, never reuse a specialised one."""
-    o, lse = partials(4, 6, 16, 128, torch.bfloat16, seed=8, specials=False, device="cuda")
+    o, lse = partials(4, 6, 16, 128, torch.bfloat16, seed=8, specials=False, device=device)
     ref = merge_reference(o.cpu(), lse.cpu(), base="2")[0]
     for _ in range(2):  # the second call goes through the direct path
         assert_close_to(merge(o, lse, base="2").cpu(), ref, torch.bfloat16)
-    flat = torch.empty(o.numel() + 1, dtype=o.dtype, device="cuda")
+    flat = torch.empty(o.numel() + 1, dtype=o.dtype, device=device)
     o_odd = flat[1:].view(o.shape)  # 2-byte aligned only
     o_odd.copy_(o)
     for _ in range(2):
@@ -85,17 +86,17 @@ def test_direct_relaunch_keeps_triton_specialisations() -> None:
 
 
 @pytest.mark.parametrize("kernel", ["merge", "rescale"])
-def test_pdl_launches_in_a_cuda_graph_wait_for_their_inputs(kernel: str) -> None:
+def test_pdl_launches_in_a_cuda_graph_wait_for_their_inputs(kernel: str, device: str) -> None:
     """One-token tiles use PDL. A second PDL merge reads the first kernel's output (N = 1, the
     identity): the first lets it launch early, so only ``gdc_wait`` before its loads keeps it
     from reading stale values. Captured in a graph, replayed on new inputs."""
     from attn_contracts.combine.ops import default_config
 
     assert default_config(4, 1, 128, 512, kernel).pdl and default_config(1, 1, 128, 512).pdl
-    o, lse = partials(4, 1, 128, 512, torch.bfloat16, seed=4, specials=False, device="cuda")
-    first = torch.empty(1, 128, 512, dtype=torch.bfloat16, device="cuda")
+    o, lse = partials(4, 1, 128, 512, torch.bfloat16, seed=4, specials=False, device=device)
+    first = torch.empty(1, 128, 512, dtype=torch.bfloat16, device=device)
     second = torch.empty_like(first)
-    zero_lse = torch.zeros(1, 1, 128, device="cuda")
+    zero_lse = torch.zeros(1, 1, 128, device=device)
 
     def step() -> None:
         if kernel == "merge":
@@ -110,7 +111,7 @@ def test_pdl_launches_in_a_cuda_graph_wait_for_their_inputs(kernel: str) -> None
     with torch.cuda.graph(g):
         for _ in range(3):
             step()
-    o2, lse2 = partials(4, 1, 128, 512, torch.bfloat16, seed=6, specials=False, device="cuda")
+    o2, lse2 = partials(4, 1, 128, 512, torch.bfloat16, seed=6, specials=False, device=device)
     o.copy_(o2)
     lse.copy_(lse2)
     second.zero_()
@@ -121,8 +122,8 @@ def test_pdl_launches_in_a_cuda_graph_wait_for_their_inputs(kernel: str) -> None
     assert_close_to(second.cpu(), ref, torch.bfloat16)
 
 
-def test_torch_compile_inductor_fullgraph_on_cuda() -> None:
-    o, lse = partials(4, 16, 8, 128, torch.bfloat16, seed=5, specials=False, device="cuda")
+def test_torch_compile_inductor_fullgraph_on_cuda(device: str) -> None:
+    o, lse = partials(4, 16, 8, 128, torch.bfloat16, seed=5, specials=False, device=device)
 
     def layer(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         merged = merge(x, y, base="e")
@@ -132,8 +133,8 @@ def test_torch_compile_inductor_fullgraph_on_cuda() -> None:
     torch.testing.assert_close(compiled(o, lse), layer(o, lse), atol=1e-2, rtol=1e-2)
 
 
-def test_torch_reference_backend_on_cuda() -> None:
-    assert verify_record(get("torch.sdpa_ref"), device="cuda").status == "match"
+def test_torch_reference_backend_on_cuda(device: str) -> None:
+    assert verify_record(get("torch.sdpa_ref"), device=device).status == "match"
 
 
 FLASHINFER = [r for r in Registry().records() if r.library == "flashinfer" and r.adapter]
@@ -143,8 +144,8 @@ needs_flashinfer = pytest.mark.skipif(importlib.util.find_spec("flashinfer") is 
 
 @needs_flashinfer
 @pytest.mark.parametrize("record", FLASHINFER, ids=lambda r: r.name)
-def test_flashinfer_records_verify_clean(record) -> None:  # type: ignore[no-untyped-def]
-    result = verify_record(record, device="cuda")
+def test_flashinfer_records_verify_clean(record, device: str) -> None:  # type: ignore[no-untyped-def]
+    result = verify_record(record, device=device)
     if result.status == "skipped":
         pytest.skip(result.reason)
     assert result.status == "match", [f.render() for f in result.findings]
@@ -152,10 +153,10 @@ def test_flashinfer_records_verify_clean(record) -> None:  # type: ignore[no-unt
 
 @needs_flashinfer
 @pytest.mark.parametrize("record", FLASHINFER, ids=lambda r: r.name)
-def test_flipping_a_flashinfer_base_fails_verify(record) -> None:  # type: ignore[no-untyped-def]
+def test_flipping_a_flashinfer_base_fails_verify(record, device: str) -> None:  # type: ignore[no-untyped-def]
     flipped = record.model_copy(update={"lse": record.lse.model_copy(
         update={"base": "e" if record.lse.base == "2" else "2"})})
-    result = verify_record(flipped, device="cuda")
+    result = verify_record(flipped, device=device)
     if result.status == "skipped":
         pytest.skip(result.reason)
     assert "lse.base" in [f.field for f in result.findings]
@@ -167,6 +168,177 @@ def test_dcp_collectives_on_nccl_at_world_size_one() -> None:
 
     errors = run_ranks(dcp_workers.nccl_world_of_one, 1, backend="nccl", timeout_s=300)[0].value
     assert max(errors.values()) < 1e-5, errors
+
+
+# --- row masks, sinks, the a2a pack and the two-way tiles (issue 14) ---------------------------------
+def _garbage_where_masked(o: torch.Tensor, lse: torch.Tensor, keep: torch.Tensor) -> None:
+    gone = ~keep  # [N, T]
+    o[gone] = float("nan")
+    lse[gone] = 1e4  # would win the merge if it were read
+
+
+@pytest.mark.parametrize("base", ["e", "2"])
+@pytest.mark.parametrize("form", ["bool", "uint8_strided", "lens"])
+@pytest.mark.parametrize(("n", "t", "h", "d"), [(2, 64, 32, 128), (4, 1, 128, 512), (8, 33, 16, 80)])
+def test_row_mask_on_cuda(n: int, t: int, h: int, d: int, form: str, base: str,
+                          device: str) -> None:
+    from attn_contracts.combine.reference import rows_from_lens
+
+    o, lse = partials(n, t, h, d, torch.bfloat16, seed=n * t, specials=False, device=device)
+    g = torch.Generator(device=device).manual_seed(t)
+    if form == "lens":
+        q = 1 if t in (1, 33) else 2
+        lens = (torch.rand(n, t // q, device=device, generator=g) > 0.3).int() * 5
+        keep, kw = rows_from_lens(lens, q), {"lens": lens}
+    else:
+        keep = torch.rand(n, t, device=device, generator=g) > 0.3
+        keep[:, -1] = False
+        mask = keep.to(torch.uint8).t().contiguous().t() if form == "uint8_strided" else keep
+        kw = {"row_mask": mask}
+    _garbage_where_masked(o, lse, keep)
+    out = poisoned((t, h, d), torch.bfloat16, device)
+    lse_out = poisoned((t, h), torch.float32, device)
+    merge(o, lse, base=base, out=out, lse_out=lse_out, **kw)
+    ref_o, ref_lse = merge_reference(o.cpu(), lse.cpu(), base=base, row_mask=keep.cpu())
+    assert_close_to(out.cpu(), ref_o, torch.bfloat16)
+    assert_lse_close(lse_out.cpu(), ref_lse)
+    r = rescale(o[n - 1], lse, n - 1, base=base, **kw)
+    assert_close_to(r.cpu(), rescale_reference(o[n - 1].cpu(), lse.cpu(), n - 1, base=base,
+                                               row_mask=keep.cpu())[0], torch.bfloat16)
+
+
+@pytest.mark.parametrize("base", ["e", "2"])
+@pytest.mark.parametrize(("n", "t", "h", "d"), [(2, 64, 32, 128), (4, 1, 128, 512), (3, 17, 8, 96)])
+def test_sink_on_cuda_and_all_empty_rows_give_the_sink(n: int, t: int, h: int, d: int, base: str,
+                                                        device: str) -> None:
+    o, lse = partials(n, t, h, d, torch.bfloat16, seed=n + d, specials=False, device=device)
+    sink = torch.randn(h, device=device) * 2
+    keep = torch.ones(n, t, dtype=torch.bool, device=device)
+    keep[:, 0] = False  # row 0 empty everywhere: o = 0, LSE = s'
+    _garbage_where_masked(o, lse, keep)
+    out, lse_out = merge(o, lse, base=base, return_lse=True, row_mask=keep, sink=sink)
+    ref_o, ref_lse = merge_reference(o.cpu(), lse.cpu(), base=base, row_mask=keep.cpu(),
+                                     sink=sink.cpu())
+    assert_close_to(out.cpu(), ref_o, torch.bfloat16)
+    assert_lse_close(lse_out.cpu(), ref_lse)
+    assert (out[0] == 0).all()
+    ln_b = 1.0 if base == "e" else math.log(2.0)
+    torch.testing.assert_close(lse_out[0], sink / ln_b, atol=1e-5, rtol=1e-6)
+    total = torch.zeros(t, h, d, dtype=torch.float64)
+    for r in range(n):
+        total += rescale(o[r], lse, r, base=base, out_dtype=torch.float32, row_mask=keep,
+                         sink=sink).cpu().double()
+    torch.testing.assert_close(total, ref_o, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("layout", ["token_head", "head_token"])
+@pytest.mark.parametrize(("world", "t", "h", "d"), [(4, 1, 128, 512), (4, 256, 128, 512),
+                                                    (2, 37, 32, 128), (3, 5, 6, 80)])
+def test_pack_a2a_on_cuda(world: int, t: int, h: int, d: int, layout: str, device: str) -> None:
+    from attn_contracts.combine import pack_a2a
+    from attn_contracts.combine.reference import pack_a2a_reference
+
+    hc = h // world
+    o = torch.randn(t, 2 * h, d, device=device, dtype=torch.bfloat16)[:, ::2]  # head-strided
+    lse = torch.randn(t, h, device=device) * 4
+    if layout == "head_token":
+        lse = lse.t().contiguous().t()
+    keep = torch.rand(t, device=device) > 0.25
+    o_bytes = -(-t * hc * d * 2 // 16) * 16
+    piece = o_bytes + -(-t * hc * 4 // 16) * 16
+    for mask in (None, keep):
+        send = torch.full((world, piece), 0xFF, dtype=torch.uint8, device=device)
+        pack_a2a(o, lse, send, o_bytes=o_bytes, row_mask=mask)
+        ref_o, ref_lse = pack_a2a_reference(o.cpu(), lse.cpu(), world,
+                                            row_mask=None if mask is None else mask.cpu())
+        got_o = send[:, : t * hc * d * 2].view(torch.bfloat16).view(world, t, hc, d)
+        got_lse = send[:, o_bytes : o_bytes + t * hc * 4].view(torch.float32).view(world, t, hc)
+        assert torch.equal(got_o.cpu(), ref_o) and torch.equal(got_lse.cpu(), ref_lse)
+
+
+def test_pack_a2a_in_a_cuda_graph_with_pdl(device: str) -> None:
+    """One token: the pack's tiles use PDL. A merge that reads the packed message right after
+    it (as the receiving side of a world of one would) must see the new values on replay."""
+    from attn_contracts.combine import pack_a2a
+    from attn_contracts.combine.ops import default_config
+
+    assert default_config(4, 1, 128, 512, "pack").pdl
+    t, h, d, world = 1, 128, 512, 4
+    hc = h // world
+    o = torch.randn(t, h, d, device=device, dtype=torch.bfloat16)
+    lse = torch.randn(t, h, device=device)
+    o_bytes = t * hc * d * 2
+    send = torch.empty(world, o_bytes + 16 * -(-t * hc * 4 // 16), dtype=torch.uint8,
+                       device=device)
+    got_o = send[:, :o_bytes].view(torch.bfloat16).view(world, t, hc, d)
+    got_lse = send[:, o_bytes : o_bytes + t * hc * 4].view(torch.float32).view(world, t, hc)
+    out = torch.empty(t, hc, d, dtype=torch.bfloat16, device=device)
+
+    def step() -> None:
+        pack_a2a(o, lse, send, o_bytes=o_bytes)
+        merge(got_o, got_lse, base="2", out=out)
+
+    step()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step()
+    o.copy_(torch.randn_like(o))
+    lse.copy_(torch.randn_like(lse))
+    g.replay()
+    torch.cuda.synchronize()
+    from attn_contracts.combine.reference import pack_a2a_reference
+
+    ref_o, ref_lse = pack_a2a_reference(o.cpu(), lse.cpu(), world)
+    assert_close_to(out.cpu(), merge_reference(ref_o, ref_lse, base="2")[0], torch.bfloat16)
+
+
+@pytest.mark.parametrize(("n", "t", "h", "d"), [(2, 4096, 32, 128), (2, 1024, 8, 256),
+                                                (2, 2048, 128, 128), (2, 1, 128, 512),
+                                                (1, 300, 8, 128)])
+def test_two_way_tiles_on_cuda(n: int, t: int, h: int, d: int, device: str) -> None:
+    """The N <= 2 tiles (1024 elements, two warps) and the sweep's other candidates compute the
+    merge exactly as the reference does, with an [H, T] LSE too."""
+    from attn_contracts.combine import KernelConfig
+    from attn_contracts.combine.ops import default_config
+
+    cfg = default_config(n, t, h, d)
+    if t > 1:
+        assert cfg.block_h * cfg.block_d == 1024 and cfg.num_warps == 2, cfg
+    o, lse = partials(n, t, h, d, torch.bfloat16, seed=t + h, device=device)
+    lse_ht = lse.transpose(1, 2).contiguous().transpose(1, 2)
+    ref_o, ref_lse = merge_reference(o.cpu(), lse.cpu(), base="2")
+    for tiles in (cfg, KernelConfig(16, 128, 4), KernelConfig(4, 256, 2), KernelConfig(8, 128, 1)):
+        for x in (lse, lse_ht):
+            out = poisoned((t, h, d), torch.bfloat16, device)
+            lse_out = poisoned((t, h), torch.float32, device)
+            merge(o, x, base="2", out=out, lse_out=lse_out, config=tiles)
+            assert_close_to(out.cpu(), ref_o, torch.bfloat16)
+            assert_lse_close(lse_out.cpu(), ref_lse)
+
+
+def test_mask_and_sink_in_a_cuda_graph(device: str) -> None:
+    """Captured with a mask and a sink; new values in all four buffers before the replay."""
+    n, t, h, d = 4, 1, 128, 512
+    o, lse = partials(n, t, h, d, torch.bfloat16, seed=2, specials=False, device=device)
+    keep = torch.ones(n, t, dtype=torch.bool, device=device)
+    sink = torch.zeros(h, device=device)
+    out = torch.empty(t, h, d, dtype=torch.bfloat16, device=device)
+    lse_out = torch.empty(t, h, device=device)
+    merge(o, lse, base="e", out=out, lse_out=lse_out, row_mask=keep, sink=sink)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        merge(o, lse, base="e", out=out, lse_out=lse_out, row_mask=keep, sink=sink)
+    o2, lse2 = partials(n, t, h, d, torch.bfloat16, seed=3, specials=False, device=device)
+    o.copy_(o2)
+    lse.copy_(lse2)
+    keep[1] = False
+    sink.copy_(torch.randn(h, device=device))
+    g.replay()
+    torch.cuda.synchronize()
+    ref_o, ref_lse = merge_reference(o2.cpu(), lse2.cpu(), base="e", row_mask=keep.cpu(),
+                                     sink=sink.cpu())
+    assert_close_to(out.cpu(), ref_o, torch.bfloat16)
+    assert_lse_close(lse_out.cpu(), ref_lse)
 
 
 # --- consumers: FlashInfer's merges verified empirically ------------------------------------------
@@ -191,9 +363,10 @@ FI_MERGES = [("merge_state", "separate"), ("merge_state_in_place", "separate"),
 
 @needs_flashinfer
 @pytest.mark.parametrize(("fn", "states"), FI_MERGES, ids=[f for f, _ in FI_MERGES])
-def test_flashinfer_merges_verify_as_base_2_with_their_thread_limit(fn: str, states: str) -> None:
+def test_flashinfer_merges_verify_as_base_2_with_their_thread_limit(fn: str, states: str,
+                                                                     device: str) -> None:
     rec = _flashinfer_consumer(f"flashinfer.{fn}", states)
-    result = verify_consumer(rec, f"attn_contracts.backends.flashinfer_merge:{fn}", device="cuda")
+    result = verify_consumer(rec, f"attn_contracts.backends.flashinfer_merge:{fn}", device=device)
     obs = result.observed
     assert obs is not None, result.reason
     assert (obs.bases, obs.layouts, obs.lse_base) == ({"": "2"}, ("token_head",), "2")
@@ -205,14 +378,15 @@ def test_flashinfer_merges_verify_as_base_2_with_their_thread_limit(fn: str, sta
 
 @needs_flashinfer
 @pytest.mark.parametrize(("fn", "states"), FI_MERGES, ids=[f for f, _ in FI_MERGES])
-def test_a_base_e_record_of_a_flashinfer_merge_is_caught(fn: str, states: str) -> None:
+def test_a_base_e_record_of_a_flashinfer_merge_is_caught(fn: str, states: str,
+                                                         device: str) -> None:
     rec = _flashinfer_consumer(f"flashinfer.{fn}", states, base="e")
     result = verify_consumer(rec, f"attn_contracts.backends.flashinfer_merge:{fn}",
-                             device="cuda", probe_limits=False)
+                             device=device, probe_limits=False)
     assert [(f.field, f.found) for f in result.findings if f.field == "base"] == [("base", "2")]
 
 
-def test_the_projects_merge_plans_verify_clean_on_cuda() -> None:
+def test_the_projects_merge_plans_verify_clean_on_cuda(device: str) -> None:
     for rec in plan_consumer_records():
-        result = verify_consumer(rec, rec.adapter, device="cuda", probe_limits=False)
+        result = verify_consumer(rec, rec.adapter, device=device, probe_limits=False)
         assert result.status == "match", [f.render() for f in result.findings]

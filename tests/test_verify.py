@@ -95,6 +95,10 @@ def test_startup_probe_catches_a_mis_declared_backend_quickly() -> None:
     assert exc.value.codes == [Code.AC008]
 
 
+# a records file is data: its adapters run only from modules the user allows (issue 12 §4)
+ALLOW = ["--allow-adapter", "fixtures.liars"]
+
+
 def _liars_file(tmp_path: Path) -> Path:
     f = tmp_path / "liars.json"
     f.write_text(json.dumps([liar(a).model_dump(mode="json") for a in
@@ -106,12 +110,12 @@ def test_cli_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", "torch.sdpa_ref"]) == 0
     assert "1 verified" in capsys.readouterr().out
     f = _liars_file(tmp_path)
-    assert main(["verify", "--file", str(f), "--all"]) == 1
+    assert main(["verify", *ALLOW, "--file", str(f), "--all"]) == 1
     out = capsys.readouterr().out
     assert "AC008" in out and "DIFFERS" in out
-    assert main(["verify", "--file", str(f), "liar.truthful"]) == 0
+    assert main(["verify", *ALLOW, "--file", str(f), "liar.truthful"]) == 0
     capsys.readouterr()
-    assert main(["verify", "--file", str(f), "--all", "--format", "json"]) == 1
+    assert main(["verify", *ALLOW, "--file", str(f), "--all", "--format", "json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert [r["status"] for r in data["results"]] == ["match", "differs", "differs"]
 
@@ -120,13 +124,13 @@ def test_cli_verify_update_writes_the_observed_facts(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     f = _liars_file(tmp_path)
     target = tmp_path / "observed.json"
-    assert main(["verify", "--file", str(f), "--all", "--update", str(target)]) == 1
+    assert main(["verify", *ALLOW, "--file", str(f), "--all", "--update", str(target)]) == 1
     fixed = json.loads(target.read_text())
     assert {r["name"]: r["lse"]["base"] for r in fixed}["liar.base2"] == "2"
     assert {r["name"]: r["lse"]["layout"] for r in fixed}["liar.head_token"] == "head_token"
     assert all(r["verified"].startswith("attn-contracts verify") for r in fixed)
-    assert main(["verify", "--file", str(target), "--all"]) == 0  # the written facts verify
-    assert main(["verify", "--file", str(f), "--all", "--update", str(tmp_path / "x.toml")]) == 2
+    assert main(["verify", *ALLOW, "--file", str(target), "--all"]) == 0  # the written facts verify
+    assert main(["verify", *ALLOW, "--file", str(f), "--all", "--update", str(tmp_path / "x.toml")]) == 2
 
 
 @pytest.mark.parametrize("argv", [["verify"], ["verify", "no.such"]])

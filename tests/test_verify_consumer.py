@@ -230,8 +230,9 @@ def test_cli_verifies_the_projects_plans_clean(capsys: pytest.CaptureFixture[str
 def test_cli_runs_record_named_code_only_when_allowed(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     f = consumer_file(tmp_path, "untrusted_pkg.adapters:run")
-    assert main(["verify", "--consumer", "--all", "--file", f]) == 2
-    assert "--allow-adapter untrusted_pkg" in capsys.readouterr().err
+    assert main(["verify", "--consumer", "--all", "--file", f]) == 0  # nothing ran, no finding
+    out = capsys.readouterr().out
+    assert "skipped: adapter not allowed" in out and "--allow-adapter untrusted_pkg" in out
     # allowed: it runs (and the missing module is a finding, not a usage error)
     assert main(["verify", "--consumer", "--all", "--file", f, "--allow-adapter",
                  "untrusted_pkg"]) == 1

@@ -12,12 +12,15 @@ and the backends, and only inside the commands that need them (``plan``, ``verif
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from attn_contracts import lint
 from attn_contracts.cli import catalog, plan, validate, verify
-from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_USAGE, UsageError
+from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError
+from attn_contracts.cli._setting import non_negative, positive, positive_float
 from attn_contracts.findings import ContractError
 from attn_contracts.registry import UnknownRecordError
 from attn_contracts.sources import FileReadError
@@ -27,16 +30,25 @@ __all__ = ["main"]
 Handler = Callable[[argparse.Namespace], int]
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr (exit 2), like every other usage error of the CLI; the
+    full usage is one ``--help`` away."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _add_demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("what", choices=["dcp"])
-    p.add_argument("--world-size", type=int, default=4, metavar="N")
-    p.add_argument("--interleave", type=int, default=1, metavar="K",
+    p.add_argument("--world-size", type=positive, default=4, metavar="N")
+    p.add_argument("--interleave", type=non_negative, default=1, metavar="K",
                    help="deal the KV cache in blocks of K keys round-robin; 0: contiguous shards")
     p.add_argument("--wrong-base", action="store_true",
                    help="also merge with the opposite base, then show validate_startup refuse it")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--repeats", type=int, default=5, help="timed calls per mode (median)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds for the whole run")
+    p.add_argument("--repeats", type=positive, default=5, help="timed calls per mode (median)")
+    p.add_argument("--timeout", type=positive_float, default=300.0,
+                   help="seconds for the whole run")
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -49,7 +61,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
-    parser = argparse.ArgumentParser(prog="attn-contracts", description=__doc__,
+    parser = _Parser(prog="attn-contracts", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     handlers: dict[str, Handler] = {}
@@ -64,7 +76,9 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     command("list", "table of the built-in records", catalog.run_list)
     command("show", "one record as JSON (accepted back by validate --file)", catalog.run_show,
             lambda p: p.add_argument("name"))
-    command("schema", "JSON schema of a record", catalog.run_schema)
+    command("schema", "JSON schema of a record (--role consumer: of a consumer record)",
+            catalog.run_schema, lambda p: p.add_argument(
+                "--role", choices=["producer", "consumer"], default="producer"))
     command("matrix", "feature matrix of the records", catalog.run_matrix,
             lambda p: p.add_argument("--format", choices=["md", "json"], default="md"))
     command("validate", "check records (catalog, files, plugins) and a DCP setup", validate.run,
@@ -88,6 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         return handlers[args.command](args)
+    except BrokenPipeError:  # `attn-contracts schema | head`: the reader left early, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except FileReadError as err:
         print(f"attn-contracts: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -95,7 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"attn-contracts {args.command}: {err}", file=sys.stderr)
         return EXIT_USAGE
     except UnknownRecordError as err:
-        print(f"attn-contracts {args.command}: {err.findings[0].message}", file=sys.stderr)
+        first = err.findings[0]  # one line: the first unknown name and the known ones
+        print(f"attn-contracts {args.command}: {first.code} {first.message}", file=sys.stderr)
         return EXIT_USAGE
     except ContractError as err:
         print(err, file=sys.stderr)

@@ -30,12 +30,13 @@ def console(*, stderr: bool = False) -> Any:
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     """One rich table on stdout; every CLI table goes through here."""
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=title, title_justify="left")
     for col in columns:
         table.add_column(col, overflow="fold")
-    for row in rows:
-        table.add_row(*(str(c) for c in row))
+    for row in rows:  # cells are plain text: "[kernels]" in a hint is no markup tag
+        table.add_row(*(Text(str(c)) for c in row))
     console().print(table)
 
 

@@ -10,27 +10,49 @@ from pydantic import ValidationError
 from attn_contracts.cli._output import UsageError
 from attn_contracts.setting import MODES, OUT_DTYPES, CombineSetting
 
-__all__ = ["add_setting_arguments", "setting_from_args"]
+__all__ = ["add_setting_arguments", "non_negative", "positive", "positive_float", "setting_from_args"]
 
 
-def _positive(text: str) -> int:
+def _whole(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, found {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, found {value}")
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, found {text!r}"
+                                         ) from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, found {value}")
+    return value
+
+
+def positive(text: str) -> int:
+    """An argparse type: a whole number >= 1 (a world size, a head count, a repeat count)."""
+    return _whole(text, 1)
+
+
+def non_negative(text: str) -> int:
+    """An argparse type: a whole number >= 0."""
+    return _whole(text, 0)
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0 (seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, found {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, found {text}")
     return value
 
 
 def add_setting_arguments(p: argparse.ArgumentParser, *, world_size_default: int | None) -> None:
     g = p.add_argument_group("combine setting")
     g.add_argument("--mode", choices=MODES, default="merge")
-    g.add_argument("--world-size", "--dcp", dest="world_size", type=_positive,
+    g.add_argument("--world-size", "--dcp", dest="world_size", type=positive,
                    default=world_size_default, metavar="N",
                    help="partials to combine: the DCP world size (--dcp is the old name)")
-    g.add_argument("--num-heads", type=_positive, default=None, metavar="H")
-    g.add_argument("--head-dim", type=_positive, default=None, metavar="D")
+    g.add_argument("--num-heads", type=positive, default=None, metavar="H")
+    g.add_argument("--head-dim", type=positive, default=None, metavar="D")
     g.add_argument("--out-dtype", choices=OUT_DTYPES, default="bfloat16")
     g.add_argument("--return-lse", action="store_true")
     g.add_argument("--lse-out-base", choices=["e", "2"], default=None)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from attn_contracts.cli._output import EXIT_OK, print_table
+from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry
 
-__all__ = ["MATRIX_COLUMNS", "matrix_rows", "run_list", "run_matrix", "run_schema", "run_show"]
+__all__ = ["MATRIX_COLUMNS", "matrix_rows", "record_schema", "run_list", "run_matrix", "run_schema",
+           "run_show"]
 
 
 def _lse_cells(r: CapabilityRecord) -> list[str]:
@@ -35,8 +38,17 @@ def run_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def record_schema(role: str = "producer") -> dict[str, Any]:
+    """The JSON schema (draft 2020-12) of one record of ``role`` ("producer" or "consumer"), as
+    strict as the model except where JSON Schema cannot say it: ``128.0`` is an integer to JSON
+    Schema, and a consumer's ``base.default`` must be a key of ``base.values``."""
+    model = ConsumerRecord if role == "consumer" else CapabilityRecord
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            **model.model_json_schema()}
+
+
 def run_schema(args: argparse.Namespace) -> int:
-    print(json.dumps(CapabilityRecord.model_json_schema(), indent=2))
+    print(json.dumps(record_schema(args.role), indent=2))
     return EXIT_OK
 
 

@@ -9,8 +9,8 @@ import argparse
 
 from attn_contracts.cli._output import UsageError, print_findings
 from attn_contracts.cli._setting import add_setting_arguments, setting_from_args
-from attn_contracts.findings import Finding
-from attn_contracts.registry import Registry
+from attn_contracts.findings import Code, Finding
+from attn_contracts.registry import Registry, UnknownRecordError
 from attn_contracts.setting import CombineSetting
 from attn_contracts.sources import AnyRecord, read_file
 from attn_contracts.startup import ConsumerUse, check_startup
@@ -63,5 +63,8 @@ def run(args: argparse.Namespace) -> int:
     _, seen, found = check_startup(records, backend=args.backend, setting=_setting(args),
                                    world_size=args.world_size,
                                    consumers=_consumers(args.consumer), load_findings=findings)
+    unknown = [f for f in found if f.code is Code.AC013]
+    if unknown:  # a name given on the command line: a usage error, as in show, plan and verify
+        raise UnknownRecordError(unknown, "unknown name")
     return print_findings(found, args.format,
                           ok_message=f"ok: {len(set(seen))} record(s), no problems")

@@ -14,8 +14,8 @@ of a function in its ``calls`` (FlashInfer's merges), else the ``--adapter`` the
 Code named in a record runs only when the user allows it: the built-in adapter modules run as
 shipped; any other module named by a record (catalog or ``--file``) needs ``--allow-adapter
 MODULE`` (the module or a package above it). ``--adapter`` on the command line is the user's own
-choice and needs nothing more. A record whose adapter is not allowed stops the command before
-anything runs (exit 2).
+choice and needs nothing more. A record whose adapter is not allowed is reported as "skipped:
+adapter not allowed" and nothing of it is imported, as for producer records.
 
 The launch-limit probe runs for CUDA functions (child processes); ``--probe-limits`` forces it for
 every consumer, ``--no-probe-limits`` skips it.
@@ -36,13 +36,8 @@ from attn_contracts.registry import Registry
 from attn_contracts.sources import read_file, split_roles
 from attn_contracts.verify_consumer import ConsumerVerifyResult, describe_consumer
 
-__all__ = ["BUILTIN_ADAPTER_MODULES", "adapter_allowed", "add_arguments", "result_json", "run",
+__all__ = ["add_arguments", "result_json", "run",
            "table_rows", "verdict", "verify_all"]
-
-#: adapter modules shipped with the project: they run without --allow-adapter
-BUILTIN_ADAPTER_MODULES = ("attn_contracts.backends.flashinfer_merge",
-                           "attn_contracts.backends.plan_consumers")
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The consumer flags of ``verify`` (names, --all, --file, --device, --format are shared)."""
@@ -54,15 +49,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="allow adapters named by records in this module (or package); repeatable")
     p.add_argument("--probe-limits", action=argparse.BooleanOptionalAction, default=None,
                    help="with --consumer: run the launch-limit probe (default: CUDA functions)")
-
-
-def adapter_allowed(path: str, allow: list[str]) -> bool:
-    """May code a *record* names run? Built-in adapters (a plain attribute of a shipped module)
-    and modules the user allowed, by name or by a package above them."""
-    module, _, attr = path.partition(":")
-    if module in BUILTIN_ADAPTER_MODULES and "." not in attr:
-        return True
-    return any(module == a or module.startswith(a + ".") for a in allow)
 
 
 def _pool(args: argparse.Namespace) -> tuple[list[ConsumerRecord], list[Finding]]:
@@ -100,18 +86,20 @@ def _select(pool: list[ConsumerRecord], args: argparse.Namespace) -> list[Consum
     return chosen
 
 
-def _adapters(records: list[ConsumerRecord], args: argparse.Namespace) -> dict[str, str | None]:
+def _adapters(records: list[ConsumerRecord], args: argparse.Namespace
+              ) -> tuple[dict[str, str | None], dict[str, str]]:
+    """Each record's adapter path, and the records whose adapter may not run (with why): code a
+    record names runs only from the shipped adapters or a module the user allowed."""
+    from attn_contracts.backends.adapter import BUILTIN_ADAPTERS, adapter_allowed
     from attn_contracts.backends.consumer_adapter import adapter_path_for
 
+    allow = [BUILTIN_ADAPTERS, *args.allow_adapter]
     paths = {r.name: args.adapter or adapter_path_for(r) for r in records}
-    refused = sorted({p for n, p in paths.items() if p and not args.adapter
-                      and not adapter_allowed(p, args.allow_adapter)})
-    if refused:
-        modules = sorted({p.partition(":")[0] for p in refused})
-        raise UsageError(f"records name adapter code that is not allowed to run: "
-                         f"{', '.join(refused)}; pass "
-                         f"{' '.join(f'--allow-adapter {m}' for m in modules)} if you trust it")
-    return paths
+    refused = {n: f"skipped: adapter not allowed ({p}; pass --allow-adapter "
+                  f"{p.partition(':')[0]} if you trust it)"
+               for n, p in paths.items()
+               if p and not args.adapter and not adapter_allowed(p, allow)}
+    return paths, refused
 
 
 def _jsonable(x: Any) -> Any:
@@ -167,10 +155,13 @@ def verify_all(args: argparse.Namespace) -> tuple[list[ConsumerRecord], dict[str
         raise UsageError("name consumer records or pass --all")
     pool, bad = _pool(args)
     records = _select(pool, args)
-    paths = _adapters(records, args)
+    paths, refused = _adapters(records, args)
     from attn_contracts.backends.consumer_runner import verify_consumer
+    from attn_contracts.verify_consumer import ConsumerVerifyResult
 
-    results = [verify_consumer(r, paths[r.name], device=args.device, seed=args.seed,
+    results = [ConsumerVerifyResult(r.name, "skipped", reason=refused[r.name])
+               if r.name in refused else
+               verify_consumer(r, paths[r.name], device=args.device, seed=args.seed,
                                probe_limits=args.probe_limits) for r in records]
     return records, paths, results, bad + [f for r in results for f in r.findings]
 

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The GPU session's runs, as they were made for bench/results/ (one H200; see README "GPU runs").
+#   bash bench/h200.sh checks   # GPU tests, verify (producers, consumers), FlashInfer probes  (~9 min)
+#   bash bench/h200.sh speed    # tile sweep of the shapes behind a peer, then the combine table (~9 min)
+# Each step has its own time limit, so a slow step cannot take the others' output with it; logs
+# and results go to $OUT (the device tool's result folder) or ./h200-out.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-h200-out}
+mkdir -p "$out"
+source .whl/device-prelude.sh || exit 3
+export PYTHONSAFEPATH=1
+step() {  # step NAME SECONDS CMD...: run with a limit, log to $out/NAME.log, print its tail
+  local name=$1 limit=$2; shift 2
+  echo "=== $name (limit ${limit}s): $*"
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  echo "=== $name: exit $? after $((SECONDS - t0)) s"
+  tail -n 25 "$out/$name.log"
+}
+case "${1:-}" in
+  checks)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    step gpu-tests 270 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE tests/test_gpu.py
+    step verify-producers 120 python3 -m attn_contracts.cli verify --all --device cuda
+    step verify-consumers 100 python3 bench/verify_consumers.py --device cuda --probe-limits \
+      --out "$out/verify-consumers-h200.md" flashinfer.merge_state flashinfer.merge_state_in_place \
+      flashinfer.merge_states attn_contracts.plan.merge
+    step probe-flashinfer 50 python3 bench/probe_flashinfer_empty.py
+    ;;
+  speed)
+    step sweep 300 python3 bench/combine.py --sweep targets --budget-s 240 --out "$out/sweep"
+    step combine 250 python3 bench/combine.py --bases 2 --no-study --out "$out/combine"
+    ;;
+  *) echo "usage: bash bench/h200.sh checks|speed" >&2; exit 2 ;;
+esac
