@@ -128,7 +128,8 @@ def _world_of_one(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tenso
         result = out.copy_(partial_out) if out is not None else partial_out
         return (result, lse.float()) if plan.return_lse else result
     mask = None if row_mask is None else row_mask[None]
-    return plan.launch(partial_out[None], lse[None], out=out, row_mask=mask, sink=sink)
+    return plan.launch(partial_out[None] if plan.kernel == "merge" else partial_out, lse[None],
+                       rank=0, out=out, row_mask=mask, sink=sink)
 
 
 def _gather_rescale(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor, group: Any,

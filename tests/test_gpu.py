@@ -54,10 +54,11 @@ def test_cuda_graph_capture_of_a_plan(device: str) -> None:
     o, lse = partials(4, 2, 128, 512, torch.bfloat16, seed=1, specials=False, device=device)
     out = torch.empty(2, 128, 512, dtype=torch.bfloat16, device=device)
     lse_out = torch.empty(2, 128, device=device)
-    plan(o, lse, out=out, lse_out=lse_out)  # compile before capture
+    rows = torch.ones(4, 2, dtype=torch.bool, device=device)  # FlashInfer's empty rows: masked
+    plan(o, lse, out=out, lse_out=lse_out, row_mask=rows)  # compile before capture
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        plan(o, lse, out=out, lse_out=lse_out)
+        plan(o, lse, out=out, lse_out=lse_out, row_mask=rows)
     o2, lse2 = partials(4, 2, 128, 512, torch.bfloat16, seed=2, device=device)
     o.copy_(o2)
     lse.copy_(lse2)
@@ -168,6 +169,18 @@ def test_dcp_collectives_on_nccl_at_world_size_one() -> None:
 
     errors = run_ranks(dcp_workers.nccl_world_of_one, 1, backend="nccl", timeout_s=300)[0].value
     assert max(errors.values()) < 1e-5, errors
+
+
+def test_a_captured_dcp_step_survives_a_larger_eager_step() -> None:
+    """Capture a step at T=2 on a workspace, run T=max eagerly (masks and sinks on), replay the
+    graph on new inputs: the replay equals an eager call exactly (no buffer was reallocated)."""
+    from attn_contracts.combine.ranks import run_ranks
+    from fixtures import dcp_workers
+
+    result = run_ranks(dcp_workers.nccl_graph_after_larger_step, 1, backend="nccl",
+                       timeout_s=300)[0].value
+    assert result["replay_vs_eager"] == {"ag_rs": 0.0, "a2a": 0.0, "ar": 0.0}, result
+    assert all(result["same_address"].values()), result
 
 
 # --- row masks, sinks, the a2a pack and the two-way tiles (issue 14) ---------------------------------
