@@ -28,9 +28,13 @@ case "${1:-}" in
       flashinfer.merge_states attn_contracts.plan.merge
     step probe-flashinfer 50 python3 bench/probe_flashinfer_empty.py
     ;;
+  graphs)  # the graph tests alone (after a fix)
+    step gpu-graph-tests 150 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE tests/test_gpu.py \
+      -k "graph or larger_eager"
+    ;;
   speed)
     step sweep 300 python3 bench/combine.py --sweep targets --budget-s 240 --out "$out/sweep"
     step combine 250 python3 bench/combine.py --bases 2 --no-study --out "$out/combine"
     ;;
-  *) echo "usage: bash bench/h200.sh checks|speed" >&2; exit 2 ;;
+  *) echo "usage: bash bench/h200.sh checks|graphs|speed" >&2; exit 2 ;;
 esac
