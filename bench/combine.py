@@ -57,6 +57,7 @@ from _timing import (
     host_us_per_call,
 )
 
+from attn_contracts import CapabilityRecord
 from attn_contracts.combine import (
     KernelConfig,
     merge,
@@ -150,10 +151,20 @@ def measure(shape: tuple[int, int, int, int], base: str, impl: str, nbytes: int,
                "[H,T]" if layout == "ht" else "[T,H]")
 
 
-def _record_for(d: int, base: str) -> str:
-    if d == 512:
-        return "flashinfer.mla.fa3" if base == "2" else "flashinfer.mla.fa3+basee"
-    return "flashinfer.batch_decode" if base == "2" else "torch.sdpa_ref"
+@functools.cache
+def _record_for(d: int, base: str) -> CapabilityRecord:
+    """The record the bench plans with: FlashInfer's base and layout (``[T, H]`` fp32), but
+    empty rows defined as −inf, so the plain rows time the unmasked kernel (FlashInfer's own
+    records declare their empty rows undefined, and their plans demand a row mask: that is the
+    "masked" variant, timed beside it)."""
+    return CapabilityRecord.model_validate({
+        "name": f"bench.combine.base{base}", "library": "bench", "source": "bench/combine.py",
+        "evidence": "measured",
+        "lse": {"returns": "lse", "base": base, "layout": "token_head", "dtype": "float32",
+                "empty_row": "-inf", "includes_sink": False},
+        "decode": {"attention": "mla" if d == 512 else "mha", "out_layout": "token_head_dim",
+                   "head_dims": [d], "q_dtypes": ["bfloat16", "float16", "float32"],
+                   "q_len_gt_1": False}})
 
 
 def row_mask_like(o: torch.Tensor, seed: int = 0) -> torch.Tensor:
@@ -339,7 +350,7 @@ def pack_rows(shape: tuple[int, int, int, int], dtype: torch.dtype) -> list[Row]
 
 def launch_overhead(dtype: torch.dtype) -> list[tuple[str, float]]:
     """Host µs per eager call: what do_bench sees when the GPU work is shorter than this."""
-    plan = plan_combine("flashinfer.mla.fa3", mode="merge", world_size=4, num_heads=128,
+    plan = plan_combine(_record_for(512, "2"), mode="merge", world_size=4, num_heads=128,
                         head_dim=512, out_dtype=dtype, return_lse=True)
     o, lse, out, z = _inputs((4, 1, 128, 512), dtype, 1)[0]
     empty = torch.empty(128, device="cuda")

@@ -78,7 +78,7 @@ _ONE_WAVE = 4 * _SMS  # grids this small are latency-bound: PDL pays; larger one
 
 
 #: merge tiles of two-way (and one-way) merges: (elements per program, warps); see default_config
-SMALL_N_MERGE_TILE = (1024, 2)
+SMALL_N_MERGE_TILE = (1024, 4)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -101,8 +101,10 @@ def default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim:
     merge near the 58-61 % measured. 1024 elements over two warps (16 per thread per shard, two
     16-byte loads each) give 64 B per thread; at 47 registers (ptxas for sm_90, triton 3.9) an
     SM holds 42 such warps, about 86 KB in flight: what FlashInfer's merge_state gets from its
-    128-512-thread blocks. Chosen by this reasoning, not yet measured: ``bench/combine.py
-    --sweep targets`` times it against its neighbours."""
+    128-512-thread blocks. Measured (``bench/results/combine-sweep-targets-h200.md``): 1024
+    elements over four warps (8 per thread per shard) were 1-3 % faster than over two, and the
+    ``pack`` kernel was fastest with 1024-element, 128-wide tiles over four warps (eight at one
+    token) rather than the rescale tiles."""
     d2 = _next_pow2(head_dim)
     small_n = kernel == "merge" and num_partials <= 2
     if kernel == "merge":
@@ -128,7 +130,11 @@ def default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim:
             block_h = min(_next_pow2(num_heads), max(1, elems // block_d))
             num_warps = 4
     if small_n:  # keep 16 elements per thread per shard where the tile stayed large
-        num_warps = max(1, min(SMALL_N_MERGE_TILE[1], block_h * block_d // 512))
+        num_warps = max(1, min(SMALL_N_MERGE_TILE[1], block_h * block_d // 256))
+    if kernel == "pack":  # one stream in, one out; 128-wide rows over 4 warps (8 at one token)
+        block_d = min(d2, 128)
+        block_h = min(_next_pow2(num_heads), max(1, 1024 // block_d))
+        num_warps = 8 if programs(block_h, block_d) < _SMS else 4
     return KernelConfig(block_h, block_d, num_warps, pdl=programs(block_h, block_d) <= _ONE_WAVE)
 
 

@@ -39,6 +39,17 @@ def a2a_piece_bytes(tokens: int, heads_per_rank: int, head_dim: int, out_bytes: 
     return o_bytes, o_bytes + _aligned(tokens * heads_per_rank * 4)
 
 
+def _normalised(device: str | torch.device | None) -> torch.device:
+    """``"cuda"`` → ``cuda:<current>`` (tensors always carry an index); None → the current CUDA
+    device, else the CPU."""
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    dev = torch.device(device)
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    return dev
+
+
 @dataclass(frozen=True)
 class _Slot:
     """The flat storage of one slot; every step takes views at its start."""
@@ -61,9 +72,7 @@ class Workspace:
         if plan.mode == "merge":
             raise ValueError("a 'merge' plan runs no collective and needs no workspace")
         self.plan, self.group, self.max_tokens = plan, group, max_tokens
-        self.device = torch.device(device) if device is not None else torch.device(
-            "cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device(
-            "cpu")
+        self.device = _normalised(device)
         self._slots = tuple(self._allocate() for _ in range(slots))
 
     @property

@@ -232,14 +232,14 @@ def test_default_tiles_follow_the_h200_sweep(shape: tuple[int, int, int, int], k
 
 
 @pytest.mark.parametrize(("shape", "expected"), [
-    # two-way merges: 1024 elements over two warps (16 per thread per shard), so an SM keeps
-    # about as many bytes in flight as an 8-way merge's one-warp tiles do
-    ((2, 4096, 32, 128), (8, 128, 2, False)),
-    ((2, 16384, 32, 128), (8, 128, 2, False)),
-    ((2, 8192, 128, 128), (8, 128, 2, False)),
-    ((2, 4096, 8, 128), (8, 128, 2, False)),
-    ((2, 1024, 8, 256), (8, 128, 2, False)),
-    ((1, 300, 8, 128), (8, 128, 2, True)),  # 300 programs: one wave, PDL on
+    # two-way merges: 1024 elements over four warps (the H200 sweep's winner over two), so an
+    # SM keeps about as many bytes in flight as an 8-way merge's one-warp tiles do
+    ((2, 4096, 32, 128), (8, 128, 4, False)),
+    ((2, 16384, 32, 128), (8, 128, 4, False)),
+    ((2, 8192, 128, 128), (8, 128, 4, False)),
+    ((2, 4096, 8, 128), (8, 128, 4, False)),
+    ((2, 1024, 8, 256), (8, 128, 4, False)),
+    ((1, 300, 8, 128), (8, 128, 4, True)),  # 300 programs: one wave, PDL on
     # few heads: the tile cannot grow past the heads, one warp keeps 8-16 elements per thread
     ((2, 300, 2, 128), (2, 128, 1, True)),
     # one token: latency-bound, shrunk to 256 elements on one warp, PDL on
@@ -255,8 +255,11 @@ def test_two_way_merge_tiles(shape: tuple[int, int, int, int],
     assert (cfg.block_h, cfg.block_d, cfg.num_warps, cfg.pdl) == expected
 
 
-def test_pack_tiles_follow_rescale() -> None:
+def test_pack_tiles_follow_the_h200_sweep() -> None:
+    """1024-element, 128-wide tiles over four warps; eight at one token (latency-bound)."""
     from attn_contracts.combine.ops import default_config
 
-    for shape in [(4, 1, 128, 512), (4, 256, 128, 512), (8, 2048, 32, 128)]:
-        assert default_config(*shape, "pack") == default_config(*shape, "rescale")
+    got = {shape: default_config(*shape, "pack") for shape in [
+        (4, 1, 128, 512), (4, 256, 128, 512), (8, 2048, 32, 128), (2, 3, 6, 80)]}
+    assert [(c.block_h, c.block_d, c.num_warps, c.pdl) for c in got.values()] == [
+        (8, 128, 8, True), (8, 128, 4, False), (8, 128, 4, False), (8, 128, 8, True)]

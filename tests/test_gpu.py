@@ -309,14 +309,14 @@ def test_pack_a2a_in_a_cuda_graph_with_pdl(device: str) -> None:
                                                 (2, 2048, 128, 128), (2, 1, 128, 512),
                                                 (1, 300, 8, 128)])
 def test_two_way_tiles_on_cuda(n: int, t: int, h: int, d: int, device: str) -> None:
-    """The N <= 2 tiles (1024 elements, two warps) and the sweep's other candidates compute the
+    """The N <= 2 tiles (1024 elements, four warps) and the sweep's other candidates compute the
     merge exactly as the reference does, with an [H, T] LSE too."""
     from attn_contracts.combine import KernelConfig
     from attn_contracts.combine.ops import default_config
 
     cfg = default_config(n, t, h, d)
     if t > 1:
-        assert cfg.block_h * cfg.block_d == 1024 and cfg.num_warps == 2, cfg
+        assert cfg.block_h * cfg.block_d == 1024 and cfg.num_warps == 4, cfg
     o, lse = partials(n, t, h, d, torch.bfloat16, seed=t + h, device=device)
     lse_ht = lse.transpose(1, 2).contiguous().transpose(1, 2)
     ref_o, ref_lse = merge_reference(o.cpu(), lse.cpu(), base="2")
