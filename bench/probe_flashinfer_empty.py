@@ -1,6 +1,7 @@
 """Measure, on a GPU with FlashInfer, the facts the consumer catalog read from FlashInfer's code:
 what paged decode leaves in a zero-length request's row, how the three merges treat -inf/+inf/NaN
-and all-empty rows, and where the merge's one-block launch stops (heads x lanes > 1024).
+and all-empty rows. (Where the merge's one-block launch stops is measured by `attn-contracts verify
+--consumer --probe-limits`, in child processes: a failed launch poisons this process's context.)
 
     python bench/probe_flashinfer_empty.py      # prints one line per probe; needs CUDA + flashinfer
 """
@@ -61,22 +62,6 @@ def _merges() -> list[str]:
     return out
 
 
-def _thread_limit() -> list[str]:
-    import flashinfer
-
-    out = []
-    for h in (64, 65, 128):
-        v = torch.randn(2, h, 128, dtype=torch.float16, device="cuda")
-        s = torch.zeros(2, h, device="cuda")
-        try:
-            flashinfer.merge_state(v, s, v, s)
-            torch.cuda.synchronize()
-            out.append(f"merge_state H={h} D=128 fp16: launched")
-        except Exception as err:  # the launch failure is what is measured
-            out.append(f"merge_state H={h} D=128 fp16: {type(err).__name__}: {str(err)[:80]}")
-    return out
-
-
 def main() -> None:
     import flashinfer
 
@@ -86,7 +71,7 @@ def main() -> None:
             print(_decode_zero_length(tc))
         except Exception as err:  # report and go on: one probe must not hide the others
             print(f"decode tensor_cores={tc}: {type(err).__name__}: {str(err)[:120]}")
-    for line in _merges() + _thread_limit():
+    for line in _merges():
         print(line)
 
 
