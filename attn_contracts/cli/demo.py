@@ -11,6 +11,7 @@ exists to prevent, and then shows ``validate_startup`` refusing that configurati
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 from typing import Any
@@ -46,27 +47,42 @@ def _flipped(record: CapabilityRecord) -> CapabilityRecord:
     return record.model_copy(update={"name": record.name + "+wrong-base", "lse": spec})
 
 
+def _undefined_empty_rows(record: CapabilityRecord) -> CapabilityRecord:
+    """The same kernel declared as FlashInfer's are: what it leaves in an empty row is garbage."""
+    spec = record.lse.model_copy(update={"empty_row": "undefined"})
+    return record.model_copy(update={"name": record.name + "+undefined-empty", "lse": spec})
+
+
 def _rank(rank: int, world: int, seed: int, interleave: int | None, wrong_base: bool,
           repeats: int) -> dict[str, Any]:
-    """One rank: decode its shard, then combine with every mode (and the wrong base)."""
+    """One rank: decode its shard, then combine with every mode (and the wrong base); the
+    masked runs first overwrite this rank's empty rows with garbage, as a kernel that cannot run
+    a zero-key row leaves them, and pass the engine's row mask (local length > 0)."""
     record = get("torch.sdpa_ref")
     shard = shard_problem(_problem(world, seed), rank, world, interleave)
     o, lse = torch_decode(shard)
-    runs = [(m, record, m) for m in MODES]
+    rows = shard.seq_lens > 0  # q_len = 1: one row per request
+    garbage_o, garbage_lse = o.clone(), lse.clone()
+    garbage_o[~rows], garbage_lse[~rows] = math.nan, 1e4  # would win any merge that read it
+    runs = [(m, record, m, False) for m in MODES]
+    runs += [(f"{m}, masked (empty rows hold garbage)", _undefined_empty_rows(record), m, True)
+             for m in ("ag_rs", "a2a")]
     if wrong_base:
-        runs.append(("ar, merged as base 2 (wrong)", _flipped(record), "ar"))
-    out: dict[str, Any] = {"keys": int(shard.seq_lens.sum())}
-    for label, rec, mode in runs:
+        runs.append(("ar, merged as base 2 (wrong)", _flipped(record), "ar", False))
+    out: dict[str, Any] = {"keys": int(shard.seq_lens.sum()), "empty_rows": int((~rows).sum())}
+    for label, rec, mode, masked in runs:
         try:
             plan = plan_combine(rec, mode=mode, world_size=world, num_heads=HEADS,
-                                head_dim=HEAD_DIM, out_dtype=torch.float32)
+                                head_dim=HEAD_DIM, out_dtype=torch.float32, row_mask=masked)
         except ContractError as err:  # e.g. AC010: heads not divisible by this world size
             out[label] = {"refused": "; ".join(f"{f.code} {f.message}" for f in err.findings)}
             continue
+        inputs = (garbage_o, garbage_lse) if masked else (o, lse)
+        mask = rows if masked else None
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
-            result = dcp_combine(plan, o, lse)
+            result = dcp_combine(plan, *inputs, row_mask=mask)
             times.append(time.perf_counter() - start)
         out[label] = {"out": result, "ms": 1e3 * statistics.median(times)}
     return out
@@ -98,12 +114,16 @@ def run(args: argparse.Namespace) -> int:
             return 1
     per_rank = [r.value for r in results]
     console.print("keys per rank: " + ", ".join(str(r["keys"]) for r in per_rank))
+    console.print("requests with no keys on the rank (of 32): "
+                  + ", ".join(str(r["empty_rows"]) for r in per_rank)
+                  + f"; {sum(1 for n in _problem(world, args.seed).seq_lens.tolist() if n < world)}"
+                  " requests are shorter than the world size")
     ref_o, _ = torch_decode(_problem(world, args.seed))  # full attention on one process
     lm_head = torch.randn(HEADS * HEAD_DIM, VOCAB, generator=torch.Generator().manual_seed(7))
     ref_tokens = (ref_o.flatten(1) @ lm_head).argmax(-1)
     rows, ok = [], True
     for label in per_rank[0]:
-        if label == "keys":
+        if label in ("keys", "empty_rows"):
             continue
         if "refused" in per_rank[0][label]:
             rows.append([label, "refused at plan time", per_rank[0][label]["refused"], "-"])
