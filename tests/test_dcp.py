@@ -18,6 +18,7 @@ from fixtures import dcp_workers as w
 pytestmark = pytest.mark.dist
 WORLD_SIZES = (2, 3, 4)
 CASES = w.cases()
+MASKED = w.masked_cases()
 
 
 @pytest.fixture(scope="module")
@@ -60,3 +61,30 @@ def test_ag_rs_and_a2a_agree(ws: int, dcp_results) -> None:  # type: ignore[no-u
         for per_rank in dcp_results[ws]:
             torch.testing.assert_close(per_rank[k]["out"], per_rank[other]["out"], atol=1e-5,
                                        rtol=1e-5)
+
+
+def _with_sink(out: torch.Tensor, lse_e: torch.Tensor, sink: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Full attention with the sink as one more logit whose value is 0 (natural log, fp64)."""
+    s = sink.double()[None, :]
+    total = torch.logaddexp(lse_e, s)  # [T, H]; an empty request: the sink alone
+    return out * torch.exp(lse_e - total)[..., None], total
+
+
+@pytest.mark.parametrize("ws", WORLD_SIZES)
+@pytest.mark.parametrize("i", range(len(MASKED)),
+                         ids=[f"{c['mode']}-b{c['base']}-{c['layout']}" for c in MASKED])
+def test_masked_shards_with_a_sink_on_two_slots(ws: int, i: int, dcp_results, full) -> None:  # type: ignore[no-untyped-def]
+    """Garbage in every empty row (NaN partials, LSE 1e4), masked by the local lengths; a sink
+    added once; the workspace's two slots used alternately: equal to full attention with the
+    sink, in both bases."""
+    case = MASKED[i]
+    ref_o, ref_lse = _with_sink(*full, w.sink_logits())
+    ref_lse = ref_lse / math.log(2.0) if case["base"] == "2" else ref_lse
+    hc = w.HEADS // ws
+    for rank, per_rank in enumerate(dcp_results[ws]):
+        got = per_rank[len(CASES) + i]
+        heads = slice(None) if case["mode"] == "ar" else slice(rank * hc, (rank + 1) * hc)
+        torch.testing.assert_close(got["out"].double(), ref_o[:, heads], atol=2e-5, rtol=2e-5)
+        torch.testing.assert_close(got["lse"].double(), ref_lse[:, heads], atol=2e-5, rtol=2e-5)
+        assert (got["out"][2] == 0).all()  # the empty request: the sink takes all the weight
