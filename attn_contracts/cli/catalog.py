@@ -1,4 +1,5 @@
-"""``list``, ``show``, ``schema`` and ``matrix``: the records as tables, JSON and the schema."""
+"""``list``, ``show``, ``schema`` and ``matrix``: the records (producers, and consumers in the
+matrix) as tables, JSON and the schema."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from attn_contracts.cli._output import EXIT_OK, print_table
-from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.consumer import ConsumerRecord, FixedBase
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry
 
-__all__ = ["MATRIX_COLUMNS", "matrix_rows", "record_schema", "run_list", "run_matrix", "run_schema",
-           "run_show"]
+__all__ = ["CONSUMER_COLUMNS", "MATRIX_COLUMNS", "consumer_rows", "matrix_rows", "record_schema",
+           "run_list", "run_matrix", "run_schema", "run_show"]
 
 
 def _lse_cells(r: CapabilityRecord) -> list[str]:
@@ -68,13 +69,57 @@ def matrix_rows(records: Sequence[CapabilityRecord]) -> list[list[str]]:
     return rows
 
 
-def run_matrix(args: argparse.Namespace) -> int:
-    records = Registry().records()
-    if args.format == "json":
-        print(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
-        return EXIT_OK
-    print("| " + " | ".join(MATRIX_COLUMNS) + " |")
-    print("|" + "---|" * len(MATRIX_COLUMNS))
-    for row in matrix_rows(records):
+CONSUMER_COLUMNS = ["consumer", "library", "base", "LSE layouts", "states", "LSE dtypes",
+                    "read as empty", "all-empty row", "0·NaN safe", "row mask", "merged LSE",
+                    "limits", "evidence"]
+
+
+def _base_cell(c: ConsumerRecord) -> str:
+    if isinstance(c.base, FixedBase):
+        return c.base.base
+    values = ", ".join(f"{lit}={b}" for lit, b in c.base.values)
+    default = f"; default {c.base.default}" if c.base.default is not None else "; required"
+    return f"`{c.base.keyword}` ({values}{default})"
+
+
+def _limits_cell(c: ConsumerRecord) -> str:
+    lim = c.limits
+    parts = [f"head dims {', '.join(map(str, lim.head_dims))}" if lim.head_dims else "",
+             "D power of 2" if lim.pow2_head_dim else "", "N power of 2" if lim.pow2_states else "",
+             f"N ≤ {lim.max_states}" if lim.max_states else "",
+             f"H·D ≤ {lim.max_heads_x_head_dim}" if lim.max_heads_x_head_dim else "",
+             (f"H × min(D·bytes/{lim.threads.vector_bytes}, {lim.threads.max_lanes_per_head}) ≤ "
+              f"{lim.threads.max_threads} threads") if lim.threads else ""]
+    return "; ".join(p for p in parts if p) or "-"
+
+
+def consumer_rows(consumers: Sequence[ConsumerRecord]) -> list[list[str]]:
+    rows = []
+    for c in sorted(consumers, key=lambda c: c.name):
+        out = (f"base {c.output.lse_base}" if c.output.returns_lse else "no")
+        rows.append([f"`{c.name}`", c.library, _base_cell(c), ", ".join(c.lse.layouts),
+                     c.lse.states, ", ".join(c.lse.dtypes),
+                     ", ".join(c.empty.reads_as_empty) or "-", c.empty.all_empty,
+                     "yes" if c.empty.zero_weight_nan_safe else "no",
+                     "yes" if c.empty.accepts_row_mask else "no", out, _limits_cell(c),
+                     c.evidence.replace("_", " ")])
+    return rows
+
+
+def _md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
         print("| " + " | ".join(row) + " |")
+
+
+def run_matrix(args: argparse.Namespace) -> int:
+    registry = Registry()
+    if args.format == "json":
+        print(json.dumps([r.model_dump(mode="json") for r in
+                          (*registry.records(), *registry.consumers())], indent=2))
+        return EXIT_OK
+    _md_table(MATRIX_COLUMNS, matrix_rows(registry.records()))
+    print()
+    _md_table(CONSUMER_COLUMNS, consumer_rows(registry.consumers()))
     return EXIT_OK
