@@ -104,7 +104,7 @@ def _present(lse: torch.Tensor, base: str, layout: str, dtype: torch.dtype,
 def _read_lse_out(lse_out: Any, layout: str) -> torch.Tensor | None:
     if lse_out is None:
         return None
-    x = lse_out.detach().double().cpu()
+    x: torch.Tensor = lse_out.detach().double().cpu()
     return x.T if layout == "head_token" and x.dim() == 2 else x
 
 

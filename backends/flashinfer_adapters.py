@@ -31,7 +31,8 @@ def _workspace(device: torch.device) -> torch.Tensor:
 
 def _qo_indptr(p: DecodeProblem) -> torch.Tensor:
     indptr: torch.Tensor = torch.arange(0, p.batch + 1, dtype=torch.int32, device=p.q.device)
-    return indptr * p.q_len
+    scaled: torch.Tensor = indptr * p.q_len
+    return scaled
 
 
 def _run_single_decode(p: DecodeProblem) -> tuple[torch.Tensor, torch.Tensor]:

@@ -10,6 +10,8 @@ fp16/bf16 partials on CUDA, so the probes use fp16.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from attn_contracts.backends.consumer_adapter import ConsumerAdapter
@@ -43,7 +45,11 @@ def _merge_states(o: torch.Tensor, lse: torch.Tensor) -> tuple[torch.Tensor, tor
     return out, lse_out
 
 
-_FI = dict(requires=("flashinfer",), needs_cuda=True, dtype="float16")
-merge_state = ConsumerAdapter(run=_merge_state, **_FI)  # type: ignore[arg-type]
-merge_state_in_place = ConsumerAdapter(run=_merge_state_in_place, **_FI)  # type: ignore[arg-type]
-merge_states = ConsumerAdapter(run=_merge_states, **_FI)  # type: ignore[arg-type]
+def _fi(run: Any) -> ConsumerAdapter:
+    """FlashInfer's merges: CUDA only, fp16/bf16 partials."""
+    return ConsumerAdapter(run=run, requires=("flashinfer",), needs_cuda=True, dtype="float16")
+
+
+merge_state = _fi(_merge_state)
+merge_state_in_place = _fi(_merge_state_in_place)
+merge_states = _fi(_merge_states)

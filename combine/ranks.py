@@ -75,7 +75,8 @@ def _entry(fn: Callable[..., Any], rank: int, world_size: int, store_at: str, ba
             dist.init_process_group(backend, init_method=store_at, rank=rank,
                                     world_size=world_size, timeout=timeout)
         else:
-            dist.init_process_group(backend, store=dist.FileStore(store_at, world_size),
+            store = dist.FileStore(store_at, world_size)  # type: ignore[attr-defined]  # stubs omit it
+            dist.init_process_group(backend, store=store,
                                     rank=rank, world_size=world_size, timeout=timeout)
         results.put((rank, "ready", None))
         value = fn(rank, world_size, *args)
