@@ -15,7 +15,7 @@ from attn_contracts.findings import Code, Finding
 from attn_contracts.records import BASES, CapabilityRecord, LseSpec
 from attn_contracts.setting import HEAD_SCATTERED_MODES, OUT_DTYPES, CombineSetting
 
-__all__ = ["check_backend_known", "check_combinable", "check_dcp", "check_edge",
+__all__ = ["check_backend_known", "check_combinable", "check_dcp", "check_direct", "check_edge",
            "check_heads_divisible", "check_setting", "check_unique"]
 
 
@@ -104,6 +104,17 @@ def _sink_once(record: CapabilityRecord, s: CombineSetting) -> list[Finding]:
                     "run the kernel without the sink (a record with includes_sink = false) and "
                     "plan with sink=True: the plan adds the sink once after the merge",
                     "lse.includes_sink", True, "false (the plan applies the sink)")]
+
+
+def check_direct(record: CapabilityRecord, setting: CombineSetting,
+                 unavailable: str | None) -> list[Finding]:
+    """``AC026``: ``a2a_direct`` where it cannot run; ``unavailable`` is the reason the combine
+    found (no CUDA, no symmetric memory, the group, the dtype), None where it can."""
+    if setting.mode != "a2a_direct" or unavailable is None:
+        return []
+    return [Finding(Code.AC026, record.name, f"mode 'a2a_direct' cannot run here: {unavailable}",
+                    "use mode 'a2a' (NCCL all-to-all), or 'a2a_best' to fall back by itself",
+                    "mode", "a2a_direct", "CUDA GPUs on NCCL, >= 2 ranks, 16/32-bit floats")]
 
 
 def check_setting(record: CapabilityRecord, setting: CombineSetting) -> list[Finding]:

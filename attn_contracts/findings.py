@@ -42,6 +42,7 @@ class Code(enum.StrEnum):
     AC023 = "AC023"  # one LSE reaches consumers (or comes from a producer) of another base (lint)
     AC024 = "AC024"  # a sink inside every rank's LSE would be counted once per rank
     AC025 = "AC025"  # empty rows are undefined and the call gave no row mask
+    AC026 = "AC026"  # the direct all-to-all cannot run here (no CUDA, not NCCL, one rank, dtype)
 
 
 @dataclass(frozen=True)

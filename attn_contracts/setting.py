@@ -21,12 +21,14 @@ from pydantic import BeforeValidator, Field
 
 from attn_contracts.records import Base, Frozen, StrictBool
 
-__all__ = ["HEAD_SCATTERED_MODES", "MODES", "OUT_DTYPES", "CombineSetting", "Mode"]
+__all__ = ["ALL_TO_ALL_MODES", "HEAD_SCATTERED_MODES", "MODES", "OUT_DTYPES", "CombineSetting", "Mode"]
 
-Mode = Literal["merge", "ag_rs", "a2a", "ar"]
-MODES: tuple[str, ...] = ("merge", "ag_rs", "a2a", "ar")
+Mode = Literal["merge", "ag_rs", "a2a", "ar", "a2a_direct", "a2a_best"]
+MODES: tuple[str, ...] = ("merge", "ag_rs", "a2a", "ar", "a2a_direct", "a2a_best")
 #: modes that give each rank H / world_size heads of the output
-HEAD_SCATTERED_MODES: tuple[str, ...] = ("ag_rs", "a2a")
+HEAD_SCATTERED_MODES: tuple[str, ...] = ("ag_rs", "a2a", "a2a_direct", "a2a_best")
+#: modes whose message is an all-to-all of head slices (a launch then sees H / world_size heads)
+ALL_TO_ALL_MODES: tuple[str, ...] = ("a2a", "a2a_direct", "a2a_best")
 #: output dtypes the combine produces; other float dtypes are settings it refuses (AC015)
 OUT_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32")
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "float8_e4m3fn": 1,
@@ -47,7 +49,9 @@ OutDType = Annotated[Literal["float16", "bfloat16", "float32", "float64", "float
 class CombineSetting(Frozen):
     """How one combine runs; hashable, a plan-cache key, compared by value across ranks.
 
-    ``mode``        ``merge`` (N partials → one), ``a2a``, ``ag_rs``, ``ar`` (DCP collectives).
+    ``mode``        ``merge`` (N partials → one), ``a2a``, ``ag_rs``, ``ar`` (DCP collectives),
+                    ``a2a_direct`` (peers write into each other's symmetric memory; CUDA, NCCL,
+                    >= 2 ranks), ``a2a_best`` (``a2a_direct`` where it can run, else ``a2a``).
     ``world_size``  the number of partials (DCP ranks for the collective modes).
     ``num_heads``   query heads of the attention (all of them, before any head scatter).
     ``head_dim``    the partial output's head dim (MLA: the latent dim, e.g. 512).
@@ -75,7 +79,8 @@ class CombineSetting(Frozen):
     @property
     def heads_per_launch(self) -> int:
         """Heads one combine launch sees: ``H / N`` after an all-to-all, else ``H``."""
-        return self.num_heads // self.world_size if self.mode == "a2a" else self.num_heads
+        return (self.num_heads // self.world_size if self.mode in ALL_TO_ALL_MODES
+                else self.num_heads)
 
     @property
     def out_dtype_bytes(self) -> int:

@@ -16,6 +16,7 @@ NVLink multicast stays off (``NCCL_NVLS_ENABLE=0``, ``TORCH_SYMM_MEM_DISABLE_MUL
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import sys
@@ -32,18 +33,39 @@ import torch.distributed as dist
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
 from _timing import graph_per_launch, wall_us, write_results
 
-from attn_contracts import ContractError, get, validate_startup
-from attn_contracts.combine import dcp_combine, merge_reference, plan_combine
+from attn_contracts import CapabilityRecord, ContractError, get, validate_startup
+from attn_contracts.combine import Workspace, dcp_combine, merge_reference, plan_combine
 
 SHAPES = {"MLA H=128": (128, 512), "MLA H=16": (16, 512), "GQA H=32": (32, 128)}
-TOKENS = (1, 32, 256, 2048)
+TOKENS = (1, 8, 32, 256, 2048)
 EMPTY = (-math.inf, math.inf, math.nan)
 
 
-def record_for(d: int, base: str) -> str:
+@functools.cache
+def record_for(d: int, base: str) -> CapabilityRecord:
+    """FlashInfer's base and layout with empty rows defined as −inf (the −inf/+inf/NaN empty
+    shards below); the masked rows use FlashInfer's own records, whose empty rows are undefined."""
+    return CapabilityRecord.model_validate({
+        "name": f"bench.dcp.base{base}", "library": "bench", "source": "bench/dcp_nccl.py",
+        "evidence": "measured",
+        "lse": {"returns": "lse", "base": base, "layout": "token_head", "dtype": "float32",
+                "empty_row": "-inf", "includes_sink": False},
+        "decode": {"attention": "mla" if d == 512 else "mha", "out_layout": "token_head_dim",
+                   "head_dims": [d], "q_dtypes": ["bfloat16"], "q_len_gt_1": False}})
+
+
+def flashinfer_record(d: int, base: str) -> str:
     if d == 512:
         return "flashinfer.mla.fa3" if base == "2" else "flashinfer.mla.fa3+basee"
     return "flashinfer.batch_decode" if base == "2" else "torch.sdpa_ref"
+
+
+def modes(world: int) -> tuple[str, ...]:
+    """The collective modes, and the direct all-to-all where the group allows it."""
+    from attn_contracts.combine.direct import direct_unavailable
+
+    direct = direct_unavailable(dist.group.WORLD, "bfloat16") is None
+    return ("ag_rs", "a2a", "ar", *(("a2a_direct",) if direct else ()))
 
 
 def all_partials(world: int, t: int, h: int, d: int, device: torch.device,
@@ -67,11 +89,19 @@ def check_correctness(rank: int, world: int, device: torch.device, tokens: tuple
             for base in ("2", "e"):
                 o_all, lse_all = all_partials(world, t, h, d, device, seed=t + h)
                 ref_o, ref_lse = merge_reference(o_all, lse_all, base=base)
-                for mode in ("ag_rs", "a2a", "ar"):
-                    plan = plan_combine(record_for(d, base), mode=mode, world_size=world,
-                                        num_heads=h, head_dim=d, out_dtype=torch.bfloat16,
-                                        return_lse=True)
-                    out, lse = dcp_combine(plan, o_all[rank], lse_all[rank])
+                keep = ~(lse_all.isinf() | lse_all.isnan())[:, :, 0]  # [N, T]: the empty shards
+                garbage_o, garbage_lse = o_all.clone(), lse_all.clone()
+                garbage_o[~keep], garbage_lse[~keep] = math.nan, 1e4
+                for mode, masked in [(m, False) for m in modes(world)] + [
+                        (m, True) for m in modes(world)]:
+                    rec = flashinfer_record(d, base) if masked else record_for(d, base)
+                    plan = plan_combine(rec, mode=mode, world_size=world, num_heads=h,
+                                        head_dim=d, out_dtype=torch.bfloat16, return_lse=True,
+                                        row_mask=masked)
+                    ws = Workspace(plan, dist.group.WORLD, max_tokens=t, device=device)
+                    o_in, lse_in = (garbage_o, garbage_lse) if masked else (o_all, lse_all)
+                    out, lse = dcp_combine(plan, o_in[rank], lse_in[rank], dist.group.WORLD,
+                                           workspace=ws, row_mask=keep[rank] if masked else None)
                     heads = slice(None) if mode == "ar" else slice(rank * h // world,
                                                                    (rank + 1) * h // world)
                     diff = (out.double() - ref_o[:, heads]).abs()
@@ -83,7 +113,8 @@ def check_correctness(rank: int, world: int, device: torch.device, tokens: tuple
                     nan = bool(out.isnan().any()) or bool((lse[~live] != -math.inf).any())
                     worst = _max_over_ranks(torch.tensor([err, lerr, float(nan), float(bad)],
                                                          device=device))
-                    rows.append({"shape": label, "T": t, "base": base, "mode": mode,
+                    rows.append({"shape": label, "T": t, "base": base,
+                                 "mode": mode + (" (masked)" if masked else ""),
                                  "max_err": worst[0], "lse_err": worst[1],
                                  "ok": worst[3] == 0 and worst[1] < 1e-3 and worst[2] == 0})
     return rows
@@ -153,13 +184,16 @@ def time_modes(rank: int, world: int, device: torch.device,
         for t in tokens:
             o_all, lse_all = all_partials(world, t, h, d, device, seed=1)
             o, lse = o_all[rank].contiguous(), lse_all[rank].contiguous()
-            for mode in ("ag_rs", "a2a", "ar"):
+            for mode in modes(world):
                 plan = plan_combine(record_for(d, "2"), mode=mode, world_size=world,
                                     num_heads=h, head_dim=d, out_dtype=torch.bfloat16)
+                ws = Workspace(plan, dist.group.WORLD, max_tokens=t, device=device)
                 out = torch.empty((t, h if mode == "ar" else h // world, d), device=device,
                                   dtype=torch.bfloat16)
-                combine_us = timer(lambda: dcp_combine(plan, o, lse, out=out))  # noqa: B023
-                bare_us = timer(bare_collective(mode, world, t, h, d, device))
+                combine_us = timer(lambda: dcp_combine(
+                    plan, o, lse, dist.group.WORLD, workspace=ws, out=out))  # noqa: B023
+                bare = "a2a" if mode == "a2a_direct" else mode  # vs NCCL's all-to-all of it
+                bare_us = timer(bare_collective(bare, world, t, h, d, device))
                 worst = _max_over_ranks(torch.tensor([combine_us, bare_us], device=device))
                 rows.append({"shape": label, "T": t, "mode": mode, "combine_us": worst[0],
                              "bare_us": worst[1],
@@ -167,37 +201,54 @@ def time_modes(rank: int, world: int, device: torch.device,
     return rows
 
 
-def flashinfer_end_to_end(rank: int, world: int, device: torch.device) -> dict[str, Any] | None:
+def flashinfer_end_to_end(rank: int, world: int, device: torch.device
+                          ) -> list[dict[str, Any]] | None:
+    """FlashInfer decode on each rank's KV shard, combined by the record's plan (with the row
+    mask its undefined empty rows require), against single-GPU attention: BatchDecode (GQA) and
+    the MLA wrapper (fa3, 16 heads at D=512)."""
     try:
         import flashinfer  # noqa: F401
     except ImportError:
         return None
-    from attn_contracts.backends.flashinfer_adapters import batch_decode
+    from attn_contracts.backends.flashinfer_adapters import batch_decode, mla_fa3
+
+    return [_end_to_end("BatchDecode, GQA H=32, D=128", batch_decode, "flashinfer.batch_decode",
+                        rank, world, device, heads=32, kv_heads=8, head_dim=128, d_v=128,
+                        attention="mha", page=16),
+            _end_to_end("MLA wrapper (fa3), H=16, D=512", mla_fa3, "flashinfer.mla.fa3", rank,
+                        world, device, heads=16, kv_heads=1, head_dim=576, d_v=512,
+                        attention="mla", page=64)]
+
+
+def _end_to_end(label: str, adapter: Any, record: str, rank: int, world: int,
+                device: torch.device, *, heads: int, kv_heads: int, head_dim: int, d_v: int,
+                attention: str, page: int) -> dict[str, Any]:
     from attn_contracts.backends.problem import make_problem
     from attn_contracts.backends.sharding import shard_problem
 
     g = torch.Generator().manual_seed(3)
-    lens = (torch.randint(world * 16, 3000, (64,), generator=g)).tolist()  # no empty shard:
-    problem = make_problem(seq_lens=lens, q_len=1, num_heads=32, num_kv_heads=8, head_dim=128,
-                           dtype=torch.bfloat16, device=device, seed=3, q_scale=2.0)
-    record = get("flashinfer.batch_decode")  # paged decode takes no zero-length rows
-    plan = plan_combine(record, mode="a2a", world_size=world, num_heads=32, head_dim=128,
-                        out_dtype=torch.bfloat16)
-    o, lse = batch_decode.run(shard_problem(problem, rank, world, interleave=16))
-    out = dcp_combine(plan, o, lse)  # [T, 32/N, 128]
-    full, _ = batch_decode.run(problem)  # single-GPU full attention
-    heads = slice(rank * 32 // world, (rank + 1) * 32 // world)
+    lens = (torch.randint(world * page, 3000, (64,), generator=g)).tolist()  # no empty shard:
+    problem = make_problem(seq_lens=lens, q_len=1, num_heads=heads, num_kv_heads=kv_heads,
+                           head_dim=head_dim, d_v=d_v, dtype=torch.bfloat16, device=device,
+                           seed=3, q_scale=2.0, attention=attention, page_size=page)
+    plan = plan_combine(record, mode="a2a", world_size=world, num_heads=heads, head_dim=d_v,
+                        out_dtype=torch.bfloat16, row_mask=True)
+    shard = shard_problem(problem, rank, world, interleave=page)
+    o, lse = adapter.run(shard)
+    out = dcp_combine(plan, o, lse, row_mask=shard.seq_lens > 0)  # [T, H/N, D]
+    full, _ = adapter.run(problem)  # single-GPU full attention
+    mine = slice(rank * heads // world, (rank + 1) * heads // world)
     gathered = torch.empty(world, *out.shape, device=device, dtype=out.dtype)
     gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
     gather(gathered.view(world * out.shape[0], *out.shape[1:]), out.contiguous())
     combined = gathered.permute(1, 0, 2, 3).reshape(full.shape)
-    lm_head = torch.randn(32 * 128, 4096, device=device, generator=torch.Generator(
+    lm_head = torch.randn(heads * d_v, 4096, device=device, generator=torch.Generator(
         device=device).manual_seed(7), dtype=torch.float32)
     same = int(((combined.float().flatten(1) @ lm_head).argmax(-1)
                 == (full.float().flatten(1) @ lm_head).argmax(-1)).sum())
-    err = float((out.float() - full[:, heads].float()).abs().max())
-    return {"tokens": len(lens), "argmax_same": same, "max_err": _max_over_ranks(
-        torch.tensor([err], device=device))[0]}
+    err = float((out.float() - full[:, mine].float()).abs().max())
+    return {"what": label, "tokens": len(lens), "argmax_same": same,
+            "max_err": _max_over_ranks(torch.tensor([err], device=device))[0]}
 
 
 def report(results: dict[str, Any], world: int, device: str, out_dir: Path | None) -> str:
@@ -220,11 +271,11 @@ def report(results: dict[str, Any], world: int, device: str, out_dir: Path | Non
               "|---|---|---|---|---|---|"]
     lines += [f"| {r['shape']} | {r['T']} | {r['mode']} | {r['combine_us']:.1f} | "
               f"{r['bare_us']:.1f} | {r['overhead_pct']:+.0f} % |" for r in results["timing"]]
-    e2e = results["flashinfer"]
-    lines += ["", "## FlashInfer end to end (BatchDecode, GQA H=32, D=128, base-2 LSE, a2a)", "",
-              "not run (flashinfer not installed)" if e2e is None else
-              f"{e2e['tokens']} tokens: argmax identical for {e2e['argmax_same']}/{e2e['tokens']}, "
-              f"max abs error vs single-GPU full attention {e2e['max_err']:.2e}"]
+    lines += ["", "## FlashInfer end to end (base-2 LSE, a2a, row mask)", ""]
+    lines += ["not run (flashinfer not installed)"] if results["flashinfer"] is None else [
+        f"- {e['what']}: {e['tokens']} tokens, argmax identical for {e['argmax_same']}/"
+        f"{e['tokens']}, max abs error vs single-GPU attention {e['max_err']:.2e}"
+        for e in results["flashinfer"]]
     text = "\n".join(lines) + "\n"
     if out_dir is not None:
         name = f"dcp-nccl-h200x{world}" if device == "cuda" else f"dcp-gloo-cpu-x{world}"

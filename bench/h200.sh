@@ -32,9 +32,13 @@ case "${1:-}" in
     step gpu-graph-tests 150 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE tests/test_gpu.py \
       -k "graph or larger_eager"
     ;;
+  direct)  # the direct all-to-all's kernels on one GPU (multi-GPU kinds: bench/dcp_nccl.py)
+    step gpu-direct-tests 200 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE tests/test_gpu.py \
+      -k "direct or a2a_best or graph or larger_eager"
+    ;;
   speed)
     step sweep 300 python3 bench/combine.py --sweep targets --budget-s 240 --out "$out/sweep"
     step combine 250 python3 bench/combine.py --bases 2 --no-study --out "$out/combine"
     ;;
-  *) echo "usage: bash bench/h200.sh checks|graphs|speed" >&2; exit 2 ;;
+  *) echo "usage: bash bench/h200.sh checks|graphs|direct|speed" >&2; exit 2 ;;
 esac

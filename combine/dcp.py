@@ -30,8 +30,10 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from attn_contracts.combine.ops import pack_a2a
+from attn_contracts.combine.direct import direct_merge, direct_send
+from attn_contracts.combine.ops import default_config, lse_scales, pack_a2a
 from attn_contracts.combine.plan import CombinePlan
+from attn_contracts.combine.reference import log_of_base
 from attn_contracts.combine.workspace import Workspace
 from attn_contracts.findings import ContractError
 
@@ -110,11 +112,16 @@ def dcp_combine(plan: CombinePlan, partial_out: torch.Tensor, partial_lse: torch
     lse = _local_lse(plan, partial_lse, tokens)
     if world == 1 and workspace is None:
         return _world_of_one(plan, partial_out, lse, row_mask, sink, out)
+    if workspace is None and plan.mode == "a2a_direct":
+        raise ValueError("mode 'a2a_direct' needs a Workspace: its symmetric buffers are made "
+                         "once, by every rank together (Workspace(plan, group, max_tokens=...))")
     if workspace is None:
         workspace = Workspace(plan, group, max_tokens=max(tokens, 1), device=partial_out.device)
     else:
         workspace.check_group(group)
-    if plan.mode == "a2a":
+    if plan.mode in ("a2a_direct", "a2a_best") and workspace.direct:
+        return _a2a_direct(plan, partial_out, lse, out, workspace, slot, row_mask, sink)
+    if plan.mode in ("a2a", "a2a_best"):
         return _a2a(plan, partial_out, lse, group, world, rank, out, workspace, slot, row_mask,
                     sink)
     return _gather_rescale(plan, partial_out, lse, group, world, rank, out, workspace, slot,
@@ -178,3 +185,24 @@ def _pieces(buf: torch.Tensor, world: int, t: int, hc: int, d: int, o_bytes: int
     o = buf[:, : t * hc * d * size].view(dtype).view(world, t, hc, d)
     lse = buf[:, o_bytes : o_bytes + t * hc * 4].view(torch.float32).view(world, t, hc)
     return o, lse
+
+
+def _a2a_direct(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor,
+                out: torch.Tensor | None, ws: Workspace, slot: int,
+                row_mask: torch.Tensor | None, sink: torch.Tensor | None) -> Any:
+    """Two launches: write the head slices into the peers' buffers, then wait and merge."""
+    t, h, d = partial_out.shape
+    bufs = ws.direct_buffers(slot, t, partial_out.device)
+    hc = h // plan.world_size
+    pack = default_config(plan.world_size, t, h, d, "pack")
+    direct_send(bufs, partial_out, lse, row_mask, block_h=pack.block_h, block_d=pack.block_d,
+                num_warps=pack.num_warps)
+    result = out if out is not None else partial_out.new_empty((t, hc, d))
+    lse_out = partial_out.new_empty((t, hc), dtype=torch.float32) if plan.return_lse else None
+    cfg = plan.config or default_config(plan.world_size, t, hc, d)
+    in_scale, out_scale = lse_scales(plan.base, plan.lse_out_base)
+    my_sink = None if sink is None else sink[bufs.rank * hc : (bufs.rank + 1) * hc]
+    direct_merge(bufs, result, lse_out, my_sink, in_scale=in_scale, out_scale=out_scale,
+                 sink_scale=1.0 / log_of_base(plan.base), block_h=cfg.block_h,
+                 block_d=cfg.block_d, num_warps=cfg.num_warps)
+    return (result, lse_out) if plan.return_lse else result

@@ -41,6 +41,7 @@ __all__ = [
     "KernelConfig",
     "default_config",
     "launch_grid",
+    "lse_scales",
     "merge",
     "merge_into",
     "pack_a2a",
@@ -144,7 +145,8 @@ def uses_triton(t: torch.Tensor) -> bool:
 
 
 @functools.lru_cache(maxsize=16)
-def _scales(base: str, lse_out_base: str) -> tuple[float, float]:
+def lse_scales(base: str, lse_out_base: str) -> tuple[float, float]:
+    """``(IN_SCALE, OUT_SCALE)`` of the kernels: log2 of the base, and ln b_in / ln b_out."""
     in_scale = 1.0 / math.log(2.0) if base == "e" else 1.0  # log2(b)
     return in_scale, log_of_base(base) / log_of_base(lse_out_base)
 
@@ -354,7 +356,7 @@ def merge_into(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.
             lse_out.copy_(lse)
         return
     q_len, *lse_strides = _lse_geometry(partial_lse)
-    in_scale, out_scale = _scales(base, lse_out_base)
+    in_scale, out_scale = lse_scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out  # never written when WRITE_LSE is False
     m, k, extra_strides, extra_consts = _mask_operands(mask, sink, partial_lse, base)
     _launcher("merge_kernel")(
@@ -396,7 +398,7 @@ def rescale_into(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, ou
             lse_out.copy_(lse)
         return
     q_len, *lse_strides = _lse_geometry(all_lse)
-    in_scale, out_scale = _scales(base, lse_out_base)
+    in_scale, out_scale = lse_scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out
     y_strides = out.stride() if chunked else (0, *out.stride())
     m, k, extra_strides, extra_consts = _mask_operands(mask, sink, all_lse, base)

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from pydantic import ValidationError
 
-from attn_contracts.checks import check_setting
+from attn_contracts.checks import check_direct, check_setting
 from attn_contracts.combine.ops import KernelConfig, default_config, merge, rescale
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, ContractError, Finding
@@ -31,12 +31,17 @@ from attn_contracts.sources import parse_record
 
 __all__ = ["MODES", "CombinePlan", "plan_combine"]
 
-_KERNEL = {"merge": "merge", "a2a": "merge", "ag_rs": "rescale", "ar": "rescale"}
+_KERNEL = {"merge": "merge", "a2a": "merge", "ag_rs": "rescale", "ar": "rescale",
+           "a2a_direct": "merge", "a2a_best": "merge"}
 _MODE_WHY = {
     "merge": "merge: N partials of all H heads → one output (split-KV / cascade merge)",
     "a2a": "a2a: one all-to-all of O and fp32 LSE, then merge N partials of H/N heads",
     "ag_rs": "ag_rs: all-gather LSE, rescale the local partial, reduce-scatter O by heads",
     "ar": "ar: rescale the local partial, all-reduce O (every rank gets all heads)",
+    "a2a_direct": "a2a_direct: write each peer's head slice of O and fp32 LSE into its symmetric "
+                  "memory, then one kernel waits for the peers' epochs and merges (no NCCL call)",
+    "a2a_best": "a2a_best: a2a_direct where the process group allows it (CUDA GPUs on NCCL, >= 2 "
+                "ranks, 16/32-bit floats), else a2a; the Workspace says which it took and why",
 }
 
 
@@ -259,6 +264,10 @@ def _first_errors(err: ValidationError) -> str:
 def _plan(record: CapabilityRecord, setting: CombineSetting,
           config: KernelConfig | None) -> CombinePlan:
     findings = check_setting(record, setting)
+    if setting.mode == "a2a_direct":
+        from attn_contracts.combine.direct import direct_unavailable_here
+
+        findings += check_direct(record, setting, direct_unavailable_here(setting.out_dtype))
     if findings:
         raise ContractError(findings, f"cannot plan a {setting.mode} combine for {record.name}")
     spec = _spec(record)

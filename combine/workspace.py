@@ -20,7 +20,11 @@ from typing import Any
 
 import torch
 
+from attn_contracts.checks import check_direct
+from attn_contracts.combine.direct import DirectBuffers, DirectLayout, direct_unavailable
 from attn_contracts.combine.plan import CombinePlan
+from attn_contracts.findings import ContractError
+from attn_contracts.setting import ALL_TO_ALL_MODES
 
 __all__ = ["A2A_ALIGN", "Workspace", "a2a_piece_bytes"]
 
@@ -59,6 +63,7 @@ class _Slot:
     chunks: torch.Tensor | None  # out dtype [N · T_max · H/N · D] (ag_rs)
     send: torch.Tensor | None  # uint8 [N · piece(T_max)] (a2a)
     recv: torch.Tensor | None
+    direct: DirectBuffers | None = None  # a2a_direct: this slot's symmetric buffer and state
 
 
 class Workspace:
@@ -73,7 +78,21 @@ class Workspace:
             raise ValueError("a 'merge' plan runs no collective and needs no workspace")
         self.plan, self.group, self.max_tokens = plan, group, max_tokens
         self.device = _normalised(device)
+        self.direct, self.why = self._choose_direct()
         self._slots = tuple(self._allocate() for _ in range(slots))
+
+    def _choose_direct(self) -> tuple[bool, str]:
+        """``a2a_direct`` runs or is refused (``AC026``); ``a2a_best`` falls back to ``a2a``."""
+        mode = self.plan.mode
+        if mode not in ("a2a_direct", "a2a_best"):
+            return False, ""
+        reason = direct_unavailable(self.group, self.plan.setting.out_dtype)
+        if reason is not None and mode == "a2a_direct":
+            raise ContractError(check_direct(self.plan.record, self.plan.setting, reason),
+                                "cannot make a direct all-to-all workspace")
+        if reason is not None:
+            return False, f"a2a_best: a2a over NCCL, since the direct all-to-all cannot: {reason}"
+        return True, f"{mode}: the direct all-to-all over symmetric memory"
 
     @property
     def slots(self) -> int:
@@ -86,14 +105,17 @@ class Workspace:
         def empty(numel: int, dtype: torch.dtype) -> torch.Tensor:
             return torch.empty(numel, dtype=dtype, device=self.device)
 
-        chunks = send = recv = None
+        chunks = send = recv = direct = None
         if p.mode == "ag_rs":
             chunks = empty(t * h * d, p.out_dtype)
-        if p.mode == "a2a":
-            _, piece = a2a_piece_bytes(t, h // n, d, p.out_dtype.itemsize)
+        o_bytes, piece = a2a_piece_bytes(t, h // n, d, p.out_dtype.itemsize)
+        if self.direct:
+            direct = DirectBuffers.symmetric(DirectLayout(n, piece, o_bytes), self.group,
+                                             self.device)
+        elif p.mode in ALL_TO_ALL_MODES:
             send, recv = empty(n * piece, torch.uint8), empty(n * piece, torch.uint8)
         return _Slot(empty(t * h, torch.float32), empty(n * t * h, torch.float32), chunks, send,
-                     recv)
+                     recv, direct)
 
     def _slot(self, slot: int, tokens: int, device: torch.device) -> _Slot:
         if not 0 <= slot < len(self._slots):
@@ -106,6 +128,19 @@ class Workspace:
         if device != self.device:
             raise ValueError(f"the inputs are on {device}, the workspace on {self.device}")
         return self._slots[slot]
+
+    def direct_buffers(self, slot: int, tokens: int, device: torch.device) -> DirectBuffers:
+        """The slot's symmetric buffer of an ``a2a_direct`` workspace."""
+        s = self._slot(slot, tokens, device)
+        if s.direct is None:
+            raise ValueError(f"this workspace runs {self.why or self.plan.mode}, not the direct "
+                             "all-to-all")
+        return s.direct
+
+    def direct_error(self) -> str | None:
+        """A peer that never signalled, read on the host (a device sync: call it where the engine
+        synchronises anyway); None when every slot's steps completed."""
+        return next((e for s in self._slots if s.direct and (e := s.direct.error())), None)
 
     def check_group(self, group: Any) -> None:
         if group is not self.group:

@@ -403,3 +403,95 @@ def test_the_projects_merge_plans_verify_clean_on_cuda(device: str) -> None:
     for rec in plan_consumer_records():
         result = verify_consumer(rec, rec.adapter, device=device, probe_limits=False)
         assert result.status == "match", [f.render() for f in result.findings]
+
+
+# --- the direct all-to-all's kernels on one GPU (issue 15: multi-GPU runs need a lent kind) -------
+def _direct_world_of_one(t: int, h: int, d: int, device: str) -> object:
+    from attn_contracts.combine.direct import DirectBuffers, DirectLayout
+    from attn_contracts.combine.workspace import a2a_piece_bytes
+
+    o_bytes, piece = a2a_piece_bytes(t, h, d, 2)
+    return DirectBuffers.local(DirectLayout(1, piece, o_bytes), torch.device(device))
+
+
+def _direct_step(bufs: object, o: torch.Tensor, lse: torch.Tensor, out: torch.Tensor,
+                 lse_out: torch.Tensor, mask: torch.Tensor | None,
+                 sink: torch.Tensor | None) -> None:
+    from attn_contracts.combine.direct import direct_merge, direct_send
+
+    direct_send(bufs, o, lse, mask, block_h=8, block_d=128, num_warps=4)  # type: ignore[arg-type]
+    direct_merge(bufs, out, lse_out, sink, in_scale=1.0, out_scale=1.0,  # type: ignore[arg-type]
+                 sink_scale=1.0 / math.log(2.0), block_h=2, block_d=128, num_warps=1)
+
+
+def _direct_reference(o: torch.Tensor, lse: torch.Tensor, mask: torch.Tensor | None,
+                      sink: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    keep = torch.ones(o.shape[0], dtype=torch.bool) if mask is None else mask.cpu()
+    lse_m = torch.where(keep[:, None], lse.cpu(), -math.inf)
+    states, lses = o.cpu()[None], lse_m[None]
+    if sink is not None:  # one more shard with output 0 (the sink, converted to base 2)
+        states = torch.cat([states, torch.zeros_like(states)])
+        lses = torch.cat([lses, (sink.cpu() / math.log(2.0)).expand_as(lse_m)[None]])
+    return merge_reference(states, lses, base="2")
+
+
+def test_direct_kernels_step_after_step_and_in_a_graph(device: str) -> None:
+    """A world of one on a plain buffer: the same kernels and epoch protocol as between peers.
+    Five eager steps (both halves, acknowledgements), then a captured step replayed three times
+    on new inputs: every result equals the reference, and the epoch advanced each time."""
+    t, h, d = 5, 16, 128
+    bufs = _direct_world_of_one(t, h, d, device)
+    out = torch.empty(t, h, d, dtype=torch.bfloat16, device=device)
+    lse_out = torch.empty(t, h, device=device)
+    o, lse = partials(1, t, h, d, torch.bfloat16, seed=3, specials=False, device=device)
+    o, lse = o[0].clone(), lse[0].clone()
+    mask = torch.tensor([True, False, True, True, False], device=device)
+    sink = torch.randn(h, device=device)
+    for step in range(5):
+        o.copy_(torch.randn_like(o))
+        lse.copy_(torch.randn_like(lse) * 3)
+        use_mask, use_sink = (mask, sink) if step % 2 else (None, None)
+        _direct_step(bufs, o, lse, out, lse_out, use_mask, use_sink)
+        ref_o, ref_lse = _direct_reference(o, lse, use_mask, use_sink)
+        assert_close_to(out.cpu(), ref_o, torch.bfloat16)
+        assert_lse_close(lse_out.cpu(), ref_lse)
+    assert bufs.error() is None and int(bufs.state[0]) == 5  # type: ignore[attr-defined]
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        _direct_step(bufs, o, lse, out, lse_out, mask, sink)
+    torch.cuda.synchronize()
+    start = int(bufs.state[0])  # type: ignore[attr-defined]
+    for _ in range(3):
+        o.copy_(torch.randn_like(o))
+        lse.copy_(torch.randn_like(lse) * 3)
+        g.replay()
+        torch.cuda.synchronize()
+        ref_o, ref_lse = _direct_reference(o, lse, mask, sink)
+        assert_close_to(out.cpu(), ref_o, torch.bfloat16)
+        assert_lse_close(lse_out.cpu(), ref_lse)
+    assert int(bufs.state[0]) == start + 3 and bufs.error() is None  # type: ignore[attr-defined]
+
+
+def test_direct_merge_gives_up_on_a_peer_that_never_signals(device: str) -> None:
+    """No send this step: the merge's wait for the flag ends after its bounded spin, records the
+    error and writes NaN; nothing hangs."""
+    from attn_contracts.combine.direct import direct_merge
+
+    t, h, d = 3, 8, 128
+    bufs = _direct_world_of_one(t, h, d, device)
+    out = torch.zeros(t, h, d, dtype=torch.bfloat16, device=device)
+    direct_merge(bufs, out, None, None, in_scale=1.0, out_scale=1.0,  # type: ignore[arg-type]
+                 sink_scale=1.0, block_h=8, block_d=128, num_warps=1)
+    torch.cuda.synchronize()
+    assert "did not arrive" in (bufs.error() or "")  # type: ignore[attr-defined]
+    assert out.isnan().all()
+
+
+def test_a2a_best_on_one_rank_falls_back_and_says_why() -> None:
+    from attn_contracts.combine.ranks import run_ranks
+    from fixtures import dcp_workers
+
+    why = run_ranks(dcp_workers.nccl_a2a_best_world_of_one, 1, backend="nccl",
+                    timeout_s=300)[0].value
+    assert why["why"].startswith("a2a_best: a2a over NCCL") and "single rank" in why["why"]
+    assert why["error"] == 0.0

@@ -76,3 +76,26 @@ def test_two_slots_alternate_with_exact_results_over_gloo() -> None:
             assert r["errors"] == [0.0, 0.0, 0.0, 0.0], mode
             assert r["same_address"], mode
             assert "exceeds the workspace's max_tokens" in r["too_big"], mode
+
+
+def test_a2a_direct_is_refused_where_it_cannot_run() -> None:
+    """No CUDA here: planning the direct all-to-all names why (AC026); a2a_best plans."""
+    from attn_contracts import Code, ContractError
+    from attn_contracts.cli import main
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is here: the refusal comes from the group (tests/test_gpu.py)")
+    with pytest.raises(ContractError) as exc:
+        _plan("a2a_direct")
+    (f,) = exc.value.findings
+    assert f.code is Code.AC026 and "no CUDA device" in f.message and "a2a_best" in f.hint
+    assert _plan("a2a_best").local_heads == 2  # type: ignore[attr-defined]
+    assert main(["plan", "torch.sdpa_ref", "--mode", "a2a_direct", "--world-size", "4",
+                 "--num-heads", "8", "--head-dim", "64"]) == 1
+
+
+@pytest.mark.dist
+def test_a2a_best_over_gloo_falls_back_to_a2a_and_says_why() -> None:
+    for rank in run_ranks(w.a2a_best_over_gloo, 2, timeout_s=300):
+        assert rank.value["why"].startswith("a2a_best: a2a over NCCL")
+        assert rank.value["error"] == 0.0
