@@ -96,11 +96,13 @@ def _readable(record: CapabilityRecord, s: CombineSetting) -> list[Finding]:
 def _sink_once(record: CapabilityRecord, s: CombineSetting) -> list[Finding]:
     """``AC024``: a sink inside each partial's LSE is counted once per partial by the merge."""
     spec = record.lse
-    if not (isinstance(spec, LseSpec) and spec.includes_sink and s.world_size > 1):
+    if not (isinstance(spec, LseSpec) and spec.includes_sink and (s.world_size > 1 or s.sink)):
         return []
+    why = ("the plan adds a sink too (sink=True): it would count twice" if s.sink else
+           f"merging {s.world_size} partials that each include the sink counts it "
+           f"{s.world_size} times")
     return [Finding(Code.AC024, record.name, f"lse.includes_sink = true with world_size="
-                    f"{s.world_size}: merging {s.world_size} partials that each include the sink "
-                    f"counts it {s.world_size} times",
+                    f"{s.world_size}: {why}",
                     "run the kernel without the sink (a record with includes_sink = false) and "
                     "plan with sink=True: the plan adds the sink once after the merge",
                     "lse.includes_sink", True, "false (the plan applies the sink)")]

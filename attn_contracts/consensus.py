@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding
 from attn_contracts.records import CapabilityRecord
 
@@ -52,17 +53,18 @@ class _StoreLost(Exception):
     """A store call failed: the store's host is gone or unreachable."""
 
 
-def fingerprint(records: Sequence[CapabilityRecord], chosen: CapabilityRecord | None,
-                dcp_world_size: int, settings: Mapping[str, Any] | None) -> dict[str, Any]:
+def fingerprint(records: Sequence[CapabilityRecord | ConsumerRecord],
+                chosen: CapabilityRecord | None,
+                world_size: int, settings: Mapping[str, Any] | None) -> dict[str, Any]:
     """What ranks must agree on, as JSON values: every record (all fields), the chosen backend,
     the DCP world size and the settings (compared by value: ``torch.bfloat16`` is
     ``"bfloat16"``, a tuple is a list, a pydantic model is its ``model_dump(mode="json")``)."""
     return {
-        "records": {r.name: r.model_dump(mode="json")
-                    for r in sorted(set(records), key=lambda r: r.name)},
+        "records": {_key(r): r.model_dump(mode="json")
+                    for r in sorted(set(records), key=_key)},
         "backend": None if chosen is None else {"name": chosen.name,
                                                 "record": chosen.model_dump(mode="json")},
-        "dcp_world_size": dcp_world_size,
+        "world_size": world_size,
         "settings": {str(k): _setting_value(str(k), v) for k, v in (settings or {}).items()},
     }
 
@@ -91,7 +93,7 @@ _MISSING = object()
 def _differences(prints: dict[int, dict[str, Any]]) -> list[str]:
     """Human lines naming each differing field and which ranks hold which value."""
     lines = []
-    lines += _differ("dcp_world_size", {r: p["dcp_world_size"] for r, p in prints.items()})
+    lines += _differ("world_size", {r: p["world_size"] for r, p in prints.items()})
     backends = {r: p["backend"] for r, p in prints.items()}
     lines += _differ("backend", {r: b and b["name"] for r, b in backends.items()})
     names = sorted({n for p in prints.values() for n in p["records"]})
@@ -159,8 +161,14 @@ def _differ(what: str, values: dict[int, Any]) -> list[str]:
 
 # ---- the exchange -------------------------------------------------------------------------------
 
-def agree_across_ranks(findings: list[Finding], records: Sequence[CapabilityRecord],
-                       chosen: CapabilityRecord | None, dcp_world_size: int, *, group: Any,
+def _key(record: CapabilityRecord | ConsumerRecord) -> str:
+    """Producers by name, consumers as ``consumer NAME`` (the two roles may share a name)."""
+    return record.name if isinstance(record, CapabilityRecord) else f"consumer {record.name}"
+
+
+def agree_across_ranks(findings: list[Finding],
+                       records: Sequence[CapabilityRecord | ConsumerRecord],
+                       chosen: CapabilityRecord | None, world_size: int, *, group: Any,
                        timeout_s: float, settings: Mapping[str, Any] | None = None
                        ) -> list[Finding]:
     """Exchange reports with every rank of ``group`` and follow the group's one verdict: the
@@ -169,7 +177,7 @@ def agree_across_ranks(findings: list[Finding], records: Sequence[CapabilityReco
     import torch.distributed as dist
 
     deadline = time.monotonic() + timeout_s
-    mine = fingerprint(records, chosen, dcp_world_size, settings)  # a bad setting raises here
+    mine = fingerprint(records, chosen, world_size, settings)  # a bad setting raises here
     mine["findings"] = [f.to_json() for f in findings]
     store: Any = dist.distributed_c10d._get_default_store()  # every group's ranks share it
     ranks = tuple(dist.get_process_group_ranks(group)) if group is not None else tuple(
@@ -197,9 +205,11 @@ class _Round:
         self.timeout_s = timeout_s
         self.reports = [f"{prefix}/report/{r}" for r in range(size)]
         self.decision_key = f"{prefix}/decision"
+        self.deadline = 0.0  # set by decide(): until when a slow store call is tried again
 
     def decide(self, report: str, deadline: float) -> dict[str, Any]:
         """The group's verdict, as stored under the decision key; raises :class:`_StoreLost`."""
+        self.deadline = deadline
         decision = self._decision()
         if decision is None:
             self._call("publish this rank's report", self.store.set, self.reports[self.me],
@@ -275,11 +285,19 @@ class _Round:
             read = got
 
     def _call(self, what: str, fn: Callable[..., _T], *args: Any) -> _T:
-        try:
-            return _bounded(fn, args, _OP_LIMIT_S)
-        except Exception as err:  # DistNetworkError, DistStoreError, RuntimeError, TimeoutError
-            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-            raise _StoreLost(f"{what}: {type(err).__name__}: {first}") from err
+        # A call that only timed out is tried again while this rank's deadline leaves room (a
+        # loaded machine answers late; every call here is a read or an idempotent write); a
+        # connection error, or no answer by the deadline, is a lost store.
+        while True:
+            try:
+                return _bounded(fn, args, _OP_LIMIT_S)
+            except TimeoutError as err:
+                if time.monotonic() + _OP_LIMIT_S < self.deadline:
+                    continue
+                raise _StoreLost(f"{what}: no answer within {_OP_LIMIT_S:g} s") from err
+            except Exception as err:  # DistNetworkError, DistStoreError, RuntimeError
+                first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+                raise _StoreLost(f"{what}: {type(err).__name__}: {first}") from err
 
     def _try(self, fn: Callable[..., _T], *args: Any, limit_s: float = _OP_LIMIT_S) -> _T | None:
         try:

@@ -204,13 +204,16 @@ def validate_startup(
         from attn_contracts.consensus import agree_across_ranks
 
         typed = _setting(setting)
-        # one key per setting field, so a disagreement names the field (`setting num_heads: ...`)
+        # one key per setting field, so a disagreement names the field (`setting num_heads: ...`);
+        # the consumers the rank feeds (names and keyword literals) are part of what must agree
         shared = {**(dict(settings) if settings else {}),
-                  **(typed.model_dump(mode="json") if typed else {})}
+                  **(typed.model_dump(mode="json") if typed else {}),
+                  "consumers": sorted(f"{c.name}={lit}" for c, lit in _consumer_uses(
+                      consumers, {r.name: r for r in recs if isinstance(r, ConsumerRecord)}
+                      | {c.name: c for c in default_registry().consumers()})[0])}
         # Every rank takes part even with local findings, so no rank is left waiting in the
         # exchange; each then raises the union of what all ranks found.
-        producers = [r for r in recs if isinstance(r, CapabilityRecord)]
-        findings = agree_across_ranks(findings, producers, chosen, world, group=group,
+        findings = agree_across_ranks(findings, recs, chosen, world, group=group,
                                       timeout_s=timeout_s, settings=shared)
     if findings:
         raise ContractError(findings, "attention contract validation failed at startup")

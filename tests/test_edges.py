@@ -142,3 +142,25 @@ def test_cli_validate_checks_edges(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "AC016" not in out
     assert main(["validate", "--consumer", "vllm.cp_lse_ag_out_rs"]) == 2
+
+
+def test_the_readme_engine_wiring_validates() -> None:
+    """The README's engine snippet: FlashInfer MLA (undefined empty rows) into the project's own
+    merge, with a row mask: no finding."""
+    setting = CombineSetting(mode="a2a", world_size=4, num_heads=128, head_dim=512,
+                             out_dtype="bfloat16", row_mask=True)
+    assert validate_startup(backend="flashinfer.mla.fa3", setting=setting,
+                            consumers=["attn_contracts.merge"]) is not None
+    with pytest.raises(ContractError) as exc:  # without the mask the edge is refused
+        validate_startup(backend="flashinfer.mla.fa3", consumers=["vllm.merge_attn_states"],
+                         setting=setting)
+    assert Code.AC018 in exc.value.codes
+
+
+def test_a_sink_inside_the_lse_and_a_planned_sink_count_twice() -> None:
+    rec = producer(includes_sink=True)
+    from attn_contracts import check_setting
+
+    one = CombineSetting(world_size=1, num_heads=32, head_dim=128, sink=True)
+    assert [f.code for f in check_setting(rec, one)] == [Code.AC024]
+    assert check_setting(rec, one.model_copy(update={"sink": False})) == []

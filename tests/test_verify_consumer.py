@@ -258,3 +258,14 @@ def test_cli_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", "--consumer"]) == 2
     assert main(["verify", "torch.sdpa_ref", "--adapter", f"{FAKES}:truthful"]) == 2
     capsys.readouterr()
+
+
+def test_cli_a_device_that_is_not_there_is_a_usage_error(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is here")
+    assert main(["verify", "--consumer", "attn_contracts.plan.merge", "--device", "cuda"]) == 2
+    assert "no CUDA device" in capsys.readouterr().err
+    assert main(["verify", "--consumer", "attn_contracts.plan.merge", "--device", "cuda",
+                 "--skip-unavailable"]) == 0
+    assert "4 skipped" in capsys.readouterr().out

@@ -156,8 +156,16 @@ def verify_all(args: argparse.Namespace) -> tuple[list[ConsumerRecord], dict[str
     pool, bad = _pool(args)
     records = _select(pool, args)
     paths, refused = _adapters(records, args)
+    from attn_contracts.backends.adapter import device_unavailable
     from attn_contracts.backends.consumer_runner import verify_consumer
     from attn_contracts.verify_consumer import ConsumerVerifyResult
+
+    missing = device_unavailable(args.device)  # as for producers: a device that is not there
+    if missing and not args.skip_unavailable:
+        raise UsageError(f"--device {args.device}: {missing} (--skip-unavailable skips every "
+                         "record instead)")
+    if missing:
+        refused = {r.name: f"skipped: {missing}" for r in records}
 
     results = [ConsumerVerifyResult(r.name, "skipped", reason=refused[r.name])
                if r.name in refused else
