@@ -4,7 +4,7 @@ A producer record (:class:`~attn_contracts.records.CapabilityRecord`) says what 
 consumer record says what a combine function reads. Every wrong-base bug seen in engines sat on the
 edge between the two: a base-2 LSE merged by a natural-log kernel, ``[H, T]`` read as ``[T, H]``, a
 ``+inf`` empty row fed to a combine that only treats ``-inf`` as empty, 0/0 on an all-empty row.
-:mod:`attn_contracts.edges` compares the two ends.
+:func:`attn_contracts.checks.check_edge` compares the two ends.
 
 The base is required and a discriminated union on ``kind``::
 

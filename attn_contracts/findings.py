@@ -10,7 +10,16 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Code", "ContractError", "Finding"]
+__all__ = ["Code", "ContractError", "Finding", "error_text"]
+
+_ERROR_TEXT_LIMIT = 300  # characters of an exception a finding quotes (a tensor repr is MBs)
+
+
+def error_text(err: BaseException) -> str:
+    """``Type: message`` of an exception raised by code we do not own (an adapter, a plugin),
+    bounded: an exception that prints a tensor must not flood the report."""
+    text = f"{type(err).__name__}: {err}"
+    return text if len(text) <= _ERROR_TEXT_LIMIT else text[: _ERROR_TEXT_LIMIT - 3] + "..."
 
 
 class Code(enum.StrEnum):

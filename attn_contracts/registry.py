@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar, overload
 
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, ContractError, Finding
+from attn_contracts.findings import Code, ContractError, Finding, error_text
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.sources import AnyRecord, parse_record, read_file, records_from_object
 
@@ -204,8 +204,8 @@ class Registry:
             except KeyboardInterrupt:
                 raise
             except BaseException as err:  # sys.exit at import included: a finding, never the end
-                findings.append(Finding(Code.AC014, name, f"loading {ep.value} raised "
-                                        f"{type(err).__name__}: {err}", location=location))
+                findings.append(Finding(Code.AC014, name,
+                    f"loading {ep.value} raised {error_text(err)}", location=location))
                 continue
             recs, found = records_from_object(obj, location=location, subject=name)
             findings += found

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code, Finding, error_text
 from attn_contracts.records import CapabilityRecord, findings_from_validation_error
 
 __all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "MAX_PLUGIN_RECORDS", "AnyRecord", "FileReadError",
@@ -199,8 +199,8 @@ def records_from_object(obj: Any, *, location: str, subject: str = "") -> Loaded
     except ValidationError as err:  # a plugin that builds a record in code and gets it wrong
         findings += findings_from_validation_error(err, None, location=location)
     except BaseException as err:  # a broken plugin is a finding, never the end of the engine
-        findings.append(Finding(Code.AC014, subject, f"the plugin raised {type(err).__name__}: "
-                                f"{err}", location=location))
+        findings.append(Finding(Code.AC014, subject,
+            f"the plugin raised {error_text(err)}", location=location))
     return records, findings
 
 

@@ -42,7 +42,7 @@ import torch
 from attn_contracts.backends.consumer_adapter import ConsumerAdapter, resolve_consumer_adapter
 from attn_contracts.combine.reference import merge_reference
 from attn_contracts.consumer import ConsumerRecord, FixedBase
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code, Finding, error_text
 from attn_contracts.verify_consumer import (
     ConsumerObserved,
     ConsumerVerifyResult,
@@ -155,7 +155,7 @@ class _Runner:
             if self.device.startswith("cuda"):
                 torch.cuda.synchronize()
         except Exception as err:  # a refusal of one reading is an observation, not a crash
-            self.errors.append(f"{type(err).__name__}: {err}")
+            self.errors.append(error_text(err))
             return None
         return out, lse_out
 
@@ -394,7 +394,8 @@ def verify_consumer(record: ConsumerRecord, adapter_path: str | None, *, device:
     try:
         adapter = resolve_consumer_adapter(adapter_path)
     except (ImportError, AttributeError, TypeError) as err:
-        result.status, result.reason = "differs", f"adapter {adapter_path} not loadable: {err}"
+        result.status = "differs"
+        result.reason = f"adapter {adapter_path} not loadable: {error_text(err)}"
         result.findings = [Finding(Code.AC008, record.name, result.reason, field="adapter",
                                    found=adapter_path)]
         return result

@@ -25,7 +25,7 @@ from attn_contracts.backends.adapter import (
     resolve_adapter,
 )
 from attn_contracts.backends.problem import DecodeProblem, exact_attention, make_problem
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code, Finding, error_text
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.verify import Observed, VerifyResult, compare, declared_lse
 
@@ -176,8 +176,8 @@ def verify_record(record: CapabilityRecord, *, device: str = "cpu", seed: int = 
     except KeyboardInterrupt:
         raise
     except BaseException as err:  # SystemExit at import included: one adapter never ends the run
-        return _not_run(result, record, f"adapter {record.adapter} not loadable: "
-                        f"{type(err).__name__}: {err}", "adapter", found=record.adapter)
+        return _not_run(result, record,
+            f"adapter {record.adapter} not loadable: {error_text(err)}", "adapter", found=record.adapter)
     reason = adapter.skip_reason(device) or _cuda_capability_skip(record, device)
     if reason:
         result.reason = reason
@@ -195,7 +195,7 @@ def verify_record(record: CapabilityRecord, *, device: str = "cpu", seed: int = 
     except KeyboardInterrupt:
         raise
     except BaseException as err:  # a kernel that cannot run on its own declared inputs
-        return _not_run(result, record, f"adapter raised {type(err).__name__}: {err}", "run")
+        return _not_run(result, record, f"adapter raised {error_text(err)}", "run")
     if not (isinstance(out, torch.Tensor) and isinstance(lse, torch.Tensor)):
         return _not_run(result, record, f"adapter returned ({type(out).__name__}, "
                         f"{type(lse).__name__}), not (out, lse) tensors", "run")

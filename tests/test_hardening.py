@@ -508,3 +508,10 @@ def test_the_probe_on_a_missing_device_is_an_error() -> None:
     device = "cuda:999" if _has_cuda() else "cuda"
     with pytest.raises(ValueError, match="probe device"):
         validate_startup(backend="torch.sdpa_ref", dcp_world_size=2, probe=True, device=device)
+
+
+def test_an_exception_quoted_in_a_finding_is_bounded() -> None:
+    from attn_contracts.findings import error_text
+
+    text = error_text(ValueError("x" * 100_000))
+    assert text.startswith("ValueError: xxx") and len(text) <= 300 and text.endswith("...")

@@ -262,6 +262,7 @@ def test_cli_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_cli_a_device_that_is_not_there_is_a_usage_error(
         capsys: pytest.CaptureFixture[str]) -> None:
+    torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("CUDA is here")
     assert main(["verify", "--consumer", "attn_contracts.plan.merge", "--device", "cuda"]) == 2
