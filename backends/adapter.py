@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["BUILTIN_ADAPTERS", "Adapter", "adapter_allowed", "device_unavailable",
-           "resolve_adapter"]
+           "resolve_adapter", "skip_reason"]
 
 #: the package of the adapters this project ships: always allowed, whoever names them
 BUILTIN_ADAPTERS = "attn_contracts.backends"
@@ -29,17 +29,23 @@ class Adapter:
 
     def skip_reason(self, device: str) -> str | None:
         """Why this adapter cannot run here (None if it can)."""
-        for mod in self.requires:
-            if importlib.util.find_spec(mod) is None:
-                return f"skipped: {mod} not installed"
-        if self.needs_cuda and not device.startswith("cuda"):
-            return "skipped: needs CUDA (run with --device cuda on a GPU machine)"
-        if device.startswith("cuda"):
-            import torch
+        return skip_reason(self.requires, self.needs_cuda, device)
 
-            if not torch.cuda.is_available():
-                return "skipped: needs CUDA, none available"
-        return None
+
+def skip_reason(requires: Iterable[str], needs_cuda: bool, device: str) -> str | None:
+    """Why an adapter (producer or consumer) that imports ``requires`` cannot run on ``device``:
+    a missing optional library, or CUDA it needs and does not have (None if it can run)."""
+    for mod in requires:
+        if importlib.util.find_spec(mod) is None:
+            return f"skipped: {mod} not installed"
+    if needs_cuda and not device.startswith("cuda"):
+        return "skipped: needs CUDA (run with --device cuda on a GPU machine)"
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            return "skipped: needs CUDA, none available"
+    return None
 
 
 def resolve_adapter(path: str) -> Adapter:

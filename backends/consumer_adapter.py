@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from attn_contracts.backends.adapter import skip_reason
 from attn_contracts.consumer import ConsumerRecord
 
 __all__ = ["KNOWN_ADAPTERS", "ConsumerAdapter", "adapter_path_for", "resolve_consumer_adapter"]
@@ -58,17 +59,8 @@ class ConsumerAdapter:
 
     def skip_reason(self, device: str) -> str | None:
         """Why this adapter cannot run here (None if it can)."""
-        for mod in self.requires:
-            if importlib.util.find_spec(mod) is None:
-                return f"skipped: {mod} not installed"
-        if self.needs_cuda and not device.startswith("cuda"):
-            return "skipped: needs CUDA (run with --device cuda on a GPU machine)"
-        if device.startswith("cuda"):
-            import torch
-
-            if not torch.cuda.is_available():
-                return "skipped: needs CUDA, none available"
-        return None
+        reason: str | None = skip_reason(self.requires, self.needs_cuda, device)
+        return reason
 
     def wants_limit_probe(self) -> bool:
         return self.needs_cuda if self.probe_limits is None else self.probe_limits

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ClassInfo", "Hierarchy", "ModuleInfo", "collect_classes", "module_info", "statements"]
+__all__ = ["ClassInfo", "Hierarchy", "ModuleInfo", "collect_classes", "dotted_name", "module_info",
+           "statements"]
 
 #: how many re-export hops (``from a import X`` in ``b``, ``from b import X`` in ``c``) are followed
 _MAX_HOPS = 32
@@ -113,10 +114,15 @@ def _absolute(package: str, module: str | None, level: int) -> str | None:
 
 
 def _dotted(expr: ast.expr) -> str | None:
-    """``a.b.C`` → "a.b.C"; ``Base[T]`` → "Base"; anything else (a call, a subscript of a call)
-    → None."""
+    """A base class expression: ``a.b.C`` → "a.b.C"; ``Base[T]`` → "Base"; anything else (a
+    call, a subscript of a call) → None."""
     if isinstance(expr, ast.Subscript):  # Generic[T], Base[...]
         return _dotted(expr.value)
+    return dotted_name(expr)
+
+
+def dotted_name(expr: ast.expr) -> str | None:
+    """``a.b.c`` → "a.b.c" for a name or a chain of attributes on one; anything else → None."""
     names: list[str] = []
     while isinstance(expr, ast.Attribute):
         names.append(expr.attr)

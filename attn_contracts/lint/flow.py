@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar, Union
 
 from attn_contracts.findings import Code, Finding
-from attn_contracts.lint.classes import statements
+from attn_contracts.lint.classes import dotted_name, statements
 from attn_contracts.lint.knowledge import Consumer, Knowledge, Producer
 
 __all__ = ["flow_findings", "mentions"]
@@ -853,15 +853,7 @@ def _dispatched(a: Use, b: Use) -> bool:
     return False
 
 
-def _dotted(node: ast.expr) -> str | None:
-    names: list[str] = []
-    while isinstance(node, ast.Attribute):
-        names.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    names.append(node.id)
-    return ".".join(reversed(names))
+_dotted = dotted_name  # ``a.b.c`` of a name or an attribute chain, else None
 
 
 def _last(func: ast.expr) -> str | None:
