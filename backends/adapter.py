@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["BUILTIN_ADAPTERS", "Adapter", "adapter_allowed", "device_unavailable",
-           "resolve_adapter", "skip_reason"]
+           "import_object", "resolve_adapter", "skip_reason"]
 
 #: the package of the adapters this project ships: always allowed, whoever names them
 BUILTIN_ADAPTERS = "attn_contracts.backends"
@@ -48,12 +48,19 @@ def skip_reason(requires: Iterable[str], needs_cuda: bool, device: str) -> str |
     return None
 
 
-def resolve_adapter(path: str) -> Adapter:
-    """``"package.module:attr"`` → the :class:`Adapter` (a bare callable gets the defaults)."""
+def import_object(path: str) -> Any:
+    """``"package.module:attr.sub"`` → that object (imports the module: call it only for a path
+    the user allowed, see :func:`adapter_allowed`)."""
     module, _, attr = path.partition(":")
     obj: Any = importlib.import_module(module)
     for part in attr.split("."):
         obj = getattr(obj, part)
+    return obj
+
+
+def resolve_adapter(path: str) -> Adapter:
+    """``"package.module:attr"`` → the :class:`Adapter` (a bare callable gets the defaults)."""
+    obj = import_object(path)
     if isinstance(obj, Adapter):
         return obj
     if callable(obj):

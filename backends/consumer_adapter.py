@@ -20,13 +20,11 @@ is taken as ``run`` with the defaults.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from attn_contracts.backends.adapter import skip_reason
+from attn_contracts.backends.adapter import import_object, skip_reason
 from attn_contracts.consumer import ConsumerRecord
 
 __all__ = ["KNOWN_ADAPTERS", "ConsumerAdapter", "adapter_path_for", "resolve_consumer_adapter"]
@@ -76,10 +74,7 @@ def adapter_path_for(record: ConsumerRecord) -> str | None:
 
 def resolve_consumer_adapter(path: str) -> ConsumerAdapter:
     """``"package.module:attr"`` → the :class:`ConsumerAdapter` (a callable gets the defaults)."""
-    module, _, attr = path.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
+    obj = import_object(path)
     if isinstance(obj, ConsumerAdapter):
         return obj
     if callable(obj):

@@ -116,3 +116,19 @@ def write_results(out_dir: Path, name: str, markdown: str, payload: dict[str, An
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{name}.md").write_text(markdown)
     (out_dir / f"{name}.json").write_text(json.dumps(payload, indent=1, default=str))
+
+
+def bench_record(d: int, base: str, name: str) -> Any:
+    """The record a benchmark plans with: FlashInfer's base and layout (``[T, H]`` fp32) but empty
+    rows defined as −inf, so the plain rows time the unmasked kernel. FlashInfer's own records
+    declare their empty rows undefined, and their plans demand a row mask: the "masked" rows."""
+    from attn_contracts import CapabilityRecord
+
+    return CapabilityRecord.model_validate({
+        "name": f"bench.{name}.base{base}", "library": "bench", "source": f"bench/{name}.py",
+        "evidence": "measured",
+        "lse": {"returns": "lse", "base": base, "layout": "token_head", "dtype": "float32",
+                "empty_row": "-inf", "includes_sink": False},
+        "decode": {"attention": "mla" if d == 512 else "mha", "out_layout": "token_head_dim",
+                   "head_dims": [d], "q_dtypes": ["bfloat16", "float16", "float32"],
+                   "q_len_gt_1": False}})

@@ -50,6 +50,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
 from _timing import (
+    bench_record,
     copies_for_cold_l2,
     copy_bandwidth,
     environment,
@@ -153,18 +154,7 @@ def measure(shape: tuple[int, int, int, int], base: str, impl: str, nbytes: int,
 
 @functools.cache
 def _record_for(d: int, base: str) -> CapabilityRecord:
-    """The record the bench plans with: FlashInfer's base and layout (``[T, H]`` fp32), but
-    empty rows defined as −inf, so the plain rows time the unmasked kernel (FlashInfer's own
-    records declare their empty rows undefined, and their plans demand a row mask: that is the
-    "masked" variant, timed beside it)."""
-    return CapabilityRecord.model_validate({
-        "name": f"bench.combine.base{base}", "library": "bench", "source": "bench/combine.py",
-        "evidence": "measured",
-        "lse": {"returns": "lse", "base": base, "layout": "token_head", "dtype": "float32",
-                "empty_row": "-inf", "includes_sink": False},
-        "decode": {"attention": "mla" if d == 512 else "mha", "out_layout": "token_head_dim",
-                   "head_dims": [d], "q_dtypes": ["bfloat16", "float16", "float32"],
-                   "q_len_gt_1": False}})
+    return bench_record(d, base, "combine")  # see _timing.bench_record
 
 
 def row_mask_like(o: torch.Tensor, seed: int = 0) -> torch.Tensor:

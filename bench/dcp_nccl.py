@@ -31,7 +31,7 @@ import torch  # imported after the NCCL environment above is set
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
-from _timing import graph_per_launch, wall_us, write_results
+from _timing import bench_record, graph_per_launch, wall_us, write_results
 
 from attn_contracts import CapabilityRecord, ContractError, get, validate_startup
 from attn_contracts.combine import Workspace, dcp_combine, merge_reference, plan_combine
@@ -43,15 +43,10 @@ EMPTY = (-math.inf, math.inf, math.nan)
 
 @functools.cache
 def record_for(d: int, base: str) -> CapabilityRecord:
-    """FlashInfer's base and layout with empty rows defined as −inf (the −inf/+inf/NaN empty
-    shards below); the masked rows use FlashInfer's own records, whose empty rows are undefined."""
-    return CapabilityRecord.model_validate({
-        "name": f"bench.dcp.base{base}", "library": "bench", "source": "bench/dcp_nccl.py",
-        "evidence": "measured",
-        "lse": {"returns": "lse", "base": base, "layout": "token_head", "dtype": "float32",
-                "empty_row": "-inf", "includes_sink": False},
-        "decode": {"attention": "mla" if d == 512 else "mha", "out_layout": "token_head_dim",
-                   "head_dims": [d], "q_dtypes": ["bfloat16"], "q_len_gt_1": False}})
+    """FlashInfer's base and layout, empty rows −inf (the −inf/+inf/NaN shards below); the masked
+    rows use FlashInfer's own records, whose empty rows are undefined."""
+    record: CapabilityRecord = bench_record(d, base, "dcp_nccl")
+    return record
 
 
 def flashinfer_record(d: int, base: str) -> str:
