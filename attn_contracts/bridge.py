@@ -70,14 +70,14 @@ def impl_findings(
                 Code.AC001, subject,
                 f"{cls.__name__}.{returns_attr}=True but no {base_attr} anywhere in its "
                 f"hierarchy (allowed: True for base e, False for base 2)",
-                hint_for_library(library), base_attr, None, "True, False"))
+                hint=hint_for_library(library), field=base_attr, found=None, allowed="True, False"))
         elif base_owner is not cls and not getattr(base_owner, returns_attr, False):
             findings.append(Finding(
                 Code.AC002, subject,
                 f"{cls.__name__}.{returns_attr}=True but {base_attr}={base_value!r} comes only "
                 f"from the default on {base_owner.__name__}, which returns no LSE itself",
-                f"set {base_attr} on {cls.__name__} itself; {hint_for_library(library)}",
-                base_attr, base_value, f"{base_attr} set on {cls.__name__}"))
+                hint=f"set {base_attr} on {cls.__name__} itself; {hint_for_library(library)}",
+                field=base_attr, found=base_value, allowed=f"{base_attr} set on {cls.__name__}"))
         elif not isinstance(base_value, bool):
             findings.append(Finding(
                 Code.AC012, subject, f"{cls.__name__}.{base_attr} is {base_value!r}",

@@ -25,8 +25,8 @@ def check_unique(records: Sequence[CapabilityRecord | ConsumerRecord]) -> list[F
     names = sorted({r.name for r in records})
     return [
         Finding(Code.AC005, name, f"{n} different records are named {name!r}",
-                "give each kernel variant and call mode its own name", "name", name,
-                f"unique names (all: {', '.join(names)})")
+                hint="give each kernel variant and call mode its own name", field="name", found=name,
+                allowed=f"unique names (all: {', '.join(names)})")
         for (_, name), n in sorted(counts.items(), key=lambda kv: kv[0][1]) if n > 1
     ]
 
@@ -38,16 +38,16 @@ def check_backend_known(backend: str, known: Iterable[str]) -> list[Finding]:
         return []
     return [Finding(Code.AC013, backend, f"the chosen backend {backend!r} has no record; known: "
                     f"{', '.join(names) or '(none)'}",
-                    "register a record for it (decorator, TOML file or entry point)",
-                    "backend", backend, ", ".join(names))]
+                    hint="register a record for it (decorator, TOML file or entry point)",
+                    field="backend", found=backend, allowed=", ".join(names))]
 
 
 def _needs_lse(record: CapabilityRecord, what: str, hint: str) -> list[Finding]:
     if record.returns_lse:
         return []
     return [Finding(Code.AC006, record.name, f"{what} but the backend returns no LSE "
-                    "(lse.returns = 'none'); partial outputs cannot be combined", hint,
-                    "lse.returns", "none", f'"lse" (required for {what})')]
+                    "(lse.returns = 'none'); partial outputs cannot be combined", hint=hint,
+                    field="lse.returns", found="none", allowed=f'"lse" (required for {what})')]
 
 
 def check_dcp(record: CapabilityRecord, world_size: int) -> list[Finding]:
@@ -70,8 +70,8 @@ def check_heads_divisible(record: CapabilityRecord, num_heads: int, world_size: 
     if num_heads % world_size:
         return [Finding(Code.AC010, record.name, f"mode {mode!r} scatters heads over the ranks but "
                         f"num_heads={num_heads} is not divisible by world_size={world_size}",
-                        "use mode 'ar', or a world size that divides the head count", "num_heads",
-                        num_heads, f"a multiple of {world_size}")]
+                        hint="use mode 'ar', or a world size that divides the head count", field="num_heads",
+                        found=num_heads, allowed=f"a multiple of {world_size}")]
     return []
 
 
@@ -103,9 +103,9 @@ def _sink_once(record: CapabilityRecord, s: CombineSetting) -> list[Finding]:
            f"{s.world_size} times")
     return [Finding(Code.AC024, record.name, f"lse.includes_sink = true with world_size="
                     f"{s.world_size}: {why}",
-                    "run the kernel without the sink (a record with includes_sink = false) and "
+                    hint="run the kernel without the sink (a record with includes_sink = false) and "
                     "plan with sink=True: the plan adds the sink once after the merge",
-                    "lse.includes_sink", True, "false (the plan applies the sink)")]
+                    field="lse.includes_sink", found=True, allowed="false (the plan applies the sink)")]
 
 
 def check_direct(record: CapabilityRecord, setting: CombineSetting,
@@ -115,8 +115,9 @@ def check_direct(record: CapabilityRecord, setting: CombineSetting,
     if setting.mode != "a2a_direct" or unavailable is None:
         return []
     return [Finding(Code.AC026, record.name, f"mode 'a2a_direct' cannot run here: {unavailable}",
-                    "use mode 'a2a' (NCCL all-to-all), or 'a2a_best' to fall back by itself",
-                    "mode", "a2a_direct", "CUDA GPUs on NCCL, >= 2 ranks, 16/32-bit floats")]
+                    hint="use mode 'a2a' (NCCL all-to-all), or 'a2a_best' to fall back by itself",
+                    field="mode", found="a2a_direct",
+                        allowed="CUDA GPUs on NCCL, >= 2 ranks, 16/32-bit floats")]
 
 
 def check_setting(record: CapabilityRecord, setting: CombineSetting) -> list[Finding]:
@@ -133,8 +134,8 @@ def check_setting(record: CapabilityRecord, setting: CombineSetting) -> list[Fin
 def _edge(code: Code, producer: CapabilityRecord, consumer: ConsumerRecord, field: str,
           message: str, found: object, allowed: str, hint: str = "") -> Finding:
     return Finding(code, f"{producer.name} -> {consumer.name}",
-                   f"{producer.name} feeds {consumer.name}: {message}", hint, field, found,
-                   allowed)
+                   f"{producer.name} feeds {consumer.name}: {message}", hint=hint, field=field, found=found,
+                   allowed=allowed)
 
 
 def _edge_base(p: CapabilityRecord, spec: LseSpec, c: ConsumerRecord,

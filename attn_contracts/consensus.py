@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.records import CapabilityRecord
 
 __all__ = ["agree_across_ranks", "fingerprint"]
@@ -256,8 +256,8 @@ class _Round:
         if diffs:
             shared.append(Finding(
                 Code.AC007, "dcp", "DCP ranks disagree on their contracts: " + " | ".join(diffs),
-                "deploy the same records, backend and settings on every rank", "fingerprint",
-                f"{len(diffs)} differing field(s)", "identical on every rank"))
+                hint="deploy the same records, backend and settings on every rank", field="fingerprint",
+                found=f"{len(diffs)} differing field(s)", allowed="identical on every rank"))
         return {"findings": [f.to_json() for f in shared], "reported": sorted(prints),
                 "missing": [], "by": self.me}
 
@@ -270,8 +270,8 @@ class _Round:
         late = Finding(
             Code.AC007, "dcp", f"rank(s) {','.join(map(str, missing))} of {self.size} did not "
             f"report their contract within {self.timeout_s:g} s (dead, hung, late, or never "
-            "started)", "check those ranks' logs; every rank must call validate_startup with "
-            "the same group", "ranks", missing, f"all {self.size} ranks")
+            "started)", hint="check those ranks' logs; every rank must call validate_startup with "
+            "the same group", field="ranks", found=missing, allowed=f"all {self.size} ranks")
         return {"findings": [f.to_json() for f in [*_union_findings(prints), late]],
                 "reported": present, "missing": missing, "by": self.me}
 
@@ -332,14 +332,15 @@ def _unreachable(detail: str, size: int) -> Finding:
     return Finding(
         Code.AC007, "dcp", f"the key-value store became unreachable before this rank learned "
         f"the verdict of the {size} ranks ({detail}); the rank hosting it (rank 0 with env:// "
-        "or tcp://) has probably exited or died", "check the hosting rank's log; every rank "
-        "must call validate_startup while the store is up", "store", detail,
-        "a reachable store")
+        "or tcp://) has probably exited or died", hint="check the hosting rank's log; every rank "
+        "must call validate_startup while the store is up", field="store", found=detail,
+        allowed="a reachable store")
 
 
 def _finding_from_json(f: dict[str, Any]) -> Finding:
-    return Finding(Code(f["code"]), f["subject"], f["message"], f["hint"], f["field"],
-                   f["found"], f["allowed"], f["location"])
+    return Finding(Code(f["code"]), f["subject"], f["message"], severity=Severity(f["severity"]),
+                   hint=f["hint"], field=f["field"],
+                   found=f["found"], allowed=f["allowed"], location=f["location"])
 
 
 def _union_findings(prints: dict[int, dict[str, Any]]) -> list[Finding]:

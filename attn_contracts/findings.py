@@ -7,10 +7,10 @@ renumbered or reused. The README documents every one.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-__all__ = ["Code", "ContractError", "Finding", "error_text"]
+__all__ = ["Code", "ContractError", "Finding", "Severity", "error_text"]
 
 _ERROR_TEXT_LIMIT = 300  # characters of an exception a finding quotes (a tensor repr is MBs)
 
@@ -54,13 +54,30 @@ class Code(enum.StrEnum):
     AC026 = "AC026"  # the direct all-to-all cannot run here (no CUDA, not NCCL, one rank, dtype)
 
 
+class Severity(enum.StrEnum):
+    """How sure the tool is that a finding is a real defect (ruff and SARIF use the same three).
+
+    ``error``: a contradiction the tool can show (a declared base that differs from what the called
+    kernel's record says); ``warning``: a hazard the tool cannot decide (a default nothing confirms);
+    ``note``: information (a base left to the call site)."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One problem: which rule, about what, the value found, what is allowed, how to fix it."""
+    """One problem: which rule, about what, the value found, what is allowed, how to fix it.
+
+    Everything after ``message`` is keyword-only: ``hint`` and ``allowed`` are both strings, and a
+    swapped pair would type-check."""
 
     code: Code
     subject: str
     message: str
+    _: KW_ONLY
+    severity: Severity = Severity.ERROR
     hint: str = ""
     field: str = ""
     found: Any = None
@@ -70,11 +87,13 @@ class Finding:
     def render(self) -> str:
         where = f"{self.location}: " if self.location else ""
         hint = f" (hint: {self.hint})" if self.hint else ""
-        return f"{where}{self.code} {self.subject}: {self.message}{hint}"
+        level = "" if self.severity is Severity.ERROR else f"[{self.severity}] "
+        return f"{where}{self.code} {level}{self.subject}: {self.message}{hint}"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "code": str(self.code),
+            "severity": str(self.severity),
             "subject": self.subject,
             "field": self.field,
             "found": _jsonable(self.found),

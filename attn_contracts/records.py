@@ -323,7 +323,8 @@ def findings_from_validation_error(
                 f" (found {_short(found)})" if e["type"] != "missing" else ""
             )
             hint, allowed = _schema_hint(e), _allowed(e)
-        out.append(Finding(code, subject, message, hint, field, found, allowed, location))
+        out.append(Finding(code, subject, message, hint=hint, field=field, found=found, allowed=allowed,
+                           location=location))
     return out
 
 

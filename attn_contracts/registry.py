@@ -130,8 +130,8 @@ class Registry:
             raise ContractError(
                 [Finding(Code.AC005, record.name, f"a different record named {record.name!r} is "
                          f"already registered; known: {_known(table)}",
-                         "give each kernel variant and call mode its own name", "name",
-                         record.name, "a name not yet registered")],
+                         hint="give each kernel variant and call mode its own name", field="name",
+                         found=record.name, allowed="a name not yet registered")],
                 "duplicate record",
             )
         table[record.name] = record

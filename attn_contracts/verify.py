@@ -65,12 +65,12 @@ def compare(record: CapabilityRecord, declared: dict[str, Any], obs: Observed) -
             findings.append(Finding(
                 Code.AC008, record.name,
                 f"lse.{key}: declared {want!r}, observed {got!r}{extra}",
-                "fix the record (or the kernel); `attn-contracts verify --update F` writes the "
-                "observed facts to a file you name", f"lse.{key}", got, repr(want)))
+                hint="fix the record (or the kernel); `attn-contracts verify --update F` writes the "
+                "observed facts to a file you name", field=f"lse.{key}", found=got, allowed=repr(want)))
     if not obs.out_ok:
         findings.append(Finding(Code.AC008, record.name, f"output differs from the fp64 reference "
-                                f"by {obs.out_error:.3g}", "the kernel or the adapter is wrong",
-                                "output", obs.out_error, "within the dtype's tolerance"))
+                                f"by {obs.out_error:.3g}", hint="the kernel or the adapter is wrong",
+                                field="output", found=obs.out_error, allowed="within the dtype's tolerance"))
     if obs.out_buffer_honoured is False:
         findings.append(Finding(Code.AC008, record.name, "the adapter ignored the caller's out= "
                                 "buffer", field="out", found="new tensor", allowed="out= buffer"))

@@ -110,7 +110,8 @@ def declared_consumer(record: ConsumerRecord) -> dict[str, Any]:
 
 def _finding(record: ConsumerRecord, fld: str, message: str, found: Any, allowed: str,
              hint: str = _HINT) -> Finding:
-    return Finding(Code.AC008, record.name, f"{fld}: {message}", hint, fld, found, allowed)
+    return Finding(Code.AC008, record.name, f"{fld}: {message}", hint=hint, field=fld, found=found,
+                   allowed=allowed)
 
 
 def _base_field(record: ConsumerRecord, call: str) -> str:

@@ -130,8 +130,8 @@ class CombinePlan:
         why = ("its empty rows are undefined (lse.empty_row = 'undefined')"
                if self.lse.empty_row == "undefined" else "the plan was made with row_mask=True")
         return Finding(Code.AC025, self.record.name, f"a call without a row mask, but {why}",
-                       "pass row_mask= (which rows each shard holds keys for: the engine's local "
-                       "seq_lens > 0 per query row)", "row_mask", None, "a bool row mask")
+                       hint="pass row_mask= (which rows each shard holds keys for: the engine's local "
+                       "seq_lens > 0 per query row)", field="row_mask", found=None, allowed="a bool row mask")
 
     def check_sink(self, sink: torch.Tensor | None) -> None:
         """A plan made with ``sink=True`` takes the per-head sink logits on every call (and one

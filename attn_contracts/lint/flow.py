@@ -248,7 +248,7 @@ class _File:
                fld: str = "", found: object = None, allowed: str = "") -> None:
         where = f"{self.path}:{getattr(node, 'lineno', 1)}:{getattr(node, 'col_offset', 0) + 1}"
         self.findings.setdefault((code.value, where), Finding(
-            code, subject, message, hint, fld, found, allowed, where))
+            code, subject, message, hint=hint, field=fld, found=found, allowed=allowed, location=where))
 
     def summary(self, func: Func) -> Summary | None:
         key = id(func.node)

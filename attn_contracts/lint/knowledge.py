@@ -55,8 +55,9 @@ def read_record_document(doc: dict[str, Any], path: str, text: str = "",
             line = next((i + 1 for i, s in enumerate(lines) if isinstance(name, str)
                          and re.match(rf'\s*name\s*=\s*"{re.escape(name)}"', s)), 1)
             findings += [Finding(f.code, f.subject, f"{'consumer' if role else 'record'}"
-                                 f" {f.subject}: {f.message}", f.hint, f.field, f.found, f.allowed,
-                                 f"{path}:{line}:1") for f in found]
+                                 f" {f.subject}: {f.message}", hint=f.hint, field=f.field, found=f.found,
+                                     allowed=f.allowed,
+                                 location=f"{path}:{line}:1") for f in found]
     return producers, consumers, findings
 
 

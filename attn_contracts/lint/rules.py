@@ -71,15 +71,15 @@ def class_findings(h: Hierarchy, cfg: LintConfig,
                     f"{cls.name} sets {own[0]} = True but no {'/'.join(cfg.base_attrs)} in the "
                     f"linted files: the base can only come from a default on "
                     f"{', '.join(unresolved)} (not linted)",
-                    f"set {cfg.base_attrs[0]} on {cls.name} itself", cfg.base_attrs[0], None,
-                    f"{cfg.base_attrs[0]} set on {cls.name}", where)
+                    hint=f"set {cfg.base_attrs[0]} on {cls.name} itself", field=cfg.base_attrs[0], found=None,
+                    allowed=f"{cfg.base_attrs[0]} set on {cls.name}", location=where)
             else:
                 yield Finding(
                     Code.AC001, cls.name,
                     f"{cls.name} sets {own[0]} = True but no {'/'.join(cfg.base_attrs)} is "
                     "declared anywhere in its hierarchy (allowed: True for base e, False for "
-                    "base 2)", f"set {cfg.base_attrs[0]} on {cls.name}", cfg.base_attrs[0], None,
-                    "True, False", where)
+                    "base 2)", hint=f"set {cfg.base_attrs[0]} on {cls.name}",
+                    field=cfg.base_attrs[0], found=None, allowed="True, False", location=where)
             continue
         attr, owner = found[0]
         if owner is cls or owner is None or _returns_lse(h, owner, cfg):
@@ -89,8 +89,8 @@ def class_findings(h: Hierarchy, cfg: LintConfig,
             Code.AC002, cls.name,
             f"{cls.name} sets {own[0]} = True but {attr} = {value} comes only from the default "
             f"on {owner.name} ({owner.path}:{owner.attrs[attr][1]}), which returns no LSE itself",
-            f"set {attr} on {cls.name} itself (FlashInfer kernels return base-2 LSE: False)",
-            attr, value, f"{attr} set on {cls.name}", where)
+            hint=f"set {attr} on {cls.name} itself (FlashInfer kernels return base-2 LSE: False)",
+            field=attr, found=value, allowed=f"{attr} set on {cls.name}", location=where)
 
 
 # --- calls, dict records, asserts: AC001, AC003, AC004, AC009, AC011 -------------------------------
@@ -133,9 +133,9 @@ def tree_findings(tree: ast.Module, path: str, cfg: LintConfig) -> Iterator[Find
             if names:
                 yield Finding(Code.AC011, "assert", f"assert checks capability "
                               f"{', '.join(sorted(names))}; asserts vanish under python -O",
-                              "raise an exception (or use attn_contracts.validate_startup)",
-                              "assert", _unparse(node.test), "an if/raise check",
-                              _at(path, node.lineno, node.col_offset))
+                              hint="raise an exception (or use attn_contracts.validate_startup)",
+                              field="assert", found=_unparse(node.test), allowed="an if/raise check",
+                              location=_at(path, node.lineno, node.col_offset))
 
 
 def _call(node: ast.Call, path: str, cfg: LintConfig, caps: frozenset[str]) -> Iterator[Finding]:
@@ -147,26 +147,29 @@ def _call(node: ast.Call, path: str, cfg: LintConfig, caps: frozenset[str]) -> I
                 yield Finding(
                     Code.AC003, name, f"{name}({kw.arg}={kw.value.value!r}) passes a literal LSE "
                     "base; it must come from the backend's record or class",
-                    f"pass {kw.arg}=<backend>.lse_base_on_e or plan from the record",
-                    kw.arg, kw.value.value, "an expression read from the backend",
-                    _at(path, kw.value.lineno, kw.value.col_offset))
+                    hint=f"pass {kw.arg}=<backend>.lse_base_on_e or plan from the record",
+                    field=kw.arg, found=kw.value.value, allowed="an expression read from the backend",
+                    location=_at(path, kw.value.lineno, kw.value.col_offset))
         record_arg = node.args[0] if node.args else next(
             (k.value for k in node.keywords if k.arg == "record"), None)
         if name == "plan_combine" and isinstance(record_arg, ast.Dict):
             yield Finding(Code.AC003, name, "plan_combine gets an inline record literal; its base "
-                          "is then hard-coded at the call", "pass a registered record or its name",
-                          "record", "dict literal", "a CapabilityRecord or record name", where)
+                          "is then hard-coded at the call", hint="pass a registered record or its name",
+                          field="record", found="dict literal", allowed="a CapabilityRecord or record name",
+                              location=where)
     if name == "getattr" and len(node.args) == 3:
         attr = node.args[1]
         if isinstance(attr, ast.Constant) and attr.value in caps:
             yield Finding(
                 Code.AC009, attr.value, f"getattr(..., {attr.value!r}, "
                 f"{_unparse(node.args[2])}): a missing or misspelt capability silently "
-                "becomes the default", f"read it as an attribute (obj.{attr.value}) so a missing "
-                "declaration fails", attr.value, _unparse(node.args[2]), "no default", where)
+                "becomes the default", hint=f"read it as an attribute (obj.{attr.value}) so a missing "
+                "declaration fails", field=attr.value, found=_unparse(node.args[2]), allowed="no default",
+                    location=where)
     if name == "LseSpec" and not any(k.arg in ("base", None) for k in node.keywords):
         yield Finding(Code.AC001, "LseSpec", 'LseSpec(...) without base= (allowed: "e", "2")',
-                      "declare the kernel's LSE base", "base", None, '"e", "2"', where)
+                      hint="declare the kernel's LSE base", field="base", found=None, allowed='"e", "2"',
+                          location=where)
 
 
 def _lse_dict(node: ast.Dict, path: str) -> Iterator[Finding]:
@@ -178,13 +181,14 @@ def _lse_dict(node: ast.Dict, path: str) -> Iterator[Finding]:
     where = _at(path, node.lineno, node.col_offset)
     if returns.value == "lse" and "layout" in keys and "base" not in keys:
         yield Finding(Code.AC001, "lse", 'an LSE declaration {"returns": "lse", ...} without '
-                      '"base" (allowed: "e", "2")', "declare the kernel's LSE base", "base", None,
-                      '"e", "2"', where)
+                      '"base" (allowed: "e", "2")', hint="declare the kernel's LSE base", field="base",
+                          found=None,
+                      allowed='"e", "2"', location=where)
     details = sorted(keys & set(_LSE_DETAILS))
     if returns.value == "none" and details:
         yield Finding(Code.AC004, "lse", f'{{"returns": "none"}} with LSE details '
-                      f"{', '.join(details)}", 'remove them, or declare "returns": "lse"',
-                      "lse", details, "no LSE details", where)
+                      f"{', '.join(details)}", hint='remove them, or declare "returns": "lse"',
+                      field="lse", found=details, allowed="no LSE details", location=where)
 
 
 def _capabilities_in(expr: ast.expr, caps: frozenset[str]) -> set[str]:
