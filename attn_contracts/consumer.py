@@ -18,6 +18,7 @@ required), which is exactly the hazard the linter flags.
 
 from __future__ import annotations
 
+import ast
 from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
@@ -77,12 +78,26 @@ class KeywordBase(Frozen):
         return next((lit for lit, b in self.values if b == base), None)
 
     def base_of(self, literal: str) -> str | None:
-        """The base a keyword literal selects (None for a literal the record does not list)."""
-        return dict(self.values).get(literal)
+        """The base a keyword literal selects (None for a literal the record does not list).
+
+        Literals are compared as the Python values they spell (``"2"`` and ``'2'`` are one
+        string; ``True`` is not ``1``), not as text."""
+        want = _value(literal)
+        return next((b for lit, b in self.values if _value(lit) == want), None)
 
     @property
     def default_base(self) -> str | None:
         return None if self.default is None else self.base_of(self.default)
+
+
+def _value(literal: str) -> tuple[str, object]:
+    """A literal as (its type, its value): ``"'2'"`` and ``'"2"'`` are equal, ``True`` and ``1``
+    are not. Text that is no Python literal stands for itself."""
+    try:
+        value = ast.literal_eval(literal.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return ("text", literal)
+    return (type(value).__name__, value)
 
 
 ConsumerBase = Annotated[FixedBase | KeywordBase, Field(discriminator="kind")]

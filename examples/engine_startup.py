@@ -34,7 +34,7 @@ class DcpAttention:
         # 1. Before serving: every problem in one error; all ranks agree or all fail (AC007);
         #    probe=True runs the kernel once and checks its real LSE base and layout.
         record: CapabilityRecord | None = validate_startup(
-            backend=backend, dcp_world_size=world, group=group, settings=settings, probe=True)
+            backend=backend, world_size=world, group=group, extras=settings, probe=True)
         if record is None or record.adapter is None:
             raise RuntimeError(f"backend {backend!r} has no runnable adapter")
         self.kernel = resolve_adapter(record.adapter).run

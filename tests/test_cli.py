@@ -116,3 +116,22 @@ def test_validate_all_plugins_with_bad_plugin_exits_1(
     assert main(["validate", "--plugins", "bad"]) == 1
     assert main(["validate", "--plugins", "other"]) == 1
     assert "AC014" in capsys.readouterr().out
+
+
+def test_version_has_one_source(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.metadata
+    import tomllib
+
+    import attn_contracts
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"attn-contracts {attn_contracts.__version__}"
+    assert importlib.metadata.version("attn-contracts") == attn_contracts.__version__
+    with (Path(__file__).resolve().parents[1] / "pyproject.toml").open("rb") as f:
+        project = tomllib.load(f)["project"]
+    assert "version" not in project and "version" in project["dynamic"]  # no second copy
+
+
+def test_the_old_dcp_flag_warns_and_still_works(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "--backend", "flashinfer.mla.fa3", "--dcp", "2"]) == 0
+    assert "--dcp is deprecated, use --world-size" in capsys.readouterr().err

@@ -203,3 +203,39 @@ def test_bridge_wrong_kind_of_fact_is_a_finding() -> None:
     with pytest.raises(ContractError) as exc:
         record_from_impl(FlashAttnImpl, **(FACTS | {"layout": "TH"}))
     assert exc.value.codes == [Code.AC012]
+
+
+# --- one consumer lookup, the same in the API and the CLI -----------------------------------------
+def _redefined_merge(tmp_path):  # type: ignore[no-untyped-def]
+    """A records file whose consumer takes a built-in name with other facts (a fixed base e)."""
+    from attn_contracts.registry import Registry
+
+    raw = Registry().consumer("attn_contracts.merge").model_dump(mode="json")
+    raw.pop("role")
+    raw["base"] = {"kind": "fixed", "base": "e"}
+    import json
+
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"consumer": [raw]}))
+    return path
+
+
+def test_a_file_redefining_a_builtin_consumer_is_ac005_in_the_api_and_the_cli(
+        tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from attn_contracts.cli import main
+
+    path = _redefined_merge(tmp_path)
+    with pytest.raises(ContractError) as exc:
+        validate_startup([path], backend=None, consumers=["attn_contracts.merge"])
+    assert Code.AC005 in exc.value.codes
+    assert main(["validate", "--file", str(path)]) == 1
+    assert "AC005" in capsys.readouterr().out
+
+
+def test_old_spellings_warn_through_one_helper() -> None:
+    with pytest.warns(DeprecationWarning, match="dcp_world_size"):
+        assert validate_startup(backend="flashinfer.mla.fa3", dcp_world_size=2) is not None
+    with pytest.warns(DeprecationWarning, match="settings"):
+        validate_startup(settings={"x": 1})
+    with pytest.raises(ValueError, match="extras"):
+        validate_startup(settings={"x": 1}, extras={"x": 1})
