@@ -130,6 +130,11 @@ def _depth(doc: Any) -> int:
     return deepest
 
 
+def _no_constant(name: str) -> Any:
+    """Python's json reads ``Infinity``/``NaN``; JSON (RFC 8259) has no such values."""
+    raise ValueError(f"{name} is not a JSON value (RFC 8259 has no inf or NaN)")
+
+
 def _parse(p: Path, data: bytes) -> Any:
     kind = "TOML" if p.suffix == ".toml" else "JSON"
     try:
@@ -140,7 +145,7 @@ def _parse(p: Path, data: bytes) -> Any:
     if not text.strip():
         raise FileReadError(f"{p}: empty file, no records")
     try:
-        doc = tomllib.loads(text) if kind == "TOML" else json.loads(text)
+        doc = tomllib.loads(text) if kind == "TOML" else json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         raise FileReadError(f"{p}: not valid {kind}: nested deeper than the parser can read "
                             f"(a records file may nest at most {MAX_NESTING} levels)") from None

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from attn_contracts import Registry, get
-from attn_contracts.backends.consumer_runner import verify_consumer
+from attn_contracts.backends.runner import verify_consumer
 from attn_contracts.backends.plan_consumers import plan_consumer_records
 from attn_contracts.backends.runner import verify_record
 from attn_contracts.combine import merge, merge_reference, plan_combine, rescale, rescale_reference

@@ -96,23 +96,30 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     return parser, handlers
 
 
-def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
-    """The arguments; an old flag's DeprecationWarning is one line on stderr (Python hides
-    them outside ``__main__``, and a CLI user would never see it)."""
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None
+           ) -> tuple[argparse.Namespace, list[str]]:
+    """The arguments, and the DeprecationWarnings of old flags (Python hides them outside
+    ``__main__``, so a CLI user would never see one)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DeprecationWarning)
         args = parser.parse_args(argv)
-    for w in caught:
-        print(f"attn-contracts: warning: {w.message}", file=sys.stderr)
-    return args
+    return args, [str(w.message) for w in caught]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser, handlers = _build_parser()
     try:
-        args = _parse(parser, argv)
+        args, old_names = _parse(parser, argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help and --version
         return int(exc.code or 0)
+    code = _dispatch(handlers, args)
+    if code != EXIT_USAGE:  # a usage error stays the one line it is documented to be
+        for text in old_names:
+            print(f"attn-contracts: warning: {text}", file=sys.stderr)
+    return code
+
+
+def _dispatch(handlers: dict[str, Handler], args: argparse.Namespace) -> int:
     try:
         return handlers[args.command](args)
     except BrokenPipeError:  # `attn-contracts schema | head`: the reader left early, not an error
