@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from attn_contracts.backends.runner import verify_consumer
 from attn_contracts.backends.plan_consumers import plan_consumer_records
+from attn_contracts.backends.runner import verify_consumer
 from attn_contracts.cli import main
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code
