@@ -24,13 +24,11 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from attn_contracts.records import (
-    ADAPTER_RE,
-    NAME_RE,
     Base,
     BaseMap,
     Frozen,
-    LibraryVersion,
     LseLayout,
+    RecordHeader,
     StrictBool,
     StrictStr,
     require_in_schema,
@@ -181,8 +179,9 @@ class ConsumerCall(Frozen):
     lse_args: Annotated[tuple[StrictStr, ...], Field(strict=False, min_length=1)]
 
 
-class ConsumerRecord(Frozen):
-    """A combine function's contract. Frozen and hashable, like a producer record.
+class ConsumerRecord(RecordHeader):
+    """A combine function's contract. Frozen and hashable, like a producer record; the header
+    (name, library, versions, source, evidence, adapter, fingerprint) is the producer's.
 
     ``role`` is required in the JSON schema: a document entry without it is read as a producer
     (``[[consumer]]`` tables of a TOML file add it)."""
@@ -190,13 +189,6 @@ class ConsumerRecord(Frozen):
     model_config = ConfigDict(json_schema_extra=require_in_schema("role"))
 
     role: Literal["consumer"] = "consumer"
-    name: Annotated[str, Field(strict=True, pattern=NAME_RE, max_length=120)]
-    library: Annotated[str, Field(strict=True, min_length=1)]
-    library_version: LibraryVersion = ""
-    source: Annotated[str, Field(strict=True, min_length=1)]
-    evidence: Literal["measured", "read_from_code"]
-    verified: StrictStr | None = None
-    adapter: Annotated[str, Field(strict=True, pattern=ADAPTER_RE)] | None = None
     calls: Annotated[tuple[ConsumerCall, ...], Field(strict=False)] = ()
     base: ConsumerBase
     lse: LseInput
@@ -222,8 +214,3 @@ class ConsumerRecord(Frozen):
         if isinstance(self.base, FixedBase):
             return (self.base.base,)
         return tuple(sorted({b for _, b in self.base.values}))
-
-    def fingerprint(self) -> str:
-        import hashlib
-
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]

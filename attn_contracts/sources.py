@@ -13,9 +13,9 @@ import stat
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import Discriminator, Tag, TypeAdapter, ValidationError
 
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding, error_text
@@ -34,6 +34,20 @@ MAX_PLUGIN_RECORDS = 10_000
 
 #: a producer (a kernel that emits an LSE) or a consumer (a function that combines LSEs)
 AnyRecord = CapabilityRecord | ConsumerRecord
+
+
+def _role(raw: Any) -> Any:
+    """The union's tag: a record's ``role``; an entry without one is a producer (the documents
+    written before roles existed hold producers only, or ``[[consumer]]`` tables)."""
+    if isinstance(raw, Mapping):
+        return raw.get("role", "producer")
+    return getattr(raw, "role", None)
+
+
+#: the one record model: a discriminated union on ``role`` over the shared header
+_RECORD: TypeAdapter[AnyRecord] = TypeAdapter(Annotated[
+    Annotated[CapabilityRecord, Tag("producer")] | Annotated[ConsumerRecord, Tag("consumer")],
+    Discriminator(_role)])
 Loaded = tuple[list[AnyRecord], list[Finding]]
 #: the table names a records document may hold, and the role each implies
 _TABLES = {"record": "producer", "records": "producer", "consumer": "consumer",
@@ -53,8 +67,8 @@ class FileReadError(OSError):
 
 
 def parse_record(raw: Any, *, location: str = "") -> Loaded:
-    """Validate one raw mapping (or re-validate a record) into a record or findings. A mapping
-    with ``role = "consumer"`` is a consumer record, any other a producer record."""
+    """Validate one raw mapping (or re-validate a record) into a record or findings: the
+    record's ``role`` picks the model (``"producer"`` when absent, ``"consumer"``)."""
     if isinstance(raw, (CapabilityRecord, ConsumerRecord)):
         # re-validated: model_copy(update=...) and model_construct skip validation
         recs, findings = parse_record(raw.model_dump(warnings=False), location=location)
@@ -64,9 +78,8 @@ def parse_record(raw: Any, *, location: str = "") -> Loaded:
                             f"{type(raw).__name__}", found=type(raw).__name__,
                             allowed="a table/object", location=location)]
     data = dict(raw)
-    model = ConsumerRecord if data.get("role") == "consumer" else CapabilityRecord
     try:
-        return [model.model_validate(data)], []
+        return [_RECORD.validate_python(data)], []
     except ValidationError as err:
         return [], findings_from_validation_error(err, data, location=location)
 
