@@ -332,6 +332,10 @@ def findings_from_validation_error(
             field = field if field.endswith("base") else f"{field}.base"
         elif code is Code.AC004:
             message, hint, allowed = e["msg"], "remove them, or declare returns = \"lse\"", ""
+        elif e["type"] == "union_tag_invalid" and not e["loc"]:  # the record's own role
+            field, found = "role", raw.get("role") if isinstance(raw, dict) else None
+            message, hint, allowed = (f"role {found!r} is not a record role (allowed: "
+                                      "'producer', 'consumer')", "", "producer, consumer")
         else:
             message = f"{field or '<record>'}: {e['msg']}" + (
                 f" (found {_short(found)})" if e["type"] != "missing" else ""
