@@ -73,7 +73,7 @@ def test_validate_clean_catalog_and_dcp(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["validate", "--backend", "flashinfer.trtllm_gen", "--dcp", "4"]) == 1
     assert "AC006" in capsys.readouterr().out
     # an unknown name on the command line is a usage error (exit 2, one line on stderr), as in
-    # show, plan and verify (issue 12 §3; it was exit 1 with the finding on stdout)
+    # show, plan and verify (not exit 1 with the finding on stdout)
     assert main(["validate", "--backend", "no.such", "--dcp", "2"]) == 2
     assert "AC013" in capsys.readouterr().err
 

@@ -1,6 +1,7 @@
-"""Issue 12 (hardening): bad input is one line and exit 2; what a file names never runs unasked;
-plugins cannot end or flood a run; re-validation at startup and planning; the JSON schema is as
-strict as the models; a missing torch or device is a clear skip or error, never a false finding.
+"""Hardening: bad input is one line and exit 2; what a file names never runs unasked (an adapter
+is a function defined in an allowed module); plugins cannot end or flood a run; re-validation at
+startup and planning; the JSON schema is as strict as the models; no Infinity/NaN in records or
+JSON; a missing torch, library or device is exit 2 (or a skip when asked), never a false finding.
 
 Every CLI case goes through ``main(argv)`` and checks the return code and that stderr is exactly one
 line with no traceback.
@@ -448,7 +449,7 @@ def _without_torch(code: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("argv", [["verify", "torch.sdpa_ref"], ["verify", "--all"],
                                   ["verify", "--all", "--device", "cuda"]])
 def test_without_torch_verify_skips_with_the_install_hint(argv: list[str]) -> None:
-    # --skip-unavailable: without it a missing torch is exit 2 (issue 19 §3; the test below)
+    # --skip-unavailable: without it a missing torch is exit 2 (the test below)
     argv = [*argv, "--skip-unavailable"]
     proc = _without_torch(f"from attn_contracts.cli import main; sys.exit(main({argv!r}))")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -547,7 +548,7 @@ def test_an_exception_quoted_in_a_finding_is_bounded() -> None:
     assert text.startswith("ValueError: xxx") and len(text) <= 300 and text.endswith("...")
 
 
-# --- issue 19 §2: an adapter is a function defined in an allowed module ---------------------------
+# --- an adapter is a function defined in an allowed module ---------------------------------------
 @pytest.mark.parametrize("adapter", [
     "attn_contracts.backends.combine_probe:subprocess.run",  # an attribute chain into an import
     "attn_contracts.backends.adapter:importlib.import_module",
@@ -593,7 +594,7 @@ def test_every_skip_reason_says_skipped_once(tmp_path: Path) -> None:
         assert reason.startswith("skipped: ") and reason.count("skipped") == 1, reason
 
 
-# --- issue 19 §3: no Infinity/NaN in a record, nor in JSON output ----------------------------------
+# --- no Infinity/NaN in a record, nor in JSON output --------------------------------------------
 NON_FINITE_TOML = """
 [[record]]
 name = "x.nonfinite"

@@ -485,7 +485,7 @@ def test_parallel_per_file_work_gives_the_same_findings(tmp_path: Path) -> None:
     assert len(one) == 27 + 80 and lint_paths([tmp_path], jobs=2) == one
 
 
-# --- one reader of record documents (issue 18) ------------------------------------------------------
+# --- one reader of record documents ----------------------------------------------------------------
 def test_a_broken_consumers_table_is_ac000(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     """The linter's old table pattern knew [[record]], [[records]], [[consumer]] but not

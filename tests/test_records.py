@@ -95,7 +95,7 @@ def test_importing_the_contract_does_not_import_torch() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-# --- one record model: a shared header, a role discriminator (issue 18) ---------------------------
+# --- one record model: a shared header, a role discriminator ------------------------------------
 def test_both_roles_share_one_header_and_one_fingerprint() -> None:
     from attn_contracts.consumer import ConsumerRecord
     from attn_contracts.records import RecordHeader
