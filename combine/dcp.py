@@ -13,12 +13,16 @@ the KV cache; :func:`dcp_combine` runs the plan's mode:
 Empty shards: ``row_mask [T]`` (bool, True where this rank holds keys for the row) gives the
 other rows weight 0 whatever the kernel wrote there: their LSE is sent as −inf (fused into the
 copy that puts the LSE on the wire, or into the all-to-all pack), so every rank weighs them 0.
-Sinks: ``sink [H]`` (fp32 logits, natural-log units) is added once, by the kernel after the merge.
+``lens [B]`` (local lengths per request, uniform ``q_len``) is the same mask by request.
+Sinks: ``sink [H]`` (float logits, natural-log units) is added once, by the kernel after the merge.
 
 Buffers come from a :class:`~attn_contracts.combine.workspace.Workspace` the caller owns (fixed
-addresses: capture a step in a CUDA graph after one warm-up call). Without one, each call allocates
-its own (fine eagerly, not for graphs). World size 1 without a workspace returns the input (copied
-into ``out=``); with one, it runs the same collective path as every other size.
+addresses: capture a step in a CUDA graph after one warm-up call). Without one, each call of a mode
+whose table entry allows it allocates its own (fine eagerly, not for graphs); ``a2a_direct`` and
+``a2a_best`` need one (their buffers, and the choice, are made once by every rank together). World
+size 1 without a workspace runs the plan's kernel on the one partial, so the LSE comes back in the
+plan's output base and empty rows sanitised, as on every other path; a step of no tokens returns
+empty outputs. Which collective runs comes from the mode table (``attn_contracts.modes``).
 """
 
 from __future__ import annotations
