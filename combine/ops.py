@@ -1,4 +1,5 @@
-"""Launchers of the combine kernels, registered as torch custom ops.
+"""The combine ops: launchers of the combine kernels, registered as torch custom ops (their tiles
+come from ``tiles.py``, the launch itself from ``launch.py``).
 
 ``merge`` and ``rescale`` check their inputs (shapes, dtypes, devices), allocate what the caller did
 not pass, and launch. The ops ``attn_contracts::merge_`` and ``attn_contracts::rescale_`` write into
@@ -8,7 +9,7 @@ CPU tensors they run the same kernels under ``TRITON_INTERPRET=1`` when it is se
 path (fp32, the reference's policy).
 
 LSE tensors are taken as ``[N, T, H]`` or ``[N, B, Q, H]`` strided views (``T = B·Q``); the
-dispatcher builds those views from a record's layout, never copies.
+planner (``plan.py``) builds those views from a record's layout, never copies.
 
 Empty shards by mask: ``row_mask [N, T]`` (bool or uint8, any strides; nonzero = the shard holds keys
 for the row) or ``lens [N, B]`` (int32/int64 local lengths per request, uniform ``q_len = T / B``;
@@ -22,22 +23,25 @@ from __future__ import annotations
 
 import functools
 import math
-import os
-from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypedDict, Unpack
 
 import torch
 
+from attn_contracts.checks import SINK_DTYPES, check_rank, refuse
+from attn_contracts.combine.launch import MAX_GRID_YZ, launch_grid, launcher, uses_triton
+from attn_contracts.combine.message import A2AMessage
 from attn_contracts.combine.reference import (
     log_of_base,
     merge_reference,
     rescale_reference,
 )
+from attn_contracts.combine.tiles import KernelConfig, cdiv, default_config, sm_count
 from attn_contracts.records import BASES
 
 __all__ = [
     "MAX_GRID_YZ",
     "OUT_DTYPES",
+    "CombineOptions",
     "KernelConfig",
     "default_config",
     "launch_grid",
@@ -55,93 +59,7 @@ OUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _LSE_DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 _MASK_DTYPES = (torch.bool, torch.uint8)
 _LENS_DTYPES = (torch.int32, torch.int64)
-
-
-@dataclass(frozen=True)
-class KernelConfig:
-    block_h: int
-    block_d: int
-    num_warps: int
-    #: programmatic dependent launch (used on compute capability 9.0 and newer only)
-    pdl: bool = False
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _next_pow2(x: int) -> int:
-    return 1 << max(0, (x - 1).bit_length())
-
-
-_SMS = 132  # streaming multiprocessors of an H100/H200
-_ONE_WAVE = 4 * _SMS  # grids this small are latency-bound: PDL pays; larger ones it slowed down
-
-
-#: merge tiles of two-way (and one-way) merges: (elements per program, warps); see default_config
-SMALL_N_MERGE_TILE = (1024, 4)
-
-
-@functools.lru_cache(maxsize=1024)
-def default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim: int,
-                   kernel: str = "merge") -> KernelConfig:
-    """Tiles from the shape, no autotuning (plans are built at startup, graphs are captured).
-
-    Measured on an H200 (``bench/results/combine-sweep-h200.txt``): one-warp programs are
-    fastest, ``merge`` with 256 elements (8 per thread per shard, every shard in flight at once, so
-    N multiplies the bytes in flight) and up to 128 of the head dim, ``rescale`` (and
-    ``pack``, the a2a send copy: one stream in, one out) with 1024 (32 per thread: it has one
-    stream, so each thread needs more in flight) and up to 512. With fewer programs than SMs
-    (one-token decode, latency-bound) ``merge`` shrinks its tile to 128 elements and ``rescale``
-    spreads 1024 over four warps. PDL is on for grids of at most one wave: it saved 0.45 µs per
-    launch there and cost 10 % or more on larger grids.
-
-    ``merge`` with N <= 2 (``SMALL_N_MERGE_TILE``): one-warp 256-element programs keep only
-    N·16 bytes per thread in flight, and an SM holds at most 32 programs, so about 32 KB per SM:
-    by Little's law (≈4.8 TB/s × ≈1 µs loaded latency / 132 SMs ≈ 36 KB) that caps a two-way
-    merge near the 58-61 % measured. 1024 elements over two warps (16 per thread per shard, two
-    16-byte loads each) give 64 B per thread; at 47 registers (ptxas for sm_90, triton 3.9) an
-    SM holds 42 such warps, about 86 KB in flight: what FlashInfer's merge_state gets from its
-    128-512-thread blocks. Measured (``bench/results/combine-sweep-targets-h200.md``): 1024
-    elements over four warps (8 per thread per shard) were 1-3 % faster than over two, and the
-    ``pack`` kernel was fastest with 1024-element, 128-wide tiles over four warps (eight at one
-    token) rather than the rescale tiles."""
-    d2 = _next_pow2(head_dim)
-    small_n = kernel == "merge" and num_partials <= 2
-    if kernel == "merge":
-        elems, d_max = SMALL_N_MERGE_TILE[0] if small_n else 256, 128
-    else:
-        elems, d_max = 1024, 512
-    block_d = min(d2, d_max)
-    block_h = min(_next_pow2(num_heads), max(1, elems // block_d))
-    num_warps = 1
-
-    def programs(bh: int, bd: int) -> int:
-        return num_tokens * _cdiv(num_heads, bh) * _cdiv(head_dim, bd)
-
-    if programs(block_h, block_d) < _SMS:
-        if kernel == "merge":
-            while programs(block_h, block_d) < _SMS and block_h * block_d > 128:
-                if block_d > 64:
-                    block_d //= 2
-                else:
-                    block_h //= 2
-        else:
-            block_d = min(d2, 128)
-            block_h = min(_next_pow2(num_heads), max(1, elems // block_d))
-            num_warps = 4
-    if small_n:  # keep 16 elements per thread per shard where the tile stayed large
-        num_warps = max(1, min(SMALL_N_MERGE_TILE[1], block_h * block_d // 256))
-    if kernel == "pack":  # one stream in, one out; 128-wide rows over 4 warps (8 at one token)
-        block_d = min(d2, 128)
-        block_h = min(_next_pow2(num_heads), max(1, 1024 // block_d))
-        num_warps = 8 if programs(block_h, block_d) < _SMS else 4
-    return KernelConfig(block_h, block_d, num_warps, pdl=programs(block_h, block_d) <= _ONE_WAVE)
-
-
-def uses_triton(t: torch.Tensor) -> bool:
-    """Whether a tensor on this device goes through the Triton kernels (else the torch path)."""
-    return t.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"
+_SINK_DTYPES = tuple(getattr(torch, name) for name in SINK_DTYPES)  # the plan's rule, as dtypes
 
 
 @functools.lru_cache(maxsize=16)
@@ -191,6 +109,28 @@ def _check_outputs(out: torch.Tensor, lse_out: torch.Tensor | None, t: int, h: i
     for name, x in (("out", out), ("lse_out", lse_out)):
         if x is not None and x.device != device:
             _fail(f"{name} is on {x.device} but the inputs are on {device}")
+
+
+def _check_writable(**outputs: torch.Tensor | None) -> None:
+    """Outputs must not overlap themselves (a stride-0 expanded view would have heads or rows
+    overwrite each other); a contiguous tensor (the common case, a cached flag) never does."""
+    for name, x in outputs.items():
+        if x is not None and not x.is_contiguous() and _self_overlapping(x):
+            _fail(f"{name} overlaps itself (shape {tuple(x.shape)}, strides {x.stride()}): every "
+                  "element must have its own memory (allowed: a non-overlapping view, e.g. not "
+                  ".expand())")
+
+
+def _self_overlapping(x: torch.Tensor) -> bool:
+    """Whether two indices of ``x`` may address one element: sorted by stride, each dim of size
+    > 1 must step past the whole extent of the smaller ones (conservative: never a false 'no')."""
+    extent = 1
+    for stride, size in sorted((st, sz) for st, sz in zip(x.stride(), x.shape, strict=True)
+                               if sz > 1):
+        if stride < extent:
+            return True
+        extent = stride * size
+    return False
 
 
 def _check_inputs(partial_out: torch.Tensor, lse: torch.Tensor, expect_dims: int) -> None:
@@ -244,7 +184,7 @@ def _check_mask_like(x: torch.Tensor, name: str, last: str, dtypes: tuple[torch.
 def _check_sink(sink: torch.Tensor | None, h: int, device: torch.device) -> None:
     if sink is None:
         return
-    if tuple(sink.shape) != (h,) or sink.dtype not in _LSE_DTYPES:
+    if tuple(sink.shape) != (h,) or sink.dtype not in _SINK_DTYPES:
         _fail(f"sink must be a float [H] = ({h},) tensor of natural-log logits, found {sink.dtype} "
               f"{tuple(sink.shape)}")
     if sink.device != device:
@@ -252,69 +192,6 @@ def _check_sink(sink: torch.Tensor | None, h: int, device: torch.device) -> None
 
 
 # --- launching ------------------------------------------------------------------------------------
-MAX_GRID_YZ = 65535  # grid axes 1 and 2 hold at most this many programs each
-
-
-def launch_grid(t: int, h: int, d: int, block_h: int, block_d: int) -> tuple[int, int, int]:
-    """Axis 0: the (head, dim) blocks of a row; rows on axes 1 and 2 (see ``_kernels.py``)."""
-    rows = min(t, MAX_GRID_YZ)
-    return _cdiv(h, block_h) * _cdiv(d, block_d), rows, _cdiv(t, rows)
-
-
-@functools.lru_cache(maxsize=64)
-def _pdl_capable(device_index: int) -> bool:
-    """``griddepcontrol`` needs compute capability 9.0 (Hopper) or newer."""
-    return bool(torch.cuda.get_device_capability(device_index) >= (9, 0))
-
-
-class _Launcher:
-    """Launches a Triton kernel. After the first launch of an argument set (same ints, dtypes,
-    pointer alignment, constants) it calls the compiled kernel directly and skips Triton's
-    per-call binding and cache lookup: about 10 µs less host time per launch on the H200 host.
-    Keying on the int values themselves keeps every specialisation Triton would make (``== 1``,
-    divisible by 16, 64-bit) exact without recomputing it; the table is bounded."""
-
-    _MAX_ENTRIES = 4096
-
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
-        self.compiled: dict[tuple[Any, ...], Any] = {}
-        self.direct = True  # off for good if this Triton's compiled-kernel call API differs
-
-    def __call__(self, grid: tuple[int, int, int], tensors: tuple[torch.Tensor, ...],
-                 ints: tuple[int, ...], consts: dict[str, Any], num_warps: int, pdl: bool) -> None:
-        """``tensors`` then ``ints`` are the kernel's leading parameters, in order; ``consts`` its
-        constexprs in signature order, ``PDL`` (last) left out: it is set here."""
-        if not tensors[0].is_cuda:  # the interpreter: no compiled kernel to cache, no PDL
-            self.fn[grid](*tensors, *ints, **consts, PDL=False, num_warps=num_warps)
-            return
-        device = tensors[0].device.index or 0
-        pdl = pdl and _pdl_capable(device)
-        consts = {**consts, "PDL": pdl}
-        key = (device, num_warps, *consts.values(), *ints,
-               *[(x.dtype, x.data_ptr() % 16 == 0) for x in tensors])
-        kernel = self.compiled.get(key) if self.direct else None
-        if kernel is not None:
-            try:  # positional, as Triton's own launch passes them: consts in signature order
-                kernel[grid](*tensors, *ints, *consts.values())
-                return
-            except TypeError:
-                self.direct = False
-        extra = {"launch_pdl": True} if pdl else {}
-        kernel = self.fn[grid](*tensors, *ints, **consts, num_warps=num_warps, **extra)
-        if self.direct:
-            if len(self.compiled) >= self._MAX_ENTRIES:
-                self.compiled.clear()
-            self.compiled[key] = kernel
-
-
-@functools.cache
-def _launcher(name: str) -> _Launcher:
-    from attn_contracts.combine import _kernels  # triton is imported on first launch only
-
-    return _Launcher(getattr(_kernels, name))
-
-
 def _mask_operands(mask: torch.Tensor | None, sink: torch.Tensor | None, dummy: torch.Tensor,
                    base: str) -> tuple[torch.Tensor, torch.Tensor, tuple[int, int, int],
                                        dict[str, Any]]:
@@ -359,12 +236,12 @@ def merge_into(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.
     in_scale, out_scale = lse_scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out  # never written when WRITE_LSE is False
     m, k, extra_strides, extra_consts = _mask_operands(mask, sink, partial_lse, base)
-    _launcher("merge_kernel")(
+    launcher("merge_kernel")(
         launch_grid(t, h, d, block_h, block_d), (partial_out, partial_lse, out, z, m, k),
         (t, h, d, q_len, mask_q, *partial_out.stride(), *lse_strides, *out.stride(), z.stride(0),
          z.stride(1), *extra_strides),
         dict(N=n, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
-             **extra_consts, BLOCK_H=block_h, BLOCK_D=block_d, NUM_DB=_cdiv(d, block_d)),
+             **extra_consts, BLOCK_H=block_h, BLOCK_D=block_d, NUM_DB=cdiv(d, block_d)),
         num_warps, pdl)
 
 
@@ -372,10 +249,13 @@ _merge_op = torch.library.custom_op("attn_contracts::merge_", mutates_args=("out
     merge_into)
 
 
-@_merge_op.register_fake
-def _merge_fake(partial_out, partial_lse, out, lse_out, base, lse_out_base,  # type: ignore[no-untyped-def]
-                block_h, block_d, num_warps, pdl=False, mask=None, mask_q=1, sink=None) -> None:
+def _writes_in_place(*args: Any, **kwargs: Any) -> None:
+    """The fake of every op here: each writes only into tensors it was given, so tracing needs
+    no output (its parameters are the op's own, declared once, by the op's body)."""
     return None
+
+
+_merge_op.register_fake(_writes_in_place)
 
 
 def rescale_into(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, out: torch.Tensor,
@@ -402,13 +282,13 @@ def rescale_into(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, ou
     z = lse_out if lse_out is not None else out
     y_strides = out.stride() if chunked else (0, *out.stride())
     m, k, extra_strides, extra_consts = _mask_operands(mask, sink, all_lse, base)
-    _launcher("rescale_kernel")(
+    launcher("rescale_kernel")(
         launch_grid(t, h, d, block_h, block_d), (partial_out, all_lse, out, z, m, k),
         (rank, t, h, d, q_len, h // chunks, mask_q, *partial_out.stride(), *lse_strides,
          *y_strides, z.stride(0), z.stride(1), *extra_strides),
         dict(N=all_lse.shape[0], IN_SCALE=in_scale, OUT_SCALE=out_scale,
              WRITE_LSE=lse_out is not None, **extra_consts, BLOCK_H=block_h, BLOCK_D=block_d,
-             NUM_DB=_cdiv(d, block_d)),
+             NUM_DB=cdiv(d, block_d)),
         num_warps, pdl)
 
 
@@ -416,21 +296,7 @@ _rescale_op = torch.library.custom_op(
     "attn_contracts::rescale_", mutates_args=("out", "lse_out"))(rescale_into)
 
 
-@_rescale_op.register_fake
-def _rescale_fake(partial_out, all_lse, rank, out, lse_out, base, lse_out_base,  # type: ignore[no-untyped-def]
-                  block_h, block_d, num_warps, pdl=False, mask=None, mask_q=1, sink=None) -> None:
-    return None
-
-
-def _send_views(send: torch.Tensor, dtype: torch.dtype, o_bytes: int, t: int, hc: int,
-                d: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The message buffer ``send [N, piece]`` (uint8) as ``O [N, T, HC, D]`` in ``dtype`` and
-    ``LSE [N, T, HC]`` fp32 views (each destination's row: O at byte 0, LSE at ``o_bytes``)."""
-    world = send.shape[0]
-    size = torch.finfo(dtype).bits // 8
-    o = send[:, : t * hc * d * size].view(dtype).view(world, t, hc, d)
-    lse = send[:, o_bytes : o_bytes + t * hc * 4].view(torch.float32).view(world, t, hc)
-    return o, lse
+_rescale_op.register_fake(_writes_in_place)
 
 
 def pack_a2a_into(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tensor, o_bytes: int,
@@ -443,7 +309,8 @@ def pack_a2a_into(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tens
     if t == 0 or h == 0 or d == 0:
         return
     if not uses_triton(partial_out):
-        o_send, lse_send = _send_views(send, partial_out.dtype, o_bytes, t, hc, d)
+        o_send, lse_send = A2AMessage(world, t, hc, d, partial_out.element_size()).views(
+            send, partial_out.dtype, o_bytes=o_bytes)
         o_send.copy_(partial_out.view(t, world, hc, d).transpose(0, 1))  # [N, T, H/N, D]
         lse_send.copy_(lse.view(t, world, hc).transpose(0, 1))  # fp32 bits, [N, T, H/N]
         keep = _torch_row_mask(mask, mask_q)
@@ -454,13 +321,13 @@ def pack_a2a_into(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tens
     size = partial_out.element_size()
     o_dst = send.view(partial_out.dtype)  # [N, piece / size]
     lse_dst = send[:, o_bytes:].view(torch.float32)  # [N, (piece - o_bytes) / 4]
-    _launcher("pack_a2a_kernel")(
+    launcher("pack_a2a_kernel")(
         launch_grid(t, h, d, block_h, block_d),
         (partial_out, lse, mask if mask is not None else lse, o_dst, lse_dst),
         (t, h, d, hc, mask_q, *partial_out.stride(), *lse.stride(),
          mask.stride(0) if mask is not None else 0, send.stride(0) // size, send.stride(0) // 4),
         dict(HAS_MASK=mask is not None, BLOCK_H=block_h, BLOCK_D=block_d,
-             NUM_DB=_cdiv(d, block_d)),
+             NUM_DB=cdiv(d, block_d)),
         num_warps, pdl)
 
 
@@ -468,10 +335,7 @@ _pack_op = torch.library.custom_op("attn_contracts::pack_a2a_", mutates_args=("s
     pack_a2a_into)
 
 
-@_pack_op.register_fake
-def _pack_fake(partial_out, lse, send, o_bytes, block_h, block_d, num_warps,  # type: ignore[no-untyped-def]
-               pdl=False, mask=None, mask_q=1) -> None:
-    return None
+_pack_op.register_fake(_writes_in_place)
 
 
 # --- launchers ------------------------------------------------------------------------------------
@@ -485,84 +349,104 @@ def _alloc(partial_out: torch.Tensor, shape: tuple[int, ...], out: torch.Tensor 
     return out, lse_out
 
 
-def merge(
-    partial_out: torch.Tensor,
-    partial_lse: torch.Tensor,
-    *,
-    base: str,
-    out: torch.Tensor | None = None,
-    lse_out: torch.Tensor | None = None,
-    return_lse: bool = False,
-    lse_out_base: str | None = None,
-    out_dtype: torch.dtype | None = None,
-    config: KernelConfig | None = None,
-    pdl: bool = True,
-    row_mask: torch.Tensor | None = None,
-    lens: torch.Tensor | None = None,
-    sink: torch.Tensor | None = None,
-) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+class CombineOptions(TypedDict, total=False):
+    """The keyword options :func:`merge` and :func:`rescale` share (each optional).
+
+    ``out``/``lse_out``: where to write (allocated if absent); ``return_lse``: also return the
+    merged fp32 LSE ``[T, H]``; ``lse_out_base``: its base (default: ``base``); ``out_dtype``:
+    the allocated output's dtype (default: the partials'); ``config``: fixed tiles (default:
+    ``tiles.default_config`` of the shape and device); ``pdl``: False never uses programmatic
+    dependent launch (True lets the tiles decide, on Hopper and newer); ``row_mask [N, T]``
+    (bool/uint8, any strides, nonzero = the shard has keys for the row) or ``lens [N, B]``
+    (int32/int64 local lengths, ``T = B · q_len`` rows, request ``t // q_len``); ``sink [H]``:
+    per-head sink logits in natural-log units, added once after the merge."""
+
+    out: torch.Tensor | None
+    lse_out: torch.Tensor | None
+    return_lse: bool
+    lse_out_base: str | None
+    out_dtype: torch.dtype | None
+    config: KernelConfig | None
+    pdl: bool
+    row_mask: torch.Tensor | None
+    lens: torch.Tensor | None
+    sink: torch.Tensor | None
+
+
+_OPTIONS = frozenset(CombineOptions.__annotations__)
+
+
+def _options(fn: str, options: CombineOptions) -> CombineOptions:
+    if not _OPTIONS.issuperset(options):
+        unknown = sorted(set(options) - _OPTIONS)
+        raise TypeError(f"{fn}() got unexpected keyword argument(s) {', '.join(unknown)} "
+                        f"(allowed: base, {', '.join(sorted(_OPTIONS))})")
+    return options
+
+
+def _prepare(partial_out: torch.Tensor, n: int, t: int, h: int, d: int, base: str,
+             options: CombineOptions) -> tuple[str, torch.Tensor | None, int, torch.Tensor,
+                                               torch.Tensor | None]:
+    """What ``merge`` and ``rescale`` share after their input checks: the output base, the
+    kernel's mask operand and ``MASK_Q``, the sink checked, ``out``/``lse_out`` allocated."""
+    lse_out_base = options.get("lse_out_base") or base
+    _check_base(base, lse_out_base)
+    row_mask_arg, mask_q = _row_mask_arg(options.get("row_mask"), options.get("lens"), (n,), t,
+                                         partial_out.device)
+    _check_sink(options.get("sink"), h, partial_out.device)
+    out, lse_out = _alloc(partial_out, (t, h, d), options.get("out"), options.get("lse_out"),
+                          options.get("return_lse", False), options.get("out_dtype"))
+    return lse_out_base, row_mask_arg, mask_q, out, lse_out
+
+
+def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
+          **options: Unpack[CombineOptions]) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Merge ``partial_out [N, T, H, D]`` by ``partial_lse [N, T, H]`` (or ``[N, B, Q, H]``) in
     base ``base`` into ``out [T, H, D]``; with ``return_lse`` (or ``lse_out``) also the merged
-    float32 LSE ``[T, H]`` in ``lse_out_base`` (default: ``base``). ``pdl=False`` never uses
-    programmatic dependent launch (``config.pdl`` decides otherwise, on Hopper and newer).
+    float32 LSE ``[T, H]`` in ``lse_out_base`` (default: ``base``). Options:
+    :class:`CombineOptions`.
 
-    Empty shards by mask: ``row_mask [N, T]`` (bool/uint8, any strides, nonzero = the shard has keys
-    for the row) or ``lens [N, B]`` (int32/int64 local lengths, ``T = B · q_len`` rows, request
-    ``t // q_len``). ``sink [H]``: per-head sink logits in natural-log units (as models store
-    them), converted to base ``b`` as ``s · log_b(e)`` and added once: ``o ← o · b^L / (b^L +
-    b^s')``, ``L ← log_b(b^L + b^s')``; a row empty on every shard gives ``o = 0``, ``L = s'``."""
-    lse_out_base = lse_out_base or base
-    _check_base(base, lse_out_base)
+    Empty shards by mask (``row_mask``/``lens``) get weight 0 whatever they hold. ``sink [H]``
+    (natural-log units, as models store them) is converted to base ``b`` as ``s · log_b(e)`` and
+    added once: ``o ← o · b^L / (b^L + b^s')``, ``L ← log_b(b^L + b^s')``; a row empty on every
+    shard gives ``o = 0``, ``L = s'``."""
+    _options("merge", options)
     _check_inputs(partial_out, partial_lse, 4)
     n, t, h, d = partial_out.shape
     if n < 1:
         _fail("merge needs at least one partial (N >= 1), found N=0")
     _check_lse(partial_lse, n, t, h, "partial_lse")
-    row_mask_arg, mask_q = _row_mask_arg(row_mask, lens, (n,), t, partial_out.device)
-    _check_sink(sink, h, partial_out.device)
-    out, lse_out = _alloc(partial_out, (t, h, d), out, lse_out, return_lse, out_dtype)
+    lse_out_base, row_mask_arg, mask_q, out, lse_out = _prepare(partial_out, n, t, h, d, base,
+                                                                options)
     _check_outputs(out, lse_out, t, h, d, partial_out.device)
-    cfg = config or default_config(n, t, h, d)
-    # Eager calls skip the dispatcher (tens of µs per call); traced calls go through the op.
+    _check_writable(out=out, lse_out=lse_out)
+    cfg = options.get("config") or default_config(n, t, h, d, sms=sm_count(partial_out.device))
+    # Eager calls skip torch's op dispatcher (tens of µs per call); traced calls go through the op.
     op = torch.ops.attn_contracts.merge_ if torch.compiler.is_compiling() else merge_into
-    op(partial_out, partial_lse, out, lse_out, base, lse_out_base, cfg.block_h, cfg.block_d,
-       cfg.num_warps, cfg.pdl and pdl, row_mask_arg, mask_q, sink)
+    op(partial_out, partial_lse, out, lse_out, base=base, lse_out_base=lse_out_base,
+       block_h=cfg.block_h, block_d=cfg.block_d, num_warps=cfg.num_warps,
+       pdl=cfg.pdl and options.get("pdl", True), mask=row_mask_arg, mask_q=mask_q,
+       sink=options.get("sink"))
     return (out, lse_out) if lse_out is not None else out
 
 
-def rescale(
-    partial_out: torch.Tensor,
-    all_lse: torch.Tensor,
-    rank: int,
-    *,
-    base: str,
-    out: torch.Tensor | None = None,
-    lse_out: torch.Tensor | None = None,
-    return_lse: bool = False,
-    lse_out_base: str | None = None,
-    out_dtype: torch.dtype | None = None,
-    config: KernelConfig | None = None,
-    pdl: bool = True,
-    row_mask: torch.Tensor | None = None,
-    lens: torch.Tensor | None = None,
-    sink: torch.Tensor | None = None,
-) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base: str,
+            **options: Unpack[CombineOptions]) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Scale rank ``rank``'s ``partial_out [T, H, D]`` by ``b^(lse_rank − LSE)`` computed from the
     gathered ``all_lse [N, T, H]``; summing the results over ranks (a reduce-scatter or
-    all-reduce) gives the merge. ``out`` may alias ``partial_out`` (in-place). ``row_mask [N, T]`` /
-    ``lens [N, B]`` mark every rank's empty rows and ``sink [H]`` (natural-log logits) enters the
-    denominator and the merged LSE, as in :func:`merge`."""
-    lse_out_base = lse_out_base or base
-    _check_base(base, lse_out_base)
+    all-reduce) gives the merge. ``out`` may alias ``partial_out`` (in-place), or be head chunks
+    ``[C, T, H/C, D]`` for a reduce-scatter. ``row_mask [N, T]`` / ``lens [N, B]`` mark every
+    rank's empty rows and ``sink [H]`` (natural-log logits) enters the denominator and the merged
+    LSE, as in :func:`merge`. Options: :class:`CombineOptions`."""
+    _options("rescale", options)
     _check_inputs(partial_out, all_lse, 3)
     t, h, d = partial_out.shape
     n = all_lse.shape[0] if all_lse.dim() in (3, 4) else 0
     _check_lse(all_lse, n, t, h, "all_lse")
-    if not 0 <= rank < n:
-        _fail(f"rank {rank} is outside the {n} gathered LSEs (allowed: 0..{n - 1})")
-    row_mask_arg, mask_q = _row_mask_arg(row_mask, lens, (n,), t, partial_out.device)
-    _check_sink(sink, h, partial_out.device)
-    out, lse_out = _alloc(partial_out, (t, h, d), out, lse_out, return_lse, out_dtype)
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < n:
+        refuse(check_rank("rescale", rank, n), "rank outside the gathered LSEs")
+    lse_out_base, row_mask_arg, mask_q, out, lse_out = _prepare(partial_out, n, t, h, d, base,
+                                                                options)
     if out.dim() == 4:  # [N, T, H/N, D], head chunks for a reduce-scatter
         c = out.shape[0]
         if h % c or tuple(out.shape) != (c, t, h // c, d):
@@ -571,10 +455,14 @@ def rescale(
         _check_outputs(out[0], lse_out, t, h // c, d, partial_out.device, lse_heads=h)
     else:
         _check_outputs(out, lse_out, t, h, d, partial_out.device)
-    cfg = config or default_config(n, t, h, d, "rescale")
+    _check_writable(out=out, lse_out=lse_out)
+    cfg = options.get("config") or default_config(n, t, h, d, "rescale",
+                                                  sms=sm_count(partial_out.device))
     op = torch.ops.attn_contracts.rescale_ if torch.compiler.is_compiling() else rescale_into
-    op(partial_out, all_lse, rank, out, lse_out, base, lse_out_base, cfg.block_h, cfg.block_d,
-       cfg.num_warps, cfg.pdl and pdl, row_mask_arg, mask_q, sink)
+    op(partial_out, all_lse, rank, out, lse_out, base=base, lse_out_base=lse_out_base,
+       block_h=cfg.block_h, block_d=cfg.block_d, num_warps=cfg.num_warps,
+       pdl=cfg.pdl and options.get("pdl", True), mask=row_mask_arg, mask_q=mask_q,
+       sink=options.get("sink"))
     return (out, lse_out) if lse_out is not None else out
 
 
@@ -610,9 +498,10 @@ def pack_a2a(
     if h % world:
         _fail(f"num_heads={h} is not divisible by the {world} destinations")
     hc = h // world
-    # the typed views need rows and the LSE offset in whole fp32 (and O) elements
-    if o_bytes < t * hc * d * size or o_bytes % 4 or piece % 4 or piece < o_bytes + t * hc * 4 \
-            or send.stride(0) % 4 or send.storage_offset() % 4:
+    # the typed views need rows and the LSE offset in whole fp32 (and O) elements (an empty step
+    # has nothing to write: its rows may be empty)
+    if t and (o_bytes < t * hc * d * size or o_bytes % 4 or piece % 4
+              or piece < o_bytes + t * hc * 4 or send.stride(0) % 4 or send.storage_offset() % 4):
         _fail(f"send rows of {piece} bytes (row stride {send.stride(0)}, offset "
               f"{send.storage_offset()}) cannot hold O ({t * hc * d * size} bytes) then the LSE "
               f"({t * hc * 4} bytes) at o_bytes={o_bytes} (allowed: o_bytes, the row length, row "
@@ -621,8 +510,8 @@ def pack_a2a(
         if x.device != partial_out.device:
             _fail(f"{name} is on {x.device} but partial_out is on {partial_out.device}")
     row_mask_arg, mask_q = _row_mask_arg(row_mask, lens, (), t, partial_out.device)
-    cfg = config or default_config(world, t, h, d, "pack")
+    cfg = config or default_config(world, t, h, d, "pack", sms=sm_count(partial_out.device))
     op = torch.ops.attn_contracts.pack_a2a_ if torch.compiler.is_compiling() else pack_a2a_into
-    op(partial_out, lse, send, o_bytes, cfg.block_h, cfg.block_d, cfg.num_warps,
-       cfg.pdl and pdl, row_mask_arg, mask_q)
+    op(partial_out, lse, send, o_bytes, block_h=cfg.block_h, block_d=cfg.block_d,
+       num_warps=cfg.num_warps, pdl=cfg.pdl and pdl, mask=row_mask_arg, mask_q=mask_q)
     return send

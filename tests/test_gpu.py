@@ -90,7 +90,7 @@ def test_pdl_launches_in_a_cuda_graph_wait_for_their_inputs(kernel: str, device:
     """One-token tiles use PDL. A second PDL merge reads the first kernel's output (N = 1, the
     identity): the first lets it launch early, so only ``gdc_wait`` before its loads keeps it
     from reading stale values. Captured in a graph, replayed on new inputs."""
-    from attn_contracts.combine.ops import default_config
+    from attn_contracts.combine.tiles import default_config
 
     assert default_config(4, 1, 128, 512, kernel).pdl and default_config(1, 1, 128, 512).pdl
     o, lse = partials(4, 1, 128, 512, torch.bfloat16, seed=4, specials=False, device=device)
@@ -163,7 +163,7 @@ def test_flipping_a_flashinfer_base_fails_verify(record, device: str) -> None:  
 
 
 def test_dcp_collectives_on_nccl_at_world_size_one() -> None:
-    from attn_contracts.combine.ranks import run_ranks
+    from attn_contracts.testing.ranks import run_ranks
     from fixtures import dcp_workers
 
     errors = run_ranks(dcp_workers.nccl_world_of_one, 1, backend="nccl", timeout_s=300)[0].value
@@ -173,7 +173,7 @@ def test_dcp_collectives_on_nccl_at_world_size_one() -> None:
 def test_a_captured_dcp_step_survives_a_larger_eager_step() -> None:
     """Capture a step at T=2 on a workspace, run T=max eagerly (masks and sinks on), replay the
     graph on new inputs: the replay equals an eager call exactly (no buffer was reallocated)."""
-    from attn_contracts.combine.ranks import run_ranks
+    from attn_contracts.testing.ranks import run_ranks
     from fixtures import dcp_workers
 
     result = run_ranks(dcp_workers.nccl_graph_after_larger_step, 1, backend="nccl",
@@ -272,7 +272,7 @@ def test_pack_a2a_in_a_cuda_graph_with_pdl(device: str) -> None:
     """One token: the pack's tiles use PDL. A merge that reads the packed message right after
     it (as the receiving side of a world of one would) must see the new values on replay."""
     from attn_contracts.combine import pack_a2a
-    from attn_contracts.combine.ops import default_config
+    from attn_contracts.combine.tiles import default_config
 
     assert default_config(4, 1, 128, 512, "pack").pdl
     t, h, d, world = 1, 128, 512, 4
@@ -311,7 +311,7 @@ def test_two_way_tiles_on_cuda(n: int, t: int, h: int, d: int, device: str) -> N
     """The N <= 2 tiles (1024 elements, four warps) and the sweep's other candidates compute the
     merge exactly as the reference does, with an [H, T] LSE too."""
     from attn_contracts.combine import KernelConfig
-    from attn_contracts.combine.ops import default_config
+    from attn_contracts.combine.tiles import default_config
 
     cfg = default_config(n, t, h, d)
     if t > 1:
@@ -487,7 +487,7 @@ def test_direct_merge_gives_up_on_a_peer_that_never_signals(device: str) -> None
 
 
 def test_a2a_best_on_one_rank_falls_back_and_says_why() -> None:
-    from attn_contracts.combine.ranks import run_ranks
+    from attn_contracts.testing.ranks import run_ranks
     from fixtures import dcp_workers
 
     why = run_ranks(dcp_workers.nccl_a2a_best_world_of_one, 1, backend="nccl",
