@@ -53,7 +53,7 @@ $(VLLM_STAMP): pyproject.toml .ci/vllm-constraints.txt
 	touch $(VLLM_STAMP)
 
 test-vllm: $(VLLM_STAMP)
-	TRITON_INTERPRET=1 $(VLLM_PY) -m pytest -q -m vllm tests/test_vllm_integration.py
+	TRITON_INTERPRET=1 $(VLLM_PY) -m pytest -q -m vllm -W ignore::DeprecationWarning tests/
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
