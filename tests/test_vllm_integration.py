@@ -14,9 +14,9 @@ import pytest
 
 pytest.importorskip("vllm", reason="needs vLLM (make test-vllm)")
 
-from attn_contracts.cli import main  # noqa: E402
-from attn_contracts.findings import Code, ContractError, Severity  # noqa: E402
-from attn_contracts.integrations import vllm as iv  # noqa: E402
+from attn_contracts.cli import main
+from attn_contracts.findings import Code, ContractError, Severity
+from attn_contracts.integrations import vllm as iv
 
 pytestmark = pytest.mark.vllm
 
@@ -101,7 +101,7 @@ def test_without_dcp_no_lse_is_consumed(rows: dict[str, Any]) -> None:
 
 
 def test_unknown_backend_name_lists_the_known_ones() -> None:
-    with pytest.raises(ValueError, match="known: .*FLASHINFER_MLA"):
+    with pytest.raises(ValueError, match=r"known: .*FLASHINFER_MLA"):
         iv.report("NOPE")
 
 
@@ -159,7 +159,7 @@ def test_vllm_loads_the_plugin_and_its_dcp_check_runs_the_contract(hooked: Any,
 def test_the_hook_refuses_flashinfer_and_keeps_vllms_own_check(hooked: Any) -> None:
     from vllm.v1.attention.backends.flashinfer import FlashInferImpl
 
-    with pytest.raises(ContractError, match="FlashInferImpl.lse_base_on_e=True"):
+    with pytest.raises(ContractError, match=r"FlashInferImpl\.lse_base_on_e=True"):
         hooked.check_attention_cp_compatibility(_config("FLASHINFER", FlashInferImpl))
     config = _config("FLASHINFER", FlashInferImpl)
     config.compilation_config.static_forward_context["model.layers.0.attn"].impl \
