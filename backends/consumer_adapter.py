@@ -30,6 +30,7 @@ from attn_contracts.consumer import ConsumerRecord
 __all__ = ["KNOWN_ADAPTERS", "ConsumerAdapter", "adapter_path_for", "resolve_consumer_adapter"]
 
 _FI = "attn_contracts.backends.flashinfer_merge"
+_VLLM = "attn_contracts.backends.vllm_merge"
 #: built-in adapters of library functions, by the qualified names consumer records list in ``calls``
 KNOWN_ADAPTERS: dict[str, str] = {
     "flashinfer.merge_state": f"{_FI}:merge_state",
@@ -38,6 +39,8 @@ KNOWN_ADAPTERS: dict[str, str] = {
     "flashinfer.cascade.merge_state_in_place": f"{_FI}:merge_state_in_place",
     "flashinfer.merge_states": f"{_FI}:merge_states",
     "flashinfer.cascade.merge_states": f"{_FI}:merge_states",
+    # the installed vLLM's dispatcher (make test-vllm); on the CPU it runs its torch fallback
+    "vllm.v1.attention.ops.merge_attn_states.merge_attn_states": f"{_VLLM}:merge_attn_states",
 }
 
 

@@ -205,3 +205,18 @@ def test_engine_vllm_text_exits_1_on_errors(capsys: pytest.CaptureFixture[str]) 
 def test_engine_vllm_unknown_backend_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["engine", "vllm", "--backend", "NOPE"]) == 2
     assert "known:" in capsys.readouterr().err
+
+
+# --- consumer truth from the real vLLM ------------------------------------------------------------
+def test_verify_consumer_runs_vllms_own_merge(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--consumer", "vllm.merge_attn_states", "vllm.merge_attn_states.cpu",
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    by_name = {r["name"]: r for r in doc["results"]}
+    measured = by_name["vllm.merge_attn_states.cpu"]
+    assert measured["status"] == "match" and measured["notes"] == []
+    assert measured["observed"]["bases"] == {"": "e"}
+    assert measured["observed"]["layouts"] == ["head_token"]
+    # the dispatcher's record keeps the weaker all-empty value of its GPU paths: a note, no finding
+    assert by_name["vllm.merge_attn_states"]["status"] == "match"
+    assert by_name["vllm.merge_attn_states"]["notes"]
