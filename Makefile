@@ -45,7 +45,7 @@ SGLANG_PIN ?= sglang==0.5.23
 SGLANG_SRC := $(VLLM_VENV)/sglang-src
 VLLM_PIP := $(VLLM_PY) -m pip install -q --disable-pip-version-check -c .ci/vllm-constraints.txt
 
-$(VLLM_STAMP): pyproject.toml .ci/vllm-constraints.txt
+$(VLLM_STAMP): pyproject.toml Makefile .ci/vllm-constraints.txt
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_PIP) $(TORCH)
 	$(VLLM_PIP) $(VLLM_PINS)
