@@ -235,3 +235,13 @@ def test_dcp_ranks_agree_or_all_fail() -> None:
     assert [v["ok"] for v in split] == [False, False]
     assert all("AC007" in v["codes"] for v in split)
     assert "AC008" in split[1]["codes"]
+
+
+def test_a_release_without_the_check_is_logged_not_fatal(monkeypatch: pytest.MonkeyPatch,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    from dataclasses import replace
+
+    moved = replace(iv.VLLM_0_32, check_function="no_such_check")
+    monkeypatch.setattr(iv, "mapping_for", lambda version: moved)
+    iv.register()  # vLLM calls this in every process: it must never take vLLM down
+    assert "no vllm.v1.worker.cp_utils.no_such_check to hook" in caplog.text

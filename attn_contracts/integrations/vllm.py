@@ -612,9 +612,16 @@ def register() -> None:
     idempotent. ``ATTN_CONTRACTS_VLLM=off`` disables it, ``=warn`` logs instead of raising."""
     if _mode() == "off":
         return
-    mapping = mapping_for(installed_version()) or MAPPINGS[0]
-    module = importlib.import_module(mapping.check_module)
-    original = getattr(module, mapping.check_function)
+    version = installed_version()
+    mapping = mapping_for(version) or MAPPINGS[0]
+    try:
+        module = importlib.import_module(mapping.check_module)
+        original = getattr(module, mapping.check_function)
+    except (ImportError, AttributeError) as err:  # a release that moved the check: never crash vLLM
+        log.warning("attn-contracts: vLLM %s has no %s.%s to hook (%s); the contract is not "
+                    "checked at startup", version, mapping.check_module, mapping.check_function,
+                    err)
+        return
     if getattr(original, _HOOKED, False):
         return
 
