@@ -228,10 +228,10 @@ def test_dcp_ranks_agree_or_all_fail() -> None:
     from attn_contracts.combine.ranks import run_ranks
     from fixtures import vllm_workers as w
 
-    clean = [r.value for r in run_ranks(w.startup, 2, None, timeout_s=240)]
+    rounds = [r.value for r in run_ranks(w.startup_rounds, 2, 1, timeout_s=240)]
+    clean, split = [v[0] for v in rounds], [v[1] for v in rounds]
     assert clean == [{"ok": True, "codes": []}] * 2
     # one rank's class declares base 2: it fails on its own findings, the other on the disagreement
-    split = [r.value for r in run_ranks(w.startup, 2, 1, timeout_s=240)]
     assert [v["ok"] for v in split] == [False, False]
     assert all("AC007" in v["codes"] for v in split)
     assert "AC008" in split[1]["codes"]
