@@ -245,3 +245,12 @@ def test_a_release_without_the_check_is_logged_not_fatal(monkeypatch: pytest.Mon
     monkeypatch.setattr(iv, "mapping_for", lambda version: moved)
     iv.register()  # vLLM calls this in every process: it must never take vLLM down
     assert "no vllm.v1.worker.cp_utils.no_such_check to hook" in caplog.text
+
+
+def test_a_release_without_a_mapping_warns_on_every_backend(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    monkeypatch.setattr(iv, "installed_version", lambda: "0.31.0")
+    rows = iv.report()
+    assert all(r.findings and r.findings[0].code is Code.AC013 and "0.31.0" in
+               r.findings[0].message for r in rows)
+    assert not [f for r in rows for f in r.findings if f.severity is Severity.ERROR]
