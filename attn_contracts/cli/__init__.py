@@ -1,4 +1,4 @@
-"""``attn-contracts``: list, show, validate, schema, matrix, plan, verify, lint and demo.
+"""``attn-contracts``: list, show, validate, schema, matrix, plan, verify, lint, engine and demo.
 
 Exit codes (stable, documented in the README):
   0  clean
@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from attn_contracts import __version__, lint
-from attn_contracts.cli import catalog, plan, validate, verify
+from attn_contracts.cli import catalog, engine, plan, validate, verify
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError
 from attn_contracts.cli._setting import non_negative, positive, positive_float
 from attn_contracts.findings import ContractError
@@ -93,6 +93,8 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
             verify.add_arguments)
     command("lint", "statically check backend and engine code for broken contracts", lint.run,
             lint.add_arguments)
+    command("engine", "an engine's attention backends: declared flags, records, edges, verdict",
+            engine.run, engine.add_arguments)
     return parser, handlers
 
 

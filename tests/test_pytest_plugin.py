@@ -1,0 +1,92 @@
+"""The pytest plugin, as a kernel author uses it: an inner pytest session whose tests verify this
+project's own adapters (the torch reference, and liars bent one way each) in one line."""
+
+from __future__ import annotations
+
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+RECORDS = """
+[[record]]
+name = "mine.decode"
+library = "mine"
+source = "the torch reference, declared honestly"
+evidence = "measured"
+adapter = "attn_contracts.backends.torch_ref:decode"
+lse = { returns = "lse", base = "e", layout = "token_head", dtype = "float32", empty_row = "-inf", includes_sink = false }
+decode = { attention = "mha", out_layout = "token_head_dim", head_dims = [64], q_dtypes = ["float32"], q_len_gt_1 = false }
+
+[[record]]
+name = "mine.declarative"
+library = "mine"
+source = "no adapter"
+evidence = "read_from_code"
+lse = { returns = "lse", base = "e", layout = "token_head", dtype = "float32", empty_row = "-inf", includes_sink = false }
+decode = { attention = "mha", out_layout = "token_head_dim", head_dims = [64], q_dtypes = ["float32"], q_len_gt_1 = false }
+
+[[consumer]]
+name = "mine.merge"
+library = "mine"
+source = "tests/fixtures/fake_consumers.py"
+evidence = "measured"
+adapter = "fixtures.fake_consumers:truthful"
+base = { kind = "fixed", base = "e" }
+lse = { layouts = ["token_head"], states = "first", dtypes = ["float32"] }
+empty = { reads_as_empty = ["-inf", "+inf", "nan"], all_empty = "zero", zero_weight_nan_safe = true }
+output = { returns_lse = true, lse_base = "input" }
+"""
+
+
+def test_the_plugin_is_registered_in_the_installed_metadata() -> None:
+    eps = {ep.name: ep.value for ep in metadata.entry_points(group="pytest11")}
+    assert eps.get("attn_contracts") == "attn_contracts.pytest_plugin"
+
+
+def test_one_line_verifies_a_record_and_fails_with_the_findings(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makefile(".toml", contracts=RECORDS)
+    # `fixtures.liars`, `fixtures.fake_consumers`: adapters that lie about the LSE, one way each
+    monkeypatch.setenv("PYTHONPATH", str(FIXTURES.parent))
+    pytester.makepyfile(test_kernel="""
+        import pytest
+
+        def test_honest(verify_contract):
+            verify_contract("mine.decode", file="contracts.toml")
+
+        def test_base2_liar(verify_contract):
+            verify_contract("mine.decode", file="contracts.toml", adapter="fixtures.liars:base2")
+
+        @pytest.mark.attn_contract("mine.decode", file="contracts.toml",
+                                   adapter="fixtures.liars:head_token")
+        def test_marker_liar():
+            pass
+
+        def test_no_adapter_skips(verify_contract):
+            verify_contract("mine.declarative", file="contracts.toml")
+
+        def test_unknown_name(verify_contract):
+            verify_contract("mine.nope", file="contracts.toml")
+
+        def test_consumer(verify_contract):
+            verify_contract("mine.merge", file="contracts.toml")
+
+        def test_consumer_liar(verify_contract):  # a 0/0 all-empty row the record says is 0
+            verify_contract("mine.merge", file="contracts.toml",
+                            adapter="fixtures.fake_consumers:zero_over_zero")
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(passed=2, failed=4, skipped=1)
+    out = result.stdout.str()
+    assert "mine.decode: what the kernel does differs from its record" in out
+    assert "AC008 mine.decode: lse.base" in out  # the verifier's own finding, as the message
+    assert "lse.layout" in out
+    assert "no adapter" in out  # the skip reason
+    assert "no record named 'mine.nope'" in out
+    assert "known: mine.declarative, mine.decode, mine.merge" in out
+    assert "mine.merge: what the kernel does differs" in out and "all_empty" in out
