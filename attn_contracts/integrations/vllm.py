@@ -518,11 +518,12 @@ def check(backend: str | None = None, *, dcp: bool = True) -> list[Finding]:
 
 
 # --- at vLLM's startup ---------------------------------------------------------------------------
-def _mode() -> str:
-    mode = os.environ.get(MODE_ENV, "error").strip().lower() or "error"
-    if mode not in ("error", "warn", "off"):
-        raise ValueError(f"{MODE_ENV}={mode!r}; allowed: error, warn, off")
-    return mode
+def _policy() -> str:
+    """What the hook does with a refusal: raise (error), log it (warn), or nothing (off)."""
+    policy = os.environ.get(MODE_ENV, "error").strip().lower() or "error"
+    if policy not in ("error", "warn", "off"):
+        raise ValueError(f"{MODE_ENV}={policy!r}; allowed: error, warn, off")
+    return policy
 
 
 def validate_vllm_startup(backends: Iterable[str], *, dcp_world_size: int, group: Any = None,
@@ -583,11 +584,11 @@ def validate_vllm_config(vllm_config: Any, target_layer_names: Iterable[str] | N
         return []
     if group is None:
         group = _dcp_group()
-    mode = _mode()
+    policy = _policy()
     try:
         return validate_vllm_startup(backends, dcp_world_size=dcp, group=group, impls=backends)
     except ContractError as err:
-        if mode == "warn":
+        if policy == "warn":
             log.error("attn-contracts (%s=warn, not raising): %s", MODE_ENV, err)
             return []
         raise
@@ -610,7 +611,7 @@ def register() -> None:
     """The ``vllm.general_plugins`` entry point: wrap vLLM's DCP compatibility check so it also
     runs :func:`validate_vllm_config`. Loaded in every vLLM process, possibly more than once:
     idempotent. ``ATTN_CONTRACTS_VLLM=off`` disables it, ``=warn`` logs instead of raising."""
-    if _mode() == "off":
+    if _policy() == "off":
         return
     version = installed_version()
     mapping = mapping_for(version) or MAPPINGS[0]
