@@ -22,9 +22,13 @@ Bases: exponentials are ``exp2``; ``IN_SCALE`` = log2(b) turns a base-``b`` LSE 
 base-2 exponent (1 for base 2, log2 e for base e); ``OUT_SCALE`` = ln b_in / ln b_out converts the
 merged LSE to the requested base. Both are compile-time constants.
 
-``PDL``: programmatic dependent launch (Hopper and newer). The program first waits for the grid it
-depends on (``gdc_wait``: all its writes visible), then lets the next PDL-launched kernel start its
-launch. Only the launch latency overlaps, about 0.45 µs per kernel on an H200.
+``PDL``: programmatic dependent launch (Hopper and newer), 0 (off) or one of three orders of its
+two instructions. The program waits for the grid it depends on (``gdc_wait``: all its writes
+visible) before its first load, and lets the next PDL-launched kernel start its launch
+(``gdc_launch_dependents``): 1 waits, then triggers; 2 triggers before it waits (the next launch
+also overlaps this one's wait); 3 triggers after the stores (the next kernel's programs never hold
+SM slots while this grid still has programs to run). Only launch latency overlaps. The tile's
+offsets are computed before the wait (they read no memory).
 
 Row mask (``HAS_MASK``): ``mask_ptr`` holds one entry per ``MASK_Q`` consecutive rows and shard
 (``MASK_Q = 1``: a ``[N, T]`` bool/uint8 row mask; ``MASK_Q = q_len``: per-request local lengths
@@ -47,10 +51,21 @@ from triton.language.extra import cuda as tl_cuda
 
 
 @triton.jit
-def _load_lse(lse_n, offs_h, s_lh, mask_h):
-    """One shard's LSE for a block of heads, fp32, with NaN and +inf read as −inf (empty)."""
-    x = tl.load(lse_n + offs_h * s_lh, mask=mask_h, other=float("-inf")).to(tl.float32)
-    return tl.where((x != x) | (x == float("inf")), float("-inf"), x)
+def _pdl_enter(PDL: tl.constexpr):
+    """The start of a PDL program (see the module docstring): wait, and trigger unless late."""
+    if PDL == 2:
+        tl_cuda.gdc_launch_dependents()
+    if PDL != 0:
+        tl_cuda.gdc_wait()
+    if PDL == 1:
+        tl_cuda.gdc_launch_dependents()
+
+
+@triton.jit
+def _pdl_exit(PDL: tl.constexpr):
+    """The end of a PDL program: the late trigger (mode 3)."""
+    if PDL == 3:
+        tl_cuda.gdc_launch_dependents()
 
 
 @triton.jit
@@ -60,44 +75,57 @@ def _row_valid(mask_n, row_ok):
 
 
 @triton.jit
-def _shard_lse(lse_n, mask_n, row_ok, offs_h, s_lh, mask_h, HAS_MASK: tl.constexpr):
-    """``_load_lse``, and −inf for every head where the row mask says the shard is empty."""
-    x = _load_lse(lse_n, offs_h, s_lh, mask_h)
-    if HAS_MASK:
-        x = tl.where(_row_valid(mask_n, row_ok), x, float("-inf"))
-    return x
+def _load_lses(lse_row, s_ln, mask_row, s_mn, row_ok, offs_h, s_lh, mask_h, N: tl.constexpr,
+               HAS_MASK: tl.constexpr):
+    """Every shard's raw LSE ``[BLOCK_H]`` and row-mask entry, as two tuples of ``N`` (the
+    mask's empty without ``HAS_MASK``). Only loads: nothing here waits for memory."""
+    xs = ()
+    vs = ()
+    lse_n = lse_row
+    mask_n = mask_row
+    for _ in tl.static_range(N):
+        xs = xs + (tl.load(lse_n + offs_h * s_lh, mask=mask_h, other=float("-inf")),)
+        if HAS_MASK:
+            vs = vs + (tl.load(mask_n, mask=row_ok, other=0),)
+        lse_n += s_ln
+        mask_n += s_mn
+    return xs, vs
 
 
 @triton.jit
-def _sink_lse(sink_ptr, offs_h, s_s, mask_h, HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr,
-              BLOCK_H: tl.constexpr):
-    """The sink in the LSE's base (``s · log_b e``) per head, −inf without a sink."""
+def _load_sink(sink_ptr, offs_h, s_s, mask_h, HAS_SINK: tl.constexpr, BLOCK_H: tl.constexpr):
+    """The raw per-head sink logits (natural log), −inf without a sink. Only a load."""
     if HAS_SINK:
-        x = tl.load(sink_ptr + offs_h * s_s, mask=mask_h, other=float("-inf")).to(tl.float32)
-        x = tl.where((x != x) | (x == float("inf")), float("-inf"), x * SINK_SCALE)
+        x = tl.load(sink_ptr + offs_h * s_s, mask=mask_h, other=float("-inf"))
     else:
         x = tl.full((BLOCK_H,), float("-inf"), tl.float32)
     return x
 
 
 @triton.jit
-def _finite(m):
-    """The max with −inf replaced by 0, so ``x − m`` is never ``−inf − (−inf)``."""
-    return tl.where(m == float("-inf"), 0.0, m)
+def _clean(x):
+    """fp32, with NaN and +inf read as −inf (empty)."""
+    x = x.to(tl.float32)
+    return tl.where((x != x) | (x == float("inf")), float("-inf"), x)
 
 
 @triton.jit
-def _max_lse(lse_row, s_ln, mask_row, s_mn, row_ok, offs_h, s_lh, mask_h, m0, N: tl.constexpr,
-             HAS_MASK: tl.constexpr):
-    """The max of ``m0`` (the sink, or −inf) and the shards' LSEs, −inf as 0 (``_finite``)."""
-    m = m0
-    lse_n = lse_row
-    mask_n = mask_row
-    for _ in tl.static_range(N):
-        m = tl.maximum(m, _shard_lse(lse_n, mask_n, row_ok, offs_h, s_lh, mask_h, HAS_MASK))
-        lse_n += s_ln
-        mask_n += s_mn
-    return _finite(m)
+def _shard_weights(xs, vs, sink, N: tl.constexpr, HAS_MASK: tl.constexpr,
+                   HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr):
+    """The shards' LSEs cleaned (``_clean``; −inf where the row mask says the shard is empty),
+    the sink in the LSE's base (``s · log_b e``; −inf without one), and the max over both with
+    −inf as 0 (so ``x − m`` is never ``−inf − (−inf)``)."""
+    if HAS_SINK:
+        sink = _clean(sink) * SINK_SCALE
+    m = sink
+    cs = ()
+    for n in tl.static_range(N):
+        x = _clean(xs[n])
+        if HAS_MASK:
+            x = tl.where(vs[n] > 0, x, float("-inf"))
+        cs = cs + (x,)
+        m = tl.maximum(m, x)
+    return cs, sink, tl.where(m == float("-inf"), 0.0, m)
 
 
 @triton.jit
@@ -151,32 +179,33 @@ def merge_kernel(
     N: tl.constexpr, IN_SCALE: tl.constexpr, OUT_SCALE: tl.constexpr, WRITE_LSE: tl.constexpr,
     HAS_MASK: tl.constexpr, HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr,
     BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, NUM_DB: tl.constexpr, PDL: tl.constexpr,
+    ISSUE_FIRST: tl.constexpr = True,
 ):
     """out[t, h, :] = Σ_n w_n · o[n, t, h, :]; optionally lse_out[t, h] = merged LSE."""
-    if PDL:
-        tl_cuda.gdc_wait()
-        tl_cuda.gdc_launch_dependents()
     t, offs_h, offs_d, mask_h, mask, lse_off = _tile(T, H, D, Q_LEN, s_lb, s_lq, NUM_DB, BLOCK_H,
                                                      BLOCK_D)
-    lse_row = lse_ptr + lse_off
-    mask_row = mask_ptr + (t // MASK_Q) * s_mt
-    row_ok = t < T
-    sink = _sink_lse(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, SINK_SCALE, BLOCK_H)
-    m = _max_lse(lse_row, s_ln, mask_row, s_mn, row_ok, offs_h, s_lh, mask_h, sink, N, HAS_MASK)
+    _pdl_enter(PDL)
+    # Every load is issued before any value is used: left to interleave the weights' math with the
+    # partials' loads, ptxas let a warp wait for the LSEs before its last O loads were issued (half
+    # of them at N = 8), one more memory latency per program (kernel-experiments-h200.md).
+    xs, vs = _load_lses(lse_ptr + lse_off, s_ln, mask_ptr + (t // MASK_Q) * s_mt, s_mn, t < T,
+                        offs_h, s_lh, mask_h, N, HAS_MASK)
+    sink = _load_sink(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, BLOCK_H)
+    os = ()
+    o_n = o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od
+    for _ in tl.static_range(N):
+        os = os + (tl.load(o_n, mask=mask, other=0.0),)
+        o_n += s_on
+    if ISSUE_FIRST:
+        tl.debug_barrier()
+    cs, sink, m = _shard_weights(xs, vs, sink, N, HAS_MASK, HAS_SINK, SINK_SCALE)
     s = _sink_weight(sink, m, IN_SCALE, HAS_SINK, BLOCK_H)
     acc = tl.zeros((BLOCK_H, BLOCK_D), tl.float32)
-    o_n = o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od
-    lse_n = lse_row
-    mask_n = mask_row
-    for _ in tl.static_range(N):
-        x = _shard_lse(lse_n, mask_n, row_ok, offs_h, s_lh, mask_h, HAS_MASK)
-        p = tl.exp2((x - m) * IN_SCALE)  # 0 when empty
-        o = tl.load(o_n, mask=mask, other=0.0).to(tl.float32)
+    for n in tl.static_range(N):
+        p = tl.exp2((cs[n] - m) * IN_SCALE)  # 0 when empty
         s += p
-        acc += tl.where(p[:, None] > 0, p[:, None] * o, 0.0)  # empty shard: adds 0, even if o is NaN
-        o_n += s_on
-        lse_n += s_ln
-        mask_n += s_mn
+        # an empty shard adds 0, even if its o is NaN
+        acc += tl.where(p[:, None] > 0, p[:, None] * os[n].to(tl.float32), 0.0)
     # normalised last, so the reciprocal is off the loads' critical path (one-token latency)
     acc *= _reciprocal(s)[:, None]
     tl.store(out_ptr + t * s_yt + offs_h[:, None] * s_yh + offs_d[None, :] * s_yd,
@@ -184,6 +213,7 @@ def merge_kernel(
     if WRITE_LSE:
         if tl.program_id(0) % NUM_DB == 0:
             _store_lse(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE, OUT_SCALE)
+    _pdl_exit(PDL)
 
 
 @triton.jit
@@ -205,35 +235,29 @@ def rescale_kernel(
     ``HC = H / N`` the output is laid out ``[N, T, H/N, D]``, ready for a reduce-scatter by heads
     without a copy; ``HC = H``, ``s_yc = 0`` is the plain ``[T, H, D]``. The sink (if any) is in
     every rank's denominator, so the sum over ranks is the merge with the sink."""
-    if PDL:
-        tl_cuda.gdc_wait()
-        tl_cuda.gdc_launch_dependents()
     t, offs_h, offs_d, mask_h, mask, lse_off = _tile(T, H, D, Q_LEN, s_lb, s_lq, NUM_DB, BLOCK_H,
                                                      BLOCK_D)
+    _pdl_enter(PDL)
+    # every load first (see merge_kernel); this rank's LSE is picked from the N loaded, not reloaded
     o = tl.load(o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od, mask=mask,
-                other=0.0).to(tl.float32)
-    lse_row = lse_ptr + lse_off
-    mask_row = mask_ptr + (t // MASK_Q) * s_mt
-    row_ok = t < T
-    sink = _sink_lse(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, SINK_SCALE, BLOCK_H)
-    m = _max_lse(lse_row, s_ln, mask_row, s_mn, row_ok, offs_h, s_lh, mask_h, sink, N, HAS_MASK)
+                other=0.0)
+    xs, vs = _load_lses(lse_ptr + lse_off, s_ln, mask_ptr + (t // MASK_Q) * s_mt, s_mn, t < T,
+                        offs_h, s_lh, mask_h, N, HAS_MASK)
+    sink = _load_sink(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, BLOCK_H)
+    cs, sink, m = _shard_weights(xs, vs, sink, N, HAS_MASK, HAS_SINK, SINK_SCALE)
     s = _sink_weight(sink, m, IN_SCALE, HAS_SINK, BLOCK_H)
-    lse_n = lse_row
-    mask_n = mask_row
-    for _ in tl.static_range(N):
-        x = _shard_lse(lse_n, mask_n, row_ok, offs_h, s_lh, mask_h, HAS_MASK)
-        s += tl.exp2((x - m) * IN_SCALE)  # 0 when empty
-        lse_n += s_ln
-        mask_n += s_mn
-    x_r = _shard_lse(lse_row + RANK * s_ln, mask_row + RANK * s_mn, row_ok, offs_h, s_lh, mask_h,
-                     HAS_MASK)
+    x_r = tl.full((BLOCK_H,), float("-inf"), tl.float32)
+    for n in tl.static_range(N):
+        s += tl.exp2((cs[n] - m) * IN_SCALE)  # 0 when empty
+        x_r = tl.where(RANK == n, cs[n], x_r)
     w = (tl.exp2((x_r - m) * IN_SCALE) * _reciprocal(s))[:, None]
     out_h = (offs_h // HC).to(tl.int64) * s_yc + (offs_h % HC) * s_yh
     tl.store(out_ptr + t * s_yt + out_h[:, None] + offs_d[None, :] * s_yd,
-             tl.where(w > 0, w * o, 0.0).to(out_ptr.dtype.element_ty), mask=mask)
+             tl.where(w > 0, w * o.to(tl.float32), 0.0).to(out_ptr.dtype.element_ty), mask=mask)
     if WRITE_LSE:
         if tl.program_id(0) % NUM_DB == 0:
             _store_lse(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE, OUT_SCALE)
+    _pdl_exit(PDL)
 
 
 @triton.jit
@@ -251,11 +275,9 @@ def pack_a2a_kernel(
     ``j = h // HC``, whose message holds ``O [T, HC, D]`` (contiguous, ``o_dst_ptr + j·s_on_dst``)
     and the fp32 LSE ``[T, HC]`` (``lse_dst_ptr + j·s_ln_dst``). Rows the mask marks empty send
     ``O = 0`` and ``LSE = −inf``. The LSE is written by the programs of the first dim block."""
-    if PDL:
-        tl_cuda.gdc_wait()
-        tl_cuda.gdc_launch_dependents()
     t, offs_h, offs_d, mask_h, mask, lse_off = _tile(T, H, D, 1, s_lt, 0, NUM_DB, BLOCK_H,
                                                      BLOCK_D)
+    _pdl_enter(PDL)
     o = tl.load(o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od, mask=mask,
                 other=0.0)
     if HAS_MASK:
@@ -270,3 +292,4 @@ def pack_a2a_kernel(
         if HAS_MASK:
             x = tl.where(valid, x, float("-inf"))
         tl.store(lse_dst_ptr + j * s_ln_dst + row, x, mask=mask_h)
+    _pdl_exit(PDL)
