@@ -68,7 +68,8 @@ from attn_contracts.combine import (
     rescale,
     rescale_reference,
 )
-from attn_contracts.combine.ops import default_config, merge_into
+from attn_contracts.combine.ops import merge_into
+from attn_contracts.combine.tiles import default_config
 from attn_contracts.combine.workspace import a2a_piece_bytes
 
 SHAPES = [(4, 1, 128, 512), (8, 1, 16, 512), (4, 32, 128, 512), (8, 256, 128, 512),

@@ -31,9 +31,10 @@ import torch
 import torch.distributed as dist
 
 from attn_contracts.combine.direct import direct_merge, direct_send
-from attn_contracts.combine.ops import default_config, lse_scales, pack_a2a
+from attn_contracts.combine.ops import lse_scales, pack_a2a
 from attn_contracts.combine.plan import CombinePlan
 from attn_contracts.combine.reference import log_of_base
+from attn_contracts.combine.tiles import default_config, sm_count
 from attn_contracts.combine.workspace import Workspace
 from attn_contracts.findings import ContractError
 
@@ -194,12 +195,13 @@ def _a2a_direct(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor,
     t, h, d = partial_out.shape
     bufs = ws.direct_buffers(slot, t, partial_out.device)
     hc = h // plan.world_size
-    pack = default_config(plan.world_size, t, h, d, "pack")
+    sms = sm_count(partial_out.device)
+    pack = default_config(plan.world_size, t, h, d, "pack", sms=sms)
     direct_send(bufs, partial_out, lse, row_mask, block_h=pack.block_h, block_d=pack.block_d,
                 num_warps=pack.num_warps)
     result = out if out is not None else partial_out.new_empty((t, hc, d))
     lse_out = partial_out.new_empty((t, hc), dtype=torch.float32) if plan.return_lse else None
-    cfg = plan.config or default_config(plan.world_size, t, hc, d)
+    cfg = plan.config or default_config(plan.world_size, t, hc, d, sms=sms)
     in_scale, out_scale = lse_scales(plan.base, plan.lse_out_base)
     my_sink = None if sink is None else sink[bufs.rank * hc : (bufs.rank + 1) * hc]
     direct_merge(bufs, result, lse_out, my_sink, in_scale=in_scale, out_scale=out_scale,

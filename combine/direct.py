@@ -11,12 +11,14 @@ back to ``a2a`` and says so.
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from attn_contracts.combine.launch import launch_grid, launcher
+from attn_contracts.combine.tiles import cdiv
 
 __all__ = ["DIRECT_DTYPES", "DirectBuffers", "direct_merge", "direct_send", "direct_unavailable",
            "direct_unavailable_here"]
@@ -115,45 +117,35 @@ class DirectBuffers:
                 }.get(code, f"error {code}")
 
 
-@functools.cache
-def _kernel(name: str) -> Any:
-    from attn_contracts.combine import _direct_kernels
-
-    return getattr(_direct_kernels, name)
-
-
 def direct_send(bufs: DirectBuffers, partial_out: torch.Tensor, lse: torch.Tensor,
                 row_mask: torch.Tensor | None, *, block_h: int, block_d: int,
                 num_warps: int) -> None:
     """Write ``partial_out [T, H, D]`` and ``lse [T, H]`` (any strides) to every peer."""
-    from attn_contracts.combine.ops import launch_grid
-
     t, h, d = partial_out.shape
     lay = bufs.layout
     mask = row_mask if row_mask is not None else lse
-    _kernel("direct_send_kernel")[launch_grid(t, h, d, block_h, block_d)](
-        partial_out, lse, mask, bufs.peers, bufs.state,
-        t, h, d, h // lay.world, 1, bufs.rank,
-        *partial_out.stride(), *lse.stride(), mask.stride(0),
-        lay.piece, lay.parity_bytes, lay.o_bytes, lay.data, SPIN,
-        N=lay.world, HAS_MASK=row_mask is not None, BLOCK_H=block_h, BLOCK_D=block_d,
-        NUM_DB=-(-d // block_d), num_warps=num_warps)
+    launcher("direct_send_kernel")(
+        launch_grid(t, h, d, block_h, block_d), (partial_out, lse, mask, bufs.peers, bufs.state),
+        (t, h, d, h // lay.world, 1, bufs.rank, *partial_out.stride(), *lse.stride(),
+         mask.stride(0), lay.piece, lay.parity_bytes, lay.o_bytes, lay.data, SPIN),
+        dict(N=lay.world, HAS_MASK=row_mask is not None, BLOCK_H=block_h, BLOCK_D=block_d,
+             NUM_DB=cdiv(d, block_d)),
+        num_warps)
 
 
 def direct_merge(bufs: DirectBuffers, out: torch.Tensor, lse_out: torch.Tensor | None,
                  sink: torch.Tensor | None, *, in_scale: float, out_scale: float,
                  sink_scale: float, block_h: int, block_d: int, num_warps: int) -> None:
     """Wait for every peer's message of this step and merge them into ``out [T, H/N, D]``."""
-    from attn_contracts.combine.ops import launch_grid
-
     t, hc, d = out.shape
     lay = bufs.layout
     z = lse_out if lse_out is not None else out
     s = sink if sink is not None else bufs.state
-    _kernel("direct_merge_kernel")[launch_grid(t, hc, d, block_h, block_d)](
-        out, z, s, bufs.peers, bufs.state,
-        t, hc, d, bufs.rank, *out.stride(), z.stride(0), z.stride(1), s.stride(0),
-        lay.piece, lay.parity_bytes, lay.o_bytes, lay.data, SPIN,
-        N=lay.world, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
-        HAS_SINK=sink is not None, SINK_SCALE=sink_scale, BLOCK_H=block_h, BLOCK_D=block_d,
-        NUM_DB=-(-d // block_d), num_warps=num_warps)
+    launcher("direct_merge_kernel")(
+        launch_grid(t, hc, d, block_h, block_d), (out, z, s, bufs.peers, bufs.state),
+        (t, hc, d, bufs.rank, *out.stride(), z.stride(0), z.stride(1), s.stride(0), lay.piece,
+         lay.parity_bytes, lay.o_bytes, lay.data, SPIN),
+        dict(N=lay.world, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
+             HAS_SINK=sink is not None, SINK_SCALE=sink_scale, BLOCK_H=block_h, BLOCK_D=block_d,
+             NUM_DB=cdiv(d, block_d)),
+        num_warps)

@@ -1,4 +1,5 @@
-"""Launchers of the combine kernels, registered as torch custom ops.
+"""The combine ops: launchers of the combine kernels, registered as torch custom ops (their tiles
+come from ``tiles.py``, the launch itself from ``launch.py``).
 
 ``merge`` and ``rescale`` check their inputs (shapes, dtypes, devices), allocate what the caller did
 not pass, and launch. The ops ``attn_contracts::merge_`` and ``attn_contracts::rescale_`` write into
@@ -22,17 +23,17 @@ from __future__ import annotations
 
 import functools
 import math
-import os
-from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import torch
 
+from attn_contracts.combine.launch import MAX_GRID_YZ, launch_grid, launcher, uses_triton
 from attn_contracts.combine.reference import (
     log_of_base,
     merge_reference,
     rescale_reference,
 )
+from attn_contracts.combine.tiles import KernelConfig, cdiv, default_config, sm_count
 from attn_contracts.records import BASES
 
 __all__ = [
@@ -55,93 +56,6 @@ OUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _LSE_DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 _MASK_DTYPES = (torch.bool, torch.uint8)
 _LENS_DTYPES = (torch.int32, torch.int64)
-
-
-@dataclass(frozen=True)
-class KernelConfig:
-    block_h: int
-    block_d: int
-    num_warps: int
-    #: programmatic dependent launch (used on compute capability 9.0 and newer only)
-    pdl: bool = False
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _next_pow2(x: int) -> int:
-    return 1 << max(0, (x - 1).bit_length())
-
-
-_SMS = 132  # streaming multiprocessors of an H100/H200
-_ONE_WAVE = 4 * _SMS  # grids this small are latency-bound: PDL pays; larger ones it slowed down
-
-
-#: merge tiles of two-way (and one-way) merges: (elements per program, warps); see default_config
-SMALL_N_MERGE_TILE = (1024, 4)
-
-
-@functools.lru_cache(maxsize=1024)
-def default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim: int,
-                   kernel: str = "merge") -> KernelConfig:
-    """Tiles from the shape, no autotuning (plans are built at startup, graphs are captured).
-
-    Measured on an H200 (``bench/results/combine-sweep-h200.txt``): one-warp programs are
-    fastest, ``merge`` with 256 elements (8 per thread per shard, every shard in flight at once, so
-    N multiplies the bytes in flight) and up to 128 of the head dim, ``rescale`` (and
-    ``pack``, the a2a send copy: one stream in, one out) with 1024 (32 per thread: it has one
-    stream, so each thread needs more in flight) and up to 512. With fewer programs than SMs
-    (one-token decode, latency-bound) ``merge`` shrinks its tile to 128 elements and ``rescale``
-    spreads 1024 over four warps. PDL is on for grids of at most one wave: it saved 0.45 µs per
-    launch there and cost 10 % or more on larger grids.
-
-    ``merge`` with N <= 2 (``SMALL_N_MERGE_TILE``): one-warp 256-element programs keep only
-    N·16 bytes per thread in flight, and an SM holds at most 32 programs, so about 32 KB per SM:
-    by Little's law (≈4.8 TB/s × ≈1 µs loaded latency / 132 SMs ≈ 36 KB) that caps a two-way
-    merge near the 58-61 % measured. 1024 elements over two warps (16 per thread per shard, two
-    16-byte loads each) give 64 B per thread; at 47 registers (ptxas for sm_90, triton 3.9) an
-    SM holds 42 such warps, about 86 KB in flight: what FlashInfer's merge_state gets from its
-    128-512-thread blocks. Measured (``bench/results/combine-sweep-targets-h200.md``): 1024
-    elements over four warps (8 per thread per shard) were 1-3 % faster than over two, and the
-    ``pack`` kernel was fastest with 1024-element, 128-wide tiles over four warps (eight at one
-    token) rather than the rescale tiles."""
-    d2 = _next_pow2(head_dim)
-    small_n = kernel == "merge" and num_partials <= 2
-    if kernel == "merge":
-        elems, d_max = SMALL_N_MERGE_TILE[0] if small_n else 256, 128
-    else:
-        elems, d_max = 1024, 512
-    block_d = min(d2, d_max)
-    block_h = min(_next_pow2(num_heads), max(1, elems // block_d))
-    num_warps = 1
-
-    def programs(bh: int, bd: int) -> int:
-        return num_tokens * _cdiv(num_heads, bh) * _cdiv(head_dim, bd)
-
-    if programs(block_h, block_d) < _SMS:
-        if kernel == "merge":
-            while programs(block_h, block_d) < _SMS and block_h * block_d > 128:
-                if block_d > 64:
-                    block_d //= 2
-                else:
-                    block_h //= 2
-        else:
-            block_d = min(d2, 128)
-            block_h = min(_next_pow2(num_heads), max(1, elems // block_d))
-            num_warps = 4
-    if small_n:  # keep 16 elements per thread per shard where the tile stayed large
-        num_warps = max(1, min(SMALL_N_MERGE_TILE[1], block_h * block_d // 256))
-    if kernel == "pack":  # one stream in, one out; 128-wide rows over 4 warps (8 at one token)
-        block_d = min(d2, 128)
-        block_h = min(_next_pow2(num_heads), max(1, 1024 // block_d))
-        num_warps = 8 if programs(block_h, block_d) < _SMS else 4
-    return KernelConfig(block_h, block_d, num_warps, pdl=programs(block_h, block_d) <= _ONE_WAVE)
-
-
-def uses_triton(t: torch.Tensor) -> bool:
-    """Whether a tensor on this device goes through the Triton kernels (else the torch path)."""
-    return t.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"
 
 
 @functools.lru_cache(maxsize=16)
@@ -252,69 +166,6 @@ def _check_sink(sink: torch.Tensor | None, h: int, device: torch.device) -> None
 
 
 # --- launching ------------------------------------------------------------------------------------
-MAX_GRID_YZ = 65535  # grid axes 1 and 2 hold at most this many programs each
-
-
-def launch_grid(t: int, h: int, d: int, block_h: int, block_d: int) -> tuple[int, int, int]:
-    """Axis 0: the (head, dim) blocks of a row; rows on axes 1 and 2 (see ``_kernels.py``)."""
-    rows = min(t, MAX_GRID_YZ)
-    return _cdiv(h, block_h) * _cdiv(d, block_d), rows, _cdiv(t, rows)
-
-
-@functools.lru_cache(maxsize=64)
-def _pdl_capable(device_index: int) -> bool:
-    """``griddepcontrol`` needs compute capability 9.0 (Hopper) or newer."""
-    return bool(torch.cuda.get_device_capability(device_index) >= (9, 0))
-
-
-class _Launcher:
-    """Launches a Triton kernel. After the first launch of an argument set (same ints, dtypes,
-    pointer alignment, constants) it calls the compiled kernel directly and skips Triton's
-    per-call binding and cache lookup: about 10 µs less host time per launch on the H200 host.
-    Keying on the int values themselves keeps every specialisation Triton would make (``== 1``,
-    divisible by 16, 64-bit) exact without recomputing it; the table is bounded."""
-
-    _MAX_ENTRIES = 4096
-
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
-        self.compiled: dict[tuple[Any, ...], Any] = {}
-        self.direct = True  # off for good if this Triton's compiled-kernel call API differs
-
-    def __call__(self, grid: tuple[int, int, int], tensors: tuple[torch.Tensor, ...],
-                 ints: tuple[int, ...], consts: dict[str, Any], num_warps: int, pdl: bool) -> None:
-        """``tensors`` then ``ints`` are the kernel's leading parameters, in order; ``consts`` its
-        constexprs in signature order, ``PDL`` (last) left out: it is set here."""
-        if not tensors[0].is_cuda:  # the interpreter: no compiled kernel to cache, no PDL
-            self.fn[grid](*tensors, *ints, **consts, PDL=False, num_warps=num_warps)
-            return
-        device = tensors[0].device.index or 0
-        pdl = pdl and _pdl_capable(device)
-        consts = {**consts, "PDL": pdl}
-        key = (device, num_warps, *consts.values(), *ints,
-               *[(x.dtype, x.data_ptr() % 16 == 0) for x in tensors])
-        kernel = self.compiled.get(key) if self.direct else None
-        if kernel is not None:
-            try:  # positional, as Triton's own launch passes them: consts in signature order
-                kernel[grid](*tensors, *ints, *consts.values())
-                return
-            except TypeError:
-                self.direct = False
-        extra = {"launch_pdl": True} if pdl else {}
-        kernel = self.fn[grid](*tensors, *ints, **consts, num_warps=num_warps, **extra)
-        if self.direct:
-            if len(self.compiled) >= self._MAX_ENTRIES:
-                self.compiled.clear()
-            self.compiled[key] = kernel
-
-
-@functools.cache
-def _launcher(name: str) -> _Launcher:
-    from attn_contracts.combine import _kernels  # triton is imported on first launch only
-
-    return _Launcher(getattr(_kernels, name))
-
-
 def _mask_operands(mask: torch.Tensor | None, sink: torch.Tensor | None, dummy: torch.Tensor,
                    base: str) -> tuple[torch.Tensor, torch.Tensor, tuple[int, int, int],
                                        dict[str, Any]]:
@@ -359,12 +210,12 @@ def merge_into(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.
     in_scale, out_scale = lse_scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out  # never written when WRITE_LSE is False
     m, k, extra_strides, extra_consts = _mask_operands(mask, sink, partial_lse, base)
-    _launcher("merge_kernel")(
+    launcher("merge_kernel")(
         launch_grid(t, h, d, block_h, block_d), (partial_out, partial_lse, out, z, m, k),
         (t, h, d, q_len, mask_q, *partial_out.stride(), *lse_strides, *out.stride(), z.stride(0),
          z.stride(1), *extra_strides),
         dict(N=n, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
-             **extra_consts, BLOCK_H=block_h, BLOCK_D=block_d, NUM_DB=_cdiv(d, block_d)),
+             **extra_consts, BLOCK_H=block_h, BLOCK_D=block_d, NUM_DB=cdiv(d, block_d)),
         num_warps, pdl)
 
 
@@ -402,13 +253,13 @@ def rescale_into(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, ou
     z = lse_out if lse_out is not None else out
     y_strides = out.stride() if chunked else (0, *out.stride())
     m, k, extra_strides, extra_consts = _mask_operands(mask, sink, all_lse, base)
-    _launcher("rescale_kernel")(
+    launcher("rescale_kernel")(
         launch_grid(t, h, d, block_h, block_d), (partial_out, all_lse, out, z, m, k),
         (rank, t, h, d, q_len, h // chunks, mask_q, *partial_out.stride(), *lse_strides,
          *y_strides, z.stride(0), z.stride(1), *extra_strides),
         dict(N=all_lse.shape[0], IN_SCALE=in_scale, OUT_SCALE=out_scale,
              WRITE_LSE=lse_out is not None, **extra_consts, BLOCK_H=block_h, BLOCK_D=block_d,
-             NUM_DB=_cdiv(d, block_d)),
+             NUM_DB=cdiv(d, block_d)),
         num_warps, pdl)
 
 
@@ -454,13 +305,13 @@ def pack_a2a_into(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tens
     size = partial_out.element_size()
     o_dst = send.view(partial_out.dtype)  # [N, piece / size]
     lse_dst = send[:, o_bytes:].view(torch.float32)  # [N, (piece - o_bytes) / 4]
-    _launcher("pack_a2a_kernel")(
+    launcher("pack_a2a_kernel")(
         launch_grid(t, h, d, block_h, block_d),
         (partial_out, lse, mask if mask is not None else lse, o_dst, lse_dst),
         (t, h, d, hc, mask_q, *partial_out.stride(), *lse.stride(),
          mask.stride(0) if mask is not None else 0, send.stride(0) // size, send.stride(0) // 4),
         dict(HAS_MASK=mask is not None, BLOCK_H=block_h, BLOCK_D=block_d,
-             NUM_DB=_cdiv(d, block_d)),
+             NUM_DB=cdiv(d, block_d)),
         num_warps, pdl)
 
 
@@ -522,7 +373,7 @@ def merge(
     _check_sink(sink, h, partial_out.device)
     out, lse_out = _alloc(partial_out, (t, h, d), out, lse_out, return_lse, out_dtype)
     _check_outputs(out, lse_out, t, h, d, partial_out.device)
-    cfg = config or default_config(n, t, h, d)
+    cfg = config or default_config(n, t, h, d, sms=sm_count(partial_out.device))
     # Eager calls skip the dispatcher (tens of µs per call); traced calls go through the op.
     op = torch.ops.attn_contracts.merge_ if torch.compiler.is_compiling() else merge_into
     op(partial_out, partial_lse, out, lse_out, base, lse_out_base, cfg.block_h, cfg.block_d,
@@ -571,7 +422,7 @@ def rescale(
         _check_outputs(out[0], lse_out, t, h // c, d, partial_out.device, lse_heads=h)
     else:
         _check_outputs(out, lse_out, t, h, d, partial_out.device)
-    cfg = config or default_config(n, t, h, d, "rescale")
+    cfg = config or default_config(n, t, h, d, "rescale", sms=sm_count(partial_out.device))
     op = torch.ops.attn_contracts.rescale_ if torch.compiler.is_compiling() else rescale_into
     op(partial_out, all_lse, rank, out, lse_out, base, lse_out_base, cfg.block_h, cfg.block_d,
        cfg.num_warps, cfg.pdl and pdl, row_mask_arg, mask_q, sink)
@@ -621,7 +472,7 @@ def pack_a2a(
         if x.device != partial_out.device:
             _fail(f"{name} is on {x.device} but partial_out is on {partial_out.device}")
     row_mask_arg, mask_q = _row_mask_arg(row_mask, lens, (), t, partial_out.device)
-    cfg = config or default_config(world, t, h, d, "pack")
+    cfg = config or default_config(world, t, h, d, "pack", sms=sm_count(partial_out.device))
     op = torch.ops.attn_contracts.pack_a2a_ if torch.compiler.is_compiling() else pack_a2a_into
     op(partial_out, lse, send, o_bytes, cfg.block_h, cfg.block_d, cfg.num_warps,
        cfg.pdl and pdl, row_mask_arg, mask_q)

@@ -21,7 +21,8 @@ import torch
 from pydantic import ValidationError
 
 from attn_contracts.checks import check_direct, check_setting
-from attn_contracts.combine.ops import KernelConfig, default_config, merge, rescale
+from attn_contracts.combine.ops import merge, rescale
+from attn_contracts.combine.tiles import KernelConfig, default_config
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, ContractError, Finding
 from attn_contracts.records import CapabilityRecord, LseSpec

@@ -197,10 +197,10 @@ def test_rescale_into_head_chunks_for_reduce_scatter(chunks: int, triton_path: b
 def test_rows_beyond_one_grid_axis_spill_to_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
     """Grid axes 1 and 2 hold at most 65535 rows each; rows past that go to axis 2, and the last
     slice's spare programs must write nothing. A limit of 3 exercises it with T = 7."""
-    from attn_contracts.combine import ops
+    from attn_contracts.combine import launch
 
-    monkeypatch.setattr(ops, "MAX_GRID_YZ", 3)
-    assert ops.launch_grid(7, 6, 64, 2, 64) == (3, 3, 3)
+    monkeypatch.setattr(launch, "MAX_GRID_YZ", 3)
+    assert launch.launch_grid(7, 6, 64, 2, 64) == (3, 3, 3)
     o, lse = partials(3, 7, 6, 64, torch.float32, seed=21)
     out, lse_out = poisoned((7, 6, 64), torch.float32), poisoned((7, 6), torch.float32)
     merge(o, lse, base="2", out=out, lse_out=lse_out)
@@ -225,7 +225,7 @@ def test_rows_beyond_one_grid_axis_spill_to_the_next(monkeypatch: pytest.MonkeyP
 ])
 def test_default_tiles_follow_the_h200_sweep(shape: tuple[int, int, int, int], kernel: str,
                                              expected: tuple[int, int, int, bool]) -> None:
-    from attn_contracts.combine.ops import default_config
+    from attn_contracts.combine.tiles import default_config
 
     cfg = default_config(*shape, kernel)
     assert (cfg.block_h, cfg.block_d, cfg.num_warps, cfg.pdl) == expected
@@ -249,7 +249,7 @@ def test_default_tiles_follow_the_h200_sweep(shape: tuple[int, int, int, int], k
 ])
 def test_two_way_merge_tiles(shape: tuple[int, int, int, int],
                              expected: tuple[int, int, int, bool]) -> None:
-    from attn_contracts.combine.ops import default_config
+    from attn_contracts.combine.tiles import default_config
 
     cfg = default_config(*shape, "merge")
     assert (cfg.block_h, cfg.block_d, cfg.num_warps, cfg.pdl) == expected
@@ -257,7 +257,7 @@ def test_two_way_merge_tiles(shape: tuple[int, int, int, int],
 
 def test_pack_tiles_follow_the_h200_sweep() -> None:
     """1024-element, 128-wide tiles over four warps; eight at one token (latency-bound)."""
-    from attn_contracts.combine.ops import default_config
+    from attn_contracts.combine.tiles import default_config
 
     got = {shape: default_config(*shape, "pack") for shape in [
         (4, 1, 128, 512), (4, 256, 128, 512), (8, 2048, 32, 128), (2, 3, 6, 80)]}

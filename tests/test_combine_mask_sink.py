@@ -190,10 +190,10 @@ def test_opcheck_with_mask_and_sink() -> None:
 def test_mask_sink_and_pack_on_rows_spilled_to_grid_axis_2(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows past one grid axis go to the next and the last slice has spare programs (T = 7 with
     a limit of 3): those must read no mask entry and write nothing."""
-    from attn_contracts.combine import ops, pack_a2a
+    from attn_contracts.combine import launch, pack_a2a
     from attn_contracts.combine.reference import pack_a2a_reference
 
-    monkeypatch.setattr(ops, "MAX_GRID_YZ", 3)
+    monkeypatch.setattr(launch, "MAX_GRID_YZ", 3)
     n, t, h, d = 2, 7, 4, 32
     o, lse = partials(n, t, h, d, torch.float32, seed=41, specials=False)
     keep = _mask(n, t, seed=2, strided=False)

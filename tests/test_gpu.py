@@ -91,7 +91,7 @@ def test_pdl_launches_in_a_cuda_graph_wait_for_their_inputs(kernel: str, device:
     """One-token tiles use PDL. A second PDL merge reads the first kernel's output (N = 1, the
     identity): the first lets it launch early, so only ``gdc_wait`` before its loads keeps it
     from reading stale values. Captured in a graph, replayed on new inputs."""
-    from attn_contracts.combine.ops import default_config
+    from attn_contracts.combine.tiles import default_config
 
     assert default_config(4, 1, 128, 512, kernel).pdl and default_config(1, 1, 128, 512).pdl
     o, lse = partials(4, 1, 128, 512, torch.bfloat16, seed=4, specials=False, device=device)
@@ -273,7 +273,7 @@ def test_pack_a2a_in_a_cuda_graph_with_pdl(device: str) -> None:
     """One token: the pack's tiles use PDL. A merge that reads the packed message right after
     it (as the receiving side of a world of one would) must see the new values on replay."""
     from attn_contracts.combine import pack_a2a
-    from attn_contracts.combine.ops import default_config
+    from attn_contracts.combine.tiles import default_config
 
     assert default_config(4, 1, 128, 512, "pack").pdl
     t, h, d, world = 1, 128, 512, 4
@@ -312,7 +312,7 @@ def test_two_way_tiles_on_cuda(n: int, t: int, h: int, d: int, device: str) -> N
     """The N <= 2 tiles (1024 elements, four warps) and the sweep's other candidates compute the
     merge exactly as the reference does, with an [H, T] LSE too."""
     from attn_contracts.combine import KernelConfig
-    from attn_contracts.combine.ops import default_config
+    from attn_contracts.combine.tiles import default_config
 
     cfg = default_config(n, t, h, d)
     if t > 1:
