@@ -147,6 +147,8 @@ def run_experiments(vk: Any, out_dir: Path | None) -> int:
         records.append({"kernel": kernel, "shape": shape, "us": res, "bytes": nbytes})
         print("\n".join(lines[-len(res):]), flush=True)
 
+    if os.environ.get("EXP_SET") == "2":
+        return _round_two(new, bw, report, lines, records, out_dir, started)
     # E1: the load order (old kernels vs new) with and without the mask, N = 8 and N = 4
     e1 = {(8, 1, 16, 512): [_cfg(2, 64, 2), _cfg(4, 64, 2), _cfg(1, 128, 1)],
           (8, 256, 128, 512): [_cfg(4, 128, 2), _cfg(2, 128, 2)],
@@ -193,5 +195,44 @@ def run_experiments(vk: Any, out_dir: Path | None) -> int:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "experiments.txt").write_text(text + "\n")
         (out_dir / "experiments.json").write_text(json.dumps(
+            {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
+    return 0
+
+
+def _round_two(new: Any, bw: float, report: Callable[..., None], lines: list[str],
+               records: list[dict[str, Any]], out_dir: Path | None, started: float) -> int:
+    """After the first round: PDL 2 on grids of a few waves, PDL 1 where the new tiles turn it on
+    unmeasured, and whether the row mask's one-token cost depends on PDL."""
+    e: list[tuple[str, tuple[int, int, int, int], list[int], bool]] = [
+        ("merge", (4, 32, 128, 512), [0, 1, 2], False),
+        ("merge", (4, 512, 32, 128), [0, 1, 2], False),
+        ("merge", (2, 4096, 8, 128), [0, 1, 2], False),
+        ("merge", (2, 1024, 8, 256), [0, 1, 2], False),
+        ("merge", (3, 100, 40, 128), [0, 1, 2], False),
+        ("rescale", (4, 512, 32, 128), [0, 1, 2], False),
+        ("rescale", (4, 32, 128, 512), [0, 1, 2], False),
+        ("pack", (4, 32, 128, 512), [0, 1, 2], False),
+        ("merge", (8, 1, 16, 512), [0, 1, 2], True),
+        ("merge", (4, 1, 128, 512), [0, 1, 2], True),
+        ("rescale", (4, 1, 128, 512), [0, 1, 2], True),
+        ("merge", (2, 1024, 8, 256), [1], True),
+        ("merge", (4, 512, 32, 128), [1], True),
+    ]
+    for kernel, shape, modes, with_mask in e:
+        dflt = default_config(*shape, kernel)
+        variants: list[Variant] = []
+        for masked in ((False, True) if with_mask else (False,)):
+            for pdl in modes:
+                variants.append((f"{_txt(dflt)} pdl{pdl}{' masked' if masked else ''}", new, pdl,
+                                 {}, dflt, masked))
+        nbytes = {"merge": merge_bytes, "rescale": rescale_bytes, "pack": pack_bytes}[kernel](
+            *shape)
+        report(kernel, shape, _time(kernel, shape, variants, rounds=3), nbytes)
+    text = "\n".join(lines)
+    print(f"experiments took {time.monotonic() - started:.0f} s", flush=True)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "experiments2.txt").write_text(text + "\n")
+        (out_dir / "experiments2.json").write_text(json.dumps(
             {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
     return 0

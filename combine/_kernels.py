@@ -78,15 +78,16 @@ def _row_valid(mask_n, row_ok):
 def _load_lses(lse_row, s_ln, mask_row, s_mn, row_ok, offs_h, s_lh, mask_h, N: tl.constexpr,
                HAS_MASK: tl.constexpr):
     """Every shard's raw LSE ``[BLOCK_H]`` and row-mask entry, as two tuples of ``N`` (the
-    mask's empty without ``HAS_MASK``). Only loads: nothing here waits for memory."""
+    mask's empty without ``HAS_MASK``). Only loads: nothing here waits for memory. (Tuples grow
+    by ``+``: Triton's frontend takes no starred unpacking, hence the RUF005 exemptions.)"""
     xs = ()
     vs = ()
     lse_n = lse_row
     mask_n = mask_row
     for _ in tl.static_range(N):
-        xs = xs + (tl.load(lse_n + offs_h * s_lh, mask=mask_h, other=float("-inf")),)
+        xs = xs + (tl.load(lse_n + offs_h * s_lh, mask=mask_h, other=float("-inf")),)  # noqa: RUF005
         if HAS_MASK:
-            vs = vs + (tl.load(mask_n, mask=row_ok, other=0),)
+            vs = vs + (tl.load(mask_n, mask=row_ok, other=0),)  # noqa: RUF005
         lse_n += s_ln
         mask_n += s_mn
     return xs, vs
@@ -123,7 +124,7 @@ def _shard_weights(xs, vs, sink, N: tl.constexpr, HAS_MASK: tl.constexpr,
         x = _clean(xs[n])
         if HAS_MASK:
             x = tl.where(vs[n] > 0, x, float("-inf"))
-        cs = cs + (x,)
+        cs = cs + (x,)  # noqa: RUF005
         m = tl.maximum(m, x)
     return cs, sink, tl.where(m == float("-inf"), 0.0, m)
 
@@ -194,7 +195,7 @@ def merge_kernel(
     os = ()
     o_n = o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od
     for _ in tl.static_range(N):
-        os = os + (tl.load(o_n, mask=mask, other=0.0),)
+        os = os + (tl.load(o_n, mask=mask, other=0.0),)  # noqa: RUF005
         o_n += s_on
     if ISSUE_FIRST:
         tl.debug_barrier()
@@ -249,7 +250,7 @@ def rescale_kernel(
     x_r = tl.full((BLOCK_H,), float("-inf"), tl.float32)
     for n in tl.static_range(N):
         s += tl.exp2((cs[n] - m) * IN_SCALE)  # 0 when empty
-        x_r = tl.where(RANK == n, cs[n], x_r)
+        x_r = tl.where(RANK == n, cs[n], x_r)  # noqa: SIM300 (RANK is a tensor, n a constexpr)
     w = (tl.exp2((x_r - m) * IN_SCALE) * _reciprocal(s))[:, None]
     out_h = (offs_h // HC).to(tl.int64) * s_yc + (offs_h % HC) * s_yh
     tl.store(out_ptr + t * s_yt + out_h[:, None] + offs_d[None, :] * s_yd,
