@@ -52,6 +52,8 @@ class _ExpLauncher:
 
 
 def _patch(module: Any, pdl: int, extra: dict[str, Any]) -> None:
+    ops._FAST.clear()  # no call may skip the launcher under test
+
     def factory(name: str) -> _ExpLauncher:
         return _ExpLauncher(getattr(module, name), pdl, extra)
     for mod in (ops, sys.modules.get("attn_contracts.combine.launch")):
@@ -149,6 +151,8 @@ def run_experiments(vk: Any, out_dir: Path | None) -> int:
 
     if os.environ.get("EXP_SET") == "2":
         return _round_two(new, bw, report, lines, records, out_dir, started)
+    if os.environ.get("EXP_SET") == "3":
+        return _round_three(new, bw, report, lines, records, out_dir, started)
     # E1: the load order (old kernels vs new) with and without the mask, N = 8 and N = 4
     e1 = {(8, 1, 16, 512): [_cfg(2, 64, 2), _cfg(4, 64, 2), _cfg(1, 128, 1)],
           (8, 256, 128, 512): [_cfg(4, 128, 2), _cfg(2, 128, 2)],
@@ -234,5 +238,28 @@ def _round_two(new: Any, bw: float, report: Callable[..., None], lines: list[str
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "experiments2.txt").write_text(text + "\n")
         (out_dir / "experiments2.json").write_text(json.dumps(
+            {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
+    return 0
+
+
+def _round_three(new: Any, bw: float, report: Callable[..., None], lines: list[str],
+                 records: list[dict[str, Any]], out_dir: Path | None, started: float) -> int:
+    """``SPLIT`` (the merge's math in its own block) on and off, without and with a row mask."""
+    for shape in ((8, 1, 16, 512), (4, 1, 128, 512), (3, 100, 40, 128), (8, 256, 128, 512),
+                  (2, 1024, 8, 256), (4, 512, 32, 128), (2, 4096, 8, 128), (8, 2048, 32, 128)):
+        dflt = default_config(*shape)
+        variants: list[Variant] = []
+        for masked in (False, True):
+            for split in (0, 1):
+                variants.append((f"{_txt(dflt)} pdl{dflt.pdl} split{split}"
+                                 f"{' masked' if masked else ''}", new, dflt.pdl,
+                                 {"SPLIT": bool(split)}, dflt, masked))
+        report("merge", shape, _time("merge", shape, variants, rounds=3), merge_bytes(*shape))
+    text = "\n".join(lines)
+    print(f"experiments took {time.monotonic() - started:.0f} s", flush=True)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "experiments3.txt").write_text(text + "\n")
+        (out_dir / "experiments3.json").write_text(json.dumps(
             {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
     return 0

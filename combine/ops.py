@@ -39,7 +39,13 @@ from attn_contracts.combine.reference import (
     merge_reference,
     rescale_reference,
 )
-from attn_contracts.combine.tiles import KernelConfig, cdiv, default_config, sm_count
+from attn_contracts.combine.tiles import (
+    PDL_EARLY_PER_SM,
+    KernelConfig,
+    cdiv,
+    default_config,
+    sm_count,
+)
 from attn_contracts.records import BASES
 
 __all__ = [
@@ -227,12 +233,14 @@ def _merge_launch(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: tor
     in_scale, out_scale = lse_scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out  # never written when WRITE_LSE is False
     m, k, extra_strides, extra_consts = _mask_operands(mask, sink, partial_lse, base)
+    grid = launch_grid(t, h, d, block_h, block_d)
     return launcher("merge_kernel")(
-        launch_grid(t, h, d, block_h, block_d), (partial_out, partial_lse, out, z, m, k),
+        grid, (partial_out, partial_lse, out, z, m, k),
         (t, h, d, q_len, mask_q, *partial_out.stride(), *lse_strides, *out.stride(), z.stride(0),
          z.stride(1), *extra_strides),
         dict(N=n, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
-             **extra_consts, BLOCK_H=block_h, BLOCK_D=block_d, NUM_DB=cdiv(d, block_d)),
+             **extra_consts, BLOCK_H=block_h, BLOCK_D=block_d, NUM_DB=cdiv(d, block_d),
+             SPLIT=grid[0] * grid[1] * grid[2] <= PDL_EARLY_PER_SM * sm_count(partial_out.device)),
         num_warps, pdl)
 
 
