@@ -153,6 +153,8 @@ def run_experiments(vk: Any, out_dir: Path | None) -> int:
         return _round_two(new, bw, report, lines, records, out_dir, started)
     if os.environ.get("EXP_SET") == "3":
         return _round_three(new, bw, report, lines, records, out_dir, started)
+    if os.environ.get("EXP_SET") == "4":
+        return _round_four(new, bw, report, lines, records, out_dir, started)
     # E1: the load order (old kernels vs new) with and without the mask, N = 8 and N = 4
     e1 = {(8, 1, 16, 512): [_cfg(2, 64, 2), _cfg(4, 64, 2), _cfg(1, 128, 1)],
           (8, 256, 128, 512): [_cfg(4, 128, 2), _cfg(2, 128, 2)],
@@ -261,5 +263,58 @@ def _round_three(new: Any, bw: float, report: Callable[..., None], lines: list[s
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "experiments3.txt").write_text(text + "\n")
         (out_dir / "experiments3.json").write_text(json.dumps(
+            {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
+    return 0
+
+
+def _variant_module(name: str, replacements: list[tuple[str, str]]) -> Any:
+    """``_kernels.py`` with text replaced (each must occur), imported from a temporary file."""
+    import tempfile
+
+    src = Path(_kernels.__file__).read_text()
+    for a, b in replacements:
+        if a not in src:
+            raise ValueError(f"{a!r} not in _kernels.py")
+        src = src.replace(a, b)
+    path = Path(tempfile.mkdtemp()) / f"{name}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _round_four(new: Any, bw: float, report: Callable[..., None], lines: list[str],
+                records: list[dict[str, Any]], out_dir: Path | None, started: float) -> int:
+    """The row mask's loads through L2 only (``.cg``): at one token the N entries of a row share
+    one sector, and N loads of one sector in flight from one warp looked serialised in L1."""
+    cg = _variant_module("_kernels_mask_cg", [
+        ("vs = vs + (tl.load(mask_n, mask=row_ok, other=0),)",
+         "vs = vs + (tl.load(mask_n, mask=row_ok, other=0, cache_modifier=\".cg\"),)"),
+        ("return tl.load(mask_n, mask=row_ok, other=0) > 0",
+         "return tl.load(mask_n, mask=row_ok, other=0, cache_modifier=\".cg\") > 0")])
+    for kernel, shape in (("merge", (8, 1, 16, 512)), ("merge", (4, 1, 128, 512)),
+                          ("rescale", (4, 1, 128, 512)), ("merge", (2, 1024, 8, 256)),
+                          ("merge", (8, 256, 128, 512)), ("merge", (4, 512, 32, 128)),
+                          ("rescale", (8, 2048, 32, 128)), ("pack", (4, 1, 128, 512))):
+        dflt = default_config(*shape, kernel)
+        variants: list[Variant] = []
+        for masked in (False, True):
+            for label, mod in (("default", new), ("mask .cg", cg)):
+                if not masked and mod is cg:
+                    continue
+                variants.append((f"{_txt(dflt)} pdl{dflt.pdl} {label}"
+                                 f"{' masked' if masked else ''}", mod, dflt.pdl, {}, dflt,
+                                 masked))
+        nbytes = {"merge": merge_bytes, "rescale": rescale_bytes, "pack": pack_bytes}[kernel](
+            *shape)
+        report(kernel, shape, _time(kernel, shape, variants, rounds=3), nbytes)
+    text = "\n".join(lines)
+    print(f"experiments took {time.monotonic() - started:.0f} s", flush=True)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "experiments4.txt").write_text(text + "\n")
+        (out_dir / "experiments4.json").write_text(json.dumps(
             {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
     return 0

@@ -169,12 +169,31 @@ def _store_lse(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE: tl.co
 
 
 @triton.jit
-def _merge_math(xs, vs, sink, os, out_ptr, lse_out_ptr, t, offs_h, offs_d, mask_h, mask, s_yt, s_yh,
-                s_yd, s_zt, s_zh, N: tl.constexpr, IN_SCALE: tl.constexpr, OUT_SCALE: tl.constexpr,
-                WRITE_LSE: tl.constexpr, HAS_MASK: tl.constexpr, HAS_SINK: tl.constexpr,
-                SINK_SCALE: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
-                NUM_DB: tl.constexpr):
-    """``merge_kernel`` after its loads: the weights, the weighted sum, the stores."""
+def merge_kernel(
+    o_ptr, lse_ptr, out_ptr, lse_out_ptr, mask_ptr, sink_ptr,
+    T, H, D, Q_LEN, MASK_Q,
+    s_on, s_ot, s_oh, s_od,
+    s_ln, s_lb, s_lq, s_lh,
+    s_yt, s_yh, s_yd,
+    s_zt, s_zh,
+    s_mn, s_mt, s_s,
+    N: tl.constexpr, IN_SCALE: tl.constexpr, OUT_SCALE: tl.constexpr, WRITE_LSE: tl.constexpr,
+    HAS_MASK: tl.constexpr, HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr,
+    BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, NUM_DB: tl.constexpr, PDL: tl.constexpr,
+):
+    """out[t, h, :] = Σ_n w_n · o[n, t, h, :]; optionally lse_out[t, h] = merged LSE."""
+    t, offs_h, offs_d, mask_h, mask, lse_off = _tile(T, H, D, Q_LEN, s_lb, s_lq, NUM_DB, BLOCK_H,
+                                                     BLOCK_D)
+    _pdl_enter(PDL)
+    # every load first, then the math (ptxas still interleaves some of it with the loads)
+    xs, vs = _load_lses(lse_ptr + lse_off, s_ln, mask_ptr + (t // MASK_Q) * s_mt, s_mn, t < T,
+                        offs_h, s_lh, mask_h, N, HAS_MASK)
+    sink = _load_sink(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, BLOCK_H)
+    os = ()
+    o_n = o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od
+    for _ in tl.static_range(N):
+        os = os + (tl.load(o_n, mask=mask, other=0.0),)  # noqa: RUF005
+        o_n += s_on
     cs, sink, m = _shard_weights(xs, vs, sink, N, HAS_MASK, HAS_SINK, SINK_SCALE)
     s = _sink_weight(sink, m, IN_SCALE, HAS_SINK, BLOCK_H)
     acc = tl.zeros((BLOCK_H, BLOCK_D), tl.float32)
@@ -190,51 +209,6 @@ def _merge_math(xs, vs, sink, os, out_ptr, lse_out_ptr, t, offs_h, offs_d, mask_
     if WRITE_LSE:
         if tl.program_id(0) % NUM_DB == 0:
             _store_lse(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE, OUT_SCALE)
-
-
-@triton.jit
-def merge_kernel(
-    o_ptr, lse_ptr, out_ptr, lse_out_ptr, mask_ptr, sink_ptr,
-    T, H, D, Q_LEN, MASK_Q,
-    s_on, s_ot, s_oh, s_od,
-    s_ln, s_lb, s_lq, s_lh,
-    s_yt, s_yh, s_yd,
-    s_zt, s_zh,
-    s_mn, s_mt, s_s,
-    N: tl.constexpr, IN_SCALE: tl.constexpr, OUT_SCALE: tl.constexpr, WRITE_LSE: tl.constexpr,
-    HAS_MASK: tl.constexpr, HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr,
-    BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, NUM_DB: tl.constexpr, SPLIT: tl.constexpr,
-    PDL: tl.constexpr,
-):
-    """out[t, h, :] = Σ_n w_n · o[n, t, h, :]; optionally lse_out[t, h] = merged LSE.
-
-    ``SPLIT``: the math after the loads in its own block (``if t < T``). ptxas schedules within
-    a block, so it then issues every load before computing any weight; left in one block it
-    computed weights (and reused the registers of their loads) before the last partials' loads at
-    N = 8, one memory latency more per program. Launched so where the grid is latency-bound
-    (one wave); on bandwidth-bound grids of 64-register programs the split let ptxas issue fewer
-    loads early, so those run without it."""
-    t, offs_h, offs_d, mask_h, mask, lse_off = _tile(T, H, D, Q_LEN, s_lb, s_lq, NUM_DB, BLOCK_H,
-                                                     BLOCK_D)
-    _pdl_enter(PDL)
-    # every load first (ptxas may still interleave them with the math: see SPLIT)
-    xs, vs = _load_lses(lse_ptr + lse_off, s_ln, mask_ptr + (t // MASK_Q) * s_mt, s_mn, t < T,
-                        offs_h, s_lh, mask_h, N, HAS_MASK)
-    sink = _load_sink(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, BLOCK_H)
-    os = ()
-    o_n = o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od
-    for _ in tl.static_range(N):
-        os = os + (tl.load(o_n, mask=mask, other=0.0),)  # noqa: RUF005
-        o_n += s_on
-    if SPLIT:
-        if t < T:
-            _merge_math(xs, vs, sink, os, out_ptr, lse_out_ptr, t, offs_h, offs_d, mask_h, mask,
-                        s_yt, s_yh, s_yd, s_zt, s_zh, N, IN_SCALE, OUT_SCALE, WRITE_LSE, HAS_MASK,
-                        HAS_SINK, SINK_SCALE, BLOCK_H, BLOCK_D, NUM_DB)
-    else:
-        _merge_math(xs, vs, sink, os, out_ptr, lse_out_ptr, t, offs_h, offs_d, mask_h, mask, s_yt,
-                    s_yh, s_yd, s_zt, s_zh, N, IN_SCALE, OUT_SCALE, WRITE_LSE, HAS_MASK, HAS_SINK,
-                    SINK_SCALE, BLOCK_H, BLOCK_D, NUM_DB)
     _pdl_exit(PDL)
 
 

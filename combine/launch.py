@@ -68,9 +68,11 @@ _current_stream: Callable[[int], int] = getattr(torch._C, "_cuda_getCurrentRawSt
 
 
 def _no_launch_hooks() -> bool:
+    """No launch hook is set (a profiler's): Triton 3.6 keeps them as chains, empty by default."""
     from triton import knobs
 
-    return knobs.runtime.launch_enter_hook is None and knobs.runtime.launch_exit_hook is None
+    return not any(h is not None and (not hasattr(h, "calls") or h.calls)
+                   for h in (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook))
 
 
 class Launcher:

@@ -39,13 +39,7 @@ from attn_contracts.combine.reference import (
     merge_reference,
     rescale_reference,
 )
-from attn_contracts.combine.tiles import (
-    PDL_EARLY_PER_SM,
-    KernelConfig,
-    cdiv,
-    default_config,
-    sm_count,
-)
+from attn_contracts.combine.tiles import KernelConfig, cdiv, default_config, sm_count
 from attn_contracts.records import BASES
 
 __all__ = [
@@ -239,8 +233,7 @@ def _merge_launch(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: tor
         (t, h, d, q_len, mask_q, *partial_out.stride(), *lse_strides, *out.stride(), z.stride(0),
          z.stride(1), *extra_strides),
         dict(N=n, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
-             **extra_consts, BLOCK_H=block_h, BLOCK_D=block_d, NUM_DB=cdiv(d, block_d),
-             SPLIT=grid[0] * grid[1] * grid[2] <= PDL_EARLY_PER_SM * sm_count(partial_out.device)),
+             **extra_consts, BLOCK_H=block_h, BLOCK_D=block_d, NUM_DB=cdiv(d, block_d)),
         num_warps, pdl)
 
 
