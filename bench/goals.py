@@ -25,6 +25,7 @@ import argparse
 import ast
 import functools
 import importlib.util
+import json
 import os
 import statistics
 import sys
@@ -224,6 +225,29 @@ def rescale_plan(shape: tuple[int, int, int, int]) -> Any:
                         num_heads=h, head_dim=d, out_dtype=DTYPE, return_lse=True)
 
 
+# --- the committed table: no row may regress against it ---------------------------------------------
+COMMITTED = Path(__file__).resolve().parent / "results" / "combine-h200.json"
+
+
+@functools.cache
+def _committed() -> dict[tuple[tuple[int, ...], str], float]:
+    if not COMMITTED.exists():
+        return {}
+    rows = json.loads(COMMITTED.read_text())["rows"]
+    return {(tuple(r["shape"]), r["impl"]): r["graph_us"] for r in rows
+            if r["lse_layout"] == "[T,H]" and r["base"] in ("2", "-")}
+
+
+def committed_note(shape: tuple[int, ...], impl: str, us: float) -> tuple[str, bool]:
+    """``committed X µs`` (the same implementation and shape in ``combine-h200.json``) and
+    whether this run is within 3 % of it or faster (False: a regression)."""
+    old = _committed().get((tuple(shape), impl))
+    if old is None:
+        return "", True
+    ok = us <= old * 1.03
+    return f"committed {old:.2f} µs{'' if ok else ' (REGRESSION)'}", ok
+
+
 # --- the goals ------------------------------------------------------------------------------------
 @dataclass
 class Goal:
@@ -235,6 +259,14 @@ class Goal:
     met: bool
     note: str = ""
     raw: dict[str, float] = field(default_factory=dict)
+    regressed: bool = False
+
+    def against(self, impl: str, us: float) -> Goal:
+        """Adds the committed table's value of ``impl`` at this shape to the note."""
+        text, ok = committed_note(self.shape, impl, us)
+        self.note = "; ".join(x for x in (self.note, text) if x)
+        self.regressed = self.regressed or not ok
+        return self
 
 
 def pct(nbytes: int, us: float, bw: float) -> float:
@@ -277,7 +309,8 @@ def goal_merge_vs_flashinfer(shape: tuple[int, int, int, int], bw: float, fi: An
                 f"{alloc:.1f} % ({us['ours, allocating']:.2f} µs) allocating its outputs as the "
                 f"peer does; {ours:.1f} % ({us['ours']:.2f} µs) into rotated out=",
                 f"{name} {peer:.1f} % ({us.get('peer', float('nan')):.2f} µs)",
-                "≥ FlashInfer", alloc >= peer, f"copy of the same bytes {copy:.1f} %", us)
+                "≥ FlashInfer", alloc >= peer, f"copy of the same bytes {copy:.1f} %",
+                us).against("attn-contracts merge", us["ours"])
 
 
 def goal_merge_pct(shape: tuple[int, int, int, int], bw: float, vk: Any, target: float,
@@ -294,7 +327,8 @@ def goal_merge_pct(shape: tuple[int, int, int, int], bw: float, vk: Any, target:
     ours, copy = pct(nbytes, us["ours"], bw), pct(nbytes, us["copy"], bw)
     peer = f"vLLM {pct(nbytes, us['peer'], bw):.1f} %" if "peer" in us else "-"
     return Goal(label, shape, f"{ours:.1f} % ({us['ours']:.2f} µs)", peer, f"≥ {target:g} %",
-                ours >= target, f"copy of the same bytes {copy:.1f} %", us)
+                ours >= target, f"copy of the same bytes {copy:.1f} %",
+                us).against("attn-contracts merge", us["ours"])
 
 
 def goal_one_token(shape: tuple[int, int, int, int], vk: Any, target_us: float) -> Goal:
@@ -305,7 +339,7 @@ def goal_one_token(shape: tuple[int, int, int, int], vk: Any, target_us: float) 
     us = time_pair(fns, rounds=3)
     peer = f"vLLM {us['peer']:.2f} µs" if "peer" in us else "-"
     return Goal("merge, one token", shape, f"{us['ours']:.2f} µs", peer, f"≤ {target_us:g} µs",
-                us["ours"] <= target_us, "", us)
+                us["ours"] <= target_us, "", us).against("attn-contracts merge", us["ours"])
 
 
 def goal_rescale(shape: tuple[int, int, int, int], bw: float, vk: Any, target: float) -> Goal:
@@ -327,7 +361,8 @@ def goal_rescale(shape: tuple[int, int, int, int], bw: float, vk: Any, target: f
     ours, copy = pct(nbytes, us["ours"], bw), pct(nbytes, us["copy"], bw)
     peer = f"vLLM {pct(nbytes, us['peer'], bw):.1f} %" if "peer" in us else "-"
     return Goal("rescale", shape, f"{ours:.1f} % ({us['ours']:.2f} µs)", peer, f"≥ {target:g} %",
-                ours >= target, f"copy of the same bytes {copy:.1f} %", us)
+                ours >= target, f"copy of the same bytes {copy:.1f} %",
+                us).against("attn-contracts rescale", us["ours"])
 
 
 def goal_pack(shape: tuple[int, int, int, int], bw: float, vk: Any, target: float) -> Goal:
@@ -348,7 +383,8 @@ def goal_pack(shape: tuple[int, int, int, int], bw: float, vk: Any, target: floa
     ours, copy = pct(nbytes, us["ours"], bw), pct(nbytes, us["copy"], bw)
     peer = f"vLLM {pct(nbytes, us['peer'], bw):.1f} %" if "peer" in us else "-"
     return Goal("a2a send pack", shape, f"{ours:.1f} % ({us['ours']:.2f} µs)", peer,
-                f"≥ {target:g} %", ours >= target, f"copy of the same bytes {copy:.1f} %", us)
+                f"≥ {target:g} %", ours >= target, f"copy of the same bytes {copy:.1f} %",
+                us).against("attn-contracts pack_a2a", us["ours"])
 
 
 def goal_mask(shape: tuple[int, int, int, int], kernel: str = "merge") -> Goal:
@@ -370,7 +406,7 @@ def goal_mask(shape: tuple[int, int, int, int], kernel: str = "merge") -> Goal:
     cost = 100 * (us["masked"] / us["plain"] - 1)
     return Goal(f"{kernel}, row mask's cost", shape,
                 f"{cost:+.1f} % ({us['masked']:.2f} vs {us['plain']:.2f} µs)", "-", "≤ 3 %",
-                cost <= 3.0, "", us)
+                cost <= 3.0, "", us).against(f"attn-contracts {kernel}, masked", us["masked"])
 
 
 # --- eager host time --------------------------------------------------------------------------------
@@ -541,6 +577,11 @@ def render(goals: list[Goal], committed: dict[str, float]) -> str:
     for g in goals:
         lines.append(f"| {g.what} | {','.join(map(str, g.shape))} | {g.ours} | {g.peer} | "
                      f"{g.goal} | {'yes' if g.met else '**no**'} | {g.note} |")
+    bad = [g for g in goals if g.regressed]
+    lines.append("")
+    lines.append("Against `bench/results/combine-h200.md` (same implementation and shape, 3 % "
+                 "tolerance): " + (", ".join(f"{g.what} {g.shape}" for g in bad) + " regressed"
+                                   if bad else "no row regressed") + ".")
     return "\n".join(lines)
 
 
@@ -566,7 +607,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     goals, bw = run_goals(vk, set(args.only) if args.only else None)
     table = render(goals, {})
-    meta = environment() | {"copy_bandwidth_gbps": bw, "seconds": time.monotonic() - started}
+    meta = environment(os.environ.get("GOALS_COMMAND")) | {
+        "copy_bandwidth_gbps": bw, "seconds": time.monotonic() - started}
     text = (f"# Issue 22's goals: {meta['device']}\n\nCommand: `{meta['command']}`\n\n"
             f"torch {meta['torch']}, triton {meta['triton']}, bf16 outputs, fp32 LSE, base 2; copy "
             f"bandwidth {bw:.0f} GB/s. {inspect_doc()}\n\n{table}\n")

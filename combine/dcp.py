@@ -45,8 +45,16 @@ _all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_t
 _reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
 
+def _size_and_rank(group: Any) -> tuple[int, int]:
+    """The group's size and this rank in it; a process group answers both itself (what
+    ``dist.get_world_size``/``get_rank`` end in, minus their checks: a few µs per eager call)."""
+    if group is not None and hasattr(group, "size") and hasattr(group, "rank"):
+        return int(group.size()), int(group.rank())
+    return dist.get_world_size(group), dist.get_rank(group)
+
+
 def _check(plan: CombinePlan, partial_out: torch.Tensor, group: Any) -> tuple[int, int]:
-    world = dist.get_world_size(group)
+    world, rank = _size_and_rank(group)
     if world != plan.world_size:
         raise ValueError(f"the plan is for world_size={plan.world_size}, the process group has "
                          f"{world} ranks")
@@ -57,7 +65,7 @@ def _check(plan: CombinePlan, partial_out: torch.Tensor, group: Any) -> tuple[in
         # gloo would reinterpret the bytes silently (bf16 read as fp16): refuse before sending
         raise ValueError(f"partial_out dtype {partial_out.dtype} differs from the plan's "
                          f"out_dtype {plan.out_dtype}; every rank must send the same dtype")
-    return world, dist.get_rank(group)
+    return world, rank
 
 
 def _check_mask(plan: CombinePlan, row_mask: torch.Tensor | None, tokens: int) -> None:

@@ -56,7 +56,9 @@ class Prepared:
         self._tail = tail
         self._device = device
 
-    def __call__(self, *tensors: torch.Tensor) -> None:
+    def __call__(self, *tensors: torch.Tensor | int) -> None:
+        """The kernel's tensors in order (an int is taken as a device address, as Triton's
+        launcher takes it: same dtype and alignment as the tensor it was prepared with)."""
         g = self._grid
         self._run(g[0], g[1], g[2], _current_stream(self._device), self._function, self._packed,
                   None, None, None, *tensors, *self._tail)

@@ -402,10 +402,10 @@ class _KernelCall:
             out = torch.empty(self.out_shape, dtype=self.out_dtype, device=self.device)
         if lse_out is None and self.lse_shape is not None:
             lse_out = torch.empty(self.lse_shape, dtype=torch.float32, device=self.device)
-        if mask is not None and self.bool_mask:
-            mask = mask.view(torch.uint8)
+        # a bool mask goes as its address (the kernel reads it as uint8): no view made per call
         self.prepared(o, lse, out, out if lse_out is None else lse_out,
-                      lse if mask is None else mask, lse if sink is None else sink)
+                      lse if mask is None else mask.data_ptr() if self.bool_mask else mask,
+                      lse if sink is None else sink)
         return out if lse_out is None else (out, lse_out)
 
 
@@ -420,10 +420,10 @@ class _PackCall:
 
     def __call__(self, o: torch.Tensor, lse: torch.Tensor, send: torch.Tensor,
                  mask: torch.Tensor | None) -> torch.Tensor:
-        if mask is not None and self.bool_mask:
-            mask = mask.view(torch.uint8)
-        self.prepared(o, lse, lse if mask is None else mask, send.view(self.dtype),
-                      send[:, self.o_bytes:].view(torch.float32))
+        # the message's O and LSE parts as addresses (the kernel has their dtypes): no views
+        ptr = send.data_ptr()
+        self.prepared(o, lse, lse if mask is None else mask.data_ptr() if self.bool_mask else mask,
+                      ptr, ptr + self.o_bytes)
         return send
 
 
