@@ -26,9 +26,20 @@ test: $(STAMP)
 # import-linter reads a built copy: the editable install maps backends/ and combine/ by a path hook
 IMPORTS_SITE := $(VENV)/imports-site
 
-lint: $(STAMP)
+# mypy reads a link tree of the installed layout (attn_contracts/combine -> combine/, .../backends
+# -> backends/), so types cross the three packages instead of becoming Any at the package-dir
+# mapping that the editable install's path hook does and mypy cannot follow
+TYPECHECK := $(VENV)/typecheck
+
+typecheck: $(STAMP)
+	rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)/attn_contracts
+	for f in $(CURDIR)/attn_contracts/*; do ln -s "$$f" $(TYPECHECK)/attn_contracts/; done
+	ln -s $(CURDIR)/combine $(TYPECHECK)/attn_contracts/combine
+	ln -s $(CURDIR)/backends $(TYPECHECK)/attn_contracts/backends
+	cd $(TYPECHECK) && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml
+
+lint: $(STAMP) typecheck
 	$(VENV)/bin/ruff check attn_contracts backends combine tests bench examples
-	$(VENV)/bin/mypy
 	rm -rf $(IMPORTS_SITE) build
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation --no-compile --target $(IMPORTS_SITE) .
 	rm -rf build

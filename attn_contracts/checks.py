@@ -11,12 +11,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code, ContractError, Finding
 from attn_contracts.records import BASES, CapabilityRecord, LseSpec
-from attn_contracts.setting import HEAD_SCATTERED_MODES, OUT_DTYPES, CombineSetting
+from attn_contracts.setting import OUT_DTYPES, CombineSetting
 
-__all__ = ["check_backend_known", "check_combinable", "check_dcp", "check_direct", "check_edge",
-           "check_heads_divisible", "check_setting", "check_unique"]
+__all__ = ["CallRefused", "check_backend_known", "check_call_partials", "check_call_sink",
+           "check_combinable", "check_dcp", "check_direct", "check_edge", "check_heads_divisible",
+           "check_mode_call", "check_rank", "check_row_mask_given", "check_setting",
+           "check_unique", "check_workspace_call", "check_workspace_mode", "refuse"]
 
 
 def check_unique(records: Sequence[CapabilityRecord | ConsumerRecord]) -> list[Finding]:
@@ -112,7 +114,7 @@ def check_direct(record: CapabilityRecord, setting: CombineSetting,
                  unavailable: str | None) -> list[Finding]:
     """``AC026``: ``a2a_direct`` where it cannot run; ``unavailable`` is the reason the combine
     found (no CUDA, no symmetric memory, the group, the dtype), None where it can."""
-    if setting.mode != "a2a_direct" or unavailable is None:
+    if setting.spec.collective != "symmetric_memory" or unavailable is None:
         return []
     return [Finding(Code.AC026, record.name, f"mode 'a2a_direct' cannot run here: {unavailable}",
                     hint="use mode 'a2a' (NCCL all-to-all), or 'a2a_best' to fall back by itself",
@@ -124,10 +126,158 @@ def check_setting(record: CapabilityRecord, setting: CombineSetting) -> list[Fin
     """Every reason ``record`` cannot be combined as ``setting`` says (``AC006``, ``AC010``,
     ``AC015``, ``AC024``), all at once."""
     findings = check_combinable(record, setting.mode)
-    if setting.mode in HEAD_SCATTERED_MODES:
+    if setting.spec.scatters_heads:
         findings += check_heads_divisible(record, setting.num_heads, setting.world_size,
                                           setting.mode)
     return findings + _readable(record, setting) + _sink_once(record, setting)
+
+
+# --- the combine at call time: a call, a workspace, a sink against the plan's setting -------------
+# The launchers keep only the tensor checks their kernels need; what a call must match because of
+# its plan (and which mode runs how) is refused here, by name, with the value found and what is
+# allowed. The combine calls these only when its cheap per-call comparison already failed, so the
+# hot path pays for a tuple compare, not for building findings.
+class CallRefused(ContractError, ValueError):
+    """A combine call refused by its plan: the findings of a :class:`ContractError`, and a
+    ``ValueError`` (what a bad argument is in Python)."""
+
+
+def refuse(findings: list[Finding], context: str) -> None:
+    """Raise :class:`CallRefused` when there is a finding; a no-op otherwise."""
+    if findings:
+        raise CallRefused(findings, context)
+
+
+def _call(subject: str, field: str, message: str, found: object, allowed: str,
+          hint: str = "") -> Finding:
+    return Finding(Code.AC027, subject, message, hint=hint, field=field, found=found,
+                   allowed=allowed)
+
+
+def check_mode_call(subject: str, setting: CombineSetting, *, collective: bool,
+                    has_workspace: bool) -> list[Finding]:
+    """``AC027``: a mode called the way the table says it cannot run (a ``merge`` plan given to
+    ``dcp_combine``, a collective plan called as a local merge, a mode whose buffers are made
+    once by every rank together called without its workspace)."""
+    spec = setting.spec
+    if collective and spec.collective == "none":
+        return [_call(subject, "mode", f"dcp_combine runs the collective modes; mode "
+                      f"{spec.name!r} runs none", spec.name, "a mode with a collective",
+                      "call a 'merge' plan directly on the stacked partials")]
+    if collective and spec.workspace == "required" and not has_workspace:
+        return [_call(subject, "workspace", f"mode {spec.name!r} needs a Workspace: its buffers "
+                      "are made once, by every rank together", None, "a Workspace of this plan",
+                      "Workspace(plan, group, max_tokens=...) at startup, then workspace= on "
+                      "every call")]
+    return []
+
+
+def check_workspace_mode(subject: str, setting: CombineSetting) -> list[Finding]:
+    """``AC027``: a workspace for a mode that runs no collective (``merge``)."""
+    if setting.spec.workspace != "none":
+        return []
+    return [_call(subject, "mode", f"a {setting.mode!r} plan runs no collective and needs no "
+                  "workspace", setting.mode, "a mode with a collective")]
+
+
+def check_call_partials(subject: str, setting: CombineSetting, *, shape: tuple[int, ...],
+                        dtype: str, stacked: bool, heads: int, world: int | None = None
+                        ) -> list[Finding]:
+    """``AC027``: partial outputs that do not match the plan. ``stacked``: ``[N, T, H, D]`` (N =
+    the plan's world size) else one rank's ``[T, H, D]``; ``heads``: the heads this call must
+    carry (all of them, or ``H / N`` for the merge after an all-to-all); ``world``: the process
+    group's size, where there is one."""
+    out: list[Finding] = []
+    n = setting.world_size
+    if world is not None and world != n:
+        out.append(_call(subject, "world_size", f"the plan is for world_size={n}, the process "
+                         f"group has {world} ranks", world, str(n)))
+    dims = 4 if stacked else 3
+    want = f"[N={n}, T, H={heads}, D={setting.head_dim}]" if stacked else \
+        f"[T, H={heads}, D={setting.head_dim}]"
+    if len(shape) != dims:
+        out.append(_call(subject, "partial_out", f"partial_out has shape {shape}, the plan "
+                         f"takes {want}", shape, want))
+        return out
+    if stacked and shape[0] != n:
+        out.append(_call(subject, "world_size", f"partial_out holds {shape[0]} partials (shape "
+                         f"{shape}), the plan merges world_size={n}: {want}", shape[0], str(n)))
+    if shape[-2] != heads:
+        out.append(_call(subject, "num_heads", f"partial_out has {shape[-2]} heads (shape "
+                         f"{shape}), the plan takes {want}", shape[-2], str(heads)))
+    if shape[-1] != setting.head_dim:
+        out.append(_call(subject, "head_dim", f"partial_out has head dim {shape[-1]} (shape "
+                         f"{shape}), the plan takes {want}", shape[-1], str(setting.head_dim)))
+    if dtype != setting.out_dtype:
+        out.append(_call(subject, "out_dtype", f"partial_out dtype {dtype} differs from the "
+                         f"plan's out_dtype {setting.out_dtype}", dtype, setting.out_dtype,
+                         "plan with the partials' dtype; every rank must send the same dtype"))
+    return out
+
+
+#: sink dtypes a call may pass (the kernels load them as fp32)
+SINK_DTYPES = ("float32", "bfloat16", "float16", "float64")
+
+
+def check_call_sink(subject: str, setting: CombineSetting, *, shape: tuple[int, ...] | None,
+                    dtype: str | None) -> list[Finding]:
+    """``AC027``: a plan made with ``sink=True`` takes ``sink [H]`` (float, natural-log logits) on
+    every call; one made without refuses a sink (the kernels would count one nobody planned).
+    ``shape`` None: the call passed no sink."""
+    h = setting.num_heads
+    if shape is None:
+        if setting.sink:
+            return [_call(subject, "sink", "the plan adds an attention sink (sink=True) and the "
+                          "call passed none", None, f"a float [H={h}] tensor",
+                          f"pass sink= (float32 [H={h}], natural-log logits)")]
+        return []
+    if not setting.sink:
+        return [_call(subject, "sink", "sink= given to a plan made with sink=False", shape,
+                      "no sink", "plan with sink=True")]
+    if shape != (h,) or dtype not in SINK_DTYPES:
+        return [_call(subject, "sink", f"sink must be a float [H={h}] tensor of natural-log "
+                      f"logits, found {dtype} {shape}", (dtype, shape),
+                      f"shape ({h},), dtype {', '.join(SINK_DTYPES)}")]
+    return []
+
+
+def check_row_mask_given(subject: str, setting: CombineSetting, empty_row: str,
+                         given: bool) -> list[Finding]:
+    """``AC025``: a call without a row mask where the plan needs one (the setting says so, or
+    the record's empty rows are undefined: what the kernel leaves there is garbage)."""
+    if given or not (setting.row_mask or empty_row == "undefined"):
+        return []
+    why = ("its empty rows are undefined (lse.empty_row = 'undefined')"
+           if empty_row == "undefined" else "the plan was made with row_mask=True")
+    return [Finding(Code.AC025, subject, f"a call without a row mask, but {why}",
+                    hint="pass row_mask= (which rows each shard holds keys for: the engine's local "
+                    "seq_lens > 0 per query row) or lens= (local lengths per request)",
+                    field="row_mask", found=None, allowed="a bool row mask or local lengths")]
+
+
+def check_workspace_call(subject: str, *, same_plan: bool, same_group: bool) -> list[Finding]:
+    """``AC027``: a workspace is made for one (plan, process group): its buffers are sized and
+    typed by that plan, and (``a2a_direct``) its symmetric memory is shared with that group."""
+    out: list[Finding] = []
+    if not same_plan:
+        out.append(_call(subject, "workspace", "this workspace belongs to another plan (its "
+                         "buffers are sized and typed for that plan's setting)", "another plan",
+                         "the plan the workspace was made for",
+                         "create one workspace per (plan, group)"))
+    if not same_group:
+        out.append(_call(subject, "group", "this workspace belongs to another process group; "
+                         "create one per (plan, group)", "another group",
+                         "the group the workspace was made for"))
+    return out
+
+
+def check_rank(subject: str, rank: object, world: int) -> list[Finding]:
+    """``AC027``: ``rank`` is an int in ``0..world-1`` (a bool or a float is refused, not read
+    as one)."""
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world:
+        return [_call(subject, "rank", f"rank {rank!r} ({type(rank).__name__}) is not a rank of "
+                      f"the {world} gathered LSEs", rank, f"an int in 0..{world - 1}")]
+    return []
 
 
 # --- edges: producer → consumer --------------------------------------------------------------------

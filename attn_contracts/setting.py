@@ -19,16 +19,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
+from attn_contracts.modes import MODE_TABLE, MODES, Mode, ModeSpec, mode_spec
 from attn_contracts.records import Base, Frozen, StrictBool
 
 __all__ = ["ALL_TO_ALL_MODES", "HEAD_SCATTERED_MODES", "MODES", "OUT_DTYPES", "CombineSetting", "Mode"]
 
-Mode = Literal["merge", "ag_rs", "a2a", "ar", "a2a_direct", "a2a_best"]
-MODES: tuple[str, ...] = ("merge", "ag_rs", "a2a", "ar", "a2a_direct", "a2a_best")
+# The modes live in attn_contracts.modes; these two views of the table are kept for callers.
 #: modes that give each rank H / world_size heads of the output
-HEAD_SCATTERED_MODES: tuple[str, ...] = ("ag_rs", "a2a", "a2a_direct", "a2a_best")
+HEAD_SCATTERED_MODES: tuple[str, ...] = tuple(m.name for m in MODE_TABLE.values()
+                                              if m.scatters_heads)
 #: modes whose message is an all-to-all of head slices (a launch then sees H / world_size heads)
-ALL_TO_ALL_MODES: tuple[str, ...] = ("a2a", "a2a_direct", "a2a_best")
+ALL_TO_ALL_MODES: tuple[str, ...] = tuple(m.name for m in MODE_TABLE.values()
+                                          if m.launch_sees_head_slice)
 #: output dtypes the combine produces; other float dtypes are settings it refuses (AC015)
 OUT_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32")
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "float8_e4m3fn": 1,
@@ -77,9 +79,14 @@ class CombineSetting(Frozen):
     pdl: StrictBool = True
 
     @property
+    def spec(self) -> ModeSpec:
+        """The mode's entry of :data:`attn_contracts.modes.MODE_TABLE`."""
+        return mode_spec(self.mode)
+
+    @property
     def heads_per_launch(self) -> int:
         """Heads one combine launch sees: ``H / N`` after an all-to-all, else ``H``."""
-        return (self.num_heads // self.world_size if self.mode in ALL_TO_ALL_MODES
+        return (self.num_heads // self.world_size if self.spec.launch_sees_head_slice
                 else self.num_heads)
 
     @property

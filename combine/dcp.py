@@ -13,30 +13,35 @@ the KV cache; :func:`dcp_combine` runs the plan's mode:
 Empty shards: ``row_mask [T]`` (bool, True where this rank holds keys for the row) gives the
 other rows weight 0 whatever the kernel wrote there: their LSE is sent as −inf (fused into the
 copy that puts the LSE on the wire, or into the all-to-all pack), so every rank weighs them 0.
-Sinks: ``sink [H]`` (fp32 logits, natural-log units) is added once, by the kernel after the merge.
+``lens [B]`` (local lengths per request, uniform ``q_len``) is the same mask by request.
+Sinks: ``sink [H]`` (float logits, natural-log units) is added once, by the kernel after the merge.
 
 Buffers come from a :class:`~attn_contracts.combine.workspace.Workspace` the caller owns (fixed
-addresses: capture a step in a CUDA graph after one warm-up call). Without one, each call allocates
-its own (fine eagerly, not for graphs). World size 1 without a workspace returns the input (copied
-into ``out=``); with one, it runs the same collective path as every other size.
+addresses: capture a step in a CUDA graph after one warm-up call). Without one, each call of a mode
+whose table entry allows it allocates its own (fine eagerly, not for graphs); ``a2a_direct`` and
+``a2a_best`` need one (their buffers, and the choice, are made once by every rank together). World
+size 1 without a workspace runs the plan's kernel on the one partial, so the LSE comes back in the
+plan's output base and empty rows sanitised, as on every other path; a step of no tokens returns
+empty outputs. Which collective runs comes from the mode table (``attn_contracts.modes``).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
+from attn_contracts.checks import check_mode_call, refuse
 from attn_contracts.combine.direct import direct_merge, direct_send
-from attn_contracts.combine.ops import lse_scales, pack_a2a
+from attn_contracts.combine.ops import _row_mask_arg, lse_scales, pack_a2a
 from attn_contracts.combine.plan import CombinePlan
 from attn_contracts.combine.reference import log_of_base
 from attn_contracts.combine.tiles import default_config, sm_count
 from attn_contracts.combine.workspace import Workspace
-from attn_contracts.findings import ContractError
 
 __all__ = ["dcp_combine"]
 
@@ -53,29 +58,21 @@ def _size_and_rank(group: Any) -> tuple[int, int]:
     return dist.get_world_size(group), dist.get_rank(group)
 
 
-def _check(plan: CombinePlan, partial_out: torch.Tensor, group: Any) -> tuple[int, int]:
-    world, rank = _size_and_rank(group)
-    if world != plan.world_size:
-        raise ValueError(f"the plan is for world_size={plan.world_size}, the process group has "
-                         f"{world} ranks")
-    if partial_out.dim() != 3 or partial_out.shape[1:] != (plan.num_heads, plan.head_dim):
-        raise ValueError(f"partial_out must be [T, H={plan.num_heads}, D={plan.head_dim}], found "
-                         f"{tuple(partial_out.shape)}")
-    if partial_out.dtype != plan.out_dtype:
-        # gloo would reinterpret the bytes silently (bf16 read as fp16): refuse before sending
-        raise ValueError(f"partial_out dtype {partial_out.dtype} differs from the plan's "
-                         f"out_dtype {plan.out_dtype}; every rank must send the same dtype")
-    return world, rank
-
-
-def _check_mask(plan: CombinePlan, row_mask: torch.Tensor | None, tokens: int) -> None:
-    if row_mask is None:
-        if plan.needs_row_mask:
-            raise ContractError([plan.missing_mask_finding()], "a row mask is required")
-        return
-    if row_mask.dtype != torch.bool or tuple(row_mask.shape) != (tokens,):
+def _check_mask(plan: CombinePlan, row_mask: torch.Tensor | None, lens: torch.Tensor | None,
+                tokens: int) -> torch.Tensor | None:
+    """This rank's row mask ``[T]`` (bool) from ``row_mask`` or ``lens [B]`` (local lengths per
+    request, uniform ``q_len = T / B``); refuses a call without one where the plan needs it."""
+    plan.check_row_mask(row_mask is not None or lens is not None)
+    if lens is not None:
+        if row_mask is not None:
+            raise ValueError("pass a row mask or local lengths, not both (found row_mask= and "
+                             "lens=)")
+        _, q_len = _row_mask_arg(None, lens, (), tokens, lens.device)  # checks lens, T = B·q_len
+        return (lens > 0).repeat_interleave(q_len) if q_len > 1 else lens > 0
+    if row_mask is not None and (row_mask.dtype != torch.bool or tuple(row_mask.shape) != (tokens,)):
         raise ValueError(f"row_mask must be bool [T={tokens}], found {row_mask.dtype} "
                          f"{tuple(row_mask.shape)}")
+    return row_mask
 
 
 def _local_lse(plan: CombinePlan, partial_lse: torch.Tensor, tokens: int) -> torch.Tensor:
@@ -105,63 +102,84 @@ def _neg_inf(device: torch.device) -> torch.Tensor:
 def dcp_combine(plan: CombinePlan, partial_out: torch.Tensor, partial_lse: torch.Tensor,
                 group: Any = None, *, out: torch.Tensor | None = None,
                 workspace: Workspace | None = None, slot: int = 0,
-                row_mask: torch.Tensor | None = None, sink: torch.Tensor | None = None) -> Any:
+                row_mask: torch.Tensor | None = None, lens: torch.Tensor | None = None,
+                sink: torch.Tensor | None = None) -> Any:
     """Combine this rank's partial attention with the other ranks' (see the module docstring).
 
+    ``row_mask [T]`` (bool) or ``lens [B]`` (this rank's local length per request, uniform
+    ``q_len = T / B``) marks the rows this rank holds keys for; ``sink [H]`` as the plan asks.
     Returns ``out`` (``[T, H/N, D]`` for ``ag_rs``/``a2a``, ``[T, H, D]`` for ``ar``), or
     ``(out, lse)`` when the plan returns the merged LSE (float32, the plan's output base).
+    A call that does not match its plan or its workspace is refused (``AC025``, ``AC027``).
     """
-    if plan.mode == "merge":
-        raise ValueError("dcp_combine runs the collective modes ('ag_rs', 'a2a', 'ar'); call a "
-                         "'merge' plan directly on the stacked partials")
-    world, rank = _check(plan, partial_out, group)
+    refuse(check_mode_call(plan.record.name, plan.setting, collective=True,
+                           has_workspace=workspace is not None), "cannot run this combine")
+    world, rank = _size_and_rank(group)
+    plan.check_partials(partial_out, heads=plan.num_heads, stacked=False, world=world)
     tokens = partial_out.shape[0]
-    _check_mask(plan, row_mask, tokens)
+    row_mask = _check_mask(plan, row_mask, lens, tokens)
     plan.check_sink(sink)
+    if workspace is not None:
+        workspace.check_call(plan, group)
     lse = _local_lse(plan, partial_lse, tokens)
+    if tokens == 0:  # an empty step: every rank has it (the rows are the same on every rank)
+        return _empty(plan, partial_out, out)
     if world == 1 and workspace is None:
         return _world_of_one(plan, partial_out, lse, row_mask, sink, out)
-    if workspace is None and plan.mode == "a2a_direct":
-        raise ValueError("mode 'a2a_direct' needs a Workspace: its symmetric buffers are made "
-                         "once, by every rank together (Workspace(plan, group, max_tokens=...))")
-    if workspace is None:
-        workspace = Workspace(plan, group, max_tokens=max(tokens, 1), device=partial_out.device)
-    else:
-        workspace.check_group(group)
-    if plan.mode in ("a2a_direct", "a2a_best") and workspace.direct:
-        return _a2a_direct(plan, partial_out, lse, out, workspace, slot, row_mask, sink)
-    if plan.mode in ("a2a", "a2a_best"):
-        return _a2a(plan, partial_out, lse, group, world, rank, out, workspace, slot, row_mask,
-                    sink)
-    return _gather_rescale(plan, partial_out, lse, group, world, rank, out, workspace, slot,
-                           row_mask, sink)
+    if workspace is None:  # the table allows it: buffers for this call only (eager, no graphs)
+        workspace = Workspace(plan, group, max_tokens=tokens, device=partial_out.device)
+    return _RUNS[workspace.runs.collective](plan, partial_out, lse, group, world, rank, out,
+                                             workspace, slot, row_mask, sink)
+
+
+def _empty(plan: CombinePlan, partial_out: torch.Tensor, out: torch.Tensor | None) -> Any:
+    """The result of a step of no tokens: ``[0, heads, D]`` (and ``[0, heads]`` LSE)."""
+    heads = plan.num_heads // plan.world_size if plan.setting.spec.scatters_heads \
+        else plan.num_heads
+    result = out if out is not None else partial_out.new_empty((0, heads, plan.head_dim))
+    if plan.return_lse:
+        return result, partial_out.new_empty((0, heads), dtype=torch.float32)
+    return result
 
 
 def _world_of_one(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor,
                   row_mask: torch.Tensor | None, sink: torch.Tensor | None,
                   out: torch.Tensor | None) -> Any:
-    if row_mask is None and sink is None:
-        result = out.copy_(partial_out) if out is not None else partial_out
-        return (result, lse.float()) if plan.return_lse else result
+    """One rank, no workspace: the plan's kernel on one partial, so the LSE is converted to the
+    plan's output base and empty rows sanitised exactly as on every other path."""
     mask = None if row_mask is None else row_mask[None]
     return plan.launch(partial_out[None] if plan.kernel == "merge" else partial_out, lse[None],
                        rank=0, out=out, row_mask=mask, sink=sink)
 
 
-def _gather_rescale(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor, group: Any,
-                    world: int, rank: int, out: torch.Tensor | None, ws: Workspace, slot: int,
-                    row_mask: torch.Tensor | None, sink: torch.Tensor | None) -> Any:
-    t, h, d = partial_out.shape
+def _gather_lse(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor, group: Any,
+                world: int, ws: Workspace, slot: int, row_mask: torch.Tensor | None
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Every rank's fp32 LSE ``[N, T, H]`` (masked rows −inf), and the merged-LSE buffer."""
+    t, h, _ = partial_out.shape
     mine, gathered = ws.lse_buffers(slot, t, partial_out.device)
     _wire_lse(lse, row_mask, mine)  # fp32 on the wire whatever the kernel's LSE dtype
     _all_gather(gathered, mine, group=group)  # concatenated on dim 0: what gloo and NCCL take
-    all_lse = gathered.view(world, t, h)
     lse_all_heads = lse.new_empty((t, h), dtype=torch.float32) if plan.return_lse else None
-    if plan.mode == "ar":
-        result = out if out is not None else partial_out.new_empty((t, h, d))
-        plan.launch(partial_out, all_lse, rank=rank, out=result, lse_out=lse_all_heads, sink=sink)
-        dist.all_reduce(result, group=group)
-        return (result, lse_all_heads) if plan.return_lse else result
+    return gathered.view(world, t, h), lse_all_heads
+
+
+def _all_reduce(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor, group: Any,
+                world: int, rank: int, out: torch.Tensor | None, ws: Workspace, slot: int,
+                row_mask: torch.Tensor | None, sink: torch.Tensor | None) -> Any:
+    all_lse, lse_all_heads = _gather_lse(plan, partial_out, lse, group, world, ws, slot, row_mask)
+    result = out if out is not None else partial_out.new_empty(partial_out.shape)
+    plan.launch(partial_out, all_lse, rank=rank, out=result, lse_out=lse_all_heads, sink=sink)
+    dist.all_reduce(result, group=group)
+    return (result, lse_all_heads) if plan.return_lse else result
+
+
+def _reduce_scatter_heads(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor,
+                          group: Any, world: int, rank: int, out: torch.Tensor | None,
+                          ws: Workspace, slot: int, row_mask: torch.Tensor | None,
+                          sink: torch.Tensor | None) -> Any:
+    t, h, d = partial_out.shape
+    all_lse, lse_all_heads = _gather_lse(plan, partial_out, lse, group, world, ws, slot, row_mask)
     hc = h // world
     chunks = ws.chunks(slot, t, partial_out.device)
     plan.launch(partial_out, all_lse, rank=rank, out=chunks, lse_out=lse_all_heads, sink=sink)
@@ -175,25 +193,16 @@ def _gather_rescale(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Ten
 def _a2a(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor, group: Any,
          world: int, rank: int, out: torch.Tensor | None, ws: Workspace, slot: int,
          row_mask: torch.Tensor | None, sink: torch.Tensor | None) -> Any:
-    t, h, d = partial_out.shape
+    t, h, _ = partial_out.shape
     hc = h // world
     send, recv, o_bytes = ws.messages(slot, t, partial_out.device)
     # one pass: each destination's heads of O [T, H/N, D] and its fp32 LSE bits [T, H/N], −inf
     # where row_mask says this rank has no keys (the receivers' merge then skips those rows)
     pack_a2a(partial_out, lse, send, o_bytes=o_bytes, row_mask=row_mask, pdl=plan.pdl)
     dist.all_to_all_single(recv, send, group=group)
-    o_recv, lse_recv = _pieces(recv, world, t, hc, d, o_bytes, plan.out_dtype)
+    o_recv, lse_recv = ws.message(t).views(recv, plan.out_dtype)
     my_sink = None if sink is None else sink[rank * hc : (rank + 1) * hc]
     return plan.launch(o_recv, lse_recv, out=out, sink=my_sink)  # views into the message
-
-
-def _pieces(buf: torch.Tensor, world: int, t: int, hc: int, d: int, o_bytes: int,
-            dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """The output ``[N, T, H/N, D]`` and LSE ``[N, T, H/N]`` views of a packed message buffer."""
-    size = torch.finfo(dtype).bits // 8
-    o = buf[:, : t * hc * d * size].view(dtype).view(world, t, hc, d)
-    lse = buf[:, o_bytes : o_bytes + t * hc * 4].view(torch.float32).view(world, t, hc)
-    return o, lse
 
 
 def _a2a_direct(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor,
@@ -216,3 +225,22 @@ def _a2a_direct(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor,
                  sink_scale=1.0 / log_of_base(plan.base), block_h=cfg.block_h,
                  block_d=cfg.block_d, num_warps=cfg.num_warps)
     return (result, lse_out) if plan.return_lse else result
+
+
+_Run = Callable[[CombinePlan, torch.Tensor, torch.Tensor, Any, int, int, "torch.Tensor | None",
+                 Workspace, int, "torch.Tensor | None", "torch.Tensor | None"], Any]
+
+
+def _run_direct(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor, group: Any,
+                world: int, rank: int, out: torch.Tensor | None, ws: Workspace, slot: int,
+                row_mask: torch.Tensor | None, sink: torch.Tensor | None) -> Any:
+    return _a2a_direct(plan, partial_out, lse, out, ws, slot, row_mask, sink)
+
+
+#: how each collective of the mode table runs (``Workspace.runs``: a choice already resolved)
+_RUNS: dict[str, _Run] = {
+    "all_to_all": _a2a,
+    "symmetric_memory": _run_direct,
+    "reduce_scatter": _reduce_scatter_heads,
+    "all_reduce": _all_reduce,
+}

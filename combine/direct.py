@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from attn_contracts.combine.launch import launch_grid, launcher
+from attn_contracts.combine.message import aligned
 from attn_contracts.combine.tiles import cdiv
 
 __all__ = ["DIRECT_DTYPES", "DirectBuffers", "direct_merge", "direct_send", "direct_unavailable",
@@ -56,21 +57,17 @@ def direct_unavailable(group: Any, dtype: str) -> str | None:
     return None
 
 
-def _aligned(n: int, a: int = 16) -> int:
-    return -(-n // a) * a
-
-
 @dataclass(frozen=True)
 class DirectLayout:
     """Byte offsets of one slot's symmetric buffer (see ``_direct_kernels.py``)."""
 
     world: int
-    piece: int  # one message: O [T_max, H/N, D] | LSE [T_max, H/N]
+    piece: int  # one message (message.A2AMessage): O [T_max, H/N, D] | LSE [T_max, H/N]
     o_bytes: int  # where a message's LSE starts
 
     @property
     def data(self) -> int:
-        return _aligned(16 * self.world, _HEADER_ALIGN)
+        return aligned(16 * self.world, _HEADER_ALIGN)
 
     @property
     def parity_bytes(self) -> int:

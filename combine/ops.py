@@ -9,7 +9,7 @@ CPU tensors they run the same kernels under ``TRITON_INTERPRET=1`` when it is se
 path (fp32, the reference's policy).
 
 LSE tensors are taken as ``[N, T, H]`` or ``[N, B, Q, H]`` strided views (``T = B·Q``); the
-dispatcher builds those views from a record's layout, never copies.
+planner (``plan.py``) builds those views from a record's layout, never copies.
 
 Empty shards by mask: ``row_mask [N, T]`` (bool or uint8, any strides; nonzero = the shard holds keys
 for the row) or ``lens [N, B]`` (int32/int64 local lengths per request, uniform ``q_len = T / B``;
@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypedDict, Unpack
 
 import torch
 
+from attn_contracts.checks import SINK_DTYPES, check_rank, refuse
 from attn_contracts.combine.launch import (
     MAX_GRID_YZ,
     Prepared,
@@ -34,6 +35,7 @@ from attn_contracts.combine.launch import (
     launcher,
     uses_triton,
 )
+from attn_contracts.combine.message import A2AMessage
 from attn_contracts.combine.reference import (
     log_of_base,
     merge_reference,
@@ -45,6 +47,7 @@ from attn_contracts.records import BASES
 __all__ = [
     "MAX_GRID_YZ",
     "OUT_DTYPES",
+    "CombineOptions",
     "KernelConfig",
     "default_config",
     "launch_grid",
@@ -62,6 +65,7 @@ OUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _LSE_DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 _MASK_DTYPES = (torch.bool, torch.uint8)
 _LENS_DTYPES = (torch.int32, torch.int64)
+_SINK_DTYPES = tuple(getattr(torch, name) for name in SINK_DTYPES)  # the plan's rule, as dtypes
 
 
 @functools.lru_cache(maxsize=16)
@@ -111,6 +115,28 @@ def _check_outputs(out: torch.Tensor, lse_out: torch.Tensor | None, t: int, h: i
     for name, x in (("out", out), ("lse_out", lse_out)):
         if x is not None and x.device != device:
             _fail(f"{name} is on {x.device} but the inputs are on {device}")
+
+
+def _check_writable(**outputs: torch.Tensor | None) -> None:
+    """Outputs must not overlap themselves (a stride-0 expanded view would have heads or rows
+    overwrite each other); a contiguous tensor (the common case, a cached flag) never does."""
+    for name, x in outputs.items():
+        if x is not None and not x.is_contiguous() and _self_overlapping(x):
+            _fail(f"{name} overlaps itself (shape {tuple(x.shape)}, strides {x.stride()}): every "
+                  "element must have its own memory (allowed: a non-overlapping view, e.g. not "
+                  ".expand())")
+
+
+def _self_overlapping(x: torch.Tensor) -> bool:
+    """Whether two indices of ``x`` may address one element: sorted by stride, each dim of size
+    > 1 must step past the whole extent of the smaller ones (conservative: never a false 'no')."""
+    extent = 1
+    for stride, size in sorted((st, sz) for st, sz in zip(x.stride(), x.shape, strict=True)
+                               if sz > 1):
+        if stride < extent:
+            return True
+        extent = stride * size
+    return False
 
 
 def _check_inputs(partial_out: torch.Tensor, lse: torch.Tensor, expect_dims: int) -> None:
@@ -164,7 +190,7 @@ def _check_mask_like(x: torch.Tensor, name: str, last: str, dtypes: tuple[torch.
 def _check_sink(sink: torch.Tensor | None, h: int, device: torch.device) -> None:
     if sink is None:
         return
-    if tuple(sink.shape) != (h,) or sink.dtype not in _LSE_DTYPES:
+    if tuple(sink.shape) != (h,) or sink.dtype not in _SINK_DTYPES:
         _fail(f"sink must be a float [H] = ({h},) tensor of natural-log logits, found {sink.dtype} "
               f"{tuple(sink.shape)}")
     if sink.device != device:
@@ -241,10 +267,13 @@ _merge_op = torch.library.custom_op("attn_contracts::merge_", mutates_args=("out
     merge_into)
 
 
-@_merge_op.register_fake
-def _merge_fake(partial_out, partial_lse, out, lse_out, base, lse_out_base,  # type: ignore[no-untyped-def]
-                block_h, block_d, num_warps, pdl=0, mask=None, mask_q=1, sink=None) -> None:
+def _writes_in_place(*args: Any, **kwargs: Any) -> None:
+    """The fake of every op here: each writes only into tensors it was given, so tracing needs
+    no output (its parameters are the op's own, declared once, by the op's body)."""
     return None
+
+
+_merge_op.register_fake(_writes_in_place)
 
 
 def rescale_into(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, out: torch.Tensor,
@@ -295,21 +324,7 @@ _rescale_op = torch.library.custom_op(
     "attn_contracts::rescale_", mutates_args=("out", "lse_out"))(rescale_into)
 
 
-@_rescale_op.register_fake
-def _rescale_fake(partial_out, all_lse, rank, out, lse_out, base, lse_out_base,  # type: ignore[no-untyped-def]
-                  block_h, block_d, num_warps, pdl=0, mask=None, mask_q=1, sink=None) -> None:
-    return None
-
-
-def _send_views(send: torch.Tensor, dtype: torch.dtype, o_bytes: int, t: int, hc: int,
-                d: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The message buffer ``send [N, piece]`` (uint8) as ``O [N, T, HC, D]`` in ``dtype`` and
-    ``LSE [N, T, HC]`` fp32 views (each destination's row: O at byte 0, LSE at ``o_bytes``)."""
-    world = send.shape[0]
-    size = torch.finfo(dtype).bits // 8
-    o = send[:, : t * hc * d * size].view(dtype).view(world, t, hc, d)
-    lse = send[:, o_bytes : o_bytes + t * hc * 4].view(torch.float32).view(world, t, hc)
-    return o, lse
+_rescale_op.register_fake(_writes_in_place)
 
 
 def pack_a2a_into(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tensor, o_bytes: int,
@@ -329,7 +344,8 @@ def _pack_launch(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tenso
     if t == 0 or h == 0 or d == 0:
         return None
     if not uses_triton(partial_out):
-        o_send, lse_send = _send_views(send, partial_out.dtype, o_bytes, t, hc, d)
+        o_send, lse_send = A2AMessage(world, t, hc, d, partial_out.element_size()).views(
+            send, partial_out.dtype, o_bytes=o_bytes)
         o_send.copy_(partial_out.view(t, world, hc, d).transpose(0, 1))  # [N, T, H/N, D]
         lse_send.copy_(lse.view(t, world, hc).transpose(0, 1))  # fp32 bits, [N, T, H/N]
         keep = _torch_row_mask(mask, mask_q)
@@ -354,10 +370,7 @@ _pack_op = torch.library.custom_op("attn_contracts::pack_a2a_", mutates_args=("s
     pack_a2a_into)
 
 
-@_pack_op.register_fake
-def _pack_fake(partial_out, lse, send, o_bytes, block_h, block_d, num_warps,  # type: ignore[no-untyped-def]
-               pdl=0, mask=None, mask_q=1) -> None:
-    return None
+_pack_op.register_fake(_writes_in_place)
 
 
 # --- the eager fast path ------------------------------------------------------------------------
@@ -375,6 +388,24 @@ def _sig(x: torch.Tensor | None) -> tuple[Any, ...] | None:
     if x is None:
         return None
     return (x.shape, x.stride(), x.dtype, x.get_device(), x.data_ptr() & 15)
+
+
+def _options_key(options: CombineOptions) -> tuple[Any, ...]:
+    """The options' part of a merge/rescale key: every option by name (an unknown one makes a new
+    key, so its first call is refused as ever), tensors by ``_sig``."""
+    return (tuple(options), _sig(options.get("out")), _sig(options.get("lse_out")),
+            _sig(options.get("row_mask")), _sig(options.get("lens")), _sig(options.get("sink")),
+            options.get("return_lse"), options.get("lse_out_base"), options.get("out_dtype"),
+            options.get("config"), options.get("pdl"))
+
+
+def _mask_option(options: CombineOptions) -> torch.Tensor | None:
+    mask = options.get("row_mask")
+    return mask if mask is not None else options.get("lens")
+
+
+def _is_bool(mask: torch.Tensor | None) -> bool:
+    return mask is not None and mask.dtype == torch.bool
 
 
 def _remember(key: tuple[Any, ...], fast: Any) -> None:
@@ -438,115 +469,134 @@ def _alloc(partial_out: torch.Tensor, shape: tuple[int, ...], out: torch.Tensor 
     return out, lse_out
 
 
-def merge(
-    partial_out: torch.Tensor,
-    partial_lse: torch.Tensor,
-    *,
-    base: str,
-    out: torch.Tensor | None = None,
-    lse_out: torch.Tensor | None = None,
-    return_lse: bool = False,
-    lse_out_base: str | None = None,
-    out_dtype: torch.dtype | None = None,
-    config: KernelConfig | None = None,
-    pdl: bool = True,
-    row_mask: torch.Tensor | None = None,
-    lens: torch.Tensor | None = None,
-    sink: torch.Tensor | None = None,
-) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+class CombineOptions(TypedDict, total=False):
+    """The keyword options :func:`merge` and :func:`rescale` share (each optional).
+
+    ``out``/``lse_out``: where to write (allocated if absent); ``return_lse``: also return the
+    merged fp32 LSE ``[T, H]``; ``lse_out_base``: its base (default: ``base``); ``out_dtype``:
+    the allocated output's dtype (default: the partials'); ``config``: fixed tiles (default:
+    ``tiles.default_config`` of the shape and device); ``pdl``: False never uses programmatic
+    dependent launch (True lets the tiles decide, on Hopper and newer); ``row_mask [N, T]``
+    (bool/uint8, any strides, nonzero = the shard has keys for the row) or ``lens [N, B]``
+    (int32/int64 local lengths, ``T = B · q_len`` rows, request ``t // q_len``); ``sink [H]``:
+    per-head sink logits in natural-log units, added once after the merge."""
+
+    out: torch.Tensor | None
+    lse_out: torch.Tensor | None
+    return_lse: bool
+    lse_out_base: str | None
+    out_dtype: torch.dtype | None
+    config: KernelConfig | None
+    pdl: bool
+    row_mask: torch.Tensor | None
+    lens: torch.Tensor | None
+    sink: torch.Tensor | None
+
+
+_OPTIONS = frozenset(CombineOptions.__annotations__)
+
+
+def _options(fn: str, options: CombineOptions) -> CombineOptions:
+    if not _OPTIONS.issuperset(options):
+        unknown = sorted(set(options) - _OPTIONS)
+        raise TypeError(f"{fn}() got unexpected keyword argument(s) {', '.join(unknown)} "
+                        f"(allowed: base, {', '.join(sorted(_OPTIONS))})")
+    return options
+
+
+def _prepare(partial_out: torch.Tensor, n: int, t: int, h: int, d: int, base: str,
+             options: CombineOptions) -> tuple[str, torch.Tensor | None, int, torch.Tensor,
+                                               torch.Tensor | None]:
+    """What ``merge`` and ``rescale`` share after their input checks: the output base, the
+    kernel's mask operand and ``MASK_Q``, the sink checked, ``out``/``lse_out`` allocated."""
+    lse_out_base = options.get("lse_out_base") or base
+    _check_base(base, lse_out_base)
+    row_mask_arg, mask_q = _row_mask_arg(options.get("row_mask"), options.get("lens"), (n,), t,
+                                         partial_out.device)
+    _check_sink(options.get("sink"), h, partial_out.device)
+    out, lse_out = _alloc(partial_out, (t, h, d), options.get("out"), options.get("lse_out"),
+                          options.get("return_lse", False), options.get("out_dtype"))
+    return lse_out_base, row_mask_arg, mask_q, out, lse_out
+
+
+def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
+          **options: Unpack[CombineOptions]) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Merge ``partial_out [N, T, H, D]`` by ``partial_lse [N, T, H]`` (or ``[N, B, Q, H]``) in
     base ``base`` into ``out [T, H, D]``; with ``return_lse`` (or ``lse_out``) also the merged
-    float32 LSE ``[T, H]`` in ``lse_out_base`` (default: ``base``). ``pdl=False`` never uses
-    programmatic dependent launch (``config.pdl`` decides otherwise, on Hopper and newer).
+    float32 LSE ``[T, H]`` in ``lse_out_base`` (default: ``base``). Options:
+    :class:`CombineOptions`.
 
-    Empty shards by mask: ``row_mask [N, T]`` (bool/uint8, any strides, nonzero = the shard has keys
-    for the row) or ``lens [N, B]`` (int32/int64 local lengths, ``T = B · q_len`` rows, request
-    ``t // q_len``). ``sink [H]``: per-head sink logits in natural-log units (as models store
-    them), converted to base ``b`` as ``s · log_b(e)`` and added once: ``o ← o · b^L / (b^L +
-    b^s')``, ``L ← log_b(b^L + b^s')``; a row empty on every shard gives ``o = 0``, ``L = s'``.
+    Empty shards by mask (``row_mask``/``lens``) get weight 0 whatever they hold. ``sink [H]``
+    (natural-log units, as models store them) is converted to base ``b`` as ``s · log_b(e)`` and
+    added once: ``o ← o · b^L / (b^L + b^s')``, ``L ← log_b(b^L + b^s')``; a row empty on every
+    shard gives ``o = 0``, ``L = s'``.
 
     Calls like an earlier one (same shapes, strides, dtypes, devices, alignment and options) skip
     the checks and the tile choice: they were made once (see ``_FAST``)."""
     compiling = torch.compiler.is_compiling()
     if not compiling:
-        key = ("merge", _sig(partial_out), _sig(partial_lse), _sig(out), _sig(lse_out),
-               _sig(row_mask), _sig(lens), _sig(sink), base, lse_out_base, return_lse, out_dtype,
-               config, pdl)
+        key = ("merge", _sig(partial_out), _sig(partial_lse), base, *_options_key(options))
         fast = _FAST.get(key)
         if fast is not None:
             result: torch.Tensor | tuple[torch.Tensor, torch.Tensor] = fast(
-                partial_out, partial_lse, out, lse_out,
-                row_mask if row_mask is not None else lens, sink)
+                partial_out, partial_lse, options.get("out"), options.get("lse_out"),
+                _mask_option(options), options.get("sink"))
             return result
-    lse_out_base = lse_out_base or base
-    _check_base(base, lse_out_base)
+    _options("merge", options)
     _check_inputs(partial_out, partial_lse, 4)
     n, t, h, d = partial_out.shape
     if n < 1:
         _fail("merge needs at least one partial (N >= 1), found N=0")
     _check_lse(partial_lse, n, t, h, "partial_lse")
-    row_mask_arg, mask_q = _row_mask_arg(row_mask, lens, (n,), t, partial_out.device)
-    _check_sink(sink, h, partial_out.device)
-    out, lse_out = _alloc(partial_out, (t, h, d), out, lse_out, return_lse, out_dtype)
+    lse_out_base, row_mask_arg, mask_q, out, lse_out = _prepare(partial_out, n, t, h, d, base,
+                                                                options)
     _check_outputs(out, lse_out, t, h, d, partial_out.device)
-    cfg = config or default_config(n, t, h, d, sms=sm_count(partial_out.device))
-    args = (partial_out, partial_lse, out, lse_out, base, lse_out_base, cfg.block_h, cfg.block_d,
-            cfg.num_warps, cfg.pdl if pdl else 0, row_mask_arg, mask_q, sink)
+    _check_writable(out=out, lse_out=lse_out)
+    cfg = options.get("config") or default_config(n, t, h, d, sms=sm_count(partial_out.device))
+    pdl = cfg.pdl if options.get("pdl", True) else 0
     if compiling:  # traced calls go through the op; eager ones skip the dispatcher (tens of µs)
-        torch.ops.attn_contracts.merge_(*args)
+        torch.ops.attn_contracts.merge_(
+            partial_out, partial_lse, out, lse_out, base=base, lse_out_base=lse_out_base,
+            block_h=cfg.block_h, block_d=cfg.block_d, num_warps=cfg.num_warps, pdl=pdl,
+            mask=row_mask_arg, mask_q=mask_q, sink=options.get("sink"))
     else:
-        prepared = _merge_launch(*args)
+        prepared = _merge_launch(partial_out, partial_lse, out, lse_out, base, lse_out_base,
+                                 cfg.block_h, cfg.block_d, cfg.num_warps, pdl, row_mask_arg,
+                                 mask_q, options.get("sink"))
         if prepared is not None:
             _remember(key, _KernelCall(prepared, partial_out.device, (t, h, d), out.dtype,
                                        (t, h) if lse_out is not None else None,
-                                       row_mask is not None and row_mask.dtype == torch.bool))
+                                       _is_bool(options.get("row_mask"))))
     return (out, lse_out) if lse_out is not None else out
 
 
-def rescale(
-    partial_out: torch.Tensor,
-    all_lse: torch.Tensor,
-    rank: int,
-    *,
-    base: str,
-    out: torch.Tensor | None = None,
-    lse_out: torch.Tensor | None = None,
-    return_lse: bool = False,
-    lse_out_base: str | None = None,
-    out_dtype: torch.dtype | None = None,
-    config: KernelConfig | None = None,
-    pdl: bool = True,
-    row_mask: torch.Tensor | None = None,
-    lens: torch.Tensor | None = None,
-    sink: torch.Tensor | None = None,
-) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base: str,
+            **options: Unpack[CombineOptions]) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Scale rank ``rank``'s ``partial_out [T, H, D]`` by ``b^(lse_rank − LSE)`` computed from the
     gathered ``all_lse [N, T, H]``; summing the results over ranks (a reduce-scatter or
-    all-reduce) gives the merge. ``out`` may alias ``partial_out`` (in-place). ``row_mask [N, T]`` /
-    ``lens [N, B]`` mark every rank's empty rows and ``sink [H]`` (natural-log logits) enters the
-    denominator and the merged LSE, as in :func:`merge`. Repeated calls: see :func:`merge`."""
+    all-reduce) gives the merge. ``out`` may alias ``partial_out`` (in-place), or be head chunks
+    ``[C, T, H/C, D]`` for a reduce-scatter. ``row_mask [N, T]`` / ``lens [N, B]`` mark every
+    rank's empty rows and ``sink [H]`` (natural-log logits) enters the denominator and the merged
+    LSE, as in :func:`merge`. Options: :class:`CombineOptions`. Repeated calls: see
+    :func:`merge`."""
     compiling = torch.compiler.is_compiling()
     if not compiling:
-        key = ("rescale", _sig(partial_out), _sig(all_lse), rank, _sig(out), _sig(lse_out),
-               _sig(row_mask), _sig(lens), _sig(sink), base, lse_out_base, return_lse, out_dtype,
-               config, pdl)
+        key = ("rescale", _sig(partial_out), _sig(all_lse), rank, base, *_options_key(options))
         fast = _FAST.get(key)
         if fast is not None:
             result: torch.Tensor | tuple[torch.Tensor, torch.Tensor] = fast(
-                partial_out, all_lse, out, lse_out,
-                row_mask if row_mask is not None else lens, sink)
+                partial_out, all_lse, options.get("out"), options.get("lse_out"),
+                _mask_option(options), options.get("sink"))
             return result
-    lse_out_base = lse_out_base or base
-    _check_base(base, lse_out_base)
+    _options("rescale", options)
     _check_inputs(partial_out, all_lse, 3)
     t, h, d = partial_out.shape
     n = all_lse.shape[0] if all_lse.dim() in (3, 4) else 0
     _check_lse(all_lse, n, t, h, "all_lse")
-    if not 0 <= rank < n:
-        _fail(f"rank {rank} is outside the {n} gathered LSEs (allowed: 0..{n - 1})")
-    row_mask_arg, mask_q = _row_mask_arg(row_mask, lens, (n,), t, partial_out.device)
-    _check_sink(sink, h, partial_out.device)
-    out, lse_out = _alloc(partial_out, (t, h, d), out, lse_out, return_lse, out_dtype)
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < n:
+        refuse(check_rank("rescale", rank, n), "rank outside the gathered LSEs")
+    lse_out_base, row_mask_arg, mask_q, out, lse_out = _prepare(partial_out, n, t, h, d, base,
+                                                                options)
     if out.dim() == 4:  # [N, T, H/N, D], head chunks for a reduce-scatter
         c = out.shape[0]
         if h % c or tuple(out.shape) != (c, t, h // c, d):
@@ -555,17 +605,23 @@ def rescale(
         _check_outputs(out[0], lse_out, t, h // c, d, partial_out.device, lse_heads=h)
     else:
         _check_outputs(out, lse_out, t, h, d, partial_out.device)
-    cfg = config or default_config(n, t, h, d, "rescale", sms=sm_count(partial_out.device))
-    args = (partial_out, all_lse, rank, out, lse_out, base, lse_out_base, cfg.block_h,
-            cfg.block_d, cfg.num_warps, cfg.pdl if pdl else 0, row_mask_arg, mask_q, sink)
+    _check_writable(out=out, lse_out=lse_out)
+    cfg = options.get("config") or default_config(n, t, h, d, "rescale",
+                                                  sms=sm_count(partial_out.device))
+    pdl = cfg.pdl if options.get("pdl", True) else 0
     if compiling:
-        torch.ops.attn_contracts.rescale_(*args)
+        torch.ops.attn_contracts.rescale_(
+            partial_out, all_lse, rank, out, lse_out, base=base, lse_out_base=lse_out_base,
+            block_h=cfg.block_h, block_d=cfg.block_d, num_warps=cfg.num_warps, pdl=pdl,
+            mask=row_mask_arg, mask_q=mask_q, sink=options.get("sink"))
     else:
-        prepared = _rescale_launch(*args)
+        prepared = _rescale_launch(partial_out, all_lse, rank, out, lse_out, base, lse_out_base,
+                                   cfg.block_h, cfg.block_d, cfg.num_warps, pdl, row_mask_arg,
+                                   mask_q, options.get("sink"))
         if prepared is not None:
             _remember(key, _KernelCall(prepared, partial_out.device, (t, h, d), out.dtype,
                                        (t, h) if lse_out is not None else None,
-                                       row_mask is not None and row_mask.dtype == torch.bool))
+                                       _is_bool(options.get("row_mask"))))
     return (out, lse_out) if lse_out is not None else out
 
 
@@ -610,9 +666,10 @@ def pack_a2a(
     if h % world:
         _fail(f"num_heads={h} is not divisible by the {world} destinations")
     hc = h // world
-    # the typed views need rows and the LSE offset in whole fp32 (and O) elements
-    if o_bytes < t * hc * d * size or o_bytes % 4 or piece % 4 or piece < o_bytes + t * hc * 4 \
-            or send.stride(0) % 4 or send.storage_offset() % 4:
+    # the typed views need rows and the LSE offset in whole fp32 (and O) elements (an empty step
+    # has nothing to write: its rows may be empty)
+    if t and (o_bytes < t * hc * d * size or o_bytes % 4 or piece % 4
+              or piece < o_bytes + t * hc * 4 or send.stride(0) % 4 or send.storage_offset() % 4):
         _fail(f"send rows of {piece} bytes (row stride {send.stride(0)}, offset "
               f"{send.storage_offset()}) cannot hold O ({t * hc * d * size} bytes) then the LSE "
               f"({t * hc * 4} bytes) at o_bytes={o_bytes} (allowed: o_bytes, the row length, row "
@@ -622,13 +679,14 @@ def pack_a2a(
             _fail(f"{name} is on {x.device} but partial_out is on {partial_out.device}")
     row_mask_arg, mask_q = _row_mask_arg(row_mask, lens, (), t, partial_out.device)
     cfg = config or default_config(world, t, h, d, "pack", sms=sm_count(partial_out.device))
-    args = (partial_out, lse, send, o_bytes, cfg.block_h, cfg.block_d, cfg.num_warps,
-            cfg.pdl if pdl else 0, row_mask_arg, mask_q)
+    pdl_mode = cfg.pdl if pdl else 0
     if compiling:
-        torch.ops.attn_contracts.pack_a2a_(*args)
+        torch.ops.attn_contracts.pack_a2a_(
+            partial_out, lse, send, o_bytes, block_h=cfg.block_h, block_d=cfg.block_d,
+            num_warps=cfg.num_warps, pdl=pdl_mode, mask=row_mask_arg, mask_q=mask_q)
     else:
-        prepared = _pack_launch(*args)
+        prepared = _pack_launch(partial_out, lse, send, o_bytes, cfg.block_h, cfg.block_d,
+                                cfg.num_warps, pdl_mode, row_mask_arg, mask_q)
         if prepared is not None:
-            _remember(key, _PackCall(prepared, partial_out.dtype, o_bytes,
-                                     row_mask is not None and row_mask.dtype == torch.bool))
+            _remember(key, _PackCall(prepared, partial_out.dtype, o_bytes, _is_bool(row_mask)))
     return send

@@ -20,11 +20,19 @@ from typing import Any
 import torch
 from pydantic import ValidationError
 
-from attn_contracts.checks import check_direct, check_setting
+from attn_contracts.checks import (
+    SINK_DTYPES,
+    check_call_partials,
+    check_call_sink,
+    check_direct,
+    check_row_mask_given,
+    check_setting,
+    refuse,
+)
 from attn_contracts.combine.ops import merge, rescale
 from attn_contracts.combine.tiles import KernelConfig, default_config
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, ContractError, Finding
+from attn_contracts.findings import ContractError, Finding
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import get as get_record
 from attn_contracts.setting import MODES, CombineSetting
@@ -32,27 +40,13 @@ from attn_contracts.sources import parse_record
 
 __all__ = ["MODES", "CombinePlan", "plan_combine"]
 
-_KERNEL = {"merge": "merge", "a2a": "merge", "ag_rs": "rescale", "ar": "rescale",
-           "a2a_direct": "merge", "a2a_best": "merge"}
-_MODE_WHY = {
-    "merge": "merge: N partials of all H heads → one output (split-KV / cascade merge)",
-    "a2a": "a2a: one all-to-all of O and fp32 LSE, then merge N partials of H/N heads",
-    "ag_rs": "ag_rs: all-gather LSE, rescale the local partial, reduce-scatter O by heads",
-    "ar": "ar: rescale the local partial, all-reduce O (every rank gets all heads)",
-    "a2a_direct": "a2a_direct: write each peer's head slice of O and fp32 LSE into its symmetric "
-                  "memory, then one kernel waits for the peers' epochs and merges (no NCCL call)",
-    "a2a_best": "a2a_best: a2a_direct where the process group allows it (CUDA GPUs on NCCL, >= 2 "
-                "ranks, 16/32-bit floats), else a2a; the Workspace says which it took and why",
-}
-
-
 @dataclass(frozen=True)
 class CombinePlan:
     """What to launch for one (record, setting); built once, called on every decode step."""
 
     record: CapabilityRecord
     setting: CombineSetting
-    kernel: str  # "merge" or "rescale"
+    kernel: str  # "merge" or "rescale": the mode table's kernel
     lse_out_base: str
     config: KernelConfig | None  # None: tiles chosen per call from (N, T, H, D)
     reasons: tuple[str, ...]
@@ -128,36 +122,65 @@ class CombinePlan:
         return self.setting.row_mask or self.lse.empty_row == "undefined"
 
     def missing_mask_finding(self) -> Finding:
-        why = ("its empty rows are undefined (lse.empty_row = 'undefined')"
-               if self.lse.empty_row == "undefined" else "the plan was made with row_mask=True")
-        return Finding(Code.AC025, self.record.name, f"a call without a row mask, but {why}",
-                       hint="pass row_mask= (which rows each shard holds keys for: the engine's local "
-                       "seq_lens > 0 per query row)", field="row_mask", found=None, allowed="a bool row mask")
+        """The ``AC025`` a call without a row mask gets (``checks.check_row_mask_given``)."""
+        return check_row_mask_given(self.record.name, self.setting.model_copy(
+            update={"row_mask": True}) if not self.needs_row_mask else self.setting,
+            self.lse.empty_row, False)[0]
+
+    def check_row_mask(self, given: bool) -> None:
+        """Refuse (``AC025``) a call without a row mask (or ``lens``) where the plan needs one."""
+        if not given and self.needs_row_mask:
+            refuse(check_row_mask_given(self.record.name, self.setting, self.lse.empty_row,
+                                        given), "a row mask is required")
 
     def check_sink(self, sink: torch.Tensor | None) -> None:
-        """A plan made with ``sink=True`` takes the per-head sink logits on every call (and one
-        made without refuses them: the kernels would otherwise count a sink nobody planned)."""
-        if self.setting.sink and sink is None:
-            raise ValueError(f"{self.record.name}: the plan adds an attention sink (sink=True): "
-                             f"pass sink= (float32 [H={self.num_heads}], natural-log logits)")
-        if sink is not None and not self.setting.sink:
-            raise ValueError(f"{self.record.name}: sink= given to a plan made with sink=False; "
-                             "plan with sink=True")
-        if sink is not None and (sink.dtype != torch.float32 or sink.dim() != 1):
-            raise ValueError(f"sink must be float32 [H], found {sink.dtype} {tuple(sink.shape)}")
+        """A plan made with ``sink=True`` takes the per-head sink logits ``[H]`` (a float dtype,
+        natural-log units) on every call, and one made without refuses them: the kernels would
+        otherwise count a sink nobody planned (``AC027``, ``checks.check_call_sink``)."""
+        if sink is None and not self.setting.sink:
+            return
+        if sink is not None and self.setting.sink and sink.dim() == 1 \
+                and sink.shape[0] == self.num_heads and sink.dtype in _SINK_DTYPES:
+            return
+        refuse(check_call_sink(self.record.name, self.setting,
+                               shape=None if sink is None else tuple(sink.shape),
+                               dtype=None if sink is None else _dtype_name(sink.dtype)),
+               "the sink does not match the plan")
+
+    def check_partials(self, partial_out: torch.Tensor, *, heads: int | None = None,
+                       stacked: bool | None = None, world: int | None = None) -> None:
+        """Refuse (``AC027``) partials of another N, H, D or dtype than the plan's: ``stacked``
+        ``[N, T, H, D]`` for a merge kernel, else one rank's ``[T, H, D]``; ``heads`` default:
+        the heads one launch sees."""
+        stacked = self.kernel == "merge" if stacked is None else stacked
+        heads = self.local_heads if heads is None else heads
+        shape = partial_out.shape
+        if partial_out.dim() == (4 if stacked else 3) and shape[-2] == heads \
+                and shape[-1] == self.head_dim and partial_out.dtype == self.out_dtype \
+                and (not stacked or shape[0] == self.world_size) \
+                and (world is None or world == self.world_size):
+            return
+        refuse(check_call_partials(self.record.name, self.setting, shape=tuple(shape),
+                                   dtype=_dtype_name(partial_out.dtype), stacked=stacked,
+                                   heads=heads, world=world),
+               f"the call does not match its {self.mode} plan")
 
     # --- launching ----------------------------------------------------------------------------
     def launch(self, partial_out: torch.Tensor, lse: torch.Tensor, *, rank: int | None = None,
                out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
-               row_mask: torch.Tensor | None = None, sink: torch.Tensor | None = None) -> Any:
+               row_mask: torch.Tensor | None = None, lens: torch.Tensor | None = None,
+               sink: torch.Tensor | None = None) -> Any:
         """Run the plan's kernel on an LSE already in ``[N, T, H]`` / ``[N, B, Q, H]`` form;
-        ``row_mask [N, T]`` (bool) and ``sink [H]`` as the plan's setting asks."""
+        ``row_mask [N, T]`` (bool) or ``lens [N, B]`` and ``sink [H]`` as the plan's setting
+        asks (no plan-level checks: :meth:`__call__` and ``dcp_combine`` made them)."""
         kwargs: dict[str, Any] = dict(
             base=self.base, out=out, lse_out=lse_out, return_lse=self.return_lse,
             lse_out_base=self.lse_out_base, out_dtype=self.out_dtype, config=self.config,
             pdl=self.pdl)
         if row_mask is not None:
             kwargs["row_mask"] = row_mask
+        if lens is not None:
+            kwargs["lens"] = lens
         if sink is not None:
             kwargs["sink"] = sink
         if self.kernel == "merge":
@@ -169,20 +192,22 @@ class CombinePlan:
     def __call__(self, partial_out: torch.Tensor, partial_lse: torch.Tensor, *,
                  out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
                  rank: int | None = None, row_mask: torch.Tensor | None = None,
-                 sink: torch.Tensor | None = None) -> Any:
-        """``merge``/``a2a``: ``partial_out [N, T, H, D]`` (or ``[N, B, q, H, D]``) and the
-        stacked LSE in the record's layout. ``ag_rs``/``ar``: one rank's ``partial_out [T, H, D]``,
-        the gathered LSE ``[N, ...record layout]`` and ``rank``. ``row_mask [N, T]`` (bool, True
-        where the shard holds keys for the row) and ``sink [H]`` (fp32, natural-log logits) as
-        the setting asks. Returns ``out`` or ``(out, lse)``."""
+                 lens: torch.Tensor | None = None, sink: torch.Tensor | None = None) -> Any:
+        """``merge``/``a2a``: ``partial_out [N, T, H, D]`` (or ``[N, B, q, H, D]``; ``H / N``
+        heads for an all-to-all mode's merge) and the stacked LSE in the record's layout.
+        ``ag_rs``/``ar``: one rank's ``partial_out [T, H, D]``, the gathered LSE
+        ``[N, ...record layout]`` and ``rank``. ``row_mask [N, T]`` (bool, True where the shard
+        holds keys for the row) or ``lens [N, B]`` (local lengths, uniform ``q_len``) and
+        ``sink [H]`` (float, natural-log logits) as the setting asks. Partials of another N, H, D
+        or dtype than the plan's are refused (``AC027``). Returns ``out`` or ``(out, lse)``."""
         if self.kernel == "merge" and partial_out.dim() == 5:  # [N, B, q, H, D] decode layout
             partial_out = partial_out.flatten(1, 2)
-        if row_mask is None and self.needs_row_mask:
-            raise ContractError([self.missing_mask_finding()], "a row mask is required")
+        self.check_partials(partial_out)
+        self.check_row_mask(row_mask is not None or lens is not None)
         self.check_sink(sink)
         heads = partial_out.shape[-2]
         return self.launch(partial_out, self.lse_view(partial_lse, heads=heads), rank=rank,
-                           out=out, lse_out=lse_out, row_mask=row_mask, sink=sink)
+                           out=out, lse_out=lse_out, row_mask=row_mask, lens=lens, sink=sink)
 
     def explain(self) -> str:
         return "\n".join(f"- {r}" for r in self.reasons)
@@ -201,6 +226,13 @@ class CombinePlan:
                       "zero_weight_nan_safe": True, "accepts_row_mask": self.setting.row_mask},
             "output": {"returns_lse": self.return_lse,
                        "lse_base": self.lse_out_base if self.return_lse else None}})
+
+
+_SINK_DTYPES = tuple(getattr(torch, name) for name in SINK_DTYPES)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def _spec(record: CapabilityRecord) -> LseSpec:
@@ -265,7 +297,7 @@ def _first_errors(err: ValidationError) -> str:
 def _plan(record: CapabilityRecord, setting: CombineSetting,
           config: KernelConfig | None) -> CombinePlan:
     findings = check_setting(record, setting)
-    if setting.mode == "a2a_direct":
+    if setting.spec.collective == "symmetric_memory":
         from attn_contracts.combine.direct import direct_unavailable_here
 
         findings += check_direct(record, setting, direct_unavailable_here(setting.out_dtype))
@@ -273,19 +305,19 @@ def _plan(record: CapabilityRecord, setting: CombineSetting,
         raise ContractError(findings, f"cannot plan a {setting.mode} combine for {record.name}")
     spec = _spec(record)
     out_base = setting.lse_out_base or spec.base
-    return CombinePlan(record, setting, _KERNEL[setting.mode], out_base, config,
+    return CombinePlan(record, setting, setting.spec.kernel, out_base, config,
                        _reasons(record, spec, setting, out_base, config))
 
 
 def _reasons(record: CapabilityRecord, spec: LseSpec, s: CombineSetting, out_base: str,
              config: KernelConfig | None) -> tuple[str, ...]:
-    kernel = _KERNEL[s.mode]
+    kernel = s.spec.kernel
     empty = (f"empty rows yield {spec.empty_row}: read as −inf (NaN and +inf always are)"
              if spec.empty_row != "undefined" else
              "empty rows are undefined (the kernel cannot run a zero-key row): every call must "
              "pass a row mask, or it is refused (AC025)")
     return (
-        _MODE_WHY[s.mode] + f"; kernel {kernel}, world size {s.world_size}",
+        s.spec.why + f"; kernel {kernel}, world size {s.world_size}",
         f"base {spec.base}: record declares lse.base = {spec.base!r} ({record.evidence}: "
         f"{record.source}); compiled in as the exponent scale",
         f"layout {_layout_text(spec, True)}: read through strides"

@@ -20,27 +20,26 @@ from typing import Any
 
 import torch
 
-from attn_contracts.checks import check_direct
+from attn_contracts.checks import (
+    check_direct,
+    check_workspace_call,
+    check_workspace_mode,
+    refuse,
+)
 from attn_contracts.combine.direct import DirectBuffers, DirectLayout, direct_unavailable
+from attn_contracts.combine.message import A2A_ALIGN, A2AMessage
 from attn_contracts.combine.plan import CombinePlan
 from attn_contracts.findings import ContractError
-from attn_contracts.setting import ALL_TO_ALL_MODES
+from attn_contracts.modes import ModeSpec, Resolution, resolve
 
 __all__ = ["A2A_ALIGN", "Workspace", "a2a_piece_bytes"]
-
-A2A_ALIGN = 16  # bytes: each packed piece starts 16-byte aligned (vector loads, fp32 views)
-
-
-def _aligned(nbytes: int) -> int:
-    return -(-nbytes // A2A_ALIGN) * A2A_ALIGN
 
 
 def a2a_piece_bytes(tokens: int, heads_per_rank: int, head_dim: int, out_bytes: int) -> tuple[
         int, int]:
-    """``(o_bytes, piece_bytes)`` of one all-to-all message: the head slice of O ``[T, H/N, D]``,
-    then the fp32 LSE bits ``[T, H/N]``, each 16-byte aligned."""
-    o_bytes = _aligned(tokens * heads_per_rank * head_dim * out_bytes)
-    return o_bytes, o_bytes + _aligned(tokens * heads_per_rank * 4)
+    """``(o_bytes, piece_bytes)`` of one all-to-all message (:class:`A2AMessage`)."""
+    msg = A2AMessage(1, tokens, heads_per_rank, head_dim, out_bytes)
+    return msg.o_bytes, msg.piece
 
 
 def _normalised(device: str | torch.device | None) -> torch.device:
@@ -74,25 +73,34 @@ class Workspace:
         for name, v in (("max_tokens", max_tokens), ("slots", slots)):
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, found {v!r}")
-        if plan.mode == "merge":
-            raise ValueError("a 'merge' plan runs no collective and needs no workspace")
+        refuse(check_workspace_mode(plan.record.name, plan.setting), "cannot make a workspace")
         self.plan, self.group, self.max_tokens = plan, group, max_tokens
         self.device = _normalised(device)
-        self.direct, self.why = self._choose_direct()
+        #: the concrete mode this workspace runs (a choice such as a2a_best is resolved here,
+        #: once) and every candidate it refused, with why
+        self.resolution = self._resolve()
+        self.runs: ModeSpec = self.resolution.runs
+        self.direct = self.runs.collective == "symmetric_memory"
+        self.why = self.resolution.why
         self._slots = tuple(self._allocate() for _ in range(slots))
 
-    def _choose_direct(self) -> tuple[bool, str]:
-        """``a2a_direct`` runs or is refused (``AC026``); ``a2a_best`` falls back to ``a2a``."""
-        mode = self.plan.mode
-        if mode not in ("a2a_direct", "a2a_best"):
-            return False, ""
-        reason = direct_unavailable(self.group, self.plan.setting.out_dtype)
-        if reason is not None and mode == "a2a_direct":
-            raise ContractError(check_direct(self.plan.record, self.plan.setting, reason),
-                                "cannot make a direct all-to-all workspace")
-        if reason is not None:
-            return False, f"a2a_best: a2a over NCCL, since the direct all-to-all cannot: {reason}"
-        return True, f"{mode}: the direct all-to-all over symmetric memory"
+    def _refusal(self, candidate: ModeSpec) -> str | None:
+        """Why ``candidate`` cannot run on this group (None if it can)."""
+        if candidate.collective == "symmetric_memory":
+            reason: str | None = direct_unavailable(self.group, self.plan.setting.out_dtype)
+            return reason
+        return None
+
+    def _resolve(self) -> Resolution:
+        """A concrete mode runs or is refused (``AC026`` for the direct all-to-all); a choice
+        takes its first candidate that can run and keeps the others' reasons."""
+        resolution = resolve(self.plan.mode, self._refusal)
+        if not resolution.mode.is_choice:
+            reason = self._refusal(resolution.runs)
+            if reason is not None:
+                raise ContractError(check_direct(self.plan.record, self.plan.setting, reason),
+                                    "cannot make a direct all-to-all workspace")
+        return resolution
 
     @property
     def slots(self) -> int:
@@ -106,14 +114,15 @@ class Workspace:
             return torch.empty(numel, dtype=dtype, device=self.device)
 
         chunks = send = recv = direct = None
-        if p.mode == "ag_rs":
+        collective = self.runs.collective
+        if collective == "reduce_scatter":
             chunks = empty(t * h * d, p.out_dtype)
-        o_bytes, piece = a2a_piece_bytes(t, h // n, d, p.out_dtype.itemsize)
-        if self.direct:
-            direct = DirectBuffers.symmetric(DirectLayout(n, piece, o_bytes), self.group,
+        msg = self.message(t)
+        if collective == "symmetric_memory":
+            direct = DirectBuffers.symmetric(DirectLayout(n, msg.piece, msg.o_bytes), self.group,
                                              self.device)
-        elif p.mode in ALL_TO_ALL_MODES:
-            send, recv = empty(n * piece, torch.uint8), empty(n * piece, torch.uint8)
+        elif collective == "all_to_all":
+            send, recv = empty(msg.nbytes, torch.uint8), empty(msg.nbytes, torch.uint8)
         return _Slot(empty(t * h, torch.float32), empty(n * t * h, torch.float32), chunks, send,
                      recv, direct)
 
@@ -143,9 +152,22 @@ class Workspace:
         return next((e for s in self._slots if s.direct and (e := s.direct.error())), None)
 
     def check_group(self, group: Any) -> None:
-        if group is not self.group:
-            raise ValueError("this workspace belongs to another process group; create one per "
-                             "(plan, group)")
+        refuse(check_workspace_call(self.plan.record.name, same_plan=True,
+                                    same_group=group is self.group), "wrong workspace")
+
+    def check_call(self, plan: CombinePlan, group: Any) -> None:
+        """Refuse a call whose plan or group is not this workspace's (``AC027``): its buffers
+        are sized and typed by its plan, and shared with its group."""
+        same_plan = plan is self.plan or plan == self.plan
+        if not same_plan or group is not self.group:
+            refuse(check_workspace_call(plan.record.name, same_plan=same_plan,
+                                        same_group=group is self.group), "wrong workspace")
+
+    def message(self, tokens: int) -> A2AMessage:
+        """The all-to-all message layout of a step of ``tokens`` rows."""
+        p = self.plan
+        return A2AMessage(p.world_size, tokens, p.num_heads // p.world_size, p.head_dim,
+                          p.out_dtype.itemsize)
 
     # --- views for one step ---------------------------------------------------------------------
     def lse_buffers(self, slot: int, tokens: int, device: torch.device
@@ -167,11 +189,10 @@ class Workspace:
     def messages(self, slot: int, tokens: int, device: torch.device
                  ) -> tuple[torch.Tensor, torch.Tensor, int]:
         """The all-to-all send and receive buffers ``[N, piece]`` (uint8) and the O bytes of a
-        piece (the LSE bits follow at that offset)."""
+        piece (the LSE bits follow at that offset; :meth:`message` is the whole layout)."""
         s, p = self._slot(slot, tokens, device), self.plan
         if s.send is None or s.recv is None:
             raise ValueError(f"a {p.mode!r} workspace has no all-to-all buffers")
-        o_bytes, piece = a2a_piece_bytes(tokens, p.num_heads // p.world_size, p.head_dim,
-                                         p.out_dtype.itemsize)
-        n = p.world_size
-        return s.send[: n * piece].view(n, piece), s.recv[: n * piece].view(n, piece), o_bytes
+        msg = self.message(tokens)
+        n, piece = msg.world, msg.piece
+        return s.send[: n * piece].view(n, piece), s.recv[: n * piece].view(n, piece), msg.o_bytes

@@ -19,7 +19,7 @@ from attn_contracts.backends.problem import DecodeProblem, make_problem
 from attn_contracts.backends.sharding import shard_problem
 from attn_contracts.combine import plan_combine
 from attn_contracts.combine.dcp import dcp_combine
-from attn_contracts.combine.ranks import run_ranks
+from attn_contracts.testing.ranks import run_ranks
 
 NUM_HEADS, HEAD_DIM = 8, 64
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import torch
 
-from attn_contracts.combine.ranks import RankFailure, RankResult, run_ranks
 from attn_contracts.consensus import fingerprint
+from attn_contracts.testing.ranks import RankFailure, RankResult, run_ranks
 from fixtures import dcp_workers as w
 
 pytestmark = pytest.mark.dist

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from attn_contracts.backends.problem import DecodeProblem, exact_attention
-from attn_contracts.combine.ranks import run_ranks
+from attn_contracts.testing.ranks import run_ranks
 from fixtures import dcp_workers as w
 
 pytestmark = pytest.mark.dist

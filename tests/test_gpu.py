@@ -164,7 +164,7 @@ def test_flipping_a_flashinfer_base_fails_verify(record, device: str) -> None:  
 
 
 def test_dcp_collectives_on_nccl_at_world_size_one() -> None:
-    from attn_contracts.combine.ranks import run_ranks
+    from attn_contracts.testing.ranks import run_ranks
     from fixtures import dcp_workers
 
     errors = run_ranks(dcp_workers.nccl_world_of_one, 1, backend="nccl", timeout_s=300)[0].value
@@ -174,7 +174,7 @@ def test_dcp_collectives_on_nccl_at_world_size_one() -> None:
 def test_a_captured_dcp_step_survives_a_larger_eager_step() -> None:
     """Capture a step at T=2 on a workspace, run T=max eagerly (masks and sinks on), replay the
     graph on new inputs: the replay equals an eager call exactly (no buffer was reallocated)."""
-    from attn_contracts.combine.ranks import run_ranks
+    from attn_contracts.testing.ranks import run_ranks
     from fixtures import dcp_workers
 
     result = run_ranks(dcp_workers.nccl_graph_after_larger_step, 1, backend="nccl",
@@ -488,7 +488,7 @@ def test_direct_merge_gives_up_on_a_peer_that_never_signals(device: str) -> None
 
 
 def test_a2a_best_on_one_rank_falls_back_and_says_why() -> None:
-    from attn_contracts.combine.ranks import run_ranks
+    from attn_contracts.testing.ranks import run_ranks
     from fixtures import dcp_workers
 
     why = run_ranks(dcp_workers.nccl_a2a_best_world_of_one, 1, backend="nccl",

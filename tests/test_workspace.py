@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from attn_contracts.combine import plan_combine
-from attn_contracts.combine.ranks import run_ranks
 from attn_contracts.combine.workspace import Workspace
+from attn_contracts.testing.ranks import run_ranks
 from fixtures import workspace_workers as w
 
 

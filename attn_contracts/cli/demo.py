@@ -26,7 +26,7 @@ from attn_contracts.cli._output import console as make_console
 from attn_contracts.cli._output import print_table
 from attn_contracts.combine.dcp import dcp_combine
 from attn_contracts.combine.plan import plan_combine
-from attn_contracts.combine.ranks import RankFailure, run_ranks
+from attn_contracts.testing.ranks import RankFailure, run_ranks
 
 __all__ = ["run"]
 

@@ -1,6 +1,8 @@
 """Start N ranks on this machine (gloo on the CPU, or NCCL with one GPU each) and collect results.
 
-Used by the demo, the examples and the tests. Rendezvous is a ``FileStore`` in a fresh temporary
+Used by the demo, the examples and the tests (never by the shipped combine). Results travel
+as ``torch.save`` bytes and are read back with ``weights_only=True``: tensors, containers, numbers
+and strings. Rendezvous is a ``FileStore`` in a fresh temporary
 folder (no fixed port, nothing to clean up between runs), or, with ``rendezvous="tcp"``, the
 ``TCPStore`` that rank 0 hosts on a free loopback port, as engines run it (the store then dies with
 rank 0). Every wait has a deadline: a rank that dies, hangs or never joins is reported by rank
@@ -54,7 +56,9 @@ def _to_bytes(value: Any) -> bytes:
 
 
 def _from_bytes(data: bytes) -> Any:
-    return torch.load(io.BytesIO(data), weights_only=False)
+    # weights_only: tensors, containers, numbers and strings only; a rank's result never runs
+    # code in the parent when it is read
+    return torch.load(io.BytesIO(data), weights_only=True)
 
 
 def _free_loopback_port() -> int:
