@@ -453,7 +453,7 @@ def eager_goals(vk: Any) -> list[Goal]:
 
     def bare_merge() -> None:
         _kernels.merge_kernel[grid](*bare_args, N=n, IN_SCALE=1.0, OUT_SCALE=1.0, WRITE_LSE=True,
-                                    HAS_MASK=False, HAS_SINK=False, SINK_SCALE=1.0,
+                                    HAS_MASK=False, MASK_WORD=0, HAS_SINK=False, SINK_SCALE=1.0,
                                     BLOCK_H=cfg.block_h, BLOCK_D=cfg.block_d,
                                     NUM_DB=triton.cdiv(d, cfg.block_d), PDL=0,
                                     num_warps=cfg.num_warps)

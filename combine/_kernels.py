@@ -76,18 +76,33 @@ def _row_valid(mask_n, row_ok):
 
 @triton.jit
 def _load_lses(lse_row, s_ln, mask_row, s_mn, row_ok, offs_h, s_lh, mask_h, N: tl.constexpr,
-               HAS_MASK: tl.constexpr):
+               HAS_MASK: tl.constexpr, MASK_WORD: tl.constexpr):
     """Every shard's raw LSE ``[BLOCK_H]`` and row-mask entry, as two tuples of ``N`` (the
     mask's empty without ``HAS_MASK``). Only loads: nothing here waits for memory. (Tuples grow
-    by ``+``: Triton's frontend takes no starred unpacking, hence the RUF005 exemptions.)"""
+    by ``+``: Triton's frontend takes no starred unpacking, hence the RUF005 exemptions.)
+
+    ``MASK_WORD`` (16, 32, 64; 0: one load per shard): the row's ``N`` uint8 entries are adjacent
+    (``s_mn = 1``: a one-token ``[N, 1]`` mask, or a ``[T, N]`` buffer transposed) and aligned, and
+    are read as one integer of that many bits. ``N`` one-byte loads of one sector from a warp ran
+    one after another: +1.2 µs for a one-token 8-way merge (kernel-experiments-h200.md)."""
     xs = ()
     vs = ()
     lse_n = lse_row
     mask_n = mask_row
-    for _ in tl.static_range(N):
+    if HAS_MASK:
+        if MASK_WORD == 16:
+            word = tl.load(mask_row.to(tl.pointer_type(tl.int16)), mask=row_ok, other=0)
+        elif MASK_WORD == 32:
+            word = tl.load(mask_row.to(tl.pointer_type(tl.int32)), mask=row_ok, other=0)
+        elif MASK_WORD == 64:
+            word = tl.load(mask_row.to(tl.pointer_type(tl.int64)), mask=row_ok, other=0)
+    for n in tl.static_range(N):
         xs = xs + (tl.load(lse_n + offs_h * s_lh, mask=mask_h, other=float("-inf")),)  # noqa: RUF005
         if HAS_MASK:
-            vs = vs + (tl.load(mask_n, mask=row_ok, other=0),)  # noqa: RUF005
+            if MASK_WORD == 0:
+                vs = vs + (tl.load(mask_n, mask=row_ok, other=0),)  # noqa: RUF005
+            else:
+                vs = vs + ((word >> (8 * n)) & 0xFF,)  # noqa: RUF005
         lse_n += s_ln
         mask_n += s_mn
     return xs, vs
@@ -178,8 +193,9 @@ def merge_kernel(
     s_zt, s_zh,
     s_mn, s_mt, s_s,
     N: tl.constexpr, IN_SCALE: tl.constexpr, OUT_SCALE: tl.constexpr, WRITE_LSE: tl.constexpr,
-    HAS_MASK: tl.constexpr, HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr,
-    BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, NUM_DB: tl.constexpr, PDL: tl.constexpr,
+    HAS_MASK: tl.constexpr, MASK_WORD: tl.constexpr, HAS_SINK: tl.constexpr,
+    SINK_SCALE: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, NUM_DB: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """out[t, h, :] = Σ_n w_n · o[n, t, h, :]; optionally lse_out[t, h] = merged LSE."""
     t, offs_h, offs_d, mask_h, mask, lse_off = _tile(T, H, D, Q_LEN, s_lb, s_lq, NUM_DB, BLOCK_H,
@@ -187,7 +203,7 @@ def merge_kernel(
     _pdl_enter(PDL)
     # every load first, then the math (ptxas still interleaves some of it with the loads)
     xs, vs = _load_lses(lse_ptr + lse_off, s_ln, mask_ptr + (t // MASK_Q) * s_mt, s_mn, t < T,
-                        offs_h, s_lh, mask_h, N, HAS_MASK)
+                        offs_h, s_lh, mask_h, N, HAS_MASK, MASK_WORD)
     sink = _load_sink(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, BLOCK_H)
     os = ()
     o_n = o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od
@@ -222,8 +238,9 @@ def rescale_kernel(
     s_zt, s_zh,
     s_mn, s_mt, s_s,
     N: tl.constexpr, IN_SCALE: tl.constexpr, OUT_SCALE: tl.constexpr, WRITE_LSE: tl.constexpr,
-    HAS_MASK: tl.constexpr, HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr,
-    BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, NUM_DB: tl.constexpr, PDL: tl.constexpr,
+    HAS_MASK: tl.constexpr, MASK_WORD: tl.constexpr, HAS_SINK: tl.constexpr,
+    SINK_SCALE: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, NUM_DB: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """out[t, h, :] = w_RANK · o[t, h, :] with w from all N gathered LSEs (the AG+RS step).
 
@@ -238,7 +255,7 @@ def rescale_kernel(
     o = tl.load(o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od, mask=mask,
                 other=0.0)
     xs, vs = _load_lses(lse_ptr + lse_off, s_ln, mask_ptr + (t // MASK_Q) * s_mt, s_mn, t < T,
-                        offs_h, s_lh, mask_h, N, HAS_MASK)
+                        offs_h, s_lh, mask_h, N, HAS_MASK, MASK_WORD)
     sink = _load_sink(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, BLOCK_H)
     cs, sink, m = _shard_weights(xs, vs, sink, N, HAS_MASK, HAS_SINK, SINK_SCALE)
     s = _sink_weight(sink, m, IN_SCALE, HAS_SINK, BLOCK_H)

@@ -198,15 +198,26 @@ def _check_sink(sink: torch.Tensor | None, h: int, device: torch.device) -> None
 
 
 # --- launching ------------------------------------------------------------------------------------
+def _mask_word(mask: torch.Tensor, n: int, s_mn: int, s_mt: int) -> int:
+    """The bits of one load that reads a row's ``n`` uint8 mask entries at once (``MASK_WORD`` of
+    ``_kernels._load_lses``), or 0: adjacent (``s_mn = 1``), exactly a 2-, 4- or 8-byte word, and
+    every row's word aligned."""
+    if mask.dtype != torch.uint8 or n not in (2, 4, 8) or s_mn != 1 or mask.data_ptr() % n:
+        return 0
+    return 8 * n if mask.shape[-1] == 1 or s_mt % n == 0 else 0
+
+
 def _mask_operands(mask: torch.Tensor | None, sink: torch.Tensor | None, dummy: torch.Tensor,
-                   base: str) -> tuple[torch.Tensor, torch.Tensor, tuple[int, int, int],
-                                       dict[str, Any]]:
-    """Pointers, strides ``(s_mn, s_mt, s_s)`` and constexprs of the optional mask and sink (an
-    absent one points at ``dummy`` and is never read: its ``HAS_*`` is False)."""
+                   base: str, n: int) -> tuple[torch.Tensor, torch.Tensor, tuple[int, int, int],
+                                               dict[str, Any]]:
+    """Pointers, strides ``(s_mn, s_mt, s_s)`` and constexprs of the optional mask (over ``n``
+    shards) and sink (an absent one points at ``dummy`` and is never read: its ``HAS_*`` is
+    False)."""
     s_mn, s_mt = (mask.stride() if mask.dim() == 2 else (0, mask.stride(0))) if mask is not None \
         else (0, 0)
-    consts = dict(HAS_MASK=mask is not None, HAS_SINK=sink is not None,
-                  SINK_SCALE=1.0 / log_of_base(base))
+    consts = dict(HAS_MASK=mask is not None,
+                  MASK_WORD=_mask_word(mask, n, s_mn, s_mt) if mask is not None else 0,
+                  HAS_SINK=sink is not None, SINK_SCALE=1.0 / log_of_base(base))
     return (mask if mask is not None else dummy, sink if sink is not None else dummy,
             (s_mn, s_mt, sink.stride(0) if sink is not None else 0), consts)
 
@@ -252,7 +263,7 @@ def _merge_launch(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: tor
     q_len, *lse_strides = _lse_geometry(partial_lse)
     in_scale, out_scale = lse_scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out  # never written when WRITE_LSE is False
-    m, k, extra_strides, extra_consts = _mask_operands(mask, sink, partial_lse, base)
+    m, k, extra_strides, extra_consts = _mask_operands(mask, sink, partial_lse, base, n)
     grid = launch_grid(t, h, d, block_h, block_d)
     return launcher("merge_kernel")(
         grid, (partial_out, partial_lse, out, z, m, k),
@@ -309,7 +320,8 @@ def _rescale_launch(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int,
     in_scale, out_scale = lse_scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out
     y_strides = out.stride() if chunked else (0, *out.stride())
-    m, k, extra_strides, extra_consts = _mask_operands(mask, sink, all_lse, base)
+    m, k, extra_strides, extra_consts = _mask_operands(mask, sink, all_lse, base,
+                                                       all_lse.shape[0])
     return launcher("rescale_kernel")(
         launch_grid(t, h, d, block_h, block_d), (partial_out, all_lse, out, z, m, k),
         (rank, t, h, d, q_len, h // chunks, mask_q, *partial_out.stride(), *lse_strides,
