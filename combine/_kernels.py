@@ -69,6 +69,32 @@ def _pdl_exit(PDL: tl.constexpr):
 
 
 @triton.jit
+def _load_lse(lse_n, offs_h, s_lh, mask_h):
+    """One shard's LSE for a block of heads, fp32, with NaN and +inf read as −inf (empty); the
+    direct all-to-all's merge (``_direct_kernels.py``) reads its peers' LSEs so."""
+    x = tl.load(lse_n + offs_h * s_lh, mask=mask_h, other=float("-inf")).to(tl.float32)
+    return tl.where((x != x) | (x == float("inf")), float("-inf"), x)
+
+
+@triton.jit
+def _sink_lse(sink_ptr, offs_h, s_s, mask_h, HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr,
+              BLOCK_H: tl.constexpr):
+    """The sink in the LSE's base (``s · log_b e``) per head, −inf without a sink."""
+    if HAS_SINK:
+        x = tl.load(sink_ptr + offs_h * s_s, mask=mask_h, other=float("-inf")).to(tl.float32)
+        x = tl.where((x != x) | (x == float("inf")), float("-inf"), x * SINK_SCALE)
+    else:
+        x = tl.full((BLOCK_H,), float("-inf"), tl.float32)
+    return x
+
+
+@triton.jit
+def _finite(m):
+    """The max with −inf replaced by 0, so ``x − m`` is never ``−inf − (−inf)``."""
+    return tl.where(m == float("-inf"), 0.0, m)
+
+
+@triton.jit
 def _row_valid(mask_n, row_ok):
     """Whether the shard holds keys for this row: its mask entry (bool, uint8 or a length) > 0."""
     return tl.load(mask_n, mask=row_ok, other=0) > 0
@@ -141,7 +167,7 @@ def _shard_weights(xs, vs, sink, N: tl.constexpr, HAS_MASK: tl.constexpr,
             x = tl.where(vs[n] > 0, x, float("-inf"))
         cs = cs + (x,)  # noqa: RUF005
         m = tl.maximum(m, x)
-    return cs, sink, tl.where(m == float("-inf"), 0.0, m)
+    return cs, sink, _finite(m)
 
 
 @triton.jit
