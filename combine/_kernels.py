@@ -6,12 +6,13 @@ row, axes 1 and 2 the rows (``t = pid1 + pid2 · grid1``, as axes 1 and 2 hold a
 so neighbouring programs read neighbouring memory: about 3 % faster than a token-major order on
 an H200 (``bench/results/kernel-experiments-h200.md``).
 
-Shards are visited in two unrolled passes: the max LSE first, then every weight ``b^(lse_n − max)``
-at once. No load depends on another, so all are in flight together, and the weights are N
-independent exponentials instead of an online chain of 2N; ``merge`` normalises by the sum last,
-off the loads' critical path. (Loading all shards as one ``[N, H, D]`` tile and reducing over N
-was 4x slower: the reduction crossed threads. ``evict_first`` on the partials' loads gained 2-4
-points under ``do_bench``'s dirty-L2 flush but lost 2-5 % of CUDA-graph time, so it is not used.)
+Every shard's LSE, mask entry and partial is loaded first (tuples of N, in program order), then
+the max LSE, then every weight ``b^(lse_n − max)`` at once. No load depends on another, so all are
+in flight together, and the weights are N independent exponentials instead of an online chain of
+2N; ``merge`` normalises by the sum last, off the loads' critical path. (Loading all shards as one
+``[N, H, D]`` tile and reducing over N was 4x slower: the reduction crossed threads.
+``evict_first`` on the partials' loads gained 2-4 points under ``do_bench``'s dirty-L2 flush but
+lost 2-5 % of CUDA-graph time, so it is not used.)
 
 The LSE is addressed through four strides ``[N, B, Q, H]`` with ``t = b · Q_LEN + q``, which covers
 ``[T, H]``, ``[H, T]``, ``[B, H, q_len]`` layouts and padded head axes without copies. Shard
@@ -28,14 +29,16 @@ visible) before its first load, and lets the next PDL-launched kernel start its 
 (``gdc_launch_dependents``): 1 waits, then triggers; 2 triggers before it waits (the next launch
 also overlaps this one's wait); 3 triggers after the stores (the next kernel's programs never hold
 SM slots while this grid still has programs to run). Only launch latency overlaps. The tile's
-offsets are computed before the wait (they read no memory).
+offsets are computed before the wait (they read no memory). ``tiles.default_config`` picks the
+mode by grid size (measured: ``kernel-experiments-h200.md``, "Issue 22").
 
 Row mask (``HAS_MASK``): ``mask_ptr`` holds one entry per ``MASK_Q`` consecutive rows and shard
 (``MASK_Q = 1``: a ``[N, T]`` bool/uint8 row mask; ``MASK_Q = q_len``: per-request local lengths
 ``[N, B]``); an entry ``<= 0`` makes the shard empty for those rows whatever its LSE and O hold. It
-is one scalar load per shard and program, issued beside the LSE loads (the partials' loads never
-wait for it: the zero weight already discards their values), so the masked kernel moves the same
-bytes as the unmasked one plus ``N·T`` mask bytes.
+is one scalar load per shard and program (one load per program where a row's entries are adjacent:
+``MASK_WORD``), issued beside the LSE loads (the partials' loads never wait for it: the zero weight
+already discards their values), so the masked kernel moves the same bytes as the unmasked one plus
+``N·T`` mask bytes.
 
 Sink (``HAS_SINK``): a per-head logit in natural-log units, ``SINK_SCALE = 1 / ln b`` turns it into
 the LSE's base; it is one more shard whose output is 0, so it joins the max (a large sink cannot
