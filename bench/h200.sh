@@ -2,6 +2,8 @@
 # The GPU session's runs, as they were made for bench/results/ (one H200; see README "GPU runs").
 #   bash bench/h200.sh checks   # GPU tests, verify (producers, consumers), FlashInfer probes  (~9 min)
 #   bash bench/h200.sh speed    # tile sweep of the shapes behind a peer, then the combine table (~9 min)
+#   bash bench/h200.sh goals DIR  # issue 22's goals beside FlashInfer and vLLM's kernels (~2 min);
+#                                 # DIR holds vllm/v1/attention/ops/dcp.py from the vLLM 0.33 wheel
 # Each step has its own time limit, so a slow step cannot take the others' output with it; logs
 # and results go to $OUT (the device tool's result folder) or ./h200-out.
 set -uo pipefail
@@ -40,5 +42,10 @@ case "${1:-}" in
     step sweep 300 python3 bench/combine.py --sweep targets --budget-s 240 --out "$out/sweep"
     step combine 250 python3 bench/combine.py --bases 2 --no-study --out "$out/combine"
     ;;
-  *) echo "usage: bash bench/h200.sh checks|graphs|direct|speed" >&2; exit 2 ;;
+  goals)
+    export GOALS_COMMAND="bash bench/h200.sh goals ${2:-.peers}"
+    step goals 300 python3 bench/goals.py --vllm "${2:-.peers}" --out "$out"
+    cat "$out/goals-h200.md"
+    ;;
+  *) echo "usage: bash bench/h200.sh checks|graphs|direct|speed|goals [VLLM_DIR]" >&2; exit 2 ;;
 esac

@@ -6,12 +6,13 @@ row, axes 1 and 2 the rows (``t = pid1 + pid2 · grid1``, as axes 1 and 2 hold a
 so neighbouring programs read neighbouring memory: about 3 % faster than a token-major order on
 an H200 (``bench/results/kernel-experiments-h200.md``).
 
-Shards are visited in two unrolled passes: the max LSE first, then every weight ``b^(lse_n − max)``
-at once. No load depends on another, so all are in flight together, and the weights are N
-independent exponentials instead of an online chain of 2N; ``merge`` normalises by the sum last,
-off the loads' critical path. (Loading all shards as one ``[N, H, D]`` tile and reducing over N
-was 4x slower: the reduction crossed threads. ``evict_first`` on the partials' loads gained 2-4
-points under ``do_bench``'s dirty-L2 flush but lost 2-5 % of CUDA-graph time, so it is not used.)
+Every shard's LSE, mask entry and partial is loaded first (tuples of N, in program order), then
+the max LSE, then every weight ``b^(lse_n − max)`` at once. No load depends on another, so all are
+in flight together, and the weights are N independent exponentials instead of an online chain of
+2N; ``merge`` normalises by the sum last, off the loads' critical path. (Loading all shards as one
+``[N, H, D]`` tile and reducing over N was 4x slower: the reduction crossed threads.
+``evict_first`` on the partials' loads gained 2-4 points under ``do_bench``'s dirty-L2 flush but
+lost 2-5 % of CUDA-graph time, so it is not used.)
 
 The LSE is addressed through four strides ``[N, B, Q, H]`` with ``t = b · Q_LEN + q``, which covers
 ``[T, H]``, ``[H, T]``, ``[B, H, q_len]`` layouts and padded head axes without copies. Shard
@@ -22,16 +23,22 @@ Bases: exponentials are ``exp2``; ``IN_SCALE`` = log2(b) turns a base-``b`` LSE 
 base-2 exponent (1 for base 2, log2 e for base e); ``OUT_SCALE`` = ln b_in / ln b_out converts the
 merged LSE to the requested base. Both are compile-time constants.
 
-``PDL``: programmatic dependent launch (Hopper and newer). The program first waits for the grid it
-depends on (``gdc_wait``: all its writes visible), then lets the next PDL-launched kernel start its
-launch. Only the launch latency overlaps, about 0.45 µs per kernel on an H200.
+``PDL``: programmatic dependent launch (Hopper and newer), 0 (off) or one of three orders of its
+two instructions. The program waits for the grid it depends on (``gdc_wait``: all its writes
+visible) before its first load, and lets the next PDL-launched kernel start its launch
+(``gdc_launch_dependents``): 1 waits, then triggers; 2 triggers before it waits (the next launch
+also overlaps this one's wait); 3 triggers after the stores (the next kernel's programs never hold
+SM slots while this grid still has programs to run). Only launch latency overlaps. The tile's
+offsets are computed before the wait (they read no memory). ``tiles.default_config`` picks the
+mode by grid size (measured: ``kernel-experiments-h200.md``, "Issue 22").
 
 Row mask (``HAS_MASK``): ``mask_ptr`` holds one entry per ``MASK_Q`` consecutive rows and shard
 (``MASK_Q = 1``: a ``[N, T]`` bool/uint8 row mask; ``MASK_Q = q_len``: per-request local lengths
 ``[N, B]``); an entry ``<= 0`` makes the shard empty for those rows whatever its LSE and O hold. It
-is one scalar load per shard and program, issued beside the LSE loads (the partials' loads never
-wait for it: the zero weight already discards their values), so the masked kernel moves the same
-bytes as the unmasked one plus ``N·T`` mask bytes.
+is one scalar load per shard and program (one load per program where a row's entries are adjacent:
+``MASK_WORD``), issued beside the LSE loads (the partials' loads never wait for it: the zero weight
+already discards their values), so the masked kernel moves the same bytes as the unmasked one plus
+``N·T`` mask bytes.
 
 Sink (``HAS_SINK``): a per-head logit in natural-log units, ``SINK_SCALE = 1 / ln b`` turns it into
 the LSE's base; it is one more shard whose output is 0, so it joins the max (a large sink cannot
@@ -47,25 +54,29 @@ from triton.language.extra import cuda as tl_cuda
 
 
 @triton.jit
+def _pdl_enter(PDL: tl.constexpr):
+    """The start of a PDL program (see the module docstring): wait, and trigger unless late."""
+    if PDL == 2:
+        tl_cuda.gdc_launch_dependents()
+    if PDL != 0:
+        tl_cuda.gdc_wait()
+    if PDL == 1:
+        tl_cuda.gdc_launch_dependents()
+
+
+@triton.jit
+def _pdl_exit(PDL: tl.constexpr):
+    """The end of a PDL program: the late trigger (mode 3)."""
+    if PDL == 3:
+        tl_cuda.gdc_launch_dependents()
+
+
+@triton.jit
 def _load_lse(lse_n, offs_h, s_lh, mask_h):
-    """One shard's LSE for a block of heads, fp32, with NaN and +inf read as −inf (empty)."""
+    """One shard's LSE for a block of heads, fp32, with NaN and +inf read as −inf (empty); the
+    direct all-to-all's merge (``_direct_kernels.py``) reads its peers' LSEs so."""
     x = tl.load(lse_n + offs_h * s_lh, mask=mask_h, other=float("-inf")).to(tl.float32)
     return tl.where((x != x) | (x == float("inf")), float("-inf"), x)
-
-
-@triton.jit
-def _row_valid(mask_n, row_ok):
-    """Whether the shard holds keys for this row: its mask entry (bool, uint8 or a length) > 0."""
-    return tl.load(mask_n, mask=row_ok, other=0) > 0
-
-
-@triton.jit
-def _shard_lse(lse_n, mask_n, row_ok, offs_h, s_lh, mask_h, HAS_MASK: tl.constexpr):
-    """``_load_lse``, and −inf for every head where the row mask says the shard is empty."""
-    x = _load_lse(lse_n, offs_h, s_lh, mask_h)
-    if HAS_MASK:
-        x = tl.where(_row_valid(mask_n, row_ok), x, float("-inf"))
-    return x
 
 
 @triton.jit
@@ -87,17 +98,79 @@ def _finite(m):
 
 
 @triton.jit
-def _max_lse(lse_row, s_ln, mask_row, s_mn, row_ok, offs_h, s_lh, mask_h, m0, N: tl.constexpr,
-             HAS_MASK: tl.constexpr):
-    """The max of ``m0`` (the sink, or −inf) and the shards' LSEs, −inf as 0 (``_finite``)."""
-    m = m0
+def _row_valid(mask_n, row_ok):
+    """Whether the shard holds keys for this row: its mask entry (bool, uint8 or a length) > 0."""
+    return tl.load(mask_n, mask=row_ok, other=0) > 0
+
+
+@triton.jit
+def _load_lses(lse_row, s_ln, mask_row, s_mn, row_ok, offs_h, s_lh, mask_h, N: tl.constexpr,
+               HAS_MASK: tl.constexpr, MASK_WORD: tl.constexpr):
+    """Every shard's raw LSE ``[BLOCK_H]`` and row-mask entry, as two tuples of ``N`` (the
+    mask's empty without ``HAS_MASK``). Only loads: nothing here waits for memory. (Tuples grow
+    by ``+``: Triton's frontend takes no starred unpacking, hence the RUF005 exemptions.)
+
+    ``MASK_WORD`` (16, 32, 64; 0: one load per shard): the row's ``N`` uint8 entries are adjacent
+    (``s_mn = 1``: a one-token ``[N, 1]`` mask, or a ``[T, N]`` buffer transposed) and aligned, and
+    are read as one integer of that many bits. ``N`` one-byte loads of one sector from a warp ran
+    one after another: +1.2 µs for a one-token 8-way merge (kernel-experiments-h200.md)."""
+    xs = ()
+    vs = ()
     lse_n = lse_row
     mask_n = mask_row
-    for _ in tl.static_range(N):
-        m = tl.maximum(m, _shard_lse(lse_n, mask_n, row_ok, offs_h, s_lh, mask_h, HAS_MASK))
+    if HAS_MASK:
+        if MASK_WORD == 16:
+            word = tl.load(mask_row.to(tl.pointer_type(tl.int16)), mask=row_ok, other=0)
+        elif MASK_WORD == 32:
+            word = tl.load(mask_row.to(tl.pointer_type(tl.int32)), mask=row_ok, other=0)
+        elif MASK_WORD == 64:
+            word = tl.load(mask_row.to(tl.pointer_type(tl.int64)), mask=row_ok, other=0)
+    for n in tl.static_range(N):
+        xs = xs + (tl.load(lse_n + offs_h * s_lh, mask=mask_h, other=float("-inf")),)  # noqa: RUF005
+        if HAS_MASK:
+            if MASK_WORD == 0:
+                vs = vs + (tl.load(mask_n, mask=row_ok, other=0),)  # noqa: RUF005
+            else:
+                vs = vs + ((word >> (8 * n)) & 0xFF,)  # noqa: RUF005
         lse_n += s_ln
         mask_n += s_mn
-    return _finite(m)
+    return xs, vs
+
+
+@triton.jit
+def _load_sink(sink_ptr, offs_h, s_s, mask_h, HAS_SINK: tl.constexpr, BLOCK_H: tl.constexpr):
+    """The raw per-head sink logits (natural log), −inf without a sink. Only a load."""
+    if HAS_SINK:
+        x = tl.load(sink_ptr + offs_h * s_s, mask=mask_h, other=float("-inf"))
+    else:
+        x = tl.full((BLOCK_H,), float("-inf"), tl.float32)
+    return x
+
+
+@triton.jit
+def _clean(x):
+    """fp32, with NaN and +inf read as −inf (empty)."""
+    x = x.to(tl.float32)
+    return tl.where((x != x) | (x == float("inf")), float("-inf"), x)
+
+
+@triton.jit
+def _shard_weights(xs, vs, sink, N: tl.constexpr, HAS_MASK: tl.constexpr,
+                   HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr):
+    """The shards' LSEs cleaned (``_clean``; −inf where the row mask says the shard is empty),
+    the sink in the LSE's base (``s · log_b e``; −inf without one), and the max over both with
+    −inf as 0 (so ``x − m`` is never ``−inf − (−inf)``)."""
+    if HAS_SINK:
+        sink = _clean(sink) * SINK_SCALE
+    m = sink
+    cs = ()
+    for n in tl.static_range(N):
+        x = _clean(xs[n])
+        if HAS_MASK:
+            x = tl.where(vs[n] > 0, x, float("-inf"))
+        cs = cs + (x,)  # noqa: RUF005
+        m = tl.maximum(m, x)
+    return cs, sink, _finite(m)
 
 
 @triton.jit
@@ -149,34 +222,31 @@ def merge_kernel(
     s_zt, s_zh,
     s_mn, s_mt, s_s,
     N: tl.constexpr, IN_SCALE: tl.constexpr, OUT_SCALE: tl.constexpr, WRITE_LSE: tl.constexpr,
-    HAS_MASK: tl.constexpr, HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr,
-    BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, NUM_DB: tl.constexpr, PDL: tl.constexpr,
+    HAS_MASK: tl.constexpr, MASK_WORD: tl.constexpr, HAS_SINK: tl.constexpr,
+    SINK_SCALE: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, NUM_DB: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """out[t, h, :] = Σ_n w_n · o[n, t, h, :]; optionally lse_out[t, h] = merged LSE."""
-    if PDL:
-        tl_cuda.gdc_wait()
-        tl_cuda.gdc_launch_dependents()
     t, offs_h, offs_d, mask_h, mask, lse_off = _tile(T, H, D, Q_LEN, s_lb, s_lq, NUM_DB, BLOCK_H,
                                                      BLOCK_D)
-    lse_row = lse_ptr + lse_off
-    mask_row = mask_ptr + (t // MASK_Q) * s_mt
-    row_ok = t < T
-    sink = _sink_lse(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, SINK_SCALE, BLOCK_H)
-    m = _max_lse(lse_row, s_ln, mask_row, s_mn, row_ok, offs_h, s_lh, mask_h, sink, N, HAS_MASK)
+    _pdl_enter(PDL)
+    # every load first, then the math (ptxas still interleaves some of it with the loads)
+    xs, vs = _load_lses(lse_ptr + lse_off, s_ln, mask_ptr + (t // MASK_Q) * s_mt, s_mn, t < T,
+                        offs_h, s_lh, mask_h, N, HAS_MASK, MASK_WORD)
+    sink = _load_sink(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, BLOCK_H)
+    os = ()
+    o_n = o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od
+    for _ in tl.static_range(N):
+        os = os + (tl.load(o_n, mask=mask, other=0.0),)  # noqa: RUF005
+        o_n += s_on
+    cs, sink, m = _shard_weights(xs, vs, sink, N, HAS_MASK, HAS_SINK, SINK_SCALE)
     s = _sink_weight(sink, m, IN_SCALE, HAS_SINK, BLOCK_H)
     acc = tl.zeros((BLOCK_H, BLOCK_D), tl.float32)
-    o_n = o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od
-    lse_n = lse_row
-    mask_n = mask_row
-    for _ in tl.static_range(N):
-        x = _shard_lse(lse_n, mask_n, row_ok, offs_h, s_lh, mask_h, HAS_MASK)
-        p = tl.exp2((x - m) * IN_SCALE)  # 0 when empty
-        o = tl.load(o_n, mask=mask, other=0.0).to(tl.float32)
+    for n in tl.static_range(N):
+        p = tl.exp2((cs[n] - m) * IN_SCALE)  # 0 when empty
         s += p
-        acc += tl.where(p[:, None] > 0, p[:, None] * o, 0.0)  # empty shard: adds 0, even if o is NaN
-        o_n += s_on
-        lse_n += s_ln
-        mask_n += s_mn
+        # an empty shard adds 0, even if its o is NaN
+        acc += tl.where(p[:, None] > 0, p[:, None] * os[n].to(tl.float32), 0.0)
     # normalised last, so the reciprocal is off the loads' critical path (one-token latency)
     acc *= _reciprocal(s)[:, None]
     tl.store(out_ptr + t * s_yt + offs_h[:, None] * s_yh + offs_d[None, :] * s_yd,
@@ -184,6 +254,7 @@ def merge_kernel(
     if WRITE_LSE:
         if tl.program_id(0) % NUM_DB == 0:
             _store_lse(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE, OUT_SCALE)
+    _pdl_exit(PDL)
 
 
 @triton.jit
@@ -196,8 +267,9 @@ def rescale_kernel(
     s_zt, s_zh,
     s_mn, s_mt, s_s,
     N: tl.constexpr, IN_SCALE: tl.constexpr, OUT_SCALE: tl.constexpr, WRITE_LSE: tl.constexpr,
-    HAS_MASK: tl.constexpr, HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr,
-    BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, NUM_DB: tl.constexpr, PDL: tl.constexpr,
+    HAS_MASK: tl.constexpr, MASK_WORD: tl.constexpr, HAS_SINK: tl.constexpr,
+    SINK_SCALE: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, NUM_DB: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """out[t, h, :] = w_RANK · o[t, h, :] with w from all N gathered LSEs (the AG+RS step).
 
@@ -205,35 +277,29 @@ def rescale_kernel(
     ``HC = H / N`` the output is laid out ``[N, T, H/N, D]``, ready for a reduce-scatter by heads
     without a copy; ``HC = H``, ``s_yc = 0`` is the plain ``[T, H, D]``. The sink (if any) is in
     every rank's denominator, so the sum over ranks is the merge with the sink."""
-    if PDL:
-        tl_cuda.gdc_wait()
-        tl_cuda.gdc_launch_dependents()
     t, offs_h, offs_d, mask_h, mask, lse_off = _tile(T, H, D, Q_LEN, s_lb, s_lq, NUM_DB, BLOCK_H,
                                                      BLOCK_D)
+    _pdl_enter(PDL)
+    # every load first (see merge_kernel); this rank's LSE is picked from the N loaded, not reloaded
     o = tl.load(o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od, mask=mask,
-                other=0.0).to(tl.float32)
-    lse_row = lse_ptr + lse_off
-    mask_row = mask_ptr + (t // MASK_Q) * s_mt
-    row_ok = t < T
-    sink = _sink_lse(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, SINK_SCALE, BLOCK_H)
-    m = _max_lse(lse_row, s_ln, mask_row, s_mn, row_ok, offs_h, s_lh, mask_h, sink, N, HAS_MASK)
+                other=0.0)
+    xs, vs = _load_lses(lse_ptr + lse_off, s_ln, mask_ptr + (t // MASK_Q) * s_mt, s_mn, t < T,
+                        offs_h, s_lh, mask_h, N, HAS_MASK, MASK_WORD)
+    sink = _load_sink(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, BLOCK_H)
+    cs, sink, m = _shard_weights(xs, vs, sink, N, HAS_MASK, HAS_SINK, SINK_SCALE)
     s = _sink_weight(sink, m, IN_SCALE, HAS_SINK, BLOCK_H)
-    lse_n = lse_row
-    mask_n = mask_row
-    for _ in tl.static_range(N):
-        x = _shard_lse(lse_n, mask_n, row_ok, offs_h, s_lh, mask_h, HAS_MASK)
-        s += tl.exp2((x - m) * IN_SCALE)  # 0 when empty
-        lse_n += s_ln
-        mask_n += s_mn
-    x_r = _shard_lse(lse_row + RANK * s_ln, mask_row + RANK * s_mn, row_ok, offs_h, s_lh, mask_h,
-                     HAS_MASK)
+    x_r = tl.full((BLOCK_H,), float("-inf"), tl.float32)
+    for n in tl.static_range(N):
+        s += tl.exp2((cs[n] - m) * IN_SCALE)  # 0 when empty
+        x_r = tl.where(RANK == n, cs[n], x_r)  # noqa: SIM300 (RANK is a tensor, n a constexpr)
     w = (tl.exp2((x_r - m) * IN_SCALE) * _reciprocal(s))[:, None]
     out_h = (offs_h // HC).to(tl.int64) * s_yc + (offs_h % HC) * s_yh
     tl.store(out_ptr + t * s_yt + out_h[:, None] + offs_d[None, :] * s_yd,
-             tl.where(w > 0, w * o, 0.0).to(out_ptr.dtype.element_ty), mask=mask)
+             tl.where(w > 0, w * o.to(tl.float32), 0.0).to(out_ptr.dtype.element_ty), mask=mask)
     if WRITE_LSE:
         if tl.program_id(0) % NUM_DB == 0:
             _store_lse(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE, OUT_SCALE)
+    _pdl_exit(PDL)
 
 
 @triton.jit
@@ -251,11 +317,9 @@ def pack_a2a_kernel(
     ``j = h // HC``, whose message holds ``O [T, HC, D]`` (contiguous, ``o_dst_ptr + j·s_on_dst``)
     and the fp32 LSE ``[T, HC]`` (``lse_dst_ptr + j·s_ln_dst``). Rows the mask marks empty send
     ``O = 0`` and ``LSE = −inf``. The LSE is written by the programs of the first dim block."""
-    if PDL:
-        tl_cuda.gdc_wait()
-        tl_cuda.gdc_launch_dependents()
     t, offs_h, offs_d, mask_h, mask, lse_off = _tile(T, H, D, 1, s_lt, 0, NUM_DB, BLOCK_H,
                                                      BLOCK_D)
+    _pdl_enter(PDL)
     o = tl.load(o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od, mask=mask,
                 other=0.0)
     if HAS_MASK:
@@ -270,3 +334,4 @@ def pack_a2a_kernel(
         if HAS_MASK:
             x = tl.where(valid, x, float("-inf"))
         tl.store(lse_dst_ptr + j * s_ln_dst + row, x, mask=mask_h)
+    _pdl_exit(PDL)

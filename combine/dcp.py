@@ -50,6 +50,14 @@ _all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_t
 _reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
 
+def _size_and_rank(group: Any) -> tuple[int, int]:
+    """The group's size and this rank in it; a process group answers both itself (what
+    ``dist.get_world_size``/``get_rank`` end in, minus their checks: a few µs per eager call)."""
+    if group is not None and hasattr(group, "size") and hasattr(group, "rank"):
+        return int(group.size()), int(group.rank())
+    return dist.get_world_size(group), dist.get_rank(group)
+
+
 def _check_mask(plan: CombinePlan, row_mask: torch.Tensor | None, lens: torch.Tensor | None,
                 tokens: int) -> torch.Tensor | None:
     """This rank's row mask ``[T]`` (bool) from ``row_mask`` or ``lens [B]`` (local lengths per
@@ -106,7 +114,7 @@ def dcp_combine(plan: CombinePlan, partial_out: torch.Tensor, partial_lse: torch
     """
     refuse(check_mode_call(plan.record.name, plan.setting, collective=True,
                            has_workspace=workspace is not None), "cannot run this combine")
-    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    world, rank = _size_and_rank(group)
     plan.check_partials(partial_out, heads=plan.num_heads, stacked=False, world=world)
     tokens = partial_out.shape[0]
     row_mask = _check_mask(plan, row_mask, lens, tokens)

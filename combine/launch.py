@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -37,53 +38,98 @@ def _pdl_capable(device_index: int) -> bool:
     return bool(torch.cuda.get_device_capability(device_index) >= (9, 0))
 
 
+class Prepared:
+    """One launch with every decision made: the compiled kernel's launch function, its grid and
+    the ints and constexprs that follow the tensors. Calling it does what Triton's own launch does
+    once it has bound the arguments and found the compiled kernel: read the current stream and
+    hand the pointers to the driver (``CompiledKernel.run``, as ``CompiledKernel[grid]`` calls it).
+    Made only where no launch hook is set (a profiler's hooks keep the ordinary path)."""
+
+    __slots__ = ("_device", "_function", "_grid", "_packed", "_run", "_tail")
+
+    def __init__(self, kernel: Any, grid: tuple[int, int, int], tail: tuple[Any, ...],
+                 device: int) -> None:
+        self._run = kernel.run
+        self._function = kernel.function
+        self._packed = kernel.packed_metadata
+        self._grid = grid
+        self._tail = tail
+        self._device = device
+
+    def __call__(self, *tensors: torch.Tensor | int) -> None:
+        """The kernel's tensors in order (an int is taken as a device address, as Triton's
+        launcher takes it: same dtype and alignment as the tensor it was prepared with)."""
+        g = self._grid
+        self._run(g[0], g[1], g[2], _current_stream(self._device), self._function, self._packed,
+                  None, None, None, *tensors, *self._tail)
+
+
+#: the current CUDA stream of a device, as Triton reads it (``torch._C._cuda_getCurrentRawStream``)
+_current_stream: Callable[[int], int] = getattr(torch._C, "_cuda_getCurrentRawStream", None) \
+    or (lambda device: 0)
+
+
+def _no_launch_hooks() -> bool:
+    """No launch hook is set (a profiler's): Triton 3.6 keeps them as chains, empty by default."""
+    from triton import knobs
+
+    return not any(h is not None and (not hasattr(h, "calls") or h.calls)
+                   for h in (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook))
+
+
 class Launcher:
     """Launches a Triton kernel. After the first launch of an argument set (same ints, dtypes,
     pointer alignment, constants) it calls the compiled kernel directly and skips Triton's
     per-call binding and cache lookup: about 10 µs less host time per launch on the H200 host.
     Keying on the int values themselves keeps every specialisation Triton would make (``== 1``,
-    divisible by 16, 64-bit) exact without recomputing it; the table is bounded.
+    divisible by 16, 64-bit) exact without recomputing it; the table is bounded. Each launch
+    returns its :class:`Prepared` (None in the interpreter): callers that can tell an argument
+    set again from their own inputs call it straight away next time.
 
-    ``has_pdl``: the kernel's last constexpr is ``PDL`` (programmatic dependent launch), set here
-    from the call's ``pdl`` and the device; kernels without it are never PDL-launched."""
+    ``has_pdl``: the kernel's last constexpr is ``PDL`` (programmatic dependent launch: 0 off, or
+    the mode ``_kernels.py`` describes), set here from the call's ``pdl`` and the device; kernels
+    without it are never PDL-launched."""
 
     _MAX_ENTRIES = 4096
 
     def __init__(self, fn: Any, *, has_pdl: bool = True) -> None:
         self.fn = fn
         self.has_pdl = has_pdl
-        self.compiled: dict[tuple[Any, ...], Any] = {}
-        self.direct = True  # off for good if this Triton's compiled-kernel call API differs
+        self.compiled: dict[tuple[Any, ...], Prepared | None] = {}
+        # off for good if this torch or Triton lacks what Prepared calls
+        self.direct = hasattr(torch._C, "_cuda_getCurrentRawStream")
 
     def __call__(self, grid: tuple[int, int, int], tensors: tuple[torch.Tensor, ...],
                  ints: tuple[int, ...], consts: dict[str, Any], num_warps: int,
-                 pdl: bool = False) -> None:
+                 pdl: int = 0) -> Prepared | None:
         """``tensors`` then ``ints`` are the kernel's leading parameters, in order; ``consts`` its
         constexprs in signature order, ``PDL`` (last) left out: it is set here."""
-        pdl = pdl and self.has_pdl
         if not tensors[0].is_cuda:  # the interpreter: no compiled kernel to cache, no PDL
-            extra_consts = {"PDL": False} if self.has_pdl else {}
+            extra_consts = {"PDL": 0} if self.has_pdl else {}
             self.fn[grid](*tensors, *ints, **consts, **extra_consts, num_warps=num_warps)
-            return
-        device = tensors[0].device.index or 0
-        pdl = pdl and _pdl_capable(device)
+            return None
+        device = tensors[0].get_device()
+        pdl = int(pdl) if pdl and self.has_pdl and _pdl_capable(device) else 0
         if self.has_pdl:
             consts = {**consts, "PDL": pdl}
-        key = (device, num_warps, *consts.values(), *ints,
+        key = (device, num_warps, grid, *consts.values(), *ints,
                *[(x.dtype, x.data_ptr() % 16 == 0) for x in tensors])
-        kernel = self.compiled.get(key) if self.direct else None
-        if kernel is not None:
-            try:  # positional, as Triton's own launch passes them: consts in signature order
-                kernel[grid](*tensors, *ints, *consts.values())
-                return
+        prepared = self.compiled.get(key) if self.direct else None
+        if prepared is not None:
+            try:
+                prepared(*tensors)
+                return prepared
             except TypeError:
                 self.direct = False
         extra = {"launch_pdl": True} if pdl else {}
         kernel = self.fn[grid](*tensors, *ints, **consts, num_warps=num_warps, **extra)
-        if self.direct:
-            if len(self.compiled) >= self._MAX_ENTRIES:
-                self.compiled.clear()
-            self.compiled[key] = kernel
+        if not self.direct or not _no_launch_hooks():
+            return None
+        prepared = Prepared(kernel, grid, (*ints, *consts.values()), device)
+        if len(self.compiled) >= self._MAX_ENTRIES:
+            self.compiled.clear()
+        self.compiled[key] = prepared
+        return prepared
 
 
 @functools.cache

@@ -28,7 +28,13 @@ from typing import Any, NoReturn, TypedDict, Unpack
 import torch
 
 from attn_contracts.checks import SINK_DTYPES, check_rank, refuse
-from attn_contracts.combine.launch import MAX_GRID_YZ, launch_grid, launcher, uses_triton
+from attn_contracts.combine.launch import (
+    MAX_GRID_YZ,
+    Prepared,
+    launch_grid,
+    launcher,
+    uses_triton,
+)
 from attn_contracts.combine.message import A2AMessage
 from attn_contracts.combine.reference import (
     log_of_base,
@@ -192,15 +198,26 @@ def _check_sink(sink: torch.Tensor | None, h: int, device: torch.device) -> None
 
 
 # --- launching ------------------------------------------------------------------------------------
+def _mask_word(mask: torch.Tensor, n: int, s_mn: int, s_mt: int) -> int:
+    """The bits of one load that reads a row's ``n`` uint8 mask entries at once (``MASK_WORD`` of
+    ``_kernels._load_lses``), or 0: adjacent (``s_mn = 1``), exactly a 2-, 4- or 8-byte word, and
+    every row's word aligned."""
+    if mask.dtype != torch.uint8 or n not in (2, 4, 8) or s_mn != 1 or mask.data_ptr() % n:
+        return 0
+    return 8 * n if mask.shape[-1] == 1 or s_mt % n == 0 else 0
+
+
 def _mask_operands(mask: torch.Tensor | None, sink: torch.Tensor | None, dummy: torch.Tensor,
-                   base: str) -> tuple[torch.Tensor, torch.Tensor, tuple[int, int, int],
-                                       dict[str, Any]]:
-    """Pointers, strides ``(s_mn, s_mt, s_s)`` and constexprs of the optional mask and sink (an
-    absent one points at ``dummy`` and is never read: its ``HAS_*`` is False)."""
+                   base: str, n: int) -> tuple[torch.Tensor, torch.Tensor, tuple[int, int, int],
+                                               dict[str, Any]]:
+    """Pointers, strides ``(s_mn, s_mt, s_s)`` and constexprs of the optional mask (over ``n``
+    shards) and sink (an absent one points at ``dummy`` and is never read: its ``HAS_*`` is
+    False)."""
     s_mn, s_mt = (mask.stride() if mask.dim() == 2 else (0, mask.stride(0))) if mask is not None \
         else (0, 0)
-    consts = dict(HAS_MASK=mask is not None, HAS_SINK=sink is not None,
-                  SINK_SCALE=1.0 / log_of_base(base))
+    consts = dict(HAS_MASK=mask is not None,
+                  MASK_WORD=_mask_word(mask, n, s_mn, s_mt) if mask is not None else 0,
+                  HAS_SINK=sink is not None, SINK_SCALE=1.0 / log_of_base(base))
     return (mask if mask is not None else dummy, sink if sink is not None else dummy,
             (s_mn, s_mt, sink.stride(0) if sink is not None else 0), consts)
 
@@ -215,15 +232,26 @@ def _torch_row_mask(mask: torch.Tensor | None, mask_q: int) -> torch.Tensor | No
 # --- custom ops -----------------------------------------------------------------------------------
 def merge_into(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.Tensor,
                lse_out: torch.Tensor | None, base: str, lse_out_base: str,
-               block_h: int, block_d: int, num_warps: int, pdl: bool = False,
+               block_h: int, block_d: int, num_warps: int, pdl: int = 0,
                mask: torch.Tensor | None = None, mask_q: int = 1,
                sink: torch.Tensor | None = None) -> None:
     """The body of the op ``attn_contracts::merge_``: launches with no input checks, for callers
     that checked once (``merge`` checks, then calls this). ``mask`` is the kernel's operand: uint8
-    or int ``[N, T / mask_q]`` (``merge``'s ``row_mask``/``lens``)."""
+    or int ``[N, T / mask_q]`` (``merge``'s ``row_mask``/``lens``). ``pdl``: the kernel's PDL mode
+    (0 off; ``_kernels.py``)."""
+    _merge_launch(partial_out, partial_lse, out, lse_out, base, lse_out_base, block_h, block_d,
+                  num_warps, pdl, mask, mask_q, sink)
+
+
+def _merge_launch(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.Tensor,
+                  lse_out: torch.Tensor | None, base: str, lse_out_base: str,
+                  block_h: int, block_d: int, num_warps: int, pdl: int,
+                  mask: torch.Tensor | None, mask_q: int,
+                  sink: torch.Tensor | None) -> Prepared | None:
+    """``merge_into``, returning the launch it made (None on the torch path or for no rows)."""
     n, t, h, d = partial_out.shape
     if t == 0 or h == 0 or d == 0:
-        return
+        return None
     if not uses_triton(partial_out):
         o, lse = merge_reference(partial_out, _lse3(partial_lse), base=base,
                                  lse_out_base=lse_out_base, dtype=torch.float32,
@@ -231,13 +259,14 @@ def merge_into(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.
         out.copy_(o)
         if lse_out is not None:
             lse_out.copy_(lse)
-        return
+        return None
     q_len, *lse_strides = _lse_geometry(partial_lse)
     in_scale, out_scale = lse_scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out  # never written when WRITE_LSE is False
-    m, k, extra_strides, extra_consts = _mask_operands(mask, sink, partial_lse, base)
-    launcher("merge_kernel")(
-        launch_grid(t, h, d, block_h, block_d), (partial_out, partial_lse, out, z, m, k),
+    m, k, extra_strides, extra_consts = _mask_operands(mask, sink, partial_lse, base, n)
+    grid = launch_grid(t, h, d, block_h, block_d)
+    return launcher("merge_kernel")(
+        grid, (partial_out, partial_lse, out, z, m, k),
         (t, h, d, q_len, mask_q, *partial_out.stride(), *lse_strides, *out.stride(), z.stride(0),
          z.stride(1), *extra_strides),
         dict(N=n, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
@@ -260,13 +289,23 @@ _merge_op.register_fake(_writes_in_place)
 
 def rescale_into(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, out: torch.Tensor,
                  lse_out: torch.Tensor | None, base: str, lse_out_base: str,
-                 block_h: int, block_d: int, num_warps: int, pdl: bool = False,
+                 block_h: int, block_d: int, num_warps: int, pdl: int = 0,
                  mask: torch.Tensor | None = None, mask_q: int = 1,
                  sink: torch.Tensor | None = None) -> None:
     """The body of the op ``attn_contracts::rescale_`` (no input checks; see ``merge_into``)."""
+    _rescale_launch(partial_out, all_lse, rank, out, lse_out, base, lse_out_base, block_h,
+                    block_d, num_warps, pdl, mask, mask_q, sink)
+
+
+def _rescale_launch(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int,
+                    out: torch.Tensor, lse_out: torch.Tensor | None, base: str,
+                    lse_out_base: str, block_h: int, block_d: int, num_warps: int, pdl: int,
+                    mask: torch.Tensor | None, mask_q: int,
+                    sink: torch.Tensor | None) -> Prepared | None:
+    """``rescale_into``, returning the launch it made (see ``_merge_launch``)."""
     t, h, d = partial_out.shape
     if t == 0 or h == 0 or d == 0:
-        return
+        return None
     chunked = out.dim() == 4  # [C, T, H/C, D]: chunked by heads for a reduce-scatter
     chunks = out.shape[0] if chunked else 1
     if not uses_triton(partial_out):
@@ -276,13 +315,14 @@ def rescale_into(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, ou
         out.copy_(o.view(t, chunks, h // chunks, d).transpose(0, 1) if chunked else o)
         if lse_out is not None:
             lse_out.copy_(lse)
-        return
+        return None
     q_len, *lse_strides = _lse_geometry(all_lse)
     in_scale, out_scale = lse_scales(base, lse_out_base)
     z = lse_out if lse_out is not None else out
     y_strides = out.stride() if chunked else (0, *out.stride())
-    m, k, extra_strides, extra_consts = _mask_operands(mask, sink, all_lse, base)
-    launcher("rescale_kernel")(
+    m, k, extra_strides, extra_consts = _mask_operands(mask, sink, all_lse, base,
+                                                       all_lse.shape[0])
+    return launcher("rescale_kernel")(
         launch_grid(t, h, d, block_h, block_d), (partial_out, all_lse, out, z, m, k),
         (rank, t, h, d, q_len, h // chunks, mask_q, *partial_out.stride(), *lse_strides,
          *y_strides, z.stride(0), z.stride(1), *extra_strides),
@@ -300,14 +340,21 @@ _rescale_op.register_fake(_writes_in_place)
 
 
 def pack_a2a_into(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tensor, o_bytes: int,
-                  block_h: int, block_d: int, num_warps: int, pdl: bool = False,
+                  block_h: int, block_d: int, num_warps: int, pdl: int = 0,
                   mask: torch.Tensor | None = None, mask_q: int = 1) -> None:
     """The body of the op ``attn_contracts::pack_a2a_`` (no input checks; see ``pack_a2a``)."""
+    _pack_launch(partial_out, lse, send, o_bytes, block_h, block_d, num_warps, pdl, mask, mask_q)
+
+
+def _pack_launch(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tensor, o_bytes: int,
+                 block_h: int, block_d: int, num_warps: int, pdl: int,
+                 mask: torch.Tensor | None, mask_q: int) -> Prepared | None:
+    """``pack_a2a_into``, returning the launch it made (see ``_merge_launch``)."""
     t, h, d = partial_out.shape
     world = send.shape[0]
     hc = h // world
     if t == 0 or h == 0 or d == 0:
-        return
+        return None
     if not uses_triton(partial_out):
         o_send, lse_send = A2AMessage(world, t, hc, d, partial_out.element_size()).views(
             send, partial_out.dtype, o_bytes=o_bytes)
@@ -317,11 +364,11 @@ def pack_a2a_into(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tens
         if keep is not None:
             o_send.masked_fill_(~keep.view(1, t, 1, 1), 0.0)
             lse_send.masked_fill_(~keep.view(1, t, 1), -math.inf)
-        return
+        return None
     size = partial_out.element_size()
     o_dst = send.view(partial_out.dtype)  # [N, piece / size]
     lse_dst = send[:, o_bytes:].view(torch.float32)  # [N, (piece - o_bytes) / 4]
-    launcher("pack_a2a_kernel")(
+    return launcher("pack_a2a_kernel")(
         launch_grid(t, h, d, block_h, block_d),
         (partial_out, lse, mask if mask is not None else lse, o_dst, lse_dst),
         (t, h, d, hc, mask_q, *partial_out.stride(), *lse.stride(),
@@ -336,6 +383,91 @@ _pack_op = torch.library.custom_op("attn_contracts::pack_a2a_", mutates_args=("s
 
 
 _pack_op.register_fake(_writes_in_place)
+
+
+# --- the eager fast path ------------------------------------------------------------------------
+# A call whose inputs look like an earlier call's (every tensor's shape, strides, dtype, device and
+# 16-byte alignment, and every option) passed the same checks and gets the same tiles, ints and
+# compiled kernel: the first call decides, later ones only launch (``launch.Prepared``). What
+# stays per call is reading those properties (the key), allocating what the caller did not pass,
+# and the launch itself: a bare Triton launch does as much.
+_FAST: dict[tuple[Any, ...], Any] = {}  # values: _KernelCall | _PackCall
+_FAST_MAX = 4096
+
+
+def _sig(x: torch.Tensor | None) -> tuple[Any, ...] | None:
+    """What a launch's decisions read from a tensor (its data only through alignment)."""
+    if x is None:
+        return None
+    return (x.shape, x.stride(), x.dtype, x.get_device(), x.data_ptr() & 15)
+
+
+def _options_key(options: CombineOptions) -> tuple[Any, ...]:
+    """The options' part of a merge/rescale key: every option by name (an unknown one makes a new
+    key, so its first call is refused as ever), tensors by ``_sig``."""
+    return (tuple(options), _sig(options.get("out")), _sig(options.get("lse_out")),
+            _sig(options.get("row_mask")), _sig(options.get("lens")), _sig(options.get("sink")),
+            options.get("return_lse"), options.get("lse_out_base"), options.get("out_dtype"),
+            options.get("config"), options.get("pdl"))
+
+
+def _mask_option(options: CombineOptions) -> torch.Tensor | None:
+    mask = options.get("row_mask")
+    return mask if mask is not None else options.get("lens")
+
+
+def _is_bool(mask: torch.Tensor | None) -> bool:
+    return mask is not None and mask.dtype == torch.bool
+
+
+def _remember(key: tuple[Any, ...], fast: Any) -> None:
+    if len(_FAST) >= _FAST_MAX:
+        _FAST.clear()
+    _FAST[key] = fast
+
+
+class _KernelCall:
+    """A merge or rescale call decided once: its launch, what to allocate, how to pass the mask."""
+
+    __slots__ = ("bool_mask", "device", "lse_shape", "out_dtype", "out_shape", "prepared")
+
+    def __init__(self, prepared: Prepared, device: torch.device, out_shape: tuple[int, ...],
+                 out_dtype: torch.dtype, lse_shape: tuple[int, ...] | None,
+                 bool_mask: bool) -> None:
+        self.prepared, self.device = prepared, device
+        self.out_shape, self.out_dtype, self.lse_shape = out_shape, out_dtype, lse_shape
+        self.bool_mask = bool_mask
+
+    def __call__(self, o: torch.Tensor, lse: torch.Tensor, out: torch.Tensor | None,
+                 lse_out: torch.Tensor | None, mask: torch.Tensor | None,
+                 sink: torch.Tensor | None) -> Any:
+        if out is None:
+            out = torch.empty(self.out_shape, dtype=self.out_dtype, device=self.device)
+        if lse_out is None and self.lse_shape is not None:
+            lse_out = torch.empty(self.lse_shape, dtype=torch.float32, device=self.device)
+        # a bool mask goes as its address (the kernel reads it as uint8): no view made per call
+        self.prepared(o, lse, out, out if lse_out is None else lse_out,
+                      lse if mask is None else mask.data_ptr() if self.bool_mask else mask,
+                      lse if sink is None else sink)
+        return out if lse_out is None else (out, lse_out)
+
+
+class _PackCall:
+    """A ``pack_a2a`` call decided once."""
+
+    __slots__ = ("bool_mask", "dtype", "o_bytes", "prepared")
+
+    def __init__(self, prepared: Prepared, dtype: torch.dtype, o_bytes: int,
+                 bool_mask: bool) -> None:
+        self.prepared, self.dtype, self.o_bytes, self.bool_mask = prepared, dtype, o_bytes, bool_mask
+
+    def __call__(self, o: torch.Tensor, lse: torch.Tensor, send: torch.Tensor,
+                 mask: torch.Tensor | None) -> torch.Tensor:
+        # the message's O and LSE parts as addresses (the kernel has their dtypes): no views
+        ptr = send.data_ptr()
+        self.prepared(o, lse, lse if mask is None else mask.data_ptr() if self.bool_mask else mask,
+                      ptr, ptr + self.o_bytes)
+        return send
 
 
 # --- launchers ------------------------------------------------------------------------------------
@@ -409,7 +541,19 @@ def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
     Empty shards by mask (``row_mask``/``lens``) get weight 0 whatever they hold. ``sink [H]``
     (natural-log units, as models store them) is converted to base ``b`` as ``s · log_b(e)`` and
     added once: ``o ← o · b^L / (b^L + b^s')``, ``L ← log_b(b^L + b^s')``; a row empty on every
-    shard gives ``o = 0``, ``L = s'``."""
+    shard gives ``o = 0``, ``L = s'``.
+
+    Calls like an earlier one (same shapes, strides, dtypes, devices, alignment and options) skip
+    the checks and the tile choice: they were made once (see ``_FAST``)."""
+    compiling = torch.compiler.is_compiling()
+    if not compiling:
+        key = ("merge", _sig(partial_out), _sig(partial_lse), base, *_options_key(options))
+        fast = _FAST.get(key)
+        if fast is not None:
+            result: torch.Tensor | tuple[torch.Tensor, torch.Tensor] = fast(
+                partial_out, partial_lse, options.get("out"), options.get("lse_out"),
+                _mask_option(options), options.get("sink"))
+            return result
     _options("merge", options)
     _check_inputs(partial_out, partial_lse, 4)
     n, t, h, d = partial_out.shape
@@ -421,12 +565,20 @@ def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
     _check_outputs(out, lse_out, t, h, d, partial_out.device)
     _check_writable(out=out, lse_out=lse_out)
     cfg = options.get("config") or default_config(n, t, h, d, sms=sm_count(partial_out.device))
-    # Eager calls skip torch's op dispatcher (tens of µs per call); traced calls go through the op.
-    op = torch.ops.attn_contracts.merge_ if torch.compiler.is_compiling() else merge_into
-    op(partial_out, partial_lse, out, lse_out, base=base, lse_out_base=lse_out_base,
-       block_h=cfg.block_h, block_d=cfg.block_d, num_warps=cfg.num_warps,
-       pdl=cfg.pdl and options.get("pdl", True), mask=row_mask_arg, mask_q=mask_q,
-       sink=options.get("sink"))
+    pdl = cfg.pdl if options.get("pdl", True) else 0
+    if compiling:  # traced calls go through the op; eager ones skip the dispatcher (tens of µs)
+        torch.ops.attn_contracts.merge_(
+            partial_out, partial_lse, out, lse_out, base=base, lse_out_base=lse_out_base,
+            block_h=cfg.block_h, block_d=cfg.block_d, num_warps=cfg.num_warps, pdl=pdl,
+            mask=row_mask_arg, mask_q=mask_q, sink=options.get("sink"))
+    else:
+        prepared = _merge_launch(partial_out, partial_lse, out, lse_out, base, lse_out_base,
+                                 cfg.block_h, cfg.block_d, cfg.num_warps, pdl, row_mask_arg,
+                                 mask_q, options.get("sink"))
+        if prepared is not None:
+            _remember(key, _KernelCall(prepared, partial_out.device, (t, h, d), out.dtype,
+                                       (t, h) if lse_out is not None else None,
+                                       _is_bool(options.get("row_mask"))))
     return (out, lse_out) if lse_out is not None else out
 
 
@@ -437,7 +589,17 @@ def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base
     all-reduce) gives the merge. ``out`` may alias ``partial_out`` (in-place), or be head chunks
     ``[C, T, H/C, D]`` for a reduce-scatter. ``row_mask [N, T]`` / ``lens [N, B]`` mark every
     rank's empty rows and ``sink [H]`` (natural-log logits) enters the denominator and the merged
-    LSE, as in :func:`merge`. Options: :class:`CombineOptions`."""
+    LSE, as in :func:`merge`. Options: :class:`CombineOptions`. Repeated calls: see
+    :func:`merge`."""
+    compiling = torch.compiler.is_compiling()
+    if not compiling:
+        key = ("rescale", _sig(partial_out), _sig(all_lse), rank, base, *_options_key(options))
+        fast = _FAST.get(key)
+        if fast is not None:
+            result: torch.Tensor | tuple[torch.Tensor, torch.Tensor] = fast(
+                partial_out, all_lse, options.get("out"), options.get("lse_out"),
+                _mask_option(options), options.get("sink"))
+            return result
     _options("rescale", options)
     _check_inputs(partial_out, all_lse, 3)
     t, h, d = partial_out.shape
@@ -458,11 +620,20 @@ def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base
     _check_writable(out=out, lse_out=lse_out)
     cfg = options.get("config") or default_config(n, t, h, d, "rescale",
                                                   sms=sm_count(partial_out.device))
-    op = torch.ops.attn_contracts.rescale_ if torch.compiler.is_compiling() else rescale_into
-    op(partial_out, all_lse, rank, out, lse_out, base=base, lse_out_base=lse_out_base,
-       block_h=cfg.block_h, block_d=cfg.block_d, num_warps=cfg.num_warps,
-       pdl=cfg.pdl and options.get("pdl", True), mask=row_mask_arg, mask_q=mask_q,
-       sink=options.get("sink"))
+    pdl = cfg.pdl if options.get("pdl", True) else 0
+    if compiling:
+        torch.ops.attn_contracts.rescale_(
+            partial_out, all_lse, rank, out, lse_out, base=base, lse_out_base=lse_out_base,
+            block_h=cfg.block_h, block_d=cfg.block_d, num_warps=cfg.num_warps, pdl=pdl,
+            mask=row_mask_arg, mask_q=mask_q, sink=options.get("sink"))
+    else:
+        prepared = _rescale_launch(partial_out, all_lse, rank, out, lse_out, base, lse_out_base,
+                                   cfg.block_h, cfg.block_d, cfg.num_warps, pdl, row_mask_arg,
+                                   mask_q, options.get("sink"))
+        if prepared is not None:
+            _remember(key, _KernelCall(prepared, partial_out.device, (t, h, d), out.dtype,
+                                       (t, h) if lse_out is not None else None,
+                                       _is_bool(options.get("row_mask"))))
     return (out, lse_out) if lse_out is not None else out
 
 
@@ -483,7 +654,16 @@ def pack_a2a(
     ``o_bytes``, where ``heads_j = j·H/N .. (j+1)·H/N``. ``lse [T, H]`` may have any strides (a
     ``[H, T]`` buffer transposed) and any float dtype. Rows that ``row_mask [T]`` (bool/uint8) or
     ``lens [B]`` (int lengths, ``T = B · q_len``) mark empty send ``O = 0`` and ``LSE = −inf``.
-    Returns ``send``."""
+    Returns ``send``. Repeated calls: see :func:`merge`."""
+    compiling = torch.compiler.is_compiling()
+    if not compiling:
+        key = ("pack", _sig(partial_out), _sig(lse), _sig(send), o_bytes, _sig(row_mask),
+               _sig(lens), config, pdl)
+        fast = _FAST.get(key)
+        if fast is not None:
+            packed: torch.Tensor = fast(partial_out, lse, send,
+                                        row_mask if row_mask is not None else lens)
+            return packed
     if partial_out.dim() != 3 or partial_out.dtype not in OUT_DTYPES:
         _fail(f"partial_out must be [T, H, D] of {OUT_DTYPES}, found {partial_out.dtype} "
               f"{tuple(partial_out.shape)}")
@@ -511,7 +691,14 @@ def pack_a2a(
             _fail(f"{name} is on {x.device} but partial_out is on {partial_out.device}")
     row_mask_arg, mask_q = _row_mask_arg(row_mask, lens, (), t, partial_out.device)
     cfg = config or default_config(world, t, h, d, "pack", sms=sm_count(partial_out.device))
-    op = torch.ops.attn_contracts.pack_a2a_ if torch.compiler.is_compiling() else pack_a2a_into
-    op(partial_out, lse, send, o_bytes, block_h=cfg.block_h, block_d=cfg.block_d,
-       num_warps=cfg.num_warps, pdl=cfg.pdl and pdl, mask=row_mask_arg, mask_q=mask_q)
+    pdl_mode = cfg.pdl if pdl else 0
+    if compiling:
+        torch.ops.attn_contracts.pack_a2a_(
+            partial_out, lse, send, o_bytes, block_h=cfg.block_h, block_d=cfg.block_d,
+            num_warps=cfg.num_warps, pdl=pdl_mode, mask=row_mask_arg, mask_q=mask_q)
+    else:
+        prepared = _pack_launch(partial_out, lse, send, o_bytes, cfg.block_h, cfg.block_d,
+                                cfg.num_warps, pdl_mode, row_mask_arg, mask_q)
+        if prepared is not None:
+            _remember(key, _PackCall(prepared, partial_out.dtype, o_bytes, _is_bool(row_mask)))
     return send

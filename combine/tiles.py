@@ -23,8 +23,9 @@ class KernelConfig:
     block_h: int
     block_d: int
     num_warps: int
-    #: programmatic dependent launch (used on compute capability 9.0 and newer only)
-    pdl: bool = False
+    #: programmatic dependent launch (compute capability 9.0 and newer only): 0 off, or the
+    #: kernels' PDL mode (``_kernels.py``: 1 wait then trigger, 2 trigger then wait, 3 late)
+    pdl: int = 0
 
 
 def cdiv(a: int, b: int) -> int:
@@ -60,6 +61,9 @@ def sm_count(device: torch.device | None = None) -> int:
 
 #: merge tiles of two-way (and one-way) merges: (elements per program, warps); see default_config
 SMALL_N_MERGE_TILE = (1024, 4)
+#: PDL by grid size, in programs per SM: trigger before the wait up to the first, after it up to
+#: the second, none above (see default_config)
+PDL_EARLY_PER_SM, PDL_PER_SM = 4, 32
 
 
 def default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim: int,
@@ -85,7 +89,16 @@ def default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim:
     128-512-thread blocks. Measured (``bench/results/combine-sweep-targets-h200.md``): 1024
     elements over four warps (8 per thread per shard) were 1-3 % faster than over two, and the
     ``pack`` kernel was fastest with 1024-element, 128-wide tiles over four warps (eight at one
-    token) rather than the rescale tiles."""
+    token) rather than the rescale tiles.
+
+    PDL (``PDL_EARLY_PER_SM``, ``PDL_PER_SM``; ``bench/results/kernel-experiments-h200.md``, issue
+    22): grids of at most 4 programs per SM (one token) trigger the next launch before they wait
+    (mode 2: 1.17 → 1.08-1.09 µs for a one-token merge, 1.04 → 0.93 for a rescale); grids of at
+    most 32 per SM wait, then trigger (mode 1: 7.25 → 6.74 µs at merge (4, 32, 128, 512), 8.23 →
+    7.56 at (2, 4096, 8, 128)); larger grids run without (8192 one-warp programs took 7.25 µs
+    without PDL and 10.7 with). So ``merge`` with N in 3..4 takes 1024-element, four-warp tiles
+    where that grid has at most 32 programs per SM and the 256-element one more than 4: fewer,
+    larger programs that PDL can overlap (68 → 73.5 % at (4, 32, 128, 512) and (4, 512, 32, 128))."""
     return _default_config(num_partials, num_tokens, num_heads, head_dim, kernel,
                            sm_count() if sms is None else sms)
 
@@ -93,7 +106,7 @@ def default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim:
 @functools.lru_cache(maxsize=1024)
 def _default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim: int,
                     kernel: str, sms: int) -> KernelConfig:
-    one_wave = 4 * sms  # grids this small are latency-bound: PDL pays; larger ones it slowed down
+    one_wave = PDL_EARLY_PER_SM * sms  # grids this small are latency-bound
     d2 = next_pow2(head_dim)
     small_n = kernel == "merge" and num_partials <= 2
     if kernel == "merge":
@@ -124,4 +137,11 @@ def _default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim
         block_d = min(d2, 128)
         block_h = min(next_pow2(num_heads), max(1, 1024 // block_d))
         num_warps = 8 if programs(block_h, block_d) < sms else 4
-    return KernelConfig(block_h, block_d, num_warps, pdl=programs(block_h, block_d) <= one_wave)
+    if kernel == "merge" and 2 < num_partials <= 4 and programs(block_h, block_d) > one_wave:
+        bd = min(d2, 128)
+        bh = min(next_pow2(num_heads), max(1, 1024 // bd))
+        if programs(bh, bd) <= PDL_PER_SM * sms:
+            block_h, block_d, num_warps = bh, bd, 4
+    p = programs(block_h, block_d)
+    pdl = 2 if p <= one_wave else 1 if p <= PDL_PER_SM * sms else 0
+    return KernelConfig(block_h, block_d, num_warps, pdl=pdl)

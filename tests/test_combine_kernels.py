@@ -213,18 +213,22 @@ def test_rows_beyond_one_grid_axis_spill_to_the_next(monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.parametrize(("shape", "kernel", "expected"), [
-    # one-token decode: fewer 256-element merge tiles than SMs → 128-element tiles, PDL on
-    ((8, 1, 16, 512), "merge", (2, 64, 1, True)),
-    ((4, 1, 128, 512), "merge", (2, 128, 1, True)),
+    # one-token decode: fewer 256-element merge tiles than SMs → 128-element tiles, PDL mode 2
+    # (the next launch triggered before the wait)
+    ((8, 1, 16, 512), "merge", (2, 64, 1, 2)),
+    ((4, 1, 128, 512), "merge", (2, 128, 1, 2)),
     # rescale at one token: 1024 elements over four warps
-    ((4, 1, 128, 512), "rescale", (8, 128, 4, True)),
+    ((4, 1, 128, 512), "rescale", (8, 128, 4, 2)),
     # bandwidth-bound: one-warp tiles, many waves, no PDL
-    ((8, 2048, 32, 128), "merge", (2, 128, 1, False)),
-    ((8, 256, 128, 512), "rescale", (2, 512, 1, False)),
-    ((3, 100, 40, 80), "merge", (2, 128, 1, False)),
+    ((8, 2048, 32, 128), "merge", (2, 128, 1, 0)),
+    ((8, 256, 128, 512), "rescale", (2, 512, 1, 0)),
+    # N = 3..4 on a grid of a few waves: 1024-element tiles on four warps, few enough for PDL
+    ((3, 100, 40, 80), "merge", (8, 128, 4, 2)),
+    ((4, 512, 32, 128), "merge", (8, 128, 4, 1)),
+    ((4, 32, 128, 512), "merge", (8, 128, 4, 1)),
 ])
 def test_default_tiles_follow_the_h200_sweep(shape: tuple[int, int, int, int], kernel: str,
-                                             expected: tuple[int, int, int, bool]) -> None:
+                                             expected: tuple[int, int, int, int]) -> None:
     from attn_contracts.combine.tiles import default_config
 
     cfg = default_config(*shape, kernel)
@@ -234,21 +238,21 @@ def test_default_tiles_follow_the_h200_sweep(shape: tuple[int, int, int, int], k
 @pytest.mark.parametrize(("shape", "expected"), [
     # two-way merges: 1024 elements over four warps (the H200 sweep's winner over two), so an
     # SM keeps about as many bytes in flight as an 8-way merge's one-warp tiles do
-    ((2, 4096, 32, 128), (8, 128, 4, False)),
-    ((2, 16384, 32, 128), (8, 128, 4, False)),
-    ((2, 8192, 128, 128), (8, 128, 4, False)),
-    ((2, 4096, 8, 128), (8, 128, 4, False)),
-    ((2, 1024, 8, 256), (8, 128, 4, False)),
-    ((1, 300, 8, 128), (8, 128, 4, True)),  # 300 programs: one wave, PDL on
+    ((2, 4096, 32, 128), (8, 128, 4, 0)),
+    ((2, 16384, 32, 128), (8, 128, 4, 0)),
+    ((2, 8192, 128, 128), (8, 128, 4, 0)),
+    ((2, 4096, 8, 128), (8, 128, 4, 1)),  # 4096 programs: at most 32 per SM, PDL mode 1
+    ((2, 1024, 8, 256), (8, 128, 4, 1)),
+    ((1, 300, 8, 128), (8, 128, 4, 2)),  # 300 programs: one wave, PDL mode 2
     # few heads: the tile cannot grow past the heads, one warp keeps 8-16 elements per thread
-    ((2, 300, 2, 128), (2, 128, 1, True)),
-    # one token: latency-bound, shrunk to 256 elements on one warp, PDL on
-    ((2, 1, 128, 512), (4, 64, 1, True)),
-    # N >= 3 keeps the measured one-warp 256-element tiles
-    ((3, 4096, 32, 128), (2, 128, 1, False)),
+    ((2, 300, 2, 128), (2, 128, 1, 2)),
+    # one token: latency-bound, shrunk to 256 elements on one warp, PDL mode 2
+    ((2, 1, 128, 512), (4, 64, 1, 2)),
+    # N >= 3 keeps the measured one-warp 256-element tiles on many-wave grids
+    ((3, 4096, 32, 128), (2, 128, 1, 0)),
 ])
 def test_two_way_merge_tiles(shape: tuple[int, int, int, int],
-                             expected: tuple[int, int, int, bool]) -> None:
+                             expected: tuple[int, int, int, int]) -> None:
     from attn_contracts.combine.tiles import default_config
 
     cfg = default_config(*shape, "merge")
@@ -262,4 +266,4 @@ def test_pack_tiles_follow_the_h200_sweep() -> None:
     got = {shape: default_config(*shape, "pack") for shape in [
         (4, 1, 128, 512), (4, 256, 128, 512), (8, 2048, 32, 128), (2, 3, 6, 80)]}
     assert [(c.block_h, c.block_d, c.num_warps, c.pdl) for c in got.values()] == [
-        (8, 128, 8, True), (8, 128, 4, False), (8, 128, 4, False), (8, 128, 8, True)]
+        (8, 128, 8, 2), (8, 128, 4, 0), (8, 128, 4, 0), (8, 128, 8, 2)]

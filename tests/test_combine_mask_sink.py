@@ -215,3 +215,28 @@ def test_mask_sink_and_pack_on_rows_spilled_to_grid_axis_2(monkeypatch: pytest.M
                                atol=0, rtol=0)
     torch.testing.assert_close(send[:, o_bytes:].view(torch.float32).view(n, t, h // n), ref_pl,
                                atol=0, rtol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize(("n", "t", "strided", "word"), [
+    (8, 1, False, 64), (4, 1, False, 32), (2, 1, False, 16),  # one token: [N, 1], adjacent
+    (4, 3, True, 32), (8, 2, True, 64),  # a [T, N] buffer read transposed
+    (3, 1, False, 0), (4, 3, False, 0),  # not a whole word / not adjacent: one load per shard
+])
+def test_a_rows_mask_entries_read_as_one_word(n: int, t: int, strided: bool, word: int,
+                                              device: str) -> None:
+    """Where a row's N uint8 entries are adjacent and make a 2-, 4- or 8-byte word, the kernels
+    read them in one load (``MASK_WORD``) and shift each shard's byte out: same result."""
+    from attn_contracts.combine.ops import _mask_word
+
+    h, d = 3, 40
+    o, lse = partials(n, t, h, d, torch.float32, seed=5, specials=False)
+    keep = _mask(n, t, seed=9, strided=strided) if t > 1 else torch.rand(n, 1) > 0.4
+    keep[0, 0] = True
+    _garbage_rows(o, lse, keep)
+    mask = keep.to(device)
+    assert _mask_word(mask.view(torch.uint8), n, *mask.stride()) == word
+    out = merge(o.to(device), lse.to(device), base="2", row_mask=mask)
+    assert_close_to(out.cpu(), merge_reference(o, lse, base="2", row_mask=keep)[0], torch.float32)
+    r = rescale(o[1].to(device), lse.to(device), 1, base="2", row_mask=mask)
+    assert_close_to(r.cpu(), rescale_reference(o[1], lse, 1, base="2", row_mask=keep)[0],
+                    torch.float32)

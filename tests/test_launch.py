@@ -19,9 +19,11 @@ def test_the_sm_count_comes_from_the_device_with_a_cpu_default() -> None:
     # 560 programs: one wave (4 per SM, PDL on) on a 148-SM B200 but not on a 132-SM H200
     shape = (8, 1, 128, 512)
     assert default_config(*shape, "rescale", sms=132) == default_config(*shape, "rescale")
-    few = default_config(4, 70, 16, 128, "merge", sms=132)
-    many = default_config(4, 70, 16, 128, "merge", sms=148)
-    assert (few.pdl, many.pdl) == (False, True)
+    # an 8-way merge of 560 programs: at most 4 per SM (PDL mode 2, the trigger before the wait)
+    # on a B200's 148 SMs, more on an H200's 132 (mode 1: at most 32 per SM)
+    few = default_config(8, 70, 16, 128, "merge", sms=132)
+    many = default_config(8, 70, 16, 128, "merge", sms=148)
+    assert (few.pdl, many.pdl) == (1, 2)
 
 
 def test_direct_kernels_launch_through_the_launcher() -> None:

@@ -142,13 +142,14 @@ def test_cli_plan(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_pdl_can_be_switched_off_per_plan(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``pdl=False`` reaches the op as False even where the tiles would use PDL; the default lets
-    the tiles decide (PDL itself only exists on CUDA, so the op's argument is what is checked)."""
+    """``pdl=False`` reaches the launch as mode 0 even where the tiles would use PDL; the default
+    lets the tiles decide (PDL itself only exists on CUDA, so the launch's argument is what is
+    checked: mode 2 here, a one-token grid)."""
     from attn_contracts.combine import ops
 
-    seen: list[bool] = []
-    signature = inspect.signature(ops.merge_into)
-    monkeypatch.setattr(ops, "merge_into", lambda *args, **kwargs: seen.append(
+    seen: list[int] = []
+    signature = inspect.signature(ops._merge_launch)
+    monkeypatch.setattr(ops, "_merge_launch", lambda *args, **kwargs: seen.append(
         signature.bind(*args, **kwargs).arguments["pdl"]))
     o, lse = partials(4, 1, 128, 512, torch.float32, seed=2)
     for pdl in (True, False):
@@ -156,4 +157,4 @@ def test_pdl_can_be_switched_off_per_plan(monkeypatch: pytest.MonkeyPatch) -> No
                             head_dim=512, out_dtype=torch.float32, pdl=pdl)
         assert plan.pdl is pdl and ("PDL (programmatic dependent launch) off" in plan.explain()) is not pdl
         plan(o, lse, row_mask=torch.ones(4, 1, dtype=torch.bool))  # its empty rows are undefined
-    assert seen == [True, False]
+    assert seen == [2, 0]

@@ -1,0 +1,320 @@
+"""The kernel A/B behind issue 22's goals (``python bench/goals.py --experiments``).
+
+Each variant launches through the same ``merge``/``rescale``/``pack_a2a`` argument building as the
+library, with the launcher swapped for one that sets the PDL mode (``_kernels.py``: 0 off, 1 wait
+then trigger, 2 trigger then wait, 3 trigger after the stores) and, for the A/B of the load order,
+the kernels of another file (``--old-kernels``: the previous ``_kernels.py``, whose ``PDL`` is on/off).
+Timer: ``graph_per_launch``, L2-cold rotation for T > 1; two interleaved rounds, best median each.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from goals import (  # type: ignore[import-not-found]
+    DEVICE,
+    DTYPE,
+    S,
+    copy_bandwidth,
+    graph_per_launch,
+    inputs,
+    merge_bytes,
+    ncopies,
+    pack_bytes,
+    rescale_bytes,
+    row_mask_like,
+)
+
+from attn_contracts.combine import _kernels, merge, ops, pack_a2a, rescale
+from attn_contracts.combine.ops import KernelConfig, default_config
+from attn_contracts.combine.workspace import a2a_piece_bytes
+
+
+class _ExpLauncher:
+    def __init__(self, fn: Any, pdl: int, extra: dict[str, Any]) -> None:
+        self.fn, self.pdl, self.extra = fn, pdl, extra
+
+    def __call__(self, grid: tuple[int, int, int], tensors: tuple[torch.Tensor, ...],
+                 ints: tuple[int, ...], consts: dict[str, Any], num_warps: int,
+                 pdl: bool = False) -> None:
+        kw = {**consts, "PDL": self.pdl, **self.extra}
+        if self.pdl:
+            kw["launch_pdl"] = True
+        self.fn[grid](*tensors, *ints, **kw, num_warps=num_warps)
+
+
+def _patch(module: Any, pdl: int, extra: dict[str, Any]) -> None:
+    ops._FAST.clear()  # no call may skip the launcher under test
+
+    def factory(name: str) -> _ExpLauncher:
+        return _ExpLauncher(getattr(module, name), pdl, extra)
+    for mod in (ops, sys.modules.get("attn_contracts.combine.launch")):
+        if mod is None:
+            continue
+        for attr in ("_launcher", "launcher"):
+            if hasattr(mod, attr):
+                setattr(mod, attr, factory)
+
+
+def _calls(kernel: str, shape: tuple[int, int, int, int], cfg: KernelConfig, masked: bool,
+           sets: list[Any]) -> list[Callable[[], object]]:
+    n, t, h, d = shape
+    if kernel == "pack":
+        o_bytes = a2a_piece_bytes(t, h // n, d, S)[0]
+        return [lambda o=o, lse=lse, send=send, keep=keep: pack_a2a(
+            o, lse, send, o_bytes=o_bytes, config=cfg, row_mask=keep if masked else None)
+            for o, lse, send, keep in sets]
+    out = []
+    for i, (o, lse, y, z) in enumerate(sets):
+        m = row_mask_like(n, t, seed=i) if masked else None
+        if kernel == "merge":
+            out.append(lambda o=o, lse=lse, y=y, z=z, m=m: merge(
+                o, lse, base="2", out=y, lse_out=z, config=cfg, row_mask=m))
+        else:
+            out.append(lambda o=o, lse=lse, y=y, z=z, m=m: rescale(
+                o[0], lse, 0, base="2", out=y, lse_out=z, config=cfg, row_mask=m))
+    return out
+
+
+def _sets(kernel: str, shape: tuple[int, int, int, int]) -> list[Any]:
+    n, t, h, d = shape
+    nbytes = {"merge": merge_bytes, "rescale": rescale_bytes, "pack": pack_bytes}[kernel](*shape)
+    copies = ncopies(t, nbytes)
+    if kernel == "pack":
+        piece = a2a_piece_bytes(t, h // n, d, S)[1]
+        return [(torch.randn(t, h, d, device=DEVICE, dtype=DTYPE),
+                 torch.randn(t, h, device=DEVICE),
+                 torch.empty(n, piece, dtype=torch.uint8, device=DEVICE),
+                 torch.rand(t, device=DEVICE) >= 0.2) for _ in range(copies)]
+    return inputs(shape, copies)
+
+
+Variant = tuple[str, Any, int, dict[str, Any], KernelConfig, bool]  # label, module, pdl, extra, cfg, masked
+
+
+def _time(kernel: str, shape: tuple[int, int, int, int], variants: list[Variant],
+          rounds: int = 2) -> dict[str, float]:
+    sets = _sets(kernel, shape)
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        for label, module, pdl, extra, cfg, masked in variants:
+            _patch(module, pdl, extra)
+            try:
+                us = graph_per_launch(_calls(kernel, shape, cfg, masked, sets), launches=50,
+                                      replays=11)
+            except Exception as err:
+                print(f"{kernel} {shape} {label}: {type(err).__name__}: {err}", flush=True)
+                us = float("nan")
+            best[label] = min(best.get(label, float("inf")), us)
+    return best
+
+
+def _cfg(bh: int, bd: int, w: int) -> KernelConfig:
+    return KernelConfig(bh, bd, w)
+
+
+def _txt(c: KernelConfig) -> str:
+    return f"{c.block_h}x{c.block_d} w{c.num_warps}"
+
+
+def run_experiments(vk: Any, out_dir: Path | None) -> int:
+    started = time.monotonic()
+    old_path = os.environ.get("OLD_KERNELS")
+    old = None
+    if old_path:
+        spec = importlib.util.spec_from_file_location("_kernels_old", old_path)
+        assert spec is not None and spec.loader is not None
+        old = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(old)
+    bw = copy_bandwidth()
+    new = _kernels
+    records: list[dict[str, Any]] = []
+    lines: list[str] = []
+
+    def report(kernel: str, shape: tuple[int, int, int, int], res: dict[str, float],
+               nbytes: int) -> None:
+        best = min((v for v in res.values() if v == v), default=float("nan"))
+        for label, us in res.items():
+            p = 100 * nbytes / (us * 1e-6) / 1e9 / bw
+            mark = " *" if us == best else ""
+            lines.append(f"{kernel} {shape} {label}: {us:.3f} µs ({p:.1f} %){mark}")
+        records.append({"kernel": kernel, "shape": shape, "us": res, "bytes": nbytes})
+        print("\n".join(lines[-len(res):]), flush=True)
+
+    if os.environ.get("EXP_SET") == "2":
+        return _round_two(new, bw, report, lines, records, out_dir, started)
+    if os.environ.get("EXP_SET") == "3":
+        return _round_three(new, bw, report, lines, records, out_dir, started)
+    if os.environ.get("EXP_SET") == "4":
+        return _round_four(new, bw, report, lines, records, out_dir, started)
+    # E1: the load order (old kernels vs new) with and without the mask, N = 8 and N = 4
+    e1 = {(8, 1, 16, 512): [_cfg(2, 64, 2), _cfg(4, 64, 2), _cfg(1, 128, 1)],
+          (8, 256, 128, 512): [_cfg(4, 128, 2), _cfg(2, 128, 2)],
+          (8, 2048, 32, 128): [_cfg(4, 128, 2)],
+          (4, 1, 128, 512): [_cfg(2, 128, 2)]}
+    for shape, extra_tiles in e1.items():
+        dflt = default_config(*shape)
+        pdl = 1 if dflt.pdl else 0
+        variants: list[Variant] = []
+        for masked in (False, True):
+            tag = "masked" if masked else "plain"
+            if old is not None:
+                variants.append((f"old {_txt(dflt)} pdl{pdl} {tag}", old, pdl, {}, dflt, masked))
+            for c in [dflt, *extra_tiles]:
+                variants.append((f"new {_txt(c)} pdl{pdl} {tag}", new, pdl, {}, c, masked))
+        report("merge", shape, _time("merge", shape, variants), merge_bytes(*shape))
+    # E2 + E3: PDL modes and tiles on the small (launch- or ramp-bound) shapes
+    e2: list[tuple[str, tuple[int, int, int, int], list[KernelConfig]]] = [
+        ("merge", (4, 1, 128, 512), [_cfg(4, 64, 1), _cfg(1, 128, 1)]),
+        ("merge", (8, 1, 16, 512), [_cfg(2, 64, 2)]),
+        ("merge", (4, 32, 128, 512), [_cfg(4, 128, 2), _cfg(8, 128, 4), _cfg(2, 256, 2)]),
+        ("merge", (4, 512, 32, 128), [_cfg(8, 128, 4), _cfg(16, 128, 4), _cfg(32, 128, 8)]),
+        ("merge", (2, 4096, 8, 128), [_cfg(8, 128, 2), _cfg(4, 128, 2), _cfg(8, 128, 8)]),
+        ("merge", (2, 1024, 8, 256), [_cfg(2, 256, 1), _cfg(4, 256, 4), _cfg(8, 256, 8)]),
+        ("rescale", (4, 256, 128, 512), [_cfg(8, 128, 1), _cfg(8, 128, 4), _cfg(4, 256, 2)]),
+        ("rescale", (8, 2048, 32, 128), [_cfg(8, 128, 4), _cfg(32, 128, 4), _cfg(4, 128, 1)]),
+        ("rescale", (4, 1, 128, 512), []),
+        ("pack", (4, 256, 128, 512), []),
+        ("pack", (4, 1, 128, 512), []),
+    ]
+    for kernel, shape, tiles in e2:
+        dflt = default_config(*shape, kernel)
+        variants = []
+        for c in [dflt, *tiles]:
+            for pdl in (0, 1, 2, 3) if shape[1] == 1 else (0, 1, 3):
+                variants.append((f"{_txt(c)}{' (default)' if c is dflt else ''} pdl{pdl}", new,
+                                 pdl, {}, c, False))
+        nbytes = {"merge": merge_bytes, "rescale": rescale_bytes, "pack": pack_bytes}[kernel](
+            *shape)
+        report(kernel, shape, _time(kernel, shape, variants), nbytes)
+    text = "\n".join(lines)
+    print(f"experiments took {time.monotonic() - started:.0f} s", flush=True)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "experiments.txt").write_text(text + "\n")
+        (out_dir / "experiments.json").write_text(json.dumps(
+            {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
+    return 0
+
+
+def _round_two(new: Any, bw: float, report: Callable[..., None], lines: list[str],
+               records: list[dict[str, Any]], out_dir: Path | None, started: float) -> int:
+    """After the first round: PDL 2 on grids of a few waves, PDL 1 where the new tiles turn it on
+    unmeasured, and whether the row mask's one-token cost depends on PDL."""
+    e: list[tuple[str, tuple[int, int, int, int], list[int], bool]] = [
+        ("merge", (4, 32, 128, 512), [0, 1, 2], False),
+        ("merge", (4, 512, 32, 128), [0, 1, 2], False),
+        ("merge", (2, 4096, 8, 128), [0, 1, 2], False),
+        ("merge", (2, 1024, 8, 256), [0, 1, 2], False),
+        ("merge", (3, 100, 40, 128), [0, 1, 2], False),
+        ("rescale", (4, 512, 32, 128), [0, 1, 2], False),
+        ("rescale", (4, 32, 128, 512), [0, 1, 2], False),
+        ("pack", (4, 32, 128, 512), [0, 1, 2], False),
+        ("merge", (8, 1, 16, 512), [0, 1, 2], True),
+        ("merge", (4, 1, 128, 512), [0, 1, 2], True),
+        ("rescale", (4, 1, 128, 512), [0, 1, 2], True),
+        ("merge", (2, 1024, 8, 256), [1], True),
+        ("merge", (4, 512, 32, 128), [1], True),
+    ]
+    for kernel, shape, modes, with_mask in e:
+        dflt = default_config(*shape, kernel)
+        variants: list[Variant] = []
+        for masked in ((False, True) if with_mask else (False,)):
+            for pdl in modes:
+                variants.append((f"{_txt(dflt)} pdl{pdl}{' masked' if masked else ''}", new, pdl,
+                                 {}, dflt, masked))
+        nbytes = {"merge": merge_bytes, "rescale": rescale_bytes, "pack": pack_bytes}[kernel](
+            *shape)
+        report(kernel, shape, _time(kernel, shape, variants, rounds=3), nbytes)
+    text = "\n".join(lines)
+    print(f"experiments took {time.monotonic() - started:.0f} s", flush=True)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "experiments2.txt").write_text(text + "\n")
+        (out_dir / "experiments2.json").write_text(json.dumps(
+            {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
+    return 0
+
+
+def _round_three(new: Any, bw: float, report: Callable[..., None], lines: list[str],
+                 records: list[dict[str, Any]], out_dir: Path | None, started: float) -> int:
+    """``SPLIT`` (the merge's math in its own block) on and off, without and with a row mask."""
+    for shape in ((8, 1, 16, 512), (4, 1, 128, 512), (3, 100, 40, 128), (8, 256, 128, 512),
+                  (2, 1024, 8, 256), (4, 512, 32, 128), (2, 4096, 8, 128), (8, 2048, 32, 128)):
+        dflt = default_config(*shape)
+        variants: list[Variant] = []
+        for masked in (False, True):
+            for split in (0, 1):
+                variants.append((f"{_txt(dflt)} pdl{dflt.pdl} split{split}"
+                                 f"{' masked' if masked else ''}", new, dflt.pdl,
+                                 {"SPLIT": bool(split)}, dflt, masked))
+        report("merge", shape, _time("merge", shape, variants, rounds=3), merge_bytes(*shape))
+    text = "\n".join(lines)
+    print(f"experiments took {time.monotonic() - started:.0f} s", flush=True)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "experiments3.txt").write_text(text + "\n")
+        (out_dir / "experiments3.json").write_text(json.dumps(
+            {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
+    return 0
+
+
+def _variant_module(name: str, replacements: list[tuple[str, str]]) -> Any:
+    """``_kernels.py`` with text replaced (each must occur), imported from a temporary file."""
+    import tempfile
+
+    src = Path(_kernels.__file__).read_text()
+    for a, b in replacements:
+        if a not in src:
+            raise ValueError(f"{a!r} not in _kernels.py")
+        src = src.replace(a, b)
+    path = Path(tempfile.mkdtemp()) / f"{name}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _round_four(new: Any, bw: float, report: Callable[..., None], lines: list[str],
+                records: list[dict[str, Any]], out_dir: Path | None, started: float) -> int:
+    """The row mask's loads through L2 only (``.cg``): at one token the N entries of a row share
+    one sector, and N loads of one sector in flight from one warp looked serialised in L1."""
+    cg = _variant_module("_kernels_mask_cg", [
+        ("vs = vs + (tl.load(mask_n, mask=row_ok, other=0),)",
+         "vs = vs + (tl.load(mask_n, mask=row_ok, other=0, cache_modifier=\".cg\"),)"),
+        ("return tl.load(mask_n, mask=row_ok, other=0) > 0",
+         "return tl.load(mask_n, mask=row_ok, other=0, cache_modifier=\".cg\") > 0")])
+    for kernel, shape in (("merge", (8, 1, 16, 512)), ("merge", (4, 1, 128, 512)),
+                          ("rescale", (4, 1, 128, 512)), ("merge", (2, 1024, 8, 256)),
+                          ("merge", (8, 256, 128, 512)), ("merge", (4, 512, 32, 128)),
+                          ("rescale", (8, 2048, 32, 128)), ("pack", (4, 1, 128, 512))):
+        dflt = default_config(*shape, kernel)
+        variants: list[Variant] = []
+        for masked in (False, True):
+            for label, mod in (("default", new), ("mask .cg", cg)):
+                if not masked and mod is cg:
+                    continue
+                variants.append((f"{_txt(dflt)} pdl{dflt.pdl} {label}"
+                                 f"{' masked' if masked else ''}", mod, dflt.pdl, {}, dflt,
+                                 masked))
+        nbytes = {"merge": merge_bytes, "rescale": rescale_bytes, "pack": pack_bytes}[kernel](
+            *shape)
+        report(kernel, shape, _time(kernel, shape, variants, rounds=3), nbytes)
+    text = "\n".join(lines)
+    print(f"experiments took {time.monotonic() - started:.0f} s", flush=True)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "experiments4.txt").write_text(text + "\n")
+        (out_dir / "experiments4.json").write_text(json.dumps(
+            {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
+    return 0
