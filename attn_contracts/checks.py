@@ -339,8 +339,11 @@ def _edge_base(p: CapabilityRecord, spec: LseSpec, c: ConsumerRecord,
     how = "passes" if keyword_value is not None else "omits it and gets the default"
     hint = (f"pass {kb.keyword}={need}" if need else
             f"{c.name} cannot take base-{spec.base} LSE; convert it first")
+    # a literal the record does not list selects no base: say which ones it takes
+    what = (f"base {chosen}" if chosen is not None else "a value the consumer does not take; "
+            f"allowed: {', '.join(lit for lit, _ in kb.values)}")
     return [_edge(Code.AC016, p, c, f"base.{kb.keyword}", f"the producer emits base-{spec.base} "
-                  f"LSE, the call {how} {kb.keyword}={literal} (base {chosen})", literal,
+                  f"LSE, the call {how} {kb.keyword}={literal} ({what})", literal,
                   f"{kb.keyword}={need}" if need else "no value fits", hint)]
 
 
