@@ -15,7 +15,8 @@ from attn_contracts.findings import Code, ContractError, Finding, Severity
 from attn_contracts.records import BASES, CapabilityRecord, LseSpec
 from attn_contracts.setting import OUT_DTYPES, CombineSetting
 
-__all__ = ["CallRefused", "check_backend_known", "check_call_partials", "check_call_sink",
+__all__ = ["CallRefused", "check_backend_known", "check_call_out", "check_call_partials",
+           "check_call_sink",
            "check_combinable", "check_dcp", "check_direct", "check_edge", "check_heads_divisible",
            "check_mode_call", "check_rank", "check_row_mask_given", "check_setting",
            "check_unique", "check_workspace_call", "check_workspace_mode", "refuse"]
@@ -181,17 +182,20 @@ def check_workspace_mode(subject: str, setting: CombineSetting) -> list[Finding]
 
 
 def check_call_partials(subject: str, setting: CombineSetting, *, shape: tuple[int, ...],
-                        dtype: str, stacked: bool, heads: int, world: int | None = None
-                        ) -> list[Finding]:
+                        dtype: str, stacked: bool, heads: int, world: int | None = None,
+                        gathered: int | None = None) -> list[Finding]:
     """``AC027``: partial outputs that do not match the plan. ``stacked``: ``[N, T, H, D]`` (N =
     the plan's world size) else one rank's ``[T, H, D]``; ``heads``: the heads this call must
     carry (all of them, or ``H / N`` for the merge after an all-to-all); ``world``: the process
-    group's size, where there is one."""
+    group's size, where there is one; ``gathered``: how many ranks' LSEs a rescale was given."""
     out: list[Finding] = []
     n = setting.world_size
     if world is not None and world != n:
         out.append(_call(subject, "world_size", f"the plan is for world_size={n}, the process "
                          f"group has {world} ranks", world, str(n)))
+    if gathered is not None and gathered != n:
+        out.append(_call(subject, "world_size", f"the gathered LSE holds {gathered} ranks' LSEs, "
+                         f"the plan rescales against world_size={n}", gathered, str(n)))
     dims = 4 if stacked else 3
     want = f"[N={n}, T, H={heads}, D={setting.head_dim}]" if stacked else \
         f"[T, H={heads}, D={setting.head_dim}]"
@@ -212,6 +216,21 @@ def check_call_partials(subject: str, setting: CombineSetting, *, shape: tuple[i
         out.append(_call(subject, "out_dtype", f"partial_out dtype {dtype} differs from the "
                          f"plan's out_dtype {setting.out_dtype}", dtype, setting.out_dtype,
                          "plan with the partials' dtype; every rank must send the same dtype"))
+    return out
+
+
+def check_call_out(subject: str, setting: CombineSetting, *, shape: tuple[int, ...],
+                   dtype: str, want: tuple[int, ...]) -> list[Finding]:
+    """``AC027``: an ``out=`` buffer of another shape or dtype than the plan writes (``want``):
+    a collective writes into it directly, where a mismatch would otherwise surface as a backend's
+    own check failure (gloo aborts the process) instead of a reason."""
+    out: list[Finding] = []
+    if shape != want:
+        out.append(_call(subject, "out", f"out has shape {shape}, the plan writes {want} "
+                         f"([T, heads, D] of its {setting.mode} mode)", shape, str(want)))
+    if dtype != setting.out_dtype:
+        out.append(_call(subject, "out", f"out dtype {dtype} differs from the plan's out_dtype "
+                         f"{setting.out_dtype}", dtype, setting.out_dtype))
     return out
 
 
@@ -320,8 +339,11 @@ def _edge_base(p: CapabilityRecord, spec: LseSpec, c: ConsumerRecord,
     how = "passes" if keyword_value is not None else "omits it and gets the default"
     hint = (f"pass {kb.keyword}={need}" if need else
             f"{c.name} cannot take base-{spec.base} LSE; convert it first")
+    # a literal the record does not list selects no base: say which ones it takes
+    what = (f"base {chosen}" if chosen is not None else "a value the consumer does not take; "
+            f"allowed: {', '.join(lit for lit, _ in kb.values)}")
     return [_edge(Code.AC016, p, c, f"base.{kb.keyword}", f"the producer emits base-{spec.base} "
-                  f"LSE, the call {how} {kb.keyword}={literal} (base {chosen})", literal,
+                  f"LSE, the call {how} {kb.keyword}={literal} ({what})", literal,
                   f"{kb.keyword}={need}" if need else "no value fits", hint)]
 
 

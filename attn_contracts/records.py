@@ -321,14 +321,19 @@ def findings_from_validation_error(
         code = Code(e["type"]) if e["type"] in Code.__members__ else Code.AC012
         field = _field_path(e["loc"])
         found = e.get("input") if e["type"] not in ("AC001", "AC004", "missing") else None
-        if code is Code.AC001:
+        consumer = isinstance(raw, dict) and raw.get("role") == "consumer"
+        if code is Code.AC001 and consumer:  # its base is a table of its own, not lse.base
+            message, allowed = e["msg"], '{kind = "fixed", base = "e"|"2"}, {kind = "keyword", ...}'
+            hint = ("measure it with `attn-contracts verify --consumer` and declare base = "
+                    '{kind = "fixed", base = "e"} (or "2"), or a keyword base')
+            field = "base"
+        elif code is Code.AC001:
             message, hint, allowed = (
                 'returns_lse=True but no lse.base (allowed: "e", "2")',
                 hint_for_library(library if isinstance(library, str) else None),
                 '"e", "2"',
             )
-            consumer = isinstance(raw, dict) and raw.get("role") == "consumer"
-            field = field or ("base" if consumer else "lse.base")
+            field = field or "lse.base"
             field = field if field.endswith("base") else f"{field}.base"
         elif code is Code.AC004:
             message, hint, allowed = e["msg"], "remove them, or declare returns = \"lse\"", ""

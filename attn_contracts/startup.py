@@ -95,12 +95,25 @@ def consumer_table(records: Registry | Iterable[RecordSource] | None,
     return table, check_unique([*table.values(), *clash])
 
 
+def _split_use(use: object) -> tuple[str | ConsumerRecord, str | None]:
+    """``(consumer, literal)`` of one use; a use of another shape is the caller's mistake, said
+    as such (not an unpacking error or an AttributeError deep in the literal comparison)."""
+    if isinstance(use, (str, ConsumerRecord)):
+        return use, None
+    if isinstance(use, tuple) and len(use) == 2 and isinstance(use[0], (str, ConsumerRecord)) \
+            and (use[1] is None or isinstance(use[1], str)):
+        return use[0], use[1]
+    raise ValueError(f"consumers: each use must be a name, a ConsumerRecord, or a (name or record, "
+                     f"literal) pair whose literal is the keyword's source text (e.g. \"'2'\", "
+                     f"\"False\") or None; found {use!r}")
+
+
 def _consumer_uses(uses: Iterable[ConsumerUse], known: dict[str, ConsumerRecord]
                    ) -> tuple[list[tuple[ConsumerRecord, str | None]], list[Finding]]:
     out: list[tuple[ConsumerRecord, str | None]] = []
     findings: list[Finding] = []
     for use in uses:
-        target, literal = use if isinstance(use, tuple) else (use, None)
+        target, literal = _split_use(use)
         if isinstance(target, ConsumerRecord):
             recs, bad = parse_record(target.model_dump())
             findings += bad
@@ -218,6 +231,7 @@ def validate_startup(
             raise ValueError("validate_startup got extras= and its old name settings=; pass extras=")
         extras = renamed("validate_startup(settings=)", "extras=", settings)
     world = _world_size(_setting(setting), world_size, dcp_world_size)
+    consumers = list(consumers)  # read twice: the edge checks, then the ranks' consensus
     chosen, recs, findings = check_startup(records, backend=backend, setting=setting,
                                            world_size=world, consumers=consumers)
     # a note (a base left to the call site) informs the CLI; it never stops an engine

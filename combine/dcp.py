@@ -35,9 +35,15 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from attn_contracts.checks import check_mode_call, refuse
+from attn_contracts.checks import check_call_out, check_mode_call, refuse
 from attn_contracts.combine.direct import direct_merge, direct_send
-from attn_contracts.combine.ops import _row_mask_arg, lse_scales, pack_a2a
+from attn_contracts.combine.ops import (
+    _LSE_DTYPES,
+    _check_writable,
+    _row_mask_arg,
+    lse_scales,
+    pack_a2a,
+)
 from attn_contracts.combine.plan import CombinePlan
 from attn_contracts.combine.reference import log_of_base
 from attn_contracts.combine.tiles import default_config, sm_count
@@ -78,8 +84,33 @@ def _check_mask(plan: CombinePlan, row_mask: torch.Tensor | None, lens: torch.Te
 def _local_lse(plan: CombinePlan, partial_lse: torch.Tensor, tokens: int) -> torch.Tensor:
     """This rank's LSE as a ``[T, H]`` view (record layout read through strides)."""
     view = plan.lse_view(partial_lse, heads=plan.num_heads, stacked=False)
+    # checked here, not by the op: ag_rs and ar put the LSE on the wire before any op sees it
+    if view.dtype not in _LSE_DTYPES or math.prod(view.shape[:-1]) != tokens:
+        raise ValueError(f"{plan.record.name}: partial_lse must be a float LSE of T={tokens} "
+                         f"rows (partial_out's T), found {partial_lse.dtype} "
+                         f"{tuple(partial_lse.shape)} (allowed dtypes: {_LSE_DTYPES})")
     flat: torch.Tensor = view.reshape(tokens, plan.num_heads)  # a view: [B, q, H] merges B, q
     return flat
+
+
+def _out_heads(plan: CombinePlan) -> int:
+    """Heads of this rank's output: ``H / N`` where the mode scatters heads, else ``H``."""
+    return plan.num_heads // plan.world_size if plan.setting.spec.scatters_heads else plan.num_heads
+
+
+def _check_out(plan: CombinePlan, out: torch.Tensor | None, tokens: int,
+               device: torch.device) -> None:
+    """``out [T, heads, D]`` in the plan's dtype, on the partials' device, never overlapping
+    itself: ``ag_rs`` reduce-scatters straight into it, so no op checks it there."""
+    if out is None:
+        return
+    want = (tokens, _out_heads(plan), plan.head_dim)
+    refuse(check_call_out(plan.record.name, plan.setting, shape=tuple(out.shape),
+                          dtype=str(out.dtype).removeprefix("torch."), want=want),
+           f"out does not match its {plan.mode} plan")
+    if out.device != device:
+        raise ValueError(f"out is on {out.device} but the partials are on {device}")
+    _check_writable(out=out)
 
 
 def _wire_lse(lse: torch.Tensor, row_mask: torch.Tensor | None, dst: torch.Tensor) -> None:
@@ -122,6 +153,7 @@ def dcp_combine(plan: CombinePlan, partial_out: torch.Tensor, partial_lse: torch
     if workspace is not None:
         workspace.check_call(plan, group)
     lse = _local_lse(plan, partial_lse, tokens)
+    _check_out(plan, out, tokens, partial_out.device)
     if tokens == 0:  # an empty step: every rank has it (the rows are the same on every rank)
         return _empty(plan, partial_out, out)
     if world == 1 and workspace is None:
@@ -134,8 +166,7 @@ def dcp_combine(plan: CombinePlan, partial_out: torch.Tensor, partial_lse: torch
 
 def _empty(plan: CombinePlan, partial_out: torch.Tensor, out: torch.Tensor | None) -> Any:
     """The result of a step of no tokens: ``[0, heads, D]`` (and ``[0, heads]`` LSE)."""
-    heads = plan.num_heads // plan.world_size if plan.setting.spec.scatters_heads \
-        else plan.num_heads
+    heads = _out_heads(plan)
     result = out if out is not None else partial_out.new_empty((0, heads, plan.head_dim))
     if plan.return_lse:
         return result, partial_out.new_empty((0, heads), dtype=torch.float32)

@@ -148,21 +148,23 @@ class CombinePlan:
                "the sink does not match the plan")
 
     def check_partials(self, partial_out: torch.Tensor, *, heads: int | None = None,
-                       stacked: bool | None = None, world: int | None = None) -> None:
+                       stacked: bool | None = None, world: int | None = None,
+                       gathered: int | None = None) -> None:
         """Refuse (``AC027``) partials of another N, H, D or dtype than the plan's: ``stacked``
         ``[N, T, H, D]`` for a merge kernel, else one rank's ``[T, H, D]``; ``heads`` default:
-        the heads one launch sees."""
+        the heads one launch sees; ``gathered``: the N of the LSEs a rescale weighs against."""
         stacked = self.kernel == "merge" if stacked is None else stacked
         heads = self.local_heads if heads is None else heads
         shape = partial_out.shape
         if partial_out.dim() == (4 if stacked else 3) and shape[-2] == heads \
                 and shape[-1] == self.head_dim and partial_out.dtype == self.out_dtype \
                 and (not stacked or shape[0] == self.world_size) \
-                and (world is None or world == self.world_size):
+                and (world is None or world == self.world_size) \
+                and (gathered is None or gathered == self.world_size):
             return
         refuse(check_call_partials(self.record.name, self.setting, shape=tuple(shape),
                                    dtype=_dtype_name(partial_out.dtype), stacked=stacked,
-                                   heads=heads, world=world),
+                                   heads=heads, world=world, gathered=gathered),
                f"the call does not match its {self.mode} plan")
 
     # --- launching ----------------------------------------------------------------------------
@@ -206,8 +208,11 @@ class CombinePlan:
         self.check_row_mask(row_mask is not None or lens is not None)
         self.check_sink(sink)
         heads = partial_out.shape[-2]
-        return self.launch(partial_out, self.lse_view(partial_lse, heads=heads), rank=rank,
-                           out=out, lse_out=lse_out, row_mask=row_mask, lens=lens, sink=sink)
+        lse = self.lse_view(partial_lse, heads=heads)
+        if self.kernel == "rescale":  # one rank's partial: N comes from the gathered LSE alone
+            self.check_partials(partial_out, gathered=lse.shape[0])
+        return self.launch(partial_out, lse, rank=rank, out=out, lse_out=lse_out,
+                           row_mask=row_mask, lens=lens, sink=sink)
 
     def explain(self) -> str:
         return "\n".join(f"- {r}" for r in self.reasons)

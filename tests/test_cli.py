@@ -154,3 +154,19 @@ def test_the_readme_catalog_is_what_matrix_generates(capsys: pytest.CaptureFixtu
     generated = capsys.readouterr().out.rstrip("\n")
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert generated in readme, "README's catalog tables are stale: regenerate them"
+
+
+@pytest.mark.parametrize("flag", [["--mode", "a2a"], ["--sink"], ["--row-mask"], ["--return-lse"],
+                                  ["--lse-out-base", "e"], ["--out-dtype", "float16"]])
+def test_a_setting_flag_without_the_setting_is_a_usage_error(
+        flag: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --num-heads/--head-dim there is no setting to check: such a flag used to be
+    dropped and "ok" printed (``--mode a2a --world-size 3`` passed; with 16 heads it is AC010)."""
+    argv = ["validate", "--backend", "flashinfer.mla.fa3", "--world-size", "3", *flag]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and flag[0] in err and "--num-heads and --head-dim" in err
+    assert main([*argv, "--num-heads", "16", "--head-dim", "512"]) in (0, 1)
+    assert main(["validate", "--backend", "flashinfer.mla.fa3", "--world-size", "3", "--mode",
+                 "a2a", "--num-heads", "16", "--head-dim", "512"]) == 1
+    assert "AC010" in capsys.readouterr().out

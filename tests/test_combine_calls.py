@@ -154,3 +154,33 @@ def test_no_mode_name_is_compared_outside_the_mode_table() -> None:
                 if compare.search(line.split("#")[0]) and "kernel ==" not in line:
                     found.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
     assert found == []
+
+
+def test_out_and_lse_of_a_dcp_call_are_checked_before_any_collective() -> None:
+    for rank in _one(w.buffers_against_their_plan, 2):
+        for mode in ("ag_rs", "a2a", "ar"):
+            for label in ("bf16_out", "shape_out", "empty_step_shape_out"):
+                r = rank[f"{mode}/{label}"]
+                assert r["type"] == "CallRefused" and r["codes"] == ["AC027"], (mode, label, r)
+                assert "Check failed" not in r["text"], (mode, label, r)
+            assert "bfloat16" in rank[f"{mode}/bf16_out"]["text"]
+            assert "(5, 7)" in rank[f"{mode}/empty_step_shape_out"]["text"]
+            for label in ("lse_of_other_t", "int_lse"):
+                r = rank[f"{mode}/{label}"]
+                assert r["type"] == "ValueError" and "partial_lse" in r["text"], (mode, label, r)
+            assert "(4, 4)" in rank[f"{mode}/lse_of_other_t"]["text"]
+            assert "int64" in rank[f"{mode}/int_lse"]["text"]
+            assert rank[f"{mode}/own_out"] == [True, 0.0]
+
+
+def test_a_rescale_plan_refuses_lses_gathered_from_another_world_size() -> None:
+    """An ag_rs plan for 4 ranks called with the LSEs of 2 used to rescale against 2 silently."""
+    plan = plan_combine(record("e", "token_head", "-inf"), mode="ag_rs", world_size=4,
+                        num_heads=4, head_dim=32, out_dtype=torch.float32)
+    o = torch.randn(3, 4, 32)
+    with pytest.raises(CallRefused, match=r"gathered LSE holds 2 ranks' LSEs") as exc:
+        plan(o, torch.randn(2, 3, 4), rank=1)
+    assert exc.value.codes == [Code.AC027] and exc.value.findings[0].field == "world_size"
+    lse = torch.randn(4, 3, 4)
+    torch.testing.assert_close(plan(o, lse, rank=1).double(),
+                               rescale(o, lse, 1, base="e").double())

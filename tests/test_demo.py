@@ -41,3 +41,16 @@ def test_engine_startup_example_runs() -> None:
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "rank 1: max |error|" in done.stdout
+
+
+@pytest.mark.parametrize("n", ["25", "100000"])
+def test_the_demo_refuses_more_ranks_than_heads_before_spawning(
+        n: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each rank is a process: --world-size 100000 used to start spawning 100,000 of them."""
+    from attn_contracts.cli import DEMO_MAX_RANKS
+    from attn_contracts.cli.demo import HEADS
+
+    assert DEMO_MAX_RANKS == HEADS
+    assert main(["demo", "dcp", "--world-size", n]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"at most {HEADS} ranks" in err and n in err

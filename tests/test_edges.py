@@ -192,3 +192,14 @@ def test_keyword_literals_are_compared_as_python_values(
     assert main(["validate", "--backend", "flashinfer.mla.fa3", "--world-size", "2",
                  "--consumer", 'attn_contracts.merge="e"']) == 1
     assert "AC016" in capsys.readouterr().out
+
+
+def test_a_literal_the_consumer_does_not_take_names_the_ones_it_does(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``base=2`` (an int) selects no base of attn_contracts.merge: the finding used to read
+    "(base None)"; it names the literals the record lists."""
+    assert main(["validate", "--backend", "flashinfer.mla.fa3", "--world-size", "2",
+                 "--consumer", "attn_contracts.merge=2"]) == 1
+    out = capsys.readouterr().out
+    assert "AC016" in out and "base None" not in out
+    assert "does not take; allowed: '2', 'e'" in out

@@ -122,3 +122,14 @@ def test_the_role_picks_the_model_and_old_documents_keep_loading() -> None:
     assert recs == [] and [(f.code, f.field) for f in findings] == [(Code.AC012, "role")]
     recs, findings = parse_record(good(role="consumer"))  # a producer's fields under the wrong tag
     assert recs == [] and findings and all(f.code in (Code.AC001, Code.AC012) for f in findings)
+
+
+def test_a_consumer_without_a_base_is_told_about_its_own_base_field() -> None:
+    """AC001 of a consumer record read as the producer's ("no lse.base", "declare lse.base"),
+    a field consumer records do not have."""
+    from attn_contracts.sources import parse_record
+
+    _, findings = parse_record({"role": "consumer", "name": "a.b"})
+    (ac001,) = [f for f in findings if f.code is Code.AC001]
+    assert ac001.field == "base" and "a consumer record declares no base" in ac001.message
+    assert "lse.base" not in ac001.message + ac001.hint and "verify --consumer" in ac001.hint

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from attn_contracts import (
@@ -239,3 +241,32 @@ def test_old_spellings_warn_through_one_helper() -> None:
         validate_startup(settings={"x": 1})
     with pytest.raises(ValueError, match="extras"):
         validate_startup(settings={"x": 1}, extras={"x": 1})
+
+
+@pytest.mark.parametrize("use", [("attn_contracts.merge",), ("attn_contracts.merge", 2), 3,
+                                 ("attn_contracts.merge", "'2'", "extra")])
+def test_a_consumer_use_of_another_shape_is_a_value_error_naming_it(use: object) -> None:
+    """It used to be an unpacking ValueError or an AttributeError ('int' has no 'strip')."""
+    with pytest.raises(ValueError, match=r"each use must be a name, a ConsumerRecord, or a .*"
+                       r"found " + re.escape(repr(use))):
+        validate_startup(backend="flashinfer.mla.fa3", world_size=2,
+                         consumers=[use])  # type: ignore[list-item]
+
+
+def test_consumers_given_as_a_generator_still_join_the_consensus(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The uses are read twice (edge checks, then the ranks' consensus): a generator used to be
+    empty the second time, so the ranks agreed on no consumers at all."""
+    import attn_contracts.consensus as consensus
+
+    seen: dict[str, object] = {}
+
+    def agree(findings, recs, chosen, world, *, group, timeout_s, settings):  # type: ignore[no-untyped-def]
+        seen.update(settings)
+        return findings
+
+    monkeypatch.setattr(consensus, "agree_across_ranks", agree)
+    uses = (u for u in [("attn_contracts.merge", "'2'")])
+    assert validate_startup(backend="flashinfer.mla.fa3", world_size=2, consumers=uses,
+                            group=object()) is not None
+    assert seen["consumers"] == ["attn_contracts.merge='2'"]

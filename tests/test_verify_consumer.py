@@ -290,6 +290,20 @@ def test_the_python_api_enforces_the_consumer_allowlist(tmp_path: Path,
     assert allowed.status == "differs" and "SystemExit" in allowed.reason
 
 
+def test_ctrl_c_in_an_adapter_ends_the_run(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one exception policy: anything an adapter raises is a finding, except
+    KeyboardInterrupt, which is the user stopping the run (at import and at run time)."""
+    (tmp_path / "ac_interrupting_merge.py").write_text(
+        "def run(o, lse):\n    raise KeyboardInterrupt\n")
+    (tmp_path / "ac_interrupting_import.py").write_text(
+        "raise KeyboardInterrupt\ndef run(o, lse):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for adapter in ("ac_interrupting_merge:run", "ac_interrupting_import:run"):
+        with pytest.raises(KeyboardInterrupt):
+            verify_consumer(record(adapter=adapter), allow_adapters=[adapter.partition(":")[0]])
+
+
 def test_one_result_type_for_both_ends() -> None:
     from attn_contracts.verify import ConsumerVerifyResult, VerifyResult
 

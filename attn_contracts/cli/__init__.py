@@ -39,9 +39,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+#: most ranks the demo starts: its head count (``demo.HEADS``), so each rank combines a head at
+#: least; every rank is a process on this machine, so a huge N would try that many spawns
+DEMO_MAX_RANKS = 24
+
+
+def _demo_world_size(text: str) -> int:
+    n = positive(text)
+    if n > DEMO_MAX_RANKS:
+        raise argparse.ArgumentTypeError(f"expected at most {DEMO_MAX_RANKS} ranks (the demo's "
+                                         f"head count; each rank is a process here), found {n}")
+    return n
+
+
 def _add_demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("what", choices=["dcp"])
-    p.add_argument("--world-size", type=positive, default=4, metavar="N")
+    p.add_argument("--world-size", type=_demo_world_size, default=4, metavar="N")
     p.add_argument("--interleave", type=non_negative, default=1, metavar="K",
                    help="deal the KV cache in blocks of K keys round-robin; 0: contiguous shards")
     p.add_argument("--wrong-base", action="store_true",

@@ -40,9 +40,21 @@ def _consumers(specs: list[str]) -> list[ConsumerUse]:
     return uses
 
 
+#: flags that only a full combine setting reads, with their defaults
+_SETTING_ONLY = {"mode": "merge", "out_dtype": "bfloat16", "return_lse": False,
+                 "lse_out_base": None, "sink": False, "row_mask": False}
+
+
 def _setting(args: argparse.Namespace) -> CombineSetting | None:
     if args.num_heads is None and args.head_dim is None:
-        return None  # no combine to plan: world size alone (AC006) and the edges' base/layout
+        # no combine to plan: world size alone (AC006) and the edges' base/layout. A setting
+        # flag given here would be checked by nothing, and "ok" would claim it was
+        given = [f"--{k.replace('_', '-')}" for k, v in _SETTING_ONLY.items()
+                 if getattr(args, k) != v]
+        if given:
+            raise UsageError(f"{', '.join(given)} describe(s) a combine setting, which also "
+                             "needs --world-size, --num-heads and --head-dim")
+        return None
     return setting_from_args(args)
 
 
