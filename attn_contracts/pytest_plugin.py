@@ -71,18 +71,22 @@ def verify_now(target: str | CapabilityRecord | ConsumerRecord, *, file: str | P
 
     Returns the verifier's result (``VerifyResult`` or ``ConsumerVerifyResult``) when it matches."""
     record = _record(target, file)
+    # A test that names a record to verify is the user's code asking for it: the adapter of that
+    # record (or the one passed here) runs; nothing else a file names does.
+    own = adapter or record.adapter
+    allow = [own.partition(":")[0]] if own else []
     if isinstance(record, ConsumerRecord):
         from attn_contracts.backends.adapter import adapter_path_for
         from attn_contracts.backends.runner import verify_consumer
 
         result: Any = verify_consumer(record, adapter or adapter_path_for(record), device=device,
-                                      seed=seed)
+                                      seed=seed, allow_adapters=allow)
     else:
         from attn_contracts.backends.runner import verify_record
 
         if adapter is not None:  # re-validated: model_copy(update=...) skips validation
             record = CapabilityRecord.model_validate({**record.model_dump(), "adapter": adapter})
-        result = verify_record(record, device=device, seed=seed)
+        result = verify_record(record, device=device, seed=seed, allow_adapters=allow)
     if result.status == "skipped":
         if skip:
             pytest.skip(f"{record.name}: {result.reason}")

@@ -203,6 +203,7 @@ def validate_startup(
     probe: bool = False,
     timeout_s: float = 30.0,
     device: str | None = None,
+    allow_adapters: Iterable[str] = (),
     extras: Mapping[str, Any] | None = None,
     settings: Mapping[str, Any] | None = None,
 ) -> CapabilityRecord | None:
@@ -220,8 +221,9 @@ def validate_startup(
     the old name and warns), else every rank
     raises ``AC007`` within ``timeout_s`` + 2 s; the group decides once, so no rank passes while
     another fails (see :mod:`attn_contracts.consensus`). ``probe``: run the chosen backend once
-    on tiny inputs (on ``device``) and compare what it returns with its record (``AC008``).
-    Returns the chosen backend's record (None when no backend was named).
+    on tiny inputs (on ``device``) and compare what it returns with its record (``AC008``); its
+    adapter runs only from the built-in modules or ``allow_adapters`` (records may come from
+    files, and a file is data). Returns the chosen backend's record (None when no backend was named).
     """
     if dcp_world_size is not None:
         dcp_world_size = renamed("validate_startup(dcp_world_size=)", "world_size= or setting=",
@@ -243,7 +245,7 @@ def validate_startup(
             raise ImportError(f"validate_startup(probe=True) runs the backend once and needs torch "
                               f"(pip install 'attn-contracts[kernels]'), or pass probe=False: "
                               f"{err}") from err
-        findings += probe_record(chosen, device=device)
+        findings += probe_record(chosen, device=device, allow_adapters=allow_adapters)
     if group is not None:
         from attn_contracts.consensus import agree_across_ranks
 

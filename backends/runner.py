@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import torch
 
 from attn_contracts.backends.adapter import (
+    BUILTIN_ADAPTERS,
     Adapter,
     AdapterRefused,
     ConsumerAdapter,
@@ -65,8 +66,16 @@ def _not_run(result: VerifyResult[Any], reason: str, field: str,
     result.findings = [Finding(Code.AC008, result.name, reason, field=field, found=found)]
 
 
+def trusted(allow_adapters: Iterable[str] | None, *named_in_code: str | None) -> list[str]:
+    """The modules whose adapters may run: the ones this project ships, the caller's
+    ``allow_adapters``, and the module of an adapter the caller named in code (not one a record
+    names: a record may come from a file, and a file is data)."""
+    return [BUILTIN_ADAPTERS, *(allow_adapters or ()),
+            *(p.partition(":")[0] for p in named_in_code if p)]
+
+
 def _load(result: VerifyResult[Any], path: str, kind: type[A], device: str,
-          allow: Iterable[str] | None, extra_skip: Callable[[A], str | None]) -> A | None:
+          allow: list[str], extra_skip: Callable[[A], str | None]) -> A | None:
     """The adapter, or None with ``result`` filled in (skipped, or differs with a finding)."""
     try:
         adapter = load_adapter(path, kind, allow=allow)
@@ -99,7 +108,10 @@ def _guarded(result: VerifyResult[Any], what: str, fn: Callable[[], T]) -> T | N
 def verify_record(record: CapabilityRecord, *, device: str = "cpu", seed: int = 0,
                   small: bool = False, allow_adapters: Iterable[str] | None = None,
                   ) -> VerifyResult[Observed]:
-    """Run a producer record's adapter once and compare what it returns with the record."""
+    """Run a producer record's adapter once and compare what it returns with the record.
+
+    ``allow_adapters``: modules (with their submodules) whose adapters may run besides the
+    built-in ones; a record naming an adapter elsewhere is skipped and nothing is imported."""
     start = time.perf_counter()
     result: VerifyResult[Observed] = VerifyResult(record.name, "skipped")
     if not isinstance(record.lse, LseSpec):
@@ -109,7 +121,7 @@ def verify_record(record: CapabilityRecord, *, device: str = "cpu", seed: int = 
     if record.adapter is None:
         _skip(result, "no adapter (a declarative record)")
         return result
-    adapter = _load(result, record.adapter, Adapter, device, allow_adapters,
+    adapter = _load(result, record.adapter, Adapter, device, trusted(allow_adapters),
                     lambda _: capability_skip(record, device))
     if adapter is None:
         return result
@@ -134,7 +146,8 @@ def verify_consumer(record: ConsumerRecord, adapter_path: str | None = None, *,
     """Run a consumer through its adapter and compare what it assumes with its record.
 
     ``adapter_path``: the adapter to run (None: the record's own, else the built-in adapter of a
-    function it lists). ``allow_adapters`` applies to it either way. ``probe_limits``: run the
+    function it lists): an adapter passed here is the caller's choice and runs; a record's
+    own runs only from the built-in modules and ``allow_adapters``. ``probe_limits``: run the
     launch-limit probe (None: as the adapter says)."""
     start = time.perf_counter()
     result: VerifyResult[ConsumerObserved] = VerifyResult(
@@ -143,7 +156,7 @@ def verify_consumer(record: ConsumerRecord, adapter_path: str | None = None, *,
     if path is None:
         _skip(result, "no adapter (a declarative record; pass --adapter MODULE:ATTR)")
         return result
-    adapter = _load(result, path, ConsumerAdapter, device, allow_adapters,
+    adapter = _load(result, path, ConsumerAdapter, device, trusted(allow_adapters, adapter_path),
                     lambda _: version_skip(record))
     if adapter is None:
         return result
@@ -163,14 +176,16 @@ def verify_consumer(record: ConsumerRecord, adapter_path: str | None = None, *,
     return result
 
 
-def probe_record(record: CapabilityRecord, *, device: str | None = None) -> list[Finding]:
-    """The engine-startup probe: one small run of the chosen backend on the engine's device."""
+def probe_record(record: CapabilityRecord, *, device: str | None = None,
+                 allow_adapters: Iterable[str] | None = None) -> list[Finding]:
+    """The engine-startup probe: one small run of the chosen backend on the engine's device
+    (its adapter from the built-in modules or ``allow_adapters``, as :func:`verify_record`)."""
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     missing = device_unavailable(device)
     if missing:  # the engine named a device that is not there: an error, never a silent skip
         raise ValueError(f"probe device {device!r}: {missing}")
-    result = verify_record(record, device=device, small=True)
+    result = verify_record(record, device=device, small=True, allow_adapters=allow_adapters)
     if result.status == "skipped":
         warnings.warn(f"probe of {record.name} {result.reason}", RuntimeWarning, stacklevel=2)
     return result.findings

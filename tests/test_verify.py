@@ -11,6 +11,7 @@ import pytest
 from attn_contracts import CapabilityRecord, Code, ContractError, get, validate_startup
 from attn_contracts.backends.runner import verify_record
 from attn_contracts.cli import main
+from attn_contracts.verify import Observed, VerifyResult
 from fixtures.records import good
 
 TRUTH = {"returns": "lse", "base": "e", "layout": "token_head", "dtype": "float32",
@@ -25,6 +26,24 @@ def liar(adapter: str, **lse: object) -> CapabilityRecord:
         lse=TRUTH | lse, decode=DECODE))
 
 
+#: the test's own adapters: verifying a record that names one is allowed in so many words
+LIARS = ["fixtures.liars"]
+
+
+def verify(record: CapabilityRecord) -> VerifyResult[Observed]:
+    return verify_record(record, allow_adapters=LIARS)
+
+
+def test_a_record_naming_an_adapter_outside_the_allowlist_runs_nothing() -> None:
+    """The trust boundary is the library's: by default only the built-in adapters run, through
+    verify_record as through the startup probe (a record may come from a file)."""
+    result = verify_record(liar("truthful"))
+    assert result.status == "skipped" and "adapter not allowed" in result.reason
+    assert result.findings == []
+    with pytest.warns(RuntimeWarning, match="adapter not allowed"):
+        validate_startup([liar("base2")], backend="liar.base2", world_size=2, probe=True)
+
+
 def test_torch_reference_verifies_clean() -> None:
     result = verify_record(get("torch.sdpa_ref"))
     assert result.status == "match", result.findings
@@ -36,7 +55,7 @@ def test_torch_reference_verifies_clean() -> None:
 
 
 def test_truthful_fake_matches() -> None:
-    assert verify_record(liar("truthful")).status == "match"
+    assert verify(liar("truthful")).status == "match"
 
 
 @pytest.mark.parametrize(
@@ -51,21 +70,21 @@ def test_truthful_fake_matches() -> None:
     ],
 )
 def test_each_lie_is_caught_naming_its_field(adapter: str, field: str, observed: str) -> None:
-    result = verify_record(liar(adapter))
+    result = verify(liar(adapter))
     assert result.status == "differs"
     assert [(f.code, f.field, f.found) for f in result.findings] == [(Code.AC008, field,
                                                                       observed)]
 
 
 def test_the_fit_is_reported_for_a_shifted_lse() -> None:
-    f = verify_record(liar("shifted")).findings[0]
+    f = verify(liar("shifted")).findings[0]
     assert "+0.5000" in f.message and "1.0000" in f.message
 
 
 def test_declaring_the_lie_makes_it_match() -> None:
-    assert verify_record(liar("base2", base="2")).status == "match"
-    assert verify_record(liar("head_token", layout="head_token")).status == "match"
-    assert verify_record(liar("posinf_empty", empty_row="+inf")).status == "match"
+    assert verify(liar("base2", base="2")).status == "match"
+    assert verify(liar("head_token", layout="head_token")).status == "match"
+    assert verify(liar("posinf_empty", empty_row="+inf")).status == "match"
 
 
 def test_flipping_the_catalog_base_fails() -> None:
@@ -75,7 +94,7 @@ def test_flipping_the_catalog_base_fails() -> None:
 
 
 def test_a_crashing_adapter_is_a_finding() -> None:
-    result = verify_record(liar("broken"))
+    result = verify(liar("broken"))
     assert result.status == "differs" and result.findings[0].field == "run"
 
 
@@ -91,7 +110,8 @@ def test_startup_probe_catches_a_mis_declared_backend_quickly() -> None:
     assert validate_startup(backend="torch.sdpa_ref", dcp_world_size=2, probe=True) is not None
     assert time.perf_counter() - start < 5.0  # documented aim: < 1 s after warm-up
     with pytest.raises(ContractError) as exc:
-        validate_startup([liar("base2")], backend="liar.base2", dcp_world_size=2, probe=True)
+        validate_startup([liar("base2")], backend="liar.base2", dcp_world_size=2, probe=True,
+                         allow_adapters=LIARS)
     assert exc.value.codes == [Code.AC008]
 
 

@@ -136,17 +136,17 @@ def _unavailable(args: argparse.Namespace, records: list[AnyRecord],
 
 def _results(args: argparse.Namespace, records: list[AnyRecord]) -> list[VerifyResult[Any]]:
     try:  # torch only now: a missing kernels extra is a usage error with the hint
-        from attn_contracts.backends.adapter import BUILTIN_ADAPTERS, device_unavailable
+        from attn_contracts.backends.adapter import device_unavailable
         from attn_contracts.backends.runner import verify_consumer, verify_record
     except ImportError as err:
         return _unavailable(args, records, f"needs torch, {_KERNELS_HINT} ({err})")
     missing = device_unavailable(args.device)
     if missing:
         return _unavailable(args, records, f"--device {args.device}: {missing}")
-    # The trust boundary: a records file is data, so its adapters run only from modules the user
-    # named; the adapters this project ships are always allowed, and so is the user's --adapter.
-    allow = [BUILTIN_ADAPTERS, *args.allow_adapter,
-             *([args.adapter.partition(":")[0]] if args.adapter else [])]
+    # The trust boundary is the library's (backends.runner.trusted): a records file is data, so
+    # its adapters run only from the built-in modules and those named by --allow-adapter; the
+    # user's own --adapter runs.
+    allow = args.allow_adapter
     results: list[VerifyResult[Any]] = [
         verify_consumer(r, args.adapter, device=args.device, seed=args.seed,
                         probe_limits=args.probe_limits, allow_adapters=allow)
