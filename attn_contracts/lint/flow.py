@@ -23,7 +23,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TypeVar, Union
 
-from attn_contracts.findings import Code, Finding
+from attn_contracts.call_base import CallBase
+from attn_contracts.consumer import KeywordBase
+from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.lint.classes import dotted_name, statements
 from attn_contracts.lint.knowledge import Consumer, Knowledge, Producer
 
@@ -36,6 +38,11 @@ _KEEPS_BASE = frozenset({
     "reshape_as", "type_as", "as_strided", "unflatten", "cpu", "cuda", "double", "half"})
 _KEEPS_BASE_ATTRS = frozenset({"T", "mT", "data"})
 _LN2 = math.log(2)
+#: the flow rules' severities: a contradiction the records show is an error; a literal, a default
+#: or an omitted keyword may well be right (a warning); what the linter merely tells is a note
+_SEVERITY = {Code.AC003: Severity.WARNING, Code.AC021: Severity.WARNING,
+             Code.AC022: Severity.WARNING, Code.AC023: Severity.ERROR,
+             Code.AC027: Severity.WARNING, Code.AC028: Severity.NOTE}
 _LOG2E = 1 / math.log(2)
 
 
@@ -193,6 +200,7 @@ class _File:
         self.owner: dict[int, str] = {}
         self.imported: dict[str, str] = {}
         self.renamed: dict[str, str] = {}
+        self.agreed_noted: set[str] = set()
         self._index()
 
     # --- setup --------------------------------------------------------------------------------
@@ -245,10 +253,12 @@ class _File:
         return sorted(self.findings.values(), key=lambda f: f.location)
 
     def report(self, code: Code, node: ast.AST, subject: str, message: str, hint: str,
-               fld: str = "", found: object = None, allowed: str = "") -> None:
+               fld: str = "", found: object = None, allowed: str = "",
+               severity: Severity | None = None) -> None:
         where = f"{self.path}:{getattr(node, 'lineno', 1)}:{getattr(node, 'col_offset', 0) + 1}"
         self.findings.setdefault((code.value, where), Finding(
-            code, subject, message, hint=hint, field=fld, found=found, allowed=allowed, location=where))
+            code, subject, message, severity=severity or _SEVERITY[code], hint=hint, field=fld,
+            found=found, allowed=allowed, location=where))
 
     def summary(self, func: Func) -> Summary | None:
         key = id(func.node)
@@ -429,6 +439,8 @@ class _Frame:
                 self.assign(t, _element(value, i))
         elif isinstance(target, ast.Attribute) and (dotted := _dotted(target)):
             self.env[dotted] = value
+        elif isinstance(target, ast.Subscript) and (dotted := _dotted(target.value)):
+            self.env[dotted] = None  # kwargs["backend"] = ...: no longer the dict literal it was
 
     def returned(self) -> Value:
         if not self.returns:
@@ -450,19 +462,39 @@ class _Frame:
         return Lse(f"name:{name}", None, repr(name))
 
     def known(self, name: str, receiver: str | None, origin: str | None = None,
-              ) -> Target | None:
+              node: ast.AST | None = None) -> Target | None:
         """A consumer or producer the records name: a method only on a receiver of its class; a
         name imported as ``origin`` (``flashinfer.cascade.merge_state``) only from the record's
         package, and where several records of that package disagree, the one whose function is
-        exactly ``origin``. Records that still disagree match nothing: no guess."""
-        consumers = _narrow([c for c in self.f.k.consumers.get(name, [])
-                             if c.owner_class is None or c.owner_class == receiver],
-                            origin, lambda c: (c.base, tuple(sorted(c.lse_args))))
+        exactly ``origin``. Consumers that still disagree (the tree's version unknown) count
+        for what they agree on, and a note says so; producers that disagree match nothing."""
+        found = [c for c in self.f.k.consumers.get(name, [])
+                 if c.owner_class is None or c.owner_class == receiver]
+        consumers = _narrow(found, origin, _consumer_key)
         if consumers:
             return Target(consumer=consumers[0])
+        if origin is not None:
+            package = origin.partition(".")[0]
+            found = [c for c in found if c.function.partition(".")[0] == package]
+            exact = [c for c in found if c.function == origin]
+            found = exact or found
+        if len({c.lse_args for c in found}) == 1 and len({c.record for c in found}) > 1:
+            records = {c.record: c for c in found}
+            agreed = replace(found[0], record="", agreed=tuple(records.values()),
+                             keywords=tuple(sorted({k for c in found for k in c.keywords})))
+            if node is not None and name not in self.f.agreed_noted:  # once per name and file
+                self.f.agreed_noted.add(name)
+                self.f.report(
+                    Code.AC028, node, name,
+                    f"{name}: consumer records {', '.join(sorted(records))} disagree on its "
+                    "base and the linted tree's version does not pick one: only what they "
+                    "agree on is used", "set [tool.attn-contracts] versions = { <library> = "
+                    '"<version>" } (or lint the installed package with its dist-info)',
+                    "versions", None, "a known library version")
+            return Target(consumer=agreed)
         producers = _narrow([p for p in self.f.k.producers.get(name, [])
                              if p.owner_class is None or p.owner_class == receiver],
-                            origin, lambda p: (p.base, p.when, p.lse_index))
+                            origin, lambda p: (p.call_base or p.base, p.when, p.lse_index))
         if producers:
             return Target(producer=producers[0])
         return None
@@ -582,7 +614,7 @@ class _Frame:
                     return replace(value, via=value.via or "alias") if isinstance(
                         value, Target) else None
             known = self.known(self.f.renamed.get(func.id, func.id), None,
-                               self.f.imported.get(func.id))
+                               self.f.imported.get(func.id), func)
             if known is not None:
                 return known
             return Target(func=self.f.top[func.id]) if func.id in self.f.top else None
@@ -593,7 +625,7 @@ class _Frame:
             module = self.f.imported.get(root) if root and root not in self.env else None
             dotted = _dotted(func.value) or ""
             origin = None if module is None else f"{module}{dotted[len(root):]}.{func.attr}"
-            known = self.known(func.attr, receiver, origin)
+            known = self.known(func.attr, receiver, origin, func)
             if known is not None:
                 return known
             if receiver is not None and (method := self.f.methods.get((receiver, func.attr))):
@@ -644,9 +676,9 @@ class _Frame:
             for a in node.args:  # it may also change them in place: forget what they were
                 if isinstance(a, (ast.Name, ast.Attribute)) and (d := _dotted(a)):
                     self.env[d] = None
-            if isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_") and (
-                    d := _dotted(node.func.value)):
-                self.env[d] = None  # lse.add_(...): an in-place change the linter cannot read
+            if isinstance(node.func, ast.Attribute) and (d := _dotted(node.func.value)) and (
+                    node.func.attr.endswith("_") or isinstance(self.env.get(d), DictLit)):
+                self.env[d] = None  # lse.add_(...), kwargs.update(...): changed in place
             built = _class_name(node.func)
             if built is not None:  # Wrapper(...): an instance, for the methods records name
                 return Instance(built)
@@ -688,6 +720,8 @@ class _Frame:
         if call.opaque or not report_omitted or c.base is None:
             return None, None
         default = c.default_base
+        if not all(isinstance(x.base, KeywordBase) for x in (c.agreed or (c,))):
+            return default, None  # one of the agreeing records takes no keyword: none omitted
         if default is not None:
             kw = c.keywords[0]
             self.f.report(
@@ -713,13 +747,70 @@ class _Frame:
             self.s.sinks.append(Sink(lse.param, c, base, forwarded))
 
     def produce(self, p: Producer, call: Call, node: ast.Call) -> Value:
+        maybe = False  # return_lse=<an expression>: the call may return the LSE
         for kw, literal in p.when:
             arg = call.kw.get(kw)
-            if arg is None or literal not in _literal(arg.node):
-                return None  # called without return_lse=True (or with an expression): no LSE known
-        lse = Lse(f"producer:{node.lineno}:{node.col_offset}", p.base,
+            if arg is not None and literal in _literal(arg.node):
+                continue
+            if (arg is not None and not isinstance(arg.node, ast.Constant)) or (
+                    arg is None and call.opaque):
+                maybe = True
+                continue
+            return None  # called without return_lse=True: no LSE
+        base: str | None = p.base
+        if p.call_base is not None:
+            base = self.call_base(p, p.call_base, call, node)
+        if maybe:
+            return None  # what it returns depends on an expression: nothing to follow
+        lse = Lse(f"producer:{node.lineno}:{node.col_offset}", base,
                   f"the LSE of {p.last}() (producer record {p.record}, line {node.lineno})")
         return Tup(((p.lse_index, lse),))
+
+    def call_base(self, p: Producer, cb: CallBase, call: Call, node: ast.Call) -> str | None:
+        """The base a call chooses (AC027 where it leaves it to dispatch). An argument read
+        from an expression is trusted; a ``**dict`` built in this function that never names
+        the keyword does not pass it."""
+        given = {k: (_text(a.node) if isinstance(a.node, ast.Constant) else "<expr>")
+                 for k, a in call.kw.items()}
+        base = cb.resolve(given)
+        read = given.get(cb.keyword) == "<expr>" or (
+            cb.default_by is not None and given.get(cb.default_by) == "<expr>")
+        if base is not None or read or (call.opaque and self._may_pass(node, cb.keyword)):
+            return base
+        by = ""
+        if cb.default_by is not None:
+            shown = given.get(cb.default_by) or (
+                "not given literally" if call.opaque else f"{cb.default_by_omitted} by default")
+            by = f", {cb.default_by} {shown}" if not shown.startswith("'") else \
+                f", {cb.default_by}={shown}"
+        chosen = "not passed" if cb.keyword not in given else f"= {given[cb.keyword]}"
+        self.f.report(
+            Code.AC027, node, p.last,
+            f"{p.last}(...) returns an LSE but leaves its base to dispatch ({cb.keyword} "
+            f"{chosen}{by}): the kernel picked at run time decides between base "
+            f"{' and '.join(cb.bases())} (producer record {p.record})",
+            f"select an explicit base for stable units: pass {cb.pass_hint()}",
+            cb.keyword, given.get(cb.keyword), cb.pass_hint())
+        return None
+
+    def _may_pass(self, node: ast.Call, keyword: str) -> bool:
+        """Whether a ``**x`` of this call can carry ``keyword``: ``x`` is a parameter (anything
+        may be in it), or the function names the keyword anywhere (``x["keyword"] = ...``)."""
+        for kw in node.keywords:
+            if kw.arg is not None:
+                continue
+            if not isinstance(kw.value, ast.Name) or (
+                    self.s is not None and kw.value.id in self.s.params):
+                return True
+            if self.func is None or isinstance(self.func.node, ast.Lambda):
+                return True
+            for sub in ast.walk(self.func.node):
+                if (isinstance(sub, ast.Constant) and sub.value == keyword) or (
+                        isinstance(sub, ast.keyword) and sub.arg == keyword):
+                    return True
+                if isinstance(sub, ast.arg) and sub.arg == kw.value.id:
+                    return True
+        return False
 
     def apply(self, target: Target, call: Call, node: ast.Call) -> Value:
         summary = self.f.summary(target.func) if target.func is not None else None
@@ -819,6 +910,10 @@ class _Frame:
 
 
 Rec = TypeVar("Rec", Consumer, Producer)
+
+
+def _consumer_key(c: Consumer) -> object:
+    return (c.base, tuple(sorted(c.lse_args)))
 
 
 def _narrow(found: list[Rec], origin: str | None, key: Callable[[Rec], object]) -> list[Rec]:
