@@ -70,6 +70,19 @@ class Const:
 
 
 @dataclass(frozen=True)
+class Lit:
+    """A literal the linter can see through a name: a local, a module or class constant, a
+    ``getattr`` default of an attribute the file never sets, ``not`` of one."""
+
+    value: bool | int | float | str | None
+    node: ast.expr = field(compare=False)  # where the literal is written
+    how: str = field(default="", compare=False)  # " through the local variable is_e", ...
+
+    def constant(self) -> ast.Constant:
+        return ast.copy_location(ast.Constant(self.value), self.node)
+
+
+@dataclass(frozen=True)
 class Instance:
     cls: str  # the last name of the class it was built from
 
@@ -107,7 +120,7 @@ class Target:
     via: str = ""  # "partial", "alias", "wrapper": how the call reached it (messages)
 
 
-Value = Union[Lse, Tup, Const, Instance, DictLit, Target, None]  # noqa: UP007 (a runtime alias)
+Value = Union[Lse, Tup, Const, Lit, Instance, DictLit, Target, None]  # noqa: UP007 (a runtime alias)
 
 
 @dataclass
@@ -201,6 +214,10 @@ class _File:
         self.imported: dict[str, str] = {}
         self.renamed: dict[str, str] = {}
         self.agreed_noted: set[str] = set()
+        #: (class, attr) → the one literal the class body or its methods assign (self.X = True)
+        self.consts: dict[tuple[str, str], Lit | None] = {}
+        #: every attribute name the file assigns anywhere (obj.X = ..., setattr(obj, "X", ...))
+        self.assigned_attrs: set[str] = set()
         self._index()
 
     # --- setup --------------------------------------------------------------------------------
@@ -223,11 +240,31 @@ class _File:
         for node in self.tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.top[node.name] = Func(node, None, node.name)
+        for sub in ast.walk(self.tree):
+            if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store):
+                self.assigned_attrs.add(sub.attr)
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and \
+                    sub.func.id == "setattr" and len(sub.args) >= 2:
+                arg = sub.args[1]
+                self.assigned_attrs.add(arg.value if isinstance(arg, ast.Constant) and
+                                        isinstance(arg.value, str) else "*")
         for cls in ast.walk(self.tree):
             if not isinstance(cls, ast.ClassDef):
                 continue
             for node in cls.body:
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                        if isinstance(t, ast.Name):
+                            self._const(cls.name, t.id, node.value, f"class constant "
+                                        f"{cls.name}.{t.id}")
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    for sub in ast.walk(node):
+                        if isinstance(sub, ast.Assign):
+                            for t in sub.targets:
+                                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) \
+                                        and t.value.id == "self":
+                                    self._const(cls.name, t.attr, sub.value,
+                                                f"attribute self.{t.attr} (set to a literal)")
                     static = any(isinstance(d, ast.Name) and d.id == "staticmethod"
                                  for d in node.decorator_list)
                     self.methods[(cls.name, node.name)] = Func(
@@ -241,6 +278,20 @@ class _File:
                                 if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
                                         and t.value.id == "self"):
                                     self.attr_types[(cls.name, t.attr)] = built
+
+    def _const(self, cls: str, attr: str, value: ast.expr, what: str) -> None:
+        """A class attribute that is one literal wherever it is set; set to two values (or an
+        expression) anywhere, it is not a constant."""
+        lit = Lit(value.value, value, f" through the {what}") if isinstance(
+            value, ast.Constant) and isinstance(value.value, (bool, str)) else None
+        key = (cls, attr)
+        if key in self.consts and self.consts[key] != lit:
+            self.consts[key] = None
+        else:
+            self.consts.setdefault(key, lit)
+
+    def class_const(self, cls: str, attr: str) -> Lit | None:
+        return self.consts.get((cls, attr))
 
     def run(self) -> list[Finding]:
         module = _Frame(self, None, None)  # module level: aliases, partials, constants, calls
@@ -409,6 +460,10 @@ class _Frame:
                 if isinstance(child, ast.expr):
                     self.expr(child)
 
+    def on_base(self) -> bool:
+        """Inside a branch of an ``if`` on the base: a literal there is the dispatch itself."""
+        return any(on for _, _, on in self.path)
+
     def branches(self, bodies: list[list[ast.stmt]], test: ast.If | None = None) -> None:
         before = dict(self.env)
         results = []
@@ -451,9 +506,13 @@ class _Frame:
     # --- expressions --------------------------------------------------------------------------
     def lookup(self, name: str) -> Value:
         if name in self.env:
-            return self.env[name]
+            value = self.env[name]
+            return replace(value, how=f" through the {'local variable' if self.func else 'name'}"
+                           f" {name}") if isinstance(value, Lit) and not value.how else value
         if self.func is not None and name in self.f.module_env:
-            return self.f.module_env[name]
+            value = self.f.module_env[name]
+            return replace(value, how=f" through the module constant {name}") if isinstance(
+                value, Lit) and not value.how else value
         if name in self.f.top:
             return Target(func=self.f.top[name])
         known = self.known(self.f.renamed.get(name, name), None, self.f.imported.get(name))
@@ -509,6 +568,8 @@ class _Frame:
             inner = self.expr(node.value)
             if isinstance(inner, Lse) and node.attr in _KEEPS_BASE_ATTRS:
                 return inner
+            if isinstance(inner, Instance) and (lit := self.f.class_const(inner.cls, node.attr)):
+                return lit
             if isinstance(inner, Instance):
                 known = self.known(node.attr, inner.cls)
                 if known is not None:
@@ -534,7 +595,14 @@ class _Frame:
             return self.binop(node.left, self.expr(node.left), node.op, node.right)
         if isinstance(node, ast.Constant):
             c = _const(node, None)
-            return Const(c) if c else None
+            if c:
+                return Const(c)
+            if isinstance(node.value, (bool, str)):
+                return Lit(node.value, node)
+            return None
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self.expr(node.operand)
+            return Lit(not inner.value, inner.node, inner.how) if isinstance(inner, Lit) else None
         if isinstance(node, (ast.Tuple, ast.List)):
             values = [self.expr(e) for e in node.elts]
             if any(isinstance(e, ast.Starred) for e in node.elts):
@@ -657,6 +725,9 @@ class _Frame:
                 self.consumer_base(bound.consumer, call, node, report_omitted=False,
                                    via="partial")
             return bound
+        if fname == "getattr" and isinstance(node.func, ast.Name) and len(node.args) in (2, 3) \
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            return self.getattr_(node)
         if fname == "dict" and not node.args and isinstance(node.func, ast.Name):
             call = self.args(node, None)
             return None if call.opaque else DictLit(tuple(call.kw.items()))
@@ -694,6 +765,27 @@ class _Frame:
             return self.apply(target, call, node)
         return None
 
+    def getattr_(self, node: ast.Call) -> Value:
+        """``getattr(module, "cp_lse_ag_out_rs")``: the function; ``getattr(self, "_flag",
+        False)`` of an attribute the file never sets: its default."""
+        receiver, name = node.args[0], str(node.args[1].value)  # type: ignore[attr-defined]
+        inner = self.expr(receiver)
+        if len(node.args) == 3:
+            default = self.expr(node.args[2])
+            if isinstance(inner, Instance) and isinstance(default, Lit) and \
+                    not {name, "*"} & self.f.assigned_attrs:
+                return Lit(default.value, default.node,
+                           f" through getattr(..., {name!r}, {default.value!r}), whose attribute "
+                           "this file never sets")
+            return None
+        if isinstance(inner, Instance):
+            return self.expr(ast.copy_location(ast.Attribute(receiver, name, ast.Load()), node))
+        root = (_dotted(receiver) or "").partition(".")[0]
+        module = self.f.imported.get(root) if root and root not in self.env else None
+        origin = None if module is None else \
+            f"{module}{(_dotted(receiver) or '')[len(root):]}.{name}"
+        return self.known(name, None, origin, node)
+
     def consumer_base(self, c: Consumer, call: Call, node: ast.Call, *,
                       report_omitted: bool = True, via: str = "") -> tuple[str | None, str | None]:
         """(the base this call selects, or None; the caller's parameter forwarded to it)."""
@@ -703,17 +795,21 @@ class _Frame:
             if kw not in call.kw:
                 continue
             arg = call.kw[kw]
-            if isinstance(arg.node, ast.Constant):
+            lit = _lit(arg)
+            if lit is not None:
+                if self.on_base():  # if impl.lse_base_on_e: f(..., True) else: f(..., False)
+                    return _base_of(c, lit.constant()), None
                 direct = not via and any(k.value is arg.node for k in node.keywords)
                 how = {"partial": " through functools.partial", "alias": " through an alias",
                        "": "" if direct else " through a **kwargs dict"}.get(via, f" ({via})")
+                how = f"{lit.how} (line {lit.node.lineno})" if lit.how else how
                 self.f.report(
                     Code.AC003, arg.node, c.last,
-                    f"{c.last}({kw}={arg.node.value!r}) gets a literal LSE base{how}; it "
+                    f"{c.last}({kw}={lit.value!r}) gets a literal LSE base{how}; it "
                     "must come from the backend's record or class",
                     f"pass {kw}=<backend>.lse_base_on_e or plan from the record", kw,
-                    arg.node.value, "an expression read from the backend")
-                return _base_of(c, arg.node), None
+                    lit.value, "an expression read from the backend")
+                return _base_of(c, lit.constant()), None
             forwarded = arg.node.id if isinstance(arg.node, ast.Name) and self.s is not None \
                 and arg.node.id in self.s.params else None
             return None, forwarded
@@ -836,7 +932,7 @@ class _Frame:
         name, c = sink.base_param or "", sink.consumer
         arg = bound.get(name)
         if arg is not None:
-            if isinstance(arg.node, ast.Constant):
+            if isinstance(arg.node, ast.Constant) and not self.on_base():
                 self.f.report(
                     Code.AC003, arg.node, target.func.name if target.func else c.last,
                     f"{target.func.name if target.func else '?'}({name}={arg.node.value!r}) "
@@ -923,6 +1019,14 @@ def _narrow(found: list[Rec], origin: str | None, key: Callable[[Rec], object]) 
     if len({key(r) for r in found}) > 1 and origin is not None:
         found = [r for r in found if r.function == origin]
     return found if len({key(r) for r in found}) == 1 else []
+
+
+def _lit(arg: Arg) -> Lit | None:
+    """The literal an argument is, written there or seen through a name."""
+    if isinstance(arg.node, ast.Constant) and (arg.node.value is None or isinstance(
+            arg.node.value, (bool, int, float, str))):
+        return Lit(arg.node.value, arg.node)
+    return arg.value if isinstance(arg.value, Lit) else None
 
 
 def _ends(body: list[ast.stmt]) -> bool:

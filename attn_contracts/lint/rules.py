@@ -176,10 +176,29 @@ def could_fire(text: str, cfg: LintConfig) -> bool:
                                    *cfg.capabilities))
 
 
+def _dispatched_calls(tree: ast.Module) -> set[int]:
+    """Calls inside either branch of an ``if`` on the base (``if impl.lse_base_on_e: f(...,
+    is_lse_base_on_e=True) else: f(..., is_lse_base_on_e=False)``): their literal is the dispatch
+    on the backend's own flag, not a base hard-coded at the call."""
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.If, ast.IfExp)) and "base" in _unparse(node.test, 1000).lower():
+            branches = [node.body, node.orelse] if isinstance(node, ast.IfExp) else [
+                *node.body, *node.orelse]
+            for part in branches:
+                inside |= {id(n) for n in ast.walk(part) if isinstance(n, ast.Call)}
+    return inside
+
+
 def tree_findings(tree: ast.Module, path: str, cfg: LintConfig) -> Iterator[Finding]:
     caps = cfg.capabilities
+    dispatched: set[int] | None = None
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
+            if dispatched is None and _func_name(node.func) in cfg.combine_functions:
+                dispatched = _dispatched_calls(tree)
+            if dispatched and id(node) in dispatched:
+                continue
             yield from _call(node, path, cfg, caps)
         elif isinstance(node, ast.Dict):
             yield from _lse_dict(node, path)
