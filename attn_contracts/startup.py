@@ -19,6 +19,7 @@ from attn_contracts.checks import (
     check_edge,
     check_setting,
     check_unique,
+    resolve_call_base,
 )
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, ContractError, Finding
@@ -124,11 +125,15 @@ def check_startup(
     world_size: int | None = None,
     consumers: Iterable[ConsumerUse] = (),
     load_findings: Iterable[Finding] = (),
+    producer_call: Mapping[str, Any] | None = None,
 ) -> tuple[CapabilityRecord | None, list[AnyRecord], list[Finding]]:
     """The chosen record (if any), every record seen, and every finding; raises nothing.
 
     ``setting``: the combine setting (typed, or a mapping of its fields). ``consumers``: the
-    combine functions the engine feeds the backend's LSE into; every edge is checked."""
+    combine functions the engine feeds the backend's LSE into; every edge is checked.
+    ``producer_call``: the keyword arguments the engine passes the backend's kernel (Python
+    values); a record whose base the call chooses (``return_lse_base``) gets that base, and a
+    call that leaves it to run-time dispatch is ``AC027``."""
     try:
         typed = _setting(setting)
     except ValidationError as err:
@@ -150,6 +155,9 @@ def check_startup(
         chosen = producers.get(backend)
     uses, bad = _consumer_uses(consumers, known_consumers)
     findings += bad
+    if chosen is not None and producer_call is not None:
+        chosen, bad = resolve_call_base(chosen, producer_call)
+        findings += bad
     if chosen is not None:
         findings += check_dcp(chosen, world)
         if typed is not None and chosen.returns_lse:
@@ -172,6 +180,7 @@ def validate_startup(
     timeout_s: float = 30.0,
     device: str | None = None,
     settings: Mapping[str, Any] | None = None,
+    producer_call: Mapping[str, Any] | None = None,
 ) -> CapabilityRecord | None:
     """Check every record, the chosen backend, its combine setting and every producer → consumer
     edge; raise one :class:`ContractError` listing every problem.
@@ -187,11 +196,15 @@ def validate_startup(
     raises ``AC007`` within ``timeout_s`` + 2 s; the group decides once, so no rank passes while
     another fails (see :mod:`attn_contracts.consensus`). ``probe``: run the chosen backend once
     on tiny inputs (on ``device``) and compare what it returns with its record (``AC008``).
+    ``producer_call``: the keyword arguments the engine passes its kernel (``{"backend":
+    "auto", "return_lse_base": "basee"}``); where the record's call chooses the base from them,
+    the returned record carries that base, and a base left to dispatch is ``AC027``.
     Returns the chosen backend's record (None when no backend was named).
     """
     world = _world_size(_setting(setting), world_size, dcp_world_size)
     chosen, recs, findings = check_startup(records, backend=backend, setting=setting,
-                                           world_size=world, consumers=consumers)
+                                           world_size=world, consumers=consumers,
+                                           producer_call=producer_call)
     if chosen is not None and probe and not findings:
         try:  # seam: the startup probe, the one part of startup that needs torch
             from attn_contracts.backends.runner import probe_record

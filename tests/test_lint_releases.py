@@ -260,3 +260,45 @@ def test_a_wrapper_run_feeding_a_natural_log_merge_is_an_error(tmp_path: Path) -
         merge_attn_states(out, o, lse * math.log(2), o2, l2)  # converted: correct
     """})
     assert found(out) == {("eng.py", 9, "AC023", "error")}
+
+
+# --- item 3: startup resolves a base chosen by the call ------------------------------------------
+@pytest.mark.parametrize(("call", "base", "codes"), [
+    ({"backend": "trtllm-gen"}, "2", []),
+    ({"backend": "cute-dsl"}, "e", []),
+    ({"backend": "auto", "return_lse_base": "basee"}, "e", []),
+    ({"backend": "sparse", "return_lse_base": "base2"}, "2", []),
+    ({"backend": "auto"}, None, ["AC027"]),
+    ({}, None, ["AC027"]),  # backend defaults to "auto"
+    ({"backend": "auto", "return_lse_base": None}, None, ["AC027"]),
+])
+def test_startup_resolves_the_base_the_call_chooses(call: dict[str, object], base: str | None,
+                                                    codes: list[str]) -> None:
+    from attn_contracts import ContractError, validate_startup
+    from attn_contracts.startup import check_startup
+
+    chosen, _, findings = check_startup(backend="flashinfer.mla.trtllm_gen", world_size=2,
+                                        producer_call=call)
+    assert [f.code for f in findings] == codes
+    if base is not None:
+        assert chosen is not None and chosen.lse_base == base
+        rec = validate_startup(backend="flashinfer.mla.cute_dsl", world_size=2,
+                               producer_call=call)
+        assert rec is not None and rec.lse_base == base  # every record of the call agrees
+    else:
+        with pytest.raises(ContractError) as err:
+            validate_startup(backend="flashinfer.mla.trtllm_gen", world_size=2,
+                             producer_call=call)
+        assert "return_lse_base='base2' or return_lse_base='basee'" in str(err.value)
+    # without the call's arguments the record's own base stands (the variant it names)
+    assert validate_startup(backend="flashinfer.mla.trtllm_gen", world_size=2).lse_base == "2"
+
+
+def test_a_chosen_base_reaches_the_edge_check() -> None:
+    from attn_contracts.startup import check_startup
+
+    # base e chosen by the call, fed to FlashInfer's base-2 merge: AC016
+    _, _, findings = check_startup(backend="flashinfer.mla.trtllm_gen", world_size=2,
+                                   producer_call={"return_lse_base": "basee"},
+                                   consumers=["flashinfer.merge_state"])
+    assert Code.AC016 in {f.code for f in findings}
