@@ -215,8 +215,9 @@ def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) ->
             out.findings.append(_ac000(path, err))
         return out
     out.module = module_info(path, tree)
+    calls = report and any(n in text for n in knowledge.names)  # a kernel a class may call
     out.classes = collect_classes(tree, str(path), out.module,
-                                  kernel_calls_of(knowledge, out.module) if report else None)
+                                  kernel_calls_of(knowledge, out.module) if calls else None)
     if not report:
         return out
     if "noqa" in text.lower():

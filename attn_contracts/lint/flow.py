@@ -160,8 +160,7 @@ class Use:
 # --- the per-file analysis -----------------------------------------------------------------------
 def mentions(text: str, knowledge: Knowledge) -> bool:
     """A cheap text test: can anything in this file reach a consumer or a producer at all?"""
-    return knowledge.follow_all or any(
-        name in text for name in (*knowledge.consumers, *knowledge.producers))
+    return knowledge.follow_all or any(name in text for name in knowledge.names)
 
 
 def flow_findings(tree: ast.Module, path: str, knowledge: Knowledge,
@@ -240,15 +239,14 @@ class _File:
         for node in self.tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.top[node.name] = Func(node, None, node.name)
-        for sub in ast.walk(self.tree):
-            if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store):
-                self.assigned_attrs.add(sub.attr)
-            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and \
-                    sub.func.id == "setattr" and len(sub.args) >= 2:
-                arg = sub.args[1]
+        for cls in ast.walk(self.tree):  # one walk of the file, one of each method
+            if isinstance(cls, ast.Attribute) and isinstance(cls.ctx, ast.Store):
+                self.assigned_attrs.add(cls.attr)
+            elif isinstance(cls, ast.Call) and isinstance(cls.func, ast.Name) and \
+                    cls.func.id == "setattr" and len(cls.args) >= 2:
+                arg = cls.args[1]
                 self.assigned_attrs.add(arg.value if isinstance(arg, ast.Constant) and
                                         isinstance(arg.value, str) else "*")
-        for cls in ast.walk(self.tree):
             if not isinstance(cls, ast.ClassDef):
                 continue
             for node in cls.body:
@@ -258,13 +256,6 @@ class _File:
                             self._const(cls.name, t.id, node.value, f"class constant "
                                         f"{cls.name}.{t.id}")
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    for sub in ast.walk(node):
-                        if isinstance(sub, ast.Assign):
-                            for t in sub.targets:
-                                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) \
-                                        and t.value.id == "self":
-                                    self._const(cls.name, t.attr, sub.value,
-                                                f"attribute self.{t.attr} (set to a literal)")
                     static = any(isinstance(d, ast.Name) and d.id == "staticmethod"
                                  for d in node.decorator_list)
                     self.methods[(cls.name, node.name)] = Func(
@@ -272,11 +263,16 @@ class _File:
                     if not static:
                         self.owner[id(node)] = cls.name
                     for sub in ast.walk(node):
-                        if (isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
-                                and (built := _class_name(sub.value.func))):
-                            for t in sub.targets:
-                                if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-                                        and t.value.id == "self"):
+                        if not isinstance(sub, ast.Assign):
+                            continue
+                        built = _class_name(sub.value.func) if isinstance(
+                            sub.value, ast.Call) else None
+                        for t in sub.targets:
+                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) \
+                                    and t.value.id == "self":
+                                self._const(cls.name, t.attr, sub.value,
+                                            f"attribute self.{t.attr} (set to a literal)")
+                                if built:
                                     self.attr_types[(cls.name, t.attr)] = built
 
     def _const(self, cls: str, attr: str, value: ast.expr, what: str) -> None:

@@ -162,6 +162,7 @@ class Knowledge:
     producers: dict[str, list[Producer]] = field(default_factory=dict)
     #: follow every file, not only those naming a known function (benchmarks of the worst case)
     follow_all: bool = False
+    _names: frozenset[str] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_records(cls, producers: Iterable[CapabilityRecord] = (),
@@ -195,11 +196,24 @@ class Knowledge:
                 k.add_consumer(Consumer(fn, "", (), None, legacy_kws))
         return k
 
+    @property
+    def names(self) -> frozenset[str]:
+        """The names a file must contain for any record's call to be in it: a method's class
+        (``run`` alone is in every file; a call of ``BatchDecodeWithPagedKVCacheWrapper.run``
+        needs the class in the file), else the function's last name."""
+        if self._names is None:
+            names = {c.owner_class or c.last for group in self.consumers.values() for c in group}
+            names |= {p.owner_class or p.last for group in self.producers.values() for p in group}
+            self._names = frozenset(names)
+        return self._names
+
     def add_consumer(self, c: Consumer) -> None:
         self.consumers.setdefault(c.last, []).append(c)
+        self._names = None
 
     def add_producer(self, p: Producer) -> None:
         self.producers.setdefault(p.last, []).append(p)
+        self._names = None
 
     @staticmethod
     def builtin() -> tuple[list[CapabilityRecord], list[ConsumerRecord]]:
