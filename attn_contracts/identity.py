@@ -5,7 +5,8 @@ Engines move code: vLLM 0.25 defined ``cp_lse_ag_out_rs`` in ``vllm/v1/attention
 path with the release range it holds for (``versions``, a PEP 440 specifier of the record's
 library); the linter learns the linted tree's version of each library (:func:`tree_versions`:
 ``[tool.attn-contracts] versions``, a ``*.dist-info`` beside the package, or its ``version.py`` /
-``_version.py``) and keeps the calls and records whose range holds it (:func:`in_range`). Where
+``_version.py``; the dependencies its dist-info pins exactly, ``flashinfer-python==0.6.13``) and
+keeps the calls and records whose range holds it (:func:`in_range`). Where
 the version is unknown every candidate stays, and the rules use what the candidates agree on.
 """
 
@@ -16,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["in_range", "package_version", "tree_versions"]
+__all__ = ["in_range", "package_version", "pinned_requirements", "tree_versions"]
 
 _VERSION_FILES = ("version.py", "_version.py", "__init__.py")
 _NAMES = ("__version__", "version", "VERSION", "__VERSION__")
@@ -77,6 +78,27 @@ def _dist_info_version(package: Path) -> str | None:
     return None
 
 
+def pinned_requirements(package: Path) -> dict[str, str]:
+    """Library → version of the ``Requires-Dist: name==version`` pins in the package's
+    dist-info (vLLM 0.25 pins ``flashinfer-python==0.6.13``): the release of a dependency the
+    tree is built for. ``flashinfer-python`` is the library ``flashinfer``."""
+    name = package.name.lower().replace("-", "_")
+    out: dict[str, str] = {}
+    for meta in sorted(package.parent.glob("*.dist-info/METADATA")):
+        try:
+            head = meta.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        n = re.search(r"^Name:\s*(\S+)", head, re.MULTILINE)
+        if not n or n.group(1).lower().replace("-", "_") != name:
+            continue
+        for m in re.finditer(r"^Requires-Dist:\s*([A-Za-z0-9_.-]+)\s*==\s*([0-9][^\s;,]*)\s*$",
+                             head, re.MULTILINE):
+            lib = m.group(1).lower().replace("-", "_").removesuffix("_python")
+            out.setdefault(lib, m.group(2))
+    return out
+
+
 def package_version(package: Path) -> str | None:
     """The release of a package folder: its dist-info, else its version module."""
     found = _dist_info_version(package)
@@ -114,5 +136,7 @@ def tree_versions(paths: Iterable[Path], configured: Mapping[str, str] | None = 
         version = package_version(root)
         if version is not None:
             found[root.name] = version
+        for lib, pin in pinned_requirements(root).items():
+            found.setdefault(lib, pin)
     found.update(configured or {})
     return found

@@ -302,3 +302,17 @@ def test_a_chosen_base_reaches_the_edge_check() -> None:
                                    producer_call={"return_lse_base": "basee"},
                                    consumers=["flashinfer.merge_state"])
     assert Code.AC016 in {f.code for f in findings}
+
+
+def test_a_dependency_the_tree_pins_picks_its_records(tmp_path: Path) -> None:
+    # vLLM 0.25 pins flashinfer-python==0.6.13: FlashInfer 0.7.2's call-chosen base is not its
+    pkg = _tree(tmp_path, "0.25.0", "dist-info", "common")
+    meta = tmp_path / "vllm-0.25.0.dist-info" / "METADATA"
+    meta.write_text(meta.read_text() + "Requires-Dist: flashinfer-python==0.6.13\n"
+                    "Requires-Dist: numpy>=1.2\n")
+    assert tree_versions([pkg]) == {"vllm": "0.25.0", "flashinfer": "0.6.13"}
+    (pkg / "mla.py").write_text(MLA + "def f(q, kv, ws):\n    return decode(q, kv, ws, 1, 2, 3, "
+                                "None, None, 4, return_lse=True)\n")
+    assert "AC027" not in {c for _, _, c, _ in found(lint_paths([pkg]))}
+    meta.write_text(meta.read_text().replace("0.6.13", "0.7.2.post1"))
+    assert "AC027" in {c for _, _, c, _ in found(lint_paths([pkg]))}
