@@ -216,8 +216,8 @@ def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) ->
         return out
     out.module = module_info(path, tree)
     calls = report and any(n in text for n in knowledge.names)  # a kernel a class may call
-    out.classes = collect_classes(tree, str(path), out.module,
-                                  kernel_calls_of(knowledge, out.module) if calls else None)
+    out.classes = collect_classes(tree, str(path), out.module, kernel_calls_of(
+        knowledge, out.module, (*cfg.returns_attrs, *cfg.base_attrs)) if calls else None)
     if not report:
         return out
     if "noqa" in text.lower():

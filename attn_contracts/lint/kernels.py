@@ -62,11 +62,25 @@ def _bound(module: ModuleInfo | None, name: str) -> bool:
         imported == name for _, imported in module.from_imports.values())
 
 
+def _assigns(node: ast.ClassDef, attrs: tuple[str, ...]) -> bool:
+    for st in node.body:
+        targets = st.targets if isinstance(st, ast.Assign) else (
+            [st.target] if isinstance(st, ast.AnnAssign) else [])
+        if any(isinstance(t, ast.Name) and t.id in attrs for t in targets):
+            return True
+    return False
+
+
 def kernel_calls_of(knowledge: Knowledge, module: ModuleInfo | None,
+                    attrs: tuple[str, ...] | None = None,
                     ) -> Callable[[ast.ClassDef], tuple[KernelCall, ...]]:
-    """A function from a class's syntax tree to the known producer calls in its methods."""
+    """A function from a class's syntax tree to the known producer calls in its methods;
+    ``attrs``: only classes that assign one of these (a backend's capability or base) are
+    read (the others cannot be AC002's subject or the owner of its default)."""
 
     def calls(node: ast.ClassDef) -> tuple[KernelCall, ...]:
+        if attrs is not None and not _assigns(node, attrs):
+            return ()
         out = []
         for sub in ast.walk(node):
             if not isinstance(sub, ast.Call):

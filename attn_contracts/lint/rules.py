@@ -195,11 +195,12 @@ def tree_findings(tree: ast.Module, path: str, cfg: LintConfig) -> Iterator[Find
     dispatched: set[int] | None = None
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            if dispatched is None and _func_name(node.func) in cfg.combine_functions:
-                dispatched = _dispatched_calls(tree)
-            if dispatched and id(node) in dispatched:
-                continue
-            yield from _call(node, path, cfg, caps)
+            for f in _call(node, path, cfg, caps):
+                if f.code == Code.AC003:  # the walk for dispatches only where a literal is
+                    dispatched = _dispatched_calls(tree) if dispatched is None else dispatched
+                    if id(node) in dispatched:
+                        continue
+                yield f
         elif isinstance(node, ast.Dict):
             yield from _lse_dict(node, path)
         elif isinstance(node, ast.Assert):
