@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(VENV)/bin/attn-contracts list
-	$(VENV)/bin/attn-contracts validate --backend flashinfer.mla.fa3 --dcp 4
+	$(VENV)/bin/attn-contracts validate --backend flashinfer.mla.fa3 --world-size 4
 	$(VENV)/bin/attn-contracts demo dcp --world-size 4 --wrong-base
 
 test: $(STAMP)

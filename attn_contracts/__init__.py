@@ -23,6 +23,7 @@ from attn_contracts.registry import (
 from attn_contracts.setting import CombineSetting
 from attn_contracts.startup import check_startup, validate_startup
 
+#: the one version: pyproject.toml reads it (``dynamic = ["version"]``), ``--version`` prints it
 __version__ = "0.1.0"
 
 __all__ = [

@@ -13,19 +13,49 @@ The subclass silently inherits ``lse_base_on_e = True`` and its base-2 LSE is co
 :func:`record_from_impl` refuses that (``AC002``): a class that returns LSE must state its base
 itself, or inherit it from an ancestor that itself returns LSE (a deliberate declaration, not a
 default).
+
+Engine classes carry the base but rarely the other facts a combine needs. Each of them (layout,
+LSE dtype, empty-row value, sink, head dims) is a keyword of :func:`record_from_impl`, or read from
+the class attribute :data:`FACT_ATTRS` names (``lse_layout = "head_token"``); a fact given neither
+way is an ``AC012`` finding naming it. Nothing that corrupts results when wrong is defaulted here,
+as in :mod:`attn_contracts.records`: a FlashInfer-like class must say ``empty_row="undefined"``
+itself, or its plan would stop demanding a row mask.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from attn_contracts.findings import Code, ContractError, Finding
-from attn_contracts.records import CapabilityRecord, DecodeSpec, LseSpec, NoLse, hint_for_library
+from pydantic import ValidationError
 
-__all__ = ["impl_findings", "record_from_impl"]
+from attn_contracts.findings import Code, ContractError, Finding
+from attn_contracts.records import (
+    CapabilityRecord,
+    DecodeSpec,
+    findings_from_validation_error,
+    hint_for_library,
+)
+
+__all__ = ["FACT_ATTRS", "impl_findings", "record_from_impl"]
 
 _MISSING = object()
+
+#: the LSE facts an engine class does not carry by convention, and the class attribute each is read
+#: from when the caller does not pass it as a keyword (``impl_findings(cls, layout=...)``)
+FACT_ATTRS: Mapping[str, str] = {
+    "layout": "lse_layout",  # "token_head" ([T, H]) | "head_token" ([H, T])
+    "lse_dtype": "lse_dtype",  # "float32" | "bfloat16" | "float16" | "query"
+    "empty_row": "lse_empty_row",  # "-inf" | "+inf" | "nan" | "undefined"
+    "includes_sink": "lse_includes_sink",  # True | False
+    "head_dims": "head_dims",  # e.g. (64, 128)
+}
+#: what each fact may be, for the finding that names a missing one
+_FACT_ALLOWED = {"layout": '"token_head", "head_token"',
+                 "lse_dtype": '"float32", "bfloat16", "float16", "query"',
+                 "empty_row": '"-inf", "+inf", "nan", "undefined"',
+                 "includes_sink": "True, False", "head_dims": "a tuple of ints, e.g. (128,)"}
 
 
 def _definer(cls: type, attr: str) -> type | None:
@@ -38,6 +68,73 @@ def _default_name(cls: type) -> str:
     return "engine." + re.sub(r"[^a-z0-9_]", "_", snake)
 
 
+def _base_findings(cls: type, subject: str, library: str, returns_attr: str,
+                   base_attr: str) -> tuple[bool, Any, list[Finding]]:
+    """Whether ``cls`` returns LSE, its base attribute's value, and why either cannot be trusted."""
+    returns = getattr(cls, returns_attr, False)
+    if not isinstance(returns, bool):
+        return False, None, [Finding(Code.AC012, subject, f"{cls.__name__}.{returns_attr} is "
+                                     f"{returns!r}", field=returns_attr, found=returns,
+                                     allowed="True, False")]
+    base_owner = _definer(cls, base_attr)
+    base_value = getattr(cls, base_attr, _MISSING)
+    if not returns:
+        return False, base_value, []
+    if base_owner is None:
+        return True, base_value, [Finding(
+            Code.AC001, subject,
+            f"{cls.__name__}.{returns_attr}=True but no {base_attr} anywhere in its "
+            f"hierarchy (allowed: True for base e, False for base 2)",
+            hint=hint_for_library(library), field=base_attr, found=None, allowed="True, False")]
+    if base_owner is not cls and not getattr(base_owner, returns_attr, False):
+        return True, base_value, [Finding(
+            Code.AC002, subject,
+            f"{cls.__name__}.{returns_attr}=True but {base_attr}={base_value!r} comes only "
+            f"from the default on {base_owner.__name__}, which returns no LSE itself",
+            hint=f"set {base_attr} on {cls.__name__} itself; {hint_for_library(library)}",
+            field=base_attr, found=base_value, allowed=f"{base_attr} set on {cls.__name__}")]
+    if not isinstance(base_value, bool):
+        return True, base_value, [Finding(
+            Code.AC012, subject, f"{cls.__name__}.{base_attr} is {base_value!r}",
+            field=base_attr, found=base_value, allowed="True (base e), False (base 2)")]
+    return True, base_value, []
+
+
+def _fact_from_class(cls: type, fact: str, returns: bool, returns_attr: str) -> Any:
+    """The class attribute of ``fact``; None when absent, or when it is only the default of an
+    ancestor that returns no LSE (the AC002 hazard, for the other facts too)."""
+    owner = _definer(cls, FACT_ATTRS[fact])
+    if owner is None:
+        return None
+    if returns and owner is not cls and getattr(owner, returns_attr, False) is not True:
+        return None
+    return getattr(cls, FACT_ATTRS[fact])
+
+
+def _facts(cls: type, subject: str, given: Mapping[str, Any], wanted: Sequence[str],
+           returns: bool, returns_attr: str) -> tuple[dict[str, Any], list[Finding]]:
+    """Each wanted fact from its keyword, else its class attribute; a finding for each missing."""
+    facts: dict[str, Any] = {}
+    findings: list[Finding] = []
+    for fact in wanted:
+        value = given.get(fact)
+        if value is None:
+            value = _fact_from_class(cls, fact, returns, returns_attr)
+        if value is None:
+            attr = FACT_ATTRS[fact]
+            findings.append(Finding(
+                Code.AC012, subject,
+                f"{cls.__name__} does not say its {fact}: no {fact}= keyword, and no {attr} set "
+                f"on {cls.__name__} or an ancestor that returns LSE (allowed: "
+                f"{_FACT_ALLOWED[fact]})",
+                hint=f"pass record_from_impl({cls.__name__}, {fact}=...) or set {attr} on the "
+                "class; a wrong default here corrupts combined outputs, so none is assumed",
+                field=fact, found=None, allowed=_FACT_ALLOWED[fact]))
+        else:
+            facts[fact] = value
+    return facts, findings
+
+
 def impl_findings(
     cls: type,
     *,
@@ -46,64 +143,68 @@ def impl_findings(
     source: str | None = None,
     returns_attr: str = "can_return_lse_for_decode",
     base_attr: str = "lse_base_on_e",
-    layout: str = "token_head",
-    lse_dtype: str = "float32",
-    empty_row: str = "-inf",
-    includes_sink: bool = False,
+    layout: str | None = None,
+    lse_dtype: str | None = None,
+    empty_row: str | None = None,
+    includes_sink: bool | None = None,
+    head_dims: Sequence[int] | None = None,
     decode: DecodeSpec | None = None,
 ) -> tuple[CapabilityRecord | None, list[Finding]]:
     """Read a record from ``cls``; return it with no findings, or None with every finding.
 
+    The base comes from ``base_attr`` (``True``: e, ``False``: 2). The other facts come from
+    their keyword, else the class attribute :data:`FACT_ATTRS` names: ``layout``, ``lse_dtype``,
+    ``empty_row``, ``includes_sink`` when the class returns LSE, and ``head_dims`` (unless a whole
+    ``decode`` spec is passed) for every class; a missing one is an ``AC012`` naming it. The
+    decode call is otherwise MHA, ``[T, H, D]`` output, bfloat16 queries, ``q_len == 1``.
+
     A class that returns no LSE may still set the base attribute: that is how an engine's base
     class declares its defaults, so it is not flagged (records are: ``AC004``)."""
     subject = name or _default_name(cls)
-    returns = getattr(cls, returns_attr, False)
-    if not isinstance(returns, bool):
-        return None, [Finding(Code.AC012, subject, f"{cls.__name__}.{returns_attr} is "
-                              f"{returns!r}", field=returns_attr, found=returns, allowed="True, False")]
-    base_owner = _definer(cls, base_attr)
-    base_value = getattr(cls, base_attr, _MISSING)
-    findings: list[Finding] = []
-    if returns:
-        if base_owner is None:
-            findings.append(Finding(
-                Code.AC001, subject,
-                f"{cls.__name__}.{returns_attr}=True but no {base_attr} anywhere in its "
-                f"hierarchy (allowed: True for base e, False for base 2)",
-                hint=hint_for_library(library), field=base_attr, found=None, allowed="True, False"))
-        elif base_owner is not cls and not getattr(base_owner, returns_attr, False):
-            findings.append(Finding(
-                Code.AC002, subject,
-                f"{cls.__name__}.{returns_attr}=True but {base_attr}={base_value!r} comes only "
-                f"from the default on {base_owner.__name__}, which returns no LSE itself",
-                hint=f"set {base_attr} on {cls.__name__} itself; {hint_for_library(library)}",
-                field=base_attr, found=base_value, allowed=f"{base_attr} set on {cls.__name__}"))
-        elif not isinstance(base_value, bool):
-            findings.append(Finding(
-                Code.AC012, subject, f"{cls.__name__}.{base_attr} is {base_value!r}",
-                field=base_attr, found=base_value, allowed="True (base e), False (base 2)"))
+    returns, base_value, findings = _base_findings(cls, subject, library, returns_attr, base_attr)
+    if findings:  # an untrusted base first: the class's other facts are then moot
+        return None, findings
+    given = {"layout": layout, "lse_dtype": lse_dtype, "empty_row": empty_row,
+             "includes_sink": includes_sink, "head_dims": head_dims}
+    wanted = [*(("layout", "lse_dtype", "empty_row", "includes_sink") if returns else ()),
+              *(("head_dims",) if decode is None else ())]
+    facts, findings = _facts(cls, subject, given, wanted, returns, returns_attr)
     if findings:
         return None, findings
-    lse: LseSpec | NoLse = (
-        LseSpec(base="e" if base_value else "2", layout=layout, dtype=lse_dtype,  # type: ignore[arg-type]
-                empty_row=empty_row, includes_sink=includes_sink)  # type: ignore[arg-type]
-        if returns else NoLse()
-    )
-    record = CapabilityRecord(
-        name=subject, library=library, source=source or f"{cls.__module__}.{cls.__name__}",
-        evidence="read_from_code", lse=lse,
-        decode=decode or DecodeSpec(attention="mha", out_layout="token_head_dim", head_dims=(128,),
-                                    q_dtypes=("bfloat16",), q_len_gt_1=False),
-    )
-    return record, []
+    raw: dict[str, Any] = {
+        "name": subject, "library": library, "evidence": "read_from_code",
+        "source": source or f"{cls.__module__}.{cls.__name__}",
+        "lse": ({"returns": "lse", "base": "e" if base_value else "2", "layout": facts["layout"],
+                 "dtype": facts["lse_dtype"], "empty_row": facts["empty_row"],
+                 "includes_sink": facts["includes_sink"]} if returns else {"returns": "none"}),
+        "decode": (decode.model_dump() if decode is not None else
+                   {"attention": "mha", "out_layout": "token_head_dim",
+                    "head_dims": list(facts["head_dims"]), "q_dtypes": ["bfloat16"],
+                    "q_len_gt_1": False}),
+    }
+    try:  # a fact of the wrong kind (layout="TH") is a finding like any record's
+        return CapabilityRecord.model_validate(raw), []
+    except ValidationError as err:
+        return None, findings_from_validation_error(err, raw)
 
 
 def record_from_impl(cls: type, **kwargs: Any) -> CapabilityRecord:
     """Build a record from an engine-style backend class; raise :class:`ContractError` (``AC001``,
-    ``AC002``, ``AC012``) when the class's declaration cannot be trusted.
+    ``AC002``, ``AC012``) when the class's declaration cannot be trusted or is incomplete.
 
-    Keyword arguments as :func:`impl_findings`: ``name``, ``library``, ``returns_attr``,
-    ``base_attr`` (the engine's attribute names) and the LSE facts engine classes do not carry.
+    Signature (all keyword-only, as :func:`impl_findings`)::
+
+        record_from_impl(cls, *, name=None, library="engine", source=None,
+                         returns_attr="can_return_lse_for_decode", base_attr="lse_base_on_e",
+                         layout=None, lse_dtype=None, empty_row=None, includes_sink=None,
+                         head_dims=None, decode=None)
+
+    Each fact left None is read from the class attribute :data:`FACT_ATTRS` names; one given
+    neither way is an ``AC012`` that names it. E.g. for a FlashInfer-MLA-like class::
+
+        record_from_impl(FlashInferMLAImpl, library="flashinfer", layout="token_head",
+                         lse_dtype="float32", empty_row="undefined", includes_sink=False,
+                         decode=DecodeSpec(attention="mla", ...))
     """
     record, findings = impl_findings(cls, **kwargs)
     if record is None:

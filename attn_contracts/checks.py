@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.records import BASES, CapabilityRecord, LseSpec
 from attn_contracts.setting import HEAD_SCATTERED_MODES, OUT_DTYPES, CombineSetting
 
@@ -132,10 +132,11 @@ def check_setting(record: CapabilityRecord, setting: CombineSetting) -> list[Fin
 
 # --- edges: producer → consumer --------------------------------------------------------------------
 def _edge(code: Code, producer: CapabilityRecord, consumer: ConsumerRecord, field: str,
-          message: str, found: object, allowed: str, hint: str = "") -> Finding:
+          message: str, found: object, allowed: str, hint: str = "",
+          severity: Severity = Severity.ERROR) -> Finding:
     return Finding(code, f"{producer.name} -> {consumer.name}",
                    f"{producer.name} feeds {consumer.name}: {message}", hint=hint, field=field, found=found,
-                   allowed=allowed)
+                   allowed=allowed, severity=severity)
 
 
 def _edge_base(p: CapabilityRecord, spec: LseSpec, c: ConsumerRecord,
@@ -150,7 +151,18 @@ def _edge_base(p: CapabilityRecord, spec: LseSpec, c: ConsumerRecord,
     kb: KeywordBase = c.base
     literal = keyword_value if keyword_value is not None else kb.default
     if literal is None:
-        return []  # a required keyword: the call site decides, the linter checks it
+        # A required keyword nobody named: the call site decides, so nothing here is wrong, but
+        # nothing was checked either. A note, not an error: correct engine code passes it.
+        need = kb.keyword_for(spec.base)
+        how = (f"pass the literal the call site passes (--consumer \"{c.name}={need}\" in "
+               f"validate, consumers=[(\"{c.name}\", \"{need}\")] at startup); the call needs "
+               f"{kb.keyword}={need}" if need else
+               f"{c.name} cannot take base-{spec.base} LSE; convert it first")
+        return [_edge(Code.AC016, p, c, f"base.{kb.keyword}", f"the consumer's base is its "
+                      f"{kb.keyword} keyword, which has no default and was not given here, so "
+                      "the base of this edge is left to the call site and was not checked",
+                      None, f"{kb.keyword}={need}" if need else "no value fits", how,
+                      severity=Severity.NOTE)]
     chosen = kb.base_of(literal)
     if chosen == spec.base:
         return []

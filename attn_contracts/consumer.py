@@ -18,18 +18,18 @@ required), which is exactly the hazard the linter flags.
 
 from __future__ import annotations
 
+import ast
 from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
 from attn_contracts.records import (
-    ADAPTER_RE,
-    NAME_RE,
     Base,
     BaseMap,
     Frozen,
     LibraryVersion,
     LseLayout,
+    RecordHeader,
     StrictBool,
     StrictStr,
     require_in_schema,
@@ -77,12 +77,26 @@ class KeywordBase(Frozen):
         return next((lit for lit, b in self.values if b == base), None)
 
     def base_of(self, literal: str) -> str | None:
-        """The base a keyword literal selects (None for a literal the record does not list)."""
-        return dict(self.values).get(literal)
+        """The base a keyword literal selects (None for a literal the record does not list).
+
+        Literals are compared as the Python values they spell (``"2"`` and ``'2'`` are one
+        string; ``True`` is not ``1``), not as text."""
+        want = _value(literal)
+        return next((b for lit, b in self.values if _value(lit) == want), None)
 
     @property
     def default_base(self) -> str | None:
         return None if self.default is None else self.base_of(self.default)
+
+
+def _value(literal: str) -> tuple[str, object]:
+    """A literal as (its type, its value): ``"'2'"`` and ``'"2"'`` are equal, ``True`` and ``1``
+    are not. Text that is no Python literal stands for itself."""
+    try:
+        value = ast.literal_eval(literal.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return ("text", literal)
+    return (type(value).__name__, value)
 
 
 ConsumerBase = Annotated[FixedBase | KeywordBase, Field(discriminator="kind")]
@@ -168,8 +182,9 @@ class ConsumerCall(Frozen):
     versions: LibraryVersion = ""
 
 
-class ConsumerRecord(Frozen):
-    """A combine function's contract. Frozen and hashable, like a producer record.
+class ConsumerRecord(RecordHeader):
+    """A combine function's contract. Frozen and hashable, like a producer record; the header
+    (name, library, versions, source, evidence, adapter, fingerprint) is the producer's.
 
     ``role`` is required in the JSON schema: a document entry without it is read as a producer
     (``[[consumer]]`` tables of a TOML file add it)."""
@@ -177,13 +192,6 @@ class ConsumerRecord(Frozen):
     model_config = ConfigDict(json_schema_extra=require_in_schema("role"))
 
     role: Literal["consumer"] = "consumer"
-    name: Annotated[str, Field(strict=True, pattern=NAME_RE, max_length=120)]
-    library: Annotated[str, Field(strict=True, min_length=1)]
-    library_version: LibraryVersion = ""
-    source: Annotated[str, Field(strict=True, min_length=1)]
-    evidence: Literal["measured", "read_from_code"]
-    verified: StrictStr | None = None
-    adapter: Annotated[str, Field(strict=True, pattern=ADAPTER_RE)] | None = None
     calls: Annotated[tuple[ConsumerCall, ...], Field(strict=False)] = ()
     base: ConsumerBase
     lse: LseInput
@@ -209,8 +217,3 @@ class ConsumerRecord(Frozen):
         if isinstance(self.base, FixedBase):
             return (self.base.base,)
         return tuple(sorted({b for _, b in self.base.values}))
-
-    def fingerprint(self) -> str:
-        import hashlib
-
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]

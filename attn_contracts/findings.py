@@ -7,6 +7,7 @@ renumbered or reused. The README documents every one.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
@@ -107,6 +108,9 @@ class Finding:
 
 
 def _jsonable(value: Any) -> Any:
+    """A value JSON (RFC 8259) can hold: inf and NaN have no JSON spelling, so they are text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return repr(value)

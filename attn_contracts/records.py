@@ -51,6 +51,7 @@ __all__ = [
     "LseSpec",
     "NoLse",
     "ProducerCall",
+    "RecordHeader",
     "findings_from_validation_error",
     "hint_for_library",
     "require_in_schema",
@@ -264,9 +265,15 @@ class ProducerCall(Frozen):
     base: CallBase | None = None
 
 
-class CapabilityRecord(Frozen):
-    """A kernel variant's contract. Frozen and hashable: a registry key and a plan-cache key."""
+class RecordHeader(Frozen):
+    """What every record says about itself, whichever end of the edge it describes: its name and
+    role, the library and versions it is true for, where the facts were read or measured, and the
+    adapter that makes it verifiable. ``role`` is the tag of the union of the two record kinds
+    (:data:`attn_contracts.sources.AnyRecord`): ``"producer"`` (a kernel that emits an LSE, the
+    default, so documents written before roles existed keep loading) or ``"consumer"`` (a
+    function that combines LSEs)."""
 
+    role: Literal["producer", "consumer"]
     name: Annotated[str, Strict(), Field(pattern=NAME_RE, max_length=120)]
     library: Annotated[str, Strict(), Field(min_length=1)]
     library_version: LibraryVersion = ""
@@ -274,6 +281,17 @@ class CapabilityRecord(Frozen):
     evidence: Literal["measured", "read_from_code"]
     verified: StrictStr | None = None
     adapter: Annotated[str, Strict(), Field(pattern=ADAPTER_RE)] | None = None
+
+    def fingerprint(self) -> str:
+        """A digest of every field: equal iff two ranks hold the same contract."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+
+class CapabilityRecord(RecordHeader):
+    """A kernel variant's contract (a producer). Frozen and hashable: a registry key and a
+    plan-cache key."""
+
+    role: Literal["producer"] = "producer"
     lse: LseDecl
     decode: DecodeSpec
     #: calls the linter recognises as this producer (its LSE then flows to consumers)
@@ -296,10 +314,6 @@ class CapabilityRecord(Frozen):
     @property
     def decode_layout(self) -> str:
         return self.decode.out_layout
-
-    def fingerprint(self) -> str:
-        """A digest of every field: equal iff two ranks hold the same contract."""
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
 
 
 def findings_from_validation_error(
@@ -324,6 +338,10 @@ def findings_from_validation_error(
             field = field if field.endswith("base") else f"{field}.base"
         elif code is Code.AC004:
             message, hint, allowed = e["msg"], "remove them, or declare returns = \"lse\"", ""
+        elif e["type"] == "union_tag_invalid" and not e["loc"]:  # the record's own role
+            field, found = "role", raw.get("role") if isinstance(raw, dict) else None
+            message, hint, allowed = (f"role {found!r} is not a record role (allowed: "
+                                      "'producer', 'consumer')", "", "producer, consumer")
         else:
             message = f"{field or '<record>'}: {e['msg']}" + (
                 f" (found {_short(found)})" if e["type"] != "missing" else ""
@@ -342,7 +360,10 @@ def _raw_name(raw: Any) -> str:
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
-    # A discriminated union puts the tag into the location ("lse", "lse", "base"): drop it.
+    # A discriminated union puts the tag into the location ("lse", "lse", "base"), and the
+    # record's role leads it ("producer", ...): drop both.
+    if loc and loc[0] in ("producer", "consumer"):
+        loc = loc[1:]
     parts = [str(p) for i, p in enumerate(loc)
              if not (i > 0 and loc[i - 1] == "lse" and p in ("lse", "none"))]
     return ".".join(parts)

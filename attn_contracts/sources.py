@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import Discriminator, Tag, TypeAdapter, ValidationError
 
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding, error_text
 from attn_contracts.records import CapabilityRecord, findings_from_validation_error
 
-__all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "MAX_PLUGIN_RECORDS", "AnyRecord", "FileReadError",
-           "parse_record", "read_file", "records_from_object", "split_roles"]
+__all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "MAX_PLUGIN_RECORDS", "RECORD_TABLES", "AnyRecord",
+           "FileReadError", "is_record_document", "looks_like_records", "parse_document",
+           "parse_record", "read_file", "records_from_object", "records_of", "split_roles"]
 
 #: the most bytes a records file may hold; the catalog's largest file is ~10 KiB, so 10 MiB is room
 #: for thousands of records while `/dev/zero` or a runaway file is refused instead of read to the end
@@ -34,10 +37,41 @@ MAX_PLUGIN_RECORDS = 10_000
 
 #: a producer (a kernel that emits an LSE) or a consumer (a function that combines LSEs)
 AnyRecord = CapabilityRecord | ConsumerRecord
+
+
+def _role(raw: Any) -> Any:
+    """The union's tag: a record's ``role``; an entry without one is a producer (the documents
+    written before roles existed hold producers only, or ``[[consumer]]`` tables)."""
+    if isinstance(raw, Mapping):
+        return raw.get("role", "producer")
+    return getattr(raw, "role", None)
+
+
+#: the one record model: a discriminated union on ``role`` over the shared header
+_RECORD: TypeAdapter[AnyRecord] = TypeAdapter(Annotated[
+    Annotated[CapabilityRecord, Tag("producer")] | Annotated[ConsumerRecord, Tag("consumer")],
+    Discriminator(_role)])
 Loaded = tuple[list[AnyRecord], list[Finding]]
 #: the table names a records document may hold, and the role each implies
 _TABLES = {"record": "producer", "records": "producer", "consumer": "consumer",
            "consumers": "consumer"}
+#: the table names of a records document (``[[record]]``, ``[[consumers]]``, ...)
+RECORD_TABLES: tuple[str, ...] = tuple(_TABLES)
+#: a ``[[record]]``-like table header in text that may not even parse
+_TABLE_HEADER = re.compile(rf"^\s*\[\[\s*({'|'.join(RECORD_TABLES)})\s*\]\]", re.MULTILINE)
+
+
+def is_record_document(doc: Any) -> bool:
+    """A parsed document is a records document iff it holds a non-empty array of tables under
+    one of :data:`RECORD_TABLES` (``ruff.toml`` and ``pyproject.toml`` do not)."""
+    return isinstance(doc, dict) and any(
+        isinstance(doc.get(k), list) and doc[k] and all(isinstance(e, dict) for e in doc[k])
+        for k in RECORD_TABLES)
+
+
+def looks_like_records(text: str) -> bool:
+    """Whether a document's text has a records table header (for one that does not parse)."""
+    return _TABLE_HEADER.search(text) is not None
 
 
 def split_roles(records: Iterable[AnyRecord]) -> tuple[list[CapabilityRecord],
@@ -53,8 +87,8 @@ class FileReadError(OSError):
 
 
 def parse_record(raw: Any, *, location: str = "") -> Loaded:
-    """Validate one raw mapping (or re-validate a record) into a record or findings. A mapping
-    with ``role = "consumer"`` is a consumer record, any other a producer record."""
+    """Validate one raw mapping (or re-validate a record) into a record or findings: the
+    record's ``role`` picks the model (``"producer"`` when absent, ``"consumer"``)."""
     if isinstance(raw, (CapabilityRecord, ConsumerRecord)):
         # re-validated: model_copy(update=...) and model_construct skip validation
         recs, findings = parse_record(raw.model_dump(warnings=False), location=location)
@@ -64,32 +98,70 @@ def parse_record(raw: Any, *, location: str = "") -> Loaded:
                             f"{type(raw).__name__}", found=type(raw).__name__,
                             allowed="a table/object", location=location)]
     data = dict(raw)
-    model = ConsumerRecord if data.get("role") == "consumer" else CapabilityRecord
     try:
-        return [model.model_validate(data)], []
+        return [_RECORD.validate_python(data)], []
     except ValidationError as err:
         return [], findings_from_validation_error(err, data, location=location)
 
 
-def _entries(doc: Any) -> list[Any]:
-    """A document holds one record, a list of records, or tables of them: ``record`` (or
-    ``records``) for producers, ``consumer`` (or ``consumers``) for consumers."""
+def _entries(doc: Any) -> list[tuple[str, Any]]:
+    """(table role, entry) for each entry: a document holds one record, a list of records, or
+    tables of them: ``record`` (or ``records``) for producers, ``consumer`` (or ``consumers``)
+    for consumers. A consumer table's entries get ``role = "consumer"``."""
     if isinstance(doc, list):
-        return doc
+        return [(_role_word(e), e) for e in doc]
     if isinstance(doc, dict) and doc and set(doc) <= set(_TABLES):
-        out: list[Any] = []
+        out: list[tuple[str, Any]] = []
         for key, value in doc.items():
             for entry in value if isinstance(value, list) else [value]:
                 if _TABLES[key] == "consumer" and isinstance(entry, dict):
                     entry = {"role": "consumer", **entry}
-                out.append(entry)
+                out.append((_TABLES[key], entry))
         return out
-    return [doc]
+    return [(_role_word(doc), doc)]
+
+
+def _role_word(entry: Any) -> str:
+    return "consumer" if isinstance(entry, Mapping) and entry.get("role") == "consumer" else \
+        "producer"
+
+
+def _line_of(name: Any, lines: list[str]) -> int:
+    """The line of an entry's ``name = "..."`` (TOML) or ``"name": "..."`` (JSON); 1 if unseen."""
+    if not isinstance(name, str):
+        return 1
+    pattern = re.compile(rf'(^|[{{,\s])"?name"?\s*[=:]\s*"{re.escape(name)}"')
+    return next((i + 1 for i, s in enumerate(lines) if pattern.search(s)), 1)
+
+
+def records_of(doc: Any, *, path: str, text: str = "", label: bool = False) -> Loaded:
+    """Every record of one parsed document and a finding for each bad entry, located at
+    ``path:line:1`` (the line of the entry's name). ``label``: begin each message with the
+    entry's kind and name (``record my.kernel: ...``), for output that shows no subject."""
+    lines = text.splitlines()
+    records: list[AnyRecord] = []
+    findings: list[Finding] = []
+    for role, raw in _entries(doc):
+        name = raw.get("name") if isinstance(raw, Mapping) else None
+        recs, found = parse_record(raw, location=f"{path}:{_line_of(name, lines)}:1")
+        records += recs
+        word = "consumer" if role == "consumer" else "record"
+        findings += [replace(f, message=f"{word} {f.subject}: {f.message}") if label else f
+                     for f in found]
+    return records, findings
 
 
 def _read_bytes(p: Path) -> bytes:
     """At most :data:`MAX_FILE_BYTES` of a regular file. A FIFO, device or directory is refused
-    before it is read: opening is non-blocking, so a FIFO with no writer cannot hang the caller."""
+    before it is opened (stat first: opening some devices has effects), and the open is
+    non-blocking and checked again (fstat), so a file swapped in between cannot hang the caller."""
+    try:
+        first = os.stat(p).st_mode
+    except OSError as err:
+        raise FileReadError(f"{p}: cannot read records file ({err.strerror or err})") from err
+    if not stat.S_ISREG(first):
+        raise FileReadError(f"{p}: not a regular file (a records file must be one; found a "
+                            f"{_file_kind(first)})")
     try:
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
@@ -130,17 +202,29 @@ def _depth(doc: Any) -> int:
     return deepest
 
 
-def _parse(p: Path, data: bytes) -> Any:
-    kind = "TOML" if p.suffix == ".toml" else "JSON"
+def _no_constant(name: str) -> Any:
+    """Python's json reads ``Infinity``/``NaN``; JSON (RFC 8259) has no such values."""
+    raise ValueError(f"{name} is not a JSON value (RFC 8259 has no inf or NaN)")
+
+
+def _decode(p: Path, data: bytes) -> str:
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as err:
+        kind = "TOML" if p.suffix == ".toml" else "JSON"
         raise FileReadError(f"{p}: not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
                             f"{err.start}); a records file is UTF-8 {kind}") from None
+
+
+def parse_document(path: str | Path, text: str) -> Any:
+    """The parsed ``.toml`` (else JSON) document of ``text``, within :data:`MAX_NESTING`; a
+    :class:`FileReadError` when it is empty, malformed or nested too deeply."""
+    p = Path(path)
+    kind = "TOML" if p.suffix == ".toml" else "JSON"
     if not text.strip():
         raise FileReadError(f"{p}: empty file, no records")
     try:
-        doc = tomllib.loads(text) if kind == "TOML" else json.loads(text)
+        doc = tomllib.loads(text) if kind == "TOML" else json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         raise FileReadError(f"{p}: not valid {kind}: nested deeper than the parser can read "
                             f"(a records file may nest at most {MAX_NESTING} levels)") from None
@@ -154,22 +238,19 @@ def _parse(p: Path, data: bytes) -> Any:
     return doc
 
 
-def read_file(path: str | Path) -> Loaded:
+def read_file(path: str | Path, *, label: bool = False) -> Loaded:
     """Read every record of a ``.toml`` or ``.json`` file (any other suffix is read as JSON).
 
-    Raises :class:`FileReadError` when the file cannot be read or parsed at all: missing, not a
-    regular file, over :data:`MAX_FILE_BYTES`, not UTF-8, empty, malformed, or nested deeper than
-    :data:`MAX_NESTING`. Bad records inside a well-formed file are findings.
+    The one reader of record documents: the registry, the CLI, startup and the linter all come
+    here. The file is stat'ed before it is opened (a FIFO or device is never read) and at most
+    :data:`MAX_FILE_BYTES` are read. Raises :class:`FileReadError` when the file cannot be read
+    or parsed at all: missing, not a regular file, over :data:`MAX_FILE_BYTES`, not UTF-8, empty,
+    malformed, or nested deeper than :data:`MAX_NESTING`. Bad records inside a well-formed file
+    are findings located at ``path:line:1`` (see :func:`records_of`; ``label`` as there).
     """
     p = Path(path)
-    doc = _parse(p, _read_bytes(p))
-    records: list[AnyRecord] = []
-    findings: list[Finding] = []
-    for i, raw in enumerate(_entries(doc)):
-        r, f = parse_record(raw, location=f"{p}#{i}")
-        records += r
-        findings += f
-    return records, findings
+    text = _decode(p, _read_bytes(p))
+    return records_of(parse_document(p, text), path=str(p), text=text, label=label)
 
 
 def records_from_object(obj: Any, *, location: str, subject: str = "") -> Loaded:

@@ -22,13 +22,14 @@ from attn_contracts.checks import (
     resolve_call_base,
 )
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, ContractError, Finding
+from attn_contracts.deprecation import renamed
+from attn_contracts.findings import Code, ContractError, Finding, Severity
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import CONTRACT_ATTR, Registry, default_registry
 from attn_contracts.setting import CombineSetting
 from attn_contracts.sources import AnyRecord, FileReadError, parse_record, read_file
 
-__all__ = ["ConsumerUse", "check_startup", "collect", "validate_startup"]
+__all__ = ["ConsumerUse", "check_startup", "collect", "consumer_table", "validate_startup"]
 
 RecordSource = CapabilityRecord | ConsumerRecord | Mapping[str, Any] | type | str | Path
 #: a consumer the engine calls: its name or record, optionally with the literal it passes for a
@@ -76,6 +77,23 @@ def _revalidated(record: CapabilityRecord) -> tuple[CapabilityRecord | None, lis
     recs, findings = parse_record(record.model_dump())
     checked = recs[0] if recs and isinstance(recs[0], CapabilityRecord) else None
     return (record if checked == record else checked), findings  # the caller's object if valid
+
+
+def consumer_table(records: Registry | Iterable[RecordSource] | None,
+                   recs: Iterable[AnyRecord], *, builtin: bool = True,
+                   ) -> tuple[dict[str, ConsumerRecord], list[Finding]]:
+    """The one consumer lookup, for the API and the CLI alike: the consumers of ``recs`` and, when
+    ``records`` is a plain list (not a registry, which holds its own) and ``builtin``, those of
+    the default registry. A record that redefines a name already there is ``AC005``, never a
+    silent replacement; the first definition (the registry's) is the one looked up."""
+    given = [r for r in recs if isinstance(r, ConsumerRecord)]
+    own = records is None or isinstance(records, Registry) or not builtin
+    pool = given if own else [*default_registry().consumers(), *given]
+    table: dict[str, ConsumerRecord] = {}
+    for c in pool:
+        table.setdefault(c.name, c)
+    clash = [c for c in given if table[c.name] != c]
+    return table, check_unique([*table.values(), *clash])
 
 
 def _consumer_uses(uses: Iterable[ConsumerUse], known: dict[str, ConsumerRecord]
@@ -126,26 +144,27 @@ def check_startup(
     consumers: Iterable[ConsumerUse] = (),
     load_findings: Iterable[Finding] = (),
     producer_call: Mapping[str, Any] | None = None,
+    builtin_consumers: bool = True,
 ) -> tuple[CapabilityRecord | None, list[AnyRecord], list[Finding]]:
     """The chosen record (if any), every record seen, and every finding; raises nothing.
 
     ``setting``: the combine setting (typed, or a mapping of its fields). ``consumers``: the
-    combine functions the engine feeds the backend's LSE into; every edge is checked.
-    ``producer_call``: the keyword arguments the engine passes the backend's kernel (Python
-    values); a record whose base the call chooses (``return_lse_base``) gets that base, and a
-    call that leaves it to run-time dispatch is ``AC027``."""
+    combine functions the engine feeds the backend's LSE into; every edge is checked; their
+    names resolve as :func:`consumer_table` says (``builtin_consumers=False``: only among
+    ``records``, as ``validate --no-builtin`` wants). ``producer_call``: the keyword arguments
+    the engine passes the backend's kernel (Python values); a record whose base the call chooses
+    (``return_lse_base``) gets that base, and a call that leaves it to run-time dispatch is
+    ``AC027``."""
     try:
         typed = _setting(setting)
     except ValidationError as err:
         raise ValueError(f"invalid combine setting: {err}") from err
     world = _world_size(typed, world_size, None)
     recs, findings = collect(records)
-    findings = [*load_findings, *findings, *check_unique(recs)]
     producers = {r.name: r for r in recs if isinstance(r, CapabilityRecord)}
-    known_consumers = {r.name: r for r in recs if isinstance(r, ConsumerRecord)}
-    if records is not None and not isinstance(records, Registry):
-        known_consumers = {**{c.name: c for c in default_registry().consumers()},
-                           **known_consumers}
+    known_consumers, clashes = consumer_table(records, recs, builtin=builtin_consumers)
+    findings = [*load_findings, *findings, *check_unique(
+        [r for r in recs if isinstance(r, CapabilityRecord)]), *clashes]
     chosen: CapabilityRecord | None = None
     if isinstance(backend, CapabilityRecord):
         chosen, bad = _revalidated(backend)
@@ -179,6 +198,7 @@ def validate_startup(
     probe: bool = False,
     timeout_s: float = 30.0,
     device: str | None = None,
+    extras: Mapping[str, Any] | None = None,
     settings: Mapping[str, Any] | None = None,
     producer_call: Mapping[str, Any] | None = None,
 ) -> CapabilityRecord | None:
@@ -189,10 +209,11 @@ def validate_startup(
     mappings, engine-style backend classes and TOML/JSON paths. ``backend``: the record (or its
     name) the engine will run. ``setting``: the :class:`~attn_contracts.setting.CombineSetting`
     (its ``world_size`` is the DCP world size; ``world_size=`` alone suffices when there is no
-    combine to plan; ``dcp_world_size=`` is the old name). ``consumers``: the combine functions
-    the engine calls (names of consumer records, or ``(name, keyword literal)``). ``group``: a
-    ``torch.distributed`` process group: all ranks must then hold identical records, backend,
-    setting and ``settings`` (free-form extras, JSON values compared by value), else every rank
+    combine to plan; ``dcp_world_size=`` is the old name and warns). ``consumers``: the combine
+    functions the engine calls (names of consumer records, or ``(name, keyword literal)``).
+    ``group``: a ``torch.distributed`` process group: all ranks must then hold identical records,
+    backend, setting and ``extras`` (free-form, JSON values compared by value; ``settings=`` is
+    the old name and warns), else every rank
     raises ``AC007`` within ``timeout_s`` + 2 s; the group decides once, so no rank passes while
     another fails (see :mod:`attn_contracts.consensus`). ``probe``: run the chosen backend once
     on tiny inputs (on ``device``) and compare what it returns with its record (``AC008``).
@@ -201,10 +222,19 @@ def validate_startup(
     the returned record carries that base, and a base left to dispatch is ``AC027``.
     Returns the chosen backend's record (None when no backend was named).
     """
+    if dcp_world_size is not None:
+        dcp_world_size = renamed("validate_startup(dcp_world_size=)", "world_size= or setting=",
+                                 dcp_world_size)
+    if settings is not None:
+        if extras is not None:
+            raise ValueError("validate_startup got extras= and its old name settings=; pass extras=")
+        extras = renamed("validate_startup(settings=)", "extras=", settings)
     world = _world_size(_setting(setting), world_size, dcp_world_size)
     chosen, recs, findings = check_startup(records, backend=backend, setting=setting,
                                            world_size=world, consumers=consumers,
                                            producer_call=producer_call)
+    # a note (a base left to the call site) informs the CLI; it never stops an engine
+    findings = [f for f in findings if f.severity is not Severity.NOTE]
     if chosen is not None and probe and not findings:
         try:  # seam: the startup probe, the one part of startup that needs torch
             from attn_contracts.backends.runner import probe_record
@@ -219,11 +249,10 @@ def validate_startup(
         typed = _setting(setting)
         # one key per setting field, so a disagreement names the field (`setting num_heads: ...`);
         # the consumers the rank feeds (names and keyword literals) are part of what must agree
-        shared = {**(dict(settings) if settings else {}),
+        shared = {**(dict(extras) if extras else {}),
                   **(typed.model_dump(mode="json") if typed else {}),
                   "consumers": sorted(f"{c.name}={lit}" for c, lit in _consumer_uses(
-                      consumers, {r.name: r for r in recs if isinstance(r, ConsumerRecord)}
-                      | {c.name: c for c in default_registry().consumers()})[0])}
+                      consumers, consumer_table(records, recs)[0])[0])}
         # Every rank takes part even with local findings, so no rank is left waiting in the
         # exchange; each then raises the union of what all ranks found.
         findings = agree_across_ranks(findings, recs, chosen, world, group=group,

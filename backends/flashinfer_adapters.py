@@ -64,7 +64,7 @@ def _run_batch_prefill(p: DecodeProblem) -> tuple[torch.Tensor, torch.Tensor]:
     import flashinfer
 
     # fa2 explicitly: "auto" picks the SM90 path, whose JIT needs CUTLASS's util headers that
-    # the GPU machine's trimmed FlashInfer bundle leaves out; the LSE contract is the same.
+    # a trimmed FlashInfer install (no CUTLASS headers) leaves out; the LSE contract is the same.
     w = flashinfer.BatchPrefillWithPagedKVCacheWrapper(_workspace(p.q.device), "NHD",
                                                        backend="fa2")
     w.plan(_qo_indptr(p), p.page_indptr, p.page_indices, p.last_page_len, p.num_heads,

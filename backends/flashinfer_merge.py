@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from attn_contracts.backends.consumer_adapter import ConsumerAdapter
+from attn_contracts.backends.adapter import ConsumerAdapter
 
 __all__ = ["merge_state", "merge_state_in_place", "merge_states"]
 

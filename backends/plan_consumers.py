@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from attn_contracts.backends.consumer_adapter import ConsumerAdapter
+from attn_contracts.backends.adapter import ConsumerAdapter
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.records import CapabilityRecord
 

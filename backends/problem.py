@@ -23,7 +23,37 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["DecodeProblem", "exact_attention", "make_problem"]
+__all__ = ["TOLERANCE", "DecodeProblem", "Tolerance", "exact_attention", "make_problem",
+           "tolerance"]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far a run may stray from the fp64 reference (:func:`exact_attention`, and
+    :func:`~attn_contracts.combine.merge_reference` for combines) before the verifier calls it
+    wrong. A wrong base or layout moves outputs by O(0.1) and LSEs by O(1), far outside these.
+
+    ``out``: max |out − reference|, for an output stored in the dtype (rounding dominates).
+    ``lse``: max |lse − reference| for an LSE stored in the dtype, relative to ``1 + |lse|``
+    for a merged LSE (FlashInfer's kernels use fast exp2/log2: 1e-2 seen on an H200)."""
+
+    out: float
+    lse: float
+
+
+#: the one tolerance table of the verifier, producers and consumers alike, by dtype name
+TOLERANCE: dict[str, Tolerance] = {
+    "float64": Tolerance(out=1e-6, lse=2e-2),
+    "float32": Tolerance(out=1e-3, lse=2e-2),
+    "float16": Tolerance(out=8e-3, lse=2e-2),
+    "bfloat16": Tolerance(out=4e-2, lse=0.15),
+}
+
+
+def tolerance(dtype: torch.dtype | str) -> Tolerance:
+    """The row of :data:`TOLERANCE` for ``dtype`` (a dtype or its name); the loosest for others."""
+    name = str(dtype).removeprefix("torch.")
+    return TOLERANCE.get(name, TOLERANCE["bfloat16"])
 
 
 @dataclass(frozen=True)

@@ -1,210 +1,163 @@
-"""The verifier's runner: build a decode problem that makes mistakes visible, run a record's
-adapter on it and infer the observed contract (layout, base, dtype, empty-row value, output error).
+"""The one verifier pipeline, for both ends of the edge: load the adapter through the trust
+boundary, skip what cannot run here, run it under one exception policy, judge the observation.
 
-The inputs have batch ≠ heads ≠ q_len, logits large enough that |lse| ≳ 2, a one-key row, an empty
-row that is not first, shuffled pages and a strided output buffer. The LSE is read in every layout
-its shape allows, against the fp64 reference in both bases; when neither base fits, the best linear
-fit ``lse ≈ a·ln Σ e^s + c`` is reported, so a shifted or scaled LSE is caught. The judgement itself
-is :func:`attn_contracts.verify.compare`.
+::
+
+    verify_record(record, ...)          a producer: what the kernel returns  (kernel_probe)
+    verify_consumer(record, path, ...)  a consumer: what the function assumes (combine_probe)
+
+Both take ``allow_adapters``: the modules whose adapters may run (with their submodules); an
+adapter outside them is skipped without importing anything. None: any (a path chosen in code).
+Whatever an adapter raises, at import or at run time — ``SystemExit`` included — is an ``AC008``
+finding with no observation (nothing was verified); only ``KeyboardInterrupt`` goes through. A
+skip because torch, a library the adapter requires or the device is missing is marked
+``unavailable`` (the CLI exits 2 for it unless ``--skip-unavailable``).
 """
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import torch
 
 from attn_contracts.backends.adapter import (
     Adapter,
-    adapter_allowed,
+    AdapterRefused,
+    ConsumerAdapter,
+    adapter_path_for,
     device_unavailable,
-    resolve_adapter,
+    load_adapter,
+    missing_requirement,
 )
-from attn_contracts.backends.problem import DecodeProblem, exact_attention, make_problem
+from attn_contracts.backends.combine_probe import observe_combine, version_skip
+from attn_contracts.backends.kernel_probe import capability_skip, observe_kernel
+from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding, error_text
 from attn_contracts.records import CapabilityRecord, LseSpec
-from attn_contracts.verify import Observed, VerifyResult, compare, declared_lse
+from attn_contracts.verify import (
+    ConsumerObserved,
+    ConsumerVerifyResult,
+    Observed,
+    VerifyResult,
+    compare,
+    compare_consumer,
+    conservative_notes,
+    declared_consumer,
+)
 
-__all__ = ["infer", "probe_record", "verify_record"]
+__all__ = ["probe_record", "verify_consumer", "verify_record"]
 
-LOG2E = 1.0 / math.log(2.0)
-# Maximum |observed − expected| LSE error accepted, by LSE dtype (reference from the same inputs).
-_LSE_TOL = {"float32": 2e-2, "float64": 2e-2, "bfloat16": 0.15, "float16": 2e-2}
-# Maximum output error, by output dtype.
-_OUT_TOL = {"float32": 1e-3, "float64": 1e-6, "bfloat16": 4e-2, "float16": 8e-3}
-_DTYPE_PREFERENCE = ("bfloat16", "float16", "float32")
-
-
-def _problem_for(record: CapabilityRecord, adapter: Adapter, device: str, seed: int,
-                 small: bool) -> DecodeProblem:
-    dec = record.decode
-    dtype_name = next((d for d in _DTYPE_PREFERENCE if d in dec.q_dtypes), dec.q_dtypes[0])
-    mla = dec.attention == "mla"
-    d_v = dec.head_dims[0] if mla else (128 if 128 in dec.head_dims else dec.head_dims[0])
-    q_len = 3 if dec.q_len_gt_1 else 1
-    # batch ≠ heads ≠ q_len; a one-key row; an empty row (zero keys), never first
-    lens = [23, 0, 1, 50, 7] if adapter.allows_empty_rows else [23, 2, 1, 50, 7]
-    if small:
-        lens = [9, 0, 1] if adapter.allows_empty_rows else [9, 2, 1]
-    return make_problem(
-        seq_lens=lens, q_len=q_len, num_heads=adapter.num_heads or 4,
-        num_kv_heads=1 if mla else 2, head_dim=d_v + 64 if mla else d_v, d_v=d_v,
-        dtype=getattr(torch, dtype_name), device=device, attention=dec.attention,
-        page_size=adapter.page_size, q_scale=2.0, seed=seed)
+A = TypeVar("A", Adapter, ConsumerAdapter)
+T = TypeVar("T")
 
 
-def _candidates(lse: torch.Tensor, b: int, q: int, t: int, h: int
-                ) -> list[tuple[str, bool, int | None, torch.Tensor]]:
-    """Every reading of the returned LSE's shape as ``[T, H]``: (layout, q_len_axis, padded, view)."""
-    shape = tuple(lse.shape)
-    out: list[tuple[str, bool, int | None, torch.Tensor]] = []
-    if len(shape) == 2:
-        if shape[0] == t and shape[1] >= h:
-            out.append(("token_head", False, None if shape[1] == h else shape[1], lse[:, :h]))
-        if shape[1] == t and shape[0] >= h:
-            out.append(("head_token", False, None if shape[0] == h else shape[0], lse.T[:, :h]))
-    elif len(shape) == 3 and shape[0] == b:
-        if shape[2] == q and shape[1] >= h:  # [B, H, q]
-            view = lse.permute(0, 2, 1)[..., :h].reshape(t, h)
-            out.append(("head_token", True, None if shape[1] == h else shape[1], view))
-        if shape[1] == q and shape[2] >= h:  # [B, q, H]
-            view = lse[..., :h].reshape(t, h)
-            out.append(("token_head", True, None if shape[2] == h else shape[2], view))
-    return out
+def _skip(result: VerifyResult[Any], reason: str, *, unavailable: bool = False) -> None:
+    result.status, result.reason, result.unavailable = "skipped", f"skipped: {reason}", unavailable
 
 
-def _fit(obs: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, float]:
-    """Least-squares ``obs ≈ a·ref + c``: (a, c, max residual)."""
-    x = torch.stack([ref, torch.ones_like(ref)], dim=1)
-    sol = torch.linalg.lstsq(x, obs.unsqueeze(1)).solution.squeeze(1)
-    a, c = float(sol[0]), float(sol[1])
-    return a, c, float((obs - (a * ref + c)).abs().max())
-
-
-def _empty_value(view: torch.Tensor, empty: torch.Tensor) -> str | None:
-    if not bool(empty.any()):
-        return None
-    values = view[empty]
-    if bool(values.isnan().all()):
-        return "nan"
-    if bool((values == math.inf).all()):
-        return "+inf"
-    if bool((values == -math.inf).all()):
-        return "-inf"
-    return f"finite({float(values[0]):.4g})"
-
-
-def infer(p: DecodeProblem, out: torch.Tensor, lse: torch.Tensor,
-          buffer: torch.Tensor | None) -> Observed:
-    """The observed contract of one run of an adapter."""
-    ref_out, ref_lse = exact_attention(p)
-    t, h = ref_lse.shape
-    rows = torch.repeat_interleave(p.seq_lens.cpu().long(), p.q_len)  # keys per token
-    live = (rows > 0)[:, None].expand(t, h)
-    tol = _LSE_TOL.get(str(lse.dtype).removeprefix("torch."), 2e-2)
-    lse64 = lse.detach().double().cpu()
-    best: tuple[float, str, bool, int | None, str, torch.Tensor] | None = None
-    for layout, qax, padded, view in _candidates(lse64, p.batch, p.q_len, t, h):
-        obs, ref = view[live], ref_lse[live]
-        for base, scale in (("e", 1.0), ("2", LOG2E)):
-            err = float((obs - ref * scale).abs().max()) if obs.numel() else 0.0
-            if best is None or err < best[0]:
-                best = (err, layout, qax, padded, base, view)
-    if best is None:
-        return Observed("unknown", False, None, "neither",
-                        f"LSE shape {tuple(lse.shape)} fits no [T={t}, H={h}] layout",
-                        str(lse.dtype).removeprefix("torch."), None, math.inf, False, None)
-    err, layout, qax, padded, base, view = best
-    if err > tol:
-        a, c, resid = _fit(view[live], ref_lse[live])
-        base, fit = "neither", (f"lse ≈ {a:.4f}·ln Σe^s + {c:+.4f} (residual {resid:.3g}); base e "
-                                f"is a=1, base 2 is a={LOG2E:.4f}, both with c=0")
-    else:
-        fit = f"max |error| {err:.2e} as base {base}"
-    out_t = out.detach().reshape(t, h, -1).double().cpu()
-    out_err = float((out_t[live[:, 0]] - ref_out[live[:, 0]]).abs().max()) if live.any() else 0.0
-    out_tol = _OUT_TOL.get(str(out.dtype).removeprefix("torch."), 1e-3)
-    honoured = None if buffer is None else out.data_ptr() == buffer.data_ptr()
-    return Observed(layout, qax, padded, base, fit, str(lse.dtype).removeprefix("torch."),
-                    _empty_value(view, ~live), out_err, out_err <= out_tol, honoured)
-
-
-def _cuda_capability_skip(record: CapabilityRecord, device: str) -> str | None:
-    if not device.startswith("cuda"):
-        return None
-    major, minor = torch.cuda.get_device_capability(torch.device(device))
-    cc = major + minor / 10
-    lo, hi = record.decode.min_compute_capability, record.decode.max_compute_capability
-    if (lo and cc < float(lo)) or (hi and cc > float(hi)):
-        return f"skipped: compute capability {major}.{minor} outside {lo or 'any'}-{hi or 'any'}"
-    return None
-
-
-def _not_run(result: VerifyResult, record: CapabilityRecord, reason: str, field: str,
-             found: str | None = None) -> VerifyResult:
+def _not_run(result: VerifyResult[Any], reason: str, field: str,
+             found: str | None = None) -> None:
     """The adapter could not be loaded or run: a finding, and no observation (not verified)."""
     result.status, result.reason, result.observed = "differs", reason, None
-    result.findings = [Finding(Code.AC008, record.name, reason, field=field, found=found)]
-    return result
+    result.findings = [Finding(Code.AC008, result.name, reason, field=field, found=found)]
 
 
-def verify_record(record: CapabilityRecord, *, device: str = "cpu", seed: int = 0,
-                  small: bool = False, allow_adapters: Iterable[str] | None = None) -> VerifyResult:
-    """Run the record's adapter once and compare what it returns with what the record declares.
-
-    ``allow_adapters``: the modules whose adapters may run (with their submodules); a record
-    naming any other is skipped without importing it. None: any (a record built in code)."""
-    start = time.perf_counter()
-    result = VerifyResult(record.name, "skipped")
-    if not isinstance(record.lse, LseSpec):
-        result.reason = "skipped: returns no LSE (nothing to verify)"
-        return result
-    if record.adapter is None:
-        result.reason = "skipped: no adapter (a declarative record)"
-        return result
-    if allow_adapters is not None and not adapter_allowed(record.adapter, allow_adapters):
-        module = record.adapter.partition(":")[0]
-        result.reason = (f"skipped: adapter not allowed ({record.adapter}; pass --allow-adapter "
-                         f"{module} to run it)")
-        return result
+def _load(result: VerifyResult[Any], path: str, kind: type[A], device: str,
+          allow: Iterable[str] | None, extra_skip: Callable[[A], str | None]) -> A | None:
+    """The adapter, or None with ``result`` filled in (skipped, or differs with a finding)."""
     try:
-        adapter = resolve_adapter(record.adapter)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as err:  # SystemExit at import included: one adapter never ends the run
-        return _not_run(result, record,
-            f"adapter {record.adapter} not loadable: {error_text(err)}", "adapter", found=record.adapter)
-    reason = adapter.skip_reason(device) or _cuda_capability_skip(record, device)
+        adapter = load_adapter(path, kind, allow=allow)
+    except AdapterRefused as err:
+        if err.allowed:
+            _not_run(result, str(err), "adapter", found=path)
+        else:
+            _skip(result, str(err))
+        return None
+    missing = missing_requirement(adapter.requires)
+    reason = adapter.skip_reason(device) or extra_skip(adapter)
     if reason:
-        result.reason = reason
-        return result
-    p = _problem_for(record, adapter, device, seed, small)
-    buffer = None
-    if adapter.accepts_out:  # a strided view inside a larger buffer
-        t, h = p.q.shape[:2]
-        buffer = p.q.new_full((t, h, 2 * p.d_v), math.nan)[..., ::2]
-        p = replace(p, out=buffer)
-    q_dtype = str(p.q.dtype).removeprefix("torch.")
-    result.declared = declared_lse(record.lse, q_dtype)
+        unavailable = missing is not None and reason.startswith(missing)
+        _skip(result, reason, unavailable=unavailable)
+        return None
+    return adapter
+
+
+def _guarded(result: VerifyResult[Any], what: str, fn: Callable[[], T]) -> T | None:
+    """``fn()``; None with a finding when it raises (the one exception policy)."""
     try:
-        out, lse = adapter.run(p)
+        return fn()
     except KeyboardInterrupt:
         raise
     except BaseException as err:  # a kernel that cannot run on its own declared inputs
-        return _not_run(result, record, f"adapter raised {error_text(err)}", "run")
-    if not (isinstance(out, torch.Tensor) and isinstance(lse, torch.Tensor)):
-        return _not_run(result, record, f"adapter returned ({type(out).__name__}, "
-                        f"{type(lse).__name__}), not (out, lse) tensors", "run")
-    try:
-        result.observed = infer(p, out, lse, buffer)
-    except Exception as err:  # tensors of a shape no reading fits (reshape fails)
-        return _not_run(result, record, f"adapter output unreadable: {type(err).__name__}: "
-                        f"{err}", "run")
-    result.findings = compare(record, result.declared, result.observed)
+        _not_run(result, f"{what} raised {error_text(err)}", "run")
+        return None
+
+
+def verify_record(record: CapabilityRecord, *, device: str = "cpu", seed: int = 0,
+                  small: bool = False, allow_adapters: Iterable[str] | None = None,
+                  ) -> VerifyResult[Observed]:
+    """Run a producer record's adapter once and compare what it returns with the record."""
+    start = time.perf_counter()
+    result: VerifyResult[Observed] = VerifyResult(record.name, "skipped")
+    if not isinstance(record.lse, LseSpec):
+        _skip(result, "returns no LSE (nothing to verify)")
+        return result
+    spec = record.lse
+    if record.adapter is None:
+        _skip(result, "no adapter (a declarative record)")
+        return result
+    adapter = _load(result, record.adapter, Adapter, device, allow_adapters,
+                    lambda _: capability_skip(record, device))
+    if adapter is None:
+        return result
+    ran = _guarded(result, "adapter", lambda: observe_kernel(record, spec, adapter, device, seed,
+                                                             small))
+    if ran is None:
+        return result
+    result.declared, observed = ran
+    if isinstance(observed, str):
+        _not_run(result, observed, "run")
+        return result
+    result.observed = observed
+    result.findings = compare(record, result.declared, observed)
+    result.status = "differs" if result.findings else "match"
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def verify_consumer(record: ConsumerRecord, adapter_path: str | None = None, *,
+                    device: str = "cpu", seed: int = 0, probe_limits: bool | None = None,
+                    allow_adapters: Iterable[str] | None = None) -> ConsumerVerifyResult:
+    """Run a consumer through its adapter and compare what it assumes with its record.
+
+    ``adapter_path``: the adapter to run (None: the record's own, else the built-in adapter of a
+    function it lists). ``allow_adapters`` applies to it either way. ``probe_limits``: run the
+    launch-limit probe (None: as the adapter says)."""
+    start = time.perf_counter()
+    result: VerifyResult[ConsumerObserved] = VerifyResult(
+        record.name, "skipped", declared=declared_consumer(record))
+    path = adapter_path or adapter_path_for(record)
+    if path is None:
+        _skip(result, "no adapter (a declarative record; pass --adapter MODULE:ATTR)")
+        return result
+    adapter = _load(result, path, ConsumerAdapter, device, allow_adapters,
+                    lambda _: version_skip(record))
+    if adapter is None:
+        return result
+    ran = _guarded(result, "adapter", lambda: observe_combine(
+        record, adapter, path, device=device, seed=seed, probe_limits=probe_limits))
+    if ran is None:
+        return result
+    obs, errors = ran
+    result.observed = obs
+    if not any(e != "raised" for e in obs.bases.values()):
+        _not_run(result, f"adapter raised {errors[0] if errors else 'on every call'}", "run")
+        return result
+    result.findings = compare_consumer(record, obs)
+    result.notes = conservative_notes(record, obs)
     result.status = "differs" if result.findings else "match"
     result.seconds = time.perf_counter() - start
     return result

@@ -126,8 +126,8 @@ def check_consensus(rank: int, world: int) -> list[dict[str, Any]]:
         record = record.model_copy(update={"lse": record.lse.model_copy(update={"base": "e"})})
     start = time.monotonic()
     try:
-        validate_startup([record], backend=record, dcp_world_size=world, group=dist.group.WORLD,
-                         timeout_s=10, settings={"out_dtype": "bfloat16", "num_heads": 128})
+        validate_startup([record], backend=record, world_size=world, group=dist.group.WORLD,
+                         timeout_s=10, extras={"out_dtype": "bfloat16", "num_heads": 128})
         codes: list[str] = []
     except ContractError as err:
         codes = [str(c) for c in err.codes]

@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 
 from attn_contracts import CapabilityRecord, validate_startup
-from attn_contracts.backends.adapter import resolve_adapter
+from attn_contracts.backends.adapter import Adapter, load_adapter
 from attn_contracts.backends.problem import DecodeProblem, make_problem
 from attn_contracts.backends.sharding import shard_problem
 from attn_contracts.combine import plan_combine
@@ -34,10 +34,10 @@ class DcpAttention:
         # 1. Before serving: every problem in one error; all ranks agree or all fail (AC007);
         #    probe=True runs the kernel once and checks its real LSE base and layout.
         record: CapabilityRecord | None = validate_startup(
-            backend=backend, dcp_world_size=world, group=group, settings=settings, probe=True)
+            backend=backend, world_size=world, group=group, extras=settings, probe=True)
         if record is None or record.adapter is None:
             raise RuntimeError(f"backend {backend!r} has no runnable adapter")
-        self.kernel = resolve_adapter(record.adapter).run
+        self.kernel = load_adapter(record.adapter, Adapter).run
         # 2. The combine is chosen from the record (base, layout, empty rows), never from a
         #    default: this is where a hard-coded `is_lse_base_on_e=True` used to live.
         self.plan = plan_combine(record, mode=mode, world_size=world, num_heads=NUM_HEADS,
@@ -55,7 +55,7 @@ def rank_main(rank: int, world: int) -> float:
                            num_kv_heads=2, head_dim=HEAD_DIM, dtype=torch.float32, seed=1)
     layer = DcpAttention("torch.sdpa_ref", group=dist.group.WORLD)
     out = layer.decode(shard_problem(problem, rank, world, interleave=1))  # [T, H/N, D]
-    full, _ = resolve_adapter("attn_contracts.backends.torch_ref:decode").run(problem)
+    full, _ = load_adapter("attn_contracts.backends.torch_ref:decode", Adapter).run(problem)
     heads = slice(rank * NUM_HEADS // world, (rank + 1) * NUM_HEADS // world)
     return float((out - full[:, heads]).abs().max())
 

@@ -164,3 +164,31 @@ def test_a_sink_inside_the_lse_and_a_planned_sink_count_twice() -> None:
     one = CombineSetting(world_size=1, num_heads=32, head_dim=128, sink=True)
     assert [f.code for f in check_setting(rec, one)] == [Code.AC024]
     assert check_setting(rec, one.model_copy(update={"sink": False})) == []
+
+
+def test_a_required_base_keyword_left_unsaid_is_a_note_not_silence(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's engine example: the merge's ``base`` keyword is required and was never given,
+    so the base edge was not checked; validate says so (a note: correct code passes it)."""
+    assert main(["validate", "--backend", "flashinfer.mla.fa3", "--world-size", "2",
+                 "--consumer", "attn_contracts.merge"]) == 0
+    out = capsys.readouterr().out
+    assert "AC016 [note]" in out and "attn_contracts.merge='2'" in out
+    assert main(["validate", "--backend", "flashinfer.mla.fa3", "--world-size", "2",
+                 "--consumer", "attn_contracts.merge", "--format", "json"]) == 0
+    import json
+
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] and [f["severity"] for f in doc["findings"]] == ["note"]
+
+
+def test_keyword_literals_are_compared_as_python_values(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for spelled in ('attn_contracts.merge="2"', "attn_contracts.merge='2'"):
+        assert main(["validate", "--backend", "flashinfer.mla.fa3", "--world-size", "2",
+                     "--consumer", spelled]) == 0
+        assert "AC016" not in capsys.readouterr().out
+    # a value, not text: True is not 1, and "e" is not "2"
+    assert main(["validate", "--backend", "flashinfer.mla.fa3", "--world-size", "2",
+                 "--consumer", 'attn_contracts.merge="e"']) == 1
+    assert "AC016" in capsys.readouterr().out

@@ -12,9 +12,8 @@ import pytest
 import torch
 
 from attn_contracts import Registry, get
-from attn_contracts.backends.consumer_runner import verify_consumer
 from attn_contracts.backends.plan_consumers import plan_consumer_records
-from attn_contracts.backends.runner import verify_record
+from attn_contracts.backends.runner import verify_consumer, verify_record
 from attn_contracts.combine import merge, merge_reference, plan_combine, rescale, rescale_reference
 from attn_contracts.consumer import ConsumerRecord
 from fixtures.tensors import assert_close_to, assert_lse_close, partials, poisoned

@@ -1,6 +1,7 @@
-"""Issue 12 (hardening): bad input is one line and exit 2; what a file names never runs unasked;
-plugins cannot end or flood a run; re-validation at startup and planning; the JSON schema is as
-strict as the models; a missing torch or device is a clear skip or error, never a false finding.
+"""Hardening: bad input is one line and exit 2; what a file names never runs unasked (an adapter
+is a function defined in an allowed module); plugins cannot end or flood a run; re-validation at
+startup and planning; the JSON schema is as strict as the models; no Infinity/NaN in records or
+JSON; a missing torch, library or device is exit 2 (or a skip when asked), never a false finding.
 
 Every CLI case goes through ``main(argv)`` and checks the return code and that stderr is exactly one
 line with no traceback.
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_contracts import sources
+from attn_contracts import CapabilityRecord, sources
 from attn_contracts.cli import main
 from fixtures.records import good
 
@@ -448,10 +449,40 @@ def _without_torch(code: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("argv", [["verify", "torch.sdpa_ref"], ["verify", "--all"],
                                   ["verify", "--all", "--device", "cuda"]])
 def test_without_torch_verify_skips_with_the_install_hint(argv: list[str]) -> None:
+    # --skip-unavailable: without it a missing torch is exit 2 (the test below)
+    argv = [*argv, "--skip-unavailable"]
     proc = _without_torch(f"from attn_contracts.cli import main; sys.exit(main({argv!r}))")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and "AC008" not in proc.stdout
     assert "0 verified" in proc.stdout and "attn-contracts[kernels]" in proc.stdout
+
+
+@pytest.mark.parametrize("argv", [["verify", "torch.sdpa_ref"], ["verify", "--all"],
+                                  ["verify", "--consumer", "--all"]])
+def test_without_torch_verify_is_a_usage_error_like_a_missing_device(argv: list[str]) -> None:
+    """A CI job that forgot the kernels extra must not go green with nothing verified."""
+    proc = _without_torch(f"from attn_contracts.cli import main; sys.exit(main({argv!r}))")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "attn-contracts[kernels]" in lines[0], proc.stderr
+    assert "--skip-unavailable" in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_a_missing_library_an_adapter_requires_is_a_usage_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """FlashInfer missing for a FlashInfer record: exit 2 unless --skip-unavailable."""
+    module = tmp_path / "ac_needs_lib.py"
+    module.write_text("from attn_contracts.backends.torch_ref import run as _run\n"
+                      "from attn_contracts.backends.adapter import Adapter\n"
+                      "def run(p):\n    return _run(p)\n"
+                      "decode = Adapter(run=run, requires=('no_such_library_xyz',))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    f = _write(tmp_path, "r.json", json.dumps([_record_with_adapter("ac_needs_lib:decode")]))
+    argv = ["verify", "--file", str(f), "--allow-adapter", "ac_needs_lib"]
+    line = one_line_usage_error(capsys, argv)
+    assert "no_such_library_xyz not installed" in line and "--skip-unavailable" in line
+    assert main([*argv, "--skip-unavailable"]) == 0
+    assert "0 verified, 1 skipped" in capsys.readouterr().out
 
 
 def test_without_torch_the_probe_is_a_clear_error() -> None:
@@ -515,3 +546,82 @@ def test_an_exception_quoted_in_a_finding_is_bounded() -> None:
 
     text = error_text(ValueError("x" * 100_000))
     assert text.startswith("ValueError: xxx") and len(text) <= 300 and text.endswith("...")
+
+
+# --- an adapter is a function defined in an allowed module ---------------------------------------
+@pytest.mark.parametrize("adapter", [
+    "attn_contracts.backends.combine_probe:subprocess.run",  # an attribute chain into an import
+    "attn_contracts.backends.adapter:importlib.import_module",
+    "attn_contracts.backends.combine_probe:subprocess",  # a module, not a function
+    "attn_contracts.backends.combine_probe:merge_reference",  # imported from the combine
+    "attn_contracts.backends.runner:warnings",
+])
+def test_an_allowed_module_does_not_lend_its_imports(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        adapter: str) -> None:
+    import subprocess as sp
+
+    called: list[object] = []
+    monkeypatch.setattr(sp, "run", lambda *a, **k: called.append(a))  # if reached, recorded
+    raw = {"name": "evil.merge", "library": "evil", "source": "s", "evidence": "measured",
+           "adapter": adapter, "base": {"kind": "keyword", "keyword": "shell",
+                                        "values": {"True": "e"}, "default": "True"},
+           "lse": {"layouts": ["token_head"], "states": "first", "dtypes": ["float32"]},
+           "empty": {"reads_as_empty": ["-inf"], "all_empty": "zero",
+                     "zero_weight_nan_safe": True},
+           "output": {"returns_lse": False}}
+    f = _write(tmp_path, "c.json", json.dumps({"consumer": [raw]}))
+    assert main(["verify", "--consumer", "--all", "--file", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert not called and "adapter" in out and "AC008" in out
+    producer = _write(tmp_path, "p.json", json.dumps([_record_with_adapter(adapter)]))
+    assert main(["verify", "--file", str(producer)]) == 1
+    assert not called
+
+
+def test_every_skip_reason_says_skipped_once(tmp_path: Path) -> None:
+    from attn_contracts import get
+    from attn_contracts.backends.runner import verify_consumer, verify_record
+    from attn_contracts.registry import Registry
+
+    reasons = [verify_record(get("flashinfer.xqa")).reason,  # no LSE
+               verify_record(get("flash_attn.fa2")).reason,  # no adapter
+               verify_record(get("flashinfer.mla.fa3")).reason,  # needs CUDA
+               verify_record(CapabilityRecord.model_validate(_record_with_adapter("os:system")),
+                             allow_adapters=["attn_contracts.backends"]).reason,  # not allowed
+               verify_consumer(Registry().consumer("flashinfer.merge_state")).reason]
+    for reason in reasons:
+        assert reason.startswith("skipped: ") and reason.count("skipped") == 1, reason
+
+
+# --- no Infinity/NaN in a record, nor in JSON output --------------------------------------------
+NON_FINITE_TOML = """
+[[record]]
+name = "x.nonfinite"
+library = "x"
+source = "s"
+evidence = "measured"
+lse = { returns = "lse", base = "2", layout = "token_head", dtype = "float32", empty_row = "-inf", includes_sink = false, padded_heads = inf }
+decode = { attention = "mha", out_layout = "token_head_dim", head_dims = [nan], q_dtypes = ["bfloat16"], q_len_gt_1 = false }
+"""
+
+
+def _strict_json(text: str) -> object:
+    def refuse(name: str) -> object:
+        raise AssertionError(f"{name} printed: not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_non_finite_numbers_are_refused_and_never_printed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = _write(tmp_path, "records.toml", NON_FINITE_TOML)
+    assert main(["validate", "--no-builtin", "--file", str(f), "--format", "json"]) == 1
+    doc = _strict_json(capsys.readouterr().out)
+    fields = {x["field"] for x in doc["findings"]}  # type: ignore[index]
+    assert {"lse.padded_heads", "decode.head_dims.0"} <= fields
+    assert main(["lint", str(f), "--format", "json"]) == 1
+    assert _strict_json(capsys.readouterr().out)
+    bad_json = _write(tmp_path, "r.json", '[{"name": "x.y", "padded_heads": Infinity}]')
+    line = one_line_usage_error(capsys, ["validate", "--file", str(bad_json)])
+    assert "Infinity is not a JSON value" in line

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from attn_contracts.findings import Code
 from attn_contracts.lint import main
 from fixtures.records import NO_BASE_TOML
 
@@ -487,3 +488,33 @@ def test_parallel_per_file_work_gives_the_same_findings(tmp_path: Path) -> None:
     # 80 notes besides: cp_lse_ag_out_rs of an unknown vLLM release (AC028)
     assert len([f for f in one if f.code != "AC028"]) == 27 + 80
     assert lint_paths([tmp_path], jobs=2) == one
+
+
+# --- one reader of record documents ----------------------------------------------------------------
+def test_a_broken_consumers_table_is_ac000(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The linter's old table pattern knew [[record]], [[records]], [[consumer]] but not
+    [[consumers]]: a broken file of those was skipped without a word."""
+    rc, out = lint(tmp_path, capsys, {"mine.toml": '[[consumers]]\nname = "x.y\n'})
+    assert rc == 1 and "mine.toml:" in out and "AC000" in out
+
+
+def test_record_files_keep_their_per_record_findings_and_are_read_guarded(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / "bad.toml").write_text(NO_BASE_TOML)
+    os.mkfifo(tmp_path / "records" / "pipe.toml")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.attn-contracts]\nrecord-files = ["records/bad.toml", "records/pipe.toml"]\n')
+    (tmp_path / "engine.py").write_text("x = 1\n")
+    from attn_contracts.lint.config import load_config
+    from attn_contracts.lint.knowledge import load_project_records
+
+    cfg = load_config(tmp_path / "pyproject.toml")
+    producers, _, findings = load_project_records(cfg.record_files)
+    assert producers == []
+    assert sorted(f.code for f in findings) == [Code.AC000, Code.AC001]
+    assert any("bad.toml:3:1" in f.location for f in findings)  # the bad record, at its line
+    assert any("not a regular file" in f.message for f in findings)  # the FIFO, never opened

@@ -93,3 +93,32 @@ def test_pep440_specifiers_accepted(spec: str) -> None:
 def test_importing_the_contract_does_not_import_torch() -> None:
     code = "import attn_contracts, attn_contracts.cli, sys; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- one record model: a shared header, a role discriminator ------------------------------------
+def test_both_roles_share_one_header_and_one_fingerprint() -> None:
+    from attn_contracts.consumer import ConsumerRecord
+    from attn_contracts.records import RecordHeader
+
+    header = {"name", "role", "library", "library_version", "source", "evidence", "verified",
+              "adapter"}
+    for model in (CapabilityRecord, ConsumerRecord):
+        assert issubclass(model, RecordHeader) and header <= set(model.model_fields)
+        assert model.fingerprint is RecordHeader.fingerprint
+
+
+def test_the_role_picks_the_model_and_old_documents_keep_loading() -> None:
+    from attn_contracts.consumer import ConsumerRecord
+    from attn_contracts.registry import Registry
+    from attn_contracts.sources import parse_record
+
+    consumer = Registry().consumer("vllm.merge_attn_states").model_dump(mode="json")
+    for raw, model in ((GOOD, CapabilityRecord), (good(role="producer"), CapabilityRecord),
+                       (consumer, ConsumerRecord)):
+        recs, findings = parse_record(raw)
+        assert findings == [] and type(recs[0]) is model
+    assert CapabilityRecord.model_validate(GOOD).role == "producer"  # no role written: a producer
+    recs, findings = parse_record(good(role="kernel"))
+    assert recs == [] and [(f.code, f.field) for f in findings] == [(Code.AC012, "role")]
+    recs, findings = parse_record(good(role="consumer"))  # a producer's fields under the wrong tag
+    assert recs == [] and findings and all(f.code in (Code.AC001, Code.AC012) for f in findings)

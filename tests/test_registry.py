@@ -73,6 +73,8 @@ def test_register_engine_class_through_the_bridge() -> None:
     class Good(Base):
         can_return_lse_for_decode = True
         lse_base_on_e = False
+        lse_layout, lse_dtype, lse_empty_row, lse_includes_sink = "token_head", "float32", "-inf", False
+        head_dims = (128,)
 
     class Bad(Base):
         can_return_lse_for_decode = True

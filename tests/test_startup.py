@@ -38,6 +38,11 @@ class FlashAttnVarlenImpl(FlashAttnImpl):  # inherits from a class that itself r
     pass
 
 
+#: the LSE facts engine classes do not carry; the bridge takes them as keywords, never as defaults
+FACTS = {"layout": "token_head", "lse_dtype": "float32", "empty_row": "-inf",
+         "includes_sink": False, "head_dims": (128,)}
+
+
 def test_clean_registry_passes_and_returns_the_chosen_record() -> None:
     assert validate_startup() is None
     chosen = validate_startup(backend="flashinfer.mla.fa3", dcp_world_size=4)
@@ -109,10 +114,10 @@ def test_bridge_inherited_default_base_is_ac002() -> None:
 
 
 def test_bridge_reads_own_and_deliberately_inherited_bases() -> None:
-    assert record_from_impl(FixedFlashInferMLAImpl).lse_base == "2"
-    assert record_from_impl(FlashAttnImpl).lse_base == "e"
-    assert record_from_impl(FlashAttnVarlenImpl).lse_base == "e"
-    r = record_from_impl(AttentionImpl, name="engine.base")
+    assert record_from_impl(FixedFlashInferMLAImpl, **FACTS).lse_base == "2"
+    assert record_from_impl(FlashAttnImpl, **FACTS).lse_base == "e"
+    assert record_from_impl(FlashAttnVarlenImpl, **FACTS).lse_base == "e"
+    r = record_from_impl(AttentionImpl, name="engine.base", head_dims=(128,))
     assert not r.returns_lse and r.name == "engine.base"
 
 
@@ -129,7 +134,7 @@ def test_bridge_base_default_on_class_without_lse_is_allowed() -> None:
     class Impl(AttentionImpl):  # how an engine's base class declares its defaults
         lse_base_on_e = False
 
-    assert not record_from_impl(Impl).returns_lse
+    assert not record_from_impl(Impl, head_dims=(128,)).returns_lse
 
 
 def test_bridge_configurable_names_and_wrong_types() -> None:
@@ -137,7 +142,7 @@ def test_bridge_configurable_names_and_wrong_types() -> None:
         returns_lse = True
         lse_is_natural = False
 
-    r = record_from_impl(Impl, returns_attr="returns_lse", base_attr="lse_is_natural")
+    r = record_from_impl(Impl, returns_attr="returns_lse", base_attr="lse_is_natural", **FACTS)
     assert r.lse_base == "2"
 
     class Weird:
@@ -155,3 +160,82 @@ def test_contract_error_pickles_for_cross_rank_reporting() -> None:
         record_from_impl(FlashInferMLAImpl)
     again = pickle.loads(pickle.dumps(exc.value))
     assert again.codes == [Code.AC002] and str(again) == str(exc.value)
+
+
+def test_bridge_requires_every_lse_fact_and_names_the_missing_one() -> None:
+    class FlashInferLikeImpl:  # base given, nothing else: no fact may be filled in silently
+        can_return_lse_for_decode = True
+        lse_base_on_e = False
+
+    with pytest.raises(ContractError) as exc:
+        record_from_impl(FlashInferLikeImpl)
+    assert {f.field for f in exc.value.findings} == {
+        "layout", "lse_dtype", "empty_row", "includes_sink", "head_dims"}
+    assert set(exc.value.codes) == {Code.AC012}
+    partial = dict(FACTS)
+    del partial["empty_row"]
+    with pytest.raises(ContractError) as exc:
+        record_from_impl(FlashInferLikeImpl, **partial)
+    assert [f.field for f in exc.value.findings] == ["empty_row"]
+    # read from the named class attributes, and "undefined" kept (the plan then demands a mask)
+    FlashInferLikeImpl.lse_empty_row = "undefined"  # type: ignore[attr-defined]
+    r = record_from_impl(FlashInferLikeImpl, **partial)
+    assert r.lse.empty_row == "undefined"  # type: ignore[union-attr]
+
+
+def test_bridge_fact_inherited_from_a_no_lse_default_is_not_trusted() -> None:
+    class Base:
+        can_return_lse_for_decode = False
+        lse_base_on_e = True
+        lse_empty_row = "-inf"  # a default of its day, like the base
+
+    class Impl(Base):
+        can_return_lse_for_decode = True
+        lse_base_on_e = False
+
+    facts = {k: v for k, v in FACTS.items() if k != "empty_row"}
+    with pytest.raises(ContractError) as exc:
+        record_from_impl(Impl, **facts)
+    assert [f.field for f in exc.value.findings] == ["empty_row"]
+
+
+def test_bridge_wrong_kind_of_fact_is_a_finding() -> None:
+    with pytest.raises(ContractError) as exc:
+        record_from_impl(FlashAttnImpl, **(FACTS | {"layout": "TH"}))
+    assert exc.value.codes == [Code.AC012]
+
+
+# --- one consumer lookup, the same in the API and the CLI -----------------------------------------
+def _redefined_merge(tmp_path):  # type: ignore[no-untyped-def]
+    """A records file whose consumer takes a built-in name with other facts (a fixed base e)."""
+    from attn_contracts.registry import Registry
+
+    raw = Registry().consumer("attn_contracts.merge").model_dump(mode="json")
+    raw.pop("role")
+    raw["base"] = {"kind": "fixed", "base": "e"}
+    import json
+
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"consumer": [raw]}))
+    return path
+
+
+def test_a_file_redefining_a_builtin_consumer_is_ac005_in_the_api_and_the_cli(
+        tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from attn_contracts.cli import main
+
+    path = _redefined_merge(tmp_path)
+    with pytest.raises(ContractError) as exc:
+        validate_startup([path], backend=None, consumers=["attn_contracts.merge"])
+    assert Code.AC005 in exc.value.codes
+    assert main(["validate", "--file", str(path)]) == 1
+    assert "AC005" in capsys.readouterr().out
+
+
+def test_old_spellings_warn_through_one_helper() -> None:
+    with pytest.warns(DeprecationWarning, match="dcp_world_size"):
+        assert validate_startup(backend="flashinfer.mla.fa3", dcp_world_size=2) is not None
+    with pytest.warns(DeprecationWarning, match="settings"):
+        validate_startup(settings={"x": 1})
+    with pytest.raises(ValueError, match="extras"):
+        validate_startup(settings={"x": 1}, extras={"x": 1})

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from attn_contracts.backends.consumer_runner import verify_consumer
 from attn_contracts.backends.plan_consumers import plan_consumer_records
+from attn_contracts.backends.runner import verify_consumer
 from attn_contracts.cli import main
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code
-from attn_contracts.verify_consumer import (
+from attn_contracts.verify import (
     ConsumerObserved,
     LimitProbe,
     compare_consumer,
@@ -270,3 +270,28 @@ def test_cli_a_device_that_is_not_there_is_a_usage_error(
     assert main(["verify", "--consumer", "attn_contracts.plan.merge", "--device", "cuda",
                  "--skip-unavailable"]) == 0
     assert "4 skipped" in capsys.readouterr().out
+
+
+def test_the_python_api_enforces_the_consumer_allowlist(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trust boundary is the library's: verify_consumer() refuses a record-named adapter
+    outside ``allow_adapters`` without importing anything, as verify_record() does."""
+    marker = tmp_path / "imported"
+    (tmp_path / "ac_untrusted_merge.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('x')\n"
+        "def run(o, lse):\n    raise SystemExit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rec = record(adapter="ac_untrusted_merge:run")
+    result = verify_consumer(rec, allow_adapters=["attn_contracts.backends"])
+    assert result.status == "skipped" and "adapter not allowed" in result.reason
+    assert not marker.exists()
+    allowed = verify_consumer(rec, allow_adapters=["ac_untrusted_merge"])
+    assert marker.exists()  # allowed: it runs, and what it raises is a finding, never the end
+    assert allowed.status == "differs" and "SystemExit" in allowed.reason
+
+
+def test_one_result_type_for_both_ends() -> None:
+    from attn_contracts.verify import ConsumerVerifyResult, VerifyResult
+
+    result = verify("truthful", record())
+    assert isinstance(result, VerifyResult) and ConsumerVerifyResult.__origin__ is VerifyResult  # type: ignore[attr-defined]

@@ -14,10 +14,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from attn_contracts import lint
+from attn_contracts import __version__, lint
 from attn_contracts.cli import catalog, plan, validate, verify
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError
 from attn_contracts.cli._setting import non_negative, positive, positive_float
@@ -63,6 +64,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     parser = _Parser(prog="attn-contracts", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     handlers: dict[str, Handler] = {}
 
@@ -94,12 +96,30 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     return parser, handlers
 
 
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None
+           ) -> tuple[argparse.Namespace, list[str]]:
+    """The arguments, and the DeprecationWarnings of old flags (Python hides them outside
+    ``__main__``, so a CLI user would never see one)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DeprecationWarning)
+        args = parser.parse_args(argv)
+    return args, [str(w.message) for w in caught]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser, handlers = _build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        args, old_names = _parse(parser, argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help and --version
         return int(exc.code or 0)
+    code = _dispatch(handlers, args)
+    if code != EXIT_USAGE:  # a usage error stays the one line it is documented to be
+        for text in old_names:
+            print(f"attn-contracts: warning: {text}", file=sys.stderr)
+    return code
+
+
+def _dispatch(handlers: dict[str, Handler], args: argparse.Namespace) -> int:
     try:
         return handlers[args.command](args)
     except BrokenPipeError:  # `attn-contracts schema | head`: the reader left early, not an error

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from attn_contracts.findings import Finding
+from attn_contracts.findings import Finding, Severity
 
 __all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "UsageError", "console", "print_findings",
            "print_table"]
@@ -41,14 +41,16 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[obje
 
 
 def print_findings(findings: Sequence[Finding], fmt: str, *, ok_message: str) -> int:
-    """Print findings as text or JSON and return the exit code they imply."""
+    """Print findings as text or JSON and return the exit code they imply: notes are shown but
+    fail nothing (a base left to the call site is information, not a defect)."""
+    problems = [f for f in findings if f.severity is not Severity.NOTE]
     if fmt == "json":
-        print(json.dumps({"ok": not findings, "findings": [f.to_json() for f in findings]},
-                         indent=2))
-    elif findings:
+        print(json.dumps({"ok": not problems, "findings": [f.to_json() for f in findings]},
+                         indent=2, allow_nan=False))
+    else:
         for f in findings:
             print(f.render())
-        print(f"{len(findings)} problem(s)")
-    else:
-        print(ok_message)
-    return EXIT_FINDINGS if findings else EXIT_OK
+        notes = len(findings) - len(problems)
+        print(f"{len(problems)} problem(s)" + (f", {notes} note(s)" if notes else "")
+              if problems else ok_message + (f" ({notes} note(s))" if notes else ""))
+    return EXIT_FINDINGS if problems else EXIT_OK

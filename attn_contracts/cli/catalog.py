@@ -10,8 +10,9 @@ from typing import Any
 
 from attn_contracts.cli._output import EXIT_OK, print_table
 from attn_contracts.consumer import ConsumerRecord, FixedBase
+from attn_contracts.findings import Code, Finding
 from attn_contracts.records import CapabilityRecord, LseSpec
-from attn_contracts.registry import Registry
+from attn_contracts.registry import Registry, UnknownRecordError
 
 __all__ = ["CONSUMER_COLUMNS", "MATRIX_COLUMNS", "consumer_rows", "matrix_rows", "record_schema",
            "run_list", "run_matrix", "run_schema", "run_show"]
@@ -35,7 +36,18 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    print(Registry().get(args.name).model_dump_json(indent=2))
+    """The record named NAME, producer or consumer, as JSON ``validate --file`` reads back (a
+    consumer carries its ``role``); a name both roles use prints both, as a list."""
+    registry = Registry()
+    every: list[CapabilityRecord | ConsumerRecord] = [*registry.records(), *registry.consumers()]
+    hits = [r for r in every if r.name == args.name]
+    if not hits:
+        known = ", ".join(sorted({r.name for r in every})) or "(none)"
+        raise UnknownRecordError([Finding(Code.AC013, args.name, f"no record named "
+                                          f"{args.name!r}; known: {known}", found=args.name,
+                                          allowed=known)], "unknown record")
+    docs = [r.model_dump(mode="json") for r in hits]
+    print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2, allow_nan=False))
     return EXIT_OK
 
 
@@ -49,7 +61,7 @@ def record_schema(role: str = "producer") -> dict[str, Any]:
 
 
 def run_schema(args: argparse.Namespace) -> int:
-    print(json.dumps(record_schema(args.role), indent=2))
+    print(json.dumps(record_schema(args.role), indent=2, allow_nan=False))
     return EXIT_OK
 
 
@@ -117,7 +129,8 @@ def run_matrix(args: argparse.Namespace) -> int:
     registry = Registry()
     if args.format == "json":
         print(json.dumps([r.model_dump(mode="json") for r in
-                          (*registry.records(), *registry.consumers())], indent=2))
+                          (*registry.records(), *registry.consumers())], indent=2,
+                         allow_nan=False))
         return EXIT_OK
     _md_table(MATRIX_COLUMNS, matrix_rows(registry.records()))
     print()

@@ -156,13 +156,13 @@ def _show_refusal(console: Any) -> None:
     console.print("\n[bold]validate_startup refuses it[/]: a backend whose base comes only "
                   "from an inherited default")
     try:
-        validate_startup([MyKernelImpl], dcp_world_size=4)
+        validate_startup([MyKernelImpl], world_size=4)
     except ContractError as err:
         console.print(str(err), markup=False, highlight=False)
     console.print("\n[bold]and a record that misdeclares the base is caught by the startup "
                   "probe[/] (it runs the kernel once)")
     wrong = _flipped(get("torch.sdpa_ref"))
     try:
-        validate_startup([wrong], backend=wrong.name, dcp_world_size=4, probe=True, device="cpu")
+        validate_startup([wrong], backend=wrong.name, world_size=4, probe=True, device="cpu")
     except ContractError as err:
         console.print(str(err), markup=False, highlight=False)

@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
         findings += found
     _, seen, found = check_startup(records, backend=args.backend, setting=_setting(args),
                                    world_size=args.world_size,
-                                   consumers=_consumers(args.consumer), load_findings=findings)
+                                   consumers=_consumers(args.consumer), load_findings=findings,
+                                   builtin_consumers=not args.no_builtin)
     unknown = [f for f in found if f.code is Code.AC013]
     if unknown:  # a name given on the command line: a usage error, as in show, plan and verify
         raise UnknownRecordError(unknown, "unknown name")

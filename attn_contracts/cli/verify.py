@@ -1,27 +1,51 @@
-"""``verify``: run records' adapters and compare what the kernels return with the records.
+"""``verify``: run records' adapters and compare what they do with what the records say.
 
-The judgement is torch-free (:mod:`attn_contracts.verify`); running needs the kernels extra and is
-imported only when a run is asked for (:mod:`attn_contracts.backends.runner`).
+::
+
+    attn-contracts verify NAME... | --all [--file F]... [--device cuda] [--update F.json]
+    attn-contracts verify --consumer NAME... | --all [--file F]... [--device cuda]
+                          [--adapter MODULE:ATTR] [--allow-adapter MODULE]... [--[no-]probe-limits]
+
+Producers are kernels (what they return: base, layout, dtype, empty rows); consumers are combine
+functions (what they assume), from the catalog (``Registry().consumers()``) or ``--file``, plus
+the project's own merge plans, ``attn_contracts.plan.merge+basee`` … (a name without its ``+``
+suffix selects every variant). A consumer runs through its ``adapter``, else the built-in adapter
+of a function in its ``calls`` (FlashInfer's merges), else the ``--adapter`` the user names.
+
+Code named in a record runs only when the user allows it: the built-in adapter modules run as
+shipped; any other module named by a record (catalog or ``--file``) needs ``--allow-adapter
+MODULE`` (the module or a package above it). ``--adapter`` on the command line is the user's own
+choice and needs nothing more. The allowlist is enforced by the library
+(:mod:`attn_contracts.backends.runner`), this command only says which modules it holds.
+
+Something the run needs that is not there — torch (the kernels extra), a library an adapter
+requires (FlashInfer), the ``--device`` — is a usage error (exit 2) unless ``--skip-unavailable``
+makes it a skip. The judgement is torch-free (:mod:`attn_contracts.verify`); running needs the
+kernels extra and is imported only when a run is asked for.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 from dataclasses import asdict
 from datetime import date
 from pathlib import Path
+from typing import Any
 
-from attn_contracts.cli import verify_consumer
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_table
+from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import Registry, UnknownRecordError
-from attn_contracts.sources import read_file, split_roles
-from attn_contracts.verify import VerifyResult, describe
+from attn_contracts.sources import AnyRecord, read_file
+from attn_contracts.verify import VerifyResult, describe, describe_consumer
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "result_json", "run", "table_rows", "verdict", "verify_all"]
+
+_KERNELS_HINT = "pip install 'attn-contracts[kernels]'"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,12 +55,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="verify records from this TOML/JSON file instead of the catalog")
     p.add_argument("--device", default="cpu", type=_device, help="cpu, cuda or cuda:N")
     p.add_argument("--skip-unavailable", action="store_true",
-                   help="a --device that is not there skips every record (default: exit 2)")
+                   help="skip what cannot run here (no torch, a missing library, a --device that "
+                        "is not there) instead of exiting 2")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--update", metavar="F", type=Path,
                    help="write the observed facts and today's date into this JSON records file")
-    verify_consumer.add_arguments(p)  # --consumer and its flags
+    p.add_argument("--consumer", action="store_true",
+                   help="verify consumer records (combine functions) instead of producers")
+    p.add_argument("--adapter", metavar="MODULE:ATTR",
+                   help="with --consumer: run the named consumers through this adapter")
+    p.add_argument("--allow-adapter", action="append", default=[], metavar="MODULE",
+                   help="allow adapters named by records in this module (or package); repeatable")
+    p.add_argument("--probe-limits", action=argparse.BooleanOptionalAction, default=None,
+                   help="with --consumer: run the launch-limit probe (default: CUDA functions)")
 
 
 def _device(text: str) -> str:
@@ -45,30 +77,174 @@ def _device(text: str) -> str:
     return text
 
 
-def _records(args: argparse.Namespace) -> tuple[list[CapabilityRecord], list[Finding]]:
+# --- which records ------------------------------------------------------------------------------
+def _pool(args: argparse.Namespace) -> tuple[list[AnyRecord], list[Finding]]:
+    """The records of ``--file``, else the catalog (and, for consumers, the project's plans)."""
     if args.file:
-        pool: list[CapabilityRecord] = []
+        pool: list[AnyRecord] = []
         bad: list[Finding] = []
         for f in args.file:
             recs, found = read_file(f)
-            pool += split_roles(recs)[0]
+            pool += recs
             bad += found
-    else:
-        pool, bad = Registry().records(), []
+        return pool, bad
+    if not args.consumer:
+        return list(Registry().records()), []
+    try:
+        from attn_contracts.backends.plan_consumers import plan_consumer_records
+    except ImportError as err:  # the plans' records need torch; the catalog's do not
+        if not args.skip_unavailable:
+            raise UsageError(f"needs torch, {_KERNELS_HINT} ({err}) (--skip-unavailable skips "
+                             "every record instead)") from err
+        return list(Registry().consumers()), []
+    return [*Registry().consumers(), *plan_consumer_records()], []
+
+
+def _select(args: argparse.Namespace) -> tuple[list[AnyRecord], list[Finding]]:
+    """The records of the wanted role that the names pick: the exact name, else every call-mode
+    variant of it (``NAME+...``); an unknown name is ``AC013`` (exit 2)."""
+    kind = ConsumerRecord if args.consumer else CapabilityRecord
+    everything, bad = _pool(args)
+    pool = [r for r in everything if isinstance(r, kind)]
     if args.all or (args.file and not args.names):  # --file alone: the records of the files
         return pool, bad
-    by_name = {r.name: r for r in pool}
-    missing = [n for n in args.names if n not in by_name]
+    chosen: list[AnyRecord] = []
+    missing = []
+    for name in args.names:
+        hits = ([r for r in pool if r.name == name]
+                or [r for r in pool if r.name.startswith(name + "+")])
+        missing += [] if hits else [name]
+        chosen += [r for r in hits if r not in chosen]
     if missing:
-        known = ", ".join(sorted(by_name)) or "(none)"
-        raise UnknownRecordError([Finding(Code.AC013, missing[0], f"unknown record(s) "
+        what = "consumer record" if args.consumer else "record"
+        known = ", ".join(sorted(r.name for r in pool)) or "(none)"
+        raise UnknownRecordError([Finding(Code.AC013, missing[0], f"unknown {what}(s) "
                                           f"{', '.join(missing)}; known: {known}",
-                                          found=missing[0], allowed=known)], "unknown record")
-    return [by_name[n] for n in args.names], bad
+                                          found=missing[0], allowed=known)], f"unknown {what}")
+    return chosen, bad
 
 
-def _update_file(path: Path, results: list[VerifyResult],
-                 records: dict[str, CapabilityRecord], device: str) -> int:
+# --- running ------------------------------------------------------------------------------------
+def _unavailable(args: argparse.Namespace, records: list[AnyRecord],
+                 reason: str) -> list[VerifyResult[Any]]:
+    """Something every run needs is not there: exit 2, or a skip of every record if asked."""
+    if not args.skip_unavailable:
+        raise UsageError(f"{reason} (--skip-unavailable skips every record instead)")
+    return [VerifyResult(r.name, "skipped", f"skipped: {reason}", unavailable=True)
+            for r in records]
+
+
+def _results(args: argparse.Namespace, records: list[AnyRecord]) -> list[VerifyResult[Any]]:
+    try:  # torch only now: a missing kernels extra is a usage error with the hint
+        from attn_contracts.backends.adapter import BUILTIN_ADAPTERS, device_unavailable
+        from attn_contracts.backends.runner import verify_consumer, verify_record
+    except ImportError as err:
+        return _unavailable(args, records, f"needs torch, {_KERNELS_HINT} ({err})")
+    missing = device_unavailable(args.device)
+    if missing:
+        return _unavailable(args, records, f"--device {args.device}: {missing}")
+    # The trust boundary: a records file is data, so its adapters run only from modules the user
+    # named; the adapters this project ships are always allowed, and so is the user's --adapter.
+    allow = [BUILTIN_ADAPTERS, *args.allow_adapter,
+             *([args.adapter.partition(":")[0]] if args.adapter else [])]
+    results: list[VerifyResult[Any]] = [
+        verify_consumer(r, args.adapter, device=args.device, seed=args.seed,
+                        probe_limits=args.probe_limits, allow_adapters=allow)
+        if isinstance(r, ConsumerRecord) else
+        verify_record(r, device=args.device, seed=args.seed, allow_adapters=allow)
+        for r in records]
+    gone = next((r for r in results if r.unavailable), None)
+    if gone is not None and not args.skip_unavailable:
+        raise UsageError(f"{gone.name}: {gone.reason.removeprefix('skipped: ')}, so it was not "
+                         "verified (install it, or --skip-unavailable skips such records)")
+    return results
+
+
+def verify_all(args: argparse.Namespace) -> tuple[list[AnyRecord], dict[str, str | None],
+                                                  list[VerifyResult[Any]], list[Finding]]:
+    """Select, run (through the library's trust boundary), collect the findings; the CLI and
+    the H200 script share this. Also: each record's adapter path, for reports."""
+    if not args.names and not args.all and not args.file:
+        what = "consumer records" if args.consumer else "records"
+        raise UsageError(f"name {what}, pass --all, or pass --file F")
+    records, bad = _select(args)
+    results = _results(args, records)
+    paths = {r.name: (args.adapter or _adapter_path(r)) for r in records}
+    return records, paths, results, bad + [f for r in results for f in r.findings]
+
+
+def _adapter_path(record: AnyRecord) -> str | None:
+    if isinstance(record, ConsumerRecord):
+        try:
+            from attn_contracts.backends.adapter import adapter_path_for
+        except ImportError:
+            return record.adapter
+        path: str | None = adapter_path_for(record)
+        return path
+    return record.adapter
+
+
+# --- output -------------------------------------------------------------------------------------
+def _jsonable(x: Any) -> Any:
+    """JSON (RFC 8259) has no inf/NaN: non-finite floats become strings."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    return x
+
+
+def result_json(r: VerifyResult[Any], adapter: str | None) -> dict[str, Any]:
+    doc: dict[str, Any] = _jsonable({
+        "name": r.name, "status": r.status, "reason": r.reason, "adapter": adapter,
+        "declared": r.declared, "observed": asdict(r.observed) if r.observed else None,
+        "notes": r.notes, "seconds": r.seconds, "findings": [f.to_json() for f in r.findings]})
+    return doc
+
+
+def verdict(r: VerifyResult[Any]) -> str:
+    if r.status == "skipped":
+        return r.reason
+    if r.status == "match":
+        return "ok" + (f" ({len(r.notes)} note(s))" if r.notes else "")
+    return "DIFFERS: " + ", ".join(dict.fromkeys(f.field for f in r.findings))
+
+
+def table_rows(results: list[VerifyResult[Any]],
+               records: dict[str, AnyRecord]) -> list[list[str]]:
+    rows = []
+    for r in results:
+        rec = records[r.name]
+        if isinstance(rec, ConsumerRecord):
+            rows.append([r.name, describe_consumer(r.declared or None, rec),
+                         describe_consumer(r.observed), verdict(r)])
+        else:
+            rows.append([r.name, describe(r.declared or None), describe(r.observed), verdict(r)])
+    return rows
+
+
+def _print_text(args: argparse.Namespace, results: list[VerifyResult[Any]],
+                records: dict[str, AnyRecord], findings: list[Finding]) -> None:
+    title = "verify --consumer" if args.consumer else "verify"
+    print_table(f"{title} on {args.device}", ["consumer" if args.consumer else "record",
+                                              "declared", "observed", "verdict"],
+                table_rows(results, records))
+    for f in findings:
+        print(f.render())
+    for r in results:
+        for note in r.notes:
+            print(f"note {r.name}: {note}")
+    ran = sum(r.observed is not None for r in results)  # an adapter that never ran verified nothing
+    skipped = sum(r.status == "skipped" for r in results)
+    failed = len(results) - ran - skipped
+    print(f"{ran} verified, {skipped} skipped, " + (f"{failed} could not run, " if failed else "")
+          + f"{len(findings)} finding(s)")
+
+
+def _update_file(path: Path, results: list[VerifyResult[Any]],
+                 records: dict[str, AnyRecord], device: str) -> int:
     if path.suffix != ".json":
         raise UsageError(f"--update writes JSON; {path} does not end in .json")
     stamp = f"attn-contracts verify --device {device} on {date.today().isoformat()}"
@@ -87,65 +263,27 @@ def _update_file(path: Path, results: list[VerifyResult],
         data.update(evidence="measured", verified=stamp)
         out.append(data)
     try:
-        path.write_text(json.dumps(out, indent=2) + "\n")
+        path.write_text(json.dumps(out, indent=2, allow_nan=False) + "\n")
     except OSError as err:
         raise UsageError(f"cannot write {path}: {err.strerror or err}") from err
     return len(out)
 
 
-def _print_text(device: str, results: list[VerifyResult], findings: list[Finding]) -> None:
-    print_table(f"verify on {device}", ["record", "declared", "observed", "verdict"], [
-        [r.name, describe(r.declared or None), describe(r.observed),
-         r.reason if r.status == "skipped" else
-         ("ok" if r.status == "match" else "DIFFERS: " + ", ".join(f.field for f in r.findings))]
-        for r in results])
-    for f in findings:
-        print(f.render())
-    ran = sum(r.observed is not None for r in results)  # an adapter that never ran verified nothing
-    skipped = sum(r.status == "skipped" for r in results)
-    failed = len(results) - ran - skipped
-    print(f"{ran} verified, {skipped} skipped, " + (f"{failed} could not run, " if failed else "")
-          + f"{len(findings)} finding(s)")
-
-
-def _results(args: argparse.Namespace, records: list[CapabilityRecord]) -> list[VerifyResult]:
-    try:  # torch only now: a missing kernels extra is a skip with the hint, never a finding
-        from attn_contracts.backends.adapter import BUILTIN_ADAPTERS, device_unavailable
-        from attn_contracts.backends.runner import verify_record
-    except ImportError as err:
-        reason = f"skipped: needs torch, pip install 'attn-contracts[kernels]' ({err})"
-        return [VerifyResult(r.name, "skipped", reason) for r in records]
-    missing = device_unavailable(args.device)
-    if missing and not args.skip_unavailable:
-        raise UsageError(f"--device {args.device}: {missing} (--skip-unavailable skips every "
-                         "record instead)")
-    if missing:
-        return [VerifyResult(r.name, "skipped", f"skipped: {missing}") for r in records]
-    # The trust boundary: a records file is data, so its adapters run only from modules the user
-    # named; the adapters this project ships are always allowed.
-    allow = [BUILTIN_ADAPTERS, *args.allow_adapter]
-    return [verify_record(r, device=args.device, seed=args.seed, allow_adapters=allow)
-            for r in records]
-
-
 def run(args: argparse.Namespace) -> int:
-    if args.consumer:
-        return verify_consumer.run(args)
-    if args.adapter:
+    if args.consumer and args.update:
+        raise UsageError("--update writes producer records; it does not take --consumer")
+    if args.adapter and not args.consumer:
         raise UsageError("--adapter runs consumers; pass --consumer")
-    if not args.names and not args.all and not args.file:
-        raise UsageError("name records, pass --all, or pass --file F")
-    records, bad = _records(args)
-    results = _results(args, records)
-    findings = bad + [f for r in results for f in r.findings]
+    records, paths, results, findings = verify_all(args)
+    by_name = {r.name: r for r in records}
     if args.format == "json":
-        print(json.dumps({"ok": not findings, "results": [
-            {"name": r.name, "status": r.status, "reason": r.reason, "declared": r.declared,
-             "observed": asdict(r.observed) if r.observed else None, "seconds": r.seconds,
-             "findings": [f.to_json() for f in r.findings]} for r in results]}, indent=2))
+        print(json.dumps({"ok": not findings, "results": [result_json(r, paths[r.name])
+                                                          for r in results],
+                          "findings": [f.to_json() for f in findings]},
+                         indent=2, allow_nan=False))
     else:
-        _print_text(args.device, results, findings)
+        _print_text(args, results, by_name, findings)
     if args.update:
-        n = _update_file(args.update, results, {r.name: r for r in records}, args.device)
+        n = _update_file(args.update, results, by_name, args.device)
         print(f"wrote {n} record(s) to {args.update}")
     return EXIT_FINDINGS if findings else EXIT_OK

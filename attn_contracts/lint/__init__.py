@@ -57,7 +57,13 @@ from attn_contracts.lint.knowledge import (
 )
 from attn_contracts.lint.rules import class_findings, could_fire, tree_findings
 from attn_contracts.records import CapabilityRecord
-from attn_contracts.sources import AnyRecord, split_roles
+from attn_contracts.sources import (
+    AnyRecord,
+    FileReadError,
+    looks_like_records,
+    parse_document,
+    split_roles,
+)
 
 __all__ = ["MAX_FILE_BYTES", "Knowledge", "LintConfig", "add_arguments", "exit_code",
            "knowledge_for", "lint_paths", "main", "run", "sarif", "statistics", "worker_count"]
@@ -136,13 +142,14 @@ def _lint_toml(path: Path, text: str, cfg: LintConfig, records: list[AnyRecord])
     if path.name == "pyproject.toml":
         return []
     listed = str(path.resolve()) in {str(Path(f).resolve()) for f in cfg.record_files}
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        if not listed and not _RECORD_TABLE.search(text):
+    try:  # the one reader of record documents (nesting bound included)
+        doc = parse_document(path, text)
+    except FileReadError as err:
+        if not listed and not looks_like_records(text):
             return []
-        return [Finding(Code.AC000, path.name, f"not valid TOML: {err}",
-                        location=f"{path}:{getattr(err, 'lineno', 1)}:{getattr(err, 'colno', 1)}")]
+        cause = err.__context__ if isinstance(err.__context__, tomllib.TOMLDecodeError) else None
+        return [Finding(Code.AC000, path.name, str(err).removeprefix(f"{path}: "),
+                        location=f"{path}:{getattr(cause, 'lineno', 1)}:{getattr(cause, 'colno', 1)}")]
     if not (listed or is_record_document(doc)):
         return []
     producers, consumers, findings = read_record_document(doc, str(path), text)
@@ -150,7 +157,6 @@ def _lint_toml(path: Path, text: str, cfg: LintConfig, records: list[AnyRecord])
     return findings
 
 
-_RECORD_TABLE = re.compile(r"^\s*\[\[\s*(record|records|consumer)\s*\]\]", re.MULTILINE)
 
 
 def _parse(path: Path, text: str) -> ast.Module:

@@ -12,8 +12,6 @@ feed the literal-base rule (``AC003``) and nothing else.
 from __future__ import annotations
 
 import ast
-import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,44 +22,27 @@ from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
 from attn_contracts.findings import Code, Finding
 from attn_contracts.identity import in_range
 from attn_contracts.records import CapabilityRecord
-from attn_contracts.sources import parse_record
+from attn_contracts.sources import (
+    RECORD_TABLES,
+    FileReadError,
+    is_record_document,
+    read_file,
+    records_of,
+    split_roles,
+)
 
 __all__ = ["Consumer", "Knowledge", "Producer", "call_literals", "is_record_document",
            "read_record_document"]
 
-RECORD_KEYS = ("record", "records", "consumer", "consumers")
-
-
-def is_record_document(doc: dict[str, Any]) -> bool:
-    """A TOML document is a record file iff it holds a ``record``/``consumer`` table array."""
-    return any(isinstance(doc.get(k), list) and doc[k] and all(isinstance(e, dict) for e in doc[k])
-               for k in RECORD_KEYS)
+RECORD_KEYS = RECORD_TABLES
 
 
 def read_record_document(doc: dict[str, Any], path: str, text: str = "",
                          ) -> tuple[list[CapabilityRecord], list[ConsumerRecord], list[Finding]]:
     """Every producer and consumer record of one parsed TOML document; bad ones are findings
-    located at their ``name = ...`` line."""
-    lines = text.splitlines()
-    producers: list[CapabilityRecord] = []
-    consumers: list[ConsumerRecord] = []
-    findings: list[Finding] = []
-    tables = doc if is_record_document(doc) else {"record": [doc]}  # a file of one bare record
-    for key in RECORD_KEYS:
-        entries = tables.get(key)
-        for raw in entries if isinstance(entries, list) else ():
-            role = key.startswith("consumer")
-            recs, found = parse_record({"role": "consumer", **raw} if role and isinstance(raw, dict)
-                                       else raw)
-            producers += [r for r in recs if isinstance(r, CapabilityRecord)]
-            consumers += [r for r in recs if isinstance(r, ConsumerRecord)]
-            name = raw.get("name") if isinstance(raw, dict) else None
-            line = next((i + 1 for i, s in enumerate(lines) if isinstance(name, str)
-                         and re.match(rf'\s*name\s*=\s*"{re.escape(name)}"', s)), 1)
-            findings += [Finding(f.code, f.subject, f"{'consumer' if role else 'record'}"
-                                 f" {f.subject}: {f.message}", hint=f.hint, field=f.field, found=f.found,
-                                     allowed=f.allowed,
-                                 location=f"{path}:{line}:1") for f in found]
+    located at their ``name = ...`` line (the one reader, :func:`attn_contracts.sources.records_of`)."""
+    recs, findings = records_of(doc, path=path, text=text, label=True)
+    producers, consumers = split_roles(recs)
     return producers, consumers, findings
 
 
@@ -236,20 +217,22 @@ def call_literals(call: ast.Call) -> dict[str, str]:
 
 def load_project_records(files: Iterable[str]) -> tuple[list[CapabilityRecord],
                                                          list[ConsumerRecord], list[Finding]]:
-    """The records of the files ``record-files`` names (a missing file is one AC000)."""
+    """The records of the files ``record-files`` names, through the one guarded reader (a FIFO,
+    an oversized or missing file is one AC000); a bad record in them is a finding at its line,
+    never a silent drop from the flow rules."""
     producers: list[CapabilityRecord] = []
     consumers: list[ConsumerRecord] = []
     findings: list[Finding] = []
     for f in files:
         p = Path(f)
         try:
-            text = p.read_text(encoding="utf-8")
-            doc = tomllib.loads(text)
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+            recs, found = read_file(p, label=True)
+        except FileReadError as err:
             findings.append(Finding(Code.AC000, p.name, f"record file named in record-files "
                                     f"cannot be read: {err}", location=f"{p}:1:1"))
             continue
-        prods, cons, _ = read_record_document(doc, str(p), text)
+        prods, cons = split_roles(recs)
         producers += prods
         consumers += cons
+        findings += found
     return producers, consumers, findings

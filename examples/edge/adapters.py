@@ -6,7 +6,7 @@ from typing import Any
 
 import mylib
 
-from attn_contracts.backends.consumer_adapter import ConsumerAdapter
+from attn_contracts.backends.adapter import ConsumerAdapter
 
 
 def _run(o: Any, lse: Any) -> tuple[Any, Any]:

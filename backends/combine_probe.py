@@ -1,5 +1,5 @@
-"""The consumer verifier's runner: feed a combine function partial states whose true LSE is known,
-and infer what it assumes.
+"""What a combine function really assumes: feed it partial states whose true LSE is known, and
+infer its base, layout, empty-row policy and launch limit.
 
 Probes (all on ``T = H = 4``, so an ``[H, T]`` and a ``[T, H]`` reading are both shape-valid and
 differ in value; ``N = 2`` for a two-argument merge, else 3; fresh random partials, |lse| ≈ 3):
@@ -22,7 +22,8 @@ differ in value; ``N = 2`` for a two-argument merge, else 3; fresh random partia
    with a separate many-states path (FlashInfer's ``merge_states`` for ``N ≥ T``) takes its
    per-token-block path, which is the bounded one.
 
-The judgement is :func:`attn_contracts.verify_consumer.compare_consumer`.
+Loading, trust and the judgement are shared with producers (:mod:`attn_contracts.backends.runner`,
+:func:`attn_contracts.verify.compare_consumer`); only the observation is here.
 """
 
 from __future__ import annotations
@@ -33,34 +34,24 @@ import math
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from attn_contracts.backends.consumer_adapter import ConsumerAdapter, resolve_consumer_adapter
+from attn_contracts.backends.adapter import ConsumerAdapter, load_adapter
+from attn_contracts.backends.problem import tolerance
 from attn_contracts.combine.reference import merge_reference
 from attn_contracts.consumer import ConsumerRecord, FixedBase
-from attn_contracts.findings import Code, Finding, error_text
-from attn_contracts.verify_consumer import (
-    ConsumerObserved,
-    ConsumerVerifyResult,
-    LimitProbe,
-    compare_consumer,
-    conservative_notes,
-    declared_consumer,
-    predicted_max_heads,
-)
+from attn_contracts.findings import error_text
+from attn_contracts.verify import ConsumerObserved, LimitProbe, predicted_max_heads
 
-__all__ = ["MAX_LAUNCHES", "probe_limit", "verify_consumer"]
+__all__ = ["MAX_LAUNCHES", "observe_combine", "probe_limit", "version_skip"]
 
 LOG2E = 1.0 / math.log(2.0)
 T = H = 4  # square, so both layout readings are shape-valid
-# Max |out − reference| accepted, by partial dtype (output rounding dominates; a wrong base or
-# layout moves the output by O(0.1)).
-_OUT_TOL = {"float32": 1e-4, "float16": 8e-3, "bfloat16": 4e-2}
-_LSE_TOL = 2e-2
+# a merged LSE comes back in fp32 (relative to 1 + |lse|)
+_LSE_TOL = tolerance("float32").lse
 MAX_LAUNCHES = 10
 _PROBE_HEADS = (4, 8, 16, 32, 64, 128, 256)
 _CHILD_TIMEOUT_S = 300.0  # the first launch may JIT-compile (FlashInfer: 15-25 s on an H200)
@@ -135,7 +126,7 @@ class _Runner:
         lse_dtypes = record.lse.dtypes
         self.lse_dtype: torch.dtype = getattr(
             torch, "float32" if "float32" in lse_dtypes else lse_dtypes[0])
-        self.tol = _OUT_TOL.get(adapter.dtype, 4e-2)
+        self.tol = tolerance(adapter.dtype).out
         self.errors: list[str] = []  # what raised, for the result's reason
 
     def calls(self) -> list[tuple[str, dict[str, Any]]]:
@@ -154,7 +145,9 @@ class _Runner:
                                                      self.device), **kwargs)
             if self.device.startswith("cuda"):
                 torch.cuda.synchronize()
-        except Exception as err:  # a refusal of one reading is an observation, not a crash
+        except KeyboardInterrupt:
+            raise
+        except BaseException as err:  # a refusal of one reading is an observation, not a crash
             self.errors.append(error_text(err))
             return None
         return out, lse_out
@@ -248,6 +241,16 @@ def _observe_empty(r: _Runner, p: _Probe, base: str, layout: str, kwargs: dict[s
     return tuple(read), all_empty, nan_safe
 
 
+def observe_combine(record: ConsumerRecord, adapter: ConsumerAdapter, adapter_path: str, *,
+                    device: str, seed: int, probe_limits: bool | None
+                    ) -> tuple[ConsumerObserved, list[str]]:
+    """The observation, and what raised on the way (a refusal of one reading is an observation;
+    a function that raises on every call is the pipeline's to report)."""
+    r = _Runner(record, adapter, device, seed)
+    probe = adapter.wants_limit_probe() if probe_limits is None else probe_limits
+    return _observe(r, adapter_path, probe), r.errors
+
+
 def _observe(r: _Runner, adapter_path: str | None, probe_limits: bool) -> ConsumerObserved:
     p = _problem(r.n, T, H, r.d, r.dtype, r.seed)
     readings = {literal: _read_all(r, p, kwargs) for literal, kwargs in r.calls()}
@@ -284,7 +287,7 @@ def _probe_head_dim(record: ConsumerRecord) -> int:
 
 def _child(spec: dict[str, Any], heads: list[int]) -> list[tuple[int, bool, str]]:
     """Run the launches in a fresh interpreter; a launch that kills it counts as failed."""
-    code = ("import sys; from attn_contracts.backends.consumer_runner import _child_main; "
+    code = ("import sys; from attn_contracts.backends.combine_probe import _child_main; "
             "sys.exit(_child_main(sys.argv[1]))")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     arg = json.dumps(dict(spec, heads=heads))
@@ -305,7 +308,7 @@ def _child(spec: dict[str, Any], heads: list[int]) -> list[tuple[int, bool, str]
 def _child_main(arg: str) -> int:
     """In the child: one launch per head count, stop at the first that fails."""
     spec = json.loads(arg)
-    adapter = resolve_consumer_adapter(spec["adapter"])
+    adapter = load_adapter(spec["adapter"], ConsumerAdapter)  # the parent checked the allowlist
     dtype = getattr(torch, spec["dtype"])
     for h in spec["heads"]:
         p = _problem(spec["n"], spec["t"], h, spec["head_dim"], dtype, spec["seed"])
@@ -318,7 +321,7 @@ def _child_main(arg: str) -> int:
             if spec["device"].startswith("cuda"):
                 torch.cuda.synchronize()
             err = _err(out, p.ref_out)
-            ok = err <= _OUT_TOL.get(spec["dtype"], 4e-2)
+            ok = err <= tolerance(spec["dtype"]).out
             detail = "" if ok else f"launched but merged wrongly (max |error| {err:.3g})"
         except Exception as e:  # the launch failure is the measurement
             ok, detail = False, f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
@@ -360,7 +363,7 @@ def probe_limit(record: ConsumerRecord, adapter_path: str, *, device: str, dtype
 
 
 # --- one record ----------------------------------------------------------------------------------
-def _version_skip(record: ConsumerRecord) -> str | None:
+def version_skip(record: ConsumerRecord) -> str | None:
     """Skip a record whose ``library_version`` excludes the installed library."""
     if not record.library_version:
         return None
@@ -377,42 +380,6 @@ def _version_skip(record: ConsumerRecord) -> str | None:
         except metadata.PackageNotFoundError:
             continue
         if version not in SpecifierSet(record.library_version, prereleases=True):
-            return f"skipped: {record.library} {version} is outside {record.library_version}"
+            return f"{record.library} {version} is outside {record.library_version}"
         return None
     return None
-
-
-def verify_consumer(record: ConsumerRecord, adapter_path: str | None, *, device: str = "cpu",
-                    seed: int = 0, probe_limits: bool | None = None) -> ConsumerVerifyResult:
-    """Run a consumer through its adapter and compare what it assumes with its record.
-    ``probe_limits``: run the launch-limit probe (None: as the adapter says)."""
-    start = time.perf_counter()
-    result = ConsumerVerifyResult(record.name, "skipped", declared=declared_consumer(record))
-    if adapter_path is None:
-        result.reason = "skipped: no adapter (a declarative record; pass --adapter MODULE:ATTR)"
-        return result
-    try:
-        adapter = resolve_consumer_adapter(adapter_path)
-    except (ImportError, AttributeError, TypeError) as err:
-        result.status = "differs"
-        result.reason = f"adapter {adapter_path} not loadable: {error_text(err)}"
-        result.findings = [Finding(Code.AC008, record.name, result.reason, field="adapter",
-                                   found=adapter_path)]
-        return result
-    reason = adapter.skip_reason(device) or _version_skip(record)
-    if reason:
-        result.reason = reason
-        return result
-    r = _Runner(record, adapter, device, seed)
-    probe = adapter.wants_limit_probe() if probe_limits is None else probe_limits
-    result.observed = obs = _observe(r, adapter_path, probe)
-    if not any(e != "raised" for e in obs.bases.values()):
-        result.status = "differs"
-        result.reason = f"adapter raised {r.errors[0] if r.errors else 'on every call'}"
-        result.findings = [Finding(Code.AC008, record.name, result.reason, field="run")]
-        return result
-    result.findings = compare_consumer(record, obs)
-    result.notes = conservative_notes(record, obs)
-    result.status = "differs" if result.findings else "match"
-    result.seconds = time.perf_counter() - start
-    return result
