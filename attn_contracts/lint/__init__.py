@@ -383,8 +383,7 @@ def sarif(findings: list[Finding]) -> dict[str, object]:
 
     codes = sorted({f.code for f in findings})
     index = {c: i for i, c in enumerate(codes)}
-    rules = [{"id": str(c), "name": c.name, "shortDescription": {"text": _CODE_TEXT.get(c, str(c))},
-              "helpUri": "https://github.com/attn-contracts/attn-contracts#finding-codes"}
+    rules = [{"id": str(c), "name": c.name, "shortDescription": {"text": _CODE_TEXT.get(c, str(c))}}
              for c in codes]
     results = []
     for f in findings:
@@ -397,8 +396,6 @@ def sarif(findings: list[Finding]) -> dict[str, object]:
                 "region": {"startLine": max(1, line), "startColumn": max(1, col)}}}]})
     return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
             "runs": [{"tool": {"driver": {"name": "attn-contracts", "version": __version__,
-                                          "informationUri":
-                                              "https://github.com/attn-contracts/attn-contracts",
                                           "rules": rules}},
                       "results": results}]}
 
