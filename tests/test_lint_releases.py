@@ -316,3 +316,29 @@ def test_a_dependency_the_tree_pins_picks_its_records(tmp_path: Path) -> None:
     assert "AC027" not in {c for _, _, c, _ in found(lint_paths([pkg]))}
     meta.write_text(meta.read_text().replace("0.6.13", "0.7.2.post1"))
     assert "AC027" in {c for _, _, c, _ in found(lint_paths([pkg]))}
+
+
+def test_a_combine_that_returns_its_merged_lse_is_a_producer(tmp_path: Path) -> None:
+    # FlashInfer's merge_state returns (v, s) with s base 2 (its consumer record's output)
+    out = run(tmp_path, {"eng.py": """
+    from flashinfer.cascade import merge_state
+    from vllm.v1.attention.ops.merge_attn_states import merge_attn_states
+
+
+    def step(out, va, sa, vb, sb, o2, l2):
+        v, s = merge_state(va, sa, vb, sb)
+        merge_attn_states(out, v, s, o2, l2)
+    """})
+    assert ("eng.py", 8, "AC023", "error") in found(out)
+    # "input": the merged LSE keeps the base the call selected (a base read from the backend:
+    # unknown, so nothing to say)
+    out = run(tmp_path / "in", {"eng.py": """
+    from vllm.v1.attention.ops.dcp import cp_lse_ag_out_rs
+    from vllm.v1.attention.ops.merge_attn_states import merge_attn_states
+
+
+    def step(out, o, lse, g, o2, l2, impl):
+        o, lse = cp_lse_ag_out_rs(o, lse, g, return_lse=True, is_lse_base_on_e=impl.base_e)
+        merge_attn_states(out, o, lse, o2, l2)
+    """}, versions={"vllm": "0.33.0"})
+    assert out == []

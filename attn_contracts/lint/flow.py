@@ -535,8 +535,10 @@ class _Frame:
             found = exact or found
         if len({c.lse_args for c in found}) == 1 and len({c.record for c in found}) > 1:
             records = {c.record: c for c in found}
+            returned = {c.returns_base for c in found}
             agreed = replace(found[0], record="", agreed=tuple(records.values()),
-                             keywords=tuple(sorted({k for c in found for k in c.keywords})))
+                             keywords=tuple(sorted({k for c in found for k in c.keywords})),
+                             returns_base=returned.pop() if len(returned) == 1 else None)
             if node is not None and name not in self.f.agreed_noted:  # once per name and file
                 self.f.agreed_noted.add(name)
                 self.f.report(
@@ -825,12 +827,20 @@ class _Frame:
 
     def consume(self, c: Consumer, call: Call, node: ast.Call, via: str) -> Value:
         base, forwarded = self.consumer_base(c, call, node, via=via)
+        read: set[str | None] = set()
         for spec in c.lse_args:
             arg = call.pos[int(spec)] if spec.isdigit() and int(spec) < len(call.pos) else \
                 call.kw.get(spec)
             if arg is not None and isinstance(arg.value, Lse):
                 self.use(arg.value, base, forwarded, c, node)
-        return None
+                read.add(arg.value.base)
+        if c.returns_base is None:
+            return None
+        # a combine that returns the merged LSE is a producer too: (out, lse), lse in its base
+        merged = c.returns_base if c.returns_base in ("2", "e") else (
+            base if base is not None else (read.pop() if len(read) == 1 else None))
+        return Tup(((1, Lse(f"merged:{node.lineno}:{node.col_offset}", merged,
+                            f"the merged LSE of {c.label} (line {node.lineno})")),))
 
     def use(self, lse: Lse, base: str | None, forwarded: str | None, c: Consumer,
             node: ast.AST) -> None:

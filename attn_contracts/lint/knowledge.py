@@ -58,6 +58,9 @@ class Consumer:
     keywords: tuple[str, ...]  # keywords that carry the base
     #: records of one name that disagree (version unknown): the rules use what they agree on
     agreed: tuple[Consumer, ...] = ()
+    #: the merged LSE it returns (second in its result): "2", "e", "input" (the base it read), or
+    #: None (no LSE returned)
+    returns_base: str | None = None
 
     @property
     def last(self) -> str:
@@ -162,7 +165,9 @@ class Knowledge:
                 if not in_range(call.versions, have.get(rec.library)):
                     continue
                 kws = (rec.base.keyword,) if isinstance(rec.base, KeywordBase) else ()
-                k.add_consumer(Consumer(call.function, rec.name, call.lse_args, rec.base, kws))
+                k.add_consumer(Consumer(call.function, rec.name, call.lse_args, rec.base, kws,
+                                        returns_base=rec.output.lse_base
+                                        if rec.output.returns_lse else None))
         for prod in producers:
             base = prod.lse_base
             if base is None or not in_range(prod.library_version, have.get(prod.library)):
