@@ -276,7 +276,7 @@ def resolve_call_base(record: CapabilityRecord, call: Mapping[str, object],
     """The record with the LSE base the engine's call chooses (``call``: the keyword arguments
     the engine passes its kernel, as Python values: ``{"backend": "auto", "return_lse_base":
     None}``). A record whose calls choose no base is returned as it is; a call that leaves the
-    base to run-time dispatch is ``AC027``, naming what to pass."""
+    base to run-time dispatch is ``AC028``, naming what to pass."""
     chosen = next((c.base for c in record.calls if c.base is not None), None)
     if chosen is None or not isinstance(record.lse, LseSpec):
         return record, []
@@ -286,7 +286,7 @@ def resolve_call_base(record: CapabilityRecord, call: Mapping[str, object],
         given = ", ".join(f"{k}={literals.get(k, 'omitted')}"
                           for k in (chosen.keyword, chosen.default_by) if k)
         return record, [Finding(
-            Code.AC027, record.name,
+            Code.AC028, record.name,
             f"{record.name}: the call leaves its LSE base to dispatch ({given}): the kernel picked "
             f"at run time returns base {' or '.join(chosen.bases())}, and the combine cannot be "
             "planned for both", hint=f"select an explicit base for stable units: pass "

@@ -154,7 +154,7 @@ def check_startup(
     ``records``, as ``validate --no-builtin`` wants). ``producer_call``: the keyword arguments
     the engine passes the backend's kernel (Python values); a record whose base the call chooses
     (``return_lse_base``) gets that base, and a call that leaves it to run-time dispatch is
-    ``AC027``."""
+    ``AC028``."""
     try:
         typed = _setting(setting)
     except ValidationError as err:
@@ -219,7 +219,7 @@ def validate_startup(
     on tiny inputs (on ``device``) and compare what it returns with its record (``AC008``).
     ``producer_call``: the keyword arguments the engine passes its kernel (``{"backend":
     "auto", "return_lse_base": "basee"}``); where the record's call chooses the base from them,
-    the returned record carries that base, and a base left to dispatch is ``AC027``.
+    the returned record carries that base, and a base left to dispatch is ``AC028``.
     Returns the chosen backend's record (None when no backend was named).
     """
     if dcp_world_size is not None:

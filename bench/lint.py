@@ -81,7 +81,7 @@ def _timed(paths: list[Path], repeats: int, jobs: int, knowledge: Knowledge | No
     walls, cpus, found = [], [], 0
     for _ in range(repeats):
         cpu0, wall0 = _cpu(), time.perf_counter()
-        # notes (AC028: records of an unknown release agree) are information, not findings
+        # notes (AC029: records of an unknown release agree) are information, not findings
         found = sum(f.severity != "note" for f in lint_paths(paths, jobs=jobs, knowledge=knowledge))
         walls.append(time.perf_counter() - wall0)
         cpus.append(_cpu() - cpu0)

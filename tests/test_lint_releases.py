@@ -194,7 +194,7 @@ def test_records_that_disagree_use_what_they_agree_on_and_say_so(tmp_path: Path)
         return cp_lse_ag_out_rs(o, lse, g, is_lse_base_on_e=impl.base)
     """})
     codes = {(f.code, f.severity) for f in out}
-    assert (Code.AC028, Severity.NOTE) in codes and not any(
+    assert (Code.AC029, Severity.NOTE) in codes and not any(
         f.severity is Severity.ERROR for f in out)
     out = run(tmp_path / "omit", {"old.py": (tmp_path / "old.py").read_text().replace(
         ", is_lse_base_on_e=impl.base", "")})
@@ -207,9 +207,9 @@ MLA = "from flashinfer.decode import trtllm_batch_decode_with_kv_cache_mla as de
 
 
 @pytest.mark.parametrize(("args", "codes"), [
-    ("return_lse=True", {("AC027", "warning")}),  # backend="auto", base unset: dispatch
-    ("return_lse=True, backend='auto', return_lse_base=None", {("AC027", "warning")}),
-    ("return_lse=True, **kw", {("AC027", "warning")}),  # a local dict that never names it
+    ("return_lse=True", {("AC028", "warning")}),  # backend="auto", base unset: dispatch
+    ("return_lse=True, backend='auto', return_lse_base=None", {("AC028", "warning")}),
+    ("return_lse=True, **kw", {("AC028", "warning")}),  # a local dict that never names it
     ("return_lse=True, return_lse_base='basee'", set()),
     ("return_lse=True, backend='cute-dsl'", set()),  # cute-dsl: natural log by default
     ("return_lse=True, return_lse_base=self.base", set()),  # read from the backend: trusted
@@ -268,9 +268,9 @@ def test_a_wrapper_run_feeding_a_natural_log_merge_is_an_error(tmp_path: Path) -
     ({"backend": "cute-dsl"}, "e", []),
     ({"backend": "auto", "return_lse_base": "basee"}, "e", []),
     ({"backend": "sparse", "return_lse_base": "base2"}, "2", []),
-    ({"backend": "auto"}, None, ["AC027"]),
-    ({}, None, ["AC027"]),  # backend defaults to "auto"
-    ({"backend": "auto", "return_lse_base": None}, None, ["AC027"]),
+    ({"backend": "auto"}, None, ["AC028"]),
+    ({}, None, ["AC028"]),  # backend defaults to "auto"
+    ({"backend": "auto", "return_lse_base": None}, None, ["AC028"]),
 ])
 def test_startup_resolves_the_base_the_call_chooses(call: dict[str, object], base: str | None,
                                                     codes: list[str]) -> None:
@@ -313,9 +313,9 @@ def test_a_dependency_the_tree_pins_picks_its_records(tmp_path: Path) -> None:
     assert tree_versions([pkg]) == {"vllm": "0.25.0", "flashinfer": "0.6.13"}
     (pkg / "mla.py").write_text(MLA + "def f(q, kv, ws):\n    return decode(q, kv, ws, 1, 2, 3, "
                                 "None, None, 4, return_lse=True)\n")
-    assert "AC027" not in {c for _, _, c, _ in found(lint_paths([pkg]))}
+    assert "AC028" not in {c for _, _, c, _ in found(lint_paths([pkg]))}
     meta.write_text(meta.read_text().replace("0.6.13", "0.7.2.post1"))
-    assert "AC027" in {c for _, _, c, _ in found(lint_paths([pkg]))}
+    assert "AC028" in {c for _, _, c, _ in found(lint_paths([pkg]))}
 
 
 def test_a_combine_that_returns_its_merged_lse_is_a_producer(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ breaking its schema, ``AC000`` a file that cannot be read (not a regular file, o
 :data:`MAX_FILE_BYTES`, undecodable) or parsed or analysed (nested too deeply); the flow rules
 (:mod:`attn_contracts.lint.flow`): ``AC003`` through partial/alias/wrapper/``**kwargs``,
 ``AC021`` a defaulted base parameter, ``AC022`` an omitted base keyword, ``AC023`` one LSE read
-in two bases, ``AC027`` a producer call that leaves its base to dispatch, ``AC028`` records that
+in two bases, ``AC028`` a producer call that leaves its base to dispatch, ``AC029`` records that
 disagree for an unknown release (a note). ``# noqa: AC003`` silences one line. Every finding has a
 severity (error, warning, note) in every format (text, JSON, GitHub, SARIF 2.1.0). Exit codes: 0
 no error (warnings and notes do not count, unless ``--warnings-as-errors``; ``--exit-zero``: always

@@ -42,7 +42,7 @@ _LN2 = math.log(2)
 #: or an omitted keyword may well be right (a warning); what the linter merely tells is a note
 _SEVERITY = {Code.AC003: Severity.WARNING, Code.AC021: Severity.WARNING,
              Code.AC022: Severity.WARNING, Code.AC023: Severity.ERROR,
-             Code.AC027: Severity.WARNING, Code.AC028: Severity.NOTE}
+             Code.AC028: Severity.WARNING, Code.AC029: Severity.NOTE}
 _LOG2E = 1 / math.log(2)
 
 
@@ -542,7 +542,7 @@ class _Frame:
             if node is not None and name not in self.f.agreed_noted:  # once per name and file
                 self.f.agreed_noted.add(name)
                 self.f.report(
-                    Code.AC028, node, name,
+                    Code.AC029, node, name,
                     f"{name}: consumer records {', '.join(sorted(records))} disagree on its "
                     "base and the linted tree's version does not pick one: only what they "
                     "agree on is used", "set [tool.attn-contracts] versions = { <library> = "
@@ -869,7 +869,7 @@ class _Frame:
         return Tup(((p.lse_index, lse),))
 
     def call_base(self, p: Producer, cb: CallBase, call: Call, node: ast.Call) -> str | None:
-        """The base a call chooses (AC027 where it leaves it to dispatch). An argument read
+        """The base a call chooses (AC028 where it leaves it to dispatch). An argument read
         from an expression is trusted; a ``**dict`` built in this function that never names
         the keyword does not pass it."""
         given = {k: (_text(a.node) if isinstance(a.node, ast.Constant) else "<expr>")
@@ -887,7 +887,7 @@ class _Frame:
                 f", {cb.default_by}={shown}"
         chosen = "not passed" if cb.keyword not in given else f"= {given[cb.keyword]}"
         self.f.report(
-            Code.AC027, node, p.last,
+            Code.AC028, node, p.last,
             f"{p.last}(...) returns an LSE but leaves its base to dispatch ({cb.keyword} "
             f"{chosen}{by}): the kernel picked at run time decides between base "
             f"{' and '.join(cb.bases())} (producer record {p.record})",
