@@ -8,7 +8,7 @@ verdict is derived from the records' fields: a new capability is new data, not a
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
 from attn_contracts.findings import Code, ContractError, Finding, Severity
@@ -16,10 +16,10 @@ from attn_contracts.records import BASES, CapabilityRecord, LseSpec
 from attn_contracts.setting import OUT_DTYPES, CombineSetting
 
 __all__ = ["CallRefused", "check_backend_known", "check_call_out", "check_call_partials",
-           "check_call_sink",
-           "check_combinable", "check_dcp", "check_direct", "check_edge", "check_heads_divisible",
-           "check_mode_call", "check_rank", "check_row_mask_given", "check_setting",
-           "check_unique", "check_workspace_call", "check_workspace_mode", "refuse"]
+           "check_call_sink", "check_combinable", "check_dcp", "check_direct", "check_edge",
+           "check_heads_divisible", "check_mode_call", "check_rank", "check_row_mask_given",
+           "check_setting", "check_unique", "check_workspace_call", "check_workspace_mode",
+           "refuse", "resolve_call_base"]
 
 
 def check_unique(records: Sequence[CapabilityRecord | ConsumerRecord]) -> list[Finding]:
@@ -441,3 +441,29 @@ def check_base_name(value: str, field: str) -> list[Finding]:
         return []
     return [Finding(Code.AC012, field, f"{field} {value!r} is not an LSE base", field=field,
                     found=value, allowed=", ".join(map(repr, BASES)))]
+
+
+def resolve_call_base(record: CapabilityRecord, call: Mapping[str, object],
+                      ) -> tuple[CapabilityRecord, list[Finding]]:
+    """The record with the LSE base the engine's call chooses (``call``: the keyword arguments
+    the engine passes its kernel, as Python values: ``{"backend": "auto", "return_lse_base":
+    None}``). A record whose calls choose no base is returned as it is; a call that leaves the
+    base to run-time dispatch is ``AC028``, naming what to pass."""
+    chosen = next((c.base for c in record.calls if c.base is not None), None)
+    if chosen is None or not isinstance(record.lse, LseSpec):
+        return record, []
+    literals = {k: repr(v) for k, v in call.items()}
+    base = chosen.resolve(literals)
+    if base is None:
+        given = ", ".join(f"{k}={literals.get(k, 'omitted')}"
+                          for k in (chosen.keyword, chosen.default_by) if k)
+        return record, [Finding(
+            Code.AC028, record.name,
+            f"{record.name}: the call leaves its LSE base to dispatch ({given}): the kernel picked "
+            f"at run time returns base {' or '.join(chosen.bases())}, and the combine cannot be "
+            "planned for both", hint=f"select an explicit base for stable units: pass "
+            f"{chosen.pass_hint()} to the kernel and the same here", field=chosen.keyword,
+            found=literals.get(chosen.keyword), allowed=chosen.pass_hint())]
+    if base == record.lse.base:
+        return record, []
+    return record.model_copy(update={"lse": record.lse.model_copy(update={"base": base})}), []

@@ -27,6 +27,7 @@ from attn_contracts.records import (
     Base,
     BaseMap,
     Frozen,
+    LibraryVersion,
     LseLayout,
     RecordHeader,
     StrictBool,
@@ -177,6 +178,8 @@ class ConsumerCall(Frozen):
     function: QualName
     #: parameters that take an LSE: names, or positions as decimal strings ("2")
     lse_args: Annotated[tuple[StrictStr, ...], Field(strict=False, min_length=1)]
+    #: the releases of the record's library where the function is at this path ("": all)
+    versions: LibraryVersion = ""
 
 
 class ConsumerRecord(RecordHeader):

@@ -54,6 +54,8 @@ class Code(enum.StrEnum):
     AC025 = "AC025"  # empty rows are undefined and the call gave no row mask
     AC026 = "AC026"  # the direct all-to-all cannot run here (no CUDA, not NCCL, one rank, dtype)
     AC027 = "AC027"  # a combine call does not match its plan (N, H, D, dtype, sink, workspace, mode)
+    AC028 = "AC028"  # a producer call leaves its LSE base to run-time dispatch
+    AC029 = "AC029"  # records of one function disagree, version unknown: what they agree on is used
 
 
 class Severity(enum.StrEnum):

@@ -36,6 +36,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from attn_contracts.call_base import CallBase
 from attn_contracts.findings import Code, Finding
 
 __all__ = [
@@ -257,6 +258,11 @@ class ProducerCall(Frozen):
                         Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]
     when: StrMap = ()
     lse_index: Annotated[int, Strict(), Field(ge=0)] = 1
+    #: the releases of the record's library where the function is at this path ("": all)
+    versions: LibraryVersion = ""
+    #: the LSE's base chosen by the call (a keyword, a default by another argument, or left to
+    #: run-time dispatch); absent: the record's ``lse.base``
+    base: CallBase | None = None
 
 
 class RecordHeader(Frozen):

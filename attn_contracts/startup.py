@@ -19,6 +19,7 @@ from attn_contracts.checks import (
     check_edge,
     check_setting,
     check_unique,
+    resolve_call_base,
 )
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.deprecation import renamed
@@ -155,6 +156,7 @@ def check_startup(
     world_size: int | None = None,
     consumers: Iterable[ConsumerUse] = (),
     load_findings: Iterable[Finding] = (),
+    producer_call: Mapping[str, Any] | None = None,
     builtin_consumers: bool = True,
 ) -> tuple[CapabilityRecord | None, list[AnyRecord], list[Finding]]:
     """The chosen record (if any), every record seen, and every finding; raises nothing.
@@ -162,7 +164,10 @@ def check_startup(
     ``setting``: the combine setting (typed, or a mapping of its fields). ``consumers``: the
     combine functions the engine feeds the backend's LSE into; every edge is checked; their
     names resolve as :func:`consumer_table` says (``builtin_consumers=False``: only among
-    ``records``, as ``validate --no-builtin`` wants)."""
+    ``records``, as ``validate --no-builtin`` wants). ``producer_call``: the keyword arguments
+    the engine passes the backend's kernel (Python values); a record whose base the call chooses
+    (``return_lse_base``) gets that base, and a call that leaves it to run-time dispatch is
+    ``AC028``."""
     try:
         typed = _setting(setting)
     except ValidationError as err:
@@ -182,6 +187,9 @@ def check_startup(
         chosen = producers.get(backend)
     uses, bad = _consumer_uses(consumers, known_consumers)
     findings += bad
+    if chosen is not None and producer_call is not None:
+        chosen, bad = resolve_call_base(chosen, producer_call)
+        findings += bad
     if chosen is not None:
         findings += check_dcp(chosen, world)
         if typed is not None and chosen.returns_lse:
@@ -206,6 +214,7 @@ def validate_startup(
     allow_adapters: Iterable[str] = (),
     extras: Mapping[str, Any] | None = None,
     settings: Mapping[str, Any] | None = None,
+    producer_call: Mapping[str, Any] | None = None,
 ) -> CapabilityRecord | None:
     """Check every record, the chosen backend, its combine setting and every producer → consumer
     edge; raise one :class:`ContractError` listing every problem.
@@ -223,7 +232,11 @@ def validate_startup(
     another fails (see :mod:`attn_contracts.consensus`). ``probe``: run the chosen backend once
     on tiny inputs (on ``device``) and compare what it returns with its record (``AC008``); its
     adapter runs only from the built-in modules or ``allow_adapters`` (records may come from
-    files, and a file is data). Returns the chosen backend's record (None when no backend was named).
+    files, and a file is data).
+    ``producer_call``: the keyword arguments the engine passes its kernel (``{"backend":
+    "auto", "return_lse_base": "basee"}``); where the record's call chooses the base from them,
+    the returned record carries that base, and a base left to dispatch is ``AC028``.
+    Returns the chosen backend's record (None when no backend was named).
     """
     if dcp_world_size is not None:
         dcp_world_size = renamed("validate_startup(dcp_world_size=)", "world_size= or setting=",
@@ -235,7 +248,8 @@ def validate_startup(
     world = _world_size(_setting(setting), world_size, dcp_world_size)
     consumers = list(consumers)  # read twice: the edge checks, then the ranks' consensus
     chosen, recs, findings = check_startup(records, backend=backend, setting=setting,
-                                           world_size=world, consumers=consumers)
+                                           world_size=world, consumers=consumers,
+                                           producer_call=producer_call)
     # a note (a base left to the call site) informs the CLI; it never stops an engine
     findings = [f for f in findings if f.severity is not Severity.NOTE]
     if chosen is not None and probe and not findings:

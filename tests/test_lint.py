@@ -21,14 +21,14 @@ def lint(tmp_path: Path, capsys: pytest.CaptureFixture[str], files: dict[str, st
          *extra: str) -> tuple[int, str]:
     for name, text in files.items():
         (tmp_path / name).write_text(textwrap.dedent(text))
-    code = main([str(tmp_path), *extra])
+    code = main([str(tmp_path), "--warnings-as-errors", *extra])
     return code, capsys.readouterr().out
 
 
 def test_the_real_bug_is_caught_and_the_fix_is_clean(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(ENGINE / "buggy")]) == 1
     out = capsys.readouterr().out
-    assert "flashinfer_mla.py:7:5: AC002" in out  # base only from AttentionImpl's default
+    assert "flashinfer_mla.py:8:5: AC002" in out  # base only from AttentionImpl's default
     assert "layer.py:11:" in out and "AC003" in out  # is_lse_base_on_e=True hard-coded
     assert main([str(ENGINE / "fixed")]) == 0
     assert capsys.readouterr().out == ""
@@ -165,9 +165,11 @@ def test_formats(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     if fmt == "json":
         data = json.loads(out)
-        assert {d["code"] for d in data} == {"AC002", "AC003"} and data[0]["line"] == 7
+        assert {d["code"] for d in data} == {"AC002", "AC003"} and data[0]["line"] == 8
+        assert [d["severity"] for d in data] == ["error", "warning"]
     else:
         assert out.startswith("::error file=") and "title=AC002::" in out
+        assert "::warning file=" in out and "title=AC003::" in out
 
 
 def test_usage_errors(tmp_path: Path) -> None:
@@ -203,7 +205,7 @@ def test_bases_resolve_through_imports_whatever_the_argument_order(
     outs = []
     for order in ([tmp_path / "engine", tmp_path / "other"], [tmp_path / "other", tmp_path / "engine"],
                   [tmp_path / "engine"]):
-        assert main([str(p) for p in order]) == 1
+        assert main(["--warnings-as-errors", *(str(p) for p in order)]) == 1
         outs.append(capsys.readouterr().out)
     assert outs[0] == outs[1] == outs[2]
     assert "impl.py:3:5: AC002" in outs[0] and "default on AttentionImpl" in outs[0]
@@ -224,7 +226,7 @@ def test_bases_resolve_through_packages_aliases_and_relative_imports(
                              "    supports_dcp = True\n",
         "eng/backends/d.py": "from elsewhere import AttentionImpl\nclass D(AttentionImpl):\n"
                              "    supports_dcp = True\n"})
-    assert main([str(tmp_path / "eng")]) == 1
+    assert main(["--warnings-as-errors", str(tmp_path / "eng")]) == 1
     out = capsys.readouterr().out
     for name in ("a", "b", "c"):  # resolved to eng.layers.base.AttentionImpl and its default
         assert f"{name}.py:3:5: AC002" in out and "lse_base_on_e = True comes only" in out
@@ -241,7 +243,7 @@ def test_project_root_sees_the_whole_hierarchy_and_reports_on_the_named_files(
         "untouched.py": "assert impl.supports_dcp\n",
         "ruff.toml": "line-length = 110\n[lint]\nselect = ['E']\n[lint.isort]\nknown = ['x']\n"})
     changed = [str(tmp_path / "child.py"), str(tmp_path / "ruff.toml")]
-    assert main(changed) == 1  # without the root, the correct base is not seen
+    assert main(["--warnings-as-errors", *changed]) == 1  # without the root, the correct base is not seen
     assert "AC002" in capsys.readouterr().out
     assert main(["--project-root", str(tmp_path), *changed]) == 0, capsys.readouterr().out
     hook = (Path(__file__).parents[1] / ".pre-commit-hooks.yaml").read_text()
@@ -255,7 +257,7 @@ def test_record_files_are_only_files_with_record_tables(
     assert main([str(tmp_path / "ruff.toml"), str(tmp_path / "typos.toml"), str(tmp_path)]) == 0
     (tmp_path / "pyproject.toml").write_text('[tool.attn-contracts]\nrecord-files = ["mine.toml"]\n')
     (tmp_path / "mine.toml").write_text('name = "my.kernel"\nlibrary = "x"\n')  # a bare record
-    assert main([str(tmp_path)]) == 1
+    assert main(["--warnings-as-errors", str(tmp_path)]) == 1
     assert "mine.toml:1:1: AC012" in capsys.readouterr().out
 
 
@@ -268,10 +270,10 @@ def test_deep_inheritance_is_linear(tmp_path: Path, capsys: pytest.CaptureFixtur
     chain += [f"class C{i}(C{i - 1}):\n    supports_dcp = True\n" for i in range(1, 5000)]
     (tmp_path / "deep.py").write_text("".join(chain))
     start = time.perf_counter()
-    assert main([str(tmp_path)]) == 1
+    assert main(["--warnings-as-errors", str(tmp_path)]) == 1
     assert time.perf_counter() - start < 5  # was 11 s at depth 800, no end at 5,000
     out = capsys.readouterr().out
-    assert out.count(" AC002 ") == 4999 and "deep.py:10001:5: AC002 C4999 sets" in out
+    assert out.count(" AC002 ") == 4999 and "deep.py:10001:5: AC002 [warning] C4999 sets" in out
 
 
 def test_deep_nesting_is_one_ac000_and_the_run_goes_on(
@@ -284,7 +286,7 @@ def test_deep_nesting_is_one_ac000_and_the_run_goes_on(
                       "class Child(Impl):\n    supports_dcp = True\n"
                       "y = getattr(i, 'lse_base_on_e', " + "+".join(["1"] * 900) + ")\n",
         "ok.py": "assert i.supports_dcp\n"})
-    assert main([str(tmp_path)]) == 1
+    assert main(["--warnings-as-errors", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "sum.py:1:1: AC000" in out and "attrs.py:1:1: AC000" in out
     assert "default.py:5:5: AC002" in out and "default.py:6:5: AC009" in out
@@ -294,7 +296,7 @@ def test_deep_nesting_is_one_ac000_and_the_run_goes_on(
 def test_a_pep263_coding_line_is_honoured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "latin.py").write_bytes(
         b"# -*- coding: latin-1 -*-\n# caf\xe9\nassert i.supports_dcp\n")
-    assert main([str(tmp_path)]) == 1
+    assert main(["--warnings-as-errors", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "latin.py:3:1: AC011" in out and "AC000" not in out
 
@@ -312,7 +314,7 @@ def test_unknown_codes_are_a_usage_error(how: str, tmp_path: Path,
     err = capsys.readouterr().err
     assert ("BOGUS" in err or "AC3" in err) and "AC000, AC001" in err
     (tmp_path / "pyproject.toml").unlink(missing_ok=True)
-    assert main([str(tmp_path), "--select", "AC01"]) == 1  # a prefix of known codes is fine
+    assert main(["--warnings-as-errors", str(tmp_path), "--select", "AC01"]) == 1  # a prefix of known codes is fine
 
 
 def test_non_regular_and_huge_files_are_refused(tmp_path: Path) -> None:
@@ -346,7 +348,7 @@ def _found(out: str) -> set[tuple[str, int, str]]:
 
 def test_the_flow_fixture_engine_is_flagged_case_by_case_and_its_fix_is_clean(
         capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([str(FLOW / "buggy")]) == 1
+    assert main(["--warnings-as-errors", str(FLOW / "buggy")]) == 1
     assert _found(capsys.readouterr().out) == {
         ("combine_calls.py", 7, "AC003"),   # functools.partial(..., is_lse_base_on_e=True)
         ("combine_calls.py", 9, "AC003"),   # the **KWARGS dict literal
@@ -368,7 +370,8 @@ def test_ac023_names_both_consumers_and_their_records(capsys: pytest.CaptureFixt
     assert "merge_state (consumer record flashinfer.merge_state) as base 2" in two
     assert "merge_attn_states (consumer record engine.merge_attn_states) as base e" in two
     prod = next(s for s in out.splitlines() if ":27:" in s)
-    assert "producer record engine.flashinfer_decode" in prod and "reads base e" in prod
+    # the built-in flashinfer.batch_decode and the fixture's engine.flashinfer_decode agree
+    assert "is base 2" in prod and "producer record" in prod and "reads base e" in prod
 
 
 def _knowledge() -> object:
@@ -467,7 +470,7 @@ def test_record_files_of_the_project_teach_the_flow_rules(
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "m.py").write_text(
         "from engine.distributed.cp import cp_lse_ag_out_rs\ncp_lse_ag_out_rs(out, lse, group)\n")
-    assert main([str(tmp_path / "src")]) == 1
+    assert main(["--warnings-as-errors", str(tmp_path / "src")]) == 1
     assert _found(capsys.readouterr().out) == {("m.py", 2, "AC022")}
 
 
@@ -482,7 +485,9 @@ def test_parallel_per_file_work_gives_the_same_findings(tmp_path: Path) -> None:
             + ("    lse_base_on_e = False\n" if i % 3 else "")
             + f"def f(o, l, g):\n    return cp_lse_ag_out_rs(o, l, g, is_lse_base_on_e={i % 2 == 0})\n")
     one = lint_paths([tmp_path], jobs=1)
-    assert len(one) == 27 + 80 and lint_paths([tmp_path], jobs=2) == one
+    # 80 notes besides: cp_lse_ag_out_rs of an unknown vLLM release (AC029)
+    assert len([f for f in one if f.code != "AC029"]) == 27 + 80
+    assert lint_paths([tmp_path], jobs=2) == one
 
 
 # --- one reader of record documents ----------------------------------------------------------------

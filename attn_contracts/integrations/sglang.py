@@ -38,7 +38,7 @@ MAPPING: dict[str, tuple[tuple[str, ...], str]] = {
     "flashinfer": (("flashinfer.mla.fa2", "flashinfer.mla.fa3"),
                    "srt/layers/attention/flashinfer_mla_backend.py:L825-L837 (decode_wrapper.run("
                    "return_lse=decode and dcp_enabled): BatchMLAPagedAttentionWrapper)"),
-    "trtllm_mla": (("flashinfer.mla.trtllm_gen+lse",),
+    "trtllm_mla": (("flashinfer.mla.trtllm_gen",),
                    "srt/layers/attention/trtllm_mla_backend.py:L1036-L1056 ("
                    "trtllm_batch_decode_with_kv_cache_mla(return_lse=...), return_lse_base unset)"),
     "cutedsl_mla": (("flashinfer.mla.cute_dsl",),

@@ -8,8 +8,12 @@ breaking its schema, ``AC000`` a file that cannot be read (not a regular file, o
 :data:`MAX_FILE_BYTES`, undecodable) or parsed or analysed (nested too deeply); the flow rules
 (:mod:`attn_contracts.lint.flow`): ``AC003`` through partial/alias/wrapper/``**kwargs``,
 ``AC021`` a defaulted base parameter, ``AC022`` an omitted base keyword, ``AC023`` one LSE read
-in two bases. ``# noqa: AC003`` silences one line. Exit codes: 0 clean, 1 findings, 2 usage
-error (a missing path, a bad setting, an unknown code in ``--select``/``--ignore``).
+in two bases, ``AC028`` a producer call that leaves its base to dispatch, ``AC029`` records that
+disagree for an unknown release (a note). ``# noqa: AC003`` silences one line. Every finding has a
+severity (error, warning, note) in every format (text, JSON, GitHub, SARIF 2.1.0). Exit codes: 0
+no error (warnings and notes do not count, unless ``--warnings-as-errors``; ``--exit-zero``: always
+0), 1 errors, 2 usage error (a missing path, a bad setting, an unknown code in
+``--select``/``--ignore``, ``--jobs`` below 1, an unwritable ``--output-file``).
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from functools import cache, partial
 from pathlib import Path
 
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.identity import tree_versions
 from attn_contracts.lint.classes import ClassInfo, Hierarchy, ModuleInfo, collect_classes, module_info
 from attn_contracts.lint.config import (
     ConfigError,
@@ -43,6 +48,7 @@ from attn_contracts.lint.config import (
     unknown_codes,
 )
 from attn_contracts.lint.flow import flow_findings, mentions
+from attn_contracts.lint.kernels import kernel_calls_of
 from attn_contracts.lint.knowledge import (
     Knowledge,
     is_record_document,
@@ -59,8 +65,8 @@ from attn_contracts.sources import (
     split_roles,
 )
 
-__all__ = ["MAX_FILE_BYTES", "Knowledge", "LintConfig", "add_arguments", "knowledge_for",
-           "lint_paths", "main", "run"]
+__all__ = ["MAX_FILE_BYTES", "Knowledge", "LintConfig", "add_arguments", "exit_code",
+           "knowledge_for", "lint_paths", "main", "run", "sarif", "statistics", "worker_count"]
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?",
                    re.IGNORECASE)
@@ -183,15 +189,17 @@ def _builtin() -> tuple[list[CapabilityRecord], list[ConsumerRecord]]:
 
 
 def knowledge_for(cfg: LintConfig, records: Iterable[AnyRecord] = (),
-                  ) -> tuple[Knowledge, list[Finding]]:
+                  versions: dict[str, str] | None = None) -> tuple[Knowledge, list[Finding]]:
     """The built-in catalog, the project's ``record-files``, the record files of the linted set
-    and the legacy ``combine-functions``/``base-keywords`` settings, as one lookup."""
+    and the legacy ``combine-functions``/``base-keywords`` settings, as one lookup; ``versions``
+    (library → release of the linted tree) keeps the records and paths of those releases."""
     producers, consumers = _builtin()
     more_p, more_c, findings = load_project_records(cfg.record_files)
     mine_p, mine_c = split_roles(records)
     return Knowledge.from_records(
         [*producers, *more_p, *mine_p], [*consumers, *more_c, *mine_c],
-        legacy_functions=cfg.combine_functions, legacy_keywords=cfg.base_keywords), findings
+        legacy_functions=cfg.combine_functions, legacy_keywords=cfg.base_keywords,
+        versions=cfg.versions if versions is None else versions), findings
 
 
 @dataclass
@@ -217,7 +225,9 @@ def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) ->
             out.findings.append(_ac000(path, err))
         return out
     out.module = module_info(path, tree)
-    out.classes = collect_classes(tree, str(path), out.module)
+    calls = report and any(n in text for n in knowledge.names)  # a kernel a class may call
+    out.classes = collect_classes(tree, str(path), out.module, kernel_calls_of(
+        knowledge, out.module, (*cfg.returns_attrs, *cfg.base_attrs)) if calls else None)
     if not report:
         return out
     if "noqa" in text.lower():
@@ -245,17 +255,25 @@ def _analyse_all(items: list[tuple[Path, bool]], cfg: LintConfig, knowledge: Kno
     """Per-file work (read, parse, per-file rules) in ``jobs`` forked processes; the hierarchy
     is then resolved once in this one. Falls back to one process where fork is unavailable."""
     global _WORKER
-    if jobs <= 1 or len(items) < 2 * _CHUNK or "fork" not in mp.get_all_start_methods():
+    workers = worker_count(jobs, len(items))
+    if workers <= 1 or "fork" not in mp.get_all_start_methods():
         return [_analyse(p, r, cfg, knowledge) for p, r in items]
     _WORKER = (cfg, knowledge)
     try:
-        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as pool:
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
             return list(pool.map(_analyse_in_worker, items, chunksize=_CHUNK))
     finally:
         _WORKER = None
 
 
 _CHUNK = 32
+
+
+def worker_count(jobs: int, files: int) -> int:
+    """Processes for ``files`` files: never more than ``jobs``, the chunks of work (one chunk is
+    :data:`_CHUNK` files; fewer than two chunks run in this process) or the CPUs available."""
+    chunks = -(-files // _CHUNK)
+    return max(1, min(jobs, chunks if chunks >= 2 else 1, default_jobs()))
 
 
 def default_jobs() -> int:
@@ -300,7 +318,8 @@ def lint_paths(paths: Sequence[Path], config: LintConfig | None = None, *,
         texts[str(path)] = text.splitlines()
         findings += _lint_toml(path, text, cfg, records)
     if knowledge is None:
-        knowledge, more = knowledge_for(cfg, records)
+        roots = [*paths, *([project_root] if project_root is not None else [])]
+        knowledge, more = knowledge_for(cfg, records, tree_versions(roots, cfg.versions))
         findings += more
     results = _analyse_all(python, cfg, knowledge, jobs)
     classes = [c for r in results for c in r.classes]
@@ -332,29 +351,111 @@ def _selected(code: Code, cfg: LintConfig) -> bool:
 
 
 # --- output ---------------------------------------------------------------------------------------
+def _where(f: Finding) -> tuple[str, int, int]:
+    path, line, col = f.location.rsplit(":", 2)
+    return path, int(line), int(col)
+
+
+#: GitHub workflow commands per severity (``::notice`` is GitHub's name for a note)
+_GITHUB = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
+
+
 def _render(findings: list[Finding], fmt: str) -> str:
     if fmt == "json":
-        return json.dumps([{"path": f.location.rsplit(":", 2)[0],
-                            "line": int(f.location.rsplit(":", 2)[1]),
-                            "col": int(f.location.rsplit(":", 2)[2]), **f.to_json()}
-                           for f in findings], indent=2)
+        return json.dumps([{"path": _where(f)[0], "line": _where(f)[1], "col": _where(f)[2],
+                            **f.to_json()} for f in findings], indent=2)
+    if fmt == "sarif":
+        return json.dumps(sarif(findings), indent=2)
     if fmt == "github":
         return "\n".join(
-            f"::error file={f.location.rsplit(':', 2)[0]},line={f.location.rsplit(':', 2)[1]},"
-            f"col={f.location.rsplit(':', 2)[2]},title={f.code}::{f.message}" for f in findings)
-    return "\n".join(f"{f.location}: {f.code} {f.message}" for f in findings)
+            f"::{_GITHUB[f.severity]} file={_where(f)[0]},line={_where(f)[1]},"
+            f"col={_where(f)[2]},title={f.code}::{f.message}" for f in findings)
+    return "\n".join(f"{f.location}: {f.code} "
+                     f"{'' if f.severity is Severity.ERROR else f'[{f.severity}] '}{f.message}"
+                     for f in findings)
+
+
+def sarif(findings: list[Finding]) -> dict[str, object]:
+    """One SARIF 2.1.0 log (GitHub code scanning): a run of this tool, a rule per code that
+    occurs, a result per finding with its level (``error``/``warning``/``note``, SARIF's own
+    three) and its region."""
+    from attn_contracts import __version__
+
+    codes = sorted({f.code for f in findings})
+    index = {c: i for i, c in enumerate(codes)}
+    rules = [{"id": str(c), "name": c.name, "shortDescription": {"text": _CODE_TEXT.get(c, str(c))}}
+             for c in codes]
+    results = []
+    for f in findings:
+        path, line, col = _where(f)
+        results.append({
+            "ruleId": str(f.code), "ruleIndex": index[f.code], "level": str(f.severity),
+            "message": {"text": f"{f.message} (hint: {f.hint})" if f.hint else f.message},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": Path(path).as_posix()},
+                "region": {"startLine": max(1, line), "startColumn": max(1, col)}}}]})
+    return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
+            "runs": [{"tool": {"driver": {"name": "attn-contracts", "version": __version__,
+                                          "rules": rules}},
+                      "results": results}]}
+
+
+def _code_texts() -> dict[Code, str]:
+    """The comment after each code in the ``Code`` enum's source (one line per code)."""
+    import inspect
+
+    from attn_contracts import findings as module
+
+    texts = {}
+    for m in re.finditer(r"^\s*(AC\d{3}) = \"AC\d{3}\"\s*#\s*(.+)$", inspect.getsource(module),
+                         re.MULTILINE):
+        texts[Code(m.group(1))] = m.group(2).strip()
+    return texts
+
+
+_CODE_TEXT = _code_texts()
+
+
+def statistics(findings: list[Finding]) -> str:
+    """``--statistics``: one line per code, most frequent first (as ruff prints them)."""
+    counts: dict[tuple[Code, Severity], int] = {}
+    for f in findings:
+        counts[(f.code, f.severity)] = counts.get((f.code, f.severity), 0) + 1
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1]))
+    return "\n".join(f"{n:>5}\t{code}\t[{sev}]\t{_CODE_TEXT.get(code, '')}"
+                     for (code, sev), n in rows)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number (allowed: 1, 2, ...)") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} workers (allowed: 1 or more)")
+    return value
 
 
 # --- CLI ------------------------------------------------------------------------------------------
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders")
-    p.add_argument("--format", choices=["text", "json", "github"], default="text")
+    p.add_argument("--format", choices=["text", "json", "github", "sarif"], default="text")
     p.add_argument("--select", default=None, help="comma-separated codes (prefixes) to report")
     p.add_argument("--ignore", default=None, help="comma-separated codes (prefixes) to skip")
     p.add_argument("--config", type=Path, default=None,
                    help="pyproject.toml with [tool.attn-contracts] (default: nearest one)")
-    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                   help="processes for the per-file work (default: the CPUs available)")
+    p.add_argument("--jobs", "-j", type=_positive, default=None, metavar="N",
+                   help="processes for the per-file work, at most one per chunk of files and "
+                        "per CPU (default: the CPUs available)")
+    p.add_argument("--exit-zero", action="store_true",
+                   help="exit 0 even with findings (usage errors still exit 2)")
+    p.add_argument("--warnings-as-errors", action="store_true",
+                   help="exit 1 on warnings too (default: only errors set the exit code)")
+    p.add_argument("--statistics", action="store_true",
+                   help="print one line per code with its count instead of the findings")
+    p.add_argument("--output-file", "-o", type=Path, default=None, metavar="FILE",
+                   help="write the report to FILE instead of standard output")
     p.add_argument("--project-root", type=Path, default=None, metavar="DIR",
                    help="read every .py below DIR for the class hierarchy, report only on PATH "
                         "(what the pre-commit hook does with the changed files)")
@@ -384,10 +485,26 @@ def run(args: argparse.Namespace) -> int:
             return 2
     cfg = cfg.model_copy(update=overrides)
     jobs = args.jobs if args.jobs is not None else default_jobs()
-    findings = lint_paths(args.paths, cfg, project_root=args.project_root, jobs=max(1, jobs))
-    if findings or args.format == "json":
-        print(_render(findings, args.format))
-    return 1 if findings else 0
+    findings = lint_paths(args.paths, cfg, project_root=args.project_root, jobs=jobs)
+    report = statistics(findings) if args.statistics else (
+        _render(findings, args.format) if findings or args.format in ("json", "sarif") else "")
+    if args.output_file is not None:
+        try:
+            args.output_file.write_text(report + "\n" if report else "", encoding="utf-8")
+        except OSError as err:
+            print(f"attn-contracts lint: --output-file: cannot write {args.output_file}: "
+                  f"{err.strerror or err}", file=sys.stderr)
+            return 2
+    elif report:
+        print(report)
+    return 0 if args.exit_zero else exit_code(findings, warnings_as_errors=args.warnings_as_errors)
+
+
+def exit_code(findings: Iterable[Finding], *, warnings_as_errors: bool = False) -> int:
+    """1 when a finding is an error (or a warning, with ``warnings_as_errors``); notes never
+    count."""
+    counted = {Severity.ERROR, Severity.WARNING} if warnings_as_errors else {Severity.ERROR}
+    return 1 if any(f.severity in counted for f in findings) else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

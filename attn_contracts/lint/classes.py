@@ -17,7 +17,7 @@ from its bases' facts, with an explicit stack (no recursion, so a 5,000-deep cha
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,8 @@ class ClassInfo:
     attrs: dict[str, tuple[ast.expr, int, int]] = field(default_factory=dict)
     base_nodes: list[ast.expr] = field(default_factory=list)
     module: str = ""
+    #: the calls of known producers in its methods (``attn_contracts.lint.kernels``)
+    kernel_calls: tuple[Any, ...] = ()
 
 
 @dataclass(eq=False)
@@ -133,7 +135,9 @@ def dotted_name(expr: ast.expr) -> str | None:
     return ".".join(reversed(names))
 
 
-def collect_classes(tree: ast.Module, path: str, module: ModuleInfo | None = None) -> list[ClassInfo]:
+def collect_classes(tree: ast.Module, path: str, module: ModuleInfo | None = None,
+                    kernel_calls: Callable[[ast.ClassDef], tuple[Any, ...]] | None = None,
+                    ) -> list[ClassInfo]:
     out = []
     top_level = {id(n) for n in tree.body}
     for node in statements(tree):
@@ -152,6 +156,8 @@ def collect_classes(tree: ast.Module, path: str, module: ModuleInfo | None = Non
             for t in targets:
                 if isinstance(t, ast.Name) and value is not None:
                     info.attrs[t.id] = (value, stmt.lineno, stmt.col_offset)
+        if kernel_calls is not None:
+            info.kernel_calls = kernel_calls(node)
         out.append(info)
         # Top-level classes are what an import can reach; the last definition wins, as in Python.
         if module is not None and id(node) in top_level:
@@ -168,6 +174,8 @@ class Hierarchy:
 
     def __init__(self, classes: list[ClassInfo], modules: list[ModuleInfo] | None = None):
         self.classes = classes
+        #: whether any class calls a known producer (most trees: none, so no ancestry is walked)
+        self.calls_kernels = any(c.kernel_calls for c in classes)
         self._modules: dict[str, list[ModuleInfo]] = {}
         for m in sorted(modules or [], key=lambda m: m.path):
             self._modules.setdefault(m.name, []).append(m)

@@ -49,6 +49,9 @@ class LintConfig(BaseModel):
     #: TOML files of the linted project that hold its own ``[[record]]``/``[[consumer]]`` tables
     #: (relative to the pyproject.toml); they teach the flow rules the project's functions
     record_files: tuple[str, ...] = ()
+    #: library → release of the linted tree (``{ vllm = "0.33.0" }``), where the tree does not
+    #: say (no dist-info, no version.py): picks the records and function paths of that release
+    versions: dict[str, str] = Field(default_factory=dict)
     select: tuple[str, ...] = Field(default=())
     ignore: tuple[str, ...] = Field(default=())
 

