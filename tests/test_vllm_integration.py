@@ -225,7 +225,7 @@ def test_verify_consumer_runs_vllms_own_merge(capsys: pytest.CaptureFixture[str]
 # --- every DCP rank one verdict -------------------------------------------------------------------
 @pytest.mark.dist
 def test_dcp_ranks_agree_or_all_fail() -> None:
-    from attn_contracts.combine.ranks import run_ranks
+    from attn_contracts.testing.ranks import run_ranks
     from fixtures import vllm_workers as w
 
     rounds = [r.value for r in run_ranks(w.startup_rounds, 2, 1, timeout_s=240)]
