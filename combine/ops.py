@@ -390,8 +390,11 @@ _pack_op.register_fake(_writes_in_place)
 # 16-byte alignment, and every option) passed the same checks and gets the same tiles, ints and
 # compiled kernel: the first call decides, later ones only launch (``launch.Prepared``). What
 # stays per call is reading those properties (the key), allocating what the caller did not pass,
-# and the launch itself: a bare Triton launch does as much.
-_FAST: dict[tuple[Any, ...], Any] = {}  # values: _KernelCall | _PackCall
+# and the launch itself: a bare Triton launch does as much. A plan keeps the decided call of its own
+# calls (``decided_call``, ``CombinePlan.decided_launch``), keyed by the call's tensors alone (the
+# options are the plan's, decided once), so ``plan(...)``, ``plan.launch`` and ``dcp_combine`` at
+# world size 1 skip their own checks and views the same way.
+_FAST: dict[tuple[Any, ...], Any] = {}  # values: KernelCall | _PackCall
 _FAST_MAX = 4096
 
 
@@ -411,6 +414,28 @@ def _options_key(options: CombineOptions) -> tuple[Any, ...]:
             options.get("config"), options.get("pdl"))
 
 
+def _merge_key(partial_out: torch.Tensor, partial_lse: torch.Tensor, base: str,
+               options: CombineOptions) -> tuple[Any, ...]:
+    return ("merge", _sig(partial_out), _sig(partial_lse), base, *_options_key(options))
+
+
+def _rescale_key(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, base: str,
+                 options: CombineOptions) -> tuple[Any, ...]:
+    return ("rescale", _sig(partial_out), _sig(all_lse), rank, base, *_options_key(options))
+
+
+def decided_call(kernel: str, partial_out: torch.Tensor, lse: torch.Tensor, rank: int | None,
+                 base: str, options: CombineOptions) -> KernelCall | None:
+    """The decided call an earlier ``merge``/``rescale`` call of these arguments left (None if
+    it left none: the torch path, no rows, a launch hook, or under ``torch.compile``). A caller
+    that can tell this argument set again from its own inputs (a plan) keeps it and calls it
+    straight away: ``call(partial_out, lse, out, lse_out, row_mask or lens, sink)``."""
+    key = _merge_key(partial_out, lse, base, options) if kernel == "merge" else \
+        _rescale_key(partial_out, lse, rank if rank is not None else -1, base, options)
+    call: KernelCall | None = _FAST.get(key)
+    return call
+
+
 def _mask_option(options: CombineOptions) -> torch.Tensor | None:
     mask = options.get("row_mask")
     return mask if mask is not None else options.get("lens")
@@ -426,7 +451,7 @@ def _remember(key: tuple[Any, ...], fast: Any) -> None:
     _FAST[key] = fast
 
 
-class _KernelCall:
+class KernelCall:
     """A merge or rescale call decided once: its launch, what to allocate, how to pass the mask."""
 
     __slots__ = ("bool_mask", "device", "lse_shape", "out_dtype", "out_shape", "prepared")
@@ -547,7 +572,7 @@ def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
     the checks and the tile choice: they were made once (see ``_FAST``)."""
     compiling = torch.compiler.is_compiling()
     if not compiling:
-        key = ("merge", _sig(partial_out), _sig(partial_lse), base, *_options_key(options))
+        key = _merge_key(partial_out, partial_lse, base, options)
         fast = _FAST.get(key)
         if fast is not None:
             result: torch.Tensor | tuple[torch.Tensor, torch.Tensor] = fast(
@@ -576,7 +601,7 @@ def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
                                  cfg.block_h, cfg.block_d, cfg.num_warps, pdl, row_mask_arg,
                                  mask_q, options.get("sink"))
         if prepared is not None:
-            _remember(key, _KernelCall(prepared, partial_out.device, (t, h, d), out.dtype,
+            _remember(key, KernelCall(prepared, partial_out.device, (t, h, d), out.dtype,
                                        (t, h) if lse_out is not None else None,
                                        _is_bool(options.get("row_mask"))))
     return (out, lse_out) if lse_out is not None else out
@@ -593,7 +618,7 @@ def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base
     :func:`merge`."""
     compiling = torch.compiler.is_compiling()
     if not compiling:
-        key = ("rescale", _sig(partial_out), _sig(all_lse), rank, base, *_options_key(options))
+        key = _rescale_key(partial_out, all_lse, rank, base, options)
         fast = _FAST.get(key)
         if fast is not None:
             result: torch.Tensor | tuple[torch.Tensor, torch.Tensor] = fast(
@@ -631,7 +656,7 @@ def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base
                                    cfg.block_h, cfg.block_d, cfg.num_warps, pdl, row_mask_arg,
                                    mask_q, options.get("sink"))
         if prepared is not None:
-            _remember(key, _KernelCall(prepared, partial_out.device, (t, h, d), out.dtype,
+            _remember(key, KernelCall(prepared, partial_out.device, (t, h, d), out.dtype,
                                        (t, h) if lse_out is not None else None,
                                        _is_bool(options.get("row_mask"))))
     return (out, lse_out) if lse_out is not None else out

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -29,7 +29,7 @@ from attn_contracts.checks import (
     check_setting,
     refuse,
 )
-from attn_contracts.combine.ops import merge, rescale
+from attn_contracts.combine.ops import CombineOptions, KernelCall, _sig, decided_call, merge, rescale
 from attn_contracts.combine.tiles import KernelConfig, default_config
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import ContractError, Finding
@@ -50,6 +50,34 @@ class CombinePlan:
     lse_out_base: str
     config: KernelConfig | None  # None: tiles chosen per call from (N, T, H, D)
     reasons: tuple[str, ...]
+    # decided once, in __post_init__ (plain attributes: torch.compile traces through them)
+    _local_heads: int = field(init=False, repr=False, compare=False)
+    _out_dtype: torch.dtype = field(init=False, repr=False, compare=False)
+    _lse: LseSpec | None = field(init=False, repr=False, compare=False)
+    _needs_row_mask: bool = field(init=False, repr=False, compare=False)
+    #: the launch options every call of the plan passes (the call adds out, lse_out, mask, sink)
+    _options: CombineOptions = field(init=False, repr=False, compare=False)
+    #: the decided launches of this plan's eager calls, by their key (bounded; see :meth:`keep`)
+    _eager: dict[tuple[Any, ...], KernelCall] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        decided = object.__setattr__  # frozen: set once, here
+        spec = self.record.lse if isinstance(self.record.lse, LseSpec) else None
+        decided(self, "_local_heads", self.setting.heads_per_launch)
+        decided(self, "_out_dtype", getattr(torch, self.setting.out_dtype))
+        decided(self, "_lse", spec)
+        decided(self, "_needs_row_mask", self.setting.row_mask
+                or (spec is not None and spec.empty_row == "undefined"))
+        decided(self, "_options", {"return_lse": self.setting.return_lse,
+                                   "lse_out_base": self.lse_out_base,
+                                   "out_dtype": self._out_dtype, "config": self.config,
+                                   "pdl": self.setting.pdl})
+        decided(self, "_eager", {})
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickled or copied plan starts without the decided launches (they hold this
+        process's compiled kernels)."""
+        return {**self.__dict__, "_eager": {}}
 
     # --- the setting's quantities, under the setting's names ---------------------------------
     @property
@@ -71,12 +99,11 @@ class CombinePlan:
     @property
     def local_heads(self) -> int:
         """Heads one launch sees (H / world_size after an all-to-all)."""
-        return self.setting.heads_per_launch
+        return self._local_heads
 
     @property
     def out_dtype(self) -> torch.dtype:
-        dtype: torch.dtype = getattr(torch, self.setting.out_dtype)
-        return dtype
+        return self._out_dtype
 
     @property
     def return_lse(self) -> bool:
@@ -88,7 +115,7 @@ class CombinePlan:
 
     @property
     def lse(self) -> LseSpec:
-        return _spec(self.record)
+        return self._lse if self._lse is not None else _spec(self.record)
 
     @property
     def base(self) -> str:
@@ -119,7 +146,7 @@ class CombinePlan:
     def needs_row_mask(self) -> bool:
         """Calls must pass a row mask: the setting says so, or the record's empty rows are
         undefined (the kernel cannot run a zero-key row, so what it leaves there is garbage)."""
-        return self.setting.row_mask or self.lse.empty_row == "undefined"
+        return self._needs_row_mask
 
     def missing_mask_finding(self) -> Finding:
         """The ``AC025`` a call without a row mask gets (``checks.check_row_mask_given``)."""
@@ -168,6 +195,23 @@ class CombinePlan:
                f"the call does not match its {self.mode} plan")
 
     # --- launching ----------------------------------------------------------------------------
+    # What every launch of the plan passes is decided once (``_options``); a call whose tensors
+    # look like an earlier call's (``ops._sig``: shape, strides, dtype, device, alignment) passed
+    # the same checks and runs the same decided launch (``ops.KernelCall``), kept here per plan:
+    # later calls compare a key and launch. A call that misses takes the checked path, as ever.
+    def eager_call(self, key: tuple[Any, ...]) -> KernelCall | None:
+        """The decided launch kept under ``key`` (see :meth:`keep`), or None."""
+        return self._eager.get(key)
+
+    def keep(self, key: tuple[Any, ...], call: KernelCall | None) -> None:
+        """Keep ``call`` (when there is one) for later calls of ``key``: a key must say every
+        property of the call's inputs that its checks and its launch read."""
+        if call is None:
+            return
+        if len(self._eager) >= _EAGER_MAX:
+            self._eager.clear()
+        self._eager[key] = call
+
     def launch(self, partial_out: torch.Tensor, lse: torch.Tensor, *, rank: int | None = None,
                out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
                row_mask: torch.Tensor | None = None, lens: torch.Tensor | None = None,
@@ -175,21 +219,46 @@ class CombinePlan:
         """Run the plan's kernel on an LSE already in ``[N, T, H]`` / ``[N, B, Q, H]`` form;
         ``row_mask [N, T]`` (bool) or ``lens [N, B]`` and ``sink [H]`` as the plan's setting
         asks (no plan-level checks: :meth:`__call__` and ``dcp_combine`` made them)."""
-        kwargs: dict[str, Any] = dict(
-            base=self.base, out=out, lse_out=lse_out, return_lse=self.return_lse,
-            lse_out_base=self.lse_out_base, out_dtype=self.out_dtype, config=self.config,
-            pdl=self.pdl)
+        return self.decided_launch(partial_out, lse, rank, out, lse_out, row_mask, lens, sink)[0]
+
+    def decided_launch(self, partial_out: torch.Tensor, lse: torch.Tensor, rank: int | None,
+                       out: torch.Tensor | None, lse_out: torch.Tensor | None,
+                       row_mask: torch.Tensor | None, lens: torch.Tensor | None,
+                       sink: torch.Tensor | None) -> tuple[Any, KernelCall | None]:
+        """:meth:`launch`, and the decided launch that runs this argument set again (None where
+        there is none: the torch path, no rows, a launch hook, ``torch.compile``)."""
+        if torch.compiler.is_compiling():
+            return self._launch(partial_out, lse, rank, out, lse_out, row_mask, lens, sink)[0], None
+        key = ("launch", _sig(partial_out), _sig(lse), rank, rank.__class__, _sig(out),
+               _sig(lse_out), _sig(row_mask), _sig(lens), _sig(sink))
+        fast = self._eager.get(key)
+        if fast is not None:
+            return fast(partial_out, lse, out, lse_out,
+                        row_mask if row_mask is not None else lens, sink), fast
+        result, call = self._launch(partial_out, lse, rank, out, lse_out, row_mask, lens, sink)
+        self.keep(key, call)
+        return result, call
+
+    def _launch(self, partial_out: torch.Tensor, lse: torch.Tensor, rank: int | None,
+                out: torch.Tensor | None, lse_out: torch.Tensor | None,
+                row_mask: torch.Tensor | None, lens: torch.Tensor | None,
+                sink: torch.Tensor | None) -> tuple[Any, KernelCall | None]:
+        options: CombineOptions = {"out": out, "lse_out": lse_out, **self._options}
         if row_mask is not None:
-            kwargs["row_mask"] = row_mask
+            options["row_mask"] = row_mask
         if lens is not None:
-            kwargs["lens"] = lens
+            options["lens"] = lens
         if sink is not None:
-            kwargs["sink"] = sink
+            options["sink"] = sink
         if self.kernel == "merge":
-            return merge(partial_out, lse, **kwargs)
-        if rank is None:
+            result = merge(partial_out, lse, base=self.base, **options)
+        elif rank is None:
             raise ValueError(f"mode {self.mode!r} rescales one rank's partial: pass rank=")
-        return rescale(partial_out, lse, rank, **kwargs)
+        else:
+            result = rescale(partial_out, lse, rank, base=self.base, **options)
+        if torch.compiler.is_compiling():
+            return result, None
+        return result, decided_call(self.kernel, partial_out, lse, rank or 0, self.base, options)
 
     def __call__(self, partial_out: torch.Tensor, partial_lse: torch.Tensor, *,
                  out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
@@ -202,17 +271,29 @@ class CombinePlan:
         holds keys for the row) or ``lens [N, B]`` (local lengths, uniform ``q_len``) and
         ``sink [H]`` (float, natural-log logits) as the setting asks. Partials of another N, H, D
         or dtype than the plan's are refused (``AC027``). Returns ``out`` or ``(out, lse)``."""
-        if self.kernel == "merge" and partial_out.dim() == 5:  # [N, B, q, H, D] decode layout
-            partial_out = partial_out.flatten(1, 2)
-        self.check_partials(partial_out)
+        key = None
+        if not torch.compiler.is_compiling():
+            key = ("call", _sig(partial_out), _sig(partial_lse), rank, rank.__class__, _sig(out),
+                   _sig(lse_out), _sig(row_mask), _sig(lens), _sig(sink))
+            fast = self._eager.get(key)
+            if fast is not None:  # an earlier call of these inputs passed the checks below
+                return fast(partial_out, partial_lse, out, lse_out,
+                            row_mask if row_mask is not None else lens, sink)
+        o = partial_out
+        if self.kernel == "merge" and o.dim() == 5:  # [N, B, q, H, D] decode layout
+            o = o.flatten(1, 2)
+        self.check_partials(o)
         self.check_row_mask(row_mask is not None or lens is not None)
         self.check_sink(sink)
-        heads = partial_out.shape[-2]
-        lse = self.lse_view(partial_lse, heads=heads)
+        view = self.lse_view(partial_lse, heads=o.shape[-2])
         if self.kernel == "rescale":  # one rank's partial: N comes from the gathered LSE alone
-            self.check_partials(partial_out, gathered=lse.shape[0])
-        return self.launch(partial_out, lse, rank=rank, out=out, lse_out=lse_out,
-                           row_mask=row_mask, lens=lens, sink=sink)
+            self.check_partials(o, gathered=view.shape[0])
+        result, call = self.decided_launch(o, view, rank, out, lse_out, row_mask, lens, sink)
+        # the views start where the inputs do (no copy was made): the launch takes the inputs
+        if key is not None and o.data_ptr() == partial_out.data_ptr() \
+                and view.data_ptr() == partial_lse.data_ptr():
+            self.keep(key, call)
+        return result
 
     def explain(self) -> str:
         return "\n".join(f"- {r}" for r in self.reasons)
@@ -234,6 +315,7 @@ class CombinePlan:
 
 
 _SINK_DTYPES = tuple(getattr(torch, name) for name in SINK_DTYPES)
+_EAGER_MAX = 256  # decided launches kept per plan
 
 
 def _dtype_name(dtype: torch.dtype) -> str:

@@ -184,3 +184,23 @@ def test_a_rescale_plan_refuses_lses_gathered_from_another_world_size() -> None:
     lse = torch.randn(4, 3, 4)
     torch.testing.assert_close(plan(o, lse, rank=1).double(),
                                rescale(o, lse, 1, base="e").double())
+def test_a_call_like_an_earlier_one_runs_its_decided_launch_and_a_mismatch_is_still_refused() -> None:
+    """Eager calls at world size 1, ``plan(...)`` and ``plan.launch``: the first call checks and
+    launches, later ones of the same inputs run its decided launch on the same addresses (checked
+    here with the launch a no-op, as on a GPU after a first call); a call that does not match its
+    plan is refused with the same findings and text after calls were kept as before."""
+    (got,) = _one(w.decided_launches, 1)
+    # plan.launch given the views plan() / dcp_combine launched on: their launch was kept already
+    earlier = {"merge/plan.launch": "merge/plan()", "rescale/plan.launch": "ag_rs/row_mask+sink"}
+    for name, run in got["runs"].items():
+        kinds = [kind for kind, _ in run["log"]]
+        assert kinds == ["fast" if name in earlier else "slow", "fast", "fast"], (name, run)
+        assert len({ptrs for _, ptrs in run["log"]}) == 1, (name, run)
+        assert run["returns_out"], name
+    for name, first in earlier.items():
+        assert got["runs"][name]["log"][0][1] == got["runs"][first]["log"][0][1], name
+    assert got["after"] == got["before"]
+    for name, refusal in got["before"].items():
+        assert refusal["type"] != "ok" and refusal["value_error"], (name, refusal)
+    assert got["before"]["ag_rs/no_mask"]["codes"] == ["AC025"]
+    assert got["before"]["a2a/sink"]["codes"] == ["AC027"]
