@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
-    PlainSerializer,
     WithJsonSchema,
     model_validator,
 )
+
+from attn_contracts._tables import as_pairs
 
 __all__ = ["CallBase", "literal_key"]
 
@@ -46,14 +45,8 @@ def literal_key(text: str) -> str:
         return text.strip()
 
 
-def _pairs(value: Any) -> Any:
-    return tuple(value.items()) if isinstance(value, Mapping) else value
-
-
 _Map = Annotated[tuple[tuple[Annotated[str, Field(strict=True)], _Base], ...],
-                 BeforeValidator(_pairs),
-                 AfterValidator(lambda pairs: tuple(sorted((literal_key(k), v) for k, v in pairs))),
-                 PlainSerializer(dict), Field(strict=False),
+                 *as_pairs(literal_key),
                  WithJsonSchema({"type": "object", "additionalProperties": {
                      "type": "string", "enum": ["e", "2"]}})]
 

@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
-    PlainSerializer,
     Strict,
     ValidationError,
     WithJsonSchema,
@@ -36,6 +34,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from attn_contracts._tables import as_pairs
 from attn_contracts.call_base import CallBase
 from attn_contracts.findings import Code, Finding
 
@@ -229,14 +228,8 @@ class DecodeSpec(Frozen):
     max_compute_capability: Annotated[str, Strict(), Field(pattern=_CC_RE)] | None = None
 
 
-def _pairs(value: Any) -> Any:
-    return tuple(value.items()) if isinstance(value, Mapping) else value
-
-
-# Small string-keyed tables (``{"True" = "e"}`` in TOML) are kept as sorted pairs so a record stays
-# hashable; they serialise, and appear in the JSON schema, as the tables they are written as.
-_AS_PAIRS = (BeforeValidator(_pairs), AfterValidator(lambda pairs: tuple(sorted(pairs))),
-             PlainSerializer(dict), Field(strict=False))
+# string-keyed tables as sorted pairs (``_tables``)
+_AS_PAIRS = as_pairs()
 StrMap = Annotated[tuple[tuple[StrictStr, StrictStr], ...], *_AS_PAIRS,
                    WithJsonSchema({"type": "object", "additionalProperties": {"type": "string"}})]
 BaseMap = Annotated[tuple[tuple[StrictStr, Base], ...], *_AS_PAIRS,

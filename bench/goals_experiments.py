@@ -84,9 +84,26 @@ def _calls(kernel: str, shape: tuple[int, int, int, int], cfg: KernelConfig, mas
     return out
 
 
+def _nbytes(kernel: str, shape: tuple[int, int, int, int]) -> int:
+    return {"merge": merge_bytes, "rescale": rescale_bytes, "pack": pack_bytes}[kernel](*shape)
+
+
+def _finish(name: str, bw: float, lines: list[str], records: list[dict[str, Any]],
+            out_dir: Path | None, started: float) -> int:
+    """A round's end: its time, and its lines and records as ``<name>.txt``/``<name>.json``."""
+    text = "\n".join(lines)
+    print(f"experiments took {time.monotonic() - started:.0f} s", flush=True)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / f"{name}.txt").write_text(text + "\n")
+        (out_dir / f"{name}.json").write_text(json.dumps(
+            {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
+    return 0
+
+
 def _sets(kernel: str, shape: tuple[int, int, int, int]) -> list[Any]:
     n, t, h, d = shape
-    nbytes = {"merge": merge_bytes, "rescale": rescale_bytes, "pack": pack_bytes}[kernel](*shape)
+    nbytes = _nbytes(kernel, shape)
     copies = ncopies(t, nbytes)
     if kernel == "pack":
         piece = a2a_piece_bytes(t, h // n, d, S)[1]
@@ -192,17 +209,9 @@ def run_experiments(vk: Any, out_dir: Path | None) -> int:
             for pdl in (0, 1, 2, 3) if shape[1] == 1 else (0, 1, 3):
                 variants.append((f"{_txt(c)}{' (default)' if c is dflt else ''} pdl{pdl}", new,
                                  pdl, {}, c, False))
-        nbytes = {"merge": merge_bytes, "rescale": rescale_bytes, "pack": pack_bytes}[kernel](
-            *shape)
+        nbytes = _nbytes(kernel, shape)
         report(kernel, shape, _time(kernel, shape, variants), nbytes)
-    text = "\n".join(lines)
-    print(f"experiments took {time.monotonic() - started:.0f} s", flush=True)
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "experiments.txt").write_text(text + "\n")
-        (out_dir / "experiments.json").write_text(json.dumps(
-            {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
-    return 0
+    return _finish("experiments", bw, lines, records, out_dir, started)
 
 
 def _round_two(new: Any, bw: float, report: Callable[..., None], lines: list[str],
@@ -231,17 +240,9 @@ def _round_two(new: Any, bw: float, report: Callable[..., None], lines: list[str
             for pdl in modes:
                 variants.append((f"{_txt(dflt)} pdl{pdl}{' masked' if masked else ''}", new, pdl,
                                  {}, dflt, masked))
-        nbytes = {"merge": merge_bytes, "rescale": rescale_bytes, "pack": pack_bytes}[kernel](
-            *shape)
+        nbytes = _nbytes(kernel, shape)
         report(kernel, shape, _time(kernel, shape, variants, rounds=3), nbytes)
-    text = "\n".join(lines)
-    print(f"experiments took {time.monotonic() - started:.0f} s", flush=True)
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "experiments2.txt").write_text(text + "\n")
-        (out_dir / "experiments2.json").write_text(json.dumps(
-            {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
-    return 0
+    return _finish("experiments2", bw, lines, records, out_dir, started)
 
 
 def _round_three(new: Any, bw: float, report: Callable[..., None], lines: list[str],
@@ -257,14 +258,7 @@ def _round_three(new: Any, bw: float, report: Callable[..., None], lines: list[s
                                  f"{' masked' if masked else ''}", new, dflt.pdl,
                                  {"SPLIT": bool(split)}, dflt, masked))
         report("merge", shape, _time("merge", shape, variants, rounds=3), merge_bytes(*shape))
-    text = "\n".join(lines)
-    print(f"experiments took {time.monotonic() - started:.0f} s", flush=True)
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "experiments3.txt").write_text(text + "\n")
-        (out_dir / "experiments3.json").write_text(json.dumps(
-            {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
-    return 0
+    return _finish("experiments3", bw, lines, records, out_dir, started)
 
 
 def _variant_module(name: str, replacements: list[tuple[str, str]]) -> Any:
@@ -307,14 +301,6 @@ def _round_four(new: Any, bw: float, report: Callable[..., None], lines: list[st
                 variants.append((f"{_txt(dflt)} pdl{dflt.pdl} {label}"
                                  f"{' masked' if masked else ''}", mod, dflt.pdl, {}, dflt,
                                  masked))
-        nbytes = {"merge": merge_bytes, "rescale": rescale_bytes, "pack": pack_bytes}[kernel](
-            *shape)
+        nbytes = _nbytes(kernel, shape)
         report(kernel, shape, _time(kernel, shape, variants, rounds=3), nbytes)
-    text = "\n".join(lines)
-    print(f"experiments took {time.monotonic() - started:.0f} s", flush=True)
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "experiments4.txt").write_text(text + "\n")
-        (out_dir / "experiments4.json").write_text(json.dumps(
-            {"copy_bandwidth_gbps": bw, "records": records}, indent=1, default=str))
-    return 0
+    return _finish("experiments4", bw, lines, records, out_dir, started)

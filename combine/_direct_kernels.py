@@ -28,8 +28,9 @@ import triton.language as tl
 from attn_contracts.combine._kernels import (
     _finite,
     _load_lse,
+    _load_send,
+    _load_send_lse,
     _reciprocal,
-    _row_valid,
     _sink_lse,
     _sink_weight,
     _store_lse,
@@ -87,11 +88,8 @@ def direct_send_kernel(
                                                      BLOCK_D)
     mask_h = mask_h & ok
     mask = mask & ok
-    o = tl.load(o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od, mask=mask,
-                other=0.0)
-    if HAS_MASK:
-        valid = _row_valid(mask_ptr + (t // MASK_Q) * s_mt, t < T)
-        o = tl.where(valid, o, tl.zeros_like(o))
+    o, valid = _load_send(o_ptr, t, offs_h, offs_d, s_ot, s_oh, s_od, mask,
+                          mask_ptr + (t // MASK_Q) * s_mt, t < T, HAS_MASK)
     j = (offs_h // HC).to(tl.int64)
     dst = tl.load(peers_ptr + j, mask=mask_h, other=0).to(tl.pointer_type(tl.uint8))
     region = dst + DATA + p * PARITY_BYTES + RANK * PIECE  # [BLOCK_H] pointers
@@ -99,9 +97,7 @@ def direct_send_kernel(
     o_dst = region.to(tl.pointer_type(o_ptr.dtype.element_ty))
     tl.store(o_dst[:, None] + row[:, None] * D + offs_d[None, :], o, mask=mask)
     if tl.program_id(0) % NUM_DB == 0:
-        x = tl.load(lse_ptr + lse_off + offs_h * s_lh, mask=mask_h, other=0.0).to(tl.float32)
-        if HAS_MASK:
-            x = tl.where(valid, x, float("-inf"))
+        x = _load_send_lse(lse_ptr + lse_off, offs_h, s_lh, mask_h, valid, HAS_MASK)
         lse_dst = (region + O_BYTES).to(tl.pointer_type(tl.float32))
         tl.store(lse_dst + row, x, mask=mask_h)
     if _last_program(state_ptr + 1):

@@ -213,6 +213,41 @@ def _store_lse(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE: tl.co
 
 
 @triton.jit
+def _finish(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE: tl.constexpr,
+            OUT_SCALE: tl.constexpr, WRITE_LSE: tl.constexpr, NUM_DB: tl.constexpr,
+            PDL: tl.constexpr):
+    """The end of a merge or rescale program: the merged LSE (by the programs of the first dim
+    block), then the PDL exit."""
+    if WRITE_LSE:
+        if tl.program_id(0) % NUM_DB == 0:
+            _store_lse(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE, OUT_SCALE)
+    _pdl_exit(PDL)
+
+
+@triton.jit
+def _load_send(o_ptr, t, offs_h, offs_d, s_ot, s_oh, s_od, mask, mask_row, row_ok,
+               HAS_MASK: tl.constexpr):
+    """An all-to-all send's O tile, zeroed on rows the mask marks empty, and those rows' flags
+    (``row_ok`` where there is no mask)."""
+    o = tl.load(o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od, mask=mask,
+                other=0.0)
+    valid = row_ok
+    if HAS_MASK:
+        valid = _row_valid(mask_row, row_ok)
+        o = tl.where(valid, o, tl.zeros_like(o))
+    return o, valid
+
+
+@triton.jit
+def _load_send_lse(lse_row, offs_h, s_lh, mask_h, valid, HAS_MASK: tl.constexpr):
+    """An all-to-all send's fp32 LSE, −inf on rows the mask marks empty."""
+    x = tl.load(lse_row + offs_h * s_lh, mask=mask_h, other=0.0).to(tl.float32)
+    if HAS_MASK:
+        x = tl.where(valid, x, float("-inf"))
+    return x
+
+
+@triton.jit
 def merge_kernel(
     o_ptr, lse_ptr, out_ptr, lse_out_ptr, mask_ptr, sink_ptr,
     T, H, D, Q_LEN, MASK_Q,
@@ -251,10 +286,8 @@ def merge_kernel(
     acc *= _reciprocal(s)[:, None]
     tl.store(out_ptr + t * s_yt + offs_h[:, None] * s_yh + offs_d[None, :] * s_yd,
              acc.to(out_ptr.dtype.element_ty), mask=mask)
-    if WRITE_LSE:
-        if tl.program_id(0) % NUM_DB == 0:
-            _store_lse(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE, OUT_SCALE)
-    _pdl_exit(PDL)
+    _finish(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE, OUT_SCALE, WRITE_LSE,
+            NUM_DB, PDL)
 
 
 @triton.jit
@@ -296,10 +329,8 @@ def rescale_kernel(
     out_h = (offs_h // HC).to(tl.int64) * s_yc + (offs_h % HC) * s_yh
     tl.store(out_ptr + t * s_yt + out_h[:, None] + offs_d[None, :] * s_yd,
              tl.where(w > 0, w * o.to(tl.float32), 0.0).to(out_ptr.dtype.element_ty), mask=mask)
-    if WRITE_LSE:
-        if tl.program_id(0) % NUM_DB == 0:
-            _store_lse(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE, OUT_SCALE)
-    _pdl_exit(PDL)
+    _finish(lse_out_ptr, t, offs_h, mask_h, s_zt, s_zh, m, s, IN_SCALE, OUT_SCALE, WRITE_LSE,
+            NUM_DB, PDL)
 
 
 @triton.jit
@@ -320,18 +351,13 @@ def pack_a2a_kernel(
     t, offs_h, offs_d, mask_h, mask, lse_off = _tile(T, H, D, 1, s_lt, 0, NUM_DB, BLOCK_H,
                                                      BLOCK_D)
     _pdl_enter(PDL)
-    o = tl.load(o_ptr + t * s_ot + offs_h[:, None] * s_oh + offs_d[None, :] * s_od, mask=mask,
-                other=0.0)
-    if HAS_MASK:
-        valid = _row_valid(mask_ptr + (t // MASK_Q) * s_mt, t < T)
-        o = tl.where(valid, o, tl.zeros_like(o))
+    o, valid = _load_send(o_ptr, t, offs_h, offs_d, s_ot, s_oh, s_od, mask,
+                          mask_ptr + (t // MASK_Q) * s_mt, t < T, HAS_MASK)
     j = (offs_h // HC).to(tl.int64)
     row = t * HC + offs_h % HC  # [BLOCK_H] int64: the row of [T, HC] within a message
     tl.store(o_dst_ptr + (j * s_on_dst + row * D)[:, None] + offs_d[None, :],
              o.to(o_dst_ptr.dtype.element_ty), mask=mask)
     if tl.program_id(0) % NUM_DB == 0:
-        x = tl.load(lse_ptr + lse_off + offs_h * s_lh, mask=mask_h, other=0.0).to(tl.float32)
-        if HAS_MASK:
-            x = tl.where(valid, x, float("-inf"))
+        x = _load_send_lse(lse_ptr + lse_off, offs_h, s_lh, mask_h, valid, HAS_MASK)
         tl.store(lse_dst_ptr + j * s_ln_dst + row, x, mask=mask_h)
     _pdl_exit(PDL)

@@ -445,6 +445,27 @@ def _is_bool(mask: torch.Tensor | None) -> bool:
     return mask is not None and mask.dtype == torch.bool
 
 
+def _fast_result(key: tuple[Any, ...], partial_out: torch.Tensor, lse: torch.Tensor,
+                 options: CombineOptions) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor] | None:
+    """A merge/rescale call like an earlier one, launched as that one decided; None for a new one."""
+    fast = _FAST.get(key)
+    if fast is None:
+        return None
+    result: torch.Tensor | tuple[torch.Tensor, torch.Tensor] = fast(
+        partial_out, lse, options.get("out"), options.get("lse_out"), _mask_option(options),
+        options.get("sink"))
+    return result
+
+
+def _remember_call(key: tuple[Any, ...], prepared: Prepared, device: torch.device,
+                   out_shape: tuple[int, int, int], out: torch.Tensor, lse_out: torch.Tensor | None,
+                   options: CombineOptions) -> None:
+    """Keep a merge/rescale launch for the calls like it (``_fast_result``)."""
+    _remember(key, KernelCall(prepared, device, out_shape, out.dtype,
+                               out_shape[:2] if lse_out is not None else None,
+                               _is_bool(options.get("row_mask"))))
+
+
 def _remember(key: tuple[Any, ...], fast: Any) -> None:
     if len(_FAST) >= _FAST_MAX:
         _FAST.clear()
@@ -573,11 +594,8 @@ def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
     compiling = torch.compiler.is_compiling()
     if not compiling:
         key = _merge_key(partial_out, partial_lse, base, options)
-        fast = _FAST.get(key)
-        if fast is not None:
-            result: torch.Tensor | tuple[torch.Tensor, torch.Tensor] = fast(
-                partial_out, partial_lse, options.get("out"), options.get("lse_out"),
-                _mask_option(options), options.get("sink"))
+        result = _fast_result(key, partial_out, partial_lse, options)
+        if result is not None:
             return result
     _options("merge", options)
     _check_inputs(partial_out, partial_lse, 4)
@@ -601,9 +619,7 @@ def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
                                  cfg.block_h, cfg.block_d, cfg.num_warps, pdl, row_mask_arg,
                                  mask_q, options.get("sink"))
         if prepared is not None:
-            _remember(key, KernelCall(prepared, partial_out.device, (t, h, d), out.dtype,
-                                       (t, h) if lse_out is not None else None,
-                                       _is_bool(options.get("row_mask"))))
+            _remember_call(key, prepared, partial_out.device, (t, h, d), out, lse_out, options)
     return (out, lse_out) if lse_out is not None else out
 
 
@@ -619,11 +635,8 @@ def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base
     compiling = torch.compiler.is_compiling()
     if not compiling:
         key = _rescale_key(partial_out, all_lse, rank, base, options)
-        fast = _FAST.get(key)
-        if fast is not None:
-            result: torch.Tensor | tuple[torch.Tensor, torch.Tensor] = fast(
-                partial_out, all_lse, options.get("out"), options.get("lse_out"),
-                _mask_option(options), options.get("sink"))
+        result = _fast_result(key, partial_out, all_lse, options)
+        if result is not None:
             return result
     _options("rescale", options)
     _check_inputs(partial_out, all_lse, 3)
@@ -656,9 +669,7 @@ def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base
                                    cfg.block_h, cfg.block_d, cfg.num_warps, pdl, row_mask_arg,
                                    mask_q, options.get("sink"))
         if prepared is not None:
-            _remember(key, KernelCall(prepared, partial_out.device, (t, h, d), out.dtype,
-                                       (t, h) if lse_out is not None else None,
-                                       _is_bool(options.get("row_mask"))))
+            _remember_call(key, prepared, partial_out.device, (t, h, d), out, lse_out, options)
     return (out, lse_out) if lse_out is not None else out
 
 

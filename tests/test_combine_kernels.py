@@ -12,6 +12,7 @@ from attn_contracts.combine.ops import uses_triton
 from fixtures.tensors import (
     assert_close_to,
     assert_lse_close,
+    assert_merge_matches_reference,
     partials,
     poisoned,
 )
@@ -31,12 +32,7 @@ def test_merge_matches_reference(n: int, d: int, dtype: torch.dtype, base: str,
                                  device: str) -> None:
     t, h = 3, 5
     o, lse = partials(n, t, h, d, dtype, seed=n * 1000 + d, device=device)
-    out = poisoned((t, h, d), dtype, device)
-    lse_out = poisoned((t, h), torch.float32, device)
-    merge(o, lse, base=base, out=out, lse_out=lse_out)
-    ref_o, ref_lse = merge_reference(o.cpu(), lse.cpu(), base=base)
-    assert_close_to(out.cpu(), ref_o, dtype)
-    assert_lse_close(lse_out.cpu(), ref_lse)
+    out, lse_out = assert_merge_matches_reference(o, lse, base=base, device=device)
     assert not out.isnan().any()
     assert (out[t - 1, h - 1] == 0).all() and lse_out[t - 1, h - 1] == -math.inf
 

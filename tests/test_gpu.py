@@ -16,7 +16,13 @@ from attn_contracts.backends.plan_consumers import plan_consumer_records
 from attn_contracts.backends.runner import verify_consumer, verify_record
 from attn_contracts.combine import merge, merge_reference, plan_combine, rescale, rescale_reference
 from attn_contracts.consumer import ConsumerRecord
-from fixtures.tensors import assert_close_to, assert_lse_close, partials, poisoned
+from fixtures.tensors import (
+    assert_close_to,
+    assert_lse_close,
+    assert_merge_matches_reference,
+    partials,
+    poisoned,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -28,12 +34,7 @@ pytestmark = pytest.mark.gpu
 def test_merge_and_rescale_on_cuda(n: int, t: int, h: int, d: int, dtype: torch.dtype,
                                    base: str, device: str) -> None:
     o, lse = partials(n, t, h, d, dtype, seed=n + t, device=device)
-    out = poisoned((t, h, d), dtype, device)
-    lse_out = poisoned((t, h), torch.float32, device)
-    merge(o, lse, base=base, out=out, lse_out=lse_out)
-    ref_o, ref_lse = merge_reference(o.cpu(), lse.cpu(), base=base)
-    assert_close_to(out.cpu(), ref_o, dtype)
-    assert_lse_close(lse_out.cpu(), ref_lse)
+    assert_merge_matches_reference(o, lse, base=base, device=device)
     r = rescale(o[n - 1], lse, n - 1, base=base)
     assert_close_to(r.cpu(), rescale_reference(o[n - 1].cpu(), lse.cpu(), n - 1, base=base)[0],
                     dtype)

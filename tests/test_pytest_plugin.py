@@ -12,25 +12,28 @@ pytest_plugins = ["pytester"]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
-RECORDS = """
+# what both records promise (the second has no adapter to verify it)
+_MINE = """\
+lse = { returns = "lse", base = "e", layout = "token_head", dtype = "float32", empty_row = "-inf", includes_sink = false }
+decode = { attention = "mha", out_layout = "token_head_dim", head_dims = [64], q_dtypes = ["float32"], q_len_gt_1 = false }
+"""
+
+# the consumer is a plain string: its TOML tables are not f-string fields
+RECORDS = f"""
 [[record]]
 name = "mine.decode"
 library = "mine"
 source = "the torch reference, declared honestly"
 evidence = "measured"
 adapter = "attn_contracts.backends.torch_ref:decode"
-lse = { returns = "lse", base = "e", layout = "token_head", dtype = "float32", empty_row = "-inf", includes_sink = false }
-decode = { attention = "mha", out_layout = "token_head_dim", head_dims = [64], q_dtypes = ["float32"], q_len_gt_1 = false }
-
+{_MINE}
 [[record]]
 name = "mine.declarative"
 library = "mine"
 source = "no adapter"
 evidence = "read_from_code"
-lse = { returns = "lse", base = "e", layout = "token_head", dtype = "float32", empty_row = "-inf", includes_sink = false }
-decode = { attention = "mha", out_layout = "token_head_dim", head_dims = [64], q_dtypes = ["float32"], q_len_gt_1 = false }
-
-[[consumer]]
+{_MINE}
+""" + """[[consumer]]
 name = "mine.merge"
 library = "mine"
 source = "tests/fixtures/fake_consumers.py"

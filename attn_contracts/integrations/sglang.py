@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from attn_contracts.checks import check_edge
 from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.integrations._report import EngineReport
 from attn_contracts.registry import Registry, UnknownRecordError
 
 __all__ = ["MAPPING", "SglangReport", "find_root", "report"]
@@ -48,27 +47,8 @@ MAPPING: dict[str, tuple[tuple[str, ...], str]] = {
 MAPPED_RELEASE = "0.5.23"
 
 
-@dataclass
-class SglangReport:
+class SglangReport(EngineReport):
     """One SGLang attention backend, as the ``engine`` command prints it."""
-
-    backend: str
-    impl: str
-    declared: dict[str, Any] = field(default_factory=dict)
-    records: list[str] = field(default_factory=list)
-    edges: list[str] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    note: str = ""
-
-    @property
-    def verdict(self) -> str:
-        levels = {f.severity for f in self.findings}
-        return next((str(s) for s in (Severity.ERROR, Severity.WARNING) if s in levels), "ok")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"backend": self.backend, "impl": self.impl, "declared": self.declared,
-                "records": self.records, "edges": self.edges, "verdict": self.verdict,
-                "note": self.note, "findings": [f.to_json() for f in self.findings]}
 
 
 def find_root(root: str | Path | None = None) -> Path:

@@ -31,13 +31,14 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from attn_contracts.bridge import impl_findings
 from attn_contracts.checks import check_edge
 from attn_contracts.consumer import ConsumerRecord, KeywordBase
 from attn_contracts.findings import Code, ContractError, Finding, Severity
+from attn_contracts.integrations._report import EngineReport
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry, UnknownRecordError
 
@@ -234,30 +235,8 @@ MAPPINGS: tuple[VllmMapping, ...] = (VLLM_0_32,)
 
 
 # --- the report ----------------------------------------------------------------------------------
-@dataclass
-class BackendReport:
+class BackendReport(EngineReport):
     """One backend of the installed vLLM: what it declares, what it calls, and every finding."""
-
-    backend: str
-    impl: str
-    declared: dict[str, Any] = field(default_factory=dict)
-    records: list[str] = field(default_factory=list)
-    edges: list[str] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    note: str = ""
-
-    @property
-    def verdict(self) -> str:
-        levels = {f.severity for f in self.findings}
-        for level in (Severity.ERROR, Severity.WARNING):
-            if level in levels:
-                return str(level)
-        return "ok"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"backend": self.backend, "impl": self.impl, "declared": self.declared,
-                "records": self.records, "edges": self.edges, "verdict": self.verdict,
-                "note": self.note, "findings": [f.to_json() for f in self.findings]}
 
 
 def installed_version() -> str:
