@@ -9,6 +9,7 @@ Timer: ``graph_per_launch``, L2-cold rotation for T > 1; two interleaved rounds,
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -44,8 +45,9 @@ class _ExpLauncher:
 
     def __call__(self, grid: tuple[int, int, int], tensors: tuple[torch.Tensor, ...],
                  ints: tuple[int, ...], consts: dict[str, Any], num_warps: int,
-                 pdl: bool = False) -> None:
-        kw = {**consts, "PDL": self.pdl, **self.extra}
+                 pdl: bool = False, maxnreg: int = 0) -> None:
+        kw = {**consts, "PDL": self.pdl, **({"maxnreg": maxnreg} if maxnreg else {}),
+              **self.extra}
         if self.pdl:
             kw["launch_pdl"] = True
         self.fn[grid](*tensors, *ints, **kw, num_warps=num_warps)
@@ -65,7 +67,7 @@ def _patch(module: Any, pdl: int, extra: dict[str, Any]) -> None:
 
 
 def _calls(kernel: str, shape: tuple[int, int, int, int], cfg: KernelConfig, masked: bool,
-           sets: list[Any]) -> list[Callable[[], object]]:
+           sets: list[Any], mask_kind: str = "") -> list[Callable[[], object]]:
     n, t, h, d = shape
     if kernel == "pack":
         o_bytes = a2a_piece_bytes(t, h // n, d, S)[0]
@@ -73,8 +75,13 @@ def _calls(kernel: str, shape: tuple[int, int, int, int], cfg: KernelConfig, mas
             o, lse, send, o_bytes=o_bytes, config=cfg, row_mask=keep if masked else None)
             for o, lse, send, keep in sets]
     out = []
+    # mask_kind "shared": one mask for every rotated set (L2-warm, as an engine's per-step mask
+    # is); "tn": each set's [N, T] mask a view of a [T, N] buffer (a row's entries adjacent)
+    one = row_mask_like(n, t) if masked and mask_kind == "shared" else None
     for i, (o, lse, y, z) in enumerate(sets):
-        m = row_mask_like(n, t, seed=i) if masked else None
+        m = one if one is not None else row_mask_like(n, t, seed=i) if masked else None
+        if m is not None and mask_kind == "tn":
+            m = m.t().contiguous().t()
         if kernel == "merge":
             out.append(lambda o=o, lse=lse, y=y, z=z, m=m: merge(
                 o, lse, base="2", out=y, lse_out=z, config=cfg, row_mask=m))
@@ -118,15 +125,16 @@ Variant = tuple[str, Any, int, dict[str, Any], KernelConfig, bool]  # label, mod
 
 
 def _time(kernel: str, shape: tuple[int, int, int, int], variants: list[Variant],
-          rounds: int = 2) -> dict[str, float]:
+          rounds: int = 2, mask_kinds: dict[str, str] | None = None) -> dict[str, float]:
     sets = _sets(kernel, shape)
     best: dict[str, float] = {}
     for _ in range(rounds):
         for label, module, pdl, extra, cfg, masked in variants:
             _patch(module, pdl, extra)
             try:
-                us = graph_per_launch(_calls(kernel, shape, cfg, masked, sets), launches=50,
-                                      replays=11)
+                us = graph_per_launch(_calls(kernel, shape, cfg, masked, sets,
+                                             (mask_kinds or {}).get(label, "")),
+                                      launches=50, replays=11)
             except Exception as err:
                 print(f"{kernel} {shape} {label}: {type(err).__name__}: {err}", flush=True)
                 us = float("nan")
@@ -172,6 +180,10 @@ def run_experiments(vk: Any, out_dir: Path | None) -> int:
         return _round_three(new, bw, report, lines, records, out_dir, started)
     if os.environ.get("EXP_SET") == "4":
         return _round_four(new, bw, report, lines, records, out_dir, started)
+    if os.environ.get("EXP_SET") == "5":
+        return _round_five(new, bw, report, lines, records, out_dir, started)
+    if os.environ.get("EXP_SET") == "6":
+        return _round_six(new, bw, report, lines, records, out_dir, started)
     # E1: the load order (old kernels vs new) with and without the mask, N = 8 and N = 4
     e1 = {(8, 1, 16, 512): [_cfg(2, 64, 2), _cfg(4, 64, 2), _cfg(1, 128, 1)],
           (8, 256, 128, 512): [_cfg(4, 128, 2), _cfg(2, 128, 2)],
@@ -304,3 +316,59 @@ def _round_four(new: Any, bw: float, report: Callable[..., None], lines: list[st
         nbytes = _nbytes(kernel, shape)
         report(kernel, shape, _time(kernel, shape, variants, rounds=3), nbytes)
     return _finish("experiments4", bw, lines, records, out_dir, started)
+
+
+
+#: how the kernels choose the row mask's select or addition (``_kernels.py``, "Row mask"), and
+#: the variants that use one of them everywhere
+_MASK_CHOICE = [("SINK_SCALE, N <= 4)", "SINK_SCALE, {merge})"),
+                ("SINK_SCALE, False)", "SINK_SCALE, {rescale})")]
+
+
+def _round_five(new: Any, bw: float, report: Callable[..., None], lines: list[str],
+                records: list[dict[str, Any]], out_dir: Path | None, started: float) -> int:
+    """How the row mask reaches the LSE: the kernels' choice (a select in merges of up to 4
+    shards, else 0 or −inf added), the select everywhere, the addition everywhere; and the
+    kernels' choice with one mask shared by every rotated set (L2-warm) and with each row's
+    entries adjacent (a ``[T, N]`` buffer viewed as ``[N, T]``: one load per program)."""
+    mods = {label: _variant_module(f"_kernels_mask_{label}",
+                                   [(a, b.format(merge=flag, rescale=flag)) for a, b in _MASK_CHOICE])
+            for label, flag in (("select", "True"), ("add", "False"))}
+    for kernel, shape in (("merge", (8, 1, 16, 512)), ("merge", (4, 1, 128, 512)),
+                          ("merge", (4, 32, 128, 512)), ("merge", (4, 512, 32, 128)),
+                          ("merge", (2, 1024, 8, 256)), ("merge", (8, 256, 128, 512)),
+                          ("merge", (8, 2048, 32, 128)), ("merge", (2, 4096, 8, 128)),
+                          ("merge", (2, 16384, 32, 128)),
+                          ("rescale", (4, 1, 128, 512)), ("rescale", (8, 2048, 32, 128)),
+                          ("rescale", (4, 256, 128, 512))):
+        dflt = default_config(*shape, kernel)
+        head = f"{_txt(dflt)} pdl{dflt.pdl}"
+        variants: list[Variant] = [(f"{head} plain", new, dflt.pdl, {}, dflt, False),
+                                   (f"{head} masked", new, dflt.pdl, {}, dflt, True),
+                                   (f"{head} masked, shared mask", new, dflt.pdl, {}, dflt, True),
+                                   (f"{head} masked, [T, N] mask", new, dflt.pdl, {}, dflt, True)]
+        variants += [(f"{head} masked, {k} everywhere", m, dflt.pdl, {}, dflt, True)
+                     for k, m in mods.items()]
+        kinds = {f"{head} masked, shared mask": "shared", f"{head} masked, [T, N] mask": "tn"}
+        report(kernel, shape, _time(kernel, shape, variants, rounds=3, mask_kinds=kinds),
+               _nbytes(kernel, shape))
+    return _finish("experiments5", bw, lines, records, out_dir, started)
+
+
+def _round_six(new: Any, bw: float, report: Callable[..., None], lines: list[str],
+               records: list[dict[str, Any]], out_dir: Path | None, started: float) -> int:
+    """``maxnreg`` on the merges of 3-4 shards with four-warp tiles: without it ptxas (Triton 3.6
+    build) issues two of the four partials' loads only after the weights (40 registers); with any
+    cap from 48 up it issues all four first, at the same 40 (SASS, compiled on the CPU machine)."""
+    for shape in ((4, 32, 128, 512), (4, 512, 32, 128), (3, 100, 40, 128), (4, 256, 32, 128),
+                  (4, 2048, 8, 128), (3, 32, 128, 512)):
+        dflt = dataclasses.replace(default_config(*shape), maxnreg=0)  # the tiles before the cap
+        head = f"{_txt(dflt)} pdl{dflt.pdl}"
+        variants: list[Variant] = []
+        for masked in (False, True):
+            tag = " masked" if masked else ""
+            variants += [(f"{head}{tag}", new, dflt.pdl, {}, dflt, masked),
+                         (f"{head} maxnreg 64{tag}", new, dflt.pdl, {"maxnreg": 64}, dflt, masked),
+                         (f"{head} maxnreg 48{tag}", new, dflt.pdl, {"maxnreg": 48}, dflt, masked)]
+        report("merge", shape, _time("merge", shape, variants, rounds=3), merge_bytes(*shape))
+    return _finish("experiments6", bw, lines, records, out_dir, started)

@@ -40,6 +40,17 @@ is one scalar load per shard and program (one load per program where a row's ent
 already discards their values), so the masked kernel moves the same bytes as the unmasked one plus
 ``N·T`` mask bytes.
 
+How the entry reaches the LSE depends on how many predicate registers the kernel already needs
+(Hopper has 7; measured on the H200, ``kernel-experiments-h200.md``, "The row mask's
+predicates"). A compare and select takes one predicate per shard. Where those do not fit (a
+merge of more than 4 shards; a rescale, whose pick of this rank's LSE takes N more), ptxas parked
+the partials' load predicate in a general register (``P2R``) and issued those loads only after
+the weights, one after another at one token: +107 % at (8, 1, 16, 512), +9 % at (8, 256, 128,
+512), +22 % for a one-token rescale. There the entry is added as 0 or −inf instead, built with
+integer min/max and bit operations, which need no predicate (``_empty_penalty``): −1 %, +0.1 %,
++2 %. Where they fit (merges of up to 4 shards), the select is fewer instructions and measured
+1-3 % where the addition measured 4-8 %.
+
 Sink (``HAS_SINK``): a per-head logit in natural-log units, ``SINK_SCALE = 1 / ln b`` turns it into
 the LSE's base; it is one more shard whose output is 0, so it joins the max (a large sink cannot
 overflow) and the denominator, and the merged LSE includes it.
@@ -155,11 +166,20 @@ def _clean(x):
 
 
 @triton.jit
+def _empty_penalty(v):
+    """0.0 where the mask entry ``v`` is > 0, −inf where it is <= 0, made with integer min/max
+    and bit operations: no predicate register (see the module docstring)."""
+    keep = tl.minimum(tl.maximum(v, 0), 1).to(tl.int32)  # 1 or 0
+    return ((keep - 1) & -8388608).to(tl.float32, bitcast=True)  # 0x00000000 or 0xFF800000
+
+
+@triton.jit
 def _shard_weights(xs, vs, sink, N: tl.constexpr, HAS_MASK: tl.constexpr,
-                   HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr):
+                   HAS_SINK: tl.constexpr, SINK_SCALE: tl.constexpr, MASK_SELECT: tl.constexpr):
     """The shards' LSEs cleaned (``_clean``; −inf where the row mask says the shard is empty),
     the sink in the LSE's base (``s · log_b e``; −inf without one), and the max over both with
-    −inf as 0 (so ``x − m`` is never ``−inf − (−inf)``)."""
+    −inf as 0 (so ``x − m`` is never ``−inf − (−inf)``). ``MASK_SELECT``: the mask entry applied
+    by a select, else by ``_empty_penalty`` (the module docstring says where each is used)."""
     if HAS_SINK:
         sink = _clean(sink) * SINK_SCALE
     m = sink
@@ -167,7 +187,10 @@ def _shard_weights(xs, vs, sink, N: tl.constexpr, HAS_MASK: tl.constexpr,
     for n in tl.static_range(N):
         x = _clean(xs[n])
         if HAS_MASK:
-            x = tl.where(vs[n] > 0, x, float("-inf"))
+            if MASK_SELECT:
+                x = tl.where(vs[n] > 0, x, float("-inf"))
+            else:
+                x = x + _empty_penalty(vs[n])
         cs = cs + (x,)  # noqa: RUF005
         m = tl.maximum(m, x)
     return cs, sink, _finite(m)
@@ -274,7 +297,8 @@ def merge_kernel(
     for _ in tl.static_range(N):
         os = os + (tl.load(o_n, mask=mask, other=0.0),)  # noqa: RUF005
         o_n += s_on
-    cs, sink, m = _shard_weights(xs, vs, sink, N, HAS_MASK, HAS_SINK, SINK_SCALE)
+    # the select where its N predicates fit beside the rest (module docstring, "Row mask")
+    cs, sink, m = _shard_weights(xs, vs, sink, N, HAS_MASK, HAS_SINK, SINK_SCALE, N <= 4)
     s = _sink_weight(sink, m, IN_SCALE, HAS_SINK, BLOCK_H)
     acc = tl.zeros((BLOCK_H, BLOCK_D), tl.float32)
     for n in tl.static_range(N):
@@ -319,7 +343,8 @@ def rescale_kernel(
     xs, vs = _load_lses(lse_ptr + lse_off, s_ln, mask_ptr + (t // MASK_Q) * s_mt, s_mn, t < T,
                         offs_h, s_lh, mask_h, N, HAS_MASK, MASK_WORD)
     sink = _load_sink(sink_ptr, offs_h, s_s, mask_h, HAS_SINK, BLOCK_H)
-    cs, sink, m = _shard_weights(xs, vs, sink, N, HAS_MASK, HAS_SINK, SINK_SCALE)
+    # never the select: picking this rank's LSE already takes N predicates (module docstring)
+    cs, sink, m = _shard_weights(xs, vs, sink, N, HAS_MASK, HAS_SINK, SINK_SCALE, False)
     s = _sink_weight(sink, m, IN_SCALE, HAS_SINK, BLOCK_H)
     x_r = tl.full((BLOCK_H,), float("-inf"), tl.float32)
     for n in tl.static_range(N):

@@ -101,9 +101,10 @@ class Launcher:
 
     def __call__(self, grid: tuple[int, int, int], tensors: tuple[torch.Tensor, ...],
                  ints: tuple[int, ...], consts: dict[str, Any], num_warps: int,
-                 pdl: int = 0) -> Prepared | None:
+                 pdl: int = 0, maxnreg: int = 0) -> Prepared | None:
         """``tensors`` then ``ints`` are the kernel's leading parameters, in order; ``consts`` its
-        constexprs in signature order, ``PDL`` (last) left out: it is set here."""
+        constexprs in signature order, ``PDL`` (last) left out: it is set here. ``maxnreg``: the
+        register cap handed to ptxas (0: none; the interpreter has no ptxas)."""
         if not tensors[0].is_cuda:  # the interpreter: no compiled kernel to cache, no PDL
             extra_consts = {"PDL": 0} if self.has_pdl else {}
             self.fn[grid](*tensors, *ints, **consts, **extra_consts, num_warps=num_warps)
@@ -112,7 +113,7 @@ class Launcher:
         pdl = int(pdl) if pdl and self.has_pdl and _pdl_capable(device) else 0
         if self.has_pdl:
             consts = {**consts, "PDL": pdl}
-        key = (device, num_warps, grid, *consts.values(), *ints,
+        key = (device, num_warps, maxnreg, grid, *consts.values(), *ints,
                *[(x.dtype, x.data_ptr() % 16 == 0) for x in tensors])
         prepared = self.compiled.get(key) if self.direct else None
         if prepared is not None:
@@ -121,7 +122,9 @@ class Launcher:
                 return prepared
             except TypeError:
                 self.direct = False
-        extra = {"launch_pdl": True} if pdl else {}
+        extra: dict[str, Any] = {"launch_pdl": True} if pdl else {}
+        if maxnreg:
+            extra["maxnreg"] = maxnreg
         kernel = self.fn[grid](*tensors, *ints, **consts, num_warps=num_warps, **extra)
         if not self.direct or not _no_launch_hooks():
             return None

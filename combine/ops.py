@@ -234,20 +234,20 @@ def merge_into(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.
                lse_out: torch.Tensor | None, base: str, lse_out_base: str,
                block_h: int, block_d: int, num_warps: int, pdl: int = 0,
                mask: torch.Tensor | None = None, mask_q: int = 1,
-               sink: torch.Tensor | None = None) -> None:
+               sink: torch.Tensor | None = None, maxnreg: int = 0) -> None:
     """The body of the op ``attn_contracts::merge_``: launches with no input checks, for callers
     that checked once (``merge`` checks, then calls this). ``mask`` is the kernel's operand: uint8
     or int ``[N, T / mask_q]`` (``merge``'s ``row_mask``/``lens``). ``pdl``: the kernel's PDL mode
-    (0 off; ``_kernels.py``)."""
+    (0 off; ``_kernels.py``); ``maxnreg``: the tiles' register cap (0: none)."""
     _merge_launch(partial_out, partial_lse, out, lse_out, base, lse_out_base, block_h, block_d,
-                  num_warps, pdl, mask, mask_q, sink)
+                  num_warps, pdl, mask, mask_q, sink, maxnreg)
 
 
 def _merge_launch(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.Tensor,
                   lse_out: torch.Tensor | None, base: str, lse_out_base: str,
                   block_h: int, block_d: int, num_warps: int, pdl: int,
                   mask: torch.Tensor | None, mask_q: int,
-                  sink: torch.Tensor | None) -> Prepared | None:
+                  sink: torch.Tensor | None, maxnreg: int = 0) -> Prepared | None:
     """``merge_into``, returning the launch it made (None on the torch path or for no rows)."""
     n, t, h, d = partial_out.shape
     if t == 0 or h == 0 or d == 0:
@@ -271,7 +271,7 @@ def _merge_launch(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: tor
          z.stride(1), *extra_strides),
         dict(N=n, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
              **extra_consts, BLOCK_H=block_h, BLOCK_D=block_d, NUM_DB=cdiv(d, block_d)),
-        num_warps, pdl)
+        num_warps, pdl, maxnreg)
 
 
 _merge_op = torch.library.custom_op("attn_contracts::merge_", mutates_args=("out", "lse_out"))(
@@ -613,11 +613,11 @@ def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
         torch.ops.attn_contracts.merge_(
             partial_out, partial_lse, out, lse_out, base=base, lse_out_base=lse_out_base,
             block_h=cfg.block_h, block_d=cfg.block_d, num_warps=cfg.num_warps, pdl=pdl,
-            mask=row_mask_arg, mask_q=mask_q, sink=options.get("sink"))
+            mask=row_mask_arg, mask_q=mask_q, sink=options.get("sink"), maxnreg=cfg.maxnreg)
     else:
         prepared = _merge_launch(partial_out, partial_lse, out, lse_out, base, lse_out_base,
                                  cfg.block_h, cfg.block_d, cfg.num_warps, pdl, row_mask_arg,
-                                 mask_q, options.get("sink"))
+                                 mask_q, options.get("sink"), cfg.maxnreg)
         if prepared is not None:
             _remember_call(key, prepared, partial_out.device, (t, h, d), out, lse_out, options)
     return (out, lse_out) if lse_out is not None else out

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["CPU_SMS", "SMALL_N_MERGE_TILE", "KernelConfig", "cdiv", "default_config", "next_pow2",
-           "sm_count"]
+__all__ = ["CPU_SMS", "MERGE_W4_MAXNREG", "SMALL_N_MERGE_TILE", "KernelConfig", "cdiv",
+           "default_config", "next_pow2", "sm_count"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,8 @@ class KernelConfig:
     #: programmatic dependent launch (compute capability 9.0 and newer only): 0 off, or the
     #: kernels' PDL mode (``_kernels.py``: 1 wait then trigger, 2 trigger then wait, 3 late)
     pdl: int = 0
+    #: the register cap given to ptxas (Triton's ``maxnreg``), 0 for none; see default_config
+    maxnreg: int = 0
 
 
 def cdiv(a: int, b: int) -> int:
@@ -64,6 +66,9 @@ SMALL_N_MERGE_TILE = (1024, 4)
 #: PDL by grid size, in programs per SM: trigger before the wait up to the first, after it up to
 #: the second, none above (see default_config)
 PDL_EARLY_PER_SM, PDL_PER_SM = 4, 32
+#: the register cap of merges of 3-4 shards on four-warp tiles over more than one wave (see
+#: default_config): any cap makes ptxas issue every partial's load first
+MERGE_W4_MAXNREG = 64
 
 
 def default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim: int,
@@ -98,7 +103,15 @@ def default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim:
     7.56 at (2, 4096, 8, 128)); larger grids run without (8192 one-warp programs took 7.25 µs
     without PDL and 10.7 with). So ``merge`` with N in 3..4 takes 1024-element, four-warp tiles
     where that grid has at most 32 programs per SM and the 256-element one more than 4: fewer,
-    larger programs that PDL can overlap (68 → 73.5 % at (4, 32, 128, 512) and (4, 512, 32, 128))."""
+    larger programs that PDL can overlap (68 → 73.5 % at (4, 32, 128, 512) and (4, 512, 32, 128)).
+
+    Those four-warp merges of 3-4 shards get a register cap (``MERGE_W4_MAXNREG``) where the grid
+    has more than one wave (PDL mode 1). Without one, ptxas (Triton 3.6's, for sm_90) issues two of
+    the four partials' loads only after the weights, at 40 registers; with any cap from 48 up it
+    issues all four first, at the same 40 (the SASS; ``kernel-experiments-h200.md``, "The register
+    cap"). Measured: 74.4 → 77.3 % at (4, 32, 128, 512), 70.7 → 73.7 % at (3, 32, 128, 512),
+    73.9 → 75.0 % at (4, 512, 32, 128); but 2.69 → 2.98 µs on the one-wave (3, 100, 40, 128), so
+    not with PDL mode 2."""
     return _default_config(num_partials, num_tokens, num_heads, head_dim, kernel,
                            sm_count() if sms is None else sms)
 
@@ -144,4 +157,6 @@ def _default_config(num_partials: int, num_tokens: int, num_heads: int, head_dim
             block_h, block_d, num_warps = bh, bd, 4
     p = programs(block_h, block_d)
     pdl = 2 if p <= one_wave else 1 if p <= PDL_PER_SM * sms else 0
-    return KernelConfig(block_h, block_d, num_warps, pdl=pdl)
+    capped = kernel == "merge" and 2 < num_partials <= 4 and num_warps == 4 and pdl == 1
+    return KernelConfig(block_h, block_d, num_warps, pdl=pdl,
+                        maxnreg=MERGE_W4_MAXNREG if capped else 0)

@@ -231,6 +231,25 @@ def test_default_tiles_follow_the_h200_sweep(shape: tuple[int, int, int, int], k
     assert (cfg.block_h, cfg.block_d, cfg.num_warps, cfg.pdl) == expected
 
 
+@pytest.mark.parametrize(("shape", "kernel", "maxnreg"), [
+    # merges of 3-4 shards on four-warp tiles over more than one wave: capped (ptxas then issues
+    # every partial's load before the weights)
+    ((4, 32, 128, 512), "merge", 64),
+    ((4, 512, 32, 128), "merge", 64),
+    ((3, 32, 128, 512), "merge", 64),
+    # one wave (PDL mode 2; measured slower capped), one-warp tiles, two shards, rescale: no cap
+    ((3, 100, 40, 80), "merge", 0),
+    ((8, 256, 128, 512), "merge", 0),
+    ((2, 4096, 8, 128), "merge", 0),
+    ((4, 32, 128, 512), "rescale", 0),
+])
+def test_register_cap_only_where_it_was_measured_faster(shape: tuple[int, int, int, int],
+                                                         kernel: str, maxnreg: int) -> None:
+    from attn_contracts.combine.tiles import default_config
+
+    assert default_config(*shape, kernel).maxnreg == maxnreg
+
+
 @pytest.mark.parametrize(("shape", "expected"), [
     # two-way merges: 1024 elements over four warps (the H200 sweep's winner over two), so an
     # SM keeps about as many bytes in flight as an 8-way merge's one-warp tiles do

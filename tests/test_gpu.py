@@ -30,7 +30,8 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize("base", ["e", "2"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=str)
 @pytest.mark.parametrize(("n", "t", "h", "d"), [(4, 1, 128, 512), (8, 1, 16, 576), (3, 100, 40, 128),
-                                                (8, 257, 32, 80), (5, 33, 7, 96), (1, 5, 3, 64)])
+                                                (8, 257, 32, 80), (5, 33, 7, 96), (1, 5, 3, 64),
+                                                (4, 32, 128, 512)])  # the last: register cap
 def test_merge_and_rescale_on_cuda(n: int, t: int, h: int, d: int, dtype: torch.dtype,
                                    base: str, device: str) -> None:
     o, lse = partials(n, t, h, d, dtype, seed=n + t, device=device)
@@ -192,7 +193,8 @@ def _garbage_where_masked(o: torch.Tensor, lse: torch.Tensor, keep: torch.Tensor
 
 @pytest.mark.parametrize("base", ["e", "2"])
 @pytest.mark.parametrize("form", ["bool", "uint8_strided", "lens"])
-@pytest.mark.parametrize(("n", "t", "h", "d"), [(2, 64, 32, 128), (4, 1, 128, 512), (8, 33, 16, 80)])
+@pytest.mark.parametrize(("n", "t", "h", "d"), [(2, 64, 32, 128), (4, 1, 128, 512), (8, 33, 16, 80),
+                                                (8, 1, 16, 512), (4, 32, 128, 512)])
 def test_row_mask_on_cuda(n: int, t: int, h: int, d: int, form: str, base: str,
                           device: str) -> None:
     from attn_contracts.combine.reference import rows_from_lens
