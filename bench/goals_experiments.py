@@ -74,7 +74,7 @@ def _calls(kernel: str, shape: tuple[int, int, int, int], cfg: KernelConfig, mas
         return [lambda o=o, lse=lse, send=send, keep=keep: pack_a2a(
             o, lse, send, o_bytes=o_bytes, config=cfg, row_mask=keep if masked else None)
             for o, lse, send, keep in sets]
-    out = []
+    out: list[Callable[[], object]] = []
     # mask_kind "shared": one mask for every rotated set (L2-warm, as an engine's per-step mask
     # is); "tn": each set's [N, T] mask a view of a [T, N] buffer (a row's entries adjacent)
     one = row_mask_like(n, t) if masked and mask_kind == "shared" else None
