@@ -184,6 +184,8 @@ def run_experiments(vk: Any, out_dir: Path | None) -> int:
         return _round_five(new, bw, report, lines, records, out_dir, started)
     if os.environ.get("EXP_SET") == "6":
         return _round_six(new, bw, report, lines, records, out_dir, started)
+    if os.environ.get("EXP_SET") == "7":
+        return _round_seven(bw, lines, records, out_dir, started)
     # E1: the load order (old kernels vs new) with and without the mask, N = 8 and N = 4
     e1 = {(8, 1, 16, 512): [_cfg(2, 64, 2), _cfg(4, 64, 2), _cfg(1, 128, 1)],
           (8, 256, 128, 512): [_cfg(4, 128, 2), _cfg(2, 128, 2)],
@@ -372,3 +374,29 @@ def _round_six(new: Any, bw: float, report: Callable[..., None], lines: list[str
                          (f"{head} maxnreg 48{tag}", new, dflt.pdl, {"maxnreg": 48}, dflt, masked)]
         report("merge", shape, _time("merge", shape, variants, rounds=3), merge_bytes(*shape))
     return _finish("experiments6", bw, lines, records, out_dir, started)
+
+
+def _round_seven(bw: float, lines: list[str], records: list[dict[str, Any]],
+                 out_dir: Path | None, started: float) -> int:
+    """The one-token timer's spread: the same unmasked call timed as two labels (an A/A test) and
+    the masked call, each median of every one of 7 interleaved rounds kept, for the one-token
+    rescale and merge, whose masked cost is a few hundredths of a µs."""
+    for kernel, shape in (("rescale", (4, 1, 128, 512)), ("merge", (4, 1, 128, 512)),
+                          ("merge", (8, 1, 16, 512))):
+        cfg = default_config(*shape, kernel)
+        sets = _sets(kernel, shape)
+        runs = {"plain A": False, "plain B": False, "masked": True}
+        us: dict[str, list[float]] = {k: [] for k in runs}
+        for _ in range(7):
+            for label, masked in runs.items():
+                us[label].append(graph_per_launch(_calls(kernel, shape, cfg, masked, sets),
+                                                  launches=50, replays=11))
+        for label, xs in us.items():
+            lines.append(f"{kernel} {shape} {label}: min {min(xs):.3f} median "
+                         f"{sorted(xs)[3]:.3f} max {max(xs):.3f} µs over 7 rounds")
+        a, b, m = (min(us[k]) for k in runs)
+        lines.append(f"{kernel} {shape}: best of 7, B over A {100 * (b / a - 1):+.1f} %, masked "
+                     f"over A {100 * (m / a - 1):+.1f} %")
+        records.append({"kernel": kernel, "shape": shape, "us": us})
+        print("\n".join(lines[-4:]), flush=True)
+    return _finish("experiments7", bw, lines, records, out_dir, started)
