@@ -323,8 +323,8 @@ def _round_four(new: Any, bw: float, report: Callable[..., None], lines: list[st
 
 #: how the kernels choose the row mask's select or addition (``_kernels.py``, "Row mask"), and
 #: the variants that use one of them everywhere
-_MASK_CHOICE = [("SINK_SCALE, N <= 4)", "SINK_SCALE, {merge})"),
-                ("SINK_SCALE, False)", "SINK_SCALE, {rescale})")]
+_MASK_CHOICE = [("SINK_SCALE, N <= 4)", "SINK_SCALE, {select})"),  # merge_kernel
+                ("SINK_SCALE, False)", "SINK_SCALE, {select})")]  # rescale_kernel
 
 
 def _round_five(new: Any, bw: float, report: Callable[..., None], lines: list[str],
@@ -334,7 +334,7 @@ def _round_five(new: Any, bw: float, report: Callable[..., None], lines: list[st
     kernels' choice with one mask shared by every rotated set (L2-warm) and with each row's
     entries adjacent (a ``[T, N]`` buffer viewed as ``[N, T]``: one load per program)."""
     mods = {label: _variant_module(f"_kernels_mask_{label}",
-                                   [(a, b.format(merge=flag, rescale=flag)) for a, b in _MASK_CHOICE])
+                                   [(a, b.format(select=flag)) for a, b in _MASK_CHOICE])
             for label, flag in (("select", "True"), ("add", "False"))}
     for kernel, shape in (("merge", (8, 1, 16, 512)), ("merge", (4, 1, 128, 512)),
                           ("merge", (4, 32, 128, 512)), ("merge", (4, 512, 32, 128)),
