@@ -295,17 +295,17 @@ def rescale_into(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, ou
                  lse_out: torch.Tensor | None, base: str, lse_out_base: str,
                  block_h: int, block_d: int, num_warps: int, pdl: int = 0,
                  mask: torch.Tensor | None = None, mask_q: int = 1,
-                 sink: torch.Tensor | None = None) -> None:
+                 sink: torch.Tensor | None = None, maxnreg: int = 0) -> None:
     """The body of the op ``attn_contracts::rescale_`` (no input checks; see ``merge_into``)."""
     _rescale_launch(partial_out, all_lse, rank, out, lse_out, base, lse_out_base, block_h,
-                    block_d, num_warps, pdl, mask, mask_q, sink)
+                    block_d, num_warps, pdl, mask, mask_q, sink, maxnreg)
 
 
 def _rescale_launch(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int,
                     out: torch.Tensor, lse_out: torch.Tensor | None, base: str,
                     lse_out_base: str, block_h: int, block_d: int, num_warps: int, pdl: int,
                     mask: torch.Tensor | None, mask_q: int,
-                    sink: torch.Tensor | None) -> Prepared | None:
+                    sink: torch.Tensor | None, maxnreg: int = 0) -> Prepared | None:
     """``rescale_into``, returning the launch it made (see ``_merge_launch``)."""
     t, h, d = partial_out.shape
     if t == 0 or h == 0 or d == 0:
@@ -333,7 +333,7 @@ def _rescale_launch(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int,
         dict(N=all_lse.shape[0], IN_SCALE=in_scale, OUT_SCALE=out_scale,
              WRITE_LSE=lse_out is not None, **extra_consts, BLOCK_H=block_h, BLOCK_D=block_d,
              NUM_DB=cdiv(d, block_d)),
-        num_warps, pdl)
+        num_warps, pdl, maxnreg)
 
 
 _rescale_op = torch.library.custom_op(
@@ -345,14 +345,15 @@ _rescale_op.register_fake(_writes_in_place)
 
 def pack_a2a_into(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tensor, o_bytes: int,
                   block_h: int, block_d: int, num_warps: int, pdl: int = 0,
-                  mask: torch.Tensor | None = None, mask_q: int = 1) -> None:
+                  mask: torch.Tensor | None = None, mask_q: int = 1, maxnreg: int = 0) -> None:
     """The body of the op ``attn_contracts::pack_a2a_`` (no input checks; see ``pack_a2a``)."""
-    _pack_launch(partial_out, lse, send, o_bytes, block_h, block_d, num_warps, pdl, mask, mask_q)
+    _pack_launch(partial_out, lse, send, o_bytes, block_h, block_d, num_warps, pdl, mask, mask_q,
+                 maxnreg)
 
 
 def _pack_launch(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tensor, o_bytes: int,
                  block_h: int, block_d: int, num_warps: int, pdl: int,
-                 mask: torch.Tensor | None, mask_q: int) -> Prepared | None:
+                 mask: torch.Tensor | None, mask_q: int, maxnreg: int = 0) -> Prepared | None:
     """``pack_a2a_into``, returning the launch it made (see ``_merge_launch``)."""
     t, h, d = partial_out.shape
     world = send.shape[0]
@@ -379,7 +380,7 @@ def _pack_launch(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tenso
          mask.stride(0) if mask is not None else 0, send.stride(0) // size, send.stride(0) // 4),
         dict(HAS_MASK=mask is not None, BLOCK_H=block_h, BLOCK_D=block_d,
              NUM_DB=cdiv(d, block_d)),
-        num_warps, pdl)
+        num_warps, pdl, maxnreg)
 
 
 _pack_op = torch.library.custom_op("attn_contracts::pack_a2a_", mutates_args=("send",))(
@@ -667,11 +668,11 @@ def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base
         torch.ops.attn_contracts.rescale_(
             partial_out, all_lse, rank, out, lse_out, base=base, lse_out_base=lse_out_base,
             block_h=cfg.block_h, block_d=cfg.block_d, num_warps=cfg.num_warps, pdl=pdl,
-            mask=row_mask_arg, mask_q=mask_q, sink=options.get("sink"))
+            mask=row_mask_arg, mask_q=mask_q, sink=options.get("sink"), maxnreg=cfg.maxnreg)
     else:
         prepared = _rescale_launch(partial_out, all_lse, rank, out, lse_out, base, lse_out_base,
                                    cfg.block_h, cfg.block_d, cfg.num_warps, pdl, row_mask_arg,
-                                   mask_q, options.get("sink"))
+                                   mask_q, options.get("sink"), cfg.maxnreg)
         if prepared is not None:
             _remember_call(key, prepared, partial_out.device, (t, h, d), out, lse_out, options)
     return (out, lse_out) if lse_out is not None else out
@@ -735,10 +736,11 @@ def pack_a2a(
     if compiling:
         torch.ops.attn_contracts.pack_a2a_(
             partial_out, lse, send, o_bytes, block_h=cfg.block_h, block_d=cfg.block_d,
-            num_warps=cfg.num_warps, pdl=pdl_mode, mask=row_mask_arg, mask_q=mask_q)
+            num_warps=cfg.num_warps, pdl=pdl_mode, mask=row_mask_arg, mask_q=mask_q,
+            maxnreg=cfg.maxnreg)
     else:
         prepared = _pack_launch(partial_out, lse, send, o_bytes, cfg.block_h, cfg.block_d,
-                                cfg.num_warps, pdl_mode, row_mask_arg, mask_q)
+                                cfg.num_warps, pdl_mode, row_mask_arg, mask_q, cfg.maxnreg)
         if prepared is not None:
             _remember(key, _PackCall(prepared, partial_out.dtype, o_bytes, _is_bool(row_mask)))
     return send

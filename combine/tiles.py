@@ -26,7 +26,8 @@ class KernelConfig:
     #: programmatic dependent launch (compute capability 9.0 and newer only): 0 off, or the
     #: kernels' PDL mode (``_kernels.py``: 1 wait then trigger, 2 trigger then wait, 3 late)
     pdl: int = 0
-    #: the register cap given to ptxas (Triton's ``maxnreg``), 0 for none; see default_config
+    #: the register cap given to ptxas (Triton's ``maxnreg``), 0 for none; see default_config.
+    #: ``merge``, ``rescale`` and ``pack_a2a`` honour it (the direct all-to-all's kernels do not)
     maxnreg: int = 0
 
 
