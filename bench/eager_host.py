@@ -3,9 +3,9 @@
     python bench/eager_host.py [--calls 2000] [--out FILE.md]
 
 Issue 22 item 3 times eager calls on the H200 (``bench/goals.py``, ``host µs per eager call``);
-this times the same calls' Python on a CPU with no GPU. The one launch function of the ops
-(``ops._merge_launch`` / ``ops._rescale_launch``, what a first call runs and a later call's
-``launch.Prepared`` replaces) is monkeypatched to hand back a no-op launch, so every call after
+this times the same calls' Python on a CPU with no GPU. The one launch body of merge and rescale
+(``ops._combine_launch``, what a first call runs and a later call's ``launch.Prepared`` replaces)
+is monkeypatched to hand back a no-op launch, so every call after
 the first takes the same eager fast path as on a GPU and only the launch itself (the driver call)
 is missing. Each row: the median of ``--calls`` calls after 200 warm-up calls, the rows
 interleaved (one call of each per round). Tensors are small CPU tensors of the goals' one-token
@@ -115,8 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", default="", help="a column title (e.g. before/after)")
     ap.add_argument("--out", type=Path, default=None, help="also write the table as markdown")
     args = ap.parse_args(argv)
-    ops._merge_launch = _no_launch  # type: ignore[assignment]
-    ops._rescale_launch = _no_launch  # type: ignore[assignment]
+    ops._combine_launch = _no_launch  # type: ignore[assignment]
     timed = medians(calls(), args.calls)
     col = f"µs per call{f' ({args.label})' if args.label else ''}"
     table = Table(title=f"eager host time on the CPU, no-op launch, median of {args.calls}")

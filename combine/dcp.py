@@ -37,12 +37,11 @@ import torch.distributed as dist
 
 from attn_contracts.checks import check_call_out, check_mode_call, refuse
 from attn_contracts.combine.direct import direct_merge, direct_send
+from attn_contracts.combine.fastpath import PLANS, KernelCall, sig
 from attn_contracts.combine.ops import (
     _LSE_DTYPES,
-    KernelCall,
     _check_writable,
     _row_mask_arg,
-    _sig,
     lse_scales,
     pack_a2a,
 )
@@ -149,8 +148,9 @@ def dcp_combine(plan: CombinePlan, partial_out: torch.Tensor, partial_lse: torch
     if workspace is None and lens is None and not torch.compiler.is_compiling():
         # a world of one: a call like an earlier one (same tensors' shape, strides, dtype, device,
         # alignment) passed the same checks and runs the same decided launch (``_world_of_one``)
-        key = ("dcp", _sig(partial_out), _sig(partial_lse), _sig(out), _sig(row_mask), _sig(sink))
-        fast = plan.eager_call(key)
+        key = (plan.token, "dcp", sig(partial_out), sig(partial_lse), sig(out), sig(row_mask),
+               sig(sink))
+        fast = PLANS.get(key)
         if fast is not None and _size_and_rank(group)[0] == 1:
             return fast(partial_out, partial_lse, out, None, row_mask, sink)
     refuse(check_mode_call(plan.record.name, plan.setting, collective=True,
@@ -169,7 +169,7 @@ def dcp_combine(plan: CombinePlan, partial_out: torch.Tensor, partial_lse: torch
     if world == 1 and workspace is None:
         result, call = _world_of_one(plan, partial_out, lse, row_mask, sink, out)
         if key is not None and lse.data_ptr() == partial_lse.data_ptr():  # lse: a view, no copy
-            plan.keep(key, call)
+            PLANS.keep(key, call)
         return result
     if workspace is None:  # the table allows it: buffers for this call only (eager, no graphs)
         workspace = Workspace(plan, group, max_tokens=tokens, device=partial_out.device)

@@ -29,9 +29,11 @@ from attn_contracts.checks import (
     check_setting,
     refuse,
 )
-from attn_contracts.combine.ops import CombineOptions, KernelCall, _sig, decided_call, merge, rescale
+from attn_contracts.combine.fastpath import PLANS, KernelCall, decided_call, new_token, sig
+from attn_contracts.combine.ops import CombineOptions, merge, rescale
 from attn_contracts.combine.tiles import KernelConfig, default_config
 from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.deprecation import renamed
 from attn_contracts.findings import ContractError, Finding
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import get as get_record
@@ -57,8 +59,9 @@ class CombinePlan:
     _needs_row_mask: bool = field(init=False, repr=False, compare=False)
     #: the launch options every call of the plan passes (the call adds out, lse_out, mask, sink)
     _options: CombineOptions = field(init=False, repr=False, compare=False)
-    #: the decided launches of this plan's eager calls, by their key (bounded; see :meth:`keep`)
-    _eager: dict[tuple[Any, ...], KernelCall] = field(init=False, repr=False, compare=False)
+    #: this plan among the plans of the process: its part of the keys under which the fast path
+    #: keeps the decided launches of its calls (``fastpath.PLANS``; drawn afresh by a copy)
+    token: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         decided = object.__setattr__  # frozen: set once, here
@@ -72,12 +75,13 @@ class CombinePlan:
                                    "lse_out_base": self.lse_out_base,
                                    "out_dtype": self._out_dtype, "config": self.config,
                                    "pdl": self.setting.pdl})
-        decided(self, "_eager", {})
+        decided(self, "token", new_token())
 
-    def __getstate__(self) -> dict[str, Any]:
-        """A pickled or copied plan starts without the decided launches (they hold this
-        process's compiled kernels)."""
-        return {**self.__dict__, "_eager": {}}
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A copied or unpickled plan draws its own token: another process's numbers mean other
+        plans here, and the decided launches hold this process's compiled kernels."""
+        for name, value in {**state, "token": new_token()}.items():
+            object.__setattr__(self, name, value)
 
     # --- the setting's quantities, under the setting's names ---------------------------------
     @property
@@ -196,21 +200,20 @@ class CombinePlan:
 
     # --- launching ----------------------------------------------------------------------------
     # What every launch of the plan passes is decided once (``_options``); a call whose tensors
-    # look like an earlier call's (``ops._sig``: shape, strides, dtype, device, alignment) passed
-    # the same checks and runs the same decided launch (``ops.KernelCall``), kept here per plan:
-    # later calls compare a key and launch. A call that misses takes the checked path, as ever.
+    # look like an earlier call's (``fastpath.sig``: shape, strides, dtype, device, alignment)
+    # passed the same checks and runs the same decided launch (``fastpath.KernelCall``), kept in
+    # ``fastpath.PLANS`` under ``(self.token, entry, ...)``: later calls compare a key and launch.
+    # A call that misses takes the checked path, as ever.
     def eager_call(self, key: tuple[Any, ...]) -> KernelCall | None:
-        """The decided launch kept under ``key`` (see :meth:`keep`), or None."""
-        return self._eager.get(key)
+        """Deprecated: ``fastpath.PLANS.get((plan.token, *key))``."""
+        return renamed("CombinePlan.eager_call(key)", "fastpath.PLANS.get((plan.token, *key))",
+                       PLANS.get((self.token, *key)))
 
     def keep(self, key: tuple[Any, ...], call: KernelCall | None) -> None:
-        """Keep ``call`` (when there is one) for later calls of ``key``: a key must say every
-        property of the call's inputs that its checks and its launch read."""
-        if call is None:
-            return
-        if len(self._eager) >= _EAGER_MAX:
-            self._eager.clear()
-        self._eager[key] = call
+        """Deprecated: ``fastpath.PLANS.keep((plan.token, *key), call)``."""
+        renamed("CombinePlan.keep(key, call)", "fastpath.PLANS.keep((plan.token, *key), call)",
+                None)
+        PLANS.keep((self.token, *key), call)
 
     def launch(self, partial_out: torch.Tensor, lse: torch.Tensor, *, rank: int | None = None,
                out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
@@ -229,14 +232,14 @@ class CombinePlan:
         there is none: the torch path, no rows, a launch hook, ``torch.compile``)."""
         if torch.compiler.is_compiling():
             return self._launch(partial_out, lse, rank, out, lse_out, row_mask, lens, sink)[0], None
-        key = ("launch", _sig(partial_out), _sig(lse), rank, rank.__class__, _sig(out),
-               _sig(lse_out), _sig(row_mask), _sig(lens), _sig(sink))
-        fast = self._eager.get(key)
+        key = (self.token, "launch", sig(partial_out), sig(lse), rank, rank.__class__, sig(out),
+               sig(lse_out), sig(row_mask), sig(lens), sig(sink))
+        fast = PLANS.get(key)
         if fast is not None:
             return fast(partial_out, lse, out, lse_out,
                         row_mask if row_mask is not None else lens, sink), fast
         result, call = self._launch(partial_out, lse, rank, out, lse_out, row_mask, lens, sink)
-        self.keep(key, call)
+        PLANS.keep(key, call)
         return result, call
 
     def _launch(self, partial_out: torch.Tensor, lse: torch.Tensor, rank: int | None,
@@ -258,7 +261,8 @@ class CombinePlan:
             result = rescale(partial_out, lse, rank, base=self.base, **options)
         if torch.compiler.is_compiling():
             return result, None
-        return result, decided_call(self.kernel, partial_out, lse, rank or 0, self.base, options)
+        return result, decided_call(self.kernel, partial_out, lse,
+                                    None if self.kernel == "merge" else rank, self.base, options)
 
     def __call__(self, partial_out: torch.Tensor, partial_lse: torch.Tensor, *,
                  out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
@@ -273,9 +277,9 @@ class CombinePlan:
         or dtype than the plan's are refused (``AC027``). Returns ``out`` or ``(out, lse)``."""
         key = None
         if not torch.compiler.is_compiling():
-            key = ("call", _sig(partial_out), _sig(partial_lse), rank, rank.__class__, _sig(out),
-                   _sig(lse_out), _sig(row_mask), _sig(lens), _sig(sink))
-            fast = self._eager.get(key)
+            key = (self.token, "call", sig(partial_out), sig(partial_lse), rank, rank.__class__,
+                   sig(out), sig(lse_out), sig(row_mask), sig(lens), sig(sink))
+            fast = PLANS.get(key)
             if fast is not None:  # an earlier call of these inputs passed the checks below
                 return fast(partial_out, partial_lse, out, lse_out,
                             row_mask if row_mask is not None else lens, sink)
@@ -292,7 +296,7 @@ class CombinePlan:
         # the views start where the inputs do (no copy was made): the launch takes the inputs
         if key is not None and o.data_ptr() == partial_out.data_ptr() \
                 and view.data_ptr() == partial_lse.data_ptr():
-            self.keep(key, call)
+            PLANS.keep(key, call)
         return result
 
     def explain(self) -> str:
@@ -315,7 +319,6 @@ class CombinePlan:
 
 
 _SINK_DTYPES = tuple(getattr(torch, name) for name in SINK_DTYPES)
-_EAGER_MAX = 256  # decided launches kept per plan
 
 
 def _dtype_name(dtype: torch.dtype) -> str:

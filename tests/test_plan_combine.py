@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import pytest
@@ -148,9 +147,7 @@ def test_pdl_can_be_switched_off_per_plan(monkeypatch: pytest.MonkeyPatch) -> No
     from attn_contracts.combine import ops
 
     seen: list[int] = []
-    signature = inspect.signature(ops._merge_launch)
-    monkeypatch.setattr(ops, "_merge_launch", lambda *args, **kwargs: seen.append(
-        signature.bind(*args, **kwargs).arguments["pdl"]))
+    monkeypatch.setattr(ops, "_combine_launch", lambda launch: seen.append(launch.config.pdl))
     o, lse = partials(4, 1, 128, 512, torch.float32, seed=2)
     for pdl in (True, False):
         plan = plan_combine("flashinfer.mla.fa3", mode="merge", world_size=4, num_heads=128,
