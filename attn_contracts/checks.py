@@ -12,14 +12,15 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
 from attn_contracts.findings import Code, ContractError, Finding, Severity
-from attn_contracts.records import BASES, CapabilityRecord, LseSpec
+from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.setting import OUT_DTYPES, CombineSetting
 
-__all__ = ["CallRefused", "check_backend_known", "check_call_out", "check_call_partials",
+__all__ = ["LSE_DTYPES", "CallRefused", "check_backend_known", "check_call_device",
+           "check_call_lse", "check_call_out", "check_call_partials", "check_call_row_mask",
            "check_call_sink", "check_combinable", "check_dcp", "check_direct", "check_edge",
            "check_heads_divisible", "check_mode_call", "check_rank", "check_row_mask_given",
-           "check_setting", "check_unique", "check_workspace_call", "check_workspace_mode",
-           "refuse", "resolve_call_base"]
+           "check_setting", "check_unique", "check_workspace_buffer", "check_workspace_call",
+           "check_workspace_mode", "check_workspace_step", "refuse", "resolve_call_base"]
 
 
 def check_unique(records: Sequence[CapabilityRecord | ConsumerRecord]) -> list[Finding]:
@@ -299,6 +300,86 @@ def check_rank(subject: str, rank: object, world: int) -> list[Finding]:
     return []
 
 
+#: LSE dtypes a call may pass (the kernels load them as fp32)
+LSE_DTYPES = ("float32", "bfloat16", "float16", "float64")
+
+
+def check_call_lse(subject: str, *, shape: tuple[int, ...], layout: str, dims: int | None = None,
+                   heads: int | None = None, slots: int | None = None, padded: bool = False,
+                   dtype: str | None = None, rows: int | None = None,
+                   tokens: int | None = None) -> list[Finding]:
+    """``AC027``: an LSE not in its record's layout (``layout``, as text): another number of axes
+    than the layout has (``dims``); ``heads`` entries on its head axis where the layout has
+    ``slots`` (H, or the record's ``padded`` head slots); a dtype outside :data:`LSE_DTYPES`; or
+    ``rows`` rows where the partials have ``tokens``. Each part is checked where given."""
+    if dims is not None and len(shape) != dims:
+        return [_call(subject, "partial_lse", f"LSE of layout {layout} has {dims} dims, found "
+                      f"shape {shape}", shape, f"{dims} dims: {layout}")]
+    out: list[Finding] = []
+    if heads is not None and slots is not None and heads != slots:
+        out.append(_call(subject, "partial_lse", f"LSE head axis has {heads} entries, expected "
+                         f"{slots} ({'padded heads' if padded else 'H'}; layout {layout}, found "
+                         f"shape {shape})", heads, str(slots)))
+    if dtype is not None and dtype not in LSE_DTYPES:
+        out.append(_call(subject, "partial_lse", f"partial_lse dtype {dtype} is not a float dtype "
+                         f"(shape {shape})", dtype, ", ".join(LSE_DTYPES)))
+    if rows is not None and tokens is not None and rows != tokens:
+        out.append(_call(subject, "partial_lse", f"partial_lse has {rows} rows (shape {shape}, "
+                         f"layout {layout}), partial_out has T={tokens}", rows, f"T={tokens}"))
+    return out
+
+
+def check_call_row_mask(subject: str, *, shape: tuple[int, ...] | None, dtype: str | None,
+                        want: tuple[int, ...], lens: bool = False) -> list[Finding]:
+    """``AC027``: a row mask (``shape`` None: none given) that is not bool of shape ``want``, or
+    one given together with ``lens`` (either says which rows are empty, not both)."""
+    if shape is None:
+        return []
+    if lens:
+        return [_call(subject, "row_mask", "pass a row mask or local lengths, not both (found "
+                      "row_mask= and lens=)", "row_mask and lens", "one of row_mask, lens")]
+    if dtype != "bool" or shape != want:
+        return [_call(subject, "row_mask", f"row_mask must be bool {list(want)}, found {dtype} "
+                      f"{shape}", (dtype, shape), f"bool, shape {want}")]
+    return []
+
+
+def check_call_device(subject: str, name: str, *, found: str, want: str,
+                      of: str = "the partials") -> list[Finding]:
+    """``AC027``: tensor ``name`` on device ``found`` where the call works on ``want`` (the
+    device of ``of``)."""
+    if found == want:
+        return []
+    return [_call(subject, name, f"{name} is on {found} but {of} are on {want}", found, want)]
+
+
+def check_workspace_step(subject: str, *, slot: int, slots: int, tokens: int, max_tokens: int,
+                         device: str, workspace_device: str) -> list[Finding]:
+    """``AC027``: a step a workspace cannot hold: a slot it does not have, more tokens than it was
+    made for (it never grows: captured CUDA graphs hold its addresses), another device."""
+    out: list[Finding] = []
+    if not 0 <= slot < slots:
+        out.append(_call(subject, "slot", f"slot {slot} is outside the workspace's {slots} "
+                         f"slot(s)", slot, f"0..{slots - 1}"))
+    if tokens > max_tokens:
+        out.append(_call(subject, "max_tokens", f"a step of {tokens} tokens exceeds the "
+                         f"workspace's max_tokens={max_tokens}", tokens, f"<= {max_tokens}",
+                         "create the workspace for the largest step (it never grows: captured "
+                         "CUDA graphs hold its addresses)"))
+    out += check_call_device(subject, "workspace", found=workspace_device, want=device,
+                             of="the inputs")
+    return out
+
+
+def check_workspace_buffer(subject: str, *, runs: str, buffer: str, has: bool) -> list[Finding]:
+    """``AC027``: a step that needs a buffer its workspace's mode does not make (``ag_rs``'s head
+    chunks, ``a2a``'s messages, ``a2a_direct``'s symmetric buffer)."""
+    if has:
+        return []
+    return [_call(subject, "workspace", f"this workspace runs {runs}, which has no {buffer}",
+                  runs, f"a workspace whose mode has {buffer}")]
+
+
 # --- edges: producer → consumer --------------------------------------------------------------------
 def _edge(code: Code, producer: CapabilityRecord, consumer: ConsumerRecord, field: str,
           message: str, found: object, allowed: str, hint: str = "",
@@ -433,14 +514,6 @@ def check_edge(producer: CapabilityRecord, consumer: ConsumerRecord,
     if setting is not None:
         findings += _edge_limits(producer, consumer, setting)
     return findings
-
-
-def check_base_name(value: str, field: str) -> list[Finding]:
-    """``AC012`` for a base name outside ``BASES`` (the one base check of every layer)."""
-    if value in BASES:
-        return []
-    return [Finding(Code.AC012, field, f"{field} {value!r} is not an LSE base", field=field,
-                    found=value, allowed=", ".join(map(repr, BASES)))]
 
 
 def resolve_call_base(record: CapabilityRecord, call: Mapping[str, object],

@@ -35,7 +35,14 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from attn_contracts.checks import check_call_out, check_mode_call, refuse
+from attn_contracts.checks import (
+    check_call_device,
+    check_call_lse,
+    check_call_out,
+    check_call_row_mask,
+    check_mode_call,
+    refuse,
+)
 from attn_contracts.combine.direct import direct_merge, direct_send
 from attn_contracts.combine.fastpath import PLANS, KernelCall, sig
 from attn_contracts.combine.ops import (
@@ -45,7 +52,7 @@ from attn_contracts.combine.ops import (
     lse_scales,
     pack_a2a,
 )
-from attn_contracts.combine.plan import CombinePlan
+from attn_contracts.combine.plan import CombinePlan, _dtype_name, _layout_text
 from attn_contracts.combine.reference import log_of_base
 from attn_contracts.combine.tiles import default_config, sm_count
 from attn_contracts.combine.workspace import Workspace
@@ -70,15 +77,14 @@ def _check_mask(plan: CombinePlan, row_mask: torch.Tensor | None, lens: torch.Te
     """This rank's row mask ``[T]`` (bool) from ``row_mask`` or ``lens [B]`` (local lengths per
     request, uniform ``q_len = T / B``); refuses a call without one where the plan needs it."""
     plan.check_row_mask(row_mask is not None or lens is not None)
+    if row_mask is not None and (lens is not None or row_mask.dtype != torch.bool
+                                 or tuple(row_mask.shape) != (tokens,)):
+        refuse(check_call_row_mask(plan.record.name, shape=tuple(row_mask.shape),
+                                   dtype=_dtype_name(row_mask.dtype), want=(tokens,),
+                                   lens=lens is not None), "the row mask does not fit the call")
     if lens is not None:
-        if row_mask is not None:
-            raise ValueError("pass a row mask or local lengths, not both (found row_mask= and "
-                             "lens=)")
         _, q_len = _row_mask_arg(None, lens, (), tokens, lens.device)  # checks lens, T = B·q_len
         return (lens > 0).repeat_interleave(q_len) if q_len > 1 else lens > 0
-    if row_mask is not None and (row_mask.dtype != torch.bool or tuple(row_mask.shape) != (tokens,)):
-        raise ValueError(f"row_mask must be bool [T={tokens}], found {row_mask.dtype} "
-                         f"{tuple(row_mask.shape)}")
     return row_mask
 
 
@@ -86,10 +92,11 @@ def _local_lse(plan: CombinePlan, partial_lse: torch.Tensor, tokens: int) -> tor
     """This rank's LSE as a ``[T, H]`` view (record layout read through strides)."""
     view = plan.lse_view(partial_lse, heads=plan.num_heads, stacked=False)
     # checked here, not by the op: ag_rs and ar put the LSE on the wire before any op sees it
-    if view.dtype not in _LSE_DTYPES or math.prod(view.shape[:-1]) != tokens:
-        raise ValueError(f"{plan.record.name}: partial_lse must be a float LSE of T={tokens} "
-                         f"rows (partial_out's T), found {partial_lse.dtype} "
-                         f"{tuple(partial_lse.shape)} (allowed dtypes: {_LSE_DTYPES})")
+    rows = math.prod(view.shape[:-1])
+    if view.dtype not in _LSE_DTYPES or rows != tokens:
+        refuse(check_call_lse(plan.record.name, shape=tuple(partial_lse.shape),
+                              layout=_layout_text(plan.lse, False), dtype=_dtype_name(view.dtype), rows=rows,
+                              tokens=tokens), "the LSE does not fit the call")
     flat: torch.Tensor = view.reshape(tokens, plan.num_heads)  # a view: [B, q, H] merges B, q
     return flat
 
@@ -110,7 +117,8 @@ def _check_out(plan: CombinePlan, out: torch.Tensor | None, tokens: int,
                           dtype=str(out.dtype).removeprefix("torch."), want=want),
            f"out does not match its {plan.mode} plan")
     if out.device != device:
-        raise ValueError(f"out is on {out.device} but the partials are on {device}")
+        refuse(check_call_device(plan.record.name, "out", found=str(out.device),
+                                 want=str(device)), f"out does not match its {plan.mode} plan")
     _check_writable(out=out)
 
 

@@ -22,9 +22,12 @@ from pydantic import ValidationError
 
 from attn_contracts.checks import (
     SINK_DTYPES,
+    CallRefused,
+    check_call_lse,
     check_call_partials,
     check_call_sink,
     check_direct,
+    check_rank,
     check_row_mask_given,
     check_setting,
     refuse,
@@ -134,15 +137,18 @@ class CombinePlan:
         spec = self.lse
         want = (1 if stacked else 0) + (3 if spec.q_len_axis else 2)
         if lse.dim() != want:
-            raise ValueError(
-                f"{self.record.name}: LSE of layout {_layout_text(spec, stacked)} has {want} dims,"
-                f" found shape {tuple(lse.shape)}")
+            refuse(check_call_lse(self.record.name, shape=tuple(lse.shape),
+                                  layout=_layout_text(spec, stacked), dims=want),
+                   "the LSE is not in its record's layout")
+        given = lse
         if spec.layout == "head_token":
             lse = lse.transpose(-1, -2)  # [.., H, T] → [.., T, H]; [.., B, H, Q] → [.., B, Q, H]
         slots = spec.padded_heads or heads
         if lse.shape[-1] != slots:
-            raise ValueError(f"{self.record.name}: LSE head axis has {lse.shape[-1]} entries, "
-                             f"expected {slots} ({'padded heads' if spec.padded_heads else 'H'})")
+            refuse(check_call_lse(self.record.name, shape=tuple(given.shape),
+                                  layout=_layout_text(spec, stacked), heads=lse.shape[-1],
+                                  slots=slots, padded=bool(spec.padded_heads)),
+                   "the LSE is not in its record's layout")
         return lse[..., :heads] if spec.padded_heads else lse
 
     # --- masks and sinks: what every call must bring ---------------------------------------------
@@ -255,8 +261,9 @@ class CombinePlan:
             options["sink"] = sink
         if self.kernel == "merge":
             result = merge(partial_out, lse, base=self.base, **options)
-        elif rank is None:
-            raise ValueError(f"mode {self.mode!r} rescales one rank's partial: pass rank=")
+        elif rank is None:  # a rank of None is always refused: check_rank wants an int
+            raise CallRefused(check_rank(self.record.name, rank, lse.shape[0]),
+                              f"mode {self.mode!r} rescales one rank's partial: pass rank=")
         else:
             result = rescale(partial_out, lse, rank, base=self.base, **options)
         if torch.compiler.is_compiling():

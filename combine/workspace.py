@@ -16,14 +16,17 @@ reallocation (a growable workspace that freed a captured address crashed an engi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
 from attn_contracts.checks import (
+    CallRefused,
     check_direct,
+    check_workspace_buffer,
     check_workspace_call,
     check_workspace_mode,
+    check_workspace_step,
     refuse,
 )
 from attn_contracts.combine.direct import DirectBuffers, DirectLayout, direct_unavailable
@@ -127,23 +130,27 @@ class Workspace:
                      recv, direct)
 
     def _slot(self, slot: int, tokens: int, device: torch.device) -> _Slot:
-        if not 0 <= slot < len(self._slots):
-            raise ValueError(f"slot {slot} is outside the workspace's {len(self._slots)} slot(s) "
-                             f"(allowed: 0..{len(self._slots) - 1})")
-        if tokens > self.max_tokens:
-            raise ValueError(f"a step of {tokens} tokens exceeds the workspace's max_tokens="
-                             f"{self.max_tokens}; create the workspace for the largest step "
-                             "(it never grows: captured CUDA graphs hold its addresses)")
-        if device != self.device:
-            raise ValueError(f"the inputs are on {device}, the workspace on {self.device}")
+        """The slot of a step of ``tokens`` rows on ``device``; refused (``AC027``) where it does
+        not fit."""
+        if not (0 <= slot < len(self._slots) and tokens <= self.max_tokens
+                and device == self.device):
+            refuse(check_workspace_step(self.plan.record.name, slot=slot, slots=len(self._slots),
+                                        tokens=tokens, max_tokens=self.max_tokens,
+                                        device=str(device), workspace_device=str(self.device)),
+                   "the step does not fit its workspace")
         return self._slots[slot]
+
+    def _no_buffer(self, buffer: str) -> NoReturn:
+        """Refuse (``AC027``) a step that needs ``buffer``, which this workspace's mode lacks."""
+        raise CallRefused(check_workspace_buffer(self.plan.record.name,
+                                                 runs=self.runs.name, buffer=buffer,
+                                                 has=False), "wrong workspace")
 
     def direct_buffers(self, slot: int, tokens: int, device: torch.device) -> DirectBuffers:
         """The slot's symmetric buffer of an ``a2a_direct`` workspace."""
         s = self._slot(slot, tokens, device)
         if s.direct is None:
-            raise ValueError(f"this workspace runs {self.why or self.plan.mode}, not the direct "
-                             "all-to-all")
+            self._no_buffer("symmetric buffer (the direct all-to-all)")
         return s.direct
 
     def direct_error(self) -> str | None:
@@ -181,7 +188,7 @@ class Workspace:
         """The head-chunked rescaled partial ``[N, T, H/N, D]`` a reduce-scatter sends."""
         s, p = self._slot(slot, tokens, device), self.plan
         if s.chunks is None:
-            raise ValueError(f"a {p.mode!r} workspace has no head-chunk buffer")
+            self._no_buffer("head-chunk buffer (ag_rs)")
         hc = p.num_heads // p.world_size
         return s.chunks[: tokens * p.num_heads * p.head_dim].view(p.world_size, tokens, hc,
                                                                    p.head_dim)
@@ -190,9 +197,9 @@ class Workspace:
                  ) -> tuple[torch.Tensor, torch.Tensor, int]:
         """The all-to-all send and receive buffers ``[N, piece]`` (uint8) and the O bytes of a
         piece (the LSE bits follow at that offset; :meth:`message` is the whole layout)."""
-        s, p = self._slot(slot, tokens, device), self.plan
+        s = self._slot(slot, tokens, device)
         if s.send is None or s.recv is None:
-            raise ValueError(f"a {p.mode!r} workspace has no all-to-all buffers")
+            self._no_buffer("all-to-all message buffers (a2a)")
         msg = self.message(tokens)
         n, piece = msg.world, msg.piece
         return s.send[: n * piece].view(n, piece), s.recv[: n * piece].view(n, piece), msg.o_bytes
