@@ -38,7 +38,7 @@ import torch
 from attn_contracts.combine.launch import Prepared
 
 __all__ = ["OPS", "PLANS", "DecidedCalls", "KernelCall", "PackCall", "combine_key",
-           "decided_call", "fast_result", "keep_call", "new_token", "pack_key", "sig"]
+           "decided_call", "keep_call", "lookup", "new_token", "pack_key", "sig"]
 
 
 class DecidedCalls(dict[tuple[Any, ...], Any]):
@@ -79,22 +79,37 @@ def sig(x: torch.Tensor | None) -> tuple[Any, ...] | None:
     return (x.shape, x.stride(), x.dtype, x.get_device(), x.data_ptr() & 15)
 
 
-def _options_key(options: Any) -> tuple[Any, ...]:
-    """The options' part of a merge/rescale key (``ops.CombineOptions``): every option by name
-    (an unknown one makes a new key, so its first call is refused as ever), tensors by
-    :func:`sig`."""
-    return (tuple(options), sig(options.get("out")), sig(options.get("lse_out")),
-            sig(options.get("row_mask")), sig(options.get("lens")), sig(options.get("sink")),
-            options.get("return_lse"), options.get("lse_out_base"), options.get("out_dtype"),
-            options.get("config"), options.get("pdl"))
-
-
 def combine_key(kernel: str, partial_out: torch.Tensor, lse: torch.Tensor, rank: Any,
                 base: str, options: Any) -> tuple[Any, ...]:
-    """The key of a ``merge`` (``rank`` None) or ``rescale`` call. The rank goes in with its type:
-    ``True == 1`` and ``1.0 == 1``, but only an int is a rank (``checks.check_rank``)."""
-    return (kernel, sig(partial_out), sig(lse), rank, rank.__class__, base,
-            *_options_key(options))
+    """The key of a ``merge`` (``rank`` None) or ``rescale`` call: every option by name (an unknown
+    one makes a new key, so its first call is refused as ever), tensors by :func:`sig`. The rank
+    goes in with its type: ``True == 1`` and ``1.0 == 1``, but only an int is a rank
+    (``checks.check_rank``)."""
+    get = options.get
+    return (kernel, sig(partial_out), sig(lse), rank, rank.__class__, base, tuple(options),
+            sig(get("out")), sig(get("lse_out")), sig(get("row_mask")), sig(get("lens")),
+            sig(get("sink")), get("return_lse"), get("lse_out_base"), get("out_dtype"),
+            get("config"), get("pdl"))
+
+
+Result = torch.Tensor | tuple[torch.Tensor, torch.Tensor]  # out, or (out, lse_out)
+
+
+def lookup(kernel: str, partial_out: torch.Tensor, lse: torch.Tensor, rank: Any, base: str,
+           options: Any) -> tuple[tuple[Any, ...] | None, Result | None]:
+    """``(key, result)`` of a ``merge``/``rescale`` call: its key (None under ``torch.compile``:
+    nothing is looked up or kept there) and, for a call like an earlier one, its result,
+    launched as that one decided (else None)."""
+    if torch.compiler.is_compiling():
+        return None, None
+    key = combine_key(kernel, partial_out, lse, rank, base, options)
+    fast = OPS.get(key)
+    if fast is None:
+        return key, None
+    mask = options.get("row_mask")
+    result: Result = fast(partial_out, lse, options.get("out"), options.get("lse_out"),
+                          mask if mask is not None else options.get("lens"), options.get("sink"))
+    return key, result
 
 
 def pack_key(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tensor, o_bytes: int,
@@ -105,24 +120,10 @@ def pack_key(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tensor, o
             sig(row_mask), sig(lens), config, pdl)
 
 
-def fast_result(key: tuple[Any, ...], partial_out: torch.Tensor, lse: torch.Tensor,
-                options: Any) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor] | None:
-    """A merge/rescale call like an earlier one, launched as that one decided; None for a new
-    one."""
-    fast = OPS.get(key)
-    if fast is None:
-        return None
-    mask = options.get("row_mask")
-    result: torch.Tensor | tuple[torch.Tensor, torch.Tensor] = fast(
-        partial_out, lse, options.get("out"), options.get("lse_out"),
-        mask if mask is not None else options.get("lens"), options.get("sink"))
-    return result
-
-
 def keep_call(key: tuple[Any, ...], prepared: Prepared | None, out: torch.Tensor,
               lse_out: torch.Tensor | None, options: Any) -> None:
     """Keep a merge/rescale launch (``prepared``, None where there is none) for the calls like it
-    (:func:`fast_result`): ``out [T, H, D]`` (or head chunks ``[C, T, H/C, D]``) and ``lse_out``
+    (:func:`lookup`): ``out [T, H, D]`` (or head chunks ``[C, T, H/C, D]``) and ``lse_out``
     are what it wrote, so what a later call allocates has their shapes."""
     if prepared is None:
         return

@@ -37,14 +37,7 @@ from typing import Any, NoReturn, TypedDict, Unpack
 import torch
 
 from attn_contracts.checks import SINK_DTYPES, check_rank, refuse
-from attn_contracts.combine.fastpath import (
-    OPS,
-    PackCall,
-    combine_key,
-    fast_result,
-    keep_call,
-    pack_key,
-)
+from attn_contracts.combine.fastpath import OPS, PackCall, keep_call, lookup, pack_key
 from attn_contracts.combine.launch import (
     MAX_GRID_YZ,
     Prepared,
@@ -536,12 +529,9 @@ def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
 
     Calls like an earlier one (same shapes, strides, dtypes, devices, alignment and options) skip
     the checks and the tile choice: they were made once (``fastpath``)."""
-    key = None
-    if not torch.compiler.is_compiling():
-        key = combine_key("merge", partial_out, partial_lse, None, base, options)
-        result = fast_result(key, partial_out, partial_lse, options)
-        if result is not None:
-            return result
+    key, result = lookup("merge", partial_out, partial_lse, None, base, options)
+    if result is not None:
+        return result
     _options("merge", options)
     _check_inputs(partial_out, partial_lse, 4)
     n, t, h, d = partial_out.shape
@@ -567,12 +557,9 @@ def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base
     rank's empty rows and ``sink [H]`` (natural-log logits) enters the denominator and the merged
     LSE, as in :func:`merge`. Options: :class:`CombineOptions`. Repeated calls: see
     :func:`merge`."""
-    key = None
-    if not torch.compiler.is_compiling():
-        key = combine_key("rescale", partial_out, all_lse, rank, base, options)
-        result = fast_result(key, partial_out, all_lse, options)
-        if result is not None:
-            return result
+    key, result = lookup("rescale", partial_out, all_lse, rank, base, options)
+    if result is not None:
+        return result
     _options("rescale", options)
     _check_inputs(partial_out, all_lse, 3)
     t, h, d = partial_out.shape
