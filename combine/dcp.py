@@ -44,7 +44,7 @@ from attn_contracts.checks import (
     refuse,
 )
 from attn_contracts.combine.direct import direct_merge, direct_send
-from attn_contracts.combine.fastpath import PLANS, KernelCall, sig
+from attn_contracts.combine.fastpath import PLANS, KernelCall, keep, sig
 from attn_contracts.combine.ops import (
     _LSE_DTYPES,
     _check_writable,
@@ -177,7 +177,7 @@ def dcp_combine(plan: CombinePlan, partial_out: torch.Tensor, partial_lse: torch
     if world == 1 and workspace is None:
         result, call = _world_of_one(plan, partial_out, lse, row_mask, sink, out)
         if key is not None and lse.data_ptr() == partial_lse.data_ptr():  # lse: a view, no copy
-            PLANS.keep(key, call)
+            keep(PLANS, key, call)
         return result
     if workspace is None:  # the table allows it: buffers for this call only (eager, no graphs)
         workspace = Workspace(plan, group, max_tokens=tokens, device=partial_out.device)

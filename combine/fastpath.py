@@ -9,9 +9,9 @@ not pass and launches, about what a bare Triton launch does. A call whose key mi
 checked path, as ever; nothing is kept under ``torch.compile``, on the torch path, for a launch
 of no rows, or where a launch hook is set (a profiler's).
 
-Two tables, both bounded (emptied when full, so a process that sees ever new shapes does not
-grow): :data:`OPS`, the calls of ``ops.merge``/``rescale``/``pack_a2a``, keyed by those calls'
-arguments; and :data:`PLANS`, the calls of a plan (``plan(...)``, ``plan.launch``,
+Two tables (plain dicts), both bounded (emptied when full, so a process that sees ever new
+shapes does not grow): :data:`OPS`, the calls of ``ops.merge``/``rescale``/``pack_a2a``, keyed by
+those calls' arguments; and :data:`PLANS`, the calls of a plan (``plan(...)``, ``plan.launch``,
 ``dcp_combine`` at world size 1), keyed by the plan's :attr:`~plan.CombinePlan.token` and the
 call's tensors alone (the options are the plan's, decided once).
 
@@ -37,32 +37,29 @@ import torch
 
 from attn_contracts.combine.launch import Prepared
 
-__all__ = ["OPS", "PLANS", "DecidedCalls", "KernelCall", "PackCall", "combine_key",
-           "decided_call", "keep_call", "lookup", "new_token", "pack_key", "sig"]
+__all__ = ["MAX_ENTRIES", "OPS", "PLANS", "KernelCall", "PackCall", "combine_key", "decided_call",
+           "keep", "keep_call", "lookup", "new_token", "pack_key", "sig"]
 
 
-class DecidedCalls(dict[tuple[Any, ...], Any]):
-    """Decided launches by key, at most ``max_entries`` (a full table is emptied, then refilled
-    by the calls that still come). A dict, so a lookup is ``dict.get`` itself."""
-
-    def __init__(self, max_entries: int) -> None:
-        super().__init__()
-        self.max_entries = max_entries
-
-    def keep(self, key: tuple[Any, ...], call: Any) -> None:
-        """Keep ``call`` for later calls of ``key`` (nothing when there is none): a key must say
-        every property of the call's inputs that its checks and its launch read."""
-        if call is None:
-            return
-        if len(self) >= self.max_entries:
-            self.clear()
-        self[key] = call
-
-
-#: the decided calls of ``merge``, ``rescale`` and ``pack_a2a``
-OPS = DecidedCalls(4096)
+#: the decided calls of ``merge``, ``rescale`` and ``pack_a2a``, by key (plain dicts: a lookup is
+#: ``dict.get`` itself, about three times faster than on a dict subclass)
+OPS: dict[tuple[Any, ...], Any] = {}
 #: the decided calls of plans, keyed by ``(plan.token, entry, ...)``
-PLANS = DecidedCalls(4096)
+PLANS: dict[tuple[Any, ...], Any] = {}
+MAX_ENTRIES = 4096  # per table
+
+
+def keep(table: dict[tuple[Any, ...], Any], key: tuple[Any, ...], call: Any,
+         max_entries: int = MAX_ENTRIES) -> None:
+    """Keep ``call`` in ``table`` for later calls of ``key`` (nothing when there is none): a key
+    must say every property of the call's inputs that its checks and its launch read. A full
+    table is emptied first, then refilled by the calls that still come."""
+    if call is None:
+        return
+    if len(table) >= max_entries:
+        table.clear()
+    table[key] = call
+
 
 _tokens = itertools.count()
 
@@ -127,9 +124,9 @@ def keep_call(key: tuple[Any, ...], prepared: Prepared | None, out: torch.Tensor
     are what it wrote, so what a later call allocates has their shapes."""
     if prepared is None:
         return
-    OPS.keep(key, KernelCall(prepared, out.device, tuple(out.shape), out.dtype,
-                             tuple(lse_out.shape) if lse_out is not None else None,
-                             _is_bool(options.get("row_mask"))))
+    keep(OPS, key, KernelCall(prepared, out.device, tuple(out.shape), out.dtype,
+                              tuple(lse_out.shape) if lse_out is not None else None,
+                              _is_bool(options.get("row_mask"))))
 
 
 def decided_call(kernel: str, partial_out: torch.Tensor, lse: torch.Tensor, rank: int | None,

@@ -37,7 +37,7 @@ from typing import Any, NoReturn, TypedDict, Unpack
 import torch
 
 from attn_contracts.checks import SINK_DTYPES, check_rank, refuse
-from attn_contracts.combine.fastpath import OPS, PackCall, keep_call, lookup, pack_key
+from attn_contracts.combine.fastpath import OPS, PackCall, keep, keep_call, lookup, pack_key
 from attn_contracts.combine.launch import (
     MAX_GRID_YZ,
     Prepared,
@@ -643,6 +643,6 @@ def pack_a2a(
     else:
         prepared = _pack_launch(launch)
         if prepared is not None:
-            OPS.keep(key, PackCall(prepared, o_bytes, row_mask is not None
+            keep(OPS, key, PackCall(prepared, o_bytes, row_mask is not None
                                    and row_mask.dtype == torch.bool))
     return send

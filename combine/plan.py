@@ -32,6 +32,7 @@ from attn_contracts.checks import (
     check_setting,
     refuse,
 )
+from attn_contracts.combine import fastpath
 from attn_contracts.combine.fastpath import PLANS, KernelCall, decided_call, new_token, sig
 from attn_contracts.combine.ops import CombineOptions, merge, rescale
 from attn_contracts.combine.tiles import KernelConfig, default_config
@@ -216,10 +217,10 @@ class CombinePlan:
                        PLANS.get((self.token, *key)))
 
     def keep(self, key: tuple[Any, ...], call: KernelCall | None) -> None:
-        """Deprecated: ``fastpath.PLANS.keep((plan.token, *key), call)``."""
-        renamed("CombinePlan.keep(key, call)", "fastpath.PLANS.keep((plan.token, *key), call)",
-                None)
-        PLANS.keep((self.token, *key), call)
+        """Deprecated: ``fastpath.keep(fastpath.PLANS, (plan.token, *key), call)``."""
+        renamed("CombinePlan.keep(key, call)",
+                "fastpath.keep(fastpath.PLANS, (plan.token, *key), call)", None)
+        fastpath.keep(PLANS, (self.token, *key), call)
 
     def launch(self, partial_out: torch.Tensor, lse: torch.Tensor, *, rank: int | None = None,
                out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
@@ -245,7 +246,7 @@ class CombinePlan:
             return fast(partial_out, lse, out, lse_out,
                         row_mask if row_mask is not None else lens, sink), fast
         result, call = self._launch(partial_out, lse, rank, out, lse_out, row_mask, lens, sink)
-        PLANS.keep(key, call)
+        fastpath.keep(PLANS, key, call)
         return result, call
 
     def _launch(self, partial_out: torch.Tensor, lse: torch.Tensor, rank: int | None,
@@ -303,7 +304,7 @@ class CombinePlan:
         # the views start where the inputs do (no copy was made): the launch takes the inputs
         if key is not None and o.data_ptr() == partial_out.data_ptr() \
                 and view.data_ptr() == partial_lse.data_ptr():
-            PLANS.keep(key, call)
+            fastpath.keep(PLANS, key, call)
         return result
 
     def explain(self) -> str:

@@ -103,10 +103,10 @@ def test_the_deprecated_plan_table_spellings_still_work(
 
 
 def test_a_full_table_is_emptied_before_it_grows() -> None:
-    table = fastpath.DecidedCalls(3)
+    table: dict[tuple[Any, ...], Any] = {}
     for i in range(3):
-        table.keep((i,), i)
-    table.keep((9,), None)  # nothing decided: nothing kept
+        fastpath.keep(table, (i,), i, max_entries=3)
+    fastpath.keep(table, (9,), None, max_entries=3)  # nothing decided: nothing kept
     assert len(table) == 3
-    table.keep((3,), 3)
-    assert dict(table) == {(3,): 3}
+    fastpath.keep(table, (3,), 3, max_entries=3)
+    assert table == {(3,): 3}
