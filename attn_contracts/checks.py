@@ -111,16 +111,26 @@ def _sink_once(record: CapabilityRecord, s: CombineSetting) -> list[Finding]:
                     field="lse.includes_sink", found=True, allowed="false (the plan applies the sink)")]
 
 
+_MODE_HINTS = {
+    "symmetric_memory": "use mode 'a2a' (NCCL all-to-all), or 'a2a_best' to fall back by itself",
+    "fused": "use mode 'a2a' (the project's NCCL all-to-all and merge), or run where FlashInfer "
+             ">= 0.7.2.post1 and NCCL >= 2.29 are installed",
+}
+
+
 def check_direct(record: CapabilityRecord, setting: CombineSetting,
                  unavailable: str | None) -> list[Finding]:
-    """``AC026``: ``a2a_direct`` where it cannot run; ``unavailable`` is the reason the combine
-    found (no CUDA, no symmetric memory, the group, the dtype), None where it can."""
-    if setting.spec.collective != "symmetric_memory" or unavailable is None:
+    """``AC026``: a mode that moves partials through symmetric memory (``a2a_direct``, or
+    FlashInfer's fused ``fi_a2a``) where it cannot run, or with a setting it cannot serve;
+    ``unavailable`` is the reason the combine found (no CUDA, no symmetric memory, the group,
+    the dtype, FlashInfer missing, a sink or merged LSE asked of a kernel that has neither),
+    None where it can."""
+    spec = setting.spec
+    if spec.collective not in _MODE_HINTS or unavailable is None:
         return []
-    return [Finding(Code.AC026, record.name, f"mode 'a2a_direct' cannot run here: {unavailable}",
-                    hint="use mode 'a2a' (NCCL all-to-all), or 'a2a_best' to fall back by itself",
-                    field="mode", found="a2a_direct",
-                        allowed="CUDA GPUs on NCCL, >= 2 ranks, 16/32-bit floats")]
+    return [Finding(Code.AC026, record.name, f"mode {spec.name!r} cannot run here: {unavailable}",
+                    hint=_MODE_HINTS[spec.collective], field="mode", found=spec.name,
+                    allowed=spec.needs or "where its collective runs")]
 
 
 def check_setting(record: CapabilityRecord, setting: CombineSetting) -> list[Finding]:
