@@ -37,9 +37,11 @@ def test_a_call_layout_refuses_a_layout_that_is_not_one() -> None:
         CallLayout.model_validate({"keyword": "lse_layout", "values": {"'NH'": "rows"}})
 
 
-def test_the_prefill_record_chooses_both_by_keyword_from_0_7_2_post1() -> None:
+def test_the_prefill_record_chooses_both_by_keyword() -> None:
     chosen = [c for c in PREFILL.calls if c.layout is not None]
-    assert chosen and all(c.versions == ">=0.7.2.post1" and c.base is not None for c in chosen)
+    assert {c.function.rsplit(".", 2)[1] for c in chosen} == {
+        "BatchPrefillWithPagedKVCacheWrapper", "BatchPrefillWithRaggedKVCacheWrapper"}
+    assert all(c.base is not None and c.base.keyword == "lse_base" for c in chosen)
     # the record's own fields are what the defaults give
     assert (PREFILL.lse.base, PREFILL.lse.layout) == ("2", "token_head")
     ln_hn, _ = resolve_call(PREFILL, {"return_lse": True, "lse_base": "ln", "lse_layout": "HN"})
