@@ -129,10 +129,11 @@ def fused_combine(bufs: FusedBuffers, partial_out: torch.Tensor, lse: torch.Tens
     t, h, _ = partial_out.shape
     n = bufs.world
     hc = h // n
-    # splitting the head axis is a view whatever the strides: [T, N, H/N, D] → [T, H/N, N, D],
-    # so [..., r, :] holds the heads bound for rank r, as the op reads its cp_size axis
-    o_view = partial_out.unflatten(1, (n, hc)).permute(0, 2, 1, 3)
-    lse_view = lse.unflatten(1, (n, hc)).permute(0, 2, 1)  # [T, H/N, N]
+    # splitting one axis is a view whatever its stride (reshape copies nothing here):
+    # [T, N, H/N, D] → [T, H/N, N, D], so [..., r, :] holds the heads bound for rank r, as the op
+    # reads its cp_size axis
+    o_view = partial_out.reshape(t, n, hc, partial_out.shape[-1]).permute(0, 2, 1, 3)
+    lse_view = lse.reshape(t, n, hc).permute(0, 2, 1)  # [T, H/N, N]
     o_send, lse_send = bufs.o_send[:t], bufs.lse_send[:t]
     if row_mask is None:
         o_send.copy_(o_view)
