@@ -14,6 +14,11 @@ The base is required and a discriminated union on ``kind``::
 
 ``default`` is the key of ``values`` a caller gets by omitting the keyword (absent: the keyword is
 required), which is exactly the hazard the linter flags.
+
+A *collective* consumer (every rank of a group calls it together: FlashInfer's fused
+``decode_cp_a2a_lse_reduce``) says in ``ranks`` what each rank must pass identically and what a
+difference does (``on_mismatch = "hang"``): startup compares those values across the ranks
+(``AC031``). Its absence means a local function: nothing to compare.
 """
 
 from __future__ import annotations

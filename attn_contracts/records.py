@@ -13,6 +13,15 @@ The LSE declaration is a discriminated union on the string tag ``returns``::
 so "returns LSE but has no base" cannot be constructed: it fails validation with error type
 ``AC001`` (and "no LSE, but a base" with ``AC004``), which :func:`findings_from_validation_error`
 turns into findings with the same codes.
+
+An empty row is two facts: ``empty_row`` (what the LSE holds) and ``empty_out`` (what the
+*output* holds: ``zero``, ``nan``, ``undefined``). ``empty_out`` came later, so a record without
+it still validates; an absent output fact means "not declared" and every check reads it as
+``undefined`` (:attr:`LseSpec.empty_output`): assuming ``zero`` where the kernel leaves garbage
+corrupts a merge that multiplies by weight 0, assuming ``undefined`` where it writes 0 only asks
+for a row mask, so the absent fact fails closed. A record's calls may choose the LSE's base and
+layout by keyword (:class:`~attn_contracts.call_base.CallBase`,
+:class:`~attn_contracts.call_layout.CallLayout`); the record's ``lse`` then holds their defaults.
 """
 
 from __future__ import annotations
