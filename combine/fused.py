@@ -114,8 +114,11 @@ class FusedBuffers:
         with torch.cuda.device(device):
             ws = comm.decode_cp_a2a_lse_reduce_create_workspace(max_tokens, hc, world, head_dim,
                                                                 dtype, group)
-        o = torch.empty((max_tokens, hc, world, head_dim), dtype=dtype, device=device)
-        lse = torch.empty((max_tokens, hc, world), dtype=torch.float32, device=device)
+        o = torch.zeros((max_tokens, hc, world, head_dim), dtype=dtype, device=device)
+        lse = torch.full((max_tokens, hc, world), -math.inf, dtype=torch.float32, device=device)
+        # One call of one all-empty token, by every rank at the same point: FlashInfer checks
+        # NCCL's device API (>= 2.29) only when the op runs, and a step is too late to learn it.
+        comm.decode_cp_a2a_lse_reduce(o[:1], lse[:1], ws, rank, world, lse_mode="base2")
         return cls(ws, o, lse, rank, world)
 
 

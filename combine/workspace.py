@@ -30,7 +30,7 @@ from attn_contracts.combine.direct import DirectBuffers, DirectLayout, direct_un
 from attn_contracts.combine.fused import FusedBuffers, fused_unavailable
 from attn_contracts.combine.message import A2A_ALIGN, A2AMessage
 from attn_contracts.combine.plan import CombinePlan
-from attn_contracts.findings import ContractError
+from attn_contracts.findings import ContractError, error_text
 from attn_contracts.modes import ModeSpec, Resolution, resolve
 
 __all__ = ["A2A_ALIGN", "Workspace", "a2a_piece_bytes"]
@@ -129,7 +129,12 @@ class Workspace:
         elif collective == "all_to_all":
             send, recv = empty(msg.nbytes, torch.uint8), empty(msg.nbytes, torch.uint8)
         elif collective == "fused":  # collective: every rank makes its slots together
-            fused = FusedBuffers.create(self.group, t, h, d, p.out_dtype, self.device)
+            try:
+                fused = FusedBuffers.create(self.group, t, h, d, p.out_dtype, self.device)
+            except Exception as err:  # FlashInfer's JIT build, NCCL's device API, the group
+                raise ContractError(check_direct(p.record, p.setting, "FlashInfer's fused combine "
+                                                 f"could not be set up: {error_text(err)}"),
+                                    "cannot make a fi_a2a workspace") from err
             return _Slot(empty(0, torch.float32), empty(0, torch.float32), None, None, None,
                          None, fused)
         return _Slot(empty(t * h, torch.float32), empty(n * t * h, torch.float32), chunks, send,

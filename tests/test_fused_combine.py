@@ -209,3 +209,23 @@ def test_a_masked_row_is_zeroed_before_the_op_so_its_nan_never_reaches_the_merge
     assert torch.allclose(got[keep], o[keep])
     unmasked = fused_combine(_buffers(t, h, 1, d, 0), o, lse, base=base, row_mask=None, out=None)
     assert unmasked[2].isnan().all()  # what the mask prevents: 0 · NaN in the op's merge
+
+
+@pytest.mark.usefixtures("flashinfer_here")
+def test_a_workspace_flashinfer_cannot_set_up_is_ac026_with_its_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """FlashInfer checks NCCL's device API only when its op first runs: the workspace runs it
+    once, and a failure there is a refusal naming FlashInfer's reason, not a crash in a step."""
+    import attn_contracts.combine.workspace as workspace
+
+    def no_devcomm(*args: Any, **kwargs: Any) -> FusedBuffers:
+        raise RuntimeError("decode_cp_a2a_lse_reduce requires NCCL >= 2.29 with device "
+                           "communicator support")
+
+    monkeypatch.setattr(workspace, "fused_unavailable", lambda group, setting: None)
+    monkeypatch.setattr(workspace.FusedBuffers, "create", no_devcomm)
+    plan = plan_combine(_record("-inf", "zero"), **GOOD)
+    with pytest.raises(ContractError) as exc:
+        workspace.Workspace(plan, None, max_tokens=4, device="cpu")
+    (f,) = exc.value.findings
+    assert f.code is Code.AC026 and "NCCL >= 2.29" in f.message
