@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from attn_contracts.findings import error_text
 from attn_contracts.setting import CombineSetting
 
 __all__ = ["FUSED_DTYPES", "FusedBuffers", "fused_combine", "fused_unavailable",
@@ -43,15 +44,18 @@ MAX_RANKS = 64
 _ROW_ALIGN = 16  # bytes: FlashInfer's 16-byte vector rows
 
 
-def _flashinfer_op() -> Any | None:
-    """FlashInfer's fused op, or None where FlashInfer (or its comm module) is not installed."""
+def _flashinfer_missing() -> str | None:
+    """Why FlashInfer's fused op cannot be imported here (None: it can)."""
     if importlib.util.find_spec("flashinfer") is None:
-        return None
+        return "FlashInfer is not installed (the fused op is in flashinfer-python >= 0.7.2.post1)"
     try:
         import flashinfer.comm as comm
-    except Exception:  # an install without its comm extras raises anything on import
-        return None
-    return getattr(comm, "decode_cp_a2a_lse_reduce", None)
+    except Exception as err:  # its comm package imports many optional pieces: say which failed
+        return f"flashinfer.comm does not import here: {error_text(err)}"
+    if getattr(comm, "decode_cp_a2a_lse_reduce", None) is None:
+        return ("this FlashInfer has no flashinfer.comm.decode_cp_a2a_lse_reduce (it is in "
+                "flashinfer-python >= 0.7.2.post1)")
+    return None
 
 
 def fused_unavailable_here(setting: CombineSetting) -> str | None:
@@ -71,10 +75,7 @@ def fused_unavailable_here(setting: CombineSetting) -> str | None:
         return f"world_size {setting.world_size} (FlashInfer allows at most {MAX_RANKS} ranks)"
     if not torch.cuda.is_available():
         return "no CUDA device (FlashInfer's fused op runs on GPUs of one NVLink domain)"
-    if _flashinfer_op() is None:
-        return ("FlashInfer with flashinfer.comm.decode_cp_a2a_lse_reduce is not installed "
-                "(it is in flashinfer-python >= 0.7.2.post1)")
-    return None
+    return _flashinfer_missing()
 
 
 def fused_unavailable(group: Any, setting: CombineSetting) -> str | None:
