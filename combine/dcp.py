@@ -9,6 +9,7 @@ the KV cache; :func:`dcp_combine` runs the plan's mode:
            ``lse[:, heads_j]`` packed together (no lossy cast, one collective), then merge the
            ``N`` received partials → ``[T, H/N, D]``.
 ``ar``     all-gather the LSE, rescale, all-reduce → every rank holds ``[T, H, D]``.
+``fi_a2a`` FlashInfer's fused ``decode_cp_a2a_lse_reduce`` (``combine/fused.py``) → ``[T, H/N, D]``.
 
 Empty shards: ``row_mask [T]`` (bool, True where this rank holds keys for the row) gives the
 other rows weight 0 whatever the kernel wrote there: their LSE is sent as −inf (fused into the
@@ -45,6 +46,7 @@ from attn_contracts.checks import (
 )
 from attn_contracts.combine.direct import direct_merge, direct_send
 from attn_contracts.combine.fastpath import PLANS, KernelCall, keep, sig
+from attn_contracts.combine.fused import fused_combine
 from attn_contracts.combine.ops import (
     _LSE_DTYPES,
     _check_writable,
@@ -291,10 +293,21 @@ def _run_direct(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor,
     return _a2a_direct(plan, partial_out, lse, out, ws, slot, row_mask, sink)
 
 
+def _run_fused(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor, group: Any,
+               world: int, rank: int, out: torch.Tensor | None, ws: Workspace, slot: int,
+               row_mask: torch.Tensor | None, sink: torch.Tensor | None) -> Any:
+    """FlashInfer's fused combine (``fi_a2a``): one pass lays the head slices out (masked rows
+    zeroed), then FlashInfer's op moves and merges them; the plan refused a sink and a merged
+    LSE (the op has neither)."""
+    bufs = ws.fused_buffers(slot, partial_out.shape[0], partial_out.device)
+    return fused_combine(bufs, partial_out, lse, base=plan.base, row_mask=row_mask, out=out)
+
+
 #: how each collective of the mode table runs (``Workspace.runs``: a choice already resolved)
 _RUNS: dict[str, _Run] = {
     "all_to_all": _a2a,
     "symmetric_memory": _run_direct,
+    "fused": _run_fused,
     "reduce_scatter": _reduce_scatter_heads,
     "all_reduce": _all_reduce,
 }

@@ -39,7 +39,9 @@ from attn_contracts.combine.tiles import KernelConfig, default_config
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.deprecation import renamed
 from attn_contracts.findings import ContractError, Finding
+from attn_contracts.modes import ModeSpec
 from attn_contracts.records import CapabilityRecord, LseSpec
+from attn_contracts.registry import default_registry
 from attn_contracts.registry import get as get_record
 from attn_contracts.setting import MODES, CombineSetting
 from attn_contracts.sources import parse_record
@@ -61,6 +63,8 @@ class CombinePlan:
     _out_dtype: torch.dtype = field(init=False, repr=False, compare=False)
     _lse: LseSpec | None = field(init=False, repr=False, compare=False)
     _needs_row_mask: bool = field(init=False, repr=False, compare=False)
+    #: why the mode's kernel would read an empty row's output under weight 0 (None: it cannot)
+    _empty_out_unsafe: str | None = field(init=False, repr=False, compare=False)
     #: the launch options every call of the plan passes (the call adds out, lse_out, mask, sink)
     _options: CombineOptions = field(init=False, repr=False, compare=False)
     #: this plan among the plans of the process: its part of the keys under which the fast path
@@ -73,7 +77,9 @@ class CombinePlan:
         decided(self, "_local_heads", self.setting.heads_per_launch)
         decided(self, "_out_dtype", getattr(torch, self.setting.out_dtype))
         decided(self, "_lse", spec)
-        decided(self, "_needs_row_mask", self.setting.row_mask
+        unsafe = None if spec is None else empty_out_unsafe(spec, self.setting.spec)
+        decided(self, "_empty_out_unsafe", unsafe)
+        decided(self, "_needs_row_mask", self.setting.row_mask or unsafe is not None
                 or (spec is not None and spec.empty_row == "undefined"))
         decided(self, "_options", {"return_lse": self.setting.return_lse,
                                    "lse_out_base": self.lse_out_base,
@@ -155,21 +161,24 @@ class CombinePlan:
     # --- masks and sinks: what every call must bring ---------------------------------------------
     @property
     def needs_row_mask(self) -> bool:
-        """Calls must pass a row mask: the setting says so, or the record's empty rows are
-        undefined (the kernel cannot run a zero-key row, so what it leaves there is garbage)."""
+        """Calls must pass a row mask: the setting says so, the record's empty rows are
+        undefined (the kernel cannot run a zero-key row, so what it leaves there is garbage), or
+        the mode merges with a kernel that multiplies partials by their weight and the record's
+        empty rows are not written as 0 in the output (``lse.empty_out``; ``fi_a2a``)."""
         return self._needs_row_mask
 
     def missing_mask_finding(self) -> Finding:
         """The ``AC025`` a call without a row mask gets (``checks.check_row_mask_given``)."""
         return check_row_mask_given(self.record.name, self.setting.model_copy(
             update={"row_mask": True}) if not self.needs_row_mask else self.setting,
-            self.lse.empty_row, False)[0]
+            self.lse.empty_row, False, empty_out_unsafe=self._empty_out_unsafe)[0]
 
     def check_row_mask(self, given: bool) -> None:
         """Refuse (``AC025``) a call without a row mask (or ``lens``) where the plan needs one."""
         if not given and self.needs_row_mask:
             refuse(check_row_mask_given(self.record.name, self.setting, self.lse.empty_row,
-                                        given), "a row mask is required")
+                                        given, empty_out_unsafe=self._empty_out_unsafe),
+                   "a row mask is required")
 
     def check_sink(self, sink: torch.Tensor | None) -> None:
         """A plan made with ``sink=True`` takes the per-head sink logits ``[H]`` (a float dtype,
@@ -312,8 +321,11 @@ class CombinePlan:
 
     def as_consumer(self) -> ConsumerRecord:
         """This plan as the consumer end of its edge: it reads the record's base and layout
-        through strides, treats −inf, +inf and NaN as empty and yields 0 for all-empty rows."""
+        through strides, treats −inf, +inf and NaN as empty and yields 0 for all-empty rows; a
+        mode that merges with another library's kernel (``fi_a2a``) is NaN-safe at weight 0
+        only through the row mask the plan applies before it."""
         spec = self.lse
+        fused = bool(self.setting.spec.consumer)
         return ConsumerRecord.model_validate({
             "name": f"attn_contracts.plan.{self.mode}", "library": "attn-contracts",
             "source": f"attn_contracts.combine.plan for {self.record.name}",
@@ -321,7 +333,8 @@ class CombinePlan:
             "lse": {"layouts": [spec.layout], "states": "first",
                     "dtypes": ["float32", "bfloat16", "float16"]},
             "empty": {"reads_as_empty": ["-inf", "+inf", "nan"], "all_empty": "zero",
-                      "zero_weight_nan_safe": True, "accepts_row_mask": self.setting.row_mask},
+                      "zero_weight_nan_safe": not fused,
+                      "accepts_row_mask": self.setting.row_mask or fused},
             "output": {"returns_lse": self.return_lse,
                        "lse_base": self.lse_out_base if self.return_lse else None}})
 
@@ -331,6 +344,28 @@ _SINK_DTYPES = tuple(getattr(torch, name) for name in SINK_DTYPES)
 
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def empty_out_unsafe(spec: LseSpec, mode: ModeSpec) -> str | None:
+    """Why a call of ``mode`` must mask the rows a shard has no keys for because of what their
+    *output* holds (None where it need not): the mode merges with another library's kernel
+    (``ModeSpec.consumer``) whose consumer record says it multiplies partials by their weight
+    (``0 · NaN = NaN``), and the record does not say its empty rows are written as 0
+    (``lse.empty_out``; absent reads as undefined). This project's kernels select weight-0
+    partials away, so its own modes never need it."""
+    if not mode.consumer or spec.empty_output == "zero":
+        return None
+    try:
+        consumer = default_registry().consumer(mode.consumer)
+    except Exception:  # a registry without the record: fail closed, as an absent fact does
+        consumer = None
+    if consumer is not None and consumer.empty.zero_weight_nan_safe:
+        return None
+    held = {"nan": "NaN", "undefined": "whatever the buffer held"}[spec.empty_output]
+    declared = (f"lse.empty_out = {spec.empty_out!r}" if spec.empty_out is not None else
+                "lse.empty_out absent, read as 'undefined'")
+    return (f"mode {mode.name!r} merges with {mode.consumer}, which multiplies each partial by "
+            f"its weight (0 · NaN = NaN), and an empty row's output holds {held} ({declared})")
 
 
 def _spec(record: CapabilityRecord) -> LseSpec:
@@ -399,6 +434,10 @@ def _plan(record: CapabilityRecord, setting: CombineSetting,
         from attn_contracts.combine.direct import direct_unavailable_here
 
         findings += check_direct(record, setting, direct_unavailable_here(setting.out_dtype))
+    elif setting.spec.collective == "fused":
+        from attn_contracts.combine.fused import fused_unavailable_here
+
+        findings += check_direct(record, setting, fused_unavailable_here(setting))
     if findings:
         raise ContractError(findings, f"cannot plan a {setting.mode} combine for {record.name}")
     spec = _spec(record)
@@ -414,6 +453,15 @@ def _reasons(record: CapabilityRecord, spec: LseSpec, s: CombineSetting, out_bas
              if spec.empty_row != "undefined" else
              "empty rows are undefined (the kernel cannot run a zero-key row): every call must "
              "pass a row mask, or it is refused (AC025)")
+    unsafe = empty_out_unsafe(spec, s.spec)
+    empty += (f"; their output: {unsafe}: every call must pass a row mask (those rows are zeroed "
+              "before the merge), or it is refused (AC025)" if unsafe else
+              f"; their output ({spec.empty_output}) is never read: weight-0 partials are "
+              "selected away, never multiplied" if not s.spec.consumer else
+              f"; their output is {spec.empty_output}, which {s.spec.consumer} reads safely")
+    if s.spec.collective == "fused":
+        empty += (f"; lse_mode={'basee' if spec.base == 'e' else 'base2'!r} passed on every call "
+                  "(FlashInfer's default is base 2 whatever the producer emits)")
     return (
         s.spec.why + f"; kernel {kernel}, world size {s.world_size}",
         f"base {spec.base}: record declares lse.base = {spec.base!r} ({record.evidence}: "

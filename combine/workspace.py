@@ -30,9 +30,10 @@ from attn_contracts.checks import (
     refuse,
 )
 from attn_contracts.combine.direct import DirectBuffers, DirectLayout, direct_unavailable
+from attn_contracts.combine.fused import FusedBuffers, fused_unavailable
 from attn_contracts.combine.message import A2A_ALIGN, A2AMessage
 from attn_contracts.combine.plan import CombinePlan
-from attn_contracts.findings import ContractError
+from attn_contracts.findings import ContractError, error_text
 from attn_contracts.modes import ModeSpec, Resolution, resolve
 
 __all__ = ["A2A_ALIGN", "Workspace", "a2a_piece_bytes"]
@@ -66,6 +67,7 @@ class _Slot:
     send: torch.Tensor | None  # uint8 [N · piece(T_max)] (a2a)
     recv: torch.Tensor | None
     direct: DirectBuffers | None = None  # a2a_direct: this slot's symmetric buffer and state
+    fused: FusedBuffers | None = None  # fi_a2a: FlashInfer's workspace and the send layout
 
 
 class Workspace:
@@ -92,17 +94,20 @@ class Workspace:
         if candidate.collective == "symmetric_memory":
             reason: str | None = direct_unavailable(self.group, self.plan.setting.out_dtype)
             return reason
+        if candidate.collective == "fused":
+            return fused_unavailable(self.group, self.plan.setting)
         return None
 
     def _resolve(self) -> Resolution:
-        """A concrete mode runs or is refused (``AC026`` for the direct all-to-all); a choice
-        takes its first candidate that can run and keeps the others' reasons."""
+        """A concrete mode runs or is refused (``AC026`` for the direct all-to-all and
+        FlashInfer's fused combine); a choice takes its first candidate that can run and keeps
+        the others' reasons."""
         resolution = resolve(self.plan.mode, self._refusal)
         if not resolution.mode.is_choice:
             reason = self._refusal(resolution.runs)
             if reason is not None:
                 raise ContractError(check_direct(self.plan.record, self.plan.setting, reason),
-                                    "cannot make a direct all-to-all workspace")
+                                    f"cannot make a {resolution.runs.name} workspace")
         return resolution
 
     @property
@@ -116,7 +121,7 @@ class Workspace:
         def empty(numel: int, dtype: torch.dtype) -> torch.Tensor:
             return torch.empty(numel, dtype=dtype, device=self.device)
 
-        chunks = send = recv = direct = None
+        chunks = send = recv = direct = fused = None
         collective = self.runs.collective
         if collective == "reduce_scatter":
             chunks = empty(t * h * d, p.out_dtype)
@@ -126,6 +131,15 @@ class Workspace:
                                              self.device)
         elif collective == "all_to_all":
             send, recv = empty(msg.nbytes, torch.uint8), empty(msg.nbytes, torch.uint8)
+        elif collective == "fused":  # collective: every rank makes its slots together
+            try:
+                fused = FusedBuffers.create(self.group, t, h, d, p.out_dtype, self.device)
+            except Exception as err:  # FlashInfer's JIT build, NCCL's device API, the group
+                raise ContractError(check_direct(p.record, p.setting, "FlashInfer's fused combine "
+                                                 f"could not be set up: {error_text(err)}"),
+                                    "cannot make a fi_a2a workspace") from err
+            return _Slot(empty(0, torch.float32), empty(0, torch.float32), None, None, None,
+                         None, fused)
         return _Slot(empty(t * h, torch.float32), empty(n * t * h, torch.float32), chunks, send,
                      recv, direct)
 
@@ -152,6 +166,14 @@ class Workspace:
         if s.direct is None:
             self._no_buffer("symmetric buffer (the direct all-to-all)")
         return s.direct
+
+    def fused_buffers(self, slot: int, tokens: int, device: torch.device) -> FusedBuffers:
+        """The slot's FlashInfer workspace of an ``fi_a2a`` workspace."""
+        s = self._slot(slot, tokens, device)
+        if s.fused is None:
+            raise ValueError(f"this workspace runs {self.why or self.plan.mode}, not FlashInfer's "
+                             "fused combine")
+        return s.fused
 
     def direct_error(self) -> str | None:
         """A peer that never signalled, read on the host (a device sync: call it where the engine

