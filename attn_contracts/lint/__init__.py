@@ -467,6 +467,12 @@ def _artifact(path: str, root: Path) -> dict[str, str]:
     return {"uri": quote(relative.as_posix(), safe="/"), "uriBaseId": SRCROOT}
 
 
+def _folder_uri(folder: Path) -> str:
+    """A folder's ``file://`` URI with the trailing slash SARIF requires of a base."""
+    uri = folder.as_uri()
+    return uri if uri.endswith("/") else uri + "/"
+
+
 def sarif(findings: list[Finding], root: Path | None = None) -> dict[str, object]:
     """One SARIF 2.1.0 log (GitHub code scanning): a run of this tool, a rule per code that
     occurs, a result per finding with its level (``error``/``warning``/``note``, SARIF's own
@@ -491,7 +497,7 @@ def sarif(findings: list[Finding], root: Path | None = None) -> dict[str, object
     return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
             "runs": [{"tool": {"driver": {"name": "attn-contracts", "version": __version__,
                                           "rules": rules}},
-                      "originalUriBaseIds": {SRCROOT: {"uri": base.as_uri().rstrip("/") + "/"}},
+                      "originalUriBaseIds": {SRCROOT: {"uri": _folder_uri(base)}},
                       "results": results}]}
 
 

@@ -23,10 +23,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from attn_contracts.consumer import ConsumerRecord, FixedBase
+from attn_contracts.consumer import ConsumerCall, ConsumerRecord, FixedBase
 from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.identity import effective_range, in_range, ranges_overlap
-from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import CapabilityRecord, ProducerCall
 from attn_contracts.sources import (
     AnyRecord,
     FileReadError,
@@ -111,8 +111,8 @@ def trusted(builtin: Sequence[AnyRecord], named: Sequence[Named],
     linted releases ``versions``), and an ``AC005`` error for each one left out."""
     index: dict[tuple[str, str | None, str], list[tuple[AnyRecord, int]]] = {}
     for rec in builtin:
-        for i, call in enumerate(rec.calls):
-            index.setdefault(_identity(call.function), []).append((rec, i))
+        for i in range(len(rec.calls)):
+            index.setdefault(_identity(_call(rec, i).function), []).append((rec, i))
     by_name = {(r.role, r.name): r for r in builtin}
     kept: list[AnyRecord] = []
     findings: list[Finding] = []
@@ -133,6 +133,11 @@ def trusted(builtin: Sequence[AnyRecord], named: Sequence[Named],
                                    "the catalog is wrong, report it (the built-in record cites "
                                    "its source)"))
     return kept, findings
+
+
+def _call(rec: AnyRecord, i: int) -> ProducerCall | ConsumerCall:
+    """Call ``i`` of a record, typed (the two roles' calls share no base with these fields)."""
+    return rec.calls[i]
 
 
 def _kind(rec: AnyRecord) -> str:
@@ -197,9 +202,10 @@ def _contradiction(rec: AnyRecord, index: Mapping[tuple[str, str | None, str],
     none of them says. Saying what one of them says adds nothing (where the built-ins already
     differ among themselves at that call, as FlashInfer's MLA ``run`` with and without
     ``return_lse_base_on_e``, the rules take what they agree on either way)."""
-    for i, call in enumerate(rec.calls):
+    for i in range(len(rec.calls)):
         if isinstance(rec, CapabilityRecord) and rec.lse_base is None:
             continue  # returns no LSE: the rules learn nothing from it
+        call = _call(rec, i)
         mine = _when(rec, i)
         others = [(o, j) for o, j in index.get(_identity(call.function), [])
                   if not (isinstance(o, CapabilityRecord) and o.lse_base is None)
@@ -217,9 +223,9 @@ def _contradiction(rec: AnyRecord, index: Mapping[tuple[str, str | None, str],
                   f"the releases both admit ({rec.library} "
                   f"{effective_range(rec.library_version, call.versions) or 'any'}; "
                   f"{other.library} "
-                  f"{effective_range(other.library_version, other.calls[j].versions) or 'any'})")
+                  f"{effective_range(other.library_version, _call(other, j).versions) or 'any'})")
             return (f"says {call.function} {_describe(rec, i)}, but the built-in "
-                    f"{_kind(other)} {other.name} says {other.calls[j].function} "
+                    f"{_kind(other)} {other.name} says {_call(other, j).function} "
                     f"{_describe(other, j)} at {at}")
     return None
 
