@@ -16,7 +16,14 @@ there and only the others are downloaded.
 
 writes ``catalog-check.json`` (read by ``tests/test_catalog_check.py``, offline) and
 ``catalog-check.md``; exit 1 when a cited function or keyword is missing from a release the
-record claims.
+record claims, or when two records of one function overlap (below).
+
+Before any wheel is read, the catalog is checked against itself (:func:`overlaps`; alone, without
+wheels: ``--ranges-only``): two records whose calls name one function with the same ``when``
+keywords (no argument of the call tells them apart) must not both hold for one release while
+they disagree on what the linter reads from them (role, base, the LSE's position or arguments,
+a merged LSE's base). The linter would otherwise see both at a release it knows and could only
+use what they agree on (``AC029``).
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attn_contracts.consumer import ConsumerRecord, KeywordBase
-from attn_contracts.identity import in_range
+from attn_contracts.identity import effective_range, in_range, ranges_overlap
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import Registry
 
@@ -235,6 +242,42 @@ def check(wheels: list[Wheel]) -> list[dict[str, object]]:
     return rows
 
 
+def _reads(rec: CapabilityRecord | ConsumerRecord, i: int) -> tuple[object, ...]:
+    """What the linter reads from call ``i`` of a record."""
+    if isinstance(rec, CapabilityRecord):
+        call = rec.calls[i]
+        return "producer", call.base or rec.lse_base, call.lse_index
+    return ("consumer", rec.base, tuple(sorted(rec.calls[i].lse_args)),
+            rec.output.lse_base if rec.output.returns_lse else None)
+
+
+def overlaps(records: list[CapabilityRecord | ConsumerRecord]) -> list[dict[str, str]]:
+    """Pairs of records whose calls name one function with the same ``when``, whose ranges
+    (``library_version`` and the call's ``versions``) overlap, and that disagree on what the
+    linter reads: each pair once, with both ranges."""
+    calls: dict[tuple[str, tuple[tuple[str, str], ...]],
+                list[tuple[CapabilityRecord | ConsumerRecord, int]]] = {}
+    for rec in records:
+        if isinstance(rec, CapabilityRecord) and rec.lse_base is None:
+            continue  # returns no LSE: the linter reads nothing from it
+        for i, call in enumerate(rec.calls):
+            when = tuple(sorted(call.when)) if isinstance(rec, CapabilityRecord) else ()  # pairs
+            calls.setdefault((call.function, when), []).append((rec, i))
+    out = []
+    for (function, _), group in sorted(calls.items()):
+        for x, (a, i) in enumerate(group):
+            for b, j in group[x + 1:]:
+                ra = effective_range(a.library_version, a.calls[i].versions)
+                rb = effective_range(b.library_version, b.calls[j].versions)
+                if a.name == b.name or _reads(a, i) == _reads(b, j):
+                    continue
+                if a.library == b.library and not ranges_overlap(ra, rb):
+                    continue
+                out.append({"function": function, "records": f"{a.name}, {b.name}",
+                            "ranges": f"{a.library} {ra or 'any'}; {b.library} {rb or 'any'}"})
+    return out
+
+
 def unchecked_records(rows: list[dict[str, object]]) -> dict[str, str]:
     """Every record with no claimed release checked, and why."""
     done = {r["record"] for r in rows if r["claimed"]}
@@ -286,10 +329,20 @@ def main(argv: list[str] | None = None) -> int:
                    "<dist>-<version>/ (their .py files), read in place of their wheels")
     p.add_argument("--wheels", type=Path, help="folder of (or for) the wheels of the releases "
                    "not unpacked under --releases")
-    p.add_argument("--out", type=Path, required=True, help="path stem of the .json and .md")
+    p.add_argument("--out", type=Path, help="path stem of the .json and .md")
+    p.add_argument("--ranges-only", action="store_true",
+                   help="only check the catalog against itself (overlapping ranges), no wheels")
     args = p.parse_args(argv)
-    if args.releases is None and args.wheels is None:
-        p.error("give --releases DIR, --wheels DIR, or both")
+    reg = Registry()
+    overlapping = overlaps([*reg.records(), *reg.consumers()])
+    for o in overlapping:
+        print(f"{o['function']}: records {o['records']} disagree and their ranges overlap "
+              f"({o['ranges']}); narrow one range (allowed: one record per function, when and "
+              "release)", file=sys.stderr)
+    if args.ranges_only:
+        return 1 if overlapping else 0
+    if args.out is None or (args.releases is None and args.wheels is None):
+        p.error("give --out and --releases DIR, --wheels DIR, or both (unless --ranges-only)")
     wheels = [_release(dist, v, pkg, lib, args.releases, args.wheels)
               for dist, v, pkg, lib in RELEASES]
     rows = check(wheels)
@@ -311,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['record']}: {r['function']} at {r['release']}: "
               f"{'missing keywords ' + str(r['missing_keywords']) if r['found'] else 'not found'}",
               file=sys.stderr)
-    return 1 if bad else 0
+    return 1 if bad or overlapping else 0
 
 
 if __name__ == "__main__":
