@@ -139,3 +139,25 @@ def test_classification_matches_by_path_code_subject_line_and_release() -> None:
     with pytest.raises(ValueError):
         lr.Entry.model_validate({"path": "x", "code": "AC003", "releases": "vllm>=zero",
                                  "class": "real", "why": "w"})
+
+
+def test_a_known_defect_is_reported_only_by_an_error_at_its_line(tmp_path: Path) -> None:
+    root = tmp_path / "sglang-0.5.23"
+    (root / "sglang" / "srt").mkdir(parents=True)
+    (root / "sglang" / "srt" / "m.py").write_text(
+        "# merge_state(a, b) in a comment is not the call\nx = 1\n    merge_state(a, b)\n")
+    cls = lr.Classification.model_validate({"finding": [], "expected": [{
+        "path": "srt/m.py", "releases": "sglang>=0.5.20", "contains": "merge_state(",
+        "class": "real", "why": "w"}]})
+    release = lr.parse_spec("sglang==0.5.23")
+
+    def status(findings: list[dict[str, object]], spec: str = "sglang==0.5.23") -> list[str]:
+        run = lr.Run(lr.parse_spec(spec), 1, 3, 0.0, 0.0, 0.0, 0, findings)
+        return [s for _, _, s in lr.known_defects([run], {spec: root}, cls)]
+
+    at = {"rel": "srt/m.py", "line": 3, "code": "AC023", "severity": "error"}
+    assert status([at]) == ["error at line 3 (AC023)"]
+    assert status([{**at, "severity": "warning"}]) == ["**missed** (line 3)"]
+    assert status([{**at, "line": 1}]) == ["**missed** (line 3)"]  # the comment line
+    assert status([at], "sglang==0.5.10") == []  # outside the releases it names
+    assert release.package == "sglang"
