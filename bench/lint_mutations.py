@@ -542,6 +542,11 @@ def to_markdown(report: dict[str, Any]) -> str:
            f"{_pct(s['recall_errors'])} | {s['found_as_any']} of {s['mutations']} | "
            f"{_pct(s['recall_any'])} | {s['clean_refactors']} | {s['false_flagged']} | "
            f"{s['false_findings']} | {s['cpu_s']} |", "",
+           "A mutation is found when a new finding of the expected severity stands at one of "
+           "its accepted lines (`at` in the corpus); a correct refactor is flagged by any new "
+           "warning or error. Notes never count. Each mutation is linted in the scope below "
+           "(`--scope package`: the whole package; what the scope misses is in the script's "
+           "docstring).", "",
            "## Released trees (the scope each mutation is linted in)", "",
            "| release | scope | files | lines | findings (error/warning/note) | CPU s | wall s |",
            "|---|---|---|---|---|---|---|"]
@@ -553,8 +558,8 @@ def to_markdown(report: dict[str, Any]) -> str:
                    f"{r['cpu_s']} | {r['wall_s']} |")
     for title, clean in (("Mutations", False), ("Correct refactors (must stay clean)", True)):
         out += ["", f"## {title}", "",
-                "| id | release | shape | expect | result | at the line | other new findings |",
-                "|---|---|---|---|---|---|---|"]
+                "| id | release | shape | what | expect | result | at the line | "
+                "other new findings |", "|---|---|---|---|---|---|---|---|"]
         for m in report["mutations"]:
             if (m["expect"] == "clean") != clean:
                 continue
@@ -562,8 +567,8 @@ def to_markdown(report: dict[str, Any]) -> str:
             other = "; ".join(f"`{f['path']}:{f['line']}` {f['code']} [{f['severity']}]"
                               for f in m["new"])
             result = m["status"] if m["hit"] else f"**{m['status']}**"
-            out.append(f"| `{m['id']}` | {m['release']} | {m['shape']} | {m['expect']} | "
-                       f"{result} | {at or '-'} | {other or '-'} |")
+            out.append(f"| `{m['id']}` | {m['release']} | {m['shape']} | {m['description']} | "
+                       f"{m['expect']} | {result} | {at or '-'} | {other or '-'} |")
     return "\n".join(out) + "\n"
 
 

@@ -373,6 +373,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     defects = known_defects(runs, roots, cls)
     command = "python bench/lint_releases.py " + " ".join(
         argv if argv is not None else sys.argv[1:])
+    if args.reclassify is not None:  # the findings are the earlier run's: say how it was made
+        earlier = json.loads(args.reclassify.read_text(encoding="utf-8"))["command"]
+        command = f"{earlier}\n{command}"
     md_name = args.mutations.with_suffix(".md").name if args.mutations else None
     args.out.with_suffix(".md").write_text(
         markdown(runs, cls, used, command, mutations, md_name, defects), encoding="utf-8")
