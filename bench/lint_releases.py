@@ -3,6 +3,10 @@ finding joined with its hand-kept classification; the cost of each run.
 
     python bench/lint_releases.py --sources /work/releases \\
         --mutations bench/results/lint-mutations.json --out bench/results/lint-engines
+    # after editing the classification, without linting again:
+    python bench/lint_releases.py --sources /work/releases \\
+        --reclassify bench/results/lint-engines.json \\
+        --mutations bench/results/lint-mutations.json --out bench/results/lint-engines
 
 Releases: vLLM 0.24.0 ... 0.33.0 and SGLang 0.5.1, 0.5.10, 0.5.20, 0.5.23 (``--only`` picks some).
 Each comes from a slim copy (``--sources DIR`` holding ``<dist>-<version>/``, else downloaded
@@ -373,14 +377,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     defects = known_defects(runs, roots, cls)
     command = "python bench/lint_releases.py " + " ".join(
         argv if argv is not None else sys.argv[1:])
+    lint_command = command
     if args.reclassify is not None:  # the findings are the earlier run's: say how it was made
-        earlier = json.loads(args.reclassify.read_text(encoding="utf-8"))["command"]
-        command = f"{earlier}\n{command}"
+        earlier = json.loads(args.reclassify.read_text(encoding="utf-8"))
+        lint_command = earlier.get("lint_command", earlier["command"])
+    shown = command if lint_command == command else f"{lint_command}\n{command}"
     md_name = args.mutations.with_suffix(".md").name if args.mutations else None
     args.out.with_suffix(".md").write_text(
-        markdown(runs, cls, used, command, mutations, md_name, defects), encoding="utf-8")
+        markdown(runs, cls, used, shown, mutations, md_name, defects), encoding="utf-8")
     args.out.with_suffix(".json").write_text(json.dumps({
-        "command": command, "commit": _commit(), "date": date.today().isoformat(),
+        "command": command, "lint_command": lint_command, "commit": _commit(),
+        "date": date.today().isoformat(),
         "releases": [{"release": str(r.release), "files": r.files, "lines": r.lines,
                       "cpu_s": round(r.cpu_s, 2), "wall_s": round(r.wall_s, 2),
                       "rss_mib": round(r.rss_mib, 1), "findings": r.findings} for r in runs],
