@@ -68,13 +68,19 @@ def _complete(root: Path, release: Release) -> bool:
     return (root / release.package).is_dir()
 
 
-def source(release: Release, cache: Path, sources: Sequence[Path] = ()) -> Path:
+def source(release: Release, cache: Path, sources: Sequence[Path] = (), *,
+           download: bool = True) -> Path:
     """The folder holding ``<package>/`` and its dist-info for ``release``: a slim copy under one
-    of ``sources``, else under ``cache`` (downloaded and unpacked there the first time)."""
+    of ``sources``, else under ``cache`` (downloaded and unpacked there the first time, unless
+    ``download`` is false: then a ReleaseError)."""
     for folder in [*sources, cache]:
         root = folder / release.folder
         if _complete(root, release):
             return root
+    if not download:
+        where = ", ".join(str(f) for f in [*sources, cache])
+        raise ReleaseError(f"no copy of {release} ({release.folder}/{release.package}/) under "
+                           f"{where}, and downloading is off")
     return _fetch(release, cache)
 
 

@@ -430,7 +430,7 @@ def run(selected: list[tuple[Corpus, Mutation]], args: argparse.Namespace,
             Progress(console=Console(stderr=True), disable=quiet, transient=True) as progress:
         task = progress.add_task("mutations", total=len(selected))
         for rel, corpus_scope, mutations in releases.values():
-            src = source(rel, args.cache, args.sources)
+            src = source(rel, args.cache, args.sources, download=not args.no_download)
             progress.update(task, description=f"{rel}: copying")
             root = _copy_release(src, rel, Path(tmp))
             scope = [rel.package] if args.scope == "package" else corpus_scope
@@ -598,7 +598,7 @@ def check_patches(selected: list[tuple[Corpus, Mutation]], args: argparse.Namesp
     for corpus, m in selected:
         rel = parse_spec(m.release)
         if str(rel) not in roots:
-            roots[str(rel)] = source(rel, args.cache, args.sources)
+            roots[str(rel)] = source(rel, args.cache, args.sources, download=not args.no_download)
         root = roots[str(rel)]
         try:
             texts = mutated_texts(root, m)
@@ -641,6 +641,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="a folder holding slim copies <dist>-<version>/ (repeatable)")
     ap.add_argument("--cache", type=Path, default=default_cache(), metavar="DIR",
                     help="where releases are downloaded and unpacked (default: %(default)s)")
+    ap.add_argument("--no-download", action="store_true",
+                    help="a release missing from --sources and --cache is an error (exit 2)")
     ap.add_argument("--corpus", type=Path, default=CORPUS, metavar="DIR")
     ap.add_argument("--only", action="append", default=[], metavar="ID",
                     help="mutation ids or shell patterns, comma-separated (repeatable)")

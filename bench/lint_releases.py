@@ -344,6 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sources", type=Path, action="append", default=[], metavar="DIR")
     ap.add_argument("--cache", type=Path, default=default_cache(), metavar="DIR")
+    ap.add_argument("--no-download", action="store_true",
+                    help="a release missing from --sources and --cache is an error (exit 2)")
     ap.add_argument("--only", action="append", default=[], metavar="SPEC",
                     help="releases to lint (vllm==0.33.0), comma-separated (default: all 14)")
     ap.add_argument("--jobs", type=int, default=None, help="passed to the CLI (default: its own)")
@@ -362,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cls = load_classification(args.classification)
         mutations = (json.loads(args.mutations.read_text(encoding="utf-8"))
                      if args.mutations else None)
-        roots = {str(r): source(r, args.cache, args.sources) for r in releases}
+        roots = {str(r): source(r, args.cache, args.sources, download=not args.no_download) for r in releases}
         if args.reclassify is not None:
             runs = _earlier(args.reclassify, releases)
         else:

@@ -44,10 +44,31 @@ def test_the_corpus_covers_the_issue() -> None:
     assert set(lm.SHAPES) <= used, set(lm.SHAPES) - used
 
 
-@pytest.mark.skipif(not (RELEASES / "vllm-0.33.0" / "vllm").is_dir(),
-                    reason=f"no slim release copies under {RELEASES}")
-def test_every_patch_applies_to_its_release(capsys: pytest.CaptureFixture[str]) -> None:
-    assert lm.main(["--check-patches", "--sources", str(RELEASES)]) == 0, capsys.readouterr().out
+def _have_releases() -> bool:
+    return all((RELEASES / r.folder / r.package).is_dir()
+               for r in {lm.parse_spec(m.release) for _, m in lm.load_corpus()})
+
+
+@pytest.mark.skipif(not _have_releases(), reason=f"no slim release copies under {RELEASES}")
+def test_every_patch_applies_to_its_release(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--check-patches", "--no-download", "--sources", str(RELEASES), "--cache",
+            str(tmp_path)]
+    assert lm.main(argv) == 0, capsys.readouterr().out
+
+
+def test_a_missing_release_is_one_line_and_exit_2(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--check-patches", "--no-download", "--sources", str(tmp_path), "--cache",
+            str(tmp_path), "--only", "v33-fimla-flip"]
+    assert lm.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "vllm-0.33.0" in err
+
+
+def test_an_unknown_id_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert lm.main(["--check-patches", "--only", "no-such-mutation"]) == 2
+    assert "no-such-mutation" in capsys.readouterr().err
 
 
 def _edit(line: int, old: str, new: str) -> object:
