@@ -443,15 +443,26 @@ def check_base_name(value: str, field: str) -> list[Finding]:
                     found=value, allowed=", ".join(map(repr, BASES)))]
 
 
-def resolve_call_base(record: CapabilityRecord, call: Mapping[str, object],
+def resolve_call_base(record: CapabilityRecord, call: Mapping[str, object] | None,
                       ) -> tuple[CapabilityRecord, list[Finding]]:
     """The record with the LSE base the engine's call chooses (``call``: the keyword arguments
     the engine passes its kernel, as Python values: ``{"backend": "auto", "return_lse_base":
     None}``). A record whose calls choose no base is returned as it is; a call that leaves the
-    base to run-time dispatch is ``AC028``, naming what to pass."""
+    base to run-time dispatch is ``AC028``, naming what to pass, and so is no call at all
+    (``None``) for a record whose base its call chooses: which kernel runs, and so the base, is
+    then unknown."""
     chosen = next((c.base for c in record.calls if c.base is not None), None)
     if chosen is None or not isinstance(record.lse, LseSpec):
         return record, []
+    if call is None:
+        chooses = ", ".join(k for k in (chosen.keyword, chosen.default_by) if k)
+        return record, [Finding(
+            Code.AC028, record.name,
+            f"its LSE base is chosen by the call's arguments ({chooses}: base "
+            f"{' or '.join(chosen.bases())}), and the engine did not say which call it makes",
+            hint=f"give the keyword arguments the engine passes the kernel (producer_call={{...}}; "
+            f"validate --call KEY=VALUE), e.g. {chosen.pass_hint()}", field="producer_call",
+            found=None, allowed=f"the call's {chooses}")]
     literals = {k: repr(v) for k, v in call.items()}
     base = chosen.resolve(literals)
     if base is None:

@@ -166,8 +166,8 @@ def check_startup(
     names resolve as :func:`consumer_table` says (``builtin_consumers=False``: only among
     ``records``, as ``validate --no-builtin`` wants). ``producer_call``: the keyword arguments
     the engine passes the backend's kernel (Python values); a record whose base the call chooses
-    (``return_lse_base``) gets that base, and a call that leaves it to run-time dispatch is
-    ``AC028``."""
+    (``return_lse_base``) gets that base; a call that leaves it to run-time dispatch, or no call
+    given for such a record (which kernel runs is then unknown), is ``AC028``."""
     try:
         typed = _setting(setting)
     except ValidationError as err:
@@ -187,7 +187,7 @@ def check_startup(
         chosen = producers.get(backend)
     uses, bad = _consumer_uses(consumers, known_consumers)
     findings += bad
-    if chosen is not None and producer_call is not None:
+    if chosen is not None:
         chosen, bad = resolve_call_base(chosen, producer_call)
         findings += bad
     if chosen is not None:
@@ -235,18 +235,44 @@ def validate_startup(
     files, and a file is data).
     ``producer_call``: the keyword arguments the engine passes its kernel (``{"backend":
     "auto", "return_lse_base": "basee"}``); where the record's call chooses the base from them,
-    the returned record carries that base, and a base left to dispatch is ``AC028``.
+    the returned record carries that base; a base left to dispatch, or no ``producer_call`` for a
+    record whose base its call chooses (which kernel runs is then unknown), is ``AC028``.
     Returns the chosen backend's record (None when no backend was named).
     """
     if dcp_world_size is not None:
-        dcp_world_size = renamed("validate_startup(dcp_world_size=)", "world_size= or setting=",
-                                 dcp_world_size)
+        dcp_world_size = renamed("validate_startup(dcp_world_size=)",
+                                 "world_size= or setting=", dcp_world_size)
     if settings is not None:
         if extras is not None:
-            raise ValueError("validate_startup got extras= and its old name settings=; pass extras=")
+            raise ValueError("validate_startup got extras= and its old name settings=; pass "
+                             "extras=")
         extras = renamed("validate_startup(settings=)", "extras=", settings)
     world = _world_size(_setting(setting), world_size, dcp_world_size)
-    consumers = list(consumers)  # read twice: the edge checks, then the ranks' consensus
+    chosen, recs, findings, shared = _local_checks(
+        records, backend=backend, setting=setting, world=world, consumers=list(consumers),
+        probe=probe, device=device, allow_adapters=allow_adapters, extras=extras,
+        producer_call=producer_call, share=group is not None)
+    if group is not None:
+        from attn_contracts.consensus import agree_across_ranks
+
+        # Every rank takes part even with local findings, so no rank is left waiting in the
+        # exchange; each then raises the union of what all ranks found.
+        findings = agree_across_ranks(findings, recs, chosen, world, group=group,
+                                      timeout_s=timeout_s, settings=shared)
+    if findings:
+        raise ContractError(findings, "attention contract validation failed at startup")
+    return chosen
+
+
+def _local_checks(
+    records: Registry | Iterable[RecordSource] | None, *,
+    backend: str | CapabilityRecord | None, setting: CombineSetting | Mapping[str, Any] | None,
+    world: int, consumers: list[ConsumerUse], probe: bool, device: str | None,
+    allow_adapters: Iterable[str], extras: Mapping[str, Any] | None,
+    producer_call: Mapping[str, Any] | None, share: bool,
+) -> tuple[CapabilityRecord | None, list[AnyRecord], list[Finding], dict[str, Any]]:
+    """What this rank finds on its own, and (``share``) what it must agree on with the others:
+    everything :func:`validate_startup` does before the consensus."""
     chosen, recs, findings = check_startup(records, backend=backend, setting=setting,
                                            world_size=world, consumers=consumers,
                                            producer_call=producer_call)
@@ -260,9 +286,8 @@ def validate_startup(
                               f"(pip install 'attn-contracts[kernels]'), or pass probe=False: "
                               f"{err}") from err
         findings += probe_record(chosen, device=device, allow_adapters=allow_adapters)
-    if group is not None:
-        from attn_contracts.consensus import agree_across_ranks
-
+    shared: dict[str, Any] = {}
+    if share:
         typed = _setting(setting)
         # one key per setting field, so a disagreement names the field (`setting num_heads: ...`);
         # the consumers the rank feeds (names and keyword literals) are part of what must agree
@@ -270,10 +295,4 @@ def validate_startup(
                   **(typed.model_dump(mode="json") if typed else {}),
                   "consumers": sorted(f"{c.name}={lit}" for c, lit in _consumer_uses(
                       consumers, consumer_table(records, recs)[0])[0])}
-        # Every rank takes part even with local findings, so no rank is left waiting in the
-        # exchange; each then raises the union of what all ranks found.
-        findings = agree_across_ranks(findings, recs, chosen, world, group=group,
-                                      timeout_s=timeout_s, settings=shared)
-    if findings:
-        raise ContractError(findings, "attention contract validation failed at startup")
-    return chosen
+    return chosen, recs, findings, shared
