@@ -239,19 +239,26 @@ def validate_startup(
     record whose base its call chooses (which kernel runs is then unknown), is ``AC028``.
     Returns the chosen backend's record (None when no backend was named).
     """
-    if dcp_world_size is not None:
-        dcp_world_size = renamed("validate_startup(dcp_world_size=)",
-                                 "world_size= or setting=", dcp_world_size)
-    if settings is not None:
-        if extras is not None:
-            raise ValueError("validate_startup got extras= and its old name settings=; pass "
-                             "extras=")
-        extras = renamed("validate_startup(settings=)", "extras=", settings)
-    world = _world_size(_setting(setting), world_size, dcp_world_size)
-    chosen, recs, findings, shared = _local_checks(
-        records, backend=backend, setting=setting, world=world, consumers=list(consumers),
-        probe=probe, device=device, allow_adapters=allow_adapters, extras=extras,
-        producer_call=producer_call, share=group is not None)
+    try:
+        if dcp_world_size is not None:
+            dcp_world_size = renamed("validate_startup(dcp_world_size=)",
+                                     "world_size= or setting=", dcp_world_size)
+        if settings is not None:
+            if extras is not None:
+                raise ValueError("validate_startup got extras= and its old name settings=; pass "
+                                 "extras=")
+            extras = renamed("validate_startup(settings=)", "extras=", settings)
+        world = _world_size(_setting(setting), world_size, dcp_world_size)
+        chosen, recs, findings, shared = _local_checks(
+            records, backend=backend, setting=setting, world=world, consumers=list(consumers),
+            probe=probe, device=device, allow_adapters=allow_adapters, extras=extras,
+            producer_call=producer_call, share=group is not None)
+    except Exception as err:  # no rank may wait out its timeout for a rank that has already failed
+        if group is not None:
+            from attn_contracts.consensus import tell_peers
+
+            tell_peers(err, "before publishing its contract", group=group, timeout_s=timeout_s)
+        raise
     if group is not None:
         from attn_contracts.consensus import agree_across_ranks
 

@@ -579,13 +579,21 @@ def validate_vllm_startup(backends: Iterable[str], *, dcp_world_size: int, group
     ``AttentionBackendEnum`` member is an ``AC013`` warning.
     ``group``: the DCP ranks' ``torch.distributed`` group (gloo or NCCL; vLLM's
     ``get_dcp_group().cpu_group``): every rank then runs ``validate_startup`` over the chosen
-    kernel records with these findings as a shared setting, so the ranks agree or all fail alike.
-    ``impls``: the impl classes the layers really use (default: each backend's
+    kernel records with these findings as a shared setting, so the ranks agree or all fail alike;
+    a rank that raises before that tells the others first (a peer's failure comes first in the
+    error). ``impls``: the impl classes the layers really use (default: each backend's
     ``get_impl_cls()``). Returns the reports of the backends checked."""
     from attn_contracts.startup import validate_startup
 
     names = sorted(set(backends))
-    rows, errors, call = _gate(names, dcp_world_size, impls)
+    try:
+        rows, errors, call = _gate(names, dcp_world_size, impls)
+    except Exception as err:  # no peer may wait out its timeout for this rank
+        if group is not None:
+            from attn_contracts.consensus import tell_peers
+
+            tell_peers(err, "the attention-contract check", group=group, timeout_s=timeout_s)
+        raise
     registry = Registry()
     kernels = list(dict.fromkeys(k for r in rows for k in r.records))
     shared = {"vllm_backends": names, "vllm_findings": sorted(f.render() for f in errors)}
@@ -595,8 +603,9 @@ def validate_vllm_startup(backends: Iterable[str], *, dcp_world_size: int, group
                          world_size=dcp_world_size, group=group, timeout_s=timeout_s,
                          extras=shared, producer_call=call)
     except ContractError as err:
-        rest = [f for f in err.findings if f not in errors]
-        raise ContractError([*errors, *rest],
+        peers = [f for f in err.findings if f.code is Code.AC007 and f.field == "failed"]
+        rest = [f for f in err.findings if f not in errors and f not in peers]
+        raise ContractError([*peers, *errors, *rest],
                             "attention contract validation failed at vLLM startup") from None
     if errors:
         raise ContractError(errors, "attention contract validation failed at vLLM startup")

@@ -12,7 +12,10 @@ module is first imported (a meta-path finder that leaves once it has), so that t
 
 The wrapper runs vLLM's check first, as it was. Only with DCP on (``decode_context_parallel_size
 > 1``) does it import :mod:`attn_contracts.integrations.vllm` and check the contract of the layers
-being started (:func:`~attn_contracts.integrations.vllm.validate_vllm_config`).
+being started (:func:`~attn_contracts.integrations.vllm.validate_vllm_config`). A rank whose own
+check fails tells its DCP peers through the consensus before the error propagates, so theirs
+stop at once with that cause (``rank 1 failed vLLM's own check: AssertionError: ...``) instead
+of waiting out the consensus timeout.
 
 ``ATTN_CONTRACTS_VLLM`` (:mod:`attn_contracts.integrations.vllm_mode`): ``error``, ``warn`` or
 ``off``; ``off`` leaves the check unhooked.
@@ -84,7 +87,11 @@ def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         vllm_config = args[0] if args else kwargs.get("vllm_config")
         if _dcp_size(vllm_config) <= 1 or policy() == "off":
             return original(*args, **kwargs)
-        result = original(*args, **kwargs)
+        try:
+            result = original(*args, **kwargs)
+        except Exception as err:
+            _tell_peers(err)
+            raise
         targets = args[1] if len(args) > 1 else kwargs.get("target_layer_names")
         from attn_contracts.integrations.vllm import validate_vllm_config
 
@@ -93,6 +100,18 @@ def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
 
     setattr(checked, HOOKED, True)
     return checked
+
+
+def _tell_peers(err: BaseException) -> None:
+    """The DCP peers are about to wait for this rank's contract: tell them it failed, and why."""
+    try:
+        from attn_contracts.consensus import tell_peers
+        from attn_contracts.integrations.vllm import dcp_group
+
+        tell_peers(err, "vLLM's own check", group=dcp_group())
+    except Exception as inner:  # vLLM's error is the one to raise; ours only delays the peers
+        log_once(logging.WARNING, f"attn-contracts: could not tell the DCP peers that vLLM's "
+                 f"check failed here ({type(inner).__name__}: {inner})")
 
 
 class _HookOnImport(importlib.abc.MetaPathFinder):
