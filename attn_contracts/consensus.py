@@ -13,8 +13,9 @@ fails:
    missing, an on-time rank still returns no sooner than its own deadline).
 3. It proposes its verdict with an atomic ``compare_set`` on the decision key; the first proposal
    wins, and every rank follows the value stored there.
-4. A rank that read a passing verdict waits (briefly) until every rank has read it: the store may
-   live in one of them (a ``TCPStore`` on rank 0), and a host that left at once would leave the
+4. A rank that read a verdict made from every rank's report (passing or failing) waits (briefly)
+   until every rank has read it: the store may live in one of them (a ``TCPStore`` on rank 0), and
+   a host that left at once (an engine stops every rank at the first failure) would leave the
    others without the verdict.
 
 A rank that fails before it can publish its report (the engine's own check raised, a bad setting)
@@ -283,12 +284,17 @@ class _Round:
                        report)
             decision = self._wait_and_propose(deadline)
         read = self._try(self.store.add, f"{self.prefix}/read", 1)
-        if not decision["findings"] and read is not None:
-            self._linger_until_read(read, max(deadline, time.monotonic() + _READ_GRACE_S))
-        elif decision["missing"] and self.me in decision["reported"]:
-            # Another rank's deadline came first; this one still gives the missing ranks its own
-            # full timeout_s (a start skew of milliseconds), as its caller was promised.
-            time.sleep(max(0.0, deadline - time.monotonic()))
+        if decision["missing"]:
+            if self.me in decision["reported"]:
+                # Another rank's deadline came first; this one still gives the missing ranks its
+                # own full timeout_s (a start skew of milliseconds), as its caller was promised.
+                time.sleep(max(0.0, deadline - time.monotonic()))
+        elif read is not None:
+            # Every rank is alive and polling: wait until all have read the verdict, failing ones
+            # too (an engine stops every rank at the first failure it sees, and the store may go
+            # with the rank that hosts it; a peer must read this verdict, not "the store is gone").
+            grace = time.monotonic() + _READ_GRACE_S
+            self._linger_until_read(read, grace if decision["findings"] else max(deadline, grace))
         return decision
 
     def fail(self, finding: Finding, deadline: float) -> None:

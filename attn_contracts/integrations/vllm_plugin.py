@@ -66,10 +66,13 @@ def install(module: types.ModuleType) -> None:
         return
     checked = _wrap(original)
     setattr(module, CHECK_FUNCTION, checked)
-    # modules that imported the check by name before this ran still hold the original; vars(),
-    # not getattr: a module's __getattr__ may import (lazy modules), and this must not
+    # modules that imported the check by name before this ran still hold the original; their
+    # namespace is read, not getattr: a module's __getattr__ may import (lazy modules)
     for other in list(sys.modules.values()):
-        namespace = getattr(other, "__dict__", None)
+        try:
+            namespace = vars(other)
+        except TypeError:  # sys.modules may hold objects that are no modules and have no vars
+            continue
         if isinstance(namespace, dict) and namespace.get(CHECK_FUNCTION) is original:
             namespace[CHECK_FUNCTION] = checked
 
