@@ -70,7 +70,7 @@ $(VLLM_STAMP): pyproject.toml Makefile .ci/vllm-constraints.txt
 	touch $(VLLM_STAMP)
 
 test-vllm: $(VLLM_STAMP)
-	ATTN_CONTRACTS_SGLANG_ROOT=$(SGLANG_SRC) TRITON_INTERPRET=1 $(VLLM_PY) -m pytest -q -m vllm -W ignore::DeprecationWarning tests/
+	ATTN_CONTRACTS_SGLANG_ROOT=$(SGLANG_SRC) TRITON_INTERPRET=1 $(VLLM_PY) -m pytest -q -m vllm tests/
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -565,11 +565,15 @@ def check_edge(producer: CapabilityRecord, consumer: ConsumerRecord,
     return findings
 
 
-def resolve_call(record: CapabilityRecord, call: Mapping[str, object],
+def resolve_call(record: CapabilityRecord, call: Mapping[str, object] | None,
                  ) -> tuple[CapabilityRecord, list[Finding]]:
     """The record with the LSE base *and* layout the engine's call chooses
-    (:func:`resolve_call_base`, then :func:`resolve_call_layout`), and both's findings."""
+    (:func:`resolve_call_base`, then :func:`resolve_call_layout`), and both's findings. No call
+    (``None``) is ``AC028`` where the call chooses the base (:func:`resolve_call_base`); the
+    record's own layout then stands (the one its kernel returns when no keyword selects)."""
     record, findings = resolve_call_base(record, call)
+    if call is None:
+        return record, findings
     record, more = resolve_call_layout(record, call)
     return record, findings + more
 
@@ -598,15 +602,26 @@ def resolve_call_layout(record: CapabilityRecord, call: Mapping[str, object],
     return record.model_copy(update={"lse": record.lse.model_copy(update={"layout": layout})}), []
 
 
-def resolve_call_base(record: CapabilityRecord, call: Mapping[str, object],
+def resolve_call_base(record: CapabilityRecord, call: Mapping[str, object] | None,
                       ) -> tuple[CapabilityRecord, list[Finding]]:
     """The record with the LSE base the engine's call chooses (``call``: the keyword arguments
     the engine passes its kernel, as Python values: ``{"backend": "auto", "return_lse_base":
     None}``). A record whose calls choose no base is returned as it is; a call that leaves the
-    base to run-time dispatch is ``AC028``, naming what to pass."""
+    base to run-time dispatch is ``AC028``, naming what to pass, and so is no call at all
+    (``None``) for a record whose base its call chooses: which kernel runs, and so the base, is
+    then unknown."""
     chosen = next((c.base for c in record.calls if c.base is not None), None)
     if chosen is None or not isinstance(record.lse, LseSpec):
         return record, []
+    if call is None:
+        chooses = ", ".join(k for k in (chosen.keyword, chosen.default_by) if k)
+        return record, [Finding(
+            Code.AC028, record.name,
+            f"its LSE base is chosen by the call's arguments ({chooses}: base "
+            f"{' or '.join(chosen.bases())}), and the engine did not say which call it makes",
+            hint=f"give the keyword arguments the engine passes the kernel (producer_call={{...}}; "
+            f"validate --call KEY=VALUE), e.g. {chosen.pass_hint()}", field="producer_call",
+            found=None, allowed=f"the call's {chooses}")]
     literals = {k: repr(v) for k, v in call.items()}
     base = chosen.resolve(literals)
     if base is None:

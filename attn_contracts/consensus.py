@@ -13,9 +13,16 @@ fails:
    missing, an on-time rank still returns no sooner than its own deadline).
 3. It proposes its verdict with an atomic ``compare_set`` on the decision key; the first proposal
    wins, and every rank follows the value stored there.
-4. A rank that read a passing verdict waits (briefly) until every rank has read it: the store may
-   live in one of them (a ``TCPStore`` on rank 0), and a host that left at once would leave the
+4. A rank that read a verdict made from every rank's report (passing or failing) waits (briefly)
+   until every rank has read it: the store may live in one of them (a ``TCPStore`` on rank 0), and
+   a host that left at once (an engine stops every rank at the first failure) would leave the
    others without the verdict.
+
+A rank that fails before it can publish its report (the engine's own check raised, a bad setting)
+says so instead (:func:`report_failure`, :func:`tell_peers`): it proposes a failing verdict whose
+first finding is its cause (``AC007`` "rank 1 failed vLLM's own check: AssertionError: ..."), so
+every peer fails at once with that cause, not after ``timeout_s`` with "rank 1 did not report"; it
+waits (briefly) until the peers have read it, as a passing verdict does, then re-raises its own error.
 
 A rank that loses the store (its host exited, died or froze; each store call has a hard limit)
 fails with ``AC007`` "the store became unreachable": it cannot learn the verdict, so it fails, and
@@ -27,6 +34,7 @@ torch is imported inside the functions: the contract package stays importable wi
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import threading
@@ -35,10 +43,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.findings import Code, Finding, Severity, error_text
 from attn_contracts.records import CapabilityRecord
 
-__all__ = ["agree_across_ranks", "fingerprint"]
+__all__ = ["agree_across_ranks", "fingerprint", "report_failure", "tell_peers"]
 
 _round: dict[tuple[int, ...], int] = {}  # per group: how many consensus rounds this rank ran
 _POLL_S = 0.02
@@ -46,6 +54,11 @@ _READ_GRACE_S = 0.75  # how long a passing rank waits for the others to read the
 # One store call answers in milliseconds, a frozen host never: a second leaves room for a loaded
 # machine, and with the grace keeps every rank within timeout_s + 2 s.
 _OP_LIMIT_S = 1.0
+# How long a rank that failed before reporting waits for its peers to read why, at most: peers that
+# reach the exchange within it fail with the cause; a later one finds the verdict too, unless the
+# failed rank hosted the store and has exited by then (it is then told the store is gone).
+_FAILURE_LINGER_S = 10.0
+_TOLD = "__attn_contracts_told_peers__"  # set on an exception whose rank has told its peers
 _T = TypeVar("_T")
 
 
@@ -206,6 +219,19 @@ def _key(record: CapabilityRecord | ConsumerRecord) -> str:
     return record.name if isinstance(record, CapabilityRecord) else f"consumer {record.name}"
 
 
+def _round_for(group: Any, timeout_s: float) -> _Round:
+    """This rank's next consensus round over ``group`` (each call is one round: every rank of a
+    group runs the same sequence of rounds, whether it reports or fails)."""
+    import torch.distributed as dist
+
+    store: Any = dist.distributed_c10d._get_default_store()  # every group's ranks share it
+    ranks = tuple(dist.get_process_group_ranks(group)) if group is not None else tuple(
+        range(dist.get_world_size()))
+    generation = _round[ranks] = _round.get(ranks, 0) + 1
+    return _Round(store, f"attn_contracts/consensus/{'-'.join(map(str, ranks))}/{generation}",
+                  len(ranks), dist.get_rank(group), timeout_s)
+
+
 def agree_across_ranks(findings: list[Finding],
                        records: Sequence[CapabilityRecord | ConsumerRecord],
                        chosen: CapabilityRecord | None, world_size: int, *, group: Any,
@@ -214,28 +240,70 @@ def agree_across_ranks(findings: list[Finding],
                        ) -> list[Finding]:
     """Exchange reports with every rank of ``group`` and follow the group's one verdict: the
     union of every rank's findings, plus ``AC007`` if ranks differ, a rank did not report within
-    ``timeout_s``, or the store became unreachable. Returns within ``timeout_s`` + 2 s."""
-    import torch.distributed as dist
-
+    ``timeout_s``, a rank failed before reporting (its cause first), or the store became
+    unreachable. Returns within ``timeout_s`` + 2 s; what it raises before this rank's report is
+    published (a setting that is no JSON value) is told to the peers first."""
     deadline = time.monotonic() + timeout_s
-    mine = fingerprint(records, chosen, world_size, settings, collective)  # a bad setting raises
-    mine["findings"] = [f.to_json() for f in findings]
-    store: Any = dist.distributed_c10d._get_default_store()  # every group's ranks share it
-    ranks = tuple(dist.get_process_group_ranks(group)) if group is not None else tuple(
-        range(dist.get_world_size()))
-    me = dist.get_rank(group)
-    generation = _round[ranks] = _round.get(ranks, 0) + 1
-    round_ = _Round(store, f"attn_contracts/consensus/{'-'.join(map(str, ranks))}/{generation}",
-                    len(ranks), me, timeout_s)
+    round_ = _round_for(group, timeout_s)
+    try:
+        mine = fingerprint(records, chosen, world_size, settings, collective)  # may raise
+        mine["findings"] = [f.to_json() for f in findings]
+        report = json.dumps(mine)
+    except Exception as err:
+        _mark_told(err)
+        round_.fail(_failed(round_.me, f"before publishing its contract: {error_text(err)}"),
+                    deadline)
+        raise
     try:  # every store call inside has its own hard limit (_bounded): the store's timeout is
         # left as the engine set it
-        decision = round_.decide(json.dumps(mine), deadline)
+        decision = round_.decide(report, deadline)
     except _StoreLost as err:
-        return [*findings, _unreachable(str(err), len(ranks))]
+        return [*findings, _unreachable(str(err), round_.size)]
     out = [_finding_from_json(f) for f in decision["findings"]]
-    if me not in decision["reported"]:  # decided without this rank: its own findings still count
+    if round_.me not in decision["reported"]:  # decided without this rank: its own findings count
         out += findings
     return out
+
+
+def report_failure(cause: str, *, group: Any, timeout_s: float = 30.0) -> None:
+    """This rank failed before publishing its report (``cause``: ``"vLLM's own check:
+    AssertionError: ..."``): propose the failing verdict ``AC007`` "rank R failed CAUSE" for the
+    round the peers are in, and wait until they have read it (at most ``timeout_s``, and
+    :data:`_FAILURE_LINGER_S`). Raises nothing: the caller re-raises its own error next."""
+    try:
+        round_ = _round_for(group, timeout_s)
+        round_.fail(_failed(round_.me, cause), time.monotonic() + timeout_s)
+    except Exception:  # a store that is gone, torch.distributed not up: the caller's error stands
+        return
+
+
+def tell_peers(err: BaseException, what: str, *, group: Any, timeout_s: float = 30.0) -> None:
+    """:func:`report_failure` for an exception this rank is about to raise (``what``: where it
+    came from, ``"vLLM's own check"``), once per exception however many layers catch and
+    re-raise it; nothing without an initialised ``torch.distributed``."""
+    if getattr(err, _TOLD, False):
+        return
+    _mark_told(err)
+    try:
+        import torch.distributed as dist
+
+        if not dist.is_available() or not dist.is_initialized():
+            return
+    except ImportError:
+        return
+    report_failure(f"{what}: {error_text(err)}", group=group, timeout_s=timeout_s)
+
+
+def _mark_told(err: BaseException) -> None:
+    with contextlib.suppress(AttributeError, TypeError):  # a type that takes no attributes
+        setattr(err, _TOLD, True)
+
+
+def _failed(rank: int, cause: str) -> Finding:
+    return Finding(
+        Code.AC007, "dcp", f"rank {rank} failed {cause}", hint=f"rank {rank}'s own error is the "
+        "cause (see its log); this rank stops too, so that no rank is left waiting for it",
+        field="failed", found=rank, allowed="every rank reports its contract")
 
 
 class _Round:
@@ -257,13 +325,31 @@ class _Round:
                        report)
             decision = self._wait_and_propose(deadline)
         read = self._try(self.store.add, f"{self.prefix}/read", 1)
-        if not decision["findings"] and read is not None:
-            self._linger_until_read(read, max(deadline, time.monotonic() + _READ_GRACE_S))
-        elif decision["missing"] and self.me in decision["reported"]:
-            # Another rank's deadline came first; this one still gives the missing ranks its own
-            # full timeout_s (a start skew of milliseconds), as its caller was promised.
-            time.sleep(max(0.0, deadline - time.monotonic()))
+        if decision["missing"]:
+            if self.me in decision["reported"]:
+                # Another rank's deadline came first; this one still gives the missing ranks its
+                # own full timeout_s (a start skew of milliseconds), as its caller was promised.
+                time.sleep(max(0.0, deadline - time.monotonic()))
+        elif read is not None:
+            # Every rank is alive and polling: wait until all have read the verdict, failing ones
+            # too (an engine stops every rank at the first failure it sees, and the store may go
+            # with the rank that hosts it; a peer must read this verdict, not "the store is gone").
+            grace = time.monotonic() + _READ_GRACE_S
+            self._linger_until_read(read, grace if decision["findings"] else max(deadline, grace))
         return decision
+
+    def fail(self, finding: Finding, deadline: float) -> None:
+        """Propose a failing verdict for a rank that has no report to publish, and wait (at most
+        until the deadline, and :data:`_FAILURE_LINGER_S`) until every peer has read it."""
+        self.deadline = deadline
+        try:
+            self._propose({"findings": [finding.to_json()], "reported": [], "missing": [],
+                           "failed": [self.me], "by": self.me})
+        except _StoreLost:
+            return
+        read = self._try(self.store.add, f"{self.prefix}/read", 1)
+        if read is not None:
+            self._linger_until_read(read, min(deadline, time.monotonic() + _FAILURE_LINGER_S))
 
     def _wait_and_propose(self, deadline: float) -> dict[str, Any]:
         while True:

@@ -1,8 +1,11 @@
 """The one way an old spelling keeps working: it still does what it did, and says it is old.
 
 Every renamed keyword or flag goes through :func:`renamed`, so the warning reads the same
-everywhere (``fla.utils.deprecate_kwarg`` is the pattern) and a test can turn it into an error
-with ``-W error::DeprecationWarning``.
+everywhere (``fla.utils.deprecate_kwarg`` is the pattern). Its category,
+:class:`AttnContractsDeprecationWarning`, is a ``DeprecationWarning`` of this project alone, so a
+test suite can make the project's own deprecations errors wherever they are called from
+(``-W error::attn_contracts.deprecation.AttnContractsDeprecationWarning``; this project's pytest
+configuration does) while third-party deprecations stay what the suite decides.
 """
 
 from __future__ import annotations
@@ -10,14 +13,20 @@ from __future__ import annotations
 import warnings
 from typing import TypeVar
 
-__all__ = ["renamed"]
+__all__ = ["AttnContractsDeprecationWarning", "renamed"]
 
 V = TypeVar("V")
 
 
+class AttnContractsDeprecationWarning(DeprecationWarning):
+    """A spelling of this project's API that still works and is deprecated."""
+
+
 def renamed(old: str, new: str, value: V, *, stacklevel: int = 3) -> V:
-    """Warn (``DeprecationWarning``) that ``old`` is now ``new`` and return ``value`` unchanged.
+    """Warn (:class:`AttnContractsDeprecationWarning`) that ``old`` is now ``new`` and return
+    ``value`` unchanged.
 
     ``stacklevel`` 3 points at the caller of the function that took ``old``."""
-    warnings.warn(f"{old} is deprecated, use {new}", DeprecationWarning, stacklevel=stacklevel)
+    warnings.warn(f"{old} is deprecated, use {new}", AttnContractsDeprecationWarning,
+                  stacklevel=stacklevel)
     return value

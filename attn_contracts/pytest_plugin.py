@@ -19,32 +19,39 @@ what it declares and what the kernel does fails the test with the verifier's fin
 message, one ``CODE subject: message`` per line. A record that cannot run here (no adapter, a
 missing library, no CUDA) skips the test with the verifier's reason; ``skip=False`` fails instead.
 
-The plugin imports no torch until a test asks it to verify (it is loaded in every pytest run of an
-environment that has attn-contracts installed).
+Loaded in every pytest run of an environment that has attn-contracts installed, the plugin imports
+nothing of this project (records, verifier, torch) until a test uses the fixture or the marker: a
+run that does not pays only for registering the marker. Without torch (the ``kernels`` extra) a
+test that verifies is skipped with the reason, as a record whose library is missing is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.records import CapabilityRecord
-from attn_contracts.registry import Registry
-from attn_contracts.sources import read_file, split_roles
+if TYPE_CHECKING:
+    from attn_contracts.consumer import ConsumerRecord
+    from attn_contracts.records import CapabilityRecord
 
 __all__ = ["ContractVerifier", "verify_contract", "verify_now"]
 
 MARKER = "attn_contract"
 
 ContractVerifier = Callable[..., Any]
+_KERNELS_HINT = "pip install 'attn-contracts[kernels]'"
 
 
 def _record(target: str | CapabilityRecord | ConsumerRecord,
             file: str | Path | None) -> CapabilityRecord | ConsumerRecord:
+    from attn_contracts.consumer import ConsumerRecord
+    from attn_contracts.records import CapabilityRecord
+    from attn_contracts.registry import Registry
+    from attn_contracts.sources import read_file, split_roles
+
     if isinstance(target, (CapabilityRecord, ConsumerRecord)):
         return target
     if file is not None:
@@ -70,20 +77,28 @@ def verify_now(target: str | CapabilityRecord | ConsumerRecord, *, file: str | P
     """Verify one record against its kernel; fail the running test with every finding.
 
     Returns the verifier's result (``VerifyResult`` or ``ConsumerVerifyResult``) when it matches."""
+    from attn_contracts.consumer import ConsumerRecord
+    from attn_contracts.records import CapabilityRecord
+
     record = _record(target, file)
+    try:  # torch (the kernels extra) only now: without it the test is skipped, as `verify` does
+        from attn_contracts.backends.adapter import adapter_path_for
+        from attn_contracts.backends.runner import verify_consumer, verify_record
+    except ModuleNotFoundError as err:
+        if (err.name or "attn_contracts").partition(".")[0] == "attn_contracts":
+            raise  # a module of this project missing is a broken install, not a skip
+        reason = f"{record.name}: needs {err.name}, {_KERNELS_HINT} ({err})"
+        if skip:
+            pytest.skip(reason)
+        pytest.fail(f"{reason}; not verified", pytrace=False)
     # A test that names a record to verify is the user's code asking for it: the adapter of that
     # record (or the one passed here) runs; nothing else a file names does.
     own = adapter or record.adapter
     allow = [own.partition(":")[0]] if own else []
     if isinstance(record, ConsumerRecord):
-        from attn_contracts.backends.adapter import adapter_path_for
-        from attn_contracts.backends.runner import verify_consumer
-
         result: Any = verify_consumer(record, adapter or adapter_path_for(record), device=device,
                                       seed=seed, allow_adapters=allow)
     else:
-        from attn_contracts.backends.runner import verify_record
-
         if adapter is not None:  # re-validated: model_copy(update=...) skips validation
             record = CapabilityRecord.model_validate({**record.model_dump(), "adapter": adapter})
         result = verify_record(record, device=device, seed=seed, allow_adapters=allow)

@@ -166,9 +166,11 @@ def check_startup(
     combine functions the engine feeds the backend's LSE into; every edge is checked; their
     names resolve as :func:`consumer_table` says (``builtin_consumers=False``: only among
     ``records``, as ``validate --no-builtin`` wants). ``producer_call``: the keyword arguments
-    the engine passes the backend's kernel (Python values); a record whose base the call chooses
-    (``return_lse_base``) gets that base, and a call that leaves it to run-time dispatch is
-    ``AC028``."""
+    the engine passes the backend's kernel (Python values); a record whose base or layout the
+    call chooses (``return_lse_base``, ``lse_layout``) gets that base and layout
+    (:func:`~attn_contracts.checks.resolve_call`); a call that leaves the base to run-time
+    dispatch, or no call given for a record whose base its call chooses (which kernel runs is
+    then unknown), is ``AC028``."""
     try:
         typed = _setting(setting)
     except ValidationError as err:
@@ -188,7 +190,7 @@ def check_startup(
         chosen = producers.get(backend)
     uses, bad = _consumer_uses(consumers, known_consumers)
     findings += bad
-    if chosen is not None and producer_call is not None:
+    if chosen is not None:
         chosen, bad = resolve_call(chosen, producer_call)
         findings += bad
     if chosen is not None:
@@ -272,18 +274,55 @@ def validate_startup(
     (records may come from files, and a file is data).
     ``producer_call``: the keyword arguments the engine passes its kernel (``{"backend":
     "auto", "return_lse_base": "basee"}``); where the record's call chooses the base from them,
-    the returned record carries that base, and a base left to dispatch is ``AC028``.
+    the returned record carries that base; a base left to dispatch, or no ``producer_call`` for a
+    record whose base its call chooses (which kernel runs is then unknown), is ``AC028``.
     Returns the chosen backend's record (None when no backend was named).
     """
-    if dcp_world_size is not None:
-        dcp_world_size = renamed("validate_startup(dcp_world_size=)", "world_size= or setting=",
-                                 dcp_world_size)
-    if settings is not None:
-        if extras is not None:
-            raise ValueError("validate_startup got extras= and its old name settings=; pass extras=")
-        extras = renamed("validate_startup(settings=)", "extras=", settings)
-    world = _world_size(_setting(setting), world_size, dcp_world_size)
-    consumers = list(consumers)  # read twice: the edge checks, then the ranks' consensus
+    try:
+        if dcp_world_size is not None:
+            dcp_world_size = renamed("validate_startup(dcp_world_size=)",
+                                     "world_size= or setting=", dcp_world_size)
+        if settings is not None:
+            if extras is not None:
+                raise ValueError("validate_startup got extras= and its old name settings=; pass "
+                                 "extras=")
+            extras = renamed("validate_startup(settings=)", "extras=", settings)
+        world = _world_size(_setting(setting), world_size, dcp_world_size)
+        chosen, recs, findings, shared, collective = _local_checks(
+            records, backend=backend, setting=setting, world=world, consumers=list(consumers),
+            probe=probe, device=device, allow_adapters=allow_adapters, extras=extras,
+            producer_call=producer_call, share=group is not None)
+    except Exception as err:  # no rank may wait out its timeout for a rank that has already failed
+        if group is not None:
+            from attn_contracts.consensus import tell_peers
+
+            tell_peers(err, "before publishing its contract", group=group, timeout_s=timeout_s)
+        raise
+    if group is not None:
+        from attn_contracts.consensus import agree_across_ranks
+
+        # Every rank takes part even with local findings, so no rank is left waiting in the
+        # exchange; each then raises the union of what all ranks found.
+        findings = agree_across_ranks(findings, recs, chosen, world, group=group,
+                                      timeout_s=timeout_s, settings=shared,
+                                      collective=collective)
+    if findings:
+        raise ContractError(findings, "attention contract validation failed at startup")
+    return chosen
+
+
+def _local_checks(
+    records: Registry | Iterable[RecordSource] | None, *,
+    backend: str | CapabilityRecord | None, setting: CombineSetting | Mapping[str, Any] | None,
+    world: int, consumers: list[ConsumerUse], probe: bool, device: str | None,
+    allow_adapters: Iterable[str], extras: Mapping[str, Any] | None,
+    producer_call: Mapping[str, Any] | None, share: bool,
+) -> tuple[CapabilityRecord | None, list[AnyRecord], list[Finding], dict[str, Any],
+           dict[str, dict[str, Any]]]:
+    """What this rank finds on its own, and (``share``) what it must agree on with the others:
+    everything :func:`validate_startup` does before the consensus. The last two are the shared
+    settings (compared as given) and, per collective consumer, the values it needs identical
+    (compared by what they mean, ``AC031``)."""
     chosen, recs, findings = check_startup(records, backend=backend, setting=setting,
                                            world_size=world, consumers=consumers,
                                            producer_call=producer_call)
@@ -298,14 +337,15 @@ def validate_startup(
                               f"{err}") from err
         findings += probe_record(chosen, device=device, allow_adapters=allow_adapters)
     uses = _consumer_uses(consumers, consumer_table(records, recs)[0])[0]
-    if group is None and world > 1 and any(c.ranks is not None for c, _ in uses):
+    if not share and world > 1 and any(c.ranks is not None for c, _ in uses):
+        # stacklevel 3: past this helper and validate_startup, at the engine's call
         warnings.warn("validate_startup: a collective consumer ("
                       + ", ".join(sorted(c.name for c, _ in uses if c.ranks is not None))
                       + ") hangs when ranks pass it different values; pass group= so the ranks "
-                      "compare them (AC031)", RuntimeWarning, stacklevel=2)
-    if group is not None:
-        from attn_contracts.consensus import agree_across_ranks
-
+                      "compare them (AC031)", RuntimeWarning, stacklevel=3)
+    shared: dict[str, Any] = {}
+    collective: dict[str, dict[str, Any]] = {}
+    if share:
         typed = _setting(setting)
         # one key per setting field, so a disagreement names the field (`setting num_heads: ...`);
         # the local consumers the rank feeds (names and keyword literals) are part of what must
@@ -315,11 +355,4 @@ def validate_startup(
                   "consumers": sorted(f"{c.name}={lit}" for c, lit in uses if c.ranks is None)}
         collective = {c.name: _agreement(c, lit, typed, extras) for c, lit in uses
                       if c.ranks is not None}
-        # Every rank takes part even with local findings, so no rank is left waiting in the
-        # exchange; each then raises the union of what all ranks found.
-        findings = agree_across_ranks(findings, recs, chosen, world, group=group,
-                                      timeout_s=timeout_s, settings=shared,
-                                      collective=collective)
-    if findings:
-        raise ContractError(findings, "attention contract validation failed at startup")
-    return chosen
+    return chosen, recs, findings, shared, collective

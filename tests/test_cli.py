@@ -69,18 +69,18 @@ def test_validate_file_without_base_exits_1_naming_ac001(
 
 def test_validate_clean_catalog_and_dcp(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate"]) == 0
-    assert main(["validate", "--backend", "flashinfer.mla.fa3", "--dcp", "4"]) == 0
-    assert main(["validate", "--backend", "flashinfer.trtllm_gen", "--dcp", "4"]) == 1
+    assert main(["validate", "--backend", "flashinfer.mla.fa3", "--world-size", "4"]) == 0
+    assert main(["validate", "--backend", "flashinfer.trtllm_gen", "--world-size", "4"]) == 1
     assert "AC006" in capsys.readouterr().out
     # an unknown name on the command line is a usage error (exit 2, one line on stderr), as in
     # show, plan and verify (not exit 1 with the finding on stdout)
-    assert main(["validate", "--backend", "no.such", "--dcp", "2"]) == 2
+    assert main(["validate", "--backend", "no.such", "--world-size", "2"]) == 2
     assert "AC013" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [
     ["validate", "--file", "/nonexistent/records.toml"],
-    ["validate", "--dcp", "4"],
+    ["validate", "--world-size", "4"],
     ["validate", "--format", "yaml"],
     ["frobnicate"],
     [],

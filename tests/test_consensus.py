@@ -190,3 +190,27 @@ def test_ranks_compare_what_they_pass_a_collective_consumer() -> None:
     assert other_plan == {("AC031", "AC007")}, other_plan
     texts = {v["text"] for v in rounds[2]}
     assert len(texts) == 1 and "flashinfer.decode_cp_a2a_lse_reduce base" in texts.pop()
+
+
+@pytest.mark.parametrize(("ws", "fail_on"), [(3, 1), (2, 0)], ids=["peer", "store-host"])
+def test_a_rank_that_fails_first_ends_every_rank_at_once_with_its_cause(ws: int,
+                                                                        fail_on: int) -> None:
+    """Issue 28 item 3: not "did not report within 30 s" after 30 s, but the failed rank's own
+    error, first, on every rank, within seconds (the goal: 5 s); the failed rank raises its own."""
+    timeout_s = 30.0
+    results = run_ranks(w.one_rank_fails_first, ws, fail_on, timeout_s, timeout_s=120,
+                        rendezvous="tcp")
+    values = {r.rank: r.value for r in results}
+    assert [v["raised"] for v in values[fail_on]] == ["AssertionError", "TypeError"]
+    causes = ["its engine's own check: AssertionError: DCP requires",
+              "before publishing its contract: TypeError: setting 'device'"]
+    for rank, rounds in values.items():
+        if rank == fail_on:
+            continue
+        for k, (v, cause) in enumerate(zip(rounds, causes, strict=True)):
+            assert v["codes"][0] == "AC007", (rank, k, v)
+            first = v["text"].splitlines()[1]
+            assert f"rank {fail_on} failed {cause}" in first, (rank, k, first)
+            assert v["seconds"] < 5.0, (rank, k, v["seconds"])
+    for v in values[fail_on]:
+        assert v["seconds"] < 5.0  # its peers read the verdict at once: it does not linger

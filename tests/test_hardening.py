@@ -108,8 +108,8 @@ def test_a_file_over_the_bound_is_refused(tmp_path: Path) -> None:
     ["demo", "dcp", "--world-size", "-1"],
     ["demo", "dcp", "--interleave", "-1"],
     ["demo", "dcp", "--timeout", "0"],
-    ["validate", "--dcp", "0"],
-    ["validate", "--dcp", "-2"],
+    ["validate", "--world-size", "0"],
+    ["validate", "--world-size", "-2"],
     ["validate", "--world-size", "0", "--backend", "torch.sdpa_ref"],
 ])
 def test_bad_arguments_are_one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
@@ -121,7 +121,7 @@ def test_bad_arguments_are_one_line(capsys: pytest.CaptureFixture[str], argv: li
     ["plan", "no.such"],
     ["verify", "no.such"],
     ["validate", "--backend", "no.such"],
-    ["validate", "--backend", "no.such", "--dcp", "2"],
+    ["validate", "--backend", "no.such", "--world-size", "2"],
     ["validate", "--backend", "torch.sdpa_ref", "--consumer", "no.such"],
 ])
 def test_an_unknown_name_is_the_same_usage_error_everywhere(
@@ -288,10 +288,10 @@ def test_a_model_copied_record_is_refused_at_startup() -> None:
 
     bad = _bad_copy()
     with pytest.raises(ContractError) as exc:
-        validate_startup(records=[bad], dcp_world_size=1)
+        validate_startup(records=[bad], world_size=1)
     assert Code.AC012 in exc.value.codes
     with pytest.raises(ContractError) as exc:
-        validate_startup(records=[], backend=bad, dcp_world_size=2)  # type: ignore[arg-type]
+        validate_startup(records=[], backend=bad, world_size=2)  # type: ignore[arg-type]
     assert Code.AC012 in exc.value.codes
 
 
@@ -489,7 +489,7 @@ def test_without_torch_the_probe_is_a_clear_error() -> None:
     proc = _without_torch(
         "from attn_contracts import validate_startup\n"
         "try:\n"
-        "    validate_startup(backend='torch.sdpa_ref', dcp_world_size=2, probe=True)\n"
+        "    validate_startup(backend='torch.sdpa_ref', world_size=2, probe=True)\n"
         "except ImportError as err:\n"
         "    print(type(err).__name__, err)\n")
     assert proc.returncode == 0, proc.stderr
@@ -498,7 +498,7 @@ def test_without_torch_the_probe_is_a_clear_error() -> None:
 
 def test_without_torch_validate_without_probe_still_works() -> None:
     proc = _without_torch("from attn_contracts import validate_startup\n"
-                          "validate_startup(backend='torch.sdpa_ref', dcp_world_size=2)\n")
+                          "validate_startup(backend='torch.sdpa_ref', world_size=2)\n")
     assert proc.returncode == 0, proc.stderr
 
 
@@ -538,7 +538,7 @@ def test_the_probe_on_a_missing_device_is_an_error() -> None:
 
     device = "cuda:999" if _has_cuda() else "cuda"
     with pytest.raises(ValueError, match="probe device"):
-        validate_startup(backend="torch.sdpa_ref", dcp_world_size=2, probe=True, device=device)
+        validate_startup(backend="torch.sdpa_ref", world_size=2, probe=True, device=device)
 
 
 def test_an_exception_quoted_in_a_finding_is_bounded() -> None:

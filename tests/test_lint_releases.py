@@ -321,8 +321,43 @@ def test_startup_resolves_the_base_the_call_chooses(call: dict[str, object], bas
             validate_startup(backend="flashinfer.mla.trtllm_gen", world_size=2,
                              producer_call=call)
         assert "return_lse_base='base2' or return_lse_base='basee'" in str(err.value)
-    # without the call's arguments the record's own base stands (the variant it names)
-    assert validate_startup(backend="flashinfer.mla.trtllm_gen", world_size=2).lse_base == "2"
+
+
+@pytest.mark.parametrize("name", ["flashinfer.mla.trtllm_gen", "flashinfer.mla.cute_dsl"])
+def test_without_the_call_a_call_chosen_base_is_an_error_at_startup(name: str) -> None:
+    """Issue 26 item 2: the record names a variant, but its base is the call's; an engine that
+    does not say which call it makes does not pass as "ok"."""
+    from attn_contracts import ContractError, validate_startup
+
+    with pytest.raises(ContractError) as err:
+        validate_startup(backend=name)
+    assert err.value.codes == [Code.AC028]
+    assert err.value.findings[0].severity is Severity.ERROR
+    with pytest.raises(ContractError) as err:
+        validate_startup(backend=name, world_size=2)
+    assert err.value.codes == [Code.AC028]
+
+
+def test_validate_takes_the_call(capsys: pytest.CaptureFixture[str]) -> None:
+    from attn_contracts.cli import main
+
+    assert main(["validate", "--backend", "flashinfer.mla.trtllm_gen", "--world-size", "2"]) == 1
+    assert "AC028" in capsys.readouterr().out
+    for call in (["backend=cute-dsl"], ["backend=trtllm-gen"], ["backend='auto'",
+                                                                "return_lse_base=basee"]):
+        argv = [a for c in call for a in ("--call", c)]
+        assert main(["validate", "--backend", "flashinfer.mla.trtllm_gen", "--world-size", "2",
+                     *argv]) == 0, call
+    # a call left to dispatch: the existing AC028; the edge sees the base the call chose
+    assert main(["validate", "--backend", "flashinfer.mla.trtllm_gen", "--call", "backend=auto",
+                 "--call", "return_lse_base=None"]) == 1
+    assert "AC028" in capsys.readouterr().out
+    assert main(["validate", "--backend", "flashinfer.mla.trtllm_gen", "--world-size", "2",
+                 "--call", "return_lse_base=basee", "--consumer", "flashinfer.merge_state"]) == 1
+    assert "AC016" in capsys.readouterr().out
+    # usage: KEY=VALUE with an identifier, and a backend to call
+    assert main(["validate", "--backend", "flashinfer.mla.trtllm_gen", "--call", "x"]) == 2
+    assert main(["validate", "--call", "backend=auto"]) == 2
 
 
 def test_a_chosen_base_reaches_the_edge_check() -> None:

@@ -93,3 +93,39 @@ def test_one_line_verifies_a_record_and_fails_with_the_findings(
     assert "no record named 'mine.nope'" in out
     assert "known: mine.declarative, mine.decode, mine.merge" in out
     assert "mine.merge: what the kernel does differs" in out and "all_empty" in out
+
+
+def test_without_torch_a_test_that_verifies_is_skipped_with_the_reason(
+        pytester: pytest.Pytester) -> None:
+    """Issue 26 item 18: torch is the kernels extra; without it the test is skipped, as the
+    verifier skips a record whose library is missing (``skip=False`` fails, with the reason)."""
+    pytester.makefile(".toml", contracts=RECORDS)
+    pytester.makeconftest("import sys\nsys.modules['torch'] = None  # torch is not installed\n")
+    pytester.makepyfile(test_kernel="""
+        def test_skips(verify_contract):
+            verify_contract("mine.decode", file="contracts.toml")
+
+        def test_fails(verify_contract):
+            verify_contract("mine.decode", file="contracts.toml", skip=False)
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rsf")
+    result.assert_outcomes(skipped=1, failed=1)
+    out = result.stdout.str()
+    assert out.count("mine.decode: needs torch, pip install 'attn-contracts[kernels]'") == 2
+    assert "ModuleNotFoundError" not in out  # no traceback
+
+
+def test_an_unused_plugin_imports_nothing_of_the_project(pytester: pytest.Pytester) -> None:
+    """Issue 26 item 19: loaded in every pytest run of the environment, the plugin imports only
+    the package's light init and itself until a test uses the fixture or the marker."""
+    pytester.makepyfile(test_other="""
+        import sys
+
+        def test_nothing_loaded():
+            assert "attn_contracts.pytest_plugin" in sys.modules  # auto-loaded, as installed
+            loaded = sorted(m for m in sys.modules if m.startswith("attn_contracts"))
+            assert loaded == ["attn_contracts", "attn_contracts.pytest_plugin"], loaded
+            assert "torch" not in sys.modules
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import textwrap
 from pathlib import Path
@@ -172,3 +173,19 @@ def test_plugins_read_on_demand_with_allowlist(tmp_path: Path,
     unknown = Registry().load_plugins(["nope"])
     assert [f.code for f in unknown] == [Code.AC014]
     assert "good" in unknown[0].message  # lists the installed plugins
+
+
+def test_the_package_exports_every_public_name_it_lists() -> None:
+    """attn_contracts imports its names when first used: each one in __all__ resolves to the
+    object its module defines, and ``records`` stays the registry's function."""
+    import attn_contracts
+    import attn_contracts.records  # the submodule of the same name, loaded
+    from attn_contracts import registry
+
+    assert set(attn_contracts.__all__) == set(attn_contracts._EXPORTS)
+    for name in attn_contracts.__all__:
+        module = importlib.import_module(attn_contracts._EXPORTS[name])
+        assert getattr(attn_contracts, name) is getattr(module, name), name
+    assert attn_contracts.records is registry.records
+    with pytest.raises(AttributeError, match="no_such_name"):
+        attn_contracts.no_such_name  # noqa: B018 - the attribute access is the test

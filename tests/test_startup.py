@@ -47,7 +47,7 @@ FACTS = {"layout": "token_head", "lse_dtype": "float32", "empty_row": "-inf",
 
 def test_clean_registry_passes_and_returns_the_chosen_record() -> None:
     assert validate_startup() is None
-    chosen = validate_startup(backend="flashinfer.mla.fa3", dcp_world_size=4)
+    chosen = validate_startup(backend="flashinfer.mla.fa3", world_size=4)
     assert chosen is not None and chosen.lse_base == "2"
 
 
@@ -66,7 +66,7 @@ def test_every_problem_is_listed_at_once() -> None:
             [GOOD, GOOD | {"library": "changed"}, without_base(name="bad.one"),
              good(name="bad.two", lse={"returns": "none", "layout": "token_head"}), no_lse,
              FlashInferMLAImpl],
-            backend="no.lse", dcp_world_size=2)
+            backend="no.lse", world_size=2)
     assert sorted(exc.value.codes) == [Code.AC001, Code.AC002, Code.AC004, Code.AC005,
                                        Code.AC006]
     text = str(exc.value)
@@ -80,24 +80,24 @@ def test_unknown_backend_is_ac013() -> None:
 
 
 def test_dcp_without_lse_is_ac006_and_world_size_one_is_fine() -> None:
-    assert validate_startup(backend="flashinfer.xqa", dcp_world_size=1) is not None
+    assert validate_startup(backend="flashinfer.xqa", world_size=1) is not None
     with pytest.raises(ContractError) as exc:
-        validate_startup(backend="flashinfer.xqa", dcp_world_size=2)
+        validate_startup(backend="flashinfer.xqa", world_size=2)
     assert exc.value.codes == [Code.AC006]
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True])
 def test_bad_world_size_is_a_value_error(bad: object) -> None:
-    with pytest.raises(ValueError, match="dcp_world_size"):
-        validate_startup(dcp_world_size=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="world_size"):
+        validate_startup(world_size=bad)  # type: ignore[arg-type]
 
 
 def test_registry_and_record_backend_accepted() -> None:
     reg = Registry(builtin=False)
     reg.add(CapabilityRecord.model_validate(GOOD))
-    rec = validate_startup(reg, backend="test.kernel", dcp_world_size=8)
+    rec = validate_startup(reg, backend="test.kernel", world_size=8)
     assert rec == CapabilityRecord.model_validate(GOOD)
-    assert validate_startup([], backend=rec, dcp_world_size=2) is rec
+    assert validate_startup([], backend=rec, world_size=2) is rec
 
 
 def test_bad_file_path_is_ac000(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -235,9 +235,11 @@ def test_a_file_redefining_a_builtin_consumer_is_ac005_in_the_api_and_the_cli(
 
 
 def test_old_spellings_warn_through_one_helper() -> None:
-    with pytest.warns(DeprecationWarning, match="dcp_world_size"):
+    from attn_contracts.deprecation import AttnContractsDeprecationWarning
+
+    with pytest.warns(AttnContractsDeprecationWarning, match="dcp_world_size"):
         assert validate_startup(backend="flashinfer.mla.fa3", dcp_world_size=2) is not None
-    with pytest.warns(DeprecationWarning, match="settings"):
+    with pytest.warns(AttnContractsDeprecationWarning, match="settings"):
         validate_startup(settings={"x": 1})
     with pytest.raises(ValueError, match="extras"):
         validate_startup(settings={"x": 1}, extras={"x": 1})
@@ -270,3 +272,17 @@ def test_consumers_given_as_a_generator_still_join_the_consensus(
     assert validate_startup(backend="flashinfer.mla.fa3", world_size=2, consumers=uses,
                             group=object()) is not None
     assert seen["consumers"] == ["attn_contracts.merge='2'"]
+
+
+def test_the_projects_own_deprecations_are_errors_in_its_tests() -> None:
+    """pyproject.toml's filterwarnings: an old spelling called from anywhere (here, a test) and
+    any DeprecationWarning raised on behalf of a project module are errors, so no deprecated name
+    can be used inside the project unnoticed."""
+    from attn_contracts.deprecation import AttnContractsDeprecationWarning, renamed
+
+    with pytest.raises(AttnContractsDeprecationWarning):
+        renamed("old()", "new()", 1)
+    warn = compile("import warnings\nwarnings.warn('old', DeprecationWarning, stacklevel=1)",
+                   "<module>", "exec")
+    with pytest.raises(DeprecationWarning):
+        exec(warn, {"__name__": "attn_contracts.integrations.somewhere"})

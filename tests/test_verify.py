@@ -107,10 +107,10 @@ def test_skips_are_explicit() -> None:
 
 def test_startup_probe_catches_a_mis_declared_backend_quickly() -> None:
     start = time.perf_counter()
-    assert validate_startup(backend="torch.sdpa_ref", dcp_world_size=2, probe=True) is not None
+    assert validate_startup(backend="torch.sdpa_ref", world_size=2, probe=True) is not None
     assert time.perf_counter() - start < 5.0  # documented aim: < 1 s after warm-up
     with pytest.raises(ContractError) as exc:
-        validate_startup([liar("base2")], backend="liar.base2", dcp_world_size=2, probe=True,
+        validate_startup([liar("base2")], backend="liar.base2", world_size=2, probe=True,
                          allow_adapters=LIARS)
     assert exc.value.codes == [Code.AC008]
 

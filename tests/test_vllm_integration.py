@@ -108,16 +108,60 @@ def test_unknown_backend_name_lists_the_known_ones() -> None:
 # --- vLLM's startup -------------------------------------------------------------------------------
 def test_the_plugin_is_registered_in_the_installed_metadata() -> None:
     eps = {ep.name: ep.value for ep in metadata.entry_points(group="vllm.general_plugins")}
-    assert eps.get("attn_contracts") == "attn_contracts.integrations.vllm:register"
+    assert eps.get("attn_contracts") == "attn_contracts.integrations.vllm_plugin:register"
 
 
-def _config(backend: str, impl_cls: type, dcp: int = 2) -> Any:
+_LAZY_HOOK = """
+import inspect, sys, types
+import vllm, vllm.plugins
+vllm.plugins.load_general_plugins()
+print("vllm.v1.worker.cp_utils" in sys.modules, "attn_contracts.records" in sys.modules)
+from vllm.v1.worker.cp_utils import check_attention_cp_compatibility as by_name
+from vllm.v1.worker import cp_utils
+print(getattr(by_name, "__attn_contracts_hook__", False),
+      "def check_attention_cp_compatibility" in inspect.getsource(cp_utils))
+"""
+
+_EAGER_HOOK = """
+import sys, types
+from vllm.v1.worker import cp_utils
+caller = types.ModuleType("a_caller")
+caller.check_attention_cp_compatibility = cp_utils.check_attention_cp_compatibility
+sys.modules["a_caller"] = caller
+import vllm.plugins
+vllm.plugins.load_general_plugins()
+print(getattr(caller.check_attention_cp_compatibility, "__attn_contracts_hook__", False),
+      caller.check_attention_cp_compatibility is cp_utils.check_attention_cp_compatibility)
+"""
+
+
+@pytest.mark.parametrize(("code", "expected"), [(_LAZY_HOOK, ["False False", "True True"]),
+                                                (_EAGER_HOOK, ["True True"])],
+                         ids=["hooked-on-import", "already-imported"])
+def test_the_plugin_hooks_the_check_without_importing_it(code: str, expected: list[str]) -> None:
+    """Issue 26 item 6: loading the plugin imports neither vLLM's DCP module nor the records;
+    the check is wrapped when vLLM imports it (a by-name import gets the wrapper, its source
+    still reads), or at once, with the modules that hold it by name, if it is loaded already."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "VLLM_PLUGINS": "attn_contracts"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=300, check=True)
+    assert out.stdout.split("\n")[:len(expected)] == expected, out.stdout + out.stderr
+
+
+def _config(backend: str | type, impl_cls: type, dcp: int = 2) -> Any:
+    """A VllmConfig as vLLM's DCP check reads it: one attention layer of ``backend`` (a member's
+    name, or a backend class) whose impl is an ``impl_cls``."""
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
     impl = impl_cls.__new__(impl_cls)
     impl.need_to_return_lse_for_decode = True  # what vLLM's __init__ sets under DCP
     impl.dcp_world_size = dcp
-    backend_cls = AttentionBackendEnum[backend].get_class()
+    backend_cls = AttentionBackendEnum[backend].get_class() if isinstance(backend, str) \
+        else backend
     layer = SimpleNamespace(impl=impl, get_attn_backend=lambda: backend_cls)
     return SimpleNamespace(
         parallel_config=SimpleNamespace(prefill_context_parallel_size=1,
@@ -133,6 +177,9 @@ def hooked(monkeypatch: pytest.MonkeyPatch) -> Any:
     import vllm.plugins as plugins
     from vllm.v1.worker import cp_utils
 
+    from attn_contracts.integrations import vllm_mode
+
+    monkeypatch.setattr(vllm_mode, "_said", set())  # each test sees its own once-only lines
     monkeypatch.setattr(cp_utils, "check_attention_cp_compatibility",
                         cp_utils.check_attention_cp_compatibility)
     monkeypatch.setattr(plugins, "plugins_loaded", False)
@@ -156,11 +203,32 @@ def test_vllm_loads_the_plugin_and_its_dcp_check_runs_the_contract(hooked: Any,
     assert "FlashInferMLAImpl.lse_base_on_e=False" in str(err.value)
 
 
-def test_the_hook_refuses_flashinfer_and_keeps_vllms_own_check(hooked: Any) -> None:
+def test_flashinfer_with_dcp_starts_and_its_latent_declaration_is_one_warning(
+        hooked: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 26 item 3: FlashInferImpl inherits lse_base_on_e=True over base-2 kernels, but its
+    combine is given is_lse_base_on_e=False at the call and never reads the attribute: a
+    FLASHINFER + DCP engine combines right and must start. The declaration is latent: one
+    warning, naming the class and where vLLM would read it (composite.py)."""
     from vllm.v1.attention.backends.flashinfer import FlashInferImpl
 
-    with pytest.raises(ContractError, match=r"FlashInferImpl\.lse_base_on_e=True"):
+    caplog.set_level("WARNING", logger="attn_contracts.vllm")
+    for _ in range(2):  # vLLM may run its check more than once: the warning is said once
         hooked.check_attention_cp_compatibility(_config("FLASHINFER", FlashInferImpl))
+    said = [r.getMessage() for r in caplog.records if "FlashInferImpl.lse_base_on_e" in
+            r.getMessage()]
+    assert len(said) == 1, said
+    assert "latent" in said[0] and "backends/composite.py:L201" in said[0]
+    assert said[0].split(": ", 1)[1].startswith("vllm/v1/attention/backend.py:")  # its location
+    assert "AC008 [warning]" in said[0]
+    # the same class read by a combine of the configuration (its base as the keyword) is refused
+    rows = iv.report("FLASHINFER")
+    assert rows[0].reads == ("can_return_lse_for_decode",)
+    assert rows[0].verdict == "error"  # the static report still audits the code: an error
+
+
+def test_the_hook_keeps_vllms_own_check_first(hooked: Any) -> None:
+    from vllm.v1.attention.backends.flashinfer import FlashInferImpl
+
     config = _config("FLASHINFER", FlashInferImpl)
     config.compilation_config.static_forward_context["model.layers.0.attn"].impl \
         .need_to_return_lse_for_decode = False
@@ -168,24 +236,99 @@ def test_the_hook_refuses_flashinfer_and_keeps_vllms_own_check(hooked: Any) -> N
         hooked.check_attention_cp_compatibility(config)
 
 
+def _flipped_mla(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from vllm.v1.attention.backends.mla.flashinfer_mla import FlashInferMLAImpl
+
+    monkeypatch.setattr(FlashInferMLAImpl, "lse_base_on_e", False)
+    return _config("FLASHINFER_MLA", FlashInferMLAImpl)
+
+
 def test_the_hook_is_idempotent_and_can_warn_or_stay_off(hooked: Any,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from vllm.v1.attention.backends.flashinfer import FlashInferImpl
+    from attn_contracts.integrations import vllm_plugin
 
     first = hooked.check_attention_cp_compatibility
-    iv.register()
+    vllm_plugin.register()
     assert hooked.check_attention_cp_compatibility is first
+    config = _flipped_mla(monkeypatch)
+    with pytest.raises(ContractError):
+        first(config)
     monkeypatch.setenv(iv.MODE_ENV, "warn")
-    first(_config("FLASHINFER", FlashInferImpl))  # logged, not raised
-    first(_config("FLASHINFER", FlashInferImpl, dcp=1))  # no DCP: nothing to check
+    first(config)  # logged, not raised
+    monkeypatch.setenv(iv.MODE_ENV, "off")
+    first(config)  # not checked
+    monkeypatch.setenv(iv.MODE_ENV, "error")
+    config.parallel_config.decode_context_parallel_size = 1
+    first(config)  # no DCP: nothing to check
 
 
-def test_validate_vllm_startup_as_a_plain_call() -> None:
+@pytest.mark.parametrize("value", ["bogus", "0", "false", " Warn-ing "])
+def test_an_unknown_mode_is_the_default_said_once(hooked: Any, monkeypatch: pytest.MonkeyPatch,
+                                                  caplog: pytest.LogCaptureFixture,
+                                                  value: str) -> None:
+    """Issue 26 item 5: an unknown ATTN_CONTRACTS_VLLM neither stops vLLM (a process without
+    DCP starts) nor switches the check off (a wrong contract is still refused)."""
+    from attn_contracts.integrations import vllm_mode, vllm_plugin
+
+    monkeypatch.setattr(vllm_mode, "_said", set())
+    monkeypatch.setenv(iv.MODE_ENV, value)
+    vllm_plugin.register()  # what vLLM runs in every process
+    config = _flipped_mla(monkeypatch)
+    with pytest.raises(ContractError):
+        hooked.check_attention_cp_compatibility(config)
+    config.parallel_config.decode_context_parallel_size = 1
+    hooked.check_attention_cp_compatibility(config)
+    said = [r.getMessage() for r in caplog.records if iv.MODE_ENV in r.getMessage()]
+    assert len(said) == 1 and "error, warn, off" in said[0], said
+
+
+class _OutOfTreeBackend:
+    """A backend whose get_name() is no AttentionBackendEnum member (an out-of-tree backend)."""
+
+    @staticmethod
+    def get_name() -> str:
+        return "MY_OUT_OF_TREE"
+
+
+@pytest.mark.parametrize("mode", ["error", "warn"])
+def test_a_backend_that_is_no_enum_member_is_a_warning(hooked: Any, mode: str,
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 26 item 4: vLLM must start; the unchecked backend is said (AC013)."""
+    from vllm.v1.attention.backends.flashinfer import FlashInferImpl
+
+    monkeypatch.setenv(iv.MODE_ENV, mode)
+    caplog.set_level("WARNING", logger="attn_contracts.vllm")
+    hooked.check_attention_cp_compatibility(_config(_OutOfTreeBackend, FlashInferImpl))
+    said = [r.getMessage() for r in caplog.records if "MY_OUT_OF_TREE" in r.getMessage()]
+    assert said and "AC013 [warning]" in said[0] and "no AttentionBackendEnum member" in said[0]
+    rows = iv.validate_vllm_startup(["MY_OUT_OF_TREE"], dcp_world_size=2,
+                                    impls={"MY_OUT_OF_TREE": FlashInferImpl})
+    assert [f.code for f in rows[0].findings] == [Code.AC013]
+
+
+def test_a_backend_whose_name_differs_from_its_member_is_found_by_its_class() -> None:
+    """vLLM 0.32's ROCM_AITER_TRITON_MLA reports get_name() AITER_TRITON_MLA."""
+    renamed = type("FlashInferBackend", (), {"get_name": staticmethod(lambda: "NOT_ITS_NAME"),
+                                             "__module__": "vllm.v1.attention.backends.flashinfer"})
+    assert iv._backend_name(renamed) == "FLASHINFER"
+    assert iv._backend_name(_OutOfTreeBackend) == "MY_OUT_OF_TREE"
+
+
+def test_validate_vllm_startup_as_a_plain_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vllm.v1.attention.backends.mla.triton_mla import TritonMLAImpl
+
     rows = iv.validate_vllm_startup(["TRITON_MLA"], dcp_world_size=4)
     assert [r.backend for r in rows] == ["TRITON_MLA"]
+    # FLASHINFER's latent declaration does not stop it (a warning); FLASHINFER_MLA's call-chosen
+    # base is resolved from the call vLLM makes (backend='cute-dsl'), so no AC028
+    iv.validate_vllm_startup(["FLASHINFER", "TRITON_MLA"], dcp_world_size=4)
+    iv.validate_vllm_startup(["FLASHINFER_MLA"], dcp_world_size=4)
+    monkeypatch.setattr(TritonMLAImpl, "lse_base_on_e", False)  # read by MLADCPManager: live
     with pytest.raises(ContractError) as err:
         iv.validate_vllm_startup(["FLASHINFER", "TRITON_MLA"], dcp_world_size=4)
-    assert set(err.value.codes) == {Code.AC008, Code.AC002}
+    assert set(err.value.codes) == {Code.AC008, Code.AC016}
+    assert all("TritonMLAImpl" in f.message for f in err.value.findings)
 
 
 # --- the CLI --------------------------------------------------------------------------------------
@@ -239,11 +382,13 @@ def test_dcp_ranks_agree_or_all_fail() -> None:
 
 def test_a_release_without_the_check_is_logged_not_fatal(monkeypatch: pytest.MonkeyPatch,
                                                          caplog: pytest.LogCaptureFixture) -> None:
-    from dataclasses import replace
+    from vllm.v1.worker import cp_utils
 
-    moved = replace(iv.VLLM_0_32, check_function="no_such_check")
-    monkeypatch.setattr(iv, "mapping_for", lambda version: moved)
-    iv.register()  # vLLM calls this in every process: it must never take vLLM down
+    from attn_contracts.integrations import vllm_mode, vllm_plugin
+
+    monkeypatch.setattr(vllm_mode, "_said", set())
+    monkeypatch.setattr(vllm_plugin, "CHECK_FUNCTION", "no_such_check")
+    vllm_plugin.install(cp_utils)  # vLLM loads plugins in every process: never take it down
     assert "no vllm.v1.worker.cp_utils.no_such_check to hook" in caplog.text
 
 

@@ -38,3 +38,43 @@ def test_importing_the_integration_imports_neither_vllm_nor_torch() -> None:
             "print([m for m in ('vllm', 'torch', 'sglang') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_registering_the_vllm_plugin_imports_nothing_heavy() -> None:
+    """Issue 26 item 6: vLLM loads the plugin in every process, DCP or not. Registering imports
+    neither vLLM's DCP module nor torch nor this project's records (pydantic models): only the
+    package's light init and the plugin module; the check is hooked when vLLM imports it."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "before = set(sys.modules)\n"
+            "from attn_contracts.integrations.vllm_plugin import register\n"
+            "register(); register()\n"
+            "new = sorted(m for m in set(sys.modules) - before if m.startswith('attn_contracts'))\n"
+            "print(new)\n"
+            "print([m for m in ('torch', 'pydantic', 'vllm.v1.worker.cp_utils') if m in sys.modules])\n"
+            "print(sum(type(f).__name__ == '_HookOnImport' for f in sys.meta_path))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:3] == [
+        "['attn_contracts', 'attn_contracts.integrations', "
+        "'attn_contracts.integrations.vllm_mode', 'attn_contracts.integrations.vllm_plugin']",
+        "[]", "1"], out.stdout
+
+
+@pytest.mark.parametrize(("value", "policy", "logged"), [
+    ("", "error", False), ("error", "error", False), (" WARN ", "warn", False), ("off", "off", False),
+    ("bogus", "error", True), ("0", "error", True), ("false", "error", True)])
+def test_the_mode_is_read_leniently(monkeypatch: pytest.MonkeyPatch,
+                                    caplog: pytest.LogCaptureFixture, value: str, policy: str,
+                                    logged: bool) -> None:
+    """Issue 26 item 5: an unknown ATTN_CONTRACTS_VLLM is the default and one logged line."""
+    from attn_contracts.integrations import vllm_mode
+
+    monkeypatch.setattr(vllm_mode, "_said", set())
+    monkeypatch.setenv(vllm_mode.MODE_ENV, value)
+    assert [vllm_mode.policy() for _ in range(3)] == [policy] * 3
+    said = [r.getMessage() for r in caplog.records if vllm_mode.MODE_ENV in r.getMessage()]
+    assert len(said) == (1 if logged else 0), said
+    if logged:
+        assert "error, warn, off" in said[0] and repr(value) in said[0]

