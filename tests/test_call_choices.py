@@ -50,6 +50,17 @@ def test_the_prefill_record_chooses_both_by_keyword() -> None:
     assert same is PREFILL and findings == []
 
 
+def test_without_the_call_the_base_is_ac028_and_the_records_layout_stands() -> None:
+    """Both rules at once (the merge of issue 26 item 2 with issue 29's call-chosen layout): no
+    ``producer_call`` for a record whose base its call chooses is ``AC028``, and no layout is
+    resolved from a call that was not given."""
+    record, findings = resolve_call(PREFILL, None)
+    assert record is PREFILL and [f.code for f in findings] == [Code.AC028]
+    with pytest.raises(ContractError) as exc:
+        validate_startup(backend="flashinfer.batch_prefill", world_size=1)
+    assert exc.value.codes == [Code.AC028]
+
+
 def test_a_layout_the_kernel_does_not_take_is_ac017() -> None:
     record, (f,) = resolve_call_layout(PREFILL, {"lse_layout": "TN"})
     assert record is PREFILL and f.code is Code.AC017 and f.found == "'TN'"
