@@ -22,6 +22,7 @@ from attn_contracts.registry import (
 )
 from attn_contracts.setting import CombineSetting
 from attn_contracts.startup import check_startup, validate_startup
+from attn_contracts.tracing import Trace, TraceReport, trace
 
 #: the one version: pyproject.toml reads it (``dynamic = ["version"]``), ``--version`` prints it
 __version__ = "0.1.0"
@@ -37,6 +38,8 @@ __all__ = [
     "LseSpec",
     "NoLse",
     "Registry",
+    "Trace",
+    "TraceReport",
     "UnknownRecordError",
     "check_edge",
     "check_setting",
@@ -47,5 +50,6 @@ __all__ = [
     "record_from_impl",
     "records",
     "register",
+    "trace",
     "validate_startup",
 ]

@@ -14,7 +14,7 @@ import torch
 from attn_contracts.backends.adapter import Adapter
 from attn_contracts.backends.problem import DecodeProblem
 
-__all__ = ["decode", "run"]
+__all__ = ["decode", "run", "sdpa_decode"]
 
 
 def _padded_kv(p: DecodeProblem) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -52,4 +52,7 @@ def run(p: DecodeProblem) -> tuple[torch.Tensor, torch.Tensor]:
     return out.to(p.q.dtype), lse
 
 
+#: the name the record's ``calls`` give it (a producer is matched by its last name, and ``run`` is
+#: every kernel wrapper's method)
+sdpa_decode = run
 decode = Adapter(run=run, accepts_out=True)
