@@ -38,6 +38,7 @@ from attn_contracts.bridge import impl_findings
 from attn_contracts.checks import check_edge
 from attn_contracts.consumer import ConsumerRecord, KeywordBase
 from attn_contracts.findings import Code, ContractError, Finding, Severity
+from attn_contracts.integrations import vllm_trace
 from attn_contracts.integrations._report import EngineReport
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry, UnknownRecordError
@@ -500,8 +501,9 @@ def check(backend: str | None = None, *, dcp: bool = True) -> list[Finding]:
 def _policy() -> str:
     """What the hook does with a refusal: raise (error), log it (warn), or nothing (off)."""
     policy = os.environ.get(MODE_ENV, "error").strip().lower() or "error"
+    policy = vllm_trace.GATE_POLICY.get(policy, policy)  # trace, trace-warn: vllm_trace.py
     if policy not in ("error", "warn", "off"):
-        raise ValueError(f"{MODE_ENV}={policy!r}; allowed: error, warn, off")
+        raise ValueError(f"{MODE_ENV}={policy!r}; allowed: error, warn, off, trace, trace-warn")
     return policy
 
 
@@ -592,6 +594,7 @@ def register() -> None:
     idempotent. ``ATTN_CONTRACTS_VLLM=off`` disables it, ``=warn`` logs instead of raising."""
     if _policy() == "off":
         return
+    vllm_trace.install(os.environ.get(MODE_ENV, ""))  # the start-up trace, where asked for
     version = installed_version()
     mapping = mapping_for(version) or MAPPINGS[0]
     try:

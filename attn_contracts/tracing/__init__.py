@@ -15,6 +15,6 @@ call sites and the producer's record. Outside a trace nothing is wrapped and no 
 torch is imported when a trace starts, never when this package is imported.
 """
 
-from attn_contracts.tracing.session import Trace, TraceReport, trace
+from attn_contracts.tracing.session import Mismatch, Trace, TraceReport, trace
 
-__all__ = ["Trace", "TraceReport", "trace"]
+__all__ = ["Mismatch", "Trace", "TraceReport", "trace"]

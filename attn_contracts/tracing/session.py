@@ -42,7 +42,7 @@ from attn_contracts.registry import Registry
 from attn_contracts.tracing.tags import Origin, Tag, axes_for
 from attn_contracts.tracing.targets import Patches, Target, collect
 
-__all__ = ["Trace", "TraceReport", "trace"]
+__all__ = ["Mismatch", "Trace", "TraceReport", "trace"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _LSE_BUFFERS = ("lse",)  # keyword a kernel writes its LSE into (``trtllm_...(lse=buf)``)
@@ -69,6 +69,27 @@ def _short(path: str) -> str:
     return rel.replace(os.sep, "/") if not rel.startswith("..") else p
 
 
+@dataclass(frozen=True)
+class Mismatch:
+    """A finding of the trace as data: where it is (a consumer's call site, or a conversion's),
+    the consumer record (empty for a conversion), the argument, the producers the LSE came from
+    and their call sites, and the conversions it went through."""
+
+    code: Code
+    site: str
+    consumer: str
+    argument: str
+    producers: tuple[str, ...]
+    producer_sites: tuple[str, ...]
+    conversions: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, code: Code, site: str, consumer: str, argument: str, tag: Tag) -> Mismatch:
+        return cls(code, site, consumer, argument,
+                   tuple(dict.fromkeys(r for o in tag.origins for r in o.records)),
+                   tuple(dict.fromkeys(o.site for o in tag.origins)), tag.conversions)
+
+
 @dataclass
 class TraceReport:
     """What one trace saw. ``overhead_s``: time spent in the trace's own code while it ran (the
@@ -76,6 +97,8 @@ class TraceReport:
     ``wall_s``: from start to stop."""
 
     findings: list[Finding] = field(default_factory=list)
+    #: the errors and warnings about LSEs, as data (one per finding about a traced edge)
+    mismatches: list[Mismatch] = field(default_factory=list)
     wrapped: list[str] = field(default_factory=list)
     rebound: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -121,6 +144,7 @@ class TraceReport:
         return {
             "verdict": self.verdict,
             "findings": [f.to_json() for f in self.findings],
+            "mismatches": [{**vars(m), "code": str(m.code)} for m in self.mismatches],
             "wrapped": self.wrapped, "rebound": self.rebound,
             "skipped": [{"function": p, "why": w} for p, w in self.skipped],
             "producer_calls": dict(self.producer_calls),
@@ -160,12 +184,13 @@ class Trace:
         self.followed = 0
         self.overhead_ns = 0
         self._running = False
+        self._started = False
         self._local = threading.local()
         self._patches = Patches()
         self._mode: Any = None
         self._thread = 0
         self._t0 = 0.0
-        self._seen: dict[tuple[str, ...], tuple[Finding, int]] = {}
+        self._seen: dict[tuple[str, ...], tuple[Finding, int, Mismatch | None]] = {}
         self._skip_dirs: tuple[str, ...] = (_HERE,)
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -181,8 +206,9 @@ class Trace:
 
     def start(self) -> None:
         """Wrap the records' functions and push the mode (a second start is refused)."""
-        if self._running or self._mode is not None:
-            raise RuntimeError("this trace is already running (a Trace runs once)")
+        if self._started:
+            raise RuntimeError("this trace has already run (a Trace runs once; make another)")
+        self._started = True
         import torch
         from torch.utils.weak import WeakTensorKeyDictionary
 
@@ -223,7 +249,8 @@ class Trace:
         r.torch_calls, r.followed = self.torch_calls, self.followed
         r.overhead_s = self.overhead_ns / 1e9
         r.findings = [f if n == 1 else replace(f, message=f"{f.message} (seen {n} times)")
-                      for f, n in self._seen.values()]
+                      for f, n, _ in self._seen.values()]
+        r.mismatches = [m for _, _, m in self._seen.values() if m is not None]
         r.setup_s += time.perf_counter() - t0
         self.tags = None  # drop every tag now: nothing outlives the trace
         return r
@@ -280,7 +307,8 @@ class Trace:
                 hint=f"drop the conversion, or convert base {'/'.join(tag.bases)} with the other "
                      "factor (× ln 2 for 2 → e, × log2 e for e → 2)",
                 field="base", found="/".join(tag.bases), allowed=frm, location=site),
-                (site, "conversion"))
+                (site, "conversion", ",".join(o.site for o in tag.origins)),
+                Mismatch.of(Code.AC016, site, "", how, tag))
         return replace(tag, bases=(),
                        conversions=(*tag.conversions, f"{site} ({how} of base "
                                     f"{'/'.join(tag.bases) or '?'})"))
@@ -443,7 +471,8 @@ class Trace:
                     f, severity=severity, location=site,
                     message=f"{f.message}; traced: {consumer.name} called at {site} ({arg}) "
                             f"with the LSE from {self._from(tag)}"),
-                    (site, arg, ",".join(o.site for o in tag.origins)))
+                    (site, arg, ",".join(o.site for o in tag.origins)),
+                    Mismatch.of(f.code, site, consumer.name, arg, tag))
         states = tag.states_axis()
         want = {"first": 0, "second": 1}.get(consumer.lse.states)
         if states is not None and want is not None and states != want:
@@ -454,7 +483,7 @@ class Trace:
                 f"{site} ({arg}) has it at axis {states} (from {self._from(tag)})",
                 hint="stack the partial LSEs along the axis the consumer reads",
                 field="lse.states", found=states, allowed=str(want), location=site),
-                (site, arg, "states"))
+                (site, arg, "states"), Mismatch.of(Code.AC017, site, consumer.name, arg, tag))
 
     def _producer_record(self, tag: Tag) -> CapabilityRecord | None:
         for origin in tag.origins:
@@ -470,10 +499,13 @@ class Trace:
             text += ", converted at " + ", ".join(tag.conversions)
         return text
 
-    def _add(self, finding: Finding, key: tuple[str, ...]) -> None:
-        k = (str(finding.code), finding.subject, *key)
+    def _add(self, finding: Finding, key: tuple[str, ...],
+             mismatch: Mismatch | None = None) -> None:
+        """One finding per rule and place (two records of one consumer say it once; a call site
+        run once per layer is counted, not repeated)."""
+        k = (str(finding.code), *key)
         old = self._seen.get(k)
-        self._seen[k] = (old[0], old[1] + 1) if old else (finding, 1)
+        self._seen[k] = (old[0], old[1] + 1, old[2]) if old else (finding, 1, mismatch)
 
 
 def _when_holds(call: ProducerCall, values: Mapping[str, Any]) -> bool:

@@ -129,6 +129,9 @@ def collect(records: Iterable[CapabilityRecord], consumers: Iterable[ConsumerRec
         elif isinstance(record, CapabilityRecord) and isinstance(call, ProducerCall):
             if all(r is not record for r, _ in target.producers):
                 target.producers.append((record, call))
+    for t in by_id.values():  # a record of a release range says more than one for any release
+        t.consumers.sort(key=lambda rc: not rc[0].library_version)
+        t.producers.sort(key=lambda rc: not rc[0].library_version)
     return list(by_id.values()), skipped
 
 
