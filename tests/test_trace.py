@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 import torch
-from fixtures import lse_kernels as k
 
 import attn_contracts
 from attn_contracts.backends import torch_ref
@@ -30,6 +29,7 @@ from attn_contracts.findings import Code, ContractError, Severity
 from attn_contracts.registry import Registry
 from attn_contracts.sources import parse_record
 from attn_contracts.tracing import Trace
+from fixtures import lse_kernels as k
 
 LN2 = math.log(2.0)
 HERE = "tests/test_trace.py"

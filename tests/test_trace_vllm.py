@@ -16,7 +16,6 @@ import pytest
 pytest.importorskip("vllm", reason="needs vLLM (make test-vllm)")
 
 import torch
-from fixtures import lse_kernels as k
 from vllm.v1.attention.backends import utils as vllm_utils
 from vllm.v1.attention.ops import merge_attn_states as vllm_merge
 from vllm.v1.worker import worker_base
@@ -26,6 +25,7 @@ from attn_contracts.backends import torch_ref
 from attn_contracts.backends.problem import make_problem
 from attn_contracts.findings import Code
 from attn_contracts.integrations import vllm_trace
+from fixtures import lse_kernels as k
 
 pytestmark = pytest.mark.vllm
 HERE = "tests/test_trace_vllm.py"

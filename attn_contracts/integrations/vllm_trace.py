@@ -43,8 +43,15 @@ from typing import Any
 from attn_contracts.findings import ContractError
 from attn_contracts.tracing import Trace, TraceReport
 
-__all__ = ["GATE_POLICY", "STOP_AFTER", "STOP_BEFORE", "START", "WRAPPER", "install",
-           "last_report"]
+__all__ = [
+    "GATE_POLICY",
+    "START",
+    "STOP_AFTER",
+    "STOP_BEFORE",
+    "WRAPPER",
+    "install",
+    "last_report",
+]
 
 log = logging.getLogger("attn_contracts.vllm.trace")
 

@@ -27,7 +27,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from attn_contracts.tracing.tags import (
     UNKNOWN,
@@ -39,10 +39,7 @@ from attn_contracts.tracing.tags import (
     transpose_axes,
 )
 
-if TYPE_CHECKING:
-    from attn_contracts.tracing.session import Trace
-
-__all__ = ["LN2", "LOG2E", "conversion_of", "mode_class"]
+__all__ = ["LN2", "LOG2E", "Follower", "conversion_of", "mode_class"]
 
 LN2 = math.log(2.0)
 LOG2E = 1.0 / LN2
@@ -87,6 +84,21 @@ def conversion_of(factor: float) -> tuple[str, str, str] | None:
     if math.isclose(factor, LOG2E, rel_tol=1e-6):
         return ("e", "2", "× log2 e")
     return None
+
+
+class Follower(Protocol):
+    """What the mode reads and counts on its trace (:class:`~attn_contracts.tracing.Trace`)."""
+
+    tags: Any
+    torch_calls: int
+    followed: int
+    overhead_ns: int
+
+    def following(self) -> bool: ...
+
+    def site_of_torch_call(self) -> str: ...
+
+    def converted(self, tag: Tag, conv: tuple[str, str, str], site: str) -> Tag: ...
 
 
 def _rules() -> dict[Any, str]:
@@ -176,10 +188,10 @@ def mode_class() -> type:
     tensor = torch.Tensor
     clock = time.perf_counter_ns
 
-    class LseMode(TorchFunctionMode):  # type: ignore[misc]  # torch is untyped for mypy here
+    class LseMode(TorchFunctionMode):
         """Follows tagged LSEs through torch calls for one :class:`Trace`."""
 
-        def __init__(self, trace: Trace) -> None:
+        def __init__(self, trace: Follower) -> None:
             super().__init__()
             self.trace = trace
 

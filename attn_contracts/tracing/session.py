@@ -49,6 +49,7 @@ _LSE_BUFFERS = ("lse",)  # keyword a kernel writes its LSE into (``trtllm_...(ls
 _LITERALS = (bool, int, float, str, type(None))
 _KEEP_CODES = (Code.AC016, Code.AC017, Code.AC020)
 _FLOAT_DTYPES = ("float32", "bfloat16", "float16")
+_TRACED = "__attn_contracts_traced__"  # marks a wrapper (tests tell wrapped from original)
 
 
 def _literal(value: object) -> str | None:
@@ -258,21 +259,22 @@ class Trace:
     def _pop_mode(self) -> None:
         """Take this trace's mode off the stack, wherever it sits (a mode pushed after it and
         still active stays, in its order)."""
-        from torch.overrides import _get_current_function_mode_stack, _pop_mode, _push_mode
+        import torch.overrides
 
+        ov: Any = torch.overrides  # its stack helpers are private and untyped
         mode, self._mode = self._mode, None
         if mode is None:
             return
-        if mode not in _get_current_function_mode_stack():
+        if mode not in ov._get_current_function_mode_stack():
             self.report.notes.append(
                 "the trace's mode was not on this thread's stack (stopped from another thread "
                 "than the one that started it); it passes every call through from now on")
             return
         above = []
-        while (top := _pop_mode()) is not mode:
+        while (top := ov._pop_mode()) is not mode:
             above.append(top)
         for m in reversed(above):
-            _push_mode(m)
+            ov._push_mode(m)
 
     # --- read by the mode -------------------------------------------------------------------
     def following(self) -> bool:
@@ -325,7 +327,8 @@ class Trace:
 
         @functools.wraps(original)
         def traced(*args: Any, **kwargs: Any) -> Any:
-            if is_compiling() or not trace._running or getattr(local, "depth", 0):
+            nested: int = getattr(local, "depth", 0)
+            if nested or not trace._running or is_compiling():
                 return original(*args, **kwargs)
             t0 = clock()
             site = trace.site(sys._getframe(1))
@@ -341,7 +344,7 @@ class Trace:
             finally:
                 local.depth = 0
 
-        setattr(traced, "__attn_contracts_traced__", True)
+        setattr(traced, _TRACED, True)
         return traced
 
     def _guard(self, step: Callable[..., None], *args: Any) -> None:

@@ -26,7 +26,7 @@ import inspect
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from attn_contracts.consumer import ConsumerCall, ConsumerRecord
 from attn_contracts.identity import in_range
@@ -126,9 +126,9 @@ def collect(records: Iterable[CapabilityRecord], consumers: Iterable[ConsumerRec
         if isinstance(record, ConsumerRecord) and isinstance(call, ConsumerCall):
             if all(r is not record for r, _ in target.consumers):
                 target.consumers.append((record, call))
-        elif isinstance(record, CapabilityRecord) and isinstance(call, ProducerCall):
-            if all(r is not record for r, _ in target.producers):
-                target.producers.append((record, call))
+        elif isinstance(record, CapabilityRecord) and isinstance(call, ProducerCall) and \
+                all(r is not record for r, _ in target.producers):
+            target.producers.append((record, call))
     for t in by_id.values():  # a record of a release range says more than one for any release
         t.consumers.sort(key=lambda rc: not rc[0].library_version)
         t.producers.sort(key=lambda rc: not rc[0].library_version)
@@ -209,7 +209,7 @@ class Patches:
                 continue
             t, w = hit
             state = (ref.func, ref.args, ref.keywords, vars(ref) or None)
-            ref.__setstate__((w, *state[1:]))
+            cast(Any, ref).__setstate__((w, *state[1:]))
             self._undo.append(functools.partial(self._unbind_partial, ref, w, state))
             self.rebound.append(f"functools.partial({t.path}, ...)")
 
@@ -218,7 +218,7 @@ class Patches:
                         state: tuple[Any, ...]) -> str | None:
         if ref.func is not wrapper:
             return "a partial's function was replaced while traced; left as it is"
-        ref.__setstate__(state)
+        cast(Any, ref).__setstate__(state)
         return None
 
     def restore(self) -> list[str]:
