@@ -358,9 +358,21 @@ def test_torch_compile_sees_no_trace(reg: Registry) -> None:
 
     compiled = torch.compile(f, fullgraph=True, backend="eager")
     x = torch.randn(3, 5)
+    from torch._dynamo.variables.torch_function import torch_function_mode_stack_state_mgr
+
+    at_compile: list[list[Any]] = []
+
+    def seen(gm: torch.fx.GraphModule, inputs: Any) -> Any:
+        at_compile.append(list(torch_function_mode_stack_state_mgr.stack))
+        return gm.forward
+
+    compiled_seen = torch.compile(f, fullgraph=True, backend=seen)
     with _trace(reg):
         got = compiled(x)  # fullgraph: a graph break inside the mode would raise here
+        compiled_seen(x)
+        assert len(torch.overrides._get_current_function_mode_stack()) == 1  # back after it
     torch.testing.assert_close(got, f(x))
+    assert at_compile == [[]]  # the stack Dynamo took (its guards' record) holds no trace
 
 
 def test_the_report_counts_and_times(reg: Registry) -> None:

@@ -3,12 +3,18 @@
 ``log2_lse_to_ln`` (``v1/attention/backends/utils.py:L70``), in the pattern of vLLM's FlashInfer
 prefill with a prefix (``flashinfer.py:L405-L420``: each ``[T, H]`` base-2 LSE transposed to
 ``[H, T]``, made contiguous, converted to base e, merged); and the start-up wiring on vLLM's own
-``WorkerWrapperBase``. The base-2 producer is the fixtures' (the torch reference × log2 e), as
+``WorkerWrapperBase``; and a real engine started on the CPU with the plugin and
+``ATTN_CONTRACTS_VLLM=trace`` (``fixtures/vllm_trace_engine.py``). The base-2 producer is the fixtures' (the torch reference × log2 e), as
 FlashInfer's kernels are not run on the CPU."""
 
 from __future__ import annotations
 
 import inspect
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -98,3 +104,45 @@ def test_the_wiring_on_vllms_worker_wrapper() -> None:
     assert seen == ["init_device", "profile", "warm-up"]
     assert not vars(wrapper.worker) and vllm_trace.last_report() is not None
     assert not torch.overrides._get_current_function_mode_stack()
+
+
+# --- a real engine ---------------------------------------------------------------------------
+ENGINE = Path(__file__).parent / "fixtures" / "vllm_trace_engine.py"
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from fixtures import tiny_model
+
+    return tiny_model.build(tmp_path_factory.mktemp("tiny-llama"))
+
+
+def _engine(model: Path, case: str, mode: str = "trace") -> dict[str, Any]:
+    """Start vLLM on the CPU in a process of its own (``fixtures/vllm_trace_engine.py`` says what
+    it bends) and return what it printed."""
+    env = {**os.environ, "ATTN_CONTRACTS_VLLM": mode, "PYTHONPATH": str(ENGINE.parents[1])}
+    done = subprocess.run([sys.executable, str(ENGINE), str(model), case], env=env,
+                          capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("TRACE-RESULT ")]
+    assert lines, done.stdout[-3000:] + done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(lines[-1].removeprefix("TRACE-RESULT "))
+    return result
+
+
+def test_a_real_engine_start_up_is_traced_and_then_untouched(tiny_model: Path) -> None:
+    seen = _engine(tiny_model, "right")
+    assert seen["generated"] == 3 and seen["verdict"] == "ok"
+    assert seen["producer_calls"] and seen["consumer_calls"] and seen["tagged"] >= 1
+    assert seen["modes_after"] == 0 and seen["wrapped_after"] == []
+    assert 0 < seen["overhead_s"] < seen["wall_s"]
+
+
+def test_a_wrong_base_in_a_real_engine_refuses_its_start_up(tiny_model: Path) -> None:
+    seen = _engine(tiny_model, "wrong")
+    assert seen["error"] == "ContractError" and seen["codes"] == ["AC016"]
+    (m,) = seen["mismatches"]
+    assert m["consumer"].startswith("vllm.merge_attn_states")
+    assert m["site"].startswith("tests/fixtures/vllm_trace_engine.py:")
+    assert m["producer_sites"][0].startswith("tests/fixtures/vllm_trace_engine.py:")
+    assert m["producers"] == ["torch.sdpa_ref"] and len(m["conversions"]) == 1
+    assert seen["modes_after"] == 0 and seen["wrapped_after"] == []

@@ -189,6 +189,9 @@ class Trace:
         self._local = threading.local()
         self._patches = Patches()
         self._mode: Any = None
+        self._hidden = False  # the mode is off the stack while Dynamo compiles
+        self._dynamo: Any = None
+        self._compiling = 0
         self._thread = 0
         self._t0 = 0.0
         self._seen: dict[tuple[str, ...], tuple[Finding, int, Mismatch | None]] = {}
@@ -226,11 +229,15 @@ class Trace:
             self.report.rebound = list(self._patches.rebound)
             self._mode = mode_class()(self)
             self._mode.__enter__()
+            self._thread = threading.get_ident()
+            self._hook_dynamo()
         except BaseException:
+            self._unhook_dynamo()
+            if self._mode is not None:
+                _remove_mode(self._mode)
             self.report.notes += self._patches.restore()
             self._mode = None
             raise
-        self._thread = threading.get_ident()
         self._running = True
         self._t0 = time.perf_counter()
         self.report.setup_s = self._t0 - t0
@@ -257,24 +264,71 @@ class Trace:
         return r
 
     def _pop_mode(self) -> None:
-        """Take this trace's mode off the stack, wherever it sits (a mode pushed after it and
-        still active stays, in its order)."""
-        import torch.overrides
-
-        ov: Any = torch.overrides  # its stack helpers are private and untyped
+        """Take this trace's mode off the stack for good."""
+        self._unhook_dynamo()
         mode, self._mode = self._mode, None
-        if mode is None:
+        if mode is None or self._hidden:
             return
-        if mode not in ov._get_current_function_mode_stack():
+        if not _remove_mode(mode):
             self.report.notes.append(
                 "the trace's mode was not on this thread's stack (stopped from another thread "
                 "than the one that started it); it passes every call through from now on")
+
+    # --- torch.compile ------------------------------------------------------------------------
+    def _hook_dynamo(self) -> None:
+        """While Dynamo captures a frame the mode is off the stack: Dynamo records the stack it
+        finds in the frame's guards, an engine's compile cache pickles them (vLLM's AOT
+        package refuses a mode it cannot pickle), and a compiled graph must be the graph it
+        would be without the trace. Dynamo takes the stack through one object, its
+        ``TorchFunctionModeStackStateManager``, on every capture path (``torch.compile`` and
+        AOT compile); its enter and exit are wrapped while the trace runs, where Dynamo is
+        loaded (elsewhere the handler passes through while compiling)."""
+        module = sys.modules.get("torch._dynamo.variables.torch_function")
+        cls = getattr(module, "TorchFunctionModeStackStateManager", None)
+        enter, leave = getattr(cls, "__enter__", None), getattr(cls, "__exit__", None)
+        if cls is None or enter is None or leave is None:
             return
-        above = []
-        while (top := ov._pop_mode()) is not mode:
-            above.append(top)
-        for m in reversed(above):
-            ov._push_mode(m)
+        trace = self
+
+        def hidden_enter(mgr: Any) -> Any:
+            trace._compile_starts()
+            return enter(mgr)
+
+        def hidden_exit(mgr: Any, *exc: Any) -> Any:
+            try:
+                return leave(mgr, *exc)
+            finally:
+                trace._compile_ends()
+
+        cls.__enter__, cls.__exit__ = hidden_enter, hidden_exit
+        self._dynamo = (cls, enter, leave, hidden_enter, hidden_exit)
+
+    def _unhook_dynamo(self) -> None:
+        hooked, self._dynamo = self._dynamo, None
+        if hooked is None:
+            return
+        cls, enter, leave, hidden_enter, hidden_exit = hooked
+        if cls.__dict__.get("__enter__") is hidden_enter:
+            cls.__enter__ = enter
+        if cls.__dict__.get("__exit__") is hidden_exit:
+            cls.__exit__ = leave
+
+    def _compile_starts(self) -> None:
+        if threading.get_ident() != self._thread:
+            return
+        self._compiling += 1
+        if self._compiling == 1 and self._mode is not None and not self._hidden and \
+                _remove_mode(self._mode):
+            self._hidden = True
+
+    def _compile_ends(self) -> None:
+        if threading.get_ident() != self._thread:
+            return
+        self._compiling -= 1
+        if self._compiling == 0 and self._hidden:
+            self._hidden = False
+            if self._mode is not None:
+                self._mode.__enter__()
 
     # --- read by the mode -------------------------------------------------------------------
     def following(self) -> bool:
@@ -509,6 +563,22 @@ class Trace:
         k = (str(finding.code), *key)
         old = self._seen.get(k)
         self._seen[k] = (old[0], old[1] + 1, old[2]) if old else (finding, 1, mismatch)
+
+
+def _remove_mode(mode: object) -> bool:
+    """Take ``mode`` off this thread's torch-function mode stack wherever it sits (the modes
+    pushed after it stay, in their order); False when it is not there."""
+    import torch.overrides
+
+    ov: Any = torch.overrides  # its stack helpers are private and untyped
+    if mode not in ov._get_current_function_mode_stack():
+        return False
+    above = []
+    while (top := ov._pop_mode()) is not mode:
+        above.append(top)
+    for m in reversed(above):
+        ov._push_mode(m)
+    return True
 
 
 def _when_holds(call: ProducerCall, values: Mapping[str, Any]) -> bool:

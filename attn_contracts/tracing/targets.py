@@ -184,6 +184,11 @@ class Patches:
                 t, w = hit
                 if module is t.owner and attr == t.attribute:
                     continue
+                if getattr(t.original, "__name__", t.attribute) != t.attribute:
+                    # a placeholder bound under the kernel's name (vLLM's CPU build binds
+                    # flash_mla_with_kvcache and four others to one _raise_flashmla_unavailable):
+                    # its other names are other functions, not aliases of this one
+                    continue
                 namespace[attr] = w
                 self._undo.append(functools.partial(self._put_back, namespace, attr, w, value,
                                                     f"{name}.{attr}"))
