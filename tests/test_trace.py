@@ -87,7 +87,7 @@ def test_off_nothing_is_wrapped_and_no_mode_is_pushed(reg: Registry) -> None:
     after = _traced_objects()
     assert all(after[n] is before[n] for n in before)  # the very same objects again
     assert not torch.overrides._get_current_function_mode_stack()
-    assert t.tags is None  # no tag outlives the trace
+    assert len(t.tags) == 0  # no tag outlives the trace
 
 
 def test_everything_is_restored_when_the_body_raises(reg: Registry) -> None:
@@ -307,6 +307,14 @@ def test_aliases_and_partials_made_before_the_trace_are_traced(reg: Registry) ->
     assert _codes(t) == [Code.AC016]
     assert bound.func is combine_ops.merge and not hasattr(bound.func, "__attn_contracts_traced__")
     assert any(r.startswith("functools.partial(") for r in t.report.rebound)
+
+
+def test_a_placeholder_bound_under_many_names_is_wrapped_under_its_records_name_only(
+        reg: Registry) -> None:
+    stub = k.absent_helper
+    with _trace(reg):
+        assert getattr(k.absent_decode, "__attn_contracts_traced__", False)
+        assert k.absent_helper is stub  # another kernel's name, not an alias of this one
 
 
 def test_views_inside_a_custom_op_are_followed(reg: Registry) -> None:

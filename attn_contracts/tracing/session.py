@@ -39,7 +39,7 @@ from attn_contracts.consumer import ConsumerCall, ConsumerRecord, KeywordBase
 from attn_contracts.findings import Code, ContractError, Finding, Severity
 from attn_contracts.records import CapabilityRecord, LseSpec, ProducerCall
 from attn_contracts.registry import Registry
-from attn_contracts.tracing.tags import Origin, Tag, axes_for
+from attn_contracts.tracing.tags import Origin, Tag, TagMap, axes_for
 from attn_contracts.tracing.targets import Patches, Target, collect
 
 __all__ = ["Mismatch", "Trace", "TraceReport", "trace"]
@@ -58,6 +58,7 @@ def _literal(value: object) -> str | None:
     return repr(value) if isinstance(value, _LITERALS) else None
 
 
+@functools.lru_cache(maxsize=4096)
 def _short(path: str) -> str:
     p = path.replace(os.sep, "/")
     for marker in ("/site-packages/", "/dist-packages/"):
@@ -180,7 +181,7 @@ class Trace:
         self.partials = partials
         self.report = TraceReport()
         # read by the mode on every torch call: plain attributes
-        self.tags: Any = None
+        self.tags = TagMap()
         self.torch_calls = 0
         self.followed = 0
         self.overhead_ns = 0
@@ -194,7 +195,11 @@ class Trace:
         self._compiling = 0
         self._thread = 0
         self._t0 = 0.0
+        self._quiet: Any = None
+        self._producers: dict[str, CapabilityRecord | None] = {}
         self._seen: dict[tuple[str, ...], tuple[Finding, int, Mismatch | None]] = {}
+        self._edges: dict[tuple[str | None, ...], list[Finding]] = {}
+        self._bases: dict[tuple[Any, ...], tuple[str | None, list[Finding]]] = {}
         self._skip_dirs: tuple[str, ...] = (_HERE,)
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -214,13 +219,12 @@ class Trace:
             raise RuntimeError("this trace has already run (a Trace runs once; make another)")
         self._started = True
         import torch
-        from torch.utils.weak import WeakTensorKeyDictionary
 
         from attn_contracts.tracing.mode import mode_class
 
         t0 = time.perf_counter()
         self._skip_dirs = (_HERE, os.path.dirname(os.path.abspath(torch.__file__)))
-        self.tags = WeakTensorKeyDictionary()
+        self._quiet = torch._C.DisableTorchFunction
         targets, skipped = collect(self.registry.records(), self.registry.consumers())
         self.report.skipped = skipped
         self.report.wrapped = [t.path for t in targets]
@@ -260,7 +264,7 @@ class Trace:
                       for f, n, _ in self._seen.values()]
         r.mismatches = [m for _, _, m in self._seen.values() if m is not None]
         r.setup_s += time.perf_counter() - t0
-        self.tags = None  # drop every tag now: nothing outlives the trace
+        self.tags = TagMap()  # drop every tag now: nothing outlives the trace
         return r
 
     def _pop_mode(self) -> None:
@@ -375,6 +379,13 @@ class Trace:
 
         original = target.original
         is_compiling = torch.compiler.is_compiling
+        stack_len = torch._C._len_torch_function_stack
+        pop_mode = torch._C._pop_torch_function_stack
+        push_mode = torch._C._push_on_torch_function_stack
+
+        def top_mode() -> Any:
+            return torch._C._get_function_stack_at(stack_len() - 1)
+
         local = self._local
         clock = time.perf_counter_ns
         trace = self
@@ -390,7 +401,16 @@ class Trace:
             try:
                 trace._guard(trace._before, target, args, kwargs, site)
                 t1 = clock()
-                out = original(*args, **kwargs)
+                # the kernel's own torch calls are not followed: the mode steps off the stack
+                # for them when it is on top (else it passes them through)
+                lifted = stack_len() > 0 and top_mode() is trace._mode
+                if lifted:
+                    pop_mode()
+                try:
+                    out = original(*args, **kwargs)
+                finally:
+                    if lifted:
+                        push_mode(trace._mode)
                 t2 = clock()
                 trace._guard(trace._after, target, args, kwargs, out, site)
                 trace.overhead_ns += (t1 - t0) + (clock() - t2)
@@ -402,9 +422,11 @@ class Trace:
         return traced
 
     def _guard(self, step: Callable[..., None], *args: Any) -> None:
-        """The trace's own work never breaks the traced call: a failure becomes a note."""
+        """The trace's own work never breaks the traced call: a failure becomes a note. It runs
+        with torch functions undispatched: its own ``t.dim()`` is not the engine's plumbing."""
         try:
-            step(*args)
+            with self._quiet():
+                step(*args)
         except Exception as err:  # a guest: whatever the trace trips over, the call goes on
             note = f"trace error in {step.__name__} at {args[-1]}: {type(err).__name__}: {err}"
             if note not in self.report.notes:
@@ -439,11 +461,11 @@ class Trace:
         literals = {k: v for k, v in values.items() if isinstance(v, _LITERALS)}
         bases: set[str | None] = set()
         for record, _ in lse_records:
-            resolved, dispatch = resolve_call_base(record, literals)
+            base, dispatch = self._call_base(record, literals)
             for f in dispatch:  # AC028: the call leaves its base to dispatch
                 self._add(replace(f, severity=Severity.WARNING, location=site,
                                   message=f"{f.message} (traced call at {site})"), (site,))
-            bases.add(None if dispatch else resolved.lse_base)
+            bases.add(base)
         base = bases.pop() if len(bases) == 1 else None
         specs = {(r.lse.layout, r.lse.q_len_axis) for r, _ in lse_records
                  if isinstance(r.lse, LseSpec)}
@@ -454,6 +476,17 @@ class Trace:
             axes = axes_for(layout, q_len, t.dim())
             self.tags[t] = Tag((base,) if base else (), axes, (origin,))
             self.report.tagged += 1
+
+    def _call_base(self, record: CapabilityRecord, literals: dict[str, Any],
+                   ) -> tuple[str | None, list[Finding]]:
+        """The base a call's literal arguments choose (:func:`resolve_call_base`, memoised by
+        the record and the literals; None: left to dispatch)."""
+        key = (record.name, tuple(sorted((k, repr(v)) for k, v in literals.items())))
+        hit = self._bases.get(key)
+        if hit is None:
+            resolved, dispatch = resolve_call_base(record, literals)
+            hit = self._bases[key] = (None if dispatch else resolved.lse_base, dispatch)
+        return hit
 
     @staticmethod
     def _lse_tensors(values: Mapping[str, Any], out: Any, index: int) -> list[Any]:
@@ -513,16 +546,7 @@ class Trace:
         layout = tag.layout()
         dtype = str(value.dtype).removeprefix("torch.")
         for base in tag.bases or (None,):
-            spec = producer.lse.model_copy(update={
-                "base": base or producer.lse.base, "layout": layout or consumer.lse.layouts[0],
-                "q_len_axis": False,
-                "dtype": dtype if dtype in _FLOAT_DTYPES else producer.lse.dtype})
-            for f in check_edge(producer.model_copy(update={"lse": spec}), consumer,
-                                keyword_value=keyword):
-                if f.code not in _KEEP_CODES or f.severity is Severity.NOTE:
-                    continue
-                if f.code is Code.AC016 and base is None:
-                    continue
+            for f in self._edge(producer, consumer, keyword, base, layout, dtype):
                 severity = Severity.WARNING if f.code is Code.AC020 else Severity.ERROR
                 self._add(replace(
                     f, severity=severity, location=site,
@@ -542,11 +566,37 @@ class Trace:
                 field="lse.states", found=states, allowed=str(want), location=site),
                 (site, arg, "states"), Mismatch.of(Code.AC017, site, consumer.name, arg, tag))
 
+    def _edge(self, producer: CapabilityRecord, consumer: ConsumerRecord, keyword: str | None,
+              base: str | None, layout: str | None, dtype: str) -> list[Finding]:
+        """:func:`check_edge` on the producer's record re-read with what the tag says (the
+        rules the trace judges: base, layout, dtype), once per distinct question."""
+        key = (producer.name, consumer.name, keyword, base, layout, dtype)
+        found = self._edges.get(key)
+        if found is not None:
+            return found
+        spec = producer.lse
+        if not isinstance(spec, LseSpec):
+            return []
+        spec = spec.model_copy(update={
+            "base": base or spec.base, "layout": layout or consumer.lse.layouts[0],
+            "q_len_axis": False, "dtype": dtype if dtype in _FLOAT_DTYPES else spec.dtype})
+        found = [f for f in check_edge(producer.model_copy(update={"lse": spec}), consumer,
+                                       keyword_value=keyword)
+                 if f.code in _KEEP_CODES and f.severity is not Severity.NOTE
+                 and not (f.code is Code.AC016 and base is None)
+                 and not (f.code is Code.AC017 and layout is None)]
+        self._edges[key] = found
+        return found
+
     def _producer_record(self, tag: Tag) -> CapabilityRecord | None:
         for origin in tag.origins:
             for name in origin.records:
-                if name in self.registry:
-                    return self.registry.get(name)
+                if name not in self._producers:
+                    self._producers[name] = self.registry.get(name) \
+                        if name in self.registry else None
+                found = self._producers[name]
+                if found is not None:
+                    return found
         return None
 
     @staticmethod
@@ -581,13 +631,18 @@ def _remove_mode(mode: object) -> bool:
     return True
 
 
+_key = functools.lru_cache(maxsize=1024)(literal_key)
+
+
 def _when_holds(call: ProducerCall, values: Mapping[str, Any]) -> bool:
-    """Every ``when`` keyword has the literal the record asks for (omitted: its default)."""
+    """Every ``when`` keyword has the literal the record asks for (omitted: its default). The
+    call's value is a Python value, whose ``repr`` is already the one spelling ``literal_key``
+    gives a literal."""
     for keyword, literal in call.when:
         if keyword not in values:
             return False
         text = _literal(values[keyword])
-        if text is None or literal_key(text) != literal_key(literal):
+        if text is None or text != _key(literal):
             return False
     return True
 

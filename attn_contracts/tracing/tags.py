@@ -16,10 +16,12 @@ Torch-free: the functions take shapes as tuples of ints.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
-__all__ = ["Origin", "Tag", "axes_for", "index_axes", "permute_axes", "reshape_axes",
+__all__ = ["Origin", "Tag", "TagMap", "axes_for", "index_axes", "permute_axes", "reshape_axes",
            "stack_axes", "transpose_axes"]
 
 #: the token axis, and its two parts when a kernel keeps (batch, q_len) apart
@@ -82,6 +84,57 @@ class Tag:
         """Where the states axis ``N`` of a stack sits among the axes of size > 1 (None: no N)."""
         named = [a for a in self.axes if a != UNIT]
         return named.index(STATES) if STATES in named else None
+
+
+class TagMap:
+    """Tags by tensor identity, holding no tensor: a dict keyed by ``id()`` with a weak reference
+    beside each tag; an entry goes when its tensor dies (the reference's callback), and an id
+    reused by a new tensor is told apart by the reference. A lookup that misses, which is what
+    almost every torch call the mode sees does, is one dict probe (``torch.utils.weak.
+    WeakTensorKeyDictionary`` builds a reference object per lookup: ten times the cost)."""
+
+    def __init__(self) -> None:
+        self._d: dict[int, tuple[weakref.ref[Any], Tag]] = {}
+
+    def get(self, tensor: object, default: Tag | None = None) -> Tag | None:
+        entry = self._d.get(id(tensor))
+        if entry is None or entry[0]() is not tensor:
+            return default
+        return entry[1]
+
+    def __getitem__(self, tensor: object) -> Tag:
+        found = self.get(tensor)
+        if found is None:
+            raise KeyError("no tag for this tensor")
+        return found
+
+    def __contains__(self, tensor: object) -> bool:
+        return self.get(tensor) is not None
+
+    def __setitem__(self, tensor: object, tag: Tag) -> None:
+        key = id(tensor)
+        entry = self._d.get(key)
+        if entry is not None and entry[0]() is tensor:
+            self._d[key] = (entry[0], tag)
+            return
+        table = self._d
+
+        def gone(ref: weakref.ref[Any], key: int = key) -> None:
+            current = table.get(key)
+            if current is not None and current[0] is ref:
+                del table[key]
+
+        table[key] = (weakref.ref(tensor, gone), tag)
+
+    def pop(self, tensor: object, default: Tag | None = None) -> Tag | None:
+        found = self.get(tensor)
+        if found is None:
+            return default
+        del self._d[id(tensor)]
+        return found
+
+    def __len__(self) -> int:
+        return len(self._d)
 
 
 def axes_for(layout: str, q_len_axis: bool, ndim: int) -> tuple[str, ...]:

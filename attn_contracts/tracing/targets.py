@@ -184,7 +184,8 @@ class Patches:
                 t, w = hit
                 if module is t.owner and attr == t.attribute:
                     continue
-                if getattr(t.original, "__name__", t.attribute) != t.attribute:
+                own = getattr(t.original, "__name__", t.attribute)
+                if own != t.attribute and attr not in (own, t.attribute):
                     # a placeholder bound under the kernel's name (vLLM's CPU build binds
                     # flash_mla_with_kvcache and four others to one _raise_flashmla_unavailable):
                     # its other names are other functions, not aliases of this one
