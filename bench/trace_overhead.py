@@ -10,10 +10,10 @@ dispatcher), and a decoder block's forward written in torch calls (a stand-in fo
 run's forward: many torch calls, no LSE). Each cell: the fastest of 5 batches of ``--calls / 5``
 calls after 200 warm-up calls, rows interleaved; each round times every row without a trace,
 under a mode that does nothing (what any ``TorchFunctionMode`` costs: the floor of a trace built
-on one), then inside a trace; the table shows the median over ``--rounds`` rounds. The last lines compare the trace's own
-account (``TraceReport.overhead_s``, what the vLLM log line reports) with the measured
-difference, and time a trace's start and stop with the built-in catalog (wrapping, the
-``functools.partial`` scan, restoring).
+on one), then inside a trace; the table shows the median over ``--rounds`` rounds. The last
+lines compare the trace's own account (``TraceReport.overhead_s``, what the vLLM log line
+reports) with the measured difference, and time a trace's start and stop with the built-in
+catalog (wrapping, the ``functools.partial`` scan, restoring).
 """
 
 from __future__ import annotations
