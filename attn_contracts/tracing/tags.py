@@ -33,19 +33,16 @@ _TOKENISH = frozenset({TOKEN, BATCH, QLEN})
 @dataclass(frozen=True)
 class Origin:
     """Where an LSE was produced: the producer records that describe the call, the function,
-    the call site (``file:line``), the base the call resolved to (None: left to dispatch, or
-    records that disagree), and the kernel the library's dispatch picked where it says."""
+    the call site (``file:line``), and the base the call resolved to (None: left to dispatch,
+    or records that disagree)."""
 
     records: tuple[str, ...]
     function: str
     site: str
     base: str | None
-    kernel: str = ""
 
     def describe(self) -> str:
-        names = ", ".join(self.records)
-        kernel = f", kernel {self.kernel}" if self.kernel else ""
-        return f"{self.function} at {self.site} ({names}{kernel})"
+        return f"{self.function} at {self.site} ({', '.join(self.records)})"
 
 
 @dataclass(frozen=True)
