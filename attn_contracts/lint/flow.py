@@ -27,7 +27,7 @@ from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.lint.classes import dotted_name, statements
-from attn_contracts.lint.knowledge import Consumer, Knowledge, Producer
+from attn_contracts.lint.knowledge import Consumer, Knowledge, Producer, disagreement
 
 __all__ = ["flow_findings", "mentions"]
 
@@ -541,12 +541,14 @@ class _Frame:
                              returns_base=returned.pop() if len(returned) == 1 else None)
             if node is not None and name not in self.f.agreed_noted:  # once per name and file
                 self.f.agreed_noted.add(name)
+                why = disagreement(sorted(records.values(), key=lambda c: c.record),
+                                   self.f.k.versions)
                 self.f.report(
                     Code.AC029, node, name,
-                    f"{name}: consumer records {', '.join(sorted(records))} disagree on its "
-                    "base and the linted tree's version does not pick one: only what they "
-                    "agree on is used", "set [tool.attn-contracts] versions = { <library> = "
-                    '"<version>" } (or lint the installed package with its dist-info)',
+                    f"{name}: {why}: only what they agree on is used", "set "
+                    '[tool.attn-contracts] versions = { <library> = "<version>" } (or lint the '
+                    "installed package with its dist-info); where it is set, import the "
+                    "function by its module path, or fix the overlapping records",
                     "versions", None, "a known library version")
             return Target(consumer=agreed)
         producers = _narrow([p for p in self.f.k.producers.get(name, [])
