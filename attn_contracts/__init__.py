@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     )
     from attn_contracts.setting import CombineSetting
     from attn_contracts.startup import check_startup, validate_startup
+    from attn_contracts.tracing import Trace, TraceReport, trace
 
 #: the one version: pyproject.toml reads it (``dynamic = ["version"]``), ``--version`` prints it
 __version__ = "0.1.0"
@@ -62,6 +63,9 @@ _EXPORTS = {
     "CombineSetting": "attn_contracts.setting",
     "check_startup": "attn_contracts.startup",
     "validate_startup": "attn_contracts.startup",
+    "Trace": "attn_contracts.tracing",
+    "TraceReport": "attn_contracts.tracing",
+    "trace": "attn_contracts.tracing",
 }
 
 __all__ = [
@@ -75,6 +79,8 @@ __all__ = [
     "LseSpec",
     "NoLse",
     "Registry",
+    "Trace",
+    "TraceReport",
     "UnknownRecordError",
     "check_edge",
     "check_setting",
@@ -85,6 +91,7 @@ __all__ = [
     "record_from_impl",
     "records",
     "register",
+    "trace",
     "validate_startup",
 ]
 

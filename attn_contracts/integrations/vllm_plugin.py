@@ -18,7 +18,11 @@ stop at once with that cause (``rank 1 failed vLLM's own check: AssertionError: 
 of waiting out the consensus timeout.
 
 ``ATTN_CONTRACTS_VLLM`` (:mod:`attn_contracts.integrations.vllm_mode`): ``error``, ``warn`` or
-``off``; ``off`` leaves the check unhooked.
+``off``; ``off`` leaves the check unhooked. ``trace`` and ``trace-warn`` also arm the start-up trace
+of a worker process (:mod:`attn_contracts.integrations.vllm_trace`), the check then doing as
+``error`` and ``warn``: only in those modes does registering import anything more (the trace's
+wiring and :mod:`attn_contracts.tracing`), since the trace must be armed before the worker's
+device is up, whether DCP is on or not.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from attn_contracts.integrations.vllm_mode import log_once, policy
+from attn_contracts.integrations.vllm_mode import TRACE_POLICY, log_once, mode, policy
 
 __all__ = ["CHECK_FUNCTION", "CHECK_MODULE", "install", "register"]
 
@@ -45,14 +49,29 @@ def register() -> None:
     """Hook vLLM's DCP check now if its module is loaded, else when it is first imported.
 
     Idempotent (vLLM loads plugins in every process, possibly more than once); costs a dictionary
-    look-up and, at most, one finder on ``sys.meta_path``."""
-    if policy() == "off":
+    look-up and, at most, one finder on ``sys.meta_path`` (with ``ATTN_CONTRACTS_VLLM=trace``,
+    also the trace's wiring)."""
+    value = mode()
+    if value == "off":
         return
+    if value in TRACE_POLICY:
+        _arm_trace(value)
     module = sys.modules.get(CHECK_MODULE)
     if module is not None:
         install(module)
     elif not any(isinstance(f, _HookOnImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _HookOnImport())
+
+
+def _arm_trace(value: str) -> None:
+    """The start-up trace, asked for: imported here, never in another mode (it loads the records)."""
+    try:
+        from attn_contracts.integrations import vllm_trace
+
+        vllm_trace.install(value)
+    except Exception as err:  # a diagnostic the user asked for, never a reason to stop vLLM
+        log_once(logging.WARNING, f"attn-contracts: the start-up trace could not be armed "
+                 f"({type(err).__name__}: {err}); start-up goes on untraced")
 
 
 def install(module: types.ModuleType) -> None:

@@ -1,0 +1,351 @@
+"""The ``TorchFunctionMode`` that carries an LSE's tag through what the engine does to it.
+
+Every torch function called while the trace runs passes through :meth:`_LseMode.__torch_function__`.
+It calls the function, then, where the function is one the trace follows and an input carries a
+tag, gives the result its tag: views and copies keep the base and move the axes
+(:mod:`attn_contracts.tracing.tags`), a stack adds the states axis, a multiplication by ``ln 2``
+(or a division by ``log2 e``) re-tags base 2 as base e and the reverse re-tags e as 2 — the known
+conversions, ``vllm.v1.attention.backends.utils.log2_lse_to_ln`` among them, which is ``lse *
+math.log(2)``. A conversion applied to the other base is an error at its own call site.
+Anything else yields an untagged tensor: the trace never guesses that a sum or a difference is
+still an LSE.
+
+Torch runs a mode's handler with the mode popped, so what a function called from it does is not
+seen. For torch custom ops (``torch.ops.ns.op``: vLLM's attention runs inside one, an opaque
+``unified_attention_with_output``) the handler calls the op through the dispatcher with the
+mode pushed again, so the views and conversions inside are followed. While a wrapped producer
+or consumer runs, the mode passes everything through: a kernel's own arithmetic is not the
+engine's plumbing. While Dynamo traces (``torch.compile``), it passes everything through too,
+so a compiled graph is the graph it would be without the trace.
+
+torch is imported when :func:`mode_class` is first called, never at module level.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Protocol
+
+from attn_contracts.tracing.tags import (
+    UNKNOWN,
+    Tag,
+    index_axes,
+    permute_axes,
+    reshape_axes,
+    stack_axes,
+    transpose_axes,
+)
+
+__all__ = ["LN2", "LOG2E", "Follower", "conversion_of", "mode_class"]
+
+LN2 = math.log(2.0)
+LOG2E = 1.0 / LN2
+
+# torch function name -> how its result's axes follow from its input's (see _RULES below)
+_KEEP = ("contiguous", "clone", "detach", "to", "float", "double", "half", "bfloat16", "cpu",
+         "cuda", "type", "type_as", "masked_fill", "nan_to_num", "clamp", "clamp_min",
+         "clamp_max", "narrow", "requires_grad_", "pin_memory", "masked_fill_", "nan_to_num_",
+         "clamp_", "clamp_min_", "clamp_max_", "detach_", "data", "expand_as")
+_RESHAPE = ("view", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "view_as",
+            "reshape_as", "squeeze_", "unsqueeze_", "ravel")
+_TRANSPOSE = ("transpose", "swapaxes", "swapdims", "transpose_", "swapaxes_", "swapdims_")
+_PERMUTE = ("permute",)
+_MOVEDIM = ("movedim", "moveaxis")
+_REVERSE = ("T", "t", "t_", "numpy_T")
+_MT = ("mT", "mH")
+_SELECT = ("select",)
+_PARTS = ("split", "chunk", "tensor_split", "split_with_sizes", "unsafe_split", "hsplit")
+_UNBIND = ("unbind",)
+_STACK = ("stack",)
+_CAT = ("cat", "concat", "concatenate")
+_WHERE = ("where",)
+_COPY = ("copy_",)
+_MUL = ("mul", "multiply", "mul_", "multiply_", "__mul__", "__rmul__", "__imul__")
+_DIV = ("div", "divide", "true_divide", "div_", "divide_", "true_divide_", "__truediv__",
+        "__itruediv__")
+_INDEX = ("__getitem__",)
+
+_KINDS: dict[str, tuple[str, ...]] = {
+    "keep": _KEEP, "reshape": _RESHAPE, "transpose": _TRANSPOSE, "permute": _PERMUTE,
+    "movedim": _MOVEDIM, "reverse": _REVERSE, "mt": _MT, "select": _SELECT, "parts": _PARTS,
+    "unbind": _UNBIND, "stack": _STACK, "cat": _CAT, "where": _WHERE, "copy": _COPY,
+    "mul": _MUL, "div": _DIV, "index": _INDEX,
+}
+
+
+def conversion_of(factor: float) -> tuple[str, str, str] | None:
+    """``(from, to, how)`` for a factor that converts an LSE's base: × ln 2 is base 2 → e,
+    × log2 e is e → 2 (a division by one is a multiplication by the other)."""
+    if math.isclose(factor, LN2, rel_tol=1e-6):
+        return ("2", "e", "× ln 2")
+    if math.isclose(factor, LOG2E, rel_tol=1e-6):
+        return ("e", "2", "× log2 e")
+    return None
+
+
+class Follower(Protocol):
+    """What the mode reads and counts on its trace (:class:`~attn_contracts.tracing.Trace`)."""
+
+    tags: Any
+    torch_calls: int
+    followed: int
+    overhead_ns: int
+
+    def following(self) -> bool: ...
+
+    def site_of_torch_call(self) -> str: ...
+
+    def converted(self, tag: Tag, conv: tuple[str, str, str], site: str) -> Tag: ...
+
+
+def _rules() -> dict[Any, str]:
+    """torch function object → kind, for every spelling torch hands a mode (the ``Tensor``
+    method, the ``torch.*`` function, a property's ``__get__``)."""
+    import torch
+
+    table: dict[Any, str] = {}
+    for kind, names in _KINDS.items():
+        for name in names:
+            for owner in (torch.Tensor, torch):
+                obj = getattr(owner, name, None)
+                if obj is None:
+                    continue
+                if isinstance(obj, property) or type(obj).__name__ == "getset_descriptor":
+                    obj = obj.__get__
+                table[obj] = kind
+    return table
+
+
+def _dims(args: Sequence[Any], kwargs: dict[str, Any], names: tuple[str, ...],
+          start: int = 1) -> list[Any]:
+    given = list(args[start:start + len(names)])
+    for name in names[len(given):]:
+        if name in kwargs:
+            given.append(kwargs[name])
+    return given
+
+
+def _out_axes(kind: str, tag: Tag, src: Any, args: Sequence[Any], kwargs: dict[str, Any],
+              out: Any) -> tuple[str, ...] | None:
+    """The result's axes for one tagged input (None: the result is not followed)."""
+    axes = tag.axes
+    if kind == "keep":
+        return axes
+    if kind == "reshape":
+        return reshape_axes(axes, tuple(src.shape), tuple(out.shape))
+    if kind == "transpose":
+        d = _dims(args, kwargs, ("dim0", "dim1"))
+        return transpose_axes(axes, int(d[0]), int(d[1])) if len(d) == 2 else None
+    if kind == "permute":
+        dims = args[1:] if len(args) > 2 or (len(args) == 2 and isinstance(args[1], int)) \
+            else (args[1] if len(args) == 2 else kwargs.get("dims", ()))
+        return permute_axes(axes, [int(x) for x in dims])
+    if kind == "movedim":
+        d = _dims(args, kwargs, ("source", "destination"))
+        if len(d) != 2:
+            return None
+        n = len(axes)
+        srcs = [d[0]] if isinstance(d[0], int) else list(d[0])
+        dsts = [d[1]] if isinstance(d[1], int) else list(d[1])
+        order = [i for i in range(n) if i not in {s % n for s in srcs}]
+        for s, t in sorted(zip((x % n for x in srcs), (y % n for y in dsts), strict=True),
+                           key=lambda p: p[1]):
+            order.insert(t, s)
+        return permute_axes(axes, order)
+    if kind == "reverse":
+        return tuple(reversed(axes))
+    if kind == "mt":
+        return transpose_axes(axes, -2, -1) if len(axes) >= 2 else None
+    if kind == "select":
+        d = _dims(args, kwargs, ("dim",))
+        if not d:
+            return None
+        at = int(d[0]) % len(axes)
+        return axes[:at] + axes[at + 1:]
+    if kind == "index":
+        found = index_axes(axes, args[1] if len(args) > 1 else None)
+        if found is None and out.dim() == src.dim():  # rows picked by a tensor: same axes
+            return axes
+        return found
+    return None
+
+
+def mode_class() -> type:
+    """The mode class (built once: it subclasses torch's, so torch is imported here)."""
+    global _MODE
+    if _MODE is not None:
+        return _MODE
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    rules = _rules()
+    is_compiling = torch.compiler.is_compiling
+    op_types = (torch._ops.OpOverload, torch._ops.OpOverloadPacket)
+    call_boxed = getattr(torch._C, "_dispatch_call_boxed", None)
+    tensor = torch.Tensor
+    clock = time.perf_counter_ns
+
+    class LseMode(TorchFunctionMode):
+        """Follows tagged LSEs through torch calls for one :class:`Trace`."""
+
+        def __init__(self, trace: Follower) -> None:
+            super().__init__()
+            self.trace = trace
+
+        def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (),
+                               kwargs: dict[str, Any] | None = None) -> Any:
+            kwargs = kwargs or {}
+            trace = self.trace
+            if is_compiling() or not trace.following():
+                return func(*args, **kwargs)
+            t0 = clock()
+            trace.torch_calls += 1
+            kind = rules.get(func)
+            if kind is None:
+                if isinstance(func, op_types) and call_boxed is not None:
+                    op = func if isinstance(func, torch._ops.OpOverload) else _only_overload(func)
+                    if op is not None:
+                        trace.overhead_ns += clock() - t0
+                        with self:  # what the op's Python kernel does is followed too
+                            return call_boxed(op._handle, *args, **kwargs)
+                trace.overhead_ns += clock() - t0
+                return func(*args, **kwargs)
+            t1 = clock()
+            out = func(*args, **kwargs)
+            t2 = clock()
+            try:
+                self._follow(kind, func, args, kwargs, out)
+            finally:
+                trace.overhead_ns += (t1 - t0) + (clock() - t2)
+            return out
+
+        def _follow(self, kind: str, func: Any, args: Sequence[Any], kwargs: dict[str, Any],
+                    out: Any) -> None:
+            tags = self.trace.tags
+            if kind in ("stack", "cat"):
+                seq = args[0] if args else kwargs.get("tensors", ())
+                dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+                self._combine(kind, list(seq), int(dim), out)
+                return
+            if kind == "where":
+                if len(args) >= 3:
+                    self._where(args[1], args[2], out)
+                return
+            if kind == "copy":
+                if len(args) >= 2 and isinstance(args[0], tensor):
+                    self._copy(args[0], args[1])
+                return
+            src = args[0] if args else None
+            if not isinstance(src, tensor):
+                if kind == "mul" and len(args) > 1 and isinstance(args[1], tensor):
+                    src, args = args[1], (args[1], args[0])  # 0.69 * lse
+                else:
+                    return
+            tag = tags.get(src)
+            if tag is None:
+                return
+            if kind in ("mul", "div"):
+                self._convert(kind, tag, src, args, out)
+                return
+            if kind in ("parts", "unbind"):
+                if not isinstance(out, (tuple, list)):
+                    return
+                axes = tag.axes
+                if kind == "unbind":
+                    d = _dims(args, kwargs, ("dim",))
+                    at = int(d[0]) % len(axes) if d else 0
+                    axes = axes[:at] + axes[at + 1:]
+                for piece in out:
+                    self._tag(piece, replace(tag, axes=axes))
+                return
+            if not isinstance(out, tensor) or not out.is_floating_point():
+                return
+            try:
+                axes = _out_axes(kind, tag, src, args, kwargs, out)
+            except (TypeError, ValueError, IndexError, ZeroDivisionError):
+                axes = (UNKNOWN,) * out.dim()
+            if axes is None:
+                return
+            if len(axes) != out.dim():
+                axes = (UNKNOWN,) * out.dim()
+            self._tag(out, replace(tag, axes=axes))
+
+        def _tag(self, out: Any, tag: Tag) -> None:
+            if isinstance(out, tensor):
+                self.trace.tags[out] = tag
+                self.trace.followed += 1
+
+        def _combine(self, kind: str, seq: list[Any], dim: int, out: Any) -> None:
+            tags = self.trace.tags
+            found = [tags.get(t) for t in seq if isinstance(t, tensor)]
+            tagged = [t for t in found if t is not None]
+            if not tagged or not isinstance(out, tensor):
+                return
+            axes = tagged[0].axes if all(t.axes == tagged[0].axes for t in tagged) and \
+                len(tagged) == len(found) else (UNKNOWN,) * (out.dim() - (kind == "stack"))
+            bases = tuple(sorted({b for t in tagged for b in t.bases}))
+            if any(not t.bases for t in tagged):
+                bases = ()
+            origins = tuple(dict.fromkeys(o for t in tagged for o in t.origins))
+            conversions = tuple(dict.fromkeys(c for t in tagged for c in t.conversions))
+            new_axes = stack_axes(axes, dim) if kind == "stack" else axes
+            if len(new_axes) != out.dim():
+                new_axes = (UNKNOWN,) * out.dim()
+            self._tag(out, Tag(bases, new_axes, origins, conversions))
+
+        def _where(self, x: Any, y: Any, out: Any) -> None:
+            tags = self.trace.tags
+            tx = tags.get(x) if isinstance(x, tensor) else None
+            ty = tags.get(y) if isinstance(y, tensor) else None
+            picked = tx or ty
+            if picked is None or (tx is not None and ty is not None and tx.bases != ty.bases):
+                return
+            if isinstance(out, tensor) and out.dim() == len(picked.axes):
+                self._tag(out, picked)
+
+        def _copy(self, dest: Any, src: Any) -> None:
+            tags = self.trace.tags
+            tag = tags.get(src) if isinstance(src, tensor) else None
+            if tag is None:
+                tags.pop(dest, None)  # the buffer now holds something else
+                return
+            axes = reshape_axes(tag.axes, tuple(src.shape), tuple(dest.shape)) \
+                if tuple(src.shape) != tuple(dest.shape) else tag.axes
+            self._tag(dest, replace(tag, axes=axes))
+
+        def _convert(self, kind: str, tag: Tag, src: Any, args: Sequence[Any], out: Any) -> None:
+            other = args[1] if len(args) > 1 else None
+            tags = self.trace.tags
+            if isinstance(other, bool) or not isinstance(other, (int, float)) or other == 0:
+                if out is src:  # scaled in place by something else: no longer an LSE we know
+                    tags.pop(src, None)
+                return
+            factor = float(other) if kind == "mul" else 1.0 / float(other)
+            conv = conversion_of(factor)
+            if conv is None:
+                if out is src:
+                    tags.pop(src, None)
+                return
+            site = self.trace.site_of_torch_call()
+            new = self.trace.converted(tag, conv, site)
+            if isinstance(out, tensor):
+                self._tag(out, new)
+
+    _MODE = LseMode
+    return _MODE
+
+
+_MODE: type | None = None
+
+
+def _only_overload(packet: Any) -> Any:
+    """The overload a packet call resolves to when it has just one (None: let torch pick)."""
+    try:
+        names = packet.overloads()
+    except (AttributeError, RuntimeError):
+        return None
+    return getattr(packet, names[0], None) if len(names) == 1 else None
+
