@@ -69,7 +69,7 @@ RELEASES = Path("/work/releases")
 VLLM_ROOT = RELEASES / "vllm-0.33.0"
 SGLANG_ROOT = RELEASES / "sglang-0.5.23"
 FLASHINFER_ROOT = RELEASES / "flashinfer-python-0.7.2.post1"
-TOOLS = ("lint", "astroid", "jedi", "pysa", "pyrefly")
+TOOLS = ("lint", "parse", "astroid", "jedi", "pysa", "pyrefly")  # parse: the ast/parso floor
 
 # file paths inside the trees, and the lines the cases name (checked at start-up: a moved line
 # fails loudly instead of measuring the wrong call)
@@ -746,8 +746,7 @@ ModelQuery(
   find = "functions",
   where = [fully_qualified_name.matches("{sinks}")],
   model = [
-    NamedParameter(name="{lse_param}", taint=TaintSink[CombineLse]),
-    NamedParameter(name="is_lse_base_on_e", taint=TaintSink[CombineBase])
+    NamedParameter(name="{lse_param}", taint=TaintSink[CombineLse]){base_sink}
   ]
 )
 {extra}
@@ -778,7 +777,10 @@ class _PysaTarget:
     lse_param: str
     extra: str
     sites: dict[str, tuple[str, int]]  # case -> (file suffix, line) of a call whose targets we read
-    override_base: str  # the method whose overrides case D needs
+    override_base: str  # the method whose overrides case D (E for SGLang) needs
+    f_define: str = ""  # the function of case F, where its LSE must be seen reaching a combine
+    includes: str = ""  # the analysed files under import_root, when not the whole package
+    base_sink: bool = True  # whether the combines take is_lse_base_on_e
 
 
 _PYSA_FIXTURE = _PysaTarget(
@@ -791,7 +793,7 @@ _PYSA_FIXTURE = _PysaTarget(
     {"B partial built": ("manager.py", 25), "B partial of a method": ("manager.py", 21),
      "B call": ("layer.py", 21), "C call": ("outbuf.py", 24),
      "D call": ("layer.py", 20), "F run": ("outbuf.py", 23)},
-    "lsefix.base.MLAImpl.forward_mqa")
+    "lsefix.base.MLAImpl.forward_mqa", f_define="lsefix.outbuf.OutBufImpl.forward_direct")
 _PYSA_VLLM = _PysaTarget(
     "vllm 0.33.0 (whole package)", VLLM_ROOT, "vllm", (STUBS,),
     r"(trtllm_batch_decode_with_kv_cache_mla|flash_mla_with_kvcache|flash_attn_varlen_func)$",
@@ -806,15 +808,28 @@ _PYSA_VLLM = _PysaTarget(
     {"B partial built": (DCP, 1533), "B partial of a method": (DCP, 1520), "B call": (MLA, 1155),
      "C call": (FLASHINFER, 2629),
      "D call": (MLA, 1134), "F run": (FLASHINFER, 2617)},
-    "vllm.v1.attention.backend.MLAAttentionImpl.forward_mqa")
+    "vllm.v1.attention.backend.MLAAttentionImpl.forward_mqa",
+    f_define="vllm.v1.attention.backends.flashinfer.FlashInferImpl.forward")
+
+
+_PYSA_SGLANG = _PysaTarget(
+    "sglang 0.5.23 (srt)", SGLANG_ROOT, "sglang", (),
+    r"^sglang\.srt\..*Backend\.forward_extend$",
+    r"^sglang\.srt\.layers\.attention\.merge_state\.merge_state$",
+    "prefix_lse", "", {"E call": (FORWARD_MHA, 566), "E backend": (RADIX, 183)},
+    "sglang.srt.layers.attention.base_attn_backend.AttentionBackend.forward_extend",
+    includes="sglang/srt/**/*.py", base_sink=False)
 
 
 def _pysa_project(target: _PysaTarget, where: Path) -> None:
     models = where / "models"
     models.mkdir(parents=True)
     (models / "taint.config").write_text(json.dumps(_PYSA_CONFIG, indent=1))
+    base_sink = (',\n    NamedParameter(name="is_lse_base_on_e", taint=TaintSink[CombineBase])'
+                 if target.base_sink else "")
     (models / "lse.pysa").write_text(_PYSA_MODELS.format(
-        producers=target.producers, sinks=target.sinks, lse_param=target.lse_param, extra=target.extra))
+        producers=target.producers, sinks=target.sinks, lse_param=target.lse_param, extra=target.extra,
+        base_sink=base_sink))
     venv_lib = Path(sys.executable).parents[1] / "lib" / "pyre_check" / "typeshed"
     (where / ".pyre_configuration").write_text(json.dumps({
         "source_directories": [{"import_root": str(target.import_root), "source": target.package}],
@@ -825,7 +840,7 @@ def _pysa_project(target: _PysaTarget, where: Path) -> None:
         "workers": 2,
     }, indent=1))
     # Pysa's default front end is Pyrefly, which reads its own configuration, not the one above
-    includes = json.dumps([f"{target.import_root / target.package}/**/*.py"])
+    includes = json.dumps([str(target.import_root / (target.includes or f"{target.package}/**/*.py"))])
     search = json.dumps([str(target.import_root), *map(str, target.search)])
     # skip-interpreter-query: without it Pyrefly adds this venv's site-packages (torch) and Pysa
     # analyses torch as well; the engines' imports of torch are then unresolved (Any), as in lint
@@ -845,7 +860,7 @@ def _pysa_call_targets(out: Path, target: _PysaTarget) -> dict[str, list[str]]:
                     continue
                 for loc, v in data.get("calls", {}).items():
                     if int(loc.split(":")[0]) != line or "|" in loc:
-                        continue
+                        continue  # "|": an identifier or an artificial call (tuple unpacking...)
                     call = v.get("call") or {}
                     tg = [c["target"] for c in call.get("calls", [])]
                     tg += [f"shim:{c['target']}" for c in (call.get("shim") or {}).get("calls", [])]
@@ -853,7 +868,7 @@ def _pysa_call_targets(out: Path, target: _PysaTarget) -> dict[str, list[str]]:
                            if "object.__init__" not in c["target"]]
                     tg += [f"unresolved:{u}" for u in call.get("unresolved", [])]
                     if tg:
-                        found.setdefault(case, []).extend(tg)
+                        found.setdefault(case, []).extend(f"[{loc}] {t}" for t in tg)
     return found
 
 
@@ -876,7 +891,7 @@ def _pysa_overrides(out: Path, method: str) -> list[str]:
 
 def pysa_run(target: _PysaTarget, cpu_budget_s: float) -> dict[str, Any]:
     pyre = Path(sys.executable).with_name("pyre")
-    files, lines = _tree_size(target.import_root / target.package)
+    files, lines = _tree_size(target.import_root / (target.includes.split("/**")[0] or target.package))
     with tempfile.TemporaryDirectory(prefix="lint-inference-pysa-") as tmp:
         where = Path(tmp)
         _pysa_project(target, where)
@@ -900,18 +915,29 @@ def pysa_run(target: _PysaTarget, cpu_budget_s: float) -> dict[str, Any]:
             issues = json.loads((out / "errors.json").read_text())
             res["issues"] = [f"{i['code']} {i['define']}:{i['line']} {i['description']}" for i in issues]
             res["call_targets"] = _pysa_call_targets(out, target)
-            res["forward_mqa_overrides"] = _pysa_overrides(out, target.override_base)
+            res["overrides"] = _pysa_overrides(out, target.override_base)
     return res
 
 
 def pyrefly_whole(ref: dict[str, Any]) -> dict[str, Any]:
+    """Pyrefly alone, as Pysa configures it: the type check, then the type check that also writes
+    the per-call-site targets Pysa reads (``--report-pysa``: the call-graph answers of the Pysa
+    rows come from it)."""
     exe = Path(sys.executable).with_name("pyrefly")
     files, lines = _tree_size(VLLM_ROOT / "vllm")
+    out: dict[str, Any] = {"files": files, "lines": lines}
     with tempfile.TemporaryDirectory(prefix="lint-inference-pyrefly-") as tmp:
         _pysa_project(_PYSA_VLLM, Path(tmp))
-        r = _run_measured([str(exe), "check", "--threads", "2", "--output-format", "min-text",
-                           "--summary", "none"], Path(tmp), log=Path(tmp) / "pyrefly.log")
-    return {"files": files, "lines": lines, **r}
+        log = Path(tmp) / "pyrefly.log"
+        base = [str(exe), "check", "--threads=2", "--output-format=min-text", "--summary=full"]
+        out["check"] = _run_measured(base, Path(tmp), log=log)
+        out["check"]["summary"] = [x.strip() for x in log.read_text(errors="replace").splitlines()
+                                   if " INFO " in x and ("errors" in x or "modules" in x)]
+        report = Path(tmp) / "report"
+        report.mkdir()
+        out["report"] = _run_measured([*base, "--report-pysa", str(report)], Path(tmp), log=log)
+        out["report"]["report_mib"] = sum(f.stat().st_size for f in report.rglob("*") if f.is_file()) / 2**20
+    return out
 
 
 def parse_floor(ref: dict[str, Any]) -> dict[str, Any]:
@@ -959,7 +985,7 @@ def _markdown(cmd: str, ref: dict[str, Any], results: dict[str, Any], load: tupl
     for k, v in ref.items():
         v = ", ".join(v) if isinstance(v, list) else v
         md.append(f"- **{k}**: {v}")
-    rows = [c for key in ("astroid-cases", "jedi-cases", "pysa-fixture", "pysa-vllm")
+    rows = [c for key in ("astroid-cases", "jedi-cases", "pysa-fixture", "pysa-vllm", "pysa-sglang")
             for c in results.get(key, {}).get("cases", [])]
     if rows:
         md += ["", "### Cases", "", "| tool | case | verdict | CPU s | API | answer | what it gets wrong |",
@@ -975,7 +1001,7 @@ def _markdown(cmd: str, ref: dict[str, Any], results: dict[str, Any], load: tupl
         for c in costs:
             md.append(f"| {c.tool} | {c.what} | {c.files} | {c.lines:,} | {c.cpu_s:.1f} | {c.wall_s:.1f} | "
                       f"{c.lines_per_cpu_s:,.0f} | {c.peak_rss_mib:,.0f} | {c.note} |")
-    for key in ("pysa-fixture", "pysa-vllm"):
+    for key in ("pysa-fixture", "pysa-vllm", "pysa-sglang"):
         r = results.get(key)
         if r:
             md += ["", f"### Pysa: {r.get('target')}", "", "```", json.dumps(
@@ -987,7 +1013,8 @@ def _markdown(cmd: str, ref: dict[str, Any], results: dict[str, Any], load: tupl
     return "\n".join(md) + "\n"
 
 
-def _pysa_cases(r: dict[str, Any], tool: str, expected_overrides: set[str]) -> list[dict[str, Any]]:
+def _pysa_cases(r: dict[str, Any], tool: str, expected_overrides: set[str],
+                f_define: str) -> list[dict[str, Any]]:
     """Read the cases off one Pysa run: the call graph's targets at the case sites, the issues."""
     tg = r.get("call_targets", {})
     issues = r.get("issues", [])
@@ -998,21 +1025,30 @@ def _pysa_cases(r: dict[str, Any], tool: str, expected_overrides: set[str]) -> l
 
     out = []
     built = tg.get("B partial built", []) + tg.get("B partial of a method", [])
-    shims = {t.rsplit(".", 1)[-1] for t in built if t.startswith("shim:")}
+    shims = {t.rsplit(".", 1)[-1] for t in built if "shim:" in t}
     out.append(CaseResult(tool, "B partial built", "right" if len(shims) >= 4 else "partial" if shims
                           else "none", "; ".join(built), "call-graph.json (functools.partial shim)", cpu,
                           "" if len(shims) >= 4 else "not every alternative of the conditional"))
-    out.append(CaseResult(tool, "B call", "none" if not tg.get("B call") or has("B call", "unresolved")
-                          else "partial", "; ".join(tg.get("B call", [])), "call-graph.json", cpu,
-                          "a partial stored on an attribute is not a call target: the call is unresolved"))
+    def call_verdict(case: str, want: frozenset[str]) -> str:
+        if has(case, *(f".{w}" for w in want)):
+            return "right" if all(has(case, f".{w}") for w in want) else "partial"
+        return "wrong" if tg.get(case) and not has(case, "unresolved") else "none"
+
+    fixture_b = frozenset({"combine_rs", "combine_ar", "combine_a2a"})
+    out.append(CaseResult(tool, "B call", call_verdict("B call", B_COMBINES if "vllm" in tool else fixture_b),
+                          "; ".join(tg.get("B call", [])), "call-graph.json", cpu,
+                          "a partial stored on an attribute is not followed to its function: the call "
+                          "is unresolved or goes to the attribute's declared type"))
     base_issue = [i for i in issues if i.startswith("7002")]
     out.append(CaseResult(tool, "B base value", "partial" if base_issue else "none", "; ".join(base_issue),
                           "issue 7002 (DeclaredBase -> CombineBase)", cpu,
                           "says a modelled source reaches a sink, never which value; a bool literal "
                           "cannot be a source (only string literals can)"))
-    out.append(CaseResult(tool, "C call", "none" if not tg.get("C call") or has("C call", "unresolved")
-                          else "partial", "; ".join(tg.get("C call", [])), "call-graph.json", cpu))
-    overrides = {".".join(o.split(".")[-2:]) for o in r.get("forward_mqa_overrides", [])}
+    out.append(CaseResult(tool, "C call", call_verdict("C call", C_COMBINES if "vllm" in tool else
+                                                       frozenset({"combine_rs", "combine_a2a"})),
+                          "; ".join(tg.get("C call", [])), "call-graph.json", cpu,
+                          "the partial kept on self is not followed: the call is unresolved"))
+    overrides = {".".join(o.split(".")[-2:]) for o in r.get("overrides", [])}
     d_ok = has("D call", "Overrides{") and overrides == expected_overrides
     out.append(CaseResult(tool, "D call", "right" if d_ok else "partial" if has("D call", "Overrides{")
                           else "none", "; ".join(tg.get("D call", []))
@@ -1020,13 +1056,35 @@ def _pysa_cases(r: dict[str, Any], tool: str, expected_overrides: set[str]) -> l
                           f"{len(expected_overrides)} overrides, "
                           f"extra {sorted(overrides - expected_overrides)}",
                           "call-graph.json + override-graph.json", cpu))
-    lse_issue = [i for i in issues if i.startswith("7001")]
+    lse_issue = [i for i in issues if i.startswith(f"7001 {f_define}:")]
+    others = [i for i in issues if i.startswith("7001") and i not in lse_issue]
     out.append(CaseResult(tool, "F out buffer", "partial" if lse_issue else "none",
-                          "; ".join(lse_issue) or "no 7001 issue", "issue 7001 with a self->lse Updates "
-                          "model and an attribute source", cpu,
+                          f"in {f_define}: {'; '.join(lse_issue) or 'no 7001 issue'}; run resolved to "
+                          f"{'; '.join(tg.get('F run', [])) or 'nothing'}; other LSE issues: {others}",
+                          "issue 7001 with a self->lse Updates model and an attribute source", cpu,
                           "no model for 'a callee writes a source into its argument': needs a stand-in "
-                          "source on the wrapper object"))
+                          "source on the wrapper object" + ("" if lse_issue else
+                                                            "; and the combine call is unresolved")))
     return [asdict(c) for c in out]
+
+
+def _pysa_e_cases(r: dict[str, Any], expected_overrides: set[str]) -> list[dict[str, Any]]:
+    tg = r.get("call_targets", {})
+    cpu = float(r.get("cpu_s", 0.0))
+    overrides = {".".join(o.split(".")[-2:]) for o in r.get("overrides", [])}
+    layer = "; ".join(tg.get("E call", []))
+    backend = "; ".join(tg.get("E backend", []))
+    issue = [i for i in r.get("issues", []) if i.startswith("7001") and "_chunked_prefix_attn_mha" in i]
+    found_layer = "RadixAttention" in layer
+    found_backend = "Overrides{" in backend or "forward" in backend
+    verdict = "right" if issue else "partial" if found_layer or found_backend else "none"
+    return [asdict(CaseResult(
+        "Pysa (sglang)", "E engine dispatch", verdict,
+        f"self.attn_mha(...): {layer or 'no call-graph entry'}; get_attn_backend().forward: "
+        f"{backend or 'no call-graph entry'}; forward_extend overrides "
+        f"{len(overrides & expected_overrides)}/{len(expected_overrides)}; issue: {issue or 'none'}",
+        "call-graph.json + override-graph.json + issue 7001 (forward_extend -> merge_state)", cpu,
+        "" if issue else "the LSE of the backends' forward_extend does not reach merge_state"))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1064,7 +1122,7 @@ def main(argv: list[str] | None = None) -> int:
         costs.append(CostResult("attn-contracts lint -j 2", "whole vllm", r["files"], r["lines"], r["cpu_s"],
                                 r["wall_s"], r["peak_rss_mib"],
                                 f"{r['findings']} findings; rc {r['rc']}; RSS summed over the group"))
-    if whole:
+    if "parse" in tools and whole:
         err.log("the parse floor: ast.parse and parso over every file")
         r = _child("parse-floor", ref)
         if "ast_cpu_s" in r:
@@ -1115,30 +1173,42 @@ def main(argv: list[str] | None = None) -> int:
         err.log("Pysa, synthetic fixture")
         r = results["pysa-fixture"] = pysa_run(_PYSA_FIXTURE, args.pysa_cpu_budget)
         fx = _overrides(_classes(FIXTURE, "lsefix"), "MLAImpl", "forward_mqa") - {"MLAImpl.forward_mqa"}
-        r["cases"] = _pysa_cases(r, "Pysa (fixture)", fx)
+        r["cases"] = _pysa_cases(r, "Pysa (fixture)", fx, _PYSA_FIXTURE.f_define)
         costs.append(CostResult("Pysa (+Pyrefly)", "fixture", r["files"], r["lines"], r["cpu_s"], r["wall_s"],
                                 r["peak_rss_mib"], f"rc {r['rc']}"))
         if whole:
             err.log(f"Pysa, whole vllm (stopped after {args.pysa_cpu_budget:.0f} CPU s)")
             r = results["pysa-vllm"] = pysa_run(_PYSA_VLLM, args.pysa_cpu_budget)
             want = set(ref["D_impls"]) - {"MLAAttentionImpl.forward_mqa"}
-            r["cases"] = _pysa_cases(r, "Pysa (vllm)", want) if r["rc"] == 0 else []
+            r["cases"] = _pysa_cases(r, "Pysa (vllm)", want, _PYSA_VLLM.f_define) if r["rc"] == 0 else []
             costs.append(CostResult("Pysa (+Pyrefly)", "whole vllm, minimal taint model", r["files"],
                                     r["lines"],
                                     r["cpu_s"], r["wall_s"], r["peak_rss_mib"],
                                     "stopped at the CPU budget" if r["killed"] else f"rc {r['rc']}"))
+            err.log(f"Pysa, sglang srt (stopped after {args.pysa_cpu_budget:.0f} CPU s)")
+            r = results["pysa-sglang"] = pysa_run(_PYSA_SGLANG, args.pysa_cpu_budget)
+            want = set(ref["E_backends"]) - {"AttentionBackend.forward_extend"}
+            r["cases"] = _pysa_e_cases(r, want) if r["rc"] == 0 else []
+            costs.append(CostResult("Pysa (+Pyrefly)", "sglang srt, minimal taint model", r["files"],
+                                    r["lines"], r["cpu_s"], r["wall_s"], r["peak_rss_mib"],
+                                    "stopped at the CPU budget" if r["killed"] else f"rc {r['rc']}"))
     if "pyrefly" in tools and whole:
         err.log("pyrefly check, whole vllm")
-        r = pyrefly_whole(ref)
-        costs.append(CostResult("pyrefly check", "whole vllm (type check only)", r["files"], r["lines"],
-                                r["cpu_s"], r["wall_s"], r["peak_rss_mib"], f"rc {r['rc']} (type errors)"))
+        r = results["pyrefly"] = pyrefly_whole(ref)
+        c, rep = r["check"], r["report"]
+        costs.append(CostResult("pyrefly check -j 2", "whole vllm (type check only)", r["files"], r["lines"],
+                                c["cpu_s"], c["wall_s"], c["peak_rss_mib"],
+                                f"rc {c['rc']}: {'; '.join(c['summary'])[:160]}"))
+        costs.append(CostResult("pyrefly check --report-pysa", "whole vllm (+ the call graph Pysa reads)",
+                                r["files"], r["lines"], rep["cpu_s"], rep["wall_s"], rep["peak_rss_mib"],
+                                f"rc {rep['rc']}; report {rep['report_mib']:.0f} MiB"))
     load1 = ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
     console = Console()
     table = Table(title="cases")
     for col in ("tool", "case", "verdict", "CPU s", "answer"):
         table.add_column(col, overflow="fold")
-    for key in ("astroid-cases", "jedi-cases", "pysa-fixture", "pysa-vllm"):
+    for key in ("astroid-cases", "jedi-cases", "pysa-fixture", "pysa-vllm", "pysa-sglang"):
         for c in results.get(key, {}).get("cases", []):
             table.add_row(c["tool"], c["case"], c["verdict"], f"{c['cpu_s']:.2f}", c["answer"][:160])
         if "error" in results.get(key, {}):
