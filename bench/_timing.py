@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 __all__ = ["L2_BYTES", "after_flush_us", "best_of_rounds", "copies_for_cold_l2", "copy_bandwidth",
            "copy_calls", "do_bench_us", "dry_run", "environment", "graph_per_launch",
-           "host_medians", "is_dry_run", "wall_and_cpu_s", "wall_us", "write_results"]
+           "host_medians", "is_dry_run", "now_ns", "now_s", "wall_and_cpu_s", "wall_us", "write_results"]
 
 L2_BYTES = 60 * 1024 * 1024  # H100/H200 L2 (50 MB on H100 PCIe; 60 MB bounds both)
 R = TypeVar("R")
@@ -183,6 +183,16 @@ def host_medians(fns: Mapping[str, Callable[[], object]], calls: int = 2000, *,
     if cuda:
         torch.cuda.synchronize()
     return {name: statistics.median(ts) / 1e3 for name, ts in times.items()}
+
+
+def now_s() -> float:
+    """The wall clock every benchmark reads (seconds; only differences mean anything)."""
+    return time.perf_counter()
+
+
+def now_ns() -> int:
+    """:func:`now_s` in integer nanoseconds, for loops of sub-microsecond calls."""
+    return time.perf_counter_ns()
 
 
 def wall_and_cpu_s(fn: Callable[[], R], repeats: int) -> tuple[list[float], list[float], R]:

@@ -62,6 +62,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
+from _timing import now_s
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).resolve().parent / "lint_inference"  # holds the package ``lsefix``
 STUBS = FIXTURE / "stubs"  # our own stand-in for FlashInfer's two entry points, for Pysa only
@@ -446,14 +449,14 @@ def astroid_whole(ref: dict[str, Any]) -> dict[str, Any]:
     manager = _astroid_setup()
     files = _py_files(VLLM_ROOT / "vllm")
     lines = sum(p.read_bytes().count(b"\n") for p in files)
-    t0, w0 = _cpu(), time.perf_counter()
+    t0, w0 = _cpu(), now_s()
     modules, failed = [], 0
     for path in files:
         try:
             modules.append(manager.ast_from_file(str(path), _modname(VLLM_ROOT, path)))
         except Exception:  # a module astroid cannot build is counted, not fatal
             failed += 1
-    build_cpu, build_wall, build_rss = _cpu() - t0, time.perf_counter() - w0, _rss_mib()
+    build_cpu, build_wall, build_rss = _cpu() - t0, now_s() - w0, _rss_mib()
     # the calls of interest, inferred
     t1 = _cpu()
     calls = inferred = uninferable = timeouts = 0
@@ -493,7 +496,7 @@ def astroid_whole(ref: dict[str, Any]) -> dict[str, Any]:
         "calls_cpu_s": calls_cpu, "subclasses_cpu_s": subs_cpu, "subclass_errors": bad,
         "subclasses_found": len(subs & expected), "subclasses_expected": len(expected),
         "subclasses_extra": sorted(subs - expected), "subclasses_missed": sorted(expected - subs),
-        "cpu_s": _cpu() - t0, "wall_s": time.perf_counter() - w0, "peak_rss_mib": _rss_mib(),
+        "cpu_s": _cpu() - t0, "wall_s": now_s() - w0, "peak_rss_mib": _rss_mib(),
     }
 
 
@@ -652,7 +655,7 @@ def jedi_whole(ref: dict[str, Any]) -> dict[str, Any]:
                     sites.setdefault(path, []).append((f.end_lineno or f.lineno, (f.end_col_offset or 1) - 1))
                 elif isinstance(f, ast.Name) and f.id in CALLS_OF_INTEREST:
                     sites.setdefault(path, []).append((f.lineno, f.col_offset))
-    t0, w0 = _cpu(), time.perf_counter()
+    t0, w0 = _cpu(), now_s()
     n = resolved = 0
     for path, where in sites.items():
         s = jedi.Script(path=str(path), project=proj)
@@ -662,7 +665,7 @@ def jedi_whole(ref: dict[str, Any]) -> dict[str, Any]:
                 resolved += 1
     lines = sum(p.read_bytes().count(b"\n") for p in sites)
     return {"files": len(sites), "lines": lines, "calls": n, "resolved": resolved,
-            "cpu_s": _cpu() - t0, "wall_s": time.perf_counter() - w0, "peak_rss_mib": _rss_mib()}
+            "cpu_s": _cpu() - t0, "wall_s": now_s() - w0, "peak_rss_mib": _rss_mib()}
 
 
 # --- external programs: the project's linter, Pyrefly, Pysa ---------------------------------------
@@ -670,7 +673,7 @@ def _run_measured(cmd: list[str], cwd: Path, cpu_budget_s: float | None = None,
                   env: dict[str, str] | None = None, log: Path | None = None) -> dict[str, Any]:
     """Run ``cmd`` in a process group; CPU and peak RSS of the whole group (children included, by
     ``wait4`` and a /proc walk for the budget). Over ``cpu_budget_s`` CPU seconds: killed."""
-    w0 = time.perf_counter()
+    w0 = now_s()
     out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115  (closed below)
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env,
                             start_new_session=True)
@@ -691,7 +694,7 @@ def _run_measured(cmd: list[str], cwd: Path, cpu_budget_s: float | None = None,
         out.close()  # type: ignore[union-attr]
     return {"rc": os.waitstatus_to_exitcode(status), "killed": killed,
             "cpu_s": max(group_cpu, ru.ru_utime + ru.ru_stime),
-            "wall_s": time.perf_counter() - w0,
+            "wall_s": now_s() - w0,
             "peak_rss_mib": max(group_rss, ru.ru_maxrss / 1024)}
 
 

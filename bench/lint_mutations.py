@@ -88,13 +88,11 @@ import difflib
 import fnmatch
 import itertools
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -109,6 +107,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _releases, also under PYTHONSAFEPATH=1
 from _releases import Release, ReleaseError, default_cache, package_lines, parse_spec, source
+from _timing import wall_and_cpu_s
 
 from attn_contracts.findings import Finding, Severity
 from attn_contracts.lint import LintConfig, lint_paths
@@ -328,16 +327,10 @@ def _seen(f: Finding, root: Path) -> Seen | None:
 def lint_scope(root: Path, scope: Sequence[str], jobs: int) -> tuple[list[Seen], float, float]:
     """(findings, CPU seconds, wall seconds) of one lint of the scope below ``root``."""
     paths = [root / s for s in scope if (root / s).exists()]
-    cpu0, wall0 = _cpu(), time.perf_counter()
-    found = lint_paths(paths, LintConfig(), jobs=jobs)
-    cpu, wall = _cpu() - cpu0, time.perf_counter() - wall0
+    walls, cpus, found = wall_and_cpu_s(lambda: lint_paths(paths, LintConfig(), jobs=jobs), 1)
+    cpu, wall = cpus[0], walls[0]
     return [s for f in found if (s := _seen(f, root)) is not None], cpu, wall
 
-
-def _cpu() -> float:
-    """CPU seconds of this process and of its finished children (the lint workers)."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
 
 
 def _counted(s: Seen) -> bool:

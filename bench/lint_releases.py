@@ -41,7 +41,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -55,6 +54,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _releases, also under PYTHONSAFEPATH=1
 from _releases import Release, ReleaseError, default_cache, package_lines, parse_spec, source
+from _timing import wall_and_cpu_s
 
 HERE = Path(__file__).resolve().parent
 CLASSIFICATION = HERE / "lint_classification.toml"
@@ -156,11 +156,14 @@ def lint_release(release: Release, root: Path, jobs: int | None) -> Run:
     cmd = [sys.executable, "-m", "attn_contracts.cli", "lint", str(package), "--format", "json",
            "--exit-zero", *(["--jobs", str(jobs)] if jobs else [])]
     out_path = root.parent / f".lint-{release.folder}-{os.getpid()}.json"
-    wall0 = time.perf_counter()
-    with open(out_path, "w", encoding="utf-8") as out:  # a file, not a pipe: no deadlock, no cap
-        child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - wall0
+    def run_child() -> tuple[subprocess.Popen[bytes], int, Any]:
+        with open(out_path, "w", encoding="utf-8") as out:  # a file, not a pipe: no deadlock, no cap
+            child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE)
+            _, status, usage = os.wait4(child.pid, 0)
+        return child, status, usage
+
+    walls, _, (child, status, usage) = wall_and_cpu_s(run_child, 1)
+    wall = walls[0]
     child.returncode = os.waitstatus_to_exitcode(status)
     stderr = child.stderr.read().decode(errors="replace") if child.stderr else ""
     try:

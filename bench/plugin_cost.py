@@ -30,9 +30,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
+from _timing import wall_and_cpu_s
 
 _VLLM_SAMPLE = """
 import json, sys, time
@@ -77,9 +79,9 @@ def _sample(code: str, env: dict[str, str]) -> dict[str, float]:
 
 
 def _wall(argv: list[str], cwd: str, env: dict[str, str]) -> dict[str, float]:
-    start = time.perf_counter()
-    subprocess.run(argv, cwd=cwd, env=env, capture_output=True, check=True, timeout=300)
-    return {"ms": (time.perf_counter() - start) * 1e3}
+    walls, _, _ = wall_and_cpu_s(lambda: subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, check=True, timeout=300), 1)
+    return {"ms": walls[0] * 1e3}
 
 
 def _quartiles(values: list[float]) -> tuple[float, float, float]:

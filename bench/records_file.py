@@ -16,11 +16,13 @@ import io
 import os
 import re
 import statistics
+import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
+from _timing import wall_and_cpu_s
 from rich.console import Console
 from rich.table import Table
 
@@ -84,12 +86,7 @@ def _scan_per_record(text: str) -> dict[str, int]:
 def _timed(fn: Callable[[], object], repeats: int) -> tuple[float, float, float]:
     """Best and median wall seconds, and the CPU seconds of the best run (on a shared machine
     the CPU time is what the same run takes on an idle core)."""
-    times, cpu = [], []
-    for _ in range(repeats):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        fn()
-        times.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
+    times, cpu, _ = wall_and_cpu_s(fn, repeats)
     return min(times), statistics.median(times), cpu[times.index(min(times))]
 
 

@@ -96,7 +96,7 @@ def test_one_line_verifies_a_record_and_fails_with_the_findings(
 
 
 def test_without_torch_a_test_that_verifies_is_skipped_with_the_reason(
-        pytester: pytest.Pytester) -> None:
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 26 item 18: torch is the kernels extra; without it the test is skipped, as the
     verifier skips a record whose library is missing (``skip=False`` fails, with the reason)."""
     pytester.makefile(".toml", contracts=RECORDS)
@@ -108,10 +108,16 @@ def test_without_torch_a_test_that_verifies_is_skipped_with_the_reason(
         def test_fails(verify_contract):
             verify_contract("mine.decode", file="contracts.toml", skip=False)
     """)
+    # CI set: pytest then never cuts the summary lines to the terminal's width (as on CI machines)
+    monkeypatch.setenv("CI", "true")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rsf")
     result.assert_outcomes(skipped=1, failed=1)
     out = result.stdout.str()
-    assert out.count("mine.decode: needs torch, pip install 'attn-contracts[kernels]'") == 2
+    reason = "mine.decode: needs torch, pip install 'attn-contracts[kernels]'"
+    skipped = [line for line in out.splitlines() if line.startswith("SKIPPED [1]")]
+    failed = [line for line in out.splitlines() if line.startswith("FAILED test_kernel.py::test_fails")]
+    assert len(skipped) == 1 and reason in skipped[0], out
+    assert len(failed) == 1 and reason in failed[0] and "not verified" in failed[0], out
     assert "ModuleNotFoundError" not in out  # no traceback
 
 

@@ -660,8 +660,8 @@ def validate_vllm_config(vllm_config: Any, target_layer_names: Iterable[str] | N
     runs after vLLM's own check): their backends, their impl classes, the DCP group's ranks.
     ``ATTN_CONTRACTS_VLLM=warn`` logs the error instead of raising it; ``off`` checks nothing."""
     dcp = int(vllm_config.parallel_config.decode_context_parallel_size)
-    mode = policy()
-    if dcp <= 1 or mode == "off":
+    refusal = policy()  # what a refusal does (the env variable), not a combine mode
+    if dcp <= 1 or refusal == "off":
         return []
     from vllm.config import get_layers_from_vllm_config
 
@@ -679,7 +679,7 @@ def validate_vllm_config(vllm_config: Any, target_layer_names: Iterable[str] | N
     try:
         return validate_vllm_startup(backends, dcp_world_size=dcp, group=group, impls=backends)
     except ContractError as err:
-        if mode == "warn":
+        if refusal == "warn":
             log.error("attn-contracts (%s=warn, not raising): %s", MODE_ENV, err)
             return []
         raise

@@ -615,16 +615,16 @@ class Trace:
         self._seen[k] = (old[0], old[1] + 1, old[2]) if old else (finding, 1, mismatch)
 
 
-def _remove_mode(mode: object) -> bool:
-    """Take ``mode`` off this thread's torch-function mode stack wherever it sits (the modes
+def _remove_mode(pushed: object) -> bool:
+    """Take ``pushed`` off this thread's torch-function mode stack wherever it sits (the modes
     pushed after it stay, in their order); False when it is not there."""
     import torch.overrides
 
     ov: Any = torch.overrides  # its stack helpers are private and untyped
-    if mode not in ov._get_current_function_mode_stack():
+    if pushed not in ov._get_current_function_mode_stack():
         return False
     above = []
-    while (top := ov._pop_mode()) is not mode:
+    while (top := ov._pop_mode()) is not pushed:
         above.append(top)
     for m in reversed(above):
         ov._push_mode(m)
