@@ -56,6 +56,7 @@ class Code(enum.StrEnum):
     AC027 = "AC027"  # a combine call does not match its plan (N, H, D, dtype, sink, workspace, mode)
     AC028 = "AC028"  # a producer call leaves its LSE base to run-time dispatch
     AC029 = "AC029"  # records of one function disagree, version unknown: what they agree on is used
+    AC030 = "AC030"  # a class's own LSE base is not confirmed by the kernels it calls (lint)
 
 
 class Severity(enum.StrEnum):

@@ -256,6 +256,10 @@ class ProducerCall(Frozen):
     #: the LSE's base chosen by the call (a keyword, a default by another argument, or left to
     #: run-time dispatch); absent: the record's ``lse.base``
     base: CallBase | None = None
+    #: arguments the kernel writes the LSE into (an out buffer: ``lse=buf``), by keyword or by
+    #: position ("4"); the buffer then holds this record's LSE
+    lse_out: Annotated[tuple[Annotated[str, Strict(), Field(pattern=r"^([A-Za-z_][A-Za-z0-9_]*|[0-9]+)$")],
+                             ...], Field(strict=False)] = ()
 
 
 class RecordHeader(Frozen):

@@ -38,7 +38,14 @@ from pathlib import Path
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.identity import tree_versions
-from attn_contracts.lint.classes import ClassInfo, Hierarchy, ModuleInfo, collect_classes, module_info
+from attn_contracts.lint.classes import (
+    ClassInfo,
+    Hierarchy,
+    ModuleInfo,
+    collect_classes,
+    module_info,
+    relevant_functions,
+)
 from attn_contracts.lint.config import (
     ConfigError,
     LintConfig,
@@ -47,15 +54,14 @@ from attn_contracts.lint.config import (
     load_config,
     unknown_codes,
 )
-from attn_contracts.lint.flow import flow_findings, mentions
-from attn_contracts.lint.kernels import kernel_calls_of
 from attn_contracts.lint.knowledge import (
     Knowledge,
     is_record_document,
     load_project_records,
     read_record_document,
 )
-from attn_contracts.lint.rules import class_findings, could_fire, tree_findings
+from attn_contracts.lint.model import FileFacts, model_findings
+from attn_contracts.lint.rules import could_fire, tree_findings
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.sources import (
     AnyRecord,
@@ -213,6 +219,7 @@ class _PyResult:
     classes: list[ClassInfo] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     noqa_lines: list[str] = field(default_factory=list)
+    mentions: bool = False  # names a producer, a consumer or a base attribute
 
 
 def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) -> _PyResult:
@@ -225,19 +232,42 @@ def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) ->
             out.findings.append(_ac000(path, err))
         return out
     out.module = module_info(path, tree)
-    calls = report and any(n in text for n in knowledge.names)  # a kernel a class may call
-    out.classes = collect_classes(tree, str(path), out.module, kernel_calls_of(
-        knowledge, out.module, (*cfg.returns_attrs, *cfg.base_attrs)) if calls else None)
+    out.classes = collect_classes(tree, str(path), out.module)
+    # no producer, consumer or base attribute named: no flow starts here
+    out.module.trigger_lines = _trigger_lines(text, knowledge, cfg)
+    out.module.relevant = relevant_functions(out.module, out.classes, text.splitlines(),
+                                             out.module.trigger_lines)
+    out.mentions = knowledge.follow_all or bool(out.module.trigger_lines)
     if not report:
         return out
     if "noqa" in text.lower():
         out.noqa_lines = text.splitlines()
     if could_fire(text, cfg):
         out.findings += _guarded(out.path, partial(tree_findings, tree, out.path, cfg))
-    if mentions(text, knowledge):  # no consumer or producer named: nothing to follow
-        out.findings += _guarded(out.path, partial(flow_findings, tree, out.path, knowledge,
-                                                   out.module.name))
     return out
+
+
+@cache
+def _trigger_pattern(names: frozenset[str]) -> re.Pattern[str] | None:
+    if not names:
+        return None
+    return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
+
+
+def _trigger_lines(text: str, knowledge: Knowledge, cfg: LintConfig) -> tuple[int, ...]:
+    """The (1-based) lines of ``text`` that name a producer, a consumer or a base attribute."""
+    pattern = _trigger_pattern(frozenset((*knowledge.names, *cfg.base_attrs, *cfg.returns_attrs)))
+    if pattern is None:
+        return ()
+    lines: list[int] = []
+    last = -1
+    for m in pattern.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1 if last < 0 else lines[-1] + text.count(
+            "\n", last, m.start())
+        if not lines or lines[-1] != line:
+            lines.append(line)
+        last = m.start()
+    return tuple(lines)
 
 
 #: (config, knowledge) for worker processes, set before they fork
@@ -322,15 +352,13 @@ def lint_paths(paths: Sequence[Path], config: LintConfig | None = None, *,
         knowledge, more = knowledge_for(cfg, records, tree_versions(roots, cfg.versions))
         findings += more
     results = _analyse_all(python, cfg, knowledge, jobs)
-    classes = [c for r in results for c in r.classes]
-    hierarchy = Hierarchy(classes, [r.module for r in results if r.module is not None])
     for r in results:
         findings += r.findings
         if r.noqa_lines:
             texts[r.path] = r.noqa_lines
-        if r.report:
-            for cls in r.classes:
-                findings += _guarded(cls.path, partial(class_findings, hierarchy, cfg, [cls]))
+    facts = [FileFacts(r.path, r.report, r.mentions, r.module, r.classes) for r in results]
+    findings += model_findings(facts, knowledge, returns_attrs=cfg.returns_attrs,
+                               base_attrs=cfg.base_attrs)
     kept: dict[tuple[str, str], Finding] = {}
     for f in findings:  # the direct-call rule and the flow rule may both see one literal
         if _selected(f.code, cfg) and not _suppressed(

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from attn_contracts.call_base import CallBase
+from attn_contracts.call_base import CallBase, literal_key
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
 from attn_contracts.findings import Code, Finding
 from attn_contracts.identity import in_range
@@ -31,8 +31,8 @@ from attn_contracts.sources import (
     split_roles,
 )
 
-__all__ = ["Consumer", "Knowledge", "Producer", "call_literals", "is_record_document",
-           "read_record_document"]
+__all__ = ["Consumer", "Knowledge", "Producer", "agreed_consumer", "call_literals",
+           "is_record_document", "narrow_producers", "read_record_document"]
 
 RECORD_KEYS = RECORD_TABLES
 
@@ -111,7 +111,7 @@ def _common(values: Iterable[str | None]) -> str | None:
 @dataclass(frozen=True)
 class Producer:
     """A call that returns an LSE of a known base when called with ``when`` (or of the base
-    its arguments choose, ``call_base``)."""
+    its arguments choose, ``call_base``), possibly into an out buffer (``lse_out``)."""
 
     function: str
     record: str
@@ -119,6 +119,8 @@ class Producer:
     when: tuple[tuple[str, str], ...]
     lse_index: int
     call_base: CallBase | None = None
+    lse_out: tuple[str, ...] = ()
+    layout: str | None = None
 
     def bases_for(self, call: ast.Call) -> tuple[str, ...]:
         """The bases a call can return: one where its literal arguments decide, else every
@@ -136,6 +138,56 @@ class Producer:
     def owner_class(self) -> str | None:
         parts = self.function.split(".")
         return parts[-2] if len(parts) >= 2 and parts[-2][:1].isupper() else None
+
+
+Rec = TypeVar("Rec", Consumer, Producer)
+
+
+def agreed_consumer(found: list[Consumer]) -> tuple[Consumer | None, bool]:
+    """One consumer for the records a call matched: the one, or, where records for one name
+    disagree (the tree's release unknown), a consumer of what they agree on; the flag says
+    whether they disagreed (an ``AC029`` note). Records that read their LSE from different
+    arguments match nothing."""
+    if not found:
+        return None, False
+    if len({(c.base, c.lse_args, c.returns_base) for c in found}) == 1:
+        return found[0], False
+    if len({c.lse_args for c in found}) != 1:
+        return None, False
+    records = {c.record: c for c in found}
+    if len(records) == 1:
+        return found[0], False
+    returned = {c.returns_base for c in found}
+    return replace(found[0], record="", agreed=tuple(records.values()),
+                   keywords=tuple(sorted({k for c in found for k in c.keywords})),
+                   returns_base=returned.pop() if len(returned) == 1 else None), True
+
+
+def narrow_producers(found: Iterable[Producer], given: Mapping[str, str], opaque: bool,
+                     ) -> list[Producer]:
+    """The records a call can be, by its arguments (``given``: keyword → literal source text, or
+    ``"<expr>"``; ``opaque``: ``**kwargs`` the linter cannot read): a record whose ``when`` the
+    call contradicts (``return_lse=False``, or a keyword it does not pass) is dropped, and of
+    records whose conditions nest, a call that satisfies the narrower one is only that one
+    (``run(return_lse=True, return_lse_base_on_e=True)`` is the ``+basee`` record's call).
+    Records that differ only in a condition the call leaves to an expression all stay."""
+    kept: list[tuple[Producer, bool]] = []
+    for p in found:
+        exact = True
+        for kw, literal in p.when:
+            value = given.get(kw)
+            if value is None:
+                if not opaque:
+                    break
+                exact = False
+            elif value == "<expr>":
+                exact = False
+            elif literal_key(value) != literal_key(literal):
+                break
+        else:
+            kept.append((p, exact))
+    return [p for p, _ in kept if not any(
+        q_exact and set(p.when) < set(q.when) for q, q_exact in kept)]
 
 
 @dataclass
@@ -174,8 +226,10 @@ class Knowledge:
                 continue
             for pcall in prod.calls:
                 if in_range(pcall.versions, have.get(prod.library)):
+                    layout = getattr(prod.lse, "layout", None)
                     k.add_producer(Producer(pcall.function, prod.name, base, pcall.when,
-                                            pcall.lse_index, pcall.base))
+                                            pcall.lse_index, pcall.base, pcall.lse_out,
+                                            layout))
         legacy_kws = tuple(legacy_keywords)
         for fn in legacy_functions:
             if fn not in k.consumers:  # a record says more than a name in a setting
@@ -192,6 +246,29 @@ class Knowledge:
             names |= {p.owner_class or p.last for group in self.producers.values() for p in group}
             self._names = frozenset(names)
         return self._names
+
+    def find(self, qualname: str | None, last: str, owner: str | None,
+             ) -> tuple[list[Consumer], list[Producer]]:
+        """The records a call of ``last`` can be. ``qualname``: what the call resolved to
+        (``vllm.v1.attention.ops.dcp.cp_lse_ag_out_rs``), or None where the callee is not
+        known; ``owner``: the class of the receiver, for a method (a method record matches only
+        a receiver of its class). A resolved call matches its exact path, else a record of the
+        same top-level package (a re-export, a moved path); an engine's own ``merge_state`` is
+        never FlashInfer's."""
+        return (self._pick(self.consumers.get(last, []), qualname, owner),
+                self._pick(self.producers.get(last, []), qualname, owner))
+
+    @staticmethod
+    def _pick(found: list[Rec], qualname: str | None, owner: str | None) -> list[Rec]:
+        found = [r for r in found if r.owner_class == owner or (
+            r.owner_class is None and owner is None)]
+        if qualname is None or not found:
+            return found
+        exact = [r for r in found if r.function == qualname]
+        if exact:
+            return exact
+        package = qualname.partition(".")[0]
+        return [r for r in found if r.function.partition(".")[0] == package]
 
     def add_consumer(self, c: Consumer) -> None:
         self.consumers.setdefault(c.last, []).append(c)
