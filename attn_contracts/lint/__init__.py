@@ -255,8 +255,11 @@ def _trigger_pattern(names: frozenset[str]) -> re.Pattern[str] | None:
 
 
 def _trigger_lines(text: str, knowledge: Knowledge, cfg: LintConfig) -> tuple[int, ...]:
-    """The (1-based) lines of ``text`` that name a producer, a consumer or a base attribute."""
-    pattern = _trigger_pattern(frozenset((*knowledge.names, *cfg.base_attrs, *cfg.returns_attrs)))
+    """The (1-based) lines of ``text`` that name a producer, a consumer (of a package the text
+    names too) or a base attribute."""
+    names = knowledge.names_in(text) | {n for n in (*cfg.base_attrs, *cfg.returns_attrs)
+                                        if n in text}
+    pattern = _trigger_pattern(frozenset(names))
     if pattern is None:
         return ()
     lines: list[int] = []

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.lint.classes import ClassInfo, Hierarchy
 from attn_contracts.lint.interpret import BaseGiven, Kernel, Use
-from attn_contracts.lint.values import ClassKey, Source
+from attn_contracts.lint.knowledge import Consumer
+from attn_contracts.lint.values import ClassKey, Lit, Source
 
 __all__ = ["Declaration", "class_findings", "declaration", "edge_findings"]
 
@@ -277,7 +278,27 @@ def _fix(given: BaseGiven, base: str) -> str:
 
 
 def edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | None],
+                  literal_sites: dict[str, tuple[Consumer, str, Lit]] | None = None,
                   ) -> Iterator[Finding]:
+    seen: set[str] = set()
+    for f in _edge_findings(uses, declared):
+        if f.code in (Code.AC003, Code.AC023):
+            seen.add(f.location)
+        yield f
+    for where, (c, kw, lit) in (literal_sites or {}).items():
+        if where in seen:
+            continue
+        yield Finding(
+            Code.AC003, c.last,
+            f"{c.last}({kw}={lit.value!r}{lit.how}) gets a literal LSE base; no LSE the linter "
+            "can follow reaches it here, so nothing confirms it; it must come from the "
+            "backend's record or class", severity=Severity.WARNING,
+            hint=f"pass {kw}=<backend>.lse_base_on_e or plan from the record", field=kw,
+            found=lit.value, allowed="an expression read from the backend", location=where)
+
+
+def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | None],
+                   ) -> Iterator[Finding]:
     unknown_reads: dict[str, list[tuple[Use, str]]] = {}
     for use in uses:
         g = use.given

@@ -38,7 +38,7 @@ from typing import Any
 from attn_contracts.call_base import CallBase, literal_key
 from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code, Finding, Severity
-from attn_contracts.lint.classes import ClassInfo, dotted_name
+from attn_contracts.lint.classes import ClassInfo, dotted_name, statements
 from attn_contracts.lint.knowledge import (
     Consumer,
     Knowledge,
@@ -205,6 +205,10 @@ class Interpreter:
         #: names the flow found carrying an LSE or a combine (methods returning one, attributes
         #: holding one): their call sites are where more flow starts
         self.carrier_names: set[str] = set()
+        #: the functions (qualified names) found returning one
+        self.carrier_funcs: set[str] = set()
+        #: where a literal base is written for a consumer: the consumer, keyword and literal
+        self.literal_sites: dict[str, tuple[Consumer, str, Lit]] = {}
         #: (instance, attribute) → values stored (``self.x = ...``)
         self.stores: dict[tuple[Inst, str], set[Value]] = {}
         self._init_done: set[Inst] = set()
@@ -254,17 +258,18 @@ class Interpreter:
         for (func, _, _), summary in self._memo.items():
             if _carries(summary.returns):
                 names.add(func.qualname.rpartition(".")[2])
+                self.carrier_funcs.add(func.qualname)
         for (_, attr), values in self.stores.items():
             if any(_carries(v) for v in values):
                 names.add(attr)
-        return {n for n in names if n.isidentifier() and not n.startswith("<")}
+        return {n for n in names if n.isidentifier() and not n.startswith(("<", "__"))}
 
     def reaches(self, func: Func) -> bool:
         """Whether a call into a function can matter to the rules (when no argument carries an
         LSE, a base attribute or a combine): it holds a line naming a producer, a consumer or a
         base attribute, or calls a function of its module that does (the per-file pass's
         ``relevant``), or it is a name the flow found carrying an LSE."""
-        if func.qualname.rpartition(".")[2] in self.carrier_names:
+        if func.qualname in self.carrier_funcs:
             return True
         info = self.p.info(func.path)
         if info is None:
@@ -619,16 +624,20 @@ class Interpreter:
                 values.append(self.resolve_annotation(c.path, c.annotations[attr]))
                 break
         for c in self.p.mro(cls):
+            if not (self.p.active(c.path) or c.path in self._carrier_lines):
+                continue  # a module that names nothing the rules know stores nothing they read
             for name, fn in self.p.methods(c).items():
                 stored = self._stored_attrs(fn)
                 if attr not in stored:
                     continue
                 self.analyse(Func(c.path, f"{c.name}.{name}", fn), generic, None, generic=True)
-                values += self.stores.get((generic, attr), ())
+                # a store the analysis could not follow (``self = super().__new__(cls)`` in a
+                # branch it did not reach) is an unknown value, never the class default alone
+                values += self.stores.get((generic, attr), (None,))
                 ann = stored[attr]
                 if ann is not None:
                     values.append(self.resolve_annotation(c.path, ann))
-        value = join([v for v in values if v is not None]) if values else None
+        value = join(values) if values else None
         self._class_attr_memo[key] = value
         return value
 
@@ -644,13 +653,18 @@ class Interpreter:
         key = id(fn)
         if key not in self._assigns_attr:
             found: dict[str, ast.expr | None] = {}
-            for sub in ast.walk(fn):
-                if isinstance(sub, ast.AnnAssign) and isinstance(sub.target, ast.Attribute) and \
-                        isinstance(sub.target.value, ast.Name) and sub.target.value.id == "self":
-                    found[sub.target.attr] = sub.annotation
-                elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and \
-                        isinstance(sub.value, ast.Name) and sub.value.id == "self":
-                    found.setdefault(sub.attr, None)
+            for st in statements(fn):  # type: ignore[arg-type]
+                if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Attribute) and \
+                        isinstance(st.target.value, ast.Name) and st.target.value.id == "self":
+                    found[st.target.attr] = st.annotation
+                    continue
+                targets = st.targets if isinstance(st, ast.Assign) else (
+                    [st.target] if isinstance(st, (ast.AugAssign, ast.For)) else [])
+                for t in targets:
+                    for sub in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) \
+                                and sub.value.id == "self":
+                            found.setdefault(sub.attr, None)
             self._assigns_attr[key] = found
         return self._assigns_attr[key]
 
@@ -737,9 +751,10 @@ def _carries(value: Value, depth: int = 0) -> bool:
         if isinstance(alt, Tup) and any(_carries(v, depth + 1) for v in alt.items):
             return True
         if isinstance(alt, Inst) and alt.ctor is not None and any(
-                isinstance(v, Flag) or (isinstance(v, Lit) and isinstance(v.value, bool))
-                for _, v in alt.ctor[1]):
-            return True
+                isinstance(v, (Flag, Lse)) or (isinstance(v, Lit) and isinstance(v.value, bool)
+                                               and ("lse" in k or "base" in k))
+                for k, v in alt.ctor[1]):
+            return True  # an object built with a base: MLADCPManager(is_lse_base_on_e=...)
     return False
 
 
@@ -1002,11 +1017,15 @@ class _Frame:
 
     @staticmethod
     def _join(results: list[dict[str, Value]], before: dict[str, Value]) -> dict[str, Value]:
-        joined: dict[str, Value] = {}
-        for key in set().union(*results):
-            values = [r.get(key, before.get(key)) for r in results]
-            first = values[0]
-            joined[key] = first if all(v == first for v in values) else join(values)
+        if len(results) == 1:
+            return results[0]
+        joined = dict(results[0])
+        for r in results[1:]:
+            for key in joined.keys() | r.keys():
+                a = joined.get(key, before.get(key))
+                b = r.get(key, before.get(key))
+                if a is not b and a != b:
+                    joined[key] = join([a, b])
         return joined
 
     def assign(self, target: ast.expr, value: Value) -> None:
@@ -1263,6 +1282,11 @@ class _Frame:
             rest = ast.Call(func=node.args[0], args=node.args[1:], keywords=node.keywords)
             ast.copy_location(rest, node)
             call = self.args(rest)
+            for t in alternatives(target):  # a literal base bound here is one for every call
+                rec = t if isinstance(t, Rec) else self.records_for(t, _callee_name(t, ""), node)
+                for c in rec.consumers if rec is not None else ():
+                    if isinstance(c, Consumer):
+                        self.note_literal(c, call)
             return join([Partial(t.target if isinstance(t, Partial) else t,
                                  (*(t.pos if isinstance(t, Partial) else ()), *call.pos),
                                  (*(t.kw if isinstance(t, Partial) else ()), *call.kw.items()),
@@ -1313,7 +1337,13 @@ class _Frame:
             merged = _Call([*callee.pos, *call.pos], {**dict(callee.kw), **call.kw},
                            call.opaque, call.maybe, where)
             return self.apply(callee.target, merged, node, where, name)
-        rec = self.records_for(callee, name, node)
+        if name == "__new__" and call.pos and isinstance(call.pos[0].value, ClassRef):
+            ref = call.pos[0].value  # super().__new__(cls), object.__new__(cls): the instance
+            return Inst(ref.cls, exact=ref.exact)
+        own = _callee_name(callee, name)
+        rec = callee if isinstance(callee, Rec) else self.records_for(callee, own, node)
+        if rec is None and own != name and not isinstance(callee, Rec):
+            rec = self.records_for(callee, name, node)  # a stub bound under the record's name
         if rec is not None:
             return self.record_call(rec, call, node, where)
         if isinstance(callee, Func):
@@ -1394,16 +1424,13 @@ class _Frame:
             return None
         qual, owner = self.qualname(callee)
         if callee is None:
-            if isinstance(node.func, ast.Attribute):
-                receiver = self.expr(node.func.value)
-                if not isinstance(receiver, (ModuleRef, Ext)) and receiver is not None:
-                    return None
-                qual = None
+            # a bare name bound nowhere the linter sees (a star import): its records by name;
+            # a method of a receiver it cannot type is no record's (``x.merge(...)``)
+            if not isinstance(node.func, ast.Name) or node.func.id in self.env:
+                return None
             owner = None
         elif qual is None:
             return None
-        if isinstance(callee, Bound):  # a method of a program class: records of its class
-            pass
         consumers, producers = self.i.k.find(qual, name, owner)
         if not consumers and not producers and isinstance(callee, Bound):
             # a subclass of a library class (a FlashInfer wrapper) keeps its records
@@ -1457,7 +1484,23 @@ class _Frame:
             '"<version>" } (or lint the installed package with its dist-info)',
             field="versions", allowed="a known library version", location=_at(self.path, node)))
 
+    def note_literal(self, c: Consumer, call: _Call) -> None:
+        """Where a literal base is written for a consumer (``AC003`` unless the rules find it
+        contradicting a producer, ``AC023``); a literal inside an ``if`` on the base is the
+        dispatch itself."""
+        if self.on_base:
+            return
+        for kw in c.keywords:
+            arg = call.kw.get(kw)
+            if arg is None:
+                continue
+            lit = arg.value
+            if isinstance(lit, Lit) and not lit.omitted and (lit.where or arg.where):
+                where = lit.where or arg.where
+                self.i.literal_sites.setdefault(where, (c, kw, lit))
+
     def consume(self, c: Consumer, call: _Call, node: ast.Call, where: str) -> Value:
+        self.note_literal(c, call)
         given = self.base_given(c, call, node, where)
         read: set[str | None] = set()
         for spec in c.lse_args:
@@ -1645,6 +1688,18 @@ class _Frame:
                 if isinstance(sub, ast.arg) and sub.arg == kw.value.id:
                     return True
         return False
+
+
+def _callee_name(callee: Value, written: str) -> str:
+    """The name a callee's records are found by: its own (a partial's target called through
+    ``self.dcp_combine(...)`` is ``cp_lse_ag_out_rs``), else the name the call is written with."""
+    if isinstance(callee, Func):
+        return callee.qualname.rpartition(".")[2].partition("@")[0]
+    if isinstance(callee, Bound):
+        return callee.func.qualname.rpartition(".")[2]
+    if isinstance(callee, Ext):
+        return callee.qualname.rpartition(".")[2]
+    return written
 
 
 def _arg_node(node: ast.Call, spec: str) -> ast.expr | None:

@@ -199,6 +199,7 @@ class Knowledge:
     #: follow every file, not only those naming a known function (benchmarks of the worst case)
     follow_all: bool = False
     _names: frozenset[str] | None = field(default=None, repr=False, compare=False)
+    _roots: dict[str, frozenset[str]] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_records(cls, producers: Iterable[CapabilityRecord] = (),
@@ -236,6 +237,19 @@ class Knowledge:
                 k.add_consumer(Consumer(fn, "", (), None, legacy_kws))
         return k
 
+    def names_in(self, text: str) -> frozenset[str]:
+        """The names of :attr:`names` whose record's top-level package the text names too (a
+        file that never mentions ``flashinfer`` calls none of FlashInfer's ``merge_state``)."""
+        if self._roots is None:
+            roots: dict[str, set[str]] = {}
+            for group in (*self.consumers.values(), *self.producers.values()):
+                for r in group:
+                    roots.setdefault(r.owner_class or r.last, set()).add(
+                        r.function.partition(".")[0])
+            self._roots = {n: frozenset(v) for n, v in roots.items()}
+        return frozenset(n for n, pkgs in self._roots.items()
+                         if n in text and any(p in text for p in pkgs))
+
     @property
     def names(self) -> frozenset[str]:
         """The names a file must contain for any record's call to be in it: a method's class
@@ -272,11 +286,11 @@ class Knowledge:
 
     def add_consumer(self, c: Consumer) -> None:
         self.consumers.setdefault(c.last, []).append(c)
-        self._names = None
+        self._names = self._roots = None
 
     def add_producer(self, p: Producer) -> None:
         self.producers.setdefault(p.last, []).append(p)
-        self._names = None
+        self._names = self._roots = None
 
     @staticmethod
     def builtin() -> tuple[list[CapabilityRecord], list[ConsumerRecord]]:

@@ -43,6 +43,8 @@ class FileFacts:
     mentions: bool  # its text names a producer, a consumer or a base attribute
     module: ModuleInfo | None
     classes: list[ClassInfo]
+    #: its functions with their qualified names and classes, once asked for
+    functions: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str, str | None]] | None = None
 
 
 def model_findings(files: list[FileFacts], knowledge: Knowledge, *,
@@ -80,7 +82,7 @@ def model_findings(files: list[FileFacts], knowledge: Knowledge, *,
     tree_declares = any(a in c.attrs for c in classes for a in base_attrs)
     out += class_findings(h, backend_classes, kernels, returns_attrs=returns_attrs,
                           base_attrs=base_attrs, tree_declares_bases=tree_declares)
-    out += edge_findings(interp.uses.values(), declared)
+    out += edge_findings(interp.uses.values(), declared, interp.literal_sites)
     out += _defaulted_definitions(program, knowledge, reported)
     return [f for f in out if f.location.rsplit(":", 2)[0] in reported]
 
@@ -108,7 +110,9 @@ def _run_rounds(interp: Interpreter, program: Program, files: list[FileFacts]) -
         names |= found
         pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, found))) + r")\b")
         lines = {}
-        for f in files:
+        for f in files:  # only files that already name something the rules know
+            if f.module is None or not f.module.trigger_lines:
+                continue
             hits = _lines_matching(f.path, pattern)
             if hits:
                 lines[f.path] = hits
@@ -140,7 +144,9 @@ def _run_roots(interp: Interpreter, program: Program, f: FileFacts, lines: tuple
     done.update(id(st) for st in top)
     if top:
         interp.run_statements(f.path, top)
-    for node, qual, owner in _functions(tree):
+    if f.functions is None:
+        f.functions = list(_functions(tree))
+    for node, qual, owner in f.functions:
         if id(node) in done or not _spans(node, lines):
             continue
         done.add(id(node))

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attn_contracts.lint.classes import ClassInfo, Hierarchy, ModuleInfo, module_level
+from attn_contracts.lint.classes import ClassInfo, Hierarchy, ModuleInfo, module_level, statements
 
 __all__ = ["Binding", "Program"]
 
@@ -116,7 +116,7 @@ class Program:
                 elif isinstance(st, ast.AnnAssign) and st.value is not None and \
                         isinstance(st.target, ast.Name):
                     m.assigns[st.target.id] = st.value
-            for node in ast.walk(m.tree):
+            for node in statements(m.tree):
                 if isinstance(node, ast.ClassDef):
                     m.class_nodes[(node.name, node.lineno)] = node
         return m.tree
@@ -134,7 +134,10 @@ class Program:
                 return Binding("class", path, name, cls=info.classes[name])
             if name in info.defs:
                 return Binding("def", path, name)
-            if name in info.assigns:
+            if name in info.assigns and name not in info.from_imports:
+                # (imported and assigned: the assignment is a fallback for a failed import)
+                if not self.active(path):
+                    return None  # a module naming nothing the rules know: its values are not read
                 value = self._assign(path, name)
                 return None if value is None else Binding("assign", path, name, node=value)
             if name in info.from_imports:
@@ -197,6 +200,12 @@ class Program:
             return info.defs.get(fn)
         cls = self._classes.get((path, cls_name))
         return None if cls is None else cls.methods.get(fn)
+
+    def active(self, path: str) -> bool:
+        """Whether a module names anything the rules know (its trigger lines): only such
+        modules' method bodies are read for what they store on ``self``."""
+        info = self.info(path)
+        return info is not None and bool(info.trigger_lines)
 
     # --- classes ------------------------------------------------------------------------------
     def cls(self, key: tuple[str, str]) -> ClassInfo | None:
