@@ -12,14 +12,16 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
 from attn_contracts.findings import Code, ContractError, Finding, Severity
-from attn_contracts.records import BASES, CapabilityRecord, LseSpec
+from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.setting import OUT_DTYPES, CombineSetting
 
-__all__ = ["CallRefused", "check_backend_known", "check_call_out", "check_call_partials",
+__all__ = ["LSE_DTYPES", "CallRefused", "check_backend_known", "check_call_device",
+           "check_call_lse", "check_call_out", "check_call_partials", "check_call_row_mask",
            "check_call_sink", "check_combinable", "check_dcp", "check_direct", "check_edge",
            "check_heads_divisible", "check_mode_call", "check_rank", "check_row_mask_given",
-           "check_setting", "check_unique", "check_workspace_call", "check_workspace_mode",
-           "refuse", "resolve_call_base"]
+           "check_setting", "check_unique", "check_workspace_buffer", "check_workspace_call",
+           "check_workspace_mode", "check_workspace_step", "refuse", "resolve_call",
+           "resolve_call_base", "resolve_call_layout"]
 
 
 def check_unique(records: Sequence[CapabilityRecord | ConsumerRecord]) -> list[Finding]:
@@ -111,16 +113,26 @@ def _sink_once(record: CapabilityRecord, s: CombineSetting) -> list[Finding]:
                     field="lse.includes_sink", found=True, allowed="false (the plan applies the sink)")]
 
 
+_MODE_HINTS = {
+    "symmetric_memory": "use mode 'a2a' (NCCL all-to-all), or 'a2a_best' to fall back by itself",
+    "fused": "use mode 'a2a' (the project's NCCL all-to-all and merge), or run where FlashInfer "
+             ">= 0.7.2.post1 and NCCL >= 2.29 are installed",
+}
+
+
 def check_direct(record: CapabilityRecord, setting: CombineSetting,
                  unavailable: str | None) -> list[Finding]:
-    """``AC026``: ``a2a_direct`` where it cannot run; ``unavailable`` is the reason the combine
-    found (no CUDA, no symmetric memory, the group, the dtype), None where it can."""
-    if setting.spec.collective != "symmetric_memory" or unavailable is None:
+    """``AC026``: a mode that moves partials through symmetric memory (``a2a_direct``, or
+    FlashInfer's fused ``fi_a2a``) where it cannot run, or with a setting it cannot serve;
+    ``unavailable`` is the reason the combine found (no CUDA, no symmetric memory, the group,
+    the dtype, FlashInfer missing, a sink or merged LSE asked of a kernel that has neither),
+    None where it can."""
+    spec = setting.spec
+    if spec.collective not in _MODE_HINTS or unavailable is None:
         return []
-    return [Finding(Code.AC026, record.name, f"mode 'a2a_direct' cannot run here: {unavailable}",
-                    hint="use mode 'a2a' (NCCL all-to-all), or 'a2a_best' to fall back by itself",
-                    field="mode", found="a2a_direct",
-                        allowed="CUDA GPUs on NCCL, >= 2 ranks, 16/32-bit floats")]
+    return [Finding(Code.AC026, record.name, f"mode {spec.name!r} cannot run here: {unavailable}",
+                    hint=_MODE_HINTS[spec.collective], field="mode", found=spec.name,
+                    allowed=spec.needs or "where its collective runs")]
 
 
 def check_setting(record: CapabilityRecord, setting: CombineSetting) -> list[Finding]:
@@ -261,13 +273,16 @@ def check_call_sink(subject: str, setting: CombineSetting, *, shape: tuple[int, 
 
 
 def check_row_mask_given(subject: str, setting: CombineSetting, empty_row: str,
-                         given: bool) -> list[Finding]:
-    """``AC025``: a call without a row mask where the plan needs one (the setting says so, or
-    the record's empty rows are undefined: what the kernel leaves there is garbage)."""
-    if given or not (setting.row_mask or empty_row == "undefined"):
+                         given: bool, *, empty_out_unsafe: str | None = None) -> list[Finding]:
+    """``AC025``: a call without a row mask where the plan needs one (the setting says so, the
+    record's empty rows are undefined: what the kernel leaves there is garbage, or
+    ``empty_out_unsafe`` says why the mode's kernel would read an empty row's output under
+    weight 0: its output holds NaN or garbage and the mode multiplies by the weight)."""
+    if given or not (setting.row_mask or empty_row == "undefined" or empty_out_unsafe):
         return []
     why = ("its empty rows are undefined (lse.empty_row = 'undefined')"
-           if empty_row == "undefined" else "the plan was made with row_mask=True")
+           if empty_row == "undefined" else empty_out_unsafe if empty_out_unsafe
+           else "the plan was made with row_mask=True")
     return [Finding(Code.AC025, subject, f"a call without a row mask, but {why}",
                     hint="pass row_mask= (which rows each shard holds keys for: the engine's local "
                     "seq_lens > 0 per query row) or lens= (local lengths per request)",
@@ -297,6 +312,86 @@ def check_rank(subject: str, rank: object, world: int) -> list[Finding]:
         return [_call(subject, "rank", f"rank {rank!r} ({type(rank).__name__}) is not a rank of "
                       f"the {world} gathered LSEs", rank, f"an int in 0..{world - 1}")]
     return []
+
+
+#: LSE dtypes a call may pass (the kernels load them as fp32)
+LSE_DTYPES = ("float32", "bfloat16", "float16", "float64")
+
+
+def check_call_lse(subject: str, *, shape: tuple[int, ...], layout: str, dims: int | None = None,
+                   heads: int | None = None, slots: int | None = None, padded: bool = False,
+                   dtype: str | None = None, rows: int | None = None,
+                   tokens: int | None = None) -> list[Finding]:
+    """``AC027``: an LSE not in its record's layout (``layout``, as text): another number of axes
+    than the layout has (``dims``); ``heads`` entries on its head axis where the layout has
+    ``slots`` (H, or the record's ``padded`` head slots); a dtype outside :data:`LSE_DTYPES`; or
+    ``rows`` rows where the partials have ``tokens``. Each part is checked where given."""
+    if dims is not None and len(shape) != dims:
+        return [_call(subject, "partial_lse", f"LSE of layout {layout} has {dims} dims, found "
+                      f"shape {shape}", shape, f"{dims} dims: {layout}")]
+    out: list[Finding] = []
+    if heads is not None and slots is not None and heads != slots:
+        out.append(_call(subject, "partial_lse", f"LSE head axis has {heads} entries, expected "
+                         f"{slots} ({'padded heads' if padded else 'H'}; layout {layout}, found "
+                         f"shape {shape})", heads, str(slots)))
+    if dtype is not None and dtype not in LSE_DTYPES:
+        out.append(_call(subject, "partial_lse", f"partial_lse dtype {dtype} is not a float dtype "
+                         f"(shape {shape})", dtype, ", ".join(LSE_DTYPES)))
+    if rows is not None and tokens is not None and rows != tokens:
+        out.append(_call(subject, "partial_lse", f"partial_lse has {rows} rows (shape {shape}, "
+                         f"layout {layout}), partial_out has T={tokens}", rows, f"T={tokens}"))
+    return out
+
+
+def check_call_row_mask(subject: str, *, shape: tuple[int, ...] | None, dtype: str | None,
+                        want: tuple[int, ...], lens: bool = False) -> list[Finding]:
+    """``AC027``: a row mask (``shape`` None: none given) that is not bool of shape ``want``, or
+    one given together with ``lens`` (either says which rows are empty, not both)."""
+    if shape is None:
+        return []
+    if lens:
+        return [_call(subject, "row_mask", "pass a row mask or local lengths, not both (found "
+                      "row_mask= and lens=)", "row_mask and lens", "one of row_mask, lens")]
+    if dtype != "bool" or shape != want:
+        return [_call(subject, "row_mask", f"row_mask must be bool {list(want)}, found {dtype} "
+                      f"{shape}", (dtype, shape), f"bool, shape {want}")]
+    return []
+
+
+def check_call_device(subject: str, name: str, *, found: str, want: str,
+                      of: str = "the partials") -> list[Finding]:
+    """``AC027``: tensor ``name`` on device ``found`` where the call works on ``want`` (the
+    device of ``of``)."""
+    if found == want:
+        return []
+    return [_call(subject, name, f"{name} is on {found} but {of} are on {want}", found, want)]
+
+
+def check_workspace_step(subject: str, *, slot: int, slots: int, tokens: int, max_tokens: int,
+                         device: str, workspace_device: str) -> list[Finding]:
+    """``AC027``: a step a workspace cannot hold: a slot it does not have, more tokens than it was
+    made for (it never grows: captured CUDA graphs hold its addresses), another device."""
+    out: list[Finding] = []
+    if not 0 <= slot < slots:
+        out.append(_call(subject, "slot", f"slot {slot} is outside the workspace's {slots} "
+                         f"slot(s)", slot, f"0..{slots - 1}"))
+    if tokens > max_tokens:
+        out.append(_call(subject, "max_tokens", f"a step of {tokens} tokens exceeds the "
+                         f"workspace's max_tokens={max_tokens}", tokens, f"<= {max_tokens}",
+                         "create the workspace for the largest step (it never grows: captured "
+                         "CUDA graphs hold its addresses)"))
+    out += check_call_device(subject, "workspace", found=workspace_device, want=device,
+                             of="the inputs")
+    return out
+
+
+def check_workspace_buffer(subject: str, *, runs: str, buffer: str, has: bool) -> list[Finding]:
+    """``AC027``: a step that needs a buffer its workspace's mode does not make (``ag_rs``'s head
+    chunks, ``a2a``'s messages, ``a2a_direct``'s symmetric buffer)."""
+    if has:
+        return []
+    return [_call(subject, "workspace", f"this workspace runs {runs}, which has no {buffer}",
+                  runs, f"a workspace whose mode has {buffer}")]
 
 
 # --- edges: producer → consumer --------------------------------------------------------------------
@@ -368,7 +463,33 @@ def _edge_empty(p: CapabilityRecord, spec: LseSpec, c: ConsumerRecord) -> list[F
         out.append(_edge(Code.AC018, p, c, "empty.zero_weight_nan_safe", "empty shards may hold "
                          "NaN partials and the consumer multiplies them by a zero weight "
                          "(0 · NaN = NaN)", False, "true"))
+    else:
+        out += _edge_empty_out(p, spec, c)
     return out
+
+
+def _edge_empty_out(p: CapabilityRecord, spec: LseSpec, c: ConsumerRecord) -> list[Finding]:
+    """``AC030``: the LSE of an empty row says "empty" (weight 0), but its *output* holds NaN
+    or whatever the buffer held, and the consumer multiplies partials by their weight: 0 · NaN
+    is NaN in the merged row. A consumer that takes the engine's row mask selects those rows
+    away (the call is then refused without one, ``AC025``); a record that does not say what
+    its output holds is read as ``undefined`` (``LseSpec.empty_output``)."""
+    policy, held = c.empty, spec.empty_output
+    if held == "zero" or policy.zero_weight_nan_safe or policy.accepts_row_mask:
+        return []
+    what = {"nan": "NaN (the kernel writes 0/0 there)",
+            "undefined": "whatever the output buffer held (the kernel does not write it)"}[held]
+    if spec.empty_out is None:
+        what = ("an undeclared value (lse.empty_out is absent, read as 'undefined': the kernel "
+                "may leave the buffer's garbage there)")
+    return [_edge(Code.AC030, p, c, "lse.empty_out", f"an empty row's LSE is {spec.empty_row} "
+                  f"(weight 0), but its output holds {what}, and the consumer multiplies "
+                  "partials by their weight (0 · NaN = NaN in the merged row)", held,
+                  "a producer that writes 0 there (lse.empty_out = 'zero'), or a consumer that "
+                  "is NaN-safe at weight 0 or takes a row mask",
+                  "zero those rows first (o.masked_fill(~has_keys, 0), as SGLang's fix-up kernel "
+                  "after trtllm-gen does), or combine with a plan (row_mask=True): it selects "
+                  "weight-0 partials away")]
 
 
 def _edge_limits(p: CapabilityRecord, c: ConsumerRecord, s: CombineSetting) -> list[Finding]:
@@ -390,6 +511,15 @@ def _edge_limits(p: CapabilityRecord, c: ConsumerRecord, s: CombineSetting) -> l
     if lim.max_heads_x_head_dim is not None and heads * d > lim.max_heads_x_head_dim:
         limit("max_heads_x_head_dim", f"heads × head_dim = {heads} × {d} = {heads * d}",
               heads * d, f"<= {lim.max_heads_x_head_dim}")
+    if lim.out_dtypes is not None and s.out_dtype not in lim.out_dtypes:
+        limit("out_dtypes", f"partial outputs of {s.out_dtype} are not a dtype it takes",
+              s.out_dtype, ", ".join(lim.out_dtypes))
+    if lim.row_bytes_multiple is not None and (d * s.out_dtype_bytes) % lim.row_bytes_multiple:
+        limit("row_bytes_multiple", f"a row of head_dim {d} × {s.out_dtype_bytes} bytes "
+              f"({s.out_dtype}) = {d * s.out_dtype_bytes} bytes is not a multiple of "
+              f"{lim.row_bytes_multiple}", d,
+              f"head_dim a multiple of {lim.row_bytes_multiple // s.out_dtype_bytes or 1} "
+              f"for {s.out_dtype}")
     if lim.threads is not None:
         threads = lim.threads.threads(heads, d, s.out_dtype_bytes)
         if threads > lim.threads.max_threads:
@@ -435,12 +565,37 @@ def check_edge(producer: CapabilityRecord, consumer: ConsumerRecord,
     return findings
 
 
-def check_base_name(value: str, field: str) -> list[Finding]:
-    """``AC012`` for a base name outside ``BASES`` (the one base check of every layer)."""
-    if value in BASES:
-        return []
-    return [Finding(Code.AC012, field, f"{field} {value!r} is not an LSE base", field=field,
-                    found=value, allowed=", ".join(map(repr, BASES)))]
+def resolve_call(record: CapabilityRecord, call: Mapping[str, object],
+                 ) -> tuple[CapabilityRecord, list[Finding]]:
+    """The record with the LSE base *and* layout the engine's call chooses
+    (:func:`resolve_call_base`, then :func:`resolve_call_layout`), and both's findings."""
+    record, findings = resolve_call_base(record, call)
+    record, more = resolve_call_layout(record, call)
+    return record, findings + more
+
+
+def resolve_call_layout(record: CapabilityRecord, call: Mapping[str, object],
+                        ) -> tuple[CapabilityRecord, list[Finding]]:
+    """The record with the LSE layout the engine's call chooses (``call``: the keyword
+    arguments as Python values, ``{"lse_layout": "HN"}``), as :func:`resolve_call_base` does
+    for the base; a value the kernel does not take is ``AC017`` (it raises at run time, or a
+    newer release reads it as something the record does not know)."""
+    chosen = next((c.layout for c in record.calls if c.layout is not None), None)
+    if chosen is None or not isinstance(record.lse, LseSpec):
+        return record, []
+    literals = {k: repr(v) for k, v in call.items()}
+    layout = chosen.resolve(literals)
+    if layout is None:
+        given = literals.get(chosen.keyword, "omitted")
+        return record, [Finding(
+            Code.AC017, record.name,
+            f"{record.name}: the call passes {chosen.keyword}={given}, which is no LSE layout "
+            f"the record lists (allowed: {chosen.pass_hint()})",
+            hint=f"pass {chosen.pass_hint()}", field=chosen.keyword, found=given,
+            allowed=chosen.pass_hint())]
+    if layout == record.lse.layout:
+        return record, []
+    return record.model_copy(update={"lse": record.lse.model_copy(update={"layout": layout})}), []
 
 
 def resolve_call_base(record: CapabilityRecord, call: Mapping[str, object],

@@ -55,11 +55,18 @@ class _StoreLost(Exception):
 
 def fingerprint(records: Sequence[CapabilityRecord | ConsumerRecord],
                 chosen: CapabilityRecord | None,
-                world_size: int, settings: Mapping[str, Any] | None) -> dict[str, Any]:
+                world_size: int, settings: Mapping[str, Any] | None,
+                collective: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """What ranks must agree on, as JSON values: every record (all fields), the chosen backend,
     the DCP world size and the settings (compared by value: ``torch.bfloat16`` is
-    ``"bfloat16"``, a tuple is a list, a pydantic model is its ``model_dump(mode="json")``)."""
+    ``"bfloat16"``, a tuple is a list, a pydantic model is its ``model_dump(mode="json")``), and
+    per collective consumer (``collective``: name → what it needs identical, with
+    ``on_mismatch`` saying what a difference does) the values this rank passes it."""
     return {
+        "collective": {str(name): {"on_mismatch": str(c.get("on_mismatch", "wrong")),
+                                   "values": {str(k): _setting_value(str(k), v)
+                                              for k, v in dict(c.get("values", {})).items()}}
+                       for name, c in sorted((collective or {}).items())},
         "records": {_key(r): r.model_dump(mode="json")
                     for r in sorted(set(records), key=_key)},
         "backend": None if chosen is None else {"name": chosen.name,
@@ -106,6 +113,39 @@ def _differences(prints: dict[int, dict[str, Any]]) -> list[str]:
         lines += _differ(f"setting {key}", {r: p["settings"].get(key, _MISSING)
                                             for r, p in prints.items()})
     return lines
+
+
+def _collective_differences(prints: dict[int, dict[str, Any]]) -> tuple[list[str], set[str]]:
+    """Lines naming each value a collective consumer needs identical that ranks pass
+    differently (a rank that does not call the consumer at all differs too), and what a
+    difference does there (``hang``, ``wrong``, ``error``)."""
+    lines: list[str] = []
+    effects: set[str] = set()
+    names = sorted({n for p in prints.values() for n in p.get("collective", {})})
+    for name in names:
+        held = {r: p.get("collective", {}).get(name, _MISSING) for r, p in prints.items()}
+        off = [r for r, c in sorted(held.items()) if c is _MISSING]
+        effect = next(c["on_mismatch"] for c in held.values() if c is not _MISSING)
+        if off:
+            on = [r for r in sorted(held) if r not in off]
+            lines.append(f"{name}: called on rank(s) {','.join(map(str, on))}, not on rank(s) "
+                         f"{','.join(map(str, off))}")
+            effects.add(effect)
+            continue
+        keys = sorted({k for c in held.values() for k in c["values"]})
+        for key in keys:
+            found = _differ(f"{name} {key}", {r: c["values"].get(key, _MISSING)
+                                              for r, c in held.items()})
+            if found:
+                lines += found
+                effects.add(effect)
+    return lines, effects
+
+
+_EFFECT = {"hang": "the call would hang (its kernel waits for peers' writes that never come "
+                   "matching; FlashInfer does not detect it on the host, flashinfer #4586)",
+           "wrong": "the merge would read slices laid out for another rank's plan",
+           "error": "the library would raise on some ranks and not others"}
 
 
 def _backend_record_differences(prints: dict[int, dict[str, Any]]) -> list[str]:
@@ -169,7 +209,8 @@ def _key(record: CapabilityRecord | ConsumerRecord) -> str:
 def agree_across_ranks(findings: list[Finding],
                        records: Sequence[CapabilityRecord | ConsumerRecord],
                        chosen: CapabilityRecord | None, world_size: int, *, group: Any,
-                       timeout_s: float, settings: Mapping[str, Any] | None = None
+                       timeout_s: float, settings: Mapping[str, Any] | None = None,
+                       collective: Mapping[str, Mapping[str, Any]] | None = None
                        ) -> list[Finding]:
     """Exchange reports with every rank of ``group`` and follow the group's one verdict: the
     union of every rank's findings, plus ``AC007`` if ranks differ, a rank did not report within
@@ -177,7 +218,7 @@ def agree_across_ranks(findings: list[Finding],
     import torch.distributed as dist
 
     deadline = time.monotonic() + timeout_s
-    mine = fingerprint(records, chosen, world_size, settings)  # a bad setting raises here
+    mine = fingerprint(records, chosen, world_size, settings, collective)  # a bad setting raises
     mine["findings"] = [f.to_json() for f in findings]
     store: Any = dist.distributed_c10d._get_default_store()  # every group's ranks share it
     ranks = tuple(dist.get_process_group_ranks(group)) if group is not None else tuple(
@@ -253,6 +294,14 @@ class _Round:
                   for r, key in enumerate(self.reports)}
         shared = _union_findings(prints)
         diffs = _differences(prints)
+        together, effects = _collective_differences(prints)
+        if together:
+            shared.append(Finding(
+                Code.AC031, "dcp", "DCP ranks pass a collective consumer different values: "
+                + " | ".join(together) + "; " + "; ".join(_EFFECT[e] for e in sorted(effects)),
+                hint="pass the same base keyword and the same combine setting on every rank (and "
+                "call it on every rank, in the same order)", field="collective",
+                found=f"{len(together)} differing value(s)", allowed="identical on every rank"))
         if diffs:
             shared.append(Finding(
                 Code.AC007, "dcp", "DCP ranks disagree on their contracts: " + " | ".join(diffs),

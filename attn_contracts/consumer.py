@@ -14,6 +14,11 @@ The base is required and a discriminated union on ``kind``::
 
 ``default`` is the key of ``values`` a caller gets by omitting the keyword (absent: the keyword is
 required), which is exactly the hazard the linter flags.
+
+A *collective* consumer (every rank of a group calls it together: FlashInfer's fused
+``decode_cp_a2a_lse_reduce``) says in ``ranks`` what each rank must pass identically and what a
+difference does (``on_mismatch = "hang"``): startup compares those values across the ranks
+(``AC031``). Its absence means a local function: nothing to compare.
 """
 
 from __future__ import annotations
@@ -35,8 +40,8 @@ from attn_contracts.records import (
     require_in_schema,
 )
 
-__all__ = ["ConsumerCall", "ConsumerLimits", "ConsumerRecord", "EmptyPolicy", "FixedBase",
-           "KeywordBase", "LseInput", "ThreadLimit"]
+__all__ = ["AGREEMENT_FIELDS", "ConsumerCall", "ConsumerLimits", "ConsumerRecord", "EmptyPolicy",
+           "FixedBase", "KeywordBase", "LseInput", "RankAgreement", "ThreadLimit"]
 
 PositiveInt = Annotated[int, Field(gt=0, strict=True)]
 # A dotted Python path: "vllm.attention.ops.merge_attn_states.merge_attn_states" or a method
@@ -105,10 +110,11 @@ ConsumerBase = Annotated[FixedBase | KeywordBase, Field(discriminator="kind")]
 class LseInput(Frozen):
     """How the LSE is read. ``states``: where the N partial states sit —
     ``"separate"`` (two arguments, a 2-way merge), ``"first"`` (``[N, T, H]``), ``"second"``
-    (``[T, N, H]``, FlashInfer's ``merge_states``)."""
+    (``[T, N, H]``, FlashInfer's ``merge_states``), ``"last"`` (``[T, H, N]``, FlashInfer's fused
+    ``decode_cp_a2a_lse_reduce``: ``partial_lse[..., peer]`` is the slice bound for that peer)."""
 
     layouts: Annotated[tuple[LseLayout, ...], Field(strict=False, min_length=1)]
-    states: Literal["separate", "first", "second"]
+    states: Literal["separate", "first", "second", "last"]
     dtypes: Annotated[tuple[Literal["float32", "bfloat16", "float16"], ...],
                       Field(strict=False, min_length=1)]
 
@@ -148,6 +154,34 @@ class ConsumerLimits(Frozen):
     max_states: PositiveInt | None = None
     max_heads_x_head_dim: PositiveInt | None = None
     threads: ThreadLimit | None = None
+    #: a row of the partial output (``head_dim · dtype bytes``) must be a multiple of this many
+    #: bytes (16-byte vector loads: sgl-kernel's ``merge_state_v2``, FlashInfer's fused combine)
+    row_bytes_multiple: PositiveInt | None = None
+    #: the partial outputs' dtypes it takes (None: any the combine setting allows)
+    out_dtypes: Annotated[tuple[Literal["float32", "bfloat16", "float16"], ...],
+                          Field(strict=False, min_length=1)] | None = None
+
+
+#: what a collective consumer may need identical on every rank: its base (the keyword's resolved
+#: value), the combine setting's fields, the workspace's token capacity
+AGREEMENT_FIELDS = ("base", "world_size", "num_heads", "head_dim", "out_dtype", "max_tokens")
+
+
+class RankAgreement(Frozen):
+    """A collective consumer: every rank of the group calls it together, in the same order and
+    the same number of times, and what ``same`` names must be identical on every rank. A rank
+    that differs does not get an error: ``on_mismatch`` says what happens instead (``"hang"``:
+    FlashInfer's fused DCP combine waits in its kernel for writes that never come, flashinfer
+    #4586; ``"wrong"``: the merge reads slices laid out for another plan; ``"error"``: the
+    library raises). :func:`attn_contracts.validate_startup` with ``group=`` compares them across
+    the ranks (``AC031``)."""
+
+    same: Annotated[tuple[Literal["base", "world_size", "num_heads", "head_dim", "out_dtype",
+                                  "max_tokens"], ...], Field(strict=False, min_length=1)]
+    on_mismatch: Literal["hang", "wrong", "error"]
+    max_ranks: PositiveInt | None = None
+    #: what the group must be besides (one NVLink domain, a workspace made by all together)
+    needs: StrictStr = ""
 
 
 class ConsumerOutput(Frozen):
@@ -198,6 +232,8 @@ class ConsumerRecord(RecordHeader):
     empty: EmptyPolicy
     output: ConsumerOutput
     limits: ConsumerLimits = ConsumerLimits()
+    #: a collective: what every rank must pass identically (None: a local function)
+    ranks: RankAgreement | None = None
     notes: StrictStr = ""
 
     @model_validator(mode="before")
@@ -217,3 +253,11 @@ class ConsumerRecord(RecordHeader):
         if isinstance(self.base, FixedBase):
             return (self.base.base,)
         return tuple(sorted({b for _, b in self.base.values}))
+
+    def base_for(self, literal: str | None) -> str | None:
+        """The base a call gets that passes ``literal`` for the base keyword (None: omits it);
+        None where the literal selects no base or the keyword is required and omitted."""
+        if isinstance(self.base, FixedBase):
+            return self.base.base
+        chosen = literal if literal is not None else self.base.default
+        return None if chosen is None else self.base.base_of(chosen)

@@ -52,11 +52,13 @@ class Code(enum.StrEnum):
     AC023 = "AC023"  # one LSE reaches consumers (or comes from a producer) of another base (lint)
     AC024 = "AC024"  # a sink inside every rank's LSE would be counted once per rank
     AC025 = "AC025"  # empty rows are undefined and the call gave no row mask
-    AC026 = "AC026"  # the direct all-to-all cannot run here (no CUDA, not NCCL, one rank, dtype)
+    AC026 = "AC026"  # a symmetric-memory mode (a2a_direct, fi_a2a) cannot run here
     AC027 = "AC027"  # a combine call does not match its plan (N, H, D, dtype, sink, workspace, mode)
     AC028 = "AC028"  # a producer call leaves its LSE base to run-time dispatch
     AC029 = "AC029"  # records of one function disagree, version unknown: what they agree on is used
-    AC030 = "AC030"  # a class's own LSE base is not confirmed by the kernels it calls (lint)
+    AC030 = "AC030"  # edge: empty rows' output is undefined or NaN and the consumer multiplies it by 0
+    AC031 = "AC031"  # ranks disagree on what a collective consumer needs identical (it would hang)
+    AC032 = "AC032"  # a class's own LSE base is not confirmed by the kernels it calls (lint)
 
 
 class Severity(enum.StrEnum):

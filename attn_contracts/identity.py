@@ -8,6 +8,8 @@ library); the linter learns the linted tree's version of each library (:func:`tr
 ``_version.py``; the dependencies its dist-info pins exactly, ``flashinfer-python==0.6.13``) and
 keeps the calls and records whose range holds it (:func:`in_range`). Where
 the version is unknown every candidate stays, and the rules use what the candidates agree on.
+Each linted file has the release of its own tree (:func:`tree_root`, :func:`versions_of_tree`):
+two trees of one package at two releases are linted each at its own.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["in_range", "package_version", "pinned_requirements", "tree_versions"]
+__all__ = ["effective_range", "in_range", "library_key", "package_version", "pinned_requirements",
+           "ranges_overlap", "tree_root", "tree_versions", "versions_of_tree"]
 
 _VERSION_FILES = ("version.py", "_version.py", "__init__.py")
 _NAMES = ("__version__", "version", "VERSION", "__VERSION__")
@@ -35,6 +38,58 @@ def in_range(specifier: str, version: str | None) -> bool:
         return Version(version) in SpecifierSet(specifier, prereleases=True)
     except (InvalidSpecifier, InvalidVersion):
         return True
+
+
+def library_key(name: str) -> str:
+    """One spelling of a library or distribution name: PEP 503 normalised, with ``_`` for the
+    separators and without a ``-python`` suffix (``flashinfer-python``, ``FlashInfer`` and
+    ``flashinfer`` are one library; ``sgl-kernel`` is ``sgl_kernel``)."""
+    return re.sub(r"[-_.]+", "_", name).lower().removesuffix("_python")
+
+
+def effective_range(*specifiers: str) -> str:
+    """The releases a record's call holds for: its record's ``library_version`` and the call's
+    ``versions``, both (an empty one admits every release)."""
+    return ",".join(s.strip() for s in specifiers if s.strip())
+
+
+def _candidates(specifier: str) -> list[str]:
+    """Versions where the set of releases one of ``specifier``'s clauses admits begins or ends:
+    the clause's version, the lowest version of its release (``0.25.dev0``) and one just above
+    it (``0.25.0.0.0.1``: above every 0.25 release PEP 440's ``>0.25`` admits, below 0.25.1)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    out = ["0.dev0"]
+    try:
+        clauses = list(SpecifierSet(specifier))
+    except InvalidSpecifier:
+        return out
+    for clause in clauses:
+        try:
+            v = Version(clause.version.removesuffix(".*"))
+        except InvalidVersion:
+            continue
+        release = ".".join(map(str, v.release))
+        epoch = f"{v.epoch}!" if v.epoch else ""
+        out += [str(v), f"{epoch}{release}.dev0", f"{epoch}{release}.0.0.0.1"]
+    return out
+
+
+def ranges_overlap(a: str, b: str) -> bool:
+    """Whether some release is in both PEP 440 specifiers (``""`` admits every release; one that
+    does not parse overlaps everything, as :func:`in_range` admits every version to it).
+
+    Both are unions of intervals, so if they meet, they meet at or just above the lowest
+    point of the intersection, which is a boundary of one of them: each clause's version, the
+    lowest version of its release and a version just above it are tried."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        sa, sb = SpecifierSet(a, prereleases=True), SpecifierSet(b, prereleases=True)
+    except InvalidSpecifier:
+        return True
+    return any(sa.contains(v) and sb.contains(v) for v in {*_candidates(a), *_candidates(b)})
 
 
 def _literal_version(path: Path) -> str | None:
@@ -110,6 +165,26 @@ def package_version(package: Path) -> str | None:
     return None
 
 
+def tree_root(path: Path) -> Path | None:
+    """The top-level package folder of a linted file or folder (None outside any package)."""
+    return _package_root(path.resolve()) if path.exists() else None
+
+
+def versions_of_tree(root: Path | None, configured: Mapping[str, str] | None = None,
+                     ) -> dict[str, str]:
+    """Library → version for one tree: its own package's release (dist-info or version
+    module) and the dependencies its dist-info pins; ``configured`` wins."""
+    found: dict[str, str] = {}
+    if root is not None:
+        version = package_version(root)
+        if version is not None:
+            found[root.name] = version
+        for lib, pin in pinned_requirements(root).items():
+            found.setdefault(lib, pin)
+    found.update(configured or {})
+    return found
+
+
 def _package_root(path: Path) -> Path | None:
     """The top-level package folder a file or folder belongs to (the highest folder above it
     that holds an ``__init__.py``)."""
@@ -127,7 +202,9 @@ def tree_versions(paths: Iterable[Path], configured: Mapping[str, str] | None = 
                   ) -> dict[str, str]:
     """Library → version for the packages the linted paths sit in (the folder name is the
     library: ``vllm``, ``sglang``, ``flashinfer``); ``configured`` (``[tool.attn-contracts]
-    versions``) wins."""
+    versions``) wins. One mapping for all the paths, so where two of them are trees of one
+    package the first one's release is kept: the linter asks :func:`versions_of_tree` per
+    file instead."""
     found: dict[str, str] = {}
     for path in paths:
         root = _package_root(path.resolve()) if path.exists() else None

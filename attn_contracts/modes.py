@@ -22,14 +22,16 @@ __all__ = ["MODES", "MODE_TABLE", "Collective", "Kernel", "Mode", "ModeSpec", "R
 
 Kernel = Literal["merge", "rescale"]
 #: how the partials travel: ``none`` (they are already local: a split-KV merge), an NCCL/gloo
-#: all-to-all, all-gather of the LSE then reduce-scatter or all-reduce of O, or peer writes into
-#: symmetric memory
-Collective = Literal["none", "all_to_all", "reduce_scatter", "all_reduce", "symmetric_memory"]
+#: all-to-all, all-gather of the LSE then reduce-scatter or all-reduce of O, peer writes into
+#: symmetric memory, or ``fused``: another library's one call that moves and merges them
+#: (FlashInfer's ``decode_cp_a2a_lse_reduce`` over NCCL symmetric memory)
+Collective = Literal["none", "all_to_all", "reduce_scatter", "all_reduce", "symmetric_memory",
+                     "fused"]
 #: ``none``: the mode runs no collective (a workspace is refused); ``optional``: a call without
 #: one allocates its own buffers; ``required``: its buffers are made once, by every rank together
 WorkspaceNeed = Literal["none", "optional", "required"]
 #: the mode names, in the table's order (``MODE_TABLE`` below must list exactly these)
-Mode = Literal["merge", "ag_rs", "a2a", "ar", "a2a_direct", "a2a_best"]
+Mode = Literal["merge", "ag_rs", "a2a", "ar", "a2a_direct", "a2a_best", "fi_a2a"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,10 @@ class ModeSpec:
     #: how a workspace names what it runs (``Workspace.why``), and the mode in a refusal
     label: str = ""
     short: str = ""
+    #: the consumer record of the kernel that merges, where it is not this project's (whose
+    #: weight-0 partials are selected away, never multiplied): the planner reads its empty-row
+    #: policy from the record (``fi_a2a``: FlashInfer's, not NaN-safe at weight 0)
+    consumer: str = ""
 
     @property
     def is_choice(self) -> bool:
@@ -84,6 +90,16 @@ MODE_TABLE: dict[str, ModeSpec] = {m.name: m for m in (
              why="a2a_best: a2a_direct where the process group allows it (CUDA GPUs on NCCL, >= 2 "
                  "ranks, 16/32-bit floats), else a2a; the Workspace says which it took and why",
              candidates=("a2a_direct", "a2a")),
+    ModeSpec("fi_a2a", "merge", "fused", scatters_heads=True, launch_sees_head_slice=True,
+             workspace="required",
+             why="fi_a2a: FlashInfer's fused decode_cp_a2a_lse_reduce: each peer's head slice of "
+                 "O and its fp32 LSE move over NCCL symmetric memory and are merged in one "
+                 "cooperative kernel (lse_mode from the record's base; no merged LSE, no sink)",
+             needs="FlashInfer >= 0.7.2.post1 (flashinfer.comm), CUDA GPUs of one NVLink domain "
+                   "on NCCL >= 2.29, float16/bfloat16, head_dim × 2 bytes a multiple of 16, "
+                   "<= 64 ranks",
+             label="FlashInfer's fused all-to-all + LSE reduce", short="FlashInfer's fused combine",
+             consumer="flashinfer.decode_cp_a2a_lse_reduce"),
 )}
 
 MODES: tuple[str, ...] = tuple(MODE_TABLE)

@@ -13,6 +13,15 @@ The LSE declaration is a discriminated union on the string tag ``returns``::
 so "returns LSE but has no base" cannot be constructed: it fails validation with error type
 ``AC001`` (and "no LSE, but a base" with ``AC004``), which :func:`findings_from_validation_error`
 turns into findings with the same codes.
+
+An empty row is two facts: ``empty_row`` (what the LSE holds) and ``empty_out`` (what the
+*output* holds: ``zero``, ``nan``, ``undefined``). ``empty_out`` came later, so a record without
+it still validates; an absent output fact means "not declared" and every check reads it as
+``undefined`` (:attr:`LseSpec.empty_output`): assuming ``zero`` where the kernel leaves garbage
+corrupts a merge that multiplies by weight 0, assuming ``undefined`` where it writes 0 only asks
+for a row mask, so the absent fact fails closed. A record's calls may choose the LSE's base and
+layout by keyword (:class:`~attn_contracts.call_base.CallBase`,
+:class:`~attn_contracts.call_layout.CallLayout`); the record's ``lse`` then holds their defaults.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from pydantic_core import PydanticCustomError
 
 from attn_contracts._tables import as_pairs
 from attn_contracts.call_base import CallBase
+from attn_contracts.call_layout import CallLayout
 from attn_contracts.findings import Code, Finding
 
 __all__ = [
@@ -45,6 +55,7 @@ __all__ = [
     "BaseMap",
     "CapabilityRecord",
     "DecodeSpec",
+    "EmptyOut",
     "Frozen",
     "LibraryVersion",
     "LseSpec",
@@ -64,6 +75,11 @@ DType = Literal["float32", "bfloat16", "float16", "float8_e4m3fn"]
 # "undefined": the kernel cannot run a zero-key row at all (FlashInfer's paged decode), so what it
 # leaves there is garbage; a combine must mask those rows by the engine's own lengths.
 EmptyRow = Literal["-inf", "+inf", "nan", "undefined"]
+# What the kernel leaves in the *output* of such a row, a fact of its own (FlashInfer #4975:
+# trtllm-gen MLA writes lse = -inf for seq_lens == 0 but never writes out, so the caller's
+# torch.empty garbage, NaN included, reaches the merge under weight 0). "zero": the kernel writes
+# 0; "nan": it writes NaN (0/0); "undefined": it leaves the buffer as it was.
+EmptyOut = Literal["zero", "nan", "undefined"]
 
 # A dotted slug; '+' separates a call mode ("flashinfer.mla.fa3+basee").
 NAME_RE = r"^[a-z][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*(\+[a-z0-9][a-z0-9_-]*)*$"
@@ -77,7 +93,7 @@ _CC_RE = r"^\d+\.\d+$"
 
 # Which fields of an LseSpec make sense only when LSE is returned (AC004 if given with "none").
 _LSE_DETAIL_KEYS = ("base", "layout", "q_len_axis", "padded_heads", "dtype", "empty_row",
-                    "includes_sink")
+                    "empty_out", "includes_sink")
 
 # What each library's kernels are known to emit: the hint of an AC001 finding.
 _LIBRARY_HINTS = {
@@ -186,7 +202,14 @@ class LseSpec(Frozen):
                   ``[B, q_len, H]``.
     ``padded_heads`` the head axis has this many entries; the first ``H`` are real (Cutlass MLA).
     ``dtype``     storage dtype; ``"query"`` = the query's dtype (bf16 LSE loses merge weight).
-    ``empty_row`` what a row with no keys yields.
+    ``empty_row`` what a row with no keys yields in the LSE.
+    ``empty_out`` what such a row holds in the *output* (``"zero"``, ``"nan"``,
+                  ``"undefined"``: left as the caller's buffer was). A second fact, not implied by
+                  the first: a kernel may write ``lse = -inf`` and leave ``out`` unwritten.
+                  **Absent** (records written before the field existed): not declared, and read
+                  as ``"undefined"`` by every check (:attr:`empty_output`): a wrong ``"zero"``
+                  lets NaN garbage into a combine that multiplies by weight 0, a wrong
+                  ``"undefined"`` only asks for a row mask, so the gate fails closed.
     ``includes_sink`` an attention-sink logit is inside the LSE (to be added once, not per rank).
     """
 
@@ -198,6 +221,7 @@ class LseSpec(Frozen):
     padded_heads: Annotated[int, Strict(), Field(gt=0)] | None = None
     dtype: LseDType
     empty_row: EmptyRow
+    empty_out: EmptyOut | None = None
     includes_sink: StrictBool
 
     @model_validator(mode="before")
@@ -211,6 +235,12 @@ class LseSpec(Frozen):
                 'returns LSE but declares no lse.base (allowed: "e", "2")',
             )
         return data
+
+    @property
+    def empty_output(self) -> str:
+        """What an empty row's output holds, as the checks read it: the declared
+        ``empty_out``, or ``"undefined"`` where the record does not say (fail closed)."""
+        return self.empty_out if self.empty_out is not None else "undefined"
 
 
 LseDecl = Annotated[LseSpec | NoLse, Field(discriminator="returns")]
@@ -256,6 +286,9 @@ class ProducerCall(Frozen):
     #: the LSE's base chosen by the call (a keyword, a default by another argument, or left to
     #: run-time dispatch); absent: the record's ``lse.base``
     base: CallBase | None = None
+    #: the LSE's layout chosen by the call (FlashInfer prefill's ``lse_layout``), read as
+    #: ``base`` is; absent: the record's ``lse.layout``
+    layout: CallLayout | None = None
     #: arguments the kernel writes the LSE into (an out buffer: ``lse=buf``), by keyword or by
     #: position ("4"); the buffer then holds this record's LSE
     lse_out: Annotated[tuple[Annotated[str, Strict(), Field(pattern=r"^([A-Za-z_][A-Za-z0-9_]*|[0-9]+)$")],

@@ -7,12 +7,13 @@ traceback.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
 import stat
-import tomllib
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,9 +24,15 @@ from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding, error_text
 from attn_contracts.records import CapabilityRecord, findings_from_validation_error
 
+try:  # tomllib's own upstream, compiled with mypyc: a 10 MiB records file parses ~3x faster
+    import tomli as _toml
+except ImportError:  # a dependency, but the standard library's parser reads the same documents
+    import tomllib as _toml  # type: ignore[no-redef]
+
 __all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "MAX_PLUGIN_RECORDS", "RECORD_TABLES", "AnyRecord",
-           "FileReadError", "is_record_document", "looks_like_records", "parse_document",
-           "parse_record", "read_file", "records_from_object", "records_of", "split_roles"]
+           "FileReadError", "Located", "is_record_document", "looks_like_records", "parse_document",
+           "parse_record", "read_bytes", "read_file", "read_file_located", "records_from_object",
+           "records_of", "split_roles"]
 
 #: the most bytes a records file may hold; the catalog's largest file is ~10 KiB, so 10 MiB is room
 #: for thousands of records while `/dev/zero` or a runaway file is refused instead of read to the end
@@ -83,7 +90,15 @@ def split_roles(records: Iterable[AnyRecord]) -> tuple[list[CapabilityRecord],
 
 
 class FileReadError(OSError):
-    """A records file is missing or is not valid TOML/JSON (exit code 2 in the CLI)."""
+    """A records file is missing or is not valid TOML/JSON (exit code 2 in the CLI). ``line`` and
+    ``col`` (1-based, characters) say where the parser stopped; 1, 1 when it did not say."""
+
+    def __init__(self, message: str, line: int = 1, col: int = 1) -> None:
+        super().__init__(message)
+        self.line, self.col = line, col
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 def parse_record(raw: Any, *, location: str = "") -> Loaded:
@@ -126,59 +141,94 @@ def _role_word(entry: Any) -> str:
         "producer"
 
 
-def _line_of(name: Any, lines: list[str]) -> int:
-    """The line of an entry's ``name = "..."`` (TOML) or ``"name": "..."`` (JSON); 1 if unseen."""
-    if not isinstance(name, str):
-        return 1
-    pattern = re.compile(rf'(^|[{{,\s])"?name"?\s*[=:]\s*"{re.escape(name)}"')
-    return next((i + 1 for i, s in enumerate(lines) if pattern.search(s)), 1)
+#: an entry's ``name = "..."`` (TOML) or ``"name": "..."`` (JSON), the name captured
+_NAME_KEY = re.compile(r'(?:^|[{,\s])"?name"?\s*[=:]\s*"([^"\\\n]*)"')
+
+
+def _name_lines(text: str) -> dict[str, int]:
+    """Each entry name → the first line that sets it, in one pass over the text (a lookup per
+    record that scanned every line made a 10 MiB file take an hour)."""
+    lines: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if "name" in line:
+            for m in _NAME_KEY.finditer(line):
+                lines.setdefault(m.group(1), number)
+    return lines
+
+
+#: a record with the ``path:line:col`` of its entry (the line of its ``name``)
+Located = tuple[AnyRecord, str]
 
 
 def records_of(doc: Any, *, path: str, text: str = "", label: bool = False) -> Loaded:
     """Every record of one parsed document and a finding for each bad entry, located at
     ``path:line:1`` (the line of the entry's name). ``label``: begin each message with the
     entry's kind and name (``record my.kernel: ...``), for output that shows no subject."""
-    lines = text.splitlines()
-    records: list[AnyRecord] = []
+    located, findings = _located_records_of(doc, path=path, text=text, label=label)
+    return [r for r, _ in located], findings
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while one document is parsed or validated: a
+    10 MiB file is a few hundred thousand containers, which every full collection would walk
+    again and again (it doubled the time); a parsed document holds no cycles, so nothing is
+    left for the collector, and it runs again as before when the file is read."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+@_collector_paused()
+def _located_records_of(doc: Any, *, path: str, text: str, label: bool,
+                        ) -> tuple[list[Located], list[Finding]]:
+    lines = _name_lines(text)
+    records: list[Located] = []
     findings: list[Finding] = []
     for role, raw in _entries(doc):
         name = raw.get("name") if isinstance(raw, Mapping) else None
-        recs, found = parse_record(raw, location=f"{path}:{_line_of(name, lines)}:1")
-        records += recs
+        location = f"{path}:{lines.get(name, 1) if isinstance(name, str) else 1}:1"
+        recs, found = parse_record(raw, location=location)
+        records += [(r, location) for r in recs]
         word = "consumer" if role == "consumer" else "record"
         findings += [replace(f, message=f"{word} {f.subject}: {f.message}") if label else f
                      for f in found]
     return records, findings
 
 
-def _read_bytes(p: Path) -> bytes:
-    """At most :data:`MAX_FILE_BYTES` of a regular file. A FIFO, device or directory is refused
-    before it is opened (stat first: opening some devices has effects), and the open is
-    non-blocking and checked again (fstat), so a file swapped in between cannot hang the caller."""
+def read_bytes(p: Path, kind: str = "records file") -> bytes:
+    """At most :data:`MAX_FILE_BYTES` of a regular file (``kind`` names it in errors). A FIFO,
+    device or directory is refused before it is opened (stat first: opening some devices has
+    effects), and the open is non-blocking and checked again (fstat), so a file swapped in
+    between cannot hang the caller."""
     try:
         first = os.stat(p).st_mode
     except OSError as err:
-        raise FileReadError(f"{p}: cannot read records file ({err.strerror or err})") from err
+        raise FileReadError(f"{p}: cannot read {kind} ({err.strerror or err})") from err
     if not stat.S_ISREG(first):
-        raise FileReadError(f"{p}: not a regular file (a records file must be one; found a "
+        raise FileReadError(f"{p}: not a regular file (a {kind} must be one; found a "
                             f"{_file_kind(first)})")
     try:
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
-        raise FileReadError(f"{p}: cannot read records file ({err.strerror or err})") from err
+        raise FileReadError(f"{p}: cannot read {kind} ({err.strerror or err})") from err
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise FileReadError(f"{p}: not a regular file (a records file must be one; found a "
+        raise FileReadError(f"{p}: not a regular file (a {kind} must be one; found a "
                             f"{_file_kind(mode)})")
     with os.fdopen(fd, "rb") as fh:
         try:
             data = fh.read(MAX_FILE_BYTES + 1)
         except OSError as err:
-            raise FileReadError(f"{p}: cannot read records file ({err.strerror or err})") from err
+            raise FileReadError(f"{p}: cannot read {kind} ({err.strerror or err})") from err
     if len(data) > MAX_FILE_BYTES:
         raise FileReadError(f"{p}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the most a "
-                            "records file may hold")
+                            f"{kind} may hold")
     return data
 
 
@@ -190,15 +240,16 @@ def _file_kind(mode: int) -> str:
 
 def _depth(doc: Any) -> int:
     """The nesting depth of a parsed document, computed without recursion."""
+    if not isinstance(doc, (dict, list)):
+        return 0
     deepest, stack = 0, [(doc, 1)]
-    while stack:
+    while stack:  # containers only: the scalars of a 10 MiB file are most of its nodes
         node, level = stack.pop()
-        if isinstance(node, (dict, list)):
-            deepest = max(deepest, level)
-            if level > MAX_NESTING:
-                break
-            stack += [(child, level + 1) for child in
-                      (node.values() if isinstance(node, dict) else node)]
+        deepest = max(deepest, level)
+        if level > MAX_NESTING:
+            break
+        children = node.values() if isinstance(node, dict) else node
+        stack += [(c, level + 1) for c in children if isinstance(c, (dict, list))]
     return deepest
 
 
@@ -216,6 +267,22 @@ def _decode(p: Path, data: bytes) -> str:
                             f"{err.start}); a records file is UTF-8 {kind}") from None
 
 
+#: where tomllib (before Python 3.14, which adds ``lineno``/``colno``) says it stopped
+_TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def error_position(err: BaseException) -> tuple[int, int]:
+    """(line, column), 1-based, of a TOML or JSON decode error: its ``lineno``/``colno`` where
+    the parser sets them (json; tomllib from Python 3.14), else the position tomllib writes in
+    its message on 3.11-3.13; (1, 1) when neither says."""
+    line, col = getattr(err, "lineno", None), getattr(err, "colno", None)
+    if isinstance(line, int) and isinstance(col, int):
+        return max(1, line), max(1, col)
+    m = _TOML_AT.search(str(err))
+    return (int(m.group(1)), int(m.group(2))) if m else (1, 1)
+
+
+@_collector_paused()
 def parse_document(path: str | Path, text: str) -> Any:
     """The parsed ``.toml`` (else JSON) document of ``text``, within :data:`MAX_NESTING`; a
     :class:`FileReadError` when it is empty, malformed or nested too deeply."""
@@ -224,12 +291,12 @@ def parse_document(path: str | Path, text: str) -> Any:
     if not text.strip():
         raise FileReadError(f"{p}: empty file, no records")
     try:
-        doc = tomllib.loads(text) if kind == "TOML" else json.loads(text, parse_constant=_no_constant)
+        doc = _toml.loads(text) if kind == "TOML" else json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         raise FileReadError(f"{p}: not valid {kind}: nested deeper than the parser can read "
                             f"(a records file may nest at most {MAX_NESTING} levels)") from None
     except ValueError as err:  # TOMLDecodeError, JSONDecodeError, an integer too long to convert
-        raise FileReadError(f"{p}: not valid {kind}: {err}") from None
+        raise FileReadError(f"{p}: not valid {kind}: {err}", *error_position(err)) from None
     if _depth(doc) > MAX_NESTING:
         raise FileReadError(f"{p}: nested deeper than {MAX_NESTING} levels, the most a records "
                             "file may nest")
@@ -248,9 +315,17 @@ def read_file(path: str | Path, *, label: bool = False) -> Loaded:
     malformed, or nested deeper than :data:`MAX_NESTING`. Bad records inside a well-formed file
     are findings located at ``path:line:1`` (see :func:`records_of`; ``label`` as there).
     """
+    located, findings = read_file_located(path, label=label)
+    return [r for r, _ in located], findings
+
+
+def read_file_located(path: str | Path, *, label: bool = False,
+                      ) -> tuple[list[Located], list[Finding]]:
+    """:func:`read_file`, each record with the ``path:line:1`` of its entry."""
     p = Path(path)
-    text = _decode(p, _read_bytes(p))
-    return records_of(parse_document(p, text), path=str(p), text=text, label=label)
+    text = _decode(p, read_bytes(p))
+    return _located_records_of(parse_document(p, text), path=str(p), text=text, label=label)
+
 
 
 def records_from_object(obj: Any, *, location: str, subject: str = "") -> Loaded:

@@ -7,6 +7,7 @@ then raises one :class:`ContractError` listing everything.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from attn_contracts.checks import (
     check_edge,
     check_setting,
     check_unique,
-    resolve_call_base,
+    resolve_call,
 )
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.deprecation import renamed
@@ -188,7 +189,7 @@ def check_startup(
     uses, bad = _consumer_uses(consumers, known_consumers)
     findings += bad
     if chosen is not None and producer_call is not None:
-        chosen, bad = resolve_call_base(chosen, producer_call)
+        chosen, bad = resolve_call(chosen, producer_call)
         findings += bad
     if chosen is not None:
         findings += check_dcp(chosen, world)
@@ -196,7 +197,38 @@ def check_startup(
             findings += check_setting(chosen, typed)
         for consumer, literal in uses:
             findings += check_edge(chosen, consumer, typed, keyword_value=literal)
+    if world > 1:
+        findings += [_unchecked_agreement(c) for c, _ in uses if c.ranks is not None]
     return chosen, recs, findings
+
+
+def _unchecked_agreement(consumer: ConsumerRecord) -> Finding:
+    """``AC031`` (a note): one process cannot tell whether every rank passes a collective
+    consumer the same values; ``validate_startup(group=...)`` compares them."""
+    same = ", ".join(consumer.ranks.same) if consumer.ranks else ""
+    return Finding(Code.AC031, consumer.name, f"{consumer.name} is a collective: every rank must "
+                   f"pass it the same {same}; one process cannot check that, so it was not "
+                   "checked here", severity=Severity.NOTE, field="ranks", found=None,
+                   allowed="identical on every rank",
+                   hint="at engine startup pass group= to validate_startup: the ranks then "
+                   "compare what each passes (AC031 where they differ)")
+
+
+def _agreement(consumer: ConsumerRecord, literal: str | None, setting: CombineSetting | None,
+               extras: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What this rank passes a collective consumer, for the ranks to compare: the base its
+    keyword literal resolves to (literals that select the same base are one value), the
+    setting's fields and the workspace's ``max_tokens`` (from ``extras``) the record names."""
+    ranks = consumer.ranks
+    values: dict[str, Any] = {}
+    for name in ranks.same if ranks else ():
+        if name == "base":
+            values[name] = consumer.base_for(literal) or f"no base ({literal!r} selects none)"
+        elif name == "max_tokens":
+            values[name] = (extras or {}).get("max_tokens")
+        else:
+            values[name] = None if setting is None else getattr(setting, name)
+    return {"on_mismatch": ranks.on_mismatch if ranks else "wrong", "values": values}
 
 
 def validate_startup(
@@ -229,10 +261,15 @@ def validate_startup(
     backend, setting and ``extras`` (free-form, JSON values compared by value; ``settings=`` is
     the old name and warns), else every rank
     raises ``AC007`` within ``timeout_s`` + 2 s; the group decides once, so no rank passes while
-    another fails (see :mod:`attn_contracts.consensus`). ``probe``: run the chosen backend once
-    on tiny inputs (on ``device``) and compare what it returns with its record (``AC008``); its
-    adapter runs only from the built-in modules or ``allow_adapters`` (records may come from
-    files, and a file is data).
+    another fails (see :mod:`attn_contracts.consensus`). A *collective* consumer (a record with
+    ``ranks``: FlashInfer's fused ``decode_cp_a2a_lse_reduce``, which hangs rather than fails
+    when ranks differ) is compared by what each rank passes it: the base its keyword literal
+    selects, the setting's fields it names and ``extras["max_tokens"]`` (the workspace's size);
+    a difference is ``AC031`` on every rank. Without ``group`` at ``world_size > 1`` such a
+    consumer gets a ``RuntimeWarning`` (nothing can be compared from one process). ``probe``: run
+    the chosen backend once on tiny inputs (on ``device``) and compare what it returns with its
+    record (``AC008``); its adapter runs only from the built-in modules or ``allow_adapters``
+    (records may come from files, and a file is data).
     ``producer_call``: the keyword arguments the engine passes its kernel (``{"backend":
     "auto", "return_lse_base": "basee"}``); where the record's call chooses the base from them,
     the returned record carries that base, and a base left to dispatch is ``AC028``.
@@ -260,20 +297,29 @@ def validate_startup(
                               f"(pip install 'attn-contracts[kernels]'), or pass probe=False: "
                               f"{err}") from err
         findings += probe_record(chosen, device=device, allow_adapters=allow_adapters)
+    uses = _consumer_uses(consumers, consumer_table(records, recs)[0])[0]
+    if group is None and world > 1 and any(c.ranks is not None for c, _ in uses):
+        warnings.warn("validate_startup: a collective consumer ("
+                      + ", ".join(sorted(c.name for c, _ in uses if c.ranks is not None))
+                      + ") hangs when ranks pass it different values; pass group= so the ranks "
+                      "compare them (AC031)", RuntimeWarning, stacklevel=2)
     if group is not None:
         from attn_contracts.consensus import agree_across_ranks
 
         typed = _setting(setting)
         # one key per setting field, so a disagreement names the field (`setting num_heads: ...`);
-        # the consumers the rank feeds (names and keyword literals) are part of what must agree
+        # the local consumers the rank feeds (names and keyword literals) are part of what must
+        # agree; a collective consumer's values are compared by what they mean (AC031)
         shared = {**(dict(extras) if extras else {}),
                   **(typed.model_dump(mode="json") if typed else {}),
-                  "consumers": sorted(f"{c.name}={lit}" for c, lit in _consumer_uses(
-                      consumers, consumer_table(records, recs)[0])[0])}
+                  "consumers": sorted(f"{c.name}={lit}" for c, lit in uses if c.ranks is None)}
+        collective = {c.name: _agreement(c, lit, typed, extras) for c, lit in uses
+                      if c.ranks is not None}
         # Every rank takes part even with local findings, so no rank is left waiting in the
         # exchange; each then raises the union of what all ranks found.
         findings = agree_across_ranks(findings, recs, chosen, world, group=group,
-                                      timeout_s=timeout_s, settings=shared)
+                                      timeout_s=timeout_s, settings=shared,
+                                      collective=collective)
     if findings:
         raise ContractError(findings, "attention contract validation failed at startup")
     return chosen

@@ -23,9 +23,10 @@ from attn_contracts.consumer import ConsumerRecord, FixedBase
 from attn_contracts.findings import Code, Finding
 from attn_contracts.records import CapabilityRecord, LseSpec
 
-__all__ = ["ConsumerObserved", "ConsumerVerifyResult", "LimitProbe", "Observed", "VerifyResult",
-           "compare", "compare_consumer", "conservative_notes", "declared_consumer",
-           "declared_lse", "describe", "describe_consumer", "predicted_max_heads"]
+__all__ = ["ConsumerObserved", "ConsumerVerifyResult", "EmptyRows", "LimitProbe", "Observed",
+           "VerifyResult", "compare", "compare_consumer", "conservative_notes",
+           "declared_consumer", "declared_lse", "describe", "describe_consumer",
+           "predicted_max_heads", "producer_notes"]
 
 Obs = TypeVar("Obs")
 
@@ -51,6 +52,26 @@ class VerifyResult(Generic[Obs]):
 
 # --- producers ----------------------------------------------------------------------------------
 @dataclass
+class EmptyRows:
+    """Both facts of an empty row, from the probe of a request with ``seq_lens == 0`` whose
+    output buffer is filled with NaN (then with a finite sentinel, to tell a row the kernel
+    wrote NaN into from one it never wrote), and the caching allocator poisoned the same way for
+    a kernel that allocates its own output.
+
+    ``lse``: ``-inf`` | ``+inf`` | ``nan`` | ``finite(x)`` | ``raised``. ``out``: ``zero`` |
+    ``nan`` (written, both fills) | ``undefined`` (the fill came back: never written) |
+    ``finite(x)`` | ``raised``. ``documented``: the kernel's contract takes a zero-key request
+    (the adapter's ``allows_empty_rows``); an observation of an undocumented input is reported,
+    never written into a record as a promise."""
+
+    lse: str
+    out: str
+    documented: bool
+    buffer_honoured: bool | None
+    detail: str = ""
+
+
+@dataclass
 class Observed:
     """What the kernel really returned."""
 
@@ -64,22 +85,73 @@ class Observed:
     out_error: float
     out_ok: bool
     out_buffer_honoured: bool | None
+    #: the empty-row probe (None: not run, e.g. the startup probe)
+    empty: EmptyRows | None = None
 
 
 def declared_lse(spec: LseSpec, q_dtype: str) -> dict[str, Any]:
-    """The declared LSE facts a run can observe (``dtype = "query"`` resolved to the query's)."""
+    """The declared LSE facts a run can observe (``dtype = "query"`` resolved to the query's;
+    an absent ``empty_out`` is ``None``)."""
     return {"base": spec.base, "layout": spec.layout, "q_len_axis": spec.q_len_axis,
             "padded_heads": spec.padded_heads,
             "dtype": q_dtype if spec.dtype == "query" else spec.dtype,
-            "empty_row": spec.empty_row}
+            "empty_row": spec.empty_row, "empty_out": spec.empty_out}
+
+
+_DEFINITE = ("-inf", "+inf", "nan")
+
+
+def _empty_findings(record: CapabilityRecord, declared: dict[str, Any], obs: Observed
+                    ) -> list[Finding]:
+    """``AC008`` for an empty-row promise the probe broke: an LSE value other than the declared
+    one (where the main probe saw none), or a declared ``zero`` output that was not written 0.
+    ``undefined`` and ``nan`` promise nothing a reader may rely on, so nothing contradicts them."""
+    e = obs.empty
+    if e is None:
+        return []
+    out = []
+    want_lse = declared.get("empty_row")
+    if obs.empty_row is None and want_lse in _DEFINITE and e.lse not in ("raised", want_lse):
+        out.append(Finding(Code.AC008, record.name, f"lse.empty_row: declared {want_lse!r}, a "
+                           f"zero-length request gave {e.lse!r}", field="lse.empty_row",
+                           found=e.lse, allowed=repr(want_lse),
+                           hint="fix the record (or the kernel)"))
+    if declared.get("empty_out") == "zero" and e.out != "zero" and e.out != "raised":
+        out.append(Finding(Code.AC008, record.name, f"lse.empty_out: declared 'zero', the "
+                           f"output rows of a zero-length request were {e.out!r} ({e.detail})",
+                           field="lse.empty_out", found=e.out, allowed="'zero'",
+                           hint="declare lse.empty_out = 'undefined' (a combine then masks those "
+                           "rows) or fix the kernel"))
+    return out
+
+
+def producer_notes(record: CapabilityRecord, obs: Observed) -> list[str]:
+    """What the empty-row probe saw where the record promises nothing (or less)."""
+    spec, e = record.lse, obs.empty
+    if e is None or not isinstance(spec, LseSpec):
+        return []
+    where = "a documented zero-length request" if e.documented else (
+        "a zero-length request the kernel does not document (not a promise)")
+    notes = []
+    if spec.empty_out is None and e.out != "raised":
+        notes.append(f"lse.empty_out: absent (read as 'undefined'); {where} gave {e.out!r}")
+    elif spec.empty_out in ("nan", "undefined") and e.out == "zero":
+        notes.append(f"lse.empty_out: declared {spec.empty_out!r}; {where} gave 'zero'")
+    if spec.empty_row == "undefined" and e.lse in _DEFINITE:
+        notes.append(f"lse.empty_row: declared 'undefined'; {where} gave {e.lse!r}")
+    if e.out == "raised":
+        notes.append(f"a zero-length request raised: {e.detail}")
+    return notes
 
 
 def compare(record: CapabilityRecord, declared: dict[str, Any], obs: Observed) -> list[Finding]:
     """``AC008`` for every declared field the observation contradicts."""
     observed = {"base": obs.base, "layout": obs.layout, "q_len_axis": obs.q_len_axis,
                 "padded_heads": obs.padded_heads, "dtype": obs.dtype, "empty_row": obs.empty_row}
-    findings = []
+    findings = _empty_findings(record, declared, obs)
     for key, want in declared.items():
+        if key not in observed:  # judged by the empty-row probe above
+            continue
         got = observed[key]
         if key == "empty_row" and (got is None or want == "undefined"):
             continue  # nothing observed, or nothing promised: undefined rows may hold anything
@@ -109,7 +181,13 @@ def describe(d: dict[str, Any] | Observed | None) -> str:
     empty = x["empty_row"] if x["empty_row"] is not None else "n/a"
     text = f"base {x['base']}, {layout}, {x['dtype']}, empty {empty}"
     if isinstance(d, Observed):
+        if d.empty is not None:
+            own = "" if d.empty.buffer_honoured is not False else ", own buffer"
+            text += (f"; zero-length request: lse {d.empty.lse}, out {d.empty.out}{own}"
+                     + ("" if d.empty.documented else " (undocumented input)"))
         text += f", out err {d.out_error:.1e}"
+    elif "empty_out" in x:
+        text += f", empty out {x['empty_out'] or 'absent'}"
     return text
 
 

@@ -4,7 +4,11 @@ FlashInfer is an optional extra and is imported inside each call, so this module
 ``Adapter.requires`` lets the verifier say "skipped: flashinfer not installed" instead. Outputs are
 returned exactly as FlashInfer returns them (LSE base 2 unless an MLA plan asks for base e).
 FlashInfer's paged decode has no zero-length requests (``last_page_len`` is 1..page_size), so
-these adapters declare ``allows_empty_rows=False``.
+these adapters declare ``allows_empty_rows=False``; the verifier's empty-row probe runs them on
+one anyway and reports what the kernels did (an undocumented input: a report, not a promise).
+A caller-owned ``problem.out`` is passed as the wrappers' ``out=`` (single decode has none), so
+that probe reads the rows in the buffer it filled; the regular probe gives none
+(``accepts_out`` stays False: the wrappers take contiguous buffers only).
 """
 
 from __future__ import annotations
@@ -27,6 +31,11 @@ def _workspace(device: torch.device) -> torch.Tensor:
     if device not in _workspaces:
         _workspaces[device] = torch.zeros(_WORKSPACE_BYTES, dtype=torch.uint8, device=device)
     return _workspaces[device]
+
+
+def _out(p: DecodeProblem) -> dict[str, torch.Tensor]:
+    """``out=`` for a wrapper's ``run`` where the problem brings a buffer."""
+    return {} if p.out is None else {"out": p.out}
 
 
 def _qo_indptr(p: DecodeProblem) -> torch.Tensor:
@@ -56,7 +65,7 @@ def _run_batch_decode(p: DecodeProblem) -> tuple[torch.Tensor, torch.Tensor]:
     w.plan(p.page_indptr, p.page_indices, p.last_page_len, p.num_heads, p.k_pages.shape[2],
            p.q.shape[-1], p.page_size, sm_scale=p.sm_scale, q_data_type=p.q.dtype,
            kv_data_type=p.k_pages.dtype)
-    out, lse = w.run(p.q, (p.k_pages, p.v_pages), return_lse=True)
+    out, lse = w.run(p.q, (p.k_pages, p.v_pages), return_lse=True, **_out(p))
     return out, lse
 
 
@@ -70,7 +79,7 @@ def _run_batch_prefill(p: DecodeProblem) -> tuple[torch.Tensor, torch.Tensor]:
     w.plan(_qo_indptr(p), p.page_indptr, p.page_indices, p.last_page_len, p.num_heads,
            p.k_pages.shape[2], p.q.shape[-1], p.page_size, causal=False, sm_scale=p.sm_scale,
            q_data_type=p.q.dtype, kv_data_type=p.k_pages.dtype)
-    out, lse = w.run(p.q, (p.k_pages, p.v_pages), return_lse=True)
+    out, lse = w.run(p.q, (p.k_pages, p.v_pages), return_lse=True, **_out(p))
     return out, lse
 
 
@@ -93,11 +102,11 @@ def _mla(backend: str, base_e: bool) -> Any:
             w.plan(metadata=meta, lse_mode="basee" if base_e else "base2",
                    query_layout="split", kv_cache_layout="split", **common)
             out, lse = w.run(query=(q_nope, q_pe), kv_cache=(ckv, kpe), return_lse=True,
-                             return_lse_base_on_e=base_e)
+                             return_lse_base_on_e=base_e, **_out(p))
         else:  # older releases: flat CSR plan, LSE mode chosen at run time (base 2 only)
             w.plan(_qo_indptr(p), p.page_indptr, p.page_indices, p.seq_lens, **common)
             kwargs = {"return_lse_base_on_e": True} if base_e else {}
-            out, lse = w.run(q_nope, q_pe, ckv, kpe, return_lse=True, **kwargs)
+            out, lse = w.run(q_nope, q_pe, ckv, kpe, return_lse=True, **kwargs, **_out(p))
         return out, lse
 
     return run

@@ -19,26 +19,28 @@ import torch
 
 from attn_contracts.backends.adapter import Adapter
 from attn_contracts.backends.problem import DecodeProblem, exact_attention, make_problem, tolerance
+from attn_contracts.findings import error_text
 from attn_contracts.records import CapabilityRecord, LseSpec
-from attn_contracts.verify import Observed, declared_lse
+from attn_contracts.verify import EmptyRows, Observed, declared_lse
 
-__all__ = ["capability_skip", "infer", "observe_kernel"]
+__all__ = ["capability_skip", "infer", "observe_empty_rows", "observe_kernel"]
 
 LOG2E = 1.0 / math.log(2.0)
 _DTYPE_PREFERENCE = ("bfloat16", "float16", "float32")
 
 
 def _problem_for(record: CapabilityRecord, adapter: Adapter, device: str, seed: int,
-                 small: bool) -> DecodeProblem:
+                 small: bool, lens: list[int] | None = None) -> DecodeProblem:
+    """The verifier's decode problem for ``record`` (``lens``: these request lengths instead)."""
     dec = record.decode
     dtype_name = next((d for d in _DTYPE_PREFERENCE if d in dec.q_dtypes), dec.q_dtypes[0])
     mla = dec.attention == "mla"
     d_v = dec.head_dims[0] if mla else (128 if 128 in dec.head_dims else dec.head_dims[0])
     q_len = 3 if dec.q_len_gt_1 else 1
-    # batch ≠ heads ≠ q_len; a one-key row; an empty row (zero keys), never first
-    lens = [23, 0, 1, 50, 7] if adapter.allows_empty_rows else [23, 2, 1, 50, 7]
-    if small:
-        lens = [9, 0, 1] if adapter.allows_empty_rows else [9, 2, 1]
+    if lens is None:  # batch ≠ heads ≠ q_len; a one-key row; an empty row (zero keys), not first
+        lens = [23, 0, 1, 50, 7] if adapter.allows_empty_rows else [23, 2, 1, 50, 7]
+        if small:
+            lens = [9, 0, 1] if adapter.allows_empty_rows else [9, 2, 1]
     return make_problem(
         seq_lens=lens, q_len=q_len, num_heads=adapter.num_heads or 4,
         num_kv_heads=1 if mla else 2, head_dim=d_v + 64 if mla else d_v, d_v=d_v,
@@ -133,9 +135,83 @@ def capability_skip(record: CapabilityRecord, device: str) -> str | None:
     return None
 
 
+#: the empty-row probe's second fill: exact in every output dtype, and no value a kernel writes
+_SENTINEL = 4096.0
+_EMPTY_LENS = [5, 0, 3]  # the zero-length request is neither first nor last
+
+
+def _poison_allocator(device: torch.device, nbytes: int, fill: float) -> None:
+    """Leave ``fill`` in the CUDA caching allocator's next blocks, so an output the kernel
+    allocates itself (``torch.empty``) starts as ``fill`` rather than as whatever was freed
+    last: a row it never writes then shows. (The CPU allocator keeps no such blocks; there the
+    caller's buffer is the probe.)"""
+    if device.type == "cuda":
+        for _ in range(2):
+            junk = torch.full((nbytes // 4 + 1,), fill, dtype=torch.float32, device=device)
+            del junk
+
+
+def _out_rows(out: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    t = rows.numel()
+    return out.detach().reshape(t, -1).float().cpu()[rows]
+
+
+def _out_fact(first: torch.Tensor, second: torch.Tensor) -> str:
+    """What a zero-length request's output rows hold, from a NaN fill and a sentinel fill."""
+    if bool((first == 0).all()) and bool((second == 0).all()):
+        return "zero"
+    if bool(first.isnan().all()):
+        if bool((second == _SENTINEL).all()):
+            return "undefined"
+        if bool(second.isnan().all()):
+            return "nan"
+    finite = first[first.isfinite()]
+    return f"finite({float(finite[0]):.4g})" if finite.numel() else "undefined"
+
+
+def observe_empty_rows(record: CapabilityRecord, spec: LseSpec, adapter: Adapter, device: str,
+                       seed: int) -> EmptyRows:
+    """Run the adapter on a batch whose middle request has ``seq_lens == 0``, twice: its output
+    buffer filled with NaN, then with a finite sentinel (the caching allocator poisoned alike),
+    and read both facts of that request's rows: the LSE in the record's layout, and whether the
+    output was written 0, written NaN, or left as it was. A kernel that refuses the input
+    (FlashInfer's paged decode documents ``1 <= kv_last_page_len``) is reported as ``raised``."""
+    p = _problem_for(record, adapter, device, seed, small=False, lens=_EMPTY_LENS)
+    t, h = p.q.shape[:2]
+    rows = torch.repeat_interleave(p.seq_lens.cpu().long(), p.q_len) == 0  # [T]
+    dev = p.q.device
+    seen: list[tuple[torch.Tensor, torch.Tensor, bool]] = []
+    for fill in (math.nan, _SENTINEL):
+        buffer = p.q.new_full((t, h, p.d_v), fill)
+        _poison_allocator(dev, buffer.numel() * buffer.element_size() * 4, fill)
+        try:
+            out, lse = adapter.run(replace(p, out=buffer))
+            if dev.type == "cuda":
+                torch.cuda.synchronize(dev)
+        except Exception as err:  # the kernel refuses a zero-length request: that is the fact
+            return EmptyRows("raised", "raised", adapter.allows_empty_rows, None, error_text(err))
+        seen.append((out, lse, out.data_ptr() == buffer.data_ptr()))
+    (out1, lse1, honoured), (out2, _, _) = seen
+    views = [v for layout, qax, _, v in _candidates(lse1.detach().double().cpu(), p.batch,
+                                                     p.q_len, t, h)
+             if layout == spec.layout and qax == spec.q_len_axis]
+    lse_fact = "unknown"
+    if views:
+        lse_fact = _empty_value(views[0], rows[:, None].expand(t, h)) or "unknown"
+    try:
+        out_fact = _out_fact(_out_rows(out1, rows), _out_rows(out2, rows))
+    except RuntimeError as err:  # an output of a shape no [T, H, D] reading fits
+        return EmptyRows(lse_fact, "unknown", adapter.allows_empty_rows, honoured,
+                         error_text(err))
+    where = "the caller's buffer" if honoured else "the kernel's own output"
+    return EmptyRows(lse_fact, out_fact, adapter.allows_empty_rows, honoured,
+                     f"read in {where}, filled with NaN and then {_SENTINEL:g}")
+
+
 def observe_kernel(record: CapabilityRecord, spec: LseSpec, adapter: Adapter, device: str,
                    seed: int, small: bool) -> tuple[dict[str, Any], Observed | str]:
-    """The declared facts a run can check, and the observation (or why the output is unusable).
+    """The declared facts a run can check, and the observation (or why the output is unusable),
+    with the empty-row probe (:func:`observe_empty_rows`) unless ``small`` (the startup probe).
     The adapter's own exceptions propagate: the pipeline's one exception policy decides."""
     p = _problem_for(record, adapter, device, seed, small)
     buffer = None
@@ -149,6 +225,9 @@ def observe_kernel(record: CapabilityRecord, spec: LseSpec, adapter: Adapter, de
         return declared, (f"adapter returned ({type(out).__name__}, {type(lse).__name__}), not "
                           "(out, lse) tensors")
     try:
-        return declared, infer(p, out, lse, buffer)
+        observed = infer(p, out, lse, buffer)
     except Exception as err:  # tensors of a shape no reading fits (reshape fails)
         return declared, f"adapter output unreadable: {type(err).__name__}: {err}"
+    if not small:
+        observed.empty = observe_empty_rows(record, spec, adapter, device, seed)
+    return declared, observed

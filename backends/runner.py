@@ -47,6 +47,7 @@ from attn_contracts.verify import (
     compare_consumer,
     conservative_notes,
     declared_consumer,
+    producer_notes,
 )
 
 __all__ = ["probe_record", "verify_consumer", "verify_record"]
@@ -135,6 +136,7 @@ def verify_record(record: CapabilityRecord, *, device: str = "cpu", seed: int = 
         return result
     result.observed = observed
     result.findings = compare(record, result.declared, observed)
+    result.notes = producer_notes(record, observed)
     result.status = "differs" if result.findings else "match"
     result.seconds = time.perf_counter() - start
     return result

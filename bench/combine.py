@@ -3,6 +3,7 @@
     python bench/combine.py --out bench/results            # the table, JSON and PNG
     python bench/combine.py --sweep targets --out DIR      # tiles of the shapes behind a peer (< 6 min)
     python bench/combine.py --sweep merge                  # tile sweep for the default heuristic
+    python bench/combine.py --dry-run                      # the code path on a CPU, untimed
 
 The table has, beside each plain call, the same kernel with a row mask (``row_mask [N, T]``, 20 % of
 rows empty; the masked variant must stay within 3 % of the plain one), with a sink, and the a2a
@@ -21,9 +22,11 @@ device copy moving as many bytes: under ``do_bench`` the L2 flush leaves L2 full
 whose write-back competes with the measured kernel, which caps any kernel of 50-300 MB well below
 the 1 GiB copy bandwidth.
 
-Bytes moved by a merge (the floor of any implementation)::
-
-    N·T·H·D·s_o + N·T·H·4 (read partials and LSE) + T·H·D·s_o + T·H·4 (write output and LSE)
+Bytes moved by each op (the floor of any implementation): ``_inputs.py``. Timers: ``_timing.py``.
+``--dry-run`` runs the table's code (or a ``--sweep``'s) on the CPU at small shapes
+(``_inputs.dry_shape``), each call once and untimed: a smoke test, not a measurement. The combine's
+calls take its torch path there and the empty-kernel rows are left out, unless
+``TRITON_INTERPRET=1`` runs the Triton kernels in the interpreter.
 """
 
 from __future__ import annotations
@@ -49,13 +52,29 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
-from _timing import (
+from _inputs import (
+    BYTES,
+    Shape,
     bench_record,
+    dry_shape,
+    input_sets,
+    pack_sets,
+    row_mask,
+    sink_like,
+    sized,
+)
+from _timing import (
+    after_flush_us,
     copies_for_cold_l2,
     copy_bandwidth,
+    copy_calls,
+    do_bench_us,
+    dry_run,
     environment,
     graph_per_launch,
-    host_us_per_call,
+    host_medians,
+    is_dry_run,
+    write_results,
 )
 
 from attn_contracts import CapabilityRecord
@@ -68,9 +87,9 @@ from attn_contracts.combine import (
     rescale,
     rescale_reference,
 )
+from attn_contracts.combine.launch import uses_triton
 from attn_contracts.combine.ops import merge_into
 from attn_contracts.combine.tiles import default_config
-from attn_contracts.combine.workspace import a2a_piece_bytes
 
 SHAPES = [(4, 1, 128, 512), (8, 1, 16, 512), (4, 32, 128, 512), (8, 256, 128, 512),
           (4, 512, 32, 128), (8, 2048, 32, 128), (3, 100, 40, 128),
@@ -80,13 +99,12 @@ SHAPES = [(4, 1, 128, 512), (8, 1, 16, 512), (4, 32, 128, 512), (8, 256, 128, 51
 HEAD_TOKEN_SHAPES = {(2, 4096, 32, 128)}
 #: a2a send pack: (world, T, H, D)
 PACK_SHAPES = [(4, 1, 128, 512), (4, 256, 128, 512), (2, 4096, 32, 128), (8, 2048, 32, 128)]
-MASKED_FRACTION = 0.2
-DEVICE = "cuda"  # the inputs' device (a CPU dry run of the bench code sets "cpu")
+DEVICE = "cuda"  # the inputs' device (a dry run sets "cpu")
 
 
 @dataclass
 class Row:
-    shape: tuple[int, int, int, int]
+    shape: Shape
     base: str
     impl: str
     bytes: int
@@ -98,23 +116,6 @@ class Row:
         return None if us is None else self.bytes / (us * 1e-6) / 1e9
 
 
-def merge_bytes(n: int, t: int, h: int, d: int, s: int) -> int:
-    return n * t * h * d * s + n * t * h * 4 + t * h * d * s + t * h * 4
-
-
-def rescale_bytes(n: int, t: int, h: int, d: int, s: int) -> int:
-    return 2 * t * h * d * s + n * t * h * 4 + t * h * 4
-
-
-def pack_bytes(n: int, t: int, h: int, d: int, s: int) -> int:
-    """Read O and the LSE once, write both once (the packed message)."""
-    return 2 * (t * h * d * s + t * h * 4)
-
-
-def bench(fn: Callable[[], object]) -> float:
-    return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")) * 1e3
-
-
 @triton.jit
 def _empty_kernel(x_ptr, BLOCK: tl.constexpr):
     tl.store(x_ptr + tl.arange(0, BLOCK), tl.zeros((BLOCK,), tl.float32))
@@ -123,33 +124,20 @@ def _empty_kernel(x_ptr, BLOCK: tl.constexpr):
 Factory = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], Callable[[], object]]
 
 
-def _inputs(shape: tuple[int, int, int, int], dtype: torch.dtype, copies: int,
+def _input_sets(shape: Shape, dtype: torch.dtype, copies: int,
             layout: str = "ntHd") -> list[tuple[torch.Tensor, ...]]:
-    """``copies`` sets of (partials, LSE, out, lse_out). ``layout``: ``ntHd`` (``[N, T, H]``
-    LSE), ``ht`` (the LSE an ``[N, H, T]`` buffer, passed as its ``[N, T, H]`` view), ``tnhd``
-    (FlashInfer ``merge_states``: ``[T, N, H, D]`` and ``[T, N, H]``)."""
-    n, t, h, d = shape
-    sets = []
-    for _ in range(copies):
-        o = torch.randn((t, n, h, d) if layout == "tnhd" else (n, t, h, d), device=DEVICE,
-                        dtype=dtype)
-        if layout == "ht":
-            lse = (torch.randn((n, h, t), device=DEVICE) * 4).transpose(1, 2)
-        else:
-            lse = torch.randn((t, n, h) if layout == "tnhd" else (n, t, h), device=DEVICE) * 4
-        sets.append((o, lse, torch.empty(t, h, d, device=DEVICE, dtype=dtype),
-                     torch.empty(t, h, device=DEVICE)))
-    return sets
+    """``copies`` sets of (partials, LSE, out, lse_out) on this table's device."""
+    return input_sets(shape, dtype, copies, DEVICE, layout)
 
 
-def measure(shape: tuple[int, int, int, int], base: str, impl: str, nbytes: int,
+def measure(shape: Shape, base: str, impl: str, nbytes: int,
             make: Factory, dtype: torch.dtype, layout: str = "ntHd") -> Row:
     """Time one implementation: graph replay always, do_bench as well for T > 1."""
     t = shape[1]
-    sets = _inputs(shape, dtype, 1 if t == 1 else copies_for_cold_l2(nbytes), layout)
+    sets = _input_sets(shape, dtype, copies_for_cold_l2(nbytes, t), layout)
     fns = [make(*x) for x in sets]
     graph = graph_per_launch(fns)
-    return Row(shape, base, impl, nbytes, graph, None if t == 1 else bench(fns[0]),
+    return Row(shape, base, impl, nbytes, graph, None if t == 1 else do_bench_us(fns[0]),
                "[H,T]" if layout == "ht" else "[T,H]")
 
 
@@ -158,32 +146,20 @@ def _record_for(d: int, base: str) -> CapabilityRecord:
     return bench_record(d, base, "combine")  # see _timing.bench_record
 
 
-def row_mask_like(o: torch.Tensor, seed: int = 0) -> torch.Tensor:
-    """``[N, T]`` bool, ``MASKED_FRACTION`` of the rows empty (row 0 kept, so T = 1 has one)."""
-    n, t = o.shape[0], o.shape[1]
-    g = torch.Generator(device=o.device).manual_seed(seed)
-    keep = torch.rand(n, t, device=o.device, generator=g) >= MASKED_FRACTION
-    keep[:, 0] = True
-    return keep
-
-
-def sink_like(o: torch.Tensor) -> torch.Tensor:
-    return torch.randn(o.shape[-2], device=o.device)
-
-
 def _variant(kernel: str, base: str, cfg: KernelConfig, masked: bool, sink: bool) -> Factory:
     """A factory of one eager launch with the plain call's tiles, plus a mask and/or a sink."""
     def make(o: torch.Tensor, lse: torch.Tensor, out: torch.Tensor,
              z: torch.Tensor) -> Callable[[], object]:
         kw = dict(base=base, out=out, lse_out=z, config=cfg,
-                  row_mask=row_mask_like(o) if masked else None, sink=sink_like(o) if sink else None)
+                  row_mask=row_mask(o.shape[:2], o.device) if masked else None,
+                  sink=sink_like(o.shape[-2], o.device) if sink else None)
         if kernel == "merge":
             return functools.partial(merge, o, lse, **kw)
         return functools.partial(rescale, o[0], lse, 0, **kw)
     return make
 
 
-def _variant_rows(shape: tuple[int, int, int, int], base: str, dtype: torch.dtype, kernel: str,
+def _variant_rows(shape: Shape, base: str, dtype: torch.dtype, kernel: str,
                   nbytes: int, layout: str) -> list[Row]:
     """The plain launch (same path as the variants: ``merge``/``rescale`` with the default
     tiles) beside masked, sink and masked+sink: the cost of each option by itself."""
@@ -197,21 +173,21 @@ def _variant_rows(shape: tuple[int, int, int, int], base: str, dtype: torch.dtyp
     return rows
 
 
-def run_shape(shape: tuple[int, int, int, int], base: str, dtype: torch.dtype,
+def run_shape(shape: Shape, base: str, dtype: torch.dtype,
               impls: set[str], layout: str = "ntHd") -> list[Row]:
     n, t, h, d = shape
     s = torch.finfo(dtype).bits // 8
-    mb, rb = merge_bytes(n, t, h, d, s), rescale_bytes(n, t, h, d, s)
+    mb, rb = BYTES["merge"](n, t, h, d, s), BYTES["rescale"](n, t, h, d, s)
     rec = _record_for(d, base)
     rows = []
     if "merge" in impls:
         plan = plan_combine(rec, mode="merge", world_size=n, num_heads=h, head_dim=d,
                             out_dtype=dtype, return_lse=True)
-        o, lse, out, lse_out = _inputs(shape, dtype, 1, layout)[0]
+        o, lse, out, lse_out = _input_sets(shape, dtype, 1, layout)[0]
         plan(o, lse, out=out, lse_out=lse_out)
         torch.testing.assert_close(out.double(), merge_reference(o, lse, base=base)[0],
                                    atol=2e-2, rtol=2e-2)
-        mask, sink = row_mask_like(o), sink_like(o)
+        mask, sink = row_mask(o.shape[:2], o.device), sink_like(h, o.device)
         merge(o, lse, base=base, out=out, row_mask=mask, sink=sink)
         torch.testing.assert_close(out.double(), merge_reference(o, lse, base=base, row_mask=mask,
                                                                  sink=sink)[0],
@@ -223,7 +199,7 @@ def run_shape(shape: tuple[int, int, int, int], base: str, dtype: torch.dtype,
     if "rescale" in impls and layout == "ntHd":
         plan_r = plan_combine(rec, mode="ag_rs" if h % n == 0 else "ar", world_size=n,
                               num_heads=h, head_dim=d, out_dtype=dtype, return_lse=True)
-        o, lse, out, lse_out = _inputs(shape, dtype, 1)[0]
+        o, lse, out, lse_out = _input_sets(shape, dtype, 1)[0]
         plan_r(o[0], lse, rank=0, out=out, lse_out=lse_out)
         torch.testing.assert_close(out.double(), rescale_reference(o[0], lse, 0, base=base)[0],
                                    atol=2e-2, rtol=2e-2)
@@ -240,7 +216,7 @@ def run_shape(shape: tuple[int, int, int, int], base: str, dtype: torch.dtype,
                                                                      lse_out=z), dtype))
     if "copy" in impls and base == "2" and t > 1:
         rows.append(measure(shape, base, "torch copy of the same bytes", mb, lambda o, lse, out, z: (
-            _copy_of(o, mb)), dtype))
+            copy_calls(mb, 1, o.device)[0]), dtype))
     if "torch" in impls and base == "2":
         rows.append(measure(shape, base, "torch eager (fp32)", mb, lambda o, lse, out, z: (
             lambda: merge_reference(o, lse, base=base, dtype=torch.float32)), dtype, layout))
@@ -255,14 +231,6 @@ def run_shape(shape: tuple[int, int, int, int], base: str, dtype: torch.dtype,
     return rows
 
 
-def _copy_of(like: torch.Tensor, nbytes: int) -> Callable[[], object]:
-    """A device-to-device copy moving ``nbytes`` (half read, half written): what a kernel that
-    only streams its bytes once could reach at this size, under the same timer."""
-    src = torch.empty(nbytes // 2, dtype=torch.uint8, device=like.device)
-    dst = torch.empty_like(src)
-    return lambda: dst.copy_(src)
-
-
 def flashinfer_fits(h: int, d: int, dtype: torch.dtype) -> tuple[bool, int]:
     """FlashInfer's merge block is heads × min(D·bytes/16, 32) threads; above 1024 the launch
     fails and poisons the CUDA context, so such shapes are never run."""
@@ -270,7 +238,7 @@ def flashinfer_fits(h: int, d: int, dtype: torch.dtype) -> tuple[bool, int]:
     return threads <= 1024, threads
 
 
-def _flashinfer_row(shape: tuple[int, int, int, int], dtype: torch.dtype, nbytes: int) -> list[Row]:
+def _flashinfer_row(shape: Shape, dtype: torch.dtype, nbytes: int) -> list[Row]:
     n, h, d = shape[0], shape[2], shape[3]
     try:
         import flashinfer
@@ -288,17 +256,6 @@ def _flashinfer_row(shape: tuple[int, int, int, int], dtype: torch.dtype, nbytes
         lambda: flashinfer.merge_states(v, s)), dtype, layout="tnhd")]
 
 
-def _pack_inputs(shape: tuple[int, int, int, int], dtype: torch.dtype,
-                 copies: int) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]]:
-    """(partial_out [T, H, D], LSE [T, H], send [N, piece], o_bytes) in dcp.py's layout."""
-    n, t, h, d = shape
-    o_bytes, piece = a2a_piece_bytes(t, h // n, d, torch.finfo(dtype).bits // 8)
-    return [(torch.randn(t, h, d, device=DEVICE, dtype=dtype),
-             torch.randn(t, h, device=DEVICE) * 4,
-             torch.empty(n, piece, dtype=torch.uint8, device=DEVICE), o_bytes)
-            for _ in range(copies)]
-
-
 def _torch_pack(o: torch.Tensor, lse: torch.Tensor, send: torch.Tensor,
                 o_bytes: int) -> Callable[[], object]:
     """The two torch copies ``dcp._a2a`` used before the pack kernel."""
@@ -314,47 +271,48 @@ def _torch_pack(o: torch.Tensor, lse: torch.Tensor, send: torch.Tensor,
     return run
 
 
-def pack_rows(shape: tuple[int, int, int, int], dtype: torch.dtype) -> list[Row]:
+def pack_rows(shape: Shape, dtype: torch.dtype) -> list[Row]:
     n, t, h, d = shape
-    nbytes = pack_bytes(n, t, h, d, torch.finfo(dtype).bits // 8)
-    sets = _pack_inputs(shape, dtype, 1 if t == 1 else copies_for_cold_l2(nbytes))
+    nbytes = BYTES["pack"](n, t, h, d, torch.finfo(dtype).bits // 8)
+    sets = pack_sets(shape, dtype, copies_for_cold_l2(nbytes, t), DEVICE)
     o, lse, send, o_bytes = sets[0]
     check = send.clone()
     pack_a2a(o, lse, send, o_bytes=o_bytes)
     _torch_pack(o, lse, check, o_bytes)()
     assert torch.equal(send[:, : o_bytes + t * (h // n) * 4], check[:, : o_bytes + t * (h // n) * 4])
-    keep = torch.rand(t, device=DEVICE) >= MASKED_FRACTION
+    keep = row_mask((t,), DEVICE)
     calls = {
         "attn-contracts pack_a2a": [functools.partial(pack_a2a, x, y, z, o_bytes=b)
                                     for x, y, z, b in sets],
         "attn-contracts pack_a2a, masked": [functools.partial(pack_a2a, x, y, z, o_bytes=b,
                                                               row_mask=keep) for x, y, z, b in sets],
         "torch: two copies (dcp before)": [_torch_pack(*x) for x in sets],
-        "torch copy of the same bytes": [_copy_of(o, nbytes)],
+        "torch copy of the same bytes": copy_calls(nbytes, 1, DEVICE),
     }
     rows = []
     for impl, fns in calls.items():
         graph = graph_per_launch(fns)
-        rows.append(Row(shape, "-", impl, nbytes, graph, None if t == 1 else bench(fns[0])))
+        rows.append(Row(shape, "-", impl, nbytes, graph, None if t == 1 else do_bench_us(fns[0])))
     return rows
 
 
 def launch_overhead(dtype: torch.dtype) -> list[tuple[str, float]]:
-    """Host µs per eager call: what do_bench sees when the GPU work is shorter than this."""
-    plan = plan_combine(_record_for(512, "2"), mode="merge", world_size=4, num_heads=128,
-                        head_dim=512, out_dtype=dtype, return_lse=True)
-    o, lse, out, z = _inputs((4, 1, 128, 512), dtype, 1)[0]
-    empty = torch.empty(128, device="cuda")
-    return [
-        ("plan(o, lse, out=, lse_out=)", host_us_per_call(
-            lambda: plan(o, lse, out=out, lse_out=z))),
-        ("launcher body (no checks)", host_us_per_call(
-            lambda: merge_into(o, lse, out, z, "2", "2", 1, 64, 4))),
-        ("torch.ops.attn_contracts.merge_", host_us_per_call(
-            lambda: torch.ops.attn_contracts.merge_(o, lse, out, z, "2", "2", 1, 64, 4))),
-        ("almost empty Triton kernel", host_us_per_call(
-            lambda: _empty_kernel[(1,)](empty, BLOCK=128))),
-    ]
+    """Host µs per eager call (``_timing.host_medians``: interleaved, median): what do_bench sees
+    when the GPU work is shorter than this."""
+    n, t, h, d = sized((4, 1, 128, 512))
+    plan = plan_combine(_record_for(d, "2"), mode="merge", world_size=n, num_heads=h,
+                        head_dim=d, out_dtype=dtype, return_lse=True)
+    o, lse, out, z = _input_sets((n, t, h, d), dtype, 1)[0]
+    empty = torch.empty(128, device=DEVICE)
+    fns: dict[str, Callable[[], object]] = {
+        "plan(o, lse, out=, lse_out=)": lambda: plan(o, lse, out=out, lse_out=z),
+        "launcher body (no checks)": lambda: merge_into(o, lse, out, z, "2", "2", 1, 64, 4),
+        "torch.ops.attn_contracts.merge_": lambda: torch.ops.attn_contracts.merge_(
+            o, lse, out, z, "2", "2", 1, 64, 4),
+    }
+    if uses_triton(empty):  # a dry run without the interpreter has no Triton launch
+        fns["almost empty Triton kernel"] = lambda: _empty_kernel[(1,)](empty, BLOCK=128)
+    return list(host_medians(fns).items())
 
 
 def _sweep_configs(kernel: str, n: int, t: int, h: int, d: int) -> list[KernelConfig]:
@@ -382,8 +340,8 @@ def sweep(dtype: torch.dtype, kernel: str) -> None:
     s = torch.finfo(dtype).bits // 8
     for shape in SHAPES:
         n, t, h, d = shape
-        nbytes = (merge_bytes if kernel == "merge" else rescale_bytes)(n, t, h, d, s)
-        sets = _inputs(shape, dtype, 1 if t == 1 else copies_for_cold_l2(nbytes))
+        nbytes = BYTES[kernel](n, t, h, d, s)
+        sets = _input_sets(shape, dtype, copies_for_cold_l2(nbytes, t))
         results = {}
         for cfg in _sweep_configs(kernel, n, t, h, d):
             plan = plan_combine(_record_for(d, "2"), mode="merge" if kernel == "merge" else "ar",
@@ -405,7 +363,7 @@ def sweep(dtype: torch.dtype, kernel: str) -> None:
 # --- the targeted sweep: the shapes where a peer is faster ----------------------------------------
 #: (kernel, (N, T, H, D), LSE layout): the shapes of the 2026-12-01 side-by-side table where this
 #: project trails FlashInfer or a goal (DESIGN.md "Measured side by side")
-TARGETS: list[tuple[str, tuple[int, int, int, int], str]] = [
+TARGETS: list[tuple[str, Shape, str]] = [
     ("merge", (2, 4096, 32, 128), "ht"),
     ("merge", (2, 16384, 32, 128), "ntHd"),
     ("merge", (2, 8192, 128, 128), "ntHd"),
@@ -454,7 +412,7 @@ def target_candidates(kernel: str, n: int, t: int, h: int, d: int,
     return [dflt, *ranked[: _MAX_CANDIDATES - 1]]
 
 
-def _target_calls(kernel: str, shape: tuple[int, int, int, int], layout: str, dtype: torch.dtype,
+def _target_calls(kernel: str, shape: Shape, layout: str, dtype: torch.dtype,
                   cfg: KernelConfig, sets: list[tuple[Any, ...]]) -> list[Callable[[], object]]:
     if kernel == "pack":
         return [functools.partial(pack_a2a, o, lse, send, o_bytes=b, config=cfg)
@@ -481,12 +439,12 @@ def sweep_targets(dtype: torch.dtype, budget_s: float, out_dir: Path | None) -> 
         table.add_column(col)
     records = []
     for i, (kernel, shape, layout) in enumerate(TARGETS):
+        shape = sized(shape)
         n, t, h, d = shape
-        nbytes = {"merge": merge_bytes, "rescale": rescale_bytes, "pack": pack_bytes}[kernel](
-            n, t, h, d, s)
-        copies = 1 if t == 1 else copies_for_cold_l2(nbytes)
-        sets: list[tuple[Any, ...]] = _pack_inputs(shape, dtype, copies) if kernel == "pack" \
-            else _inputs(shape, dtype, copies, layout)
+        nbytes = BYTES[kernel](n, t, h, d, s)
+        copies = copies_for_cold_l2(nbytes, t)
+        sets: list[tuple[Any, ...]] = pack_sets(shape, dtype, copies, DEVICE) \
+            if kernel == "pack" else _input_sets(shape, dtype, copies, layout)
         share = (budget_s - (time.monotonic() - started)) / (len(TARGETS) - i)
         shape_start = time.monotonic()
         results: dict[KernelConfig, float] = {}
@@ -517,8 +475,6 @@ def sweep_targets(dtype: torch.dtype, budget_s: float, out_dir: Path | None) -> 
     elapsed = time.monotonic() - started
     console.print(f"sweep took {elapsed:.0f} s (budget {budget_s:.0f} s)")
     if out_dir is not None:
-        from _timing import write_results
-
         md = Console(record=True, width=220, file=open(os.devnull, "w"))  # noqa: SIM115
         md.print(table)
         meta = environment() | {"copy_bandwidth_gbps": bw, "dtype": str(dtype),
@@ -535,44 +491,31 @@ def _cfg_text(c: KernelConfig) -> str:
     return f"{c.block_h}x{c.block_d} w{c.num_warps}{' pdl' if c.pdl else ''}"
 
 
-def timed_after(fn: Callable[[], object], flush: Callable[[], object], reps: int = 200) -> float:
-    """``do_bench``'s loop (flush, event, call, event; median µs) with a chosen flush."""
-    fn()
-    torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(reps)]
-    for start, end in events:
-        flush()
-        start.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize()
-    return float(sorted(s.elapsed_time(e) for s, e in events)[reps // 2]) * 1e3
-
-
 def flush_study(dtype: torch.dtype, bw: float) -> Table:
     """Why ``do_bench`` cannot reach the 1 GiB copy bandwidth at 50-300 MB: its flush writes
     256 MB, leaving L2 full of dirty lines whose write-back competes with the timed kernel. The
     same loop with a read-only flush (L2 as cold, nothing dirty) isolates that cost."""
-    cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    cache = torch.empty((1 << 20 if is_dry_run() else 256 * 1024 * 1024) // 4, dtype=torch.int32,
+                        device=DEVICE)
     flushes = {"zero_ (do_bench)": cache.zero_, "read-only": lambda: cache.view(torch.float32).sum()}
     table = Table(title="timer study: the same call after each flush (median µs, % of copy BW)")
     for col in ("call", "N,T,H,D", "MB", "graph", *flushes):
         table.add_column(col, justify="left" if col == "call" else "right")
     s = torch.finfo(dtype).bits // 8
-    for kernel, shape in (("merge", (8, 2048, 32, 128)), ("merge", (8, 256, 128, 512)),
-                          ("rescale", (8, 256, 128, 512))):
+    for kernel, measured in (("merge", (8, 2048, 32, 128)), ("merge", (8, 256, 128, 512)),
+                             ("rescale", (8, 256, 128, 512))):
+        shape = sized(measured)
         n, t, h, d = shape
-        nbytes = (merge_bytes if kernel == "merge" else rescale_bytes)(n, t, h, d, s)
+        nbytes = BYTES[kernel](n, t, h, d, s)
         plan = plan_combine(_record_for(d, "2"), mode="merge" if kernel == "merge" else "ar",
                             world_size=n, num_heads=h, head_dim=d, out_dtype=dtype)
-        sets = _inputs(shape, dtype, copies_for_cold_l2(nbytes))
+        sets = _input_sets(shape, dtype, copies_for_cold_l2(nbytes, t))
         calls = {f"attn-contracts {kernel}": [
             functools.partial(plan, o, lse, out=out) if kernel == "merge"
             else functools.partial(plan, o[0], lse, rank=0, out=out) for o, lse, out, _ in sets],
-            "torch copy of the same bytes": [_copy_of(sets[0][0], nbytes)]}
+            "torch copy of the same bytes": copy_calls(nbytes, 1, DEVICE)}
         for name, fns in calls.items():
-            us = [graph_per_launch(fns)] + [timed_after(fns[0], f) for f in flushes.values()]
+            us = [graph_per_launch(fns)] + [after_flush_us(fns[0], f) for f in flushes.values()]
             table.add_row(name, ",".join(map(str, shape)), f"{nbytes / 1e6:.1f}",
                           *[f"{u:.2f} ({100 * nbytes / (u * 1e-6) / 1e9 / bw:.0f} %)" for u in us])
     return table
@@ -587,7 +530,7 @@ def _shape_text(r: Row) -> str:
 
 
 def render(rows: list[Row], bw: float) -> Table:
-    table = Table(title=f"combine on {torch.cuda.get_device_name()} (copy bandwidth {bw:.0f} GB/s)")
+    table = Table(title=f"combine on {environment()['device']} (copy bandwidth {bw:.0f} GB/s)")
     cols = ("N,T,H,D", "base", "implementation", "MB moved", "graph µs", "graph % BW",
             "do_bench µs", "do_bench % BW")
     for col in cols:
@@ -651,7 +594,7 @@ def plot(rows: list[Row], bw: float, path: Path) -> None:
     ax.set_ylabel("% of copy bandwidth (CUDA-graph time)")
     ax.axhline(85, color="grey", ls="--", lw=0.8)
     ax.legend(fontsize=7)
-    ax.set_title(f"DCP combine bandwidth on {torch.cuda.get_device_name()} ({bw:.0f} GB/s copy)")
+    ax.set_title(f"DCP combine bandwidth on {environment()['device']} ({bw:.0f} GB/s copy)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -674,14 +617,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=300.0,
                     help="time for --sweep targets (every shape gets a share)")
     ap.add_argument("--no-study", action="store_true", help="skip the do_bench flush study")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="run the code on the CPU at small shapes, untimed (a smoke test)")
     args = ap.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("bench/combine.py needs a CUDA GPU", file=sys.stderr)
+    global SHAPES, PACK_SHAPES, HEAD_TOKEN_SHAPES, DEVICE
+    if args.dry_run:
+        dry_run()
+        DEVICE = "cpu"
+    elif not torch.cuda.is_available():
+        print("bench/combine.py needs a CUDA GPU (or --dry-run)", file=sys.stderr)
         return 2
     dtype = getattr(torch, args.dtype)
-    global SHAPES
     if args.shapes:
         SHAPES = [tuple(int(x) for x in s.split(",")) for s in args.shapes]  # type: ignore[misc]
+    if args.dry_run:
+        SHAPES, PACK_SHAPES = [dry_shape(x) for x in SHAPES], [dry_shape(x) for x in PACK_SHAPES]
+        HEAD_TOKEN_SHAPES = {dry_shape(x) for x in HEAD_TOKEN_SHAPES}
     if args.sweep == "targets":
         return sweep_targets(dtype, args.budget_s, args.out)
     if args.sweep:
@@ -689,8 +640,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = time.monotonic()
     bw = copy_bandwidth()
-    empty = torch.empty(128, device="cuda")
-    empty_us = graph_per_launch(lambda: _empty_kernel[(1,)](empty, BLOCK=128))
+    empty = torch.empty(128, device=DEVICE)
+    empty_us = graph_per_launch(lambda: _empty_kernel[(1,)](empty, BLOCK=128)) \
+        if uses_triton(empty) else math.nan
     rows: list[Row] = []
     impls = set(args.impls)
     for shape in SHAPES:
@@ -714,8 +666,6 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"host time per eager call (launch overhead):\n{host}")
     console.print(f"table took {time.monotonic() - started:.0f} s")
     if args.out:
-        from _timing import write_results
-
         meta = environment() | {"copy_bandwidth_gbps": bw, "empty_kernel_graph_us": empty_us,
                                 "dtype": args.dtype, "host_us_per_call": dict(overhead)}
         md = Console(record=True, width=200, file=open(os.devnull, "w"))  # noqa: SIM115

@@ -31,7 +31,8 @@ import torch  # imported after the NCCL environment above is set
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
-from _timing import bench_record, graph_per_launch, wall_us, write_results
+from _inputs import bench_record
+from _timing import graph_per_launch, wall_us, write_results
 
 from attn_contracts import CapabilityRecord, ContractError, get, validate_startup
 from attn_contracts.combine import Workspace, dcp_combine, merge_reference, plan_combine

@@ -3,25 +3,21 @@
     python bench/eager_host.py [--calls 2000] [--out FILE.md]
 
 Issue 22 item 3 times eager calls on the H200 (``bench/goals.py``, ``host µs per eager call``);
-this times the same calls' Python on a CPU with no GPU. The one launch function of the ops
-(``ops._merge_launch`` / ``ops._rescale_launch``, what a first call runs and a later call's
-``launch.Prepared`` replaces) is monkeypatched to hand back a no-op launch, so every call after
-the first takes the same eager fast path as on a GPU and only the launch itself (the driver call)
-is missing. Each row: the median of ``--calls`` calls after 200 warm-up calls, the rows
-interleaved (one call of each per round). Tensors are small CPU tensors of the goals' one-token
-shape (N, T, H, D) = (4, 1, 128, 512), bf16 partials, fp32 LSE; ``dcp_combine`` runs on a gloo
-process group of one rank.
+this times the same calls' Python on a CPU with no GPU. The one launch body of merge and rescale
+(``ops._combine_launch``, what a first call runs and a later call's ``launch.Prepared`` replaces)
+is monkeypatched to hand back a no-op launch, so every call after the first takes the same eager
+fast path as on a GPU and only the launch itself (the driver call) is missing. Each row: the
+median of ``--calls`` calls after 200 warm-up calls, the rows interleaved (one call of each per
+round: ``_timing.host_medians``, the timer of ``goals.py``'s rows). Tensors are small CPU tensors
+of the goals' one-token shape (N, T, H, D) = (4, 1, 128, 512), bf16 partials, fp32 LSE;
+``dcp_combine`` runs on a gloo process group of one rank.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import os
-import statistics
 import sys
-import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,7 +26,8 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
-from _timing import bench_record
+from _inputs import bench_record, world_of_one
+from _timing import host_medians
 
 from attn_contracts.combine import dcp_combine, merge, ops, plan_combine
 
@@ -49,13 +46,6 @@ def _no_launch(*args: Any) -> _NoLaunch:
     return _NoLaunch()
 
 
-def _world_of_one() -> Any:
-    if not dist.is_initialized():
-        store = dist.FileStore(os.path.join(tempfile.mkdtemp(), "store"), 1)
-        dist.init_process_group("gloo", store=store, rank=0, world_size=1)
-    return dist.group.WORLD
-
-
 def calls() -> dict[str, Callable[[], object]]:
     n, t, h, d = SHAPE
     rec = bench_record(d, "2", "eager_host")
@@ -67,7 +57,7 @@ def calls() -> dict[str, Callable[[], object]]:
                         return_lse=True)
     plan_r = plan_combine(rec, mode="ag_rs", world_size=n, num_heads=h, head_dim=d,
                           out_dtype=DTYPE, return_lse=True)
-    group = _world_of_one()
+    group = world_of_one("gloo")
     a2a = plan_combine(rec, mode="a2a", world_size=1, num_heads=h, head_dim=d, out_dtype=DTYPE)
     ag_rs = plan_combine(rec, mode="ag_rs", world_size=1, num_heads=h, head_dim=d,
                          out_dtype=DTYPE)
@@ -91,21 +81,6 @@ def calls() -> dict[str, Callable[[], object]]:
     }
 
 
-def medians(fns: dict[str, Callable[[], object]], n_calls: int) -> dict[str, float]:
-    for _ in range(200):
-        for fn in fns.values():
-            fn()
-    times: dict[str, list[int]] = {name: [] for name in fns}
-    clock = time.perf_counter_ns
-    items = list(fns.items())
-    for _ in range(n_calls):
-        for name, fn in items:
-            t0 = clock()
-            fn()
-            times[name].append(clock() - t0)
-    return {name: statistics.median(ts) / 1e3 for name, ts in times.items()}
-
-
 def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -115,9 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", default="", help="a column title (e.g. before/after)")
     ap.add_argument("--out", type=Path, default=None, help="also write the table as markdown")
     args = ap.parse_args(argv)
-    ops._merge_launch = _no_launch  # type: ignore[assignment]
-    ops._rescale_launch = _no_launch  # type: ignore[assignment]
-    timed = medians(calls(), args.calls)
+    ops._combine_launch = _no_launch  # type: ignore[assignment]
+    timed = host_medians(calls(), args.calls, warmup=200)
     col = f"µs per call{f' ({args.label})' if args.label else ''}"
     table = Table(title=f"eager host time on the CPU, no-op launch, median of {args.calls}")
     table.add_column("call")

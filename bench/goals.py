@@ -2,6 +2,7 @@
 
     python bench/goals.py --vllm DIR --out DIR                  # goals-h200.{md,json}
     python bench/goals.py --vllm DIR --experiments --out DIR    # the kernel A/B behind them
+    python bench/goals.py --dry-run                             # the code path on a CPU, untimed
 
 Peers: FlashInfer ``merge_state``/``merge_states`` (imported if installed) and vLLM 0.33's Triton
 combine kernels (``_dcp_a2a_unpack_combine_kernel``, ``CorrectAttnCPOutKernel.kernel``,
@@ -13,14 +14,19 @@ is part of this repository.
 
 Timer: per launch in a CUDA graph of 100 launches, rotating over enough buffer sets to leave L2 cold
 for T > 1 (``_timing.graph_per_launch``); each implementation is timed twice, interleaved with its
-peer, and the better of its two medians kept. One-token rows report µs; the others % of the copy
-bandwidth (a 1 GiB device copy). "copy" rows: a device copy of the same bytes under the same timer,
-L2-cold, the ceiling of any kernel that streams those bytes once. FlashInfer's merges allocate their
-outputs (in a graph: from its pool, one L2-warm buffer reused by every launch), so beside them this
-project's merge is timed allocating too (like for like) and into rotated ``out=`` buffers. Host time
-per eager call: median of 2,000 rounds after 50 warm-up rounds, each round one call of every
-implementation (interleaved, ``time.perf_counter_ns``), the GPU caught up every 50 rounds outside the
-timing.
+peer, and the better of its two medians kept (``_timing.best_of_rounds``). One-token rows report
+µs; the others % of the copy bandwidth (a 1 GiB device copy). "copy" rows: a device copy of the
+same bytes under the same timer, L2-cold, the ceiling of any kernel that streams those bytes once.
+FlashInfer's merges allocate their outputs (in a graph: from its pool, one L2-warm buffer reused
+by every launch), so beside them this project's merge is timed allocating too (like for like) and
+into rotated ``out=`` buffers. Host time per eager call: median of 2,000 rounds after 50 warm-up
+rounds, each round one call of every implementation (interleaved, ``time.perf_counter_ns``), the
+GPU caught up every 50 rounds outside the timing (``_timing.host_medians``).
+
+``--dry-run`` runs every goal's code on the CPU at small shapes (``_inputs.dry_shape``), each call
+once and untimed (``_timing.dry_run``), and writes nothing unless ``--out`` is given: a smoke test
+of this script, not a measurement. The combine's calls take its torch path there, and the bare
+Triton launch is left out, unless ``TRITON_INTERPRET=1`` runs the kernels in the interpreter.
 """
 
 from __future__ import annotations
@@ -30,8 +36,8 @@ import ast
 import functools
 import importlib.util
 import json
+import math
 import os
-import statistics
 import sys
 import textwrap
 import time
@@ -43,12 +49,24 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
-from _timing import (
+from _inputs import (
+    BYTES,
+    Shape,
     bench_record,
+    input_sets,
+    pack_sets,
+    row_mask,
+    sized,
+    world_of_one,
+)
+from _timing import (
+    best_of_rounds,
     copies_for_cold_l2,
     copy_bandwidth,
+    copy_calls,
+    dry_run,
     environment,
-    graph_per_launch,
+    host_medians,
     write_results,
 )
 
@@ -56,22 +74,9 @@ from attn_contracts.combine import merge, pack_a2a, plan_combine, rescale
 from attn_contracts.combine.reference import merge_reference, rescale_reference
 from attn_contracts.combine.workspace import a2a_piece_bytes
 
-DEVICE = "cuda"
+DEVICE = "cuda"  # a dry run sets "cpu"
 DTYPE = torch.bfloat16
 S = 2  # bytes per element of DTYPE
-MASKED_FRACTION = 0.2
-
-
-def merge_bytes(n: int, t: int, h: int, d: int) -> int:
-    return n * t * h * d * S + n * t * h * 4 + t * h * d * S + t * h * 4
-
-
-def rescale_bytes(n: int, t: int, h: int, d: int) -> int:
-    return 2 * t * h * d * S + n * t * h * 4 + t * h * 4
-
-
-def pack_bytes(n: int, t: int, h: int, d: int) -> int:
-    return 2 * (t * h * d * S + t * h * 4)
 
 
 # --- peers ------------------------------------------------------------------------------------------
@@ -166,50 +171,10 @@ def flashinfer() -> Any:
     return fi
 
 
-# --- inputs and timing --------------------------------------------------------------------------------
-def inputs(shape: tuple[int, int, int, int], copies: int,
-           layout: str = "ntHd") -> list[tuple[torch.Tensor, ...]]:
-    """``copies`` sets of (partials, LSE, out, lse_out); ``tnhd``: FlashInfer's merge_states."""
-    n, t, h, d = shape
-    sets = []
-    for _ in range(copies):
-        o = torch.randn((t, n, h, d) if layout == "tnhd" else (n, t, h, d), device=DEVICE,
-                        dtype=DTYPE)
-        lse = torch.randn((t, n, h) if layout == "tnhd" else (n, t, h), device=DEVICE) * 4
-        sets.append((o, lse, torch.empty(t, h, d, device=DEVICE, dtype=DTYPE),
-                     torch.empty(t, h, device=DEVICE)))
-    return sets
-
-
-def ncopies(t: int, nbytes: int) -> int:
-    return 1 if t == 1 else copies_for_cold_l2(nbytes)
-
-
-def time_pair(fns: dict[str, list[Callable[[], object]]], rounds: int = 2) -> dict[str, float]:
-    """µs per launch of each, timed ``rounds`` times interleaved; the best median of each."""
-    best: dict[str, float] = {}
-    for _ in range(rounds):
-        for name, calls in fns.items():
-            us = graph_per_launch(calls)
-            best[name] = min(best.get(name, float("inf")), us)
-    return best
-
-
-def copy_calls(nbytes: int, copies: int) -> list[Callable[[], object]]:
-    """Device copies of ``nbytes`` (half read, half written), rotating like the kernels' sets."""
-    calls = []
-    for _ in range(copies):
-        src = torch.empty(nbytes // 2, dtype=torch.uint8, device=DEVICE)
-        dst = torch.empty_like(src)
-        calls.append(functools.partial(dst.copy_, src))
-    return calls
-
-
-def row_mask_like(n: int, t: int, seed: int = 0) -> torch.Tensor:
-    g = torch.Generator(device=DEVICE).manual_seed(seed)
-    keep = torch.rand(n, t, device=DEVICE, generator=g) >= MASKED_FRACTION
-    keep[:, 0] = True
-    return keep
+# --- inputs ------------------------------------------------------------------------------------------
+def inputs(shape: Shape, copies: int, layout: str = "ntHd") -> list[tuple[torch.Tensor, ...]]:
+    """``copies`` sets of (partials, LSE, out, lse_out) in this table's dtype and device."""
+    return input_sets(shape, DTYPE, copies, DEVICE, layout)
 
 
 @functools.cache
@@ -217,13 +182,13 @@ def record(d: int) -> Any:
     return bench_record(d, "2", "goals")
 
 
-def merge_plan(shape: tuple[int, int, int, int]) -> Any:
+def merge_plan(shape: Shape) -> Any:
     n, _, h, d = shape
     return plan_combine(record(d), mode="merge", world_size=n, num_heads=h, head_dim=d,
                         out_dtype=DTYPE, return_lse=True)
 
 
-def rescale_plan(shape: tuple[int, int, int, int]) -> Any:
+def rescale_plan(shape: Shape) -> Any:
     n, _, h, d = shape
     return plan_combine(record(d), mode="ag_rs" if h % n == 0 else "ar", world_size=n,
                         num_heads=h, head_dim=d, out_dtype=DTYPE, return_lse=True)
@@ -277,7 +242,7 @@ def pct(nbytes: int, us: float, bw: float) -> float:
     return 100 * nbytes / (us * 1e-6) / 1e9 / bw
 
 
-def merge_fns(shape: tuple[int, int, int, int], sets: list[tuple[torch.Tensor, ...]]
+def merge_fns(shape: Shape, sets: list[tuple[torch.Tensor, ...]]
               ) -> list[Callable[[], object]]:
     plan = merge_plan(shape)
     o, lse, out, z = sets[0]
@@ -287,10 +252,11 @@ def merge_fns(shape: tuple[int, int, int, int], sets: list[tuple[torch.Tensor, .
     return [functools.partial(plan, o, lse, out=out, lse_out=z) for o, lse, out, z in sets]
 
 
-def goal_merge_vs_flashinfer(shape: tuple[int, int, int, int], bw: float, fi: Any) -> Goal:
+def goal_merge_vs_flashinfer(shape: Shape, bw: float, fi: Any) -> Goal:
+    shape = sized(shape)
     n, t = shape[:2]
-    nbytes = merge_bytes(*shape)
-    copies = ncopies(t, nbytes)
+    nbytes = BYTES["merge"](*shape, S)
+    copies = copies_for_cold_l2(nbytes, t)
     fns = {"ours": merge_fns(shape, inputs(shape, copies))}
     # like for like: FlashInfer's call allocates its outputs (in a graph, from the graph's pool:
     # every launch writes the same, L2-warm buffer); so does this call
@@ -303,8 +269,8 @@ def goal_merge_vs_flashinfer(shape: tuple[int, int, int, int], bw: float, fi: An
         else:
             fns["peer"] = [functools.partial(fi.merge_states, o, lse)
                            for o, lse, _, _ in inputs(shape, copies, "tnhd")]
-    fns["copy"] = copy_calls(nbytes, copies)
-    us = time_pair(fns)
+    fns["copy"] = copy_calls(nbytes, copies, DEVICE)
+    us = best_of_rounds(fns)
     ours, copy = pct(nbytes, us["ours"], bw), pct(nbytes, us["copy"], bw)
     alloc = pct(nbytes, us["ours, allocating"], bw)
     peer = pct(nbytes, us["peer"], bw) if "peer" in us else float("nan")
@@ -317,17 +283,18 @@ def goal_merge_vs_flashinfer(shape: tuple[int, int, int, int], bw: float, fi: An
                 us).against("attn-contracts merge", us["ours"])
 
 
-def goal_merge_pct(shape: tuple[int, int, int, int], bw: float, vk: Any, target: float,
+def goal_merge_pct(shape: Shape, bw: float, vk: Any, target: float,
                    label: str = "merge") -> Goal:
+    shape = sized(shape)
     t = shape[1]
-    nbytes = merge_bytes(*shape)
-    copies = ncopies(t, nbytes)
+    nbytes = BYTES["merge"](*shape, S)
+    copies = copies_for_cold_l2(nbytes, t)
     fns = {"ours": merge_fns(shape, inputs(shape, copies))}
     if vk is not None:
         fns["peer"] = [vllm_merge_call(vk, vllm_recv(o, lse), out, z)
                        for o, lse, out, z in inputs(shape, copies)]
-    fns["copy"] = copy_calls(nbytes, copies)
-    us = time_pair(fns)
+    fns["copy"] = copy_calls(nbytes, copies, DEVICE)
+    us = best_of_rounds(fns)
     ours, copy = pct(nbytes, us["ours"], bw), pct(nbytes, us["copy"], bw)
     peer = f"vLLM {pct(nbytes, us['peer'], bw):.1f} %" if "peer" in us else "-"
     return Goal(label, shape, f"{ours:.1f} % ({us['ours']:.2f} µs)", peer, f"≥ {target:g} %",
@@ -335,21 +302,23 @@ def goal_merge_pct(shape: tuple[int, int, int, int], bw: float, vk: Any, target:
                 us).against("attn-contracts merge", us["ours"])
 
 
-def goal_one_token(shape: tuple[int, int, int, int], vk: Any, target_us: float) -> Goal:
+def goal_one_token(shape: Shape, vk: Any, target_us: float) -> Goal:
+    shape = sized(shape)
     fns = {"ours": merge_fns(shape, inputs(shape, 1))}
     if vk is not None:
         fns["peer"] = [vllm_merge_call(vk, vllm_recv(o, lse), out, z)
                        for o, lse, out, z in inputs(shape, 1)]
-    us = time_pair(fns, rounds=3)
+    us = best_of_rounds(fns, rounds=3)
     peer = f"vLLM {us['peer']:.2f} µs" if "peer" in us else "-"
     return Goal("merge, one token", shape, f"{us['ours']:.2f} µs", peer, f"≤ {target_us:g} µs",
                 us["ours"] <= target_us, "", us).against("attn-contracts merge", us["ours"])
 
 
-def goal_rescale(shape: tuple[int, int, int, int], bw: float, vk: Any, target: float) -> Goal:
+def goal_rescale(shape: Shape, bw: float, vk: Any, target: float) -> Goal:
+    shape = sized(shape)
     t = shape[1]
-    nbytes = rescale_bytes(*shape)
-    copies = ncopies(t, nbytes)
+    nbytes = BYTES["rescale"](*shape, S)
+    copies = copies_for_cold_l2(nbytes, t)
     plan = rescale_plan(shape)
     sets = inputs(shape, copies)
     o, lse, out, z = sets[0]
@@ -360,8 +329,8 @@ def goal_rescale(shape: tuple[int, int, int, int], bw: float, vk: Any, target: f
                     for o, lse, out, z in sets]}
     if vk is not None:
         fns["peer"] = [vllm_rescale_call(vk, o[0].clone(), lse, z) for o, lse, _, z in sets]
-    fns["copy"] = copy_calls(nbytes, copies)
-    us = time_pair(fns)
+    fns["copy"] = copy_calls(nbytes, copies, DEVICE)
+    us = best_of_rounds(fns)
     ours, copy = pct(nbytes, us["ours"], bw), pct(nbytes, us["copy"], bw)
     peer = f"vLLM {pct(nbytes, us['peer'], bw):.1f} %" if "peer" in us else "-"
     return Goal("rescale", shape, f"{ours:.1f} % ({us['ours']:.2f} µs)", peer, f"≥ {target:g} %",
@@ -369,21 +338,20 @@ def goal_rescale(shape: tuple[int, int, int, int], bw: float, vk: Any, target: f
                 us).against("attn-contracts rescale", us["ours"])
 
 
-def goal_pack(shape: tuple[int, int, int, int], bw: float, vk: Any, target: float) -> Goal:
+def goal_pack(shape: Shape, bw: float, vk: Any, target: float) -> Goal:
+    shape = sized(shape)
     n, t, h, d = shape
-    nbytes = pack_bytes(*shape)
-    copies = ncopies(t, nbytes)
-    o_bytes, piece = a2a_piece_bytes(t, h // n, d, S)
-    sets = [(torch.randn(t, h, d, device=DEVICE, dtype=DTYPE), torch.randn(t, h, device=DEVICE),
-             torch.empty(n, piece, dtype=torch.uint8, device=DEVICE)) for _ in range(copies)]
+    nbytes = BYTES["pack"](*shape, S)
+    copies = copies_for_cold_l2(nbytes, t)
+    sets = pack_sets(shape, DTYPE, copies, DEVICE)
     fns = {"ours": [functools.partial(pack_a2a, o, lse, send, o_bytes=o_bytes)
-                    for o, lse, send in sets]}
+                    for o, lse, send, o_bytes in sets]}
     if vk is not None:
         fns["peer"] = [vllm_pack_call(vk, o, lse, torch.empty(n, t, h // n, d + 2, device=DEVICE,
                                                                dtype=DTYPE))
-                       for o, lse, _ in sets]
-    fns["copy"] = copy_calls(nbytes, copies)
-    us = time_pair(fns)
+                       for o, lse, _, _ in sets]
+    fns["copy"] = copy_calls(nbytes, copies, DEVICE)
+    us = best_of_rounds(fns)
     ours, copy = pct(nbytes, us["ours"], bw), pct(nbytes, us["copy"], bw)
     peer = f"vLLM {pct(nbytes, us['peer'], bw):.1f} %" if "peer" in us else "-"
     return Goal("a2a send pack", shape, f"{ours:.1f} % ({us['ours']:.2f} µs)", peer,
@@ -391,16 +359,17 @@ def goal_pack(shape: tuple[int, int, int, int], bw: float, vk: Any, target: floa
                 us).against("attn-contracts pack_a2a", us["ours"])
 
 
-def goal_mask(shape: tuple[int, int, int, int], kernel: str = "merge") -> Goal:
+def goal_mask(shape: Shape, kernel: str = "merge") -> Goal:
     """The row mask's cost: the same call (default tiles) with and without ``row_mask`` (each
     rotated set its own ``[N, T]`` mask, L2-cold like the partials: the goal's row). The note adds
     two ways of passing the mask, timed in the same rounds: one mask for every set (L2-warm, as an
     engine's per-step mask is when every layer reads it), and each set's mask a ``[T, N]`` buffer
     viewed as ``[N, T]`` (a row's entries adjacent: one load per program, ``MASK_WORD``)."""
+    shape = sized(shape)
     n, t = shape[:2]
-    nbytes = (merge_bytes if kernel == "merge" else rescale_bytes)(*shape)
-    sets = inputs(shape, ncopies(t, nbytes))
-    masks = {"masked": [row_mask_like(n, t, seed=i) for i in range(len(sets))]}
+    nbytes = BYTES[kernel](*shape, S)
+    sets = inputs(shape, copies_for_cold_l2(nbytes, t))
+    masks = {"masked": [row_mask((n, t), DEVICE, seed=i) for i in range(len(sets))]}
     masks["warm"] = [masks["masked"][0]] * len(sets)
     word = n in (2, 4, 8) and t > 1  # where a [T, N] mask reads differently (one word a row)
     if word:
@@ -414,7 +383,7 @@ def goal_mask(shape: tuple[int, int, int, int], kernel: str = "merge") -> Goal:
         return [functools.partial(rescale, o[0], lse, 0, base="2", out=out, lse_out=z,
                                   row_mask=m)
                 for (o, lse, out, z), m in zip(sets, ms, strict=True)]
-    us = time_pair({"plain": calls(None), **{k: calls(k) for k in masks}}, rounds=3)
+    us = best_of_rounds({"plain": calls(None), **{k: calls(k) for k in masks}}, rounds=3)
 
     def cost(kind: str) -> float:
         return 100 * (us[kind] / us["plain"] - 1)
@@ -427,35 +396,13 @@ def goal_mask(shape: tuple[int, int, int, int], kernel: str = "merge") -> Goal:
 
 
 # --- eager host time --------------------------------------------------------------------------------
-def host_medians(fns: dict[str, Callable[[], object]], calls: int = 2000) -> dict[str, float]:
-    """Median host µs of one call of each, the calls interleaved (``calls`` rounds of one call of
-    each), after 50 warm-up rounds; every 50 rounds the GPU is caught up outside the timing, so
-    no call waits for a full launch queue."""
-    for _ in range(50):
-        for fn in fns.values():
-            fn()
-    torch.cuda.synchronize()
-    times: dict[str, list[int]] = {name: [] for name in fns}
-    clock = time.perf_counter_ns
-    items = list(fns.items())
-    for i in range(calls):
-        if i % 50 == 0:
-            torch.cuda.synchronize()
-        for name, fn in items:
-            t0 = clock()
-            fn()
-            times[name].append(clock() - t0)
-    torch.cuda.synchronize()
-    return {name: statistics.median(ts) / 1e3 for name, ts in times.items()}
-
-
 def eager_goals(vk: Any) -> list[Goal]:
     import triton
 
-    from attn_contracts.combine import _kernels, dcp_combine, ops
-    from attn_contracts.combine.ops import default_config, launch_grid
+    from attn_contracts.combine import _kernels, dcp_combine, fastpath
+    from attn_contracts.combine.ops import default_config, launch_grid, uses_triton
 
-    shape = (4, 1, 128, 512)
+    shape = sized((4, 1, 128, 512))
     n, t, h, d = shape
     o, lse, out, z = inputs(shape, 1)[0]
     plan = merge_plan(shape)
@@ -485,8 +432,9 @@ def eager_goals(vk: Any) -> list[Goal]:
             plan_r, o[0], lse, rank=0, out=out, lse_out=z),
         "pack_a2a(o, lse, send, o_bytes=)": functools.partial(pack_a2a, o[0], lse[0], send,
                                                               o_bytes=o_bytes),
-        "this project's merge_kernel[grid]() (bare Triton launch)": bare_merge,
     }
+    if uses_triton(o):  # a dry run without the interpreter has no Triton launch to time
+        fns["this project's merge_kernel[grid]() (bare Triton launch)"] = bare_merge
     group = _world_of_one_group()
     if group is not None:
         plan_a2a = plan_combine(record(d), mode="a2a", world_size=1, num_heads=h, head_dim=d,
@@ -502,22 +450,22 @@ def eager_goals(vk: Any) -> list[Goal]:
         fns["vLLM pack_send kernel[grid]()"] = vllm_pack_call(
             vk, o[0], lse[0], torch.empty(n, t, h // n, d + 2, device=DEVICE, dtype=DTYPE))
     # the pieces of the fast path, for the record: the compiled kernel's launch alone, the key
-    key = ("merge", ops._sig(o), ops._sig(lse), "2", *ops._options_key({"out": out, "lse_out": z}))
+    key = fastpath.combine_key("merge", o, lse, None, "2", {"out": out, "lse_out": z})
     timed = host_medians(fns)
-    fast = ops._FAST.get(key)  # made by the merge(o, lse, base=, out=, lse_out=) calls above
+    fast = fastpath.OPS.get(key)  # made by the merge(o, lse, base=, out=, lse_out=) calls above
     if fast is not None:
+        sig = fastpath.sig
         timed |= host_medians({
             "(part) the decided launch alone (launch.Prepared)": functools.partial(
                 fast.prepared, o, lse, out, z, lse, lse),
             "(part) merge's key: 7 tensors' shape, strides, dtype, device, alignment": lambda: (
-                ops._sig(o), ops._sig(lse), ops._sig(out), ops._sig(z), ops._sig(None),
-                ops._sig(None), ops._sig(None)),
+                sig(o), sig(lse), sig(out), sig(z), sig(None), sig(None), sig(None)),
             "(part) torch.compiler.is_compiling()": torch.compiler.is_compiling,
         })
     print("host µs per eager call (median of 2000, interleaved):")
     for name, us in timed.items():
         print(f"  {name}: {us:.1f}")
-    bare = timed["this project's merge_kernel[grid]() (bare Triton launch)"]
+    bare = timed.get("this project's merge_kernel[grid]() (bare Triton launch)", math.nan)
     rows = [("merge: plan(o, lse, out=, lse_out=)", "vLLM unpack_combine kernel[grid]()"),
             ("merge(o, lse, base=, out=, lse_out=)", "vLLM unpack_combine kernel[grid]()"),
             ("rescale(o, lse, rank, base=, out=, lse_out=)", "vLLM correct_attn_out kernel[grid]()"),
@@ -531,7 +479,7 @@ def eager_goals(vk: Any) -> list[Goal]:
             continue
         a = timed[ours]
         b = timed.get(peer, float("nan")) if peer else float("nan")
-        limit = min(x for x in (b, bare) if x == x)
+        limit = min((x for x in (b, bare) if x == x), default=math.nan)
         goals.append(Goal("host µs per eager call", shape, f"{ours}: {a:.1f} µs",
                           (f"{peer}: {b:.1f} µs; " if peer else "")
                           + f"this project's merge_kernel[grid](): {bare:.1f} µs",
@@ -540,17 +488,13 @@ def eager_goals(vk: Any) -> list[Goal]:
 
 
 def _world_of_one_group() -> Any:
-    import torch.distributed as dist
-
-    if not dist.is_initialized():
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("MASTER_PORT", "29533")
-        try:
-            dist.init_process_group("nccl", rank=0, world_size=1)
-        except Exception as err:
-            print(f"no world-of-one process group: {err}", file=sys.stderr)
-            return None
-    return dist.group.WORLD
+    """A process group of this process alone: NCCL on the GPU, gloo in a dry run (None where
+    there is none: those rows are left out)."""
+    try:
+        return world_of_one("nccl" if DEVICE == "cuda" else "gloo")
+    except Exception as err:
+        print(f"no world-of-one process group: {err}", file=sys.stderr)
+        return None
 
 
 # --- the table ----------------------------------------------------------------------------------------
@@ -612,9 +556,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="+", default=None, choices=["peers", "mask", "eager", "kept"])
     ap.add_argument("--experiments", action="store_true",
                     help="the kernel A/B (bench/goals_experiments.py) instead of the table")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="run the table's code on the CPU at small shapes, untimed (a smoke test)")
     args = ap.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("bench/goals.py needs a CUDA GPU", file=sys.stderr)
+    if args.dry_run:
+        if args.experiments:
+            print("bench/goals.py: --dry-run runs the table, not --experiments", file=sys.stderr)
+            return 2
+        global DEVICE
+        DEVICE = "cpu"
+        dry_run()
+    elif not torch.cuda.is_available():
+        print("bench/goals.py needs a CUDA GPU (or --dry-run)", file=sys.stderr)
         return 2
     vk = load_vllm(args.vllm)
     if args.experiments:
@@ -637,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def inspect_doc() -> str:
-    doc = (__doc__ or "").split("Timer:", 1)[1]
+    doc = (__doc__ or "").split("Timer:", 1)[1].split("``--dry-run``", 1)[0]
     return "Timer: " + " ".join(doc.split())
 
 

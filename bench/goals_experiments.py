@@ -4,7 +4,9 @@ Each variant launches through the same ``merge``/``rescale``/``pack_a2a`` argume
 library, with the launcher swapped for one that sets the PDL mode (``_kernels.py``: 0 off, 1 wait
 then trigger, 2 trigger then wait, 3 trigger after the stores) and, for the A/B of the load order,
 the kernels of another file (``--old-kernels``: the previous ``_kernels.py``, whose ``PDL`` is on/off).
-Timer: ``graph_per_launch``, L2-cold rotation for T > 1; two interleaved rounds, best median each.
+Timer: ``_timing.graph_per_launch``, L2-cold rotation for T > 1; two interleaved rounds, best median
+each. Inputs and bytes moved come from ``_inputs``, as in the goals' table (this module imports
+nothing of ``goals.py``, which imports it for ``--experiments``).
 """
 
 from __future__ import annotations
@@ -20,23 +22,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from goals import (  # type: ignore[import-not-found]
-    DEVICE,
-    DTYPE,
-    S,
-    copy_bandwidth,
-    graph_per_launch,
-    inputs,
-    merge_bytes,
-    ncopies,
-    pack_bytes,
-    rescale_bytes,
-    row_mask_like,
-)
 
-from attn_contracts.combine import _kernels, merge, ops, pack_a2a, rescale
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
+from _inputs import BYTES, Shape, input_sets, pack_sets, row_mask
+from _timing import copies_for_cold_l2, copy_bandwidth, graph_per_launch
+
+from attn_contracts.combine import _kernels, fastpath, merge, ops, pack_a2a, rescale
 from attn_contracts.combine.ops import KernelConfig, default_config
-from attn_contracts.combine.workspace import a2a_piece_bytes
+
+DEVICE = "cuda"
+DTYPE = torch.bfloat16
+S = 2  # bytes per element of DTYPE
 
 
 class _ExpLauncher:
@@ -54,7 +50,8 @@ class _ExpLauncher:
 
 
 def _patch(module: Any, pdl: int, extra: dict[str, Any]) -> None:
-    ops._FAST.clear()  # no call may skip the launcher under test
+    fastpath.OPS.clear()  # no call may skip the launcher under test
+    fastpath.PLANS.clear()
 
     def factory(name: str) -> _ExpLauncher:
         return _ExpLauncher(getattr(module, name), pdl, extra)
@@ -66,20 +63,20 @@ def _patch(module: Any, pdl: int, extra: dict[str, Any]) -> None:
                 setattr(mod, attr, factory)
 
 
-def _calls(kernel: str, shape: tuple[int, int, int, int], cfg: KernelConfig, masked: bool,
+def _calls(kernel: str, shape: Shape, cfg: KernelConfig, masked: bool,
            sets: list[Any], mask_kind: str = "") -> list[Callable[[], object]]:
-    n, t, h, d = shape
+    n, t = shape[:2]
     if kernel == "pack":
-        o_bytes = a2a_piece_bytes(t, h // n, d, S)[0]
-        return [lambda o=o, lse=lse, send=send, keep=keep: pack_a2a(
-            o, lse, send, o_bytes=o_bytes, config=cfg, row_mask=keep if masked else None)
-            for o, lse, send, keep in sets]
+        keeps = [row_mask((t,), DEVICE, seed=i) if masked else None for i in range(len(sets))]
+        return [lambda o=o, lse=lse, send=send, o_bytes=o_bytes, keep=keep: pack_a2a(
+            o, lse, send, o_bytes=o_bytes, config=cfg, row_mask=keep)
+            for (o, lse, send, o_bytes), keep in zip(sets, keeps, strict=True)]
     out: list[Callable[[], object]] = []
     # mask_kind "shared": one mask for every rotated set (L2-warm, as an engine's per-step mask
     # is); "tn": each set's [N, T] mask a view of a [T, N] buffer (a row's entries adjacent)
-    one = row_mask_like(n, t) if masked and mask_kind == "shared" else None
+    one = row_mask((n, t), DEVICE) if masked and mask_kind == "shared" else None
     for i, (o, lse, y, z) in enumerate(sets):
-        m = one if one is not None else row_mask_like(n, t, seed=i) if masked else None
+        m = one if one is not None else row_mask((n, t), DEVICE, seed=i) if masked else None
         if m is not None and mask_kind == "tn":
             m = m.t().contiguous().t()
         if kernel == "merge":
@@ -91,8 +88,8 @@ def _calls(kernel: str, shape: tuple[int, int, int, int], cfg: KernelConfig, mas
     return out
 
 
-def _nbytes(kernel: str, shape: tuple[int, int, int, int]) -> int:
-    return {"merge": merge_bytes, "rescale": rescale_bytes, "pack": pack_bytes}[kernel](*shape)
+def _nbytes(kernel: str, shape: Shape) -> int:
+    return BYTES[kernel](*shape, S)
 
 
 def _finish(name: str, bw: float, lines: list[str], records: list[dict[str, Any]],
@@ -108,23 +105,17 @@ def _finish(name: str, bw: float, lines: list[str], records: list[dict[str, Any]
     return 0
 
 
-def _sets(kernel: str, shape: tuple[int, int, int, int]) -> list[Any]:
-    n, t, h, d = shape
-    nbytes = _nbytes(kernel, shape)
-    copies = ncopies(t, nbytes)
+def _sets(kernel: str, shape: Shape) -> list[Any]:
+    copies = copies_for_cold_l2(_nbytes(kernel, shape), shape[1])
     if kernel == "pack":
-        piece = a2a_piece_bytes(t, h // n, d, S)[1]
-        return [(torch.randn(t, h, d, device=DEVICE, dtype=DTYPE),
-                 torch.randn(t, h, device=DEVICE),
-                 torch.empty(n, piece, dtype=torch.uint8, device=DEVICE),
-                 torch.rand(t, device=DEVICE) >= 0.2) for _ in range(copies)]
-    return inputs(shape, copies)
+        return pack_sets(shape, DTYPE, copies, DEVICE)
+    return input_sets(shape, DTYPE, copies, DEVICE)
 
 
 Variant = tuple[str, Any, int, dict[str, Any], KernelConfig, bool]  # label, module, pdl, extra, cfg, masked
 
 
-def _time(kernel: str, shape: tuple[int, int, int, int], variants: list[Variant],
+def _time(kernel: str, shape: Shape, variants: list[Variant],
           rounds: int = 2, mask_kinds: dict[str, str] | None = None) -> dict[str, float]:
     sets = _sets(kernel, shape)
     best: dict[str, float] = {}
@@ -164,7 +155,7 @@ def run_experiments(vk: Any, out_dir: Path | None) -> int:
     records: list[dict[str, Any]] = []
     lines: list[str] = []
 
-    def report(kernel: str, shape: tuple[int, int, int, int], res: dict[str, float],
+    def report(kernel: str, shape: Shape, res: dict[str, float],
                nbytes: int) -> None:
         best = min((v for v in res.values() if v == v), default=float("nan"))
         for label, us in res.items():
@@ -201,9 +192,9 @@ def run_experiments(vk: Any, out_dir: Path | None) -> int:
                 variants.append((f"old {_txt(dflt)} pdl{pdl} {tag}", old, pdl, {}, dflt, masked))
             for c in [dflt, *extra_tiles]:
                 variants.append((f"new {_txt(c)} pdl{pdl} {tag}", new, pdl, {}, c, masked))
-        report("merge", shape, _time("merge", shape, variants), merge_bytes(*shape))
+        report("merge", shape, _time("merge", shape, variants), _nbytes("merge", shape))
     # E2 + E3: PDL modes and tiles on the small (launch- or ramp-bound) shapes
-    e2: list[tuple[str, tuple[int, int, int, int], list[KernelConfig]]] = [
+    e2: list[tuple[str, Shape, list[KernelConfig]]] = [
         ("merge", (4, 1, 128, 512), [_cfg(4, 64, 1), _cfg(1, 128, 1)]),
         ("merge", (8, 1, 16, 512), [_cfg(2, 64, 2)]),
         ("merge", (4, 32, 128, 512), [_cfg(4, 128, 2), _cfg(8, 128, 4), _cfg(2, 256, 2)]),
@@ -232,7 +223,7 @@ def _round_two(new: Any, bw: float, report: Callable[..., None], lines: list[str
                records: list[dict[str, Any]], out_dir: Path | None, started: float) -> int:
     """After the first round: PDL 2 on grids of a few waves, PDL 1 where the new tiles turn it on
     unmeasured, and whether the row mask's one-token cost depends on PDL."""
-    e: list[tuple[str, tuple[int, int, int, int], list[int], bool]] = [
+    e: list[tuple[str, Shape, list[int], bool]] = [
         ("merge", (4, 32, 128, 512), [0, 1, 2], False),
         ("merge", (4, 512, 32, 128), [0, 1, 2], False),
         ("merge", (2, 4096, 8, 128), [0, 1, 2], False),
@@ -271,7 +262,7 @@ def _round_three(new: Any, bw: float, report: Callable[..., None], lines: list[s
                 variants.append((f"{_txt(dflt)} pdl{dflt.pdl} split{split}"
                                  f"{' masked' if masked else ''}", new, dflt.pdl,
                                  {"SPLIT": bool(split)}, dflt, masked))
-        report("merge", shape, _time("merge", shape, variants, rounds=3), merge_bytes(*shape))
+        report("merge", shape, _time("merge", shape, variants, rounds=3), _nbytes("merge", shape))
     return _finish("experiments3", bw, lines, records, out_dir, started)
 
 
@@ -372,7 +363,7 @@ def _round_six(new: Any, bw: float, report: Callable[..., None], lines: list[str
             variants += [(f"{head}{tag}", new, dflt.pdl, {}, dflt, masked),
                          (f"{head} maxnreg 64{tag}", new, dflt.pdl, {"maxnreg": 64}, dflt, masked),
                          (f"{head} maxnreg 48{tag}", new, dflt.pdl, {"maxnreg": 48}, dflt, masked)]
-        report("merge", shape, _time("merge", shape, variants, rounds=3), merge_bytes(*shape))
+        report("merge", shape, _time("merge", shape, variants, rounds=3), _nbytes("merge", shape))
     return _finish("experiments6", bw, lines, records, out_dir, started)
 
 

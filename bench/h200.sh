@@ -4,6 +4,9 @@
 #   bash bench/h200.sh speed    # tile sweep of the shapes behind a peer, then the combine table (~9 min)
 #   bash bench/h200.sh goals DIR  # issue 22's goals beside FlashInfer and vLLM's kernels (~2 min);
 #                                 # DIR holds vllm/v1/attention/ops/dcp.py from the vLLM 0.33 wheel
+#   bash bench/h200.sh fused    # issue 29: both empty-row facts of FlashInfer's records, and its
+#                               # fused DCP combine (fi_a2a) tested and timed beside a2a (~6 min;
+#                               # needs the bundle's csrc/dcp_lse_reduce.cu, see README "GPU runs")
 # Each step has its own time limit, so a slow step cannot take the others' output with it; logs
 # and results go to $OUT (the device tool's result folder) or ./h200-out.
 set -uo pipefail
@@ -29,6 +32,14 @@ case "${1:-}" in
       --out "$out/verify-consumers-h200.md" flashinfer.merge_state flashinfer.merge_state_in_place \
       flashinfer.merge_states attn_contracts.plan.merge
     step probe-flashinfer 50 python3 bench/probe_flashinfer_empty.py
+    step empty-rows 120 python3 bench/empty_rows.py --device cuda --out "$out/empty-rows-h200.md"
+    ;;
+  fused)  # issue 29 (one GPU: world size 1; on a multi-GPU kind the tests take every GPU, up to 4)
+    step empty-rows 150 python3 bench/empty_rows.py --device cuda --out "$out/empty-rows-h200.md"
+    step gpu-fused-tests 200 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE tests/test_gpu.py \
+      -k "empty_row_facts or fi_a2a"
+    n=$(python3 -c "import torch; print(min(torch.cuda.device_count(), 4))")
+    step fi-a2a 240 torchrun --nproc-per-node "$n" bench/fi_a2a.py --out "$out"
     ;;
   graphs)  # the graph tests alone (after a fix)
     step gpu-graph-tests 150 python3 -m pytest -m gpu -q -p no:cacheprovider -rfE tests/test_gpu.py \
@@ -47,5 +58,5 @@ case "${1:-}" in
     step goals 300 python3 bench/goals.py --vllm "${2:-.peers}" --out "$out"
     cat "$out/goals-h200.md"
     ;;
-  *) echo "usage: bash bench/h200.sh checks|graphs|direct|speed|goals [VLLM_DIR]" >&2; exit 2 ;;
+  *) echo "usage: bash bench/h200.sh checks|graphs|direct|speed|goals [VLLM_DIR]|fused" >&2; exit 2 ;;
 esac

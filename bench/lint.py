@@ -13,12 +13,14 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
+from _timing import wall_and_cpu_s
 
 from attn_contracts.lint import Knowledge, LintConfig, knowledge_for, lint_paths
 
@@ -78,20 +80,10 @@ def generate(folder: Path, n: int) -> int:
 
 def _timed(paths: list[Path], repeats: int, jobs: int, knowledge: Knowledge | None,
            ) -> tuple[list[float], list[float], int]:
-    walls, cpus, found = [], [], 0
-    for _ in range(repeats):
-        cpu0, wall0 = _cpu(), time.perf_counter()
-        # notes (AC029: records of an unknown release agree) are information, not findings
-        found = sum(f.severity != "note" for f in lint_paths(paths, jobs=jobs, knowledge=knowledge))
-        walls.append(time.perf_counter() - wall0)
-        cpus.append(_cpu() - cpu0)
-    return walls, cpus, found
-
-
-def _cpu() -> float:
-    """CPU seconds of this process and of its finished children (the lint workers)."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    """Wall and CPU seconds of each run (the lint workers' CPU too), and the findings of the
+    last; notes (AC029: records of an unknown release agree) are information, not findings."""
+    return wall_and_cpu_s(lambda: sum(f.severity != "note" for f in lint_paths(
+        paths, jobs=jobs, knowledge=knowledge)), repeats)
 
 
 def _engine_tree(spec: str, folder: Path, wheels: Path | None = None) -> Path:

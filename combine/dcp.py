@@ -9,6 +9,7 @@ the KV cache; :func:`dcp_combine` runs the plan's mode:
            ``lse[:, heads_j]`` packed together (no lossy cast, one collective), then merge the
            ``N`` received partials → ``[T, H/N, D]``.
 ``ar``     all-gather the LSE, rescale, all-reduce → every rank holds ``[T, H, D]``.
+``fi_a2a`` FlashInfer's fused ``decode_cp_a2a_lse_reduce`` (``combine/fused.py``) → ``[T, H/N, D]``.
 
 Empty shards: ``row_mask [T]`` (bool, True where this rank holds keys for the row) gives the
 other rows weight 0 whatever the kernel wrote there: their LSE is sent as −inf (fused into the
@@ -35,18 +36,25 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from attn_contracts.checks import check_call_out, check_mode_call, refuse
+from attn_contracts.checks import (
+    check_call_device,
+    check_call_lse,
+    check_call_out,
+    check_call_row_mask,
+    check_mode_call,
+    refuse,
+)
 from attn_contracts.combine.direct import direct_merge, direct_send
+from attn_contracts.combine.fastpath import PLANS, KernelCall, keep, sig
+from attn_contracts.combine.fused import fused_combine
 from attn_contracts.combine.ops import (
     _LSE_DTYPES,
-    KernelCall,
     _check_writable,
     _row_mask_arg,
-    _sig,
     lse_scales,
     pack_a2a,
 )
-from attn_contracts.combine.plan import CombinePlan
+from attn_contracts.combine.plan import CombinePlan, _dtype_name, _layout_text
 from attn_contracts.combine.reference import log_of_base
 from attn_contracts.combine.tiles import default_config, sm_count
 from attn_contracts.combine.workspace import Workspace
@@ -71,15 +79,14 @@ def _check_mask(plan: CombinePlan, row_mask: torch.Tensor | None, lens: torch.Te
     """This rank's row mask ``[T]`` (bool) from ``row_mask`` or ``lens [B]`` (local lengths per
     request, uniform ``q_len = T / B``); refuses a call without one where the plan needs it."""
     plan.check_row_mask(row_mask is not None or lens is not None)
+    if row_mask is not None and (lens is not None or row_mask.dtype != torch.bool
+                                 or tuple(row_mask.shape) != (tokens,)):
+        refuse(check_call_row_mask(plan.record.name, shape=tuple(row_mask.shape),
+                                   dtype=_dtype_name(row_mask.dtype), want=(tokens,),
+                                   lens=lens is not None), "the row mask does not fit the call")
     if lens is not None:
-        if row_mask is not None:
-            raise ValueError("pass a row mask or local lengths, not both (found row_mask= and "
-                             "lens=)")
         _, q_len = _row_mask_arg(None, lens, (), tokens, lens.device)  # checks lens, T = B·q_len
         return (lens > 0).repeat_interleave(q_len) if q_len > 1 else lens > 0
-    if row_mask is not None and (row_mask.dtype != torch.bool or tuple(row_mask.shape) != (tokens,)):
-        raise ValueError(f"row_mask must be bool [T={tokens}], found {row_mask.dtype} "
-                         f"{tuple(row_mask.shape)}")
     return row_mask
 
 
@@ -87,10 +94,11 @@ def _local_lse(plan: CombinePlan, partial_lse: torch.Tensor, tokens: int) -> tor
     """This rank's LSE as a ``[T, H]`` view (record layout read through strides)."""
     view = plan.lse_view(partial_lse, heads=plan.num_heads, stacked=False)
     # checked here, not by the op: ag_rs and ar put the LSE on the wire before any op sees it
-    if view.dtype not in _LSE_DTYPES or math.prod(view.shape[:-1]) != tokens:
-        raise ValueError(f"{plan.record.name}: partial_lse must be a float LSE of T={tokens} "
-                         f"rows (partial_out's T), found {partial_lse.dtype} "
-                         f"{tuple(partial_lse.shape)} (allowed dtypes: {_LSE_DTYPES})")
+    rows = math.prod(view.shape[:-1])
+    if view.dtype not in _LSE_DTYPES or rows != tokens:
+        refuse(check_call_lse(plan.record.name, shape=tuple(partial_lse.shape),
+                              layout=_layout_text(plan.lse, False), dtype=_dtype_name(view.dtype), rows=rows,
+                              tokens=tokens), "the LSE does not fit the call")
     flat: torch.Tensor = view.reshape(tokens, plan.num_heads)  # a view: [B, q, H] merges B, q
     return flat
 
@@ -111,7 +119,8 @@ def _check_out(plan: CombinePlan, out: torch.Tensor | None, tokens: int,
                           dtype=str(out.dtype).removeprefix("torch."), want=want),
            f"out does not match its {plan.mode} plan")
     if out.device != device:
-        raise ValueError(f"out is on {out.device} but the partials are on {device}")
+        refuse(check_call_device(plan.record.name, "out", found=str(out.device),
+                                 want=str(device)), f"out does not match its {plan.mode} plan")
     _check_writable(out=out)
 
 
@@ -149,8 +158,9 @@ def dcp_combine(plan: CombinePlan, partial_out: torch.Tensor, partial_lse: torch
     if workspace is None and lens is None and not torch.compiler.is_compiling():
         # a world of one: a call like an earlier one (same tensors' shape, strides, dtype, device,
         # alignment) passed the same checks and runs the same decided launch (``_world_of_one``)
-        key = ("dcp", _sig(partial_out), _sig(partial_lse), _sig(out), _sig(row_mask), _sig(sink))
-        fast = plan.eager_call(key)
+        key = (plan.token, "dcp", sig(partial_out), sig(partial_lse), sig(out), sig(row_mask),
+               sig(sink))
+        fast = PLANS.get(key)
         if fast is not None and _size_and_rank(group)[0] == 1:
             return fast(partial_out, partial_lse, out, None, row_mask, sink)
     refuse(check_mode_call(plan.record.name, plan.setting, collective=True,
@@ -169,7 +179,7 @@ def dcp_combine(plan: CombinePlan, partial_out: torch.Tensor, partial_lse: torch
     if world == 1 and workspace is None:
         result, call = _world_of_one(plan, partial_out, lse, row_mask, sink, out)
         if key is not None and lse.data_ptr() == partial_lse.data_ptr():  # lse: a view, no copy
-            plan.keep(key, call)
+            keep(PLANS, key, call)
         return result
     if workspace is None:  # the table allows it: buffers for this call only (eager, no graphs)
         workspace = Workspace(plan, group, max_tokens=tokens, device=partial_out.device)
@@ -283,10 +293,21 @@ def _run_direct(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor,
     return _a2a_direct(plan, partial_out, lse, out, ws, slot, row_mask, sink)
 
 
+def _run_fused(plan: CombinePlan, partial_out: torch.Tensor, lse: torch.Tensor, group: Any,
+               world: int, rank: int, out: torch.Tensor | None, ws: Workspace, slot: int,
+               row_mask: torch.Tensor | None, sink: torch.Tensor | None) -> Any:
+    """FlashInfer's fused combine (``fi_a2a``): one pass lays the head slices out (masked rows
+    zeroed), then FlashInfer's op moves and merges them; the plan refused a sink and a merged
+    LSE (the op has neither)."""
+    bufs = ws.fused_buffers(slot, partial_out.shape[0], partial_out.device)
+    return fused_combine(bufs, partial_out, lse, base=plan.base, row_mask=row_mask, out=out)
+
+
 #: how each collective of the mode table runs (``Workspace.runs``: a choice already resolved)
 _RUNS: dict[str, _Run] = {
     "all_to_all": _a2a,
     "symmetric_memory": _run_direct,
+    "fused": _run_fused,
     "reduce_scatter": _reduce_scatter_heads,
     "all_reduce": _all_reduce,
 }

@@ -1,12 +1,15 @@
 """The combine ops: launchers of the combine kernels, registered as torch custom ops (their tiles
-come from ``tiles.py``, the launch itself from ``launch.py``).
+come from ``tiles.py``, the launch itself from ``launch.py``, a repeated call's decided launch from
+``fastpath.py``).
 
-``merge`` and ``rescale`` check their inputs (shapes, dtypes, devices), allocate what the caller did
-not pass, and launch. The ops ``attn_contracts::merge_`` and ``attn_contracts::rescale_`` write into
-their ``out``/``lse_out`` arguments and have fake implementations, so ``torch.compile(fullgraph=True)``
-traces through them and CUDA graphs capture them. On CUDA tensors they run the Triton kernels; on
-CPU tensors they run the same kernels under ``TRITON_INTERPRET=1`` when it is set, else the torch
-path (fp32, the reference's policy).
+``merge``, ``rescale`` and ``pack_a2a`` check their inputs (shapes, dtypes, devices), allocate what
+the caller did not pass, and launch: every decision of a launch goes into one object
+(:class:`CombineLaunch`, :class:`PackLaunch`), which the launch body reads. The ops
+``attn_contracts::merge_``, ``attn_contracts::rescale_`` and ``attn_contracts::pack_a2a_`` write
+only into the tensors they are given and have fake implementations, so
+``torch.compile(fullgraph=True)`` traces through them and CUDA graphs capture them. On CUDA
+tensors they run the Triton kernels; on CPU tensors they run the same kernels under
+``TRITON_INTERPRET=1`` when it is set, else the torch path (fp32, the reference's policy).
 
 LSE tensors are taken as ``[N, T, H]`` or ``[N, B, Q, H]`` strided views (``T = B·Q``); the
 planner (``plan.py``) builds those views from a record's layout, never copies.
@@ -25,13 +28,16 @@ Sinks: ``sink [H]`` per-head logits in natural-log units, added once after the m
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+from dataclasses import dataclass
 from typing import Any, NoReturn, TypedDict, Unpack
 
 import torch
 
 from attn_contracts.checks import SINK_DTYPES, check_rank, refuse
+from attn_contracts.combine.fastpath import OPS, PackCall, keep, keep_call, lookup, pack_key
 from attn_contracts.combine.launch import (
     MAX_GRID_YZ,
     Prepared,
@@ -51,8 +57,10 @@ from attn_contracts.records import BASES
 __all__ = [
     "MAX_GRID_YZ",
     "OUT_DTYPES",
+    "CombineLaunch",
     "CombineOptions",
     "KernelConfig",
+    "PackLaunch",
     "default_config",
     "launch_grid",
     "lse_scales",
@@ -233,53 +241,180 @@ def _torch_row_mask(mask: torch.Tensor | None, mask_q: int) -> torch.Tensor | No
     return (mask > 0).repeat_interleave(mask_q, dim=-1) if mask_q > 1 else mask > 0
 
 
+# --- launches -------------------------------------------------------------------------------------
+# A launch is one object: the call's tensors and every decision the launcher made (tiles, PDL, the
+# mask operand). The eager path hands it to the launch body; a traced call flattens it into the
+# op's arguments (``op_args``), and the op's body, whose flat signature is the op's schema, makes
+# it again. The ops' schemas are the only other place the parameters are written.
+@dataclass(frozen=True, slots=True)
+class CombineLaunch:
+    """One ``merge`` or ``rescale`` launch, every decision made.
+
+    ``partial_out [N, T, H, D]`` (merge) or one rank's ``[T, H, D]`` (rescale, ``rank`` not
+    None); ``lse [N, T, H]`` / ``[N, B, Q, H]`` (strided); ``out [T, H, D]`` or, for a rescale,
+    head chunks ``[C, T, H/C, D]``; ``lse_out [T, H]`` fp32 or None; ``config``: the tiles, its
+    ``pdl`` the launch's PDL mode (0: off); ``mask``: the kernel's operand, uint8 or int
+    ``[N, T / mask_q]`` (``merge``'s ``row_mask``/``lens``); ``sink [H]`` natural-log logits."""
+
+    partial_out: torch.Tensor
+    lse: torch.Tensor
+    out: torch.Tensor
+    lse_out: torch.Tensor | None
+    base: str
+    lse_out_base: str
+    config: KernelConfig
+    mask: torch.Tensor | None = None
+    mask_q: int = 1
+    sink: torch.Tensor | None = None
+    rank: int | None = None
+
+    def op_args(self) -> tuple[Any, ...]:
+        """The arguments of the op ``attn_contracts::merge_`` (``rescale_``: ``rank`` third)."""
+        c = self.config
+        lead = (self.partial_out, self.lse) if self.rank is None else \
+            (self.partial_out, self.lse, self.rank)
+        return (*lead, self.out, self.lse_out, self.base, self.lse_out_base, c.block_h, c.block_d,
+                c.num_warps, c.pdl, self.mask, self.mask_q, self.sink, c.maxnreg)
+
+
+@dataclass(frozen=True, slots=True)
+class PackLaunch:
+    """One ``pack_a2a`` launch: ``partial_out [T, H, D]``, ``lse [T, H]`` (strided), ``send
+    [N, piece]`` (uint8), the LSE at byte ``o_bytes`` of a piece, tiles and PDL in ``config``,
+    the mask operand (uint8 or int ``[T / mask_q]``)."""
+
+    partial_out: torch.Tensor
+    lse: torch.Tensor
+    send: torch.Tensor
+    o_bytes: int
+    config: KernelConfig
+    mask: torch.Tensor | None = None
+    mask_q: int = 1
+
+    def op_args(self) -> tuple[Any, ...]:
+        """The arguments of the op ``attn_contracts::pack_a2a_``."""
+        c = self.config
+        return (self.partial_out, self.lse, self.send, self.o_bytes, c.block_h, c.block_d,
+                c.num_warps, c.pdl, self.mask, self.mask_q, c.maxnreg)
+
+
+def _combine_launch(a: CombineLaunch) -> Prepared | None:
+    """Launch a merge or a rescale (``a.rank`` set), returning the launch it made (None on the
+    torch path or for no rows: nothing to run again)."""
+    o, lse, out, lse_out = a.partial_out, a.lse, a.out, a.lse_out
+    t, h, d = o.shape[-3:]
+    if t == 0 or h == 0 or d == 0:
+        return None
+    chunks = out.shape[0] if out.dim() == 4 else 1  # [C, T, H/C, D]: a rescale for a reduce-scatter
+    if not uses_triton(o):
+        _torch_combine(a, chunks)
+        return None
+    q_len, *lse_strides = _lse_geometry(lse)
+    in_scale, out_scale = lse_scales(a.base, a.lse_out_base)
+    z = lse_out if lse_out is not None else out  # never written when WRITE_LSE is False
+    n = lse.shape[0]
+    m, k, extra_strides, extra_consts = _mask_operands(a.mask, a.sink, lse, a.base, n)
+    lead: tuple[int, ...]
+    if a.rank is None:
+        name, lead, y_strides = "merge_kernel", (t, h, d, q_len, a.mask_q), out.stride()
+    else:  # rescale: head h goes to chunk h // HC; a plain [T, H, D] out is one chunk
+        name, lead = "rescale_kernel", (a.rank, t, h, d, q_len, h // chunks, a.mask_q)
+        y_strides = out.stride() if out.dim() == 4 else (0, *out.stride())
+    cfg = a.config
+    return launcher(name)(
+        launch_grid(t, h, d, cfg.block_h, cfg.block_d), (o, lse, out, z, m, k),
+        (*lead, *o.stride(), *lse_strides, *y_strides, z.stride(0), z.stride(1), *extra_strides),
+        dict(N=n, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
+             **extra_consts, BLOCK_H=cfg.block_h, BLOCK_D=cfg.block_d,
+             NUM_DB=cdiv(d, cfg.block_d)),
+        cfg.num_warps, cfg.pdl, cfg.maxnreg)
+
+
+def _torch_combine(a: CombineLaunch, chunks: int) -> None:
+    """The torch path of a launch (CPU without the interpreter): the reference in fp32."""
+    row_mask = _torch_row_mask(a.mask, a.mask_q)
+    if a.rank is None:
+        o, lse = merge_reference(a.partial_out, _lse3(a.lse), base=a.base,
+                                 lse_out_base=a.lse_out_base, dtype=torch.float32,
+                                 row_mask=row_mask, sink=a.sink)
+    else:
+        o, lse = rescale_reference(a.partial_out, _lse3(a.lse), a.rank, base=a.base,
+                                   lse_out_base=a.lse_out_base, dtype=torch.float32,
+                                   row_mask=row_mask, sink=a.sink)
+    if a.out.dim() == 4:  # [T, H, D] → [C, T, H/C, D]
+        t, h, d = o.shape
+        o = o.view(t, chunks, h // chunks, d).transpose(0, 1)
+    a.out.copy_(o)
+    if a.lse_out is not None:
+        a.lse_out.copy_(lse)
+
+
+def _pack_launch(a: PackLaunch) -> Prepared | None:
+    """Launch a ``pack_a2a``, returning the launch it made (see ``_combine_launch``)."""
+    o, lse, send, mask = a.partial_out, a.lse, a.send, a.mask
+    t, h, d = o.shape
+    world = send.shape[0]
+    hc = h // world
+    if t == 0 or h == 0 or d == 0:
+        return None
+    if not uses_triton(o):
+        o_send, lse_send = A2AMessage(world, t, hc, d, o.element_size()).views(
+            send, o.dtype, o_bytes=a.o_bytes)
+        o_send.copy_(o.view(t, world, hc, d).transpose(0, 1))  # [N, T, H/N, D]
+        lse_send.copy_(lse.view(t, world, hc).transpose(0, 1))  # fp32 bits, [N, T, H/N]
+        keep = _torch_row_mask(mask, a.mask_q)
+        if keep is not None:
+            o_send.masked_fill_(~keep.view(1, t, 1, 1), 0.0)
+            lse_send.masked_fill_(~keep.view(1, t, 1), -math.inf)
+        return None
+    size = o.element_size()
+    o_dst = send.view(o.dtype)  # [N, piece / size]
+    lse_dst = send[:, a.o_bytes:].view(torch.float32)  # [N, (piece - o_bytes) / 4]
+    cfg = a.config
+    return launcher("pack_a2a_kernel")(
+        launch_grid(t, h, d, cfg.block_h, cfg.block_d),
+        (o, lse, mask if mask is not None else lse, o_dst, lse_dst),
+        (t, h, d, hc, a.mask_q, *o.stride(), *lse.stride(),
+         mask.stride(0) if mask is not None else 0, send.stride(0) // size, send.stride(0) // 4),
+        dict(HAS_MASK=mask is not None, BLOCK_H=cfg.block_h, BLOCK_D=cfg.block_d,
+             NUM_DB=cdiv(d, cfg.block_d)),
+        cfg.num_warps, cfg.pdl, cfg.maxnreg)
+
+
 # --- custom ops -----------------------------------------------------------------------------------
+# Each op's body takes the op's schema (flat: torch.library reads it from the signature) and
+# launches through the same body as an eager call, with no input checks: for callers that
+# checked once (``merge`` checks, then launches).
 def merge_into(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.Tensor,
                lse_out: torch.Tensor | None, base: str, lse_out_base: str,
                block_h: int, block_d: int, num_warps: int, pdl: int = 0,
                mask: torch.Tensor | None = None, mask_q: int = 1,
                sink: torch.Tensor | None = None, maxnreg: int = 0) -> None:
-    """The body of the op ``attn_contracts::merge_``: launches with no input checks, for callers
-    that checked once (``merge`` checks, then calls this). ``mask`` is the kernel's operand: uint8
-    or int ``[N, T / mask_q]`` (``merge``'s ``row_mask``/``lens``). ``pdl``: the kernel's PDL mode
-    (0 off; ``_kernels.py``); ``maxnreg``: the tiles' register cap (0: none)."""
-    _merge_launch(partial_out, partial_lse, out, lse_out, base, lse_out_base, block_h, block_d,
-                  num_warps, pdl, mask, mask_q, sink, maxnreg)
+    """The body of the op ``attn_contracts::merge_`` (:class:`CombineLaunch` says what each
+    argument is; ``pdl``: the kernel's PDL mode, 0 off, ``_kernels.py``; ``maxnreg``: the tiles'
+    register cap, 0 none)."""
+    _combine_launch(CombineLaunch(partial_out, partial_lse, out, lse_out, base, lse_out_base,
+                                  KernelConfig(block_h, block_d, num_warps, pdl, maxnreg),
+                                  mask, mask_q, sink))
 
 
-def _merge_launch(partial_out: torch.Tensor, partial_lse: torch.Tensor, out: torch.Tensor,
-                  lse_out: torch.Tensor | None, base: str, lse_out_base: str,
-                  block_h: int, block_d: int, num_warps: int, pdl: int,
-                  mask: torch.Tensor | None, mask_q: int,
-                  sink: torch.Tensor | None, maxnreg: int = 0) -> Prepared | None:
-    """``merge_into``, returning the launch it made (None on the torch path or for no rows)."""
-    n, t, h, d = partial_out.shape
-    if t == 0 or h == 0 or d == 0:
-        return None
-    if not uses_triton(partial_out):
-        o, lse = merge_reference(partial_out, _lse3(partial_lse), base=base,
-                                 lse_out_base=lse_out_base, dtype=torch.float32,
-                                 row_mask=_torch_row_mask(mask, mask_q), sink=sink)
-        out.copy_(o)
-        if lse_out is not None:
-            lse_out.copy_(lse)
-        return None
-    q_len, *lse_strides = _lse_geometry(partial_lse)
-    in_scale, out_scale = lse_scales(base, lse_out_base)
-    z = lse_out if lse_out is not None else out  # never written when WRITE_LSE is False
-    m, k, extra_strides, extra_consts = _mask_operands(mask, sink, partial_lse, base, n)
-    grid = launch_grid(t, h, d, block_h, block_d)
-    return launcher("merge_kernel")(
-        grid, (partial_out, partial_lse, out, z, m, k),
-        (t, h, d, q_len, mask_q, *partial_out.stride(), *lse_strides, *out.stride(), z.stride(0),
-         z.stride(1), *extra_strides),
-        dict(N=n, IN_SCALE=in_scale, OUT_SCALE=out_scale, WRITE_LSE=lse_out is not None,
-             **extra_consts, BLOCK_H=block_h, BLOCK_D=block_d, NUM_DB=cdiv(d, block_d)),
-        num_warps, pdl, maxnreg)
+def rescale_into(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, out: torch.Tensor,
+                 lse_out: torch.Tensor | None, base: str, lse_out_base: str,
+                 block_h: int, block_d: int, num_warps: int, pdl: int = 0,
+                 mask: torch.Tensor | None = None, mask_q: int = 1,
+                 sink: torch.Tensor | None = None, maxnreg: int = 0) -> None:
+    """The body of the op ``attn_contracts::rescale_`` (see :func:`merge_into`)."""
+    _combine_launch(CombineLaunch(partial_out, all_lse, out, lse_out, base, lse_out_base,
+                                  KernelConfig(block_h, block_d, num_warps, pdl, maxnreg),
+                                  mask, mask_q, sink, rank))
 
 
-_merge_op = torch.library.custom_op("attn_contracts::merge_", mutates_args=("out", "lse_out"))(
-    merge_into)
+def pack_a2a_into(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tensor, o_bytes: int,
+                  block_h: int, block_d: int, num_warps: int, pdl: int = 0,
+                  mask: torch.Tensor | None = None, mask_q: int = 1, maxnreg: int = 0) -> None:
+    """The body of the op ``attn_contracts::pack_a2a_`` (:class:`PackLaunch`)."""
+    _pack_launch(PackLaunch(partial_out, lse, send, o_bytes,
+                            KernelConfig(block_h, block_d, num_warps, pdl, maxnreg), mask, mask_q))
 
 
 def _writes_in_place(*args: Any, **kwargs: Any) -> None:
@@ -288,237 +423,15 @@ def _writes_in_place(*args: Any, **kwargs: Any) -> None:
     return None
 
 
+_merge_op = torch.library.custom_op("attn_contracts::merge_", mutates_args=("out", "lse_out"))(
+    merge_into)
 _merge_op.register_fake(_writes_in_place)
-
-
-def rescale_into(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, out: torch.Tensor,
-                 lse_out: torch.Tensor | None, base: str, lse_out_base: str,
-                 block_h: int, block_d: int, num_warps: int, pdl: int = 0,
-                 mask: torch.Tensor | None = None, mask_q: int = 1,
-                 sink: torch.Tensor | None = None, maxnreg: int = 0) -> None:
-    """The body of the op ``attn_contracts::rescale_`` (no input checks; see ``merge_into``)."""
-    _rescale_launch(partial_out, all_lse, rank, out, lse_out, base, lse_out_base, block_h,
-                    block_d, num_warps, pdl, mask, mask_q, sink, maxnreg)
-
-
-def _rescale_launch(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int,
-                    out: torch.Tensor, lse_out: torch.Tensor | None, base: str,
-                    lse_out_base: str, block_h: int, block_d: int, num_warps: int, pdl: int,
-                    mask: torch.Tensor | None, mask_q: int,
-                    sink: torch.Tensor | None, maxnreg: int = 0) -> Prepared | None:
-    """``rescale_into``, returning the launch it made (see ``_merge_launch``)."""
-    t, h, d = partial_out.shape
-    if t == 0 or h == 0 or d == 0:
-        return None
-    chunked = out.dim() == 4  # [C, T, H/C, D]: chunked by heads for a reduce-scatter
-    chunks = out.shape[0] if chunked else 1
-    if not uses_triton(partial_out):
-        o, lse = rescale_reference(partial_out, _lse3(all_lse), rank, base=base,
-                                   lse_out_base=lse_out_base, dtype=torch.float32,
-                                   row_mask=_torch_row_mask(mask, mask_q), sink=sink)
-        out.copy_(o.view(t, chunks, h // chunks, d).transpose(0, 1) if chunked else o)
-        if lse_out is not None:
-            lse_out.copy_(lse)
-        return None
-    q_len, *lse_strides = _lse_geometry(all_lse)
-    in_scale, out_scale = lse_scales(base, lse_out_base)
-    z = lse_out if lse_out is not None else out
-    y_strides = out.stride() if chunked else (0, *out.stride())
-    m, k, extra_strides, extra_consts = _mask_operands(mask, sink, all_lse, base,
-                                                       all_lse.shape[0])
-    return launcher("rescale_kernel")(
-        launch_grid(t, h, d, block_h, block_d), (partial_out, all_lse, out, z, m, k),
-        (rank, t, h, d, q_len, h // chunks, mask_q, *partial_out.stride(), *lse_strides,
-         *y_strides, z.stride(0), z.stride(1), *extra_strides),
-        dict(N=all_lse.shape[0], IN_SCALE=in_scale, OUT_SCALE=out_scale,
-             WRITE_LSE=lse_out is not None, **extra_consts, BLOCK_H=block_h, BLOCK_D=block_d,
-             NUM_DB=cdiv(d, block_d)),
-        num_warps, pdl, maxnreg)
-
-
 _rescale_op = torch.library.custom_op(
     "attn_contracts::rescale_", mutates_args=("out", "lse_out"))(rescale_into)
-
-
 _rescale_op.register_fake(_writes_in_place)
-
-
-def pack_a2a_into(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tensor, o_bytes: int,
-                  block_h: int, block_d: int, num_warps: int, pdl: int = 0,
-                  mask: torch.Tensor | None = None, mask_q: int = 1, maxnreg: int = 0) -> None:
-    """The body of the op ``attn_contracts::pack_a2a_`` (no input checks; see ``pack_a2a``)."""
-    _pack_launch(partial_out, lse, send, o_bytes, block_h, block_d, num_warps, pdl, mask, mask_q,
-                 maxnreg)
-
-
-def _pack_launch(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tensor, o_bytes: int,
-                 block_h: int, block_d: int, num_warps: int, pdl: int,
-                 mask: torch.Tensor | None, mask_q: int, maxnreg: int = 0) -> Prepared | None:
-    """``pack_a2a_into``, returning the launch it made (see ``_merge_launch``)."""
-    t, h, d = partial_out.shape
-    world = send.shape[0]
-    hc = h // world
-    if t == 0 or h == 0 or d == 0:
-        return None
-    if not uses_triton(partial_out):
-        o_send, lse_send = A2AMessage(world, t, hc, d, partial_out.element_size()).views(
-            send, partial_out.dtype, o_bytes=o_bytes)
-        o_send.copy_(partial_out.view(t, world, hc, d).transpose(0, 1))  # [N, T, H/N, D]
-        lse_send.copy_(lse.view(t, world, hc).transpose(0, 1))  # fp32 bits, [N, T, H/N]
-        keep = _torch_row_mask(mask, mask_q)
-        if keep is not None:
-            o_send.masked_fill_(~keep.view(1, t, 1, 1), 0.0)
-            lse_send.masked_fill_(~keep.view(1, t, 1), -math.inf)
-        return None
-    size = partial_out.element_size()
-    o_dst = send.view(partial_out.dtype)  # [N, piece / size]
-    lse_dst = send[:, o_bytes:].view(torch.float32)  # [N, (piece - o_bytes) / 4]
-    return launcher("pack_a2a_kernel")(
-        launch_grid(t, h, d, block_h, block_d),
-        (partial_out, lse, mask if mask is not None else lse, o_dst, lse_dst),
-        (t, h, d, hc, mask_q, *partial_out.stride(), *lse.stride(),
-         mask.stride(0) if mask is not None else 0, send.stride(0) // size, send.stride(0) // 4),
-        dict(HAS_MASK=mask is not None, BLOCK_H=block_h, BLOCK_D=block_d,
-             NUM_DB=cdiv(d, block_d)),
-        num_warps, pdl, maxnreg)
-
-
 _pack_op = torch.library.custom_op("attn_contracts::pack_a2a_", mutates_args=("send",))(
     pack_a2a_into)
-
-
 _pack_op.register_fake(_writes_in_place)
-
-
-# --- the eager fast path ------------------------------------------------------------------------
-# A call whose inputs look like an earlier call's (every tensor's shape, strides, dtype, device and
-# 16-byte alignment, and every option) passed the same checks and gets the same tiles, ints and
-# compiled kernel: the first call decides, later ones only launch (``launch.Prepared``). What
-# stays per call is reading those properties (the key), allocating what the caller did not pass,
-# and the launch itself: a bare Triton launch does as much. A plan keeps the decided call of its own
-# calls (``decided_call``, ``CombinePlan.decided_launch``), keyed by the call's tensors alone (the
-# options are the plan's, decided once), so ``plan(...)``, ``plan.launch`` and ``dcp_combine`` at
-# world size 1 skip their own checks and views the same way.
-_FAST: dict[tuple[Any, ...], Any] = {}  # values: KernelCall | _PackCall
-_FAST_MAX = 4096
-
-
-def _sig(x: torch.Tensor | None) -> tuple[Any, ...] | None:
-    """What a launch's decisions read from a tensor (its data only through alignment)."""
-    if x is None:
-        return None
-    return (x.shape, x.stride(), x.dtype, x.get_device(), x.data_ptr() & 15)
-
-
-def _options_key(options: CombineOptions) -> tuple[Any, ...]:
-    """The options' part of a merge/rescale key: every option by name (an unknown one makes a new
-    key, so its first call is refused as ever), tensors by ``_sig``."""
-    return (tuple(options), _sig(options.get("out")), _sig(options.get("lse_out")),
-            _sig(options.get("row_mask")), _sig(options.get("lens")), _sig(options.get("sink")),
-            options.get("return_lse"), options.get("lse_out_base"), options.get("out_dtype"),
-            options.get("config"), options.get("pdl"))
-
-
-def _merge_key(partial_out: torch.Tensor, partial_lse: torch.Tensor, base: str,
-               options: CombineOptions) -> tuple[Any, ...]:
-    return ("merge", _sig(partial_out), _sig(partial_lse), base, *_options_key(options))
-
-
-def _rescale_key(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, base: str,
-                 options: CombineOptions) -> tuple[Any, ...]:
-    return ("rescale", _sig(partial_out), _sig(all_lse), rank, base, *_options_key(options))
-
-
-def decided_call(kernel: str, partial_out: torch.Tensor, lse: torch.Tensor, rank: int | None,
-                 base: str, options: CombineOptions) -> KernelCall | None:
-    """The decided call an earlier ``merge``/``rescale`` call of these arguments left (None if
-    it left none: the torch path, no rows, a launch hook, or under ``torch.compile``). A caller
-    that can tell this argument set again from its own inputs (a plan) keeps it and calls it
-    straight away: ``call(partial_out, lse, out, lse_out, row_mask or lens, sink)``."""
-    key = _merge_key(partial_out, lse, base, options) if kernel == "merge" else \
-        _rescale_key(partial_out, lse, rank if rank is not None else -1, base, options)
-    call: KernelCall | None = _FAST.get(key)
-    return call
-
-
-def _mask_option(options: CombineOptions) -> torch.Tensor | None:
-    mask = options.get("row_mask")
-    return mask if mask is not None else options.get("lens")
-
-
-def _is_bool(mask: torch.Tensor | None) -> bool:
-    return mask is not None and mask.dtype == torch.bool
-
-
-def _fast_result(key: tuple[Any, ...], partial_out: torch.Tensor, lse: torch.Tensor,
-                 options: CombineOptions) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor] | None:
-    """A merge/rescale call like an earlier one, launched as that one decided; None for a new one."""
-    fast = _FAST.get(key)
-    if fast is None:
-        return None
-    result: torch.Tensor | tuple[torch.Tensor, torch.Tensor] = fast(
-        partial_out, lse, options.get("out"), options.get("lse_out"), _mask_option(options),
-        options.get("sink"))
-    return result
-
-
-def _remember_call(key: tuple[Any, ...], prepared: Prepared, device: torch.device,
-                   out_shape: tuple[int, int, int], out: torch.Tensor, lse_out: torch.Tensor | None,
-                   options: CombineOptions) -> None:
-    """Keep a merge/rescale launch for the calls like it (``_fast_result``)."""
-    _remember(key, KernelCall(prepared, device, out_shape, out.dtype,
-                               out_shape[:2] if lse_out is not None else None,
-                               _is_bool(options.get("row_mask"))))
-
-
-def _remember(key: tuple[Any, ...], fast: Any) -> None:
-    if len(_FAST) >= _FAST_MAX:
-        _FAST.clear()
-    _FAST[key] = fast
-
-
-class KernelCall:
-    """A merge or rescale call decided once: its launch, what to allocate, how to pass the mask."""
-
-    __slots__ = ("bool_mask", "device", "lse_shape", "out_dtype", "out_shape", "prepared")
-
-    def __init__(self, prepared: Prepared, device: torch.device, out_shape: tuple[int, ...],
-                 out_dtype: torch.dtype, lse_shape: tuple[int, ...] | None,
-                 bool_mask: bool) -> None:
-        self.prepared, self.device = prepared, device
-        self.out_shape, self.out_dtype, self.lse_shape = out_shape, out_dtype, lse_shape
-        self.bool_mask = bool_mask
-
-    def __call__(self, o: torch.Tensor, lse: torch.Tensor, out: torch.Tensor | None,
-                 lse_out: torch.Tensor | None, mask: torch.Tensor | None,
-                 sink: torch.Tensor | None) -> Any:
-        if out is None:
-            out = torch.empty(self.out_shape, dtype=self.out_dtype, device=self.device)
-        if lse_out is None and self.lse_shape is not None:
-            lse_out = torch.empty(self.lse_shape, dtype=torch.float32, device=self.device)
-        # a bool mask goes as its address (the kernel reads it as uint8): no view made per call
-        self.prepared(o, lse, out, out if lse_out is None else lse_out,
-                      lse if mask is None else mask.data_ptr() if self.bool_mask else mask,
-                      lse if sink is None else sink)
-        return out if lse_out is None else (out, lse_out)
-
-
-class _PackCall:
-    """A ``pack_a2a`` call decided once."""
-
-    __slots__ = ("bool_mask", "dtype", "o_bytes", "prepared")
-
-    def __init__(self, prepared: Prepared, dtype: torch.dtype, o_bytes: int,
-                 bool_mask: bool) -> None:
-        self.prepared, self.dtype, self.o_bytes, self.bool_mask = prepared, dtype, o_bytes, bool_mask
-
-    def __call__(self, o: torch.Tensor, lse: torch.Tensor, send: torch.Tensor,
-                 mask: torch.Tensor | None) -> torch.Tensor:
-        # the message's O and LSE parts as addresses (the kernel has their dtypes): no views
-        ptr = send.data_ptr()
-        self.prepared(o, lse, lse if mask is None else mask.data_ptr() if self.bool_mask else mask,
-                      ptr, ptr + self.o_bytes)
-        return send
 
 
 # --- launchers ------------------------------------------------------------------------------------
@@ -582,6 +495,26 @@ def _prepare(partial_out: torch.Tensor, n: int, t: int, h: int, d: int, base: st
     return lse_out_base, row_mask_arg, mask_q, out, lse_out
 
 
+def _tiles(config: KernelConfig | None, pdl: bool, n: int, t: int, h: int, d: int, kernel: str,
+           device: torch.device) -> KernelConfig:
+    """The launch's tiles: ``config``, else the heuristic's for the shape and device; PDL off
+    where the call says so (else as the tiles decide)."""
+    cfg = config or default_config(n, t, h, d, kernel, sms=sm_count(device))
+    return cfg if pdl or not cfg.pdl else dataclasses.replace(cfg, pdl=0)
+
+
+def _run(a: CombineLaunch, key: tuple[Any, ...] | None,
+         options: CombineOptions) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """Launch ``a``: through the op when traced (``key`` None), else straight to the launch body
+    (the dispatcher costs tens of µs per eager call), keeping the launch for calls of ``key``."""
+    if key is None:
+        op = torch.ops.attn_contracts.merge_ if a.rank is None else torch.ops.attn_contracts.rescale_
+        op(*a.op_args())
+    else:
+        keep_call(key, _combine_launch(a), a.out, a.lse_out, options)
+    return (a.out, a.lse_out) if a.lse_out is not None else a.out
+
+
 def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
           **options: Unpack[CombineOptions]) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Merge ``partial_out [N, T, H, D]`` by ``partial_lse [N, T, H]`` (or ``[N, B, Q, H]``) in
@@ -595,13 +528,10 @@ def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
     shard gives ``o = 0``, ``L = s'``.
 
     Calls like an earlier one (same shapes, strides, dtypes, devices, alignment and options) skip
-    the checks and the tile choice: they were made once (see ``_FAST``)."""
-    compiling = torch.compiler.is_compiling()
-    if not compiling:
-        key = _merge_key(partial_out, partial_lse, base, options)
-        result = _fast_result(key, partial_out, partial_lse, options)
-        if result is not None:
-            return result
+    the checks and the tile choice: they were made once (``fastpath``)."""
+    key, result = lookup("merge", partial_out, partial_lse, None, base, options)
+    if result is not None:
+        return result
     _options("merge", options)
     _check_inputs(partial_out, partial_lse, 4)
     n, t, h, d = partial_out.shape
@@ -612,20 +542,10 @@ def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
                                                                 options)
     _check_outputs(out, lse_out, t, h, d, partial_out.device)
     _check_writable(out=out, lse_out=lse_out)
-    cfg = options.get("config") or default_config(n, t, h, d, sms=sm_count(partial_out.device))
-    pdl = cfg.pdl if options.get("pdl", True) else 0
-    if compiling:  # traced calls go through the op; eager ones skip the dispatcher (tens of µs)
-        torch.ops.attn_contracts.merge_(
-            partial_out, partial_lse, out, lse_out, base=base, lse_out_base=lse_out_base,
-            block_h=cfg.block_h, block_d=cfg.block_d, num_warps=cfg.num_warps, pdl=pdl,
-            mask=row_mask_arg, mask_q=mask_q, sink=options.get("sink"), maxnreg=cfg.maxnreg)
-    else:
-        prepared = _merge_launch(partial_out, partial_lse, out, lse_out, base, lse_out_base,
-                                 cfg.block_h, cfg.block_d, cfg.num_warps, pdl, row_mask_arg,
-                                 mask_q, options.get("sink"), cfg.maxnreg)
-        if prepared is not None:
-            _remember_call(key, prepared, partial_out.device, (t, h, d), out, lse_out, options)
-    return (out, lse_out) if lse_out is not None else out
+    cfg = _tiles(options.get("config"), options.get("pdl", True), n, t, h, d, "merge",
+                 partial_out.device)
+    return _run(CombineLaunch(partial_out, partial_lse, out, lse_out, base, lse_out_base, cfg,
+                              row_mask_arg, mask_q, options.get("sink")), key, options)
 
 
 def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base: str,
@@ -637,12 +557,9 @@ def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base
     rank's empty rows and ``sink [H]`` (natural-log logits) enters the denominator and the merged
     LSE, as in :func:`merge`. Options: :class:`CombineOptions`. Repeated calls: see
     :func:`merge`."""
-    compiling = torch.compiler.is_compiling()
-    if not compiling:
-        key = _rescale_key(partial_out, all_lse, rank, base, options)
-        result = _fast_result(key, partial_out, all_lse, options)
-        if result is not None:
-            return result
+    key, result = lookup("rescale", partial_out, all_lse, rank, base, options)
+    if result is not None:
+        return result
     _options("rescale", options)
     _check_inputs(partial_out, all_lse, 3)
     t, h, d = partial_out.shape
@@ -661,21 +578,10 @@ def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base
     else:
         _check_outputs(out, lse_out, t, h, d, partial_out.device)
     _check_writable(out=out, lse_out=lse_out)
-    cfg = options.get("config") or default_config(n, t, h, d, "rescale",
-                                                  sms=sm_count(partial_out.device))
-    pdl = cfg.pdl if options.get("pdl", True) else 0
-    if compiling:
-        torch.ops.attn_contracts.rescale_(
-            partial_out, all_lse, rank, out, lse_out, base=base, lse_out_base=lse_out_base,
-            block_h=cfg.block_h, block_d=cfg.block_d, num_warps=cfg.num_warps, pdl=pdl,
-            mask=row_mask_arg, mask_q=mask_q, sink=options.get("sink"), maxnreg=cfg.maxnreg)
-    else:
-        prepared = _rescale_launch(partial_out, all_lse, rank, out, lse_out, base, lse_out_base,
-                                   cfg.block_h, cfg.block_d, cfg.num_warps, pdl, row_mask_arg,
-                                   mask_q, options.get("sink"), cfg.maxnreg)
-        if prepared is not None:
-            _remember_call(key, prepared, partial_out.device, (t, h, d), out, lse_out, options)
-    return (out, lse_out) if lse_out is not None else out
+    cfg = _tiles(options.get("config"), options.get("pdl", True), n, t, h, d, "rescale",
+                 partial_out.device)
+    return _run(CombineLaunch(partial_out, all_lse, out, lse_out, base, lse_out_base, cfg,
+                              row_mask_arg, mask_q, options.get("sink"), rank), key, options)
 
 
 def pack_a2a(
@@ -696,11 +602,10 @@ def pack_a2a(
     ``[H, T]`` buffer transposed) and any float dtype. Rows that ``row_mask [T]`` (bool/uint8) or
     ``lens [B]`` (int lengths, ``T = B · q_len``) mark empty send ``O = 0`` and ``LSE = −inf``.
     Returns ``send``. Repeated calls: see :func:`merge`."""
-    compiling = torch.compiler.is_compiling()
-    if not compiling:
-        key = ("pack", _sig(partial_out), _sig(lse), _sig(send), o_bytes, _sig(row_mask),
-               _sig(lens), config, pdl)
-        fast = _FAST.get(key)
+    key = None
+    if not torch.compiler.is_compiling():
+        key = pack_key(partial_out, lse, send, o_bytes, row_mask, lens, config, pdl)
+        fast = OPS.get(key)
         if fast is not None:
             packed: torch.Tensor = fast(partial_out, lse, send,
                                         row_mask if row_mask is not None else lens)
@@ -731,16 +636,13 @@ def pack_a2a(
         if x.device != partial_out.device:
             _fail(f"{name} is on {x.device} but partial_out is on {partial_out.device}")
     row_mask_arg, mask_q = _row_mask_arg(row_mask, lens, (), t, partial_out.device)
-    cfg = config or default_config(world, t, h, d, "pack", sms=sm_count(partial_out.device))
-    pdl_mode = cfg.pdl if pdl else 0
-    if compiling:
-        torch.ops.attn_contracts.pack_a2a_(
-            partial_out, lse, send, o_bytes, block_h=cfg.block_h, block_d=cfg.block_d,
-            num_warps=cfg.num_warps, pdl=pdl_mode, mask=row_mask_arg, mask_q=mask_q,
-            maxnreg=cfg.maxnreg)
+    cfg = _tiles(config, pdl, world, t, h, d, "pack", partial_out.device)
+    launch = PackLaunch(partial_out, lse, send, o_bytes, cfg, row_mask_arg, mask_q)
+    if key is None:
+        torch.ops.attn_contracts.pack_a2a_(*launch.op_args())
     else:
-        prepared = _pack_launch(partial_out, lse, send, o_bytes, cfg.block_h, cfg.block_d,
-                                cfg.num_warps, pdl_mode, row_mask_arg, mask_q, cfg.maxnreg)
+        prepared = _pack_launch(launch)
         if prepared is not None:
-            _remember(key, _PackCall(prepared, partial_out.dtype, o_bytes, _is_bool(row_mask)))
+            keep(OPS, key, PackCall(prepared, o_bytes, row_mask is not None
+                                   and row_mask.dtype == torch.bool))
     return send

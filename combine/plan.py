@@ -22,18 +22,26 @@ from pydantic import ValidationError
 
 from attn_contracts.checks import (
     SINK_DTYPES,
+    CallRefused,
+    check_call_lse,
     check_call_partials,
     check_call_sink,
     check_direct,
+    check_rank,
     check_row_mask_given,
     check_setting,
     refuse,
 )
-from attn_contracts.combine.ops import CombineOptions, KernelCall, _sig, decided_call, merge, rescale
+from attn_contracts.combine import fastpath
+from attn_contracts.combine.fastpath import PLANS, KernelCall, decided_call, new_token, sig
+from attn_contracts.combine.ops import CombineOptions, merge, rescale
 from attn_contracts.combine.tiles import KernelConfig, default_config
 from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.deprecation import renamed
 from attn_contracts.findings import ContractError, Finding
+from attn_contracts.modes import ModeSpec
 from attn_contracts.records import CapabilityRecord, LseSpec
+from attn_contracts.registry import default_registry
 from attn_contracts.registry import get as get_record
 from attn_contracts.setting import MODES, CombineSetting
 from attn_contracts.sources import parse_record
@@ -55,10 +63,13 @@ class CombinePlan:
     _out_dtype: torch.dtype = field(init=False, repr=False, compare=False)
     _lse: LseSpec | None = field(init=False, repr=False, compare=False)
     _needs_row_mask: bool = field(init=False, repr=False, compare=False)
+    #: why the mode's kernel would read an empty row's output under weight 0 (None: it cannot)
+    _empty_out_unsafe: str | None = field(init=False, repr=False, compare=False)
     #: the launch options every call of the plan passes (the call adds out, lse_out, mask, sink)
     _options: CombineOptions = field(init=False, repr=False, compare=False)
-    #: the decided launches of this plan's eager calls, by their key (bounded; see :meth:`keep`)
-    _eager: dict[tuple[Any, ...], KernelCall] = field(init=False, repr=False, compare=False)
+    #: this plan among the plans of the process: its part of the keys under which the fast path
+    #: keeps the decided launches of its calls (``fastpath.PLANS``; drawn afresh by a copy)
+    token: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         decided = object.__setattr__  # frozen: set once, here
@@ -66,18 +77,21 @@ class CombinePlan:
         decided(self, "_local_heads", self.setting.heads_per_launch)
         decided(self, "_out_dtype", getattr(torch, self.setting.out_dtype))
         decided(self, "_lse", spec)
-        decided(self, "_needs_row_mask", self.setting.row_mask
+        unsafe = None if spec is None else empty_out_unsafe(spec, self.setting.spec)
+        decided(self, "_empty_out_unsafe", unsafe)
+        decided(self, "_needs_row_mask", self.setting.row_mask or unsafe is not None
                 or (spec is not None and spec.empty_row == "undefined"))
         decided(self, "_options", {"return_lse": self.setting.return_lse,
                                    "lse_out_base": self.lse_out_base,
                                    "out_dtype": self._out_dtype, "config": self.config,
                                    "pdl": self.setting.pdl})
-        decided(self, "_eager", {})
+        decided(self, "token", new_token())
 
-    def __getstate__(self) -> dict[str, Any]:
-        """A pickled or copied plan starts without the decided launches (they hold this
-        process's compiled kernels)."""
-        return {**self.__dict__, "_eager": {}}
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A copied or unpickled plan draws its own token: another process's numbers mean other
+        plans here, and the decided launches hold this process's compiled kernels."""
+        for name, value in {**state, "token": new_token()}.items():
+            object.__setattr__(self, name, value)
 
     # --- the setting's quantities, under the setting's names ---------------------------------
     @property
@@ -130,35 +144,41 @@ class CombinePlan:
         spec = self.lse
         want = (1 if stacked else 0) + (3 if spec.q_len_axis else 2)
         if lse.dim() != want:
-            raise ValueError(
-                f"{self.record.name}: LSE of layout {_layout_text(spec, stacked)} has {want} dims,"
-                f" found shape {tuple(lse.shape)}")
+            refuse(check_call_lse(self.record.name, shape=tuple(lse.shape),
+                                  layout=_layout_text(spec, stacked), dims=want),
+                   "the LSE is not in its record's layout")
+        given = lse
         if spec.layout == "head_token":
             lse = lse.transpose(-1, -2)  # [.., H, T] → [.., T, H]; [.., B, H, Q] → [.., B, Q, H]
         slots = spec.padded_heads or heads
         if lse.shape[-1] != slots:
-            raise ValueError(f"{self.record.name}: LSE head axis has {lse.shape[-1]} entries, "
-                             f"expected {slots} ({'padded heads' if spec.padded_heads else 'H'})")
+            refuse(check_call_lse(self.record.name, shape=tuple(given.shape),
+                                  layout=_layout_text(spec, stacked), heads=lse.shape[-1],
+                                  slots=slots, padded=bool(spec.padded_heads)),
+                   "the LSE is not in its record's layout")
         return lse[..., :heads] if spec.padded_heads else lse
 
     # --- masks and sinks: what every call must bring ---------------------------------------------
     @property
     def needs_row_mask(self) -> bool:
-        """Calls must pass a row mask: the setting says so, or the record's empty rows are
-        undefined (the kernel cannot run a zero-key row, so what it leaves there is garbage)."""
+        """Calls must pass a row mask: the setting says so, the record's empty rows are
+        undefined (the kernel cannot run a zero-key row, so what it leaves there is garbage), or
+        the mode merges with a kernel that multiplies partials by their weight and the record's
+        empty rows are not written as 0 in the output (``lse.empty_out``; ``fi_a2a``)."""
         return self._needs_row_mask
 
     def missing_mask_finding(self) -> Finding:
         """The ``AC025`` a call without a row mask gets (``checks.check_row_mask_given``)."""
         return check_row_mask_given(self.record.name, self.setting.model_copy(
             update={"row_mask": True}) if not self.needs_row_mask else self.setting,
-            self.lse.empty_row, False)[0]
+            self.lse.empty_row, False, empty_out_unsafe=self._empty_out_unsafe)[0]
 
     def check_row_mask(self, given: bool) -> None:
         """Refuse (``AC025``) a call without a row mask (or ``lens``) where the plan needs one."""
         if not given and self.needs_row_mask:
             refuse(check_row_mask_given(self.record.name, self.setting, self.lse.empty_row,
-                                        given), "a row mask is required")
+                                        given, empty_out_unsafe=self._empty_out_unsafe),
+                   "a row mask is required")
 
     def check_sink(self, sink: torch.Tensor | None) -> None:
         """A plan made with ``sink=True`` takes the per-head sink logits ``[H]`` (a float dtype,
@@ -196,21 +216,20 @@ class CombinePlan:
 
     # --- launching ----------------------------------------------------------------------------
     # What every launch of the plan passes is decided once (``_options``); a call whose tensors
-    # look like an earlier call's (``ops._sig``: shape, strides, dtype, device, alignment) passed
-    # the same checks and runs the same decided launch (``ops.KernelCall``), kept here per plan:
-    # later calls compare a key and launch. A call that misses takes the checked path, as ever.
+    # look like an earlier call's (``fastpath.sig``: shape, strides, dtype, device, alignment)
+    # passed the same checks and runs the same decided launch (``fastpath.KernelCall``), kept in
+    # ``fastpath.PLANS`` under ``(self.token, entry, ...)``: later calls compare a key and launch.
+    # A call that misses takes the checked path, as ever.
     def eager_call(self, key: tuple[Any, ...]) -> KernelCall | None:
-        """The decided launch kept under ``key`` (see :meth:`keep`), or None."""
-        return self._eager.get(key)
+        """Deprecated: ``fastpath.PLANS.get((plan.token, *key))``."""
+        return renamed("CombinePlan.eager_call(key)", "fastpath.PLANS.get((plan.token, *key))",
+                       PLANS.get((self.token, *key)))
 
     def keep(self, key: tuple[Any, ...], call: KernelCall | None) -> None:
-        """Keep ``call`` (when there is one) for later calls of ``key``: a key must say every
-        property of the call's inputs that its checks and its launch read."""
-        if call is None:
-            return
-        if len(self._eager) >= _EAGER_MAX:
-            self._eager.clear()
-        self._eager[key] = call
+        """Deprecated: ``fastpath.keep(fastpath.PLANS, (plan.token, *key), call)``."""
+        renamed("CombinePlan.keep(key, call)",
+                "fastpath.keep(fastpath.PLANS, (plan.token, *key), call)", None)
+        fastpath.keep(PLANS, (self.token, *key), call)
 
     def launch(self, partial_out: torch.Tensor, lse: torch.Tensor, *, rank: int | None = None,
                out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
@@ -229,14 +248,14 @@ class CombinePlan:
         there is none: the torch path, no rows, a launch hook, ``torch.compile``)."""
         if torch.compiler.is_compiling():
             return self._launch(partial_out, lse, rank, out, lse_out, row_mask, lens, sink)[0], None
-        key = ("launch", _sig(partial_out), _sig(lse), rank, rank.__class__, _sig(out),
-               _sig(lse_out), _sig(row_mask), _sig(lens), _sig(sink))
-        fast = self._eager.get(key)
+        key = (self.token, "launch", sig(partial_out), sig(lse), rank, rank.__class__, sig(out),
+               sig(lse_out), sig(row_mask), sig(lens), sig(sink))
+        fast = PLANS.get(key)
         if fast is not None:
             return fast(partial_out, lse, out, lse_out,
                         row_mask if row_mask is not None else lens, sink), fast
         result, call = self._launch(partial_out, lse, rank, out, lse_out, row_mask, lens, sink)
-        self.keep(key, call)
+        fastpath.keep(PLANS, key, call)
         return result, call
 
     def _launch(self, partial_out: torch.Tensor, lse: torch.Tensor, rank: int | None,
@@ -252,13 +271,15 @@ class CombinePlan:
             options["sink"] = sink
         if self.kernel == "merge":
             result = merge(partial_out, lse, base=self.base, **options)
-        elif rank is None:
-            raise ValueError(f"mode {self.mode!r} rescales one rank's partial: pass rank=")
+        elif rank is None:  # a rank of None is always refused: check_rank wants an int
+            raise CallRefused(check_rank(self.record.name, rank, lse.shape[0]),
+                              f"mode {self.mode!r} rescales one rank's partial: pass rank=")
         else:
             result = rescale(partial_out, lse, rank, base=self.base, **options)
         if torch.compiler.is_compiling():
             return result, None
-        return result, decided_call(self.kernel, partial_out, lse, rank or 0, self.base, options)
+        return result, decided_call(self.kernel, partial_out, lse,
+                                    None if self.kernel == "merge" else rank, self.base, options)
 
     def __call__(self, partial_out: torch.Tensor, partial_lse: torch.Tensor, *,
                  out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
@@ -273,9 +294,9 @@ class CombinePlan:
         or dtype than the plan's are refused (``AC027``). Returns ``out`` or ``(out, lse)``."""
         key = None
         if not torch.compiler.is_compiling():
-            key = ("call", _sig(partial_out), _sig(partial_lse), rank, rank.__class__, _sig(out),
-                   _sig(lse_out), _sig(row_mask), _sig(lens), _sig(sink))
-            fast = self._eager.get(key)
+            key = (self.token, "call", sig(partial_out), sig(partial_lse), rank, rank.__class__,
+                   sig(out), sig(lse_out), sig(row_mask), sig(lens), sig(sink))
+            fast = PLANS.get(key)
             if fast is not None:  # an earlier call of these inputs passed the checks below
                 return fast(partial_out, partial_lse, out, lse_out,
                             row_mask if row_mask is not None else lens, sink)
@@ -292,7 +313,7 @@ class CombinePlan:
         # the views start where the inputs do (no copy was made): the launch takes the inputs
         if key is not None and o.data_ptr() == partial_out.data_ptr() \
                 and view.data_ptr() == partial_lse.data_ptr():
-            self.keep(key, call)
+            fastpath.keep(PLANS, key, call)
         return result
 
     def explain(self) -> str:
@@ -300,8 +321,11 @@ class CombinePlan:
 
     def as_consumer(self) -> ConsumerRecord:
         """This plan as the consumer end of its edge: it reads the record's base and layout
-        through strides, treats −inf, +inf and NaN as empty and yields 0 for all-empty rows."""
+        through strides, treats −inf, +inf and NaN as empty and yields 0 for all-empty rows; a
+        mode that merges with another library's kernel (``fi_a2a``) is NaN-safe at weight 0
+        only through the row mask the plan applies before it."""
         spec = self.lse
+        fused = bool(self.setting.spec.consumer)
         return ConsumerRecord.model_validate({
             "name": f"attn_contracts.plan.{self.mode}", "library": "attn-contracts",
             "source": f"attn_contracts.combine.plan for {self.record.name}",
@@ -309,17 +333,39 @@ class CombinePlan:
             "lse": {"layouts": [spec.layout], "states": "first",
                     "dtypes": ["float32", "bfloat16", "float16"]},
             "empty": {"reads_as_empty": ["-inf", "+inf", "nan"], "all_empty": "zero",
-                      "zero_weight_nan_safe": True, "accepts_row_mask": self.setting.row_mask},
+                      "zero_weight_nan_safe": not fused,
+                      "accepts_row_mask": self.setting.row_mask or fused},
             "output": {"returns_lse": self.return_lse,
                        "lse_base": self.lse_out_base if self.return_lse else None}})
 
 
 _SINK_DTYPES = tuple(getattr(torch, name) for name in SINK_DTYPES)
-_EAGER_MAX = 256  # decided launches kept per plan
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def empty_out_unsafe(spec: LseSpec, mode: ModeSpec) -> str | None:
+    """Why a call of ``mode`` must mask the rows a shard has no keys for because of what their
+    *output* holds (None where it need not): the mode merges with another library's kernel
+    (``ModeSpec.consumer``) whose consumer record says it multiplies partials by their weight
+    (``0 · NaN = NaN``), and the record does not say its empty rows are written as 0
+    (``lse.empty_out``; absent reads as undefined). This project's kernels select weight-0
+    partials away, so its own modes never need it."""
+    if not mode.consumer or spec.empty_output == "zero":
+        return None
+    try:
+        consumer = default_registry().consumer(mode.consumer)
+    except Exception:  # a registry without the record: fail closed, as an absent fact does
+        consumer = None
+    if consumer is not None and consumer.empty.zero_weight_nan_safe:
+        return None
+    held = {"nan": "NaN", "undefined": "whatever the buffer held"}[spec.empty_output]
+    declared = (f"lse.empty_out = {spec.empty_out!r}" if spec.empty_out is not None else
+                "lse.empty_out absent, read as 'undefined'")
+    return (f"mode {mode.name!r} merges with {mode.consumer}, which multiplies each partial by "
+            f"its weight (0 · NaN = NaN), and an empty row's output holds {held} ({declared})")
 
 
 def _spec(record: CapabilityRecord) -> LseSpec:
@@ -388,6 +434,10 @@ def _plan(record: CapabilityRecord, setting: CombineSetting,
         from attn_contracts.combine.direct import direct_unavailable_here
 
         findings += check_direct(record, setting, direct_unavailable_here(setting.out_dtype))
+    elif setting.spec.collective == "fused":
+        from attn_contracts.combine.fused import fused_unavailable_here
+
+        findings += check_direct(record, setting, fused_unavailable_here(setting))
     if findings:
         raise ContractError(findings, f"cannot plan a {setting.mode} combine for {record.name}")
     spec = _spec(record)
@@ -403,6 +453,15 @@ def _reasons(record: CapabilityRecord, spec: LseSpec, s: CombineSetting, out_bas
              if spec.empty_row != "undefined" else
              "empty rows are undefined (the kernel cannot run a zero-key row): every call must "
              "pass a row mask, or it is refused (AC025)")
+    unsafe = empty_out_unsafe(spec, s.spec)
+    empty += (f"; their output: {unsafe}: every call must pass a row mask (those rows are zeroed "
+              "before the merge), or it is refused (AC025)" if unsafe else
+              f"; their output ({spec.empty_output}) is never read: weight-0 partials are "
+              "selected away, never multiplied" if not s.spec.consumer else
+              f"; their output is {spec.empty_output}, which {s.spec.consumer} reads safely")
+    if s.spec.collective == "fused":
+        empty += (f"; lse_mode={'basee' if spec.base == 'e' else 'base2'!r} passed on every call "
+                  "(FlashInfer's default is base 2 whatever the producer emits)")
     return (
         s.spec.why + f"; kernel {kernel}, world size {s.world_size}",
         f"base {spec.base}: record declares lse.base = {spec.base!r} ({record.evidence}: "

@@ -16,20 +16,24 @@ reallocation (a growable workspace that freed a captured address crashed an engi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
 from attn_contracts.checks import (
+    CallRefused,
     check_direct,
+    check_workspace_buffer,
     check_workspace_call,
     check_workspace_mode,
+    check_workspace_step,
     refuse,
 )
 from attn_contracts.combine.direct import DirectBuffers, DirectLayout, direct_unavailable
+from attn_contracts.combine.fused import FusedBuffers, fused_unavailable
 from attn_contracts.combine.message import A2A_ALIGN, A2AMessage
 from attn_contracts.combine.plan import CombinePlan
-from attn_contracts.findings import ContractError
+from attn_contracts.findings import ContractError, error_text
 from attn_contracts.modes import ModeSpec, Resolution, resolve
 
 __all__ = ["A2A_ALIGN", "Workspace", "a2a_piece_bytes"]
@@ -63,6 +67,7 @@ class _Slot:
     send: torch.Tensor | None  # uint8 [N · piece(T_max)] (a2a)
     recv: torch.Tensor | None
     direct: DirectBuffers | None = None  # a2a_direct: this slot's symmetric buffer and state
+    fused: FusedBuffers | None = None  # fi_a2a: FlashInfer's workspace and the send layout
 
 
 class Workspace:
@@ -89,17 +94,20 @@ class Workspace:
         if candidate.collective == "symmetric_memory":
             reason: str | None = direct_unavailable(self.group, self.plan.setting.out_dtype)
             return reason
+        if candidate.collective == "fused":
+            return fused_unavailable(self.group, self.plan.setting)
         return None
 
     def _resolve(self) -> Resolution:
-        """A concrete mode runs or is refused (``AC026`` for the direct all-to-all); a choice
-        takes its first candidate that can run and keeps the others' reasons."""
+        """A concrete mode runs or is refused (``AC026`` for the direct all-to-all and
+        FlashInfer's fused combine); a choice takes its first candidate that can run and keeps
+        the others' reasons."""
         resolution = resolve(self.plan.mode, self._refusal)
         if not resolution.mode.is_choice:
             reason = self._refusal(resolution.runs)
             if reason is not None:
                 raise ContractError(check_direct(self.plan.record, self.plan.setting, reason),
-                                    "cannot make a direct all-to-all workspace")
+                                    f"cannot make a {resolution.runs.name} workspace")
         return resolution
 
     @property
@@ -113,7 +121,7 @@ class Workspace:
         def empty(numel: int, dtype: torch.dtype) -> torch.Tensor:
             return torch.empty(numel, dtype=dtype, device=self.device)
 
-        chunks = send = recv = direct = None
+        chunks = send = recv = direct = fused = None
         collective = self.runs.collective
         if collective == "reduce_scatter":
             chunks = empty(t * h * d, p.out_dtype)
@@ -123,28 +131,49 @@ class Workspace:
                                              self.device)
         elif collective == "all_to_all":
             send, recv = empty(msg.nbytes, torch.uint8), empty(msg.nbytes, torch.uint8)
+        elif collective == "fused":  # collective: every rank makes its slots together
+            try:
+                fused = FusedBuffers.create(self.group, t, h, d, p.out_dtype, self.device)
+            except Exception as err:  # FlashInfer's JIT build, NCCL's device API, the group
+                raise ContractError(check_direct(p.record, p.setting, "FlashInfer's fused combine "
+                                                 f"could not be set up: {error_text(err)}"),
+                                    "cannot make a fi_a2a workspace") from err
+            return _Slot(empty(0, torch.float32), empty(0, torch.float32), None, None, None,
+                         None, fused)
         return _Slot(empty(t * h, torch.float32), empty(n * t * h, torch.float32), chunks, send,
                      recv, direct)
 
     def _slot(self, slot: int, tokens: int, device: torch.device) -> _Slot:
-        if not 0 <= slot < len(self._slots):
-            raise ValueError(f"slot {slot} is outside the workspace's {len(self._slots)} slot(s) "
-                             f"(allowed: 0..{len(self._slots) - 1})")
-        if tokens > self.max_tokens:
-            raise ValueError(f"a step of {tokens} tokens exceeds the workspace's max_tokens="
-                             f"{self.max_tokens}; create the workspace for the largest step "
-                             "(it never grows: captured CUDA graphs hold its addresses)")
-        if device != self.device:
-            raise ValueError(f"the inputs are on {device}, the workspace on {self.device}")
+        """The slot of a step of ``tokens`` rows on ``device``; refused (``AC027``) where it does
+        not fit."""
+        if not (0 <= slot < len(self._slots) and tokens <= self.max_tokens
+                and device == self.device):
+            refuse(check_workspace_step(self.plan.record.name, slot=slot, slots=len(self._slots),
+                                        tokens=tokens, max_tokens=self.max_tokens,
+                                        device=str(device), workspace_device=str(self.device)),
+                   "the step does not fit its workspace")
         return self._slots[slot]
+
+    def _no_buffer(self, buffer: str) -> NoReturn:
+        """Refuse (``AC027``) a step that needs ``buffer``, which this workspace's mode lacks."""
+        raise CallRefused(check_workspace_buffer(self.plan.record.name,
+                                                 runs=self.runs.name, buffer=buffer,
+                                                 has=False), "wrong workspace")
 
     def direct_buffers(self, slot: int, tokens: int, device: torch.device) -> DirectBuffers:
         """The slot's symmetric buffer of an ``a2a_direct`` workspace."""
         s = self._slot(slot, tokens, device)
         if s.direct is None:
-            raise ValueError(f"this workspace runs {self.why or self.plan.mode}, not the direct "
-                             "all-to-all")
+            self._no_buffer("symmetric buffer (the direct all-to-all)")
         return s.direct
+
+    def fused_buffers(self, slot: int, tokens: int, device: torch.device) -> FusedBuffers:
+        """The slot's FlashInfer workspace of an ``fi_a2a`` workspace."""
+        s = self._slot(slot, tokens, device)
+        if s.fused is None:
+            raise ValueError(f"this workspace runs {self.why or self.plan.mode}, not FlashInfer's "
+                             "fused combine")
+        return s.fused
 
     def direct_error(self) -> str | None:
         """A peer that never signalled, read on the host (a device sync: call it where the engine
@@ -181,7 +210,7 @@ class Workspace:
         """The head-chunked rescaled partial ``[N, T, H/N, D]`` a reduce-scatter sends."""
         s, p = self._slot(slot, tokens, device), self.plan
         if s.chunks is None:
-            raise ValueError(f"a {p.mode!r} workspace has no head-chunk buffer")
+            self._no_buffer("head-chunk buffer (ag_rs)")
         hc = p.num_heads // p.world_size
         return s.chunks[: tokens * p.num_heads * p.head_dim].view(p.world_size, tokens, hc,
                                                                    p.head_dim)
@@ -190,9 +219,9 @@ class Workspace:
                  ) -> tuple[torch.Tensor, torch.Tensor, int]:
         """The all-to-all send and receive buffers ``[N, piece]`` (uint8) and the O bytes of a
         piece (the LSE bits follow at that offset; :meth:`message` is the whole layout)."""
-        s, p = self._slot(slot, tokens, device), self.plan
+        s = self._slot(slot, tokens, device)
         if s.send is None or s.recv is None:
-            raise ValueError(f"a {p.mode!r} workspace has no all-to-all buffers")
+            self._no_buffer("all-to-all message buffers (a2a)")
         msg = self.message(tokens)
         n, piece = msg.world, msg.piece
         return s.send[: n * piece].view(n, piece), s.recv[: n * piece].view(n, piece), msg.o_bytes

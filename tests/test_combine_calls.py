@@ -159,7 +159,8 @@ def test_no_mode_name_is_compared_outside_the_mode_table() -> None:
 def test_out_and_lse_of_a_dcp_call_are_checked_before_any_collective() -> None:
     for rank in _one(w.buffers_against_their_plan, 2):
         for mode in ("ag_rs", "a2a", "ar"):
-            for label in ("bf16_out", "shape_out", "empty_step_shape_out"):
+            for label in ("bf16_out", "shape_out", "empty_step_shape_out", "meta_out",
+                          "mask_and_lens"):
                 r = rank[f"{mode}/{label}"]
                 assert r["type"] == "CallRefused" and r["codes"] == ["AC027"], (mode, label, r)
                 assert "Check failed" not in r["text"], (mode, label, r)
@@ -167,7 +168,8 @@ def test_out_and_lse_of_a_dcp_call_are_checked_before_any_collective() -> None:
             assert "(5, 7)" in rank[f"{mode}/empty_step_shape_out"]["text"]
             for label in ("lse_of_other_t", "int_lse"):
                 r = rank[f"{mode}/{label}"]
-                assert r["type"] == "ValueError" and "partial_lse" in r["text"], (mode, label, r)
+                assert r["type"] == "CallRefused" and r["codes"] == ["AC027"], (mode, label, r)
+                assert r["value_error"] and "partial_lse" in r["text"], (mode, label, r)
             assert "(4, 4)" in rank[f"{mode}/lse_of_other_t"]["text"]
             assert "int64" in rank[f"{mode}/int_lse"]["text"]
             assert rank[f"{mode}/own_out"] == [True, 0.0]
@@ -203,4 +205,6 @@ def test_a_call_like_an_earlier_one_runs_its_decided_launch_and_a_mismatch_is_st
     for name, refusal in got["before"].items():
         assert refusal["type"] != "ok" and refusal["value_error"], (name, refusal)
     assert got["before"]["ag_rs/no_mask"]["codes"] == ["AC025"]
-    assert got["before"]["a2a/sink"]["codes"] == ["AC027"]
+    for name in ("a2a/sink", "a2a/mask_shape", "a2a/mask_dtype", "a2a/lse_heads", "merge/lse",
+                 "launch/no_rank"):
+        assert got["before"][name]["codes"] == ["AC027"], (name, got["before"][name])

@@ -173,3 +173,20 @@ def test_settings_compare_by_value() -> None:
 def test_a_setting_that_is_no_json_value_is_refused() -> None:
     with pytest.raises(TypeError, match=r"setting 'device'.*found object"):
         fingerprint([], None, 1, {"device": object()})
+
+
+def test_ranks_compare_what_they_pass_a_collective_consumer() -> None:
+    """FlashInfer's fused DCP combine hangs when ranks pass it different bases or plans
+    (flashinfer #4586): the ranks compare the base each literal selects and the plan, so two
+    spellings of one base agree, another base or head count is AC031 on every rank."""
+    ws = 2
+    results = run_ranks(w.collective_consumer_rounds, ws, DEADLINE, timeout_s=120)
+    assert all(r.ok for r in results), [r.error for r in results]
+    rounds = list(zip(*(r.value for r in results), strict=True))
+    agree, spelled, other_base, other_plan = ({tuple(v["codes"]) for v in rnd} for rnd in rounds)
+    assert agree == {()} and spelled == {()}
+    # the odd rank's own edge (base 2 into a base-e producer) is every rank's AC016
+    assert other_base == {("AC016", "AC031")}, other_base
+    assert other_plan == {("AC031", "AC007")}, other_plan
+    texts = {v["text"] for v in rounds[2]}
+    assert len(texts) == 1 and "flashinfer.decode_cp_a2a_lse_reduce base" in texts.pop()

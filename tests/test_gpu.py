@@ -497,3 +497,59 @@ def test_a2a_best_on_one_rank_falls_back_and_says_why() -> None:
                     timeout_s=300)[0].value
     assert why["why"].startswith("a2a_best: a2a over NCCL") and "single rank" in why["why"]
     assert why["error"] == 0.0
+
+
+# --- issue 29: both empty-row facts on the GPU, FlashInfer's fused DCP combine as fi_a2a ---------
+_ROW_LSE = ("-inf", "+inf", "nan", "raised")
+_ROW_OUT = ("zero", "nan", "undefined", "raised")
+
+
+@needs_flashinfer
+@pytest.mark.parametrize("record", FLASHINFER, ids=lambda r: r.name)
+def test_flashinfer_records_report_both_empty_row_facts(record, device: str) -> None:  # type: ignore[no-untyped-def]
+    """A request with seq_lens == 0, its output buffer filled with NaN and then a sentinel: the
+    probe says what the LSE and the output rows held (or that the kernel refused the input)."""
+    result = verify_record(record, device=device)
+    if result.status == "skipped":
+        pytest.skip(result.reason)
+    assert result.status == "match", [f.render() for f in result.findings]
+    e = result.observed.empty
+    assert e is not None, "the empty-row probe did not run"
+    assert e.lse in _ROW_LSE or e.lse.startswith("finite"), e
+    assert e.out in _ROW_OUT or e.out.startswith("finite"), e
+
+
+def _fused_available() -> str | None:
+    from attn_contracts.combine.fused import fused_unavailable_here
+    from attn_contracts.setting import CombineSetting
+
+    return fused_unavailable_here(CombineSetting(mode="fi_a2a", world_size=1, num_heads=8,
+                                                 head_dim=128))
+
+
+def _check_fi_a2a(world: int) -> None:
+    from attn_contracts.testing.ranks import run_ranks
+    from fixtures import dcp_workers
+
+    results = run_ranks(dcp_workers.nccl_fi_a2a, world, backend="nccl", timeout_s=540)
+    for r in results:
+        got = r.value
+        assert got["why_not"] is None, got["why_not"]
+        assert got["base e"] < 2e-2 and got["base 2"] < 2e-2, got  # bf16 against fp64
+        assert got["unmasked e"] == ["AC025"] and got["unmasked 2"] == ["AC025"], got
+
+
+@needs_flashinfer
+def test_fi_a2a_at_world_size_one() -> None:
+    """FlashInfer's fused combine through the plan on one GPU (NCCL, world size 1): the masked
+    NaN rows never reach its merge, both bases, and a call without the mask is refused."""
+    why = _fused_available()
+    if why is not None and "not installed" in why:
+        pytest.skip(why)
+    _check_fi_a2a(1)
+
+
+@needs_flashinfer
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 or more GPUs")
+def test_fi_a2a_across_gpus() -> None:
+    _check_fi_a2a(min(torch.cuda.device_count(), 4))

@@ -180,24 +180,55 @@ def test_a_path_outside_the_trees_release_is_not_that_function(tmp_path: Path) -
     assert "AC021" in {c for _, _, c, _ in found(lint_paths([pkg], cfg))}
 
 
+#: two consumer records of one function (a keyword with default e, a fixed e), as one engine's
+#: old and new releases would have it, both holding where the tree's release is unknown
+TWO_CONSUMERS = """
+[[consumer]]
+name = "eng.combine"
+library = "eng"
+source = "eng/ops.py: combine(out, lse, group, is_lse_base_on_e=True)"
+evidence = "read_from_code"
+calls = [{ function = "eng.ops.combine", lse_args = ["lse", "1"] }]
+base = { kind = "keyword", keyword = "is_lse_base_on_e", values = { "True" = "e", "False" = "2" }, default = "True" }
+lse = { layouts = ["token_head"], states = "separate", dtypes = ["float32"] }
+empty = { reads_as_empty = ["-inf"], all_empty = "zero", zero_weight_nan_safe = true }
+output = { returns_lse = false }
+
+[[consumer]]
+name = "eng.combine.fixed-e"
+library = "eng"
+source = "eng/ops.py at an older release: combine(out, lse, group), natural log only"
+evidence = "read_from_code"
+calls = [{ function = "eng.ops.combine", lse_args = ["lse", "1"] }]
+base = { kind = "fixed", base = "e" }
+lse = { layouts = ["token_head"], states = "separate", dtypes = ["float32"] }
+empty = { reads_as_empty = ["-inf"], all_empty = "zero", zero_weight_nan_safe = true }
+output = { returns_lse = false }
+"""
+
+
 def test_records_that_disagree_use_what_they_agree_on_and_say_so(tmp_path: Path) -> None:
-    # vllm.cp_lse_ag_out_rs (keyword, default e) and .fixed-e (always e) both name the old path;
     # with no version, True means e for both (counted), False is not agreed (no base)
-    out = run(tmp_path, {"old.py": """
-    from vllm.attention.ops.common import cp_lse_ag_out_rs
+    (tmp_path / "records.toml").write_text(TWO_CONSUMERS)
+    code = """
+    from eng.ops import combine
     from flashinfer import BatchDecodeWithPagedKVCacheWrapper
 
 
     def f(q, kv, g):
         w = BatchDecodeWithPagedKVCacheWrapper(None, "NHD")
         o, lse = w.run(q, kv, return_lse=True)
-        return cp_lse_ag_out_rs(o, lse, g, is_lse_base_on_e=impl.base)
-    """})
+        return combine(o, lse, g, is_lse_base_on_e=impl.base)
+    """
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "old.py").write_text(textwrap.dedent(code))
+    out = lint_paths([tmp_path / "src"], records=[tmp_path / "records.toml"])
     codes = {(f.code, f.severity) for f in out}
     assert (Code.AC029, Severity.NOTE) in codes and not any(
         f.severity is Severity.ERROR for f in out)
-    out = run(tmp_path / "omit", {"old.py": (tmp_path / "old.py").read_text().replace(
-        ", is_lse_base_on_e=impl.base", "")})
+    (tmp_path / "src" / "old.py").write_text(textwrap.dedent(code).replace(
+        ", is_lse_base_on_e=impl.base", ""))
+    out = lint_paths([tmp_path / "src"], records=[tmp_path / "records.toml"])
     # omitted: both records give e (a default, a fixed base): the base-2 LSE is a contradiction
     assert (Code.AC023, Severity.ERROR) in {(f.code, f.severity) for f in out}
 

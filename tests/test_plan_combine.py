@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import pytest
 import torch
 
 from attn_contracts import CapabilityRecord, Code, ContractError
+from attn_contracts.checks import CallRefused
 from attn_contracts.cli import main
 from attn_contracts.combine import merge_reference, plan_combine, rescale_reference
 from fixtures.records import good, without_base
@@ -71,8 +71,10 @@ def test_rescale_modes_need_rank_and_match_reference() -> None:
     plan = plan_combine(record(base="2"), mode="ag_rs", world_size=3, num_heads=6, head_dim=80,
                         out_dtype=torch.float32, return_lse=True, lse_out_base="e")
     assert plan.kernel == "rescale"
-    with pytest.raises(ValueError, match="rank="):
+    with pytest.raises(CallRefused) as exc:
         plan(o[1], lse)
+    assert exc.value.codes == [Code.AC027] and exc.value.findings[0].field == "rank"
+    assert isinstance(exc.value, ValueError)  # what callers of the old ValueError catch
     got, got_lse = plan(o[1], lse, rank=1)
     ref, ref_lse = rescale_reference(o[1], lse, 1, base="2", lse_out_base="e")
     torch.testing.assert_close(got.double(), ref, atol=1e-5, rtol=1e-5)
@@ -122,13 +124,19 @@ def test_bad_arguments_are_value_errors(kw: dict) -> None:  # type: ignore[type-
         plan_combine("flashinfer.mla.fa3", **args)  # type: ignore[arg-type]
 
 
-def test_wrong_lse_shape_for_the_layout_is_a_clear_error() -> None:
-    plan = plan_combine(record(layout="head_token"), mode="merge", world_size=2, num_heads=4,
-                        head_dim=64, out_dtype=torch.float32)
-    with pytest.raises(ValueError, match=r"head axis has 3 entries"):
-        plan(torch.randn(2, 4, 4, 64), torch.randn(2, 3, 4))  # [N, H=3, T=4]
-    with pytest.raises(ValueError, match="has 3 dims"):
-        plan(torch.randn(2, 4, 4, 64), torch.randn(2, 4, 3, 1))
+@pytest.mark.parametrize(("lse_shape", "found", "padded_heads"), [
+    ((2, 3, 4), 3, None),  # [N, H=3, T=4]: the head axis of a [H, T] layout has 3 entries
+    ((2, 4, 3, 1), (2, 4, 3, 1), None),  # 3 dims for [N, H, T], 4 given
+    ((2, 8, 4), 8, 16),  # 8 of the 16 padded head slots
+])
+def test_wrong_lse_shape_for_the_layout_is_refused(lse_shape: tuple[int, ...], found: object,
+                                                   padded_heads: int | None) -> None:
+    plan = plan_combine(record(layout="head_token", padded_heads=padded_heads), mode="merge",
+                        world_size=2, num_heads=4, head_dim=64, out_dtype=torch.float32)
+    with pytest.raises(CallRefused) as exc:
+        plan(torch.randn(2, 4, 4, 64), torch.randn(*lse_shape))
+    (finding,) = exc.value.findings
+    assert (finding.code, finding.field, finding.found) == (Code.AC027, "partial_lse", found)
 
 
 def test_cli_plan(capsys: pytest.CaptureFixture[str]) -> None:
@@ -148,9 +156,7 @@ def test_pdl_can_be_switched_off_per_plan(monkeypatch: pytest.MonkeyPatch) -> No
     from attn_contracts.combine import ops
 
     seen: list[int] = []
-    signature = inspect.signature(ops._merge_launch)
-    monkeypatch.setattr(ops, "_merge_launch", lambda *args, **kwargs: seen.append(
-        signature.bind(*args, **kwargs).arguments["pdl"]))
+    monkeypatch.setattr(ops, "_combine_launch", lambda launch: seen.append(launch.config.pdl))
     o, lse = partials(4, 1, 128, 512, torch.float32, seed=2)
     for pdl in (True, False):
         plan = plan_combine("flashinfer.mla.fa3", mode="merge", world_size=4, num_heads=128,

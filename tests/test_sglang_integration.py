@@ -79,6 +79,26 @@ def test_engine_sglang_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["engine", "sglang", "--root", str(tmp_path / "nowhere")]) == 2
 
 
+@pytest.mark.parametrize("broken", ["forward_mla", "registry"])
+@pytest.mark.parametrize("text", [b"def combine(:\n", b"x = '\xff'\n"])
+def test_a_source_that_does_not_parse_is_ac000_and_the_report_goes_on(
+        broken: str, text: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _tree(tmp_path, '"cutedsl_mla"')
+    rel = sglang._FORWARD_MLA if broken == "forward_mla" else sglang._REGISTRY
+    (root / "sglang" / rel).write_bytes(text)
+    rows = sglang.report(root=root)
+    found = [f for r in rows for f in r.findings if f.code is Code.AC000]
+    assert len(found) == 1 and found[0].location.startswith(f"sglang/{rel}:1:")
+    if text.startswith(b"def"):
+        assert found[0].location == f"sglang/{rel}:1:13"  # where the parser stopped
+    # without forward_mla.py every backend is still listed, no edge checked
+    assert [r.backend for r in rows] == (["flashinfer", "cutedsl_mla", "triton"]
+                                         if broken == "forward_mla" else ["(registry)"])
+    assert all(r.edges == [] for r in rows)
+    assert main(["engine", "sglang", "--root", str(root)]) == 1  # an error, not a traceback
+    assert " AC000 " in capsys.readouterr().out
+
+
 REAL = os.environ.get("ATTN_CONTRACTS_SGLANG_ROOT")
 
 

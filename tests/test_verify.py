@@ -156,3 +156,39 @@ def test_cli_verify_update_writes_the_observed_facts(tmp_path: Path,
 @pytest.mark.parametrize("argv", [["verify"], ["verify", "no.such"]])
 def test_cli_verify_usage_errors(argv: list[str]) -> None:
     assert main(argv) == 2
+
+
+# --- the empty-row probe: both facts of a zero-length request (issue 29) ------------------------
+def test_the_probe_reads_both_empty_row_facts_of_the_torch_reference() -> None:
+    result = verify(liar("truthful"))
+    assert result.status == "match" and result.observed is not None
+    e = result.observed.empty
+    assert e is not None and (e.lse, e.out, e.buffer_honoured) == ("-inf", "zero", True)
+
+
+@pytest.mark.parametrize(("adapter", "out"), [("never_writes_empty_out", "undefined"),
+                                              ("writes_nan_empty_out", "nan")])
+def test_an_output_declared_zero_that_is_not_written_zero_is_ac008(adapter: str, out: str) -> None:
+    """The NaN fill alone cannot tell a row written NaN from one never written; the sentinel
+    fill can."""
+    result = verify(liar(adapter, empty_out="zero"))
+    assert result.observed is not None and result.observed.empty is not None
+    assert result.observed.empty.out == out
+    assert [f.field for f in result.findings] == ["lse.empty_out"]
+    assert result.findings[0].code is Code.AC008
+
+
+def test_an_undefined_or_absent_output_is_no_broken_promise_only_a_note() -> None:
+    undefined = verify(liar("never_writes_empty_out", empty_out="undefined"))
+    assert undefined.status == "match" and undefined.notes == []
+    absent = verify(liar("truthful"))  # TRUTH has no empty_out
+    assert absent.status == "match"
+    assert absent.notes and absent.notes[0].startswith("lse.empty_out: absent")
+
+
+def test_a_kernel_that_refuses_a_zero_length_request_is_reported_not_failed() -> None:
+    result = verify(liar("refuses_empty_rows", empty_row="undefined", empty_out="undefined"))
+    assert result.status == "match", [f.render() for f in result.findings]
+    e = result.observed.empty if result.observed else None
+    assert e is not None and (e.lse, e.out, e.documented) == ("raised", "raised", False)
+    assert any("raised" in n for n in result.notes)

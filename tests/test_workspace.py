@@ -3,11 +3,15 @@ its size refused, one workspace per process group (the plan itself stays shared 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 
+from attn_contracts.checks import CallRefused
 from attn_contracts.combine import plan_combine
 from attn_contracts.combine.workspace import Workspace
+from attn_contracts.findings import Code
 from attn_contracts.testing.ranks import run_ranks
 from fixtures import workspace_workers as w
 
@@ -34,18 +38,37 @@ def test_smaller_steps_are_views_of_the_same_storage(mode: str) -> None:
         assert ws.chunks(0, 3, cpu).shape == (4, 3, 2, 64)
 
 
-def test_a_step_past_the_size_or_a_wrong_slot_is_an_error() -> None:
+def _refused(fn: Callable[[], object]) -> list[tuple[Code, str, object]]:
+    """The (code, field, found) of each finding ``fn`` was refused with; a refusal is also a
+    ``ValueError``, what callers of the former bare errors catch."""
+    with pytest.raises(CallRefused) as exc:
+        fn()
+    assert isinstance(exc.value, ValueError)
+    return [(f.code, f.field, f.found) for f in exc.value.findings]
+
+
+def test_a_step_past_the_size_or_a_wrong_slot_is_refused() -> None:
     ws = Workspace(_plan("ag_rs"), None, max_tokens=4, slots=2, device="cpu")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="exceeds the workspace's max_tokens=4"):
-        ws.lse_buffers(0, 5, torch.device("cpu"))
-    with pytest.raises(ValueError, match="slot 2 is outside"):
-        ws.chunks(2, 1, torch.device("cpu"))
-    with pytest.raises(ValueError, match="another process group"):
-        ws.check_group(object())
+    cpu = torch.device("cpu")
+    assert _refused(lambda: ws.lse_buffers(0, 5, cpu)) == [(Code.AC027, "max_tokens", 5)]
+    assert _refused(lambda: ws.chunks(2, 1, cpu)) == [(Code.AC027, "slot", 2)]
+    assert _refused(lambda: ws.chunks(-1, 9, torch.device("meta"))) == [
+        (Code.AC027, "slot", -1), (Code.AC027, "max_tokens", 9), (Code.AC027, "workspace", "cpu")]
+    assert _refused(lambda: ws.check_group(object())) == [
+        (Code.AC027, "group", "another group")]
     with pytest.raises(ValueError, match="max_tokens must be an int >= 1"):
         Workspace(_plan("ag_rs"), None, max_tokens=0, device="cpu")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="needs no workspace"):
+    with pytest.raises(CallRefused) as exc:
         Workspace(_plan("merge"), None, max_tokens=4, device="cpu")  # type: ignore[arg-type]
+    assert exc.value.codes == [Code.AC027]
+
+
+@pytest.mark.parametrize(("mode", "buffers"), [("ag_rs", "messages"), ("a2a", "chunks"),
+                                               ("ar", "messages"), ("a2a", "direct_buffers")])
+def test_a_step_that_needs_a_buffer_of_another_mode_is_refused(mode: str, buffers: str) -> None:
+    ws = Workspace(_plan(mode), None, max_tokens=4, device="cpu")  # type: ignore[arg-type]
+    assert _refused(lambda: getattr(ws, buffers)(0, 2, torch.device("cpu"))) == [
+        (Code.AC027, "workspace", mode)]
 
 
 @pytest.mark.parametrize("mode", ["ag_rs", "a2a", "ar"])

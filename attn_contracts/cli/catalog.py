@@ -19,11 +19,17 @@ __all__ = ["CONSUMER_COLUMNS", "MATRIX_COLUMNS", "consumer_rows", "matrix_rows",
 
 
 def _lse_cells(r: CapabilityRecord) -> list[str]:
+    """LSE, base, layout, dtype, empty row (LSE / output), sink; a base or layout a call
+    chooses by keyword names the keyword (the record's value is the default)."""
     if isinstance(r.lse, LseSpec):
+        base_kw = next((c.base.keyword for c in r.calls if c.base is not None), None)
+        layout_kw = next((c.layout.keyword for c in r.calls if c.layout is not None), None)
         layout = r.lse.layout + ("+q_len" if r.lse.q_len_axis else "")
         layout += f" (heads padded to {r.lse.padded_heads})" if r.lse.padded_heads else ""
-        return ["yes", r.lse.base, layout, r.lse.dtype, r.lse.empty_row,
-                "yes" if r.lse.includes_sink else "no"]
+        layout += f" (or by `{layout_kw}`)" if layout_kw else ""
+        base = r.lse.base + (f" (or by `{base_kw}`)" if base_kw else "")
+        empty = f"{r.lse.empty_row} / {r.lse.empty_out or 'absent'}"
+        return ["yes", base, layout, r.lse.dtype, empty, "yes" if r.lse.includes_sink else "no"]
     return ["no", "-", "-", "-", "-", "-"]
 
 
@@ -31,7 +37,8 @@ def run_list(args: argparse.Namespace) -> int:
     rows = [[r.name, r.library, *_lse_cells(r)[:5], r.evidence]
             for r in sorted(Registry().records(), key=lambda r: r.name)]
     print_table("attention kernel contracts", ["record", "library", "LSE", "base", "layout",
-                                               "dtype", "empty row", "evidence"], rows)
+                                               "dtype", "empty row (LSE / out)", "evidence"],
+                rows)
     return EXIT_OK
 
 
@@ -65,7 +72,8 @@ def run_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-MATRIX_COLUMNS = ["record", "library", "LSE", "base", "LSE layout", "LSE dtype", "empty row",
+MATRIX_COLUMNS = ["record", "library", "LSE", "base", "LSE layout", "LSE dtype",
+                  "empty row (LSE / out)",
                   "sink in LSE", "DCP", "attention", "head dims", "q_len > 1", "compute cap.",
                   "evidence"]
 
@@ -83,7 +91,7 @@ def matrix_rows(records: Sequence[CapabilityRecord]) -> list[list[str]]:
 
 CONSUMER_COLUMNS = ["consumer", "library", "base", "LSE layouts", "states", "LSE dtypes",
                     "read as empty", "all-empty row", "0·NaN safe", "row mask", "merged LSE",
-                    "limits", "evidence"]
+                    "limits", "every rank alike", "evidence"]
 
 
 def _base_cell(c: ConsumerRecord) -> str:
@@ -101,8 +109,16 @@ def _limits_cell(c: ConsumerRecord) -> str:
              f"N ≤ {lim.max_states}" if lim.max_states else "",
              f"H·D ≤ {lim.max_heads_x_head_dim}" if lim.max_heads_x_head_dim else "",
              (f"H × min(D·bytes/{lim.threads.vector_bytes}, {lim.threads.max_lanes_per_head}) ≤ "
-              f"{lim.threads.max_threads} threads") if lim.threads else ""]
+              f"{lim.threads.max_threads} threads") if lim.threads else "",
+             f"D·bytes multiple of {lim.row_bytes_multiple}" if lim.row_bytes_multiple else "",
+             f"out {', '.join(lim.out_dtypes)}" if lim.out_dtypes else ""]
     return "; ".join(p for p in parts if p) or "-"
+
+
+def _ranks_cell(c: ConsumerRecord) -> str:
+    if c.ranks is None:
+        return "-"
+    return f"{', '.join(c.ranks.same)} ({c.ranks.on_mismatch} otherwise)"
 
 
 def consumer_rows(consumers: Sequence[ConsumerRecord]) -> list[list[str]]:
@@ -114,7 +130,7 @@ def consumer_rows(consumers: Sequence[ConsumerRecord]) -> list[list[str]]:
                      ", ".join(c.empty.reads_as_empty) or "-", c.empty.all_empty,
                      "yes" if c.empty.zero_weight_nan_safe else "no",
                      "yes" if c.empty.accepts_row_mask else "no", out, _limits_cell(c),
-                     c.evidence.replace("_", " ")])
+                     _ranks_cell(c), c.evidence.replace("_", " ")])
     return rows
 
 

@@ -260,6 +260,11 @@ def _update_file(path: Path, results: list[VerifyResult[Any]],
             data["lse"]["base"] = o.base
         if o.empty_row in ("-inf", "+inf", "nan"):
             data["lse"]["empty_row"] = o.empty_row
+        e = o.empty
+        # only a documented zero-length request read in the caller's buffer makes a promise
+        if e is not None and e.documented and e.buffer_honoured and \
+                e.out in ("zero", "nan", "undefined"):
+            data["lse"]["empty_out"] = e.out
         data.update(evidence="measured", verified=stamp)
         out.append(data)
     try:

@@ -24,6 +24,7 @@ from attn_contracts.checks import check_edge
 from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.integrations._report import EngineReport
 from attn_contracts.registry import Registry, UnknownRecordError
+from attn_contracts.sources import FileReadError, read_bytes
 
 __all__ = ["MAPPING", "SglangReport", "find_root", "report"]
 
@@ -67,6 +68,33 @@ def find_root(root: str | Path | None = None) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+class _Unparsable(Exception):
+    """A source file of the tree that cannot be read or parsed: its ``AC000`` finding."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+def _parse(root: Path, rel: str) -> ast.Module:
+    """The syntax tree of ``root/rel``, or :class:`_Unparsable` with one ``AC000`` located where
+    the parser stopped (a source that does not parse, is not UTF-8 or not a regular file, or
+    nests too deeply): the report goes on without what the file would have said."""
+    where = f"sglang/{rel}"
+    try:
+        text = read_bytes(root / rel, "source file").decode("utf-8")
+        return ast.parse(text, filename=str(root / rel))
+    except SyntaxError as err:
+        line, col, why = err.lineno or 1, err.offset or 1, f"does not parse: {err.msg}"
+    except FileReadError as err:
+        line, col, why = 1, 1, str(err).removeprefix(f"{root / rel}: ")
+    except UnicodeDecodeError as err:
+        line, col, why = 1, 1, f"not UTF-8 (byte offset {err.start})"
+    except (RecursionError, MemoryError) as err:
+        line, col, why = 1, 1, f"nested too deeply to parse ({type(err).__name__})"
+    raise _Unparsable(Finding(Code.AC000, where, why, location=f"{where}:{line}:{col}"))
+
+
 def _version(root: Path) -> str:
     """The release of the sources: the wheel's (or installation's) dist-info beside the package,
     else ``version.py`` (which a wheel may leave at its dev placeholder)."""
@@ -76,7 +104,11 @@ def _version(root: Path) -> str:
                 return line.split(":", 1)[1].strip()
     version_file = root / "version.py"
     if version_file.exists():
-        for node in ast.walk(ast.parse(version_file.read_text())):
+        try:
+            tree = _parse(root, "version.py")
+        except _Unparsable:
+            return "?"  # the release is then unknown, as for a tree without one
+        for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and any(
                     isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets):
                 return str(node.value.value)
@@ -85,7 +117,10 @@ def _version(root: Path) -> str:
 
 def registered_backends(root: Path) -> dict[str, int]:
     """``@register_attention_backend("name")`` in the registry: name → line."""
-    tree = ast.parse((root / _REGISTRY).read_text())
+    return _registered(_parse(root, _REGISTRY))
+
+
+def _registered(tree: ast.Module) -> dict[str, int]:
     found: dict[str, int] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef):
@@ -99,7 +134,10 @@ def registered_backends(root: Path) -> dict[str, int]:
 
 def base_e_backends(root: Path) -> tuple[set[str], int]:
     """The set literal ``is_mla_dcp_lse_base_on_e`` tests membership in, and its line."""
-    tree = ast.parse((root / _FORWARD_MLA).read_text())
+    return _base_e(_parse(root, _FORWARD_MLA))
+
+
+def _base_e(tree: ast.Module) -> tuple[set[str], int]:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == _BASE_FN:
             for sub in ast.walk(node):
@@ -109,9 +147,8 @@ def base_e_backends(root: Path) -> tuple[set[str], int]:
     raise ValueError(f"{_FORWARD_MLA}: no {_BASE_FN} with a set literal (SGLang moved it)")
 
 
-def _combine_lines(root: Path) -> list[int]:
+def _combine_lines(tree: ast.Module) -> list[int]:
     """Lines of the MLA DCP combine calls that pass ``is_lse_base_on_e=is_lse_base_on_e``."""
-    tree = ast.parse((root / _FORWARD_MLA).read_text())
     return sorted(node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
                   and isinstance(node.func, ast.Name)
                   and node.func.id in ("cp_lse_ag_out_rs_mla", "dcp_a2a_lse_reduce")
@@ -119,14 +156,27 @@ def _combine_lines(root: Path) -> list[int]:
 
 
 def report(backend: str | None = None, *, root: str | Path | None = None) -> list[SglangReport]:
-    """One row per registered SGLang attention backend (or the one named)."""
+    """One row per registered SGLang attention backend (or the one named). A source that does
+    not parse is one ``AC000`` (on the first row) and the report goes on: without the registry
+    there is one row for it; without ``forward_mla.py`` no base is known, so no edge is checked."""
     pkg = find_root(root)
     version = _version(pkg)
-    backends = registered_backends(pkg)
+    try:
+        backends = _registered(_parse(pkg, _REGISTRY))
+    except _Unparsable as err:
+        return [SglangReport("(registry)", f"sglang/{_REGISTRY}", findings=[err.finding],
+                             note="the registry does not parse: no backend is known")]
     if backend is not None and backend not in backends:
         raise ValueError(f"unknown SGLang backend {backend!r}; known: {', '.join(sorted(backends))}")
-    base_e, set_line = base_e_backends(pkg)
-    calls = _combine_lines(pkg)
+    unparsed: Finding | None = None
+    try:
+        forward = _parse(pkg, _FORWARD_MLA)
+    except _Unparsable as err:
+        unparsed = err.finding
+        base_e: set[str] | None = None
+        set_line, calls = 1, []
+    else:
+        (base_e, set_line), calls = _base_e(forward), _combine_lines(forward)
     where = f"sglang/{_FORWARD_MLA}:{set_line}"
     registry = Registry()
     consumer = registry.consumer(_CONSUMER)
@@ -135,13 +185,23 @@ def report(backend: str | None = None, *, root: str | Path | None = None) -> lis
         if backend is not None and name != backend:
             continue
         subject = f"sglang.{name}"
-        literal = "True" if name in base_e else "False"
-        row = SglangReport(name, f"sglang/{_REGISTRY}:{line}",
-                           declared={"is_lse_base_on_e": literal, "declared_at": where})
-        if version not in (MAPPED_RELEASE, "?") and not rows:  # said once, on the first row
+        first = not rows
+        literal = None if base_e is None else "True" if name in base_e else "False"
+        row = SglangReport(name, f"sglang/{_REGISTRY}:{line}", declared={
+            "declared_at": f"unknown: {_FORWARD_MLA.rsplit('/', 1)[-1]} does not parse"}
+            if literal is None else {
+            "is_lse_base_on_e": literal, "declared_at": where})
+        if first and unparsed is not None:  # said once, on the first row
+            row.findings.append(unparsed)
+        if version not in (MAPPED_RELEASE, "?") and first:
             row.findings.append(Finding(
                 Code.AC013, subject, f"SGLang {version}: the mapping was read at {MAPPED_RELEASE}",
                 severity=Severity.WARNING, field="sglang", found=version))
+        if literal is None:  # forward_mla.py did not parse: the combine's keyword is unknown
+            row.records = list(MAPPING.get(name, ((), ""))[0])
+            row.note = "edge not checked: the combine's keyword is unknown"
+            rows.append(row)
+            continue
         if name not in MAPPING:
             row.findings.append(Finding(
                 Code.AC013, subject, f"backend {name} is not in the SGLang {MAPPED_RELEASE} "

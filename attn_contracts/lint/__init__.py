@@ -9,11 +9,15 @@ breaking its schema, ``AC000`` a file that cannot be read (not a regular file, o
 (:mod:`attn_contracts.lint.flow`): ``AC003`` through partial/alias/wrapper/``**kwargs``,
 ``AC021`` a defaulted base parameter, ``AC022`` an omitted base keyword, ``AC023`` one LSE read
 in two bases, ``AC028`` a producer call that leaves its base to dispatch, ``AC029`` records that
-disagree for an unknown release (a note). ``# noqa: AC003`` silences one line. Every finding has a
-severity (error, warning, note) in every format (text, JSON, GitHub, SARIF 2.1.0). Exit codes: 0
-no error (warnings and notes do not count, unless ``--warnings-as-errors``; ``--exit-zero``: always
-0), 1 errors, 2 usage error (a missing path, a bad setting, an unknown code in
-``--select``/``--ignore``, ``--jobs`` below 1, an unwritable ``--output-file``).
+disagree for an unknown release (a note), ``AC005`` a named record contradicting a built-in one.
+Records teach the rules only from the built-in catalog, ``record-files`` and ``--records FILE``
+(:mod:`attn_contracts.lint.provenance`); a records file among the linted paths is only checked
+against the schema. ``# noqa: AC003`` silences one line. Every finding has a severity (error,
+warning, note) in every format (text, JSON, GitHub, SARIF 2.1.0); columns are characters, 1-based.
+Exit codes: 0 no error (warnings and notes do not count, unless ``--warnings-as-errors``;
+``--exit-zero``: always 0), 1 errors, 2 usage error (a missing path or ``--records`` file, a bad
+or unreadable ``pyproject.toml``, an unknown code in ``--select``/``--ignore``, ``--jobs`` below
+1, an unwritable ``--output-file``).
 """
 
 from __future__ import annotations
@@ -28,19 +32,18 @@ import re
 import stat
 import sys
 import tokenize
-import tomllib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from pathlib import Path
+from urllib.parse import quote
 
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding, Severity
-from attn_contracts.identity import tree_versions
+from attn_contracts.identity import library_key, tree_root, versions_of_tree
 from attn_contracts.lint.classes import (
     ClassInfo,
-    Hierarchy,
     ModuleInfo,
     collect_classes,
     module_info,
@@ -54,22 +57,12 @@ from attn_contracts.lint.config import (
     load_config,
     unknown_codes,
 )
-from attn_contracts.lint.knowledge import (
-    Knowledge,
-    is_record_document,
-    load_project_records,
-    read_record_document,
-)
+from attn_contracts.lint.knowledge import Knowledge
 from attn_contracts.lint.model import FileFacts, model_findings
+from attn_contracts.lint.provenance import Named, check_document, read_named, trusted
 from attn_contracts.lint.rules import could_fire, tree_findings
 from attn_contracts.records import CapabilityRecord
-from attn_contracts.sources import (
-    AnyRecord,
-    FileReadError,
-    looks_like_records,
-    parse_document,
-    split_roles,
-)
+from attn_contracts.sources import AnyRecord, split_roles
 
 __all__ = ["MAX_FILE_BYTES", "Knowledge", "LintConfig", "add_arguments", "exit_code",
            "knowledge_for", "lint_paths", "main", "run", "sarif", "statistics", "worker_count"]
@@ -142,27 +135,10 @@ def _suppressed(finding: Finding, lines: list[str]) -> bool:
     return codes is None or finding.code in {c.strip().upper() for c in codes.split(",")}
 
 
-def _lint_toml(path: Path, text: str, cfg: LintConfig, records: list[AnyRecord]) -> list[Finding]:
-    """Record files only: a TOML file with ``[[record]]``/``[[consumer]]`` tables, or one that
-    ``record-files`` names. Any other TOML (``ruff.toml``, ``pyproject.toml``) is not read."""
-    if path.name == "pyproject.toml":
-        return []
-    listed = str(path.resolve()) in {str(Path(f).resolve()) for f in cfg.record_files}
-    try:  # the one reader of record documents (nesting bound included)
-        doc = parse_document(path, text)
-    except FileReadError as err:
-        if not listed and not looks_like_records(text):
-            return []
-        cause = err.__context__ if isinstance(err.__context__, tomllib.TOMLDecodeError) else None
-        return [Finding(Code.AC000, path.name, str(err).removeprefix(f"{path}: "),
-                        location=f"{path}:{getattr(cause, 'lineno', 1)}:{getattr(cause, 'colno', 1)}")]
-    if not (listed or is_record_document(doc)):
-        return []
-    producers, consumers, findings = read_record_document(doc, str(path), text)
-    records += [*producers, *consumers]
-    return findings
-
-
+def _lines(text: str) -> list[str]:
+    """The lines as Python numbers them (``\\n``, ``\\r\\n``, ``\\r``; ``str.splitlines`` also
+    splits at a form feed or U+2028, which the tokenizer does not)."""
+    return re.split(r"\r\n|\r|\n", text)
 
 
 def _parse(path: Path, text: str) -> ast.Module:
@@ -170,7 +146,12 @@ def _parse(path: Path, text: str) -> ast.Module:
     try:
         return ast.parse(text, filename=str(path))
     except SyntaxError as err:
-        raise _Unreadable(f"does not parse: {err.msg}", err.lineno or 1, err.offset or 1) from err
+        line, offset = err.lineno or 1, err.offset or 1
+        lines = _lines(text)
+        if 0 < line <= len(lines):  # SyntaxError counts characters; the nodes' columns count
+            # UTF-8 bytes until _in_characters turns every column into characters
+            offset = len(lines[line - 1][:offset - 1].encode("utf-8")) + 1
+        raise _Unreadable(f"does not parse: {err.msg}", line, offset) from err
     except (RecursionError, MemoryError) as err:
         raise _Unreadable(f"nested too deeply to parse ({type(err).__name__})") from err
 
@@ -194,18 +175,39 @@ def _builtin() -> tuple[list[CapabilityRecord], list[ConsumerRecord]]:
     return Knowledge.builtin()
 
 
-def knowledge_for(cfg: LintConfig, records: Iterable[AnyRecord] = (),
-                  versions: dict[str, str] | None = None) -> tuple[Knowledge, list[Finding]]:
-    """The built-in catalog, the project's ``record-files``, the record files of the linted set
-    and the legacy ``combine-functions``/``base-keywords`` settings, as one lookup; ``versions``
-    (library → release of the linted tree) keeps the records and paths of those releases."""
+def _for_records(versions: Mapping[str, str], records: Iterable[AnyRecord]) -> dict[str, str]:
+    """``versions`` under the records' own spellings of each library (``sgl-kernel``,
+    ``flash_attn``): the settings, pins and package folders spell them their own ways."""
+    by_key = {library_key(k): v for k, v in versions.items()}
+    out = dict(versions)
+    for rec in records:
+        if rec.library not in out and library_key(rec.library) in by_key:
+            out[rec.library] = by_key[library_key(rec.library)]
+    return out
+
+
+def knowledge_for(cfg: LintConfig, named: Iterable[Named] = (),
+                  versions: Mapping[str, str] | None = None) -> tuple[Knowledge, list[Finding]]:
+    """The built-in catalog, the named records that agree with it (``record-files`` and
+    ``--records``, read with :func:`~attn_contracts.lint.provenance.read_named`; one that
+    contradicts it is an ``AC005`` finding instead) and the legacy
+    ``combine-functions``/``base-keywords`` settings, as one lookup; ``versions`` (library →
+    release of the linted tree; default: the configured ones) keeps the records and paths of
+    those releases. Without ``named``, the files ``cfg.record_files`` names are read here."""
     producers, consumers = _builtin()
-    more_p, more_c, findings = load_project_records(cfg.record_files)
-    mine_p, mine_c = split_roles(records)
+    builtin: list[AnyRecord] = [*producers, *consumers]
+    findings: list[Finding] = []
+    named = list(named)
+    if not named and cfg.record_files:
+        named, findings = read_named((f, "record-files") for f in cfg.record_files)
+    have = _for_records(cfg.versions if versions is None else versions,
+                        [*builtin, *(n.record for n in named)])
+    kept, refused = trusted(builtin, named, have)
+    mine_p, mine_c = split_roles(kept)
     return Knowledge.from_records(
-        [*producers, *more_p, *mine_p], [*consumers, *more_c, *mine_c],
+        [*producers, *mine_p], [*consumers, *mine_c],
         legacy_functions=cfg.combine_functions, legacy_keywords=cfg.base_keywords,
-        versions=cfg.versions if versions is None else versions), findings
+        versions=have), findings + refused
 
 
 @dataclass
@@ -220,12 +222,17 @@ class _PyResult:
     findings: list[Finding] = field(default_factory=list)
     noqa_lines: list[str] = field(default_factory=list)
     mentions: bool = False  # names a producer, a consumer or a base attribute
+    #: line number → text of each line with a non-ASCII character, where a UTF-8 byte column
+    #: differs from a character column (few lines, so cheap to send back from a worker)
+    wide_lines: dict[int, str] = field(default_factory=dict)
 
 
 def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) -> _PyResult:
     out = _PyResult(str(path), report)
     try:
         text = _read(path)
+        if not text.isascii():
+            out.wide_lines = {i: s for i, s in enumerate(_lines(text), 1) if not s.isascii()}
         tree = _parse(path, text)
     except _Unreadable as err:
         if report:
@@ -241,7 +248,7 @@ def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) ->
     if not report:
         return out
     if "noqa" in text.lower():
-        out.noqa_lines = text.splitlines()
+        out.noqa_lines = _lines(text)
     if could_fire(text, cfg):
         out.findings += _guarded(out.path, partial(tree_findings, tree, out.path, cfg))
     return out
@@ -273,24 +280,26 @@ def _trigger_lines(text: str, knowledge: Knowledge, cfg: LintConfig) -> tuple[in
     return tuple(lines)
 
 
-#: (config, knowledge) for worker processes, set before they fork
-_WORKER: tuple[LintConfig, Knowledge] | None = None
+#: (config, knowledge of each tree's releases) for worker processes, set before they fork
+_WORKER: tuple[LintConfig, list[Knowledge]] | None = None
 
 
-def _analyse_in_worker(item: tuple[Path, bool]) -> _PyResult:
+def _analyse_in_worker(item: tuple[Path, bool, int]) -> _PyResult:
     if _WORKER is None:
         raise RuntimeError("lint worker started without its settings (lint_paths sets them)")
-    return _analyse(item[0], item[1], *_WORKER)
+    cfg, knowledge = _WORKER
+    return _analyse(item[0], item[1], cfg, knowledge[item[2]])
 
 
-def _analyse_all(items: list[tuple[Path, bool]], cfg: LintConfig, knowledge: Knowledge,
+def _analyse_all(items: list[tuple[Path, bool, int]], cfg: LintConfig, knowledge: list[Knowledge],
                  jobs: int) -> list[_PyResult]:
-    """Per-file work (read, parse, per-file rules) in ``jobs`` forked processes; the hierarchy
-    is then resolved once in this one. Falls back to one process where fork is unavailable."""
+    """Per-file work (read, parse, per-file rules) in ``jobs`` forked processes, each file with
+    the knowledge of its tree's releases (``knowledge[i]``); the hierarchy is then resolved
+    once in this one. Falls back to one process where fork is unavailable."""
     global _WORKER
     workers = worker_count(jobs, len(items))
     if workers <= 1 or "fork" not in mp.get_all_start_methods():
-        return [_analyse(p, r, cfg, knowledge) for p, r in items]
+        return [_analyse(p, r, cfg, knowledge[k]) for p, r, k in items]
     _WORKER = (cfg, knowledge)
     try:
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
@@ -319,55 +328,109 @@ def default_jobs() -> int:
 
 def lint_paths(paths: Sequence[Path], config: LintConfig | None = None, *,
                project_root: Path | None = None, knowledge: Knowledge | None = None,
-               jobs: int = 1) -> list[Finding]:
+               jobs: int = 1, records: Sequence[Path] = ()) -> list[Finding]:
     """Every finding for the given files and folders, in path and line order.
 
     ``project_root``: every .py file below it is read for the class hierarchy too (a base in an
     unchanged file is then resolved), but findings are reported only for ``paths``.
-    ``knowledge``: the producers and consumers the flow rules know (default: from the records,
-    see :func:`knowledge_for`). ``jobs``: processes for the per-file work.
+    ``knowledge``: the producers and consumers the flow rules know, for every file (default:
+    per file, from the built-in catalog, ``record-files`` and ``records`` at the releases of
+    the file's own tree, see :func:`knowledge_for`). ``records``: record files that teach the
+    rules (``--records``). A records document among ``paths`` is checked, never taught from.
+    ``jobs``: processes for the per-file work.
     """
     cfg = config or LintConfig()
-    records: list[AnyRecord] = []
     texts: dict[str, list[str]] = {}
-    findings: list[Finding] = []
-    named = list(_files(paths))
-    extra = [] if project_root is None else [f for f, _ in _files([project_root], (".py",))]
+    named, findings = read_named([*((f, "record-files") for f in cfg.record_files),
+                                  *((str(f), "--records") for f in records)])
+    named_files = {str(Path(f).resolve()) for f in (*cfg.record_files, *map(str, records))}
+    # (file, reported, the tree it came from: the package a linted path is in, so a vendored
+    # folder without __init__.py below it is still linted at that package's release)
+    found: list[tuple[Path, bool, Path | None]] = []
+    for arg in paths:
+        found += [(f, True, tree_root(arg)) for f, _ in _files([arg])]
+    if project_root is not None:
+        found += [(f, False, tree_root(project_root)) for f, _ in _files([project_root], (".py",))]
     seen: set[str] = set()
-    python: list[tuple[Path, bool]] = []
-    for path, report in [*((p, True) for p, _ in named), *((p, False) for p in extra)]:
+    python: list[tuple[Path, bool, Path | None]] = []
+    for path, report, arg_tree in found:
         key = str(path.resolve())
         if key in seen:
             continue
         seen.add(key)
         if path.suffix != ".toml":
-            python.append((path, report))
+            python.append((path, report, _tree_of(path, arg_tree)))
             continue
-        try:  # record files first: their records teach the flow rules
+        try:
             text = _read(path)
         except _Unreadable as err:
             findings.append(_ac000(path, err))
             continue
-        texts[str(path)] = text.splitlines()
-        findings += _lint_toml(path, text, cfg, records)
-    if knowledge is None:
-        roots = [*paths, *([project_root] if project_root is not None else [])]
-        knowledge, more = knowledge_for(cfg, records, tree_versions(roots, cfg.versions))
-        findings += more
-    results = _analyse_all(python, cfg, knowledge, jobs)
+        texts[str(path)] = _lines(text)
+        findings += check_document(path, text, named=key in named_files)
+    knowledges: list[Knowledge] = []
+    items: list[tuple[Path, bool, int]] = []
+    if knowledge is not None:
+        knowledges, items = [knowledge], [(p, r, 0) for p, r, _ in python]
+    else:
+        # one knowledge per distinct set of releases, built once; each file gets its tree's
+        by_versions: dict[tuple[tuple[str, str], ...], int] = {}
+        by_root: dict[Path | None, int] = {}
+
+        def index_of(root: Path | None) -> int:
+            if root not in by_root:
+                versions = versions_of_tree(root, cfg.versions)
+                key = tuple(sorted(versions.items()))
+                if key not in by_versions:
+                    k, more = knowledge_for(cfg, named, versions)
+                    by_versions[key] = len(knowledges)
+                    knowledges.append(k)
+                    findings.extend(more)
+                by_root[root] = by_versions[key]
+            return by_root[root]
+
+        items = [(path, report, index_of(tree)) for path, report, tree in python]
+        if not knowledges:  # no Python file: the named records are still checked
+            index_of(None)
+    results = _analyse_all(items, cfg, knowledges, jobs)
+    wide: dict[str, dict[int, str]] = {}
     for r in results:
         findings += r.findings
         if r.noqa_lines:
             texts[r.path] = r.noqa_lines
+        if r.wide_lines:
+            wide[r.path] = r.wide_lines
     facts = [FileFacts(r.path, r.report, r.mentions, r.module, r.classes) for r in results]
-    findings += model_findings(facts, knowledge, returns_attrs=cfg.returns_attrs,
+    knowledge_at = {str(p): knowledges[k] for p, _, k in items}
+    findings += model_findings(facts, knowledge_at, returns_attrs=cfg.returns_attrs,
                                base_attrs=cfg.base_attrs)
     kept: dict[tuple[str, str], Finding] = {}
     for f in findings:  # the direct-call rule and the flow rule may both see one literal
         if _selected(f.code, cfg) and not _suppressed(
                 f, texts.get(f.location.rsplit(":", 2)[0], [])):
             kept.setdefault((f.code.value, f.location), f)
-    return sorted(kept.values(), key=_order)
+    return sorted((_in_characters(f, wide) for f in kept.values()), key=_order)
+
+
+def _tree_of(path: Path, arg_tree: Path | None) -> Path | None:
+    """The tree whose release a file is linted at: the package of the linted path it came from
+    when the file is inside it, else the file's own top-level package."""
+    if arg_tree is not None and path.resolve().is_relative_to(arg_tree):
+        return arg_tree
+    return tree_root(path)
+
+
+def _in_characters(f: Finding, wide: Mapping[str, Mapping[int, str]]) -> Finding:
+    """The finding with its column in characters: the rules take ``col_offset`` from ``ast``,
+    which counts UTF-8 bytes (``é`` is two), and every format reports characters, 1-based."""
+    if f.location.count(":") < 2:
+        return f
+    path, line, col = f.location.rsplit(":", 2)
+    text = wide.get(path, {}).get(int(line)) if line.isdigit() else None
+    if text is None or not col.isdigit():
+        return f
+    chars = len(text.encode("utf-8")[:int(col) - 1].decode("utf-8", errors="ignore")) + 1
+    return replace(f, location=f"{path}:{line}:{chars}")
 
 
 def _order(f: Finding) -> tuple[str, int, int, str]:
@@ -391,6 +454,17 @@ def _where(f: Finding) -> tuple[str, int, int]:
 _GITHUB = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
 
 
+def _property(value: object) -> str:
+    """A workflow command's property value: ``%``, CR and LF escaped as in its data, and ``:``
+    and ``,``, which end a property (``file=a,b.py`` would name ``a``)."""
+    return _data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def _data(value: object) -> str:
+    """A workflow command's message: ``%`` first, so an escape is never escaped twice."""
+    return str(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
 def _render(findings: list[Finding], fmt: str) -> str:
     if fmt == "json":
         return json.dumps([{"path": _where(f)[0], "line": _where(f)[1], "col": _where(f)[2],
@@ -399,19 +473,45 @@ def _render(findings: list[Finding], fmt: str) -> str:
         return json.dumps(sarif(findings), indent=2)
     if fmt == "github":
         return "\n".join(
-            f"::{_GITHUB[f.severity]} file={_where(f)[0]},line={_where(f)[1]},"
-            f"col={_where(f)[2]},title={f.code}::{f.message}" for f in findings)
+            f"::{_GITHUB[f.severity]} file={_property(_where(f)[0])},line={_where(f)[1]},"
+            f"col={_where(f)[2]},title={_property(f.code)}::{_data(f.message)}"
+            for f in findings)
     return "\n".join(f"{f.location}: {f.code} "
                      f"{'' if f.severity is Severity.ERROR else f'[{f.severity}] '}{f.message}"
                      for f in findings)
 
 
-def sarif(findings: list[Finding]) -> dict[str, object]:
+#: the base of the run's relative URIs (SARIF's ``originalUriBaseIds``; GitHub code scanning
+#: resolves it to the checkout)
+SRCROOT = "%SRCROOT%"
+
+
+def _artifact(path: str, root: Path) -> dict[str, str]:
+    """A SARIF ``artifactLocation``: a path below ``root`` as a percent-encoded relative
+    reference against :data:`SRCROOT`, any other as an absolute ``file://`` URI (a space,
+    ``#``, ``%``, ``?``, ``:`` or a non-ASCII letter is encoded, as RFC 3986 requires)."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        relative = absolute.relative_to(root)
+    except ValueError:
+        return {"uri": absolute.as_uri()}
+    return {"uri": quote(relative.as_posix(), safe="/"), "uriBaseId": SRCROOT}
+
+
+def _folder_uri(folder: Path) -> str:
+    """A folder's ``file://`` URI with the trailing slash SARIF requires of a base."""
+    uri = folder.as_uri()
+    return uri if uri.endswith("/") else uri + "/"
+
+
+def sarif(findings: list[Finding], root: Path | None = None) -> dict[str, object]:
     """One SARIF 2.1.0 log (GitHub code scanning): a run of this tool, a rule per code that
     occurs, a result per finding with its level (``error``/``warning``/``note``, SARIF's own
-    three) and its region."""
+    three) and its region; locations relative to ``root`` (default: the working folder),
+    recorded as the run's ``%SRCROOT%``."""
     from attn_contracts import __version__
 
+    base = Path(os.path.abspath(root if root is not None else os.getcwd()))
     codes = sorted({f.code for f in findings})
     index = {c: i for i, c in enumerate(codes)}
     rules = [{"id": str(c), "name": c.name, "shortDescription": {"text": _CODE_TEXT.get(c, str(c))}}
@@ -423,11 +523,12 @@ def sarif(findings: list[Finding]) -> dict[str, object]:
             "ruleId": str(f.code), "ruleIndex": index[f.code], "level": str(f.severity),
             "message": {"text": f"{f.message} (hint: {f.hint})" if f.hint else f.message},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": Path(path).as_posix()},
+                "artifactLocation": _artifact(path, base),
                 "region": {"startLine": max(1, line), "startColumn": max(1, col)}}}]})
     return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
             "runs": [{"tool": {"driver": {"name": "attn-contracts", "version": __version__,
                                           "rules": rules}},
+                      "originalUriBaseIds": {SRCROOT: {"uri": _folder_uri(base)}},
                       "results": results}]}
 
 
@@ -487,6 +588,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="print one line per code with its count instead of the findings")
     p.add_argument("--output-file", "-o", type=Path, default=None, metavar="FILE",
                    help="write the report to FILE instead of standard output")
+    p.add_argument("--records", type=Path, action="append", default=[], metavar="FILE",
+                   help="a TOML/JSON records file whose records teach the rules (repeatable; "
+                        "besides [tool.attn-contracts] record-files); a records file among "
+                        "PATH is only checked against the schema")
     p.add_argument("--project-root", type=Path, default=None, metavar="DIR",
                    help="read every .py below DIR for the class hierarchy, report only on PATH "
                         "(what the pre-commit hook does with the changed files)")
@@ -496,6 +601,7 @@ def run(args: argparse.Namespace) -> int:
     missing = [str(p) for p in args.paths if not (p.exists() or p.is_symlink())]
     if args.project_root is not None and not args.project_root.is_dir():
         missing.append(f"{args.project_root} (--project-root)")
+    missing += [f"{f} (--records)" for f in args.records if not (f.exists() or f.is_symlink())]
     if missing:
         print(f"attn-contracts lint: no such file or folder: {', '.join(missing)}",
               file=sys.stderr)
@@ -516,7 +622,8 @@ def run(args: argparse.Namespace) -> int:
             return 2
     cfg = cfg.model_copy(update=overrides)
     jobs = args.jobs if args.jobs is not None else default_jobs()
-    findings = lint_paths(args.paths, cfg, project_root=args.project_root, jobs=jobs)
+    findings = lint_paths(args.paths, cfg, project_root=args.project_root, jobs=jobs,
+                          records=args.records)
     report = statistics(findings) if args.statistics else (
         _render(findings, args.format) if findings or args.format in ("json", "sarif") else "")
     if args.output_file is not None:

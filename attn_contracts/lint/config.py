@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from attn_contracts.findings import Code
+from attn_contracts.identity import library_key
+from attn_contracts.sources import FileReadError, error_position, read_bytes
 
 __all__ = ["ConfigError", "LintConfig", "find_pyproject", "load_config", "unknown_codes"]
 
@@ -56,6 +60,31 @@ class LintConfig(BaseModel):
     select: tuple[str, ...] = Field(default=())
     ignore: tuple[str, ...] = Field(default=())
 
+    @field_validator("versions", mode="after")
+    @classmethod
+    def _pep440_versions(cls, value: dict[str, str]) -> dict[str, str]:
+        """Each key a distribution name (PEP 508), each value a PEP 440 version; keys are kept
+        in the one spelling records use (:func:`~attn_contracts.identity.library_key`)."""
+        from packaging.version import InvalidVersion, Version
+
+        out: dict[str, str] = {}
+        for name, version in value.items():
+            if not _DIST_NAME.match(name):
+                raise ValueError(f"{name!r} = {version!r}: {name!r} is not a distribution name "
+                                 "(allowed: letters, digits, '-', '_', '.', starting and ending "
+                                 "with a letter or digit, as vllm or flashinfer-python)")
+            try:
+                Version(version)
+            except InvalidVersion:
+                raise ValueError(f"{name} = {version!r}: not a PEP 440 version (allowed: a "
+                                 "release such as \"0.33.0\" or \"0.7.2.post1\")") from None
+            key = library_key(name)
+            if key in out and out[key] != version:
+                raise ValueError(f"{name} = {version!r}: the same library as another key, which "
+                                 f"says {out[key]!r} (allowed: one version per library)")
+            out[key] = version
+        return out
+
     @field_validator("select", "ignore", mode="after")
     @classmethod
     def _known_codes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -71,6 +100,10 @@ class LintConfig(BaseModel):
         return frozenset((*self.returns_attrs, *self.base_attrs, *self.capability_attrs))
 
 
+#: a distribution name (PEP 508)
+_DIST_NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
+
+
 def find_pyproject(start: Path) -> Path | None:
     """The nearest ``pyproject.toml`` at or above ``start``."""
     here = start.resolve()
@@ -82,21 +115,46 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def load_config(pyproject: Path | None) -> LintConfig:
+    """The ``[tool.attn-contracts]`` table of ``pyproject`` (defaults when None). Any problem
+    is one :class:`ConfigError` line: a file that is not a regular file (a FIFO is never opened),
+    too large, not UTF-8 or not TOML (with the parser's line and column), a table of the wrong
+    type, or a setting the model refuses."""
     if pyproject is None:
         return LintConfig()
     try:
-        table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get(
-            "attn-contracts", {})
-    except (OSError, tomllib.TOMLDecodeError) as err:
-        raise ConfigError(f"{pyproject}: cannot read [tool.attn-contracts]: {err}") from err
-    if isinstance(table, dict) and isinstance(table.get("record-files"), list):
+        text = read_bytes(pyproject, "pyproject.toml").decode("utf-8")
+        doc = tomllib.loads(text)
+    except FileReadError as err:
+        raise ConfigError(str(err)) from err
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{pyproject}: not UTF-8 (byte offset {err.start}); a pyproject.toml "
+                          "is UTF-8 TOML") from err
+    except tomllib.TOMLDecodeError as err:
+        line, col = error_position(err)
+        raise ConfigError(f"{pyproject}:{line}:{col}: not valid TOML: {err}") from err
+    except RecursionError as err:
+        raise ConfigError(f"{pyproject}: not valid TOML: nested deeper than the parser can "
+                          "read") from err
+    table = _table(_table(doc, "tool", pyproject), "attn-contracts", pyproject)
+    if isinstance(table.get("record-files"), list):
         here = pyproject.parent
         table = {**table, "record-files": [str(here / f) if isinstance(f, str) else f
                                            for f in table["record-files"]]}
     try:
         return LintConfig.model_validate(table)
     except ValidationError as err:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: "
+                             f"{e['msg'].removeprefix('Value error, ')}" for e in err.errors())
         keys = ", ".join(sorted(n.replace("_", "-") for n in LintConfig.model_fields))
-        raise ConfigError(f"{pyproject}: invalid [tool.attn-contracts]: {problems} (allowed "
-                          f"keys: {keys})") from err
+        unknown = any(e["type"] == "extra_forbidden" for e in err.errors())
+        raise ConfigError(f"{pyproject}: invalid [tool.attn-contracts]: {problems}"
+                          + (f" (allowed keys: {keys})" if unknown else "")) from err
+
+
+def _table(doc: dict[str, Any], key: str, pyproject: Path) -> dict[str, Any]:
+    value = doc.get(key, {})
+    if not isinstance(value, dict):
+        where = "[tool.attn-contracts]" if key == "attn-contracts" else f"[{key}]"
+        raise ConfigError(f"{pyproject}: {where} must be a table, found {type(value).__name__} "
+                          f"{value!r:.60}")
+    return value

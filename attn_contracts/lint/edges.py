@@ -9,8 +9,8 @@ its base                    the kernels                        finding
 ==========================  =================================  ==============================
 own                         one contradicts it                 AC008 error
 own                         all agree                          none
-own                         one leaves its base to dispatch    AC030 warning
-own                         none known                         AC030 note
+own                         one leaves its base to dispatch    AC032 warning
+own                         none known                         AC032 note
 inherited default           one contradicts it                 AC002 error
 inherited default           all agree                          AC002 note
 inherited default           none known, or dispatch            AC002 error (fail closed)
@@ -148,7 +148,7 @@ def _kernel_text(kernels: Iterable[Kernel], limit: int = 3) -> str:
 def class_findings(h: Hierarchy, classes: Iterable[ClassInfo],
                    kernels: dict[int, frozenset[Kernel]], *, returns_attrs: tuple[str, ...],
                    base_attrs: tuple[str, ...], tree_declares_bases: bool) -> Iterator[Finding]:
-    """AC001, AC002, AC008, AC030 for each class that says it returns an LSE."""
+    """AC001, AC002, AC008, AC032 for each class that says it returns an LSE."""
     for cls in classes:
         decl = declaration(h, cls, returns_attrs, base_attrs)
         if decl is None or _registered_with_record(cls):
@@ -203,7 +203,7 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
                 location=d.where)
         elif dispatch:
             yield Finding(
-                Code.AC030, cls.name,
+                Code.AC032, cls.name,
                 f"{cls.name} declares {d.attr} = {d.text} (base {d.base}), but a kernel it calls "
                 f"leaves its base to the library's dispatch: {_kernel_text(dispatch)} "
                 f"({dispatch[0].choice}); the declaration holds only while the dispatch picks a "
@@ -213,7 +213,7 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
                 allowed="a base every kernel it calls is pinned to", location=d.where)
         elif not found:
             yield Finding(
-                Code.AC030, cls.name,
+                Code.AC032, cls.name,
                 f"{cls.name} declares {d.attr} = {d.text} (base {d.base}); no kernel a producer "
                 "record knows is called in its methods, so nothing confirms it",
                 severity=Severity.NOTE, hint="add a producer record (with `calls`) for the "

@@ -31,11 +31,11 @@ from __future__ import annotations
 import ast
 import bisect
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from attn_contracts.call_base import CallBase, literal_key
+from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.lint.classes import ClassInfo, dotted_name, statements
@@ -44,6 +44,7 @@ from attn_contracts.lint.knowledge import (
     Knowledge,
     Producer,
     agreed_consumer,
+    disagreement,
     narrow_producers,
 )
 from attn_contracts.lint.program import FuncNode, Program
@@ -119,7 +120,7 @@ def _text(node: ast.AST, limit: int = 60) -> str:
 
 
 def _line(where: str) -> str:
-    path, _, rest = where.rpartition(":")
+    path = where.rpartition(":")[0]
     path2, _, line = path.rpartition(":")
     return f"{path2.rsplit('/', 1)[-1]}:{line}" if path2 else where
 
@@ -188,9 +189,13 @@ class _Call:
 class Interpreter:
     """One run over a program: memoised function analyses, the events the rules read."""
 
-    def __init__(self, program: Program, knowledge: Knowledge, *, base_attrs: tuple[str, ...],
-                 returns_attrs: tuple[str, ...], report: Callable[[Finding], None]):
-        self.p, self.k = program, knowledge
+    def __init__(self, program: Program, knowledge: Mapping[str, Knowledge], *,
+                 base_attrs: tuple[str, ...], returns_attrs: tuple[str, ...],
+                 report: Callable[[Finding], None]):
+        self.p = program
+        #: each file's knowledge: the records at its own tree's releases
+        self._knowledge = knowledge
+        self._default = next(iter(knowledge.values()), Knowledge())
         self.base_attrs = frozenset(base_attrs)
         self.returns_attrs = returns_attrs
         self.report = report
@@ -216,6 +221,9 @@ class Interpreter:
         self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
         self._noted_agreed: set[tuple[str, str]] = set()
         self._carrier_lines: dict[str, tuple[int, ...]] = {}
+
+    def knowledge(self, path: str) -> Knowledge:
+        return self._knowledge.get(path, self._default)
 
     # --- entry points --------------------------------------------------------------------------
     def run_function(self, path: str, qualname: str, node: FuncNode,
@@ -803,7 +811,7 @@ def _const(node: ast.expr, value: Value) -> str | None:
 
 def _swap(lse: Lse) -> Lse:
     flipped = {"token_head": "head_token", "head_token": "token_head"}
-    return Lse(frozenset(replace(s, layout=flipped.get(s.layout or "", None))
+    return Lse(frozenset(replace(s, layout=flipped.get(s.layout or ""))
                          for s in lse.sources))
 
 
@@ -901,6 +909,7 @@ class _Frame:
         self.on_base = 0
         self.module_level = func is None
         self.node: ast.AST | None = None  # the function's syntax node
+        self.k = interp.knowledge(path)
 
     # --- statements ---------------------------------------------------------------------------
     def block(self, body: list[ast.stmt]) -> None:
@@ -1096,9 +1105,9 @@ class _Frame:
         inner = self.expr(node.value)
         key = node.slice
         self.expr(key)
-        if isinstance(key, ast.Constant) and isinstance(key.value, int):
-            if any(isinstance(a, Tup) for a in alternatives(inner)):
-                return _element(inner, key.value)
+        if isinstance(key, ast.Constant) and isinstance(key.value, int) and any(
+                isinstance(a, Tup) for a in alternatives(inner)):
+            return _element(inner, key.value)
         options: list[Value] = []
         for alt in alternatives(inner):
             if isinstance(alt, Lse):
@@ -1414,13 +1423,12 @@ class _Frame:
             return (f"{module}.{callee.func.qualname}",
                     cls.name if cls is not None else None)
         if isinstance(callee, Ext):
-            head, _, last = callee.qualname.rpartition(".")
-            owner = head.rpartition(".")[2]
+            owner = callee.qualname.rpartition(".")[0].rpartition(".")[2]
             return callee.qualname, owner if owner[:1].isupper() else None
         return None, None
 
     def records_for(self, callee: Value, name: str, node: ast.Call) -> Rec | None:
-        if not name or name not in self.i.k.consumers and name not in self.i.k.producers:
+        if not name or (name not in self.k.consumers and name not in self.k.producers):
             return None
         qual, owner = self.qualname(callee)
         if callee is None:
@@ -1431,12 +1439,12 @@ class _Frame:
             owner = None
         elif qual is None:
             return None
-        consumers, producers = self.i.k.find(qual, name, owner)
+        consumers, producers = self.k.find(qual, name, owner)
         if not consumers and not producers and isinstance(callee, Bound):
             # a subclass of a library class (a FlashInfer wrapper) keeps its records
             cls = self.i.class_info(callee.self_value.cls)
             for base in (self.i.p.hierarchy.unresolved(cls) if cls is not None else ()):
-                consumers, producers = self.i.k.find(f"{base}.{name}", name,
+                consumers, producers = self.k.find(f"{base}.{name}", name,
                                                       base.rpartition(".")[2])
                 if consumers or producers:
                     break
@@ -1447,7 +1455,7 @@ class _Frame:
     def fallback_producer(self, attr: str, call: _Call) -> Rec | None:
         """``wrapper.run(..., return_lse=True)`` on a receiver of unknown type: a producer whose
         class this module imports (``run`` alone says nothing)."""
-        found = self.i.k.producers.get(attr)
+        found = self.k.producers.get(attr)
         if not found:
             return None
         info = self.i.p.info(self.path)
@@ -1472,16 +1480,15 @@ class _Frame:
 
     def note_agreed(self, c: Consumer, node: ast.Call) -> None:
         key = (self.path, c.last)
-        if key in self.i._noted_agreed:  # noqa: SLF001 (once per name and file)
+        if key in self.i._noted_agreed:
             return
-        self.i._noted_agreed.add(key)  # noqa: SLF001
-        records = sorted(x.record for x in c.agreed)
+        self.i._noted_agreed.add(key)
+        why = disagreement(sorted(c.agreed, key=lambda x: x.record), self.k.versions)
         self.i.report(Finding(
-            Code.AC029, c.last,
-            f"{c.last}: consumer records {', '.join(records)} disagree on its base and the "
-            "linted tree's version does not pick one: only what they agree on is used",
+            Code.AC029, c.last, f"{c.last}: {why}: only what they agree on is used",
             severity=Severity.NOTE, hint='set [tool.attn-contracts] versions = { <library> = '
-            '"<version>" } (or lint the installed package with its dist-info)',
+            '"<version>" } (or lint the installed package with its dist-info); where it is set, '
+            "import the function by its module path, or fix the overlapping records",
             field="versions", allowed="a known library version", location=_at(self.path, node)))
 
     def note_literal(self, c: Consumer, call: _Call) -> None:

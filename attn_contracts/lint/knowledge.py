@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from attn_contracts.call_base import CallBase, literal_key
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
 from attn_contracts.findings import Code, Finding
-from attn_contracts.identity import in_range
+from attn_contracts.identity import effective_range, in_range
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.sources import (
     RECORD_TABLES,
@@ -32,7 +32,7 @@ from attn_contracts.sources import (
 )
 
 __all__ = ["Consumer", "Knowledge", "Producer", "agreed_consumer", "call_literals",
-           "is_record_document", "narrow_producers", "read_record_document"]
+           "disagreement", "is_record_document", "narrow_producers", "read_record_document"]
 
 RECORD_KEYS = RECORD_TABLES
 
@@ -61,6 +61,9 @@ class Consumer:
     #: the merged LSE it returns (second in its result): "2", "e", "input" (the base it read), or
     #: None (no LSE returned)
     returns_base: str | None = None
+    #: the record's library and the releases this call holds for (``AC029`` names them)
+    library: str = ""
+    versions: str = ""
 
     @property
     def last(self) -> str:
@@ -101,6 +104,27 @@ class Consumer:
             return (f"{self.last} (consumer records {', '.join(c.record for c in self.agreed)}, "
                     "which agree on this)")
         return f"{self.last} (consumer record {self.record})" if self.record else self.last
+
+
+def disagreement(records: Iterable[Consumer], versions: Mapping[str, str]) -> str:
+    """Why records of one name are all in play (``AC029``): the linted tree's release of their
+    library is unknown, or it is known and their ranges overlap there (one function), or they
+    are functions of one name that the call does not tell apart."""
+    found = list(records)
+    libraries = sorted({c.library for c in found})
+    known = {lib: versions[lib] for lib in libraries if lib in versions}
+    listed = ", ".join(f"{c.record} ({c.function}{f' {c.versions}' if c.versions else ''})"
+                       for c in found)
+    if len(known) < len(libraries):
+        missing = ", ".join(lib for lib in libraries if lib not in known)
+        return (f"consumer records {listed} disagree on its base and the linted tree's release "
+                f"of {missing} is unknown, so it does not pick one")
+    at = ", ".join(f"{lib} {v}" for lib, v in known.items())
+    if len({c.function for c in found}) == 1:
+        return (f"consumer records {listed} disagree on its base and all hold for {at}: their "
+                "ranges overlap (a catalog defect: tools/check_catalog.py refuses that)")
+    return (f"consumer records {listed} disagree on its base and all hold for {at}: the call "
+            "does not say which of these functions it is")
 
 
 def _common(values: Iterable[str | None]) -> str | None:
@@ -198,6 +222,8 @@ class Knowledge:
     producers: dict[str, list[Producer]] = field(default_factory=dict)
     #: follow every file, not only those naming a known function (benchmarks of the worst case)
     follow_all: bool = False
+    #: library → the linted tree's release the records were chosen for
+    versions: dict[str, str] = field(default_factory=dict)
     _names: frozenset[str] | None = field(default=None, repr=False, compare=False)
     _roots: dict[str, frozenset[str]] | None = field(default=None, repr=False, compare=False)
 
@@ -209,8 +235,8 @@ class Knowledge:
                      versions: Mapping[str, str] | None = None) -> Knowledge:
         """``versions``: library → the linted tree's release; a record or call whose range
         excludes it is left out (an unknown version keeps every one)."""
-        k = cls()
-        have = versions or {}
+        have = dict(versions or {})
+        k = cls(versions=have)
         for rec in consumers:
             if not in_range(rec.library_version, have.get(rec.library)):
                 continue
@@ -220,7 +246,9 @@ class Knowledge:
                 kws = (rec.base.keyword,) if isinstance(rec.base, KeywordBase) else ()
                 k.add_consumer(Consumer(call.function, rec.name, call.lse_args, rec.base, kws,
                                         returns_base=rec.output.lse_base
-                                        if rec.output.returns_lse else None))
+                                        if rec.output.returns_lse else None,
+                                        library=rec.library, versions=effective_range(
+                                            rec.library_version, call.versions)))
         for prod in producers:
             base = prod.lse_base
             if base is None or not in_range(prod.library_version, have.get(prod.library)):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,8 +47,9 @@ class FileFacts:
     functions: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str, str | None]] | None = None
 
 
-def model_findings(files: list[FileFacts], knowledge: Knowledge, *,
+def model_findings(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
                    returns_attrs: tuple[str, ...], base_attrs: tuple[str, ...]) -> list[Finding]:
+    """``knowledge``: each file's records (at its own tree's releases)."""
     modules = [f.module for f in files if f.module is not None]
     classes = [c for f in files for c in f.classes]
     program = Program(modules, classes)
@@ -83,7 +84,8 @@ def model_findings(files: list[FileFacts], knowledge: Knowledge, *,
     out += class_findings(h, backend_classes, kernels, returns_attrs=returns_attrs,
                           base_attrs=base_attrs, tree_declares_bases=tree_declares)
     out += edge_findings(interp.uses.values(), declared, interp.literal_sites)
-    out += _defaulted_definitions(program, knowledge, reported)
+    for k in {id(k): k for k in knowledge.values()}.values():
+        out += _defaulted_definitions(program, k, reported)
     return [f for f in out if f.location.rsplit(":", 2)[0] in reported]
 
 

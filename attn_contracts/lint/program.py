@@ -19,7 +19,6 @@ re-exports through package ``__init__`` files.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
