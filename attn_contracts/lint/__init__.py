@@ -241,7 +241,8 @@ def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) ->
     out.module = module_info(path, tree)
     out.classes = collect_classes(tree, str(path), out.module)
     # no producer, consumer or base attribute named: no flow starts here
-    out.module.trigger_lines = _trigger_lines(text, knowledge, cfg)
+    out.module.trigger_lines = _trigger_lines(text, knowledge, cfg,
+                                              out.module.name.partition(".")[0])
     out.module.relevant = relevant_functions(out.module, out.classes, text.splitlines(),
                                              out.module.trigger_lines)
     out.mentions = knowledge.follow_all or bool(out.module.trigger_lines)
@@ -261,11 +262,12 @@ def _trigger_pattern(names: frozenset[str]) -> re.Pattern[str] | None:
     return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
 
 
-def _trigger_lines(text: str, knowledge: Knowledge, cfg: LintConfig) -> tuple[int, ...]:
+def _trigger_lines(text: str, knowledge: Knowledge, cfg: LintConfig, package: str = "",
+                   ) -> tuple[int, ...]:
     """The (1-based) lines of ``text`` that name a producer, a consumer (of a package the text
-    names too) or a base attribute."""
-    names = knowledge.names_in(text) | {n for n in (*cfg.base_attrs, *cfg.returns_attrs)
-                                        if n in text}
+    names too, or of its own ``package``) or a base attribute."""
+    names = knowledge.names_in(text, package) | {n for n in (*cfg.base_attrs,
+                                                             *cfg.returns_attrs) if n in text}
     pattern = _trigger_pattern(frozenset(names))
     if pattern is None:
         return ()
@@ -403,7 +405,8 @@ def lint_paths(paths: Sequence[Path], config: LintConfig | None = None, *,
     facts = [FileFacts(r.path, r.report, r.mentions, r.module, r.classes) for r in results]
     knowledge_at = {str(p): knowledges[k] for p, _, k in items}
     findings += model_findings(facts, knowledge_at, returns_attrs=cfg.returns_attrs,
-                               base_attrs=cfg.base_attrs)
+                               base_attrs=cfg.base_attrs,
+                               configured="base_attrs" in cfg.model_fields_set)
     kept: dict[tuple[str, str], Finding] = {}
     for f in findings:  # the direct-call rule and the flow rule may both see one literal
         if _selected(f.code, cfg) and not _suppressed(

@@ -51,6 +51,8 @@ class ClassInfo:
     methods: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: those of them that are properties (``@property``, ``@cached_property``)
     properties: frozenset[str] = frozenset()
+    #: their return annotations (what a call the linter does not follow returns)
+    returns: dict[str, ast.expr] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -66,6 +68,9 @@ class ModuleInfo:
     from_imports: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: ``import a.b.c`` binds a → a; ``import a.b as x`` binds x → a.b
     module_imports: dict[str, str] = field(default_factory=dict)
+    #: other names the module is importable under, each with its root (the regular-package
+    #: name where namespace packages above it give it a longer one)
+    aliases: tuple[tuple[str, str], ...] = ()
     #: the lines that name a producer, a consumer or a base attribute (where the LSE's flow can
     #: start or end): a function holding none, and calling none that does, is never interpreted
     trigger_lines: tuple[int, ...] = ()
@@ -73,6 +78,8 @@ class ModuleInfo:
     #: ``if``/``try``
     defs: dict[str, tuple[int, int]] = field(default_factory=dict)
     assigns: frozenset[str] = frozenset()
+    #: the module-level functions' return annotations
+    returns: dict[str, ast.expr] = field(default_factory=dict)
     #: functions (``f``, ``Class.m``) whose lines hold a trigger line, or call one of this
     #: module that does (by name, ``f(`` or ``self.m(``): the ones a call is followed into
     relevant: frozenset[str] = frozenset()
@@ -95,15 +102,47 @@ def statements(tree: ast.Module) -> Iterator[ast.stmt]:
             stack.extend(reversed(case.body))
 
 
+#: how many folders without ``__init__.py`` (PEP 420 namespace packages inside a regular
+#: package: SGLang's ``sglang/srt/``) may sit between a module and its top-level package
+_NAMESPACE_GAP = 4
+
+
+def _package_top(folder: Path) -> Path:
+    """The folder the top-level package of a module in ``folder`` sits in: above the highest
+    ancestor with an ``__init__.py``, crossing at most :data:`_NAMESPACE_GAP` folders without
+    one in a row (namespace packages inside a regular package)."""
+    top, gap, here = folder, 0, folder
+    while here.name and here != here.parent:
+        if (here / "__init__.py").is_file():
+            top, gap = here.parent, 0
+        else:
+            gap += 1
+            if gap > _NAMESPACE_GAP:
+                break
+        here = here.parent
+    return top
+
+
 def module_info(path: Path, tree: ast.Module) -> ModuleInfo:
-    """The module path of ``path`` (from the ``__init__.py`` files above it) and its bindings."""
-    parts = [] if path.name == "__init__.py" else [path.stem]
-    folder = path.parent
+    """The module path of ``path`` (from the ``__init__.py`` files above it, namespace packages
+    inside a regular package included) and its bindings."""
+    own = [] if path.name == "__init__.py" else [path.stem]
+    # the regular-package name: the folders above holding an ``__init__.py``, without a gap
+    short, folder = list(own), path.parent
     while (folder / "__init__.py").is_file() and folder.name and folder != folder.parent:
-        parts.insert(0, folder.name)
+        short.insert(0, folder.name)
         folder = folder.parent
+    # the name through namespace packages up to the highest regular package (``sglang.srt.*``)
+    top = _package_top(path.parent)
+    try:
+        parts = list(path.parent.relative_to(top).parts) + own
+    except ValueError:
+        parts, top = short, folder
     name = ".".join(parts) or path.stem
-    info = ModuleInfo(str(path), name, str(folder), path.name == "__init__.py")
+    info = ModuleInfo(str(path), name, str(top), path.name == "__init__.py")
+    alias = ".".join(short) or path.stem
+    if alias != name:  # ``from attention_base import X`` beside it resolves too
+        info.aliases = ((alias, str(folder)),)
     package = name if info.is_package else name.rpartition(".")[0]
     for node in statements(tree):
         if isinstance(node, ast.ImportFrom):
@@ -124,6 +163,8 @@ def module_info(path: Path, tree: ast.Module) -> ModuleInfo:
     for st in module_level(tree.body):
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
             info.defs[st.name] = (st.lineno, st.end_lineno or st.lineno)
+            if st.returns is not None:
+                info.returns[st.name] = st.returns
         elif isinstance(st, ast.Assign):
             assigned.update(t.id for t in st.targets if isinstance(t, ast.Name))
         elif isinstance(st, ast.AnnAssign) and st.value is not None and \
@@ -200,6 +241,8 @@ def collect_classes(tree: ast.Module, path: str, module: ModuleInfo | None = Non
                 info.annotations[stmt.target.id] = stmt.annotation
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 info.methods[stmt.name] = (stmt.lineno, stmt.end_lineno or stmt.lineno)
+                if stmt.returns is not None:
+                    info.returns[stmt.name] = stmt.returns
                 if any((isinstance(d, ast.Name) and d.id in ("property", "cached_property")) or
                        (isinstance(d, ast.Attribute) and d.attr == "cached_property")
                        for d in stmt.decorator_list):
@@ -226,6 +269,8 @@ class Hierarchy:
         self._modules: dict[str, list[ModuleInfo]] = {}
         for m in sorted(modules or [], key=lambda m: m.path):
             self._modules.setdefault(m.name, []).append(m)
+            for alias, _ in m.aliases:
+                self._modules.setdefault(alias, []).append(m)
         self._by_path = {m.path: m for m in modules or []}
         self._bases: dict[int, list[Base]] = {}
         self._definer: dict[str, dict[int, ClassInfo | None]] = {}
@@ -268,7 +313,7 @@ class Hierarchy:
         found = self._modules.get(name, [])
         if len(found) == 1:
             return found[0]
-        beside = [m for m in found if m.root == importer.root]
+        beside = [m for m in found if importer.root in (m.root, *(r for _, r in m.aliases))]
         return beside[0] if len(beside) == 1 else None
 
     def _lookup(self, importer: ModuleInfo, mod_path: str, name: str) -> Base:

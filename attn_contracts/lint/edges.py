@@ -83,10 +83,18 @@ class Declaration:
     base: str | None  # what the literal means; None for an expression
     returns_where: str  # the ``can_return_lse_for_decode = True`` line
     returns_attr: str
+    #: the class it is inherited from says it returns an LSE too: a declaration, not a default
+    owner_returns: bool = False
 
     @property
     def own(self) -> bool:
         return self.owner is self.cls
+
+    @property
+    def declared(self) -> bool:
+        """Declared for an LSE-returning class (its own, or an LSE-returning ancestor's), as
+        opposed to a default of a base class that returns none."""
+        return self.own or self.owner_returns
 
     @property
     def where(self) -> str:
@@ -133,8 +141,9 @@ def declaration(h: Hierarchy, cls: ClassInfo, returns_attrs: Iterable[str],
         owner = h.definer(cls, attr)
         if owner is not None:
             value = owner.attrs[attr][0]
+            returns = any(_is_true(h.value(owner, a)) for a in returns_attrs)
             return Declaration(cls, attr, owner, value, _meaning(attr, value), where,
-                               own_attr[0])
+                               own_attr[0], owner_returns=returns)
     return Declaration(cls, next(iter(base_attrs), ""), cls, ast.Constant(None), None, where,
                        own_attr[0])
 
@@ -189,36 +198,39 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
                 allowed="True, False", location=d.returns_where)
         return
     contra = sorted(b for b in pinned if b != d.base)
-    if d.own:
+    if d.declared:
+        whose = "declares" if d.own else f"inherits from {d.owner.name}, which returns an LSE too,"
         if d.base is not None and contra:
             wrong = [k for k in found if k.base is not None and k.base != d.base]
             yield Finding(
                 Code.AC008, cls.name,
-                f"{cls.name} declares {d.attr} = {d.text} (base {d.base}), but the kernels it "
+                f"{cls.name} {whose} {d.attr} = {d.text} (base {d.base}), but the kernels it "
                 f"calls return base {contra[0]}: {_kernel_text(wrong)}",
                 hint=f"set {d.attr} = {_attr_literal(d.attr, contra[0])} on {cls.name}, or pin "
                 f"the kernel's base to {d.base} (a keyword such as return_lse_base)"
                 if len(pinned) == 1 else f"make the kernels {cls.name} calls agree on one base",
                 field=d.attr, found=d.text, allowed=_attr_literal(d.attr, contra[0]),
-                location=d.where)
+                location=d.where if d.own else d.returns_where)
         elif dispatch:
             yield Finding(
                 Code.AC032, cls.name,
-                f"{cls.name} declares {d.attr} = {d.text} (base {d.base}), but a kernel it calls "
+                f"{cls.name} {whose} {d.attr} = {d.text} (base {d.base}), but a kernel it calls "
                 f"leaves its base to the library's dispatch: {_kernel_text(dispatch)} "
                 f"({dispatch[0].choice}); the declaration holds only while the dispatch picks a "
                 f"base-{d.base} kernel", severity=Severity.WARNING,
                 hint="pin the kernel's base at the call (e.g. return_lse_base="
                 f"{'basee' if d.base == 'e' else 'base2'!r})", field=d.attr, found=d.text,
-                allowed="a base every kernel it calls is pinned to", location=d.where)
+                allowed="a base every kernel it calls is pinned to",
+                location=d.where if d.own else d.returns_where)
         elif not found:
             yield Finding(
                 Code.AC032, cls.name,
-                f"{cls.name} declares {d.attr} = {d.text} (base {d.base}); no kernel a producer "
+                f"{cls.name} {whose} {d.attr} = {d.text} (base {d.base}); no kernel a producer "
                 "record knows is called in its methods, so nothing confirms it",
                 severity=Severity.NOTE, hint="add a producer record (with `calls`) for the "
                 "kernel it runs, so the linter can check the declaration", field=d.attr,
-                found=d.text, allowed="a base a kernel's record confirms", location=d.where)
+                found=d.text, allowed="a base a kernel's record confirms",
+                location=d.where if d.own else d.returns_where)
         return
     origin = f"{d.owner.name} ({_short(d.where)})"
     if d.base is not None and contra:
@@ -313,10 +325,11 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
                 field=g.param.name, found=d.value, allowed="no default", location=d.where)
         if use.dispatched:
             continue
-        if g.kind == "fixed" and g.base is not None:
-            yield from _fixed(use, g, declared, unknown_reads)
-        elif g.kind == "flag" and g.flag is not None:
-            yield from _flagged(use, g, declared)
+        for way in (g.options if g.kind == "choice" else (g,)):
+            if way.kind == "fixed" and way.base is not None:
+                yield from _fixed(use, way, declared, unknown_reads)
+            elif way.kind == "flag" and way.flag is not None:
+                yield from _flagged(use, way, declared)
     for reads in unknown_reads.values():
         first_use, first_base = reads[0]
         other = next(((u, b) for u, b in reads if b != first_base), None)
@@ -337,6 +350,9 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
     base = g.base or ""
     contra: list[tuple[Source, str, str]] = []
     agree = False
+    if g.table and len({b for s in use.lse.sources
+                        if (b := _effective(s, declared)[0]) is not None}) > 1:
+        return  # a table keyed by what picks the producer: which entry applies is a dispatch
     for s in sorted(use.lse.sources, key=lambda s: s.key):
         if s.dispatch:
             other = [b for b in s.bases if b != base]
@@ -354,6 +370,7 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
             agree = True
     where = g.omitted or (g.where if (g.literal or g.how) and g.where else use.where)
     if contra:
+        contra.sort(key=lambda c: (c[0].dispatch, c[0].key))  # a pinned base names it best
         s, b, what = contra[0]
         shown = f"{what}{f' (after {s.converted})' if s.converted else ''}"
         choice = f"; the LSE depends on a run-time choice: {s.choice}" if s.choice and \
@@ -370,7 +387,7 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
         return
     if g.literal and g.keyword:
         reason = ("agrees with the producers that reach it today" if agree else
-                  "and no producer record confirms it")
+                  "no producer record confirms")
         yield Finding(
             Code.AC003, use.consumer.last,
             f"{use.consumer.last}({g.how}) gets a literal LSE base, which {reason}; it "

@@ -31,6 +31,7 @@ from __future__ import annotations
 import ast
 import bisect
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -102,6 +103,7 @@ _LOG2E = 1 / math.log(2)
 _MAX_CONTEXTS = 6
 #: how deep calls are followed
 _MAX_DEPTH = 24
+_NO_TAINT = 1 << 30  # no cycle cut below this analysis
 #: statements interpreted in one run before the interpreter stops following calls (a bound on
 #: pathological programs; the released engines need a fraction of it)
 _BUDGET = 3_000_000
@@ -156,6 +158,9 @@ class BaseGiven:
     flag: Flag | None = None
     param: Param | None = None
     omitted: str = ""  # the call that left the keyword (or a wrapper's parameter) out
+    table: bool = False  # a literal read from a table by a key the linter cannot see
+    #: ``"choice"``: the ways the value may tell the base (``x if c else True``, a table)
+    options: tuple[BaseGiven, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -203,6 +208,11 @@ class Interpreter:
         self._memo: dict[tuple[object, ...], _Summary] = {}
         self._contexts: dict[object, int] = {}
         self._active: set[tuple[object, ...]] = set()
+        self._stack: list[tuple[object, ...]] = []
+        #: the frames being interpreted, outermost first (where an LSE entered a call chain)
+        self.frames: list[_Frame] = []
+        self._taint = _NO_TAINT
+        self._counted: set[tuple[object, ...]] = set()
         self._depth = 0
         self.budget = _BUDGET
         self._globals: dict[tuple[str, str], Value] = {}
@@ -210,6 +220,7 @@ class Interpreter:
         #: names the flow found carrying an LSE or a combine (methods returning one, attributes
         #: holding one): their call sites are where more flow starts
         self.carrier_names: set[str] = set()
+        self._module_carriers: set[str] = set()
         #: the functions (qualified names) found returning one
         self.carrier_funcs: set[str] = set()
         #: where a literal base is written for a consumer: the consumer, keyword and literal
@@ -221,6 +232,8 @@ class Interpreter:
         self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
         self._noted_agreed: set[tuple[str, str]] = set()
         self._carrier_lines: dict[str, tuple[int, ...]] = {}
+        self._calls_memo: dict[tuple[str, str], bool] = {}
+        self._relevant_pattern: re.Pattern[str] | None = None
 
     def knowledge(self, path: str) -> Knowledge:
         return self._knowledge.get(path, self._default)
@@ -243,6 +256,10 @@ class Interpreter:
                     frame.stmt(st)
                 except RecursionError:
                     return
+        for name, value in frame.env.items():  # an alias or partial of a combine made here
+            if _carries(value) or (isinstance(value, (Ext, Func)) and _callee_name(
+                    value, "") in (*frame.k.consumers, *frame.k.producers)):
+                self._module_carriers.add(name)
 
     def module_name(self, path: str) -> str:
         info = self.p.info(path)
@@ -270,6 +287,7 @@ class Interpreter:
         for (_, attr), values in self.stores.items():
             if any(_carries(v) for v in values):
                 names.add(attr)
+        names |= self._module_carriers
         return {n for n in names if n.isidentifier() and not n.startswith(("<", "__"))}
 
     def reaches(self, func: Func) -> bool:
@@ -285,7 +303,7 @@ class Interpreter:
         if func.qualname in info.relevant:
             return True
         if "<" not in func.qualname:
-            return False
+            return self._calls_relevant(func)
         node = func.node  # a nested function or lambda: its own lines
         start = getattr(node, "lineno", 0)
         end = getattr(node, "end_lineno", start) or start
@@ -294,6 +312,27 @@ class Interpreter:
             if i < len(lines) and lines[i] <= end:
                 return True
         return False
+
+    def _calls_relevant(self, func: Func) -> bool:
+        """Whether a function calls, by name, a method or function that some module's per-file
+        pass found relevant (``get_attn_backend().forward(...)`` reaches every backend's
+        ``forward_extend`` through ``AttentionBackend.forward``): one hop of names, read from
+        the function's lines (its module is not parsed for it), so a dispatch through
+        infrastructure that names nothing is still followed."""
+        key = (func.path, func.qualname)
+        if key not in self._calls_memo:
+            span = self.p.span(func.path, func.qualname)
+            self._calls_memo[key] = span is not None and bool(
+                self._relevant_call().search(self.p.text(func.path, *span)))
+        return self._calls_memo[key]
+
+    def _relevant_call(self) -> re.Pattern[str]:
+        if self._relevant_pattern is None:
+            names = sorted({q.rpartition(".")[2] for info in self.p.infos()
+                            for q in info.relevant})
+            self._relevant_pattern = re.compile(
+                r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\(" if names else r"(?!x)x")
+        return self._relevant_pattern
 
     # --- bindings ------------------------------------------------------------------------------
     def global_value(self, path: str, name: str) -> Value:
@@ -331,10 +370,7 @@ class Interpreter:
                 return self.global_value(b.module, b.name)
             frame = _Frame(self, path, None, None, None)
             frame.module_level = False  # names it reads are module globals, asked one by one
-            value = frame.expr(b.node)
-            if isinstance(value, Lit) and not value.how:
-                return replace(value, how=f" through the module constant {name}")
-            return value
+            return frame.expr(b.node)
         return None
 
     def import_value(self, path: str, node: ast.ImportFrom | ast.Import, alias: ast.alias,
@@ -451,35 +487,66 @@ class Interpreter:
         memo = self._memo.get(key)
         if memo is not None:
             return memo
-        if ctx != ("generic",):
+        if key in self._active:
+            # a cycle: what the call returns is not known yet; every analysis above the cycle's
+            # head is incomplete and is not kept (it is redone when asked again)
+            self._taint = min(self._taint, self._stack.index(key))
+            return _Summary()
+        if ctx != ("generic",) and key not in self._counted:
             seen = self._contexts.get((func, self_value), 0)
             if seen >= _MAX_CONTEXTS:  # enough contexts: the generic one serves the rest
                 return self.analyse(func, self_value, None, generic=True)
             self._contexts[(func, self_value)] = seen + 1
-        if key in self._active or self._depth >= _MAX_DEPTH or self.budget <= 0:
+            self._counted.add(key)
+        if self._depth >= _MAX_DEPTH or self.budget <= 0:
             return _Summary()
+        pos = len(self._stack)
+        self._stack.append(key)
         self._active.add(key)
         self._depth += 1
+        saved, self._taint = self._taint, _NO_TAINT
         try:
             summary = self._interpret(func, node, params, self_value, bound,
-                                      generic or call is None)
+                                      generic or call is None, call.where if call else "")
         except RecursionError:
             summary = _Summary()
         finally:
             self._depth -= 1
             self._active.discard(key)
-        self._memo[key] = summary
+            self._stack.pop()
+        incomplete = self._taint < pos
+        if not incomplete:
+            self._memo[key] = summary
+        self._taint = min(saved, self._taint) if incomplete else saved
         return summary
 
     def _interpret(self, func: Func, node: FuncNode | ast.Lambda, params: _Params,
-                   self_value: Inst | None, bound: dict[str, Value], generic: bool) -> _Summary:
+                   self_value: Inst | None, bound: dict[str, Value], generic: bool,
+                   entry: str = "") -> _Summary:
         owner = self_value.cls if self_value is not None else None
         frame = _Frame(self, func.path, func, self_value, owner)
         frame.node = node
+        frame.entry = entry
+        frame.param_ids = {id(v) for v in bound.values() if v is not None}
+        self.frames.append(frame)
+        try:
+            return self._run_frame(frame, func, node, params, self_value, bound, generic)
+        finally:
+            self.frames.pop()
+
+    def _run_frame(self, frame: _Frame, func: Func, node: FuncNode | ast.Lambda,
+                   params: _Params, self_value: Inst | None, bound: dict[str, Value],
+                   generic: bool) -> _Summary:
         names = params.names
         start = 0
         if self_value is not None and names and not params.static:
             frame.env[names[0]] = self_value
+            ann = params.annotations.get(names[0])
+            if ann is not None and generic and not self_value.exact:
+                # ``self: DeepseekV2AttentionMLA`` on a mixin's method: the class it runs in
+                typed = self.resolve_annotation(func.path, ann)
+                if isinstance(typed, Inst):
+                    frame.env[names[0]] = typed
             start = 1
         for name in names[start:]:
             if generic:
@@ -594,6 +661,41 @@ class Interpreter:
                 values.append(generic)
         return join(values) if values else None
 
+    def by_name(self, callee: Value, call: _Call) -> _Call:
+        """A call of a function the program defines (a consumer in the linted tree) with its
+        positional arguments also under their parameters' names, so a base passed by position
+        (``lse_reduce(out, lse, True)``) is read like a keyword."""
+        func = callee.func if isinstance(callee, Bound) else callee
+        if not isinstance(func, Func) or not call.pos:
+            return call
+        node = func.node if func.node is not None else self.p.function(func.path, func.qualname)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return call
+        names = _params(node).names
+        if isinstance(callee, Bound) and names:
+            names = names[1:]
+        kw = dict(call.kw)
+        for name, arg in zip(names, call.pos, strict=False):
+            kw.setdefault(name, arg)
+        return _Call(call.pos, kw, call.opaque, call.maybe, call.where)
+
+    def declared_return(self, func: Func) -> Value:
+        """What a function's return annotation says it returns (``-> AttentionBackend``: an
+        instance of it or any subclass), for a call the linter does not follow into."""
+        cls_name, _, name = func.qualname.rpartition(".")
+        if "<" in func.qualname:
+            return None
+        if cls_name:
+            cls = self.p.cls((func.path, cls_name))
+            ann = cls.returns.get(name) if cls is not None else None
+        else:
+            info = self.p.info(func.path)
+            ann = info.returns.get(name) if info is not None else None
+        if ann is None:
+            return None
+        typed = self.resolve_annotation(func.path, ann)
+        return typed if isinstance(typed, (Inst, Union_)) else None
+
     @staticmethod
     def _is_property(owner: ClassInfo, attr: str) -> bool:
         return attr in owner.properties
@@ -633,7 +735,10 @@ class Interpreter:
                 break
         for c in self.p.mro(cls):
             if not (self.p.active(c.path) or c.path in self._carrier_lines):
-                continue  # a module that names nothing the rules know stores nothing they read
+                # a module that names nothing the rules know: only the objects it builds
+                # (``self.attn_mha = RadixAttention(...)``), read from the syntax, no flow
+                values += self._built(c, attr)
+                continue
             for name, fn in self.p.methods(c).items():
                 stored = self._stored_attrs(fn)
                 if attr not in stored:
@@ -648,6 +753,26 @@ class Interpreter:
         value = join(values) if values else None
         self._class_attr_memo[key] = value
         return value
+
+    def _built(self, cls: ClassInfo, attr: str) -> list[Value]:
+        """``self.<attr> = Class(...)`` in ``cls``'s methods: an instance of that class (its
+        constructor's arguments not followed), read from the methods' lines without parsing
+        the module; any other store is unknown."""
+        out: list[Value] = []
+        store = re.compile(r"\bself\." + re.escape(attr) + r"\s*(?::\s*([^=\n]+?))?\s*="
+                           r"(?!=)\s*([A-Za-z_][\w.]*)?(\()?")
+        for start, end in cls.methods.values():
+            for m in store.finditer(self.p.text(cls.path, start, end)):
+                ann, func, call = m.group(1), m.group(2), m.group(3)
+                if ann:
+                    try:
+                        out.append(self.resolve_annotation(
+                            cls.path, ast.parse(ann.strip(), mode="eval").body))
+                    except (SyntaxError, ValueError, RecursionError):
+                        out.append(None)
+                ref = self._dotted_value(cls.path, func) if func and call else None
+                out.append(Inst(ref.cls, exact=ref.exact) if isinstance(ref, ClassRef) else None)
+        return out
 
     def _class_level(self, cls: ClassInfo, node: ast.expr) -> Value:
         frame = _Frame(self, cls.path, None, None, None)
@@ -690,21 +815,22 @@ class Interpreter:
             targets = [(bound.func, inst, cls)]
         else:  # any subclass: every override the class hierarchy holds
             targets = []
-            seen: set[tuple[str, str]] = set()
+            # every subclass, also where it inherits the method: what ``self.<m>(...)`` inside
+            # it dispatches to is the subclass's (AttentionBackend.forward -> forward_extend)
             for sub in self.p.subclasses(cls):
                 owner = self.p.lookup(sub, method)
                 if owner is None:
                     continue
-                key = (owner.path, owner.name)
-                if key in seen and not self.returns_lse(sub):
-                    continue
-                seen.add(key)
                 targets.append((Func(owner.path, f"{owner.name}.{method}"),
                                 Inst((sub.path, sub.name), exact=True), sub))
         results: list[Value] = []
         kernels: set[Kernel] = set()
         interesting = _interesting(call)
-        targets = [t for t in targets if interesting or self.reaches(t[0])]
+        followed = [t for t in targets if interesting or self.reaches(t[0])]
+        if not followed:  # nothing below can matter: what the method says it returns
+            declared = self.declared_return(bound.func)
+            return declared, frozenset()
+        targets = followed
         for func, self_value, sub in targets:
             s = self.analyse(func, self_value, call)
             kernels |= s.kernels
@@ -886,13 +1012,13 @@ def _element(value: Value, i: int) -> Value:
 
 
 def _literal_text(value: Value) -> list[str]:
-    """The literal spellings a value may have (``["'basee'"]``), or ``["<expr>"]``."""
-    out = []
+    """The literal spellings a value may have (``["'basee'"]``), and ``"<expr>"`` for each way
+    it may be something the linter cannot read."""
+    out: list[str] = []
     for alt in alternatives(value):
-        if isinstance(alt, Lit):
-            out.append(repr(alt.value))
-        else:
-            return ["<expr>"]
+        text = repr(alt.value) if isinstance(alt, Lit) else "<expr>"
+        if text not in out:
+            out.append(text)
     return out or ["<expr>"]
 
 
@@ -910,6 +1036,8 @@ class _Frame:
         self.module_level = func is None
         self.node: ast.AST | None = None  # the function's syntax node
         self.k = interp.knowledge(path)
+        self.entry = ""  # the call that started this frame
+        self.param_ids: set[int] = set()  # the values its caller passed in
 
     # --- statements ---------------------------------------------------------------------------
     def block(self, body: list[ast.stmt]) -> None:
@@ -1061,13 +1189,16 @@ class _Frame:
                 return
             current = self.env.get(dotted)
             key = target.slice
-            if isinstance(current, DictV) and isinstance(key, ast.Constant) and \
-                    isinstance(key.value, str):
-                items = [(k, a) for k, a in current.items if k != key.value]
-                items.append((key.value, Arg(value, _at(self.path, target))))
-                self.env[dotted] = DictV(tuple(items), current.maybe - {key.value})
-            elif isinstance(current, DictV):
-                self.env[dotted] = None  # a computed key: no longer a dict the linter can read
+            if any(isinstance(alt, DictV) for alt in alternatives(current)):
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                    self.env[dotted] = None  # a computed key: no longer a dict it can read
+                    return
+                stored = Arg(value, _at(self.path, target))
+                self.env[dotted] = join([DictV((*((k, a) for k, a in alt.items
+                                                   if k != key.value), (key.value, stored)),
+                                               alt.maybe - {key.value})
+                                         if isinstance(alt, DictV) else alt
+                                         for alt in alternatives(current)])
             elif isinstance(current, Lse) and isinstance(value, Lse):
                 self.env[dotted] = join([current, value])  # lse[mask] = other: both origins
 
@@ -1081,25 +1212,29 @@ class _Frame:
                 self.expr(child)
         return None
 
+    def _named(self, value: Value, node: ast.expr, what: str) -> Value:
+        """A literal read through a name or attribute: where the flow uses it is here (the
+        argument that hands it on), where it is written goes into ``how``; one its caller passed
+        in keeps the caller's place."""
+        if not isinstance(value, Lit) or value.how or id(value) in self.param_ids:
+            return value
+        line = value.where.rsplit(":", 2)[1] if value.where.count(":") >= 2 else "?"
+        return replace(value, where=_at(self.path, node), how=f" through the {what} (line {line})")
+
     def e_name(self, node: ast.Name) -> Value:
         name = node.id
         if name in self.env:
-            value = self.env[name]
-            if isinstance(value, Lit) and not value.how:
-                return replace(value, how=f" through the {'local variable' if self.func else 'name'}"
-                               f" {name}")
-            return value
-        return self.i.global_value(self.path, name)
+            return self._named(self.env[name], node, f"{'local variable' if self.func else 'name'} "
+                               f"{name}")
+        return self._named(self.i.global_value(self.path, name), node, f"module constant {name}")
 
     def e_attribute(self, node: ast.Attribute) -> Value:
         dotted = dotted_name(node)
         if dotted is not None and dotted in self.env:
-            return self.env[dotted]
+            return self._named(self.env[dotted], node, f"attribute {dotted}")
         inner = self.expr(node.value)
         value = self.i.attribute(inner, node.attr, _at(self.path, node))
-        if isinstance(value, Lit) and not value.how:
-            return replace(value, how=f" through the attribute {node.attr}")
-        return value
+        return self._named(value, node, f"attribute {node.attr}")
 
     def e_subscript(self, node: ast.Subscript) -> Value:
         inner = self.expr(node.value)
@@ -1117,7 +1252,10 @@ class _Frame:
                     arg = alt.get(key.value)
                     options.append(arg.value if arg is not None else None)
                 else:  # a table read by a key the linter cannot see: any of its values
-                    options.append(join([a.value for _, a in alt.items]) if alt.items else None)
+                    options.append(join([replace(a.value, table=True, how=f"{a.value.how} "
+                                                 "(a value of a table)")
+                                         if isinstance(a.value, Lit) else a.value
+                                         for _, a in alt.items]) if alt.items else None)
             elif isinstance(alt, Param):
                 options.append(alt)
             else:
@@ -1291,8 +1429,12 @@ class _Frame:
             rest = ast.Call(func=node.args[0], args=node.args[1:], keywords=node.keywords)
             ast.copy_location(rest, node)
             call = self.args(rest)
+            first = node.args[0]
+            written = first.attr if isinstance(first, ast.Attribute) else (
+                first.id if isinstance(first, ast.Name) else "")
             for t in alternatives(target):  # a literal base bound here is one for every call
-                rec = t if isinstance(t, Rec) else self.records_for(t, _callee_name(t, ""), node)
+                rec = t if isinstance(t, Rec) else self.records_for(
+                    t, _callee_name(t, written), rest)
                 for c in rec.consumers if rec is not None else ():
                     if isinstance(c, Consumer):
                         self.note_literal(c, call)
@@ -1332,7 +1474,7 @@ class _Frame:
                         self.i.class_attr(cls, attr) is None:
                     return replace(default, how=f" through getattr(..., {attr!r}, "
                                    f"{default.value!r}), whose attribute nothing sets")
-            return join([value, default]) if value is not None else None
+            return value  # set somewhere: its value (the default is for never-set attributes)
         return value
 
     def apply(self, callee: Value, call: _Call, node: ast.Call, where: str, name: str) -> Value:
@@ -1354,13 +1496,13 @@ class _Frame:
         if rec is None and own != name and not isinstance(callee, Rec):
             rec = self.records_for(callee, name, node)  # a stub bound under the record's name
         if rec is not None:
-            return self.record_call(rec, call, node, where)
+            return self.record_call(rec, self.i.by_name(callee, call), node, where)
         if isinstance(callee, Func):
             if not (_interesting(call) or self.i.reaches(callee)):
-                return None
+                return self.i.declared_return(callee)
             s = self.i.analyse(callee, None, call)
             self.kernels |= s.kernels
-            return s.returns
+            return s.returns if s.returns is not None else self.i.declared_return(callee)
         if isinstance(callee, Bound):
             value, kernels = self.i.call_bound(callee, call, where)
             self.kernels |= kernels
@@ -1381,6 +1523,9 @@ class _Frame:
         if isinstance(callee, Ext):
             return ExtInst(callee.qualname) if callee.qualname.rpartition(".")[2][:1].isupper() \
                 else None
+        if callee is None and isinstance(node.func, ast.Name) and node.func.id[:1].isupper() \
+                and node.func.id not in self.env:
+            return ExtInst(f"?{node.func.id}")  # a class bound nowhere it sees: by its name
         if callee is None and isinstance(node.func, ast.Attribute):
             prod = self.fallback_producer(node.func.attr, call)
             if prod is not None:
@@ -1390,9 +1535,13 @@ class _Frame:
             if d is not None and (node.func.attr.endswith("_") or isinstance(
                     self.env.get(d), DictV)):
                 current = self.env.get(d)
-                if isinstance(current, DictV) and node.func.attr == "update" and not node.args:
-                    items = [(k, a) for k, a in current.items if k not in call.kw]
-                    self.env[d] = DictV((*items, *call.kw.items()), current.maybe)
+                if node.func.attr == "update" and not node.args and not call.opaque and any(
+                        isinstance(alt, DictV) for alt in alternatives(current)):
+                    self.env[d] = join([DictV((*((k, a) for k, a in alt.items
+                                                 if k not in call.kw), *call.kw.items()),
+                                              alt.maybe - set(call.kw))
+                                        if isinstance(alt, DictV) else alt
+                                        for alt in alternatives(current)])
                 elif not isinstance(current, Lse):
                     self.env[d] = None
         return None
@@ -1424,6 +1573,8 @@ class _Frame:
                     cls.name if cls is not None else None)
         if isinstance(callee, Ext):
             owner = callee.qualname.rpartition(".")[0].rpartition(".")[2]
+            if callee.qualname.startswith("?"):  # a method of a class known only by name
+                return None, owner.lstrip("?") or None
             return callee.qualname, owner if owner[:1].isupper() else None
         return None, None
 
@@ -1437,7 +1588,7 @@ class _Frame:
             if not isinstance(node.func, ast.Name) or node.func.id in self.env:
                 return None
             owner = None
-        elif qual is None:
+        elif qual is None and owner is None:
             return None
         consumers, producers = self.k.find(qual, name, owner)
         if not consumers and not producers and isinstance(callee, Bound):
@@ -1518,7 +1669,7 @@ class _Frame:
             lse = self.as_lse(arg.value)
             if lse is None:
                 continue
-            use = Use(c, given, lse, where, self.on_base > 0)
+            use = Use(c, given, lse, self.responsible(arg.value, where), self.on_base > 0)
             self.i.uses.setdefault((c.record, c.function, given, lse, where, use.dispatched), use)
             read |= {s.base for s in lse.sources}
         if c.returns_base is None:
@@ -1528,6 +1679,20 @@ class _Frame:
         source = Source(f"merged:{where}", merged,
                         f"the merged LSE of {c.label} ({_line(where)})")
         return Tup((None, Lse(frozenset({source}))), partial_items=True)
+
+    def responsible(self, value: Value, where: str) -> str:
+        """Where an LSE meets its consumer: the consumer call, or, where the LSE came in
+        unchanged from the callers (``self._merge(out, lse)`` handing it on), the outermost call
+        that handed it on: the wrapper is generic, the call site gave it the wrong LSE."""
+        frames = self.i.frames
+        level = len(frames) - 1
+        if level < 0 or frames[level] is not self:
+            return where
+        site = where
+        while level > 0 and id(value) in frames[level].param_ids and frames[level].entry:
+            site = frames[level].entry
+            level -= 1
+        return site
 
     def as_lse(self, value: Value) -> Lse | None:
         lse = lse_of(value)
@@ -1539,8 +1704,8 @@ class _Frame:
         return lse
 
     def base_given(self, c: Consumer, call: _Call, node: ast.Call, where: str) -> BaseGiven:
-        if c.fixed_base is not None:
-            return BaseGiven("fixed", c.fixed_base, where, f"{c.label} reads base {c.fixed_base}")
+        if c.fixed_base is not None:  # the record's own base: the call is where it is read
+            return BaseGiven("fixed", c.fixed_base, where)
         for kw in c.keywords:
             arg = call.kw.get(kw)
             if arg is None:
@@ -1565,23 +1730,26 @@ class _Frame:
 
     def _given_by(self, c: Consumer, kw: str, value: Value, arg_where: str,
                   where: str) -> BaseGiven:
-        lits = list(alternatives(value))
-        if lits and all(isinstance(v, Lit) for v in lits):
-            bases = {self._lit_base(c, v) for v in lits if isinstance(v, Lit)}
-            lit = lits[0]
-            if len(bases) == 1 and None not in bases and isinstance(lit, Lit):
-                base = bases.pop()
-                how = f"{kw}={lit.value!r}{lit.how}"
-                return BaseGiven("fixed", base, lit.where or arg_where, how,
-                                 literal=not lit.omitted, keyword=kw, omitted=lit.omitted)
-            return BaseGiven("unknown")
-        flags = [v for v in lits if isinstance(v, Flag)]
-        if flags and len(flags) == len(lits):
-            return BaseGiven("flag", None, flags[0].where, f"{kw}=<{flags[0].attr} of the "
-                             "backend>", keyword=kw, flag=flags[0])
-        params = [v for v in lits if isinstance(v, Param)]
-        if params and len(params) == len(lits):
-            return BaseGiven("param", None, arg_where, kw, keyword=kw, param=params[0])
+        """How the keyword's value tells the base: one way, or (a conditional expression, a
+        table, two paths) each of the ways it may (:attr:`BaseGiven.options`)."""
+        options = list(alternatives(value))
+        lits = [v for v in options if isinstance(v, Lit)]
+        if lits and len(lits) == len(options):
+            bases = {self._lit_base(c, v) for v in lits}
+            if len(bases) == 1 and None not in bases:
+                lit = lits[0]
+                return BaseGiven("fixed", bases.pop(), lit.where or arg_where,
+                                 f"{kw}={lit.value!r}{lit.how}", literal=not lit.omitted,
+                                 keyword=kw, omitted=lit.omitted, table=lit.table)
+        if len(options) > 1:
+            ways = tuple(self._given_by(c, kw, v, arg_where, where) for v in options)
+            return BaseGiven("choice", None, arg_where, kw, keyword=kw, options=ways)
+        one = options[0] if options else None
+        if isinstance(one, Flag):
+            return BaseGiven("flag", None, one.where, f"{kw}=<{one.attr} of the backend>",
+                             keyword=kw, flag=one)
+        if isinstance(one, Param):
+            return BaseGiven("param", None, arg_where, kw, keyword=kw, param=one)
         return BaseGiven("unknown")
 
     @staticmethod

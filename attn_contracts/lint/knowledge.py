@@ -174,9 +174,9 @@ def agreed_consumer(found: list[Consumer]) -> tuple[Consumer | None, bool]:
     arguments match nothing."""
     if not found:
         return None, False
-    if len({(c.base, c.lse_args, c.returns_base) for c in found}) == 1:
+    if len({(c.base, frozenset(c.lse_args), c.returns_base) for c in found}) == 1:
         return found[0], False
-    if len({c.lse_args for c in found}) != 1:
+    if len({frozenset(c.lse_args) for c in found}) != 1:
         return None, False
     records = {c.record: c for c in found}
     if len(records) == 1:
@@ -265,9 +265,10 @@ class Knowledge:
                 k.add_consumer(Consumer(fn, "", (), None, legacy_kws))
         return k
 
-    def names_in(self, text: str) -> frozenset[str]:
-        """The names of :attr:`names` whose record's top-level package the text names too (a
-        file that never mentions ``flashinfer`` calls none of FlashInfer's ``merge_state``)."""
+    def names_in(self, text: str, package: str = "") -> frozenset[str]:
+        """The names of :attr:`names` whose record's top-level package the text names too, or
+        is the file's own (a file that never mentions ``flashinfer`` calls none of FlashInfer's
+        ``merge_state``)."""
         if self._roots is None:
             roots: dict[str, set[str]] = {}
             for group in (*self.consumers.values(), *self.producers.values()):
@@ -276,7 +277,7 @@ class Knowledge:
                         r.function.partition(".")[0])
             self._roots = {n: frozenset(v) for n, v in roots.items()}
         return frozenset(n for n, pkgs in self._roots.items()
-                         if n in text and any(p in text for p in pkgs))
+                         if n in text and (package in pkgs or any(p in text for p in pkgs)))
 
     @property
     def names(self) -> frozenset[str]:

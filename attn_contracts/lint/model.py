@@ -27,7 +27,7 @@ from attn_contracts.lint.edges import (
     edge_findings,
 )
 from attn_contracts.lint.interpret import Interpreter, Kernel
-from attn_contracts.lint.knowledge import Knowledge
+from attn_contracts.lint.knowledge import Consumer, Knowledge
 from attn_contracts.lint.program import Program
 from attn_contracts.lint.values import ClassKey, Inst
 
@@ -48,8 +48,11 @@ class FileFacts:
 
 
 def model_findings(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
-                   returns_attrs: tuple[str, ...], base_attrs: tuple[str, ...]) -> list[Finding]:
-    """``knowledge``: each file's records (at its own tree's releases)."""
+                   returns_attrs: tuple[str, ...], base_attrs: tuple[str, ...],
+                   configured: bool = False) -> list[Finding]:
+    """``knowledge``: each file's records (at its own tree's releases). ``configured``: the
+    project named its base attributes itself (so a class without one is ``AC001`` even in a
+    tree that declares none yet)."""
     modules = [f.module for f in files if f.module is not None]
     classes = [c for f in files for c in f.classes]
     program = Program(modules, classes)
@@ -80,12 +83,11 @@ def model_findings(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *
             cls = program.cls(flag.owner.cls)
             declared[flag.owner.cls] = None if cls is None else declaration(
                 h, cls, returns_attrs, base_attrs, own=False)
-    tree_declares = any(a in c.attrs for c in classes for a in base_attrs)
+    tree_declares = configured or any(a in c.attrs for c in classes for a in base_attrs)
     out += class_findings(h, backend_classes, kernels, returns_attrs=returns_attrs,
                           base_attrs=base_attrs, tree_declares_bases=tree_declares)
     out += edge_findings(interp.uses.values(), declared, interp.literal_sites)
-    for k in {id(k): k for k in knowledge.values()}.values():
-        out += _defaulted_definitions(program, k, reported)
+    out += _defaulted_definitions(program, knowledge, reported)
     return [f for f in out if f.location.rsplit(":", 2)[0] in reported]
 
 
@@ -142,14 +144,16 @@ def _run_roots(interp: Interpreter, program: Program, f: FileFacts, lines: tuple
     tree = program.tree(f.path)
     if tree is None:
         return
-    top = [st for st in tree.body if _spans(st, lines) and id(st) not in done]
+    top = [st for st in tree.body if _spans(st, lines) and id(st) not in done and not isinstance(
+        st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     done.update(id(st) for st in top)
     if top:
         interp.run_statements(f.path, top)
     if f.functions is None:
         f.functions = list(_functions(tree))
+    relevant = f.module.relevant if f.module is not None else frozenset()
     for node, qual, owner in f.functions:
-        if id(node) in done or not _spans(node, lines):
+        if id(node) in done or not (_spans(node, lines) or qual in relevant):
             continue
         done.add(id(node))
         self_value = Inst((f.path, owner), exact=False) if owner else None
@@ -183,41 +187,51 @@ def _functions(tree: ast.Module) -> Iterable[tuple[ast.FunctionDef | ast.AsyncFu
                 stack.append((child, prefix, cls))
 
 
-def _defaulted_definitions(program: Program, knowledge: Knowledge,
+def _defaulted_definitions(program: Program, knowledge: Mapping[str, Knowledge],
                            reported: set[str]) -> list[Finding]:
     """AC021 on a consumer's own definition in the linted files: its base keyword has a
-    default a caller silently gets."""
+    default a caller silently gets. Each file is judged by its own tree's records."""
+    by_module: dict[tuple[int, str], list[Consumer]] = {}
     out = []
-    for group in knowledge.consumers.values():
-        for c in group:
-            if not isinstance(c.base, KeywordBase) or c.base.default is None:
-                continue
-            parts = c.function.split(".")
-            owner = c.owner_class
-            mod = ".".join(parts[:-2] if owner else parts[:-1])
-            path = program.module(mod)
-            if path is None or path not in reported:
-                continue
-            qual = f"{owner}.{parts[-1]}" if owner else parts[-1]
-            fn = program.function(path, qual)
-            if fn is None:
-                continue
-            kw = c.base.keyword
-            a = fn.args
-            positional = [p.arg for p in (*a.posonlyargs, *a.args)]
-            defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults,
-                                strict=True))
-            defaults.update({k.arg: d for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
-                             if d is not None})
-            default = defaults.get(kw)
-            if default is None:
-                continue
-            text = ast.unparse(default)
-            out.append(Finding(
-                Code.AC021, parts[-1],
-                f"{parts[-1]}({kw}={text}) gives its LSE base a default: a caller that forgets "
-                f"{kw} silently gets it (consumer record {c.record})", severity=Severity.WARNING,
-                hint=f"make {kw} required (no default), so every caller states the base",
-                field=kw, found=text, allowed="no default",
-                location=f"{path}:{default.lineno}:{default.col_offset + 1}"))
+    for path in sorted(reported):
+        info = program.info(path)
+        k = knowledge.get(path)
+        if info is None or k is None:
+            continue
+        if (id(k), "") not in by_module:
+            by_module[(id(k), "")] = []
+            for group in k.consumers.values():
+                for c in group:
+                    if isinstance(c.base, KeywordBase) and c.base.default is not None:
+                        parts = c.function.split(".")
+                        mod = ".".join(parts[:-2] if c.owner_class else parts[:-1])
+                        by_module.setdefault((id(k), mod), []).append(c)
+        for name in (info.name, *(a for a, _ in info.aliases)):
+            for c in by_module.get((id(k), name), []):
+                out += _defaulted(program, path, c)
     return out
+
+
+def _defaulted(program: Program, path: str, c: Consumer) -> list[Finding]:
+    parts = c.function.split(".")
+    qual = f"{c.owner_class}.{parts[-1]}" if c.owner_class else parts[-1]
+    fn = program.function(path, qual)
+    if fn is None or not isinstance(c.base, KeywordBase):
+        return []
+    kw = c.base.keyword
+    a = fn.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True))
+    defaults.update({k.arg: d for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
+                     if d is not None})
+    default = defaults.get(kw)
+    if default is None:
+        return []
+    text = ast.unparse(default)
+    return [Finding(
+        Code.AC021, parts[-1],
+        f"{parts[-1]}({kw}={text}) gives its LSE base a default: a caller that forgets {kw} "
+        f"silently gets it (consumer record {c.record})", severity=Severity.WARNING,
+        hint=f"make {kw} required (no default), so every caller states the base", field=kw,
+        found=text, allowed="no default",
+        location=f"{path}:{default.lineno}:{default.col_offset + 1}")]

@@ -70,16 +70,33 @@ class Program:
         self._by_name: dict[str, list[str]] = {}
         for m in sorted(modules, key=lambda m: m.path):
             self._by_name.setdefault(m.name, []).append(m.path)
+            for alias, _ in m.aliases:
+                self._by_name.setdefault(alias, []).append(m.path)
         self._classes: dict[tuple[str, str], ClassInfo] = {}
         for c in classes:
             self._classes.setdefault((c.path, c.name), c)
         self._subclasses: dict[int, list[ClassInfo]] | None = None
+        self._lines: dict[str, list[str]] = {}
         self._methods: dict[int, dict[str, FuncNode]] = {}
 
     # --- modules ------------------------------------------------------------------------------
     def info(self, path: str) -> ModuleInfo | None:
         m = self._mods.get(path)
         return None if m is None else m.info
+
+    def text(self, path: str, start: int, end: int) -> str:
+        """Lines ``start``-``end`` (1-based, inclusive) of a file, read once and kept."""
+        lines = self._lines.get(path)
+        if lines is None:
+            try:
+                lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                lines = []
+            self._lines[path] = lines
+        return "\n".join(lines[start - 1:end])
+
+    def infos(self) -> list[ModuleInfo]:
+        return [m.info for m in self._mods.values()]
 
     def module(self, name: str, importer: str | None = None) -> str | None:
         """The path of the module ``name``: the one file that claims it, or the one beside the
@@ -89,7 +106,8 @@ class Program:
             return found[0]
         if importer is not None and importer in self._mods:
             root = self._mods[importer].info.root
-            beside = [p for p in found if self._mods[p].info.root == root]
+            beside = [p for p in found if root in (self._mods[p].info.root,
+                                                   *(r for _, r in self._mods[p].info.aliases))]
             if len(beside) == 1:
                 return beside[0]
         return None
@@ -153,6 +171,9 @@ class Program:
                     sub = self.module(f"{source}.{orig}", path)
                     if sub is not None:
                         return Binding("module", path, name, target=sub)
+                    # the module does not bind it (a star import, a C extension's name): known
+                    # by its qualified name, as an import of a module outside the program is
+                    return Binding("external", path, name, target=f"{source}.{orig}")
                 path, name = target, orig
                 continue
             if name in info.module_imports:

@@ -76,6 +76,8 @@ class Lit:
     where: str = ""  # "path:line:col" of the literal
     how: str = field(default="", compare=False)  # " through the local variable is_e"
     omitted: str = ""
+    #: read from a table by a key the linter cannot see (which entry applies is a dispatch)
+    table: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -241,28 +243,48 @@ def alternatives(value: Value) -> Iterator[Value]:
 
 
 def join(values: Iterable[Value]) -> Value:
-    """The value of a name bound to ``values`` on different paths. LSEs merge their sources
-    (one tensor of either origin); other values form a union. Unknown on any path keeps the
-    known alternatives for LSEs (a may-analysis) but makes any other value unknown."""
+    """The value of a name bound to ``values`` on different paths: a union of the alternatives
+    (LSEs merge their sources: one tensor of either origin). Unknown on one path stays an
+    alternative (``None`` in the union): what the other paths bind is still seen (a
+    ``backend`` that is ``"cute-dsl"`` on one path and computed on another), and a rule that
+    needs the value itself (a base keyword) treats the union as unknown."""
     flat: set[Value] = set()
-    unknown = False
+    lse: set[Source] = set()
     for v in values:
         for alt in alternatives(v):
-            if alt is None:
-                unknown = True
+            if isinstance(alt, Lse):
+                lse |= alt.sources
             else:
                 flat.add(alt)
-    if not flat:
-        return None
-    lses = [v for v in flat if isinstance(v, Lse)]
-    if lses and len(lses) == len(flat):
-        merged = frozenset(s for v in lses for s in v.sources)
-        return Lse(merged) if len(merged) <= MAX_UNION * 4 else None
-    if unknown or len(flat) > MAX_UNION:
+    if lse:
+        if len(lse) > MAX_UNION * 4:
+            return None
+        flat.add(Lse(frozenset(lse)))
+    if len(flat) > MAX_UNION:
+        flat = _widen(flat)
+    if not flat or flat == {None} or len(flat) > MAX_UNION:
         return None
     if len(flat) == 1:
         return next(iter(flat))
     return Union_(frozenset(flat))
+
+
+def _widen(flat: set[Value]) -> set[Value]:
+    """Too many alternatives (a method of 55 subclasses): tuples of one length become one tuple
+    of their items' joins, so the LSE the 55 return stays in sight; the rest is unknown."""
+    tuples: dict[int, list[Tup]] = {}
+    out: set[Value] = set()
+    for v in flat:
+        if isinstance(v, Tup):
+            tuples.setdefault(len(v.items), []).append(v)
+        elif isinstance(v, Lse):
+            out.add(v)
+        else:
+            out.add(None)
+    for n, group in tuples.items():
+        out.add(Tup(tuple(join([t.items[i] for t in group]) for i in range(n)),
+                    any(t.partial_items for t in group)))
+    return out
 
 
 def lse_of(value: Value) -> Lse | None:
