@@ -85,6 +85,8 @@ class Declaration:
     returns_attr: str
     #: the class it is inherited from says it returns an LSE too: a declaration, not a default
     owner_returns: bool = False
+    #: the class itself sets the returns-LSE attribute (else it inherits it)
+    returns_own: bool = True
 
     @property
     def own(self) -> bool:
@@ -135,7 +137,8 @@ def declaration(h: Hierarchy, cls: ClassInfo, returns_attrs: Iterable[str],
         return None
     attr0, holder = says[0]
     _, line, col = holder.attrs[attr0]
-    where = _at(holder.path, line, col)
+    # where it says so: its own line, or (inherited) its class statement
+    where = _at(holder.path, line, col) if holder is cls else _at(cls.path, cls.line, 0)
     own_attr = [attr0]
     for attr in base_attrs:
         owner = h.definer(cls, attr)
@@ -143,9 +146,9 @@ def declaration(h: Hierarchy, cls: ClassInfo, returns_attrs: Iterable[str],
             value = owner.attrs[attr][0]
             returns = any(_is_true(h.value(owner, a)) for a in returns_attrs)
             return Declaration(cls, attr, owner, value, _meaning(attr, value), where,
-                               own_attr[0], owner_returns=returns)
+                               own_attr[0], owner_returns=returns, returns_own=holder is cls)
     return Declaration(cls, next(iter(base_attrs), ""), cls, ast.Constant(None), None, where,
-                       own_attr[0])
+                       own_attr[0], returns_own=holder is cls)
 
 
 def _kernel_text(kernels: Iterable[Kernel], limit: int = 3) -> str:
@@ -159,7 +162,8 @@ def class_findings(h: Hierarchy, classes: Iterable[ClassInfo],
                    base_attrs: tuple[str, ...], tree_declares_bases: bool) -> Iterator[Finding]:
     """AC001, AC002, AC008, AC032 for each class that says it returns an LSE."""
     for cls in classes:
-        decl = declaration(h, cls, returns_attrs, base_attrs)
+        decl = declaration(h, cls, returns_attrs, base_attrs) or declaration(
+            h, cls, returns_attrs, base_attrs, own=False)
         if decl is None or _registered_with_record(cls):
             continue
         found = kernels.get(id(cls), frozenset())
@@ -175,6 +179,11 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
     if d.owner is cls and d.base is None and not isinstance(d.value, ast.Constant) and \
             d.attr in cls.attrs:
         return  # an own base read from an expression (composite backends): trusted
+    if not d.returns_own and not any(a in cls.attrs for a in base_attrs) and \
+            not (pinned - {d.base}):
+        # a subclass of a backend that says so for it: judged only where its own methods
+        # contradict what it inherits (its parent's check covers the rest)
+        return
     if d.owner is cls and d.attr not in cls.attrs:  # no declaration anywhere
         unresolved = [u for u in h.unresolved(cls) if u not in _NO_DEFAULTS]
         if unresolved:

@@ -177,7 +177,8 @@ class Use:
 @dataclass
 class _Summary:
     returns: Value = None
-    kernels: frozenset[Kernel] = frozenset()
+    kernels: frozenset[Kernel] = frozenset()  # LSEs where they are used (after conversions)
+    produced: frozenset[Kernel] = frozenset()  # the producer calls themselves
 
 
 @dataclass
@@ -244,7 +245,13 @@ class Interpreter:
         """Interpret one function on its own: its parameters are unknown (typed by their
         annotations); the kernels it reaches."""
         func = Func(path, qualname, node)
-        return self.analyse(func, self_value, None, generic=True).kernels
+        s = self.analyse(func, self_value, None, generic=True)
+        returned = lse_of(_flatten(s.returns))
+        seen = s.kernels | frozenset(k for src in (returned.sources if returned else ())
+                                     if (k := _kernel_of(src)) is not None)
+        # a producer call whose LSE the flow lost sight of counts as it returns it
+        keys = {(k.where, k.record) for k in seen}
+        return seen | frozenset(k for k in s.produced if (k.where, k.record) not in keys)
 
     # --- modules -------------------------------------------------------------------------------
     def run_statements(self, path: str, body: list[ast.stmt]) -> None:
@@ -565,7 +572,7 @@ class Interpreter:
         else:
             frame.block(node.body)
         return _Summary(join(frame.returns) if frame.returns else None,
-                        frozenset(frame.kernels))
+                        frozenset(frame.kernels), frozenset(frame.produced))
 
     def _bind(self, func: Func, params: _Params, call: _Call, method: bool) -> dict[str, Value]:
         names = params.names[1:] if method and not params.static else params.names
@@ -677,6 +684,13 @@ class Interpreter:
         kw = dict(call.kw)
         for name, arg in zip(names, call.pos, strict=False):
             kw.setdefault(name, arg)
+        if not call.opaque:  # a parameter left out: the default this code gives it
+            defaults = _params(node).defaults
+            for name in names[len(call.pos):]:
+                if name not in kw and name not in call.maybe and name in defaults:
+                    lit = _literal(func.path, defaults[name])
+                    if isinstance(lit, Lit):
+                        kw[name] = Arg(replace(lit, omitted=call.where), call.where)
         return _Call(call.pos, kw, call.opaque, call.maybe, call.where)
 
     def declared_return(self, func: Func) -> Value:
@@ -725,13 +739,15 @@ class Interpreter:
         values: list[Value] = []
         generic = Inst((cls.path, cls.name), exact=True)
         for c in self.p.mro(cls):
+            if attr in c.annotations:  # ``prefill_backend: MLAPrefillBackend | None = None``
+                values.append(self.resolve_annotation(c.path, c.annotations[attr]))
             if attr in c.attrs:
                 node = c.attrs[attr][0]
-                values.append(_literal(c.path, node) if isinstance(node, ast.Constant)
-                              else self._class_level(c, node))
-                break
-            if attr in c.annotations:
-                values.append(self.resolve_annotation(c.path, c.annotations[attr]))
+                value = _literal(c.path, node) if isinstance(node, ast.Constant) else \
+                    self._class_level(c, node)
+                if not (attr in c.annotations and isinstance(value, Lit) and value.value is None):
+                    values.append(value)  # (a None default beside a type says nothing more)
+            if attr in c.attrs or attr in c.annotations:
                 break
         for c in self.p.mro(cls):
             if not (self.p.active(c.path) or c.path in self._carrier_lines):
@@ -803,14 +819,14 @@ class Interpreter:
 
     # --- calls ---------------------------------------------------------------------------------
     def call_bound(self, bound: Bound, call: _Call, where: str,
-                   ) -> tuple[Value, frozenset[Kernel]]:
+                   ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel]]:
         """A method call: the method's (or, on an instance that may be of any subclass, every
         override's) result and the kernels it reaches."""
         inst = bound.self_value
         cls = self.class_info(inst.cls)
         method = bound.func.qualname.rpartition(".")[2]
         if cls is None:
-            return None, frozenset()
+            return None, frozenset(), frozenset()
         if inst.exact:
             targets = [(bound.func, inst, cls)]
         else:  # any subclass: every override the class hierarchy holds
@@ -825,15 +841,17 @@ class Interpreter:
                                 Inst((sub.path, sub.name), exact=True), sub))
         results: list[Value] = []
         kernels: set[Kernel] = set()
+        produced: set[Kernel] = set()
         interesting = _interesting(call)
         followed = [t for t in targets if interesting or self.reaches(t[0])]
         if not followed:  # nothing below can matter: what the method says it returns
             declared = self.declared_return(bound.func)
-            return declared, frozenset()
+            return declared, frozenset(), frozenset()
         targets = followed
         for func, self_value, sub in targets:
             s = self.analyse(func, self_value, call)
             kernels |= s.kernels
+            produced |= s.produced
             value = s.returns
             if self.returns_lse(sub):  # an LSE-declaring class's method: its LSE is that class's
                 value = _tag_impl(value, (sub.path, sub.name))
@@ -841,7 +859,7 @@ class Interpreter:
                 value = _tag_choice(value, f"{sub.name}.{method}() (one of the {len(targets)} "
                                     f"implementations {cls.name}.{method} dispatches to)")
             results.append(value)
-        return (join(results) if results else None), frozenset(kernels)
+        return (join(results) if results else None), frozenset(kernels), frozenset(produced)
 
 
 _FUNC_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -986,6 +1004,18 @@ def _convert(lse: Lse, to_e: bool, where: str, how: str) -> Lse:
     return Lse(frozenset(out))
 
 
+def _tuple_test(test: ast.expr | None) -> str | None:
+    """``isinstance(x, tuple)`` (or ``(tuple, list)``): the name it narrows."""
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and
+            test.func.id == "isinstance" and len(test.args) == 2 and
+            isinstance(test.args[0], ast.Name)):
+        return None
+    kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+    if all(isinstance(k, ast.Name) and k.id in ("tuple", "list") for k in kinds):
+        return test.args[0].id
+    return None
+
+
 def _on_base_test(test: ast.expr, base_attrs: frozenset[str]) -> bool:
     for sub in ast.walk(test):
         if isinstance(sub, ast.Attribute) and (sub.attr in base_attrs or "base" in sub.attr.lower()):
@@ -1011,6 +1041,39 @@ def _element(value: Value, i: int) -> Value:
     return join(options) if options else None
 
 
+def _kernel_of(src: Source) -> Kernel | None:
+    """What a producer's LSE is where it ends up (used or returned), for the class rules;
+    None for what no producer record made (a parameter, a merged LSE)."""
+    if not src.record or not src.key.startswith("producer:"):
+        return None
+    where = src.key.removeprefix("producer:").rsplit(":", 1)[0]
+    base = src.base if src.pinned else None
+    name = src.what.partition("(")[0].removeprefix("the LSE of ").strip()
+    choice = src.choice + (f", after {src.converted}" if src.converted else "")
+    return Kernel(src.record, name, where, base, src.dispatch, src.bases, choice)
+
+
+def _flatten(value: Value) -> Value:
+    """The LSEs a value holds anywhere (tuple items included), as one value."""
+    found: list[Value] = []
+    for alt in alternatives(value):
+        if isinstance(alt, Tup):
+            found += [_flatten(v) for v in alt.items]
+        else:
+            found.append(alt)
+    return join(found)
+
+
+def _dict_key(node: ast.Constant) -> str | None:
+    """A dict literal's constant key as the DictV keys it: a string as itself (``**kwargs``
+    read it so), any other constant by its repr, marked so it never equals a string."""
+    if isinstance(node.value, str):
+        return node.value
+    if node.value is None or isinstance(node.value, (bool, int, float)):
+        return f"\x00{node.value!r}"
+    return None
+
+
 def _literal_text(value: Value) -> list[str]:
     """The literal spellings a value may have (``["'basee'"]``), and ``"<expr>"`` for each way
     it may be something the linter cannot read."""
@@ -1032,11 +1095,13 @@ class _Frame:
         self.env: dict[str, Value] = {}
         self.returns: list[Value] = []
         self.kernels: set[Kernel] = set()
+        self.produced: set[Kernel] = set()
         self.on_base = 0
         self.module_level = func is None
         self.node: ast.AST | None = None  # the function's syntax node
         self.k = interp.knowledge(path)
         self.entry = ""  # the call that started this frame
+        self._consumers: int | None = None
         self.param_ids: set[int] = set()  # the values its caller passed in
 
     # --- statements ---------------------------------------------------------------------------
@@ -1143,8 +1208,14 @@ class _Frame:
         before = dict(self.env)
         results = []
         on_base = test is not None and _on_base_test(test, self.i.base_attrs)
-        for body in bodies:
+        narrowed = _tuple_test(test)
+        for i, body in enumerate(bodies):
             self.env = dict(before)
+            if narrowed is not None and i < 2 and narrowed in self.env:
+                # ``if isinstance(ret, tuple): ... return ...`` / else: what each side holds
+                keep = [a for a in alternatives(self.env[narrowed])
+                        if isinstance(a, Tup) == (i == 0)]
+                self.env[narrowed] = join(keep) if keep else None
             self.on_base += on_base
             self.block(body)
             self.on_base -= on_base
@@ -1248,8 +1319,8 @@ class _Frame:
             if isinstance(alt, Lse):
                 options.append(_lose_layout(alt))  # lse[:n], lse[..., i]: same base
             elif isinstance(alt, DictV):
-                if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                    arg = alt.get(key.value)
+                if isinstance(key, ast.Constant) and _dict_key(key) is not None:
+                    arg = alt.get(_dict_key(key) or "")
                     options.append(arg.value if arg is not None else None)
                 else:  # a table read by a key the linter cannot see: any of its values
                     options.append(join([replace(a.value, table=True, how=f"{a.value.how} "
@@ -1295,19 +1366,26 @@ class _Frame:
         ok = True
         for k, v in zip(node.keys, node.values, strict=True):
             value = self.expr(v)
-            if k is None or not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
-                self.expr(k) if k is not None else None
+            name = _dict_key(k) if isinstance(k, ast.Constant) else None
+            if name is None:
+                if k is not None:
+                    self.expr(k)
                 ok = False
                 continue
-            items.append((k.value, Arg(value, _at(self.path, v))))
+            items.append((name, Arg(value, _at(self.path, v))))
         return DictV(tuple(items)) if ok else None
 
     def e_lambda(self, node: ast.Lambda) -> Value:
         return Func(self.path, f"<lambda:{node.lineno}:{node.col_offset}>", node)
 
     def e_ifexp(self, node: ast.IfExp) -> Value:
-        self.expr(node.test)
-        return join([self.expr(node.body), self.expr(node.orelse)])
+        test = self.expr(node.test)
+        body, orelse = self.expr(node.body), self.expr(node.orelse)
+        if isinstance(test, Flag) and isinstance(body, Lit) and isinstance(orelse, Lit) and \
+                {body.value, orelse.value} == {True, False}:
+            # ``True if impl.lse_base_on_e else False``: the backend's own flag, spelled out
+            return test if body.value is True else None
+        return join([body, orelse])
 
     def e_wrapped(self, node: ast.Await | ast.Starred | ast.NamedExpr) -> Value:
         value = self.expr(node.value)
@@ -1502,10 +1580,12 @@ class _Frame:
                 return self.i.declared_return(callee)
             s = self.i.analyse(callee, None, call)
             self.kernels |= s.kernels
+            self.produced |= s.produced
             return s.returns if s.returns is not None else self.i.declared_return(callee)
         if isinstance(callee, Bound):
-            value, kernels = self.i.call_bound(callee, call, where)
+            value, kernels, produced = self.i.call_bound(callee, call, where)
             self.kernels |= kernels
+            self.produced |= produced
             return value
         if isinstance(callee, ClassRef):
             return self.construct(callee, call, where)
@@ -1670,6 +1750,9 @@ class _Frame:
             if lse is None:
                 continue
             use = Use(c, given, lse, self.responsible(arg.value, where), self.on_base > 0)
+            # what the function's LSEs are where they are used (after their conversions): the
+            # kernels a backend class's declaration is judged by
+            self.kernels.update(k for src in lse.sources if (k := _kernel_of(src)) is not None)
             self.i.uses.setdefault((c.record, c.function, given, lse, where, use.dispatched), use)
             read |= {s.base for s in lse.sources}
         if c.returns_base is None:
@@ -1689,10 +1772,26 @@ class _Frame:
         if level < 0 or frames[level] is not self:
             return where
         site = where
-        while level > 0 and id(value) in frames[level].param_ids and frames[level].entry:
+        while level > 0 and id(value) in frames[level].param_ids and frames[level].entry and \
+                frames[level].single_consumer():
             site = frames[level].entry
             level -= 1
         return site
+
+    def single_consumer(self) -> bool:
+        """Whether this function calls one combine (a generic wrapper: the caller chose its
+        LSE), not several it picks between (a helper that may itself pick the wrong one)."""
+        if self._consumers is None:
+            names = set()
+            for sub in ast.walk(self.node) if self.node is not None else ():
+                if isinstance(sub, ast.Call):
+                    f = sub.func
+                    n = f.attr if isinstance(f, ast.Attribute) else (
+                        f.id if isinstance(f, ast.Name) else "")
+                    if n in self.k.consumers:
+                        names.add(n)
+            self._consumers = len(names)
+        return self._consumers <= 1
 
     def as_lse(self, value: Value) -> Lse | None:
         lse = lse_of(value)
@@ -1710,6 +1809,8 @@ class _Frame:
             arg = call.kw.get(kw)
             if arg is None:
                 continue
+            if isinstance(arg.value, Lit) and arg.value.omitted == where:
+                self.omitted_warning(c, kw, self._lit_base(c, arg.value), where)
             return self._given_by(c, kw, arg.value, arg.where, where)
         if call.opaque or c.base is None:
             return BaseGiven("unknown")
@@ -1720,13 +1821,16 @@ class _Frame:
         if default is None:
             return BaseGiven("unknown")
         kw = c.keywords[0]
+        self.omitted_warning(c, kw, default, where)
+        return BaseGiven("fixed", default, where, f"{c.last}'s default for {kw} (left out here)",
+                         keyword=kw, omitted=where)
+
+    def omitted_warning(self, c: Consumer, kw: str, default: str | None, where: str) -> None:
         self.i.report(Finding(
             Code.AC022, c.last, f"{c.last}(...) omits {kw} and silently gets the default base "
             f"{default} ({c.label})", severity=Severity.WARNING,
             hint=f"pass {kw}= read from the backend (e.g. impl.lse_base_on_e)", field=kw,
             allowed=f"{kw}=<backend's base>", location=where))
-        return BaseGiven("fixed", default, where, f"{c.last}'s default for {kw} (left out here)",
-                         keyword=kw, omitted=where)
 
     def _given_by(self, c: Consumer, kw: str, value: Value, arg_where: str,
                   where: str) -> BaseGiven:
@@ -1773,8 +1877,8 @@ class _Frame:
                 src = Source(f"producer:{where}:{p.record}", base, what, record=p.record,
                              choice=choice, dispatch=dispatch, bases=bases, layout=p.layout)
                 sources.add(src)
-                self.kernels.add(Kernel(p.record, name, where, base if not dispatch else None,
-                                        dispatch, bases, choice))
+                self.produced.add(Kernel(p.record, name, where, base if not dispatch else None,
+                                         dispatch, bases, choice))
         lse = Lse(frozenset(sources))
         for p in found:
             for spec in p.lse_out:

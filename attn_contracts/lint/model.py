@@ -61,8 +61,12 @@ def model_findings(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *
     interp = Interpreter(program, knowledge, base_attrs=base_attrs, returns_attrs=returns_attrs,
                          report=out.append)
     h = program.hierarchy
+    # a class that says it returns an LSE, or inherits that and declares its own base or runs
+    # kernels of its own (a subclass whose methods return another base than its parent says)
     backend_classes = [c for f in files if f.report for c in f.classes
-                       if declaration(h, c, returns_attrs, base_attrs) is not None]
+                       if declaration(h, c, returns_attrs, base_attrs) is not None or (
+                           (c.methods or any(a in c.attrs for a in base_attrs)) and declaration(
+                               h, c, returns_attrs, base_attrs, own=False) is not None)]
     kernels: dict[int, frozenset[Kernel]] = {}
     for cls in backend_classes:  # the kernels each backend class's own methods reach
         found: set[Kernel] = set()

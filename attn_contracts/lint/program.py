@@ -153,8 +153,10 @@ class Program:
                 return Binding("def", path, name)
             if name in info.assigns and name not in info.from_imports:
                 # (imported and assigned: the assignment is a fallback for a failed import)
-                if not self.active(path):
-                    return None  # a module naming nothing the rules know: its values are not read
+                if not self.active(path) and not name.lstrip("_").isupper():
+                    # a module naming nothing the rules know: only its constants are read
+                    # (``_LN_2 = math.log(2)`` of a conversion helper), not its other values
+                    return None
                 value = self._assign(path, name)
                 return None if value is None else Binding("assign", path, name, node=value)
             if name in info.from_imports:
