@@ -58,6 +58,7 @@ class Code(enum.StrEnum):
     AC029 = "AC029"  # records of one function disagree, version unknown: what they agree on is used
     AC030 = "AC030"  # edge: empty rows' output is undefined or NaN and the consumer multiplies it by 0
     AC031 = "AC031"  # ranks disagree on what a collective consumer needs identical (it would hang)
+    AC032 = "AC032"  # a class's own LSE base is not confirmed by the kernels it calls (lint)
 
 
 class Severity(enum.StrEnum):

@@ -289,6 +289,10 @@ class ProducerCall(Frozen):
     #: the LSE's layout chosen by the call (FlashInfer prefill's ``lse_layout``), read as
     #: ``base`` is; absent: the record's ``lse.layout``
     layout: CallLayout | None = None
+    #: arguments the kernel writes the LSE into (an out buffer: ``lse=buf``), by keyword or by
+    #: position ("4"); the buffer then holds this record's LSE
+    lse_out: Annotated[tuple[Annotated[str, Strict(), Field(pattern=r"^([A-Za-z_][A-Za-z0-9_]*|[0-9]+)$")],
+                             ...], Field(strict=False)] = ()
 
 
 class RecordHeader(Frozen):

@@ -42,7 +42,13 @@ from urllib.parse import quote
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.identity import library_key, tree_root, versions_of_tree
-from attn_contracts.lint.classes import ClassInfo, Hierarchy, ModuleInfo, collect_classes, module_info
+from attn_contracts.lint.classes import (
+    ClassInfo,
+    ModuleInfo,
+    collect_classes,
+    module_info,
+    relevant_functions,
+)
 from attn_contracts.lint.config import (
     ConfigError,
     LintConfig,
@@ -51,11 +57,10 @@ from attn_contracts.lint.config import (
     load_config,
     unknown_codes,
 )
-from attn_contracts.lint.flow import flow_findings, mentions
-from attn_contracts.lint.kernels import kernel_calls_of
 from attn_contracts.lint.knowledge import Knowledge
+from attn_contracts.lint.model import FileFacts, model_findings
 from attn_contracts.lint.provenance import Named, check_document, read_named, trusted
-from attn_contracts.lint.rules import class_findings, could_fire, tree_findings
+from attn_contracts.lint.rules import could_fire, tree_findings
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.sources import AnyRecord, split_roles
 
@@ -216,6 +221,7 @@ class _PyResult:
     classes: list[ClassInfo] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     noqa_lines: list[str] = field(default_factory=list)
+    mentions: bool = False  # names a producer, a consumer or a base attribute
     #: line number → text of each line with a non-ASCII character, where a UTF-8 byte column
     #: differs from a character column (few lines, so cheap to send back from a worker)
     wide_lines: dict[int, str] = field(default_factory=dict)
@@ -233,19 +239,47 @@ def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) ->
             out.findings.append(_ac000(path, err))
         return out
     out.module = module_info(path, tree)
-    calls = report and any(n in text for n in knowledge.names)  # a kernel a class may call
-    out.classes = collect_classes(tree, str(path), out.module, kernel_calls_of(
-        knowledge, out.module, (*cfg.returns_attrs, *cfg.base_attrs)) if calls else None)
+    out.classes = collect_classes(tree, str(path), out.module)
+    # no producer, consumer or base attribute named: no flow starts here
+    out.module.trigger_lines = _trigger_lines(text, knowledge, cfg,
+                                              out.module.name.partition(".")[0])
+    out.module.relevant = relevant_functions(out.module, out.classes, text.splitlines(),
+                                             out.module.trigger_lines)
+    out.mentions = knowledge.follow_all or bool(out.module.trigger_lines)
     if not report:
         return out
     if "noqa" in text.lower():
         out.noqa_lines = _lines(text)
     if could_fire(text, cfg):
         out.findings += _guarded(out.path, partial(tree_findings, tree, out.path, cfg))
-    if mentions(text, knowledge):  # no consumer or producer named: nothing to follow
-        out.findings += _guarded(out.path, partial(flow_findings, tree, out.path, knowledge,
-                                                   out.module.name))
     return out
+
+
+@cache
+def _trigger_pattern(names: frozenset[str]) -> re.Pattern[str] | None:
+    if not names:
+        return None
+    return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
+
+
+def _trigger_lines(text: str, knowledge: Knowledge, cfg: LintConfig, package: str = "",
+                   ) -> tuple[int, ...]:
+    """The (1-based) lines of ``text`` that name a producer, a consumer (of a package the text
+    names too, or of its own ``package``) or a base attribute."""
+    names = knowledge.names_in(text, package) | {n for n in (*cfg.base_attrs,
+                                                             *cfg.returns_attrs) if n in text}
+    pattern = _trigger_pattern(frozenset(names))
+    if pattern is None:
+        return ()
+    lines: list[int] = []
+    last = -1
+    for m in pattern.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1 if last < 0 else lines[-1] + text.count(
+            "\n", last, m.start())
+        if not lines or lines[-1] != line:
+            lines.append(line)
+        last = m.start()
+    return tuple(lines)
 
 
 #: (config, knowledge of each tree's releases) for worker processes, set before they fork
@@ -361,8 +395,6 @@ def lint_paths(paths: Sequence[Path], config: LintConfig | None = None, *,
         if not knowledges:  # no Python file: the named records are still checked
             index_of(None)
     results = _analyse_all(items, cfg, knowledges, jobs)
-    classes = [c for r in results for c in r.classes]
-    hierarchy = Hierarchy(classes, [r.module for r in results if r.module is not None])
     wide: dict[str, dict[int, str]] = {}
     for r in results:
         findings += r.findings
@@ -370,9 +402,11 @@ def lint_paths(paths: Sequence[Path], config: LintConfig | None = None, *,
             texts[r.path] = r.noqa_lines
         if r.wide_lines:
             wide[r.path] = r.wide_lines
-        if r.report:
-            for cls in r.classes:
-                findings += _guarded(cls.path, partial(class_findings, hierarchy, cfg, [cls]))
+    facts = [FileFacts(r.path, r.report, r.mentions, r.module, r.classes) for r in results]
+    knowledge_at = {str(p): knowledges[k] for p, _, k in items}
+    findings += model_findings(facts, knowledge_at, returns_attrs=cfg.returns_attrs,
+                               base_attrs=cfg.base_attrs,
+                               configured="base_attrs" in cfg.model_fields_set)
     kept: dict[tuple[str, str], Finding] = {}
     for f in findings:  # the direct-call rule and the flow rule may both see one literal
         if _selected(f.code, cfg) and not _suppressed(

@@ -17,13 +17,15 @@ from its bases' facts, with an explicit stack (no recursion, so a 5,000-deep cha
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+import bisect
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = ["ClassInfo", "Hierarchy", "ModuleInfo", "collect_classes", "dotted_name", "module_info",
-           "statements"]
+           "module_level", "relevant_functions", "statements"]
 
 #: how many re-export hops (``from a import X`` in ``b``, ``from b import X`` in ``c``) are followed
 _MAX_HOPS = 32
@@ -41,8 +43,16 @@ class ClassInfo:
     attrs: dict[str, tuple[ast.expr, int, int]] = field(default_factory=dict)
     base_nodes: list[ast.expr] = field(default_factory=list)
     module: str = ""
-    #: the calls of known producers in its methods (``attn_contracts.lint.kernels``)
-    kernel_calls: tuple[Any, ...] = ()
+    #: the line of its ``class`` statement (the program finds its body by it)
+    line: int = 0
+    #: class-level annotations without a value: attribute → annotation (``impl: AttentionImpl``)
+    annotations: dict[str, ast.expr] = field(default_factory=dict)
+    #: the methods its body defines: name → (first line, last line)
+    methods: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: those of them that are properties (``@property``, ``@cached_property``)
+    properties: frozenset[str] = frozenset()
+    #: their return annotations (what a call the linter does not follow returns)
+    returns: dict[str, ast.expr] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -58,6 +68,21 @@ class ModuleInfo:
     from_imports: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: ``import a.b.c`` binds a → a; ``import a.b as x`` binds x → a.b
     module_imports: dict[str, str] = field(default_factory=dict)
+    #: other names the module is importable under, each with its root (the regular-package
+    #: name where namespace packages above it give it a longer one)
+    aliases: tuple[tuple[str, str], ...] = ()
+    #: the lines that name a producer, a consumer or a base attribute (where the LSE's flow can
+    #: start or end): a function holding none, and calling none that does, is never interpreted
+    trigger_lines: tuple[int, ...] = ()
+    #: module-level functions (name → (first line, last line)) and assigned names, also inside
+    #: ``if``/``try``
+    defs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    assigns: frozenset[str] = frozenset()
+    #: the module-level functions' return annotations
+    returns: dict[str, ast.expr] = field(default_factory=dict)
+    #: functions (``f``, ``Class.m``) whose lines hold a trigger line, or call one of this
+    #: module that does (by name, ``f(`` or ``self.m(``): the ones a call is followed into
+    relevant: frozenset[str] = frozenset()
 
 
 def statements(tree: ast.Module) -> Iterator[ast.stmt]:
@@ -77,15 +102,47 @@ def statements(tree: ast.Module) -> Iterator[ast.stmt]:
             stack.extend(reversed(case.body))
 
 
+#: how many folders without ``__init__.py`` (PEP 420 namespace packages inside a regular
+#: package: SGLang's ``sglang/srt/``) may sit between a module and its top-level package
+_NAMESPACE_GAP = 4
+
+
+def _package_top(folder: Path) -> Path:
+    """The folder the top-level package of a module in ``folder`` sits in: above the highest
+    ancestor with an ``__init__.py``, crossing at most :data:`_NAMESPACE_GAP` folders without
+    one in a row (namespace packages inside a regular package)."""
+    top, gap, here = folder, 0, folder
+    while here.name and here != here.parent:
+        if (here / "__init__.py").is_file():
+            top, gap = here.parent, 0
+        else:
+            gap += 1
+            if gap > _NAMESPACE_GAP:
+                break
+        here = here.parent
+    return top
+
+
 def module_info(path: Path, tree: ast.Module) -> ModuleInfo:
-    """The module path of ``path`` (from the ``__init__.py`` files above it) and its bindings."""
-    parts = [] if path.name == "__init__.py" else [path.stem]
-    folder = path.parent
+    """The module path of ``path`` (from the ``__init__.py`` files above it, namespace packages
+    inside a regular package included) and its bindings."""
+    own = [] if path.name == "__init__.py" else [path.stem]
+    # the regular-package name: the folders above holding an ``__init__.py``, without a gap
+    short, folder = list(own), path.parent
     while (folder / "__init__.py").is_file() and folder.name and folder != folder.parent:
-        parts.insert(0, folder.name)
+        short.insert(0, folder.name)
         folder = folder.parent
+    # the name through namespace packages up to the highest regular package (``sglang.srt.*``)
+    top = _package_top(path.parent)
+    try:
+        parts = list(path.parent.relative_to(top).parts) + own
+    except ValueError:
+        parts, top = short, folder
     name = ".".join(parts) or path.stem
-    info = ModuleInfo(str(path), name, str(folder), path.name == "__init__.py")
+    info = ModuleInfo(str(path), name, str(top), path.name == "__init__.py")
+    alias = ".".join(short) or path.stem
+    if alias != name:  # ``from attention_base import X`` beside it resolves too
+        info.aliases = ((alias, str(folder)),)
     package = name if info.is_package else name.rpartition(".")[0]
     for node in statements(tree):
         if isinstance(node, ast.ImportFrom):
@@ -102,7 +159,34 @@ def module_info(path: Path, tree: ast.Module) -> ModuleInfo:
                 else:
                     top = alias.name.partition(".")[0]
                     info.module_imports.setdefault(top, top)
+    assigned: set[str] = set()
+    for st in module_level(tree.body):
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            info.defs[st.name] = (st.lineno, st.end_lineno or st.lineno)
+            if st.returns is not None:
+                info.returns[st.name] = st.returns
+        elif isinstance(st, ast.Assign):
+            assigned.update(t.id for t in st.targets if isinstance(t, ast.Name))
+        elif isinstance(st, ast.AnnAssign) and st.value is not None and \
+                isinstance(st.target, ast.Name):
+            assigned.add(st.target.id)
+    info.assigns = frozenset(assigned)
     return info
+
+
+def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements at module level, also inside ``if``/``try``/``with`` blocks there (optional
+    imports, platform switches), never inside functions or classes."""
+    stack = list(reversed(body))
+    while stack:
+        st = stack.pop()
+        yield st
+        if isinstance(st, (ast.If, ast.Try, ast.With, ast.AsyncWith)) or (
+                hasattr(ast, "TryStar") and isinstance(st, ast.TryStar)):
+            blocks = [st.body, getattr(st, "orelse", []), getattr(st, "finalbody", [])]
+            blocks += [h.body for h in getattr(st, "handlers", [])]
+            for block in reversed(blocks):
+                stack.extend(reversed(block))
 
 
 def _absolute(package: str, module: str | None, level: int) -> str | None:
@@ -136,7 +220,6 @@ def dotted_name(expr: ast.expr) -> str | None:
 
 
 def collect_classes(tree: ast.Module, path: str, module: ModuleInfo | None = None,
-                    kernel_calls: Callable[[ast.ClassDef], tuple[Any, ...]] | None = None,
                     ) -> list[ClassInfo]:
     out = []
     top_level = {id(n) for n in tree.body}
@@ -145,7 +228,8 @@ def collect_classes(tree: ast.Module, path: str, module: ModuleInfo | None = Non
             continue
         written = [_dotted(e) for e in node.bases]
         info = ClassInfo(node.name, path, node.decorator_list, [w for w in written if w],
-                         base_nodes=list(node.bases), module=module.name if module else "")
+                         base_nodes=list(node.bases), module=module.name if module else "",
+                         line=node.lineno)
         for stmt in node.body:
             targets: list[ast.expr] = []
             value: ast.expr | None = None
@@ -153,11 +237,19 @@ def collect_classes(tree: ast.Module, path: str, module: ModuleInfo | None = Non
                 targets, value = stmt.targets, stmt.value
             elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
                 targets, value = [stmt.target], stmt.value
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                info.annotations[stmt.target.id] = stmt.annotation
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                info.methods[stmt.name] = (stmt.lineno, stmt.end_lineno or stmt.lineno)
+                if stmt.returns is not None:
+                    info.returns[stmt.name] = stmt.returns
+                if any((isinstance(d, ast.Name) and d.id in ("property", "cached_property")) or
+                       (isinstance(d, ast.Attribute) and d.attr == "cached_property")
+                       for d in stmt.decorator_list):
+                    info.properties |= {stmt.name}
             for t in targets:
                 if isinstance(t, ast.Name) and value is not None:
                     info.attrs[t.id] = (value, stmt.lineno, stmt.col_offset)
-        if kernel_calls is not None:
-            info.kernel_calls = kernel_calls(node)
         out.append(info)
         # Top-level classes are what an import can reach; the last definition wins, as in Python.
         if module is not None and id(node) in top_level:
@@ -174,11 +266,11 @@ class Hierarchy:
 
     def __init__(self, classes: list[ClassInfo], modules: list[ModuleInfo] | None = None):
         self.classes = classes
-        #: whether any class calls a known producer (most trees: none, so no ancestry is walked)
-        self.calls_kernels = any(c.kernel_calls for c in classes)
         self._modules: dict[str, list[ModuleInfo]] = {}
         for m in sorted(modules or [], key=lambda m: m.path):
             self._modules.setdefault(m.name, []).append(m)
+            for alias, _ in m.aliases:
+                self._modules.setdefault(alias, []).append(m)
         self._by_path = {m.path: m for m in modules or []}
         self._bases: dict[int, list[Base]] = {}
         self._definer: dict[str, dict[int, ClassInfo | None]] = {}
@@ -194,11 +286,12 @@ class Hierarchy:
                 dotted = _dotted(expr)
                 if dotted is None or dotted == "object":
                     continue
-                out.append(self._resolve(module, dotted) if module else dotted)
+                out.append(self.resolve(module, dotted) if module else dotted)
             self._bases[key] = out
         return self._bases[key]
 
-    def _resolve(self, module: ModuleInfo, dotted: str) -> Base:
+    def resolve(self, module: ModuleInfo, dotted: str) -> Base:
+        """A dotted class name as written in ``module``: the linted class, or its qualified name."""
         head, _, rest = dotted.partition(".")
         if not rest:
             if head in module.classes:
@@ -220,7 +313,7 @@ class Hierarchy:
         found = self._modules.get(name, [])
         if len(found) == 1:
             return found[0]
-        beside = [m for m in found if m.root == importer.root]
+        beside = [m for m in found if importer.root in (m.root, *(r for _, r in m.aliases))]
         return beside[0] if len(beside) == 1 else None
 
     def _lookup(self, importer: ModuleInfo, mod_path: str, name: str) -> Base:
@@ -308,3 +401,34 @@ class Hierarchy:
     def value(self, cls: ClassInfo, attr: str) -> ast.expr | None:
         owner = self.definer(cls, attr)
         return None if owner is None else owner.attrs[attr][0]
+
+
+def relevant_functions(module: ModuleInfo, classes: list[ClassInfo], lines: list[str],
+                       triggers: tuple[int, ...]) -> frozenset[str]:
+    """The module's functions and methods whose lines hold a trigger line, and (a few rounds)
+    those whose text calls one of them by name (``helper(`` for a module function, ``self.m(``
+    or ``.m(`` for a method)."""
+    if not triggers:
+        return frozenset()
+    spans: dict[str, tuple[int, int]] = dict(module.defs)
+    for cls in classes:
+        if module.classes.get(cls.name) is cls:
+            spans.update({f"{cls.name}.{m}": span for m, span in cls.methods.items()})
+    marks = sorted(triggers)
+
+    def holds(span: tuple[int, int]) -> bool:
+        i = bisect.bisect_left(marks, span[0])
+        return i < len(marks) and marks[i] <= span[1]
+
+    found = {q for q, span in spans.items() if holds(span)}
+    for _ in range(4):
+        names = {q.rpartition(".")[2] for q in found}
+        if not names:
+            break
+        pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\s*\(")
+        more = {q for q, (a, b) in spans.items() if q not in found and
+                pattern.search("\n".join(lines[a - 1:b]))}
+        if not more:
+            break
+        found |= more
+    return frozenset(found)

@@ -37,12 +37,13 @@ class LintConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True,
                               alias_generator=lambda s: s.replace("_", "-"))
 
-    #: class attributes that say "this backend returns LSE" (True) — any of them
-    returns_attrs: tuple[str, ...] = ("can_return_lse_for_decode", "supports_dcp")
+    #: class attributes that say "this backend returns LSE" (True) — any of them. vLLM's
+    #: ``supports_dcp`` is not one: a layer base class sets it without returning an LSE
+    returns_attrs: tuple[str, ...] = ("can_return_lse_for_decode",)
     #: class attributes that declare the LSE base
     base_attrs: tuple[str, ...] = ("lse_base_on_e",)
     #: further capability attributes whose getattr default / assert is flagged (AC009, AC011)
-    capability_attrs: tuple[str, ...] = ()
+    capability_attrs: tuple[str, ...] = ("supports_dcp",)
     #: combine functions whose base must come from a record or class, not a literal (AC003)
     combine_functions: tuple[str, ...] = (
         "cp_lse_ag_out_rs", "dcp_a2a_lse_reduce", "correct_attn_out", "plan_combine",

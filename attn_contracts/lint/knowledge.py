@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from attn_contracts.call_base import CallBase
+from attn_contracts.call_base import CallBase, literal_key
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
 from attn_contracts.findings import Code, Finding
 from attn_contracts.identity import effective_range, in_range
@@ -31,8 +31,8 @@ from attn_contracts.sources import (
     split_roles,
 )
 
-__all__ = ["Consumer", "Knowledge", "Producer", "call_literals", "disagreement",
-           "is_record_document", "read_record_document"]
+__all__ = ["Consumer", "Knowledge", "Producer", "agreed_consumer", "call_literals",
+           "disagreement", "is_record_document", "narrow_producers", "read_record_document"]
 
 RECORD_KEYS = RECORD_TABLES
 
@@ -135,7 +135,7 @@ def _common(values: Iterable[str | None]) -> str | None:
 @dataclass(frozen=True)
 class Producer:
     """A call that returns an LSE of a known base when called with ``when`` (or of the base
-    its arguments choose, ``call_base``)."""
+    its arguments choose, ``call_base``), possibly into an out buffer (``lse_out``)."""
 
     function: str
     record: str
@@ -143,6 +143,8 @@ class Producer:
     when: tuple[tuple[str, str], ...]
     lse_index: int
     call_base: CallBase | None = None
+    lse_out: tuple[str, ...] = ()
+    layout: str | None = None
 
     def bases_for(self, call: ast.Call) -> tuple[str, ...]:
         """The bases a call can return: one where its literal arguments decide, else every
@@ -162,6 +164,56 @@ class Producer:
         return parts[-2] if len(parts) >= 2 and parts[-2][:1].isupper() else None
 
 
+Rec = TypeVar("Rec", Consumer, Producer)
+
+
+def agreed_consumer(found: list[Consumer]) -> tuple[Consumer | None, bool]:
+    """One consumer for the records a call matched: the one, or, where records for one name
+    disagree (the tree's release unknown), a consumer of what they agree on; the flag says
+    whether they disagreed (an ``AC029`` note). Records that read their LSE from different
+    arguments match nothing."""
+    if not found:
+        return None, False
+    if len({(c.base, frozenset(c.lse_args), c.returns_base) for c in found}) == 1:
+        return found[0], False
+    if len({frozenset(c.lse_args) for c in found}) != 1:
+        return None, False
+    records = {c.record: c for c in found}
+    if len(records) == 1:
+        return found[0], False
+    returned = {c.returns_base for c in found}
+    return replace(found[0], record="", agreed=tuple(records.values()),
+                   keywords=tuple(sorted({k for c in found for k in c.keywords})),
+                   returns_base=returned.pop() if len(returned) == 1 else None), True
+
+
+def narrow_producers(found: Iterable[Producer], given: Mapping[str, str], opaque: bool,
+                     ) -> list[Producer]:
+    """The records a call can be, by its arguments (``given``: keyword → literal source text, or
+    ``"<expr>"``; ``opaque``: ``**kwargs`` the linter cannot read): a record whose ``when`` the
+    call contradicts (``return_lse=False``, or a keyword it does not pass) is dropped, and of
+    records whose conditions nest, a call that satisfies the narrower one is only that one
+    (``run(return_lse=True, return_lse_base_on_e=True)`` is the ``+basee`` record's call).
+    Records that differ only in a condition the call leaves to an expression all stay."""
+    kept: list[tuple[Producer, bool]] = []
+    for p in found:
+        exact = True
+        for kw, literal in p.when:
+            value = given.get(kw)
+            if value is None:
+                if not opaque:
+                    break
+                exact = False
+            elif value == "<expr>":
+                exact = False
+            elif literal_key(value) != literal_key(literal):
+                break
+        else:
+            kept.append((p, exact))
+    return [p for p, _ in kept if not any(
+        q_exact and set(p.when) < set(q.when) for q, q_exact in kept)]
+
+
 @dataclass
 class Knowledge:
     """Producers and consumers by the last name of their function."""
@@ -173,6 +225,7 @@ class Knowledge:
     #: library → the linted tree's release the records were chosen for
     versions: dict[str, str] = field(default_factory=dict)
     _names: frozenset[str] | None = field(default=None, repr=False, compare=False)
+    _roots: dict[str, frozenset[str]] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_records(cls, producers: Iterable[CapabilityRecord] = (),
@@ -202,13 +255,29 @@ class Knowledge:
                 continue
             for pcall in prod.calls:
                 if in_range(pcall.versions, have.get(prod.library)):
+                    layout = getattr(prod.lse, "layout", None)
                     k.add_producer(Producer(pcall.function, prod.name, base, pcall.when,
-                                            pcall.lse_index, pcall.base))
+                                            pcall.lse_index, pcall.base, pcall.lse_out,
+                                            layout))
         legacy_kws = tuple(legacy_keywords)
         for fn in legacy_functions:
             if fn not in k.consumers:  # a record says more than a name in a setting
                 k.add_consumer(Consumer(fn, "", (), None, legacy_kws))
         return k
+
+    def names_in(self, text: str, package: str = "") -> frozenset[str]:
+        """The names of :attr:`names` whose record's top-level package the text names too, or
+        is the file's own (a file that never mentions ``flashinfer`` calls none of FlashInfer's
+        ``merge_state``)."""
+        if self._roots is None:
+            roots: dict[str, set[str]] = {}
+            for group in (*self.consumers.values(), *self.producers.values()):
+                for r in group:
+                    roots.setdefault(r.owner_class or r.last, set()).add(
+                        r.function.partition(".")[0])
+            self._roots = {n: frozenset(v) for n, v in roots.items()}
+        return frozenset(n for n, pkgs in self._roots.items()
+                         if n in text and (package in pkgs or any(p in text for p in pkgs)))
 
     @property
     def names(self) -> frozenset[str]:
@@ -221,13 +290,36 @@ class Knowledge:
             self._names = frozenset(names)
         return self._names
 
+    def find(self, qualname: str | None, last: str, owner: str | None,
+             ) -> tuple[list[Consumer], list[Producer]]:
+        """The records a call of ``last`` can be. ``qualname``: what the call resolved to
+        (``vllm.v1.attention.ops.dcp.cp_lse_ag_out_rs``), or None where the callee is not
+        known; ``owner``: the class of the receiver, for a method (a method record matches only
+        a receiver of its class). A resolved call matches its exact path, else a record of the
+        same top-level package (a re-export, a moved path); an engine's own ``merge_state`` is
+        never FlashInfer's."""
+        return (self._pick(self.consumers.get(last, []), qualname, owner),
+                self._pick(self.producers.get(last, []), qualname, owner))
+
+    @staticmethod
+    def _pick(found: list[Rec], qualname: str | None, owner: str | None) -> list[Rec]:
+        found = [r for r in found if r.owner_class == owner or (
+            r.owner_class is None and owner is None)]
+        if qualname is None or not found:
+            return found
+        exact = [r for r in found if r.function == qualname]
+        if exact:
+            return exact
+        package = qualname.partition(".")[0]
+        return [r for r in found if r.function.partition(".")[0] == package]
+
     def add_consumer(self, c: Consumer) -> None:
         self.consumers.setdefault(c.last, []).append(c)
-        self._names = None
+        self._names = self._roots = None
 
     def add_producer(self, p: Producer) -> None:
         self.producers.setdefault(p.last, []).append(p)
-        self._names = None
+        self._names = self._roots = None
 
     @staticmethod
     def builtin() -> tuple[list[CapabilityRecord], list[ConsumerRecord]]:

@@ -7,14 +7,12 @@ about. Messages name the value found and what is allowed.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 from attn_contracts.findings import Code, Finding, Severity
-from attn_contracts.lint.classes import ClassInfo, Hierarchy
 from attn_contracts.lint.config import LintConfig
 
-__all__ = ["class_findings", "could_fire", "tree_findings"]
+__all__ = ["could_fire", "tree_findings"]
 
 _LSE_DETAILS = ("base", "layout", "q_len_axis", "padded_heads", "dtype", "empty_row",
                 "includes_sink")
@@ -36,116 +34,6 @@ def _unparse(node: ast.expr, limit: int = 80) -> str:
 
 def _is_true(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is True
-
-
-def _registered_with_record(cls: ClassInfo) -> bool:
-    """``@register(CapabilityRecord(...))`` / ``@register(record)``: the record is the contract."""
-    for dec in cls.decorators:
-        if isinstance(dec, ast.Call) and _func_name(dec.func) == "register" and dec.args:
-            return True
-    return False
-
-
-def _returns_lse(h: Hierarchy, cls: ClassInfo, cfg: LintConfig) -> bool:
-    return any(_is_true(h.value(cls, a)) for a in cfg.returns_attrs)
-
-
-# --- classes: AC001, AC002 -------------------------------------------------------------------------
-#: bases that can hold no backend attribute: a class whose only unresolved bases are these has
-#: no base from a default anywhere
-_NO_DEFAULTS = frozenset({"abc.ABC", "ABC", "object", "typing.Generic", "Generic",
-                          "typing.Protocol", "Protocol", "enum.Enum", "Enum"})
-
-
-def _base_meaning(attr: str, value: ast.expr) -> str | None:
-    """The base a literal of a base attribute means: ``lse_base_on_e = True`` → "e"."""
-    if not isinstance(value, ast.Constant):
-        return None
-    if isinstance(value.value, bool) and attr.endswith("_on_e"):
-        return "e" if value.value else "2"
-    if value.value in ("e", "2"):
-        return str(value.value)
-    return None
-
-
-def _kernel_bases(h: Hierarchy, cls: ClassInfo) -> tuple[set[str], list[Any]]:
-    """The bases the known producer calls of ``cls`` and its linted ancestors can return."""
-    if not h.calls_kernels:
-        return set(), []
-    known, _ = h.mro(cls)
-    calls = [c for k in known for c in k.kernel_calls]
-    return {b for c in calls for b in c.bases}, calls
-
-
-def class_findings(h: Hierarchy, cfg: LintConfig,
-                   classes: Iterable[ClassInfo] | None = None) -> Iterator[Finding]:
-    """Classes that set a returns-LSE attribute to True must declare their base themselves (or
-    inherit it from an ancestor that itself returns LSE). ``classes``: the ones to report on
-    (default: every class of the hierarchy).
-
-    A base that comes only from a default is judged by the kernels the class calls (the
-    producer records' calls, :mod:`attn_contracts.lint.kernels`): an error where the default
-    contradicts their base, nothing where it agrees, a warning where no call tells."""
-    for cls in h.classes if classes is None else classes:
-        own = [a for a in cfg.returns_attrs if a in cls.attrs and _is_true(cls.attrs[a][0])]
-        if not own or _registered_with_record(cls):
-            continue
-        _, line, col = cls.attrs[own[0]]
-        where = _at(cls.path, line, col)
-        owners = [(a, h.definer(cls, a)) for a in cfg.base_attrs]
-        found = [(a, o) for a, o in owners if o is not None]
-        if not found:
-            unresolved = [u for u in h.unresolved(cls) if u not in _NO_DEFAULTS]
-            if unresolved:
-                yield Finding(
-                    Code.AC002, cls.name,
-                    f"{cls.name} sets {own[0]} = True but no {'/'.join(cfg.base_attrs)} in the "
-                    f"linted files: the base can only come from a default on "
-                    f"{', '.join(unresolved)} (not linted)", severity=Severity.WARNING,
-                    hint=f"set {cfg.base_attrs[0]} on {cls.name} itself", field=cfg.base_attrs[0],
-                    found=None, allowed=f"{cfg.base_attrs[0]} set on {cls.name}", location=where)
-            elif "lse" in own[0].lower() or cls.kernel_calls:
-                yield Finding(
-                    Code.AC001, cls.name,
-                    f"{cls.name} sets {own[0]} = True but no {'/'.join(cfg.base_attrs)} is "
-                    "declared anywhere in its hierarchy (allowed: True for base e, False for "
-                    "base 2)", hint=f"set {cfg.base_attrs[0]} on {cls.name}",
-                    field=cfg.base_attrs[0], found=None, allowed="True, False", location=where)
-            # else: a class that claims DCP support (a layer) but returns no LSE of its own
-            continue
-        attr, owner = found[0]
-        if owner is cls or owner is None or _returns_lse(h, owner, cfg):
-            continue
-        value = _unparse(owner.attrs[attr][0])
-        meaning = _base_meaning(attr, owner.attrs[attr][0])
-        bases, calls = _kernel_bases(h, cls)
-        origin = f"the default on {owner.name} ({owner.path}:{owner.attrs[attr][1]})"
-        if meaning is not None and len(bases) == 1 and meaning in bases:
-            continue  # the default agrees with every kernel the class calls
-        if meaning is not None and len(bases) == 1:
-            (kernel,) = bases
-            shown = ", ".join(sorted({f"{c.name}() (line {c.line}, {'/'.join(c.records)})"
-                                      for c in calls})[:3])
-            yield Finding(
-                Code.AC002, cls.name,
-                f"{cls.name} sets {own[0]} = True and inherits {attr} = {value} (base {meaning}) "
-                f"from {origin}, but the kernels it calls return base {kernel}: {shown}",
-                severity=Severity.ERROR,
-                hint=f"set {attr} = {_attr_literal(attr, kernel)} on {cls.name} itself",
-                field=attr, found=value, allowed=_attr_literal(attr, kernel), location=where)
-            continue
-        why = ("the kernels it calls return different bases (" + ", ".join(sorted(bases)) + ")"
-               if bases else "no kernel call of a known producer record tells its base")
-        yield Finding(
-            Code.AC002, cls.name,
-            f"{cls.name} sets {own[0]} = True but {attr} = {value} comes only from {origin}, "
-            f"which returns no LSE itself; {why}", severity=Severity.WARNING,
-            hint=f"set {attr} on {cls.name} itself (FlashInfer kernels return base-2 LSE: False)",
-            field=attr, found=value, allowed=f"{attr} set on {cls.name}", location=where)
-
-
-def _attr_literal(attr: str, base: str) -> str:
-    return ("True" if base == "e" else "False") if attr.endswith("_on_e") else repr(base)
 
 
 # --- calls, dict records, asserts: AC001, AC003, AC004, AC009, AC011 -------------------------------
@@ -172,8 +60,12 @@ def could_fire(text: str, cfg: LintConfig) -> bool:
     """Whether any of :func:`tree_findings`' rules can fire on a file: each needs a name in its
     text (a combine function, ``LseSpec``, a ``"returns"`` key, a capability), so a file without
     one is skipped without walking its tree."""
-    return any(n in text for n in (*cfg.combine_functions, "LseSpec", "returns",
-                                   *cfg.capabilities))
+    if "LseSpec" in text or '"returns"' in text or "'returns'" in text:
+        return True  # AC001/AC004 on record data written in Python
+    if any(f"{n}(" in text for n in cfg.combine_functions):
+        return True  # AC003 at a legacy ``combine-functions`` call
+    # AC009 / AC011: a capability read through getattr or asserted
+    return ("getattr(" in text or "assert" in text) and any(n in text for n in cfg.capabilities)
 
 
 def _dispatched_calls(tree: ast.Module) -> set[int]:

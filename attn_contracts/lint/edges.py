@@ -1,0 +1,429 @@
+"""The rules over the program model: every declaration against the kernels it describes, every
+base a combine is given against every LSE that can reach it. Fail closed.
+
+Declarations (a class that sets ``can_return_lse_for_decode = True``), judged by the kernels
+its own methods reach (:class:`~attn_contracts.lint.interpret.Kernel`):
+
+==========================  =================================  ==============================
+its base                    the kernels                        finding
+==========================  =================================  ==============================
+own                         one contradicts it                 AC008 error
+own                         all agree                          none
+own                         one leaves its base to dispatch    AC032 warning
+own                         none known                         AC032 note
+inherited default           one contradicts it                 AC002 error
+inherited default           all agree                          AC002 note
+inherited default           none known, or dispatch            AC002 error (fail closed)
+none anywhere               —                                  AC001 error (where the tree
+                                                               declares bases at all)
+==========================  =================================  ==============================
+
+Edges (:class:`~attn_contracts.lint.interpret.Use`): a combine told a fixed base (its record's
+own, a literal, a default, a value from a table) is checked against every source of the LSE
+that reaches it — a producer's pinned base, a base a library's dispatch may pick, or the declared
+base of the backend class whose method returned it: any that contradicts is an ``AC023`` error,
+at the place the base is written. A literal that agrees (or that nothing confirms) stays an
+``AC003`` warning; a base read from the backend's own attribute is checked against the LSE it
+travels with; a parameter's default is ``AC021``; one LSE of unknown base read in two bases is
+``AC023``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.lint.classes import ClassInfo, Hierarchy
+from attn_contracts.lint.interpret import BaseGiven, Kernel, Use
+from attn_contracts.lint.knowledge import Consumer
+from attn_contracts.lint.values import ClassKey, Lit, Source
+
+__all__ = ["Declaration", "class_findings", "declaration", "edge_findings"]
+
+#: bases that can hold no backend attribute: a class whose only unresolved bases are these has
+#: no base from a default anywhere
+_NO_DEFAULTS = frozenset({"abc.ABC", "ABC", "object", "typing.Generic", "Generic",
+                          "typing.Protocol", "Protocol", "enum.Enum", "Enum"})
+
+
+def _at(path: str, line: int, col: int) -> str:
+    return f"{path}:{line}:{col + 1}"
+
+
+def _short(where: str) -> str:
+    path, line, _ = where.rsplit(":", 2)
+    return f"{path}:{line}"
+
+
+def _meaning(attr: str, value: ast.expr) -> str | None:
+    """The base a literal of a base attribute means: ``lse_base_on_e = True`` → "e"."""
+    if not isinstance(value, ast.Constant):
+        return None
+    if isinstance(value.value, bool) and attr.endswith("_on_e"):
+        return "e" if value.value else "2"
+    if value.value in ("e", "2"):
+        return str(value.value)
+    return None
+
+
+def _attr_literal(attr: str, base: str) -> str:
+    return ("True" if base == "e" else "False") if attr.endswith("_on_e") else repr(base)
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A class's LSE base as its hierarchy declares it."""
+
+    cls: ClassInfo
+    attr: str
+    owner: ClassInfo  # the class that assigns it (``cls`` for an own declaration)
+    value: ast.expr
+    base: str | None  # what the literal means; None for an expression
+    returns_where: str  # the ``can_return_lse_for_decode = True`` line
+    returns_attr: str
+    #: the class it is inherited from says it returns an LSE too: a declaration, not a default
+    owner_returns: bool = False
+    #: the class itself sets the returns-LSE attribute (else it inherits it)
+    returns_own: bool = True
+
+    @property
+    def own(self) -> bool:
+        return self.owner is self.cls
+
+    @property
+    def declared(self) -> bool:
+        """Declared for an LSE-returning class (its own, or an LSE-returning ancestor's), as
+        opposed to a default of a base class that returns none."""
+        return self.own or self.owner_returns
+
+    @property
+    def where(self) -> str:
+        _, line, col = self.owner.attrs[self.attr]
+        return _at(self.owner.path, line, col)
+
+    @property
+    def text(self) -> str:
+        try:
+            return ast.unparse(self.value)
+        except (RecursionError, ValueError):
+            return "<expression>"
+
+
+def _is_true(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def _registered_with_record(cls: ClassInfo) -> bool:
+    """``@register(CapabilityRecord(...))`` / ``@register(record)``: the record is the contract."""
+    for dec in cls.decorators:
+        if isinstance(dec, ast.Call) and dec.args:
+            func = dec.func
+            name = func.attr if isinstance(func, ast.Attribute) else (
+                func.id if isinstance(func, ast.Name) else "")
+            if name == "register":
+                return True
+    return False
+
+
+def declaration(h: Hierarchy, cls: ClassInfo, returns_attrs: Iterable[str],
+                base_attrs: Iterable[str], *, own: bool = True) -> Declaration | None:
+    """The declaration of a class that says it returns an LSE (``own``: itself, not only
+    through a base class); None for any other."""
+    says = [(a, o) for a in returns_attrs if (o := h.definer(cls, a)) is not None and
+            _is_true(o.attrs[a][0]) and (o is cls or not own)]
+    if not says:
+        return None
+    attr0, holder = says[0]
+    _, line, col = holder.attrs[attr0]
+    # where it says so: its own line, or (inherited) its class statement
+    where = _at(holder.path, line, col) if holder is cls else _at(cls.path, cls.line, 0)
+    own_attr = [attr0]
+    for attr in base_attrs:
+        owner = h.definer(cls, attr)
+        if owner is not None:
+            value = owner.attrs[attr][0]
+            returns = any(_is_true(h.value(owner, a)) for a in returns_attrs)
+            return Declaration(cls, attr, owner, value, _meaning(attr, value), where,
+                               own_attr[0], owner_returns=returns, returns_own=holder is cls)
+    return Declaration(cls, next(iter(base_attrs), ""), cls, ast.Constant(None), None, where,
+                       own_attr[0], returns_own=holder is cls)
+
+
+def _kernel_text(kernels: Iterable[Kernel], limit: int = 3) -> str:
+    shown = sorted({f"{k.name}() ({_short(k.where)}, {k.record})" for k in kernels})
+    more = f" and {len(shown) - limit} more" if len(shown) > limit else ""
+    return ", ".join(shown[:limit]) + more
+
+
+def class_findings(h: Hierarchy, classes: Iterable[ClassInfo],
+                   kernels: dict[int, frozenset[Kernel]], *, returns_attrs: tuple[str, ...],
+                   base_attrs: tuple[str, ...], tree_declares_bases: bool) -> Iterator[Finding]:
+    """AC001, AC002, AC008, AC032 for each class that says it returns an LSE."""
+    for cls in classes:
+        decl = declaration(h, cls, returns_attrs, base_attrs) or declaration(
+            h, cls, returns_attrs, base_attrs, own=False)
+        if decl is None or _registered_with_record(cls):
+            continue
+        found = kernels.get(id(cls), frozenset())
+        yield from _judge(h, decl, found, base_attrs, tree_declares_bases)
+
+
+def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: tuple[str, ...],
+           tree_declares_bases: bool) -> Iterator[Finding]:
+    cls = d.cls
+    attr = base_attrs[0] if base_attrs else "lse_base_on_e"
+    pinned = {k.base for k in found if k.base is not None}
+    dispatch = [k for k in found if k.dispatch]
+    if d.owner is cls and d.base is None and not isinstance(d.value, ast.Constant) and \
+            d.attr in cls.attrs:
+        return  # an own base read from an expression (composite backends): trusted
+    if not d.returns_own and not any(a in cls.attrs for a in base_attrs) and \
+            not (pinned - {d.base}):
+        # a subclass of a backend that says so for it: judged only where its own methods
+        # contradict what it inherits (its parent's check covers the rest)
+        return
+    if d.owner is cls and d.attr not in cls.attrs:  # no declaration anywhere
+        unresolved = [u for u in h.unresolved(cls) if u not in _NO_DEFAULTS]
+        if unresolved:
+            yield Finding(
+                Code.AC002, cls.name,
+                f"{cls.name} sets {d.returns_attr} = True but no {'/'.join(base_attrs)} in the "
+                f"linted files: the base can only come from a default on "
+                f"{', '.join(unresolved)} (not linted)", severity=Severity.WARNING,
+                hint=f"set {attr} on {cls.name} itself (or lint the file that defines "
+                f"{unresolved[0]} with --project-root)", field=attr, found=None,
+                allowed=f"{attr} set on {cls.name}", location=d.returns_where)
+        elif tree_declares_bases or found:
+            yield Finding(
+                Code.AC001, cls.name,
+                f"{cls.name} sets {d.returns_attr} = True but no {'/'.join(base_attrs)} is "
+                "declared anywhere in its hierarchy (allowed: True for base e, False for "
+                "base 2)" + (f"; the kernels it calls return base {'/'.join(sorted(pinned))}"
+                             if pinned else ""),
+                hint=f"set {attr} = {_attr_literal(attr, pinned.pop())} on {cls.name}"
+                if len(pinned) == 1 else f"set {attr} on {cls.name}", field=attr, found=None,
+                allowed="True, False", location=d.returns_where)
+        return
+    contra = sorted(b for b in pinned if b != d.base)
+    if d.declared:
+        whose = "declares" if d.own else f"inherits from {d.owner.name}, which returns an LSE too,"
+        if d.base is not None and contra:
+            wrong = [k for k in found if k.base is not None and k.base != d.base]
+            yield Finding(
+                Code.AC008, cls.name,
+                f"{cls.name} {whose} {d.attr} = {d.text} (base {d.base}), but the kernels it "
+                f"calls return base {contra[0]}: {_kernel_text(wrong)}",
+                hint=f"set {d.attr} = {_attr_literal(d.attr, contra[0])} on {cls.name}, or pin "
+                f"the kernel's base to {d.base} (a keyword such as return_lse_base)"
+                if len(pinned) == 1 else f"make the kernels {cls.name} calls agree on one base",
+                field=d.attr, found=d.text, allowed=_attr_literal(d.attr, contra[0]),
+                location=d.where if d.own else d.returns_where)
+        elif dispatch:
+            yield Finding(
+                Code.AC032, cls.name,
+                f"{cls.name} {whose} {d.attr} = {d.text} (base {d.base}), but a kernel it calls "
+                f"leaves its base to the library's dispatch: {_kernel_text(dispatch)} "
+                f"({dispatch[0].choice}); the declaration holds only while the dispatch picks a "
+                f"base-{d.base} kernel", severity=Severity.WARNING,
+                hint="pin the kernel's base at the call (e.g. return_lse_base="
+                f"{'basee' if d.base == 'e' else 'base2'!r})", field=d.attr, found=d.text,
+                allowed="a base every kernel it calls is pinned to",
+                location=d.where if d.own else d.returns_where)
+        elif not found:
+            yield Finding(
+                Code.AC032, cls.name,
+                f"{cls.name} {whose} {d.attr} = {d.text} (base {d.base}); no kernel a producer "
+                "record knows is called in its methods, so nothing confirms it",
+                severity=Severity.NOTE, hint="add a producer record (with `calls`) for the "
+                "kernel it runs, so the linter can check the declaration", field=d.attr,
+                found=d.text, allowed="a base a kernel's record confirms",
+                location=d.where if d.own else d.returns_where)
+        return
+    origin = f"{d.owner.name} ({_short(d.where)})"
+    if d.base is not None and contra:
+        wrong = [k for k in found if k.base is not None and k.base != d.base]
+        yield Finding(
+            Code.AC002, cls.name,
+            f"{cls.name} sets {d.returns_attr} = True and inherits {d.attr} = {d.text} (base "
+            f"{d.base}) from {origin}, but the kernels it calls return base {contra[0]}: "
+            f"{_kernel_text(wrong)}", severity=Severity.ERROR,
+            hint=f"set {d.attr} = {_attr_literal(d.attr, contra[0])} on {cls.name} itself",
+            field=d.attr, found=d.text, allowed=_attr_literal(d.attr, contra[0]),
+            location=d.returns_where)
+        return
+    if d.base is not None and pinned == {d.base} and not dispatch:
+        yield Finding(
+            Code.AC002, cls.name,
+            f"{cls.name} inherits {d.attr} = {d.text} (base {d.base}) from {origin}; the "
+            f"kernels it calls confirm it: {_kernel_text(found)}", severity=Severity.NOTE,
+            hint=f"declare {d.attr} = {d.text} on {cls.name} to make it explicit", field=d.attr,
+            found=d.text, allowed=f"{d.attr} set on {cls.name}", location=d.returns_where)
+        return
+    why = (f"a kernel it calls leaves its base to dispatch: {_kernel_text(dispatch)} "
+           f"({dispatch[0].choice})" if dispatch else
+           "no kernel a producer record knows is called in its methods")
+    yield Finding(
+        Code.AC002, cls.name,
+        f"{cls.name} sets {d.returns_attr} = True but {d.attr} = {d.text} comes only from the "
+        f"default on {origin}, and nothing confirms it: {why}", severity=Severity.ERROR,
+        hint=f"declare the base on {cls.name} itself ({d.attr} = True for base e, False for "
+        "base 2), pin the kernel's base at its call (return_lse_base=...), or add a producer "
+        "record for the kernel it calls", field=d.attr, found=d.text,
+        allowed=f"{d.attr} set on {cls.name}", location=d.returns_where)
+
+
+# --- edges ----------------------------------------------------------------------------------------
+def _effective(s: Source, declared: dict[ClassKey, Declaration | None]) -> tuple[str | None, str]:
+    """A source's base and what says so: pinned by the code, or the declared base of the
+    backend class whose method returned it."""
+    if s.pinned:
+        return s.base, s.what
+    if s.base is None and not s.dispatch and s.impl is not None:
+        d = declared.get(s.impl)
+        if d is not None and d.base is not None:
+            return d.base, (f"the LSE of {d.cls.name} ({s.choice or 'its method'}), declared base "
+                            f"{d.base} by {d.attr} = {d.text} ({_short(d.where)})")
+    return None, ""
+
+
+def _fix(given: BaseGiven, base: str) -> str:
+    if given.keyword:
+        value = "True" if base == "e" else "False"
+        if "on_e" not in given.keyword:
+            value = f"'{base}'"
+        return f"pass {given.keyword}={value} read from the producer (its record or class), not a literal"
+    return ("convert the LSE where the bases change (× math.log(2) or log2_lse_to_ln: base 2 → "
+            "e; × 1/ln 2: e → 2), or use a combine of the producer's base")
+
+
+def edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | None],
+                  literal_sites: dict[str, tuple[Consumer, str, Lit]] | None = None,
+                  ) -> Iterator[Finding]:
+    seen: set[str] = set()
+    for f in _edge_findings(uses, declared):
+        if f.code in (Code.AC003, Code.AC023):
+            seen.add(f.location)
+        yield f
+    for where, (c, kw, lit) in (literal_sites or {}).items():
+        if where in seen:
+            continue
+        yield Finding(
+            Code.AC003, c.last,
+            f"{c.last}({kw}={lit.value!r}{lit.how}) gets a literal LSE base; no LSE the linter "
+            "can follow reaches it here, so nothing confirms it; it must come from the "
+            "backend's record or class", severity=Severity.WARNING,
+            hint=f"pass {kw}=<backend>.lse_base_on_e or plan from the record", field=kw,
+            found=lit.value, allowed="an expression read from the backend", location=where)
+
+
+def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | None],
+                   ) -> Iterator[Finding]:
+    unknown_reads: dict[str, list[tuple[Use, str]]] = {}
+    for use in uses:
+        g = use.given
+        if g.kind == "param" and g.param is not None and g.param.default is not None:
+            d = g.param.default
+            yield Finding(
+                Code.AC021, g.param.func.rpartition(".")[2],
+                f"{g.param.func.rpartition('.')[2]}({g.param.name}={d.value!r}) gives its LSE "
+                f"base a default: a caller that forgets {g.param.name} silently gets it (feeds "
+                f"{use.consumer.label})", severity=Severity.WARNING,
+                hint=f"make {g.param.name} required (no default), so every caller states the base",
+                field=g.param.name, found=d.value, allowed="no default", location=d.where)
+        if use.dispatched:
+            continue
+        for way in (g.options if g.kind == "choice" else (g,)):
+            if way.kind == "fixed" and way.base is not None:
+                yield from _fixed(use, way, declared, unknown_reads)
+            elif way.kind == "flag" and way.flag is not None:
+                yield from _flagged(use, way, declared)
+    for reads in unknown_reads.values():
+        first_use, first_base = reads[0]
+        other = next(((u, b) for u, b in reads if b != first_base), None)
+        if other is not None:
+            u, b = other
+            s = next(iter(first_use.lse.sources))
+            yield Finding(
+                Code.AC023, u.consumer.last,
+                f"{s.what} reaches {first_use.consumer.label} as base {first_base} "
+                f"({_short(first_use.where)}) and {u.consumer.label} as base {b}: one of the two "
+                "is wrong", severity=Severity.ERROR,
+                hint="convert it between the two, or select both bases from the producer's record",
+                field="base", found=b, allowed=first_base, location=u.where)
+
+
+def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
+           unknown_reads: dict[str, list[tuple[Use, str]]]) -> Iterator[Finding]:
+    base = g.base or ""
+    contra: list[tuple[Source, str, str]] = []
+    agree = False
+    if g.table and len({b for s in use.lse.sources
+                        if (b := _effective(s, declared)[0]) is not None}) > 1:
+        return  # a table keyed by what picks the producer: which entry applies is a dispatch
+    for s in sorted(use.lse.sources, key=lambda s: s.key):
+        if s.dispatch:
+            other = [b for b in s.bases if b != base]
+            if other:
+                contra.append((s, other[0], f"{s.what}: {s.choice}"))
+            continue
+        b, what = _effective(s, declared)
+        if b is None:
+            if s.base is None and not s.dispatch and s.impl is None:
+                unknown_reads.setdefault(s.key, []).append((use, base))
+            continue
+        if b != base:
+            contra.append((s, b, what))
+        else:
+            agree = True
+    where = g.omitted or (g.where if (g.literal or g.how) and g.where else use.where)
+    if contra:
+        contra.sort(key=lambda c: (c[0].dispatch, c[0].key))  # a pinned base names it best
+        s, b, what = contra[0]
+        shown = f"{what}{f' (after {s.converted})' if s.converted else ''}"
+        choice = f"; the LSE depends on a run-time choice: {s.choice}" if s.choice and \
+            s.choice not in what else ""
+        base_text = "no LSE of either base" if b == "x" else f"base {b}"
+        told = f" through {g.how}" if g.how and g.kind == "fixed" and g.keyword else ""
+        more = f" (and {len(contra) - 1} more source(s))" if len(contra) > 1 else ""
+        yield Finding(
+            Code.AC023, use.consumer.last,
+            f"{shown} is {base_text} but reaches {use.consumer.label} ({_short(use.where)}), "
+            f"which reads base {base} here{told}{choice}{more}", severity=Severity.ERROR,
+            hint=_fix(g, b) if g.keyword and b in ("e", "2") else _fix(BaseGiven("fixed"), b),
+            field=g.keyword or "base", found=base, allowed=b, location=where)
+        return
+    if g.literal and g.keyword:
+        reason = ("agrees with the producers that reach it today" if agree else
+                  "no producer record confirms")
+        yield Finding(
+            Code.AC003, use.consumer.last,
+            f"{use.consumer.last}({g.how}) gets a literal LSE base, which {reason}; it "
+            "must come from the backend's record or class", severity=Severity.WARNING,
+            hint=f"pass {g.keyword}=<backend>.lse_base_on_e or plan from the record",
+            field=g.keyword, found=g.how, allowed="an expression read from the backend",
+            location=g.where)
+
+
+def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
+             ) -> Iterator[Finding]:
+    flag = g.flag
+    if flag is None:
+        return
+    owner = flag.owner
+    for s in use.lse.sources:
+        if not s.pinned or s.impl is not None:
+            continue  # a backend's own method's LSE: its declaration is judged on the class
+        if owner is None or not owner.exact:
+            continue
+        d = declared.get(owner.cls)
+        if d is None or d.base is None or d.base == s.base:
+            continue
+        yield Finding(
+            Code.AC023, use.consumer.last,
+            f"{use.consumer.last}({g.keyword}=...{flag.attr}) reads {d.cls.name}'s declared base "
+            f"{d.base} ({d.attr} = {d.text}, {_short(d.where)}{', inherited' if not d.own else ''})"
+            f", but the LSE it combines is base {s.base}: {s.what}", severity=Severity.ERROR,
+            hint=f"set {d.attr} = {_attr_literal(d.attr, s.base or 'e')} on {d.cls.name}",
+            field=g.keyword, found=d.base, allowed=s.base or "", location=flag.where)

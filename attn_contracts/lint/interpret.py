@@ -1,0 +1,2025 @@
+"""Follow the LSE through the linted program: an abstract interpreter over every file at once.
+
+Each function is interpreted statement by statement over the values of
+:mod:`attn_contracts.lint.values`, with the syntax node's type choosing the handler (as pyflakes
+dispatches). What it records, for the rules of :mod:`attn_contracts.lint.edges`:
+
+- every **producer call** a record names (a kernel that returns an LSE, or writes one into an
+  ``lse=`` buffer), with the base its arguments choose, pinned or left to the library's dispatch
+  (:class:`Kernel`); which kernels each function reaches, through every call below it;
+- every **consumer use**: an LSE reaching a combine whose record says how it reads the base, with
+  the base this call gives it — a literal (written here, through a name, a partial, a
+  constructor argument that an object keeps, a parameter's default), a backend's declared
+  attribute (``self.impl.lse_base_on_e``), a parameter, or an expression it cannot read
+  (:class:`Use`).
+
+Interprocedural, across files: a call of a function of the program interprets it with the
+arguments' values (memoised by them, a few contexts per function, then one generic context),
+so a keyword given to a constructor (``MLADCPManager(is_lse_base_on_e=...)``) follows the object
+into the methods that later use it, and a method called on an instance that may be of any
+subclass (``self.impl.forward_mqa(...)``, ``self.impl`` built by ``cast(type[MLAAttentionImpl],
+...)(...)``) is every override's. Attribute values come from the constructor's context where the
+object was built here, else from every assignment in the class's methods; annotations give
+types. Branches join into unions (a may-analysis): a conditional expression over three combines is
+the three, an ``if`` over two kernels an LSE of both origins. Unknown values are never guessed:
+a call the linter cannot see through ends the chain, and a base read from an expression it
+cannot read is trusted.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from attn_contracts.call_base import CallBase
+from attn_contracts.consumer import KeywordBase
+from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.lint.classes import ClassInfo, dotted_name, statements
+from attn_contracts.lint.knowledge import (
+    Consumer,
+    Knowledge,
+    Producer,
+    agreed_consumer,
+    disagreement,
+    narrow_producers,
+)
+from attn_contracts.lint.program import FuncNode, Program
+from attn_contracts.lint.values import (
+    MAX_UNION,
+    Arg,
+    Bound,
+    ClassKey,
+    ClassRef,
+    DictV,
+    Ext,
+    ExtInst,
+    Flag,
+    Func,
+    Inst,
+    Lit,
+    Lse,
+    ModuleRef,
+    Num,
+    Param,
+    Partial,
+    Rec,
+    Source,
+    Super,
+    Tup,
+    Union_,
+    Value,
+    alternatives,
+    join,
+    lse_of,
+)
+
+__all__ = ["BaseGiven", "Interpreter", "Kernel", "Use"]
+
+# Calls and attributes that keep an LSE's base (layout, dtype, memory: not the values' meaning).
+_KEEPS_BASE = frozenset({
+    "contiguous", "float", "to", "view", "reshape", "clone", "squeeze", "unsqueeze", "flatten",
+    "detach", "expand", "narrow", "view_as", "reshape_as", "type_as", "as_strided", "unflatten",
+    "cpu", "cuda", "double", "half", "movedim", "swapaxes", "permute", "transpose", "t",
+    "index_select", "repeat_interleave", "masked_fill", "nan_to_num", "clamp", "clamp_min",
+    "masked_fill_", "nan_to_num_", "clamp_", "clamp_min_", "copy_"})
+#: of those, the ones that swap a 2-D LSE's two axes; the rest keep the layout or lose it
+_TRANSPOSES = frozenset({"transpose", "t", "swapaxes", "movedim", "permute"})
+_LAYOUT_KEEPING = frozenset({"contiguous", "float", "to", "clone", "detach", "cpu", "cuda",
+                             "double", "half", "type_as", "masked_fill", "nan_to_num", "clamp",
+                             "clamp_min", "masked_fill_", "nan_to_num_", "clamp_", "clamp_min_",
+                             "copy_"})
+_KEEPS_BASE_ATTRS = frozenset({"T", "mT", "data"})
+_TORCH_KEEPS = frozenset({"transpose", "contiguous", "clone", "permute", "swapaxes", "movedim",
+                          "squeeze", "unsqueeze", "flatten", "reshape", "narrow", "clamp",
+                          "nan_to_num", "where"})
+_LN2 = math.log(2)
+_LOG2E = 1 / math.log(2)
+#: per function, the argument contexts kept apart before one generic context serves the rest
+_MAX_CONTEXTS = 6
+#: how deep calls are followed
+_MAX_DEPTH = 24
+_NO_TAINT = 1 << 30  # no cycle cut below this analysis
+#: statements interpreted in one run before the interpreter stops following calls (a bound on
+#: pathological programs; the released engines need a fraction of it)
+_BUDGET = 3_000_000
+
+
+def _at(path: str, node: ast.AST) -> str:
+    return f"{path}:{getattr(node, 'lineno', 1)}:{getattr(node, 'col_offset', 0) + 1}"
+
+
+def _text(node: ast.AST, limit: int = 60) -> str:
+    try:
+        text = ast.unparse(node)
+    except (RecursionError, ValueError):
+        return "<an expression nested too deeply to print>"
+    return text if len(text) <= limit else f"{text[:limit - 1]}…"
+
+
+def _line(where: str) -> str:
+    path = where.rpartition(":")[0]
+    path2, _, line = path.rpartition(":")
+    return f"{path2.rsplit('/', 1)[-1]}:{line}" if path2 else where
+
+
+# --- what the rules read -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Kernel:
+    """A producer call reached: the record, where, and the base it returns there."""
+
+    record: str
+    name: str  # the call's last name
+    where: str
+    base: str | None  # pinned base, or None (dispatch, or an expression chooses)
+    dispatch: bool = False
+    bases: tuple[str, ...] = ()
+    choice: str = ""
+
+
+@dataclass(frozen=True)
+class BaseGiven:
+    """How a consumer call is told the base.
+
+    ``kind``: ``"fixed"`` (the record's own fixed base, a literal, a default), ``"flag"`` (a
+    backend's declared attribute), ``"param"`` (a parameter of the function analysed alone),
+    ``"unknown"`` (an expression the linter cannot read: trusted)."""
+
+    kind: str
+    base: str | None = None
+    where: str = ""  # where the base is written (a literal, a default), or the call
+    how: str = ""  # for messages
+    literal: bool = False  # written as a literal in the linted code (AC003)
+    keyword: str = ""
+    flag: Flag | None = None
+    param: Param | None = None
+    omitted: str = ""  # the call that left the keyword (or a wrapper's parameter) out
+    table: bool = False  # a literal read from a table by a key the linter cannot see
+    #: ``"choice"``: the ways the value may tell the base (``x if c else True``, a table)
+    options: tuple[BaseGiven, ...] = ()
+
+
+@dataclass(frozen=True)
+class Use:
+    """An LSE reaching a consumer call."""
+
+    consumer: Consumer
+    given: BaseGiven
+    lse: Lse
+    where: str  # the consumer call
+    dispatched: bool  # inside an ``if`` on the base: the branch is the dispatch
+
+
+@dataclass
+class _Summary:
+    returns: Value = None
+    kernels: frozenset[Kernel] = frozenset()  # LSEs where they are used (after conversions)
+    produced: frozenset[Kernel] = frozenset()  # the producer calls themselves
+
+
+@dataclass
+class _Call:
+    pos: list[Arg]
+    kw: dict[str, Arg]
+    opaque: bool  # *args or **kwargs the linter cannot read
+    #: keywords a ``**dict`` may not carry (set on some paths only)
+    maybe: frozenset[str] = frozenset()
+    where: str = ""
+
+
+# --- the interpreter ----------------------------------------------------------------------------
+class Interpreter:
+    """One run over a program: memoised function analyses, the events the rules read."""
+
+    def __init__(self, program: Program, knowledge: Mapping[str, Knowledge], *,
+                 base_attrs: tuple[str, ...], returns_attrs: tuple[str, ...],
+                 report: Callable[[Finding], None]):
+        self.p = program
+        #: each file's knowledge: the records at its own tree's releases
+        self._knowledge = knowledge
+        self._default = next(iter(knowledge.values()), Knowledge())
+        self.base_attrs = frozenset(base_attrs)
+        self.returns_attrs = returns_attrs
+        self.report = report
+        self.uses: dict[tuple[object, ...], Use] = {}
+        self._memo: dict[tuple[object, ...], _Summary] = {}
+        self._contexts: dict[object, int] = {}
+        self._active: set[tuple[object, ...]] = set()
+        self._stack: list[tuple[object, ...]] = []
+        #: the frames being interpreted, outermost first (where an LSE entered a call chain)
+        self.frames: list[_Frame] = []
+        self._taint = _NO_TAINT
+        self._counted: set[tuple[object, ...]] = set()
+        self._depth = 0
+        self.budget = _BUDGET
+        self._globals: dict[tuple[str, str], Value] = {}
+        self._module_busy: set[tuple[str, str]] = set()
+        #: names the flow found carrying an LSE or a combine (methods returning one, attributes
+        #: holding one): their call sites are where more flow starts
+        self.carrier_names: set[str] = set()
+        self._module_carriers: set[str] = set()
+        #: the functions (qualified names) found returning one
+        self.carrier_funcs: set[str] = set()
+        #: where a literal base is written for a consumer: the consumer, keyword and literal
+        self.literal_sites: dict[str, tuple[Consumer, str, Lit]] = {}
+        #: (instance, attribute) → values stored (``self.x = ...``)
+        self.stores: dict[tuple[Inst, str], set[Value]] = {}
+        self._init_done: set[Inst] = set()
+        self._class_attr_memo: dict[tuple[ClassKey, str], Value] = {}
+        self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
+        self._noted_agreed: set[tuple[str, str]] = set()
+        self._carrier_lines: dict[str, tuple[int, ...]] = {}
+        self._calls_memo: dict[tuple[str, str], bool] = {}
+        self._relevant_pattern: re.Pattern[str] | None = None
+
+    def knowledge(self, path: str) -> Knowledge:
+        return self._knowledge.get(path, self._default)
+
+    # --- entry points --------------------------------------------------------------------------
+    def run_function(self, path: str, qualname: str, node: FuncNode,
+                     self_value: Inst | None) -> frozenset[Kernel]:
+        """Interpret one function on its own: its parameters are unknown (typed by their
+        annotations); the kernels it reaches."""
+        func = Func(path, qualname, node)
+        s = self.analyse(func, self_value, None, generic=True)
+        returned = lse_of(_flatten(s.returns))
+        seen = s.kernels | frozenset(k for src in (returned.sources if returned else ())
+                                     if (k := _kernel_of(src)) is not None)
+        # a producer call whose LSE the flow lost sight of counts as it returns it
+        keys = {(k.where, k.record) for k in seen}
+        return seen | frozenset(k for k in s.produced if (k.where, k.record) not in keys)
+
+    # --- modules -------------------------------------------------------------------------------
+    def run_statements(self, path: str, body: list[ast.stmt]) -> None:
+        """Module-level statements (a combine called at import time, a partial bound there)."""
+        frame = _Frame(self, path, None, None, None)
+        for st in body:
+            if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                try:
+                    frame.stmt(st)
+                except RecursionError:
+                    return
+        for name, value in frame.env.items():  # an alias or partial of a combine made here
+            if _carries(value) or (isinstance(value, (Ext, Func)) and _callee_name(
+                    value, "") in (*frame.k.consumers, *frame.k.producers)):
+                self._module_carriers.add(name)
+
+    def module_name(self, path: str) -> str:
+        info = self.p.info(path)
+        return info.name if info is not None else path
+
+    def set_carrier_lines(self, lines: dict[str, tuple[int, ...]]) -> None:
+        """Lines (per file) that name what the flow found carrying an LSE or a combine; what
+        reaches them is followed from now on."""
+        self._carrier_lines = lines
+
+    def carrier_lines(self, path: str) -> tuple[int, ...]:
+        return self._carrier_lines.get(path, ())
+
+    def all_carrier_lines(self) -> dict[str, tuple[int, ...]]:
+        return dict(self._carrier_lines)
+
+    def found_carriers(self) -> set[str]:
+        """Names of the methods and functions found returning an LSE (or a combine) and of the
+        attributes found holding one, or an object built with a base."""
+        names: set[str] = set()
+        for (func, _, _), summary in self._memo.items():
+            if _carries(summary.returns):
+                names.add(func.qualname.rpartition(".")[2])
+                self.carrier_funcs.add(func.qualname)
+        for (_, attr), values in self.stores.items():
+            if any(_carries(v) for v in values):
+                names.add(attr)
+        names |= self._module_carriers
+        return {n for n in names if n.isidentifier() and not n.startswith(("<", "__"))}
+
+    def reaches(self, func: Func) -> bool:
+        """Whether a call into a function can matter to the rules (when no argument carries an
+        LSE, a base attribute or a combine): it holds a line naming a producer, a consumer or a
+        base attribute, or calls a function of its module that does (the per-file pass's
+        ``relevant``), or it is a name the flow found carrying an LSE."""
+        if func.qualname in self.carrier_funcs:
+            return True
+        info = self.p.info(func.path)
+        if info is None:
+            return False
+        if func.qualname in info.relevant:
+            return True
+        if "<" not in func.qualname:
+            return self._calls_relevant(func)
+        node = func.node  # a nested function or lambda: its own lines
+        start = getattr(node, "lineno", 0)
+        end = getattr(node, "end_lineno", start) or start
+        for lines in (info.trigger_lines, self._carrier_lines.get(func.path, ())):
+            i = bisect.bisect_left(lines, start)
+            if i < len(lines) and lines[i] <= end:
+                return True
+        return False
+
+    def _calls_relevant(self, func: Func) -> bool:
+        """Whether a function calls, by name, a method or function that some module's per-file
+        pass found relevant (``get_attn_backend().forward(...)`` reaches every backend's
+        ``forward_extend`` through ``AttentionBackend.forward``): one hop of names, read from
+        the function's lines (its module is not parsed for it), so a dispatch through
+        infrastructure that names nothing is still followed."""
+        key = (func.path, func.qualname)
+        if key not in self._calls_memo:
+            span = self.p.span(func.path, func.qualname)
+            self._calls_memo[key] = span is not None and bool(
+                self._relevant_call().search(self.p.text(func.path, *span)))
+        return self._calls_memo[key]
+
+    def _relevant_call(self) -> re.Pattern[str]:
+        if self._relevant_pattern is None:
+            names = sorted({q.rpartition(".")[2] for info in self.p.infos()
+                            for q in info.relevant})
+            self._relevant_pattern = re.compile(
+                r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\(" if names else r"(?!x)x")
+        return self._relevant_pattern
+
+    # --- bindings ------------------------------------------------------------------------------
+    def global_value(self, path: str, name: str) -> Value:
+        """A module-level name's value, evaluated when first asked (its assignment alone, not
+        the whole module body)."""
+        key = (path, name)
+        if key in self._globals:
+            return self._globals[key]
+        if key in self._module_busy:
+            return None
+        self._module_busy.add(key)
+        try:
+            value = self.binding_value(path, name)
+        except RecursionError:
+            value = None
+        finally:
+            self._module_busy.discard(key)
+        self._globals[key] = value
+        return value
+
+    def binding_value(self, path: str, name: str) -> Value:
+        b = self.p.binding(path, name)
+        if b is None:
+            return None
+        if b.kind == "class" and b.cls is not None:
+            return ClassRef((b.cls.path, b.cls.name))
+        if b.kind == "def":
+            return Func(b.module, b.name)
+        if b.kind == "module":
+            return ModuleRef(b.target)
+        if b.kind == "external":
+            return Ext(b.target)
+        if b.kind == "assign" and isinstance(b.node, ast.expr):
+            if b.module != path:
+                return self.global_value(b.module, b.name)
+            frame = _Frame(self, path, None, None, None)
+            frame.module_level = False  # names it reads are module globals, asked one by one
+            return frame.expr(b.node)
+        return None
+
+    def import_value(self, path: str, node: ast.ImportFrom | ast.Import, alias: ast.alias,
+                     ) -> tuple[str, Value]:
+        """The name a (function-level) import binds and its value."""
+        info = self.p.info(path)
+        if isinstance(node, ast.Import):
+            if alias.asname:
+                target = self.p.module(alias.name, path)
+                return alias.asname, ModuleRef(target) if target else Ext(alias.name)
+            top = alias.name.partition(".")[0]
+            target = self.p.module(top, path)
+            return top, ModuleRef(target) if target else Ext(top)
+        package = ""
+        if info is not None:
+            package = info.name if info.is_package else info.name.rpartition(".")[0]
+        source = node.module or ""
+        if node.level:
+            parts = package.split(".") if package else []
+            base = parts[: len(parts) - (node.level - 1)] if node.level - 1 <= len(parts) else []
+            source = ".".join([*base, *([node.module] if node.module else [])])
+        bound = alias.asname or alias.name
+        target = self.p.module(source, path)
+        if target is None:
+            sub = self.p.module(f"{source}.{alias.name}", path)
+            return bound, ModuleRef(sub) if sub else Ext(f"{source}.{alias.name}")
+        value = self.global_value(target, alias.name)
+        if value is None:
+            sub = self.p.module(f"{source}.{alias.name}", path)
+            if sub is not None:
+                return bound, ModuleRef(sub)
+        return bound, value
+
+    # --- classes -------------------------------------------------------------------------------
+    def class_info(self, key: ClassKey) -> ClassInfo | None:
+        return self.p.cls(key)
+
+    def returns_lse(self, cls: ClassInfo) -> bool:
+        h = self.p.hierarchy
+        for attr in self.returns_attrs:
+            value = h.value(cls, attr)
+            if isinstance(value, ast.Constant) and value.value is True:
+                return True
+        return False
+
+    def resolve_annotation(self, path: str, node: ast.expr | None, exact: bool = False) -> Value:
+        """The instance an annotation says a value is: ``X``, ``X | None``, ``Optional[X]``,
+        ``"X"``, ``X[T]``; a union of classes where several."""
+        if node is None:
+            return None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                node = ast.parse(node.value, mode="eval").body
+            except (SyntaxError, ValueError, RecursionError):
+                return None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            return join([v for v in (self.resolve_annotation(path, node.left),
+                                     self.resolve_annotation(path, node.right)) if v is not None])
+        if isinstance(node, ast.Subscript):
+            head = dotted_name(node.value) or ""
+            last = head.rpartition(".")[2]
+            if last in ("Optional", "Annotated", "Final", "ClassVar"):
+                inner = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) else node.slice
+                return self.resolve_annotation(path, inner)
+            if last == "Union" and isinstance(node.slice, ast.Tuple):
+                return join([v for e in node.slice.elts
+                             if (v := self.resolve_annotation(path, e)) is not None])
+            if last == "type":
+                inner = self.resolve_annotation(path, node.slice)
+                return ClassRef(inner.cls, exact=False) if isinstance(inner, Inst) else None
+            node = node.value
+        dotted = dotted_name(node)
+        if dotted is None or dotted == "None":
+            return None
+        value = self._dotted_value(path, dotted)
+        if isinstance(value, ClassRef):
+            return Inst(value.cls, exact=exact)
+        if isinstance(value, Ext):
+            return ExtInst(value.qualname)
+        return None
+
+    def _dotted_value(self, path: str, dotted: str) -> Value:
+        head, *rest = dotted.split(".")
+        value = self.global_value(path, head)
+        for attr in rest:
+            if isinstance(value, ModuleRef):
+                b = self.p.member(value.name, attr)
+                value = None if b is None else self._binding(b)
+            elif isinstance(value, Ext):
+                value = Ext(f"{value.qualname}.{attr}")
+            else:
+                return None
+        return value
+
+    def _binding(self, b: Any) -> Value:
+        if b.kind == "module":
+            return ModuleRef(b.target)
+        return self.binding_value(b.module, b.name)
+
+    # --- functions -----------------------------------------------------------------------------
+    def analyse(self, func: Func, self_value: Inst | None, call: _Call | None, *,
+                generic: bool = False) -> _Summary:
+        node = func.node if func.node is not None else self.p.function(func.path, func.qualname)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return _Summary()
+        params = _params(node)
+        if generic or call is None:
+            bound: dict[str, Value] = {}
+            ctx: tuple[object, ...] = ("generic",)
+        else:
+            bound = self._bind(func, params, call, self_value is not None)
+            ctx = tuple(sorted(bound.items(), key=lambda kv: kv[0]))
+        key = (func, self_value, ctx)
+        memo = self._memo.get(key)
+        if memo is not None:
+            return memo
+        if key in self._active:
+            # a cycle: what the call returns is not known yet; every analysis above the cycle's
+            # head is incomplete and is not kept (it is redone when asked again)
+            self._taint = min(self._taint, self._stack.index(key))
+            return _Summary()
+        if ctx != ("generic",) and key not in self._counted:
+            seen = self._contexts.get((func, self_value), 0)
+            if seen >= _MAX_CONTEXTS:  # enough contexts: the generic one serves the rest
+                return self.analyse(func, self_value, None, generic=True)
+            self._contexts[(func, self_value)] = seen + 1
+            self._counted.add(key)
+        if self._depth >= _MAX_DEPTH or self.budget <= 0:
+            return _Summary()
+        pos = len(self._stack)
+        self._stack.append(key)
+        self._active.add(key)
+        self._depth += 1
+        saved, self._taint = self._taint, _NO_TAINT
+        try:
+            summary = self._interpret(func, node, params, self_value, bound,
+                                      generic or call is None, call.where if call else "")
+        except RecursionError:
+            summary = _Summary()
+        finally:
+            self._depth -= 1
+            self._active.discard(key)
+            self._stack.pop()
+        incomplete = self._taint < pos
+        if not incomplete:
+            self._memo[key] = summary
+        self._taint = min(saved, self._taint) if incomplete else saved
+        return summary
+
+    def _interpret(self, func: Func, node: FuncNode | ast.Lambda, params: _Params,
+                   self_value: Inst | None, bound: dict[str, Value], generic: bool,
+                   entry: str = "") -> _Summary:
+        owner = self_value.cls if self_value is not None else None
+        frame = _Frame(self, func.path, func, self_value, owner)
+        frame.node = node
+        frame.entry = entry
+        frame.param_ids = {id(v) for v in bound.values() if v is not None}
+        self.frames.append(frame)
+        try:
+            return self._run_frame(frame, func, node, params, self_value, bound, generic)
+        finally:
+            self.frames.pop()
+
+    def _run_frame(self, frame: _Frame, func: Func, node: FuncNode | ast.Lambda,
+                   params: _Params, self_value: Inst | None, bound: dict[str, Value],
+                   generic: bool) -> _Summary:
+        names = params.names
+        start = 0
+        if self_value is not None and names and not params.static:
+            frame.env[names[0]] = self_value
+            ann = params.annotations.get(names[0])
+            if ann is not None and generic and not self_value.exact:
+                # ``self: DeepseekV2AttentionMLA`` on a mixin's method: the class it runs in
+                typed = self.resolve_annotation(func.path, ann)
+                if isinstance(typed, Inst):
+                    frame.env[names[0]] = typed
+            start = 1
+        for name in names[start:]:
+            if generic:
+                ann = params.annotations.get(name)
+                typed = self.resolve_annotation(func.path, ann) if ann is not None else None
+                default = params.defaults.get(name)
+                lit = _literal(func.path, default) if default is not None else None
+                frame.env[name] = typed if typed is not None else Param(
+                    name, func.qualname, lit if isinstance(lit, Lit) else None)
+            else:
+                frame.env[name] = bound.get(name)
+        for extra in params.var:
+            frame.env[extra] = None
+        if isinstance(node, ast.Lambda):
+            frame.returns.append(frame.expr(node.body))
+        else:
+            frame.block(node.body)
+        return _Summary(join(frame.returns) if frame.returns else None,
+                        frozenset(frame.kernels), frozenset(frame.produced))
+
+    def _bind(self, func: Func, params: _Params, call: _Call, method: bool) -> dict[str, Value]:
+        names = params.names[1:] if method and not params.static else params.names
+        out: dict[str, Value] = {}
+        for name, arg in zip(names, call.pos, strict=False):
+            out[name] = arg.value
+        if len(call.pos) > len(names):
+            pass  # *args: not followed
+        for name, arg in call.kw.items():
+            if name in names:
+                out[name] = arg.value
+        for name in names:
+            if name in out:
+                continue
+            default = params.defaults.get(name)
+            if default is None or call.opaque or name in call.maybe:
+                continue
+            lit = _literal(func.path, default)
+            if isinstance(lit, Lit):
+                out[name] = replace(lit, how=f" (the default of {func.qualname.rpartition('.')[2]}"
+                                    f"({name}=...), left out)", omitted=call.where)
+            else:
+                out[name] = lit
+        return out
+
+    # --- attributes ----------------------------------------------------------------------------
+    def attribute(self, obj: Value, attr: str, where: str) -> Value:
+        options = []
+        for alt in alternatives(obj):
+            options.append(self._attribute(alt, attr, where))
+        return join(options) if len(options) > 1 else (options[0] if options else None)
+
+    def _attribute(self, obj: Value, attr: str, where: str) -> Value:
+        if isinstance(obj, Lse):
+            if attr in _KEEPS_BASE_ATTRS:
+                return _swap(obj) if attr in ("T", "mT") else obj
+            return None
+        if isinstance(obj, ModuleRef):
+            b = self.p.member(obj.name, attr)
+            if b is None:
+                return None
+            if b.kind == "assign":
+                return self.global_value(b.module, b.name)
+            return self._binding(b)
+        if isinstance(obj, Ext):
+            return Ext(f"{obj.qualname}.{attr}")
+        if isinstance(obj, ExtInst):
+            return Ext(f"{obj.qualname}.{attr}")
+        if isinstance(obj, Super):
+            cls = self.class_info(obj.self_value.cls)
+            after = self.class_info(obj.after)
+            if cls is None or after is None:
+                return None
+            owner = self.p.lookup(cls, attr, after=after)
+            if owner is None:
+                return None
+            return Bound(Func(owner.path, f"{owner.name}.{attr}"), obj.self_value,
+                         (owner.path, owner.name))
+        if isinstance(obj, ClassRef):
+            cls = self.class_info(obj.cls)
+            if cls is None:
+                return None
+            owner = self.p.lookup(cls, attr)
+            if owner is not None:
+                return Func(owner.path, f"{owner.name}.{attr}")
+            return self.class_attr(cls, attr)
+        if isinstance(obj, Inst):
+            return self.inst_attr(obj, attr, where)
+        return None
+
+    def inst_attr(self, inst: Inst, attr: str, where: str) -> Value:
+        if attr in self.base_attrs:
+            return Flag(attr, inst, where)
+        cls = self.class_info(inst.cls)
+        if cls is None:
+            return None
+        owner = self.p.lookup(cls, attr)
+        if owner is not None:
+            func = Func(owner.path, f"{owner.name}.{attr}")
+            if self._is_property(owner, attr):
+                if not self.reaches(func):
+                    return None
+                bound = Bound(func, inst, (owner.path, owner.name))
+                return self.call_bound(bound, _Call([], {}, False, where=where), where)[0]
+            return Bound(func, inst, (owner.path, owner.name))
+        values: list[Value] = []
+        if inst.ctor is not None:
+            self._ensure_init(inst)
+            values += self.stores.get((inst, attr), ())
+        if not values:
+            generic = self.class_attr(cls, attr)
+            if generic is not None:
+                values.append(generic)
+        return join(values) if values else None
+
+    def by_name(self, callee: Value, call: _Call) -> _Call:
+        """A call of a function the program defines (a consumer in the linted tree) with its
+        positional arguments also under their parameters' names, so a base passed by position
+        (``lse_reduce(out, lse, True)``) is read like a keyword."""
+        func = callee.func if isinstance(callee, Bound) else callee
+        if not isinstance(func, Func) or not call.pos:
+            return call
+        node = func.node if func.node is not None else self.p.function(func.path, func.qualname)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return call
+        names = _params(node).names
+        if isinstance(callee, Bound) and names:
+            names = names[1:]
+        kw = dict(call.kw)
+        for name, arg in zip(names, call.pos, strict=False):
+            kw.setdefault(name, arg)
+        if not call.opaque:  # a parameter left out: the default this code gives it
+            defaults = _params(node).defaults
+            for name in names[len(call.pos):]:
+                if name not in kw and name not in call.maybe and name in defaults:
+                    lit = _literal(func.path, defaults[name])
+                    if isinstance(lit, Lit):
+                        kw[name] = Arg(replace(lit, omitted=call.where), call.where)
+        return _Call(call.pos, kw, call.opaque, call.maybe, call.where)
+
+    def declared_return(self, func: Func) -> Value:
+        """What a function's return annotation says it returns (``-> AttentionBackend``: an
+        instance of it or any subclass), for a call the linter does not follow into."""
+        cls_name, _, name = func.qualname.rpartition(".")
+        if "<" in func.qualname:
+            return None
+        if cls_name:
+            cls = self.p.cls((func.path, cls_name))
+            ann = cls.returns.get(name) if cls is not None else None
+        else:
+            info = self.p.info(func.path)
+            ann = info.returns.get(name) if info is not None else None
+        if ann is None:
+            return None
+        typed = self.resolve_annotation(func.path, ann)
+        return typed if isinstance(typed, (Inst, Union_)) else None
+
+    @staticmethod
+    def _is_property(owner: ClassInfo, attr: str) -> bool:
+        return attr in owner.properties
+
+    def _ensure_init(self, inst: Inst) -> None:
+        if inst in self._init_done:
+            return
+        self._init_done.add(inst)
+        cls = self.class_info(inst.cls)
+        if cls is None or inst.ctor is None:
+            return
+        owner = self.p.lookup(cls, "__init__")
+        if owner is None:
+            return
+        where, args = inst.ctor
+        call = _Call([Arg(v) for k, v in args if k.isdigit()],
+                     {k: Arg(v) for k, v in args if not k.isdigit()}, False, where=where)
+        self.analyse(Func(owner.path, f"{owner.name}.__init__"), inst, call)
+
+    def class_attr(self, cls: ClassInfo, attr: str) -> Value:
+        """An attribute of every instance of ``cls``: its class-level value or annotation, and
+        what any method of its class hierarchy stores into ``self.<attr>``."""
+        key = ((cls.path, cls.name), attr)
+        if key in self._class_attr_memo:
+            return self._class_attr_memo[key]
+        self._class_attr_memo[key] = None  # a read while computing it sees nothing
+        values: list[Value] = []
+        generic = Inst((cls.path, cls.name), exact=True)
+        for c in self.p.mro(cls):
+            if attr in c.annotations:  # ``prefill_backend: MLAPrefillBackend | None = None``
+                values.append(self.resolve_annotation(c.path, c.annotations[attr]))
+            if attr in c.attrs:
+                node = c.attrs[attr][0]
+                value = _literal(c.path, node) if isinstance(node, ast.Constant) else \
+                    self._class_level(c, node)
+                if not (attr in c.annotations and isinstance(value, Lit) and value.value is None):
+                    values.append(value)  # (a None default beside a type says nothing more)
+            if attr in c.attrs or attr in c.annotations:
+                break
+        for c in self.p.mro(cls):
+            if not (self.p.active(c.path) or c.path in self._carrier_lines):
+                # a module that names nothing the rules know: only the objects it builds
+                # (``self.attn_mha = RadixAttention(...)``), read from the syntax, no flow
+                values += self._built(c, attr)
+                continue
+            for name, fn in self.p.methods(c).items():
+                stored = self._stored_attrs(fn)
+                if attr not in stored:
+                    continue
+                self.analyse(Func(c.path, f"{c.name}.{name}", fn), generic, None, generic=True)
+                # a store the analysis could not follow (``self = super().__new__(cls)`` in a
+                # branch it did not reach) is an unknown value, never the class default alone
+                values += self.stores.get((generic, attr), (None,))
+                ann = stored[attr]
+                if ann is not None:
+                    values.append(self.resolve_annotation(c.path, ann))
+        value = join(values) if values else None
+        self._class_attr_memo[key] = value
+        return value
+
+    def _built(self, cls: ClassInfo, attr: str) -> list[Value]:
+        """``self.<attr> = Class(...)`` in ``cls``'s methods: an instance of that class (its
+        constructor's arguments not followed), read from the methods' lines without parsing
+        the module; any other store is unknown."""
+        out: list[Value] = []
+        store = re.compile(r"\bself\." + re.escape(attr) + r"\s*(?::\s*([^=\n]+?))?\s*="
+                           r"(?!=)\s*([A-Za-z_][\w.]*)?(\()?")
+        for start, end in cls.methods.values():
+            for m in store.finditer(self.p.text(cls.path, start, end)):
+                ann, func, call = m.group(1), m.group(2), m.group(3)
+                if ann:
+                    try:
+                        out.append(self.resolve_annotation(
+                            cls.path, ast.parse(ann.strip(), mode="eval").body))
+                    except (SyntaxError, ValueError, RecursionError):
+                        out.append(None)
+                ref = self._dotted_value(cls.path, func) if func and call else None
+                out.append(Inst(ref.cls, exact=ref.exact) if isinstance(ref, ClassRef) else None)
+        return out
+
+    def _class_level(self, cls: ClassInfo, node: ast.expr) -> Value:
+        frame = _Frame(self, cls.path, None, None, None)
+        try:
+            return frame.expr(node)
+        except RecursionError:
+            return None
+
+    def _stored_attrs(self, fn: FuncNode) -> dict[str, ast.expr | None]:
+        """The attributes a method stores on ``self``, each with its annotation (if any)."""
+        key = id(fn)
+        if key not in self._assigns_attr:
+            found: dict[str, ast.expr | None] = {}
+            for st in statements(fn):  # type: ignore[arg-type]
+                if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Attribute) and \
+                        isinstance(st.target.value, ast.Name) and st.target.value.id == "self":
+                    found[st.target.attr] = st.annotation
+                    continue
+                targets = st.targets if isinstance(st, ast.Assign) else (
+                    [st.target] if isinstance(st, (ast.AugAssign, ast.For)) else [])
+                for t in targets:
+                    for sub in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) \
+                                and sub.value.id == "self":
+                            found.setdefault(sub.attr, None)
+            self._assigns_attr[key] = found
+        return self._assigns_attr[key]
+
+    # --- calls ---------------------------------------------------------------------------------
+    def call_bound(self, bound: Bound, call: _Call, where: str,
+                   ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel]]:
+        """A method call: the method's (or, on an instance that may be of any subclass, every
+        override's) result and the kernels it reaches."""
+        inst = bound.self_value
+        cls = self.class_info(inst.cls)
+        method = bound.func.qualname.rpartition(".")[2]
+        if cls is None:
+            return None, frozenset(), frozenset()
+        if inst.exact:
+            targets = [(bound.func, inst, cls)]
+        else:  # any subclass: every override the class hierarchy holds
+            targets = []
+            # every subclass, also where it inherits the method: what ``self.<m>(...)`` inside
+            # it dispatches to is the subclass's (AttentionBackend.forward -> forward_extend)
+            for sub in self.p.subclasses(cls):
+                owner = self.p.lookup(sub, method)
+                if owner is None:
+                    continue
+                targets.append((Func(owner.path, f"{owner.name}.{method}"),
+                                Inst((sub.path, sub.name), exact=True), sub))
+        results: list[Value] = []
+        kernels: set[Kernel] = set()
+        produced: set[Kernel] = set()
+        interesting = _interesting(call)
+        followed = [t for t in targets if interesting or self.reaches(t[0])]
+        if not followed:  # nothing below can matter: what the method says it returns
+            declared = self.declared_return(bound.func)
+            return declared, frozenset(), frozenset()
+        targets = followed
+        for func, self_value, sub in targets:
+            s = self.analyse(func, self_value, call)
+            kernels |= s.kernels
+            produced |= s.produced
+            value = s.returns
+            if self.returns_lse(sub):  # an LSE-declaring class's method: its LSE is that class's
+                value = _tag_impl(value, (sub.path, sub.name))
+            if len(targets) > 1:
+                value = _tag_choice(value, f"{sub.name}.{method}() (one of the {len(targets)} "
+                                    f"implementations {cls.name}.{method} dispatches to)")
+            results.append(value)
+        return (join(results) if results else None), frozenset(kernels), frozenset(produced)
+
+
+_FUNC_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass
+class _Params:
+    names: list[str]
+    defaults: dict[str, ast.expr]
+    annotations: dict[str, ast.expr]
+    var: list[str]
+    static: bool
+
+
+def _params(node: FuncNode | ast.Lambda) -> _Params:
+    a = node.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True))
+    defaults.update({k.arg: d for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
+                     if d is not None})
+    anns = {p.arg: p.annotation for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)
+            if p.annotation is not None}
+    var = [v.arg for v in (a.vararg, a.kwarg) if v is not None]
+    static = isinstance(node, _FUNC_NODES) and any(
+        isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+    return _Params(positional + [k.arg for k in a.kwonlyargs], defaults, anns, var, static)
+
+
+def _carries(value: Value, depth: int = 0) -> bool:
+    """A value the flow must follow from wherever it is read: an LSE, a combine (bound or not),
+    an object built with a base."""
+    if depth > 3:
+        return False
+    for alt in alternatives(value):
+        if isinstance(alt, Lse):
+            return True
+        if isinstance(alt, Rec) and alt.consumers:
+            return True
+        if isinstance(alt, Partial) and _carries(alt.target, depth + 1):
+            return True
+        if isinstance(alt, Tup) and any(_carries(v, depth + 1) for v in alt.items):
+            return True
+        if isinstance(alt, Inst) and alt.ctor is not None and any(
+                isinstance(v, (Flag, Lse)) or (isinstance(v, Lit) and isinstance(v.value, bool)
+                                               and ("lse" in k or "base" in k))
+                for k, v in alt.ctor[1]):
+            return True  # an object built with a base: MLADCPManager(is_lse_base_on_e=...)
+    return False
+
+
+def _interesting(call: _Call) -> bool:
+    """An argument carries an LSE, a backend's base attribute or a bound combine: the callee
+    matters whatever its text names."""
+    for arg in (*call.pos, *call.kw.values()):
+        for alt in alternatives(arg.value):
+            if isinstance(alt, (Lse, Flag, Partial)):
+                return True
+    return False
+
+
+def _literal(path: str, node: ast.expr) -> Value:
+    """A constant written in the code (bool, str, number, None), with where."""
+    if isinstance(node, ast.Constant) and (node.value is None or isinstance(
+            node.value, (bool, int, float, str))):
+        c = _const(node, None)
+        if c is not None:
+            return Num(c)
+        return Lit(node.value, _at(path, node))
+    return None
+
+
+def _const(node: ast.expr, value: Value) -> str | None:
+    """``math.log(2)``, 0.6931…: "ln2"; ``math.log2(math.e)``, 1.4427…: "log2e"."""
+    if isinstance(value, Num):
+        return value.name
+    if isinstance(node, ast.Constant) and isinstance(node.value, float):
+        if math.isclose(node.value, _LN2, rel_tol=1e-6):
+            return "ln2"
+        if math.isclose(node.value, _LOG2E, rel_tol=1e-6):
+            return "log2e"
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+        fn = node.func.attr if isinstance(node.func, ast.Attribute) else (
+            node.func.id if isinstance(node.func, ast.Name) else "")
+        arg = node.args[0]
+        if fn == "log" and isinstance(arg, ast.Constant) and arg.value in (2, 2.0):
+            return "ln2"
+        if fn == "log2" and ((isinstance(arg, ast.Attribute) and arg.attr == "e")
+                             or (isinstance(arg, ast.Constant) and isinstance(arg.value, float)
+                                 and math.isclose(arg.value, math.e))):
+            return "log2e"
+    return None
+
+
+def _swap(lse: Lse) -> Lse:
+    flipped = {"token_head": "head_token", "head_token": "token_head"}
+    return Lse(frozenset(replace(s, layout=flipped.get(s.layout or ""))
+                         for s in lse.sources))
+
+
+def _lose_layout(lse: Lse) -> Lse:
+    if all(s.layout is None for s in lse.sources):
+        return lse
+    return Lse(frozenset(replace(s, layout=None) for s in lse.sources))
+
+
+def _map_lse(value: Value, fn: Callable[[Lse], Lse]) -> Value:
+    if isinstance(value, Lse):
+        return fn(value)
+    if isinstance(value, Tup):
+        return Tup(tuple(_map_lse(v, fn) for v in value.items), value.partial_items)
+    if isinstance(value, Union_):
+        return join([_map_lse(v, fn) for v in value.options])
+    return value
+
+
+def _tag_impl(value: Value, impl: ClassKey) -> Value:
+    return _map_lse(value, lambda lse: Lse(frozenset(
+        s if s.impl is not None else replace(s, impl=impl) for s in lse.sources)))
+
+
+def _tag_choice(value: Value, choice: str) -> Value:
+    return _map_lse(value, lambda lse: Lse(frozenset(
+        s if s.choice else replace(s, choice=choice) for s in lse.sources)))
+
+
+def _convert(lse: Lse, to_e: bool, where: str, how: str) -> Lse:
+    """``x * ln 2`` (``to_e``) turns log2-sum-exp2 into ln-sum-exp; the inverse turns it back.
+    A source already in the target base stops being an LSE of either base."""
+    target = "e" if to_e else "2"
+    out = set()
+    for s in lse.sources:
+        note = f"{s.converted}, {how} ({_line(where)})" if s.converted else f"{how} ({_line(where)})"
+        if s.base is None or s.dispatch:
+            out.add(replace(s, base=target if s.base is None and not s.dispatch else None,
+                            dispatch=False, bases=(), converted=note))
+        elif s.base == target:
+            out.add(replace(s, base="x", converted=note))
+        elif s.base == "x":
+            out.add(replace(s, converted=note))
+        else:
+            out.add(replace(s, base=target, converted=note))
+    return Lse(frozenset(out))
+
+
+def _tuple_test(test: ast.expr | None) -> str | None:
+    """``isinstance(x, tuple)`` (or ``(tuple, list)``): the name it narrows."""
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and
+            test.func.id == "isinstance" and len(test.args) == 2 and
+            isinstance(test.args[0], ast.Name)):
+        return None
+    kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+    if all(isinstance(k, ast.Name) and k.id in ("tuple", "list") for k in kinds):
+        return test.args[0].id
+    return None
+
+
+def _on_base_test(test: ast.expr, base_attrs: frozenset[str]) -> bool:
+    for sub in ast.walk(test):
+        if isinstance(sub, ast.Attribute) and (sub.attr in base_attrs or "base" in sub.attr.lower()):
+            return True
+        if isinstance(sub, ast.Name) and "base" in sub.id.lower():
+            return True
+    return False
+
+
+def _ends(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+def _element(value: Value, i: int) -> Value:
+    options = []
+    for alt in alternatives(value):
+        if isinstance(alt, Tup):
+            options.append(alt.get(i))
+        elif isinstance(alt, Lse):
+            options.append(None)
+        else:
+            options.append(None)
+    return join(options) if options else None
+
+
+def _kernel_of(src: Source) -> Kernel | None:
+    """What a producer's LSE is where it ends up (used or returned), for the class rules;
+    None for what no producer record made (a parameter, a merged LSE)."""
+    if not src.record or not src.key.startswith("producer:"):
+        return None
+    where = src.key.removeprefix("producer:").rsplit(":", 1)[0]
+    base = src.base if src.pinned else None
+    name = src.what.partition("(")[0].removeprefix("the LSE of ").strip()
+    choice = src.choice + (f", after {src.converted}" if src.converted else "")
+    return Kernel(src.record, name, where, base, src.dispatch, src.bases, choice)
+
+
+def _flatten(value: Value) -> Value:
+    """The LSEs a value holds anywhere (tuple items included), as one value."""
+    found: list[Value] = []
+    for alt in alternatives(value):
+        if isinstance(alt, Tup):
+            found += [_flatten(v) for v in alt.items]
+        else:
+            found.append(alt)
+    return join(found)
+
+
+def _dict_key(node: ast.Constant) -> str | None:
+    """A dict literal's constant key as the DictV keys it: a string as itself (``**kwargs``
+    read it so), any other constant by its repr, marked so it never equals a string."""
+    if isinstance(node.value, str):
+        return node.value
+    if node.value is None or isinstance(node.value, (bool, int, float)):
+        return f"\x00{node.value!r}"
+    return None
+
+
+def _literal_text(value: Value) -> list[str]:
+    """The literal spellings a value may have (``["'basee'"]``), and ``"<expr>"`` for each way
+    it may be something the linter cannot read."""
+    out: list[str] = []
+    for alt in alternatives(value):
+        text = repr(alt.value) if isinstance(alt, Lit) else "<expr>"
+        if text not in out:
+            out.append(text)
+    return out or ["<expr>"]
+
+
+class _Frame:
+    """One function's (or a module's) interpretation."""
+
+    def __init__(self, interp: Interpreter, path: str, func: Func | None, self_value: Inst | None,
+                 owner: ClassKey | None):
+        self.i, self.path, self.func, self.self_value, self.owner = (interp, path, func,
+                                                                     self_value, owner)
+        self.env: dict[str, Value] = {}
+        self.returns: list[Value] = []
+        self.kernels: set[Kernel] = set()
+        self.produced: set[Kernel] = set()
+        self.on_base = 0
+        self.module_level = func is None
+        self.node: ast.AST | None = None  # the function's syntax node
+        self.k = interp.knowledge(path)
+        self.entry = ""  # the call that started this frame
+        self._consumers: int | None = None
+        self.param_ids: set[int] = set()  # the values its caller passed in
+
+    # --- statements ---------------------------------------------------------------------------
+    def block(self, body: list[ast.stmt]) -> None:
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, ast.If) and _ends(stmt.body) and not stmt.orelse:
+                # `if c: ...; return` — what follows runs only when c is false: the else side
+                self.expr(stmt.test)
+                self.branches([stmt.body, body[i + 1:]], stmt.test)
+                return
+            self.stmt(stmt)
+
+    def stmt(self, st: ast.stmt) -> None:
+        self.i.budget -= 1
+        handler = _STMT.get(type(st))
+        if handler is not None:
+            handler(self, st)
+        else:
+            for child in ast.iter_child_nodes(st):
+                if isinstance(child, ast.expr):
+                    self.expr(child)
+
+    def s_assign(self, st: ast.Assign) -> None:
+        value = self.expr(st.value)
+        for t in st.targets:
+            self.assign(t, value)
+
+    def s_annassign(self, st: ast.AnnAssign) -> None:
+        if st.value is not None:
+            value = self.expr(st.value)
+            if value is None and isinstance(st.target, ast.Attribute):
+                value = self.i.resolve_annotation(self.path, st.annotation)
+            self.assign(st.target, value)
+
+    def s_augassign(self, st: ast.AugAssign) -> None:
+        current = self.expr(st.target)
+        self.assign(st.target, self.binop(st.target, current, st.op, st.value))
+
+    def s_expr(self, st: ast.Expr) -> None:
+        self.expr(st.value)
+
+    def s_return(self, st: ast.Return) -> None:
+        self.returns.append(None if st.value is None else self.expr(st.value))
+
+    def s_if(self, st: ast.If) -> None:
+        self.expr(st.test)
+        self.branches([st.body, st.orelse], st.test)
+
+    def s_for(self, st: ast.For | ast.AsyncFor) -> None:
+        self.expr(st.iter)
+        self.assign(st.target, None)
+        self.loop(st.body)
+        self.block(st.orelse)
+
+    def s_while(self, st: ast.While) -> None:
+        self.expr(st.test)
+        self.loop(st.body)
+        self.block(st.orelse)
+
+    def s_with(self, st: ast.With | ast.AsyncWith) -> None:
+        for item in st.items:
+            self.expr(item.context_expr)
+            if item.optional_vars is not None:
+                self.assign(item.optional_vars, None)
+        self.block(st.body)
+
+    def s_try(self, st: ast.Try) -> None:
+        self.branches([[*st.body, *st.orelse], *([*h.body] for h in st.handlers)])
+        self.block(st.finalbody)
+
+    def s_match(self, st: ast.Match) -> None:
+        self.expr(st.subject)
+        self.branches([c.body for c in st.cases] + [[]])
+
+    def s_def(self, st: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        qual = st.name if self.func is None else f"{self.func.qualname}.<locals>.{st.name}"
+        self.env[st.name] = Func(self.path, f"{qual}@{st.lineno}", st)
+
+    def s_class(self, st: ast.ClassDef) -> None:
+        cls = self.i.p.cls((self.path, st.name))
+        self.env[st.name] = ClassRef((self.path, st.name)) if cls is not None else None
+
+    def s_import(self, st: ast.Import | ast.ImportFrom) -> None:
+        for alias in st.names:
+            if alias.name == "*":
+                continue
+            name, value = self.i.import_value(self.path, st, alias)
+            self.env[name] = value
+
+    def s_delete(self, st: ast.Delete) -> None:
+        for t in st.targets:
+            if isinstance(t, ast.Name):
+                self.env.pop(t.id, None)
+
+    def loop(self, body: list[ast.stmt]) -> None:
+        """A loop body twice (values carried around it once), joined with not running it."""
+        before = dict(self.env)
+        self.block(body)
+        self.env = self._join([before, dict(self.env)], before)
+        self.block(body)
+        self.env = self._join([before, dict(self.env)], before)
+
+    def branches(self, bodies: list[list[ast.stmt]], test: ast.expr | None = None) -> None:
+        before = dict(self.env)
+        results = []
+        on_base = test is not None and _on_base_test(test, self.i.base_attrs)
+        narrowed = _tuple_test(test)
+        for i, body in enumerate(bodies):
+            self.env = dict(before)
+            if narrowed is not None and i < 2 and narrowed in self.env:
+                # ``if isinstance(ret, tuple): ... return ...`` / else: what each side holds
+                keep = [a for a in alternatives(self.env[narrowed])
+                        if isinstance(a, Tup) == (i == 0)]
+                self.env[narrowed] = join(keep) if keep else None
+            self.on_base += on_base
+            self.block(body)
+            self.on_base -= on_base
+            if not _ends(body):
+                results.append(self.env)
+        self.env = self._join(results, before) if results else before
+
+    @staticmethod
+    def _join(results: list[dict[str, Value]], before: dict[str, Value]) -> dict[str, Value]:
+        if len(results) == 1:
+            return results[0]
+        joined = dict(results[0])
+        for r in results[1:]:
+            for key in joined.keys() | r.keys():
+                a = joined.get(key, before.get(key))
+                b = r.get(key, before.get(key))
+                if a is not b and a != b:
+                    joined[key] = join([a, b])
+        return joined
+
+    def assign(self, target: ast.expr, value: Value) -> None:
+        if isinstance(target, ast.Name):
+            self.env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for i, t in enumerate(target.elts):
+                if isinstance(t, ast.Starred):
+                    self.assign(t.value, None)
+                    value = None  # later positions are no longer known
+                    continue
+                self.assign(t, _element(value, i))
+        elif isinstance(target, ast.Attribute):
+            obj = self.expr(target.value)
+            for alt in alternatives(obj):
+                if isinstance(alt, Inst):
+                    self.i.stores.setdefault((alt, target.attr), set()).add(value)
+            dotted = dotted_name(target)
+            if dotted is not None:
+                self.env[dotted] = value
+        elif isinstance(target, ast.Subscript):
+            dotted = dotted_name(target.value)
+            if dotted is None:
+                return
+            current = self.env.get(dotted)
+            key = target.slice
+            if any(isinstance(alt, DictV) for alt in alternatives(current)):
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                    self.env[dotted] = None  # a computed key: no longer a dict it can read
+                    return
+                stored = Arg(value, _at(self.path, target))
+                self.env[dotted] = join([DictV((*((k, a) for k, a in alt.items
+                                                   if k != key.value), (key.value, stored)),
+                                               alt.maybe - {key.value})
+                                         if isinstance(alt, DictV) else alt
+                                         for alt in alternatives(current)])
+            elif isinstance(current, Lse) and isinstance(value, Lse):
+                self.env[dotted] = join([current, value])  # lse[mask] = other: both origins
+
+    # --- expressions --------------------------------------------------------------------------
+    def expr(self, node: ast.expr) -> Value:
+        handler = _EXPR.get(type(node))
+        if handler is not None:
+            return handler(self, node)
+        for child in ast.iter_child_nodes(node):  # Compare, f-strings, comprehensions...
+            if isinstance(child, ast.expr):
+                self.expr(child)
+        return None
+
+    def _named(self, value: Value, node: ast.expr, what: str) -> Value:
+        """A literal read through a name or attribute: where the flow uses it is here (the
+        argument that hands it on), where it is written goes into ``how``; one its caller passed
+        in keeps the caller's place."""
+        if not isinstance(value, Lit) or value.how or id(value) in self.param_ids:
+            return value
+        line = value.where.rsplit(":", 2)[1] if value.where.count(":") >= 2 else "?"
+        return replace(value, where=_at(self.path, node), how=f" through the {what} (line {line})")
+
+    def e_name(self, node: ast.Name) -> Value:
+        name = node.id
+        if name in self.env:
+            return self._named(self.env[name], node, f"{'local variable' if self.func else 'name'} "
+                               f"{name}")
+        return self._named(self.i.global_value(self.path, name), node, f"module constant {name}")
+
+    def e_attribute(self, node: ast.Attribute) -> Value:
+        dotted = dotted_name(node)
+        if dotted is not None and dotted in self.env:
+            return self._named(self.env[dotted], node, f"attribute {dotted}")
+        inner = self.expr(node.value)
+        value = self.i.attribute(inner, node.attr, _at(self.path, node))
+        return self._named(value, node, f"attribute {node.attr}")
+
+    def e_subscript(self, node: ast.Subscript) -> Value:
+        inner = self.expr(node.value)
+        key = node.slice
+        self.expr(key)
+        if isinstance(key, ast.Constant) and isinstance(key.value, int) and any(
+                isinstance(a, Tup) for a in alternatives(inner)):
+            return _element(inner, key.value)
+        options: list[Value] = []
+        for alt in alternatives(inner):
+            if isinstance(alt, Lse):
+                options.append(_lose_layout(alt))  # lse[:n], lse[..., i]: same base
+            elif isinstance(alt, DictV):
+                if isinstance(key, ast.Constant) and _dict_key(key) is not None:
+                    arg = alt.get(_dict_key(key) or "")
+                    options.append(arg.value if arg is not None else None)
+                else:  # a table read by a key the linter cannot see: any of its values
+                    options.append(join([replace(a.value, table=True, how=f"{a.value.how} "
+                                                 "(a value of a table)")
+                                         if isinstance(a.value, Lit) else a.value
+                                         for _, a in alt.items]) if alt.items else None)
+            elif isinstance(alt, Param):
+                options.append(alt)
+            else:
+                options.append(None)
+        return join(options) if options else None
+
+    def e_constant(self, node: ast.Constant) -> Value:
+        return _literal(self.path, node)
+
+    def e_binop(self, node: ast.BinOp) -> Value:
+        return self.binop(node.left, self.expr(node.left), node.op, node.right)
+
+    def e_unary(self, node: ast.UnaryOp) -> Value:
+        inner = self.expr(node.operand)
+        if isinstance(node.op, ast.Not):
+            opts = [Lit(not alt.value, alt.where, alt.how) if isinstance(alt, Lit) else None
+                    for alt in alternatives(inner)]
+            return join(opts)
+        if isinstance(node.op, ast.USub) and isinstance(inner, Lse):
+            return None
+        return None
+
+    def e_boolop(self, node: ast.BoolOp) -> Value:
+        values = [self.expr(v) for v in node.values]
+        if isinstance(node.op, ast.Or):  # `a or b`: either (an LSE or a default)
+            return join(values)
+        return None
+
+    def e_tuple(self, node: ast.Tuple | ast.List) -> Value:
+        values = [self.expr(e) for e in node.elts]
+        if any(isinstance(e, ast.Starred) for e in node.elts):
+            return None
+        return Tup(tuple(values))
+
+    def e_dict(self, node: ast.Dict) -> Value:
+        items = []
+        ok = True
+        for k, v in zip(node.keys, node.values, strict=True):
+            value = self.expr(v)
+            name = _dict_key(k) if isinstance(k, ast.Constant) else None
+            if name is None:
+                if k is not None:
+                    self.expr(k)
+                ok = False
+                continue
+            items.append((name, Arg(value, _at(self.path, v))))
+        return DictV(tuple(items)) if ok else None
+
+    def e_lambda(self, node: ast.Lambda) -> Value:
+        return Func(self.path, f"<lambda:{node.lineno}:{node.col_offset}>", node)
+
+    def e_ifexp(self, node: ast.IfExp) -> Value:
+        test = self.expr(node.test)
+        body, orelse = self.expr(node.body), self.expr(node.orelse)
+        if isinstance(test, Flag) and isinstance(body, Lit) and isinstance(orelse, Lit) and \
+                {body.value, orelse.value} == {True, False}:
+            # ``True if impl.lse_base_on_e else False``: the backend's own flag, spelled out
+            return test if body.value is True else None
+        return join([body, orelse])
+
+    def e_wrapped(self, node: ast.Await | ast.Starred | ast.NamedExpr) -> Value:
+        value = self.expr(node.value)
+        if isinstance(node, ast.NamedExpr):
+            self.assign(node.target, value)
+        return value
+
+    def e_call(self, node: ast.Call) -> Value:
+        return self.call(node)
+
+    def binop(self, left_node: ast.expr, left: Value, op: ast.operator,
+              right_node: ast.expr) -> Value:
+        right = self.expr(right_node)
+        lc, rc = _const(left_node, left), _const(right_node, right)
+        if isinstance(op, ast.Div) and isinstance(left_node, ast.Constant) and \
+                left_node.value in (1, 1.0) and rc:
+            return Num("log2e" if rc == "ln2" else "ln2")
+        lse, c = (lse_of(left), rc) if lse_of(left) is not None else (
+            lse_of(right), lc) if lse_of(right) is not None and isinstance(op, ast.Mult) else (
+                None, None)
+        if lse is None and isinstance(left, Param) and rc:
+            lse = Lse(frozenset({Source(f"param:{left.func}:{left.name}", None,
+                                        f"parameter {left.name!r}", param=left.name)}))
+        if lse is None:
+            return None
+        if c is None or not isinstance(op, (ast.Mult, ast.Div)):
+            if isinstance(op, (ast.Add, ast.Sub)):
+                return lse  # lse + sink, lse - max: same base
+            return None
+        to_e = (c == "ln2") == isinstance(op, ast.Mult)
+        return _convert(lse, to_e, _at(self.path, left_node),
+                        f"{'×' if isinstance(op, ast.Mult) else '÷'} "
+                        f"{'ln 2' if c == 'ln2' else 'log2 e'}")
+
+    # --- calls --------------------------------------------------------------------------------
+    def args(self, node: ast.Call, partial: Partial | None = None) -> _Call:
+        call = _Call(list(partial.pos) if partial else [], dict(partial.kw) if partial else {},
+                     False, where=_at(self.path, node))
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                value = self.expr(a.value)
+                if isinstance(value, Tup):
+                    call.pos += [Arg(v, _at(self.path, a.value)) for v in value.items]
+                else:
+                    call.opaque = True
+                continue
+            call.pos.append(Arg(self.expr(a), _at(self.path, a), ""))
+        maybe: set[str] = set()
+        for kw in node.keywords:
+            value = self.expr(kw.value)
+            if kw.arg is not None:
+                call.kw[kw.arg] = Arg(value, _at(self.path, kw.value))
+                continue
+            dicts = [alt for alt in alternatives(value) if isinstance(alt, DictV)]
+            if len(dicts) == 1 and not isinstance(value, Union_):
+                call.kw.update(dicts[0].items)
+                maybe |= dicts[0].maybe
+            elif dicts and all(isinstance(alt, DictV) for alt in alternatives(value)):
+                keys = {k for d in dicts for k, _ in d.items}
+                for k in keys:
+                    vals = [d.get(k) for d in dicts]
+                    call.kw[k] = Arg(join([a.value for a in vals if a is not None]),
+                                     next(a.where for a in vals if a is not None))
+                    if any(a is None for a in vals):
+                        maybe.add(k)
+                maybe |= {k for d in dicts for k in d.maybe}
+            else:
+                call.opaque = True
+        call.maybe = frozenset(maybe)
+        return call
+
+    def call(self, node: ast.Call) -> Value:
+        func = node.func
+        where = _at(self.path, node)
+        if (c := _const(node, None)) is not None:
+            return Num(c)
+        name = func.attr if isinstance(func, ast.Attribute) else (
+            func.id if isinstance(func, ast.Name) else "")
+        if isinstance(func, ast.Attribute) and name in ("mul_", "div_") and len(node.args) == 1 \
+                and dotted_name(func.value) is not None:
+            current = self.expr(func.value)
+            op: ast.operator = ast.Mult() if name == "mul_" else ast.Div()
+            self.assign(func.value, self.binop(func.value, current, op, node.args[0]))
+            return self.expr(func.value)
+        if isinstance(func, ast.Attribute) and name in _KEEPS_BASE:
+            receiver = self.expr(func.value)
+            for a in node.args:
+                self.expr(a)
+            rl = lse_of(receiver)
+            if rl is not None:
+                if name in _TRANSPOSES:
+                    return _swap(rl) if name in ("t", "transpose", "swapaxes") and (
+                        name == "t" or _swaps_two(node)) else _lose_layout(rl)
+                return rl if name in _LAYOUT_KEEPING else _lose_layout(rl)
+            if isinstance(func.value, ast.Name) and func.value.id == "torch" and node.args:
+                first = lse_of(self.expr(node.args[0]))
+                if first is not None and name in _TORCH_KEEPS:
+                    return _swap(first) if name == "transpose" and _swaps_two(node, 1) else \
+                        _lose_layout(first) if name != "contiguous" else first
+            if not isinstance(receiver, (Inst, ModuleRef, Ext, ExtInst, ClassRef)):
+                return None
+        callee = self.expr(func)
+        if name in ("empty_like", "zeros_like", "full_like", "ones_like") and node.args:
+            self.args(node)
+            return None  # a fresh buffer shaped like it: no LSE until a kernel writes it
+        special = self.special(callee, name, node)
+        if special is not _NOT_SPECIAL:
+            return special
+        call = self.args(node)
+        return self.apply(callee, call, node, where, name)
+
+    def special(self, callee: Value, name: str, node: ast.Call) -> Value | object:
+        qual = callee.qualname if isinstance(callee, Ext) else ""
+        if qual == "functools.partial" or (callee is None and name == "partial") or (
+                qual.endswith(".partial") and name == "partial"):
+            if not node.args:
+                return None
+            target = self.expr(node.args[0])
+            rest = ast.Call(func=node.args[0], args=node.args[1:], keywords=node.keywords)
+            ast.copy_location(rest, node)
+            call = self.args(rest)
+            first = node.args[0]
+            written = first.attr if isinstance(first, ast.Attribute) else (
+                first.id if isinstance(first, ast.Name) else "")
+            for t in alternatives(target):  # a literal base bound here is one for every call
+                rec = t if isinstance(t, Rec) else self.records_for(
+                    t, _callee_name(t, written), rest)
+                for c in rec.consumers if rec is not None else ():
+                    if isinstance(c, Consumer):
+                        self.note_literal(c, call)
+            return join([Partial(t.target if isinstance(t, Partial) else t,
+                                 (*(t.pos if isinstance(t, Partial) else ()), *call.pos),
+                                 (*(t.kw if isinstance(t, Partial) else ()), *call.kw.items()),
+                                 _at(self.path, node)) for t in alternatives(target)])
+        if qual in ("typing.cast", "typing_extensions.cast") or (callee is None and name == "cast"):
+            if len(node.args) == 2:
+                typed = self.i.resolve_annotation(self.path, node.args[0])
+                value = self.expr(node.args[1])
+                return typed if typed is not None else value
+            return None
+        if qual == "builtins.super" or (callee is None and name == "super" and
+                                         isinstance(node.func, ast.Name)):
+            if self.self_value is not None and self.owner is not None:
+                return Super(self.owner, self.self_value)
+            return None
+        if callee is None and isinstance(node.func, ast.Name) and name == "getattr" and \
+                len(node.args) in (2, 3) and isinstance(node.args[1], ast.Constant) and \
+                isinstance(node.args[1].value, str):
+            return self.getattr_(node)
+        if callee is None and isinstance(node.func, ast.Name) and name == "dict" and not node.args:
+            call = self.args(node)
+            return None if call.opaque else DictV(tuple(call.kw.items()))
+        return _NOT_SPECIAL
+
+    def getattr_(self, node: ast.Call) -> Value:
+        receiver, attr = node.args[0], str(node.args[1].value)  # type: ignore[attr-defined]
+        inner = self.expr(receiver)
+        value = self.i.attribute(inner, attr, _at(self.path, node))
+        if len(node.args) == 3:
+            default = self.expr(node.args[2])
+            if value is None and isinstance(default, Lit) and isinstance(inner, Inst):
+                cls = self.i.class_info(inner.cls)
+                if cls is not None and self.i.p.lookup(cls, attr) is None and \
+                        self.i.class_attr(cls, attr) is None:
+                    return replace(default, how=f" through getattr(..., {attr!r}, "
+                                   f"{default.value!r}), whose attribute nothing sets")
+            return value  # set somewhere: its value (the default is for never-set attributes)
+        return value
+
+    def apply(self, callee: Value, call: _Call, node: ast.Call, where: str, name: str) -> Value:
+        options = list(alternatives(callee))
+        results = [self.apply_one(alt, call, node, where, name) for alt in options]
+        return join(results) if len(results) > 1 else (results[0] if results else None)
+
+    def apply_one(self, callee: Value, call: _Call, node: ast.Call, where: str,
+                  name: str) -> Value:
+        if isinstance(callee, Partial):
+            merged = _Call([*callee.pos, *call.pos], {**dict(callee.kw), **call.kw},
+                           call.opaque, call.maybe, where)
+            return self.apply(callee.target, merged, node, where, name)
+        if name == "__new__" and call.pos and isinstance(call.pos[0].value, ClassRef):
+            ref = call.pos[0].value  # super().__new__(cls), object.__new__(cls): the instance
+            return Inst(ref.cls, exact=ref.exact)
+        own = _callee_name(callee, name)
+        rec = callee if isinstance(callee, Rec) else self.records_for(callee, own, node)
+        if rec is None and own != name and not isinstance(callee, Rec):
+            rec = self.records_for(callee, name, node)  # a stub bound under the record's name
+        if rec is not None:
+            return self.record_call(rec, self.i.by_name(callee, call), node, where)
+        if isinstance(callee, Func):
+            if not (_interesting(call) or self.i.reaches(callee)):
+                return self.i.declared_return(callee)
+            s = self.i.analyse(callee, None, call)
+            self.kernels |= s.kernels
+            self.produced |= s.produced
+            return s.returns if s.returns is not None else self.i.declared_return(callee)
+        if isinstance(callee, Bound):
+            value, kernels, produced = self.i.call_bound(callee, call, where)
+            self.kernels |= kernels
+            self.produced |= produced
+            return value
+        if isinstance(callee, ClassRef):
+            return self.construct(callee, call, where)
+        if isinstance(callee, Inst):
+            cls = self.i.class_info(callee.cls)
+            if cls is None:
+                return None
+            for method in ("__call__", "forward"):
+                owner = self.i.p.lookup(cls, method)
+                if owner is not None:
+                    bound = Bound(Func(owner.path, f"{owner.name}.{method}"), callee,
+                                  (owner.path, owner.name))
+                    return self.apply_one(bound, call, node, where, method)
+            return None
+        if isinstance(callee, Ext):
+            return ExtInst(callee.qualname) if callee.qualname.rpartition(".")[2][:1].isupper() \
+                else None
+        if callee is None and isinstance(node.func, ast.Name) and node.func.id[:1].isupper() \
+                and node.func.id not in self.env:
+            return ExtInst(f"?{node.func.id}")  # a class bound nowhere it sees: by its name
+        if callee is None and isinstance(node.func, ast.Attribute):
+            prod = self.fallback_producer(node.func.attr, call)
+            if prod is not None:
+                return self.record_call(prod, call, node, where)
+            # x.add_(...), kwargs.update(...): changed in place; forget what it was
+            d = dotted_name(node.func.value)
+            if d is not None and (node.func.attr.endswith("_") or isinstance(
+                    self.env.get(d), DictV)):
+                current = self.env.get(d)
+                if node.func.attr == "update" and not node.args and not call.opaque and any(
+                        isinstance(alt, DictV) for alt in alternatives(current)):
+                    self.env[d] = join([DictV((*((k, a) for k, a in alt.items
+                                                 if k not in call.kw), *call.kw.items()),
+                                              alt.maybe - set(call.kw))
+                                        if isinstance(alt, DictV) else alt
+                                        for alt in alternatives(current)])
+                elif not isinstance(current, Lse):
+                    self.env[d] = None
+        return None
+
+    def construct(self, ref: ClassRef, call: _Call, where: str) -> Value:
+        cls = self.i.class_info(ref.cls)
+        if cls is None:
+            return None
+        args: list[tuple[str, Value]] = [(str(i), a.value) for i, a in enumerate(call.pos)]
+        args += sorted(((k, a.value) for k, a in call.kw.items()), key=lambda kv: kv[0])
+        interesting = any(v is not None and not isinstance(v, (Inst, ExtInst))
+                          for _, v in args)
+        ctor = (where, tuple(args)) if interesting and not call.opaque else None
+        if ctor is not None and self.module_level:
+            ctor = None  # module-level singletons: their attributes from the class
+        return Inst(ref.cls, exact=ref.exact, ctor=ctor)
+
+    # --- records ------------------------------------------------------------------------------
+    def qualname(self, callee: Value) -> tuple[str | None, str | None]:
+        """(the callee's qualified name, the class of its receiver) for a record lookup."""
+        if isinstance(callee, Func):
+            module = self.i.module_name(callee.path)
+            owner, _, _ = callee.qualname.rpartition(".")
+            return f"{module}.{callee.qualname}", owner.rpartition(".")[2] or None
+        if isinstance(callee, Bound):
+            module = self.i.module_name(callee.func.path)
+            cls = self.i.class_info(callee.self_value.cls)
+            return (f"{module}.{callee.func.qualname}",
+                    cls.name if cls is not None else None)
+        if isinstance(callee, Ext):
+            owner = callee.qualname.rpartition(".")[0].rpartition(".")[2]
+            if callee.qualname.startswith("?"):  # a method of a class known only by name
+                return None, owner.lstrip("?") or None
+            return callee.qualname, owner if owner[:1].isupper() else None
+        return None, None
+
+    def records_for(self, callee: Value, name: str, node: ast.Call) -> Rec | None:
+        if not name or (name not in self.k.consumers and name not in self.k.producers):
+            return None
+        qual, owner = self.qualname(callee)
+        if callee is None:
+            # a bare name bound nowhere the linter sees (a star import): its records by name;
+            # a method of a receiver it cannot type is no record's (``x.merge(...)``)
+            if not isinstance(node.func, ast.Name) or node.func.id in self.env:
+                return None
+            owner = None
+        elif qual is None and owner is None:
+            return None
+        consumers, producers = self.k.find(qual, name, owner)
+        if not consumers and not producers and isinstance(callee, Bound):
+            # a subclass of a library class (a FlashInfer wrapper) keeps its records
+            cls = self.i.class_info(callee.self_value.cls)
+            for base in (self.i.p.hierarchy.unresolved(cls) if cls is not None else ()):
+                consumers, producers = self.k.find(f"{base}.{name}", name,
+                                                      base.rpartition(".")[2])
+                if consumers or producers:
+                    break
+        if not consumers and not producers:
+            return None
+        return Rec(qual or name, tuple(consumers), tuple(producers))
+
+    def fallback_producer(self, attr: str, call: _Call) -> Rec | None:
+        """``wrapper.run(..., return_lse=True)`` on a receiver of unknown type: a producer whose
+        class this module imports (``run`` alone says nothing)."""
+        found = self.k.producers.get(attr)
+        if not found:
+            return None
+        info = self.i.p.info(self.path)
+        if info is None:
+            return None
+        imported = {orig for _, orig in info.from_imports.values()} | set(info.from_imports)
+        match = [p for p in found if p.owner_class is not None and p.owner_class in imported]
+        return Rec(attr, (), tuple(match)) if match else None
+
+    def record_call(self, rec: Rec, call: _Call, node: ast.Call, where: str) -> Value:
+        consumers = [c for c in rec.consumers if isinstance(c, Consumer)]
+        if consumers:
+            consumer, disagreed = agreed_consumer(consumers)
+            if consumer is not None:
+                if disagreed:
+                    self.note_agreed(consumer, node)
+                return self.consume(consumer, call, node, where)
+        producers = [p for p in rec.producers if isinstance(p, Producer)]
+        if producers:
+            return self.produce(producers, call, node, where)
+        return None
+
+    def note_agreed(self, c: Consumer, node: ast.Call) -> None:
+        key = (self.path, c.last)
+        if key in self.i._noted_agreed:
+            return
+        self.i._noted_agreed.add(key)
+        why = disagreement(sorted(c.agreed, key=lambda x: x.record), self.k.versions)
+        self.i.report(Finding(
+            Code.AC029, c.last, f"{c.last}: {why}: only what they agree on is used",
+            severity=Severity.NOTE, hint='set [tool.attn-contracts] versions = { <library> = '
+            '"<version>" } (or lint the installed package with its dist-info); where it is set, '
+            "import the function by its module path, or fix the overlapping records",
+            field="versions", allowed="a known library version", location=_at(self.path, node)))
+
+    def note_literal(self, c: Consumer, call: _Call) -> None:
+        """Where a literal base is written for a consumer (``AC003`` unless the rules find it
+        contradicting a producer, ``AC023``); a literal inside an ``if`` on the base is the
+        dispatch itself."""
+        if self.on_base:
+            return
+        for kw in c.keywords:
+            arg = call.kw.get(kw)
+            if arg is None:
+                continue
+            lit = arg.value
+            if isinstance(lit, Lit) and not lit.omitted and (lit.where or arg.where):
+                where = lit.where or arg.where
+                self.i.literal_sites.setdefault(where, (c, kw, lit))
+
+    def consume(self, c: Consumer, call: _Call, node: ast.Call, where: str) -> Value:
+        self.note_literal(c, call)
+        given = self.base_given(c, call, node, where)
+        read: set[str | None] = set()
+        for spec in c.lse_args:
+            arg = call.pos[int(spec)] if spec.isdigit() and int(spec) < len(call.pos) else \
+                call.kw.get(spec)
+            if arg is None:
+                continue
+            lse = self.as_lse(arg.value)
+            if lse is None:
+                continue
+            use = Use(c, given, lse, self.responsible(arg.value, where), self.on_base > 0)
+            # what the function's LSEs are where they are used (after their conversions): the
+            # kernels a backend class's declaration is judged by
+            self.kernels.update(k for src in lse.sources if (k := _kernel_of(src)) is not None)
+            self.i.uses.setdefault((c.record, c.function, given, lse, where, use.dispatched), use)
+            read |= {s.base for s in lse.sources}
+        if c.returns_base is None:
+            return None
+        merged = c.returns_base if c.returns_base in ("2", "e") else (
+            given.base if given.base is not None else (read.pop() if len(read) == 1 else None))
+        source = Source(f"merged:{where}", merged,
+                        f"the merged LSE of {c.label} ({_line(where)})")
+        return Tup((None, Lse(frozenset({source}))), partial_items=True)
+
+    def responsible(self, value: Value, where: str) -> str:
+        """Where an LSE meets its consumer: the consumer call, or, where the LSE came in
+        unchanged from the callers (``self._merge(out, lse)`` handing it on), the outermost call
+        that handed it on: the wrapper is generic, the call site gave it the wrong LSE."""
+        frames = self.i.frames
+        level = len(frames) - 1
+        if level < 0 or frames[level] is not self:
+            return where
+        site = where
+        while level > 0 and id(value) in frames[level].param_ids and frames[level].entry and \
+                frames[level].single_consumer():
+            site = frames[level].entry
+            level -= 1
+        return site
+
+    def single_consumer(self) -> bool:
+        """Whether this function calls one combine (a generic wrapper: the caller chose its
+        LSE), not several it picks between (a helper that may itself pick the wrong one)."""
+        if self._consumers is None:
+            names = set()
+            for sub in ast.walk(self.node) if self.node is not None else ():
+                if isinstance(sub, ast.Call):
+                    f = sub.func
+                    n = f.attr if isinstance(f, ast.Attribute) else (
+                        f.id if isinstance(f, ast.Name) else "")
+                    if n in self.k.consumers:
+                        names.add(n)
+            self._consumers = len(names)
+        return self._consumers <= 1
+
+    def as_lse(self, value: Value) -> Lse | None:
+        lse = lse_of(value)
+        params = [alt for alt in alternatives(value) if isinstance(alt, Param)]
+        if params:
+            extra = frozenset(Source(f"param:{p.func}:{p.name}", None, f"parameter {p.name!r}",
+                                     param=p.name) for p in params)
+            lse = Lse(extra | (lse.sources if lse is not None else frozenset()))
+        return lse
+
+    def base_given(self, c: Consumer, call: _Call, node: ast.Call, where: str) -> BaseGiven:
+        if c.fixed_base is not None:  # the record's own base: the call is where it is read
+            return BaseGiven("fixed", c.fixed_base, where)
+        for kw in c.keywords:
+            arg = call.kw.get(kw)
+            if arg is None:
+                continue
+            if isinstance(arg.value, Lit) and arg.value.omitted == where:
+                self.omitted_warning(c, kw, self._lit_base(c, arg.value), where)
+            return self._given_by(c, kw, arg.value, arg.where, where)
+        if call.opaque or c.base is None:
+            return BaseGiven("unknown")
+        default = c.default_base
+        if not all(isinstance(x.base, KeywordBase) for x in (c.agreed or (c,))):
+            return BaseGiven("fixed", default, where, f"{c.label}") if default else \
+                BaseGiven("unknown")
+        if default is None:
+            return BaseGiven("unknown")
+        kw = c.keywords[0]
+        self.omitted_warning(c, kw, default, where)
+        return BaseGiven("fixed", default, where, f"{c.last}'s default for {kw} (left out here)",
+                         keyword=kw, omitted=where)
+
+    def omitted_warning(self, c: Consumer, kw: str, default: str | None, where: str) -> None:
+        self.i.report(Finding(
+            Code.AC022, c.last, f"{c.last}(...) omits {kw} and silently gets the default base "
+            f"{default} ({c.label})", severity=Severity.WARNING,
+            hint=f"pass {kw}= read from the backend (e.g. impl.lse_base_on_e)", field=kw,
+            allowed=f"{kw}=<backend's base>", location=where))
+
+    def _given_by(self, c: Consumer, kw: str, value: Value, arg_where: str,
+                  where: str) -> BaseGiven:
+        """How the keyword's value tells the base: one way, or (a conditional expression, a
+        table, two paths) each of the ways it may (:attr:`BaseGiven.options`)."""
+        options = list(alternatives(value))
+        lits = [v for v in options if isinstance(v, Lit)]
+        if lits and len(lits) == len(options):
+            bases = {self._lit_base(c, v) for v in lits}
+            if len(bases) == 1 and None not in bases:
+                lit = lits[0]
+                return BaseGiven("fixed", bases.pop(), lit.where or arg_where,
+                                 f"{kw}={lit.value!r}{lit.how}", literal=not lit.omitted,
+                                 keyword=kw, omitted=lit.omitted, table=lit.table)
+        if len(options) > 1:
+            ways = tuple(self._given_by(c, kw, v, arg_where, where) for v in options)
+            return BaseGiven("choice", None, arg_where, kw, keyword=kw, options=ways)
+        one = options[0] if options else None
+        if isinstance(one, Flag):
+            return BaseGiven("flag", None, one.where, f"{kw}=<{one.attr} of the backend>",
+                             keyword=kw, flag=one)
+        if isinstance(one, Param):
+            return BaseGiven("param", None, arg_where, kw, keyword=kw, param=one)
+        return BaseGiven("unknown")
+
+    @staticmethod
+    def _lit_base(c: Consumer, lit: Lit) -> str | None:
+        return c.base_of(repr(lit.value))
+
+    def produce(self, producers: list[Producer], call: _Call, node: ast.Call,
+                where: str) -> Value:
+        given: dict[str, str] = {}
+        for k, a in call.kw.items():
+            texts = _literal_text(a.value)
+            given[k] = texts[0] if len(texts) == 1 else "<expr>"
+        found = narrow_producers(producers, given, call.opaque)
+        if not found:
+            return None
+        sources: set[Source] = set()
+        name = producers[0].last
+        for p in found:
+            for base, dispatch, bases, choice in self.bases_of(p, call, node, where):
+                what = f"the LSE of {name}() (producer record {p.record}, {_line(where)})"
+                src = Source(f"producer:{where}:{p.record}", base, what, record=p.record,
+                             choice=choice, dispatch=dispatch, bases=bases, layout=p.layout)
+                sources.add(src)
+                self.produced.add(Kernel(p.record, name, where, base if not dispatch else None,
+                                         dispatch, bases, choice))
+        lse = Lse(frozenset(sources))
+        for p in found:
+            for spec in p.lse_out:
+                arg_node = _arg_node(node, spec)
+                if arg_node is not None and dotted_name(arg_node) is not None:
+                    self.assign(arg_node, lse)
+        index = found[0].lse_index if len({p.lse_index for p in found}) == 1 else None
+        if index is None:
+            return None
+        items: list[Value] = [None] * (index + 1)
+        items[index] = lse
+        return Tup(tuple(items), partial_items=True)
+
+    def bases_of(self, p: Producer, call: _Call, node: ast.Call, where: str,
+                 ) -> Iterator[tuple[str | None, bool, tuple[str, ...], str]]:
+        """(base, left to dispatch, the bases dispatch may pick, the choice) for each way the
+        call's arguments may go."""
+        cb = p.call_base
+        if cb is None:
+            yield p.base, False, (), ""
+            return
+        keys = [cb.keyword, *([cb.default_by] if cb.default_by else [])]
+        options: list[list[str | None]] = []
+        for k in keys:
+            arg = call.kw.get(k)
+            if arg is None:
+                options.append([None])
+                continue
+            texts = _literal_text(arg.value)
+            if k in call.maybe:
+                texts = [*texts, None]  # type: ignore[list-item]
+            options.append(texts)  # type: ignore[arg-type]
+        combos: list[dict[str, str]] = [{}]
+        for k, texts in zip(keys, options, strict=True):
+            combos = [{**c, **({k: t} if t is not None else {})} for c in combos for t in texts]
+        dispatched = False
+        for combo in combos[:MAX_UNION]:
+            if combo.get(cb.keyword) == "<expr>" or (
+                    cb.default_by is not None and combo.get(cb.default_by) == "<expr>" and
+                    cb.keyword not in combo):
+                yield None, False, (), f"{cb.keyword} chosen by an expression"
+                continue
+            if call.opaque and cb.keyword not in combo and self._may_pass(node, cb.keyword):
+                yield None, False, (), f"{cb.keyword} passed through **kwargs"
+                continue
+            base = cb.resolve(combo)
+            if base is not None:
+                choice = ", ".join(f"{k}={v}" for k, v in combo.items())
+                yield base, False, (), choice
+                continue
+            dispatched = True
+            by = ""
+            if cb.default_by is not None:
+                shown = combo.get(cb.default_by) or f"{cb.default_by_omitted} by default"
+                by = f", {cb.default_by}={shown}" if shown.startswith("'") else \
+                    f", {cb.default_by} {shown}"
+            chosen = "not passed" if cb.keyword not in combo else f"= {combo[cb.keyword]}"
+            yield None, True, cb.bases(), f"{cb.keyword} {chosen}{by}: left to dispatch"
+        if dispatched:
+            self.dispatch_warning(p, cb, call, where)
+
+    def dispatch_warning(self, p: Producer, cb: CallBase, call: _Call, where: str) -> None:
+        self.i.report(Finding(
+            Code.AC028, p.last,
+            f"{p.last}(...) returns an LSE but leaves its base to dispatch on some path "
+            f"({cb.keyword} not pinned{', ' + cb.default_by + ' not pinned' if cb.default_by else ''}"
+            f"): the kernel picked at run time decides between base {' and '.join(cb.bases())} "
+            f"(producer record {p.record})",
+            severity=Severity.WARNING,
+            hint=f"select an explicit base for stable units: pass {cb.pass_hint()}",
+            field=cb.keyword, found=None, allowed=cb.pass_hint(), location=where))
+
+    def _may_pass(self, node: ast.Call, keyword: str) -> bool:
+        """Whether a ``**x`` the linter cannot read may carry ``keyword``: the function names
+        the keyword anywhere (``x["keyword"] = ...``), or ``x`` is a parameter."""
+        fn = self.node
+        for kw in node.keywords:
+            if kw.arg is not None:
+                continue
+            if not isinstance(kw.value, ast.Name) or fn is None:
+                return True
+            for sub in ast.walk(fn):  # type: ignore[arg-type]
+                if (isinstance(sub, ast.Constant) and sub.value == keyword) or (
+                        isinstance(sub, ast.keyword) and sub.arg == keyword):
+                    return True
+                if isinstance(sub, ast.arg) and sub.arg == kw.value.id:
+                    return True
+        return False
+
+
+def _callee_name(callee: Value, written: str) -> str:
+    """The name a callee's records are found by: its own (a partial's target called through
+    ``self.dcp_combine(...)`` is ``cp_lse_ag_out_rs``), else the name the call is written with."""
+    if isinstance(callee, Func):
+        return callee.qualname.rpartition(".")[2].partition("@")[0]
+    if isinstance(callee, Bound):
+        return callee.func.qualname.rpartition(".")[2]
+    if isinstance(callee, Ext):
+        return callee.qualname.rpartition(".")[2]
+    return written
+
+
+def _arg_node(node: ast.Call, spec: str) -> ast.expr | None:
+    if spec.isdigit():
+        i = int(spec)
+        return node.args[i] if i < len(node.args) and not isinstance(node.args[i], ast.Starred) \
+            else None
+    return next((k.value for k in node.keywords if k.arg == spec), None)
+
+
+def _swaps_two(node: ast.Call, skip: int = 0) -> bool:
+    """``x.transpose(0, 1)`` / ``x.transpose(-1, -2)``: the two axes of a 2-D LSE."""
+    args = node.args[skip:]
+    if len(args) != 2 or not all(isinstance(a, (ast.Constant, ast.UnaryOp)) for a in args):
+        return False
+    try:
+        values = {ast.literal_eval(a) for a in args}
+    except ValueError:
+        return False
+    return values in ({0, 1}, {-1, -2}, {0, -1}, {1, -2})
+
+
+_NOT_SPECIAL = object()
+
+_STMT: dict[type, Callable[[_Frame, Any], None]] = {
+    ast.Assign: _Frame.s_assign, ast.AnnAssign: _Frame.s_annassign,
+    ast.AugAssign: _Frame.s_augassign, ast.Expr: _Frame.s_expr, ast.Return: _Frame.s_return,
+    ast.If: _Frame.s_if, ast.For: _Frame.s_for, ast.AsyncFor: _Frame.s_for,
+    ast.While: _Frame.s_while, ast.With: _Frame.s_with, ast.AsyncWith: _Frame.s_with,
+    ast.Try: _Frame.s_try, ast.Match: _Frame.s_match, ast.FunctionDef: _Frame.s_def,
+    ast.AsyncFunctionDef: _Frame.s_def, ast.ClassDef: _Frame.s_class,
+    ast.Import: _Frame.s_import, ast.ImportFrom: _Frame.s_import, ast.Delete: _Frame.s_delete,
+}
+if hasattr(ast, "TryStar"):
+    _STMT[ast.TryStar] = _Frame.s_try
+
+_EXPR: dict[type, Callable[[_Frame, Any], Value]] = {
+    ast.Name: _Frame.e_name, ast.Attribute: _Frame.e_attribute,
+    ast.Subscript: _Frame.e_subscript, ast.Call: _Frame.e_call, ast.BinOp: _Frame.e_binop,
+    ast.Constant: _Frame.e_constant, ast.UnaryOp: _Frame.e_unary, ast.BoolOp: _Frame.e_boolop,
+    ast.Tuple: _Frame.e_tuple, ast.List: _Frame.e_tuple, ast.Dict: _Frame.e_dict,
+    ast.Lambda: _Frame.e_lambda, ast.IfExp: _Frame.e_ifexp, ast.Await: _Frame.e_wrapped,
+    ast.Starred: _Frame.e_wrapped, ast.NamedExpr: _Frame.e_wrapped,
+}

@@ -1,0 +1,241 @@
+"""Build the model of the linted program once and run the rules over it.
+
+The per-file pass gives every module and class (:mod:`attn_contracts.lint.classes`); here they
+become one :class:`~attn_contracts.lint.program.Program`, the interpreter follows the LSE from
+every function of the files that name a producer, a consumer or a base attribute (and from every
+backend class's own methods, for the kernels it calls), and the rules of
+:mod:`attn_contracts.lint.edges` judge what it found. Findings are kept only where they are
+located in a file the user asked about (``--project-root`` files only teach the model).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from attn_contracts.consumer import KeywordBase
+from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.lint.classes import ClassInfo, ModuleInfo
+from attn_contracts.lint.edges import (
+    Declaration,
+    class_findings,
+    declaration,
+    edge_findings,
+)
+from attn_contracts.lint.interpret import Interpreter, Kernel
+from attn_contracts.lint.knowledge import Consumer, Knowledge
+from attn_contracts.lint.program import Program
+from attn_contracts.lint.values import ClassKey, Inst
+
+__all__ = ["FileFacts", "model_findings"]
+
+
+@dataclass
+class FileFacts:
+    """What the per-file pass tells the model about one file."""
+
+    path: str
+    report: bool  # findings located here are reported
+    mentions: bool  # its text names a producer, a consumer or a base attribute
+    module: ModuleInfo | None
+    classes: list[ClassInfo]
+    #: its functions with their qualified names and classes, once asked for
+    functions: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str, str | None]] | None = None
+
+
+def model_findings(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
+                   returns_attrs: tuple[str, ...], base_attrs: tuple[str, ...],
+                   configured: bool = False) -> list[Finding]:
+    """``knowledge``: each file's records (at its own tree's releases). ``configured``: the
+    project named its base attributes itself (so a class without one is ``AC001`` even in a
+    tree that declares none yet)."""
+    modules = [f.module for f in files if f.module is not None]
+    classes = [c for f in files for c in f.classes]
+    program = Program(modules, classes)
+    reported = {f.path for f in files if f.report}
+    out: list[Finding] = []
+    interp = Interpreter(program, knowledge, base_attrs=base_attrs, returns_attrs=returns_attrs,
+                         report=out.append)
+    h = program.hierarchy
+    # a class that says it returns an LSE, or inherits that and declares its own base or runs
+    # kernels of its own (a subclass whose methods return another base than its parent says)
+    backend_classes = [c for f in files if f.report for c in f.classes
+                       if declaration(h, c, returns_attrs, base_attrs) is not None or (
+                           (c.methods or any(a in c.attrs for a in base_attrs)) and declaration(
+                               h, c, returns_attrs, base_attrs, own=False) is not None)]
+    kernels: dict[int, frozenset[Kernel]] = {}
+    for cls in backend_classes:  # the kernels each backend class's own methods reach
+        found: set[Kernel] = set()
+        exact = Inst((cls.path, cls.name), exact=True)
+        for name, fn in program.methods(cls).items():
+            found |= interp.run_function(cls.path, f"{cls.name}.{name}", fn, exact)
+        kernels[id(cls)] = frozenset(found)
+    _run_rounds(interp, program, [f for f in files if f.report])
+    declared: dict[ClassKey, Declaration | None] = {}
+    for use in interp.uses.values():
+        for s in use.lse.sources:
+            if s.impl is not None and s.impl not in declared:
+                cls = program.cls(s.impl)
+                declared[s.impl] = None if cls is None else declaration(
+                    h, cls, returns_attrs, base_attrs, own=False)
+        flag = use.given.flag
+        if flag is not None and flag.owner is not None and flag.owner.cls not in declared:
+            cls = program.cls(flag.owner.cls)
+            declared[flag.owner.cls] = None if cls is None else declaration(
+                h, cls, returns_attrs, base_attrs, own=False)
+    tree_declares = configured or any(a in c.attrs for c in classes for a in base_attrs)
+    out += class_findings(h, backend_classes, kernels, returns_attrs=returns_attrs,
+                          base_attrs=base_attrs, tree_declares_bases=tree_declares)
+    out += edge_findings(interp.uses.values(), declared, interp.literal_sites)
+    out += _defaulted_definitions(program, knowledge, reported)
+    return [f for f in out if f.location.rsplit(":", 2)[0] in reported]
+
+
+#: rounds of "what the flow found carrying an LSE is a new place to start from"
+_ROUNDS = 4
+
+
+def _run_rounds(interp: Interpreter, program: Program, files: list[FileFacts]) -> None:
+    """Interpret every function (and module-level statement) whose lines name a producer, a
+    consumer or a base attribute; then, a few rounds, every one whose lines name a method or an
+    attribute the flow found carrying an LSE or a combine (``self.impl.forward_mqa(...)``,
+    ``self.dcp_manager.combine(...)``), until nothing new is found."""
+    lines: dict[str, tuple[int, ...]] = {
+        f.path: f.module.trigger_lines for f in files if f.module is not None}
+    done: set[int] = set()
+    names: set[str] = set()
+    for _ in range(_ROUNDS):
+        for f in files:
+            if lines.get(f.path):
+                _run_roots(interp, program, f, lines[f.path], done)
+        found = interp.found_carriers() - names
+        if not found:
+            return
+        names |= found
+        pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, found))) + r")\b")
+        lines = {}
+        for f in files:  # only files that already name something the rules know
+            if f.module is None or not f.module.trigger_lines:
+                continue
+            hits = _lines_matching(f.path, pattern)
+            if hits:
+                lines[f.path] = hits
+        merged = {p: tuple(sorted({*interp.carrier_lines(p), *ls})) for p, ls in lines.items()}
+        interp.set_carrier_lines({**interp.all_carrier_lines(), **merged})
+
+
+def _lines_matching(path: str, pattern: re.Pattern[str]) -> tuple[int, ...]:
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ()
+    out: list[int] = []
+    pos, line = 0, 1
+    for m in pattern.finditer(text):
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        if not out or out[-1] != line:
+            out.append(line)
+    return tuple(out)
+
+
+def _run_roots(interp: Interpreter, program: Program, f: FileFacts, lines: tuple[int, ...],
+               done: set[int]) -> None:
+    tree = program.tree(f.path)
+    if tree is None:
+        return
+    top = [st for st in tree.body if _spans(st, lines) and id(st) not in done and not isinstance(
+        st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    done.update(id(st) for st in top)
+    if top:
+        interp.run_statements(f.path, top)
+    if f.functions is None:
+        f.functions = list(_functions(tree))
+    relevant = f.module.relevant if f.module is not None else frozenset()
+    for node, qual, owner in f.functions:
+        if id(node) in done or not (_spans(node, lines) or qual in relevant):
+            continue
+        done.add(id(node))
+        self_value = Inst((f.path, owner), exact=False) if owner else None
+        interp.run_function(f.path, qual, node, self_value)
+
+
+def _spans(node: ast.AST, lines: tuple[int, ...]) -> bool:
+    start = getattr(node, "lineno", 0)
+    end = getattr(node, "end_lineno", start) or start
+    i = bisect.bisect_left(lines, start)
+    return i < len(lines) and lines[i] <= end
+
+
+def _functions(tree: ast.Module) -> Iterable[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str,
+                                                   str | None]]:
+    """Every function of a module with its qualified name and, for a method, its class."""
+    stack: list[tuple[ast.AST, str, str | None]] = [(tree, "", None)]
+    while stack:
+        node, prefix, cls = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                qual = f"{prefix}{child.name}"
+                static = any(isinstance(d, ast.Name) and d.id == "staticmethod"
+                             for d in child.decorator_list)
+                yield child, qual, (None if static else cls)
+                stack.append((child, f"{qual}.<locals>.", None))
+            elif isinstance(child, ast.ClassDef):
+                stack.append((child, f"{prefix}{child.name}.", child.name if not prefix else None))
+            elif isinstance(child, (ast.If, ast.Try, ast.With)) or (
+                    hasattr(ast, "TryStar") and isinstance(child, ast.TryStar)):
+                stack.append((child, prefix, cls))
+
+
+def _defaulted_definitions(program: Program, knowledge: Mapping[str, Knowledge],
+                           reported: set[str]) -> list[Finding]:
+    """AC021 on a consumer's own definition in the linted files: its base keyword has a
+    default a caller silently gets. Each file is judged by its own tree's records."""
+    by_module: dict[tuple[int, str], list[Consumer]] = {}
+    out = []
+    for path in sorted(reported):
+        info = program.info(path)
+        k = knowledge.get(path)
+        if info is None or k is None:
+            continue
+        if (id(k), "") not in by_module:
+            by_module[(id(k), "")] = []
+            for group in k.consumers.values():
+                for c in group:
+                    if isinstance(c.base, KeywordBase) and c.base.default is not None:
+                        parts = c.function.split(".")
+                        mod = ".".join(parts[:-2] if c.owner_class else parts[:-1])
+                        by_module.setdefault((id(k), mod), []).append(c)
+        for name in (info.name, *(a for a, _ in info.aliases)):
+            for c in by_module.get((id(k), name), []):
+                out += _defaulted(program, path, c)
+    return out
+
+
+def _defaulted(program: Program, path: str, c: Consumer) -> list[Finding]:
+    parts = c.function.split(".")
+    qual = f"{c.owner_class}.{parts[-1]}" if c.owner_class else parts[-1]
+    fn = program.function(path, qual)
+    if fn is None or not isinstance(c.base, KeywordBase):
+        return []
+    kw = c.base.keyword
+    a = fn.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True))
+    defaults.update({k.arg: d for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
+                     if d is not None})
+    default = defaults.get(kw)
+    if default is None:
+        return []
+    text = ast.unparse(default)
+    return [Finding(
+        Code.AC021, parts[-1],
+        f"{parts[-1]}({kw}={text}) gives its LSE base a default: a caller that forgets {kw} "
+        f"silently gets it (consumer record {c.record})", severity=Severity.WARNING,
+        hint=f"make {kw} required (no default), so every caller states the base", field=kw,
+        found=text, allowed="no default",
+        location=f"{path}:{default.lineno}:{default.col_offset + 1}")]

@@ -1,0 +1,300 @@
+"""The abstract values of the program model (:mod:`attn_contracts.lint.interpret`).
+
+A value is what the linter knows about a Python value at one point of the linted program, and
+every value is frozen and hashable: a function's analysis is memoised by the values of its
+arguments. ``None`` is the unknown value: an unknown value is never guessed at.
+
+The domain is a *may* domain: where two paths meet, a name holds the :class:`Union` of what each
+path bound (a conditional expression over three combines is the three of them), so an LSE that
+one of the paths makes wrong is still seen. The sets are small and bounded (:data:`MAX_UNION`);
+past the bound a value becomes unknown, which keeps the analysis fast and never invents a finding.
+
+What an LSE is, is a set of :class:`Source` s: where it was produced (a producer record's call,
+a parameter of the function being analysed, the merged output of a combine) and the base each
+source has there, after the conversions it went through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Union
+
+__all__ = ["MAX_UNION", "Arg", "Bound", "ClassKey", "ClassRef", "DictV", "Ext", "ExtInst", "Flag",
+           "Func", "Inst", "Lit", "Lse", "ModuleRef", "Num", "Param", "Partial", "Rec", "Source",
+           "Super", "Tup", "Union_", "Value", "alternatives", "join", "lse_of", "relabel"]
+
+#: the most alternatives a value keeps; a larger union is unknown (never a finding)
+MAX_UNION = 24
+
+#: a class of the linted program: (module path, class name); a class outside it is an ``Ext``
+ClassKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Source:
+    """One place an LSE can come from, and its base there.
+
+    ``base``: ``"e"``, ``"2"``, ``None`` (not known here) or ``"x"`` (no LSE of either base any
+    more: a base-e LSE converted as if it were base 2). ``dispatch``: the kernel library picks the
+    base at run time (``backend="auto"``); ``bases`` then lists what it may pick."""
+
+    key: str  # identity: "producer:path:line:col", "param:func:name", "merged:path:line:col"
+    base: str | None
+    what: str  # for messages: "the LSE of decode_wrapper.run() (flashinfer.batch_decode, f.py:12)"
+    record: str = ""  # the producer record, where one says the base
+    choice: str = ""  # the run-time choice that leads to this source, for messages
+    dispatch: bool = False
+    bases: tuple[str, ...] = ()  # under dispatch: the bases the library may pick
+    impl: ClassKey | None = None  # the LSE-declaring class whose method returned it
+    param: str | None = None  # a parameter of the function under analysis (base unknown)
+    layout: str | None = None  # "token_head" / "head_token" where the producer says
+    converted: str = ""  # the conversions it went through, for messages
+
+    @property
+    def pinned(self) -> bool:
+        """A base the code fixes (not unknown, not left to dispatch)."""
+        return self.base is not None and not self.dispatch
+
+
+@dataclass(frozen=True)
+class Lse:
+    """An LSE tensor: every source it may hold."""
+
+    sources: frozenset[Source]
+
+    def with_sources(self, sources: Iterable[Source]) -> Lse:
+        return Lse(frozenset(sources))
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A literal the linter can see (written at ``where``, possibly through a name: ``how``).
+    ``omitted``: the call that left a parameter out, so that its default is this literal."""
+
+    value: bool | int | float | str | None
+    where: str = ""  # "path:line:col" of the literal
+    how: str = field(default="", compare=False)  # " through the local variable is_e"
+    omitted: str = ""
+    #: read from a table by a key the linter cannot see (which entry applies is a dispatch)
+    table: bool = field(default=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter of the function being analysed on its own (its callers unknown)."""
+
+    name: str
+    func: str  # the function's name, for messages
+    default: Lit | None = None  # its default, where it is a literal
+
+
+@dataclass(frozen=True)
+class Num:
+    """A constant that converts between bases: ``"ln2"`` (× turns base 2 into e) or ``"log2e"``."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A read of a backend's base attribute (``self.impl.lse_base_on_e``): the base it declares,
+    per class. ``owner``: the instance it was read from (``None``: not known)."""
+
+    attr: str
+    owner: Inst | None
+    where: str
+
+
+@dataclass(frozen=True)
+class Inst:
+    """An instance of a class of the program. ``exact``: of that class itself (built here), else
+    of it or any subclass (from an annotation or ``cast``); ``ctor``: the constructor call's
+    site and arguments, where known (the object's attributes follow them)."""
+
+    cls: ClassKey
+    exact: bool = True
+    ctor: tuple[str, tuple[tuple[str, Value], ...]] | None = None
+
+
+@dataclass(frozen=True)
+class ExtInst:
+    """An instance of a class outside the program (``flashinfer.BatchDecodeWithPagedKVCacheWrapper``)."""
+
+    qualname: str
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """A class object (``exact=False``: ``type[X]``, any subclass)."""
+
+    cls: ClassKey
+    exact: bool = True
+
+
+@dataclass(frozen=True)
+class Func:
+    """A function (or lambda) of the program: its file and qualified name (``Class.method``,
+    ``f.<locals>.g@12``); its syntax node where already at hand (else parsed when it is
+    interpreted)."""
+
+    path: str
+    qualname: str
+    node: object = field(default=None, repr=False, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A method bound to an instance (``self`` given)."""
+
+    func: Func
+    self_value: Inst
+    owner: ClassKey  # the class whose body defines it (for super())
+
+
+@dataclass(frozen=True)
+class Super:
+    """``super()`` inside a method of ``after`` with ``self`` as ``self_value``."""
+
+    after: ClassKey
+    self_value: Inst
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    name: str
+
+
+@dataclass(frozen=True)
+class Ext:
+    """A name outside the program, by its qualified name (``flashinfer.prefill.trtllm_...``)."""
+
+    qualname: str
+
+
+@dataclass(frozen=True)
+class Rec:
+    """A function the records know: consumer and producer candidates of one name, not yet
+    narrowed by the call's arguments."""
+
+    name: str  # the qualified or last name it was found by
+    consumers: tuple[object, ...] = ()
+    producers: tuple[object, ...] = ()
+
+
+@dataclass(frozen=True)
+class Arg:
+    """An argument as passed: its value and where it is written."""
+
+    value: Value
+    where: str = ""
+    text: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class Partial:
+    """``functools.partial(target, *pos, **kw)``."""
+
+    target: Value
+    pos: tuple[Arg, ...] = ()
+    kw: tuple[tuple[str, Arg], ...] = ()
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class Tup:
+    items: tuple[Value, ...]
+    #: a call's result whose other elements are not known (a producer's ``(out, lse)``)
+    partial_items: bool = False
+
+    def get(self, i: int) -> Value:
+        return self.items[i] if 0 <= i < len(self.items) else None
+
+
+@dataclass(frozen=True)
+class DictV:
+    """A dict literal (or ``dict(...)``) and the items later stored into it. ``maybe``: keys a
+    path may not have set."""
+
+    items: tuple[tuple[str, Arg], ...]
+    maybe: frozenset[str] = frozenset()
+
+    def get(self, key: str) -> Arg | None:
+        return next((a for k, a in self.items if k == key), None)
+
+
+@dataclass(frozen=True)
+class Union_:
+    """One of several values (two paths, a conditional expression, a class hierarchy)."""
+
+    options: frozenset[Value]
+
+
+Value = Union[Lse, Lit, Param, Num, Flag, Inst, ExtInst, ClassRef, Func, Bound, Super,  # noqa: UP007
+              ModuleRef, Ext, Rec, Partial, Tup, DictV, Union_, None]
+
+
+def alternatives(value: Value) -> Iterator[Value]:
+    """The values a value may be (itself, or each option of a union)."""
+    if isinstance(value, Union_):
+        yield from value.options
+    else:
+        yield value
+
+
+def join(values: Iterable[Value]) -> Value:
+    """The value of a name bound to ``values`` on different paths: a union of the alternatives
+    (LSEs merge their sources: one tensor of either origin). Unknown on one path stays an
+    alternative (``None`` in the union): what the other paths bind is still seen (a
+    ``backend`` that is ``"cute-dsl"`` on one path and computed on another), and a rule that
+    needs the value itself (a base keyword) treats the union as unknown."""
+    flat: set[Value] = set()
+    lse: set[Source] = set()
+    for v in values:
+        for alt in alternatives(v):
+            if isinstance(alt, Lse):
+                lse |= alt.sources
+            else:
+                flat.add(alt)
+    if lse:
+        if len(lse) > MAX_UNION * 4:
+            return None
+        flat.add(Lse(frozenset(lse)))
+    if len(flat) > MAX_UNION:
+        flat = _widen(flat)
+    if not flat or flat == {None} or len(flat) > MAX_UNION:
+        return None
+    if len(flat) == 1:
+        return next(iter(flat))
+    return Union_(frozenset(flat))
+
+
+def _widen(flat: set[Value]) -> set[Value]:
+    """Too many alternatives (a method of 55 subclasses): tuples of one length become one tuple
+    of their items' joins, so the LSE the 55 return stays in sight; the rest is unknown."""
+    tuples: dict[int, list[Tup]] = {}
+    out: set[Value] = set()
+    for v in flat:
+        if isinstance(v, Tup):
+            tuples.setdefault(len(v.items), []).append(v)
+        elif isinstance(v, Lse):
+            out.add(v)
+        else:
+            out.add(None)
+    for n, group in tuples.items():
+        out.add(Tup(tuple(join([t.items[i] for t in group]) for i in range(n)),
+                    any(t.partial_items for t in group)))
+    return out
+
+
+def lse_of(value: Value) -> Lse | None:
+    """The LSE a value is (the LSE alternatives of a union), or None."""
+    found = [v for v in alternatives(value) if isinstance(v, Lse)]
+    if not found:
+        return None
+    return found[0] if len(found) == 1 else Lse(frozenset(s for v in found for s in v.sources))
+
+
+def relabel(lse: Lse, **changes: object) -> Lse:
+    """Every source of ``lse`` with ``changes`` applied (dataclasses.replace)."""
+    return Lse(frozenset(replace(s, **changes) for s in lse.sources))  # type: ignore[arg-type]
