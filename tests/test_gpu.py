@@ -532,9 +532,16 @@ def _check_fi_a2a(world: int) -> None:
     from fixtures import dcp_workers
 
     results = run_ranks(dcp_workers.nccl_fi_a2a, world, backend="nccl", timeout_s=540)
+    nccl = tuple(torch.cuda.nccl.version())
     for r in results:
         got = r.value
-        assert got["why_not"] is None, got["why_not"]
+        why = got["why_not"]
+        if why is not None and "could not be set up" in why and nccl < (2, 29):
+            # the refusal is what must happen there: AC026, with FlashInfer's own reason
+            assert "AC026" in why and "fi_a2a" in why, why
+            pytest.skip(f"FlashInfer's fused op needs NCCL >= 2.29 (its device API); this torch "
+                        f"has NCCL {'.'.join(map(str, nccl))}, and fi_a2a was refused as AC026")
+        assert why is None, why
         assert got["base e"] < 2e-2 and got["base 2"] < 2e-2, got  # bf16 against fp64
         assert got["unmasked e"] == ["AC025"] and got["unmasked 2"] == ["AC025"], got
 
