@@ -166,7 +166,7 @@ def class_findings(h: Hierarchy, classes: Iterable[ClassInfo],
             h, cls, returns_attrs, base_attrs, own=False)
         if decl is None or _registered_with_record(cls):
             continue
-        found = kernels.get(id(cls), frozenset())
+        found = frozenset(k for k in kernels.get(id(cls), frozenset()) if not k.settled)
         yield from _judge(h, decl, found, base_attrs, tree_declares_bases)
 
 
@@ -302,10 +302,12 @@ def edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | No
                   literal_sites: dict[str, tuple[Consumer, str, Lit]] | None = None,
                   ) -> Iterator[Finding]:
     seen: set[str] = set()
-    for f in _edge_findings(uses, declared):
+    settled: set[str] = set()  # literal sites an LSE reaches and that need no finding
+    for f in _edge_findings(uses, declared, settled):
         if f.code in (Code.AC003, Code.AC023):
             seen.add(f.location)
         yield f
+    seen |= settled
     for where, (c, kw, lit) in (literal_sites or {}).items():
         if where in seen:
             continue
@@ -319,7 +321,7 @@ def edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | No
 
 
 def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | None],
-                   ) -> Iterator[Finding]:
+                   settled: set[str]) -> Iterator[Finding]:
     unknown_reads: dict[str, list[tuple[Use, str]]] = {}
     for use in uses:
         g = use.given
@@ -336,7 +338,7 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
             continue
         for way in (g.options if g.kind == "choice" else (g,)):
             if way.kind == "fixed" and way.base is not None:
-                yield from _fixed(use, way, declared, unknown_reads)
+                yield from _fixed(use, way, declared, unknown_reads, settled)
             elif way.kind == "flag" and way.flag is not None:
                 yield from _flagged(use, way, declared)
     for reads in unknown_reads.values():
@@ -355,7 +357,8 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
 
 
 def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
-           unknown_reads: dict[str, list[tuple[Use, str]]]) -> Iterator[Finding]:
+           unknown_reads: dict[str, list[tuple[Use, str]]], settled: set[str],
+           ) -> Iterator[Finding]:
     base = g.base or ""
     contra: list[tuple[Source, str, str]] = []
     agree = False
@@ -393,6 +396,11 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
             f"which reads base {base} here{told}{choice}{more}", severity=Severity.ERROR,
             hint=_fix(g, b) if g.keyword and b in ("e", "2") else _fix(BaseGiven("fixed"), b),
             field=g.keyword or "base", found=base, allowed=b, location=where)
+        return
+    if g.table and agree and not contra:
+        # a table of bases (keyed by the kernel's version, say) whose every entry agrees with
+        # what reaches it: the mapping is written down once, as data, not a hard-coded guess
+        settled.add(g.where)
         return
     if g.literal and g.keyword:
         reason = ("agrees with the producers that reach it today" if agree else

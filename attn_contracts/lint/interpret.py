@@ -139,6 +139,9 @@ class Kernel:
     dispatch: bool = False
     bases: tuple[str, ...] = ()
     choice: str = ""
+    #: converted on the way and handed to a combine told a fixed base: that edge is judged
+    #: (AC023), and the converted LSE says nothing about the LSE the class declares
+    settled: bool = False
 
 
 @dataclass(frozen=True)
@@ -1752,7 +1755,10 @@ class _Frame:
             use = Use(c, given, lse, self.responsible(arg.value, where), self.on_base > 0)
             # what the function's LSEs are where they are used (after their conversions): the
             # kernels a backend class's declaration is judged by
-            self.kernels.update(k for src in lse.sources if (k := _kernel_of(src)) is not None)
+            for src in lse.sources:
+                if (k := _kernel_of(src)) is not None:
+                    settled = bool(src.converted) and given.kind == "fixed"
+                    self.kernels.add(replace(k, settled=True) if settled else k)
             self.i.uses.setdefault((c.record, c.function, given, lse, where, use.dispatched), use)
             read |= {s.base for s in lse.sources}
         if c.returns_base is None:
