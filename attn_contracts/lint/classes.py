@@ -149,16 +149,17 @@ def module_info(path: Path, tree: ast.Module) -> ModuleInfo:
             source = _absolute(package, node.module, node.level)
             if source is None:
                 continue
-            for alias in node.names:
-                if alias.name != "*":
-                    info.from_imports.setdefault(alias.asname or alias.name, (source, alias.name))
+            for imported in node.names:
+                if imported.name != "*":
+                    info.from_imports.setdefault(imported.asname or imported.name,
+                                                 (source, imported.name))
         elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    info.module_imports.setdefault(alias.asname, alias.name)
+            for imported in node.names:
+                if imported.asname:
+                    info.module_imports.setdefault(imported.asname, imported.name)
                 else:
-                    top = alias.name.partition(".")[0]
-                    info.module_imports.setdefault(top, top)
+                    first = imported.name.partition(".")[0]
+                    info.module_imports.setdefault(first, first)
     assigned: set[str] = set()
     for st in module_level(tree.body):
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -34,7 +34,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
@@ -291,7 +291,7 @@ class Interpreter:
         attributes found holding one, or an object built with a base."""
         names: set[str] = set()
         for (func, _, _), summary in self._memo.items():
-            if _carries(summary.returns):
+            if isinstance(func, Func) and _carries(summary.returns):
                 names.add(func.qualname.rpartition(".")[2])
                 self.carrier_funcs.add(func.qualname)
         for (_, attr), values in self.stores.items():
@@ -449,8 +449,8 @@ class Interpreter:
                 return join([v for e in node.slice.elts
                              if (v := self.resolve_annotation(path, e)) is not None])
             if last == "type":
-                inner = self.resolve_annotation(path, node.slice)
-                return ClassRef(inner.cls, exact=False) if isinstance(inner, Inst) else None
+                of = self.resolve_annotation(path, node.slice)
+                return ClassRef(of.cls, exact=False) if isinstance(of, Inst) else None
             node = node.value
         dotted = dotted_name(node)
         if dotted is None or dotted == "None":
@@ -492,7 +492,7 @@ class Interpreter:
             ctx: tuple[object, ...] = ("generic",)
         else:
             bound = self._bind(func, params, call, self_value is not None)
-            ctx = tuple(sorted(bound.items(), key=lambda kv: kv[0]))
+            ctx = tuple((name, bound[name]) for name in sorted(bound))
         key = (func, self_value, ctx)
         memo = self._memo.get(key)
         if memo is not None:
@@ -1496,7 +1496,7 @@ class _Frame:
             return None  # a fresh buffer shaped like it: no LSE until a kernel writes it
         special = self.special(callee, name, node)
         if special is not _NOT_SPECIAL:
-            return special
+            return cast(Value, special)
         call = self.args(node)
         return self.apply(callee, call, node, where, name)
 
@@ -1913,10 +1913,10 @@ class _Frame:
             if arg is None:
                 options.append([None])
                 continue
-            texts = _literal_text(arg.value)
+            texts: list[str | None] = list(_literal_text(arg.value))
             if k in call.maybe:
-                texts = [*texts, None]  # type: ignore[list-item]
-            options.append(texts)  # type: ignore[arg-type]
+                texts.append(None)
+            options.append(texts)
         combos: list[dict[str, str]] = [{}]
         for k, texts in zip(keys, options, strict=True):
             combos = [{**c, **({k: t} if t is not None else {})} for c in combos for t in texts]
@@ -1966,7 +1966,7 @@ class _Frame:
                 continue
             if not isinstance(kw.value, ast.Name) or fn is None:
                 return True
-            for sub in ast.walk(fn):  # type: ignore[arg-type]
+            for sub in ast.walk(fn):
                 if (isinstance(sub, ast.Constant) and sub.value == keyword) or (
                         isinstance(sub, ast.keyword) and sub.arg == keyword):
                     return True

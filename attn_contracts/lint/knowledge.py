@@ -271,10 +271,11 @@ class Knowledge:
         ``merge_state``)."""
         if self._roots is None:
             roots: dict[str, set[str]] = {}
-            for group in (*self.consumers.values(), *self.producers.values()):
-                for r in group:
-                    roots.setdefault(r.owner_class or r.last, set()).add(
-                        r.function.partition(".")[0])
+            ends: list[Consumer | Producer] = [
+                *(r for g in self.consumers.values() for r in g),
+                *(r for g in self.producers.values() for r in g)]
+            for r in ends:
+                roots.setdefault(r.owner_class or r.last, set()).add(r.function.partition(".")[0])
             self._roots = {n: frozenset(v) for n, v in roots.items()}
         return frozenset(n for n, pkgs in self._roots.items()
                          if n in text and (package in pkgs or any(p in text for p in pkgs)))

@@ -79,14 +79,14 @@ def model_findings(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *
     for use in interp.uses.values():
         for s in use.lse.sources:
             if s.impl is not None and s.impl not in declared:
-                cls = program.cls(s.impl)
-                declared[s.impl] = None if cls is None else declaration(
-                    h, cls, returns_attrs, base_attrs, own=False)
+                impl = program.cls(s.impl)
+                declared[s.impl] = None if impl is None else declaration(
+                    h, impl, returns_attrs, base_attrs, own=False)
         flag = use.given.flag
         if flag is not None and flag.owner is not None and flag.owner.cls not in declared:
-            cls = program.cls(flag.owner.cls)
-            declared[flag.owner.cls] = None if cls is None else declaration(
-                h, cls, returns_attrs, base_attrs, own=False)
+            owner = program.cls(flag.owner.cls)
+            declared[flag.owner.cls] = None if owner is None else declaration(
+                h, owner, returns_attrs, base_attrs, own=False)
     tree_declares = configured or any(a in c.attrs for c in classes for a in base_attrs)
     out += class_findings(h, backend_classes, kernels, returns_attrs=returns_attrs,
                           base_attrs=base_attrs, tree_declares_bases=tree_declares)
