@@ -21,7 +21,7 @@ import importlib.util
 from pathlib import Path
 
 from attn_contracts.checks import check_edge
-from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.findings import RULES, Code, Finding, Severity
 from attn_contracts.integrations._report import EngineReport
 from attn_contracts.registry import Registry, UnknownRecordError
 from attn_contracts.sources import FileReadError, read_bytes
@@ -220,8 +220,7 @@ def report(backend: str | None = None, *, root: str | Path | None = None) -> lis
                 continue
             row.records.append(rec)
             for f in check_edge(kernel, consumer, keyword_value=literal):
-                severity = Severity.ERROR if f.code in (Code.AC016, Code.AC017) else \
-                    Severity.WARNING
+                severity = RULES[f.code].severity  # base, layout: errors; empty rows, dtype: warnings
                 row.findings.append(
                     Finding(f.code, f.subject, f"{f.message} (the keyword is "
                             f"{_BASE_FN}({name!r}) = {literal}, {where}; calls at "

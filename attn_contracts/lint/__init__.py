@@ -40,7 +40,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.findings import RULES, Code, Finding, Rule, Severity
 from attn_contracts.identity import library_key, tree_root, versions_of_tree
 from attn_contracts.lint.classes import (
     ClassInfo,
@@ -507,6 +507,16 @@ def _folder_uri(folder: Path) -> str:
     return uri if uri.endswith("/") else uri + "/"
 
 
+def _sarif_rule(rule: Rule) -> dict[str, object]:
+    """A SARIF ``reportingDescriptor`` from the code's rule: title, meaning, fix, and its default
+    level (a result still carries its own)."""
+    return {"id": str(rule.code), "name": rule.code.name,
+            "shortDescription": {"text": rule.title},
+            "fullDescription": {"text": rule.meaning},
+            "help": {"text": rule.fix},
+            "defaultConfiguration": {"level": str(rule.severity)}}
+
+
 def sarif(findings: list[Finding], root: Path | None = None) -> dict[str, object]:
     """One SARIF 2.1.0 log (GitHub code scanning): a run of this tool, a rule per code that
     occurs, a result per finding with its level (``error``/``warning``/``note``, SARIF's own
@@ -517,8 +527,7 @@ def sarif(findings: list[Finding], root: Path | None = None) -> dict[str, object
     base = Path(os.path.abspath(root if root is not None else os.getcwd()))
     codes = sorted({f.code for f in findings})
     index = {c: i for i, c in enumerate(codes)}
-    rules = [{"id": str(c), "name": c.name, "shortDescription": {"text": _CODE_TEXT.get(c, str(c))}}
-             for c in codes]
+    rules = [_sarif_rule(RULES[c]) for c in codes]
     results = []
     for f in findings:
         path, line, col = _where(f)
@@ -535,29 +544,13 @@ def sarif(findings: list[Finding], root: Path | None = None) -> dict[str, object
                       "results": results}]}
 
 
-def _code_texts() -> dict[Code, str]:
-    """The comment after each code in the ``Code`` enum's source (one line per code)."""
-    import inspect
-
-    from attn_contracts import findings as module
-
-    texts = {}
-    for m in re.finditer(r"^\s*(AC\d{3}) = \"AC\d{3}\"\s*#\s*(.+)$", inspect.getsource(module),
-                         re.MULTILINE):
-        texts[Code(m.group(1))] = m.group(2).strip()
-    return texts
-
-
-_CODE_TEXT = _code_texts()
-
-
 def statistics(findings: list[Finding]) -> str:
     """``--statistics``: one line per code, most frequent first (as ruff prints them)."""
     counts: dict[tuple[Code, Severity], int] = {}
     for f in findings:
         counts[(f.code, f.severity)] = counts.get((f.code, f.severity), 0) + 1
     rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1]))
-    return "\n".join(f"{n:>5}\t{code}\t[{sev}]\t{_CODE_TEXT.get(code, '')}"
+    return "\n".join(f"{n:>5}\t{code}\t[{sev}]\t{RULES[code].title}"
                      for (code, sev), n in rows)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from attn_contracts.findings import Code
+from attn_contracts.findings import RULES
 from attn_contracts.identity import library_key
 from attn_contracts.sources import FileReadError, error_position, read_bytes
 
@@ -19,12 +19,12 @@ __all__ = ["ConfigError", "LintConfig", "find_pyproject", "load_config", "unknow
 def unknown_codes(selectors: tuple[str, ...]) -> list[str]:
     """Selectors that are no code and no prefix of one (``AC3``, ``bogus``): selecting them
     would silently lint nothing."""
-    known = [c.value for c in Code]
+    known = [c.value for c in RULES]
     return [s for s in selectors if not any(k.startswith(s) for k in known)]
 
 
 def known_codes_text() -> str:
-    return ", ".join(c.value for c in Code)
+    return ", ".join(c.value for c in RULES)
 
 
 class ConfigError(ValueError):

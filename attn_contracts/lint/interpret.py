@@ -38,7 +38,7 @@ from typing import Any
 
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
-from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.findings import Code, Finding
 from attn_contracts.lint.classes import ClassInfo, dotted_name, statements
 from attn_contracts.lint.knowledge import (
     Consumer,
@@ -1715,9 +1715,9 @@ class _Frame:
             return
         self.i._noted_agreed.add(key)
         why = disagreement(sorted(c.agreed, key=lambda x: x.record), self.k.versions)
-        self.i.report(Finding(
+        self.i.report(Finding.from_rule(
             Code.AC029, c.last, f"{c.last}: {why}: only what they agree on is used",
-            severity=Severity.NOTE, hint='set [tool.attn-contracts] versions = { <library> = '
+            hint='set [tool.attn-contracts] versions = { <library> = '
             '"<version>" } (or lint the installed package with its dist-info); where it is set, '
             "import the function by its module path, or fix the overlapping records",
             field="versions", allowed="a known library version", location=_at(self.path, node)))
@@ -1826,9 +1826,9 @@ class _Frame:
                          keyword=kw, omitted=where)
 
     def omitted_warning(self, c: Consumer, kw: str, default: str | None, where: str) -> None:
-        self.i.report(Finding(
+        self.i.report(Finding.from_rule(
             Code.AC022, c.last, f"{c.last}(...) omits {kw} and silently gets the default base "
-            f"{default} ({c.label})", severity=Severity.WARNING,
+            f"{default} ({c.label})",
             hint=f"pass {kw}= read from the backend (e.g. impl.lse_base_on_e)", field=kw,
             allowed=f"{kw}=<backend's base>", location=where))
 
@@ -1941,13 +1941,12 @@ class _Frame:
             self.dispatch_warning(p, cb, call, where)
 
     def dispatch_warning(self, p: Producer, cb: CallBase, call: _Call, where: str) -> None:
-        self.i.report(Finding(
+        self.i.report(Finding.from_rule(
             Code.AC028, p.last,
             f"{p.last}(...) returns an LSE but leaves its base to dispatch on some path "
             f"({cb.keyword} not pinned{', ' + cb.default_by + ' not pinned' if cb.default_by else ''}"
             f"): the kernel picked at run time decides between base {' and '.join(cb.bases())} "
             f"(producer record {p.record})",
-            severity=Severity.WARNING,
             hint=f"select an explicit base for stable units: pass {cb.pass_hint()}",
             field=cb.keyword, found=None, allowed=cb.pass_hint(), location=where))
 
