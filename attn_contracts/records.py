@@ -27,6 +27,7 @@ layout by keyword (:class:`~attn_contracts.call_base.CallBase`,
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -51,6 +52,8 @@ from attn_contracts.findings import Code, Finding
 __all__ = [
     "ADAPTER_RE",
     "BASES",
+    "LN2",
+    "LOG2E",
     "NAME_RE",
     "BaseMap",
     "CapabilityRecord",
@@ -69,6 +72,9 @@ __all__ = [
 
 Base = Literal["e", "2"]
 BASES: tuple[str, ...] = ("e", "2")
+#: the conversions between the bases: a base-2 LSE × LN2 is base e, a base-e LSE × LOG2E base 2
+LN2 = math.log(2.0)
+LOG2E = 1.0 / LN2
 LseLayout = Literal["token_head", "head_token"]
 LseDType = Literal["float32", "bfloat16", "float16", "query"]
 DType = Literal["float32", "bfloat16", "float16", "float8_e4m3fn"]

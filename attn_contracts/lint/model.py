@@ -27,8 +27,8 @@ from attn_contracts.lint.edges import (
     edge_findings,
 )
 from attn_contracts.lint.interpret import Interpreter, Kernel
-from attn_contracts.lint.knowledge import Consumer, Knowledge
 from attn_contracts.lint.program import Program
+from attn_contracts.lint.record_index import Consumer, Knowledge
 from attn_contracts.lint.values import ClassKey, Inst
 
 __all__ = ["FileFacts", "model_findings"]

@@ -25,7 +25,6 @@ from pathlib import Path
 
 from attn_contracts.consumer import ConsumerCall, ConsumerRecord, FixedBase
 from attn_contracts.findings import Code, Finding
-from attn_contracts.identity import effective_range, in_range, ranges_overlap
 from attn_contracts.records import CapabilityRecord, ProducerCall
 from attn_contracts.sources import (
     AnyRecord,
@@ -36,6 +35,7 @@ from attn_contracts.sources import (
     read_file_located,
     records_of,
 )
+from attn_contracts.versions import effective_range, in_range, ranges_overlap
 
 __all__ = ["Named", "check_document", "read_named", "trusted"]
 
