@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from attn_contracts import ContractError, record_from_impl
 from attn_contracts.findings import RULES, Code, Finding, Severity, rules_markdown
+from fixtures.engine_classes import FlashInferMLAImpl
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,3 +92,20 @@ def test_lint_imports_where_only_bytecode_is_installed(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(len(Code))
 
+
+# --- error_text -------------------------------------------------------------------------------
+def test_an_exception_quoted_in_a_finding_is_bounded() -> None:
+    from attn_contracts.findings import error_text
+
+    text = error_text(ValueError("x" * 100_000))
+    assert text.startswith("ValueError: xxx") and len(text) <= 300 and text.endswith("...")
+
+
+# --- ContractError ----------------------------------------------------------------------------
+def test_contract_error_pickles_for_cross_rank_reporting() -> None:
+    import pickle
+
+    with pytest.raises(ContractError) as exc:
+        record_from_impl(FlashInferMLAImpl)
+    again = pickle.loads(pickle.dumps(exc.value))
+    assert again.codes == [Code.AC002] and str(again) == str(exc.value)
