@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from attn_contracts.facts import engine_attributes
 from attn_contracts.findings import Code, ContractError, Finding
 from attn_contracts.records import (
     CapabilityRecord,
@@ -141,8 +142,8 @@ def impl_findings(
     name: str | None = None,
     library: str = "engine",
     source: str | None = None,
-    returns_attr: str = "can_return_lse_for_decode",
-    base_attr: str = "lse_base_on_e",
+    returns_attr: str | None = None,
+    base_attr: str | None = None,
     layout: str | None = None,
     lse_dtype: str | None = None,
     empty_row: str | None = None,
@@ -152,6 +153,8 @@ def impl_findings(
 ) -> tuple[CapabilityRecord | None, list[Finding]]:
     """Read a record from ``cls``; return it with no findings, or None with every finding.
 
+    ``returns_attr`` and ``base_attr`` default to vLLM's names (``can_return_lse_for_decode``,
+    ``lse_base_on_e``: data, :func:`attn_contracts.facts.engine_attributes`).
     The base comes from ``base_attr`` (``True``: e, ``False``: 2). The other facts come from
     their keyword, else the class attribute :data:`FACT_ATTRS` names: ``layout``, ``lse_dtype``,
     ``empty_row``, ``includes_sink`` when the class returns LSE, and ``head_dims`` (unless a whole
@@ -161,6 +164,9 @@ def impl_findings(
     A class that returns no LSE may still set the base attribute: that is how an engine's base
     class declares its defaults, so it is not flagged (records are: ``AC004``)."""
     subject = name or _default_name(cls)
+    names = engine_attributes("vllm")
+    returns_attr = returns_attr or names.returns[0]
+    base_attr = base_attr or names.base[0]
     returns, base_value, findings = _base_findings(cls, subject, library, returns_attr, base_attr)
     if findings:  # an untrusted base first: the class's other facts are then moot
         return None, findings
@@ -195,7 +201,7 @@ def record_from_impl(cls: type, **kwargs: Any) -> CapabilityRecord:
     Signature (all keyword-only, as :func:`impl_findings`)::
 
         record_from_impl(cls, *, name=None, library="engine", source=None,
-                         returns_attr="can_return_lse_for_decode", base_attr="lse_base_on_e",
+                         returns_attr=None, base_attr=None,  # vLLM's names (data)
                          layout=None, lse_dtype=None, empty_row=None, includes_sink=None,
                          head_dims=None, decode=None)
 

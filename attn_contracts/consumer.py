@@ -23,11 +23,11 @@ difference does (``on_mismatch = "hang"``): startup compares those values across
 
 from __future__ import annotations
 
-import ast
 from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from attn_contracts.call_base import literal_key
 from attn_contracts.records import (
     Base,
     BaseMap,
@@ -86,22 +86,12 @@ class KeywordBase(Frozen):
 
         Literals are compared as the Python values they spell (``"2"`` and ``'2'`` are one
         string; ``True`` is not ``1``), not as text."""
-        want = _value(literal)
-        return next((b for lit, b in self.values if _value(lit) == want), None)
+        want = literal_key(literal)
+        return next((b for lit, b in self.values if literal_key(lit) == want), None)
 
     @property
     def default_base(self) -> str | None:
         return None if self.default is None else self.base_of(self.default)
-
-
-def _value(literal: str) -> tuple[str, object]:
-    """A literal as (its type, its value): ``"'2'"`` and ``'"2"'`` are equal, ``True`` and ``1``
-    are not. Text that is no Python literal stands for itself."""
-    try:
-        value = ast.literal_eval(literal.strip())
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return ("text", literal)
-    return (type(value).__name__, value)
 
 
 ConsumerBase = Annotated[FixedBase | KeywordBase, Field(discriminator="kind")]

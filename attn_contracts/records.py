@@ -27,6 +27,7 @@ layout by keyword (:class:`~attn_contracts.call_base.CallBase`,
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -46,11 +47,14 @@ from pydantic_core import PydanticCustomError
 from attn_contracts._tables import as_pairs
 from attn_contracts.call_base import CallBase
 from attn_contracts.call_layout import CallLayout
+from attn_contracts.facts import library_hint
 from attn_contracts.findings import Code, Finding
 
 __all__ = [
     "ADAPTER_RE",
     "BASES",
+    "LN2",
+    "LOG2E",
     "NAME_RE",
     "BaseMap",
     "CapabilityRecord",
@@ -69,6 +73,9 @@ __all__ = [
 
 Base = Literal["e", "2"]
 BASES: tuple[str, ...] = ("e", "2")
+#: the conversions between the bases: a base-2 LSE × LN2 is base e, a base-e LSE × LOG2E base 2
+LN2 = math.log(2.0)
+LOG2E = 1.0 / LN2
 LseLayout = Literal["token_head", "head_token"]
 LseDType = Literal["float32", "bfloat16", "float16", "query"]
 DType = Literal["float32", "bfloat16", "float16", "float8_e4m3fn"]
@@ -95,19 +102,10 @@ _CC_RE = r"^\d+\.\d+$"
 _LSE_DETAIL_KEYS = ("base", "layout", "q_len_axis", "padded_heads", "dtype", "empty_row",
                     "empty_out", "includes_sink")
 
-# What each library's kernels are known to emit: the hint of an AC001 finding.
-_LIBRARY_HINTS = {
-    "flashinfer": 'FlashInfer kernels emit base-2 LSE unless lse_mode="basee"',
-    "flash_attn": "FlashAttention (2 and 3) emits natural-log (base e) LSE",
-    "flash_mla": "FlashMLA emits natural-log (base e) LSE",
-    "triton": "Triton decode kernels in the engines emit natural-log (base e) LSE",
-    "torch": "the torch reference emits natural-log (base e) LSE",
-}
-
-
 def hint_for_library(library: str | None) -> str:
-    """The known LSE convention of a library, for hints; generic advice for unknown libraries."""
-    known = _LIBRARY_HINTS.get((library or "").lower().replace("-", "_"))
+    """The known LSE convention of a library (data: ``catalog/facts/libraries.toml``), for
+    hints; generic advice for unknown libraries."""
+    known = library_hint(library)
     return known or 'measure it with `attn-contracts verify` and declare lse.base = "e" or "2"'
 
 

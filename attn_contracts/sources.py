@@ -91,11 +91,13 @@ def split_roles(records: Iterable[AnyRecord]) -> tuple[list[CapabilityRecord],
 
 class FileReadError(OSError):
     """A records file is missing or is not valid TOML/JSON (exit code 2 in the CLI). ``line`` and
-    ``col`` (1-based, characters) say where the parser stopped; 1, 1 when it did not say."""
+    ``col`` (1-based, characters) say where the parser stopped; 1, 1 when it did not say;
+    ``reason`` is the message without the path (what a finding located at the file says)."""
 
-    def __init__(self, message: str, line: int = 1, col: int = 1) -> None:
+    def __init__(self, message: str, line: int = 1, col: int = 1, *, reason: str = "") -> None:
         super().__init__(message)
         self.line, self.col = line, col
+        self.reason = reason or message
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -206,30 +208,37 @@ def read_bytes(p: Path, kind: str = "records file") -> bytes:
     effects), and the open is non-blocking and checked again (fstat), so a file swapped in
     between cannot hang the caller."""
     try:
-        first = os.stat(p).st_mode
+        st = os.stat(p)
     except OSError as err:
-        raise FileReadError(f"{p}: cannot read {kind} ({err.strerror or err})") from err
-    if not stat.S_ISREG(first):
-        raise FileReadError(f"{p}: not a regular file (a {kind} must be one; found a "
-                            f"{_file_kind(first)})")
+        raise _refused(p, f"cannot read {kind} ({err.strerror or err})") from err
+    if not stat.S_ISREG(st.st_mode):
+        raise _refused(p, f"not a regular file (a {kind} must be one; found a "
+                          f"{_file_kind(st.st_mode)})")
+    if st.st_size > MAX_FILE_BYTES:  # refused before a byte is read
+        raise _refused(p, f"{st.st_size} bytes is larger than "
+                          f"{MAX_FILE_BYTES // (1024 * 1024)} MiB, the most a {kind} may hold")
     try:
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
-        raise FileReadError(f"{p}: cannot read {kind} ({err.strerror or err})") from err
+        raise _refused(p, f"cannot read {kind} ({err.strerror or err})") from err
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise FileReadError(f"{p}: not a regular file (a {kind} must be one; found a "
-                            f"{_file_kind(mode)})")
+        raise _refused(p, f"not a regular file (a {kind} must be one; found a "
+                          f"{_file_kind(mode)})")
     with os.fdopen(fd, "rb") as fh:
         try:
             data = fh.read(MAX_FILE_BYTES + 1)
         except OSError as err:
-            raise FileReadError(f"{p}: cannot read {kind} ({err.strerror or err})") from err
-    if len(data) > MAX_FILE_BYTES:
-        raise FileReadError(f"{p}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the most a "
-                            f"{kind} may hold")
+            raise _refused(p, f"cannot read {kind} ({err.strerror or err})") from err
+    if len(data) > MAX_FILE_BYTES:  # grew since stat, or a file whose size stat does not tell
+        raise _refused(p, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the most a "
+                          f"{kind} may hold")
     return data
+
+
+def _refused(p: Path, reason: str) -> FileReadError:
+    return FileReadError(f"{p}: {reason}", reason=reason)
 
 
 def _file_kind(mode: int) -> str:

@@ -36,28 +36,17 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.facts import builtin_adapters
 from attn_contracts.findings import error_text
 
 __all__ = ["BUILTIN_ADAPTERS", "KNOWN_ADAPTERS", "Adapter", "AdapterRefused", "ConsumerAdapter",
            "adapter_allowed", "adapter_path_for", "device_unavailable", "load_adapter",
            "missing_requirement", "skip_reason"]
 
-#: the package of the adapters this project ships: always allowed, whoever names them
-BUILTIN_ADAPTERS = "attn_contracts.backends"
-
-_FI = "attn_contracts.backends.flashinfer_merge"
-_VLLM = "attn_contracts.backends.vllm_merge"
-#: built-in adapters of library functions, by the qualified names consumer records list in ``calls``
-KNOWN_ADAPTERS: dict[str, str] = {
-    "flashinfer.merge_state": f"{_FI}:merge_state",
-    "flashinfer.cascade.merge_state": f"{_FI}:merge_state",
-    "flashinfer.merge_state_in_place": f"{_FI}:merge_state_in_place",
-    "flashinfer.cascade.merge_state_in_place": f"{_FI}:merge_state_in_place",
-    "flashinfer.merge_states": f"{_FI}:merge_states",
-    "flashinfer.cascade.merge_states": f"{_FI}:merge_states",
-    # the installed vLLM's dispatcher (make test-vllm); on the CPU it runs its torch fallback
-    "vllm.v1.attention.ops.merge_attn_states.merge_attn_states": f"{_VLLM}:merge_attn_states",
-}
+#: the package of the adapters this project ships: always allowed, whoever names them; and the
+#: built-in adapters of library functions, by the qualified names consumer records list in
+#: ``calls`` (data: ``catalog/facts/adapters.toml``)
+BUILTIN_ADAPTERS, KNOWN_ADAPTERS = builtin_adapters()
 
 
 @dataclass(frozen=True)

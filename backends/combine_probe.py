@@ -23,7 +23,7 @@ differ in value; ``N = 2`` for a two-argument merge, else 3; fresh random partia
    per-token-block path, which is the bounded one.
 
 Loading, trust and the judgement are shared with producers (:mod:`attn_contracts.backends.runner`,
-:func:`attn_contracts.verify.compare_consumer`); only the observation is here.
+:func:`attn_contracts.judge.compare_consumer`); only the observation is here.
 """
 
 from __future__ import annotations
@@ -44,11 +44,12 @@ from attn_contracts.backends.problem import tolerance
 from attn_contracts.combine.reference import merge_reference
 from attn_contracts.consumer import ConsumerRecord, FixedBase
 from attn_contracts.findings import error_text
-from attn_contracts.verify import ConsumerObserved, LimitProbe, predicted_max_heads
+from attn_contracts.judge import ConsumerObserved, LimitProbe, predicted_max_heads
+from attn_contracts.records import LOG2E
+from attn_contracts.versions import in_range
 
 __all__ = ["MAX_LAUNCHES", "observe_combine", "probe_limit", "version_skip"]
 
-LOG2E = 1.0 / math.log(2.0)
 T = H = 4  # square, so both layout readings are shape-valid
 # a merged LSE comes back in fp32 (relative to 1 + |lse|)
 _LSE_TOL = tolerance("float32").lse
@@ -369,17 +370,13 @@ def version_skip(record: ConsumerRecord) -> str | None:
         return None
     from importlib import metadata
 
-    try:
-        from packaging.specifiers import SpecifierSet
-    except ImportError:
-        return None
     dists = metadata.packages_distributions().get(record.library, [record.library])
     for dist in dists:
         try:
             version = metadata.version(dist)
         except metadata.PackageNotFoundError:
             continue
-        if version not in SpecifierSet(record.library_version, prereleases=True):
+        if not in_range(record.library_version, version, unparsed=False):
             return f"{record.library} {version} is outside {record.library_version}"
         return None
     return None

@@ -6,7 +6,7 @@ row that is not first, shuffled pages and a strided output buffer. The LSE is re
 its shape allows, against the fp64 reference in both bases; when neither base fits, the best linear
 fit ``lse ≈ a·ln Σ e^s + c`` is reported, so a shifted or scaled LSE is caught. Loading, trust and
 the judgement are shared with consumers (:mod:`attn_contracts.backends.runner`,
-:func:`attn_contracts.verify.compare`); only the observation is here.
+:func:`attn_contracts.judge.compare`); only the observation is here.
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ import torch
 from attn_contracts.backends.adapter import Adapter
 from attn_contracts.backends.problem import DecodeProblem, exact_attention, make_problem, tolerance
 from attn_contracts.findings import error_text
-from attn_contracts.records import CapabilityRecord, LseSpec
-from attn_contracts.verify import EmptyRows, Observed, declared_lse
+from attn_contracts.judge import EmptyRows, Observed, declared_lse
+from attn_contracts.records import LOG2E, CapabilityRecord, LseSpec
 
 __all__ = ["capability_skip", "infer", "observe_empty_rows", "observe_kernel"]
 
-LOG2E = 1.0 / math.log(2.0)
 _DTYPE_PREFERENCE = ("bfloat16", "float16", "float32")
 
 

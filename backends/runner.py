@@ -37,8 +37,7 @@ from attn_contracts.backends.combine_probe import observe_combine, version_skip
 from attn_contracts.backends.kernel_probe import capability_skip, observe_kernel
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding, error_text
-from attn_contracts.records import CapabilityRecord, LseSpec
-from attn_contracts.verify import (
+from attn_contracts.judge import (
     ConsumerObserved,
     ConsumerVerifyResult,
     Observed,
@@ -49,6 +48,7 @@ from attn_contracts.verify import (
     declared_consumer,
     producer_notes,
 )
+from attn_contracts.records import CapabilityRecord, LseSpec
 
 __all__ = ["probe_record", "verify_consumer", "verify_record"]
 

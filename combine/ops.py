@@ -52,7 +52,7 @@ from attn_contracts.combine.reference import (
     rescale_reference,
 )
 from attn_contracts.combine.tiles import KernelConfig, cdiv, default_config, sm_count
-from attn_contracts.records import BASES
+from attn_contracts.records import BASES, LOG2E
 
 __all__ = [
     "MAX_GRID_YZ",
@@ -83,7 +83,7 @@ _SINK_DTYPES = tuple(getattr(torch, name) for name in SINK_DTYPES)  # the plan's
 @functools.lru_cache(maxsize=16)
 def lse_scales(base: str, lse_out_base: str) -> tuple[float, float]:
     """``(IN_SCALE, OUT_SCALE)`` of the kernels: log2 of the base, and ln b_in / ln b_out."""
-    in_scale = 1.0 / math.log(2.0) if base == "e" else 1.0  # log2(b)
+    in_scale = LOG2E if base == "e" else 1.0  # log2(b)
     return in_scale, log_of_base(base) / log_of_base(lse_out_base)
 
 

@@ -37,6 +37,8 @@ import math
 
 import torch
 
+from attn_contracts.records import LN2
+
 __all__ = [
     "log_of_base",
     "merge_reference",
@@ -53,7 +55,7 @@ def log_of_base(base: str) -> float:
     if base == "e":
         return 1.0
     if base == "2":
-        return math.log(2.0)
+        return LN2
     raise ValueError(f"LSE base {base!r} is not supported (allowed: 'e', '2')")
 
 

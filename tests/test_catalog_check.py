@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from attn_contracts.identity import in_range
 from attn_contracts.registry import Registry
+from attn_contracts.versions import in_range
 
 ROOT = Path(__file__).parents[1]
 REPORT = ROOT / "bench" / "results" / "catalog-check.json"
@@ -111,3 +111,18 @@ def test_a_release_is_read_from_its_unpacked_copy(tmp_path: Path) -> None:
     assert (path, line) == ("lib/m.py", 1)
     with pytest.raises(SystemExit):  # neither unpacked nor a folder to download it into
         tool._release("lib", "2.0", "lib", "lib", tmp_path, None)
+
+
+def test_every_fact_beside_the_catalog_is_checked_and_found() -> None:
+    """tools/check_catalog.py checks backends/catalog/facts too: every built-in adapter's library
+    function and every engine attribute name, in the releases they cite (rerun it when they
+    change)."""
+    from attn_contracts.facts import facts_file
+
+    facts = json.loads(REPORT.read_text())["facts"]
+    assert facts and all(f["found"] for f in facts), [f for f in facts if not f["found"]]
+    assert {f["name"] for f in facts if f["fact"] == "adapters"} == set(
+        facts_file("adapters")["known"])
+    raw = facts_file("attributes")["engine"]["vllm"]
+    assert {f["name"] for f in facts if f["fact"] == "attributes.vllm"} == {
+        *raw["returns"], *raw["base"], *raw["capabilities"]}

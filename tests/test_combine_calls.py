@@ -1,13 +1,11 @@
 """A combine call must match its plan, its workspace and its mode (refused with AC025/AC027 and a
 message naming the value found), world size 1 gives the numbers every other path gives, and an
-empty step is valid input in every mode. Modes are data: one table, no mode-name tests elsewhere."""
+empty step is valid input in every mode."""
 
 from __future__ import annotations
 
 import math
-import re
-from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import pytest
 import torch
@@ -16,13 +14,9 @@ from attn_contracts.checks import CallRefused
 from attn_contracts.combine import merge, plan_combine, rescale
 from attn_contracts.combine.reference import merge_reference
 from attn_contracts.findings import Code
-from attn_contracts.modes import MODE_TABLE, MODES, Mode, mode_spec, resolve
-from attn_contracts.setting import CombineSetting
 from attn_contracts.testing.ranks import run_ranks
 from fixtures import call_workers as w
 from fixtures.dcp_workers import record
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _one(fn: Any, world: int) -> Any:
@@ -128,32 +122,6 @@ def test_lens_is_accepted_by_a_plan_and_by_dcp_combine() -> None:
     torch.testing.assert_close(plan(o, lse, lens=lens), plan(o, lse, row_mask=keep))
     for rank in _one(w.lens_like_row_mask, 2):
         assert all(err == 0.0 for err in rank.values()), rank
-
-
-# --- issue 18: modes as data ---------------------------------------------------------------------
-def test_the_mode_table_is_the_one_source() -> None:
-    assert MODES == tuple(MODE_TABLE) == get_args(Mode)
-    assert get_args(CombineSetting.model_fields["mode"].annotation) == MODES
-    with pytest.raises(ValueError, match="allowed: merge, ag_rs"):
-        mode_spec("a2a_fast")
-    assert resolve("a2a_best", lambda c: None).runs.name == "a2a_direct"
-    assert resolve("ag_rs", lambda c: "never asked").runs.name == "ag_rs"
-    with pytest.raises(ValueError, match="no candidate can run"):
-        resolve("a2a_best", lambda c: f"{c.name} is off")
-
-
-def test_no_mode_name_is_compared_outside_the_mode_table() -> None:
-    compare = re.compile(r"\bmode\s*(==|!=|\bin\b|\bnot in\b)|"
-                         r"(==|!=)\s*['\"](merge|ag_rs|a2a|ar|a2a_direct|a2a_best)['\"]")
-    found = []
-    for folder in ("attn_contracts", "combine"):
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            if path.name == "modes.py" or "lint" in path.parts or "cli" in path.parts:
-                continue  # the linter's and the CLI's "mode" are other things (flags, files)
-            for i, line in enumerate(path.read_text().splitlines(), 1):
-                if compare.search(line.split("#")[0]) and "kernel ==" not in line:
-                    found.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
-    assert found == []
 
 
 def test_out_and_lse_of_a_dcp_call_are_checked_before_any_collective() -> None:

@@ -520,7 +520,7 @@ def test_record_files_keep_their_per_record_findings_and_are_read_guarded(
         '[tool.attn-contracts]\nrecord-files = ["records/bad.toml", "records/pipe.toml"]\n')
     (tmp_path / "engine.py").write_text("x = 1\n")
     from attn_contracts.lint.config import load_config
-    from attn_contracts.lint.knowledge import load_project_records
+    from attn_contracts.lint.record_index import load_project_records
 
     cfg = load_config(tmp_path / "pyproject.toml")
     producers, _, findings = load_project_records(cfg.record_files)

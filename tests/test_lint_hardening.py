@@ -405,7 +405,7 @@ def test_the_catalog_check_refuses_overlapping_records_of_one_function() -> None
     ("!=0.25", "==0.25", False), ("~=0.25.1", "<0.25.1", False), ("", ">=0.3", True),
     (">=0.26,<0.30", ">=0.30", False), (">=0.32,<0.33", ">=0.26", True), ("<0.25", "<0.25", True)])
 def test_ranges_overlap(a: str, b: str, meet: bool) -> None:
-    from attn_contracts.identity import ranges_overlap
+    from attn_contracts.versions import ranges_overlap
 
     assert ranges_overlap(a, b) is meet and ranges_overlap(b, a) is meet
 
@@ -416,7 +416,7 @@ def test_ranges_overlap_agrees_with_trying_every_release() -> None:
     from hypothesis import strategies as st
     from packaging.specifiers import SpecifierSet
 
-    from attn_contracts.identity import ranges_overlap
+    from attn_contracts.versions import ranges_overlap
 
     grid = [f"0.{m}.{p}" for m in range(6) for p in range(4)]
     versions = [*grid, *(f"{v}.post1" for v in grid), *(f"{v}rc1" for v in grid)]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from attn_contracts.findings import Code, Finding, Severity
-from attn_contracts.identity import in_range, tree_versions
 from attn_contracts.lint import LintConfig, lint_paths
+from attn_contracts.versions import in_range, tree_versions
 
 BASE = """
 class AttentionImpl:

@@ -11,7 +11,7 @@ from attn_contracts import CapabilityRecord, Code, ContractError
 from attn_contracts.checks import CallRefused
 from attn_contracts.cli import main
 from attn_contracts.combine import merge_reference, plan_combine, rescale_reference
-from fixtures.records import good, without_base
+from fixtures.records import bad_copy, good, without_base
 from fixtures.tensors import partials
 
 
@@ -164,3 +164,17 @@ def test_pdl_can_be_switched_off_per_plan(monkeypatch: pytest.MonkeyPatch) -> No
         assert plan.pdl is pdl and ("PDL (programmatic dependent launch) off" in plan.explain()) is not pdl
         plan(o, lse, row_mask=torch.ones(4, 1, dtype=torch.bool))  # its empty rows are undefined
     assert seen == [2, 0]
+
+
+# --- what enters planning is re-validated -----------------------------------------------------
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_model_copied_record_is_refused_by_plan_combine() -> None:
+    pytest.importorskip("torch")
+    from attn_contracts import ContractError
+    from attn_contracts.combine.plan import plan_combine
+    from attn_contracts.findings import Code
+
+    with pytest.raises(ContractError) as exc:
+        plan_combine(bad_copy(), mode="merge", world_size=2, num_heads=4,  # type: ignore[arg-type]
+                     head_dim=64, out_dtype="float32")
+    assert Code.AC012 in exc.value.codes

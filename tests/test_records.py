@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
-from attn_contracts import CapabilityRecord, Code, LseSpec, NoLse
+from attn_contracts import CapabilityRecord, Code, LseSpec, NoLse, sources
+from attn_contracts.cli import main
 from attn_contracts.records import findings_from_validation_error
+from fixtures.cli import one_line_usage_error, write
 from fixtures.records import GOOD, good, without_base
 
 
@@ -133,3 +137,161 @@ def test_a_consumer_without_a_base_is_told_about_its_own_base_field() -> None:
     (ac001,) = [f for f in findings if f.code is Code.AC001]
     assert ac001.field == "base" and "a consumer record declares no base" in ac001.message
     assert "lse.base" not in ac001.message + ac001.hint and "verify --consumer" in ac001.hint
+
+
+# --- the JSON schema is as strict as the models; no Infinity/NaN in a record or JSON output ---
+CONSUMER: dict[str, object] = {
+    "role": "consumer", "name": "test.merge", "library": "vllm", "source": "tests",
+    "evidence": "read_from_code", "base": {"kind": "fixed", "base": "e"},
+    "lse": {"layouts": ["token_head"], "states": "separate", "dtypes": ["float32"]},
+    "empty": {"reads_as_empty": ["-inf"], "all_empty": "zero", "zero_weight_nan_safe": True},
+    "output": {"returns_lse": True, "lse_base": "e"},
+}
+
+
+def _consumer(**top: object) -> dict[str, object]:
+    return json.loads(json.dumps({**CONSUMER, **top}))
+
+
+def _mutated(base: dict[str, object], path: str, value: object) -> dict[str, object]:
+    """A deep copy of ``base`` with ``path`` ("lse.base") set to ``value`` (or removed: DROP)."""
+    d = json.loads(json.dumps(base))
+    *parents, key = path.split(".")
+    node = d
+    for p in parents:
+        node = node[p]
+    if value is DROP:
+        del node[key]
+    else:
+        node[key] = value
+    return d
+
+
+DROP = object()
+
+
+_LSE = good()["lse"]
+
+
+PRODUCER_CASES = [
+    ("typo", DROP), ("lse.bsae", "e"), ("lse.base", 2), ("lse.base", "10"), ("lse.base", None),
+    ("lse.base", DROP), ("lse.layout", "tokens"), ("lse.includes_sink", "no"),
+    ("decode.head_dims", ["128"]), ("decode.head_dims", []), ("decode.head_dims", [128.5]),
+    ("decode.head_dims", [0]), ("decode.head_dims", [True]), ("library_version", "latest"),
+    ("library_version", "banana"), ("library_version", ">=1.2,<2"), ("library_version", "==0.7.*"),
+    ("library_version", "~=1.4.2"), ("library_version", ">=0.2.8RC1"), ("library_version", ""),
+    ("name", "Bad Name"), ("lse.returns", DROP), ("lse.empty_row", DROP), ("lse", {}),
+    ("lse", {"returns": "none"}), ("lse", {"returns": "none", "base": "e"}),
+    ("lse", {k: v for k, v in _LSE.items() if k != "returns"}), ("lse.padded_heads", 0),
+    ("decode.min_compute_capability", "9"), ("adapter", "not an adapter"), ("verified", 3),
+    ("calls", [{"function": "f", "when": {"return_lse": True}}]),
+    ("calls", [{"function": "f", "when": {"return_lse": "True"}}]),
+]
+
+
+CONSUMER_CASES = [
+    ("role", DROP), ("base", DROP), ("base", {"base": "e"}), ("base.kind", "keyword"),
+    ("base", {"kind": "keyword", "keyword": "is_e", "values": {"True": "e"}}),
+    ("base", {"kind": "keyword", "keyword": "is_e", "values": {}}),
+    ("base", {"kind": "keyword", "keyword": "is_e", "values": {"True": "10"}}),
+    ("output", {"returns_lse": True}), ("output", {"returns_lse": False}),
+    ("output", {"returns_lse": False, "lse_base": "e"}), ("output", {"returns_lse": True,
+                                                                     "lse_base": "input"}),
+    ("lse.states", "third"), ("lse.layouts", []), ("empty.reads_as_empty", ["zero"]),
+    ("library_version", "latest"), ("limits", {"max_states": 0}), ("limits", {"head_dims": [64]}),
+]
+
+
+# What JSON Schema cannot say: 128.0 is an integer to it (draft 2020-12, 6.1.1), and a keyword
+# base's default must be one of its values' keys. The models refuse both; `schema` says so.
+SCHEMA_GAPS = [
+    ("producer", _mutated(good(), "decode.head_dims", [128.0])),
+    ("consumer", _mutated(CONSUMER, "base", {"kind": "keyword", "keyword": "is_e",
+                                             "values": {"True": "e"}, "default": "False"})),
+]
+
+
+def _schema_validator(role: str) -> object:
+    jsonschema = pytest.importorskip("jsonschema")
+    from attn_contracts.cli.catalog import record_schema
+
+    schema = record_schema(role)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _accepted(raw: dict[str, object]) -> bool:
+    recs, findings = sources.parse_record(raw)
+    return bool(recs) and not findings
+
+
+def _cases() -> list[tuple[str, dict[str, object]]]:
+    out = [("producer", _mutated(good(), p, v) if p != "typo" else good(typo=1))
+           for p, v in PRODUCER_CASES]
+    out += [("consumer", _mutated(CONSUMER, p, v)) for p, v in CONSUMER_CASES]
+    return [*out, ("producer", good()), ("consumer", _consumer())]
+
+
+@pytest.mark.parametrize("role,raw", _cases())
+def test_the_schema_accepts_exactly_what_the_models_accept(role: str,
+                                                           raw: dict[str, object]) -> None:
+    validator = _schema_validator(role)
+    assert validator.is_valid(raw) == _accepted(raw), (  # type: ignore[attr-defined]
+        [e.message for e in validator.iter_errors(raw)])  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("role,raw", SCHEMA_GAPS)
+def test_the_documented_schema_gaps(role: str, raw: dict[str, object]) -> None:
+    assert _schema_validator(role).is_valid(raw) and not _accepted(raw)  # type: ignore[attr-defined]
+
+
+def test_every_catalog_record_and_consumer_fits_the_schema() -> None:
+    from attn_contracts.registry import Registry
+
+    reg = Registry()
+    producer, consumer = _schema_validator("producer"), _schema_validator("consumer")
+    for r in reg.records():
+        assert producer.is_valid(r.model_dump(mode="json")), r.name  # type: ignore[attr-defined]
+    for c in reg.consumers():
+        assert consumer.is_valid(c.model_dump(mode="json")), c.name  # type: ignore[attr-defined]
+    assert consumer.is_valid(_consumer())  # type: ignore[attr-defined]
+
+
+def test_schema_prints_either_role(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", "--role", "consumer"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert "role" in schema["required"] and "KeywordBase" in schema["$defs"]
+    assert main(["schema"]) == 0
+    assert "LseSpec" in json.loads(capsys.readouterr().out)["$defs"]
+
+
+NON_FINITE_TOML = """
+[[record]]
+name = "x.nonfinite"
+library = "x"
+source = "s"
+evidence = "measured"
+lse = { returns = "lse", base = "2", layout = "token_head", dtype = "float32", empty_row = "-inf", includes_sink = false, padded_heads = inf }
+decode = { attention = "mha", out_layout = "token_head_dim", head_dims = [nan], q_dtypes = ["bfloat16"], q_len_gt_1 = false }
+"""
+
+
+def _strict_json(text: str) -> object:
+    def refuse(name: str) -> object:
+        raise AssertionError(f"{name} printed: not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_non_finite_numbers_are_refused_and_never_printed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = write(tmp_path, "records.toml", NON_FINITE_TOML)
+    assert main(["validate", "--no-builtin", "--file", str(f), "--format", "json"]) == 1
+    doc = _strict_json(capsys.readouterr().out)
+    fields = {x["field"] for x in doc["findings"]}  # type: ignore[index]
+    assert {"lse.padded_heads", "decode.head_dims.0"} <= fields
+    assert main(["lint", str(f), "--format", "json"]) == 1
+    assert _strict_json(capsys.readouterr().out)
+    bad_json = write(tmp_path, "r.json", '[{"name": "x.y", "padded_heads": Infinity}]')
+    line = one_line_usage_error(capsys, ["validate", "--file", str(bad_json)])
+    assert "Infinity is not a JSON value" in line

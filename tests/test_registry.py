@@ -17,8 +17,9 @@ from attn_contracts import (
     UnknownRecordError,
     load_records,
 )
+from attn_contracts.cli import main
 from attn_contracts.registry import CONTRACT_ATTR
-from fixtures.records import GOOD, good, without_base
+from fixtures.records import GOOD, bad_copy, good, without_base
 
 
 def test_builtin_catalog_is_valid_and_covers_the_known_kernels() -> None:
@@ -134,12 +135,7 @@ def test_bad_file_raises_with_codes(tmp_path: Path) -> None:
 
 def _install_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str,
                     entry_points: str) -> None:
-    (tmp_path / "acplugin.py").write_text(textwrap.dedent(body))
-    dist = tmp_path / "acplugin-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acplugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[attn_contracts.backends]\n" + entry_points)
-    monkeypatch.syspath_prepend(str(tmp_path))
+    _install_plugin_module(tmp_path, monkeypatch, "acplugin", textwrap.dedent(body), entry_points)
 
 
 PLUGIN = f"""
@@ -189,3 +185,56 @@ def test_the_package_exports_every_public_name_it_lists() -> None:
     assert attn_contracts.records is registry.records
     with pytest.raises(AttributeError, match="no_such_name"):
         attn_contracts.no_such_name  # noqa: B018 - the attribute access is the test
+
+
+# --- plugins cannot end or flood a run; what enters the registry is re-validated --------------
+def _install_plugin_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, body: str,
+                    entry_points: str) -> None:
+    (tmp_path / f"{module}.py").write_text(body)
+    dist = tmp_path / f"{module}-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[attn_contracts.backends]\n" + entry_points)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+HOSTILE_PLUGIN = f"""
+import itertools, sys
+GOOD = {good(name="plugin.fine")!r}
+def endless():
+    return itertools.repeat(GOOD)
+def exits():
+    sys.exit(5)
+def nested():
+    loop = []
+    loop.append(loop)
+    return loop
+"""
+
+
+@pytest.mark.parametrize("entry_point,expect", [
+    ("exits_at_import = ac_exit_plugin:x", "SystemExit"),
+    ("exits_when_called = ac_hostile_plugin:exits", "SystemExit"),
+    ("endless = ac_hostile_plugin:endless", "10000"),
+    ("self_nested = ac_hostile_plugin:nested", "nested too deep"),
+])
+def test_a_hostile_plugin_is_an_ac014_finding(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        entry_point: str, expect: str) -> None:
+    (tmp_path / "ac_exit_plugin.py").write_text("import sys\nsys.exit(7)\n")
+    _install_plugin_module(tmp_path, monkeypatch, "ac_hostile_plugin", HOSTILE_PLUGIN, entry_point + "\n")
+    name = entry_point.partition(" =")[0]
+    assert main(["validate", "--plugins", name, "--format", "json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert [f["code"] for f in findings if f["subject"] == name] == ["AC014"]
+    assert any(expect in f["message"] for f in findings)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_model_copied_record_cannot_be_registered() -> None:
+    from attn_contracts import ContractError
+    from attn_contracts.registry import Registry
+
+    with pytest.raises(ContractError) as exc:
+        Registry().add(bad_copy())  # type: ignore[type-var]
+    assert "AC012" in str(exc.value)

@@ -1,7 +1,8 @@
-"""validate_startup and the engine-class bridge: every problem in one ContractError."""
+"""attn_contracts.startup: validate_startup, every problem in one ContractError."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -11,38 +12,12 @@ from attn_contracts import (
     Code,
     ContractError,
     Registry,
-    record_from_impl,
     validate_startup,
 )
-from fixtures.records import GOOD, good, without_base
-
-
-class AttentionImpl:  # the engine's base class, with the defaults of its day
-    can_return_lse_for_decode = False
-    lse_base_on_e = True
-
-
-class FlashInferMLAImpl(AttentionImpl):  # the real bug: returns LSE, base only inherited
-    can_return_lse_for_decode = True
-
-
-class FixedFlashInferMLAImpl(AttentionImpl):
-    can_return_lse_for_decode = True
-    lse_base_on_e = False
-
-
-class FlashAttnImpl(AttentionImpl):
-    can_return_lse_for_decode = True
-    lse_base_on_e = True
-
-
-class FlashAttnVarlenImpl(FlashAttnImpl):  # inherits from a class that itself returns LSE: fine
-    pass
-
-
-#: the LSE facts engine classes do not carry; the bridge takes them as keywords, never as defaults
-FACTS = {"layout": "token_head", "lse_dtype": "float32", "empty_row": "-inf",
-         "includes_sink": False, "head_dims": (128,)}
+from attn_contracts.cli import main
+from fixtures.engine_classes import FlashInferMLAImpl
+from fixtures.machine import has_cuda, without_torch
+from fixtures.records import GOOD, bad_copy, good, without_base
 
 
 def test_clean_registry_passes_and_returns_the_chosen_record() -> None:
@@ -106,107 +81,6 @@ def test_bad_file_path_is_ac000(tmp_path) -> None:  # type: ignore[no-untyped-de
     assert exc.value.codes == [Code.AC000]
 
 
-# --- the bridge ---------------------------------------------------------------------------------
-def test_bridge_inherited_default_base_is_ac002() -> None:
-    with pytest.raises(ContractError) as exc:
-        record_from_impl(FlashInferMLAImpl, library="flashinfer")
-    f = exc.value.findings[0]
-    assert f.code is Code.AC002 and f.field == "lse_base_on_e" and f.found is True
-    assert "FlashInfer" in f.hint
-
-
-def test_bridge_reads_own_and_deliberately_inherited_bases() -> None:
-    assert record_from_impl(FixedFlashInferMLAImpl, **FACTS).lse_base == "2"
-    assert record_from_impl(FlashAttnImpl, **FACTS).lse_base == "e"
-    assert record_from_impl(FlashAttnVarlenImpl, **FACTS).lse_base == "e"
-    r = record_from_impl(AttentionImpl, name="engine.base", head_dims=(128,))
-    assert not r.returns_lse and r.name == "engine.base"
-
-
-def test_bridge_no_base_anywhere_is_ac001() -> None:
-    class Impl:
-        can_return_lse_for_decode = True
-
-    with pytest.raises(ContractError) as exc:
-        record_from_impl(Impl)
-    assert exc.value.codes == [Code.AC001]
-
-
-def test_bridge_base_default_on_class_without_lse_is_allowed() -> None:
-    class Impl(AttentionImpl):  # how an engine's base class declares its defaults
-        lse_base_on_e = False
-
-    assert not record_from_impl(Impl, head_dims=(128,)).returns_lse
-
-
-def test_bridge_configurable_names_and_wrong_types() -> None:
-    class Impl:
-        returns_lse = True
-        lse_is_natural = False
-
-    r = record_from_impl(Impl, returns_attr="returns_lse", base_attr="lse_is_natural", **FACTS)
-    assert r.lse_base == "2"
-
-    class Weird:
-        can_return_lse_for_decode = "yes"
-
-    with pytest.raises(ContractError) as exc:
-        record_from_impl(Weird)
-    assert exc.value.codes == [Code.AC012]
-
-
-def test_contract_error_pickles_for_cross_rank_reporting() -> None:
-    import pickle
-
-    with pytest.raises(ContractError) as exc:
-        record_from_impl(FlashInferMLAImpl)
-    again = pickle.loads(pickle.dumps(exc.value))
-    assert again.codes == [Code.AC002] and str(again) == str(exc.value)
-
-
-def test_bridge_requires_every_lse_fact_and_names_the_missing_one() -> None:
-    class FlashInferLikeImpl:  # base given, nothing else: no fact may be filled in silently
-        can_return_lse_for_decode = True
-        lse_base_on_e = False
-
-    with pytest.raises(ContractError) as exc:
-        record_from_impl(FlashInferLikeImpl)
-    assert {f.field for f in exc.value.findings} == {
-        "layout", "lse_dtype", "empty_row", "includes_sink", "head_dims"}
-    assert set(exc.value.codes) == {Code.AC012}
-    partial = dict(FACTS)
-    del partial["empty_row"]
-    with pytest.raises(ContractError) as exc:
-        record_from_impl(FlashInferLikeImpl, **partial)
-    assert [f.field for f in exc.value.findings] == ["empty_row"]
-    # read from the named class attributes, and "undefined" kept (the plan then demands a mask)
-    FlashInferLikeImpl.lse_empty_row = "undefined"  # type: ignore[attr-defined]
-    r = record_from_impl(FlashInferLikeImpl, **partial)
-    assert r.lse.empty_row == "undefined"  # type: ignore[union-attr]
-
-
-def test_bridge_fact_inherited_from_a_no_lse_default_is_not_trusted() -> None:
-    class Base:
-        can_return_lse_for_decode = False
-        lse_base_on_e = True
-        lse_empty_row = "-inf"  # a default of its day, like the base
-
-    class Impl(Base):
-        can_return_lse_for_decode = True
-        lse_base_on_e = False
-
-    facts = {k: v for k, v in FACTS.items() if k != "empty_row"}
-    with pytest.raises(ContractError) as exc:
-        record_from_impl(Impl, **facts)
-    assert [f.field for f in exc.value.findings] == ["empty_row"]
-
-
-def test_bridge_wrong_kind_of_fact_is_a_finding() -> None:
-    with pytest.raises(ContractError) as exc:
-        record_from_impl(FlashAttnImpl, **(FACTS | {"layout": "TH"}))
-    assert exc.value.codes == [Code.AC012]
-
-
 # --- one consumer lookup, the same in the API and the CLI -----------------------------------------
 def _redefined_merge(tmp_path):  # type: ignore[no-untyped-def]
     """A records file whose consumer takes a built-in name with other facts (a fixed base e)."""
@@ -215,7 +89,6 @@ def _redefined_merge(tmp_path):  # type: ignore[no-untyped-def]
     raw = Registry().consumer("attn_contracts.merge").model_dump(mode="json")
     raw.pop("role")
     raw["base"] = {"kind": "fixed", "base": "e"}
-    import json
 
     path = tmp_path / "mine.json"
     path.write_text(json.dumps({"consumer": [raw]}))
@@ -224,7 +97,6 @@ def _redefined_merge(tmp_path):  # type: ignore[no-untyped-def]
 
 def test_a_file_redefining_a_builtin_consumer_is_ac005_in_the_api_and_the_cli(
         tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from attn_contracts.cli import main
 
     path = _redefined_merge(tmp_path)
     with pytest.raises(ContractError) as exc:
@@ -274,15 +146,41 @@ def test_consumers_given_as_a_generator_still_join_the_consensus(
     assert seen["consumers"] == ["attn_contracts.merge='2'"]
 
 
-def test_the_projects_own_deprecations_are_errors_in_its_tests() -> None:
-    """pyproject.toml's filterwarnings: an old spelling called from anywhere (here, a test) and
-    any DeprecationWarning raised on behalf of a project module are errors, so no deprecated name
-    can be used inside the project unnoticed."""
-    from attn_contracts.deprecation import AttnContractsDeprecationWarning, renamed
+# --- what enters startup is re-validated; the probe without torch or its device ---------------
+@pytest.mark.filterwarnings("ignore::UserWarning")  # pydantic warns when it dumps the bad base
+def test_a_model_copied_record_is_refused_at_startup() -> None:
+    from attn_contracts import ContractError, validate_startup
+    from attn_contracts.findings import Code
 
-    with pytest.raises(AttnContractsDeprecationWarning):
-        renamed("old()", "new()", 1)
-    warn = compile("import warnings\nwarnings.warn('old', DeprecationWarning, stacklevel=1)",
-                   "<module>", "exec")
-    with pytest.raises(DeprecationWarning):
-        exec(warn, {"__name__": "attn_contracts.integrations.somewhere"})
+    bad = bad_copy()
+    with pytest.raises(ContractError) as exc:
+        validate_startup(records=[bad], world_size=1)
+    assert Code.AC012 in exc.value.codes
+    with pytest.raises(ContractError) as exc:
+        validate_startup(records=[], backend=bad, world_size=2)  # type: ignore[arg-type]
+    assert Code.AC012 in exc.value.codes
+
+
+def test_without_torch_the_probe_is_a_clear_error() -> None:
+    proc = without_torch(
+        "from attn_contracts import validate_startup\n"
+        "try:\n"
+        "    validate_startup(backend='torch.sdpa_ref', world_size=2, probe=True)\n"
+        "except ImportError as err:\n"
+        "    print(type(err).__name__, err)\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "probe=True" in proc.stdout and "attn-contracts[kernels]" in proc.stdout
+
+
+def test_without_torch_validate_without_probe_still_works() -> None:
+    proc = without_torch("from attn_contracts import validate_startup\n"
+                          "validate_startup(backend='torch.sdpa_ref', world_size=2)\n")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_probe_on_a_missing_device_is_an_error() -> None:
+    from attn_contracts import validate_startup
+
+    device = "cuda:999" if has_cuda() else "cuda"
+    with pytest.raises(ValueError, match="probe device"):
+        validate_startup(backend="torch.sdpa_ref", world_size=2, probe=True, device=device)

@@ -11,7 +11,7 @@ import pytest
 from attn_contracts import CapabilityRecord, Code, ContractError, get, validate_startup
 from attn_contracts.backends.runner import verify_record
 from attn_contracts.cli import main
-from attn_contracts.verify import Observed, VerifyResult
+from attn_contracts.judge import Observed, VerifyResult
 from fixtures.records import good
 
 TRUTH = {"returns": "lse", "base": "e", "layout": "token_head", "dtype": "float32",

@@ -14,7 +14,7 @@ from attn_contracts.backends.runner import verify_consumer
 from attn_contracts.cli import main
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code
-from attn_contracts.verify import (
+from attn_contracts.judge import (
     ConsumerObserved,
     LimitProbe,
     compare_consumer,
@@ -305,7 +305,7 @@ def test_ctrl_c_in_an_adapter_ends_the_run(tmp_path: Path,
 
 
 def test_one_result_type_for_both_ends() -> None:
-    from attn_contracts.verify import ConsumerVerifyResult, VerifyResult
+    from attn_contracts.judge import ConsumerVerifyResult, VerifyResult
 
     result = verify("truthful", record())
     assert isinstance(result, VerifyResult) and ConsumerVerifyResult.__origin__ is VerifyResult  # type: ignore[attr-defined]

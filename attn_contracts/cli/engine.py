@@ -19,6 +19,7 @@ import json
 from typing import Any, Protocol
 
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_table
+from attn_contracts.facts import engine_attributes
 from attn_contracts.findings import Finding, Severity
 
 __all__ = ["add_arguments", "run"]
@@ -54,10 +55,12 @@ def _declared(row: _Row) -> str:
     d = row.declared
     if "is_lse_base_on_e" in d:  # SGLang: the keyword its MLA DCP combine passes for the backend
         return f"is_lse_base_on_e={d['is_lse_base_on_e']} ({str(d.get('declared_at')).rsplit('/', 1)[-1]})"
-    if "can_return_lse_for_decode" not in d:
+    names = engine_attributes("vllm")
+    returns_attr, base_attr = names.returns[0], names.base[0]
+    if returns_attr not in d:
         return str(d.get("declared_at", "-"))
-    returns, base = d.get("can_return_lse_for_decode"), d.get("lse_base_on_e")
-    text = f"returns_lse={returns}, lse_base_on_e={base}"
+    returns, base = d.get(returns_attr), d.get(base_attr)
+    text = f"returns_lse={returns}, {base_attr}={base}"
     if d.get("base_inherited"):
         text += f" (inherited: {d.get('base_owner')})"
     return text

@@ -20,7 +20,7 @@ choice and needs nothing more. The allowlist is enforced by the library
 
 Something the run needs that is not there — torch (the kernels extra), a library an adapter
 requires (FlashInfer), the ``--device`` — is a usage error (exit 2) unless ``--skip-unavailable``
-makes it a skip. The judgement is torch-free (:mod:`attn_contracts.verify`); running needs the
+makes it a skip. The judgement is torch-free (:mod:`attn_contracts.judge`); running needs the
 kernels extra and is imported only when a run is asked for.
 """
 
@@ -38,10 +38,10 @@ from typing import Any
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_table
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding
+from attn_contracts.judge import VerifyResult, describe, describe_consumer
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import Registry, UnknownRecordError
 from attn_contracts.sources import AnyRecord, read_file
-from attn_contracts.verify import VerifyResult, describe, describe_consumer
 
 __all__ = ["add_arguments", "result_json", "run", "table_rows", "verdict", "verify_all"]
 

@@ -38,12 +38,13 @@ from typing import Any, Literal
 from attn_contracts.bridge import impl_findings
 from attn_contracts.checks import check_edge, resolve_call_base
 from attn_contracts.consumer import ConsumerRecord, KeywordBase
-from attn_contracts.findings import Code, ContractError, Finding, Severity
+from attn_contracts.findings import RULES, Code, ContractError, Finding, Severity
 from attn_contracts.integrations._reach import split_by_reach
 from attn_contracts.integrations._report import EngineReport
 from attn_contracts.integrations.vllm_mode import MODE_ENV, log, log_once, policy
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry, UnknownRecordError
+from attn_contracts.versions import in_range
 
 __all__ = [
     "MAPPINGS",
@@ -275,16 +276,8 @@ def installed_version() -> str:
 
 def mapping_for(version: str) -> VllmMapping | None:
     """The mapping whose release range holds ``version`` (None: no mapping for it)."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        v = Version(version)
-    except InvalidVersion:
-        return None
-    public = Version(v.public.split("+")[0])  # "0.32.0+cpu" is 0.32.0
-    return next((m for m in MAPPINGS if public in SpecifierSet(m.versions, prereleases=True)),
-                None)
+    # "0.32.0+cpu" is inside ">=0.32,<0.33"; a version that does not parse is in no range
+    return next((m for m in MAPPINGS if in_range(m.versions, version, unparsed=False)), None)
 
 
 def _vllm_path(path: str | None) -> str:
@@ -370,9 +363,9 @@ def _declaration(cls: type, backend: str, kernels: Sequence[CapabilityRecord]
     return declared, findings
 
 
-_EDGE_SEVERITY = {Code.AC016: Severity.ERROR, Code.AC017: Severity.ERROR,
-                  Code.AC018: Severity.WARNING, Code.AC019: Severity.WARNING,
-                  Code.AC020: Severity.WARNING}
+# Severities: an edge finding has its code's default (RULES: base and layout errors, empty rows,
+# limits and dtype warnings); a gap in the mapping (AC013, AC014) is a warning here, not the
+# registry's error, so the engine is told and still starts (explicit at each such finding).
 
 
 def _through(record: CapabilityRecord, transform: str) -> CapabilityRecord:
@@ -411,7 +404,7 @@ def _edge_findings(cls: type, backend: str, kernels: Sequence[CapabilityRecord],
     findings: list[Finding] = []
     for k in kernels:
         for f in check_edge(_through(k, edge.transform), consumer, keyword_value=literal):
-            severity = _EDGE_SEVERITY.get(f.code, f.severity)
+            severity = RULES[f.code].severity
             extra = f" at vllm/{edge.source}"
             if edge.from_attr is not None and f.code is Code.AC016:
                 extra += f"; the keyword is {cls.__name__}.{edge.from_attr}"

@@ -29,7 +29,6 @@ import json
 import multiprocessing as mp
 import os
 import re
-import stat
 import sys
 import tokenize
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -40,8 +39,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, Finding, Severity
-from attn_contracts.identity import library_key, tree_root, versions_of_tree
+from attn_contracts.findings import RULES, Code, Finding, Rule, Severity
 from attn_contracts.lint.classes import (
     ClassInfo,
     ModuleInfo,
@@ -57,12 +55,13 @@ from attn_contracts.lint.config import (
     load_config,
     unknown_codes,
 )
-from attn_contracts.lint.knowledge import Knowledge
 from attn_contracts.lint.model import FileFacts, model_findings
 from attn_contracts.lint.provenance import Named, check_document, read_named, trusted
+from attn_contracts.lint.record_index import Knowledge
 from attn_contracts.lint.rules import could_fire, tree_findings
 from attn_contracts.records import CapabilityRecord
-from attn_contracts.sources import AnyRecord, split_roles
+from attn_contracts.sources import MAX_FILE_BYTES, AnyRecord, FileReadError, read_bytes, split_roles
+from attn_contracts.versions import library_key, tree_root, versions_of_tree
 
 __all__ = ["MAX_FILE_BYTES", "Knowledge", "LintConfig", "add_arguments", "exit_code",
            "knowledge_for", "lint_paths", "main", "run", "sarif", "statistics", "worker_count"]
@@ -70,8 +69,6 @@ __all__ = ["MAX_FILE_BYTES", "Knowledge", "LintConfig", "add_arguments", "exit_c
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?",
                    re.IGNORECASE)
 _SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"}
-#: the most bytes read from one file; a larger one (or /dev/zero) is one AC000, never a hang
-MAX_FILE_BYTES = 10 * 1024 * 1024
 
 
 class _Unreadable(Exception):
@@ -93,25 +90,13 @@ def _files(paths: Iterable[Path], suffixes: tuple[str, ...] = (".py", ".toml"),
 
 
 def _read(path: Path) -> str:
-    """The text of a regular file of at most MAX_FILE_BYTES, decoded as Python would decode it
-    (a PEP 263 coding line or a BOM; UTF-8 otherwise). A FIFO or device is never opened."""
+    """The text of a regular file of at most :data:`MAX_FILE_BYTES` (read by the one guarded
+    reader, :func:`~attn_contracts.sources.read_bytes`: a FIFO or device is never opened),
+    decoded as Python would decode it (a PEP 263 coding line or a BOM; UTF-8 otherwise)."""
     try:
-        st = os.stat(path)
-    except OSError as err:
-        raise _Unreadable(f"cannot read: {err.strerror or err}") from err
-    if not stat.S_ISREG(st.st_mode):
-        raise _Unreadable("not a regular file (a FIFO, device or socket is never read; allowed: "
-                          "regular .py and .toml files)")
-    limit = f"{MAX_FILE_BYTES // (1024 * 1024)} MiB"
-    if st.st_size > MAX_FILE_BYTES:
-        raise _Unreadable(f"{st.st_size} bytes is larger than the {limit} read per file")
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as err:
-        raise _Unreadable(f"cannot read: {err.strerror or err}") from err
-    if len(data) > MAX_FILE_BYTES:  # grew since stat, or a file whose size stat does not tell
-        raise _Unreadable(f"larger than the {limit} read per file")
+        data = read_bytes(path, "TOML file" if path.suffix == ".toml" else "Python file")
+    except FileReadError as err:
+        raise _Unreadable(err.reason) from err
     encoding = "utf-8"
     if path.suffix != ".toml":  # TOML is UTF-8 by its spec
         try:
@@ -507,6 +492,16 @@ def _folder_uri(folder: Path) -> str:
     return uri if uri.endswith("/") else uri + "/"
 
 
+def _sarif_rule(rule: Rule) -> dict[str, object]:
+    """A SARIF ``reportingDescriptor`` from the code's rule: title, meaning, fix, and its default
+    level (a result still carries its own)."""
+    return {"id": str(rule.code), "name": rule.code.name,
+            "shortDescription": {"text": rule.title},
+            "fullDescription": {"text": rule.meaning},
+            "help": {"text": rule.fix},
+            "defaultConfiguration": {"level": str(rule.severity)}}
+
+
 def sarif(findings: list[Finding], root: Path | None = None) -> dict[str, object]:
     """One SARIF 2.1.0 log (GitHub code scanning): a run of this tool, a rule per code that
     occurs, a result per finding with its level (``error``/``warning``/``note``, SARIF's own
@@ -517,8 +512,7 @@ def sarif(findings: list[Finding], root: Path | None = None) -> dict[str, object
     base = Path(os.path.abspath(root if root is not None else os.getcwd()))
     codes = sorted({f.code for f in findings})
     index = {c: i for i, c in enumerate(codes)}
-    rules = [{"id": str(c), "name": c.name, "shortDescription": {"text": _CODE_TEXT.get(c, str(c))}}
-             for c in codes]
+    rules = [_sarif_rule(RULES[c]) for c in codes]
     results = []
     for f in findings:
         path, line, col = _where(f)
@@ -535,29 +529,13 @@ def sarif(findings: list[Finding], root: Path | None = None) -> dict[str, object
                       "results": results}]}
 
 
-def _code_texts() -> dict[Code, str]:
-    """The comment after each code in the ``Code`` enum's source (one line per code)."""
-    import inspect
-
-    from attn_contracts import findings as module
-
-    texts = {}
-    for m in re.finditer(r"^\s*(AC\d{3}) = \"AC\d{3}\"\s*#\s*(.+)$", inspect.getsource(module),
-                         re.MULTILINE):
-        texts[Code(m.group(1))] = m.group(2).strip()
-    return texts
-
-
-_CODE_TEXT = _code_texts()
-
-
 def statistics(findings: list[Finding]) -> str:
     """``--statistics``: one line per code, most frequent first (as ruff prints them)."""
     counts: dict[tuple[Code, Severity], int] = {}
     for f in findings:
         counts[(f.code, f.severity)] = counts.get((f.code, f.severity), 0) + 1
     rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1]))
-    return "\n".join(f"{n:>5}\t{code}\t[{sev}]\t{_CODE_TEXT.get(code, '')}"
+    return "\n".join(f"{n:>5}\t{code}\t[{sev}]\t{RULES[code].title}"
                      for (code, sev), n in rows)
 
 

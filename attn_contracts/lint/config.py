@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from attn_contracts.findings import Code
-from attn_contracts.identity import library_key
+from attn_contracts.findings import RULES
 from attn_contracts.sources import FileReadError, error_position, read_bytes
+from attn_contracts.versions import library_key
 
 __all__ = ["ConfigError", "LintConfig", "find_pyproject", "load_config", "unknown_codes"]
 
@@ -19,12 +19,12 @@ __all__ = ["ConfigError", "LintConfig", "find_pyproject", "load_config", "unknow
 def unknown_codes(selectors: tuple[str, ...]) -> list[str]:
     """Selectors that are no code and no prefix of one (``AC3``, ``bogus``): selecting them
     would silently lint nothing."""
-    known = [c.value for c in Code]
+    known = [c.value for c in RULES]
     return [s for s in selectors if not any(k.startswith(s) for k in known)]
 
 
 def known_codes_text() -> str:
-    return ", ".join(c.value for c in Code)
+    return ", ".join(c.value for c in RULES)
 
 
 class ConfigError(ValueError):
@@ -64,7 +64,7 @@ class LintConfig(BaseModel):
     @classmethod
     def _pep440_versions(cls, value: dict[str, str]) -> dict[str, str]:
         """Each key a distribution name (PEP 508), each value a PEP 440 version; keys are kept
-        in the one spelling records use (:func:`~attn_contracts.identity.library_key`)."""
+        in the one spelling records use (:func:`~attn_contracts.versions.library_key`)."""
         from packaging.version import InvalidVersion, Version
 
         out: dict[str, str] = {}

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.lint.classes import ClassInfo, Hierarchy
 from attn_contracts.lint.interpret import BaseGiven, Kernel, Use
-from attn_contracts.lint.knowledge import Consumer
+from attn_contracts.lint.record_index import Consumer
 from attn_contracts.lint.values import ClassKey, Lit, Source
 
 __all__ = ["Declaration", "class_findings", "declaration", "edge_findings"]
@@ -191,7 +191,8 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
                 Code.AC002, cls.name,
                 f"{cls.name} sets {d.returns_attr} = True but no {'/'.join(base_attrs)} in the "
                 f"linted files: the base can only come from a default on "
-                f"{', '.join(unresolved)} (not linted)", severity=Severity.WARNING,
+                f"{', '.join(unresolved)} (not linted)",
+                severity=Severity.WARNING,  # not AC002's error: the default is in no linted file
                 hint=f"set {attr} on {cls.name} itself (or lint the file that defines "
                 f"{unresolved[0]} with --project-root)", field=attr, found=None,
                 allowed=f"{attr} set on {cls.name}", location=d.returns_where)
@@ -221,12 +222,12 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
                 field=d.attr, found=d.text, allowed=_attr_literal(d.attr, contra[0]),
                 location=d.where if d.own else d.returns_where)
         elif dispatch:
-            yield Finding(
+            yield Finding.from_rule(
                 Code.AC032, cls.name,
                 f"{cls.name} {whose} {d.attr} = {d.text} (base {d.base}), but a kernel it calls "
                 f"leaves its base to the library's dispatch: {_kernel_text(dispatch)} "
                 f"({dispatch[0].choice}); the declaration holds only while the dispatch picks a "
-                f"base-{d.base} kernel", severity=Severity.WARNING,
+                f"base-{d.base} kernel",
                 hint="pin the kernel's base at the call (e.g. return_lse_base="
                 f"{'basee' if d.base == 'e' else 'base2'!r})", field=d.attr, found=d.text,
                 allowed="a base every kernel it calls is pinned to",
@@ -236,7 +237,8 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
                 Code.AC032, cls.name,
                 f"{cls.name} {whose} {d.attr} = {d.text} (base {d.base}); no kernel a producer "
                 "record knows is called in its methods, so nothing confirms it",
-                severity=Severity.NOTE, hint="add a producer record (with `calls`) for the "
+                severity=Severity.NOTE,  # not AC032's warning: no known kernel, no dispatch
+                hint="add a producer record (with `calls`) for the "
                 "kernel it runs, so the linter can check the declaration", field=d.attr,
                 found=d.text, allowed="a base a kernel's record confirms",
                 location=d.where if d.own else d.returns_where)
@@ -244,11 +246,11 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
     origin = f"{d.owner.name} ({_short(d.where)})"
     if d.base is not None and contra:
         wrong = [k for k in found if k.base is not None and k.base != d.base]
-        yield Finding(
+        yield Finding.from_rule(
             Code.AC002, cls.name,
             f"{cls.name} sets {d.returns_attr} = True and inherits {d.attr} = {d.text} (base "
             f"{d.base}) from {origin}, but the kernels it calls return base {contra[0]}: "
-            f"{_kernel_text(wrong)}", severity=Severity.ERROR,
+            f"{_kernel_text(wrong)}",
             hint=f"set {d.attr} = {_attr_literal(d.attr, contra[0])} on {cls.name} itself",
             field=d.attr, found=d.text, allowed=_attr_literal(d.attr, contra[0]),
             location=d.returns_where)
@@ -257,17 +259,18 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
         yield Finding(
             Code.AC002, cls.name,
             f"{cls.name} inherits {d.attr} = {d.text} (base {d.base}) from {origin}; the "
-            f"kernels it calls confirm it: {_kernel_text(found)}", severity=Severity.NOTE,
+            f"kernels it calls confirm it: {_kernel_text(found)}",
+            severity=Severity.NOTE,  # not AC002's error: the kernels confirm the default
             hint=f"declare {d.attr} = {d.text} on {cls.name} to make it explicit", field=d.attr,
             found=d.text, allowed=f"{d.attr} set on {cls.name}", location=d.returns_where)
         return
     why = (f"a kernel it calls leaves its base to dispatch: {_kernel_text(dispatch)} "
            f"({dispatch[0].choice})" if dispatch else
            "no kernel a producer record knows is called in its methods")
-    yield Finding(
+    yield Finding.from_rule(
         Code.AC002, cls.name,
         f"{cls.name} sets {d.returns_attr} = True but {d.attr} = {d.text} comes only from the "
-        f"default on {origin}, and nothing confirms it: {why}", severity=Severity.ERROR,
+        f"default on {origin}, and nothing confirms it: {why}",
         hint=f"declare the base on {cls.name} itself ({d.attr} = True for base e, False for "
         "base 2), pin the kernel's base at its call (return_lse_base=...), or add a producer "
         "record for the kernel it calls", field=d.attr, found=d.text,
@@ -311,11 +314,11 @@ def edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | No
     for where, (c, kw, lit) in (literal_sites or {}).items():
         if where in seen:
             continue
-        yield Finding(
+        yield Finding.from_rule(
             Code.AC003, c.last,
             f"{c.last}({kw}={lit.value!r}{lit.how}) gets a literal LSE base; no LSE the linter "
             "can follow reaches it here, so nothing confirms it; it must come from the "
-            "backend's record or class", severity=Severity.WARNING,
+            "backend's record or class",
             hint=f"pass {kw}=<backend>.lse_base_on_e or plan from the record", field=kw,
             found=lit.value, allowed="an expression read from the backend", location=where)
 
@@ -327,11 +330,11 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
         g = use.given
         if g.kind == "param" and g.param is not None and g.param.default is not None:
             d = g.param.default
-            yield Finding(
+            yield Finding.from_rule(
                 Code.AC021, g.param.func.rpartition(".")[2],
                 f"{g.param.func.rpartition('.')[2]}({g.param.name}={d.value!r}) gives its LSE "
                 f"base a default: a caller that forgets {g.param.name} silently gets it (feeds "
-                f"{use.consumer.label})", severity=Severity.WARNING,
+                f"{use.consumer.label})",
                 hint=f"make {g.param.name} required (no default), so every caller states the base",
                 field=g.param.name, found=d.value, allowed="no default", location=d.where)
         if use.dispatched:
@@ -347,11 +350,11 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
         if other is not None:
             u, b = other
             s = next(iter(first_use.lse.sources))
-            yield Finding(
+            yield Finding.from_rule(
                 Code.AC023, u.consumer.last,
                 f"{s.what} reaches {first_use.consumer.label} as base {first_base} "
                 f"({_short(first_use.where)}) and {u.consumer.label} as base {b}: one of the two "
-                "is wrong", severity=Severity.ERROR,
+                "is wrong",
                 hint="convert it between the two, or select both bases from the producer's record",
                 field="base", found=b, allowed=first_base, location=u.where)
 
@@ -390,10 +393,10 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
         base_text = "no LSE of either base" if b == "x" else f"base {b}"
         told = f" through {g.how}" if g.how and g.kind == "fixed" and g.keyword else ""
         more = f" (and {len(contra) - 1} more source(s))" if len(contra) > 1 else ""
-        yield Finding(
+        yield Finding.from_rule(
             Code.AC023, use.consumer.last,
             f"{shown} is {base_text} but reaches {use.consumer.label} ({_short(use.where)}), "
-            f"which reads base {base} here{told}{choice}{more}", severity=Severity.ERROR,
+            f"which reads base {base} here{told}{choice}{more}",
             hint=_fix(g, b) if g.keyword and b in ("e", "2") else _fix(BaseGiven("fixed"), b),
             field=g.keyword or "base", found=base, allowed=b, location=where)
         return
@@ -405,10 +408,10 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
     if g.literal and g.keyword:
         reason = ("agrees with the producers that reach it today" if agree else
                   "no producer record confirms")
-        yield Finding(
+        yield Finding.from_rule(
             Code.AC003, use.consumer.last,
             f"{use.consumer.last}({g.how}) gets a literal LSE base, which {reason}; it "
-            "must come from the backend's record or class", severity=Severity.WARNING,
+            "must come from the backend's record or class",
             hint=f"pass {g.keyword}=<backend>.lse_base_on_e or plan from the record",
             field=g.keyword, found=g.how, allowed="an expression read from the backend",
             location=g.where)
@@ -428,10 +431,10 @@ def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None
         d = declared.get(owner.cls)
         if d is None or d.base is None or d.base == s.base:
             continue
-        yield Finding(
+        yield Finding.from_rule(
             Code.AC023, use.consumer.last,
             f"{use.consumer.last}({g.keyword}=...{flag.attr}) reads {d.cls.name}'s declared base "
             f"{d.base} ({d.attr} = {d.text}, {_short(d.where)}{', inherited' if not d.own else ''})"
-            f", but the LSE it combines is base {s.base}: {s.what}", severity=Severity.ERROR,
+            f", but the LSE it combines is base {s.base}: {s.what}",
             hint=f"set {d.attr} = {_attr_literal(d.attr, s.base or 'e')} on {d.cls.name}",
             field=g.keyword, found=d.base, allowed=s.base or "", location=flag.where)

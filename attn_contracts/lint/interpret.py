@@ -38,9 +38,10 @@ from typing import Any, cast
 
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
-from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.findings import Code, Finding
 from attn_contracts.lint.classes import ClassInfo, dotted_name, statements
-from attn_contracts.lint.knowledge import (
+from attn_contracts.lint.program import FuncNode, Program
+from attn_contracts.lint.record_index import (
     Consumer,
     Knowledge,
     Producer,
@@ -48,7 +49,6 @@ from attn_contracts.lint.knowledge import (
     disagreement,
     narrow_producers,
 )
-from attn_contracts.lint.program import FuncNode, Program
 from attn_contracts.lint.values import (
     MAX_UNION,
     Arg,
@@ -77,6 +77,7 @@ from attn_contracts.lint.values import (
     join,
     lse_of,
 )
+from attn_contracts.records import LN2, LOG2E
 
 __all__ = ["BaseGiven", "Interpreter", "Kernel", "Use"]
 
@@ -97,8 +98,6 @@ _KEEPS_BASE_ATTRS = frozenset({"T", "mT", "data"})
 _TORCH_KEEPS = frozenset({"transpose", "contiguous", "clone", "permute", "swapaxes", "movedim",
                           "squeeze", "unsqueeze", "flatten", "reshape", "narrow", "clamp",
                           "nan_to_num", "where"})
-_LN2 = math.log(2)
-_LOG2E = 1 / math.log(2)
 #: per function, the argument contexts kept apart before one generic context serves the rest
 _MAX_CONTEXTS = 6
 #: how deep calls are followed
@@ -939,9 +938,9 @@ def _const(node: ast.expr, value: Value) -> str | None:
     if isinstance(value, Num):
         return value.name
     if isinstance(node, ast.Constant) and isinstance(node.value, float):
-        if math.isclose(node.value, _LN2, rel_tol=1e-6):
+        if math.isclose(node.value, LN2, rel_tol=1e-6):
             return "ln2"
-        if math.isclose(node.value, _LOG2E, rel_tol=1e-6):
+        if math.isclose(node.value, LOG2E, rel_tol=1e-6):
             return "log2e"
     if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
         fn = node.func.attr if isinstance(node.func, ast.Attribute) else (
@@ -1718,9 +1717,9 @@ class _Frame:
             return
         self.i._noted_agreed.add(key)
         why = disagreement(sorted(c.agreed, key=lambda x: x.record), self.k.versions)
-        self.i.report(Finding(
+        self.i.report(Finding.from_rule(
             Code.AC029, c.last, f"{c.last}: {why}: only what they agree on is used",
-            severity=Severity.NOTE, hint='set [tool.attn-contracts] versions = { <library> = '
+            hint='set [tool.attn-contracts] versions = { <library> = '
             '"<version>" } (or lint the installed package with its dist-info); where it is set, '
             "import the function by its module path, or fix the overlapping records",
             field="versions", allowed="a known library version", location=_at(self.path, node)))
@@ -1832,9 +1831,9 @@ class _Frame:
                          keyword=kw, omitted=where)
 
     def omitted_warning(self, c: Consumer, kw: str, default: str | None, where: str) -> None:
-        self.i.report(Finding(
+        self.i.report(Finding.from_rule(
             Code.AC022, c.last, f"{c.last}(...) omits {kw} and silently gets the default base "
-            f"{default} ({c.label})", severity=Severity.WARNING,
+            f"{default} ({c.label})",
             hint=f"pass {kw}= read from the backend (e.g. impl.lse_base_on_e)", field=kw,
             allowed=f"{kw}=<backend's base>", location=where))
 
@@ -1947,13 +1946,12 @@ class _Frame:
             self.dispatch_warning(p, cb, call, where)
 
     def dispatch_warning(self, p: Producer, cb: CallBase, call: _Call, where: str) -> None:
-        self.i.report(Finding(
+        self.i.report(Finding.from_rule(
             Code.AC028, p.last,
             f"{p.last}(...) returns an LSE but leaves its base to dispatch on some path "
             f"({cb.keyword} not pinned{', ' + cb.default_by + ' not pinned' if cb.default_by else ''}"
             f"): the kernel picked at run time decides between base {' and '.join(cb.bases())} "
             f"(producer record {p.record})",
-            severity=Severity.WARNING,
             hint=f"select an explicit base for stable units: pass {cb.pass_hint()}",
             field=cb.keyword, found=None, allowed=cb.pass_hint(), location=where))
 

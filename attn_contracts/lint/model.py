@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attn_contracts.consumer import KeywordBase
-from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.findings import Code, Finding
 from attn_contracts.lint.classes import ClassInfo, ModuleInfo
 from attn_contracts.lint.edges import (
     Declaration,
@@ -27,8 +27,8 @@ from attn_contracts.lint.edges import (
     edge_findings,
 )
 from attn_contracts.lint.interpret import Interpreter, Kernel
-from attn_contracts.lint.knowledge import Consumer, Knowledge
 from attn_contracts.lint.program import Program
+from attn_contracts.lint.record_index import Consumer, Knowledge
 from attn_contracts.lint.values import ClassKey, Inst
 
 __all__ = ["FileFacts", "model_findings"]
@@ -232,10 +232,10 @@ def _defaulted(program: Program, path: str, c: Consumer) -> list[Finding]:
     if default is None:
         return []
     text = ast.unparse(default)
-    return [Finding(
+    return [Finding.from_rule(
         Code.AC021, parts[-1],
         f"{parts[-1]}({kw}={text}) gives its LSE base a default: a caller that forgets {kw} "
-        f"silently gets it (consumer record {c.record})", severity=Severity.WARNING,
+        f"silently gets it (consumer record {c.record})",
         hint=f"make {kw} required (no default), so every caller states the base", field=kw,
         found=text, allowed="no default",
         location=f"{path}:{default.lineno}:{default.col_offset + 1}")]

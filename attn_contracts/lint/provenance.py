@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attn_contracts.consumer import ConsumerCall, ConsumerRecord, FixedBase
-from attn_contracts.findings import Code, Finding, Severity
-from attn_contracts.identity import effective_range, in_range, ranges_overlap
+from attn_contracts.findings import Code, Finding
 from attn_contracts.records import CapabilityRecord, ProducerCall
 from attn_contracts.sources import (
     AnyRecord,
@@ -36,6 +35,7 @@ from attn_contracts.sources import (
     read_file_located,
     records_of,
 )
+from attn_contracts.versions import effective_range, in_range, ranges_overlap
 
 __all__ = ["Named", "check_document", "read_named", "trusted"]
 
@@ -231,10 +231,10 @@ def _contradiction(rec: AnyRecord, index: Mapping[tuple[str, str | None, str],
 
 
 def _ac005(item: Named, why: str, hint: str) -> Finding:
-    return Finding(Code.AC005, item.record.name,
+    return Finding.from_rule(Code.AC005, item.record.name,
                    f"{_kind(item.record)} {item.record.name} (named by {item.via}) {why}; a named "
-                   "record never overrides the catalog, so it is left out",
-                   severity=Severity.ERROR, hint=hint, field="calls", found=item.record.name,
+                   "record never overrides the catalog, so it is left out", hint=hint, field="calls",
+                   found=item.record.name,
                    allowed="records that agree with the built-in catalog for its functions",
                    location=item.location)
 

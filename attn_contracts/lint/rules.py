@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.findings import Code, Finding
 from attn_contracts.lint.config import LintConfig
 
 __all__ = ["could_fire", "tree_findings"]
@@ -98,9 +98,8 @@ def tree_findings(tree: ast.Module, path: str, cfg: LintConfig) -> Iterator[Find
         elif isinstance(node, ast.Assert):
             names = _capabilities_in(node.test, caps)
             if names:
-                yield Finding(Code.AC011, "assert", f"assert checks capability "
+                yield Finding.from_rule(Code.AC011, "assert", f"assert checks capability "
                               f"{', '.join(sorted(names))}; asserts vanish under python -O",
-                              severity=Severity.WARNING,
                     hint="raise an exception (or use attn_contracts.validate_startup)",
                               field="assert", found=_unparse(node.test), allowed="an if/raise check",
                               location=_at(path, node.lineno, node.col_offset))
@@ -112,28 +111,27 @@ def _call(node: ast.Call, path: str, cfg: LintConfig, caps: frozenset[str]) -> I
     if name in cfg.combine_functions:
         for kw in node.keywords:
             if kw.arg in cfg.base_keywords and isinstance(kw.value, ast.Constant):
-                yield Finding(
+                yield Finding.from_rule(
                     Code.AC003, name, f"{name}({kw.arg}={kw.value.value!r}) passes a literal LSE "
                     "base; it must come from the backend's record or class",
-                    severity=Severity.WARNING,
                     hint=f"pass {kw.arg}=<backend>.lse_base_on_e or plan from the record",
                     field=kw.arg, found=kw.value.value, allowed="an expression read from the backend",
                     location=_at(path, kw.value.lineno, kw.value.col_offset))
         record_arg = node.args[0] if node.args else next(
             (k.value for k in node.keywords if k.arg == "record"), None)
         if name == "plan_combine" and isinstance(record_arg, ast.Dict):
-            yield Finding(Code.AC003, name, "plan_combine gets an inline record literal; its base "
-                          "is then hard-coded at the call", severity=Severity.WARNING,
+            yield Finding.from_rule(Code.AC003, name, "plan_combine gets an inline record literal; its base "
+                          "is then hard-coded at the call",
                     hint="pass a registered record or its name",
                           field="record", found="dict literal", allowed="a CapabilityRecord or record name",
                               location=where)
     if name == "getattr" and len(node.args) == 3:
         attr = node.args[1]
         if isinstance(attr, ast.Constant) and attr.value in caps:
-            yield Finding(
+            yield Finding.from_rule(
                 Code.AC009, attr.value, f"getattr(..., {attr.value!r}, "
                 f"{_unparse(node.args[2])}): a missing or misspelt capability silently "
-                "becomes the default", severity=Severity.WARNING,
+                "becomes the default",
                     hint=f"read it as an attribute (obj.{attr.value}) so a missing "
                 "declaration fails", field=attr.value, found=_unparse(node.args[2]), allowed="no default",
                     location=where)

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
+from attn_contracts.records import LN2, LOG2E
 from attn_contracts.tracing.tags import (
     UNKNOWN,
     Tag,
@@ -41,8 +42,6 @@ from attn_contracts.tracing.tags import (
 
 __all__ = ["LN2", "LOG2E", "Follower", "conversion_of", "mode_class"]
 
-LN2 = math.log(2.0)
-LOG2E = 1.0 / LN2
 
 # torch function name -> how its result's axes follow from its input's (see _RULES below)
 _KEEP = ("contiguous", "clone", "detach", "to", "float", "double", "half", "bfloat16", "cpu",

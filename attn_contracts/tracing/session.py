@@ -547,6 +547,8 @@ class Trace:
         dtype = str(value.dtype).removeprefix("torch.")
         for base in tag.bases or (None,):
             for f in self._edge(producer, consumer, keyword, base, layout, dtype):
+                # not RULES' defaults: the trace saw this call happen, so every edge finding
+                # but the dtype (which the consumer may cast) is an error
                 severity = Severity.WARNING if f.code is Code.AC020 else Severity.ERROR
                 self._add(replace(
                     f, severity=severity, location=site,

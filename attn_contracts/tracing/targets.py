@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from attn_contracts.consumer import ConsumerCall, ConsumerRecord
-from attn_contracts.identity import in_range
 from attn_contracts.records import CapabilityRecord, ProducerCall
+from attn_contracts.versions import in_range
 
 __all__ = ["Patches", "Target", "collect", "installed_version"]
 

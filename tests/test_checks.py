@@ -1,5 +1,6 @@
-"""Producer → consumer edges at startup: base, layout, empty rows, limits and dtype, each refused
-with its own code, naming both records, the field, the value found and what is allowed."""
+"""attn_contracts.checks, the producer → consumer edges (at startup too): base, layout, empty rows,
+limits and dtype, each refused with its own code, naming both records, the field, the value found
+and what is allowed."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def producer(**lse: object) -> CapabilityRecord:
 
 
 def consumer(**over: object) -> ConsumerRecord:
-    data = {"name": "test.consumer", "library": "test", "source": "tests/test_edges.py:1",
+    data = {"name": "test.consumer", "library": "test", "source": "tests/test_checks.py:1",
             "evidence": "read_from_code", "base": {"kind": "fixed", "base": "e"},
             "lse": {"layouts": ["token_head"], "states": "first", "dtypes": ["float32"]},
             "empty": {"reads_as_empty": ["-inf"], "all_empty": "zero",

@@ -1,0 +1,111 @@
+"""attn_contracts.findings: the closed code set, its rule table (the one place a code is described)
+and what reads it (the README table, SARIF rule metadata, ``--statistics``)."""
+
+from __future__ import annotations
+
+import compileall
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attn_contracts import ContractError, record_from_impl
+from attn_contracts.findings import RULES, Code, Finding, Severity, rules_markdown
+from fixtures.engine_classes import FlashInferMLAImpl
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_code_has_one_rule_in_code_order() -> None:
+    assert list(RULES) == list(Code)
+    assert all(r.code is c for c, r in RULES.items())
+    assert all(r.title and r.meaning and r.fix for r in RULES.values())
+
+
+def test_the_readme_code_table_is_generated_from_the_rules() -> None:
+    """Regenerate with ``python tools/readme_rules.py``."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert rules_markdown() in readme, "README's code table is stale: python tools/readme_rules.py"
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "readme_rules.py"), "--check"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_readme_documents_every_finding_code() -> None:
+    """New codes are appended to the closed enum and documented in the README's code table."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert [c for c in Code if f"| {c} |" not in readme] == []
+
+
+def test_the_readme_check_fails_on_a_stale_table(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n<!-- rules:begin -->\n| old |\n<!-- rules:end -->\nafter\n")
+    tool = [sys.executable, str(ROOT / "tools" / "readme_rules.py"), "--readme", str(readme)]
+    assert subprocess.run([*tool, "--check"], capture_output=True, check=False).returncode == 1
+    assert subprocess.run(tool, check=False).returncode == 0
+    assert subprocess.run([*tool, "--check"], check=False).returncode == 0
+    assert readme.read_text().endswith("<!-- rules:end -->\nafter\n")
+
+
+def test_from_rule_takes_the_default_severity_unless_given() -> None:
+    assert Finding.from_rule(Code.AC003, "s", "m").severity is Severity.WARNING
+    assert Finding.from_rule(Code.AC029, "s", "m").severity is Severity.NOTE
+    assert Finding.from_rule(Code.AC002, "s", "m", severity=Severity.NOTE).severity is Severity.NOTE
+    assert Finding(Code.AC003, "s", "m").severity is Severity.ERROR  # the constructor: unchanged
+
+
+def test_sarif_rule_metadata_comes_from_the_rules() -> None:
+    from attn_contracts.lint import sarif
+
+    f = Finding.from_rule(Code.AC003, "s", "m", location="a.py:1:1")
+    (rule,) = sarif([f])["runs"][0]["tool"]["driver"]["rules"]  # type: ignore[index]
+    r = RULES[Code.AC003]
+    assert rule["shortDescription"]["text"] == r.title
+    assert rule["fullDescription"]["text"] == r.meaning
+    assert rule["help"]["text"] == r.fix
+    assert rule["defaultConfiguration"]["level"] == "warning"
+
+
+def test_statistics_name_each_code_by_its_title() -> None:
+    from attn_contracts.lint import statistics
+
+    line = statistics([Finding.from_rule(Code.AC009, "s", "m", location="a.py:1:1")])
+    assert line.endswith(f"\tAC009\t[warning]\t{RULES[Code.AC009].title}")
+
+
+def test_lint_imports_where_only_bytecode_is_installed(tmp_path: Path) -> None:
+    """No source is read at import time: an install of ``.pyc`` files alone imports the linter
+    (``lint/__init__.py`` used to parse the comments of ``findings.py`` with a regex)."""
+    package = tmp_path / "attn_contracts"
+    shutil.copytree(ROOT / "attn_contracts", package,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    assert compileall.compile_dir(package, legacy=True, quiet=1)
+    for source in package.rglob("*.py"):
+        source.unlink()
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import attn_contracts.lint as l; "
+            "assert l.__file__.startswith(sys.argv[1]), l.__file__; "
+            "from attn_contracts.findings import RULES; print(len(RULES))")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(len(Code))
+
+
+# --- error_text -------------------------------------------------------------------------------
+def test_an_exception_quoted_in_a_finding_is_bounded() -> None:
+    from attn_contracts.findings import error_text
+
+    text = error_text(ValueError("x" * 100_000))
+    assert text.startswith("ValueError: xxx") and len(text) <= 300 and text.endswith("...")
+
+
+# --- ContractError ----------------------------------------------------------------------------
+def test_contract_error_pickles_for_cross_rank_reporting() -> None:
+    import pickle
+
+    with pytest.raises(ContractError) as exc:
+        record_from_impl(FlashInferMLAImpl)
+    again = pickle.loads(pickle.dumps(exc.value))
+    assert again.codes == [Code.AC002] and str(again) == str(exc.value)
