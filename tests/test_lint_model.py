@@ -17,48 +17,16 @@ from pathlib import Path
 import pytest
 
 from attn_contracts.lint import main
+from fixtures.records import consumer_toml, producer_toml
 
-RECORDS = """
-[[record]]
-name = "mylib.decode"
-library = "mylib"
-source = "tests/test_lint_model.py: a base-2 decode kernel"
-evidence = "read_from_code"
-lse = { returns = "lse", base = "2", layout = "token_head", dtype = "float32", empty_row = "-inf", empty_out = "zero", includes_sink = false }
-decode = { attention = "mha", out_layout = "token_head_dim", head_dims = [64], q_dtypes = ["float32"], q_len_gt_1 = false }
-calls = [{ function = "mylib.decode", when = { return_lse = "True" }, lse_index = 1, lse_out = ["lse"] }]
-
-[[record]]
-name = "mylib.decode_e"
-library = "mylib"
-source = "tests/test_lint_model.py: a base-e decode kernel"
-evidence = "read_from_code"
-lse = { returns = "lse", base = "e", layout = "token_head", dtype = "float32", empty_row = "-inf", empty_out = "zero", includes_sink = false }
-decode = { attention = "mha", out_layout = "token_head_dim", head_dims = [64], q_dtypes = ["float32"], q_len_gt_1 = false }
-calls = [{ function = "mylib.decode_e", lse_index = 1 }]
-
-[[consumer]]
-name = "mylib.merge"
-library = "mylib"
-source = "tests/test_lint_model.py: a natural-log merge"
-evidence = "read_from_code"
-calls = [{ function = "mylib.merge", lse_args = ["1", "lse"] }]
-base = { kind = "fixed", base = "e" }
-lse = { layouts = ["token_head"], states = "first", dtypes = ["float32"] }
-empty = { reads_as_empty = ["-inf"], all_empty = "nan", zero_weight_nan_safe = false }
-output = { returns_lse = false }
-
-[[consumer]]
-name = "mylib.combine"
-library = "mylib"
-source = "tests/test_lint_model.py: a combine told its base"
-evidence = "read_from_code"
-calls = [{ function = "mylib.combine", lse_args = ["1", "lse"] }]
-base = { kind = "keyword", keyword = "is_lse_base_on_e", values = { "True" = "e", "False" = "2" } }
-lse = { layouts = ["token_head"], states = "first", dtypes = ["float32"] }
-empty = { reads_as_empty = ["-inf"], all_empty = "nan", zero_weight_nan_safe = false }
-output = { returns_lse = false }
-"""
+RECORDS = "".join([
+    producer_toml("mylib.decode", "mylib.decode", "2",
+                  call='when = { return_lse = "True" }, lse_index = 1, lse_out = ["lse"]'),
+    producer_toml("mylib.decode_e", "mylib.decode_e", "e", call="lse_index = 1"),
+    consumer_toml("mylib.merge", "mylib.merge", '{ kind = "fixed", base = "e" }'),
+    consumer_toml("mylib.combine", "mylib.combine", '{ kind = "keyword", keyword = '
+                  '"is_lse_base_on_e", values = { "True" = "e", "False" = "2" } }'),
+])
 
 BASE = """
 class AttentionImpl:

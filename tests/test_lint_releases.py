@@ -12,6 +12,7 @@ import pytest
 from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.lint import LintConfig, lint_paths
 from attn_contracts.versions import in_range, tree_versions
+from fixtures.records import consumer_toml
 
 BASE = """
 class AttentionImpl:
@@ -184,29 +185,14 @@ def test_a_path_outside_the_trees_release_is_not_that_function(tmp_path: Path) -
 
 #: two consumer records of one function (a keyword with default e, a fixed e), as one engine's
 #: old and new releases would have it, both holding where the tree's release is unknown
-TWO_CONSUMERS = """
-[[consumer]]
-name = "eng.combine"
-library = "eng"
-source = "eng/ops.py: combine(out, lse, group, is_lse_base_on_e=True)"
-evidence = "read_from_code"
-calls = [{ function = "eng.ops.combine", lse_args = ["lse", "1"] }]
-base = { kind = "keyword", keyword = "is_lse_base_on_e", values = { "True" = "e", "False" = "2" }, default = "True" }
-lse = { layouts = ["token_head"], states = "separate", dtypes = ["float32"] }
-empty = { reads_as_empty = ["-inf"], all_empty = "zero", zero_weight_nan_safe = true }
-output = { returns_lse = false }
-
-[[consumer]]
-name = "eng.combine.fixed-e"
-library = "eng"
-source = "eng/ops.py at an older release: combine(out, lse, group), natural log only"
-evidence = "read_from_code"
-calls = [{ function = "eng.ops.combine", lse_args = ["lse", "1"] }]
-base = { kind = "fixed", base = "e" }
-lse = { layouts = ["token_head"], states = "separate", dtypes = ["float32"] }
-empty = { reads_as_empty = ["-inf"], all_empty = "zero", zero_weight_nan_safe = true }
-output = { returns_lse = false }
-"""
+TWO_CONSUMERS = consumer_toml(
+    "eng.combine", "eng.ops.combine", '{ kind = "keyword", keyword = "is_lse_base_on_e", '
+    'values = { "True" = "e", "False" = "2" }, default = "True" }', lse_args='["lse", "1"]',
+    states="separate", nan_safe=True,
+    source="eng/ops.py: combine(out, lse, group, is_lse_base_on_e=True)") + consumer_toml(
+    "eng.combine.fixed-e", "eng.ops.combine", '{ kind = "fixed", base = "e" }',
+    lse_args='["lse", "1"]', states="separate", nan_safe=True,
+    source="eng/ops.py at an older release: combine(out, lse, group), natural log only")
 
 
 def test_records_that_disagree_use_what_they_agree_on_and_say_so(tmp_path: Path) -> None:
