@@ -79,7 +79,8 @@ def test_the_newest_apis_are_found_with_their_keywords_and_cited_at_their_line()
     report = json.loads(REPORT.read_text())
     for name, release in ISSUE_29.items():
         rows = [r for r in report["rows"] if r["record"] == name and r["claimed"]]
-        assert rows and {r["release"] for r in rows} == {release}, name
+        assert rows and release in {r["release"] for r in rows}, name
+        rows = [r for r in rows if r["release"] == release]  # older releases: below
         assert all(r["found"] and not r["missing_keywords"] for r in rows), name
         # the call-chosen keywords are checked where the record has them
         if name == "flashinfer.batch_prefill":
@@ -89,6 +90,12 @@ def test_the_newest_apis_are_found_with_their_keywords_and_cited_at_their_line()
         # a new record's citation names the file and a line range holding the definition
         if name != "flashinfer.batch_prefill":  # its run() is cited at the overload that runs
             assert all(r["cited"] == "line" for r in rows), name
+    # before 0.7.2.post1 the prefill wrappers' run() has no lse_base/lse_layout: the record's
+    # older calls rely on neither, and are found in every release vLLM pinned
+    older = [r for r in report["rows"] if r["record"] == "flashinfer.batch_prefill"
+             and r["release"] in ("flashinfer 0.6.13", "flashinfer 0.6.18", "flashinfer 0.7.0.post1")]
+    assert len({r["release"] for r in older}) == 3
+    assert all(r["found"] and "lse_base" not in r["keywords"] for r in older)
 
 
 def test_a_citation_holds_the_line_only_after_its_own_file() -> None:

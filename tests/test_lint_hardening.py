@@ -305,15 +305,16 @@ def test_versions_must_be_pep440_per_distribution(
 def test_a_distribution_name_is_the_records_library(tmp_path: Path) -> None:
     assert LintConfig(versions={"FlashInfer-Python": "0.7.2.post1"}).versions == {
         "flashinfer": "0.7.2.post1"}
-    # the trtllm-gen MLA decode leaves its base to dispatch in FlashInfer 0.7.2 (AC028) and
-    # has no record for 0.6: the setting under its distribution name picks the release
+    # return_lse_base pins the MLA decode's base in FlashInfer 0.7.2 and does not exist in 0.6
+    # (there "auto" autotunes: AC028): the setting under its distribution name picks the release
     (tmp_path / "mla.py").write_text(
         "from flashinfer.decode import trtllm_batch_decode_with_kv_cache_mla as decode\n"
-        "def f(q, kv, ws):\n    return decode(q, kv, ws, 1, 2, 3, None, None, 4, return_lse=True)\n")
+        "def f(q, kv, ws):\n    return decode(q, kv, ws, 1, 2, 3, None, None, 4, return_lse=True, "
+        "return_lse_base='base2')\n")
     def codes(v: str) -> set[str]:
         return {f.code for f in lint_paths([tmp_path], LintConfig(
             versions={"flashinfer-python": v}))}
-    assert "AC028" in codes("0.7.2.post1") and "AC028" not in codes("0.6.13")
+    assert "AC028" not in codes("0.7.2.post1") and "AC028" in codes("0.6.13")
 
 
 # --- item 15: each tree at its own release --------------------------------------------------------

@@ -243,7 +243,23 @@ def test_a_call_that_leaves_its_base_to_dispatch(args: str, codes: set[tuple[str
             kw["enable_pdl"] = True
             out = decode(q, kv, ws, 512, 512, 64, None, None, 128, {args})
             return out
-    """)})
+    """)}, versions={"flashinfer": "0.7.2.post1"})  # the release of return_lse_base
+    assert {(c, s) for _, _, c, s in found(out)} == codes
+
+
+@pytest.mark.parametrize(("args", "codes"), [
+    ("return_lse=True", {("AC028", "warning")}),  # "auto": autotuned trtllm-gen or cute-dsl
+    ("return_lse=True, backend='trtllm-gen'", set()),
+    ("return_lse=True, backend='cute-dsl'", set()),
+    # no return_lse_base before 0.7.2: the backend is still "auto"
+    ("return_lse=True, return_lse_base='basee'", {("AC028", "warning")}),
+])
+def test_before_return_lse_base_the_backend_alone_picks_the_base(
+        args: str, codes: set[tuple[str, str]], tmp_path: Path) -> None:
+    out = run(tmp_path, {"mla.py": MLA + textwrap.dedent(f"""
+    def forward(q, kv, ws):
+        return decode(q, kv, ws, 512, 512, 64, None, None, 128, {args})
+    """)}, versions={"flashinfer": "0.6.13"})  # what vLLM 0.25 pins
     assert {(c, s) for _, _, c, s in found(out)} == codes
 
 
@@ -260,7 +276,7 @@ def test_the_chosen_base_flows_into_the_consumer(args: str, error: bool, tmp_pat
     def step(q, kv, ws, out, o2, l2):
         o, lse = decode(q, kv, ws, 512, 512, 64, None, None, 128, {args})
         merge_attn_states(out, o, lse, o2, l2)
-    """)})
+    """)}, versions={"flashinfer": "0.7.2.post1"})
     assert (("mla.py", 8, "AC023", "error") in found(out)) is error, out
 
 
@@ -359,17 +375,18 @@ def test_a_chosen_base_reaches_the_edge_check() -> None:
 
 
 def test_a_dependency_the_tree_pins_picks_its_records(tmp_path: Path) -> None:
-    # vLLM 0.25 pins flashinfer-python==0.6.13: FlashInfer 0.7.2's call-chosen base is not its
+    # vLLM 0.25 pins flashinfer-python==0.6.13, which has no return_lse_base: the call below
+    # pins base 2 in 0.7.2.post1 and is left to the autotuner ("auto") in 0.6.13
     pkg = _tree(tmp_path, "0.25.0", "dist-info", "common")
     meta = tmp_path / "vllm-0.25.0.dist-info" / "METADATA"
     meta.write_text(meta.read_text() + "Requires-Dist: flashinfer-python==0.6.13\n"
                     "Requires-Dist: numpy>=1.2\n")
     assert tree_versions([pkg]) == {"vllm": "0.25.0", "flashinfer": "0.6.13"}
     (pkg / "mla.py").write_text(MLA + "def f(q, kv, ws):\n    return decode(q, kv, ws, 1, 2, 3, "
-                                "None, None, 4, return_lse=True)\n")
-    assert "AC028" not in {c for _, _, c, _ in found(lint_paths([pkg]))}
-    meta.write_text(meta.read_text().replace("0.6.13", "0.7.2.post1"))
+                                "None, None, 4, return_lse=True, return_lse_base='base2')\n")
     assert "AC028" in {c for _, _, c, _ in found(lint_paths([pkg]))}
+    meta.write_text(meta.read_text().replace("0.6.13", "0.7.2.post1"))
+    assert "AC028" not in {c for _, _, c, _ in found(lint_paths([pkg]))}
 
 
 def test_a_combine_that_returns_its_merged_lse_is_a_producer(tmp_path: Path) -> None:

