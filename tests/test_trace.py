@@ -30,16 +30,15 @@ from attn_contracts.registry import Registry
 from attn_contracts.sources import parse_record
 from attn_contracts.tracing import Trace
 from fixtures import lse_kernels as k
+from fixtures.sites import caller_line
 
 LN2 = math.log(2.0)
 HERE = "tests/test_trace.py"
 
 
 def _line() -> str:
-    """``tests/test_trace.py:N`` of the caller's line (a call site the trace must name)."""
-    frame = inspect.currentframe()
-    assert frame is not None and frame.f_back is not None
-    return f"{HERE}:{frame.f_back.f_lineno}"
+    """The caller's line, as the trace names a call site."""
+    return caller_line(HERE)
 
 
 def _problem(tokens: int = 4, heads: int = 4) -> DecodeProblem:

@@ -11,7 +11,6 @@ request's keys into two decodes and merges them, as a split-KV or DCP engine doe
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import math
 from typing import Any
 
@@ -22,6 +21,7 @@ import attn_contracts
 from attn_contracts.backends.problem import DecodeProblem, make_problem
 from attn_contracts.combine import merge
 from attn_contracts.findings import Code
+from fixtures.sites import caller_line
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(importlib.util.find_spec("flashinfer") is None,
@@ -31,9 +31,8 @@ HERE = "tests/test_trace_gpu.py"
 
 
 def _line() -> str:
-    frame = inspect.currentframe()
-    assert frame is not None and frame.f_back is not None
-    return f"{HERE}:{frame.f_back.f_lineno}"
+    """The caller's line, as the trace names a call site."""
+    return caller_line(HERE)
 
 
 @pytest.fixture(scope="module")
