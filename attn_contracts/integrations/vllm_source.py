@@ -322,7 +322,7 @@ def _member(model: Any, name: str, value: str, returns: tuple[str, ...], bases: 
     edges: dict[tuple[object, ...], EdgeFacts] = {}
     mine: list[Finding] = []
     for use in facts.uses:
-        edge = _edge(program, use, key, kernels)
+        edge = _edge(program, use, key, kernels, pinned=call is not None)
         if edge is None:
             continue
         if untaken:
@@ -373,8 +373,8 @@ def _impl_class(program: Any, backend: Any) -> Any:
     return f"{definer.name}.get_impl_cls() returns no class name"
 
 
-def _edge(program: Any, use: Any, key: tuple[str, str], kernels: Sequence[Any]
-          ) -> EdgeFacts | None:
+def _edge(program: Any, use: Any, key: tuple[str, str], kernels: Sequence[Any],
+          pinned: bool = False) -> EdgeFacts | None:
     g = use.given
     if g.kind == "param":
         return None  # the combine's wrapper analysed alone: its callers are the edges
@@ -399,9 +399,11 @@ def _edge(program: Any, use: Any, key: tuple[str, str], kernels: Sequence[Any]
         from_attr = flag_owner.attr
     elif g.kind == "fixed" and g.literal and g.keyword:
         keyword = "True" if g.base == "e" else "False" if g.base == "2" else None
-    # a combine told the base by this impl's own attribute combines this impl's LSE (the MLA
-    # layer's decode LSE): with no source followed there (a kernel no record of this release's
-    # library knows), the edge is judged by the kernels of the configuration (producers ())
+    if not producers and not unrecorded and not pinned:
+        return None  # the attribute is read, but no LSE of this impl is followed there
+    # pinned: the engine data says which kernel this impl runs under DCP, and this combine is
+    # told the base by the impl's own attribute (the MLA layer's decode LSE), so it combines that
+    # kernel's LSE even where no record of the tree's library lets the flow follow it there
     return EdgeFacts(use.consumer.record, use.consumer.function, _short(use.where), keyword,
                      from_attr,
                      _row_mask(program, use.where), tuple(dict.fromkeys(producers)),
