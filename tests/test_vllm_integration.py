@@ -30,9 +30,10 @@ def _errors(row: iv.BackendReport) -> list[Any]:
     return [f for f in row.findings if f.severity is Severity.ERROR]
 
 
-def test_the_installed_release_has_a_mapping() -> None:
-    mapping = iv.mapping_for(iv.installed_version())
-    assert mapping is not None and mapping.versions == ">=0.32,<0.33"
+def test_the_installed_release_has_a_mapping_derived_from_its_sources() -> None:
+    mapping = iv.mapping_for(version=iv.installed_version())
+    assert mapping.versions == "==" + iv.installed_version() and not mapping.notes
+    assert mapping.backends["FLASHINFER"].impl.endswith(".FlashInferImpl")
 
 
 def test_flashinfer_inherited_base_e_on_base_2_kernels_is_an_error(rows: dict[str, Any]) -> None:

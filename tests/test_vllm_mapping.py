@@ -1,32 +1,47 @@
-"""The vLLM mapping as data, without vLLM: every record and consumer it names is in the catalog,
-and releases resolve to their mapping by version (a local version such as ``+cpu`` included)."""
+"""The vLLM mapping's data, without vLLM: every record and consumer the table once kept by hand
+(now the derivation's expected result) and the engine data name is in the catalog, and the engine
+data holds every release from 0.24 on; importing the integration imports nothing heavy."""
 
 from __future__ import annotations
 
 import pytest
 
-from attn_contracts.integrations import vllm as iv
 from attn_contracts.registry import Registry
 
 
-def test_every_record_and_consumer_the_mapping_names_is_in_the_catalog() -> None:
+def test_every_record_and_consumer_the_old_table_names_is_in_the_catalog() -> None:
+    """The table once kept by hand (now the derivation's expected result) names records that
+    exist; the hand-kept engine data names records that exist too."""
+    from attn_contracts.integrations.vllm_source import engine_data
+    from tests.fixtures.vllm_0_32_table import VLLM_0_32
+
     registry = Registry()
     consumers = {c.name for c in registry.consumers()}
-    for mapping in iv.MAPPINGS:
-        for name, backend in mapping.backends.items():
-            for config in (backend.dcp, backend.single):
-                for record in config.records:
-                    assert registry.get(record).returns_lse, (name, record)
-                for edge in config.edges:
-                    assert edge.consumer in consumers, (name, edge.consumer)
-                    assert edge.source, (name, edge.consumer)
+    for name, backend in VLLM_0_32.backends.items():
+        for config in (backend.dcp, backend.single):
+            for record in config.records:
+                assert registry.get(record).returns_lse, (name, record)
+            for edge in config.edges:
+                assert edge.consumer in consumers, (name, edge.consumer)
+                assert edge.source, (name, edge.consumer)
+    for entry in engine_data().dcp_call:
+        for record in entry.data["records"]:
+            assert registry.get(record).returns_lse, record
 
 
-@pytest.mark.parametrize(("version", "mapped"), [
-    ("0.32.0", True), ("0.32.0+cpu", True), ("0.32.3", True), ("0.33.0", False),
-    ("0.31.9", False), ("not a version", False)])
-def test_releases_resolve_by_version(version: str, mapped: bool) -> None:
-    assert (iv.mapping_for(version) is iv.VLLM_0_32) is mapped
+def test_the_engine_data_covers_every_release_from_0_24() -> None:
+    from packaging.specifiers import SpecifierSet
+
+    from attn_contracts.integrations.vllm_source import engine_data
+
+    data = engine_data()
+    for minor in range(24, 40):
+        v = f"0.{minor}.0"
+        assert sum(v in SpecifierSet(e.versions) for e in data.enum) == 1, v
+        assert sum(v in SpecifierSet(e.versions) for e in data.declaration) == 1, v
+    assert data.pick(data.declaration, "0.24.0")[0].data["base"] == []
+    assert data.pick(data.declaration, "0.25.0")[0].data["base"] == ["lse_base_on_e"]
+    assert "supports_dcp" not in data.pick(data.declaration, "0.27.0")[0].data["returns"]
 
 
 def test_importing_the_integration_imports_neither_vllm_nor_torch() -> None:

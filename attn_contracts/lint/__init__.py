@@ -55,7 +55,7 @@ from attn_contracts.lint.config import (
     load_config,
     unknown_codes,
 )
-from attn_contracts.lint.model import FileFacts, model_findings
+from attn_contracts.lint.model import FileFacts, ProgramModel, build_model
 from attn_contracts.lint.provenance import Named, check_document, read_named, trusted
 from attn_contracts.lint.record_index import Knowledge
 from attn_contracts.lint.rules import could_fire, tree_findings
@@ -63,8 +63,22 @@ from attn_contracts.records import CapabilityRecord
 from attn_contracts.sources import MAX_FILE_BYTES, AnyRecord, FileReadError, read_bytes, split_roles
 from attn_contracts.versions import library_key, tree_root, versions_of_tree
 
-__all__ = ["MAX_FILE_BYTES", "Knowledge", "LintConfig", "add_arguments", "exit_code",
-           "knowledge_for", "lint_paths", "main", "run", "sarif", "statistics", "worker_count"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "Knowledge",
+    "LintConfig",
+    "ProgramModel",
+    "add_arguments",
+    "exit_code",
+    "knowledge_for",
+    "lint_model",
+    "lint_paths",
+    "main",
+    "run",
+    "sarif",
+    "statistics",
+    "worker_count",
+]
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?",
                    re.IGNORECASE)
@@ -316,7 +330,18 @@ def default_jobs() -> int:
 def lint_paths(paths: Sequence[Path], config: LintConfig | None = None, *,
                project_root: Path | None = None, knowledge: Knowledge | None = None,
                jobs: int = 1, records: Sequence[Path] = ()) -> list[Finding]:
-    """Every finding for the given files and folders, in path and line order.
+    """Every finding for the given files and folders, in path and line order (the first of
+    :func:`lint_model`)."""
+    return lint_model(paths, config, project_root=project_root, knowledge=knowledge, jobs=jobs,
+                      records=records)[0]
+
+
+def lint_model(paths: Sequence[Path], config: LintConfig | None = None, *,
+               project_root: Path | None = None, knowledge: Knowledge | None = None,
+               jobs: int = 1, records: Sequence[Path] = ()) -> tuple[list[Finding], ProgramModel]:
+    """What :func:`lint_paths` reports, and the program model it was judged on (per-class
+    facts for an engine's mapping: :meth:`ProgramModel.facts`). The findings: every one for the
+    given files and folders, in path and line order.
 
     ``project_root``: every .py file below it is read for the class hierarchy too (a base in an
     unchanged file is then resolved), but findings are reported only for ``paths``.
@@ -389,15 +414,15 @@ def lint_paths(paths: Sequence[Path], config: LintConfig | None = None, *,
             wide[r.path] = r.wide_lines
     facts = [FileFacts(r.path, r.report, r.mentions, r.module, r.classes) for r in results]
     knowledge_at = {str(p): knowledges[k] for p, _, k in items}
-    findings += model_findings(facts, knowledge_at, returns_attrs=cfg.returns_attrs,
-                               base_attrs=cfg.base_attrs,
-                               configured="base_attrs" in cfg.model_fields_set)
+    model = build_model(facts, knowledge_at, returns_attrs=cfg.returns_attrs,
+                        base_attrs=cfg.base_attrs, configured="base_attrs" in cfg.model_fields_set)
+    findings += model.findings
     kept: dict[tuple[str, str], Finding] = {}
     for f in findings:  # the direct-call rule and the flow rule may both see one literal
         if _selected(f.code, cfg) and not _suppressed(
                 f, texts.get(f.location.rsplit(":", 2)[0], [])):
             kept.setdefault((f.code.value, f.location), f)
-    return sorted((_in_characters(f, wide) for f in kept.values()), key=_order)
+    return sorted((_in_characters(f, wide) for f in kept.values()), key=_order), model
 
 
 def _tree_of(path: Path, arg_tree: Path | None) -> Path | None:

@@ -26,12 +26,12 @@ from attn_contracts.lint.edges import (
     declaration,
     edge_findings,
 )
-from attn_contracts.lint.interpret import Interpreter, Kernel
+from attn_contracts.lint.interpret import Interpreter, Kernel, Use
 from attn_contracts.lint.program import Program
 from attn_contracts.lint.record_index import Consumer, Knowledge
 from attn_contracts.lint.values import ClassKey, Inst
 
-__all__ = ["FileFacts", "model_findings"]
+__all__ = ["ClassFacts", "FileFacts", "ProgramModel", "build_model", "model_findings"]
 
 
 @dataclass
@@ -53,6 +53,88 @@ def model_findings(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *
     """``knowledge``: each file's records (at its own tree's releases). ``configured``: the
     project named its base attributes itself (so a class without one is ``AC001`` even in a
     tree that declares none yet)."""
+    return build_model(files, knowledge, returns_attrs=returns_attrs, base_attrs=base_attrs,
+                       configured=configured).findings
+
+
+@dataclass(frozen=True)
+class ClassFacts:
+    """What the model knows of one class of the program (for an engine's mapping).
+
+    ``declaration``: its LSE declaration, own or inherited (None: it says it returns none);
+    ``kernels``: the producer calls its own methods reach, with the base each returns there;
+    ``uses``: the consumer calls that LSE (its methods' returns, or what its kernels produce)
+    reaches, and those told the base by reading the class's declared attribute
+    (``self.impl.lse_base_on_e`` on it or a base class of it)."""
+
+    cls: ClassInfo
+    declaration: Declaration | None
+    kernels: frozenset[Kernel]
+    uses: tuple[Use, ...]
+
+
+class ProgramModel:
+    """The model of one linted program after the rules ran: ``findings`` (what lint reports)
+    and :meth:`facts` per class. Asking for a class the rules did not judge interprets its
+    methods then; what that finds is not added to ``findings``."""
+
+    def __init__(self, program: Program, interp: Interpreter, findings: list[Finding],
+                 kernels: dict[int, frozenset[Kernel]], returns_attrs: tuple[str, ...],
+                 base_attrs: tuple[str, ...]) -> None:
+        self.program = program
+        self.findings = findings
+        self._interp = interp
+        self._kernels = kernels
+        self._attrs = (returns_attrs, base_attrs)
+
+    @property
+    def uses(self) -> tuple[Use, ...]:
+        """Every consumer call an LSE the model follows reaches (the edges the rules judged)."""
+        return tuple(self._interp.uses.values())
+
+    def find_class(self, module: str, name: str) -> ClassInfo | None:
+        """The class ``name`` of the module with dotted name ``module`` (None: not in it)."""
+        path = self.program.module(module)
+        return None if path is None else self.program.cls((path, name))
+
+    def facts(self, cls: ClassInfo) -> ClassFacts:
+        h = self.program.hierarchy
+        returns_attrs, base_attrs = self._attrs
+        found = self._kernels.get(id(cls))
+        if found is None:
+            report, self._interp.report = self._interp.report, _discard
+            try:
+                kernels: set[Kernel] = set()
+                exact = Inst((cls.path, cls.name), exact=True)
+                for name, fn in self.program.methods(cls).items():
+                    kernels |= self._interp.run_function(cls.path, f"{cls.name}.{name}", fn, exact)
+            finally:
+                self._interp.report = report
+            found = self._kernels[id(cls)] = frozenset(kernels)
+        key = (cls.path, cls.name)
+        mro = {(c.path, c.name) for c in self.program.mro(cls)}
+        produced = tuple(f"producer:{k.where}:" for k in found)  # its own kernels' LSEs
+        uses = []
+        for use in self._interp.uses.values():
+            ways = use.given.options if use.given.kind == "choice" else (use.given,)
+            flags = {w.flag.owner.cls for w in ways if w.flag is not None and
+                     w.flag.owner is not None and (not w.flag.owner.exact or
+                                                   w.flag.owner.cls == key)}
+            if any(s.impl == key or s.key.startswith(produced) for s in use.lse.sources) or \
+                    flags & mro:
+                uses.append(use)
+        return ClassFacts(cls, declaration(h, cls, returns_attrs, base_attrs, own=False), found,
+                          tuple(sorted(uses, key=lambda u: u.where)))
+
+
+def _discard(_: Finding) -> None:
+    return None
+
+
+def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
+                returns_attrs: tuple[str, ...], base_attrs: tuple[str, ...],
+                configured: bool = False) -> ProgramModel:
+    """The program of ``files``, interpreted, with the rules' findings (:func:`model_findings`)."""
     modules = [f.module for f in files if f.module is not None]
     classes = [c for f in files for c in f.classes]
     program = Program(modules, classes)
@@ -92,7 +174,8 @@ def model_findings(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *
                           base_attrs=base_attrs, tree_declares_bases=tree_declares)
     out += edge_findings(interp.uses.values(), declared, interp.literal_sites)
     out += _defaulted_definitions(program, knowledge, reported)
-    return [f for f in out if f.location.rsplit(":", 2)[0] in reported]
+    kept = [f for f in out if f.location.rsplit(":", 2)[0] in reported]
+    return ProgramModel(program, interp, kept, kernels, returns_attrs, base_attrs)
 
 
 #: rounds of "what the flow found carrying an LSE is a new place to start from"

