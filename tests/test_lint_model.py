@@ -291,3 +291,28 @@ def test_a_table_of_bases_that_agree_is_no_finding_and_one_wrong_entry_is(
     code, found = _lint(tmp_path, capsys, {"step.py": step.replace("3: False", "3: True")})
     # at the place the wrong base is written: the table's entry
     assert code == 1 and _errors(found) == {("AC023", "step.py", 4)}, found
+
+
+def test_a_tree_without_any_base_attribute_gets_no_ac001(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM 0.24.0 has no ``lse_base_on_e`` anywhere: a backend that returns an LSE (its kernel
+    known) has nothing to declare; its combines are judged at the edges."""
+    impl = """
+        from mylib import decode_e
+
+        class AttentionImpl:
+            can_return_lse_for_decode = False
+
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+
+            def forward(self, q):
+                return decode_e(q)
+        """
+    root = tmp_path / "engine"
+    root.mkdir()
+    (root / "impl.py").write_text(textwrap.dedent(impl))
+    records = tmp_path / "records.toml"
+    records.write_text(RECORDS)
+    assert main([str(root), "--records", str(records), "--format", "json"]) == 0
+    assert "AC001" not in {f["code"] for f in json.loads(capsys.readouterr().out)}
