@@ -138,8 +138,8 @@ class Kernel:
     dispatch: bool = False
     bases: tuple[str, ...] = ()
     choice: str = ""
-    #: converted on the way and handed to a combine told a fixed base: that edge is judged
-    #: (AC023), and the converted LSE says nothing about the LSE the class declares
+    #: handed to a combine told a fixed base after a conversion, or to a state merge: that edge
+    #: is judged (AC023), and says nothing about the decode LSE the class declares
     settled: bool = False
 
 
@@ -1756,7 +1756,11 @@ class _Frame:
             # kernels a backend class's declaration is judged by
             for src in lse.sources:
                 if (k := _kernel_of(src)) is not None:
-                    settled = bool(src.converted) and given.kind == "fixed"
+                    # a fixed-base combine judges this edge itself (AC023): a converted LSE, or
+                    # one a state merge reads (a prefix or chunk merge of prefill states, not the
+                    # decode LSE the class's declaration describes), says nothing about the class
+                    settled = given.kind == "fixed" and (bool(src.converted)
+                                                         or "merge" in c.record)
                     self.kernels.add(replace(k, settled=True) if settled else k)
             self.i.uses.setdefault((c.record, c.function, given, lse, where, use.dispatched), use)
             read |= {s.base for s in lse.sources}
