@@ -48,6 +48,7 @@ from attn_contracts.integrations._report import EngineReport
 from attn_contracts.integrations.vllm_mode import MODE_ENV, log, log_once, policy
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry, UnknownRecordError
+from attn_contracts.versions import in_range
 
 __all__ = [
     "MODE_ENV",
@@ -250,20 +251,13 @@ def _consumers_at(version: str | None) -> dict[str, str]:
     (``.cpu``) is not one: the tree may be the GPU wheel."""
     if not version:
         return {}
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        v = Version(Version(version).public)
-    except InvalidVersion:
-        return {}
     out: dict[str, str] = {}
     for c in Registry().consumers():
         if c.library != "vllm" or not c.library_version or c.name.endswith(".cpu") or \
-                v not in SpecifierSet(c.library_version, prereleases=True):
+                not in_range(c.library_version, version, unparsed=False):
             continue
         for call in c.calls:
-            if not call.versions or v in SpecifierSet(call.versions, prereleases=True):
+            if in_range(call.versions, version, unparsed=False):
                 out.setdefault(call.function, c.name)
     return out
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from attn_contracts.findings import Finding
-from attn_contracts.versions import package_version
+from attn_contracts.versions import in_range, package_version
 
 __all__ = ["Derived", "EngineData", "SourceError", "derive", "engine_data", "source_version"]
 
@@ -58,30 +58,15 @@ class EngineData:
     def pick(self, entries: Sequence[_Ranged], version: str | None) -> tuple[_Ranged, str]:
         """The entry for ``version``, and a note when it is only the newest one (an unseen or
         unknown release)."""
-        from packaging.specifiers import SpecifierSet
-        from packaging.version import InvalidVersion, Version
-
-        try:
-            v = Version(Version(version).public) if version else None
-        except InvalidVersion:
-            v = None
         for e in entries:
-            if v is not None and v in SpecifierSet(e.versions, prereleases=True):
+            if version and in_range(e.versions, version, unparsed=False):
                 return e, ""
         newest = entries[-1]
         return newest, (f"no entry of {_ENGINE_FILE} holds vLLM {version or '(version unknown)'}; "
                         f"read with the newest ({newest.versions})")
 
     def all_for(self, entries: Sequence[_Ranged], version: str | None) -> list[_Ranged]:
-        from packaging.specifiers import SpecifierSet
-        from packaging.version import InvalidVersion, Version
-
-        try:
-            v = Version(Version(version).public) if version else None
-        except InvalidVersion:
-            return []
-        return [e for e in entries if v is not None and v in SpecifierSet(e.versions,
-                                                                          prereleases=True)]
+        return [e for e in entries if version and in_range(e.versions, version, unparsed=False)]
 
 
 def _ranged(rows: list[dict[str, Any]]) -> tuple[_Ranged, ...]:
