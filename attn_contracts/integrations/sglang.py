@@ -1,51 +1,61 @@
-"""SGLang: its attention backends mapped to kernel records, read statically from its sources.
+"""SGLang: its attention backends, the kernels their decode calls and the combines their LSE
+reaches, derived from SGLang's own sources for the release at hand.
 
-SGLang 0.5.23 cannot be installed beside this project's CPU torch: its wheel requires
-``torch==2.14.1`` (on x86_64 a CUDA build), ``torchaudio==2.11.0``, ``cuda-python>=13.0`` and
-``flashinfer_python[cu13]==0.7.2`` (its METADATA), and its sources put on the path of the vLLM venv
-stop at the first missing dependency (``import sglang.srt.layers.attention.attention_registry``:
-``No module named 'orjson'``, from ``sglang/srt/utils/common.py:85``). So nothing here imports it:
-the sources of an installed package (found by ``importlib.util.find_spec``, which runs none of its
-code) or of an unpacked wheel (``root=``) are parsed with ``ast``.
+SGLang cannot be installed beside this project's CPU torch (0.5.23's wheel requires
+``torch==2.14.1``, ``cuda-python>=13.0`` and ``flashinfer_python[cu13]==0.7.2``, its METADATA), so
+nothing here imports it: the sources of an installed package (found by
+``importlib.util.find_spec``, which runs none of its code) or of an unpacked wheel (``root=``) are
+read with ``ast`` and the lint program model (:func:`attn_contracts.lint.lint_model`).
 
-SGLang declares no LSE base on its backends. Its MLA DCP combine (``forward_mla.py``) passes
-``is_lse_base_on_e=is_mla_dcp_lse_base_on_e(self.current_attention_backend)``, a function that
-answers True for the names in one set literal; the base a backend's LSE is combined with is read
-from that set, and compared with the records of the kernel the backend calls under DCP.
+From the tree:
+
+- **the names**: the registry (``@register_attention_backend("name")`` factories from 0.5.3; the
+  ``if backend_str == "name"`` branches of ``ModelRunner._get_attention_backend_from_str`` before),
+  and the classes each name's factory returns, for MLA models or others (the factory's
+  ``runner.use_mla_backend`` test), following a factory that returns another factory's result;
+- **the kernels**: the producer calls each class's decode method reaches (its MRO, ``self`` bound
+  to the class), resolved to catalog records with the base each returns there;
+- **the combine**: the MLA layer's DCP combine calls (``forward_mla.py``), the consumer record
+  each call is, and the base keyword each passes, read as the function of the backend's name it
+  is (``is_mla_dcp_lse_base_on_e(self.current_attention_backend)``, evaluated on each name from its
+  body: a set, ``==``, ``not``, ``and``/``or``), or the record's default or fixed base where the
+  call passes none (0.5.15-0.5.16).
+
+The edge per name: each LSE-returning kernel record of its decode against each combine, with the
+base the combine is told for that name (:func:`attn_contracts.checks.check_edge`). Where the
+sources are laid out (the registry's file, the combine's file, the decode method) is data with
+citations, ``backends/catalog/engines/sglang.toml``; an unseen release is read with the newest
+entry and told so. Fails closed: a backend whose decode returns an LSE under DCP that no record
+describes, combined with the base the name function gives every other name (its default), is an
+error (``AC002``); one the name function names explicitly is a note.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib.util
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from attn_contracts.checks import check_edge
+from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
 from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.integrations._report import EngineReport
+from attn_contracts.integrations.engine_data import Entry, engine_data
+from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry, UnknownRecordError
 from attn_contracts.sources import FileReadError, read_bytes
+from attn_contracts.versions import in_range, package_version
 
-__all__ = ["MAPPING", "SglangReport", "find_root", "report"]
+__all__ = ["Backend", "Built", "Combine", "Derived", "SglangReport", "derive", "find_root",
+           "report"]
 
-_REGISTRY = "srt/layers/attention/attention_registry.py"
-_FORWARD_MLA = "srt/models/deepseek_common/attention_forward_methods/forward_mla.py"
-_BASE_FN = "is_mla_dcp_lse_base_on_e"
-_CONSUMER = "sglang.cp_lse_ag_out_rs_mla"
-
-#: SGLang 0.5.23: backend name → (kernel records under MLA DCP, where the backend calls them)
-MAPPING: dict[str, tuple[tuple[str, ...], str]] = {
-    "flashinfer": (("flashinfer.mla.fa2", "flashinfer.mla.fa3"),
-                   "srt/layers/attention/flashinfer_mla_backend.py:L825-L837 (decode_wrapper.run("
-                   "return_lse=decode and dcp_enabled): BatchMLAPagedAttentionWrapper)"),
-    "trtllm_mla": (("flashinfer.mla.trtllm_gen",),
-                   "srt/layers/attention/trtllm_mla_backend.py:L1036-L1056 ("
-                   "trtllm_batch_decode_with_kv_cache_mla(return_lse=...), return_lse_base unset)"),
-    "cutedsl_mla": (("flashinfer.mla.cute_dsl",),
-                    "srt/layers/attention/cutedsl_mla_backend.py:L120-L136 ("
-                    "trtllm_batch_decode_with_kv_cache_mla(backend='cute-dsl', enable_dcp=True))"),
-}
-MAPPED_RELEASE = "0.5.23"
+#: what the program model reads below the package: the backends (and the hardware backends some
+#: names build); the registry's and the combine's files are added from the engine data
+SCOPE = ("srt/layers/attention", "srt/hardware_backend")
 
 
 class SglangReport(EngineReport):
@@ -57,9 +67,10 @@ def find_root(root: str | Path | None = None) -> Path:
     installed one, located without importing it."""
     if root is not None:
         path = Path(root)
-        path = path / "sglang" if (path / "sglang" / _REGISTRY).exists() else path
-        if not (path / _REGISTRY).exists():
-            raise FileNotFoundError(f"{root}: no SGLang sources ({_REGISTRY} missing)")
+        path = path / "sglang" if (path / "sglang" / "srt").is_dir() else path
+        if not (path / "srt").is_dir():
+            raise FileNotFoundError(f"{root}: no SGLang sources (expected sglang/srt/ there); "
+                                    "pass the folder holding the sglang package")
         return path
     spec = importlib.util.find_spec("sglang")
     if spec is None or not spec.submodule_search_locations:
@@ -76,18 +87,17 @@ class _Unparsable(Exception):
         self.finding = finding
 
 
-def _parse(root: Path, rel: str) -> ast.Module:
-    """The syntax tree of ``root/rel``, or :class:`_Unparsable` with one ``AC000`` located where
-    the parser stopped (a source that does not parse, is not UTF-8 or not a regular file, or
-    nests too deeply): the report goes on without what the file would have said."""
+def _parse(pkg: Path, rel: str) -> ast.Module:
+    """The syntax tree of ``pkg/rel`` (``rel`` below the package), or :class:`_Unparsable` with
+    one ``AC000`` located where the parser stopped."""
     where = f"sglang/{rel}"
     try:
-        text = read_bytes(root / rel, "source file").decode("utf-8")
-        return ast.parse(text, filename=str(root / rel))
+        text = read_bytes(pkg / rel, "source file").decode("utf-8")
+        return ast.parse(text, filename=str(pkg / rel))
     except SyntaxError as err:
         line, col, why = err.lineno or 1, err.offset or 1, f"does not parse: {err.msg}"
     except FileReadError as err:
-        line, col, why = 1, 1, str(err).removeprefix(f"{root / rel}: ")
+        line, col, why = 1, 1, str(err).removeprefix(f"{pkg / rel}: ")
     except UnicodeDecodeError as err:
         line, col, why = 1, 1, f"not UTF-8 (byte offset {err.start})"
     except (RecursionError, MemoryError) as err:
@@ -95,142 +105,631 @@ def _parse(root: Path, rel: str) -> ast.Module:
     raise _Unparsable(Finding(Code.AC000, where, why, location=f"{where}:{line}:{col}"))
 
 
-def _version(root: Path) -> str:
-    """The release of the sources: the wheel's (or installation's) dist-info beside the package,
-    else ``version.py`` (which a wheel may leave at its dev placeholder)."""
-    for meta in sorted(root.parent.glob("sglang-*.dist-info/METADATA")):
-        for line in meta.read_text(errors="replace").splitlines():
-            if line.startswith("Version:"):
-                return line.split(":", 1)[1].strip()
-    version_file = root / "version.py"
-    if version_file.exists():
+# --- the derived facts -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Built:
+    """A class one name's factory returns."""
+
+    cls: str  # its dotted path ("" when the return names no class of the sources)
+    where: str  # the ``return``, ``sglang/...py:LINE``
+    mla: bool | None  # built for MLA models (True), for the others (False), for either (None)
+    why: str = ""  # why no class was found
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A producer record the decode method reaches."""
+
+    record: str
+    where: str
+    base: str | None  # the base the call pins (None: the library's dispatch chooses)
+    bases: tuple[str, ...] = ()  # the bases the dispatch may give
+
+
+@dataclass(frozen=True)
+class Combine:
+    """One DCP combine call of the MLA layer and how it is told the base."""
+
+    consumer: str  # the consumer record
+    where: str  # ``sglang/...py:LINE``
+    keyword: str  # the record's base keyword ("" for a fixed-base record)
+    #: how the call passes it: ``"omitted"`` (the default applies), ``"literal"``, ``"name"`` (a
+    #: function of the backend's name), ``"unknown"`` (an expression this does not read)
+    passes: str
+    literal: str = ""  # the literal passed, for ``"literal"``
+    function: str = ""  # the name function, for ``"name"``
+    function_at: str = ""
+    #: the names the function answers True for (None where its body is not read), and whether
+    #: that is the set (True for the members) or its complement (``not in``)
+    members: frozenset[str] | None = None
+    negated: bool = False
+    #: the function's value for a name it does not list
+    default_value: bool | None = None
+
+    def value_for(self, name: str) -> tuple[str | None, bool]:
+        """The keyword's literal for ``name`` (None: omitted; ``"?"``: cannot be read), and
+        whether the name is one the code names itself (not the default)."""
+        if self.passes == "omitted":
+            return None, False
+        if self.passes == "literal":
+            return self.literal, True
+        if self.passes != "name" or self.members is None:
+            return "?", False
+        listed = name in self.members
+        value = listed != self.negated
+        return ("True" if value else "False"), listed
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One registered name, derived."""
+
+    name: str
+    where: str  # the factory, ``sglang/...py:LINE``
+    built: tuple[Built, ...]
+    #: per MLA class (dotted): the LSE-returning kernel records its decode reaches
+    kernels: dict[str, tuple[Kernel, ...]] = field(default_factory=dict)
+    #: per MLA class: its decode returns a pair under a DCP test (the LSE the layer combines)
+    returns_lse: dict[str, bool] = field(default_factory=dict)
+    #: per class: the lint findings located in the class body (its own merges)
+    lint: dict[str, tuple[Finding, ...]] = field(default_factory=dict)
+
+
+@dataclass
+class Derived:
+    """The mapping of one SGLang tree."""
+
+    root: Path
+    version: str | None
+    backends: dict[str, Backend]
+    combines: tuple[Combine, ...]
+    notes: list[str]
+    unparsed: list[Finding]
+    registry_at: str
+
+
+def _rel(path: str) -> str:
+    parts = str(path).replace("\\", "/").rsplit("/sglang/", 1)
+    return "sglang/" + parts[1] if len(parts) == 2 else str(path)
+
+
+def _short(where: str) -> str:
+    """``/x/sglang/a.py:12:5`` → ``sglang/a.py:12``."""
+    path, line = where.rsplit(":", 2)[:2] if where.count(":") >= 2 else (where, "")
+    return f"{_rel(path)}:{line}" if line else _rel(path)
+
+
+def derive(root: str | Path | None = None, *, version: str | None = None) -> Derived:
+    """The mapping of the SGLang tree at ``root`` (the package or the folder holding it; default:
+    the installed one). Cached per folder and version."""
+    pkg = find_root(root).resolve()
+    return _derive(pkg, version or package_version(pkg))
+
+
+@lru_cache(maxsize=4)
+def _derive(pkg: Path, version: str | None) -> Derived:
+    from attn_contracts.lint import LintConfig, lint_model
+
+    data = engine_data("sglang")
+    notes: list[str] = []
+    reg, note = data.pick(data.entries("registry"), version)
+    notes += [note] if note else []
+    entries = data.entries("dcp_combine")
+    # a release older than every entry has no MLA DCP combine; a newer (or unknown) one is read
+    # with the newest entry, and told so
+    older = bool(version) and all(
+        _lowest(e.versions) and in_range(f"<{_lowest(e.versions)}", version, unparsed=False)
+        for e in entries)
+    combine_entry, note = data.pick(entries, version)
+    if note and not older and note not in notes:
+        notes.append(note)
+    unparsed: list[Finding] = []
+    reg_rel = reg.file.removeprefix("sglang/")
+    paths = [pkg / p for p in SCOPE if (pkg / p).is_dir()]
+    for rel in (reg_rel, combine_entry.file.removeprefix("sglang/")):
+        if (pkg / rel).is_file():
+            paths.append(pkg / rel)
+    findings, model = lint_model(paths, LintConfig())
+    registry = Registry()
+    try:
+        factories = _factories(_parse(pkg, reg_rel), reg)
+    except _Unparsable as err:
+        unparsed.append(err.finding)
+        factories = {}
+    combines: tuple[Combine, ...] = ()
+    rel = combine_entry.file.removeprefix("sglang/")
+    if not older and (pkg / rel).is_file():
         try:
-            tree = _parse(root, "version.py")
-        except _Unparsable:
-            return "?"  # the release is then unknown, as for a tree without one
+            combines = tuple(_combines(_parse(pkg, rel), rel, registry, version))
+        except _Unparsable as err:
+            unparsed.append(err.finding)
+    elif not older:
+        notes.append(f"{combine_entry.file} is not in the tree: no MLA DCP combine is read")
+    decode = str(combine_entry.data.get("decode_method", "forward_decode"))
+    assume = _under_dcp(frozenset(combine_entry.data.get("dcp_flags", ())),
+                        frozenset(combine_entry.data.get("dcp_sizes", ())))
+    reg_path = str(pkg / reg_rel)
+    backends: dict[str, Backend] = {}
+    for name, (line, body, fn) in factories.items():
+        built = tuple(_built(model, reg_path, body, fn, pkg))
+        backends[name] = _backend(model, name, f"sglang/{reg_rel}:{line}", built, decode,
+                                  registry, version, findings, assume)
+    return Derived(pkg, version, backends, combines, notes, unparsed, reg.file)
+
+
+def _lowest(spec: str) -> str:
+    """The lower bound of a ``>=X`` range ("" when it has none)."""
+    for part in spec.split(","):
+        part = part.strip()
+        if part.startswith(">="):
+            return part[2:].strip()
+    return ""
+
+
+def _under_dcp(flags: frozenset[str], sizes: frozenset[str],
+               ) -> Callable[[ast.expr], bool | None]:
+    """The value of an ``if`` test under DCP, where the test is one of the engine's DCP tests
+    (a flag, ``not`` a flag, a size compared with 1, ``and``/``or`` of those); None otherwise."""
+
+    def value(test: ast.expr) -> bool | None:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = value(test.operand)
+            return None if inner is None else not inner
+        if isinstance(test, ast.BoolOp):
+            parts = [value(v) for v in test.values]
+            if isinstance(test.op, ast.And):
+                return False if False in parts else True if all(p is True for p in parts) \
+                    else None
+            return True if True in parts else False if all(p is False for p in parts) else None
+        if _last_name(test) in flags:
+            return True
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+                _last_name(test.left) in sizes and isinstance(test.comparators[0], ast.Constant) \
+                and test.comparators[0].value == 1:
+            op = test.ops[0]
+            if isinstance(op, (ast.Eq, ast.LtE, ast.Lt)):
+                return False
+            if isinstance(op, (ast.NotEq, ast.Gt)):
+                return True
+        return None
+
+    return value
+
+
+def _last_name(node: ast.expr) -> str:
+    return node.id if isinstance(node, ast.Name) else node.attr \
+        if isinstance(node, ast.Attribute) else ""
+
+
+# --- the names -------------------------------------------------------------------------------------
+_Body = list[ast.stmt]
+
+
+def _factories(tree: ast.Module, entry: Entry) -> dict[str, tuple[int, _Body, ast.AST]]:
+    """name → (line, the statements that build it, the function they are in)."""
+    found: dict[str, tuple[int, _Body, ast.AST]] = {}
+    form = entry.data.get("form", "decorator")
+    if form == "decorator":
+        decorator = entry.function
         for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and any(
-                    isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets):
-                return str(node.value.value)
-    return "?"
-
-
-def registered_backends(root: Path) -> dict[str, int]:
-    """``@register_attention_backend("name")`` in the registry: name → line."""
-    return _registered(_parse(root, _REGISTRY))
-
-
-def _registered(tree: ast.Module) -> dict[str, int]:
-    found: dict[str, int] = {}
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for dec in node.decorator_list:
+                    if (isinstance(dec, ast.Call) and _last(dec.func) == decorator and dec.args
+                            and isinstance(dec.args[0], ast.Constant)
+                            and isinstance(dec.args[0].value, str)):
+                        found.setdefault(dec.args[0].value, (node.lineno, node.body, node))
+        return found
+    # the branches of one method: ``if <x> == "name": ... elif <x> == "name": ...``
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef):
-            for dec in node.decorator_list:
-                if (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Name)
-                        and dec.func.id == "register_attention_backend" and dec.args
-                        and isinstance(dec.args[0], ast.Constant)):
-                    found[str(dec.args[0].value)] = dec.lineno
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.name == entry.function:
+            for st in node.body:
+                branch: ast.stmt | None = st
+                while isinstance(branch, ast.If):
+                    name = _compared_name(branch.test)
+                    if name is not None:
+                        found.setdefault(name, (branch.lineno, branch.body, node))
+                    branch = branch.orelse[0] if len(branch.orelse) == 1 else None
     return found
 
 
-def base_e_backends(root: Path) -> tuple[set[str], int]:
-    """The set literal ``is_mla_dcp_lse_base_on_e`` tests membership in, and its line."""
-    return _base_e(_parse(root, _FORWARD_MLA))
+def _last(node: ast.expr) -> str:
+    return node.id if isinstance(node, ast.Name) else node.attr \
+        if isinstance(node, ast.Attribute) else ""
 
 
-def _base_e(tree: ast.Module) -> tuple[set[str], int]:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name == _BASE_FN:
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Set):
-                    return {str(e.value) for e in sub.elts if isinstance(e, ast.Constant)}, \
-                        sub.lineno
-    raise ValueError(f"{_FORWARD_MLA}: no {_BASE_FN} with a set literal (SGLang moved it)")
+def _compared_name(test: ast.expr) -> str | None:
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+        right = test.comparators[0]
+        if isinstance(right, ast.Constant) and isinstance(right.value, str):
+            return right.value
+    return None
 
 
-def _combine_lines(tree: ast.Module) -> list[int]:
-    """Lines of the MLA DCP combine calls that pass ``is_lse_base_on_e=is_lse_base_on_e``."""
-    return sorted(node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
-                  and isinstance(node.func, ast.Name)
-                  and node.func.id in ("cp_lse_ag_out_rs_mla", "dcp_a2a_lse_reduce")
-                  and any(k.arg == "is_lse_base_on_e" for k in node.keywords))
+def _mla_polarity(test: ast.expr) -> bool | None:
+    """True: the branch runs for MLA models (``if runner.use_mla_backend``); False: for the
+    others (``if not ...``); None: the test is not about it."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    inner = test.operand if isinstance(test, ast.UnaryOp) else test
+    if isinstance(inner, ast.Attribute) and inner.attr == "use_mla_backend":
+        return not negated
+    return None
 
 
+def _statements(body: _Body, mla: bool | None) -> Iterator[tuple[ast.stmt, bool | None]]:
+    """Each statement of ``body`` (into nested blocks) with the MLA branch it is on."""
+    for st in body:
+        yield st, mla
+        if isinstance(st, ast.If):
+            pol = _mla_polarity(st.test)
+            yield from _statements(st.body, mla if pol is None else pol)
+            yield from _statements(st.orelse, mla if pol is None else not pol)
+        elif isinstance(st, (ast.With, ast.For, ast.While)):
+            yield from _statements(st.body, mla)
+        elif isinstance(st, ast.Try):
+            for block in (st.body, *(h.body for h in st.handlers), st.orelse, st.finalbody):
+                yield from _statements(block, mla)
+
+
+def _local_imports(fn: ast.AST) -> dict[str, str]:
+    return {a.asname or a.name: f"{node.module}.{a.name}" for node in ast.walk(fn)
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level
+            for a in node.names}
+
+
+def _built(model: Any, path: str, body: _Body, fn: ast.AST, pkg: Path,
+           depth: int = 0) -> Iterator[Built]:
+    """The classes the statements return (following a returned factory call two levels)."""
+    program = model.program
+    local = _local_imports(fn)
+    assigned: dict[str, ast.expr] = {}
+    for st, mla in _statements(body, None):
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and \
+                isinstance(st.targets[0], ast.Name):
+            assigned[st.targets[0].id] = st.value
+        if not isinstance(st, ast.Return) or st.value is None:
+            continue
+        value = st.value
+        if isinstance(value, ast.Name) and value.id in assigned:
+            value = assigned[value.id]
+        if not isinstance(value, ast.Call):
+            continue
+        where = f"{_rel(path)}:{st.lineno}"
+        target = _resolve(program, path, ast.unparse(value.func), local)
+        if target is None:
+            yield Built("", where, mla, why=f"returns {ast.unparse(value.func)}(...), not a "
+                                             "name of the sources")
+        elif target.kind == "class" and target.cls is not None:
+            c = target.cls
+            yield Built(f"{c.module}.{c.name}" if c.module else c.name, where, mla)
+        elif target.kind == "def" and depth < 2:
+            node = program.function(target.module, target.name)
+            if node is not None:
+                for b in _built(model, target.module, node.body, node, pkg, depth + 1):
+                    yield Built(b.cls, b.where, mla if b.mla is None else b.mla, b.why)
+        else:
+            yield Built("", where, mla, why=f"returns {ast.unparse(value.func)}(...), "
+                                             f"{target.target or target.kind}")
+
+
+def _resolve(program: Any, path: str, dotted: str, local: dict[str, str]) -> Any:
+    """What ``dotted`` (as written in module ``path``, with its function-local imports) is."""
+    head, _, rest = dotted.partition(".")
+    if head in local:
+        module, _, name = local[head].rpartition(".")
+        mod_path = program.module(module)
+        if mod_path is None:
+            return None
+        return program.binding(mod_path, name if not rest else f"{name}.{rest}") if not rest \
+            else None
+    if rest:
+        return None
+    return program.binding(path, head)
+
+
+def _backend(model: Any, name: str, where: str, built: tuple[Built, ...], decode: str,
+             registry: Registry, version: str | None, findings: list[Finding],
+             assume: Callable[[ast.expr], bool | None]) -> Backend:
+    program = model.program
+    kernels: dict[str, tuple[Kernel, ...]] = {}
+    returns: dict[str, bool] = {}
+    lint: dict[str, tuple[Finding, ...]] = {}
+    for b in built:
+        if not b.cls:
+            continue
+        module, _, cls_name = b.cls.rpartition(".")
+        cls = model.find_class(module, cls_name)
+        if cls is None:
+            continue
+        lint[b.cls] = tuple(_findings_in(program, cls, findings))
+        if b.mla is False:
+            continue
+        # the kernels whose LSE the decode returns (a subclass's own DCP call, not the
+        # parent's path it takes otherwise); all it reaches where the flow loses the LSE
+        reached = model.kernels_of(cls, decode, returned=True, assume=assume) or \
+            model.kernels_of(cls, decode, assume=assume)
+        found = sorted(reached, key=lambda k: (k.where, k.record))
+        kept: dict[str, Kernel] = {}
+        for k in found:
+            rec = _record(registry, k.record)
+            if rec is None or not rec.returns_lse or not _holds(rec, version):
+                continue
+            entry = kept.get(k.record)
+            base = None if k.dispatch else k.base
+            bases = tuple(sorted({*(entry.bases if entry else ()), *k.bases,
+                                  *((k.base,) if k.base else ())}))
+            if entry is not None and entry.base != base:
+                base = None
+            kept[k.record] = Kernel(k.record, _short(k.where), base, bases)
+        kernels[b.cls] = tuple(kept.values())
+        returns[b.cls] = _returns_pair(program, cls, decode)
+    return Backend(name, where, built, kernels, returns, lint)
+
+
+def _record(registry: Registry, name: str) -> Any:
+    try:
+        return registry.get(name)
+    except UnknownRecordError:
+        return None
+
+
+def _holds(rec: Any, version: str | None) -> bool:
+    """The record holds for an SGLang tree: a record of SGLang's own code at its release;
+    another library's at any (the release SGLang pins is not read here)."""
+    if rec.library != "sglang" or not version or not rec.library_version:
+        return True
+    return in_range(rec.library_version, version, unparsed=True)
+
+
+def _findings_in(program: Any, cls: Any, findings: list[Finding]) -> Iterator[Finding]:
+    node = program.class_node(cls)
+    if node is None:
+        return
+    lo, hi = node.lineno, node.end_lineno or node.lineno
+    for f in findings:
+        path, _, rest = f.location.rpartition(":")
+        path, _, line = path.rpartition(":") if rest.isdigit() and ":" in path else (
+            path, "", rest)
+        if path == cls.path and line.isdigit() and lo <= int(line) <= hi:
+            yield f
+
+
+def _returns_pair(program: Any, cls: Any, decode: str) -> bool:
+    """The decode method (along the MRO) returns a pair on some path: the partial and the LSE
+    the layer hands to the combine (under DCP; SGLang's decode returns the output alone
+    otherwise)."""
+    definer = program.lookup(cls, decode)
+    fn = None if definer is None else program.methods(definer).get(decode)
+    if fn is None:
+        return False
+    for n in ast.walk(fn):
+        # ``if return_lse and self.use_mla: raise ...``: its MLA decode refuses an LSE
+        if isinstance(n, ast.If) and n.body and isinstance(n.body[0], ast.Raise):
+            test = ast.unparse(n.test)
+            if "use_mla" in test and "lse" in test and "not " not in test:
+                return False
+    return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple) and
+               len(n.value.elts) == 2 for n in ast.walk(fn))
+
+
+# --- the combine -----------------------------------------------------------------------------------
+def _combines(tree: ast.Module, rel: str, registry: Registry, version: str | None,
+              ) -> Iterator[Combine]:
+    """The calls of the file to a consumer record of SGLang at ``version``, each with how it
+    passes the base."""
+    imported = {a.asname or a.name: f"{n.module}.{a.name}" for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.module and not n.level for a in n.names}
+    by_last: dict[str, list[tuple[ConsumerRecord, str]]] = {}
+    for c in registry.consumers():
+        if c.library != "sglang" or (version and c.library_version and
+                                     not in_range(c.library_version, version, unparsed=True)):
+            continue
+        for call in c.calls:
+            by_last.setdefault(call.function.rsplit(".", 1)[-1], []).append((c, call.function))
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        assigned = {t.id: st.value for st in ast.walk(fn) if isinstance(st, ast.Assign)
+                    for t in st.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+                continue
+            full = imported.get(node.func.id, "")
+            for consumer, function in by_last.get(node.func.id, []):
+                module = function.rpartition(".")[0]
+                if not full or not module.startswith(full.rpartition(".")[0]):
+                    continue  # the name is not imported from the record's package
+                yield _combine(consumer, node, f"sglang/{rel}:{node.lineno}", assigned,
+                               functions, rel)
+                break
+
+
+def _combine(consumer: ConsumerRecord, call: ast.Call, where: str,
+             assigned: dict[str, ast.expr], functions: dict[str, ast.FunctionDef],
+             rel: str) -> Combine:
+    base = consumer.base
+    if isinstance(base, FixedBase) or not isinstance(base, KeywordBase):
+        return Combine(consumer.name, where, "", "omitted")
+    kw = next((k.value for k in call.keywords if k.arg == base.keyword), None)
+    if kw is None:
+        return Combine(consumer.name, where, base.keyword, "omitted")
+    if isinstance(kw, ast.Name) and kw.id in assigned:
+        kw = assigned[kw.id]
+    if isinstance(kw, ast.Constant):
+        return Combine(consumer.name, where, base.keyword, "literal", literal=repr(kw.value))
+    if isinstance(kw, ast.Call) and isinstance(kw.func, ast.Name) and len(kw.args) == 1 and \
+            kw.func.id in functions:
+        fn = functions[kw.func.id]
+        read = _name_function(fn)
+        at = f"sglang/{rel}:{fn.lineno}"
+        if read is None:
+            return Combine(consumer.name, where, base.keyword, "name", function=fn.name,
+                           function_at=at)
+        members, negated = read
+        return Combine(consumer.name, where, base.keyword, "name", function=fn.name,
+                       function_at=at, members=members, negated=negated,
+                       default_value=negated)
+    return Combine(consumer.name, where, base.keyword, "unknown")
+
+
+def _name_function(fn: ast.FunctionDef) -> tuple[frozenset[str], bool] | None:
+    """A one-parameter function whose body returns a membership or equality test of the
+    parameter: (the names it tests, negated). None: any other body."""
+    if len(fn.args.args) != 1:
+        return None
+    param = fn.args.args[0].arg
+    body = [st for st in fn.body if not (isinstance(st, ast.Expr) and
+                                         isinstance(st.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return None
+    expr = body[0].value
+    if not (isinstance(expr, ast.Compare) and len(expr.ops) == 1 and
+            isinstance(expr.left, ast.Name) and expr.left.id == param):
+        return None
+    op, right = expr.ops[0], expr.comparators[0]
+    if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Set, ast.List, ast.Tuple)):
+        names = [e.value for e in right.elts if isinstance(e, ast.Constant)]
+        if len(names) != len(right.elts) or not all(isinstance(n, str) for n in names):
+            return None
+        return frozenset(map(str, names)), isinstance(op, ast.NotIn)
+    if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant) and \
+            isinstance(right.value, str):
+        return frozenset({right.value}), isinstance(op, ast.NotEq)
+    return None
+
+
+# --- the report ------------------------------------------------------------------------------------
 def report(backend: str | None = None, *, root: str | Path | None = None) -> list[SglangReport]:
     """One row per registered SGLang attention backend (or the one named). A source that does
-    not parse is one ``AC000`` (on the first row) and the report goes on: without the registry
-    there is one row for it; without ``forward_mla.py`` no base is known, so no edge is checked."""
-    pkg = find_root(root)
-    version = _version(pkg)
-    try:
-        backends = _registered(_parse(pkg, _REGISTRY))
-    except _Unparsable as err:
-        return [SglangReport("(registry)", f"sglang/{_REGISTRY}", findings=[err.finding],
-                             note="the registry does not parse: no backend is known")]
-    if backend is not None and backend not in backends:
-        raise ValueError(f"unknown SGLang backend {backend!r}; known: {', '.join(sorted(backends))}")
-    unparsed: Finding | None = None
-    try:
-        forward = _parse(pkg, _FORWARD_MLA)
-    except _Unparsable as err:
-        unparsed = err.finding
-        base_e: set[str] | None = None
-        set_line, calls = 1, []
-    else:
-        (base_e, set_line), calls = _base_e(forward), _combine_lines(forward)
-    where = f"sglang/{_FORWARD_MLA}:{set_line}"
+    not parse is one ``AC000`` (on the first row) and the report goes on without what it would
+    have said."""
+    d = derive(root)
+    if not d.backends:
+        row = SglangReport("(registry)", d.registry_at, findings=list(d.unparsed),
+                           note="the registry does not parse: no backend is known"
+                           if d.unparsed else "the registry names no backend")
+        return [row]
+    if backend is not None and backend not in d.backends:
+        raise ValueError(f"unknown SGLang backend {backend!r}; known: "
+                         f"{', '.join(sorted(d.backends))}")
     registry = Registry()
-    consumer = registry.consumer(_CONSUMER)
     rows: list[SglangReport] = []
-    for name, line in backends.items():
+    for name, b in d.backends.items():
         if backend is not None and name != backend:
             continue
-        subject = f"sglang.{name}"
-        first = not rows
-        literal = None if base_e is None else "True" if name in base_e else "False"
-        row = SglangReport(name, f"sglang/{_REGISTRY}:{line}", declared={
-            "declared_at": f"unknown: {_FORWARD_MLA.rsplit('/', 1)[-1]} does not parse"}
-            if literal is None else {
-            "is_lse_base_on_e": literal, "declared_at": where})
-        if first and unparsed is not None:  # said once, on the first row
-            row.findings.append(unparsed)
-        if version not in (MAPPED_RELEASE, "?") and first:
-            row.findings.append(Finding(
-                Code.AC013, subject, f"SGLang {version}: the mapping was read at {MAPPED_RELEASE}",
-                severity=Severity.WARNING, field="sglang", found=version))
-        if literal is None:  # forward_mla.py did not parse: the combine's keyword is unknown
-            row.records = list(MAPPING.get(name, ((), ""))[0])
-            row.note = "edge not checked: the combine's keyword is unknown"
-            rows.append(row)
-            continue
-        if name not in MAPPING:
-            row.findings.append(Finding(
-                Code.AC013, subject, f"backend {name} is not in the SGLang {MAPPED_RELEASE} "
-                f"mapping; its MLA DCP LSE would be combined as base {'e' if literal == 'True' else 2}"
-                f" ({where})", severity=Severity.WARNING, field="backend", found=name))
-            rows.append(row)
-            continue
-        records, source = MAPPING[name]
-        row.note = source
-        for rec in records:
-            try:
-                kernel = registry.get(rec)
-            except UnknownRecordError:
-                row.findings.append(Finding(Code.AC013, subject, f"mapped record {rec!r} is not "
-                                            "in the catalog", severity=Severity.WARNING))
-                continue
-            row.records.append(rec)
-            for f in check_edge(kernel, consumer, keyword_value=literal):
-                # base and layout: errors; the rest (empty rows, dtype, limits) warnings, since
-                # this mapping does not read what the call site does about them (SGLang zeroes
-                # trtllm-gen's empty rows after the kernel, a fix-up AC030 cannot see)
-                severity = Severity.ERROR if f.code in (Code.AC016, Code.AC017) else \
-                    Severity.WARNING
-                row.findings.append(
-                    Finding(f.code, f.subject, f"{f.message} (the keyword is "
-                            f"{_BASE_FN}({name!r}) = {literal}, {where}; calls at "
-                            f"lines {', '.join(map(str, calls))})", severity=severity,
-                            hint=f.hint, field=f.field, found=f.found, allowed=f.allowed,
-                            location=where))
-        row.edges = [f"{_CONSUMER} [is_lse_base_on_e={_BASE_FN}(backend) = {literal}]"]
+        row = _row(b, d, registry)
+        if not rows:  # said once, on the first row
+            row.findings[:0] = [*d.unparsed, *(Finding(
+                Code.AC013, f"sglang.{name}", n, severity=Severity.WARNING, field="sglang",
+                found=d.version or "?") for n in d.notes)]
         rows.append(row)
     return rows
+
+
+def _row(b: Backend, d: Derived, registry: Registry) -> SglangReport:
+    subject = f"sglang.{b.name}"
+    classes = [x for x in b.built if x.cls]
+    mla = [x for x in classes if x.mla is not False]
+    impl = ", ".join(dict.fromkeys(x.cls.rsplit(".", 1)[-1] for x in mla or classes)) or "-"
+    row = SglangReport(b.name, impl)
+    if not classes:
+        row.note = "; ".join(dict.fromkeys(x.why for x in b.built)) or "the factory returns " \
+            "no class"
+    for findings in b.lint.values():
+        row.findings += [f for f in findings if f not in row.findings]
+    values = {c.where: c.value_for(b.name) for c in d.combines}
+    row.declared = {"declared_at": ", ".join(dict.fromkeys(
+        c.function_at or c.where for c in d.combines)) or "no MLA DCP combine in this release"}
+    for c in d.combines:
+        literal, _ = values[c.where]
+        if c.keyword:
+            row.declared[f"{c.keyword} ({c.consumer.rsplit('.', 1)[-1]})"] = \
+                "(default)" if literal is None else literal
+    if not d.combines:
+        row.note = row.note or f"no MLA DCP combine in SGLang {d.version or '(version unknown)'}"
+        return row
+    if not mla:
+        if classes:
+            row.note = row.note or "no MLA class: its LSE does not reach the MLA DCP combine"
+        return row
+    for x in mla:
+        kernels = b.kernels.get(x.cls, ())
+        row.records += [k.record for k in kernels if k.record not in row.records]
+        if not b.returns_lse.get(x.cls):
+            row.note = row.note or (f"{x.cls.rsplit('.', 1)[-1]}'s decode returns no LSE under "
+                                    "DCP: not a DCP backend")
+            continue
+        for c in d.combines:
+            consumer = registry.consumer(c.consumer)
+            literal, named = values[c.where]
+            told = _told(consumer, literal)
+            row.edges.append(f"{c.consumer} [{c.keyword or 'base'}="
+                             f"{'(default)' if literal is None else literal} → base {told}, "
+                             f"layout not read] ({c.where})")
+            if literal == "?":
+                row.findings.append(Finding(
+                    Code.AC028, subject, f"the base {c.where} passes for {b.name} cannot be "
+                    f"read ({c.function or 'an expression'}): nothing confirms it",
+                    severity=Severity.ERROR, location=c.where,
+                    hint="pass the base as a literal, or a set test of the backend name"))
+                continue
+            if not kernels:
+                how = (f"{c.function}({b.name!r}) = {literal} ({c.function_at})" if c.function
+                       else f"the {'default' if literal is None else 'literal'} of {c.consumer}")
+                if named:
+                    row.findings.append(Finding(
+                        Code.AC002, subject, f"{x.cls.rsplit('.', 1)[-1]}'s decode LSE under DCP "
+                        f"comes from a kernel no record describes; {how} names it, so SGLang "
+                        "says its base; not confirmed", severity=Severity.NOTE,
+                        location=c.where))
+                else:
+                    row.findings.append(Finding(
+                        Code.AC002, subject, f"{x.cls.rsplit('.', 1)[-1]}'s decode LSE under DCP "
+                        f"comes from a kernel no record describes, and {c.consumer} at {c.where} "
+                        f"combines it as base {told} by default ({how}): nothing confirms it",
+                        severity=Severity.ERROR, location=c.where,
+                        hint=f"name {b.name!r} in {c.function or 'the base keyword'} with its "
+                        "kernel's base, or add a record of the kernel it calls"))
+                continue
+            for k in kernels:
+                kernel = _as_received(registry.get(k.record), consumer, k.base)
+                for f in check_edge(kernel, consumer, keyword_value=literal):
+                    # the base: an error; the rest (empty rows, dtype, limits) warnings: this
+                    # does not read what the call site does about them (SGLang zeroes
+                    # trtllm-gen's empty rows after the kernel, a fix-up AC030 cannot see)
+                    severity = Severity.ERROR if f.code is Code.AC016 else Severity.WARNING
+                    said = f"{c.function}({b.name!r}) = {literal}, {c.function_at}" \
+                        if c.function else f"{c.keyword or 'base'}=" \
+                        f"{'(default)' if literal is None else literal}"
+                    row.findings.append(Finding(
+                        f.code, f.subject, f"{f.message} ({said}; the combine at {c.where}, "
+                        f"the kernel at {k.where})", severity=severity, hint=f.hint,
+                        field=f.field, found=f.found, allowed=f.allowed, location=c.where))
+    return row
+
+
+def _as_received(record: CapabilityRecord, consumer: ConsumerRecord,
+                 base: str | None) -> CapabilityRecord:
+    """The kernel's record as the combine receives it: in the base the call pins (after a
+    conversion such as ``lse * log2(e)``, the converted one), with the layout the combine
+    reads (the MLA layer reshapes the decode LSE, ``lse.contiguous()`` and views, before the
+    call; that is not read here)."""
+    spec = record.lse
+    if not isinstance(spec, LseSpec):
+        return record
+    update: dict[str, object] = {"layout": consumer.lse.layouts[0], "q_len_axis": False}
+    if base in ("e", "2"):
+        update["base"] = base
+    lse = spec.model_copy(update=update)
+    return record.model_copy(update={"lse": lse})
+
+
+def _told(consumer: ConsumerRecord, literal: str | None) -> str:
+    base = consumer.base
+    if isinstance(base, FixedBase):
+        return base.base
+    if isinstance(base, KeywordBase):
+        key = base.default if literal is None else literal
+        return dict(base.values).get(key or "", "?")
+    return "?"

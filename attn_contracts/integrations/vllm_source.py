@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import ast
 import re
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from attn_contracts.findings import Finding
-from attn_contracts.versions import in_range, package_version
+from attn_contracts.integrations.engine_data import EngineData, Entry
+from attn_contracts.integrations.engine_data import engine_data as _engine_data
+from attn_contracts.versions import package_version
 
 __all__ = ["Derived", "EngineData", "SourceError", "derive", "engine_data", "source_version"]
 
@@ -38,50 +38,9 @@ class SourceError(ValueError):
     """A source tree that cannot be read as vLLM (the message names the folder)."""
 
 
-@dataclass(frozen=True)
-class _Ranged:
-    versions: str
-    file: str
-    cls: str
-    source: str
-    data: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class EngineData:
-    """``backends/catalog/engines/vllm.toml``, parsed."""
-
-    enum: tuple[_Ranged, ...]
-    declaration: tuple[_Ranged, ...]
-    dcp_call: tuple[_Ranged, ...]
-
-    def pick(self, entries: Sequence[_Ranged], version: str | None) -> tuple[_Ranged, str]:
-        """The entry for ``version``, and a note when it is only the newest one (an unseen or
-        unknown release)."""
-        for e in entries:
-            if version and in_range(e.versions, version, unparsed=False):
-                return e, ""
-        newest = entries[-1]
-        return newest, (f"no entry of {_ENGINE_FILE} holds vLLM {version or '(version unknown)'}; "
-                        f"read with the newest ({newest.versions})")
-
-    def all_for(self, entries: Sequence[_Ranged], version: str | None) -> list[_Ranged]:
-        return [e for e in entries if version and in_range(e.versions, version, unparsed=False)]
-
-
-def _ranged(rows: list[dict[str, Any]]) -> tuple[_Ranged, ...]:
-    return tuple(_Ranged(str(r["versions"]), str(r["file"]), str(r["class"]), str(r["source"]), r)
-                 for r in rows)
-
-
-@lru_cache(maxsize=1)
 def engine_data() -> EngineData:
     """The hand-kept vLLM facts (read once)."""
-    text = (resources.files("attn_contracts.backends") / "catalog" / "engines" /
-            _ENGINE_FILE).read_text(encoding="utf-8")
-    raw = tomllib.loads(text)
-    return EngineData(_ranged(raw.get("enum", [])), _ranged(raw.get("declaration", [])),
-                      _ranged(raw.get("dcp_call", [])))
+    return _engine_data("vllm")
 
 
 # --- the tree --------------------------------------------------------------------------------------
@@ -258,7 +217,7 @@ def _literal(node: ast.expr) -> object:
 
 
 def _member(model: Any, name: str, value: str, returns: tuple[str, ...], bases: tuple[str, ...],
-            calls: dict[str, _Ranged], lint: list[Finding], edge_lint: dict[str, list[Finding]],
+            calls: dict[str, Entry], lint: list[Finding], edge_lint: dict[str, list[Finding]],
             readers: dict[str, None]) -> MemberFacts:
     if not value or "." not in value:
         return MemberFacts(name, value, "", why="a placeholder member (no class path)")

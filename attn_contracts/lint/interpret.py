@@ -237,20 +237,37 @@ class Interpreter:
         self._carrier_lines: dict[str, tuple[int, ...]] = {}
         self._calls_memo: dict[tuple[str, str], bool] = {}
         self._relevant_pattern: re.Pattern[str] | None = None
+        #: decides an ``if`` test where the caller knows it (an engine's configuration: DCP
+        #: on), so only that side is interpreted; None: every side
+        self.assume: Callable[[ast.expr], bool | None] | None = None
 
     def knowledge(self, path: str) -> Knowledge:
         return self._knowledge.get(path, self._default)
 
     # --- entry points --------------------------------------------------------------------------
     def run_function(self, path: str, qualname: str, node: FuncNode,
-                     self_value: Inst | None) -> frozenset[Kernel]:
+                     self_value: Inst | None, *, returned: bool = False,
+                     assume: Callable[[ast.expr], bool | None] | None = None,
+                     ) -> frozenset[Kernel]:
         """Interpret one function on its own: its parameters are unknown (typed by their
-        annotations); the kernels it reaches."""
+        annotations); the kernels it reaches (``returned``: only those whose LSE it returns).
+        ``assume``: the ``if`` tests it decides are taken one way only, in this function and
+        every call it makes (analysed afresh, apart from the memo of the unassumed runs)."""
         func = Func(path, qualname, node)
-        s = self.analyse(func, self_value, None, generic=True)
-        returned = lse_of(_flatten(s.returns))
-        seen = s.kernels | frozenset(k for src in (returned.sources if returned else ())
-                                     if (k := _kernel_of(src)) is not None)
+        if assume is not None:
+            memo, self._memo, self.assume = self._memo, {}, assume
+            try:
+                s = self.analyse(func, self_value, None, generic=True)
+            finally:
+                self._memo, self.assume = memo, None
+        else:
+            s = self.analyse(func, self_value, None, generic=True)
+        lse = lse_of(_flatten(s.returns))
+        from_return = frozenset(k for src in (lse.sources if lse else ())
+                                if (k := _kernel_of(src)) is not None)
+        if returned:
+            return from_return
+        seen = s.kernels | from_return
         # a producer call whose LSE the flow lost sight of counts as it returns it
         keys = {(k.where, k.record) for k in seen}
         return seen | frozenset(k for k in s.produced if (k.where, k.record) not in keys)
@@ -1211,7 +1228,10 @@ class _Frame:
         results = []
         on_base = test is not None and _on_base_test(test, self.i.base_attrs)
         narrowed = _tuple_test(test)
+        known = None if test is None or self.i.assume is None else self.i.assume(test)
         for i, body in enumerate(bodies):
+            if known is not None and i < 2 and (i == 0) != known:
+                continue  # the side the assumption rules out
             self.env = dict(before)
             if narrowed is not None and i < 2 and narrowed in self.env:
                 # ``if isinstance(ret, tuple): ... return ...`` / else: what each side holds

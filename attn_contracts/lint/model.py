@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,6 +125,26 @@ class ProgramModel:
                 uses.append(use)
         return ClassFacts(cls, declaration(h, cls, returns_attrs, base_attrs, own=False), found,
                           tuple(sorted(uses, key=lambda u: u.where)))
+
+    def kernels_of(self, cls: ClassInfo, method: str, *, returned: bool = False,
+                   assume: Callable[[ast.expr], bool | None] | None = None,
+                   ) -> frozenset[Kernel]:
+        """The producer calls one method of ``cls`` reaches (the method found along its MRO,
+        ``self`` bound to ``cls`` itself, so its calls dispatch to ``cls``'s overrides): an
+        engine's decode path, apart from the prefill kernels the same class runs.
+        ``returned``: only the calls whose LSE the method returns; ``assume``: decides the
+        ``if`` tests it knows (the configuration being checked), so one side is read."""
+        definer = self.program.lookup(cls, method)
+        fn = None if definer is None else self.program.methods(definer).get(method)
+        if definer is None or fn is None:
+            return frozenset()
+        report, self._interp.report = self._interp.report, _discard
+        try:
+            return frozenset(self._interp.run_function(
+                definer.path, f"{definer.name}.{method}", fn,
+                Inst((cls.path, cls.name), exact=True), returned=returned, assume=assume))
+        finally:
+            self._interp.report = report
 
 
 def _discard(_: Finding) -> None:
