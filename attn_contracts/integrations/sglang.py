@@ -123,7 +123,6 @@ class Kernel:
     record: str
     where: str
     base: str | None  # the base the call pins (None: the library's dispatch chooses)
-    bases: tuple[str, ...] = ()  # the bases the dispatch may give
 
 
 @dataclass(frozen=True)
@@ -143,8 +142,6 @@ class Combine:
     #: that is the set (True for the members) or its complement (``not in``)
     members: frozenset[str] | None = None
     negated: bool = False
-    #: the function's value for a name it does not list
-    default_value: bool | None = None
 
     def value_for(self, name: str) -> tuple[str | None, bool]:
         """The keyword's literal for ``name`` (None: omitted; ``"?"``: cannot be read), and
@@ -251,7 +248,7 @@ def _derive(pkg: Path, version: str | None) -> Derived:
     reg_path = str(pkg / reg_rel)
     backends: dict[str, Backend] = {}
     for name, (line, body, fn) in factories.items():
-        built = tuple(_built(model, reg_path, body, fn, pkg))
+        built = tuple(_built(model, reg_path, body, fn))
         backends[name] = _backend(model, name, f"sglang/{reg_rel}:{line}", built, decode,
                                   registry, version, findings, assume)
     return Derived(pkg, version, backends, combines, notes, unparsed, reg.file)
@@ -281,10 +278,10 @@ def _under_dcp(flags: frozenset[str], sizes: frozenset[str],
                 return False if False in parts else True if all(p is True for p in parts) \
                     else None
             return True if True in parts else False if all(p is False for p in parts) else None
-        if _last_name(test) in flags:
+        if _last(test) in flags:
             return True
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
-                _last_name(test.left) in sizes and isinstance(test.comparators[0], ast.Constant) \
+                _last(test.left) in sizes and isinstance(test.comparators[0], ast.Constant) \
                 and test.comparators[0].value == 1:
             op = test.ops[0]
             if isinstance(op, (ast.Eq, ast.LtE, ast.Lt)):
@@ -294,11 +291,6 @@ def _under_dcp(flags: frozenset[str], sizes: frozenset[str],
         return None
 
     return value
-
-
-def _last_name(node: ast.expr) -> str:
-    return node.id if isinstance(node, ast.Name) else node.attr \
-        if isinstance(node, ast.Attribute) else ""
 
 
 # --- the names -------------------------------------------------------------------------------------
@@ -377,7 +369,7 @@ def _local_imports(fn: ast.AST) -> dict[str, str]:
             for a in node.names}
 
 
-def _built(model: Any, path: str, body: _Body, fn: ast.AST, pkg: Path,
+def _built(model: Any, path: str, body: _Body, fn: ast.AST,
            depth: int = 0) -> Iterator[Built]:
     """The classes the statements return (following a returned factory call two levels)."""
     program = model.program
@@ -405,7 +397,7 @@ def _built(model: Any, path: str, body: _Body, fn: ast.AST, pkg: Path,
         elif target.kind == "def" and depth < 2:
             node = program.function(target.module, target.name)
             if node is not None:
-                for b in _built(model, target.module, node.body, node, pkg, depth + 1):
+                for b in _built(model, target.module, node.body, node, depth + 1):
                     yield Built(b.cls, b.where, mla if b.mla is None else b.mla, b.why)
         else:
             yield Built("", where, mla, why=f"returns {ast.unparse(value.func)}(...), "
@@ -415,15 +407,12 @@ def _built(model: Any, path: str, body: _Body, fn: ast.AST, pkg: Path,
 def _resolve(program: Any, path: str, dotted: str, local: dict[str, str]) -> Any:
     """What ``dotted`` (as written in module ``path``, with its function-local imports) is."""
     head, _, rest = dotted.partition(".")
+    if rest:
+        return None  # ``module.Class``: not a form the factories use
     if head in local:
         module, _, name = local[head].rpartition(".")
         mod_path = program.module(module)
-        if mod_path is None:
-            return None
-        return program.binding(mod_path, name if not rest else f"{name}.{rest}") if not rest \
-            else None
-    if rest:
-        return None
+        return None if mod_path is None else program.binding(mod_path, name)
     return program.binding(path, head)
 
 
@@ -446,9 +435,8 @@ def _backend(model: Any, name: str, where: str, built: tuple[Built, ...], decode
             continue
         # the kernels whose LSE the decode returns (a subclass's own DCP call, not the
         # parent's path it takes otherwise); all it reaches where the flow loses the LSE
-        reached = model.kernels_of(cls, decode, returned=True, assume=assume) or \
-            model.kernels_of(cls, decode, assume=assume)
-        found = sorted(reached, key=lambda k: (k.where, k.record))
+        found = sorted(model.kernels_of(cls, decode, returned=True, assume=assume),
+                       key=lambda k: (k.where, k.record))
         kept: dict[str, Kernel] = {}
         for k in found:
             rec = _record(registry, k.record)
@@ -456,11 +444,9 @@ def _backend(model: Any, name: str, where: str, built: tuple[Built, ...], decode
                 continue
             entry = kept.get(k.record)
             base = None if k.dispatch else k.base
-            bases = tuple(sorted({*(entry.bases if entry else ()), *k.bases,
-                                  *((k.base,) if k.base else ())}))
             if entry is not None and entry.base != base:
-                base = None
-            kept[k.record] = Kernel(k.record, _short(k.where), base, bases)
+                base = None  # two calls of one record that pin different bases
+            kept[k.record] = Kernel(k.record, _short(k.where), base)
         kernels[b.cls] = tuple(kept.values())
         returns[b.cls] = _returns_pair(program, cls, decode)
     return Backend(name, where, built, kernels, returns, lint)
@@ -486,11 +472,9 @@ def _findings_in(program: Any, cls: Any, findings: list[Finding]) -> Iterator[Fi
     if node is None:
         return
     lo, hi = node.lineno, node.end_lineno or node.lineno
-    for f in findings:
-        path, _, rest = f.location.rpartition(":")
-        path, _, line = path.rpartition(":") if rest.isdigit() and ":" in path else (
-            path, "", rest)
-        if path == cls.path and line.isdigit() and lo <= int(line) <= hi:
+    for f in findings:  # lint locates every finding at ``path:line:col``
+        path, line, _ = f.location.rsplit(":", 2)
+        if path == cls.path and lo <= int(line) <= hi:
             yield f
 
 
@@ -568,8 +552,7 @@ def _combine(consumer: ConsumerRecord, call: ast.Call, where: str,
                            function_at=at)
         members, negated = read
         return Combine(consumer.name, where, base.keyword, "name", function=fn.name,
-                       function_at=at, members=members, negated=negated,
-                       default_value=negated)
+                       function_at=at, members=members, negated=negated)
     return Combine(consumer.name, where, base.keyword, "unknown")
 
 

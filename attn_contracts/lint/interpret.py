@@ -250,7 +250,8 @@ class Interpreter:
                      assume: Callable[[ast.expr], bool | None] | None = None,
                      ) -> frozenset[Kernel]:
         """Interpret one function on its own: its parameters are unknown (typed by their
-        annotations); the kernels it reaches (``returned``: only those whose LSE it returns).
+        annotations); the kernels it reaches (``returned``: only those whose LSE it returns,
+        where it returns any; every one it reaches where the flow lost them all).
         ``assume``: the ``if`` tests it decides are taken one way only, in this function and
         every call it makes (analysed afresh, apart from the memo of the unassumed runs)."""
         func = Func(path, qualname, node)
@@ -265,7 +266,7 @@ class Interpreter:
         lse = lse_of(_flatten(s.returns))
         from_return = frozenset(k for src in (lse.sources if lse else ())
                                 if (k := _kernel_of(src)) is not None)
-        if returned:
+        if returned and from_return:
             return from_return
         seen = s.kernels | from_return
         # a producer call whose LSE the flow lost sight of counts as it returns it

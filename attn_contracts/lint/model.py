@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,14 +103,11 @@ class ProgramModel:
         returns_attrs, base_attrs = self._attrs
         found = self._kernels.get(id(cls))
         if found is None:
-            report, self._interp.report = self._interp.report, _discard
-            try:
-                kernels: set[Kernel] = set()
-                exact = Inst((cls.path, cls.name), exact=True)
+            kernels: set[Kernel] = set()
+            exact = Inst((cls.path, cls.name), exact=True)
+            with self._quiet():
                 for name, fn in self.program.methods(cls).items():
                     kernels |= self._interp.run_function(cls.path, f"{cls.name}.{name}", fn, exact)
-            finally:
-                self._interp.report = report
             found = self._kernels[id(cls)] = frozenset(kernels)
         key = (cls.path, cls.name)
         mro = {(c.path, c.name) for c in self.program.mro(cls)}
@@ -132,17 +130,24 @@ class ProgramModel:
         """The producer calls one method of ``cls`` reaches (the method found along its MRO,
         ``self`` bound to ``cls`` itself, so its calls dispatch to ``cls``'s overrides): an
         engine's decode path, apart from the prefill kernels the same class runs.
-        ``returned``: only the calls whose LSE the method returns; ``assume``: decides the
+        ``returned``: only the calls whose LSE the method returns (all it reaches where the
+        flow loses the LSE before the return); ``assume``: decides the
         ``if`` tests it knows (the configuration being checked), so one side is read."""
         definer = self.program.lookup(cls, method)
         fn = None if definer is None else self.program.methods(definer).get(method)
         if definer is None or fn is None:
             return frozenset()
-        report, self._interp.report = self._interp.report, _discard
-        try:
+        with self._quiet():
             return frozenset(self._interp.run_function(
                 definer.path, f"{definer.name}.{method}", fn,
                 Inst((cls.path, cls.name), exact=True), returned=returned, assume=assume))
+
+    @contextmanager
+    def _quiet(self) -> Iterator[None]:
+        """What the interpreter finds while answering a question is not a lint finding."""
+        report, self._interp.report = self._interp.report, _discard
+        try:
+            yield
         finally:
             self._interp.report = report
 
