@@ -18,8 +18,8 @@ From the tree:
 - **the combine**: the MLA layer's DCP combine calls (``forward_mla.py``), the consumer record
   each call is, and the base keyword each passes, read as the function of the backend's name it
   is (``is_mla_dcp_lse_base_on_e(self.current_attention_backend)``, evaluated on each name from its
-  body: a set, ``==``, ``not``, ``and``/``or``), or the record's default or fixed base where the
-  call passes none (0.5.15-0.5.16).
+  body: ``name in {...}``, ``not in``, ``==`` or ``!=`` a string; any other body cannot be read,
+  ``AC028``), or the record's default or fixed base where the call passes none (0.5.15-0.5.16).
 
 The edge per name: each LSE-returning kernel record of its decode against each combine, with the
 base the combine is told for that name (:func:`attn_contracts.checks.check_edge`). Where the
@@ -166,7 +166,8 @@ class Backend:
     built: tuple[Built, ...]
     #: per MLA class (dotted): the LSE-returning kernel records its decode reaches
     kernels: dict[str, tuple[Kernel, ...]] = field(default_factory=dict)
-    #: per MLA class: its decode returns a pair under a DCP test (the LSE the layer combines)
+    #: per MLA class: its decode returns a pair on some path and does not refuse an LSE for
+    #: MLA (the partial and the LSE the layer combines)
     returns_lse: dict[str, bool] = field(default_factory=dict)
     #: per class: the lint findings located in the class body (its own merges)
     lint: dict[str, tuple[Finding, ...]] = field(default_factory=dict)
