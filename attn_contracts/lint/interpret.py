@@ -34,7 +34,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
@@ -1105,6 +1105,23 @@ def _literal_text(value: Value) -> list[str]:
     return out or ["<expr>"]
 
 
+_H = TypeVar("_H", bound=Callable[..., Any])
+#: syntax node type -> the _Frame method that interprets it (filled by ``@_on`` as the class is
+#: defined: each handler names its node types where it is written, as pyflakes dispatches)
+_STMT: dict[type, Callable[[_Frame, Any], None]] = {}
+_EXPR: dict[type, Callable[[_Frame, Any], Value]] = {}
+
+
+def _on(table: dict[type, Any], *types: type) -> Callable[[_H], _H]:
+    """Registers the decorated method as ``table``'s handler of ``types``."""
+
+    def register(fn: _H) -> _H:
+        table.update(dict.fromkeys(types, fn))
+        return fn
+
+    return register
+
+
 class _Frame:
     """One function's (or a module's) interpretation."""
 
@@ -1144,11 +1161,13 @@ class _Frame:
                 if isinstance(child, ast.expr):
                     self.expr(child)
 
+    @_on(_STMT, ast.Assign)
     def s_assign(self, st: ast.Assign) -> None:
         value = self.expr(st.value)
         for t in st.targets:
             self.assign(t, value)
 
+    @_on(_STMT, ast.AnnAssign)
     def s_annassign(self, st: ast.AnnAssign) -> None:
         if st.value is not None:
             value = self.expr(st.value)
@@ -1156,31 +1175,38 @@ class _Frame:
                 value = self.i.resolve_annotation(self.path, st.annotation)
             self.assign(st.target, value)
 
+    @_on(_STMT, ast.AugAssign)
     def s_augassign(self, st: ast.AugAssign) -> None:
         current = self.expr(st.target)
         self.assign(st.target, self.binop(st.target, current, st.op, st.value))
 
+    @_on(_STMT, ast.Expr)
     def s_expr(self, st: ast.Expr) -> None:
         self.expr(st.value)
 
+    @_on(_STMT, ast.Return)
     def s_return(self, st: ast.Return) -> None:
         self.returns.append(None if st.value is None else self.expr(st.value))
 
+    @_on(_STMT, ast.If)
     def s_if(self, st: ast.If) -> None:
         self.expr(st.test)
         self.branches([st.body, st.orelse], st.test)
 
+    @_on(_STMT, ast.For, ast.AsyncFor)
     def s_for(self, st: ast.For | ast.AsyncFor) -> None:
         self.expr(st.iter)
         self.assign(st.target, None)
         self.loop(st.body)
         self.block(st.orelse)
 
+    @_on(_STMT, ast.While)
     def s_while(self, st: ast.While) -> None:
         self.expr(st.test)
         self.loop(st.body)
         self.block(st.orelse)
 
+    @_on(_STMT, ast.With, ast.AsyncWith)
     def s_with(self, st: ast.With | ast.AsyncWith) -> None:
         for item in st.items:
             self.expr(item.context_expr)
@@ -1188,22 +1214,27 @@ class _Frame:
                 self.assign(item.optional_vars, None)
         self.block(st.body)
 
+    @_on(_STMT, ast.Try, ast.TryStar)
     def s_try(self, st: ast.Try) -> None:
         self.branches([[*st.body, *st.orelse], *([*h.body] for h in st.handlers)])
         self.block(st.finalbody)
 
+    @_on(_STMT, ast.Match)
     def s_match(self, st: ast.Match) -> None:
         self.expr(st.subject)
         self.branches([c.body for c in st.cases] + [[]])
 
+    @_on(_STMT, ast.FunctionDef, ast.AsyncFunctionDef)
     def s_def(self, st: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         qual = st.name if self.func is None else f"{self.func.qualname}.<locals>.{st.name}"
         self.env[st.name] = Func(self.path, f"{qual}@{st.lineno}", st)
 
+    @_on(_STMT, ast.ClassDef)
     def s_class(self, st: ast.ClassDef) -> None:
         cls = self.i.p.cls((self.path, st.name))
         self.env[st.name] = ClassRef((self.path, st.name)) if cls is not None else None
 
+    @_on(_STMT, ast.Import, ast.ImportFrom)
     def s_import(self, st: ast.Import | ast.ImportFrom) -> None:
         for alias in st.names:
             if alias.name == "*":
@@ -1211,6 +1242,7 @@ class _Frame:
             name, value = self.i.import_value(self.path, st, alias)
             self.env[name] = value
 
+    @_on(_STMT, ast.Delete)
     def s_delete(self, st: ast.Delete) -> None:
         for t in st.targets:
             if isinstance(t, ast.Name):
@@ -1315,6 +1347,7 @@ class _Frame:
         line = value.where.rsplit(":", 2)[1] if value.where.count(":") >= 2 else "?"
         return replace(value, where=_at(self.path, node), how=f" through the {what} (line {line})")
 
+    @_on(_EXPR, ast.Name)
     def e_name(self, node: ast.Name) -> Value:
         name = node.id
         if name in self.env:
@@ -1322,6 +1355,7 @@ class _Frame:
                                f"{name}")
         return self._named(self.i.global_value(self.path, name), node, f"module constant {name}")
 
+    @_on(_EXPR, ast.Attribute)
     def e_attribute(self, node: ast.Attribute) -> Value:
         dotted = dotted_name(node)
         if dotted is not None and dotted in self.env:
@@ -1330,6 +1364,7 @@ class _Frame:
         value = self.i.attribute(inner, node.attr, _at(self.path, node))
         return self._named(value, node, f"attribute {node.attr}")
 
+    @_on(_EXPR, ast.Subscript)
     def e_subscript(self, node: ast.Subscript) -> Value:
         inner = self.expr(node.value)
         key = node.slice
@@ -1356,12 +1391,15 @@ class _Frame:
                 options.append(None)
         return join(options) if options else None
 
+    @_on(_EXPR, ast.Constant)
     def e_constant(self, node: ast.Constant) -> Value:
         return _literal(self.path, node)
 
+    @_on(_EXPR, ast.BinOp)
     def e_binop(self, node: ast.BinOp) -> Value:
         return self.binop(node.left, self.expr(node.left), node.op, node.right)
 
+    @_on(_EXPR, ast.UnaryOp)
     def e_unary(self, node: ast.UnaryOp) -> Value:
         inner = self.expr(node.operand)
         if isinstance(node.op, ast.Not):
@@ -1372,18 +1410,21 @@ class _Frame:
             return None
         return None
 
+    @_on(_EXPR, ast.BoolOp)
     def e_boolop(self, node: ast.BoolOp) -> Value:
         values = [self.expr(v) for v in node.values]
         if isinstance(node.op, ast.Or):  # `a or b`: either (an LSE or a default)
             return join(values)
         return None
 
+    @_on(_EXPR, ast.Tuple, ast.List)
     def e_tuple(self, node: ast.Tuple | ast.List) -> Value:
         values = [self.expr(e) for e in node.elts]
         if any(isinstance(e, ast.Starred) for e in node.elts):
             return None
         return Tup(tuple(values))
 
+    @_on(_EXPR, ast.Dict)
     def e_dict(self, node: ast.Dict) -> Value:
         items = []
         ok = True
@@ -1398,9 +1439,11 @@ class _Frame:
             items.append((name, Arg(value, _at(self.path, v))))
         return DictV(tuple(items)) if ok else None
 
+    @_on(_EXPR, ast.Lambda)
     def e_lambda(self, node: ast.Lambda) -> Value:
         return Func(self.path, f"<lambda:{node.lineno}:{node.col_offset}>", node)
 
+    @_on(_EXPR, ast.IfExp)
     def e_ifexp(self, node: ast.IfExp) -> Value:
         test = self.expr(node.test)
         body, orelse = self.expr(node.body), self.expr(node.orelse)
@@ -1410,12 +1453,14 @@ class _Frame:
             return test if body.value is True else None
         return join([body, orelse])
 
+    @_on(_EXPR, ast.Await, ast.Starred, ast.NamedExpr)
     def e_wrapped(self, node: ast.Await | ast.Starred | ast.NamedExpr) -> Value:
         value = self.expr(node.value)
         if isinstance(node, ast.NamedExpr):
             self.assign(node.target, value)
         return value
 
+    @_on(_EXPR, ast.Call)
     def e_call(self, node: ast.Call) -> Value:
         return self.call(node)
 
@@ -2032,23 +2077,3 @@ def _swaps_two(node: ast.Call, skip: int = 0) -> bool:
 
 _NOT_SPECIAL = object()
 
-_STMT: dict[type, Callable[[_Frame, Any], None]] = {
-    ast.Assign: _Frame.s_assign, ast.AnnAssign: _Frame.s_annassign,
-    ast.AugAssign: _Frame.s_augassign, ast.Expr: _Frame.s_expr, ast.Return: _Frame.s_return,
-    ast.If: _Frame.s_if, ast.For: _Frame.s_for, ast.AsyncFor: _Frame.s_for,
-    ast.While: _Frame.s_while, ast.With: _Frame.s_with, ast.AsyncWith: _Frame.s_with,
-    ast.Try: _Frame.s_try, ast.Match: _Frame.s_match, ast.FunctionDef: _Frame.s_def,
-    ast.AsyncFunctionDef: _Frame.s_def, ast.ClassDef: _Frame.s_class,
-    ast.Import: _Frame.s_import, ast.ImportFrom: _Frame.s_import, ast.Delete: _Frame.s_delete,
-}
-if hasattr(ast, "TryStar"):
-    _STMT[ast.TryStar] = _Frame.s_try
-
-_EXPR: dict[type, Callable[[_Frame, Any], Value]] = {
-    ast.Name: _Frame.e_name, ast.Attribute: _Frame.e_attribute,
-    ast.Subscript: _Frame.e_subscript, ast.Call: _Frame.e_call, ast.BinOp: _Frame.e_binop,
-    ast.Constant: _Frame.e_constant, ast.UnaryOp: _Frame.e_unary, ast.BoolOp: _Frame.e_boolop,
-    ast.Tuple: _Frame.e_tuple, ast.List: _Frame.e_tuple, ast.Dict: _Frame.e_dict,
-    ast.Lambda: _Frame.e_lambda, ast.IfExp: _Frame.e_ifexp, ast.Await: _Frame.e_wrapped,
-    ast.Starred: _Frame.e_wrapped, ast.NamedExpr: _Frame.e_wrapped,
-}
