@@ -15,7 +15,6 @@ NVLink multicast stays off (``NCCL_NVLS_ENABLE=0``, ``TORCH_SYMM_MEM_DISABLE_MUL
 
 from __future__ import annotations
 
-import argparse
 import functools
 import math
 import os
@@ -32,6 +31,7 @@ import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
 from _inputs import bench_record
+from _ranks import join_ranks, rank_args
 from _timing import graph_per_launch, wall_us, write_results
 
 from attn_contracts import CapabilityRecord, ContractError, get, validate_startup
@@ -280,17 +280,9 @@ def report(results: dict[str, Any], world: int, device: str, out_dir: Path | Non
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--quick", action="store_true", help="T in {1, 32} only (a smoke test)")
-    args = ap.parse_args()
+    args = rank_args(__doc__, "T in {1, 32} only (a smoke test)")
     cuda = torch.cuda.is_available()
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if cuda else "cpu")
-    if cuda:
-        torch.cuda.set_device(device)
-    dist.init_process_group("nccl" if cuda else "gloo", device_id=device if cuda else None)
+    rank, world, device = join_ranks(cuda)
     tokens = TOKENS[:2] if args.quick else TOKENS
     results = {"correct": check_correctness(rank, world, device, tokens)}
     results["consensus"] = check_consensus(rank, world)

@@ -16,7 +16,6 @@ the report says why and times ``a2a`` alone. NVLink multicast stays off.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -31,6 +30,7 @@ import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
 from _inputs import bench_record
+from _ranks import join_ranks, rank_args
 from _timing import graph_per_launch, write_results
 
 from attn_contracts import ContractError
@@ -154,18 +154,11 @@ def report(results: dict[str, Any], world: int, why_not: str | None, out_dir: Pa
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--quick", action="store_true", help="T in {1, 32} only")
-    args = ap.parse_args()
+    args = rank_args(__doc__, "T in {1, 32} only")
     if not torch.cuda.is_available():
         print("fi_a2a needs CUDA GPUs (FlashInfer's fused combine)", file=sys.stderr)
         return 2
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}")
-    torch.cuda.set_device(device)
-    dist.init_process_group("nccl", device_id=device)
+    rank, world, device = join_ranks(cuda=True)
     why_not = fused_unavailable(dist.group.WORLD, CombineSetting(
         mode="fi_a2a", world_size=world, num_heads=16, head_dim=512, out_dtype="bfloat16"))
     tokens = (1, 32) if args.quick else TOKENS
