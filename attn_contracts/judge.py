@@ -306,17 +306,27 @@ def _compare_layouts(record: ConsumerRecord, obs: ConsumerObserved) -> list[Find
                      str(list(record.lse.layouts)))]
 
 
+def _reads_as_empty_gaps(record: ConsumerRecord,
+                         obs: ConsumerObserved) -> tuple[list[str], list[str]]:
+    """(declared empty but not read as empty: a finding; read as empty but not declared: a
+    note). Both empty where the function was not observed on empty shards."""
+    if obs.reads_as_empty is None:
+        return [], []
+    declared = record.empty.reads_as_empty
+    return ([v for v in declared if v not in obs.reads_as_empty],
+            [v for v in obs.reads_as_empty if v not in declared])
+
+
 def _compare_empty(record: ConsumerRecord, obs: ConsumerObserved) -> list[Finding]:
     out = []
     e = record.empty
-    if obs.reads_as_empty is not None:
-        not_empty = [v for v in e.reads_as_empty if v not in obs.reads_as_empty]
-        if not_empty:
-            out.append(_finding(record, "empty.reads_as_empty", f"declared {list(e.reads_as_empty)}"
-                                f", but {', '.join(not_empty)} is not read as an empty shard (its "
-                                f"shard gets weight ≠ 0 or spoils the row); observed "
-                                f"{list(obs.reads_as_empty)}", list(obs.reads_as_empty),
-                                str(list(e.reads_as_empty))))
+    not_empty, _ = _reads_as_empty_gaps(record, obs)
+    if not_empty:
+        out.append(_finding(record, "empty.reads_as_empty", f"declared {list(e.reads_as_empty)}, "
+                            f"but {', '.join(not_empty)} is not read as an empty shard (its shard "
+                            f"gets weight ≠ 0 or spoils the row); observed "
+                            f"{list(obs.reads_as_empty or ())}", list(obs.reads_as_empty or ()),
+                            str(list(e.reads_as_empty))))
     if obs.all_empty is not None and e.all_empty != "undefined" and obs.all_empty != e.all_empty \
             and not (e.all_empty == "nan" and obs.all_empty == "zero"):
         out.append(_finding(record, "empty.all_empty", f"declared {e.all_empty!r}, a row whose "
@@ -383,11 +393,10 @@ def conservative_notes(record: ConsumerRecord, obs: ConsumerObserved) -> list[st
     """Where the record promises less than the function does (safe, but worth knowing)."""
     notes = []
     e = record.empty
-    if obs.reads_as_empty is not None:
-        extra = [v for v in obs.reads_as_empty if v not in e.reads_as_empty]
-        if extra:
-            notes.append(f"empty.reads_as_empty: {', '.join(extra)} also reads as empty "
-                         "(with a finite partial)")
+    _, extra = _reads_as_empty_gaps(record, obs)
+    if extra:
+        notes.append(f"empty.reads_as_empty: {', '.join(extra)} also reads as empty (with a "
+                     "finite partial)")
     if obs.all_empty == "zero" and e.all_empty in ("nan", "undefined"):
         notes.append(f"empty.all_empty: declared {e.all_empty!r}, observed 'zero'")
     if not e.zero_weight_nan_safe and obs.zero_weight_nan_safe:

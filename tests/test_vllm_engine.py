@@ -178,14 +178,21 @@ def test_a_real_engine_generates_and_its_worker_runs_the_hook(model: Path,
     assert result["tokens"] == _reference_tokens(model, ["w1 w2 w3", "w7 w8"], 8)
 
 
-def test_a_wrong_contract_stops_both_dcp_ranks_naming_the_class(model: Path, bend_site: Path,
-                                                                tmp_path: Path) -> None:
-    env = _env(tmp_path, ATTN_TEST_BEND="wrong", VLLM_PLUGINS="attn_contracts,attn_test_bend",
+def _refused_dcp_start(model: Path, bend_site: Path, tmp_path: Path,
+                       bend: str) -> tuple[str, list[dict[str, Any]]]:
+    """Serves ``model`` on two DCP ranks with the test plugin bending vLLM as ``bend`` says; the
+    start must fail. Returns the server's log and the events the ranks wrote."""
+    env = _env(tmp_path, ATTN_TEST_BEND=bend, VLLM_PLUGINS="attn_contracts,attn_test_bend",
                PYTHONPATH=os.pathsep.join([str(bend_site), str(FIXTURES.parent)]))
     rc, _, log = _start(_serve(model, "--tensor-parallel-size", "2",
                                "--decode-context-parallel-size", "2"), env, tmp_path / "serve.log")
     assert rc != 0
-    events = _events(tmp_path)
+    return log, _events(tmp_path)
+
+
+def test_a_wrong_contract_stops_both_dcp_ranks_naming_the_class(model: Path, bend_site: Path,
+                                                                tmp_path: Path) -> None:
+    log, events = _refused_dcp_start(model, bend_site, tmp_path, "wrong")
     failed = {e["rank"]: e["error"] for e in events if e["event"] == "check failed"}
     assert sorted(failed) == [0, 1], events
     for error in failed.values():
@@ -197,12 +204,7 @@ def test_a_wrong_contract_stops_both_dcp_ranks_naming_the_class(model: Path, ben
 
 def test_a_peer_failing_vllms_own_check_fails_every_rank_at_once(model: Path, bend_site: Path,
                                                                  tmp_path: Path) -> None:
-    env = _env(tmp_path, ATTN_TEST_BEND="peer", VLLM_PLUGINS="attn_contracts,attn_test_bend",
-               PYTHONPATH=os.pathsep.join([str(bend_site), str(FIXTURES.parent)]))
-    rc, _, log = _start(_serve(model, "--tensor-parallel-size", "2",
-                               "--decode-context-parallel-size", "2"), env, tmp_path / "serve.log")
-    assert rc != 0
-    events = _events(tmp_path)
+    log, events = _refused_dcp_start(model, bend_site, tmp_path, "peer")
     (told,) = [e for e in events if e["event"] == "told peers"]
     assert told["rank"] == 1 and told["error"].startswith("vLLM's own check: AssertionError")
     (refused,) = [e for e in events if e["event"] == "check failed"]
