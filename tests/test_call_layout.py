@@ -1,9 +1,10 @@
-"""A producer's LSE base *and layout* chosen by its call (FlashInfer 0.7.2.post1's prefill
-``run(..., lse_base=, lse_layout=)``, flashinfer #5257): the record says which keyword picks which,
-startup resolves the engine's literal arguments, and the edge is checked with what the call
-returns. The bug this guards: vLLM 0.24-0.28 merged FlashInfer prefill's base-2 ``[T, H]`` LSE with
-``merge_attn_states`` (natural log, ``[H, T]``; vLLM #52796), SGLang merges it with its natural-log
-``merge_state`` (SGLang #40903)."""
+"""attn_contracts.call_layout, with call_base (the other half of one choice): a producer's LSE base
+*and layout* chosen by its call (FlashInfer 0.7.2.post1's prefill ``run(..., lse_base=,
+lse_layout=)``, flashinfer #5257): the record says which keyword picks which, startup resolves the
+engine's literal arguments, and the edge is checked with what the call returns. The bug this
+guards: vLLM 0.24-0.28 merged FlashInfer prefill's base-2 ``[T, H]`` LSE with
+``merge_attn_states`` (natural log, ``[H, T]``; vLLM #52796), SGLang merges it with its
+natural-log ``merge_state`` (SGLang #40903)."""
 
 from __future__ import annotations
 

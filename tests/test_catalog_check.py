@@ -133,3 +133,25 @@ def test_every_fact_beside_the_catalog_is_checked_and_found() -> None:
     raw = facts_file("attributes")["engine"]["vllm"]
     assert {f["name"] for f in facts if f["fact"] == "attributes.vllm"} == {
         *raw["returns"], *raw["base"], *raw["capabilities"]}
+
+
+def test_the_catalog_check_refuses_overlapping_records_of_one_function() -> None:
+    from test_lint_config import _consumer
+
+    from attn_contracts.consumer import ConsumerRecord
+    from attn_contracts.registry import Registry
+
+    tool = _tool()
+    reg = Registry()
+    assert tool.overlaps([*reg.records(), *reg.consumers()]) == []  # the shipped catalog
+    assert tool.main(["--ranges-only"]) == 0
+    import tomllib
+
+    def rec(name: str, base: str, versions: str) -> ConsumerRecord:
+        return ConsumerRecord.model_validate({"role": "consumer", **tomllib.loads(
+            _consumer(name, base, versions))["consumer"][0]})
+
+    pair = [rec("eng.kw", "keyword", "<1.0"), rec("eng.fixed", "e", ">=0.5")]
+    assert [o["records"] for o in tool.overlaps(pair)] == ["eng.kw, eng.fixed"]
+    assert tool.overlaps([rec("eng.kw", "keyword", "<0.5"), rec("eng.fixed", "e", ">=0.5")]) == []
+    assert tool.overlaps([rec("eng.a", "e", "<1.0"), rec("eng.b", "e", ">=0.5")]) == []  # agree

@@ -17,6 +17,8 @@ from attn_contracts import (
     validate_startup,
 )
 from attn_contracts.cli import main
+from attn_contracts.findings import Finding
+from attn_contracts.records import LseSpec
 from fixtures.records import good
 
 
@@ -204,3 +206,58 @@ def test_a_literal_the_consumer_does_not_take_names_the_ones_it_does(
     out = capsys.readouterr().out
     assert "AC016" in out and "base None" not in out
     assert "does not take; allowed: '2', 'e'" in out
+
+
+# --- empty rows' output (lse.empty_out) into a merge that multiplies by the weight (AC030) --------
+# trtllm-gen MLA decode writes lse = -inf for seq_lens == 0 rows but never writes out (flashinfer
+# #4975): a merge that multiplies by the weight turns the buffer's NaN garbage into a NaN row.
+REG = Registry()
+
+
+def _codes(findings: list[Finding]) -> list[Code]:
+    return [f.code for f in findings]
+
+
+@pytest.mark.parametrize(("out", "consumer", "want"), [
+    ("undefined", "flashinfer.merge_state", [Code.AC030]),  # multiplies: 0 · NaN
+    ("nan", "sglang.merge_state_v2", [Code.AC030]),
+    (None, "flashinfer.merge_state", [Code.AC030]),  # absent: fail closed
+    ("zero", "flashinfer.merge_state", []),  # the kernel writes 0: weight 0 gives 0
+    ("undefined", "attn_contracts.merge", []),  # selects weight-0 partials away
+    ("undefined", "flash_attn.fa3.combine", []),  # reads a partial only where its scale > 0
+    ("undefined", "vllm.dcp.cp_lse_ag_out_rs", []),  # NaN-safe and takes the engine's mask
+])
+def test_an_undefined_output_into_a_merge_that_multiplies_by_zero_is_ac030(
+        out: str | None, consumer: str, want: list[Code]) -> None:
+    p = producer(**({} if out is None else {"empty_out": out}))
+    found = [f for f in check_edge(p, REG.consumer(consumer)) if f.code is not Code.AC016]
+    assert _codes([f for f in found if f.code is Code.AC030]) == want
+    if want:
+        (f,) = [f for f in found if f.code is Code.AC030]
+        assert f.field == "lse.empty_out" and f.found == (out or "undefined")
+
+
+def test_an_undefined_lse_keeps_its_own_finding_and_no_second_one() -> None:
+    """An undefined LSE already says the partial may be garbage (AC018); the output fact adds no
+    second finding for the same row."""
+    found = check_edge(producer(empty_row="undefined", empty_out="undefined"),
+                       REG.consumer("flashinfer.merge_state"))
+    assert Code.AC018 in _codes(found) and Code.AC030 not in _codes(found)
+
+
+def test_trtllm_gen_mla_into_flashinfers_fused_combine_is_the_4975_edge() -> None:
+    """trtllm-gen MLA (lse -inf, out unwritten) into FlashInfer's own fused DCP combine, which
+    multiplies by the weight: AC030; the project's plan masks those rows instead."""
+    trtllm = REG.get("flashinfer.mla.trtllm_gen")
+    assert (trtllm.lse.empty_row, trtllm.lse.empty_out) == ("-inf", "undefined")
+    fused = REG.consumer("flashinfer.decode_cp_a2a_lse_reduce")
+    assert Code.AC030 in _codes(check_edge(trtllm, fused, keyword_value="'base2'"))
+
+
+def test_the_built_in_records_say_the_output_fact_where_their_code_does() -> None:
+    facts = {r.name: r.lse.empty_out for r in REG.records() if isinstance(r.lse, LseSpec)}
+    assert facts["flash_attn.fa2"] == "zero" and facts["flash_attn.fa3"] == "zero"
+    assert facts["triton.mla_decode"] == "nan"  # acc / e_sum with e_sum = 0
+    assert facts["torch.sdpa_ref"] == "zero"
+    flashinfer = {n: v for n, v in facts.items() if n.startswith("flashinfer.")}
+    assert flashinfer and all(v == "undefined" for v in flashinfer.values())

@@ -101,7 +101,7 @@ def _record(empty_row: str, empty_out: str | None, base: str = "2") -> Any:
         lse["empty_out"] = empty_out
     name = f"test.fused.{empty_row.replace('-', 'm')}.{empty_out or 'absent'}"
     return {"name": name, "library": "t",
-            "source": "tests/test_fused_combine.py", "evidence": "measured", "lse": lse,
+            "source": "tests/test_fused.py", "evidence": "measured", "lse": lse,
             "decode": {"attention": "mla", "out_layout": "token_head_dim", "head_dims": [512],
                        "q_dtypes": ["bfloat16"], "q_len_gt_1": False}}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import jsonschema
 import pytest
@@ -126,3 +127,81 @@ def test_every_lint_finding_has_a_severity_from_the_model() -> None:
     found = lint_paths([ENGINE / "buggy"])
     assert {f.code: f.severity for f in found} == {"AC002": Severity.ERROR,
                                                    "AC003": Severity.WARNING}
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+# --- SARIF URIs -----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["with space.py", "hash#1.py", "per%cent.py", "what?.py",
+                                  "naïve.py", "colon:x.py"])
+def test_sarif_uris_are_valid_and_lead_back_to_the_file(
+        name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    inside, outside = tmp_path / "repo", tmp_path / "elsewhere"
+    _write(inside, {f"sub dir/{name}": "assert i.supports_dcp\n"})
+    _write(outside, {name: "assert i.supports_dcp\n"})
+    monkeypatch.chdir(inside)
+    assert main(["--warnings-as-errors", "--format", "sarif", "sub dir", str(outside)]) == 1
+    log = json.loads(capsys.readouterr().out)
+    validate_sarif(log)
+    run = log["runs"][0]
+    base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+    assert base.startswith("file:///") and base.endswith("/")
+    files = []
+    for result in run["results"]:
+        loc = result["locations"][0]["physicalLocation"]["artifactLocation"]
+        uri = loc["uri"] if "uriBaseId" not in loc else base + loc["uri"]
+        assert loc.get("uriBaseId", "%SRCROOT%") == "%SRCROOT%"
+        assert urlsplit(uri).scheme == "file"
+        files.append(Path(unquote(urlsplit(uri).path)))
+    assert sorted(files) == sorted([inside / "sub dir" / name, outside / name])
+    relative = [r for r in run["results"]
+                if "uriBaseId" in r["locations"][0]["physicalLocation"]["artifactLocation"]]
+    assert len(relative) == 1  # the file below the working folder is relative to %SRCROOT%
+
+
+# --- GitHub workflow commands -------------------------------------------------------------
+def _unescape(value: str) -> str:
+    for code, char in (("%3A", ":"), ("%2C", ","), ("%0D", "\r"), ("%0A", "\n"), ("%25", "%")):
+        value = value.replace(code, char)
+    return value
+
+
+def test_github_annotations_escape_paths_and_messages(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = _write(tmp_path, {"a,b:c%d.py": "assert i.supports_dcp\n"}) / "a,b:c%d.py"
+    assert main(["--warnings-as-errors", "--format", "github", str(target)]) == 1
+    line = capsys.readouterr().out.strip()
+    command, _, message = line[2:].partition("::")
+    kind, _, props = command.partition(" ")
+    # the runner's parser: properties split at ',', each at its first '='
+    parsed = dict(p.split("=", 1) for p in props.split(","))
+    assert set(parsed) == {"file", "line", "col", "title"}
+    assert _unescape(parsed["file"]) == str(target)
+    assert kind == "warning" or kind == "error"
+    assert parsed["title"] == "AC011" and "\n" not in message
+
+
+# --- columns are characters --------------------------------------------------------------
+def test_columns_count_characters_in_every_format(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the assert is the 14th character and the 19th byte of the line
+    f = _write(tmp_path, {"m.py": 'x = "ééééé"; assert i.supports_dcp\n'}) / "m.py"
+    assert main([str(f), "--warnings-as-errors"]) == 1
+    assert "m.py:1:14: AC011" in capsys.readouterr().out
+    main([str(f), "--format", "json"])
+    assert json.loads(capsys.readouterr().out)[0]["col"] == 14
+    main([str(f), "--format", "github"])
+    assert ",col=14," in capsys.readouterr().out
+    main([str(f), "--format", "sarif"])
+    region = json.loads(capsys.readouterr().out)["runs"][0]["results"][0]["locations"][0][
+        "physicalLocation"]["region"]
+    assert region == {"startLine": 1, "startColumn": 14}
+    f.write_text('y = "ü"; z = "\n')  # unterminated string: SyntaxError counts characters already
+    main([str(f)])
+    assert "m.py:1:14: AC000" in capsys.readouterr().out

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from attn_contracts import CapabilityRecord, Code, LseSpec, NoLse, sources
 from attn_contracts.cli import main
 from attn_contracts.records import findings_from_validation_error
+from attn_contracts.sources import parse_record
 from fixtures.cli import one_line_usage_error, write
 from fixtures.records import GOOD, good, without_base
 
@@ -295,3 +296,33 @@ def test_non_finite_numbers_are_refused_and_never_printed(
     bad_json = write(tmp_path, "r.json", '[{"name": "x.y", "padded_heads": Infinity}]')
     line = one_line_usage_error(capsys, ["validate", "--file", str(bad_json)])
     assert "Infinity is not a JSON value" in line
+
+
+# --- empty rows: what the LSE holds (lse.empty_row) and what the output holds (lse.empty_out) ---
+def test_a_record_without_the_output_fact_loads_and_reads_as_undefined() -> None:
+    recs, findings = parse_record(good())  # written before lse.empty_out existed
+    assert findings == [] and isinstance(recs[0], CapabilityRecord)
+    spec = recs[0].lse
+    assert isinstance(spec, LseSpec) and spec.empty_out is None
+    assert spec.empty_output == "undefined"
+
+
+@pytest.mark.parametrize("bad", ["0", "garbage", 0, None])
+def test_an_output_fact_outside_the_three_is_refused(bad: object) -> None:
+    lse = {**good()["lse"], "empty_out": bad}
+    if bad is None:  # None is the absent fact spelled out in Python
+        assert parse_record(good(lse=lse))[1] == []
+        return
+    _, findings = parse_record(good(lse=lse))
+    assert [f.code for f in findings] == [Code.AC012] and findings[0].field == "lse.empty_out"
+
+
+def test_no_lse_and_an_output_fact_is_ac004() -> None:
+    _, findings = parse_record(good(lse={"returns": "none", "empty_out": "zero"}))
+    assert [f.code for f in findings] == [Code.AC004]
+
+
+def test_the_schema_has_the_output_fact() -> None:
+    schema = CapabilityRecord.model_json_schema()
+    spec = schema["$defs"]["LseSpec"]["properties"]["empty_out"]
+    assert {"zero", "nan", "undefined"} <= {v for a in spec["anyOf"] for v in a.get("enum", [])}
