@@ -49,13 +49,26 @@ _Map = Annotated[tuple[tuple[Annotated[str, Field(strict=True)], _Base], ...],
                  *as_pairs(literal_key),
                  WithJsonSchema({"type": "object", "additionalProperties": {
                      "type": "string", "enum": ["e", "2"]}})]
+#: argument name -> the ``default_by`` literal its presence makes the dispatch pick
+_Picks = Annotated[tuple[tuple[Annotated[str, Field(strict=True, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")],
+                               Annotated[str, Field(strict=True)]], ...],
+                   *as_pairs(),
+                   WithJsonSchema({"type": "object", "additionalProperties": {"type": "string"}})]
+#: what an argument of ``picked_by`` is given when the call does not ask for that path
+_NOT_PICKED = frozenset({"0", "None", "False"})
 
 
 class CallBase(BaseModel):
     """The base a call returns, chosen by ``keyword`` (``values``: literal → base). Left out, or
     given one of ``unset``, the default applies: ``default_values`` of the argument
     ``default_by`` (which is ``default_by_omitted`` when the call leaves it out), else
-    ``default``; ``None`` where nothing decides: the base is left to run-time dispatch."""
+    ``default``; ``None`` where nothing decides: the base is left to run-time dispatch.
+
+    ``picked_by``: arguments whose presence decides that dispatch (``{ sparse_mla_top_k =
+    "'sparse'" }``: FlashInfer's ``backend="auto"`` MLA decode runs a call given a sparse top-k
+    only on kernels of the sparse path). Given as a literal 0, ``None`` or ``False`` (the
+    parameter's "off") it picks nothing; given as an expression it picks: an engine passes the
+    argument to take that path."""
 
     model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
 
@@ -66,12 +79,16 @@ class CallBase(BaseModel):
     default_by_omitted: str | None = None
     default_values: _Map = ()
     default: _Base | None = None
+    picked_by: _Picks = ()
 
     @model_validator(mode="after")
     def _consistent(self) -> CallBase:
         if self.default_values and self.default_by is None:
             raise ValueError("base.default_values needs base.default_by (the argument whose "
                              "value they are)")
+        if self.picked_by and self.default_by_omitted is None:
+            raise ValueError("base.picked_by needs base.default_by_omitted (the dispatching "
+                             "value whose pick the arguments decide)")
         return self
 
     def bases(self) -> tuple[str, ...]:
@@ -88,9 +105,20 @@ class CallBase(BaseModel):
             return dict(self.values).get(literal_key(chosen))
         if self.default_by is not None:
             by = call.get(self.default_by, self.default_by_omitted)
+            if by is not None and self.default_by_omitted is not None \
+                    and literal_key(by) == literal_key(self.default_by_omitted):
+                by = self._picked(call, by)
             if by is not None:  # 'auto' (or an expression): left to dispatch unless `default`
                 return dict(self.default_values).get(literal_key(by), self.default)
         return self.default
+
+    def _picked(self, call: Mapping[str, str], by: str) -> str:
+        """The value the dispatch picks for ``call`` (``by`` where no argument decides)."""
+        for name, picked in self.picked_by:
+            given = call.get(name)
+            if given is not None and literal_key(given) not in _NOT_PICKED:
+                return picked
+        return by
 
     def pass_hint(self, base: str | None = None) -> str:
         """``return_lse_base='basee'`` for base e (every value where ``base`` is None)."""

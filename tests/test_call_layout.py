@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from attn_contracts import Code, ContractError, Registry, validate_startup
+from attn_contracts.call_base import CallBase
 from attn_contracts.call_layout import CallLayout
 from attn_contracts.checks import resolve_call, resolve_call_layout
 
@@ -100,3 +101,27 @@ def test_prefill_into_sglangs_merge_state_needs_lse_base_ln_either_way() -> None
         assert base_codes({"return_lse": True, "lse_base": "ln"}, consumer) == set(), consumer
         assert base_codes({"return_lse": True, "lse_base": "ln", "lse_layout": "HN"},
                           consumer) == {Code.AC017}, consumer
+
+
+@pytest.mark.parametrize(("call", "base"), [
+    ({"sparse_mla_top_k": "<expr>"}, "2"),  # backend omitted: "auto", and a sparse call picks
+    ({"sparse_mla_top_k": "64", "backend": "'auto'"}, "2"),
+    ({"sparse_mla_top_k": "0"}, None),  # the parameter's "off": the dense dispatch decides
+    ({"sparse_mla_top_k": "None"}, None),
+    ({}, None),
+    ({"sparse_mla_top_k": "64", "backend": "'cute-dsl'"}, "e"),  # a pinned backend wins
+    ({"sparse_mla_top_k": "64", "return_lse_base": "'basee'"}, "e"),  # and the keyword over all
+])
+def test_an_argument_that_decides_the_dispatch_picks_its_base(call: dict[str, str],
+                                                              base: str | None) -> None:
+    """FlashInfer 0.7.2.post1's MLA decode under ``backend="auto"`` runs a sparse call only on
+    base-2 kernels (mla/_core.py:L4200-L4205, L3184): the record's ``picked_by``."""
+    (rec,) = [r for r in Registry().records() if r.name == "flashinfer.mla.sparse"]
+    (cb,) = {c.base for c in rec.calls}
+    assert cb is not None and cb.resolve(call) == base
+
+
+def test_picked_by_needs_the_dispatching_value() -> None:
+    with pytest.raises(ValueError, match="default_by_omitted"):
+        CallBase.model_validate({"keyword": "k", "values": {"1": "2"},
+                                 "picked_by": {"top_k": "'sparse'"}})

@@ -228,6 +228,10 @@ MLA = "from flashinfer.decode import trtllm_batch_decode_with_kv_cache_mla as de
     ("return_lse=True, backend='cute-dsl'", set()),  # cute-dsl: natural log by default
     ("return_lse=True, return_lse_base=self.base", set()),  # read from the backend: trusted
     ("return_lse=False", set()),
+    # a sparse call under "auto": only base-2 kernels run it (the record's picked_by)
+    ("return_lse=True, sparse_mla_top_k=self.top_k", set()),
+    ("return_lse=True, sparse_mla_top_k=2048, backend='auto'", set()),
+    ("return_lse=True, sparse_mla_top_k=0", {("AC028", "warning")}),  # the parameter's "off"
 ])
 def test_a_call_that_leaves_its_base_to_dispatch(args: str, codes: set[tuple[str, str]],
                                                  tmp_path: Path) -> None:
@@ -418,3 +422,26 @@ def test_lint_keeps_working_on_the_real_release_trees_in_both_orders() -> None:
     both = lint_paths(roots)
     assert both == lint_paths(roots[::-1])
     assert set(both) == {*lint_paths(roots[:1]), *lint_paths(roots[1:])}
+
+
+@pytest.mark.parametrize(("module", "version", "error"), [
+    ("sglang.kernels.ops.attention.flash_attention", "0.5.23", True),
+    ("sglang.jit_kernel.flash_attention", "0.5.15", True),
+    ("sglang.jit_kernel.flash_attention", "0.5.23", True),  # a moved path: the package's record
+    ("sglang.kernels.ops.attention.flash_attention", "0.5.10", False),  # before the record's range
+    ("sgl_kernel.flash_attn", None, True),
+])
+def test_sglangs_flashattention_entry_points_return_natural_log(
+        module: str, version: str | None, error: bool, tmp_path: Path) -> None:
+    """SGLang's FA3/FA4 entry points (ver=3|4) return natural-log softmax_lse: into FlashInfer's
+    base-2 merge_state it is an error (the records sglang.flash_attention, flash_attn.fa3)."""
+    out = run(tmp_path, {"fa.py": f"""
+    from flashinfer.cascade import merge_state
+    from {module} import flash_attn_with_kvcache
+
+
+    def step(q, k, v, o2, l2):
+        o, lse, *_ = flash_attn_with_kvcache(q, k, v, return_softmax_lse=True, ver=4)
+        return merge_state(o, lse.T.contiguous(), o2, l2)
+    """}, **({"versions": {"sglang": version}} if version else {}))
+    assert (("fa.py", 8, "AC023", "error") in found(out)) is error, out

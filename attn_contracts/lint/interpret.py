@@ -1975,7 +1975,10 @@ class _Frame:
         if cb is None:
             yield p.base, False, (), ""
             return
-        keys = [cb.keyword, *([cb.default_by] if cb.default_by else [])]
+        # the arguments that may decide the base: its keyword, the one its default depends on,
+        # and those whose presence decides that default's dispatch (an expression there picks)
+        keys = [cb.keyword, *([cb.default_by] if cb.default_by else []),
+                *(name for name, _ in cb.picked_by)]
         options: list[list[str | None]] = []
         for k in keys:
             arg = call.kw.get(k)
