@@ -207,10 +207,14 @@ SGLANG = sorted((p for p in RELEASES.glob("sglang-0.5.*") if (p / "sglang").is_d
                 key=lambda p: tuple(int(x) for x in p.name.split("-")[1].split(".")))
 
 #: the errors every release gives (backend, code): the live base-e FlashMLA LSE combined as
-#: base 2 before the keyword (0.5.15-0.5.16, fixed in 0.5.17 by _is_mla_dcp_lse_base_on_e),
-#: and tokenspeed_mla's LSE (no record) combined with the default base (0.5.17-0.5.22)
+#: base 2 before the keyword (0.5.15-0.5.16, fixed in 0.5.17 by _is_mla_dcp_lse_base_on_e);
+#: from 0.5.19, TRTLLMMLABackend's DCP decode (``_forward_decode_dcp``) calls FlashInfer's MLA
+#: decode without ``backend`` (its "trtllm-gen" is passed as no keyword: "auto") and without
+#: ``return_lse_base``, so the autotuner may run the natural-log cute-dsl kernel, while the
+#: table combines every trtllm_mla LSE as base 2. tokenspeed_mla's base-2 LSE (0.5.17-0.5.22)
+#: is confirmed by its record.
 EXPECTED = {"0.5.15": {("flashmla", Code.AC016)}, "0.5.16": {("flashmla", Code.AC016)},
-            **{f"0.5.{m}": {("tokenspeed_mla", Code.AC002)} for m in range(17, 23)}}
+            **{f"0.5.{m}": {("trtllm_mla", Code.AC016)} for m in range(19, 24)}}
 
 
 @pytest.mark.skipif(not SGLANG, reason=f"no SGLang releases under {RELEASES}")
@@ -222,6 +226,8 @@ def test_every_released_sglang(tree: Path) -> None:
     errors = {(r.backend, f.code) for r in rows.values() for f in r.findings
               if f.severity is Severity.ERROR}
     assert errors == EXPECTED.get(version, set())
+    if "tokenspeed_mla" in rows and rows["tokenspeed_mla"].edges:
+        assert rows["tokenspeed_mla"].records == ["tokenspeed_mla.decode"]
     if version == "0.5.23":  # the hand table of the last round, now derived
         assert {"flashinfer.mla.fa2", "flashinfer.mla.fa3"} <= set(rows["flashinfer"].records)
         assert "flashinfer.mla.cute_dsl" in rows["cutedsl_mla"].records

@@ -54,6 +54,8 @@ RELEASES = [
     # the distribution sglang 0.5.23 pins (Requires-Dist: sglang-kernel==0.4.10); its
     # package is sgl_kernel, the library name the records use
     ("sglang-kernel", "0.4.10", "sgl_kernel", "sgl_kernel"),
+    # the TokenSpeed MLA kernels sglang 0.5.17-0.5.22 pin (Requires-Dist: tokenspeed_mla==0.1.8)
+    ("tokenspeed-mla", "0.1.8", "tokenspeed_mla", "tokenspeed_mla"),
     # the FlashInfer each vLLM release pins (Requires-Dist of its wheel: 0.25-0.28 0.6.13,
     # 0.29-0.30 0.6.18, 0.31-0.32 0.7.0.post1, 0.33 0.7.2.post1)
     *(("flashinfer-python", v, "flashinfer", "flashinfer")

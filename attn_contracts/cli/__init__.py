@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from attn_contracts import __version__, lint
+from attn_contracts import __version__, integrations, lint
 from attn_contracts.cli import catalog, engine, plan, validate, verify
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError
 from attn_contracts.cli._setting import non_negative, positive, positive_float
@@ -104,7 +104,8 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
             _add_demo_arguments)
     command("verify", "run kernels and check what they return against records", verify.run,
             verify.add_arguments)
-    command("lint", "statically check backend and engine code for broken contracts", lint.run,
+    command("lint", "statically check backend and engine code for broken contracts",
+            lambda args: lint.run(args, engine_rules=integrations.lint_rules()),
             lint.add_arguments)
     command("engine", "an engine's attention backends: declared flags, records, edges, verdict",
             engine.run, engine.add_arguments)

@@ -9,6 +9,24 @@ the engine's release, and hooks the engine's startup where it already checks DCP
 - :mod:`attn_contracts.integrations.sglang`: the same mapping for SGLang, read statically.
 
 Nothing here imports torch or an engine at module level (the contract package stays torch-free).
+
+:func:`lint_rules` are what the integrations add to ``attn-contracts lint``: rules over the
+linted program that need an engine's own facts (SGLang's backend registry and its table of
+bases), handed to the lint by the CLI.
 """
 
-__all__: list[str] = []
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attn_contracts.lint import EngineRule
+
+__all__ = ["lint_rules"]
+
+
+def lint_rules() -> tuple[EngineRule, ...]:
+    """Every integration's lint rule (:data:`attn_contracts.lint.EngineRule`)."""
+    from attn_contracts.integrations import sglang
+
+    return (sglang.lint_rule,)

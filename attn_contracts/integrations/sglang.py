@@ -35,7 +35,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -123,6 +123,12 @@ class Kernel:
     record: str
     where: str
     base: str | None  # the base the call pins (None: the library's dispatch chooses)
+    #: the call's base is passed by an expression the flow does not read (``**kwargs`` from
+    #: the caller): trusted, as the lint trusts it, so the record's own base is no evidence
+    unread: bool = False
+    #: the call leaves the base to the library's run-time dispatch (``backend="auto"``, no
+    #: ``return_lse_base``): each base the dispatch may pick is checked
+    dispatch: bool = False
 
 
 @dataclass(frozen=True)
@@ -208,6 +214,13 @@ def derive(root: str | Path | None = None, *, version: str | None = None) -> Der
 def _derive(pkg: Path, version: str | None) -> Derived:
     from attn_contracts.lint import LintConfig, lint_model
 
+    findings, model = lint_model(_read_paths(pkg, version), LintConfig())
+    return _derive_on(pkg, version, model, findings)
+
+
+def _entries(version: str | None) -> tuple[Entry, Entry, bool, list[str]]:
+    """(the registry entry, the MLA DCP combine entry, whether the release is older than every
+    combine entry, what the pick says) for a release."""
     data = engine_data("sglang")
     notes: list[str] = []
     reg, note = data.pick(data.entries("registry"), version)
@@ -221,13 +234,26 @@ def _derive(pkg: Path, version: str | None) -> Derived:
     combine_entry, note = data.pick(entries, version)
     if note and not older and note not in notes:
         notes.append(note)
-    unparsed: list[Finding] = []
-    reg_rel = reg.file.removeprefix("sglang/")
+    return reg, combine_entry, older, notes
+
+
+def _read_paths(pkg: Path, version: str | None) -> list[Path]:
+    """What the mapping reads of the tree: the backends' folders, the registry, the combine."""
+    reg, combine_entry, _, _ = _entries(version)
     paths = [pkg / p for p in SCOPE if (pkg / p).is_dir()]
-    for rel in (reg_rel, combine_entry.file.removeprefix("sglang/")):
+    for entry in (reg, combine_entry):
+        rel = entry.file.removeprefix("sglang/")
         if (pkg / rel).is_file():
             paths.append(pkg / rel)
-    findings, model = lint_model(paths, LintConfig())
+    return paths
+
+
+def _derive_on(pkg: Path, version: str | None, model: Any,
+               findings: list[Finding]) -> Derived:
+    """The mapping of the tree at ``pkg`` over a program model that holds its files."""
+    reg, combine_entry, older, notes = _entries(version)
+    unparsed: list[Finding] = []
+    reg_rel = reg.file.removeprefix("sglang/")
     registry = Registry()
     try:
         factories = _factories(_parse(pkg, reg_rel), reg)
@@ -253,6 +279,52 @@ def _derive(pkg: Path, version: str | None) -> Derived:
         backends[name] = _backend(model, name, f"sglang/{reg_rel}:{line}", built, decode,
                                   registry, version, findings, assume)
     return Derived(pkg, version, backends, combines, notes, unparsed, reg.file)
+
+
+#: what ``attn-contracts lint`` reports of the mapping: the base at the MLA DCP combine,
+#: confirmed or not (the layout, empty rows and limits are the startup report's)
+_LINT_CODES = frozenset({Code.AC016, Code.AC002, Code.AC028})
+
+
+def lint_rule(model: Any, linted: frozenset[Path]) -> list[Finding]:
+    """The mapping's base edges as ``attn-contracts lint`` findings, for each SGLang package
+    whose registry and MLA DCP combine are among the linted files: every registered name's
+    decode LSE against the base the combine is told for that name (``AC016``), told by an
+    expression this does not read (``AC028``), or an unconfirmed default (``AC002``); errors
+    only, at the combine call, each naming the backends it holds for. The mapping reads the
+    lint's own program model, so a backend class outside the linted files is left out, never
+    guessed."""
+    out: list[Finding] = []
+    for pkg in sorted({p for f in linted if (p := _package_of(f)) is not None}):
+        version = package_version(pkg)
+        reg, combine_entry, older, _ = _entries(version)
+        if older or not {pkg.parent / reg.file, pkg.parent / combine_entry.file} <= linted:
+            continue
+        d = _derive_on(pkg, version, model, [])
+        registry = Registry()
+        hits: dict[tuple[Code, str], list[tuple[str, Finding]]] = {}
+        for name, b in d.backends.items():
+            for f in _row(b, d, registry).findings:
+                if f.severity is Severity.ERROR and f.code in _LINT_CODES and f.location:
+                    hits.setdefault((f.code, f.location), []).append((name, f))
+        for (_, where), found in hits.items():
+            f = found[0][1]
+            names = list(dict.fromkeys(n for n, _ in found))
+            rel, _, line = where.rpartition(":")
+            more = f" ({len(found) - 1} more such edge(s) here)" if len(found) > 1 else ""
+            out.append(replace(
+                f, message=f"SGLang backend{'s' if len(names) > 1 else ''} "
+                f"{', '.join(map(repr, names))}: {f.message}{more}",
+                location=f"{pkg.parent / rel}:{line}:1"))
+    return out
+
+
+def _package_of(path: Path) -> Path | None:
+    """The ``sglang`` package folder a file is in (None outside one)."""
+    for parent in path.parents:
+        if parent.name == "sglang" and (parent / "srt").is_dir():
+            return parent
+    return None
 
 
 def _lowest(spec: str) -> str:
@@ -445,9 +517,13 @@ def _backend(model: Any, name: str, where: str, built: tuple[Built, ...], decode
                 continue
             entry = kept.get(k.record)
             base = None if k.dispatch else k.base
+            dispatch = k.dispatch or (entry is not None and entry.dispatch)
             if entry is not None and entry.base != base:
-                base = None  # two calls of one record that pin different bases
-            kept[k.record] = Kernel(k.record, _short(k.where), base)
+                base = None  # two calls (or paths) of one record that pin different bases
+            # trusted only where no path leaves the base to the dispatch: a path that does
+            # may run each of the record's kernels
+            unread = base is None and not dispatch
+            kept[k.record] = Kernel(k.record, _short(k.where), base, unread, dispatch)
         kernels[b.cls] = tuple(kept.values())
         returns[b.cls] = _returns_pair(program, cls, decode)
     return Backend(name, where, built, kernels, returns, lint)
@@ -479,22 +555,31 @@ def _findings_in(program: Any, cls: Any, findings: list[Finding]) -> Iterator[Fi
             yield f
 
 
-def _returns_pair(program: Any, cls: Any, decode: str) -> bool:
+def _returns_pair(program: Any, cls: Any, decode: str, depth: int = 0) -> bool:
     """The decode method (along the MRO) returns a pair on some path: the partial and the LSE
     the layer hands to the combine (under DCP; SGLang's decode returns the output alone
-    otherwise)."""
+    otherwise), itself or through a method of the class it returns the result of
+    (``return self._forward_decode_dcp(...)``, two levels)."""
     definer = program.lookup(cls, decode)
     fn = None if definer is None else program.methods(definer).get(decode)
     if fn is None:
         return False
+    delegated: list[str] = []
     for n in ast.walk(fn):
         # ``if return_lse and self.use_mla: raise ...``: its MLA decode refuses an LSE
         if isinstance(n, ast.If) and n.body and isinstance(n.body[0], ast.Raise):
             test = ast.unparse(n.test)
             if "use_mla" in test and "lse" in test and "not " not in test:
                 return False
-    return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple) and
-               len(n.value.elts) == 2 for n in ast.walk(fn))
+        if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple) and \
+                len(n.value.elts) == 2:
+            return True
+        if isinstance(n, ast.Return) and isinstance(n.value, ast.Call) and \
+                isinstance(n.value.func, ast.Attribute) and \
+                isinstance(n.value.func.value, ast.Name) and n.value.func.value.id == "self":
+            delegated.append(n.value.func.attr)
+    return depth < 2 and any(_returns_pair(program, cls, m, depth + 1)
+                             for m in dict.fromkeys(delegated) if m != decode)
 
 
 # --- the combine -----------------------------------------------------------------------------------
@@ -512,6 +597,9 @@ def _combines(tree: ast.Module, rel: str, registry: Registry, version: str | Non
         for call in c.calls:
             by_last.setdefault(call.function.rsplit(".", 1)[-1], []).append((c, call.function))
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    constants = {t.id: n.value for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                 if isinstance(t, ast.Name) and n.value is not None}
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -526,13 +614,13 @@ def _combines(tree: ast.Module, rel: str, registry: Registry, version: str | Non
                 if not full or not module.startswith(full.rpartition(".")[0]):
                     continue  # the name is not imported from the record's package
                 yield _combine(consumer, node, f"sglang/{rel}:{node.lineno}", assigned,
-                               functions, rel)
+                               functions, constants, rel)
                 break
 
 
 def _combine(consumer: ConsumerRecord, call: ast.Call, where: str,
              assigned: dict[str, ast.expr], functions: dict[str, ast.FunctionDef],
-             rel: str) -> Combine:
+             constants: dict[str, ast.expr], rel: str) -> Combine:
     base = consumer.base
     if isinstance(base, FixedBase) or not isinstance(base, KeywordBase):
         return Combine(consumer.name, where, "", "omitted")
@@ -546,7 +634,7 @@ def _combine(consumer: ConsumerRecord, call: ast.Call, where: str,
     if isinstance(kw, ast.Call) and isinstance(kw.func, ast.Name) and len(kw.args) == 1 and \
             kw.func.id in functions:
         fn = functions[kw.func.id]
-        read = _name_function(fn)
+        read = _name_function(fn, constants)
         at = f"sglang/{rel}:{fn.lineno}"
         if read is None:
             return Combine(consumer.name, where, base.keyword, "name", function=fn.name,
@@ -557,9 +645,12 @@ def _combine(consumer: ConsumerRecord, call: ast.Call, where: str,
     return Combine(consumer.name, where, base.keyword, "unknown")
 
 
-def _name_function(fn: ast.FunctionDef) -> tuple[frozenset[str], bool] | None:
+def _name_function(fn: ast.FunctionDef, constants: dict[str, ast.expr] | None = None,
+                   ) -> tuple[frozenset[str], bool] | None:
     """A one-parameter function whose body returns a membership or equality test of the
-    parameter: (the names it tests, negated). None: any other body."""
+    parameter, or a lookup of it in a table of booleans (``TABLE.get(name, False)``; the set
+    or table written here or a module constant, ``constants``): (the names it answers True for,
+    or False for where ``negated``). None: any other body."""
     if len(fn.args.args) != 1:
         return None
     param = fn.args.args[0].arg
@@ -568,10 +659,15 @@ def _name_function(fn: ast.FunctionDef) -> tuple[frozenset[str], bool] | None:
     if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
         return None
     expr = body[0].value
+    consts = constants or {}
+    if isinstance(expr, ast.Call):
+        return _table_lookup(expr, param, consts)
     if not (isinstance(expr, ast.Compare) and len(expr.ops) == 1 and
             isinstance(expr.left, ast.Name) and expr.left.id == param):
         return None
     op, right = expr.ops[0], expr.comparators[0]
+    if isinstance(right, ast.Name) and right.id in consts:
+        right = consts[right.id]
     if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Set, ast.List, ast.Tuple)):
         names = [e.value for e in right.elts if isinstance(e, ast.Constant)]
         if len(names) != len(right.elts) or not all(isinstance(n, str) for n in names):
@@ -581,6 +677,36 @@ def _name_function(fn: ast.FunctionDef) -> tuple[frozenset[str], bool] | None:
             isinstance(right.value, str):
         return frozenset({right.value}), isinstance(op, ast.NotEq)
     return None
+
+
+def _table_lookup(expr: ast.Call, param: str, constants: dict[str, ast.expr],
+                  ) -> tuple[frozenset[str], bool] | None:
+    """``TABLE.get(name, default)`` (``name or ""`` too) over a dict of str → bool literals."""
+    func = expr.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "get" and len(expr.args) == 2
+            and not expr.keywords and isinstance(expr.args[1], ast.Constant)
+            and isinstance(expr.args[1].value, bool)):
+        return None
+    key = expr.args[0]
+    if isinstance(key, ast.BoolOp) and isinstance(key.op, ast.Or) and len(key.values) == 2 \
+            and isinstance(key.values[1], ast.Constant):
+        key = key.values[0]  # ``name or ""``: None looks up "", which no table names
+    if not (isinstance(key, ast.Name) and key.id == param):
+        return None
+    table = func.value
+    if isinstance(table, ast.Name):
+        table = constants.get(table.id, table)
+    if not isinstance(table, ast.Dict) or None in table.keys:
+        return None
+    pairs = [(k.value, v.value) for k, v in zip(table.keys, table.values, strict=True)
+             if isinstance(k, ast.Constant) and isinstance(k.value, str)
+             and isinstance(v, ast.Constant) and isinstance(v.value, bool)]
+    if len(pairs) != len(table.keys):
+        return None
+    default = expr.args[1].value
+    # the names whose answer is not the default, as a set test: True for the members, or
+    # (a default True) False for them
+    return frozenset(k for k, v in pairs if v != default), default
 
 
 # --- the report ------------------------------------------------------------------------------------
@@ -677,6 +803,8 @@ def _row(b: Backend, d: Derived, registry: Registry) -> SglangReport:
                         "kernel's base, or add a record of the kernel it calls"))
                 continue
             for k in kernels:
+                if k.unread:
+                    continue
                 kernel = _as_received(registry.get(k.record), consumer, k.base)
                 for f in check_edge(kernel, consumer, keyword_value=literal):
                     # the base: an error; the rest (empty rows, dtype, limits) warnings: this
@@ -686,9 +814,11 @@ def _row(b: Backend, d: Derived, registry: Registry) -> SglangReport:
                     said = f"{c.function}({b.name!r}) = {literal}, {c.function_at}" \
                         if c.function else f"{c.keyword or 'base'}=" \
                         f"{'(default)' if literal is None else literal}"
+                    chosen = " (the call leaves the base to the library's dispatch, which " \
+                        "may pick this kernel: pin the base at the call)" if k.dispatch else ""
                     row.findings.append(Finding(
-                        f.code, f.subject, f"{f.message} ({said}; the combine at {c.where}, "
-                        f"the kernel at {k.where})", severity=severity, hint=f.hint,
+                        f.code, f.subject, f"{f.message}{chosen} ({said}; the combine at "
+                        f"{c.where}, the kernel at {k.where})", severity=severity, hint=f.hint,
                         field=f.field, found=f.found, allowed=f.allowed, location=c.where))
     return row
 

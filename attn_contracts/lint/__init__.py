@@ -327,18 +327,27 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
+#: A rule over the whole linted program that an engine integration brings (the SGLang
+#: mapping's edges, read from the same program model): the model and the linted files in, its
+#: findings out. The lint runs the rules its caller hands it; the CLI, the composition root,
+#: hands it every integration's (:func:`attn_contracts.integrations.lint_rules`).
+EngineRule = Callable[[ProgramModel, frozenset[Path]], list[Finding]]
+
+
 def lint_paths(paths: Sequence[Path], config: LintConfig | None = None, *,
                project_root: Path | None = None, knowledge: Knowledge | None = None,
-               jobs: int = 1, records: Sequence[Path] = ()) -> list[Finding]:
+               jobs: int = 1, records: Sequence[Path] = (),
+               engine_rules: Sequence[EngineRule] = ()) -> list[Finding]:
     """Every finding for the given files and folders, in path and line order (the first of
     :func:`lint_model`)."""
     return lint_model(paths, config, project_root=project_root, knowledge=knowledge, jobs=jobs,
-                      records=records)[0]
+                      records=records, engine_rules=engine_rules)[0]
 
 
 def lint_model(paths: Sequence[Path], config: LintConfig | None = None, *,
                project_root: Path | None = None, knowledge: Knowledge | None = None,
-               jobs: int = 1, records: Sequence[Path] = ()) -> tuple[list[Finding], ProgramModel]:
+               jobs: int = 1, records: Sequence[Path] = (),
+               engine_rules: Sequence[EngineRule] = ()) -> tuple[list[Finding], ProgramModel]:
     """What :func:`lint_paths` reports, and the program model it was judged on (per-class
     facts for an engine's mapping: :meth:`ProgramModel.facts`). The findings: every one for the
     given files and folders, in path and line order.
@@ -349,7 +358,8 @@ def lint_model(paths: Sequence[Path], config: LintConfig | None = None, *,
     per file, from the built-in catalog, ``record-files`` and ``records`` at the releases of
     the file's own tree, see :func:`knowledge_for`). ``records``: record files that teach the
     rules (``--records``). A records document among ``paths`` is checked, never taught from.
-    ``jobs``: processes for the per-file work.
+    ``jobs``: processes for the per-file work. ``engine_rules``: rules an engine integration
+    brings (:data:`EngineRule`), run over the model once it is built.
     """
     cfg = config or LintConfig()
     texts: dict[str, list[str]] = {}
@@ -417,6 +427,9 @@ def lint_model(paths: Sequence[Path], config: LintConfig | None = None, *,
     model = build_model(facts, knowledge_at, returns_attrs=cfg.returns_attrs,
                         base_attrs=cfg.base_attrs, configured="base_attrs" in cfg.model_fields_set)
     findings += model.findings
+    linted = frozenset(path for path, report, _ in python if report)
+    for rule in engine_rules:
+        findings += rule(model, linted)
     kept: dict[tuple[str, str], Finding] = {}
     for f in findings:  # the direct-call rule and the flow rule may both see one literal
         if _selected(f.code, cfg) and not _suppressed(
@@ -603,7 +616,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(what the pre-commit hook does with the changed files)")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, engine_rules: Sequence[EngineRule] = ()) -> int:
     missing = [str(p) for p in args.paths if not (p.exists() or p.is_symlink())]
     if args.project_root is not None and not args.project_root.is_dir():
         missing.append(f"{args.project_root} (--project-root)")
@@ -629,7 +642,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = cfg.model_copy(update=overrides)
     jobs = args.jobs if args.jobs is not None else default_jobs()
     findings = lint_paths(args.paths, cfg, project_root=args.project_root, jobs=jobs,
-                          records=args.records)
+                          records=args.records, engine_rules=engine_rules)
     report = statistics(findings) if args.statistics else (
         _render(findings, args.format) if findings or args.format in ("json", "sarif") else "")
     if args.output_file is not None:

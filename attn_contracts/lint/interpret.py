@@ -1958,6 +1958,10 @@ class _Frame:
         for p in found:
             for spec in p.lse_out:
                 arg_node = _arg_node(node, spec)
+                # a slice of a buffer (``lse=lse[start:end]``, one chunk per call) is a view:
+                # the kernel writes the buffer itself
+                while isinstance(arg_node, ast.Subscript):
+                    arg_node = arg_node.value
                 if arg_node is not None and dotted_name(arg_node) is not None:
                     self.assign(arg_node, lse)
         index = found[0].lse_index if len({p.lse_index for p in found}) == 1 else None
