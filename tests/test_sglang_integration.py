@@ -135,6 +135,35 @@ def test_the_names_classes_kernels_and_base_come_from_the_source(tmp_path: Path)
     assert note.severity is Severity.NOTE
 
 
+def test_lint_reports_the_mappings_base_edges_at_the_combine(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``attn-contracts lint`` runs the mapping's rule over its own program model: a name the
+    table sends to the wrong base is an error at the combine call, naming the backends."""
+    root = _tree(tmp_path, '"other"')
+    assert main(["lint", str(root / "sglang"), "--format", "json"]) == 1
+    found = [f for f in json.loads(capsys.readouterr().out) if f["code"] in ("AC016", "AC002")]
+    assert {(Path(f["path"]).name, f["line"], f["code"]) for f in found} == {
+        ("forward_mla.py", 12, "AC016"), ("forward_mla.py", 12, "AC002")}
+    (edge,) = [f for f in found if f["code"] == "AC016"]
+    assert edge["message"].startswith("SGLang backends 'flashmla', 'alias':")
+    # the table that names both: clean; the lint alone (no engine rule) never reads the table
+    fixed = _tree(tmp_path / "fixed", '"flashmla", "homemade", "alias"')
+    assert main(["lint", str(fixed / "sglang")]) == 0
+    from attn_contracts.lint import lint_paths
+
+    assert not [f for f in lint_paths([root / "sglang"]) if f.code is Code.AC016]
+
+
+def test_lint_leaves_a_tree_without_its_registry_or_combine_alone(tmp_path: Path) -> None:
+    """Linting part of a tree: the classes outside the linted files are not guessed at."""
+    from attn_contracts.integrations import lint_rules
+    from attn_contracts.lint import lint_paths
+
+    root = _tree(tmp_path, '"other"')
+    part = lint_paths([root / "sglang" / _ATT], engine_rules=lint_rules())
+    assert not [f for f in part if f.code in (Code.AC016, Code.AC002)]
+
+
 def test_a_backend_left_out_of_the_set_is_an_error(tmp_path: Path) -> None:
     rows = {r.backend: r for r in sglang.report(root=_tree(tmp_path, '"other"'))}
     (err,) = _errors(rows["flashmla"])
