@@ -445,3 +445,50 @@ def test_sglangs_flashattention_entry_points_return_natural_log(
         return merge_state(o, lse.T.contiguous(), o2, l2)
     """}, **({"versions": {"sglang": version}} if version else {}))
     assert (("fa.py", 8, "AC023", "error") in found(out)) is error, out
+
+
+@pytest.mark.parametrize(("weigh", "error"), [
+    ("torch.exp2(prefix - final)", True),  # natural-log LSEs weighed in base 2
+    ("(prefix - final).exp2()", True),
+    ("torch.exp(prefix - final)", False),
+    ("torch.exp2((prefix - final) * 1.4426950408889634)", False),  # converted first: base 2
+    ("torch.exp2(scale)", False),  # not an LSE
+])
+def test_a_hand_written_merge_weighs_in_the_lses_base(weigh: str, error: bool,
+                                                      tmp_path: Path) -> None:
+    """SGLang's Triton DCP extend merges by hand: exp(lse - logaddexp(...)); the same with exp2
+    reads the natural-log LSEs as base 2."""
+    out = run(tmp_path, {"merge.py": f"""
+    import torch
+    from sglang.kernels.ops.attention.decode_attention import decode_attention_fwd
+
+
+    def merge(q, k, v, o, indptr, idx, logits, buf, o2, lse2, scale):
+        decode_attention_fwd(q, k, v, o, indptr, idx, logits, buf, 8, 8, 1.0, 1.0, 1.0)
+        prefix = torch.logsumexp(buf, dim=-1)
+        final = torch.logaddexp(prefix, lse2)
+        w = {weigh}
+        return o * w
+    """}, versions={"sglang": "0.5.23"})
+    assert (("merge.py", 10, "AC023", "error") in found(out)) is error, out
+
+
+def test_a_compiler_disabled_kernel_is_the_kernel(tmp_path: Path) -> None:
+    """``self.f = torch.compiler.disable(f)`` (SGLang's Triton backend) is still ``f``: its
+    natural-log LSE, reduced over the splits, into a combine told base 2 is an error."""
+    out = run(tmp_path, {"tb.py": """
+    import torch
+    from sglang.kernels.ops.attention.decode_attention import decode_attention_fwd
+    from sglang.srt.layers.dcp.comm import dcp_a2a_lse_reduce
+
+
+    class Backend:
+        def __init__(self):
+            self.decode = torch.compiler.disable(decode_attention_fwd)
+
+        def forward(self, q, k, v, o, indptr, idx, logits, group):
+            self.decode(q, k, v, o, indptr, idx, logits, self.buf, 8, 8, 1.0, 1.0, 1.0)
+            lse = torch.logsumexp(self.buf[:, :, :], dim=-1)
+            return dcp_a2a_lse_reduce(o, lse, group, is_lse_base_on_e=False)
+    """}, versions={"sglang": "0.5.23"})
+    assert ("tb.py", 14, "AC023", "error") in found(out), out

@@ -98,6 +98,15 @@ _KEEPS_BASE_ATTRS = frozenset({"T", "mT", "data"})
 _TORCH_KEEPS = frozenset({"transpose", "contiguous", "clone", "permute", "swapaxes", "movedim",
                           "squeeze", "unsqueeze", "flatten", "reshape", "narrow", "clamp",
                           "nan_to_num", "where"})
+#: natural-log reductions of LSEs (``torch.logsumexp(lse, dim=-1)`` over a split axis,
+#: ``torch.logaddexp(a, b)``): a natural-log LSE comes out, without its layout; a base-2 one
+#: does not (what comes out of it is no LSE of either base)
+_LN_REDUCTIONS = frozenset({"logsumexp", "logaddexp"})
+#: exponentials a hand-written merge weighs LSEs with (``torch.exp2(lse - m)``), by the base
+#: each reads its argument in
+_EXP_BASE = {"exp": "e", "exp2": "2"}
+#: wrappers that return the function they are given (``torch.compiler.disable(fn)``)
+_IDENTITY_WRAPPERS = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
 #: per function, the argument contexts kept apart before one generic context serves the rest
 _MAX_CONTEXTS = 6
 #: how deep calls are followed
@@ -1538,6 +1547,14 @@ class _Frame:
             op: ast.operator = ast.Mult() if name == "mul_" else ast.Div()
             self.assign(func.value, self.binop(func.value, current, op, node.args[0]))
             return self.expr(func.value)
+        if isinstance(func, ast.Attribute) and name in _EXP_BASE:
+            weighed = self.exponential(func, node, where)
+            if weighed is not _NOT_SPECIAL:
+                return cast(Value, weighed)
+        if isinstance(func, ast.Attribute) and name in _LN_REDUCTIONS:
+            reduced = self.ln_reduction(func, node)
+            if reduced is not _NOT_SPECIAL:
+                return cast(Value, reduced)
         if isinstance(func, ast.Attribute) and name in _KEEPS_BASE:
             receiver = self.expr(func.value)
             for a in node.args:
@@ -1565,8 +1582,52 @@ class _Frame:
         call = self.args(node)
         return self.apply(callee, call, node, where, name)
 
+    def exponential(self, func: ast.Attribute, node: ast.Call, where: str) -> Value | object:
+        """``torch.exp2(x)``/``x.exp2()``, ``torch.exp(x)``/``x.exp()`` of an LSE (or of an LSE
+        minus another, a hand-written merge's weight): each reads its argument in one base, so
+        an LSE of the other is an error (AC023) here; the weight that comes out is no LSE."""
+        on_torch = isinstance(func.value, ast.Name) and func.value.id == "torch"
+        operand = (node.args[0] if node.args else None) if on_torch else func.value
+        if operand is None or (not on_torch and node.args):
+            return _NOT_SPECIAL
+        lse = lse_of(self.expr(operand))
+        for k in node.keywords:
+            self.expr(k.value)
+        if lse is None:
+            return None if on_torch else _NOT_SPECIAL
+        reads = _EXP_BASE[func.attr]
+        other = sorted((s for s in lse.sources if s.base in ("e", "2") and s.base != reads),
+                       key=lambda s: s.key)
+        if other:
+            fn = f"torch.{func.attr}" if on_torch else f".{func.attr}()"
+            self.i.report(Finding.from_rule(
+                Code.AC023, func.attr,
+                f"{other[0].what} is base {other[0].base} but {fn} weighs it as base {reads} "
+                f"(a hand-written merge of LSEs)"
+                + (f" (and {len(other) - 1} more source(s))" if len(other) > 1 else ""),
+                hint="exponentiate in the LSE's own base (torch.exp for natural log, "
+                     "torch.exp2 for base 2), or convert it first (× ln 2 or × log2 e)",
+                field="base", found=other[0].base, allowed=reads, location=where))
+        return None
+
+    def ln_reduction(self, func: ast.Attribute, node: ast.Call) -> Value | object:
+        """``torch.logsumexp(x, ...)``, ``x.logsumexp(...)``, ``torch.logaddexp(a, b)``: the
+        natural-log sources of the LSEs reduced (no layout); anything else is not this."""
+        on_torch = isinstance(func.value, ast.Name) and func.value.id == "torch"
+        operands = list(node.args) if on_torch else [func.value, *node.args]
+        found = [lse_of(self.expr(a)) for a in operands]
+        for k in node.keywords:
+            self.expr(k.value)
+        reduced = [s for lse in found if lse is not None for s in lse.sources
+                   if s.base == "e"]
+        if not any(lse is not None for lse in found):
+            return _NOT_SPECIAL if not on_torch else None
+        return _lose_layout(Lse(frozenset(reduced))) if reduced else None
+
     def special(self, callee: Value, name: str, node: ast.Call) -> Value | object:
         qual = callee.qualname if isinstance(callee, Ext) else ""
+        if qual in _IDENTITY_WRAPPERS and len(node.args) == 1:
+            return self.expr(node.args[0])
         if qual == "functools.partial" or (callee is None and name == "partial") or (
                 qual.endswith(".partial") and name == "partial"):
             if not node.args:
