@@ -313,7 +313,8 @@ def lint_rule(model: Any, linted: frozenset[Path]) -> list[Finding]:
             rel, _, line = where.rpartition(":")
             more = f" ({len(found) - 1} more such edge(s) here)" if len(found) > 1 else ""
             out.append(replace(
-                f, message=f"SGLang backend{'s' if len(names) > 1 else ''} "
+                f, subject=", ".join(f"sglang.{n}" for n in names),
+                message=f"SGLang backend{'s' if len(names) > 1 else ''} "
                 f"{', '.join(map(repr, names))}: {f.message}{more}",
                 location=f"{pkg.parent / rel}:{line}:1"))
     return out

@@ -65,6 +65,7 @@ from attn_contracts.versions import library_key, tree_root, versions_of_tree
 
 __all__ = [
     "MAX_FILE_BYTES",
+    "EngineRule",
     "Knowledge",
     "LintConfig",
     "ProgramModel",
