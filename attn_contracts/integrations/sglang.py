@@ -519,11 +519,12 @@ def _backend(model: Any, name: str, where: str, built: tuple[Built, ...], decode
             entry = kept.get(k.record)
             base = None if k.dispatch else k.base
             dispatch = k.dispatch or (entry is not None and entry.dispatch)
+            # trusted only where every path's base is an expression the flow does not read: a
+            # path that leaves it to the dispatch may run each of the record's kernels, and
+            # two paths that pin different bases are checked on the record's own
+            unread = base is None and not dispatch and (entry is None or entry.unread)
             if entry is not None and entry.base != base:
                 base = None  # two calls (or paths) of one record that pin different bases
-            # trusted only where no path leaves the base to the dispatch: a path that does
-            # may run each of the record's kernels
-            unread = base is None and not dispatch
             kept[k.record] = Kernel(k.record, _short(k.where), base, unread, dispatch)
         kernels[b.cls] = tuple(kept.values())
         returns[b.cls] = _returns_pair(program, cls, decode)
