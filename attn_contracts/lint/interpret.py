@@ -1590,11 +1590,12 @@ class _Frame:
         operand = (node.args[0] if node.args else None) if on_torch else func.value
         if operand is None or (not on_torch and node.args):
             return _NOT_SPECIAL
-        lse = lse_of(self.expr(operand))
+        value = self.expr(operand)
+        lse = lse_of(value)
         for k in node.keywords:
             self.expr(k.value)
         if lse is None:
-            return None if on_torch else _NOT_SPECIAL
+            return _not_a_tensor_method(value, on_torch)
         reads = _EXP_BASE[func.attr]
         other = sorted((s for s in lse.sources if s.base in ("e", "2") and s.base != reads),
                        key=lambda s: s.key)
@@ -1615,13 +1616,14 @@ class _Frame:
         natural-log sources of the LSEs reduced (no layout); anything else is not this."""
         on_torch = isinstance(func.value, ast.Name) and func.value.id == "torch"
         operands = list(node.args) if on_torch else [func.value, *node.args]
-        found = [lse_of(self.expr(a)) for a in operands]
+        values = [self.expr(a) for a in operands]
+        found = [lse_of(v) for v in values]
         for k in node.keywords:
             self.expr(k.value)
         reduced = [s for lse in found if lse is not None for s in lse.sources
                    if s.base == "e"]
         if not any(lse is not None for lse in found):
-            return _NOT_SPECIAL if not on_torch else None
+            return _not_a_tensor_method(values[0] if values else None, on_torch)
         return _lose_layout(Lse(frozenset(reduced))) if reduced else None
 
     def special(self, callee: Value, name: str, node: ast.Call) -> Value | object:
@@ -2129,6 +2131,15 @@ def _arg_node(node: ast.Call, spec: str) -> ast.expr | None:
         return node.args[i] if i < len(node.args) and not isinstance(node.args[i], ast.Starred) \
             else None
     return next((k.value for k in node.keywords if k.arg == spec), None)
+
+
+def _not_a_tensor_method(receiver: Value, on_torch: bool) -> Value | object:
+    """After ``torch.f(x)`` or ``x.f()`` of what is no LSE: no LSE either (its arguments are read
+    already), unless ``x`` is an object whose own method ``f`` the call runs (the program's, an
+    external one): then the call is interpreted as any other."""
+    if on_torch or not isinstance(receiver, (Inst, ModuleRef, Ext, ExtInst, ClassRef)):
+        return None
+    return _NOT_SPECIAL
 
 
 def _swaps_two(node: ast.Call, skip: int = 0) -> bool:
