@@ -6,6 +6,7 @@ import (the plain ``make test`` venv)."""
 from __future__ import annotations
 
 import json
+import logging
 from importlib import metadata
 from types import SimpleNamespace
 from typing import Any
@@ -17,6 +18,7 @@ pytest.importorskip("vllm", reason="needs vLLM (make test-vllm)")
 from attn_contracts.cli import main
 from attn_contracts.findings import Code, ContractError, Severity
 from attn_contracts.integrations import vllm as iv
+from attn_contracts.integrations import vllm_plugin
 
 pytestmark = pytest.mark.vllm
 
@@ -185,6 +187,7 @@ def hooked(monkeypatch: pytest.MonkeyPatch) -> Any:
     from attn_contracts.integrations import vllm_mode
 
     monkeypatch.setattr(vllm_mode, "_said", set())  # each test sees its own once-only lines
+    monkeypatch.setattr(vllm_plugin, "_MODE", [])  # the start's mode: read again below
     monkeypatch.setattr(cp_utils, "check_attention_cp_compatibility",
                         cp_utils.check_attention_cp_compatibility)
     monkeypatch.setattr(plugins, "plugins_loaded", False)
@@ -209,17 +212,16 @@ def test_vllm_loads_the_plugin_and_its_dcp_check_runs_the_contract(hooked: Any,
 
 
 def test_flashinfer_with_dcp_starts_and_its_latent_declaration_is_one_warning(
-        hooked: Any, caplog: pytest.LogCaptureFixture) -> None:
+        hooked: Any, vllm_log: pytest.LogCaptureFixture) -> None:
     """Issue 26 item 3: FlashInferImpl inherits lse_base_on_e=True over base-2 kernels, but its
     combine is given is_lse_base_on_e=False at the call and never reads the attribute: a
     FLASHINFER + DCP engine combines right and must start. The declaration is latent: one
     warning, naming the class and where vLLM would read it (composite.py)."""
     from vllm.v1.attention.backends.flashinfer import FlashInferImpl
 
-    caplog.set_level("WARNING", logger="attn_contracts.vllm")
     for _ in range(2):  # vLLM may run its check more than once: the warning is said once
         hooked.check_attention_cp_compatibility(_config("FLASHINFER", FlashInferImpl))
-    said = [r.getMessage() for r in caplog.records if "FlashInferImpl.lse_base_on_e" in
+    said = [r.getMessage() for r in vllm_log.records if "FlashInferImpl.lse_base_on_e" in
             r.getMessage()]
     assert len(said) == 1, said
     # where vLLM would read it: the readers the derived mapping found (impl.lse_base_on_e)
@@ -251,8 +253,6 @@ def _flipped_mla(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_the_hook_is_idempotent_and_can_warn_or_stay_off(hooked: Any,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from attn_contracts.integrations import vllm_plugin
-
     first = hooked.check_attention_cp_compatibility
     vllm_plugin.register()
     assert hooked.check_attention_cp_compatibility is first
@@ -260,21 +260,26 @@ def test_the_hook_is_idempotent_and_can_warn_or_stay_off(hooked: Any,
     with pytest.raises(ContractError):
         first(config)
     monkeypatch.setenv(iv.MODE_ENV, "warn")
+    with pytest.raises(ContractError):
+        first(config)  # the mode is read once per start (when vLLM registers the plugin) ...
+    vllm_plugin.register()  # ... so a new start reads it again
     first(config)  # logged, not raised
     monkeypatch.setenv(iv.MODE_ENV, "off")
+    vllm_plugin.register()
     first(config)  # not checked
     monkeypatch.setenv(iv.MODE_ENV, "error")
+    vllm_plugin.register()
     config.parallel_config.decode_context_parallel_size = 1
     first(config)  # no DCP: nothing to check
 
 
 @pytest.mark.parametrize("value", ["bogus", "0", "false", " Warn-ing "])
 def test_an_unknown_mode_is_the_default_said_once(hooked: Any, monkeypatch: pytest.MonkeyPatch,
-                                                  caplog: pytest.LogCaptureFixture,
+                                                  vllm_log: pytest.LogCaptureFixture,
                                                   value: str) -> None:
     """Issue 26 item 5: an unknown ATTN_CONTRACTS_VLLM neither stops vLLM (a process without
     DCP starts) nor switches the check off (a wrong contract is still refused)."""
-    from attn_contracts.integrations import vllm_mode, vllm_plugin
+    from attn_contracts.integrations import vllm_mode
 
     monkeypatch.setattr(vllm_mode, "_said", set())
     monkeypatch.setenv(iv.MODE_ENV, value)
@@ -284,7 +289,7 @@ def test_an_unknown_mode_is_the_default_said_once(hooked: Any, monkeypatch: pyte
         hooked.check_attention_cp_compatibility(config)
     config.parallel_config.decode_context_parallel_size = 1
     hooked.check_attention_cp_compatibility(config)
-    said = [r.getMessage() for r in caplog.records if iv.MODE_ENV in r.getMessage()]
+    said = [r.getMessage() for r in vllm_log.records if iv.MODE_ENV in r.getMessage()]
     assert len(said) == 1 and "error, warn, off" in said[0], said
 
 
@@ -299,14 +304,15 @@ class _OutOfTreeBackend:
 @pytest.mark.parametrize("mode", ["error", "warn"])
 def test_a_backend_that_is_no_enum_member_is_a_warning(hooked: Any, mode: str,
                                                        monkeypatch: pytest.MonkeyPatch,
-                                                       caplog: pytest.LogCaptureFixture) -> None:
+                                                       vllm_log: pytest.LogCaptureFixture) -> None:
     """Issue 26 item 4: vLLM must start; the unchecked backend is said (AC013)."""
     from vllm.v1.attention.backends.flashinfer import FlashInferImpl
 
     monkeypatch.setenv(iv.MODE_ENV, mode)
-    caplog.set_level("WARNING", logger="attn_contracts.vllm")
+    vllm_plugin.register()  # the mode is read once per start, when vLLM registers the plugin
     hooked.check_attention_cp_compatibility(_config(_OutOfTreeBackend, FlashInferImpl))
-    said = [r.getMessage() for r in caplog.records if "MY_OUT_OF_TREE" in r.getMessage()]
+    said = [r.getMessage() for r in vllm_log.records if "MY_OUT_OF_TREE" in r.getMessage()
+            and r.levelno == logging.WARNING]
     assert said and "AC013 [warning]" in said[0] and "no AttentionBackendEnum member" in said[0]
     rows = iv.validate_vllm_startup(["MY_OUT_OF_TREE"], dcp_world_size=2,
                                     impls={"MY_OUT_OF_TREE": FlashInferImpl})
@@ -387,15 +393,16 @@ def test_dcp_ranks_agree_or_all_fail() -> None:
 
 
 def test_a_release_without_the_check_is_logged_not_fatal(monkeypatch: pytest.MonkeyPatch,
-                                                         caplog: pytest.LogCaptureFixture) -> None:
+                                                         vllm_log: pytest.LogCaptureFixture
+                                                         ) -> None:
     from vllm.v1.worker import cp_utils
 
-    from attn_contracts.integrations import vllm_mode, vllm_plugin
+    from attn_contracts.integrations import vllm_mode
 
     monkeypatch.setattr(vllm_mode, "_said", set())
     monkeypatch.setattr(vllm_plugin, "CHECK_FUNCTION", "no_such_check")
     vllm_plugin.install(cp_utils)  # vLLM loads plugins in every process: never take it down
-    assert "no vllm.v1.worker.cp_utils.no_such_check to hook" in caplog.text
+    assert "no vllm.v1.worker.cp_utils.no_such_check to hook" in vllm_log.text
 
 
 def test_a_release_without_a_mapping_warns_on_every_backend(monkeypatch: pytest.MonkeyPatch

@@ -88,7 +88,7 @@ def test_the_mode_is_read_leniently(monkeypatch: pytest.MonkeyPatch,
 
     monkeypatch.setattr(vllm_mode, "_said", set())
     monkeypatch.setenv(vllm_mode.MODE_ENV, value)
-    assert [vllm_mode.policy() for _ in range(3)] == [policy] * 3
+    assert [vllm_mode.read().policy for _ in range(3)] == [policy] * 3
     said = [r.getMessage() for r in caplog.records if vllm_mode.MODE_ENV in r.getMessage()]
     assert len(said) == (1 if logged else 0), said
     if logged:
