@@ -173,6 +173,17 @@ class BackendReport(EngineReport):
     reads: tuple[str, ...] = ()
 
 
+_CATALOG: list[Registry] = []
+
+
+def _catalog() -> Registry:
+    """The built-in catalog, read once per process (a fresh ``Registry()`` parses every catalog
+    file again: at startup, tens of milliseconds each time)."""
+    if not _CATALOG:
+        _CATALOG.append(Registry())
+    return _CATALOG[0]
+
+
 def installed_version() -> str:
     """The installed vLLM's version (``vllm.__version__``; imports vLLM)."""
     import vllm
@@ -181,16 +192,24 @@ def installed_version() -> str:
 
 
 def mapping_for(source: str | Path | None = None, *, version: str | None = None,
-                scope: tuple[str, ...] | None = None) -> VllmMapping:
+                scope: tuple[str, ...] | None = None, cache: bool = False) -> VllmMapping:
     """The mapping derived from the vLLM sources at ``source`` (the folder holding ``vllm``;
     default: the installed vLLM's, found without importing it), for the release ``version``
-    (default: what the tree says). A folder without vLLM is a ``ValueError`` naming it."""
+    (default: what the tree says); ``cache``: through the on-disk cache of derived mappings
+    (:mod:`~attn_contracts.integrations.vllm_cache`, what startup does). A folder without
+    vLLM is a ``ValueError`` naming it."""
     from attn_contracts.integrations import vllm_source
 
     if source is None:
         source = _installed_root()
-    derived = vllm_source.derive(source, version=version, scope=scope)
-    return _mapping(derived)
+    derived = vllm_source.derive(source, version=version, scope=scope, cache=cache)
+    made = _MAPPED.get(id(derived))
+    if made is None or made[0] is not derived:  # one mapping per derivation (they are cached)
+        made = _MAPPED[id(derived)] = (derived, _mapping(derived))
+    return made[1]
+
+
+_MAPPED: dict[int, tuple[Any, VllmMapping]] = {}
 
 
 def _installed_root() -> Path:
@@ -252,7 +271,7 @@ def _consumers_at(version: str | None) -> dict[str, str]:
     if not version:
         return {}
     out: dict[str, str] = {}
-    for c in Registry().consumers():
+    for c in _catalog().consumers():
         if c.library != "vllm" or not c.library_version or c.name.endswith(".cpu") or \
                 not in_range(c.library_version, version, unparsed=False):
             continue
@@ -491,7 +510,7 @@ def _edge_producers(kernels: Sequence[CapabilityRecord], edge: Edge) -> list[Cap
     pins it (a conversion on the way: the converted base)."""
     if not edge.producers:
         return list(kernels)
-    registry = Registry()
+    registry = _catalog()
     out: list[CapabilityRecord] = []
     names = {k.name for k in kernels}
     for name, base in edge.producers:
@@ -618,7 +637,7 @@ def _noted(rows: list[BackendReport], mapping: VllmMapping) -> list[BackendRepor
 
 def _source_reports(mapping: VllmMapping, names: Sequence[str] | None, *, dcp: bool
                     ) -> list[BackendReport]:
-    registry = Registry()
+    registry = _catalog()
     rows = []
     for name in (names if names is not None else [*mapping.backends, *mapping.unmapped]):
         if name in mapping.unmapped and mapping.unmapped[name].startswith("a placeholder"):
@@ -631,15 +650,15 @@ def _source_reports(mapping: VllmMapping, names: Sequence[str] | None, *, dcp: b
 
 def _reports(names: Sequence[str] | None, *, dcp: bool,
              overrides: Mapping[str, type | object] | None,
-             scope: tuple[str, ...] | None = None) -> list[BackendReport]:
+             scope: tuple[str, ...] | None = None, cache: bool = False) -> list[BackendReport]:
     """The rows of ``names`` (every member when None). A name that is no member (an
     out-of-tree backend, or one whose ``get_name()`` differs from its member's name) is a row
     with an ``AC013`` warning: its declaration is unchecked, and that is said, never raised."""
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
     version = installed_version()
-    mapping = mapping_for(version=version, scope=scope)
-    registry = Registry()
+    mapping = mapping_for(version=version, scope=scope, cache=cache)
+    registry = _catalog()
     members = {m.name: m for m in AttentionBackendEnum}
     rows: list[BackendReport] = []
     for name in (list(members) if names is None else names):
@@ -723,7 +742,7 @@ def validate_vllm_startup(backends: Iterable[str], *, dcp_world_size: int, group
         if opened is not None:
             opened.abstain(cause)
         return []
-    registry = Registry()
+    registry = _catalog()
     kernels = list(dict.fromkeys(k for r in rows for k in r.records))
     shared = {"vllm_backends": names, "vllm_findings": sorted(f.render() for f in errors)}
     try:
@@ -812,8 +831,8 @@ def _gate(names: Sequence[str], dcp_world_size: int, impls: Impls | None
         for impl in variants.get(name) or [None]:
             rows += _reports([name], dcp=dcp_world_size > 1,
                              overrides=None if impl is None else {name: impl},
-                             scope=STARTUP_SCOPE)
-    mapping = mapping_for(version=installed_version(), scope=STARTUP_SCOPE)
+                             scope=STARTUP_SCOPE, cache=True)
+    mapping = mapping_for(version=installed_version(), scope=STARTUP_SCOPE, cache=True)
     readers = mapping.readers
     errors: list[Finding] = []
     for r in rows:
