@@ -18,8 +18,7 @@ content, be owned by this user and parse into the mapping's types; on any doubt 
 corrupt, foreign, another key, unreadable) the mapping is derived again and the file rewritten.
 A derivation is stored only if it reads back equal to itself. Writes go to a temporary file in
 the same folder, then ``os.replace``: ranks writing at once each leave a whole file (the same
-content). A cache
-folder that cannot be written costs only the time to derive.
+content). A cache folder that cannot be written costs only the time to derive.
 """
 
 from __future__ import annotations
