@@ -131,13 +131,41 @@ def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
             _tell_peers(err)
             raise
         targets = args[1] if len(args) > 1 else kwargs.get("target_layer_names")
+        from attn_contracts.findings import ContractError
         from attn_contracts.integrations.vllm import validate_vllm_config
 
-        validate_vllm_config(vllm_config, targets, mode=mode)
+        try:
+            validate_vllm_config(vllm_config, targets, mode=mode)
+        except ContractError:
+            raise
+        except Exception as err:
+            if getattr(err, _TOLD, False):
+                raise  # the peers were told this rank failed: it stops with them
+            # the checker's own fault, not the contract's: a guest does not refuse the start
+            _abstain(err)
         return result
 
     setattr(checked, HOOKED, True)
     return checked
+
+
+_TOLD = "__attn_contracts_told_peers__"  # consensus marks an error its peers were told of
+
+
+def _abstain(err: BaseException) -> None:
+    """Say why this rank goes on unchecked, and let its DCP peers stop waiting for it."""
+    cause = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+    log.warning("attn-contracts: %sthe attention contract could not be checked (%s); start-up "
+                "goes on unchecked", _rank_prefix(), cause)
+    try:
+        from attn_contracts.consensus import open_round
+        from attn_contracts.integrations.vllm import dcp_group
+
+        group = dcp_group()
+        if group is not None:
+            open_round(group, 30.0).abstain(cause)
+    except Exception as inner:  # torch.distributed not up: no peer is waiting
+        log.debug("attn-contracts: no DCP peer told (%s: %s)", type(inner).__name__, inner)
 
 
 def _rank_prefix() -> str:
