@@ -163,7 +163,9 @@ class Mutation(BaseModel):
     model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
     id: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")]
     release: str
-    shape: Literal[SHAPES]  # type: ignore[valid-type]
+    #: the hand corpus names one of SHAPES; a held-out corpus written by someone who never read
+    #: ours (bench/lint_heldout/) names its own kinds of edit, so any slug is taken
+    shape: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
     description: str
     expect: Literal["error", "any", "clean"]
     at: list[Location] = []
