@@ -325,3 +325,77 @@ def test_an_exception_in_a_traced_setitem_propagates(reg: Registry) -> None:
     with pytest.raises(RuntimeError), _trace(reg):
         _, lse = k.base2_decode(p)
         torch.empty(3, 3)[:] = lse  # shapes that do not fit: torch's own error
+
+
+def test_shards_of_two_bases_read_back_region_by_region_are_clean(reg: Registry) -> None:
+    """One workspace, two regions, two producers: each region read back by the merge of its own
+    base is right; the workspace merged whole is not."""
+    p = _problem()
+    with _trace(reg) as t:
+        o, two = k.base2_decode(p)
+        _, e = torch_ref.sdpa_decode(p)
+        work = torch.empty(8, 4)
+        work[:4] = two
+        work[4:].copy_(e)
+        merge(torch.stack([o, o]), torch.stack([work[:4], work[:4]]), base="2")
+        merge(torch.stack([o, o]), torch.stack([work[4:], work[4:]]), base="e")
+        assert t.report.findings == [] and t.report.untagged == {}
+        merge(torch.stack([o, o]), work.view(2, 4, 4), base="e")
+    (m,) = t.report.mismatches
+    assert m.code is Code.AC016
+
+
+@pytest.mark.parametrize(("produce", "right"), [
+    pytest.param(lambda p: torch_ref.sdpa_decode(p), True, id="base-e"),
+    pytest.param(lambda p: k.base2_decode(p), False, id="base-2"),
+])  # looked up when called: the trace's wrapper
+def test_a_natural_log_reduction_keeps_base_e_only(reg: Registry, produce: Any,
+                                                   right: bool) -> None:
+    p = _problem()
+    with _trace(reg) as t:
+        o, lse = produce(p)
+        halves = torch.stack([lse, lse])  # two partial LSEs of one row set
+        whole = torch.logsumexp(halves, dim=0)
+        merge(torch.stack([o, o]), torch.stack([whole, whole]), base="e")
+    if right:  # base e in, base e out: checked and right
+        assert t.report.findings == [] and t.report.untagged == {}
+    else:  # base 2 in: what comes out is no LSE of either base: not checked, never ok
+        assert t.report.findings == [] and t.report.verdict == "not checked"
+
+
+def test_a_record_function_imported_where_the_watch_cannot_see_is_not_checked() -> None:
+    import types
+
+    reg = _late_registry("late_injected")
+    with _trace(reg) as t:
+        mod = types.ModuleType("late_injected")  # no import system: no loader to watch
+
+        def decode(p: DecodeProblem) -> Any:
+            return k.base2_decode(p)
+
+        mod.decode = decode  # type: ignore[attr-defined]
+        sys.modules["late_injected"] = mod
+    try:
+        assert t.report.late_unchecked == ["late_injected.decode"]
+        assert t.report.verdict == "not checked" and "1 late import(s) not wrapped" in \
+            t.report.summary()
+    finally:
+        del sys.modules["late_injected"]
+
+
+def test_the_overhead_counts_what_cannot_be_timed_from_inside(reg: Registry) -> None:
+    p = _problem()
+    with _trace(reg) as t:
+        o, lse = k.base2_decode(p)
+        for _ in range(5):
+            merge(torch.stack([o, o]), torch.stack([lse, lse]), base="2")
+        torch.nn.functional.relu(o)  # a Python function: torch's override path in Python
+    r = t.report
+    mode_ns, python_ns, wrap_ns = t._per_call_ns
+    assert r.wrapped_calls >= 6  # the producer and five merges, each through its wrapper
+    assert 0 < t.python_calls < r.torch_calls
+    assert r.dispatch_s == pytest.approx(((r.torch_calls - t.python_calls) * mode_ns
+                                          + t.python_calls * python_ns
+                                          + r.wrapped_calls * wrap_ns) / 1e9)
+    assert r.overhead_s == pytest.approx(r.handler_s + r.dispatch_s)
+    assert r.to_json()["dispatch_s"] == r.dispatch_s

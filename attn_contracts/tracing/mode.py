@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import time
+import types
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -85,6 +86,7 @@ class Follower(Protocol):
 
     tags: Any
     torch_calls: int
+    python_calls: int
     followed: int
     overhead_ns: int
 
@@ -207,6 +209,7 @@ def mode_class() -> type:
     tensor = torch.Tensor
     quiet = torch._C.DisableTorchFunction
     clock = time.perf_counter_ns
+    python_function = types.FunctionType
 
     class LseMode(TorchFunctionMode):
         """Follows tagged LSEs through torch calls for one :class:`Trace`."""
@@ -217,20 +220,32 @@ def mode_class() -> type:
 
         def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (),
                                kwargs: dict[str, Any] | None = None) -> Any:
+            t0 = clock()
             kwargs = kwargs or {}
             trace = self.trace
-            if is_compiling() or not trace.following():
+            if is_compiling():  # Dynamo traces this call: the graph is the plain one
                 return func(*args, **kwargs)
-            t0 = clock()
             trace.torch_calls += 1
+            if type(func) is python_function:  # torch's override path ran in Python for it
+                trace.python_calls += 1
+            if not trace.following():
+                trace.overhead_ns += clock() - t0
+                return func(*args, **kwargs)
             rule = rules.get(func)
             if rule is None:
                 if isinstance(func, op_types) and call_boxed is not None:
                     op = func if isinstance(func, torch._ops.OpOverload) else _only_overload(func)
                     if op is not None:
-                        trace.overhead_ns += clock() - t0
-                        with self:  # what the op's Python kernel does is followed too
-                            return call_boxed(op._handle, *args, **kwargs)
+                        t1 = t2 = clock()
+                        try:
+                            with self:  # what the op's Python kernel does is followed too
+                                t1 = clock()
+                                try:
+                                    return call_boxed(op._handle, *args, **kwargs)
+                                finally:
+                                    t2 = clock()
+                        finally:  # pushing and popping the mode again is the trace's cost
+                            trace.overhead_ns += (t1 - t0) + (clock() - t2)
                 trace.overhead_ns += clock() - t0
                 return func(*args, **kwargs)
             before = _version(args[0]) if rule.writes and args and \

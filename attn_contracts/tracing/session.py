@@ -231,7 +231,8 @@ class Trace:
         self.followed = 0
         self.overhead_ns = 0
         #: what torch and Python cost per call of the handler and of a wrapper, outside them
-        self._per_call_ns = (0.0, 0.0)
+        self._per_call_ns = (0.0, 0.0, 0.0)
+        self.python_calls = 0  # of torch_calls, those of Python functions (F.rms_norm, ...)
         #: id(wrapper) → (wrapper, original), and each wrapper's link to this trace
         self._wrappers: dict[int, tuple[Any, Any]] = {}
         self._cells: list[list[Any]] = []
@@ -324,10 +325,9 @@ class Trace:
         r = self.report
         r.torch_calls, r.followed, r.wrapped_calls = \
             self.torch_calls, self.followed, self.wrapped_calls
-        mode_ns, wrap_ns = self._per_call_ns
         r.handler_s = self.overhead_ns / 1e9
-        r.dispatch_s = (self.torch_calls * mode_ns + self.wrapped_calls * wrap_ns) / 1e9
-        r.overhead_s = r.handler_s + r.dispatch_s
+        r.overhead_s = self.accounted_ns() / 1e9
+        r.dispatch_s = r.overhead_s - r.handler_s
         r.findings = [f if n == 1 else replace(f, message=f"{f.message} (seen {n} times)")
                       for f, n, _ in self._seen.values()]
         r.mismatches = [m for _, _, m in self._seen.values() if m is not None]
@@ -401,6 +401,13 @@ class Trace:
             self.report.notes.append(
                 "the trace's mode was not on this thread's stack (stopped from another thread "
                 "than the one that started it); it passes every call through from now on")
+
+    def accounted_ns(self) -> float:
+        """What the report will call the overhead so far (ns): the timed handler and wrapper
+        time plus the counted calls times their calibrated cost."""
+        mode_ns, python_ns, wrap_ns = self._per_call_ns
+        return (self.overhead_ns + (self.torch_calls - self.python_calls) * mode_ns
+                + self.python_calls * python_ns + self.wrapped_calls * wrap_ns)
 
     # --- torch.compile ------------------------------------------------------------------------
     def _hook_dynamo(self) -> None:
@@ -758,7 +765,7 @@ class _Off:
     """What a mode left behind follows once its trace has stopped: nothing."""
 
     tags: Any = None
-    torch_calls = followed = overhead_ns = 0
+    torch_calls = python_calls = followed = overhead_ns = 0
 
     @staticmethod
     def following() -> bool:
@@ -768,9 +775,11 @@ class _Off:
 _OFF = _Off()
 
 
-def _calibrate(calls: int = 200, rounds: int = 5) -> tuple[float, float]:
-    """ns per call that torch and Python add to a torch call when a Python mode is on the stack,
-    and to a call through a Python ``*args, **kwargs`` wrapper; neither can be timed from inside
+def _calibrate(calls: int = 200, rounds: int = 5) -> tuple[float, float, float]:
+    """ns per call that torch and Python add to a torch call when a Python mode is on the stack
+    (a builtin, ``x.view_as``; a Python function such as ``torch.nn.functional.relu``, whose
+    override check and dispatch run in Python), and to a call through a Python ``*args,
+    **kwargs`` wrapper; neither can be timed from inside
     the handler or the wrapper, so the report counts calls and multiplies. The fastest of
     ``rounds`` batches of each (on a shared machine the batch disturbed least)."""
     import torch
@@ -783,6 +792,7 @@ def _calibrate(calls: int = 200, rounds: int = 5) -> tuple[float, float]:
 
     x = torch.zeros(2)
     op = x.view_as
+    python_op = torch.nn.functional.relu  # a Python function: torch's Python override path
 
     def plain(*args: Any, **kwargs: Any) -> Any:
         return None
@@ -800,10 +810,12 @@ def _calibrate(calls: int = 200, rounds: int = 5) -> tuple[float, float]:
         return fast
 
     off = best(lambda: op(x))
+    py_off = best(lambda: python_op(x))
     with Bare():
         on = best(lambda: op(x))
+        py_on = best(lambda: python_op(x))
     wrapped = best(lambda: wrapper(x, k=1)) - best(lambda: plain(x, k=1))
-    return max(0.0, on - off), max(0.0, wrapped)
+    return max(0.0, on - off), max(0.0, py_on - py_off), max(0.0, wrapped)
 
 
 def _remove_mode(pushed: object) -> bool:
