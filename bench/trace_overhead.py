@@ -8,9 +8,10 @@ eager fast path minus the driver call), torch calls the mode follows (a view of 
 conversion), calls it only passes through (an untagged view, an add, an op called through the
 dispatcher), and a decoder block's forward written in torch calls (a stand-in for a profile
 run's forward: many torch calls, no LSE). Each cell: the fastest of 15 batches of about 2 ms
-of calls (at most ``--calls / 15``) after 20 warm-up calls, rows interleaved; each round times every row without a trace,
-under a mode that does nothing (what any ``TorchFunctionMode`` costs: the floor of a trace built
-on one), then inside a trace; the table shows each condition's fastest over ``--rounds`` rounds. Each row
+of calls (at most ``--calls / 15``) after 20 warm-up calls, rows interleaved; each round times
+every row without a trace, under a mode that does nothing (what any ``TorchFunctionMode`` costs:
+the floor of a trace built on one), then inside a trace; the table shows each condition's
+fastest over ``--rounds`` rounds. Each row
 also shows what the trace's own account (``Trace.accounted_ns``: what ``TraceReport.overhead_s``
 and the vLLM log line report) gave for the same batch, and its ratio to the measured difference.
 The last lines time a trace's start and stop with the built-in catalog (calibration, wrapping,
@@ -30,7 +31,7 @@ from typing import Any
 import torch
 
 import attn_contracts
-from attn_contracts.combine import merge, ops
+from attn_contracts.combine import launches, merge
 from attn_contracts.registry import Registry
 from attn_contracts.sources import parse_record
 
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
                          "from 0.2 to 250 ms)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    ops._merge_launch = _no_launch  # type: ignore[assignment]
+    launches.combine_launch = _no_launch  # type: ignore[assignment]
     module = sys.modules[__name__]
     reg = _records()
     fns = rows(module)

@@ -144,7 +144,7 @@ def _out_axes(kind: str, tag: Tag, src: Any, args: Sequence[Any], kwargs: dict[s
     if kind == "expand":
         return expand_axes(axes, tuple(src.shape), tuple(out.shape))
     if kind == "opaque":
-        return (UNKNOWN,) * out.dim()
+        return (UNKNOWN,) * int(out.dim())
     if kind == "reduce":
         d = _dims(args, kwargs, ("dim", "keepdim"))
         return reduce_axes(axes, d[0] if d else None, bool(d[1]) if len(d) > 1 else False)

@@ -20,6 +20,7 @@ Torch-free.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import inspect
@@ -370,7 +371,5 @@ class ImportWatch:
     def close(self) -> None:
         """Off the meta path, and nothing held (a watched import still running calls no one)."""
         self.loaded = None
-        try:
+        with contextlib.suppress(ValueError):
             sys.meta_path.remove(self)
-        except ValueError:
-            pass
