@@ -1,6 +1,7 @@
 """What the trace (``attn_contracts.trace()``) adds to each call it sees, on the CPU.
 
-    python bench/trace_overhead.py [--calls 2000] [--rounds 5] [--threads 1] [--out FILE.md]
+    python bench/trace_overhead.py [--calls 2000] [--rounds 5] [--threads 1] [--only TEXT]
+                                   [--out FILE.md]
 
 Rows: a wrapped producer and consumers whose own work is nothing (the wrapper's cost alone), the
 project's ``merge`` with its launch replaced by a no-op (``bench/eager_host.py``'s way: the
@@ -186,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None, help="also write the table as markdown")
+    ap.add_argument("--only", default="", help="time only the rows whose name holds this text")
     ap.add_argument("--threads", type=int, default=1,
                     help="torch's intra-op threads (1: on a shared 2-core machine a second "
                          "OpenMP thread waits out its neighbours, and one forward varies "
@@ -195,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     launches.combine_launch = _no_launch  # type: ignore[assignment]
     module = sys.modules[__name__]
     reg = _records()
-    fns = rows(module)
+    fns = {name: fn for name, fn in rows(module).items() if args.only in name}
     off: dict[str, list[float]] = {n: [] for n in fns}
     bare: dict[str, list[float]] = {n: [] for n in fns}
     on: dict[str, list[float]] = {n: [] for n in fns}
