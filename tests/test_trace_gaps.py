@@ -399,3 +399,14 @@ def test_the_overhead_counts_what_cannot_be_timed_from_inside(reg: Registry) -> 
                                           + r.wrapped_calls * wrap_ns) / 1e9)
     assert r.overhead_s == pytest.approx(r.handler_s + r.dispatch_s)
     assert r.to_json()["dispatch_s"] == r.dispatch_s
+
+
+def test_a_stack_with_a_part_of_unknown_origin_keeps_the_known_parts_base(reg: Registry) -> None:
+    """What the trace knows is still checked: a base-2 part into a base-e merge is an error
+    whatever the other part is."""
+    p = _problem()
+    with _trace(reg) as t:
+        o, two = k.base2_decode(p)
+        unknown = torch.zeros(4, 4)
+        merge(torch.stack([o, o]), torch.stack([two, unknown]), base="e")
+    assert _codes(t) == [Code.AC016]

@@ -347,8 +347,6 @@ def mode_class() -> type:
                 return
             axes = tagged[0].axes if all(t.axes == tagged[0].axes for t in tagged) and \
                 len(tagged) == len(found) else (UNKNOWN,) * (out.dim() - (kind == "stack"))
-            if len(tagged) != len(found):
-                tagged = [*tagged, Tag((), axes, ())]  # a part the trace knows nothing of
             new_axes = stack_axes(axes, dim) if kind == "stack" else axes
             if len(new_axes) != out.dim():
                 new_axes = (UNKNOWN,) * out.dim()

@@ -320,7 +320,11 @@ class Trace:
         finally:
             self._end_imports()
             self.report.notes += self._patches.restore()
-            self.report.unwrapped = sweep(self._wrappers, referrers=self.partials)
+            try:
+                self.report.unwrapped = sweep(self._wrappers, referrers=self.partials)
+            except Exception as err:  # a guest: a failed sweep leaves pass-through wrappers
+                self.report.notes.append(f"could not take every wrapper back: "
+                                         f"{type(err).__name__}: {err}")
             self._release()
         r = self.report
         r.torch_calls, r.followed, r.wrapped_calls = \
@@ -368,7 +372,7 @@ class Trace:
     def _imported(self, module: str) -> None:
         """A watched module finished importing: wrap the record functions it now makes
         resolvable (before anything can call them), and keep watching for the rest."""
-        if not self._running and not self._started:
+        if not self._running:
             return
         try:
             with self._late_lock:
