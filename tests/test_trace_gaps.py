@@ -410,3 +410,17 @@ def test_a_stack_with_a_part_of_unknown_origin_keeps_the_known_parts_base(reg: R
         unknown = torch.zeros(4, 4)
         merge(torch.stack([o, o]), torch.stack([two, unknown]), base="e")
     assert _codes(t) == [Code.AC016]
+
+
+def test_a_late_import_wrapped_on_import_is_not_counted_unchecked(on_path: Path) -> None:
+    """A record naming two functions, one imported late: the one wrapped on import is checked,
+    and the record's other, absent one is not 'imported during the trace'."""
+    _write_module(on_path, "late_pair", _LATE)
+    reg = k.registry()
+    raw = dict(k.RECORDS[0], name="test.late_pair", calls=[
+        {"function": "late_pair.decode"}, {"function": "late_pair_absent.decode"}])
+    reg.add(parse_record(raw)[0][0])
+    with _trace(reg) as t:
+        importlib.import_module("late_pair")
+    assert t.report.wrapped_late == ["late_pair.decode"]
+    assert t.report.late_unchecked == [] and t.report.verdict == "ok"

@@ -355,10 +355,14 @@ class Trace:
             watch.close()
         if not self._pending:
             return
-        wrapped = {id(w[1]) for w in self._wrappers.values()}
-        late, _ = collect(self._records_of([p for p, _ in self._pending]), self._consumers_of(
-            [p for p, _ in self._pending]))
-        self.report.late_unchecked = [t.path for t in late if id(t.original) not in wrapped]
+        pending = {p for p, _ in self._pending}
+        ours = set(self._wrappers) | {id(w[1]) for w in self._wrappers.values()}
+        late, _ = collect(self._records_of(list(pending)), self._consumers_of(list(pending)))
+        # a record of a pending path may name others, wrapped already (they resolve to the
+        # wrapper here): only the pending paths that resolve to no function of ours count
+        self.report.late_unchecked = [
+            t.path for t in late if id(t.original) not in ours
+            and ({t.path, *t.aliases} & pending)]
 
     def _records_of(self, paths: list[str]) -> list[CapabilityRecord]:
         want = set(paths)
