@@ -424,3 +424,17 @@ def test_a_late_import_wrapped_on_import_is_not_counted_unchecked(on_path: Path)
         importlib.import_module("late_pair")
     assert t.report.wrapped_late == ["late_pair.decode"]
     assert t.report.late_unchecked == [] and t.report.verdict == "ok"
+
+
+def test_producers_writing_regions_of_one_workspace_are_each_checked(reg: Registry) -> None:
+    """Two kernels fill the two halves of one LSE workspace through ``lse=`` (each a view that
+    dies with the call): each half read back carries its producer's base, and filling the
+    second does not make the first unchecked."""
+    p = _problem()
+    with _trace(reg) as t:
+        work = torch.empty(8, 4)
+        o = k.decode_into(p, lse=work[:4])
+        k.decode_into(p, lse=work[4:])
+        merge(torch.stack([o, o]), torch.stack([work[:4], work[4:]]), base="e")  # right
+        merge(torch.stack([o, o]), torch.stack([work[:4], work[:4]]), base="2")  # wrong
+    assert _codes(t) == [Code.AC016] and t.report.untagged == {}

@@ -626,7 +626,7 @@ class Trace:
         for t in self._lse_tensors(values, out, index):
             layout, q_len = next(iter(specs)) if len(specs) == 1 else ("?", False)
             axes = axes_for(layout, q_len, t.dim())
-            self.tags[t] = Tag((base,) if base else (), axes, (origin,))
+            self.tags.produced(t, Tag((base,) if base else (), axes, (origin,)))
             self.report.tagged += 1
 
     def _call_base(self, record: CapabilityRecord, literals: dict[str, Any],

@@ -285,6 +285,15 @@ class TagMap:
         del r.writes[:-_MAX_WRITES]
         r.known = _version(root)
 
+    def produced(self, tensor: object, tag: Tag) -> None:
+        """A producer just wrote ``tensor`` (its returned LSE, or the ``lse=`` buffer it filled):
+        the change since the last one seen is this write, so the other regions of its memory
+        keep their tags, and a view of the region cut later (or earlier) reads this one; the
+        tensor itself gets the tag too."""
+        r = self._ensure(_root(tensor))
+        self.write(tensor, tag, r.known)
+        self[tensor] = tag
+
     def refresh(self, dest: object) -> None:
         """A change the trace saw that keeps what every tag of ``dest``'s memory says (a constant
         written into part of it: ``-inf`` is empty in every base)."""
