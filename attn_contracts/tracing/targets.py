@@ -249,8 +249,8 @@ def sweep(wrappers: dict[int, tuple[Any, Any]], *, referrers: bool) -> list[str]
     """Put each original back wherever its wrapper is still found (``wrappers``: id(wrapper) →
     (wrapper, original)): every module attribute (a module imported during the trace bound the
     wrapper under its own name), and with ``referrers`` every ``functools.partial``, dict, list
-    and closure cell that holds it (one pass over the garbage collector's referrers). Where it
-    went, for the report."""
+    and closure cell that holds it (one pass over the garbage collector's referrers, made only
+    when a wrapper is still held somewhere). Where it went, for the report."""
     found: list[str] = []
     for name, module in list(sys.modules.items()):
         namespace = getattr(module, "__dict__", None)
@@ -261,7 +261,7 @@ def sweep(wrappers: dict[int, tuple[Any, Any]], *, referrers: bool) -> list[str]
             if hit is not None and hit[0] is value:
                 namespace[attr] = hit[1]
                 found.append(f"{name}.{attr}")
-    if not referrers or not wrappers:
+    if not referrers or not wrappers or not _escaped(wrappers):
         return found
     modules = {id(getattr(m, "__dict__", None)) for m in list(sys.modules.values())}
     for ref in gc.get_referrers(*(w for w, _ in wrappers.values())):
@@ -270,6 +270,18 @@ def sweep(wrappers: dict[int, tuple[Any, Any]], *, referrers: bool) -> list[str]
         except (TypeError, AttributeError, ValueError):  # something that cannot be changed
             continue
     return found
+
+
+def _escaped(wrappers: dict[int, tuple[Any, Any]]) -> bool:
+    """Whether anything but this table still holds a wrapper (its reference count above that of
+    a probe held the same way, measured here: the count's meaning changes across Pythons), so
+    the heap is scanned only when there is something to find."""
+    def probe() -> None:
+        return None
+
+    table = {id(probe): (probe, None)}
+    baseline = max(sys.getrefcount(w) for w, _ in table.values())
+    return any(sys.getrefcount(w) > baseline for w, _ in wrappers.values())
 
 
 def _unwrap_in(ref: Any, wrappers: dict[int, tuple[Any, Any]], modules: set[int]) -> list[str]:
