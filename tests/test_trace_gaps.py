@@ -438,3 +438,19 @@ def test_producers_writing_regions_of_one_workspace_are_each_checked(reg: Regist
         merge(torch.stack([o, o]), torch.stack([work[:4], work[4:]]), base="e")  # right
         merge(torch.stack([o, o]), torch.stack([work[:4], work[:4]]), base="2")  # wrong
     assert _codes(t) == [Code.AC016] and t.report.untagged == {}
+
+
+def test_the_traces_own_failure_is_a_note_and_the_program_runs_on(
+        reg: Registry, monkeypatch: pytest.MonkeyPatch) -> None:
+    from attn_contracts.tracing.tags import TagMap
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise ValueError("the trace's own bug")
+
+    monkeypatch.setattr(TagMap, "write", broken)
+    p = _problem()
+    plain = _program(_problem())
+    with _trace(reg) as t:
+        traced = _program(p)  # copies and in-place conversions: every write fails inside
+    assert all(torch.equal(a, b) for a, b in zip(plain, traced, strict=True))
+    assert any("the trace's own bug" in n for n in t.report.notes)

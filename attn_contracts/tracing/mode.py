@@ -96,6 +96,8 @@ class Follower(Protocol):
 
     def converted(self, tag: Tag, conv: tuple[str, str, str], site: str) -> Tag: ...
 
+    def trouble(self, where: str, err: Exception) -> None: ...
+
 
 def _rules() -> dict[Any, Rule]:
     """torch function object → rule, for every spelling torch hands a mode (the ``Tensor``
@@ -255,6 +257,8 @@ def mode_class() -> type:
             t2 = clock()
             try:
                 self._follow(rule, args, kwargs, out, before)
+            except Exception as err:  # a guest: the engine's call has run; the tag is lost
+                trace.trouble(f"following {getattr(func, '__name__', func)}", err)
             finally:
                 trace.overhead_ns += (t1 - t0) + (clock() - t2)
             return out

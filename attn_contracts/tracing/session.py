@@ -491,6 +491,13 @@ class Trace:
             return "?"
         return f"{_short(frame.f_code.co_filename)}:{frame.f_lineno}"
 
+    def trouble(self, where: str, err: Exception) -> None:
+        """The trace's own failure while following a call: a note (once per kind), never the
+        engine's exception."""
+        note = f"trace error {where}: {type(err).__name__}: {err}"
+        if note not in self.report.notes:
+            self.report.notes.append(note)
+
     def site_of_torch_call(self) -> str:
         return self.site(sys._getframe(1))
 
@@ -778,6 +785,10 @@ class _Off:
     @staticmethod
     def following() -> bool:
         return False
+
+    @staticmethod
+    def trouble(where: str, err: Exception) -> None:
+        return None
 
 
 _OFF = _Off()
