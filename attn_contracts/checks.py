@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+from attn_contracts.call_base import literal_key
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
 from attn_contracts.findings import Code, ContractError, Finding, Severity
 from attn_contracts.records import CapabilityRecord, LseSpec
@@ -20,8 +21,8 @@ __all__ = ["LSE_DTYPES", "CallRefused", "check_backend_known", "check_call_devic
            "check_call_sink", "check_combinable", "check_dcp", "check_direct", "check_edge",
            "check_heads_divisible", "check_mode_call", "check_rank", "check_row_mask_given",
            "check_setting", "check_unique", "check_workspace_buffer", "check_workspace_call",
-           "check_workspace_mode", "check_workspace_step", "refuse", "resolve_call",
-           "resolve_call_base", "resolve_call_layout"]
+           "check_workspace_mode", "check_workspace_step", "call_keys", "check_call_turns_off_lse",
+           "refuse", "resolve_call", "resolve_call_base", "resolve_call_layout"]
 
 
 def check_unique(records: Sequence[CapabilityRecord | ConsumerRecord]) -> list[Finding]:
@@ -563,6 +564,45 @@ def check_edge(producer: CapabilityRecord, consumer: ConsumerRecord,
     if setting is not None:
         findings += _edge_limits(producer, consumer, setting)
     return findings
+
+
+def call_keys(record: CapabilityRecord) -> tuple[str, ...]:
+    """The keyword arguments of the engine's call that a record reads, sorted: those its calls
+    need for an LSE (``when``), choose the base by (keyword, default, dispatch) and the layout
+    by. A key outside them changes nothing the checks read."""
+    keys: set[str] = set()
+    for c in record.calls:
+        keys.update(k for k, _ in c.when)
+        if c.base is not None:
+            keys.update(k for k in (c.base.keyword, c.base.default_by) if k)
+            keys.update(k for k, _ in c.base.picked_by)
+        if c.layout is not None:
+            keys.add(c.layout.keyword)
+    return tuple(sorted(keys))
+
+
+def check_call_turns_off_lse(record: CapabilityRecord, call: Mapping[str, object],
+                             needed_by: str) -> list[Finding]:
+    """``AC006`` where the engine's call (its keyword arguments, as Python values) turns off the
+    LSE that ``needed_by`` (a consumer, the DCP world size) needs: every call of the record that
+    returns an LSE only when given some literals (``when``: ``return_lse=True``) is passed
+    another value for one of them."""
+    if not record.returns_lse or not record.calls:
+        return []
+    given = {k: literal_key(repr(v)) for k, v in call.items()}
+    off: dict[str, str] = {}  # keyword → the literal the LSE needs
+    for c in record.calls:
+        wrong = {k: v for k, v in c.when if k in given and given[k] != literal_key(v)}
+        if not wrong:
+            return []  # this call still returns the LSE
+        off.update(wrong)
+    passed = ", ".join(f"{k}={given[k]}" for k in sorted(off))
+    needs = ", ".join(f"{k}={v}" for k, v in sorted(off.items()))
+    return [Finding.from_rule(
+        Code.AC006, record.name,
+        f"{needed_by} needs the LSE, but the call passes {passed}: {record.name} then returns "
+        f"no LSE (it returns one with {needs})", hint=f"pass {needs} to the kernel",
+        field=next(iter(sorted(off))), found=passed, allowed=needs)]
 
 
 def resolve_call(record: CapabilityRecord, call: Mapping[str, object] | None,

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from attn_contracts.checks import (
     check_backend_known,
+    check_call_turns_off_lse,
     check_dcp,
     check_edge,
     check_setting,
@@ -190,6 +191,13 @@ def check_startup(
         chosen = producers.get(backend)
     uses, bad = _consumer_uses(consumers, known_consumers)
     findings += bad
+    if chosen is not None and producer_call is not None:
+        needed_by = [f"world_size={world}"] if world > 1 else []
+        needed_by += [c.name for c, _ in uses]
+        off = check_call_turns_off_lse(chosen, producer_call, " and ".join(needed_by)
+                                       ) if needed_by else []
+        if off:  # the edges and the setting are moot: the kernel returns no LSE to check
+            return chosen, recs, [*findings, *off]
     if chosen is not None:
         chosen, bad = resolve_call(chosen, producer_call)
         findings += bad
