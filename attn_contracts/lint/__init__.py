@@ -16,7 +16,7 @@ against the schema. ``# noqa: AC003`` silences one line. Every finding has a sev
 warning, note) in every format (text, JSON, GitHub, SARIF 2.1.0); columns are characters, 1-based.
 Exit codes: 0 no error (warnings and notes do not count, unless ``--warnings-as-errors``;
 ``--exit-zero``: always 0), 1 errors, 2 usage error (a missing path or ``--records`` file, a bad
-or unreadable ``pyproject.toml``, an unknown code in ``--select``/``--ignore``, ``--jobs`` below
+or unreadable ``pyproject.toml``, paths of two projects whose settings differ, an unknown code in ``--select``/``--ignore``, ``--jobs`` below
 1, an unwritable ``--output-file``).
 """
 
@@ -50,7 +50,7 @@ from attn_contracts.lint.classes import (
 from attn_contracts.lint.config import (
     ConfigError,
     LintConfig,
-    find_pyproject,
+    config_for,
     known_codes_text,
     load_config,
     unknown_codes,
@@ -627,7 +627,8 @@ def run(args: argparse.Namespace, engine_rules: Sequence[EngineRule] = ()) -> in
               file=sys.stderr)
         return 2
     try:
-        cfg = load_config(args.config or find_pyproject(args.project_root or args.paths[0]))
+        cfg = load_config(args.config) if args.config else config_for(
+            [*args.paths, *([args.project_root] if args.project_root else [])])
     except ConfigError as err:
         print(f"attn-contracts lint: {err}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ from attn_contracts.findings import RULES
 from attn_contracts.sources import FileReadError, error_position, read_bytes
 from attn_contracts.versions import library_key
 
-__all__ = ["ConfigError", "LintConfig", "find_pyproject", "load_config", "unknown_codes"]
+__all__ = ["ConfigError", "LintConfig", "config_for", "find_pyproject", "load_config",
+           "unknown_codes"]
 
 
 def unknown_codes(selectors: tuple[str, ...]) -> list[str]:
@@ -112,6 +114,32 @@ def find_pyproject(start: Path) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def config_for(paths: Sequence[Path]) -> LintConfig:
+    """The one configuration of a run over ``paths``: each path's nearest ``pyproject.toml``
+    (:func:`find_pyproject`) applies to it, so the run has one only when they all say the same
+    (the same file, or files whose ``[tool.attn-contracts]`` settings are equal). Two projects
+    that differ are one :class:`ConfigError` naming both: whichever came first would otherwise
+    decide the other's verdict. The files are read in path order, so the error a run reports
+    never depends on the order of its arguments either."""
+    found = {(find_pyproject(p), p) for p in paths}
+    pyprojects = sorted({f for f, _ in found}, key=lambda f: (f is not None, str(f)))
+    configs = {f: load_config(f) for f in pyprojects}
+    first, *others = pyprojects
+    other = next((f for f in others if configs[f] != configs[first]), None)
+    if other is None:
+        return configs[first]
+
+    def name(f: Path | None) -> str:
+        owned = sorted(str(p) for g, p in found if g == f)
+        more = f" and {len(owned) - 3} more" if len(owned) > 3 else ""
+        return (f"{', '.join(owned[:3])}{more} "
+                f"({f if f is not None else 'no pyproject.toml: the defaults'})")
+
+    raise ConfigError(f"the paths belong to projects whose [tool.attn-contracts] settings differ: "
+                      f"{name(first)} and {name(other)}; lint each project on its own, or give "
+                      "--config FILE to apply one to all")
 
 
 def load_config(pyproject: Path | None) -> LintConfig:
