@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
@@ -21,7 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 __all__ = ["RULES", "Code", "ContractError", "Finding", "Rule", "Severity", "error_text",
-           "rules_markdown"]
+           "printable", "rules_markdown"]
 
 _ERROR_TEXT_LIMIT = 300  # characters of an exception a finding quotes (a tensor repr is MBs)
 
@@ -31,6 +32,20 @@ def error_text(err: BaseException) -> str:
     bounded: an exception that prints a tensor must not flood the report."""
     text = f"{type(err).__name__}: {err}"
     return text if len(text) <= _ERROR_TEXT_LIMIT else text[: _ERROR_TEXT_LIMIT - 3] + "..."
+
+
+#: characters that would let a path or message forge output (a line break starts a fake finding,
+#: an ANSI escape or a bidirectional override rewrites what a reader sees): the control
+#: characters, the Unicode line and paragraph separators, and the bidirectional controls
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f"
+                          "\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every character of :data:`_UNPRINTABLE` written as its Python escape
+    (``\\n``, ``\\x1b``, ``\\u202e``): a file name or message printed as text is one line that
+    reads as it is. The text and GitHub formats of every command print through this."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class Code(enum.StrEnum):
@@ -154,10 +169,11 @@ class Finding:
         return cls(code, subject, message, **fields)
 
     def render(self) -> str:
+        """One line of text (control characters escaped: :func:`printable`)."""
         where = f"{self.location}: " if self.location else ""
         hint = f" (hint: {self.hint})" if self.hint else ""
         level = "" if self.severity is Severity.ERROR else f"[{self.severity}] "
-        return f"{where}{self.code} {level}{self.subject}: {self.message}{hint}"
+        return printable(f"{where}{self.code} {level}{self.subject}: {self.message}{hint}")
 
     def to_json(self) -> dict[str, Any]:
         return {

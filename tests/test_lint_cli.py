@@ -205,3 +205,30 @@ def test_columns_count_characters_in_every_format(
     f.write_text('y = "ü"; z = "\n')  # unterminated string: SyntaxError counts characters already
     main([str(f)])
     assert "m.py:1:14: AC000" in capsys.readouterr().out
+
+
+# --- no path or message forges output (issue 38, item 4) ----------------------------------------
+FORGED = "x.py:1:1: AC001 forged\n\x1b[2K\u202eevil\rz.py"
+
+
+@pytest.mark.parametrize("fmt", ["text", "github"])
+def test_control_characters_in_a_path_are_escaped(
+        fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = _write(tmp_path, {FORGED: "assert i.supports_dcp\n"}) / FORGED
+    assert main(["--format", fmt, "--warnings-as-errors", str(target)]) == 1
+    out = capsys.readouterr().out
+    assert len(out.strip().splitlines()) == 1, out  # one finding, one line
+    assert not {"\x1b", "\u202e", "\r"} & set(out)
+    if fmt == "text":
+        assert out.startswith(str(tmp_path)) and "\\n\\x1b[2K\\u202eevil\\rz.py:1:1: AC011" in out
+
+
+def test_control_characters_in_a_validated_file_name_are_escaped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from attn_contracts.cli import main as cli
+
+    f = _write(tmp_path, {"r\nAC000 ok.toml": "[[record]]\nname = 1\n"}) / "r\nAC000 ok.toml"
+    assert cli(["validate", "--no-builtin", "--file", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert all(line.startswith((str(tmp_path), "  ")) or "problem" in line
+               for line in out.strip().splitlines()), out

@@ -22,7 +22,7 @@ from attn_contracts import __version__, integrations, lint
 from attn_contracts.cli import catalog, engine, plan, validate, verify
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError
 from attn_contracts.cli._setting import non_negative, positive, positive_float
-from attn_contracts.findings import ContractError
+from attn_contracts.findings import ContractError, printable
 from attn_contracts.registry import UnknownRecordError
 from attn_contracts.sources import FileReadError
 
@@ -36,7 +36,8 @@ class _Parser(argparse.ArgumentParser):
     full usage is one ``--help`` away."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(EXIT_USAGE, printable(f"{self.prog}: error: {message} (see {self.prog} --help)")
+                  + "\n")
 
 
 #: most ranks the demo starts: its head count (``demo.HEADS``), so each rank combines a head at
@@ -142,14 +143,15 @@ def _dispatch(handlers: dict[str, Handler], args: argparse.Namespace) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except FileReadError as err:
-        print(f"attn-contracts: {err}", file=sys.stderr)
+        print(printable(f"attn-contracts: {err}"), file=sys.stderr)
         return EXIT_USAGE
     except UsageError as err:
-        print(f"attn-contracts {args.command}: {err}", file=sys.stderr)
+        print(printable(f"attn-contracts {args.command}: {err}"), file=sys.stderr)
         return EXIT_USAGE
     except UnknownRecordError as err:
         first = err.findings[0]  # one line: the first unknown name and the known ones
-        print(f"attn-contracts {args.command}: {first.code} {first.message}", file=sys.stderr)
+        print(printable(f"attn-contracts {args.command}: {first.code} {first.message}"),
+              file=sys.stderr)
         return EXIT_USAGE
     except ContractError as err:
         print(err, file=sys.stderr)

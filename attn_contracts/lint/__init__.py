@@ -39,7 +39,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import RULES, Code, Finding, Rule, Severity
+from attn_contracts.findings import RULES, Code, Finding, Rule, Severity, printable
 from attn_contracts.lint.classes import (
     ClassInfo,
     ModuleInfo,
@@ -488,8 +488,10 @@ def _property(value: object) -> str:
 
 
 def _data(value: object) -> str:
-    """A workflow command's message: ``%`` first, so an escape is never escaped twice."""
-    return str(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's message: ``%`` first, so an escape is never escaped twice; then CR
+    and LF as the runner unescapes them, and any other control character as text
+    (:func:`~attn_contracts.findings.printable`), so no value starts a command of its own."""
+    return printable(str(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _render(findings: list[Finding], fmt: str) -> str:
@@ -503,9 +505,9 @@ def _render(findings: list[Finding], fmt: str) -> str:
             f"::{_GITHUB[f.severity]} file={_property(_where(f)[0])},line={_where(f)[1]},"
             f"col={_where(f)[2]},title={_property(f.code)}::{_data(f.message)}"
             for f in findings)
-    return "\n".join(f"{f.location}: {f.code} "
-                     f"{'' if f.severity is Severity.ERROR else f'[{f.severity}] '}{f.message}"
-                     for f in findings)
+    return "\n".join(printable(
+        f"{f.location}: {f.code} {'' if f.severity is Severity.ERROR else f'[{f.severity}] '}"
+        f"{f.message}") for f in findings)
 
 
 #: the base of the run's relative URIs (SARIF's ``originalUriBaseIds``; GitHub code scanning
@@ -623,14 +625,14 @@ def run(args: argparse.Namespace, engine_rules: Sequence[EngineRule] = ()) -> in
         missing.append(f"{args.project_root} (--project-root)")
     missing += [f"{f} (--records)" for f in args.records if not (f.exists() or f.is_symlink())]
     if missing:
-        print(f"attn-contracts lint: no such file or folder: {', '.join(missing)}",
+        print(printable(f"attn-contracts lint: no such file or folder: {', '.join(missing)}"),
               file=sys.stderr)
         return 2
     try:
         cfg = load_config(args.config) if args.config else config_for(
             [*args.paths, *([args.project_root] if args.project_root else [])])
     except ConfigError as err:
-        print(f"attn-contracts lint: {err}", file=sys.stderr)
+        print(printable(f"attn-contracts lint: {err}"), file=sys.stderr)
         return 2
     overrides = {k: tuple(c.strip().upper() for c in v.split(",") if c.strip())
                  for k, v in (("select", args.select), ("ignore", args.ignore)) if v is not None}
@@ -651,8 +653,8 @@ def run(args: argparse.Namespace, engine_rules: Sequence[EngineRule] = ()) -> in
         try:
             args.output_file.write_text(report + "\n" if report else "", encoding="utf-8")
         except OSError as err:
-            print(f"attn-contracts lint: --output-file: cannot write {args.output_file}: "
-                  f"{err.strerror or err}", file=sys.stderr)
+            print(printable(f"attn-contracts lint: --output-file: cannot write "
+                            f"{args.output_file}: {err.strerror or err}"), file=sys.stderr)
             return 2
     elif report:
         print(report)
