@@ -15,14 +15,17 @@ import enum
 import math
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+import dataclasses
 from dataclasses import KW_ONLY, dataclass
+from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["RULES", "Code", "ContractError", "Finding", "Rule", "Severity", "error_text",
-           "printable", "rules_markdown"]
+__all__ = ["RULES", "Code", "ContractError", "Escalation", "Finding", "Rule", "RulesError",
+           "Severity", "check_rules", "error_text", "printable", "rules_markdown"]
 
 _ERROR_TEXT_LIMIT = 300  # characters of an exception a finding quotes (a tensor repr is MBs)
 
@@ -99,44 +102,135 @@ class Severity(enum.StrEnum):
 
 
 @dataclass(frozen=True)
+class Escalation:
+    """A context in which a rule's finding has another severity than its default, named so that
+    the checker that reports it says which (:meth:`Finding.from_rule`) and the README shows it."""
+
+    severity: Severity
+    when: str
+
+
+@dataclass(frozen=True)
 class Rule:
     """What a finding code means, as the README, SARIF and ``--statistics`` show it.
 
     ``severity`` is the default: what the linter and the engine checks report the code as where
-    the context does not decide otherwise. A checker whose severity depends on what it found (an
-    inherited base the kernels confirm is a note, one they contradict an error) says so at the
-    call, with a comment; validation and startup refuse on every finding but a note."""
+    the context does not decide otherwise. ``escalations``: the named contexts that give the code
+    another severity, each documented here (a finding takes one by name:
+    ``Finding.from_rule(code, ..., escalation=NAME)``). Validation and startup refuse on every
+    finding but a note."""
 
     code: Code
     title: str
     severity: Severity
     meaning: str
     fix: str
+    escalations: Mapping[str, Escalation] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({}))
 
 
-def _load_rules() -> tuple[Rule, ...]:
+class RulesError(RuntimeError):
+    """The rule table shipped with the package (``rules.toml``) is missing or damaged: a broken
+    installation, told in one line naming the file and the problem (the CLI exits 2)."""
+
+
+def _rules_file() -> Traversable:
+    return resources.files("attn_contracts").joinpath("rules.toml")
+
+
+@cache
+def _load_rules() -> Mapping[Code, Rule]:
     """The rule table from ``rules.toml`` beside this module (data shipped with the package: a
-    code's words are edited there, not here). Every :class:`Code` has exactly one rule, in order."""
-    with resources.files("attn_contracts").joinpath("rules.toml").open("rb") as f:
-        rows = tomllib.load(f)["rule"]
-    rules = tuple(Rule(Code(r["code"]), r["title"], Severity(r["severity"]), r["meaning"], r["fix"])
-                  for r in rows)
+    code's words are edited there, not here), read on first use, never at import: a damaged
+    file is one :class:`RulesError` naming it and the problem. Every :class:`Code` has exactly
+    one rule, in order."""
+    from pydantic import BaseModel, ConfigDict, ValidationError
+
+    class _Escalation(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+        severity: Severity
+        when: str
+
+    class _Row(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        code: Code
+        title: str
+        severity: Severity
+        meaning: str
+        fix: str
+        escalations: dict[str, _Escalation] = {}
+
+    path = _rules_file()
+    try:
+        doc = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except OSError as err:
+        raise RulesError(f"{path}: cannot read the rule table ({err.strerror or err}); "
+                         "reinstall attn-contracts") from None
+    except UnicodeDecodeError as err:
+        raise RulesError(f"{path}: the rule table is not UTF-8 (byte offset {err.start}); "
+                         "reinstall attn-contracts") from None
+    except tomllib.TOMLDecodeError as err:
+        raise RulesError(f"{path}: the rule table is not valid TOML ({err}); reinstall "
+                         "attn-contracts") from None
+    rows = doc.get("rule")
+    if not isinstance(rows, list) or not rows:
+        raise RulesError(f"{path}: no [[rule]] tables (found keys: "
+                         f"{', '.join(sorted(doc)) or 'none'}); reinstall attn-contracts")
+    rules: list[Rule] = []
+    for i, raw in enumerate(rows, 1):
+        try:
+            row = _Row.model_validate(raw)
+        except ValidationError as err:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the table'}: {e['msg']}"
+                                 for e in err.errors())
+            code = raw.get("code", "?") if isinstance(raw, dict) else "?"
+            raise RulesError(f"{path}: [[rule]] number {i} ({code}): {problems}; reinstall "
+                             "attn-contracts") from None
+        escalations = {name: Escalation(e.severity, e.when) for name, e in row.escalations.items()}
+        rules.append(Rule(row.code, row.title, row.severity, row.meaning, row.fix,
+                          MappingProxyType(escalations)))
     if [r.code for r in rules] != list(Code):
-        raise RuntimeError(f"attn_contracts/rules.toml holds {[r.code.value for r in rules]}, "
-                           f"not one rule per code in order ({[c.value for c in Code]})")
-    return rules
+        raise RulesError(f"{path}: holds {', '.join(r.code.value for r in rules)}, not one rule "
+                         f"per code in order (allowed: {', '.join(c.value for c in Code)}); "
+                         "reinstall attn-contracts")
+    return MappingProxyType({r.code: r for r in rules})
+
+
+class _RuleTable(Mapping[Code, Rule]):
+    """:data:`RULES`: the rule table, loaded on first use (a damaged ``rules.toml`` must not
+    make ``import attn_contracts`` fail before anything can say what is wrong)."""
+
+    def __getitem__(self, code: Code) -> Rule:
+        return _load_rules()[code]
+
+    def __iter__(self) -> Iterator[Code]:
+        return iter(_load_rules())
+
+    def __len__(self) -> int:
+        return len(_load_rules())
 
 
 #: code → its rule; every :class:`Code` has exactly one (checked as the table loads)
-RULES: Mapping[Code, Rule] = MappingProxyType({r.code: r for r in _load_rules()})
+RULES: Mapping[Code, Rule] = _RuleTable()
+
+
+def check_rules() -> None:
+    """Load the rule table now (the CLI's first step): :class:`RulesError` if it is damaged."""
+    _load_rules()
 
 
 def rules_markdown() -> str:
     """The README's code table: one row per code, from :data:`RULES`."""
     rows = ["| code | default severity | meaning | fix |", "|---|---|---|---|"]
-    rows += [f"| {r.code} | {r.severity} | {_cell(r.meaning)} | {_cell(r.fix)} |"
+    rows += [f"| {r.code} | {_severities(r)} | {_cell(r.meaning)} | {_cell(r.fix)} |"
              for r in RULES.values()]
     return "\n".join(rows)
+
+
+def _severities(rule: Rule) -> str:
+    """The default severity, then each documented escalation: ``warning; error: <when>``."""
+    return "; ".join([str(rule.severity), *(f"{e.severity} ({name}): {_cell(e.when)}"
+                                            for name, e in rule.escalations.items())])
 
 
 def _cell(text: str) -> str:
@@ -162,10 +256,18 @@ class Finding:
     location: str = ""  # "path:line:col" for file-based findings, else empty
 
     @classmethod
-    def from_rule(cls, code: Code, subject: str, message: str, **fields: Any) -> Finding:
-        """A finding with its code's default severity (:data:`RULES`), unless ``severity`` is
-        given."""
-        fields.setdefault("severity", RULES[code].severity)
+    def from_rule(cls, code: Code, subject: str, message: str, *, escalation: str | None = None,
+                  **fields: Any) -> Finding:
+        """A finding with its code's severity from :data:`RULES`: the default, or that of the
+        documented ``escalation`` named (an unknown name is a ``ValueError`` listing the
+        rule's), unless ``severity`` is given."""
+        rule = RULES[code]
+        if escalation is not None:
+            if escalation not in rule.escalations:
+                raise ValueError(f"{code} has no escalation {escalation!r} (allowed: "
+                                 f"{', '.join(rule.escalations) or 'none'}; rules.toml)")
+            fields.setdefault("severity", rule.escalations[escalation].severity)
+        fields.setdefault("severity", rule.severity)
         return cls(code, subject, message, **fields)
 
     def render(self) -> str:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,3 +110,49 @@ def test_contract_error_pickles_for_cross_rank_reporting() -> None:
         record_from_impl(FlashInferMLAImpl)
     again = pickle.loads(pickle.dumps(exc.value))
     assert again.codes == [Code.AC002] and str(again) == str(exc.value)
+
+
+# --- a damaged rule table (issue 38, item 5) ----------------------------------------------------
+_RULES_TOML = ROOT / "attn_contracts" / "rules.toml"
+
+
+@pytest.mark.parametrize(("damage", "named"), [
+    (lambda t: t.replace("[[rule]]", "[[rule]", 1), "not valid TOML"),
+    (lambda t: t.replace('severity = "note"', 'severity = "fatal"', 1), "severity"),
+    (lambda t: t.replace('code = "AC005"', 'code = "AC999"', 1), "AC999"),
+    (lambda t: t[:t.index('[[rule]]\ncode = "AC032"')], "not one rule per code"),
+    (lambda t: "", "no [[rule]] tables"),
+])
+def test_a_damaged_rule_table_is_one_line_naming_the_file_and_the_problem(
+        damage: Any, named: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from attn_contracts import findings
+    from attn_contracts.cli import main
+    from attn_contracts.lint import main as lint_main
+
+    broken = tmp_path / "rules.toml"
+    broken.write_text(damage(_RULES_TOML.read_text(encoding="utf-8")), encoding="utf-8")
+    monkeypatch.setattr(findings, "_rules_file", lambda: broken)
+    findings._load_rules.cache_clear()
+    try:
+        for run in (lambda: main(["schema"]), lambda: lint_main([str(tmp_path)])):
+            assert run() == 2
+            err = capsys.readouterr().err
+            assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+            assert str(broken) in err and named in err
+    finally:
+        findings._load_rules.cache_clear()
+
+
+def test_an_installed_copy_with_a_damaged_rule_table_says_so_in_one_line(tmp_path: Path) -> None:
+    package = tmp_path / "attn_contracts"
+    shutil.copytree(ROOT / "attn_contracts", package,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "rules.toml").write_text("[[rule]]\ncode = 1\n", encoding="utf-8")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from attn_contracts.cli import main; "
+            "sys.exit(main(['lint', sys.argv[1]]))")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert str(package / "rules.toml") in done.stderr

@@ -22,7 +22,7 @@ from attn_contracts import __version__, integrations, lint
 from attn_contracts.cli import catalog, engine, plan, validate, verify
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError
 from attn_contracts.cli._setting import non_negative, positive, positive_float
-from attn_contracts.findings import ContractError, printable
+from attn_contracts.findings import ContractError, RulesError, check_rules, printable
 from attn_contracts.registry import UnknownRecordError
 from attn_contracts.sources import FileReadError
 
@@ -124,6 +124,11 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:  # a broken installation first, the same for every command
+        check_rules()
+    except RulesError as err:
+        print(printable(f"attn-contracts: {err}"), file=sys.stderr)
+        return EXIT_USAGE
     parser, handlers = _build_parser()
     try:
         args, old_names = _parse(parser, argv)

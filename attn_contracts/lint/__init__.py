@@ -39,7 +39,16 @@ from pathlib import Path
 from urllib.parse import quote
 
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import RULES, Code, Finding, Rule, Severity, printable
+from attn_contracts.findings import (
+    RULES,
+    Code,
+    Finding,
+    Rule,
+    RulesError,
+    Severity,
+    check_rules,
+    printable,
+)
 from attn_contracts.lint.classes import (
     ClassInfo,
     ModuleInfo,
@@ -670,6 +679,11 @@ def exit_code(findings: Iterable[Finding], *, warnings_as_errors: bool = False) 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``attn-contracts lint`` on its own (as pre-commit calls it)."""
+    try:  # a broken installation: one line, before any argument is read
+        check_rules()
+    except RulesError as err:
+        print(printable(f"attn-contracts lint: {err}"), file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(prog="attn-contracts lint", description=__doc__)
     add_arguments(parser)
     try:
