@@ -655,24 +655,26 @@ def resolve_call_base(record: CapabilityRecord, call: Mapping[str, object] | Non
         return record, []
     if call is None:
         chooses = ", ".join(k for k in (chosen.keyword, chosen.default_by) if k)
-        return record, [Finding(
+        return record, [Finding.from_rule(
             Code.AC028, record.name,
             f"its LSE base is chosen by the call's arguments ({chooses}: base "
             f"{' or '.join(chosen.bases())}), and the engine did not say which call it makes",
             hint=f"give the keyword arguments the engine passes the kernel (producer_call={{...}}; "
-            f"validate --call KEY=VALUE), e.g. {chosen.pass_hint()}", field="producer_call",
+            f"validate --call KEY=VALUE), e.g. {chosen.pass_hint()}", escalation="unplanned-call",
+            field="producer_call",
             found=None, allowed=f"the call's {chooses}")]
     literals = {k: repr(v) for k, v in call.items()}
     base = chosen.resolve(literals)
     if base is None:
         given = ", ".join(f"{k}={literals.get(k, 'omitted')}"
                           for k in (chosen.keyword, chosen.default_by) if k)
-        return record, [Finding(
+        return record, [Finding.from_rule(
             Code.AC028, record.name,
             f"{record.name}: the call leaves its LSE base to dispatch ({given}): the kernel picked "
             f"at run time returns base {' or '.join(chosen.bases())}, and the combine cannot be "
             "planned for both", hint=f"select an explicit base for stable units: pass "
-            f"{chosen.pass_hint()} to the kernel and the same here", field=chosen.keyword,
+            f"{chosen.pass_hint()} to the kernel and the same here", escalation="unplanned-call",
+            field=chosen.keyword,
             found=literals.get(chosen.keyword), allowed=chosen.pass_hint())]
     if base == record.lse.base:
         return record, []

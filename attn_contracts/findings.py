@@ -147,7 +147,7 @@ def _load_rules() -> Mapping[Code, Rule]:
     from pydantic import BaseModel, ConfigDict, ValidationError
 
     class _Escalation(BaseModel):
-        model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True)
         severity: Severity
         when: str
 

@@ -156,3 +156,49 @@ def test_an_installed_copy_with_a_damaged_rule_table_says_so_in_one_line(tmp_pat
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert str(package / "rules.toml") in done.stderr
+
+
+# --- a finding's severity comes from the rule table (issue 38, item 8) -------------------------
+def test_validate_reports_ac028_at_the_severity_the_rule_table_documents(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from attn_contracts.cli import main
+
+    rule = RULES[Code.AC028]
+    unplanned = rule.escalations["unplanned-call"]  # issue 26: startup fails closed
+    assert f"{unplanned.severity} (unplanned-call)" in (ROOT / "README.md").read_text()
+    for call in ([], ["--call", "backend=auto"]):  # no call given; a call left to dispatch
+        assert main(["validate", "--backend", "flashinfer.mla.trtllm_gen", *call,
+                     "--format", "json"]) == 1
+        found = json.loads(capsys.readouterr().out)["findings"]
+        assert [(f["code"], f["severity"]) for f in found] == [("AC028", unplanned.severity)]
+
+
+def test_every_ac028_is_built_from_the_rule_table() -> None:
+    """No checker gives AC028 a severity of its own: the default, or an escalation the rule
+    table documents, named."""
+    import ast
+
+    escalations = set(RULES[Code.AC028].escalations)
+    sites = []
+    for path in sorted((ROOT / "attn_contracts").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and any(
+                    ast.unparse(a) == "Code.AC028" for a in node.args):
+                keywords = {k.arg: k.value for k in node.keywords}
+                sites.append((path.name, node.lineno, ast.unparse(node.func),
+                              "severity" in keywords,
+                              ast.literal_eval(keywords["escalation"])
+                              if "escalation" in keywords else None))
+    assert len(sites) >= 5
+    assert [s for s in sites if s[2] != "Finding.from_rule" or s[3]] == []
+    assert {s[4] for s in sites} - {None} <= escalations
+
+
+def test_an_escalation_is_taken_by_its_name_from_the_rule_table() -> None:
+    for name, escalation in RULES[Code.AC028].escalations.items():
+        found = Finding.from_rule(Code.AC028, "s", "m", escalation=name)
+        assert found.severity is escalation.severity is Severity.ERROR
+    with pytest.raises(ValueError, match="unread-combine-base"):
+        Finding.from_rule(Code.AC028, "s", "m", escalation="louder")
