@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import warnings
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
@@ -113,16 +112,6 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     return parser, handlers
 
 
-def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None
-           ) -> tuple[argparse.Namespace, list[str]]:
-    """The arguments, and the DeprecationWarnings of old flags (Python hides them outside
-    ``__main__``, so a CLI user would never see one)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DeprecationWarning)
-        args = parser.parse_args(argv)
-    return args, [str(w.message) for w in caught]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     try:  # a broken installation first, the same for every command
         check_rules()
@@ -131,14 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     parser, handlers = _build_parser()
     try:
-        args, old_names = _parse(parser, argv)
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help and --version
         return int(exc.code or 0)
-    code = _dispatch(handlers, args)
-    if code != EXIT_USAGE:  # a usage error stays the one line it is documented to be
-        for text in old_names:
-            print(f"attn-contracts: warning: {text}", file=sys.stderr)
-    return code
+    return _dispatch(handlers, args)
 
 
 def _dispatch(handlers: dict[str, Handler], args: argparse.Namespace) -> int:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 import ast
 
+from attn_contracts.checks import call_keys
 from attn_contracts.cli._output import UsageError, print_findings
 from attn_contracts.cli._setting import add_setting_arguments, setting_from_args
-from attn_contracts.checks import call_keys
 from attn_contracts.findings import Code, Finding
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import Registry, UnknownRecordError
