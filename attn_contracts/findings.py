@@ -22,10 +22,11 @@ from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any
 
 __all__ = ["RULES", "Code", "ContractError", "Escalation", "Finding", "Rule", "RulesError",
-           "Severity", "check_rules", "error_text", "printable", "rules_markdown"]
+           "Severity", "check_rules", "error_text", "printable", "rule_groups", "rules_markdown",
+           "selected_codes", "selectors_text"]
 
 _ERROR_TEXT_LIMIT = 300  # characters of an exception a finding quotes (a tensor repr is MBs)
 
@@ -125,6 +126,10 @@ class Rule:
     severity: Severity
     meaning: str
     fix: str
+    #: selects the rule as its code does (``--select edge-base``)
+    name: str = ""
+    #: the groups that select it (``--select lint``): keys of :func:`rule_groups`
+    groups: tuple[str, ...] = ()
     escalations: Mapping[str, Escalation] = dataclasses.field(
         default_factory=lambda: MappingProxyType({}))
 
@@ -139,12 +144,12 @@ def _rules_file() -> Traversable:
 
 
 @cache
-def _load_rules() -> Mapping[Code, Rule]:
+def _load_rules() -> tuple[Mapping[Code, Rule], Mapping[str, str]]:
     """The rule table from ``rules.toml`` beside this module (data shipped with the package: a
-    code's words are edited there, not here), read on first use, never at import: a damaged
+    code's words are edited there, not here) and its groups, read on first use, never at import: a damaged
     file is one :class:`RulesError` naming it and the problem. Every :class:`Code` has exactly
     one rule, in order."""
-    from pydantic import BaseModel, ConfigDict, ValidationError
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
     class _Escalation(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -154,6 +159,8 @@ def _load_rules() -> Mapping[Code, Rule]:
     class _Row(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
         code: Code
+        name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")]
+        groups: Annotated[tuple[str, ...], Field(min_length=1)]
         title: str
         severity: Severity
         meaning: str
@@ -172,6 +179,11 @@ def _load_rules() -> Mapping[Code, Rule]:
     except tomllib.TOMLDecodeError as err:
         raise RulesError(f"{path}: the rule table is not valid TOML ({err}); reinstall "
                          "attn-contracts") from None
+    groups = doc.get("groups")
+    if not isinstance(groups, dict) or not groups or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in groups.items()):
+        raise RulesError(f"{path}: no [groups] table of group names and their descriptions "
+                         f"(found {groups!r:.60}); reinstall attn-contracts")
     rows = doc.get("rule")
     if not isinstance(rows, list) or not rows:
         raise RulesError(f"{path}: no [[rule]] tables (found keys: "
@@ -187,13 +199,20 @@ def _load_rules() -> Mapping[Code, Rule]:
             raise RulesError(f"{path}: [[rule]] number {i} ({code}): {problems}; reinstall "
                              "attn-contracts") from None
         escalations = {name: Escalation(e.severity, e.when) for name, e in row.escalations.items()}
-        rules.append(Rule(row.code, row.title, row.severity, row.meaning, row.fix,
+        unknown = [g for g in row.groups if g not in groups]
+        if unknown or row.name in groups or row.name in {r.name for r in rules}:
+            problem = (f"groups {unknown} are not among [groups] ({', '.join(groups)})" if unknown
+                       else f"name {row.name!r} is taken (allowed: a name of its own, no group's)")
+            raise RulesError(f"{path}: [[rule]] number {i} ({row.code}): {problem}; reinstall "
+                             "attn-contracts")
+        rules.append(Rule(row.code, row.title, row.severity, row.meaning, row.fix, row.name,
+                          row.groups,
                           MappingProxyType(escalations)))
     if [r.code for r in rules] != list(Code):
         raise RulesError(f"{path}: holds {', '.join(r.code.value for r in rules)}, not one rule "
                          f"per code in order (allowed: {', '.join(c.value for c in Code)}); "
                          "reinstall attn-contracts")
-    return MappingProxyType({r.code: r for r in rules})
+    return MappingProxyType({r.code: r for r in rules}), MappingProxyType(groups)
 
 
 class _RuleTable(Mapping[Code, Rule]):
@@ -201,17 +220,43 @@ class _RuleTable(Mapping[Code, Rule]):
     make ``import attn_contracts`` fail before anything can say what is wrong)."""
 
     def __getitem__(self, code: Code) -> Rule:
-        return _load_rules()[code]
+        return _load_rules()[0][code]
 
     def __iter__(self) -> Iterator[Code]:
-        return iter(_load_rules())
+        return iter(_load_rules()[0])
 
     def __len__(self) -> int:
-        return len(_load_rules())
+        return len(_load_rules()[0])
 
 
 #: code → its rule; every :class:`Code` has exactly one (checked as the table loads)
 RULES: Mapping[Code, Rule] = _RuleTable()
+
+
+def rule_groups() -> Mapping[str, str]:
+    """Each group of rules (``lint``, ``startup``, ``engine``) and what it holds, from
+    ``rules.toml``."""
+    return _load_rules()[1]
+
+
+def selected_codes(selector: str) -> frozenset[Code] | None:
+    """The codes a ``--select``/``--ignore`` selector names, case-insensitive: a code or a prefix
+    of codes (``AC003``, ``AC00``), a rule's name (``edge-base``) or a group (``lint``); ``None``
+    where it names nothing (selecting it would silently select nothing)."""
+    text = selector.strip()
+    by_prefix = frozenset(c for c in Code if text and c.value.startswith(text.upper()))
+    if by_prefix:
+        return by_prefix
+    key = text.lower()
+    by_name = frozenset(r.code for r in RULES.values() if key in (r.name, *r.groups))
+    return by_name or None
+
+
+def selectors_text() -> str:
+    """What a selector may be, for the message that refuses one."""
+    return (f"a code or a prefix of codes ({', '.join(Code)}; AC00 selects several), "
+            f"a rule name ({', '.join(r.name for r in RULES.values())}) or a group "
+            f"({', '.join(rule_groups())})")
 
 
 def check_rules() -> None:
@@ -221,9 +266,10 @@ def check_rules() -> None:
 
 def rules_markdown() -> str:
     """The README's code table: one row per code, from :data:`RULES`."""
-    rows = ["| code | default severity | meaning | fix |", "|---|---|---|---|"]
-    rows += [f"| {r.code} | {_severities(r)} | {_cell(r.meaning)} | {_cell(r.fix)} |"
-             for r in RULES.values()]
+    rows = ["| code | name | groups | default severity | meaning | fix |",
+            "|---|---|---|---|---|---|"]
+    rows += [f"| {r.code} | `{r.name}` | {', '.join(r.groups)} | {_severities(r)} | "
+             f"{_cell(r.meaning)} | {_cell(r.fix)} |" for r in RULES.values()]
     return "\n".join(rows)
 
 

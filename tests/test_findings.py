@@ -121,7 +121,9 @@ _RULES_TOML = ROOT / "attn_contracts" / "rules.toml"
     (lambda t: t.replace('severity = "note"', 'severity = "fatal"', 1), "severity"),
     (lambda t: t.replace('code = "AC005"', 'code = "AC999"', 1), "AC999"),
     (lambda t: t[:t.index('[[rule]]\ncode = "AC032"')], "not one rule per code"),
-    (lambda t: "", "no [[rule]] tables"),
+    (lambda t: t[:t.index("[[rule]]")], "no [[rule]] tables"),
+    (lambda t: "", "no [groups] table"),
+    (lambda t: t.replace('groups = ["lint"]', 'groups = ["linter"]', 1), "linter"),
 ])
 def test_a_damaged_rule_table_is_one_line_naming_the_file_and_the_problem(
         damage: Any, named: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -232,3 +232,52 @@ def test_control_characters_in_a_validated_file_name_are_escaped(
     out = capsys.readouterr().out
     assert all(line.startswith((str(tmp_path), "  ")) or "problem" in line
                for line in out.strip().splitlines()), out
+
+
+# --- --select/--ignore by rule name and group (issue 39, item 7) --------------------------------
+_TWO_RULES = "getattr(i, 'supports_dcp', False)\nassert i.supports_dcp\n"  # AC009, AC011
+
+
+@pytest.mark.parametrize(("option", "found"), [
+    (["--select", "assert-capability"], {"AC011"}),
+    (["--select", "AC011"], {"AC011"}),
+    (["--ignore", "Assert-Capability"], {"AC009"}),
+    (["--select", "lint"], {"AC009", "AC011"}),
+    (["--select", "LINT", "--ignore", "getattr-capability-default"], {"AC011"}),
+    (["--select", "startup"], set()),  # the startup checks' rules: neither is one
+    (["--select", "AC00,assert-capability"], {"AC009", "AC011"}),
+])
+def test_select_and_ignore_take_names_groups_and_prefixes(
+        option: list[str], found: set[str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path, {"m.py": _TWO_RULES})
+    main([str(tmp_path / "m.py"), "--format", "json", *option])
+    assert {f["code"] for f in json.loads(capsys.readouterr().out)} == found
+
+
+def test_the_project_selects_by_name_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path, {"m.py": _TWO_RULES, "pyproject.toml":
+                      '[tool.attn-contracts]\nselect = ["getattr-capability-default"]\n'})
+    main([str(tmp_path / "m.py"), "--format", "json"])
+    assert {f["code"] for f in json.loads(capsys.readouterr().out)} == {"AC009"}
+
+
+def test_an_unknown_selector_names_every_code_name_and_group(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from attn_contracts.findings import RULES
+
+    _write(tmp_path, {"m.py": _TWO_RULES})
+    assert main([str(tmp_path / "m.py"), "--select", "asert-capability"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "asert-capability" in err
+    assert all(r.code in err and r.name in err for r in RULES.values())
+    assert "lint, startup, engine" in err
+
+
+def test_every_rule_has_its_own_name_and_a_group() -> None:
+    from attn_contracts.findings import RULES, rule_groups
+
+    names = [r.name for r in RULES.values()]
+    assert len(set(names)) == len(names) and all(names)
+    assert set(rule_groups()) == {"lint", "startup", "engine"}
+    assert all(r.groups and set(r.groups) <= set(rule_groups()) for r in RULES.values())

@@ -16,7 +16,7 @@ against the schema. ``# noqa: AC003`` silences one line. Every finding has a sev
 warning, note) in every format (text, JSON, GitHub, SARIF 2.1.0); columns are characters, 1-based.
 Exit codes: 0 no error (warnings and notes do not count, unless ``--warnings-as-errors``;
 ``--exit-zero``: always 0), 1 errors, 2 usage error (a missing path or ``--records`` file, a bad
-or unreadable ``pyproject.toml``, paths of two projects whose settings differ, an unknown code in ``--select``/``--ignore``, ``--jobs`` below
+or unreadable ``pyproject.toml``, paths of two projects whose settings differ, an unknown selector in ``--select``/``--ignore`` (each a code or prefix, a rule name or a group), ``--jobs`` below
 1, an unwritable ``--output-file``).
 """
 
@@ -442,7 +442,7 @@ def lint_model(paths: Sequence[Path], config: LintConfig | None = None, *,
         findings += rule(model, linted)
     kept: dict[tuple[str, str], Finding] = {}
     for f in findings:  # the direct-call rule and the flow rule may both see one literal
-        if _selected(f.code, cfg) and not _suppressed(
+        if cfg.selects(f.code) and not _suppressed(
                 f, texts.get(f.location.rsplit(":", 2)[0], [])):
             kept.setdefault((f.code.value, f.location), f)
     return sorted((_in_characters(f, wide) for f in kept.values()), key=_order), model
@@ -472,12 +472,6 @@ def _in_characters(f: Finding, wide: Mapping[str, Mapping[int, str]]) -> Finding
 def _order(f: Finding) -> tuple[str, int, int, str]:
     path, line, col = f.location.rsplit(":", 2)
     return path, int(line), int(col), f.code
-
-
-def _selected(code: Code, cfg: LintConfig) -> bool:
-    if cfg.select and not any(code.startswith(s) for s in cfg.select):
-        return False
-    return not any(code.startswith(s) for s in cfg.ignore)
 
 
 # --- output ---------------------------------------------------------------------------------------
@@ -604,8 +598,11 @@ def _positive(text: str) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders")
     p.add_argument("--format", choices=["text", "json", "github", "sarif"], default="text")
-    p.add_argument("--select", default=None, help="comma-separated codes (prefixes) to report")
-    p.add_argument("--ignore", default=None, help="comma-separated codes (prefixes) to skip")
+    p.add_argument("--select", default=None, help="comma-separated rules to report: codes or "
+                   "their prefixes (AC016, AC00), rule names (edge-base) or groups (lint, "
+                   "startup, engine)")
+    p.add_argument("--ignore", default=None, help="comma-separated rules to skip, named as for "
+                   "--select")
     p.add_argument("--config", type=Path, default=None,
                    help="pyproject.toml with [tool.attn-contracts] (default: nearest one)")
     p.add_argument("--jobs", "-j", type=_positive, default=None, metavar="N",
@@ -643,14 +640,13 @@ def run(args: argparse.Namespace, engine_rules: Sequence[EngineRule] = ()) -> in
     except ConfigError as err:
         print(printable(f"attn-contracts lint: {err}"), file=sys.stderr)
         return 2
-    overrides = {k: tuple(c.strip().upper() for c in v.split(",") if c.strip())
+    overrides = {k: tuple(c.strip() for c in v.split(",") if c.strip())
                  for k, v in (("select", args.select), ("ignore", args.ignore)) if v is not None}
     for option, codes in overrides.items():
         bad = unknown_codes(codes)
         if bad:
-            print(f"attn-contracts lint: --{option}: unknown finding code(s) {', '.join(bad)} "
-                  f"(known: {known_codes_text()}; a prefix such as AC00 selects several)",
-                  file=sys.stderr)
+            print(printable(f"attn-contracts lint: --{option}: unknown rule selector(s) "
+                            f"{', '.join(bad)} (allowed: {known_codes_text()})"), file=sys.stderr)
             return 2
     cfg = cfg.model_copy(update=overrides)
     jobs = args.jobs if args.jobs is not None else default_jobs()

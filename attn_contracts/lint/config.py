@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from attn_contracts.findings import RULES
+from attn_contracts.findings import Code, selected_codes, selectors_text
 from attn_contracts.sources import FileReadError, error_position, read_bytes
 from attn_contracts.versions import library_key
 
@@ -19,14 +19,15 @@ __all__ = ["ConfigError", "LintConfig", "config_for", "find_pyproject", "load_co
 
 
 def unknown_codes(selectors: tuple[str, ...]) -> list[str]:
-    """Selectors that are no code and no prefix of one (``AC3``, ``bogus``): selecting them
-    would silently lint nothing."""
-    known = [c.value for c in RULES]
-    return [s for s in selectors if not any(k.startswith(s) for k in known)]
+    """Selectors that name no rule (``AC3``, ``bogus``): selecting them would silently lint
+    nothing. A selector is a code or a prefix of codes, a rule's name or a group
+    (:func:`~attn_contracts.findings.selected_codes`)."""
+    return [s for s in selectors if selected_codes(s) is None]
 
 
 def known_codes_text() -> str:
-    return ", ".join(c.value for c in RULES)
+    """What a selector may be (every code, name and group), for the message that refuses one."""
+    return selectors_text()
 
 
 class ConfigError(ValueError):
@@ -90,12 +91,20 @@ class LintConfig(BaseModel):
     @field_validator("select", "ignore", mode="after")
     @classmethod
     def _known_codes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        value = tuple(v.strip().upper() for v in value)
+        value = tuple(v.strip() for v in value)
         bad = unknown_codes(value)
         if bad:
-            raise ValueError(f"unknown finding code(s) {', '.join(bad)} (known: "
-                             f"{known_codes_text()}; a prefix such as AC00 selects several)")
+            raise ValueError(f"unknown rule selector(s) {', '.join(bad)} (allowed: "
+                             f"{known_codes_text()})")
         return value
+
+    def selects(self, code: Code) -> bool:
+        """Whether a finding of ``code`` is reported: among ``select`` (all when empty) and not
+        among ``ignore``, each a code prefix, a rule name or a group."""
+        def named(selectors: tuple[str, ...]) -> frozenset[Code]:
+            return frozenset().union(*(selected_codes(s) or () for s in selectors))
+
+        return (not self.select or code in named(self.select)) and code not in named(self.ignore)
 
     @property
     def capabilities(self) -> frozenset[str]:
