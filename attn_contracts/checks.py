@@ -16,13 +16,37 @@ from attn_contracts.findings import Code, ContractError, Finding, Severity
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.setting import OUT_DTYPES, CombineSetting
 
-__all__ = ["LSE_DTYPES", "CallRefused", "check_backend_known", "check_call_device",
-           "check_call_lse", "check_call_out", "check_call_partials", "check_call_row_mask",
-           "check_call_sink", "check_combinable", "check_dcp", "check_direct", "check_edge",
-           "check_heads_divisible", "check_mode_call", "check_rank", "check_row_mask_given",
-           "check_setting", "check_unique", "check_workspace_buffer", "check_workspace_call",
-           "check_workspace_mode", "check_workspace_step", "call_keys", "check_call_turns_off_lse",
-           "refuse", "resolve_call", "resolve_call_base", "resolve_call_layout"]
+__all__ = [
+    "LSE_DTYPES",
+    "CallRefused",
+    "call_keys",
+    "check_backend_known",
+    "check_call_device",
+    "check_call_lse",
+    "check_call_out",
+    "check_call_partials",
+    "check_call_row_mask",
+    "check_call_sink",
+    "check_call_turns_off_lse",
+    "check_combinable",
+    "check_dcp",
+    "check_direct",
+    "check_edge",
+    "check_heads_divisible",
+    "check_mode_call",
+    "check_rank",
+    "check_row_mask_given",
+    "check_setting",
+    "check_unique",
+    "check_workspace_buffer",
+    "check_workspace_call",
+    "check_workspace_mode",
+    "check_workspace_step",
+    "refuse",
+    "resolve_call",
+    "resolve_call_base",
+    "resolve_call_layout",
+]
 
 
 def check_unique(records: Sequence[CapabilityRecord | ConsumerRecord]) -> list[Finding]:

@@ -11,12 +11,12 @@ tools/readme_rules.py``; a test fails when the README is stale).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 import re
 import tomllib
 from collections.abc import Iterator, Mapping
-import dataclasses
 from dataclasses import KW_ONLY, dataclass
 from functools import cache
 from importlib import resources

@@ -16,8 +16,9 @@ against the schema. ``# noqa: AC003`` silences one line. Every finding has a sev
 warning, note) in every format (text, JSON, GitHub, SARIF 2.1.0); columns are characters, 1-based.
 Exit codes: 0 no error (warnings and notes do not count, unless ``--warnings-as-errors``;
 ``--exit-zero``: always 0), 1 errors, 2 usage error (a missing path or ``--records`` file, a bad
-or unreadable ``pyproject.toml``, paths of two projects whose settings differ, an unknown selector in ``--select``/``--ignore`` (each a code or prefix, a rule name or a group), ``--jobs`` below
-1, an unwritable ``--output-file``).
+or unreadable ``pyproject.toml``, paths of two projects whose settings differ, an unknown
+selector in ``--select``/``--ignore`` (each a code or prefix, a rule name or a group), ``--jobs``
+below 1, an unwritable ``--output-file``).
 """
 
 from __future__ import annotations
