@@ -67,6 +67,7 @@ def test_sarif_rule_metadata_comes_from_the_rules() -> None:
     assert rule["fullDescription"]["text"] == r.meaning
     assert rule["help"]["text"] == r.fix
     assert rule["defaultConfiguration"]["level"] == "warning"
+    assert rule["name"] == r.name == "literal-combine-base"
 
 
 def test_statistics_name_each_code_by_its_title() -> None:

@@ -540,7 +540,7 @@ def _folder_uri(folder: Path) -> str:
 def _sarif_rule(rule: Rule) -> dict[str, object]:
     """A SARIF ``reportingDescriptor`` from the code's rule: title, meaning, fix, and its default
     level (a result still carries its own)."""
-    return {"id": str(rule.code), "name": rule.code.name,
+    return {"id": str(rule.code), "name": rule.name,
             "shortDescription": {"text": rule.title},
             "fullDescription": {"text": rule.meaning},
             "help": {"text": rule.fix},
