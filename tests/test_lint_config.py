@@ -341,3 +341,12 @@ def test_a_path_outside_any_project_is_another_configuration(
     # --config: one configuration for every path, by the user's choice
     assert main([str(loose), str(a), "--config", str(a / "pyproject.toml")]) == 0
     assert main([str(loose)]) == 1
+
+
+def test_a_setting_given_at_its_default_is_still_the_projects_word(tmp_path: Path) -> None:
+    """``base-attrs`` given (even as the default) changes how declarations are read, so two
+    projects that differ only in giving it are two configurations."""
+    _write(tmp_path / "a", {"pyproject.toml": '[tool.attn-contracts]\nbase-attrs = '
+                            '["lse_base_on_e"]\n', "m.py": "x = 1\n"})
+    _write(tmp_path / "b", {"pyproject.toml": "[tool.attn-contracts]\n", "m.py": "x = 1\n"})
+    assert main([str(tmp_path / "a"), str(tmp_path / "b")]) == 2

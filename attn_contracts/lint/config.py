@@ -136,7 +136,7 @@ def config_for(paths: Sequence[Path]) -> LintConfig:
     pyprojects = sorted({f for f, _ in found}, key=lambda f: (f is not None, str(f)))
     configs = {f: load_config(f) for f in pyprojects}
     first, *others = pyprojects
-    other = next((f for f in others if configs[f] != configs[first]), None)
+    other = next((f for f in others if _same(configs[f]) != _same(configs[first])), None)
     if other is None:
         return configs[first]
 
@@ -149,6 +149,12 @@ def config_for(paths: Sequence[Path]) -> LintConfig:
     raise ConfigError(f"the paths belong to projects whose [tool.attn-contracts] settings differ: "
                       f"{name(first)} and {name(other)}; lint each project on its own, or give "
                       "--config FILE to apply one to all")
+
+
+def _same(cfg: LintConfig) -> tuple[dict[str, Any], frozenset[str]]:
+    """What makes two configurations lint alike: the values, and which were set (a setting
+    given, even to its default, is read as the project's word: ``base-attrs``)."""
+    return cfg.model_dump(), frozenset(cfg.model_fields_set)
 
 
 def load_config(pyproject: Path | None) -> LintConfig:
