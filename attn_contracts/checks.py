@@ -610,13 +610,14 @@ def check_call_turns_off_lse(record: CapabilityRecord, call: Mapping[str, object
     """``AC006`` where the engine's call (its keyword arguments, as Python values) turns off the
     LSE that ``needed_by`` (a consumer, the DCP world size) needs: every call of the record that
     returns an LSE only when given some literals (``when``: ``return_lse=True``) is passed
-    another value for one of them."""
+    another value for one of them (a flag by its truth, as the kernel's ``if`` reads it:
+    ``return_lse=1`` returns the LSE)."""
     if not record.returns_lse or not record.calls:
         return []
     given = {k: literal_key(repr(v)) for k, v in call.items()}
     off: dict[str, str] = {}  # keyword → the literal the LSE needs
     for c in record.calls:
-        wrong = {k: v for k, v in c.when if k in given and given[k] != literal_key(v)}
+        wrong = {k: v for k, v in c.when if k in call and _differs(call[k], v)}
         if not wrong:
             return []  # this call still returns the LSE
         off.update(wrong)
@@ -627,6 +628,15 @@ def check_call_turns_off_lse(record: CapabilityRecord, call: Mapping[str, object
         f"{needed_by} needs the LSE, but the call passes {passed}: {record.name} then returns "
         f"no LSE (it returns one with {needs})", hint=f"pass {needs} to the kernel",
         field=next(iter(sorted(off))), found=passed, allowed=needs)]
+
+
+def _differs(value: object, required: str) -> bool:
+    """Whether a call's argument is not the literal ``required`` (``"True"``): a flag by its
+    truth, anything else by its value."""
+    want = literal_key(required)
+    if want in ("True", "False"):
+        return bool(value) is not (want == "True")
+    return literal_key(repr(value)) != want
 
 
 def resolve_call(record: CapabilityRecord, call: Mapping[str, object] | None,

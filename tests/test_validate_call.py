@@ -56,6 +56,14 @@ def test_a_call_that_turns_off_the_lse_nothing_needs_is_no_finding() -> None:
     assert main(["validate", "--backend", "flashinfer.mla.fa3", "--call", "return_lse=False"]) == 0
 
 
+def test_a_flag_is_read_by_its_truth() -> None:
+    """``return_lse=1`` returns the LSE as ``True`` does (the kernel tests the flag with ``if``)."""
+    assert main(["validate", "--backend", "flashinfer.mla.fa3", "--call", "return_lse=1",
+                 "--world-size", "2"]) == 0
+    assert main(["validate", "--backend", "flashinfer.mla.fa3", "--call", "return_lse=0",
+                 "--world-size", "2"]) == 1
+
+
 def test_validate_startup_refuses_a_producer_call_without_the_lse() -> None:
     with pytest.raises(ContractError) as err:
         validate_startup(backend="flashinfer.mla.fa3", consumers=["attn_contracts.merge"],
