@@ -239,6 +239,7 @@ def rule_groups() -> Mapping[str, str]:
     return _load_rules()[1]
 
 
+@cache  # asked once per finding by the linter; the table does not change within a run
 def selected_codes(selector: str) -> frozenset[Code] | None:
     """The codes a ``--select``/``--ignore`` selector names, case-insensitive: a code or a prefix
     of codes (``AC003``, ``AC00``), a rule's name (``edge-base``) or a group (``lint``); ``None``
