@@ -89,3 +89,11 @@ def test_backend_shows_the_schema_error_of_its_records_file(
     assert main(["validate", "--file", str(f), "--backend", "my.kernel"]) == 1
     out = capsys.readouterr().out
     assert "AC012" in out and "bogus_key" in out
+
+
+def test_verify_shows_the_schema_error_of_the_record_it_was_asked_for(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = write(tmp_path, "r.toml", SCHEMA_ERROR)
+    assert main(["verify", "--file", str(f), "my.kernel"]) == 1
+    err = capsys.readouterr().err
+    assert "AC012" in err and "bogus_key" in err and "AC013" in err
