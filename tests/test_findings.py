@@ -3,6 +3,7 @@ and what reads it (the README table, SARIF rule metadata, ``--statistics``)."""
 
 from __future__ import annotations
 
+import ast
 import compileall
 import shutil
 import subprocess
@@ -178,25 +179,50 @@ def test_validate_reports_ac028_at_the_severity_the_rule_table_documents(
         assert [(f["code"], f["severity"]) for f in found] == [("AC028", unplanned.severity)]
 
 
-def test_every_ac028_is_built_from_the_rule_table() -> None:
-    """No checker gives AC028 a severity of its own: the default, or an escalation the rule
-    table documents, named."""
-    import ast
-
-    escalations = set(RULES[Code.AC028].escalations)
+def _finding_sites() -> list[tuple[str, int, str, Code, ast.expr | None, str | None]]:
+    """Every finding the package builds with its code spelled out: where, how (``Finding`` or
+    ``Finding.from_rule``), the code, the ``severity=`` expression and the escalation named."""
     sites = []
     for path in sorted((ROOT / "attn_contracts").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and any(
-                    ast.unparse(a) == "Code.AC028" for a in node.args):
-                keywords = {k.arg: k.value for k in node.keywords}
-                sites.append((path.name, node.lineno, ast.unparse(node.func),
-                              "severity" in keywords,
-                              ast.literal_eval(keywords["escalation"])
-                              if "escalation" in keywords else None))
+            if not isinstance(node, ast.Call):
+                continue
+            how = ast.unparse(node.func)
+            code = next((a.attr for a in node.args[:1] if isinstance(a, ast.Attribute)
+                         and ast.unparse(a.value) == "Code"), None)
+            if how not in ("Finding", "Finding.from_rule") or code is None:
+                continue
+            keywords = {k.arg: k.value for k in node.keywords}
+            escalation = keywords.get("escalation")
+            sites.append((path.name, node.lineno, how, Code(code), keywords.get("severity"),
+                          None if escalation is None else ast.literal_eval(escalation)))
+    return sites
+
+
+_RANK = {Severity.NOTE: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+
+
+def test_no_finding_is_more_severe_than_its_rule_without_a_documented_escalation() -> None:
+    """A finding's severity is its rule's default, lower where the rule's meaning says so, or an
+    escalation the rule table names (``Finding(...)`` alone is an error: its code must be one)."""
+    louder = []
+    for where, line, how, code, severity, escalation in _finding_sites():
+        if escalation is not None:
+            assert how == "Finding.from_rule" and escalation in RULES[code].escalations
+            continue
+        given = (Severity.ERROR if how == "Finding" else RULES[code].severity) if severity is None \
+            else {f"Severity.{s.name}": s for s in Severity}.get(ast.unparse(severity))
+        if given is not None and _RANK[given] > _RANK[RULES[code].severity]:
+            louder.append((where, line, code.value, given.value))
+    assert louder == []
+
+
+def test_every_ac028_is_built_from_the_rule_table() -> None:
+    """No checker gives AC028 a severity of its own: the default, or an escalation the rule
+    table documents, named."""
+    sites = [s for s in _finding_sites() if s[3] is Code.AC028]
     assert len(sites) >= 5
-    assert [s for s in sites if s[2] != "Finding.from_rule" or s[3]] == []
-    assert {s[4] for s in sites} - {None} <= escalations
+    assert [s[:2] for s in sites if s[2] != "Finding.from_rule" or s[4] is not None] == []
 
 
 def test_an_escalation_is_taken_by_its_name_from_the_rule_table() -> None:
