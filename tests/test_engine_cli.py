@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from attn_contracts.cli import main
+from fixtures.cli import one_line_usage_error
 
 #: a package that says so when it is imported (it must never be)
 _INIT = ("from pathlib import Path\n"
@@ -56,3 +57,12 @@ def test_source_is_the_folder_holding_vllm_or_the_package_folder_itself(
     assert main(["engine", "vllm", "--source", str(tree / "vllm"), "--format", "json"]) == 0
     assert capsys.readouterr().out == holding and '"MINE"' in holding
     assert not (tree / "IMPORTED").exists()  # read, never imported
+
+
+@pytest.mark.parametrize("argv", [["engine", "sglang", "--no-dcp"],
+                                  ["engine", "sglang", "--source", "x"],
+                                  ["engine", "vllm", "--root", "x"]])
+def test_a_flag_of_the_other_engine_is_refused_not_ignored(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    line = one_line_usage_error(capsys, argv)
+    assert f"engine {argv[1]} does not read {argv[2]}" in line

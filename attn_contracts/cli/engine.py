@@ -121,7 +121,24 @@ def _engine_rows(args: argparse.Namespace) -> list[Any]:
         raise UsageError(str(err)) from err
 
 
+def _foreign_flags(args: argparse.Namespace) -> list[str]:
+    """The flags given that only the other engine reads, each with what this one reads instead:
+    ignoring one would report a configuration the user did not ask for (``engine sglang
+    --no-dcp`` titled its DCP report "without DCP")."""
+    if args.engine == "vllm":
+        return ["--root (engine sglang's; engine vllm reads a source tree from --source DIR)"
+                ] if args.root is not None else []
+    return [text for given, text in (
+        (args.source is not None, "--source (engine vllm's; engine sglang reads a source tree "
+                                  "from --root DIR)"),
+        (not args.dcp, "--no-dcp (engine vllm's; the SGLang report is of the DCP combine)"))
+        if given]
+
+
 def run(args: argparse.Namespace) -> int:
+    foreign = _foreign_flags(args)
+    if foreign:
+        raise UsageError(f"engine {args.engine} does not read {'; '.join(foreign)}")
     rows = _rows(args)
     findings = [f for r in rows for f in r.findings]
     errors = [f for f in findings if f.severity is Severity.ERROR]
