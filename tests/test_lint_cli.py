@@ -281,3 +281,11 @@ def test_every_rule_has_its_own_name_and_a_group() -> None:
     assert len(set(names)) == len(names) and all(names)
     assert set(rule_groups()) == {"lint", "startup", "engine"}
     assert all(r.groups and set(r.groups) <= set(rule_groups()) for r in RULES.values())
+
+
+def test_statistics_refuses_a_format_it_would_ignore(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path, {"m.py": _TWO_RULES})
+    assert main([str(tmp_path), "--statistics", "--format", "json"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--format json" in err

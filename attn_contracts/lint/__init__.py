@@ -627,6 +627,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, engine_rules: Sequence[EngineRule] = ()) -> int:
+    if args.statistics and args.format != "text":  # the counts are text: the format would be lost
+        print(f"attn-contracts lint: --statistics prints text counts; --format {args.format} is "
+              "not read with it (allowed: --statistics alone, or --format without it)",
+              file=sys.stderr)
+        return 2
     missing = [str(p) for p in args.paths if not (p.exists() or p.is_symlink())]
     if args.project_root is not None and not args.project_root.is_dir():
         missing.append(f"{args.project_root} (--project-root)")
