@@ -37,7 +37,6 @@ from attn_contracts.combine.fastpath import PLANS, KernelCall, new_token, sig
 from attn_contracts.combine.ops import CombineOptions, launch_checked
 from attn_contracts.combine.tiles import KernelConfig, default_config
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.deprecation import renamed
 from attn_contracts.findings import ContractError, Finding
 from attn_contracts.modes import ModeSpec
 from attn_contracts.records import CapabilityRecord, LseSpec
@@ -220,17 +219,6 @@ class CombinePlan:
     # passed the same checks and runs the same decided launch (``fastpath.KernelCall``), kept in
     # ``fastpath.PLANS`` under ``(self.token, entry, ...)``: later calls compare a key and launch.
     # A call that misses takes the checked path, as ever.
-    def eager_call(self, key: tuple[Any, ...]) -> KernelCall | None:
-        """Deprecated: ``fastpath.PLANS.get((plan.token, *key))``."""
-        return renamed("CombinePlan.eager_call(key)", "fastpath.PLANS.get((plan.token, *key))",
-                       PLANS.get((self.token, *key)))
-
-    def keep(self, key: tuple[Any, ...], call: KernelCall | None) -> None:
-        """Deprecated: ``fastpath.keep(fastpath.PLANS, (plan.token, *key), call)``."""
-        renamed("CombinePlan.keep(key, call)",
-                "fastpath.keep(fastpath.PLANS, (plan.token, *key), call)", None)
-        fastpath.keep(PLANS, (self.token, *key), call)
-
     def launch(self, partial_out: torch.Tensor, lse: torch.Tensor, *, rank: int | None = None,
                out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
                row_mask: torch.Tensor | None = None, lens: torch.Tensor | None = None,

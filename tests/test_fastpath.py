@@ -115,16 +115,6 @@ def test_a_copied_or_unpickled_plan_has_its_own_token(launches: list[CombineLaun
         torch.testing.assert_close(other.lse_view(lse), plan.lse_view(lse))
 
 
-def test_the_deprecated_plan_table_spellings_still_work(
-        launches: list[CombineLaunch]) -> None:
-    plan, call = _plan(), _NoLaunch()
-    with pytest.deprecated_call():
-        plan.keep(("mine",), call)
-    with pytest.deprecated_call():
-        assert plan.eager_call(("mine",)) is call
-    assert fastpath.PLANS.get((plan.token, "mine")) is call
-
-
 def test_a_full_table_is_emptied_before_it_grows() -> None:
     table: dict[tuple[Any, ...], Any] = {}
     for i in range(3):
