@@ -74,13 +74,14 @@ class LseOp:
 
 def _ops(axes: Axes, layout: Layout, spec: str, **kw: object) -> list[LseOp]:
     """Entries from ``"name:forms ..."``: forms ``m`` method, ``f`` torch function, ``a``
-    attribute; a trailing ``_`` marks an in-place method."""
+    attribute; a trailing ``_`` marks an in-place method (a dunder is none)."""
     out = []
     for word in spec.split():
         name, _, forms = word.partition(":")
         forms = forms or "m"
         out.append(LseOp(name, axes, layout, method="m" in forms, function="f" in forms,
-                         attribute="a" in forms, in_place=name.endswith("_"),
+                         attribute="a" in forms,
+                         in_place=name.endswith("_") and not name.endswith("__"),
                          **kw))  # type: ignore[arg-type]
     return out
 

@@ -126,6 +126,19 @@ def test_every_entry_has_an_example() -> None:
     assert sorted(_CALLS) == sorted(op.name for op in LSE_OPS)
 
 
+def test_in_place_means_it_writes_its_receiver() -> None:
+    for op in LSE_OPS:
+        if op.in_place:  # the result is the receiver itself, its memory written or re-viewed
+            x = _lse().clone()
+            args, kwargs, _ = _CALLS[op.name]
+            if op.name in ("squeeze_",):
+                x = x.unsqueeze(0)
+            src = _other() if op.name == "copy_" else None
+            out = x.copy_(src) if src is not None else getattr(x, op.name)(*args, **kwargs)
+            assert out is x, op.name
+    assert not any(op.in_place for op in LSE_OPS if op.name.startswith("__"))
+
+
 @pytest.mark.parametrize("op", [pytest.param(op, id=op.name) for op in LSE_OPS])
 def test_every_spelling_exists(op: LseOp) -> None:
     assert _forms(op), "an entry names no spelling"
