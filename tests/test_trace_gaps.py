@@ -454,3 +454,16 @@ def test_the_traces_own_failure_is_a_note_and_the_program_runs_on(
         traced = _program(p)  # copies and in-place conversions: every write fails inside
     assert all(torch.equal(a, b) for a, b in zip(plain, traced, strict=True))
     assert any("the trace's own bug" in n for n in t.report.notes)
+
+
+def test_a_base_keyword_the_trace_cannot_read_is_not_checked(reg: Registry) -> None:
+    class Flag:  # an object standing for the base: what it selects is not read
+        def __bool__(self) -> bool:
+            return False
+
+    p = _problem()
+    with _trace(reg) as t:
+        o, lse = k.base2_decode(p)
+        k.keyword_merge(torch.stack([o, o]), torch.stack([lse, lse]), is_lse_base_on_e=Flag())
+    assert t.report.findings == [] and sum(t.report.unread.values()) == 1
+    assert t.report.verdict == "not checked" and "1 base(s) not read" in t.report.summary()

@@ -132,6 +132,8 @@ class TraceReport:
     conversions: int = 0
     #: consumer arguments whose LSE carried no tag: ``record:argument at file:line``
     untagged: Counter[str] = field(default_factory=Counter)
+    #: consumer calls whose base keyword was an object the trace does not read: not checked
+    unread: Counter[str] = field(default_factory=Counter)
     torch_calls: int = 0
     wrapped_calls: int = 0
     overhead_s: float = 0.0
@@ -146,9 +148,10 @@ class TraceReport:
 
     @property
     def not_checked(self) -> int:
-        """What the trace saw but could not check: LSE arguments with no tag, and record
-        functions imported during the trace that it could not wrap."""
-        return sum(self.untagged.values()) + len(self.late_unchecked)
+        """What the trace saw but could not check: LSE arguments with no tag, consumer calls
+        whose base keyword it could not read, and record functions imported during the trace
+        that it could not wrap."""
+        return sum(self.untagged.values()) + sum(self.unread.values()) + len(self.late_unchecked)
 
     @property
     def verdict(self) -> str:
@@ -165,7 +168,8 @@ class TraceReport:
                 f"{sum(self.consumer_calls.values())} consumer calls, {self.tagged} LSEs tagged, "
                 f"{self.followed} followed, {self.conversions} conversions, {len(self.findings)} "
                 f"finding(s), {self.not_checked} not checked ({unchecked} LSE argument(s) with "
-                f"no known producer, {len(self.late_unchecked)} late import(s) not wrapped) "
+                f"no known producer, {sum(self.unread.values())} base(s) not read, "
+                f"{len(self.late_unchecked)} late import(s) not wrapped) "
                 f"({self.verdict}); {self.torch_calls} torch calls intercepted; overhead "
                 f"{self.overhead_s * 1e3:.1f} ms of {self.wall_s * 1e3:.1f} ms (setup "
                 f"{self.setup_s * 1e3:.1f} ms); {len(self.wrapped)} functions wrapped "
@@ -176,6 +180,7 @@ class TraceReport:
         lines += [f"  not checked: {k} (no tag: its producer was not traced, or the LSE was "
                   f"changed where the trace could not follow) x{n}"
                   for k, n in self.untagged.items()]
+        lines += [f"  not checked: {k}: its base is not read x{n}" for k, n in self.unread.items()]
         lines += [f"  not checked: {p} (imported during the trace, not wrapped)"
                   for p in self.late_unchecked]
         lines += [f"  note: {n}" for n in self.notes]
@@ -193,7 +198,8 @@ class TraceReport:
             "producer_calls": dict(self.producer_calls),
             "consumer_calls": dict(self.consumer_calls),
             "tagged": self.tagged, "followed": self.followed, "conversions": self.conversions,
-            "untagged": dict(self.untagged), "torch_calls": self.torch_calls,
+            "untagged": dict(self.untagged), "unread": dict(self.unread),
+            "torch_calls": self.torch_calls,
             "wrapped_calls": self.wrapped_calls, "overhead_s": self.overhead_s,
             "handler_s": self.handler_s, "dispatch_s": self.dispatch_s,
             "setup_s": self.setup_s, "wall_s": self.wall_s,
@@ -679,9 +685,9 @@ class Trace:
         if isinstance(record.base, KeywordBase) and record.base.keyword in given:
             keyword = _literal(given[record.base.keyword])
             if keyword is None:  # an object, not a literal: what it selects is not read here
-                self.report.notes.append(
+                self.report.unread[
                     f"{record.name} at {site}: {record.base.keyword} is not a literal "
-                    f"({type(given[record.base.keyword]).__name__}); its base is not checked")
+                    f"({type(given[record.base.keyword]).__name__})"] += 1
                 return
         seen: set[int] = set()
         for arg in call.lse_args:
