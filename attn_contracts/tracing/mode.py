@@ -2,13 +2,20 @@
 
 Every torch function called while the trace runs passes through :meth:`_LseMode.__torch_function__`.
 It calls the function, then, where the function is one the trace follows and an input carries a
-tag, gives the result its tag: views and copies keep the base and move the axes
-(:mod:`attn_contracts.tracing.tags`), a stack adds the states axis, a multiplication by ``ln 2``
-(or a division by ``log2 e``) re-tags base 2 as base e and the reverse re-tags e as 2 — the known
-conversions, ``vllm.v1.attention.backends.utils.log2_lse_to_ln`` among them, which is ``lse *
-math.log(2)``. A conversion applied to the other base is an error at its own call site.
-Anything else yields an untagged tensor: the trace never guesses that a sum or a difference is
-still an LSE.
+tag, gives the result its tag. Which functions keep an LSE's base, and how each moves its axes,
+is :mod:`attn_contracts.lse_ops`' table (the linter reads the same one): views and copies keep
+the base and move the axes (:mod:`attn_contracts.tracing.tags`), a stack adds the states axis,
+``logsumexp`` keeps base e only. A multiplication by ``ln 2`` (or a division by ``log2 e``)
+re-tags base 2 as base e and the reverse re-tags e as 2 — the known conversions,
+``vllm.v1.attention.backends.utils.log2_lse_to_ln`` among them, which is ``lse * math.log(2)``.
+A conversion applied to the other base is an error at its own call site. Anything else yields an
+untagged tensor: the trace never guesses that a sum or a difference is still an LSE.
+
+Writes are followed as writes into memory (:meth:`~attn_contracts.tracing.tags.TagMap.write`):
+``buf[k] = x``, ``dest.copy_(x)``, ``lse.mul_(ln 2)``, ``lse[:] = lse * ln 2`` and the in-place
+clamps and fills relabel the region they write, for every view of it; the version counter read
+just before the op tells a change the trace saw from one it did not. The handler never raises
+for its own failure: the engine's call has run, and the trouble is a note.
 
 Torch runs a mode's handler with the mode popped, so what a function called from it does is not
 seen. For torch custom ops (``torch.ops.ns.op``: vLLM's attention runs inside one, an opaque

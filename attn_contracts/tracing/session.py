@@ -15,9 +15,17 @@ layout and dtype. A mismatch is ``AC016`` (base) or ``AC017`` (layout, states ax
 naming the consumer's call site (the finding's location), the producer's call site and its
 records, and every conversion on the way.
 
+A module imported during the trace that defines a record's function is wrapped as its import
+finishes (:class:`~attn_contracts.tracing.targets.ImportWatch`). What the trace saw but could
+not check is counted, and the verdict is then "not checked", never "ok": an LSE argument with no
+tag, a base keyword it cannot read, a record function imported where the watch could not wrap
+it.
+
 Off (no trace running) nothing of this exists: no mode is pushed and every function is the
-library's own object. ``stop`` restores every patch and pops the mode even when the traced code
-raised.
+library's own object. ``stop`` restores every patch, takes back every wrapper bound during the
+trace (:func:`~attn_contracts.tracing.targets.sweep`), cuts each remaining wrapper's link to
+the trace, and pops the mode, even when the traced code raised; nothing it installed keeps the
+trace alive.
 """
 
 from __future__ import annotations

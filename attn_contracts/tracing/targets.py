@@ -14,6 +14,9 @@ as``), and every ``functools.partial`` made of it before the trace began (vLLM k
 ``partial(cp_lse_ag_out_rs, is_lse_base_on_e=False)`` on its impl) — and puts every one back on
 :meth:`Patches.restore`, in reverse order, whatever happened in between. A path that does not
 resolve is skipped with the reason; nothing here raises for an absent function.
+:class:`ImportWatch` wraps a record's function whose module is imported while the trace runs, as
+its import finishes; :func:`sweep` takes back, at the end, every wrapper that code run during
+the trace bound elsewhere (a module's ``from x import f``, a partial, a dict, a list, a closure).
 
 Torch-free.
 """
