@@ -12,10 +12,13 @@ module is first imported (a meta-path finder that leaves once it has), so that t
 
 The wrapper runs vLLM's check first, as it was. Only with DCP on (``decode_context_parallel_size
 > 1``) does it import :mod:`attn_contracts.integrations.vllm` and check the contract of the layers
-being started (:func:`~attn_contracts.integrations.vllm.validate_vllm_config`). A rank whose own
-check fails tells its DCP peers through the consensus before the error propagates, so theirs
-stop at once with that cause (``rank 1 failed vLLM's own check: AssertionError: ...``) instead
-of waiting out the consensus timeout.
+being started (:func:`~attn_contracts.integrations.vllm.validate_vllm_config`: the impl objects
+vLLM built). A rank whose own check fails logs its cause (vLLM may stop the process before its
+traceback is printed), then tells its DCP peers through the consensus before the error
+propagates, so theirs stop at once with that cause (``rank 1 failed vLLM's own check:
+AssertionError: ...``) instead of waiting out the consensus timeout. A fault of this checker
+itself (not of the contract) is one warning, and the start goes on: a guest never refuses a
+start for its own sake.
 
 ``ATTN_CONTRACTS_VLLM`` (:mod:`attn_contracts.integrations.vllm_mode`), read once when vLLM
 registers the plugin in a process: ``error``, ``warn`` or ``off``; ``off`` leaves the check
