@@ -89,6 +89,11 @@ class ProgramModel:
         self._attrs = (returns_attrs, base_attrs)
 
     @property
+    def steps(self) -> int:
+        """The interpreter's work so far: statements, expressions and calls it interpreted."""
+        return self._interp.steps
+
+    @property
     def uses(self) -> tuple[Use, ...]:
         """Every consumer call an LSE the model follows reaches (the edges the rules judged)."""
         return tuple(self._interp.uses.values())
