@@ -39,8 +39,8 @@ __all__ = ["CYCLE_PASSES", "FUNCTION_BUDGET", "LOOP_PASSES", "LOOP_WIDEN_AFTER",
            "Bounds", "bounded", "size"]
 
 #: the most nodes a value keeps (a tuple of tuples, a union of tuples...) before it is widened;
-#: the released engines' values hold a few dozen at most
-MAX_SIZE = 200
+#: the largest of vLLM 0.34.0's hold about 300 (a metadata constructor's 20 arguments)
+MAX_SIZE = 1000
 #: loop passes before the names still changing are widened, and the most passes in all
 LOOP_WIDEN_AFTER = 3
 LOOP_PASSES = 8
