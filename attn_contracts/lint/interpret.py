@@ -597,7 +597,7 @@ class Interpreter:
         if incomplete:
             cycles.provisional[key] = (summary, self._taint)
         else:
-            self._memo.update(cycles.complete_since(mark))
+            self._memo.update(cast(dict[tuple[object, ...], _Summary], cycles.complete_since(mark)))
             self._memo[key] = summary
         self._taint = min(saved, self._taint) if incomplete else saved
         return summary
