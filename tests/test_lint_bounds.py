@@ -19,8 +19,8 @@ from types import ModuleType
 
 import pytest
 
-from attn_contracts.findings import Code
-from attn_contracts.lint import LintConfig, bounds, lint_model
+from attn_contracts.findings import Code, Finding
+from attn_contracts.lint import LintConfig, ProgramModel, bounds, lint_model
 from attn_contracts.lint.values import Lse, Source, Tup, Union_, join, lse_of, stable_key
 from fixtures.records import consumer_toml, producer_toml
 
@@ -195,11 +195,33 @@ def test_a_loop_that_changes_nothing_is_interpreted_once(tmp_path: Path) -> None
     assert model.steps - once <= 3  # the one more statement and its two expressions
 
 
-def _lint(tmp_path: Path, text: str) -> tuple[list[object], object]:
+def _lint(tmp_path: Path, text: str) -> tuple[list[Finding], ProgramModel]:
     folder = tmp_path / "engine"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "engine.py").write_text(text)
     records = tmp_path / "records.toml"
     records.write_text(lp.RECORDS)
-    findings, model = lint_model([folder], LintConfig(), records=[records])
-    return findings, model  # type: ignore[return-value]
+    return lint_model([folder], LintConfig(), records=[records])
+
+
+def test_a_recursive_call_is_summarised_to_a_fixpoint_so_a_double_conversion_is_seen(
+        tmp_path: Path) -> None:
+    """g converts its LSE once per level: at the second level it is no LSE of either base. A
+    cycle whose recursive call returned nothing saw one conversion only (and called the literal
+    base that agrees with it fine)."""
+    text = lp.HEAD + textwrap.dedent("""\
+        def g(o, lse, n):
+            if n:
+                return g(o, lse, n - 1) * 0.6931471805599453
+            return lse * 0.6931471805599453
+
+
+        def run(q):
+            o, lse = decode(q)
+            x = g(o, lse, q.n)
+            return combine(o, x, is_lse_base_on_e=True)
+        """)
+    findings, _ = _lint(tmp_path, text)
+    errors = [f for f in findings if f.code == Code.AC023]
+    assert errors and "no LSE of either base" in errors[0].message
+    assert not any(f.code == Code.AC033 for f in findings)  # it converged within the passes

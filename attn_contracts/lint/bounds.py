@@ -113,16 +113,21 @@ class Bounds:
 
     # --- notes ---------------------------------------------------------------------------------
     def note(self, frame: _Frame | None, kind: str, detail: str, node: ast.AST | None = None,
-             ) -> None:
+             callee: tuple[str, str, ast.AST | None] | None = None) -> None:
         """An ``AC033`` note, once per function and kind: the analysis of ``frame``'s function
-        stopped short of the whole (``detail`` says how)."""
+        (default: the innermost one running; none running: ``callee``, its path, qualified name
+        and node) stopped short of the whole (``detail`` says how)."""
         if frame is None:
             frames = self.interp.frames
             frame = frames[-1] if frames else None
-        func = frame.func.qualname if frame is not None and frame.func is not None else \
-            "<module>"
-        path = frame.path if frame is not None else ""
-        key = (f"{path}:{func}", kind)
+        if frame is None and callee is not None:
+            path, func, node = callee[0], callee[1], node or callee[2]
+        else:
+            func = frame.func.qualname if frame is not None and frame.func is not None else \
+                "<module>"
+            path = frame.path if frame is not None else ""
+        # the run's budget is spent once: one note, where it ran out
+        key = ("", kind) if kind == "run budget" else (f"{path}:{func}", kind)
         if key in self.noted:
             return
         self.noted.add(key)

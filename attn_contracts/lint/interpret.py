@@ -562,7 +562,8 @@ class Interpreter:
             why = f"deeper than {_MAX_DEPTH} calls" if self.budget > 0 else \
                 f"the run used its budget of {_BUDGET:,} steps"
             cycles.note(None, "call depth" if self.budget > 0 else "run budget",
-                        f"the call of {func.qualname.partition('@')[0]} is not followed ({why})")
+                        f"the call of {func.qualname.partition('@')[0]} is not followed ({why})",
+                        callee=(func.path, func.qualname, node))
             return _Summary()
         self.budget -= 1
         self.steps += 1
