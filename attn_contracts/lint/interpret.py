@@ -1265,13 +1265,13 @@ class _Frame:
     def s_for(self, st: ast.For | ast.AsyncFor) -> None:
         self.expr(st.iter)
         self.assign(st.target, None)
-        self.i.bounds.loop(self, st.body, st)
+        self.loop(st.body, st)
         self.block(st.orelse)
 
     @_on(_STMT, ast.While)
     def s_while(self, st: ast.While) -> None:
         self.expr(st.test)
-        self.i.bounds.loop(self, st.body, st)
+        self.loop(st.body, st)
         self.block(st.orelse)
 
     @_on(_STMT, ast.With, ast.AsyncWith)
@@ -1315,6 +1315,10 @@ class _Frame:
         for t in st.targets:
             if isinstance(t, ast.Name):
                 self.env.pop(t.id, None)
+
+    def loop(self, body: list[ast.stmt], node: ast.stmt) -> None:
+        """A loop body to a fixpoint, joined with not running it (bounds.Bounds.loop)."""
+        self.i.bounds.loop(self, body, node)
 
     def branches(self, bodies: list[list[ast.stmt]], test: ast.expr | None = None) -> None:
         before = dict(self.env)
