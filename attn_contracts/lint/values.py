@@ -237,13 +237,15 @@ class Union_:
 
     options: frozenset[Value]
     widened: bool = False
-    #: the options in a fixed order (:func:`stable_key`): what is decided by the first of them,
-    #: or reported once per option, is the same under any ``PYTHONHASHSEED``
+    #: the options in a fixed order (:func:`stable_key`), sorted when first read: what is
+    #: decided by the first of them, or reported once per option, is the same under any
+    #: ``PYTHONHASHSEED``
     order: tuple[Value, ...] = field(default=(), compare=False, hash=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def ordered(self) -> tuple[Value, ...]:
         if not self.order:
             object.__setattr__(self, "order", tuple(sorted(self.options, key=stable_key)))
+        return self.order
 
 
 Value = Union[Lse, Lit, Param, Num, Flag, Inst, ExtInst, ClassRef, Func, Bound, Super,  # noqa: UP007
@@ -253,7 +255,7 @@ Value = Union[Lse, Lit, Param, Num, Flag, Inst, ExtInst, ClassRef, Func, Bound, 
 def alternatives(value: Value) -> Iterator[Value]:
     """The values a value may be (itself, or each option of a union)."""
     if isinstance(value, Union_):
-        yield from value.order
+        yield from value.ordered()
     else:
         yield value
 
