@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
+from attn_contracts import lse_ops
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code, Finding
@@ -82,27 +83,18 @@ from attn_contracts.records import LN2, LOG2E
 
 __all__ = ["BaseGiven", "Interpreter", "Kernel", "Use"]
 
-# Calls and attributes that keep an LSE's base (layout, dtype, memory: not the values' meaning).
-_KEEPS_BASE = frozenset({
-    "contiguous", "float", "to", "view", "reshape", "clone", "squeeze", "unsqueeze", "flatten",
-    "detach", "expand", "narrow", "view_as", "reshape_as", "type_as", "as_strided", "unflatten",
-    "cpu", "cuda", "double", "half", "movedim", "swapaxes", "permute", "transpose", "t",
-    "index_select", "repeat_interleave", "masked_fill", "nan_to_num", "clamp", "clamp_min",
-    "masked_fill_", "nan_to_num_", "clamp_", "clamp_min_", "copy_"})
+# Calls and attributes that keep an LSE's base: the table the tracer reads too (``lse_ops``)
+_KEEPS_BASE = lse_ops.lint_methods()
 #: of those, the ones that swap a 2-D LSE's two axes; the rest keep the layout or lose it
-_TRANSPOSES = frozenset({"transpose", "t", "swapaxes", "movedim", "permute"})
-_LAYOUT_KEEPING = frozenset({"contiguous", "float", "to", "clone", "detach", "cpu", "cuda",
-                             "double", "half", "type_as", "masked_fill", "nan_to_num", "clamp",
-                             "clamp_min", "masked_fill_", "nan_to_num_", "clamp_", "clamp_min_",
-                             "copy_"})
-_KEEPS_BASE_ATTRS = frozenset({"T", "mT", "data"})
-_TORCH_KEEPS = frozenset({"transpose", "contiguous", "clone", "permute", "swapaxes", "movedim",
-                          "squeeze", "unsqueeze", "flatten", "reshape", "narrow", "clamp",
-                          "nan_to_num", "where"})
+_TRANSPOSES = frozenset(op.name for op in lse_ops.LSE_OPS if op.layout in ("swap", "moved"))
+_SWAPS = frozenset(op.name for op in lse_ops.LSE_OPS if op.layout == "swap")
+_LAYOUT_KEEPING = frozenset(op.name for op in lse_ops.LSE_OPS if op.layout == "kept")
+_KEEPS_BASE_ATTRS = lse_ops.lint_attributes()
+_TORCH_KEEPS = lse_ops.lint_functions()
 #: natural-log reductions of LSEs (``torch.logsumexp(lse, dim=-1)`` over a split axis,
 #: ``torch.logaddexp(a, b)``): a natural-log LSE comes out, without its layout; a base-2 one
 #: does not (what comes out of it is no LSE of either base)
-_LN_REDUCTIONS = frozenset({"logsumexp", "logaddexp"})
+_LN_REDUCTIONS = frozenset(op.name for op in lse_ops.LSE_OPS if op.only_base == "e")
 #: exponentials a hand-written merge weighs LSEs with (``torch.exp2(lse - m)``), by the base
 #: each reads its argument in
 _EXP_BASE = {"exp": "e", "exp2": "2"}
@@ -684,7 +676,7 @@ class Interpreter:
     def _attribute(self, obj: Value, attr: str, where: str) -> Value:
         if isinstance(obj, Lse):
             if attr in _KEEPS_BASE_ATTRS:
-                return _swap(obj) if attr in ("T", "mT") else obj
+                return _swap(obj) if attr in _SWAPS else obj
             return None
         if isinstance(obj, ModuleRef):
             b = self.p.member(obj.name, attr)
@@ -1626,7 +1618,7 @@ class _Frame:
             rl = lse_of(receiver)
             if rl is not None:
                 if name in _TRANSPOSES:
-                    return _swap(rl) if name in ("t", "transpose", "swapaxes") and (
+                    return _swap(rl) if name in _SWAPS and (
                         name == "t" or _swaps_two(node)) else _lose_layout(rl)
                 return rl if name in _LAYOUT_KEEPING else _lose_layout(rl)
             if isinstance(func.value, ast.Name) and func.value.id == "torch" and node.args:
