@@ -27,13 +27,15 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import Any
 
 from attn_contracts.findings import Code, Finding
 from attn_contracts.lint.values import Union_, Value, children, lse_sources_of, widen_to
 
-if TYPE_CHECKING:
-    from attn_contracts.lint.interpret import Interpreter, _Frame
+# The interpreter and its frames, which call in here (this module never imports them: the
+# interpreter depends on its bounds, not the other way round).
+Interpreter = Any
+_Frame = Any
 
 __all__ = ["CYCLE_PASSES", "FUNCTION_BUDGET", "LOOP_PASSES", "LOOP_WIDEN_AFTER", "MAX_SIZE",
            "Bounds", "bounded", "size"]
@@ -164,8 +166,8 @@ class Bounds:
                 key, hit = None, None
             if hit is not None:
                 frame.returns += hit.returns
-                frame.kernels |= hit.kernels  # type: ignore[arg-type]
-                frame.produced |= hit.produced  # type: ignore[arg-type]
+                frame.kernels |= hit.kernels
+                frame.produced |= hit.produced
                 after = dict(hit.env)
             else:
                 frame.env = dict(current)
@@ -175,8 +177,8 @@ class Bounds:
                 after = dict(frame.env)
                 if key is not None:
                     memo[key] = _LoopMemo(after, frame.returns[returns:],
-                                          set(frame.kernels) - kernels,  # type: ignore[arg-type]
-                                          set(frame.produced) - produced)  # type: ignore[arg-type]
+                                          set(frame.kernels) - kernels,
+                                          set(frame.produced) - produced)
             joined = frame.join_envs([current, after], before)
             if n + 1 >= LOOP_WIDEN_AFTER:
                 joined = _widen_env(current, joined)
