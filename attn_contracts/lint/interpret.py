@@ -40,6 +40,7 @@ from attn_contracts import lse_ops
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code, Finding
+from attn_contracts.lint.bounds import FUNCTION_BUDGET, Bounds
 from attn_contracts.lint.classes import ClassInfo, dotted_name, statements
 from attn_contracts.lint.program import FuncNode, Program
 from attn_contracts.lint.record_index import (
@@ -184,6 +185,12 @@ class _Summary:
     produced: frozenset[Kernel] = frozenset()  # the producer calls themselves
 
 
+def _merge_summaries(a: object, b: object) -> _Summary:
+    """The summary of a call cycle's head over two passes (what either found)."""
+    x, y = cast(_Summary, a), cast(_Summary, b)
+    return _Summary(join([x.returns, y.returns]), x.kernels | y.kernels, x.produced | y.produced)
+
+
 @dataclass
 class _Call:
     pos: list[Arg]
@@ -219,6 +226,10 @@ class Interpreter:
         self._counted: set[tuple[object, ...]] = set()
         self._depth = 0
         self.budget = _BUDGET
+        #: the work done: statements, expressions and calls interpreted (what tests count)
+        self.steps = 0
+        #: the bounds' state: call cycles' summaries so far, the notes of a bound hit
+        self.bounds = Bounds(self)
         self._globals: dict[tuple[str, str], Value] = {}
         self._module_busy: set[tuple[str, str]] = set()
         #: names the flow found carrying an LSE or a combine (methods returning one, attributes
@@ -515,35 +526,71 @@ class Interpreter:
         memo = self._memo.get(key)
         if memo is not None:
             return memo
+        cycles = self.bounds
+        found = cycles.provisional.get(key)
+        if found is not None:  # a cycle's member, already interpreted in this pass
+            self._taint = min(self._taint, found[1])
+            return cast(_Summary, found[0])
         if key in self._active:
-            # a cycle: what the call returns is not known yet; every analysis above the cycle's
-            # head is incomplete and is not kept (it is redone when asked again)
+            # a cycle: the call gets the summary found so far for its head, which is
+            # interpreted again until that summary no longer changes (bounds.Bounds)
             self._taint = min(self._taint, self._stack.index(key))
-            return _Summary()
+            return cast(_Summary, cycles.recursive(key, _Summary))
         if ctx != ("generic",) and key not in self._counted:
-            seen = self._contexts.get((func, self_value), 0)
+            # the contexts that carry an LSE, a base attribute or a partial are counted apart
+            # from the rest: a function called with parameters by every other one's analysis
+            # alone still gets the LSE its one real caller passes
+            kind = (func, self_value, call is not None and _interesting(call))
+            seen = self._contexts.get(kind, 0)
             if seen >= _MAX_CONTEXTS:  # enough contexts: the generic one serves the rest
+                if kind[2]:
+                    cycles.note(None, "call contexts", f"{func.qualname.partition('@')[0]} is "
+                                f"called with more than {_MAX_CONTEXTS} different LSEs or bases; "
+                                "the rest are read as its parameters")
                 return self.analyse(func, self_value, None, generic=True)
-            self._contexts[(func, self_value)] = seen + 1
+            self._contexts[kind] = seen + 1
             self._counted.add(key)
         if self._depth >= _MAX_DEPTH or self.budget <= 0:
+            why = f"deeper than {_MAX_DEPTH} calls" if self.budget > 0 else \
+                f"the run used its budget of {_BUDGET:,} steps"
+            cycles.note(None, "call depth" if self.budget > 0 else "run budget",
+                        f"the call of {func.qualname.partition('@')[0]} is not followed ({why})",
+                        callee=(func.path, func.qualname, node))
             return _Summary()
+        self.budget -= 1
+        self.steps += 1
         pos = len(self._stack)
         self._stack.append(key)
         self._active.add(key)
         self._depth += 1
-        saved, self._taint = self._taint, _NO_TAINT
+        saved = self._taint
+        passes = 0
         try:
-            summary = self._interpret(func, node, params, self_value, bound,
-                                      generic or call is None, call.where if call else "")
-        except RecursionError:
-            summary = _Summary()
+            while True:
+                self._taint = _NO_TAINT
+                mark, changes = len(cycles.provisional), cycles.changes
+                try:
+                    summary = self._interpret(func, node, params, self_value, bound,
+                                              generic or call is None, call.where if call else "")
+                except RecursionError:
+                    summary = _Summary()
+                head = self._taint >= pos
+                kept, again = cycles.settle(key, summary, _merge_summaries, passes, head,
+                                            changes)
+                summary = cast(_Summary, kept)
+                if not again:
+                    break
+                cycles.forget_since(mark)  # found under the approximation just replaced
+                passes += 1
         finally:
             self._depth -= 1
             self._active.discard(key)
             self._stack.pop()
         incomplete = self._taint < pos
-        if not incomplete:
+        if incomplete:
+            cycles.provisional[key] = (summary, self._taint)
+        else:
+            self._memo.update(cast(dict[tuple[object, ...], _Summary], cycles.complete_since(mark)))
             self._memo[key] = summary
         self._taint = min(saved, self._taint) if incomplete else saved
         return summary
@@ -1051,6 +1098,8 @@ def _ends(body: list[ast.stmt]) -> bool:
 
 
 def _element(value: Value, i: int) -> Value:
+    if isinstance(value, Union_) and value.widened:
+        return value  # unknown holding an LSE: so is every part of it
     options = []
     for alt in alternatives(value):
         if isinstance(alt, Tup):
@@ -1141,6 +1190,9 @@ class _Frame:
         self.entry = ""  # the call that started this frame
         self._consumers: int | None = None
         self.param_ids: set[int] = set()  # the values its caller passed in
+        self.own_steps = 0  # its own statements (its budget: bounds.FUNCTION_BUDGET)
+        #: each loop's passes already interpreted, by their entry values (bounds.Bounds.loop)
+        self.loop_memo: dict[tuple[object, ...], Any] = {}
 
     # --- statements ---------------------------------------------------------------------------
     def block(self, body: list[ast.stmt]) -> None:
@@ -1153,7 +1205,13 @@ class _Frame:
             self.stmt(stmt)
 
     def stmt(self, st: ast.stmt) -> None:
+        self.own_steps += 1
+        if self.own_steps > FUNCTION_BUDGET or self.i.budget <= 0:
+            self.i.bounds.note(self, "function budget" if self.i.budget > 0 else "run budget",
+                               "the statements after this one are not interpreted", st)
+            return
         self.i.budget -= 1
+        self.i.steps += 1
         handler = _STMT.get(type(st))
         if handler is not None:
             handler(self, st)
@@ -1187,7 +1245,8 @@ class _Frame:
 
     @_on(_STMT, ast.Return)
     def s_return(self, st: ast.Return) -> None:
-        self.returns.append(None if st.value is None else self.expr(st.value))
+        self.returns.append(None if st.value is None else self.i.bounds.value(
+            self, self.expr(st.value), st))
 
     @_on(_STMT, ast.If)
     def s_if(self, st: ast.If) -> None:
@@ -1198,13 +1257,13 @@ class _Frame:
     def s_for(self, st: ast.For | ast.AsyncFor) -> None:
         self.expr(st.iter)
         self.assign(st.target, None)
-        self.loop(st.body)
+        self.loop(st.body, st)
         self.block(st.orelse)
 
     @_on(_STMT, ast.While)
     def s_while(self, st: ast.While) -> None:
         self.expr(st.test)
-        self.loop(st.body)
+        self.loop(st.body, st)
         self.block(st.orelse)
 
     @_on(_STMT, ast.With, ast.AsyncWith)
@@ -1249,13 +1308,9 @@ class _Frame:
             if isinstance(t, ast.Name):
                 self.env.pop(t.id, None)
 
-    def loop(self, body: list[ast.stmt]) -> None:
-        """A loop body twice (values carried around it once), joined with not running it."""
-        before = dict(self.env)
-        self.block(body)
-        self.env = self._join([before, dict(self.env)], before)
-        self.block(body)
-        self.env = self._join([before, dict(self.env)], before)
+    def loop(self, body: list[ast.stmt], node: ast.stmt) -> None:
+        """A loop body to a fixpoint, joined with not running it (bounds.Bounds.loop)."""
+        self.i.bounds.loop(self, body, node)
 
     def branches(self, bodies: list[list[ast.stmt]], test: ast.expr | None = None) -> None:
         before = dict(self.env)
@@ -1279,6 +1334,11 @@ class _Frame:
                 results.append(self.env)
         self.env = self._join(results, before) if results else before
 
+    def join_envs(self, results: list[dict[str, Value]], before: dict[str, Value],
+                  ) -> dict[str, Value]:
+        """The names after paths that end in ``results`` (each a may-union of its paths)."""
+        return self._join(results, before)
+
     @staticmethod
     def _join(results: list[dict[str, Value]], before: dict[str, Value]) -> dict[str, Value]:
         if len(results) == 1:
@@ -1293,6 +1353,7 @@ class _Frame:
         return joined
 
     def assign(self, target: ast.expr, value: Value) -> None:
+        value = self.i.bounds.value(self, value, target)
         if isinstance(target, ast.Name):
             self.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -1331,6 +1392,7 @@ class _Frame:
 
     # --- expressions --------------------------------------------------------------------------
     def expr(self, node: ast.expr) -> Value:
+        self.i.steps += 1
         handler = _EXPR.get(type(node))
         if handler is not None:
             return handler(self, node)
@@ -1370,6 +1432,8 @@ class _Frame:
         inner = self.expr(node.value)
         key = node.slice
         self.expr(key)
+        if isinstance(inner, Union_) and inner.widened:
+            return inner  # unknown holding an LSE: so is every part of it
         if isinstance(key, ast.Constant) and isinstance(key.value, int) and any(
                 isinstance(a, Tup) for a in alternatives(inner)):
             return _element(inner, key.value)
