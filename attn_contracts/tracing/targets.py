@@ -30,13 +30,15 @@ import inspect
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from attn_contracts.consumer import ConsumerCall, ConsumerRecord
 from attn_contracts.records import CapabilityRecord, ProducerCall
 from attn_contracts.versions import in_range
+
+_T = TypeVar("_T")
 
 __all__ = ["ImportWatch", "Patches", "Target", "collect", "installed_version", "sweep",
            "watched_modules"]
@@ -180,27 +182,20 @@ class Patches:
 
     def _rebind_modules(self, wrappers: dict[int, tuple[Target, Callable[..., Any]]]) -> None:
         """``from module import f`` elsewhere: every module attribute that is the original."""
-        for name, module in list(sys.modules.items()):
-            namespace = getattr(module, "__dict__", None)
-            if not isinstance(namespace, dict):
+        for name, module, namespace, attr, (t, w) in _module_bindings(
+                wrappers, lambda value, hit: hit[0].original is value):
+            if module is t.owner and attr == t.attribute:
                 continue
-            for attr, value in list(namespace.items()):
-                hit = wrappers.get(id(value))
-                if hit is None or hit[0].original is not value:
-                    continue
-                t, w = hit
-                if module is t.owner and attr == t.attribute:
-                    continue
-                own = getattr(t.original, "__name__", t.attribute)
-                if own != t.attribute and attr not in (own, t.attribute):
-                    # a placeholder bound under the kernel's name (vLLM's CPU build binds
-                    # flash_mla_with_kvcache and four others to one _raise_flashmla_unavailable):
-                    # its other names are other functions, not aliases of this one
-                    continue
-                namespace[attr] = w
-                self._undo.append(functools.partial(self._put_back, namespace, attr, w, value,
-                                                    f"{name}.{attr}"))
-                self.rebound.append(f"{name}.{attr}")
+            own = getattr(t.original, "__name__", t.attribute)
+            if own != t.attribute and attr not in (own, t.attribute):
+                # a placeholder bound under the kernel's name (vLLM's CPU build binds
+                # flash_mla_with_kvcache and four others to one _raise_flashmla_unavailable):
+                # its other names are other functions, not aliases of this one
+                continue
+            namespace[attr] = w
+            self._undo.append(functools.partial(self._put_back, namespace, attr, w, t.original,
+                                                f"{name}.{attr}"))
+            self.rebound.append(f"{name}.{attr}")
 
     @staticmethod
     def _put_back(namespace: dict[str, Any], attr: str, wrapper: Any, value: Any,
@@ -255,15 +250,10 @@ def sweep(wrappers: dict[int, tuple[Any, Any]], *, referrers: bool) -> list[str]
     and closure cell that holds it (one pass over the garbage collector's referrers, made only
     when a wrapper is still held somewhere). Where it went, for the report."""
     found: list[str] = []
-    for name, module in list(sys.modules.items()):
-        namespace = getattr(module, "__dict__", None)
-        if not isinstance(namespace, dict):
-            continue
-        for attr, value in list(namespace.items()):
-            hit = wrappers.get(id(value))
-            if hit is not None and hit[0] is value:
-                namespace[attr] = hit[1]
-                found.append(f"{name}.{attr}")
+    for name, _, namespace, attr, hit in _module_bindings(wrappers,
+                                                          lambda value, hit: hit[0] is value):
+        namespace[attr] = hit[1]
+        found.append(f"{name}.{attr}")
     if not referrers or not wrappers or not _escaped(wrappers):
         return found
     modules = {id(getattr(m, "__dict__", None)) for m in list(sys.modules.values())}
@@ -273,6 +263,21 @@ def sweep(wrappers: dict[int, tuple[Any, Any]], *, referrers: bool) -> list[str]
         except (TypeError, AttributeError, ValueError):  # something that cannot be changed
             continue
     return found
+
+
+def _module_bindings(table: dict[int, _T], matches: Callable[[Any, _T], bool]
+                     ) -> Iterator[tuple[str, Any, dict[str, Any], str, _T]]:
+    """Every module attribute whose value's id is in ``table`` and ``matches`` its entry:
+    (module name, module, its namespace, attribute, entry), over a snapshot of the modules and of
+    each namespace, so the caller may rebind what it is handed."""
+    for name, module in list(sys.modules.items()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for attr, value in list(namespace.items()):
+            hit = table.get(id(value))
+            if hit is not None and matches(value, hit):
+                yield name, module, namespace, attr, hit
 
 
 def _escaped(wrappers: dict[int, tuple[Any, Any]]) -> bool:
