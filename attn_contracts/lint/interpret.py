@@ -63,11 +63,13 @@ from attn_contracts.lint.values import (
     Inst,
     Lit,
     Lse,
+    Member,
     ModuleRef,
     Num,
     Param,
     Partial,
     Rec,
+    Seq,
     Source,
     Super,
     Tup,
@@ -105,6 +107,9 @@ _LN_REDUCTIONS = frozenset({"logsumexp", "logaddexp"})
 #: exponentials a hand-written merge weighs LSEs with (``torch.exp2(lse - m)``), by the base
 #: each reads its argument in
 _EXP_BASE = {"exp": "e", "exp2": "2"}
+#: the methods that add elements to (or take them from) a list, set or deque
+_GROWS = frozenset({"append", "extend", "insert", "add", "appendleft", "extendleft", "pop",
+                    "popleft", "discard", "remove", "clear", "update"})
 #: wrappers that return the function they are given (``torch.compiler.disable(fn)``)
 _IDENTITY_WRAPPERS = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
 #: per function, the argument contexts kept apart before one generic context serves the rest
@@ -241,6 +246,7 @@ class Interpreter:
         self.stores: dict[tuple[Inst, str], set[Value]] = {}
         self._init_done: set[Inst] = set()
         self._class_attr_memo: dict[tuple[ClassKey, str], Value] = {}
+        self._fields_memo: dict[ClassKey, list[str] | None] = {}
         self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
         self._noted_agreed: set[tuple[str, str]] = set()
         self._carrier_lines: dict[str, tuple[int, ...]] = {}
@@ -575,6 +581,7 @@ class Interpreter:
                    generic: bool) -> _Summary:
         names = params.names
         start = 0
+        frame.env.update(func.closure)
         if self_value is not None and names and not params.static:
             frame.env[names[0]] = self_value
             ann = params.annotations.get(names[0])
@@ -595,24 +602,39 @@ class Interpreter:
             else:
                 frame.env[name] = bound.get(name)
         for extra in params.var:
-            frame.env[extra] = None
+            frame.env[extra] = None if generic else bound.get(extra)
         if isinstance(node, ast.Lambda):
             frame.returns.append(frame.expr(node.body))
         else:
             frame.block(node.body)
+        if frame.yields:  # a generator: calling it returns an iterator of what it yields
+            return _Summary(Seq(join(frame.yields)), frozenset(frame.kernels),
+                            frozenset(frame.produced))
         return _Summary(join(frame.returns) if frame.returns else None,
                         frozenset(frame.kernels), frozenset(frame.produced))
 
     def _bind(self, func: Func, params: _Params, call: _Call, method: bool) -> dict[str, Value]:
-        names = params.names[1:] if method and not params.static else params.names
+        """The parameters' values as Python binds a call's arguments: positions in order to the
+        positional parameters, the rest to ``*args`` (a tuple); keywords by name, the rest to
+        ``**kwargs`` (a dict); a parameter left out gets its default."""
+        skip = 1 if method and not params.static else 0
+        names = params.names[skip:]
+        positional = names[:max(params.positional - skip, 0)]
         out: dict[str, Value] = {}
-        for name, arg in zip(names, call.pos, strict=False):
+        for name, arg in zip(positional, call.pos, strict=False):
             out[name] = arg.value
-        if len(call.pos) > len(names):
-            pass  # *args: not followed
+        if params.vararg is not None:
+            out[params.vararg] = None if call.opaque else Tup(
+                tuple(a.value for a in call.pos[len(positional):]))
+        extra: list[tuple[str, Arg]] = []
         for name, arg in call.kw.items():
             if name in names:
                 out[name] = arg.value
+            else:
+                extra.append((name, arg))
+        if params.kwarg is not None:
+            out[params.kwarg] = None if call.opaque else DictV(
+                tuple(sorted(extra, key=lambda kv: kv[0])), call.maybe & {k for k, _ in extra})
         for name in names:
             if name in out:
                 continue
@@ -673,9 +695,17 @@ class Interpreter:
         return None
 
     def inst_attr(self, inst: Inst, attr: str, where: str) -> Value:
+        cls = self.class_info(inst.cls)
+        if cls is not None and inst.ctor is not None:
+            fields = self.fields(cls)
+            if fields is not None and attr in fields:
+                # a dataclass, NamedTuple or model: the constructor's argument for the field,
+                # over the class's default (which is what any other instance holds)
+                given = self._field_arg(inst, fields, attr)
+                if given is not _NOT_SPECIAL:
+                    return cast(Value, given)
         if attr in self.base_attrs:
             return Flag(attr, inst, where)
-        cls = self.class_info(inst.cls)
         if cls is None:
             return None
         owner = self.p.lookup(cls, attr)
@@ -697,6 +727,47 @@ class Interpreter:
                 values.append(generic)
         return join(values) if values else None
 
+    def fields(self, cls: ClassInfo) -> list[str] | None:
+        """The fields a generated ``__init__`` takes, in order (a dataclass, a ``NamedTuple``,
+        an attrs or pydantic class: annotated class-level names, bases' first); None for a
+        class whose ``__init__`` is written (or unknown)."""
+        key = (cls.path, cls.name)
+        if key in self._fields_memo:
+            return self._fields_memo[key]
+        self._fields_memo[key] = None
+        generated = False
+        names: list[str] = []
+        for c in reversed(self.p.mro(cls)):
+            marks = [dotted_name(d.func if isinstance(d, ast.Call) else d) or ""
+                     for d in c.decorators]
+            bases = [b.rpartition(".")[2] for b in c.bases]
+            if any(m.rpartition(".")[2] in _FIELD_DECORATORS for m in marks) or any(
+                    b in _FIELD_BASES for b in bases):
+                generated = True
+            elif "__init__" in c.methods:
+                generated = False  # a written __init__ below a generated one replaces it
+            node = self.p.class_node(c)
+            for st in node.body if node is not None else ():
+                if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and \
+                        st.target.id not in names and not _is_classvar(st.annotation):
+                    names.append(st.target.id)
+        if not generated or self.p.lookup(cls, "__init__") is not None:
+            return None
+        self._fields_memo[key] = names
+        return names
+
+    @staticmethod
+    def _field_arg(inst: Inst, fields: list[str], attr: str) -> Value | object:
+        """The constructor's argument for field ``attr``: by keyword or by position; else
+        nothing (the class default applies)."""
+        if inst.ctor is None:
+            return _NOT_SPECIAL
+        args = dict(inst.ctor[1])
+        if attr in args:
+            return args[attr]
+        i = str(fields.index(attr))
+        return args[i] if i in args else _NOT_SPECIAL
+
     def by_name(self, callee: Value, call: _Call) -> _Call:
         """A call of a function the program defines (a consumer in the linted tree) with its
         positional arguments also under their parameters' names, so a base passed by position
@@ -707,15 +778,18 @@ class Interpreter:
         node = func.node if func.node is not None else self.p.function(func.path, func.qualname)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return call
-        names = _params(node).names
-        if isinstance(callee, Bound) and names:
+        params = _params(node)
+        names = params.names[:params.positional]
+        if isinstance(callee, Bound) and names and not params.static:
             names = names[1:]
         kw = dict(call.kw)
         for name, arg in zip(names, call.pos, strict=False):
             kw.setdefault(name, arg)
         if not call.opaque:  # a parameter left out: the default this code gives it
-            defaults = _params(node).defaults
-            for name in names[len(call.pos):]:
+            defaults = params.defaults
+            everyone = params.names[1:] if isinstance(callee, Bound) and not params.static \
+                else params.names
+            for name in everyone:
                 if name not in kw and name not in call.maybe and name in defaults:
                     lit = _literal(func.path, defaults[name])
                     if isinstance(lit, Lit):
@@ -892,6 +966,15 @@ class Interpreter:
 
 
 _FUNC_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: what generates a class's ``__init__`` from its annotated fields
+_FIELD_DECORATORS = frozenset({"dataclass", "define", "frozen", "mutable", "s", "attrs",
+                               "dataclass_transform"})
+_FIELD_BASES = frozenset({"NamedTuple", "BaseModel", "TypedDict"})
+
+
+def _is_classvar(annotation: ast.expr) -> bool:
+    head = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    return (dotted_name(head) or "").rpartition(".")[2] == "ClassVar"
 
 
 @dataclass
@@ -901,6 +984,10 @@ class _Params:
     annotations: dict[str, ast.expr]
     var: list[str]
     static: bool
+    #: how many of ``names`` take positional arguments (the rest are keyword-only)
+    positional: int = 0
+    vararg: str | None = None  # ``*args``
+    kwarg: str | None = None  # ``**kwargs``
 
 
 def _params(node: FuncNode | ast.Lambda) -> _Params:
@@ -914,7 +1001,9 @@ def _params(node: FuncNode | ast.Lambda) -> _Params:
     var = [v.arg for v in (a.vararg, a.kwarg) if v is not None]
     static = isinstance(node, _FUNC_NODES) and any(
         isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
-    return _Params(positional + [k.arg for k in a.kwonlyargs], defaults, anns, var, static)
+    return _Params(positional + [k.arg for k in a.kwonlyargs], defaults, anns, var, static,
+                   len(positional), a.vararg.arg if a.vararg else None,
+                   a.kwarg.arg if a.kwarg else None)
 
 
 def _carries(value: Value, depth: int = 0) -> bool:
@@ -930,6 +1019,8 @@ def _carries(value: Value, depth: int = 0) -> bool:
         if isinstance(alt, Partial) and _carries(alt.target, depth + 1):
             return True
         if isinstance(alt, Tup) and any(_carries(v, depth + 1) for v in alt.items):
+            return True
+        if isinstance(alt, Seq) and _carries(alt.item, depth + 1):
             return True
         if isinstance(alt, Inst) and alt.ctor is not None and any(
                 isinstance(v, (Flag, Lse)) or (isinstance(v, Lit) and isinstance(v.value, bool)
@@ -999,6 +1090,8 @@ def _map_lse(value: Value, fn: Callable[[Lse], Lse]) -> Value:
         return fn(value)
     if isinstance(value, Tup):
         return Tup(tuple(_map_lse(v, fn) for v in value.items), value.partial_items)
+    if isinstance(value, Seq):
+        return Seq(_map_lse(value.item, fn))
     if isinstance(value, Union_):
         return join([_map_lse(v, fn) for v in value.options])
     return value
@@ -1058,16 +1151,71 @@ def _ends(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
-def _element(value: Value, i: int) -> Value:
+def _element(value: Value, i: int, exact: bool = False) -> Value:
+    """Item ``i`` of a tuple or list (counted from the end where negative); any item of a
+    container whose positions are not known."""
     options = []
     for alt in alternatives(value):
         if isinstance(alt, Tup):
-            options.append(alt.get(i))
-        elif isinstance(alt, Lse):
-            options.append(None)
+            options.append(alt.get(i) if not (exact and alt.partial_items) else None)
+        elif isinstance(alt, Seq):
+            options.append(alt.item)
         else:
             options.append(None)
     return join(options) if options else None
+
+
+def _rest(value: Value, start: int, after: int) -> Value:
+    """What ``*rest`` binds in ``a, *rest, b = value``: a list of the items between."""
+    options: list[Value] = []
+    for alt in alternatives(value):
+        if isinstance(alt, Tup) and not (after and alt.partial_items):
+            options.append(Tup(alt.items[start:len(alt.items) - after], alt.partial_items))
+        elif isinstance(alt, Seq):
+            options.append(alt)
+        else:
+            options.append(None)
+    return join(options) if options else None
+
+
+def _iterate(value: Value) -> Value:
+    """What a ``for`` over a value binds: any item of a tuple or list, the element of a
+    container or generator; an LSE's rows are LSEs of its base."""
+    options: list[Value] = []
+    for alt in alternatives(value):
+        if isinstance(alt, Tup):
+            if alt.items:
+                options.append(join(alt.items) if not alt.partial_items else None)
+        elif isinstance(alt, Seq):
+            options.append(alt.item)
+        elif isinstance(alt, Lse):
+            options.append(_lose_layout(alt))
+        else:
+            options.append(None)
+    return join(options) if options else None
+
+
+def _index(node: ast.expr) -> int | None:
+    """A constant integer subscript (``x[1]``, ``x[-1]``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and \
+            not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
+            isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, int):
+        return -node.operand.value
+    return None
+
+
+_LOADED: dict[int, frozenset[str]] = {}
+
+
+def _loaded_names(node: ast.AST) -> frozenset[str]:
+    """The names a function or lambda reads anywhere in its body."""
+    key = id(node)
+    if key not in _LOADED:
+        _LOADED[key] = frozenset(n.id for n in ast.walk(node)
+                                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    return _LOADED[key]
 
 
 def _kernel_of(src: Source) -> Kernel | None:
@@ -1088,6 +1236,8 @@ def _flatten(value: Value) -> Value:
     for alt in alternatives(value):
         if isinstance(alt, Tup):
             found += [_flatten(v) for v in alt.items]
+        elif isinstance(alt, Seq):
+            found.append(_flatten(alt.item))
         else:
             found.append(alt)
     return join(found)
@@ -1149,6 +1299,7 @@ class _Frame:
         self.entry = ""  # the call that started this frame
         self._consumers: int | None = None
         self.param_ids: set[int] = set()  # the values its caller passed in
+        self.yields: list[Value] = []  # a generator's yielded values
 
     # --- statements ---------------------------------------------------------------------------
     def block(self, body: list[ast.stmt]) -> None:
@@ -1204,8 +1355,7 @@ class _Frame:
 
     @_on(_STMT, ast.For, ast.AsyncFor)
     def s_for(self, st: ast.For | ast.AsyncFor) -> None:
-        self.expr(st.iter)
-        self.assign(st.target, None)
+        self.assign(st.target, _iterate(self.expr(st.iter)))
         self.loop(st.body)
         self.block(st.orelse)
 
@@ -1236,7 +1386,16 @@ class _Frame:
     @_on(_STMT, ast.FunctionDef, ast.AsyncFunctionDef)
     def s_def(self, st: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         qual = st.name if self.func is None else f"{self.func.qualname}.<locals>.{st.name}"
-        self.env[st.name] = Func(self.path, f"{qual}@{st.lineno}", st)
+        self.env[st.name] = Func(self.path, f"{qual}@{st.lineno}", st, self.closure(st))
+
+    def closure(self, node: ast.AST) -> tuple[tuple[str, Value], ...]:
+        """The values of this function's names that a nested function or lambda reads (Python
+        looks them up in the enclosing scope); none at module level, where they are globals."""
+        if self.func is None:
+            return ()
+        free = _loaded_names(node)
+        return tuple(sorted(((n, self.env[n]) for n in free if n in self.env
+                             and self.env[n] is not None), key=lambda kv: kv[0]))
 
     @_on(_STMT, ast.ClassDef)
     def s_class(self, st: ast.ClassDef) -> None:
@@ -1304,12 +1463,16 @@ class _Frame:
         if isinstance(target, ast.Name):
             self.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
+            star = next((i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)),
+                        None)
+            after = len(target.elts) - star - 1 if star is not None else 0
             for i, t in enumerate(target.elts):
                 if isinstance(t, ast.Starred):
-                    self.assign(t.value, None)
-                    value = None  # later positions are no longer known
-                    continue
-                self.assign(t, _element(value, i))
+                    self.assign(t.value, _rest(value, i, after))
+                elif star is not None and i > star:  # counted from the end
+                    self.assign(t, _element(value, i - len(target.elts), exact=True))
+                else:
+                    self.assign(t, _element(value, i))
         elif isinstance(target, ast.Attribute):
             obj = self.expr(target.value)
             for alt in alternatives(obj):
@@ -1378,12 +1541,14 @@ class _Frame:
         inner = self.expr(node.value)
         key = node.slice
         self.expr(key)
-        if isinstance(key, ast.Constant) and isinstance(key.value, int) and any(
-                isinstance(a, Tup) for a in alternatives(inner)):
-            return _element(inner, key.value)
+        index = _index(key)
+        if index is not None and any(isinstance(a, (Tup, Seq)) for a in alternatives(inner)):
+            return _element(inner, index)
         options: list[Value] = []
         for alt in alternatives(inner):
-            if isinstance(alt, Lse):
+            if isinstance(alt, (Tup, Seq)):  # a position the linter cannot see: any element
+                options.append(alt if isinstance(key, ast.Slice) else _iterate(alt))
+            elif isinstance(alt, Lse):
                 options.append(_lose_layout(alt))  # lse[:n], lse[..., i]: same base
             elif isinstance(alt, DictV):
                 if isinstance(key, ast.Constant) and _dict_key(key) is not None:
@@ -1426,12 +1591,39 @@ class _Frame:
             return join(values)
         return None
 
-    @_on(_EXPR, ast.Tuple, ast.List)
-    def e_tuple(self, node: ast.Tuple | ast.List) -> Value:
+    @_on(_EXPR, ast.Tuple, ast.List, ast.Set)
+    def e_tuple(self, node: ast.Tuple | ast.List | ast.Set) -> Value:
         values = [self.expr(e) for e in node.elts]
-        if any(isinstance(e, ast.Starred) for e in node.elts):
-            return None
+        if isinstance(node, ast.Set) or any(isinstance(e, ast.Starred) for e in node.elts):
+            # ``[*a, b]``, ``{a, b}``: elements known, positions not
+            return Seq(join([_iterate(v) if isinstance(e, ast.Starred) else v
+                             for e, v in zip(node.elts, values, strict=True)]))
         return Tup(tuple(values))
+
+    @_on(_EXPR, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+    def e_comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp
+                        | ast.DictComp) -> Value:
+        """Each ``for`` binds its target to the elements of its iterable, in a scope of its
+        own (the names do not leak out, as in Python 3); the result holds the element."""
+        saved = dict(self.env)
+        try:
+            for gen in node.generators:
+                self.assign(gen.target, _iterate(self.expr(gen.iter)))
+                for cond in gen.ifs:
+                    self.expr(cond)
+            if isinstance(node, ast.DictComp):
+                self.expr(node.key)
+                self.expr(node.value)
+                return None
+            return Seq(self.expr(node.elt))
+        finally:
+            self.env = saved
+
+    @_on(_EXPR, ast.Yield, ast.YieldFrom)
+    def e_yield(self, node: ast.Yield | ast.YieldFrom) -> Value:
+        value = self.expr(node.value) if node.value is not None else None
+        self.yields.append(_iterate(value) if isinstance(node, ast.YieldFrom) else value)
+        return None
 
     @_on(_EXPR, ast.Dict)
     def e_dict(self, node: ast.Dict) -> Value:
@@ -1450,7 +1642,8 @@ class _Frame:
 
     @_on(_EXPR, ast.Lambda)
     def e_lambda(self, node: ast.Lambda) -> Value:
-        return Func(self.path, f"<lambda:{node.lineno}:{node.col_offset}>", node)
+        return Func(self.path, f"<lambda:{node.lineno}:{node.col_offset}>", node,
+                    self.closure(node))
 
     @_on(_EXPR, ast.IfExp)
     def e_ifexp(self, node: ast.IfExp) -> Value:
@@ -1476,6 +1669,11 @@ class _Frame:
     def binop(self, left_node: ast.expr, left: Value, op: ast.operator,
               right_node: ast.expr) -> Value:
         right = self.expr(right_node)
+        if isinstance(op, ast.Add) and any(isinstance(a, (Tup, Seq)) for a in (
+                *alternatives(left), *alternatives(right))):
+            if isinstance(left, Tup) and isinstance(right, Tup) and not left.partial_items:
+                return Tup(left.items + right.items, right.partial_items)
+            return Seq(join([_iterate(left), _iterate(right)]))
         lc, rc = _const(left_node, left), _const(right_node, right)
         if isinstance(op, ast.Div) and isinstance(left_node, ast.Constant) and \
                 left_node.value in (1, 1.0) and rc:
@@ -1741,6 +1939,10 @@ class _Frame:
             prod = self.fallback_producer(node.func.attr, call)
             if prod is not None:
                 return self.record_call(prod, call, node, where)
+            if node.func.attr in _GROWS and dotted_name(node.func.value) is not None:
+                grown = self.grow(node.func.value, node.func.attr, call)
+                if grown is not _NOT_SPECIAL:
+                    return cast(Value, grown)
             # x.add_(...), kwargs.update(...): changed in place; forget what it was
             d = dotted_name(node.func.value)
             if d is not None and (node.func.attr.endswith("_") or isinstance(
@@ -1755,6 +1957,27 @@ class _Frame:
                                         for alt in alternatives(current)])
                 elif not isinstance(current, Lse):
                     self.env[d] = None
+        return None
+
+    def grow(self, receiver: ast.expr, method: str, call: _Call) -> Value | object:
+        """``xs.append(x)``, ``xs.extend(ys)``, ``s.add(x)``, ``xs.pop()`` on a list, tuple or
+        set the flow holds: afterwards it holds those elements too (positions not known)."""
+        d = dotted_name(receiver)
+        current = self.env[d] if d is not None and d in self.env else self.expr(receiver)
+        if not any(isinstance(a, (Tup, Seq)) for a in alternatives(current)):
+            return _NOT_SPECIAL
+        had = [_iterate(a) for a in alternatives(current)
+               if not (isinstance(a, Tup) and not a.items)]
+        if method in ("pop", "popleft"):
+            return join(had) if had else None
+        if method in ("discard", "remove", "clear"):
+            return None  # still a subset of what it held
+        added = [a.value for a in call.pos[-1:]]
+        if method in ("extend", "update", "extendleft"):
+            added = [_iterate(a.value) for a in call.pos]
+        if call.opaque:
+            added.append(None)
+        self.assign(receiver, Seq(join([*had, *added])))
         return None
 
     def construct(self, ref: ClassRef, call: _Call, where: str) -> Value:

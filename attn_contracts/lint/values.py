@@ -21,8 +21,8 @@ from dataclasses import dataclass, field, replace
 from typing import Union
 
 __all__ = ["MAX_UNION", "Arg", "Bound", "ClassKey", "ClassRef", "DictV", "Ext", "ExtInst", "Flag",
-           "Func", "Inst", "Lit", "Lse", "ModuleRef", "Num", "Param", "Partial", "Rec", "Source",
-           "Super", "Tup", "Union_", "Value", "alternatives", "join", "lse_of", "relabel"]
+           "Func", "Inst", "Lit", "Lse", "Member", "ModuleRef", "Num", "Param", "Partial", "Rec",
+           "Seq", "Source", "Super", "Tup", "Union_", "Value", "alternatives", "join", "lse_of", "relabel"]
 
 #: the most alternatives a value keeps; a larger union is unknown (never a finding)
 MAX_UNION = 24
@@ -141,6 +141,9 @@ class Func:
     path: str
     qualname: str
     node: object = field(default=None, repr=False, compare=False, hash=False)
+    #: the enclosing function's names it reads, with their values where it was made (a
+    #: closure, a lambda): a function made with other values is another function
+    closure: tuple[tuple[str, Value], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,8 @@ class Partial:
     pos: tuple[Arg, ...] = ()
     kw: tuple[tuple[str, Arg], ...] = ()
     where: str = ""
+    #: ``functools.partialmethod``: read from an instance, the target is bound to it first
+    method: bool = False
 
 
 @dataclass(frozen=True)
@@ -208,7 +213,26 @@ class Tup:
     partial_items: bool = False
 
     def get(self, i: int) -> Value:
+        if i < 0 and not self.partial_items:  # from the end, as Python indexes
+            i += len(self.items)
         return self.items[i] if 0 <= i < len(self.items) else None
+
+
+@dataclass(frozen=True)
+class Seq:
+    """A container or iterator whose positions are not known (a list appended to, a
+    comprehension, a generator's yields, a set): each element may be any of ``item``."""
+
+    item: Value
+
+
+@dataclass(frozen=True)
+class Member:
+    """A member of an ``enum.Enum`` class of the program: ``.value`` is what its body assigns."""
+
+    cls: ClassKey
+    name: str
+    value: Value
 
 
 @dataclass(frozen=True)
@@ -231,7 +255,7 @@ class Union_:
 
 
 Value = Union[Lse, Lit, Param, Num, Flag, Inst, ExtInst, ClassRef, Func, Bound, Super,  # noqa: UP007
-              ModuleRef, Ext, Rec, Partial, Tup, DictV, Union_, None]
+              ModuleRef, Ext, Rec, Partial, Tup, Seq, Member, DictV, Union_, None]
 
 
 def alternatives(value: Value) -> Iterator[Value]:
@@ -274,9 +298,14 @@ def _widen(flat: set[Value]) -> set[Value]:
     of their items' joins, so the LSE the 55 return stays in sight; the rest is unknown."""
     tuples: dict[int, list[Tup]] = {}
     out: set[Value] = set()
+    seqs = [v.item for v in flat if isinstance(v, Seq)]
+    if seqs:
+        out.add(Seq(join(seqs)))
     for v in flat:
         if isinstance(v, Tup):
             tuples.setdefault(len(v.items), []).append(v)
+        elif isinstance(v, Seq):
+            continue
         elif isinstance(v, Lse):
             out.add(v)
         else:
