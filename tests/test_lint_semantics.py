@@ -255,24 +255,33 @@ case("a table changed by update", {"layer.py": """
             out, lse = decode(q, return_lse=True)
             return combine(out, lse, is_lse_base_on_e=BASES["fi"])
         """}, {"layer.py": ("BASES.update(fi=True)", "BASES.update(fi=False)")})
-case("a global rebound", {"layer.py": """
+case("a global rebound by a function", {"layer.py": """
         from mylib import combine, decode
-        BASE_E = False
+        BASE_E = True
         def configure():
             global BASE_E
             BASE_E = True
         def step(q):
             out, lse = decode(q, return_lse=True)
             return combine(out, lse, is_lse_base_on_e=BASE_E)
-        """}, {"layer.py": ("BASE_E = False\n", "BASE_E = True\n")})
-case("a set of base-2 names changed by add", {"layer.py": """
+        """}, {"layer.py": ("    BASE_E = True", "    BASE_E = False")})
+case("a table changed in place by a function is unknown", {"layer.py": """
         from mylib import combine, decode
-        BASE2 = set()
-        BASE2.add("fi")
+        BASES = {"fi": True}
+        def register(name, base_e):
+            pass
         def step(q):
             out, lse = decode(q, return_lse=True)
-            return combine(out, lse, is_lse_base_on_e="fi" not in BASE2)
-        """}, {"layer.py": ('BASE2.add("fi")', 'BASE2.add("fi")\nBASE2.discard("fi")')})
+            return combine(out, lse, is_lse_base_on_e=BASES["fi"])
+        """}, {"layer.py": ("            pass", "            BASES[name] = base_e")})
+case("a list of bases grown by append", {"layer.py": """
+        from mylib import combine, decode
+        FLAGS = []
+        FLAGS.append(True)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=FLAGS[0])
+        """}, {"layer.py": ("FLAGS.append(True)", "FLAGS.append(False)")})
 
 # --- getattr, dict.get, custom ops, conversions --------------------------------------------
 case("getattr(module, constant)", {"layer.py": """

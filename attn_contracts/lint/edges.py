@@ -339,11 +339,25 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
                 field=g.param.name, found=d.value, allowed="no default", location=d.where)
         if use.dispatched:
             continue
-        for way in (g.options if g.kind == "choice" else (g,)):
+        ways = g.options if g.kind == "choice" else (g,)
+        found: list[list[Finding]] = []
+        for way in ways:
             if way.kind == "fixed" and way.base is not None:
-                yield from _fixed(use, way, declared, unknown_reads, settled)
+                found.append(list(_fixed(use, way, declared, unknown_reads, settled)))
             elif way.kind == "flag" and way.flag is not None:
-                yield from _flagged(use, way, declared)
+                found.append(list(_flagged(use, way, declared)))
+            else:
+                found.append([])
+        if any(w.table for w in ways) and any(
+                w.table and not any(f.code is Code.AC023 for f in fs)
+                for w, fs in zip(ways, found, strict=True)):
+            # a table read by a key the linter cannot see (``BASES.get(backend, False)``) with
+            # an entry that agrees with every LSE reaching it: the key picks the entry, so the
+            # others contradict nothing that is shown to reach this call
+            found = [[f for f in fs if not (w.table and f.code is Code.AC023)]
+                     for w, fs in zip(ways, found, strict=True)]
+        for fs in found:
+            yield from fs
     for reads in unknown_reads.values():
         first_use, first_base = reads[0]
         other = next(((u, b) for u, b in reads if b != first_base), None)

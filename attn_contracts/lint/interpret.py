@@ -34,12 +34,13 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code, Finding
-from attn_contracts.lint.classes import ClassInfo, dotted_name, statements
+from attn_contracts.lint.classes import ClassInfo, dotted_name, module_level, statements
 from attn_contracts.lint.program import FuncNode, Program
 from attn_contracts.lint.record_index import (
     Consumer,
@@ -247,6 +248,10 @@ class Interpreter:
         self._init_done: set[Inst] = set()
         self._class_attr_memo: dict[tuple[ClassKey, str], Value] = {}
         self._fields_memo: dict[ClassKey, list[str] | None] = {}
+        self._ops: dict[str, Func] | None = None
+        self._op_funcs: set[str] = set()
+        self._mutation_index: dict[str, dict[str, tuple[list[ast.stmt], list[ast.expr],
+                                                        bool]]] = {}
         self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
         self._noted_agreed: set[tuple[str, str]] = set()
         self._carrier_lines: dict[str, tuple[int, ...]] = {}
@@ -388,12 +393,104 @@ class Interpreter:
         self._module_busy.add(key)
         try:
             value = self.binding_value(path, name)
+            b = self.p.binding(path, name)
+            if b is not None and b.kind == "assign" and b.module == path:
+                value = self._mutated(path, name, value, getattr(b.node, "lineno", 0))
         except RecursionError:
             value = None
         finally:
             self._module_busy.discard(key)
         self._globals[key] = value
         return value
+
+    def _mutations(self, path: str) -> dict[str, tuple[list[ast.stmt], list[ast.expr], bool]]:
+        """Per module-level name, what changes it after its assignment: the module-level
+        statements that store into it or call a mutating method on it (in order), the values
+        functions rebind it to (``global NAME``), and whether a function changes it in place."""
+        if path in self._mutation_index:
+            return self._mutation_index[path]
+        found: dict[str, tuple[list[ast.stmt], list[ast.expr], bool]] = {}
+        self._mutation_index[path] = found
+        tree = self.p.tree(path)
+        if tree is None:
+            return found
+
+        def entry(name: str) -> tuple[list[ast.stmt], list[ast.expr], bool]:
+            return found.setdefault(name, ([], [], False))
+
+        for st in module_level(tree.body):
+            if (n := _mutated_name(st)) is not None:
+                entry(n)[0].append(st)
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            declared = {n for st in ast.walk(fn) if isinstance(st, ast.Global) for n in st.names}
+            for st in ast.walk(fn):
+                if not isinstance(st, ast.stmt) or st is fn:
+                    continue
+                if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+                    targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+                    for t in targets:
+                        if isinstance(t, ast.Name) and t.id in declared:
+                            entry(t.id)[1].append(st.value)
+                n = _mutated_name(st)
+                if n is not None:
+                    stmts, rebinds, _ = entry(n)
+                    found[n] = (stmts, rebinds, True)
+        return found
+
+    def _mutated(self, path: str, name: str, value: Value, line: int) -> Value:
+        """A module-level value with what the module does to it afterwards: its own statements
+        run in order; a value a function may rebind it to is one more way it may be (which one
+        holds depends on what runs first); changed in place by a function, it is unknown."""
+        stmts, rebinds, in_function = self._mutations(path).get(name, ([], [], False))
+        if in_function:
+            return None
+        later = [st for st in stmts if st.lineno > line]
+        if later:
+            frame = _Frame(self, path, None, None, None)
+            frame.env[name] = value
+            for st in later:
+                frame.stmt(st)
+            value = frame.env.get(name)
+        if rebinds:
+            frame = _Frame(self, path, None, None, None)
+            frame.module_level = False
+            value = join([value, *(_table_entry(frame.expr(e)) for e in rebinds)])
+            value = join([_table_entry(v) for v in alternatives(value)])
+        return value
+
+    def custom_op(self, namespace: str, name: str) -> Func | None:
+        """The function of the program registered as the torch op ``namespace::name``
+        (``@torch.library.custom_op("ns::name")``, ``torch.library.custom_op("ns::name",
+        fn)``, a helper called with ``op_name="name", op_func=fn``)."""
+        if self._ops is None:
+            self._ops = {}
+            for info in self.p.infos():
+                try:
+                    text = Path(info.path).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                if "custom_op" not in text and "op_func" not in text:
+                    continue
+                tree = self.p.tree(info.path)
+                for node in ast.walk(tree) if tree is not None else ():
+                    for key, fn in _registrations(node):
+                        func = self._registered_func(info.path, fn)
+                        if func is not None:
+                            self._ops.setdefault(key, func)
+                            self._op_funcs.add(func.qualname)
+        return self._ops.get(f"{namespace}::{name}") or self._ops.get(f"*::{name}")
+
+    def _registered_func(self, path: str, fn: ast.AST) -> Func | None:
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if self.p.function(path, fn.name) is fn:
+                return Func(path, fn.name, fn)
+            return Func(path, f"{fn.name}@{fn.lineno}", fn)
+        if isinstance(fn, ast.Name):
+            value = self.global_value(path, fn.id)
+            return value if isinstance(value, Func) else None
+        return None
 
     def binding_value(self, path: str, name: str) -> Value:
         b = self.p.binding(path, name)
@@ -669,7 +766,16 @@ class Interpreter:
                 return self.global_value(b.module, b.name)
             return self._binding(b)
         if isinstance(obj, Ext):
+            parts = obj.qualname.split(".")
+            if parts[:2] == ["torch", "ops"] and len(parts) == 3:
+                # ``torch.ops.<ns>.<name>``: the Python function registered for the op
+                registered = self.custom_op(parts[2], attr)
+                if registered is not None:
+                    return registered
             return Ext(f"{obj.qualname}.{attr}")
+        if isinstance(obj, Func) and attr in ("default", "__wrapped__") and \
+                obj.qualname in self._op_funcs:
+            return obj  # ``torch.ops.ns.op.default``: the same overload
         if isinstance(obj, ExtInst):
             return Ext(f"{obj.qualname}.{attr}")
         if isinstance(obj, Super):
@@ -689,7 +795,16 @@ class Interpreter:
             owner = self.p.lookup(cls, attr)
             if owner is not None:
                 return Func(owner.path, f"{owner.name}.{attr}")
+            if attr in cls.attrs and self._is_enum(cls) and not attr.startswith("_"):
+                # an Enum's member is an object of its class; ``.value`` is what is assigned
+                return Member(obj.cls, attr, self.class_attr(cls, attr))
             return self.class_attr(cls, attr)
+        if isinstance(obj, Member):
+            if attr == "value":
+                return obj.value
+            if attr == "name":
+                return Lit(obj.name, where)
+            return None
         if isinstance(obj, Inst):
             return self.inst_attr(obj, attr, where)
         return None
@@ -712,10 +827,14 @@ class Interpreter:
         if owner is not None:
             func = Func(owner.path, f"{owner.name}.{attr}")
             if self._is_property(owner, attr):
-                if not self.reaches(func):
-                    return None
+                # what the property returns (``return True``, ``return self._base``): read
+                # like any call (its own calls followed where they can matter); on an object
+                # that may be of a subclass, every override's
                 bound = Bound(func, inst, (owner.path, owner.name))
-                return self.call_bound(bound, _Call([], {}, False, where=where), where)[0]
+                call = _Call([], {}, False, where=where)
+                if inst.exact or len(self.p.subclasses(cls)) <= 1:
+                    return self.analyse(func, inst, call).returns
+                return self.call_bound(bound, call, where)[0]
             return Bound(func, inst, (owner.path, owner.name))
         values: list[Value] = []
         if inst.ctor is not None:
@@ -725,6 +844,11 @@ class Interpreter:
             generic = self.class_attr(cls, attr)
             if generic is not None:
                 values.append(generic)
+        # ``m = partialmethod(f, ...)`` read from an instance: ``f`` bound to it
+        values = [join([Partial(Bound(alt.target, inst, inst.cls), alt.pos, alt.kw, alt.where)
+                        if isinstance(alt, Partial) and alt.method and
+                        isinstance(alt.target, Func) else alt for alt in alternatives(v)])
+                  for v in values]
         return join(values) if values else None
 
     def fields(self, cls: ClassInfo) -> list[str] | None:
@@ -813,6 +937,10 @@ class Interpreter:
         typed = self.resolve_annotation(func.path, ann)
         return typed if isinstance(typed, (Inst, Union_)) else None
 
+    def _is_enum(self, cls: ClassInfo) -> bool:
+        return any(b.rpartition(".")[2] in _ENUM_BASES
+                   for c in self.p.mro(cls) for b in c.bases)
+
     @staticmethod
     def _is_property(owner: ClassInfo, attr: str) -> bool:
         return attr in owner.properties
@@ -895,6 +1023,9 @@ class Interpreter:
 
     def _class_level(self, cls: ClassInfo, node: ast.expr) -> Value:
         frame = _Frame(self, cls.path, None, None, None)
+        # the class body's own functions are names there (``m = partialmethod(_m, ...)``)
+        frame.env.update({name: Func(cls.path, f"{cls.name}.{name}", fn)
+                          for name, fn in self.p.methods(cls).items()})
         try:
             return frame.expr(node)
         except RecursionError:
@@ -970,6 +1101,7 @@ _FUNC_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _FIELD_DECORATORS = frozenset({"dataclass", "define", "frozen", "mutable", "s", "attrs",
                                "dataclass_transform"})
 _FIELD_BASES = frozenset({"NamedTuple", "BaseModel", "TypedDict"})
+_ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
 
 
 def _is_classvar(annotation: ast.expr) -> bool:
@@ -1251,6 +1383,63 @@ def _dict_key(node: ast.Constant) -> str | None:
     if node.value is None or isinstance(node.value, (bool, int, float)):
         return f"\x00{node.value!r}"
     return None
+
+
+def _registrations(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
+    """(``"ns::name"`` or ``"*::name"``, the function) for each way ``node`` registers a
+    Python function as a torch op: a ``custom_op("ns::name")`` decorator, a call
+    ``custom_op("ns::name", fn)``, a registration helper given ``op_name=`` and ``op_func=``."""
+    def op_name(call: ast.Call) -> str | None:
+        first = call.args[0] if call.args else next(
+            (k.value for k in call.keywords if k.arg in ("name", "qualname")), None)
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+                "::" in first.value:
+            return first.value.partition(".")[0]
+        return None
+
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for d in node.decorator_list:
+            if isinstance(d, ast.Call) and (dotted_name(d.func) or "").rpartition(".")[2] in (
+                    "custom_op", "triton_op") and (key := op_name(d)) is not None:
+                yield key, node
+    elif isinstance(node, ast.Call):
+        last = (dotted_name(node.func) or "").rpartition(".")[2]
+        if last in ("custom_op", "triton_op") and len(node.args) >= 2 and \
+                (key := op_name(node)) is not None:
+            yield key, node.args[1]
+        kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        if "op_func" in kw and isinstance(kw.get("op_name"), ast.Constant) and \
+                isinstance(kw["op_name"].value, str):  # type: ignore[union-attr]
+            yield f"*::{kw['op_name'].value}", kw["op_func"]  # type: ignore[union-attr]
+
+
+def _mutated_name(st: ast.stmt) -> str | None:
+    """The name a statement changes in place: ``NAME[k] = v``, ``del NAME[k]``,
+    ``NAME.update(...)``, ``NAME.append(x)`` and the other mutating methods."""
+    targets: list[ast.expr] = []
+    if isinstance(st, ast.Assign):
+        targets = list(st.targets)
+    elif isinstance(st, (ast.AugAssign, ast.AnnAssign)):
+        targets = [st.target]
+    elif isinstance(st, ast.Delete):
+        targets = list(st.targets)
+    for t in targets:
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            return t.value.id
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+        f = st.value.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
+                f.attr in (*_GROWS, "setdefault", "popitem", "__setitem__"):
+            return f.value.id
+    return None
+
+
+def _table_entry(value: Value) -> Value:
+    """A value read from a table by a key the linter cannot see: which entry applies is a
+    dispatch."""
+    if isinstance(value, Lit):
+        return replace(value, table=True, how=f"{value.how} (a value of a table)")
+    return value
 
 
 def _literal_text(value: Value) -> list[str]:
@@ -1555,10 +1744,8 @@ class _Frame:
                     arg = alt.get(_dict_key(key) or "")
                     options.append(arg.value if arg is not None else None)
                 else:  # a table read by a key the linter cannot see: any of its values
-                    options.append(join([replace(a.value, table=True, how=f"{a.value.how} "
-                                                 "(a value of a table)")
-                                         if isinstance(a.value, Lit) else a.value
-                                         for _, a in alt.items]) if alt.items else None)
+                    options.append(join([_table_entry(a.value) for _, a in alt.items])
+                                   if alt.items else None)
             elif isinstance(alt, Param):
                 options.append(alt)
             else:
@@ -1828,7 +2015,8 @@ class _Frame:
         qual = callee.qualname if isinstance(callee, Ext) else ""
         if qual in _IDENTITY_WRAPPERS and len(node.args) == 1:
             return self.expr(node.args[0])
-        if qual == "functools.partial" or (callee is None and name == "partial") or (
+        method = name == "partialmethod" and (callee is None or qual.endswith(".partialmethod"))
+        if method or qual == "functools.partial" or (callee is None and name == "partial") or (
                 qual.endswith(".partial") and name == "partial"):
             if not node.args:
                 return None
@@ -1848,7 +2036,7 @@ class _Frame:
             return join([Partial(t.target if isinstance(t, Partial) else t,
                                  (*(t.pos if isinstance(t, Partial) else ()), *call.pos),
                                  (*(t.kw if isinstance(t, Partial) else ()), *call.kw.items()),
-                                 _at(self.path, node)) for t in alternatives(target)])
+                                 _at(self.path, node), method) for t in alternatives(target)])
         if qual in ("typing.cast", "typing_extensions.cast") or (callee is None and name == "cast"):
             if len(node.args) == 2:
                 typed = self.i.resolve_annotation(self.path, node.args[0])
@@ -1861,28 +2049,64 @@ class _Frame:
                 return Super(self.owner, self.self_value)
             return None
         if callee is None and isinstance(node.func, ast.Name) and name == "getattr" and \
-                len(node.args) in (2, 3) and isinstance(node.args[1], ast.Constant) and \
-                isinstance(node.args[1].value, str):
+                len(node.args) in (2, 3) and not node.keywords:
             return self.getattr_(node)
+        if callee is None and name == "get" and isinstance(node.func, ast.Attribute) and \
+                1 <= len(node.args) <= 2 and not node.keywords:
+            table = self.expr(node.func.value)
+            if any(isinstance(alt, DictV) for alt in alternatives(table)):
+                return self.dict_get(table, node)
         if callee is None and isinstance(node.func, ast.Name) and name == "dict" and not node.args:
             call = self.args(node)
             return None if call.opaque else DictV(tuple(call.kw.items()))
         return _NOT_SPECIAL
 
     def getattr_(self, node: ast.Call) -> Value:
-        receiver, attr = node.args[0], str(node.args[1].value)  # type: ignore[attr-defined]
+        """``getattr(obj, name[, default])``: the attribute of every name the second argument
+        may be (a constant, a name bound to one, a table's values); unknown where it may be
+        something else."""
+        receiver = node.args[0]
         inner = self.expr(receiver)
-        value = self.i.attribute(inner, attr, _at(self.path, node))
-        if len(node.args) == 3:
-            default = self.expr(node.args[2])
+        names = list(alternatives(self.expr(node.args[1])))
+        default = self.expr(node.args[2]) if len(node.args) == 3 else None
+        if not names or not all(isinstance(n, Lit) and isinstance(n.value, str) for n in names):
+            return None
+        values: list[Value] = []
+        for n in names:
+            attr = str(cast(Lit, n).value)
+            value = self.i.attribute(inner, attr, _at(self.path, node))
             if value is None and isinstance(default, Lit) and isinstance(inner, Inst):
                 cls = self.i.class_info(inner.cls)
                 if cls is not None and self.i.p.lookup(cls, attr) is None and \
                         self.i.class_attr(cls, attr) is None:
-                    return replace(default, how=f" through getattr(..., {attr!r}, "
-                                   f"{default.value!r}), whose attribute nothing sets")
-            return value  # set somewhere: its value (the default is for never-set attributes)
-        return value
+                    value = replace(default, how=f" through getattr(..., {attr!r}, "
+                                    f"{default.value!r}), whose attribute nothing sets")
+            values.append(value)  # set somewhere: its value (the default is for never-set ones)
+        return join(values)
+
+    def dict_get(self, table: Value, node: ast.Call) -> Value:
+        """``d.get(key, default)`` on a dict the flow holds: the entry, or the default where
+        the key may be absent; by a key it cannot see, any entry or the default."""
+        key = node.args[0]
+        default = self.expr(node.args[1]) if len(node.args) == 2 else \
+            Lit(None, _at(self.path, node))
+        known = _dict_key(key) if isinstance(key, ast.Constant) else None
+        if known is None:
+            self.expr(key)
+        options: list[Value] = []
+        for alt in alternatives(table):
+            if not isinstance(alt, DictV):
+                options.append(None)
+                continue
+            if known is not None:
+                arg = alt.get(known)
+                options.append(arg.value if arg is not None else default)
+                if arg is not None and known in alt.maybe:
+                    options.append(default)
+                continue
+            options += [_table_entry(a.value) for _, a in alt.items]
+            options.append(_table_entry(default))
+        return join(options)
 
     def apply(self, callee: Value, call: _Call, node: ast.Call, where: str, name: str) -> Value:
         options = list(alternatives(callee))
