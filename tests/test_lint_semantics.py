@@ -303,7 +303,7 @@ case("getattr(self, table name)", {"layer.py": """
         """}, {"layer.py": ("is_lse_base_on_e=True", "is_lse_base_on_e=False")})
 case("dict.get with a default", {"layer.py": """
         from mylib import combine, decode
-        BASES = {"fa3": True}
+        BASES = {"fa3": False}
         def step(q, backend):
             out, lse = decode(q, return_lse=True)
             return combine(out, lse, is_lse_base_on_e=BASES.get(backend, True))

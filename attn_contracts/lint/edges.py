@@ -348,13 +348,13 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
                 found.append(list(_flagged(use, way, declared)))
             else:
                 found.append([])
-        if any(w.table for w in ways) and any(
-                w.table and not any(f.code is Code.AC023 for f in fs)
+        if any(w.rebound for w in ways) and any(
+                w.rebound and not any(f.code is Code.AC023 for f in fs)
                 for w, fs in zip(ways, found, strict=True)):
-            # a table read by a key the linter cannot see (``BASES.get(backend, False)``) with
-            # an entry that agrees with every LSE reaching it: the key picks the entry, so the
-            # others contradict nothing that is shown to reach this call
-            found = [[f for f in fs if not (w.table and f.code is Code.AC023)]
+            # a global a function rebinds: which value holds depends on whether it ran first;
+            # one value agrees with every LSE reaching the call, so the others contradict
+            # nothing shown to reach it (an error needs every value it may be told wrong)
+            found = [[f for f in fs if not (w.rebound and f.code is Code.AC023)]
                      for w, fs in zip(ways, found, strict=True)]
         for fs in found:
             yield from fs

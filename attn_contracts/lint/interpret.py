@@ -176,6 +176,7 @@ class BaseGiven:
     param: Param | None = None
     omitted: str = ""  # the call that left the keyword (or a wrapper's parameter) out
     table: bool = False  # a literal read from a table by a key the linter cannot see
+    rebound: bool = False  # one of the values of a global a function rebinds
     #: ``"choice"``: the ways the value may tell the base (``x if c else True``, a table)
     options: tuple[BaseGiven, ...] = ()
 
@@ -456,8 +457,9 @@ class Interpreter:
         if rebinds:
             frame = _Frame(self, path, None, None, None)
             frame.module_level = False
-            value = join([value, *(_table_entry(frame.expr(e)) for e in rebinds)])
-            value = join([_table_entry(v) for v in alternatives(value)])
+            value = join([value, *(frame.expr(e) for e in rebinds)])
+            value = join([replace(v, rebound=True) if isinstance(v, Lit) else v
+                          for v in alternatives(value)])
         return value
 
     def custom_op(self, namespace: str, name: str) -> Func | None:
@@ -2429,7 +2431,8 @@ class _Frame:
                 lit = lits[0]
                 return BaseGiven("fixed", bases.pop(), lit.where or arg_where,
                                  f"{kw}={lit.value!r}{lit.how}", literal=not lit.omitted,
-                                 keyword=kw, omitted=lit.omitted, table=lit.table)
+                                 keyword=kw, omitted=lit.omitted, table=lit.table,
+                                 rebound=lit.rebound)
         if len(options) > 1:
             ways = tuple(self._given_by(c, kw, v, arg_where, where) for v in options)
             return BaseGiven("choice", None, arg_where, kw, keyword=kw, options=ways)

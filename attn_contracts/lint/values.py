@@ -78,6 +78,8 @@ class Lit:
     omitted: str = ""
     #: read from a table by a key the linter cannot see (which entry applies is a dispatch)
     table: bool = field(default=False, compare=False)
+    #: one of the values a module global may hold, a function rebinding it (``global``)
+    rebound: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
