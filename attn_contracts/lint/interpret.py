@@ -697,7 +697,7 @@ class Interpreter:
                 default = params.defaults.get(name)
                 lit = _literal(func.path, default) if default is not None else None
                 frame.env[name] = typed if typed is not None else Param(
-                    name, func.qualname, lit if isinstance(lit, Lit) else None)
+                    name, func.qualname, lit if isinstance(lit, Lit) else None, func.path)
             else:
                 frame.env[name] = bound.get(name)
         for extra in params.var:
@@ -1871,7 +1871,7 @@ class _Frame:
             lse_of(right), lc) if lse_of(right) is not None and isinstance(op, ast.Mult) else (
                 None, None)
         if lse is None and isinstance(left, Param) and rc:
-            lse = Lse(frozenset({Source(f"param:{left.func}:{left.name}", None,
+            lse = Lse(frozenset({Source(f"param:{left.path}:{left.func}:{left.name}", None,
                                         f"parameter {left.name!r}", param=left.name)}))
         if lse is None:
             return None
@@ -2131,7 +2131,10 @@ class _Frame:
         if rec is not None:
             return self.record_call(rec, self.i.by_name(callee, call), node, where)
         if isinstance(callee, Func):
-            if not (_interesting(call) or self.i.reaches(callee)):
+            # a closure's enclosing values are arguments too (``bind(lse)(out)``)
+            if not (_interesting(call) or _interesting(_Call([Arg(v) for _, v in callee.closure],
+                                                             {}, False))
+                    or self.i.reaches(callee)):
                 return self.i.declared_return(callee)
             s = self.i.analyse(callee, None, call)
             self.kernels |= s.kernels
@@ -2384,7 +2387,7 @@ class _Frame:
         lse = lse_of(value)
         params = [alt for alt in alternatives(value) if isinstance(alt, Param)]
         if params:
-            extra = frozenset(Source(f"param:{p.func}:{p.name}", None, f"parameter {p.name!r}",
+            extra = frozenset(Source(f"param:{p.path}:{p.func}:{p.name}", None, f"parameter {p.name!r}",
                                      param=p.name) for p in params)
             lse = Lse(extra | (lse.sources if lse is not None else frozenset()))
         return lse

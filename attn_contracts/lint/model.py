@@ -226,8 +226,8 @@ def _run_rounds(interp: Interpreter, program: Program, files: list[FileFacts]) -
         names |= found
         pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, found))) + r")\b")
         lines = {}
-        for f in files:  # only files that already name something the rules know
-            if f.module is None or not f.module.trigger_lines:
+        for f in files:  # a module naming only the carriers (a helper between two) counts too
+            if f.module is None:
                 continue
             hits = _lines_matching(f.path, pattern)
             if hits:

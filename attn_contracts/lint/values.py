@@ -39,7 +39,7 @@ class Source:
     more: a base-e LSE converted as if it were base 2). ``dispatch``: the kernel library picks the
     base at run time (``backend="auto"``); ``bases`` then lists what it may pick."""
 
-    key: str  # identity: "producer:path:line:col", "param:func:name", "merged:path:line:col"
+    key: str  # identity: "producer:path:line:col", "param:path:func:name", "merged:path:line:col"
     base: str | None
     what: str  # for messages: "the LSE of decode_wrapper.run() (flashinfer.batch_decode, f.py:12)"
     record: str = ""  # the producer record, where one says the base
@@ -89,6 +89,7 @@ class Param:
     name: str
     func: str  # the function's name, for messages
     default: Lit | None = None  # its default, where it is a literal
+    path: str = ""  # the function's file (two modules may each have a ``reduce(out, lse)``)
 
 
 @dataclass(frozen=True)
