@@ -4,7 +4,8 @@ consumer, each combination written as a bug and its fix, from Python's semantics
 Every combination is two small packages under one root, linted together with the records below:
 
 - **producer** (``source.py``): a kernel whose record fixes base 2, returned as ``(out, lse)``
-  (``fixed``), or written into an ``lse=`` buffer the caller allocated (``buffer``);
+  (``fixed``), one whose base its keyword picks (``keyword``, ``lse_base="log2"``), or one that
+  writes an ``lse=`` buffer the caller allocated (``buffer``);
 - **hops** 1-3: the pair handed on through functions in other modules, every second one a method
   of a class;
 - **carrier**: how the last hop hands the LSE to the consumer (each shape of issue 37 item 1:
@@ -13,7 +14,11 @@ Every combination is two small packages under one root, linted together with the
   instance attribute, ``getattr(module, name)``, a ``torch.ops`` custom-op wrapper);
 - **consumer** (``sink.py``): a base-e combine (``merge``), or a combine told its base
   (``combine(..., is_lse_base_on_e=...)``), the base written as a literal, an attribute, a
-  helper's default, a positional argument or a table value.
+  helper's default (positional or keyword-only), a positional argument, a table value, or carried
+  to it by ``**kwargs``, a partial, a closure, a dataclass or NamedTuple field given to the
+  constructor over the field's default, an Enum's ``.value``, a property, an instance attribute
+  set in ``__init__`` over the class's, ``dict.get``, a table changed after its literal, or a
+  method picked by ``getattr(self, name)``.
 
 The bug tells the consumer base e (or converts nothing); the fix tells it base 2 (or converts
 with ``× ln 2``). The bug must be an error; the fix must have none. Recall as errors and fixes
@@ -46,6 +51,9 @@ from attn_contracts.lint import main as lint_main  # noqa: E402
 RECORDS = "".join([
     producer_toml("mylib.decode", "mylib.decode", "2",
                   call='when = { return_lse = "True" }, lse_index = 1, lse_out = ["lse"]'),
+    producer_toml("mylib.decode_kw", "mylib.decode_kw", "2",
+                  call="""lse_index = 1, base = { keyword = "lse_base", values = { "'log2'" = "2", """
+                       """"'ln'" = "e" }, unset = [], default = "2" }"""),
     consumer_toml("mylib.merge", "mylib.merge", '{ kind = "fixed", base = "e" }'),
     consumer_toml("mylib.combine", "mylib.combine", '{ kind = "keyword", keyword = '
                   '"is_lse_base_on_e", values = { "True" = "e", "False" = "2" } }'),
@@ -56,6 +64,9 @@ RECORDS = "".join([
 MYLIB = """
 def decode(q, return_lse=False, lse=None):
     return q, lse
+
+def decode_kw(q, lse_base="log2"):
+    return q, q
 
 def merge(out, lse):
     return out
@@ -73,6 +84,12 @@ PRODUCERS = {
         def produce(q):
             out, lse = decode(q, return_lse=True)
             return out, lse
+        """,
+    "keyword": """
+        from mylib import decode_kw
+
+        def produce(q):
+            return decode_kw(q, lse_base="log2")
         """,
     "buffer": """
         import torch
@@ -131,6 +148,141 @@ CONSUMERS = {
 
         def reduce(out, lse):
             return combine(out, lse, is_lse_base_on_e=BASE_E["fi"])
+        """,
+    "keyword-only default": """
+        from mylib import combine
+
+        def reduce(out, lse, *, base_e={E}):
+            return combine(out, lse, is_lse_base_on_e=base_e)
+        """,
+    "**kwargs": """
+        from mylib import combine
+
+        def forward(out, lse, **kwargs):
+            return combine(out, lse, **kwargs)
+
+        def reduce(out, lse):
+            return forward(out, lse, is_lse_base_on_e={E})
+        """,
+    "partial": """
+        import functools
+        from mylib import combine
+
+        def reduce(out, lse):
+            return functools.partial(combine, is_lse_base_on_e={E})(out, lse)
+        """,
+    "closure": """
+        from mylib import combine
+
+        def bind(base_e):
+            def run(out, lse):
+                return combine(out, lse, is_lse_base_on_e=base_e)
+            return run
+
+        def reduce(out, lse):
+            return bind({E})(out, lse)
+        """,
+    "dataclass field": """
+        from dataclasses import dataclass
+        from mylib import combine
+
+        @dataclass(frozen=True)
+        class Setting:
+            name: str
+            base_e: bool = {NOT_E}
+
+        def reduce(out, lse):
+            setting = Setting("fi", base_e={E})
+            return combine(out, lse, is_lse_base_on_e=setting.base_e)
+        """,
+    "NamedTuple field": """
+        from typing import NamedTuple
+        from mylib import combine
+
+        class Setting(NamedTuple):
+            name: str
+            base_e: bool = {NOT_E}
+
+        def reduce(out, lse):
+            return combine(out, lse, is_lse_base_on_e=Setting("fi", {E}).base_e)
+        """,
+    "Enum value": """
+        import enum
+        from mylib import combine
+
+        class Base(enum.Enum):
+            NATURAL = True
+            TWO = False
+
+        def reduce(out, lse):
+            return combine(out, lse, is_lse_base_on_e=Base.{ENUM}.value)
+        """,
+    "property": """
+        from mylib import combine
+
+        class Setting:
+            @property
+            def base_e(self):
+                return {E}
+
+        def reduce(out, lse):
+            return combine(out, lse, is_lse_base_on_e=Setting().base_e)
+        """,
+    "instance over class attribute": """
+        from mylib import combine
+
+        class Setting:
+            base_e = {NOT_E}
+
+            def __init__(self):
+                self.base_e = {E}
+
+        def reduce(out, lse):
+            return combine(out, lse, is_lse_base_on_e=Setting().base_e)
+        """,
+    "dict.get": """
+        from mylib import combine
+
+        BASE_E = {{"fi": {E}}}
+
+        def reduce(out, lse):
+            return combine(out, lse, is_lse_base_on_e=BASE_E.get("fi", {NOT_E}))
+        """,
+    "table changed by setitem": """
+        from mylib import combine
+
+        BASE_E = {{"fi": {NOT_E}}}
+        BASE_E["fi"] = {E}
+
+        def reduce(out, lse):
+            return combine(out, lse, is_lse_base_on_e=BASE_E["fi"])
+        """,
+    "table changed by update": """
+        from mylib import combine
+
+        BASE_E = {{"fi": {NOT_E}}}
+        BASE_E.update({{"fi": {E}}})
+
+        def reduce(out, lse):
+            return combine(out, lse, is_lse_base_on_e=BASE_E["fi"])
+        """,
+    "getattr(self, name)": """
+        from mylib import combine
+
+        CHOSEN = "{METHOD}"
+
+        class Combiner:
+            def natural(self, out, lse):
+                return combine(out, lse, is_lse_base_on_e=True)
+
+            def base2(self, out, lse):
+                return combine(out, lse, is_lse_base_on_e=False)
+
+            def __call__(self, out, lse):
+                return getattr(self, CHOSEN)(out, lse)
+
+        def reduce(out, lse):
+            return Combiner()(out, lse)
         """,
 }
 
@@ -215,7 +367,9 @@ def _write(root: Path, pkg: str, combo: Combo, bug: bool) -> None:
     (d / "__init__.py").write_text("")
     (d / "source.py").write_text(textwrap.dedent(PRODUCERS[combo.producer]))
     sink = textwrap.dedent(CONSUMERS[combo.consumer]).format(
-        E="True" if bug else "False", CONV="" if bug else f" * {LN2}")
+        E="True" if bug else "False", NOT_E="False" if bug else "True",
+        CONV="" if bug else f" * {LN2}", ENUM="NATURAL" if bug else "TWO",
+        METHOD="natural" if bug else "base2")
     (d / "sink.py").write_text(sink)
     helpers, body = CARRIERS[combo.carrier]
     helpers = textwrap.dedent(helpers).replace("{PKG}", pkg)

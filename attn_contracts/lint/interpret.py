@@ -338,6 +338,10 @@ class Interpreter:
         names |= self._module_carriers
         return {n for n in names if n.isidentifier() and not n.startswith(("<", "__"))}
 
+    def found_function_carriers(self) -> set[str]:
+        """Of :meth:`found_carriers`, the module-level functions' names."""
+        return {q.partition("@")[0] for q in self.carrier_funcs if "." not in q and "<" not in q}
+
     def reaches(self, func: Func) -> bool:
         """Whether a call into a function can matter to the rules (when no argument carries an
         LSE, a base attribute or a combine): it holds a line naming a producer, a consumer or a
@@ -971,7 +975,10 @@ class Interpreter:
         self._class_attr_memo[key] = None  # a read while computing it sees nothing
         values: list[Value] = []
         generic = Inst((cls.path, cls.name), exact=True)
-        for c in self.p.mro(cls):
+        # ``__init__`` runs for every instance: what it stores on ``self`` unconditionally
+        # shadows the class attribute, which no instance then reads
+        shadowed = self._init_sets(cls, attr)
+        for c in ([] if shadowed else self.p.mro(cls)):
             if attr in c.annotations:  # ``prefill_backend: MLAPrefillBackend | None = None``
                 values.append(self.resolve_annotation(c.path, c.annotations[attr]))
             if attr in c.attrs:
@@ -1002,6 +1009,23 @@ class Interpreter:
         value = join(values) if values else None
         self._class_attr_memo[key] = value
         return value
+
+    def _init_sets(self, cls: ClassInfo, attr: str) -> bool:
+        """Whether the ``__init__`` instances of ``cls`` run stores ``self.<attr>`` in its
+        body's top level (not under an ``if``), as its first parameter is ``self``."""
+        owner = self.p.lookup(cls, "__init__")
+        fn = self.p.methods(owner).get("__init__") if owner is not None else None
+        if fn is None or not fn.args.args:
+            return False
+        me = fn.args.args[0].arg
+        for st in fn.body:
+            targets = st.targets if isinstance(st, ast.Assign) else (
+                [st.target] if isinstance(st, ast.AnnAssign) and st.value is not None else [])
+            for t in targets:
+                if isinstance(t, ast.Attribute) and t.attr == attr and \
+                        isinstance(t.value, ast.Name) and t.value.id == me:
+                    return True
+        return False
 
     def _built(self, cls: ClassInfo, attr: str) -> list[Value]:
         """``self.<attr> = Class(...)`` in ``cls``'s methods: an instance of that class (its
@@ -2177,11 +2201,16 @@ class _Frame:
             if d is not None and (node.func.attr.endswith("_") or isinstance(
                     self.env.get(d), DictV)):
                 current = self.env.get(d)
-                if node.func.attr == "update" and not node.args and not call.opaque and any(
+                given: dict[str, Arg] | None = dict(call.kw)
+                if call.pos:  # d.update(other): a dict it can read, then the keywords
+                    other = call.pos[0].value if len(call.pos) == 1 else None
+                    given = {**dict(other.items), **call.kw} if isinstance(other, DictV) and \
+                        not other.maybe else None
+                if node.func.attr == "update" and given is not None and not call.opaque and any(
                         isinstance(alt, DictV) for alt in alternatives(current)):
                     self.env[d] = join([DictV((*((k, a) for k, a in alt.items
-                                                 if k not in call.kw), *call.kw.items()),
-                                              alt.maybe - set(call.kw))
+                                                 if k not in given), *given.items()),
+                                              alt.maybe - set(given))
                                         if isinstance(alt, DictV) else alt
                                         for alt in alternatives(current)])
                 elif not isinstance(current, Lse):

@@ -225,11 +225,17 @@ def _run_rounds(interp: Interpreter, program: Program, files: list[FileFacts]) -
             return
         names |= found
         pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, found))) + r")\b")
+        # a module naming nothing the rules know is a root where it names a module-level
+        # function found carrying an LSE (a helper module between a producer and a combine);
+        # method names (``forward``) name too much there to follow everywhere
+        functions = sorted(interp.found_function_carriers() & found)
+        helpers = re.compile(r"\b(?:" + "|".join(map(re.escape, functions)) + r")\b") \
+            if functions else None
         lines = {}
-        for f in files:  # a module naming only the carriers (a helper between two) counts too
-            if f.module is None:
+        for f in files:
+            if f.module is None or (not f.module.trigger_lines and helpers is None):
                 continue
-            hits = _lines_matching(f.path, pattern)
+            hits = _lines_matching(f.path, pattern if f.module.trigger_lines else helpers)
             if hits:
                 lines[f.path] = hits
         merged = {p: tuple(sorted({*interp.carrier_lines(p), *ls})) for p, ls in lines.items()}
