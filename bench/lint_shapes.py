@@ -44,9 +44,8 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from fixtures.records import consumer_toml, producer_toml  # noqa: E402
-
-from attn_contracts.lint import main as lint_main  # noqa: E402
+from attn_contracts.lint import main as lint_main
+from fixtures.records import consumer_toml, producer_toml
 
 RECORDS = "".join([
     producer_toml("mylib.decode", "mylib.decode", "2",
@@ -384,7 +383,7 @@ def _write(root: Path, pkg: str, combo: Combo, bug: bool) -> None:
                      f"{nxt}.step(out, lse)") if not last else ""
         inner = body if last else f"return {call_next}"
         if i % 2 == 0:  # a method of a class
-            fn = (f"class Hop:\n    def step(self, out, lse):\n        "
+            fn = ("class Hop:\n    def step(self, out, lse):\n        "
                   + inner.replace("\n    ", "\n        ") + "\n")
         else:
             fn = f"def step(out, lse):\n    {inner}\n"

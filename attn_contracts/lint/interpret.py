@@ -39,7 +39,6 @@ from typing import Any, TypeVar, cast
 
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
-from attn_contracts.findings import Code, Finding
 from attn_contracts.lint.classes import ClassInfo, dotted_name, module_level, statements
 from attn_contracts.lint.program import FuncNode, Program
 from attn_contracts.lint.record_index import (
@@ -47,7 +46,6 @@ from attn_contracts.lint.record_index import (
     Knowledge,
     Producer,
     agreed_consumer,
-    disagreement,
     narrow_producers,
 )
 from attn_contracts.lint.values import (
@@ -82,7 +80,8 @@ from attn_contracts.lint.values import (
 )
 from attn_contracts.records import LN2, LOG2E
 
-__all__ = ["BaseGiven", "Interpreter", "Kernel", "Use"]
+__all__ = ["BaseGiven", "Disagreed", "Dispatched", "Fact", "Interpreter", "Kernel", "Omitted",
+           "Use", "Weighed"]
 
 # Calls and attributes that keep an LSE's base (layout, dtype, memory: not the values' meaning).
 _KEEPS_BASE = frozenset({
@@ -192,6 +191,52 @@ class Use:
     dispatched: bool  # inside an ``if`` on the base: the branch is the dispatch
 
 
+@dataclass(frozen=True)
+class Weighed:
+    """An LSE exponentiated in one base (``torch.exp2(lse - m)``, a hand-written merge's
+    weight): ``sources`` are its sources of the other base."""
+
+    fn: str  # ``torch.exp2`` / ``.exp()``, as written
+    name: str  # ``exp2``
+    reads: str
+    sources: tuple[Source, ...]
+    where: str
+
+
+@dataclass(frozen=True)
+class Omitted:
+    """A consumer call that leaves its base keyword out and gets the default base."""
+
+    consumer: Consumer
+    keyword: str
+    default: str | None
+    where: str
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """A producer call that leaves its LSE's base to the library's run-time dispatch on some
+    path."""
+
+    producer: Producer
+    call_base: CallBase
+    where: str
+
+
+@dataclass(frozen=True)
+class Disagreed:
+    """A consumer whose records (one per library version) disagree, the versions unknown:
+    only what they agree on is used."""
+
+    consumer: Consumer
+    versions: Mapping[str, str]  # the knowledge's library versions, for the message
+    where: str
+
+
+#: what the interpreter infers besides the uses, for :mod:`attn_contracts.lint.edges`
+Fact = Weighed | Omitted | Dispatched | Disagreed
+
+
 @dataclass
 class _Summary:
     returns: Value = None
@@ -215,13 +260,14 @@ class Interpreter:
 
     def __init__(self, program: Program, knowledge: Mapping[str, Knowledge], *,
                  base_attrs: tuple[str, ...], returns_attrs: tuple[str, ...],
-                 report: Callable[[Finding], None]):
+                 report: Callable[[Fact], None]):
         self.p = program
         #: each file's knowledge: the records at its own tree's releases
         self._knowledge = knowledge
         self._default = next(iter(knowledge.values()), Knowledge())
         self.base_attrs = frozenset(base_attrs)
         self.returns_attrs = returns_attrs
+        #: receives each fact the interpreter infers that the rules turn into a finding
         self.report = report
         self.uses: dict[tuple[object, ...], Use] = {}
         self._memo: dict[tuple[object, ...], _Summary] = {}
@@ -429,10 +475,11 @@ class Interpreter:
         for fn in ast.walk(tree):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            declared = {n for st in ast.walk(fn) if isinstance(st, ast.Global) for n in st.names}
-            for st in ast.walk(fn):
-                if not isinstance(st, ast.stmt) or st is fn:
+            declared = {n for g in ast.walk(fn) if isinstance(g, ast.Global) for n in g.names}
+            for sub in ast.walk(fn):
+                if not isinstance(sub, ast.stmt) or sub is fn:
                     continue
+                st = sub
                 if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
                     targets = st.targets if isinstance(st, ast.Assign) else [st.target]
                     for t in targets:
@@ -896,7 +943,7 @@ class Interpreter:
         if attr in args:
             return args[attr]
         i = str(fields.index(attr))
-        return args[i] if i in args else _NOT_SPECIAL
+        return args.get(i, _NOT_SPECIAL)
 
     def by_name(self, callee: Value, call: _Call) -> _Call:
         """A call of a function the program defines (a consumer in the linted tree) with its
@@ -1434,9 +1481,9 @@ def _registrations(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
                 (key := op_name(node)) is not None:
             yield key, node.args[1]
         kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
-        if "op_func" in kw and isinstance(kw.get("op_name"), ast.Constant) and \
-                isinstance(kw["op_name"].value, str):  # type: ignore[union-attr]
-            yield f"*::{kw['op_name'].value}", kw["op_func"]  # type: ignore[union-attr]
+        named = kw.get("op_name")
+        if "op_func" in kw and isinstance(named, ast.Constant) and isinstance(named.value, str):
+            yield f"*::{named.value}", kw["op_func"]
 
 
 def _mutated_name(st: ast.stmt) -> str | None:
@@ -2012,14 +2059,7 @@ class _Frame:
                        key=lambda s: s.key)
         if other:
             fn = f"torch.{func.attr}" if on_torch else f".{func.attr}()"
-            self.i.report(Finding.from_rule(
-                Code.AC023, func.attr,
-                f"{other[0].what} is base {other[0].base} but {fn} weighs it as base {reads} "
-                f"(a hand-written merge of LSEs)"
-                + (f" (and {len(other) - 1} more source(s))" if len(other) > 1 else ""),
-                hint="exponentiate in the LSE's own base (torch.exp for natural log, "
-                     "torch.exp2 for base 2), or convert it first (× ln 2 or × log2 e)",
-                field="base", found=other[0].base, allowed=reads, location=where))
+            self.i.report(Weighed(fn, func.attr, reads, tuple(other), where))
         return None
 
     def ln_reduction(self, func: ast.Attribute, node: ast.Call) -> Value | object:
@@ -2326,13 +2366,7 @@ class _Frame:
         if key in self.i._noted_agreed:
             return
         self.i._noted_agreed.add(key)
-        why = disagreement(sorted(c.agreed, key=lambda x: x.record), self.k.versions)
-        self.i.report(Finding.from_rule(
-            Code.AC029, c.last, f"{c.last}: {why}: only what they agree on is used",
-            hint='set [tool.attn-contracts] versions = { <library> = '
-            '"<version>" } (or lint the installed package with its dist-info); where it is set, '
-            "import the function by its module path, or fix the overlapping records",
-            field="versions", allowed="a known library version", location=_at(self.path, node)))
+        self.i.report(Disagreed(c, self.k.versions, _at(self.path, node)))
 
     def note_literal(self, c: Consumer, call: _Call) -> None:
         """Where a literal base is written for a consumer (``AC003`` unless the rules find it
@@ -2445,11 +2479,7 @@ class _Frame:
                          keyword=kw, omitted=where)
 
     def omitted_warning(self, c: Consumer, kw: str, default: str | None, where: str) -> None:
-        self.i.report(Finding.from_rule(
-            Code.AC022, c.last, f"{c.last}(...) omits {kw} and silently gets the default base "
-            f"{default} ({c.label})",
-            hint=f"pass {kw}= read from the backend (e.g. impl.lse_base_on_e)", field=kw,
-            allowed=f"{kw}=<backend's base>", location=where))
+        self.i.report(Omitted(c, kw, default, where))
 
     def _given_by(self, c: Consumer, kw: str, value: Value, arg_where: str,
                   where: str) -> BaseGiven:
@@ -2568,14 +2598,7 @@ class _Frame:
             self.dispatch_warning(p, cb, call, where)
 
     def dispatch_warning(self, p: Producer, cb: CallBase, call: _Call, where: str) -> None:
-        self.i.report(Finding.from_rule(
-            Code.AC028, p.last,
-            f"{p.last}(...) returns an LSE but leaves its base to dispatch on some path "
-            f"({cb.keyword} not pinned{', ' + cb.default_by + ' not pinned' if cb.default_by else ''}"
-            f"): the kernel picked at run time decides between base {' and '.join(cb.bases())} "
-            f"(producer record {p.record})",
-            hint=f"select an explicit base for stable units: pass {cb.pass_hint()}",
-            field=cb.keyword, found=None, allowed=cb.pass_hint(), location=where))
+        self.i.report(Dispatched(p, cb, where))
 
     def _may_pass(self, node: ast.Call, keyword: str) -> bool:
         """Whether a ``**x`` the linter cannot read may carry ``keyword``: the function names
