@@ -4,8 +4,9 @@ consumer, each combination written as a bug and its fix, from Python's semantics
 Every combination is two small packages under one root, linted together with the records below:
 
 - **producer** (``source.py``): a kernel whose record fixes base 2, returned as ``(out, lse)``
-  (``fixed``), one whose base its keyword picks (``keyword``, ``lse_base="log2"``), or one that
-  writes an ``lse=`` buffer the caller allocated (``buffer``);
+  (``fixed``), one whose base its keyword picks (``keyword``, ``lse_base="log2"``, or read
+  from a table by ``dict.get`` with a default), or one that writes an ``lse=`` buffer the caller
+  allocated (``buffer``);
 - **hops** 1-3: the pair handed on through functions in other modules, every second one a method
   of a class;
 - **carrier**: how the last hop hands the LSE to the consumer (each shape of issue 37 item 1:
@@ -89,6 +90,14 @@ PRODUCERS = {
 
         def produce(q):
             return decode_kw(q, lse_base="log2")
+        """,
+    "keyword from a table": """
+        from mylib import decode_kw
+
+        MODES = {"fi": "log2", "fa": "log2"}
+
+        def produce(q, backend="fi"):
+            return decode_kw(q, lse_base=MODES.get(backend, "log2"))
         """,
     "buffer": """
         import torch

@@ -295,8 +295,10 @@ class Interpreter:
         self._init_done: set[Inst] = set()
         self._class_attr_memo: dict[tuple[ClassKey, str], Value] = {}
         self._fields_memo: dict[ClassKey, list[str] | None] = {}
-        self._ops: dict[str, Func] | None = None
+        self._ops: dict[str, Func] = {}
         self._op_funcs: set[str] = set()
+        self._op_texts: list[tuple[str, str]] | None = None  # modules registering ops
+        self._op_names: set[str] = set()  # op names already looked for
         self._mutation_index: dict[str, dict[str, tuple[list[ast.stmt], list[ast.expr],
                                                         bool]]] = {}
         self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
@@ -516,20 +518,29 @@ class Interpreter:
     def custom_op(self, namespace: str, name: str) -> Func | None:
         """The function of the program registered as the torch op ``namespace::name``
         (``@torch.library.custom_op("ns::name")``, ``torch.library.custom_op("ns::name",
-        fn)``, a helper called with ``op_name="name", op_func=fn``)."""
-        if self._ops is None:
-            self._ops = {}
+        fn)``, a helper called with ``op_name="name", op_func=fn``); only the modules whose
+        text names the op are parsed for it."""
+        if self._op_texts is None:
+            self._op_texts = []
             for info in self.p.infos():
                 try:
                     text = Path(info.path).read_text(encoding="utf-8", errors="replace")
                 except OSError:
                     continue
-                if "custom_op" not in text and "op_func" not in text:
+                if "custom_op" in text or "op_func" in text:
+                    self._op_texts.append((info.path, text))
+        if name not in self._op_names:
+            self._op_names.add(name)
+            word = re.compile(r"\b" + re.escape(name) + r"\b")
+            for path, text in self._op_texts:
+                if not word.search(text):
                     continue
-                tree = self.p.tree(info.path)
+                tree = self.p.tree(path)
                 for node in ast.walk(tree) if tree is not None else ():
                     for key, fn in _registrations(node):
-                        func = self._registered_func(info.path, fn)
+                        if key.rpartition("::")[2] != name:
+                            continue
+                        func = self._registered_func(path, fn)
                         if func is not None:
                             self._ops.setdefault(key, func)
                             self._op_funcs.add(func.qualname)
