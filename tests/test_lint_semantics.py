@@ -165,6 +165,50 @@ case("Enum value", {"layer.py": """
             return combine(out, lse, is_lse_base_on_e=Base.E.value)
         """}, {"layer.py": ("Base.E.value", "Base.TWO.value")})
 
+IMPL_BASE = """
+    class AttentionImpl:
+        can_return_lse_for_decode = False
+        lse_base_on_e = True
+    """
+case("a backend's base declared by a property", {"base.py": IMPL_BASE, "impl.py": """
+        from base import AttentionImpl
+        from mylib import decode
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            @property
+            def lse_base_on_e(self):
+                return True
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("return True", "return False")})
+case("a backend's base set on self in __init__", {"base.py": IMPL_BASE, "impl.py": """
+        from base import AttentionImpl
+        from mylib import decode
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            def __init__(self):
+                self.lse_base_on_e = True
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("self.lse_base_on_e = True", "self.lse_base_on_e = False")})
+case("a backend's base set in __init__ is read at the combine", {"base.py": IMPL_BASE,
+                                                                "impl.py": """
+        from base import AttentionImpl
+        from mylib import combine, decode
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            def __init__(self):
+                self.lse_base_on_e = True
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        class Layer:
+            def __init__(self):
+                self.impl = Impl()
+            def run(self, q):
+                out, lse = decode(q, return_lse=True)
+                return combine(out, lse, is_lse_base_on_e=self.impl.lse_base_on_e)
+        """}, {"impl.py": ("self.lse_base_on_e = True", "self.lse_base_on_e = False")})
+
 # --- closures, lambdas, generators --------------------------------------------------------
 case("closure", {"layer.py": """
         from mylib import combine, decode
