@@ -209,6 +209,26 @@ case("a backend's base set in __init__ is read at the combine", {"base.py": IMPL
                 return combine(out, lse, is_lse_base_on_e=self.impl.lse_base_on_e)
         """}, {"impl.py": ("self.lse_base_on_e = True", "self.lse_base_on_e = False")})
 
+case("a metadata dataclass's default never overrides the backend's own value",
+     {"base.py": IMPL_BASE, "impl.py": """
+        from dataclasses import dataclass
+        from base import AttentionImpl
+        from mylib import combine, decode
+        @dataclass
+        class Metadata:
+            lse_base_on_e: bool = True
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        def step(impl: Impl, q):
+            meta = Metadata(lse_base_on_e=True)
+            out, lse = impl.forward(q)
+            return combine(out, lse, is_lse_base_on_e=meta.lse_base_on_e)
+        """}, {"impl.py": ("Metadata(lse_base_on_e=True)",
+                           "Metadata(lse_base_on_e=impl.lse_base_on_e)")})
+
 # --- closures, lambdas, generators --------------------------------------------------------
 case("closure", {"layer.py": """
         from mylib import combine, decode
