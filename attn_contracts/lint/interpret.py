@@ -110,6 +110,8 @@ _EXP_BASE = {"exp": "e", "exp2": "2"}
 #: the methods that add elements to (or take them from) a list, set or deque
 _GROWS = frozenset({"append", "extend", "insert", "add", "appendleft", "extendleft", "pop",
                     "popleft", "discard", "remove", "clear", "update"})
+#: the methods that change a container in place
+_MUTATORS = _GROWS | {"setdefault", "popitem", "__setitem__"}
 #: wrappers that return the function they are given (``torch.compiler.disable(fn)``)
 _IDENTITY_WRAPPERS = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
 #: per function, the argument contexts kept apart before one generic context serves the rest
@@ -299,6 +301,7 @@ class Interpreter:
         self._op_funcs: set[str] = set()
         self._op_texts: list[tuple[str, str]] | None = None  # modules registering ops
         self._op_names: set[str] = set()  # op names already looked for
+        self._texts: dict[str, str] = {}  # module texts read for mutations of their globals
         self._mutation_index: dict[str, dict[str, tuple[list[ast.stmt], list[ast.expr],
                                                         bool]]] = {}
         self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
@@ -456,6 +459,14 @@ class Interpreter:
         self._globals[key] = value
         return value
 
+    def _module_text(self, path: str) -> str:
+        if path not in self._texts:
+            try:
+                self._texts[path] = Path(path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                self._texts[path] = ""
+        return self._texts[path]
+
     def _mutations(self, path: str) -> dict[str, tuple[list[ast.stmt], list[ast.expr], bool]]:
         """Per module-level name, what changes it after its assignment: the module-level
         statements that store into it or call a mutating method on it (in order), the values
@@ -477,18 +488,21 @@ class Interpreter:
         for fn in ast.walk(tree):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            declared = {n for g in ast.walk(fn) if isinstance(g, ast.Global) for n in g.names}
-            for sub in ast.walk(fn):
-                if not isinstance(sub, ast.stmt) or sub is fn:
-                    continue
-                st = sub
+            body = list(_own_statements(fn))
+            declared = {n for g in body if isinstance(g, ast.Global) for n in g.names}
+            # a name the function binds itself (a parameter, an assignment) is its own local
+            local = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+            local |= {t.id for st in body if isinstance(st, (ast.Assign, ast.AnnAssign, ast.For))
+                      for t in (st.targets if isinstance(st, ast.Assign) else [st.target])
+                      if isinstance(t, ast.Name)} - declared
+            for st in body:
                 if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
                     targets = st.targets if isinstance(st, ast.Assign) else [st.target]
                     for t in targets:
                         if isinstance(t, ast.Name) and t.id in declared:
                             entry(t.id)[1].append(st.value)
                 n = _mutated_name(st)
-                if n is not None:
+                if n is not None and n not in local:
                     stmts, rebinds, _ = entry(n)
                     found[n] = (stmts, rebinds, True)
         return found
@@ -497,6 +511,11 @@ class Interpreter:
         """A module-level value with what the module does to it afterwards: its own statements
         run in order; a value a function may rebind it to is one more way it may be (which one
         holds depends on what runs first); changed in place by a function, it is unknown."""
+        text = self._module_text(path)
+        if not re.search(r"\bglobal\b[^\n]*\b" + re.escape(name) + r"\b|\b" + re.escape(name)
+                         + r"\s*(?:\[|\.\s*(?:" + "|".join(sorted(_MUTATORS)) + r")\s*\()",
+                         text):
+            return value  # nothing in the module can change it (read from its text first)
         stmts, rebinds, in_function = self._mutations(path).get(name, ([], [], False))
         if in_function:
             return None
@@ -1497,6 +1516,22 @@ def _registrations(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
             yield f"*::{named.value}", kw["op_func"]
 
 
+def _own_statements(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.stmt]:
+    """The statements of a function's body at any depth, not those of functions or classes
+    nested in it (each is walked on its own)."""
+    stack = list(reversed(fn.body))
+    while stack:
+        st = stack.pop()
+        yield st
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for child in ast.iter_child_nodes(st):
+            if isinstance(child, ast.stmt):
+                stack.append(child)
+            elif isinstance(child, (ast.excepthandler, ast.match_case)):
+                stack.extend(c for c in ast.iter_child_nodes(child) if isinstance(c, ast.stmt))
+
+
 def _mutated_name(st: ast.stmt) -> str | None:
     """The name a statement changes in place: ``NAME[k] = v``, ``del NAME[k]``,
     ``NAME.update(...)``, ``NAME.append(x)`` and the other mutating methods."""
@@ -1513,7 +1548,7 @@ def _mutated_name(st: ast.stmt) -> str | None:
     if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
         f = st.value.func
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
-                f.attr in (*_GROWS, "setdefault", "popitem", "__setitem__"):
+                f.attr in _MUTATORS:
             return f.value.id
     return None
 
