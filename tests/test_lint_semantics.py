@@ -24,6 +24,9 @@ RECORDS = "".join([
     consumer_toml("mylib.merge", "mylib.merge", '{ kind = "fixed", base = "e" }'),
     consumer_toml("mylib.combine", "mylib.combine", '{ kind = "keyword", keyword = '
                   '"is_lse_base_on_e", values = { "True" = "e", "False" = "2" } }'),
+    consumer_toml("mylib.reduce_default_e", "mylib.reduce_default_e", '{ kind = "keyword", '
+                  'keyword = "is_lse_base_on_e", values = { "True" = "e", "False" = "2" }, '
+                  'default = "True" }'),
 ])
 
 
@@ -64,6 +67,12 @@ case("positional base to a combine of the program", {
             out, lse = decode(q, return_lse=True)
             return combine(out, lse, g, None, False, True)
         """}, {"layer.py": ("None, False, True)", "None, False, False)")})
+case("positional base to a combine whose signature is not linted", {"layer.py": """
+        from mylib import decode, reduce_default_e
+        def step(q, g):
+            out, lse = decode(q, return_lse=True)
+            return reduce_default_e(out, lse, g)
+        """}, {"layer.py": ("lse, g)", "lse, g, None, False, False)")})
 case("base forwarded through **kwargs", {"layer.py": """
         from mylib import combine, decode
         def reduce(out, lse, **kwargs):

@@ -254,6 +254,9 @@ class _Call:
     #: keywords a ``**dict`` may not carry (set on some paths only)
     maybe: frozenset[str] = frozenset()
     where: str = ""
+    #: its positional arguments are also under their parameters' names (the callee's
+    #: signature is in the linted program)
+    by_signature: bool = False
 
 
 # --- the interpreter ----------------------------------------------------------------------------
@@ -1001,7 +1004,7 @@ class Interpreter:
                     lit = _literal(func.path, defaults[name])
                     if isinstance(lit, Lit):
                         kw[name] = Arg(replace(lit, omitted=call.where), call.where)
-        return _Call(call.pos, kw, call.opaque, call.maybe, call.where)
+        return _Call(call.pos, kw, call.opaque, call.maybe, call.where, by_signature=True)
 
     def declared_return(self, func: Func) -> Value:
         """What a function's return annotation says it returns (``-> AttentionBackend``: an
@@ -2513,6 +2516,15 @@ class _Frame:
             return self._given_by(c, kw, arg.value, arg.where, where)
         if call.opaque or c.base is None:
             return BaseGiven("unknown")
+        if not call.by_signature:
+            # a combine whose signature is not in the linted files, given past its LSE a
+            # positional argument that may be the base (a value the keyword takes, a backend's
+            # flag): which parameter it binds is not known, and what is not read is no error
+            last = max((int(a) for a in c.lse_args if a.isdigit()), default=1)
+            for arg in call.pos[last + 1:]:
+                if any(isinstance(v, Flag) or (isinstance(v, Lit) and self._lit_base(c, v))
+                       for v in alternatives(arg.value)):
+                    return BaseGiven("unknown")
         default = c.default_base
         if not all(isinstance(x.base, KeywordBase) for x in (c.agreed or (c,))):
             return BaseGiven("fixed", default, where, f"{c.label}") if default else \
