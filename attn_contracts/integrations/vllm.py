@@ -443,12 +443,12 @@ def _as_observed(kernels: list[CapabilityRecord], observed: dict[str, tuple[str,
             out.append(k)
             continue
         if not seen:
-            row.findings.append(Finding(
+            row.findings.append(Finding.from_rule(
                 Code.AC028, subject, f"{k.name}: the impl's call leaves its LSE base to run-time "
                 f"dispatch or an expression (vllm/{source.split(' ', 1)[0]}), so which base it "
                 f"returns is decided at run time ({'/'.join(_record_bases(k))})",
-                severity=Severity.WARNING, hint="pin the kernel's base at the call "
-                "(return_lse_base=...)", field="producer_call", found=None,
+                hint="pin the kernel's base at the call (return_lse_base=...)",
+                field="producer_call", found=None,
                 allowed="a pinned base"))
             continue
         if len(seen) == 1 and k.lse.base != seen[0]:

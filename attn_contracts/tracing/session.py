@@ -36,7 +36,7 @@ from typing import Any, Literal
 from attn_contracts.call_base import literal_key
 from attn_contracts.checks import check_edge, resolve_call_base
 from attn_contracts.consumer import ConsumerCall, ConsumerRecord, KeywordBase
-from attn_contracts.findings import Code, ContractError, Finding, Severity
+from attn_contracts.findings import RULES, Code, ContractError, Finding, Severity
 from attn_contracts.records import CapabilityRecord, LseSpec, ProducerCall
 from attn_contracts.registry import Registry
 from attn_contracts.tracing.tags import Origin, Tag, TagMap, axes_for
@@ -463,7 +463,7 @@ class Trace:
         for record, _ in lse_records:
             base, dispatch = self._call_base(record, literals)
             for f in dispatch:  # AC028: the call leaves its base to dispatch
-                self._add(replace(f, severity=Severity.WARNING, location=site,
+                self._add(replace(f, severity=RULES[f.code].severity, location=site,
                                   message=f"{f.message} (traced call at {site})"), (site,))
             bases.add(base)
         base = bases.pop() if len(bases) == 1 else None
