@@ -472,7 +472,9 @@ def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None
 def fact_findings(facts: Iterable[Fact]) -> Iterator[Finding]:
     """The findings of what the interpreter inferred besides the uses (one per fact)."""
     for f in facts:
-        if isinstance(f, Weighed):
+        if isinstance(f, Finding):  # a note about the analysis itself
+            yield f
+        elif isinstance(f, Weighed):
             first = f.sources[0]
             yield Finding.from_rule(
                 Code.AC023, f.name,

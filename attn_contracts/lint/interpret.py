@@ -39,6 +39,7 @@ from typing import Any, TypeVar, cast
 
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
+from attn_contracts.findings import Finding
 from attn_contracts.lint.classes import ClassInfo, dotted_name, module_level, statements
 from attn_contracts.lint.program import FuncNode, Program
 from attn_contracts.lint.record_index import (
@@ -235,8 +236,9 @@ class Disagreed:
     where: str
 
 
-#: what the interpreter infers besides the uses, for :mod:`attn_contracts.lint.edges`
-Fact = Weighed | Omitted | Dispatched | Disagreed
+#: what the interpreter infers besides the uses, for :mod:`attn_contracts.lint.edges`; a
+#: ``Finding`` is a note about the analysis itself (a bound it hit), passed on as it is
+Fact = Weighed | Omitted | Dispatched | Disagreed | Finding
 
 
 @dataclass
