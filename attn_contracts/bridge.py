@@ -59,26 +59,37 @@ _FACT_ALLOWED = {"layout": '"token_head", "head_token"',
                  "includes_sink": "True, False", "head_dims": "a tuple of ints, e.g. (128,)"}
 
 
-def _definer(cls: type, attr: str) -> type | None:
-    """The class in ``cls``'s MRO whose own namespace sets ``attr`` (None if none does)."""
-    return next((k for k in cls.__mro__ if attr in vars(k)), None)
+def _class(impl: type | object) -> type:
+    """The class of an impl: itself, or the class of an impl object."""
+    return impl if isinstance(impl, type) else type(impl)
 
 
-def _default_name(cls: type) -> str:
-    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+def _definer(impl: type | object, attr: str) -> type | None:
+    """The class in ``impl``'s MRO whose own namespace sets ``attr`` (None if none does); for an
+    impl object that sets ``attr`` itself (an engine that copies a declaration onto the object it
+    builds), its class: the object's own value is no inherited default."""
+    if not isinstance(impl, type) and attr in getattr(impl, "__dict__", {}):
+        return type(impl)
+    return next((k for k in _class(impl).__mro__ if attr in vars(k)), None)
+
+
+def _default_name(cls: type | object) -> str:
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", _class(cls).__name__).lower()
     return "engine." + re.sub(r"[^a-z0-9_]", "_", snake)
 
 
-def _base_findings(cls: type, subject: str, library: str, returns_attr: str,
+def _base_findings(impl: type | object, subject: str, library: str, returns_attr: str,
                    base_attr: str) -> tuple[bool, Any, list[Finding]]:
-    """Whether ``cls`` returns LSE, its base attribute's value, and why either cannot be trusted."""
-    returns = getattr(cls, returns_attr, False)
+    """Whether ``impl`` (a class, or an impl object: its attributes and properties as the object
+    answers them) returns LSE, its base attribute's value, and why either cannot be trusted."""
+    cls = _class(impl)
+    returns = getattr(impl, returns_attr, False)
     if not isinstance(returns, bool):
         return False, None, [Finding(Code.AC012, subject, f"{cls.__name__}.{returns_attr} is "
                                      f"{returns!r}", field=returns_attr, found=returns,
                                      allowed="True, False")]
-    base_owner = _definer(cls, base_attr)
-    base_value = getattr(cls, base_attr, _MISSING)
+    base_owner = _definer(impl, base_attr)
+    base_value = getattr(impl, base_attr, _MISSING)
     if not returns:
         return False, base_value, []
     if base_owner is None:
@@ -101,20 +112,22 @@ def _base_findings(cls: type, subject: str, library: str, returns_attr: str,
     return True, base_value, []
 
 
-def _fact_from_class(cls: type, fact: str, returns: bool, returns_attr: str) -> Any:
-    """The class attribute of ``fact``; None when absent, or when it is only the default of an
-    ancestor that returns no LSE (the AC002 hazard, for the other facts too)."""
-    owner = _definer(cls, FACT_ATTRS[fact])
+def _fact_from_class(impl: type | object, fact: str, returns: bool, returns_attr: str) -> Any:
+    """The attribute of ``fact`` (the object's, else its class's); None when absent, or when it is
+    only the default of an ancestor that returns no LSE (the AC002 hazard, for the other facts
+    too)."""
+    owner = _definer(impl, FACT_ATTRS[fact])
     if owner is None:
         return None
-    if returns and owner is not cls and getattr(owner, returns_attr, False) is not True:
+    if returns and owner is not _class(impl) and getattr(owner, returns_attr, False) is not True:
         return None
-    return getattr(cls, FACT_ATTRS[fact])
+    return getattr(impl, FACT_ATTRS[fact])
 
 
-def _facts(cls: type, subject: str, given: Mapping[str, Any], wanted: Sequence[str],
+def _facts(cls: type | object, subject: str, given: Mapping[str, Any], wanted: Sequence[str],
            returns: bool, returns_attr: str) -> tuple[dict[str, Any], list[Finding]]:
-    """Each wanted fact from its keyword, else its class attribute; a finding for each missing."""
+    """Each wanted fact from its keyword, else its attribute; a finding for each missing."""
+    name = _class(cls).__name__
     facts: dict[str, Any] = {}
     findings: list[Finding] = []
     for fact in wanted:
@@ -125,10 +138,10 @@ def _facts(cls: type, subject: str, given: Mapping[str, Any], wanted: Sequence[s
             attr = FACT_ATTRS[fact]
             findings.append(Finding(
                 Code.AC012, subject,
-                f"{cls.__name__} does not say its {fact}: no {fact}= keyword, and no {attr} set "
-                f"on {cls.__name__} or an ancestor that returns LSE (allowed: "
+                f"{name} does not say its {fact}: no {fact}= keyword, and no {attr} set "
+                f"on {name} or an ancestor that returns LSE (allowed: "
                 f"{_FACT_ALLOWED[fact]})",
-                hint=f"pass record_from_impl({cls.__name__}, {fact}=...) or set {attr} on the "
+                hint=f"pass record_from_impl({name}, {fact}=...) or set {attr} on the "
                 "class; a wrong default here corrupts combined outputs, so none is assumed",
                 field=fact, found=None, allowed=_FACT_ALLOWED[fact]))
         else:
@@ -137,7 +150,7 @@ def _facts(cls: type, subject: str, given: Mapping[str, Any], wanted: Sequence[s
 
 
 def impl_findings(
-    cls: type,
+    cls: type | object,
     *,
     name: str | None = None,
     library: str = "engine",
@@ -151,7 +164,8 @@ def impl_findings(
     head_dims: Sequence[int] | None = None,
     decode: DecodeSpec | None = None,
 ) -> tuple[CapabilityRecord | None, list[Finding]]:
-    """Read a record from ``cls``; return it with no findings, or None with every finding.
+    """Read a record from ``cls`` (a class, or an impl object: what the object answers, its own
+    attributes and properties included); return it with no findings, or None with every finding.
 
     ``returns_attr`` and ``base_attr`` default to vLLM's names (``can_return_lse_for_decode``,
     ``lse_base_on_e``: data, :func:`attn_contracts.facts.engine_attributes`).
@@ -179,7 +193,7 @@ def impl_findings(
         return None, findings
     raw: dict[str, Any] = {
         "name": subject, "library": library, "evidence": "read_from_code",
-        "source": source or f"{cls.__module__}.{cls.__name__}",
+        "source": source or f"{_class(cls).__module__}.{_class(cls).__name__}",
         "lse": ({"returns": "lse", "base": "e" if base_value else "2", "layout": facts["layout"],
                  "dtype": facts["lse_dtype"], "empty_row": facts["empty_row"],
                  "includes_sink": facts["includes_sink"]} if returns else {"returns": "none"}),

@@ -24,6 +24,14 @@ first finding is its cause (``AC007`` "rank 1 failed vLLM's own check: Assertion
 every peer fails at once with that cause, not after ``timeout_s`` with "rank 1 did not report"; it
 waits (briefly) until the peers have read it, as a passing verdict does, then re-raises its own error.
 
+A caller with slow work before its report (an engine deriving what it checks) opens its round
+first (:func:`open_round`): the round and its deadline are fixed before that work, the rank marks
+itself started (a peer that times out names it "started, not reported" rather than "never
+started"), and a failure during the work is told in that round. A rank that cannot check at all
+(a fault of the checker, not of the contract) abstains (:meth:`Opened.abstain`): its peers stop
+waiting for it and each is judged on its own findings, so a guest's own fault never refuses a
+start.
+
 A rank that loses the store (its host exited, died or froze; each store call has a hard limit)
 fails with ``AC007`` "the store became unreachable": it cannot learn the verdict, so it fails, and
 no rank can pass without its report. Left open: a host that dies (not exits) in the milliseconds
@@ -46,7 +54,8 @@ from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding, Severity, error_text
 from attn_contracts.records import CapabilityRecord
 
-__all__ = ["agree_across_ranks", "fingerprint", "report_failure", "tell_peers"]
+__all__ = ["Opened", "agree_across_ranks", "fingerprint", "open_round", "report_failure",
+           "tell_peers"]
 
 _round: dict[tuple[int, ...], int] = {}  # per group: how many consensus rounds this rank ran
 _POLL_S = 0.02
@@ -232,19 +241,51 @@ def _round_for(group: Any, timeout_s: float) -> _Round:
                   len(ranks), dist.get_rank(group), timeout_s)
 
 
+class Opened:
+    """A consensus round opened before this rank's slow work (:func:`open_round`): its keys and
+    its deadline are fixed; hand it to :func:`agree_across_ranks` and :func:`tell_peers`."""
+
+    def __init__(self, round_: _Round, deadline: float):
+        self.round, self.deadline = round_, deadline
+
+    def abstain(self, cause: str) -> None:
+        """This rank cannot check (``cause``: the checker's own fault): decide the round with no
+        finding and without this rank, so that no peer waits for it and each is judged on its
+        own findings; wait (briefly) until the peers have read it. Raises nothing."""
+        try:
+            self.round.fail(None, self.deadline, abstained=cause)
+        except Exception:  # the store is gone: the peers learn that themselves
+            return
+
+
+def open_round(group: Any, timeout_s: float) -> Opened:
+    """Open this rank's next round over ``group`` now, before slow work: the deadline runs from
+    here, and the rank is marked started. Raises what ``torch.distributed`` raises when it is not
+    initialised."""
+    round_ = _round_for(group, timeout_s)
+    deadline = time.monotonic() + timeout_s
+    round_.deadline = deadline
+    round_._try(round_.store.set, f"{round_.prefix}/started/{round_.me}", "1")
+    return Opened(round_, deadline)
+
+
 def agree_across_ranks(findings: list[Finding],
                        records: Sequence[CapabilityRecord | ConsumerRecord],
                        chosen: CapabilityRecord | None, world_size: int, *, group: Any,
                        timeout_s: float, settings: Mapping[str, Any] | None = None,
-                       collective: Mapping[str, Mapping[str, Any]] | None = None
-                       ) -> list[Finding]:
+                       collective: Mapping[str, Mapping[str, Any]] | None = None,
+                       opened: Opened | None = None) -> list[Finding]:
     """Exchange reports with every rank of ``group`` and follow the group's one verdict: the
     union of every rank's findings, plus ``AC007`` if ranks differ, a rank did not report within
     ``timeout_s``, a rank failed before reporting (its cause first), or the store became
-    unreachable. Returns within ``timeout_s`` + 2 s; what it raises before this rank's report is
-    published (a setting that is no JSON value) is told to the peers first."""
-    deadline = time.monotonic() + timeout_s
-    round_ = _round_for(group, timeout_s)
+    unreachable. Returns within ``timeout_s`` + 2 s (of ``opened``, where the round was opened
+    before); what it raises before this rank's report is published (a setting that is no JSON
+    value) is told to the peers first."""
+    if opened is not None:
+        round_, deadline = opened.round, opened.deadline
+    else:
+        deadline = time.monotonic() + timeout_s
+        round_ = _round_for(group, timeout_s)
     try:
         mine = fingerprint(records, chosen, world_size, settings, collective)  # may raise
         mine["findings"] = [f.to_json() for f in findings]
@@ -265,19 +306,25 @@ def agree_across_ranks(findings: list[Finding],
     return out
 
 
-def report_failure(cause: str, *, group: Any, timeout_s: float = 30.0) -> None:
+def report_failure(cause: str, *, group: Any, timeout_s: float = 30.0,
+                   opened: Opened | None = None) -> None:
     """This rank failed before publishing its report (``cause``: ``"vLLM's own check:
     AssertionError: ..."``): propose the failing verdict ``AC007`` "rank R failed CAUSE" for the
-    round the peers are in, and wait until they have read it (at most ``timeout_s``, and
-    :data:`_FAILURE_LINGER_S`). Raises nothing: the caller re-raises its own error next."""
+    round the peers are in (``opened``, where this rank opened it already), and wait until they
+    have read it (at most ``timeout_s``, and :data:`_FAILURE_LINGER_S`). Raises nothing: the
+    caller re-raises its own error next."""
     try:
-        round_ = _round_for(group, timeout_s)
-        round_.fail(_failed(round_.me, cause), time.monotonic() + timeout_s)
+        if opened is not None:
+            round_, deadline = opened.round, opened.deadline
+        else:
+            round_, deadline = _round_for(group, timeout_s), time.monotonic() + timeout_s
+        round_.fail(_failed(round_.me, cause), deadline)
     except Exception:  # a store that is gone, torch.distributed not up: the caller's error stands
         return
 
 
-def tell_peers(err: BaseException, what: str, *, group: Any, timeout_s: float = 30.0) -> None:
+def tell_peers(err: BaseException, what: str, *, group: Any, timeout_s: float = 30.0,
+               opened: Opened | None = None) -> None:
     """:func:`report_failure` for an exception this rank is about to raise (``what``: where it
     came from, ``"vLLM's own check"``), once per exception however many layers catch and
     re-raise it; nothing without an initialised ``torch.distributed``."""
@@ -291,7 +338,7 @@ def tell_peers(err: BaseException, what: str, *, group: Any, timeout_s: float = 
             return
     except ImportError:
         return
-    report_failure(f"{what}: {error_text(err)}", group=group, timeout_s=timeout_s)
+    report_failure(f"{what}: {error_text(err)}", group=group, timeout_s=timeout_s, opened=opened)
 
 
 def _mark_told(err: BaseException) -> None:
@@ -338,13 +385,17 @@ class _Round:
             self._linger_until_read(read, grace if decision["findings"] else max(deadline, grace))
         return decision
 
-    def fail(self, finding: Finding, deadline: float) -> None:
-        """Propose a failing verdict for a rank that has no report to publish, and wait (at most
-        until the deadline, and :data:`_FAILURE_LINGER_S`) until every peer has read it."""
+    def fail(self, finding: Finding | None, deadline: float, abstained: str = "") -> None:
+        """Propose a failing verdict (``finding``) for a rank that has no report to publish, or,
+        ``abstained`` (why), a verdict without it and with no finding; wait (at most until the
+        deadline, and :data:`_FAILURE_LINGER_S`) until every peer has read it."""
         self.deadline = deadline
+        verdict: dict[str, Any] = {"findings": [] if finding is None else [finding.to_json()],
+                                   "reported": [], "missing": [], "by": self.me}
+        verdict.update({"abstained": {str(self.me): abstained}} if abstained else
+                       {"failed": [self.me]})
         try:
-            self._propose({"findings": [finding.to_json()], "reported": [], "missing": [],
-                           "failed": [self.me], "by": self.me})
+            self._propose(verdict)
         except _StoreLost:
             return
         read = self._try(self.store.add, f"{self.prefix}/read", 1)
@@ -402,10 +453,14 @@ class _Round:
         missing = [r for r in range(self.size) if r not in present]
         prints = {r: json.loads(self._call(f"read rank {r}'s report", self.store.get,
                                            self.reports[r])) for r in present}
+        started = [r for r in missing if self._try(self.store.check,
+                                                   [f"{self.prefix}/started/{r}"])]
+        how = (f"; rank(s) {','.join(map(str, started))} had started checking" if started
+               else "")
         late = Finding(
             Code.AC007, "dcp", f"rank(s) {','.join(map(str, missing))} of {self.size} did not "
             f"report their contract within {self.timeout_s:g} s (dead, hung, late, or never "
-            "started)", hint="check those ranks' logs; every rank must call validate_startup with "
+            f"started{how})", hint="check those ranks' logs; every rank must call validate_startup with "
             "the same group", field="ranks", found=missing, allowed=f"all {self.size} ranks")
         return {"findings": [f.to_json() for f in [*_union_findings(prints), late]],
                 "reported": present, "missing": missing, "by": self.me}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -29,6 +29,9 @@ from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import CONTRACT_ATTR, Registry, default_registry
 from attn_contracts.setting import CombineSetting
 from attn_contracts.sources import AnyRecord, FileReadError, parse_record, read_file
+
+if TYPE_CHECKING:  # consensus is imported where a group is given (it reaches torch.distributed)
+    from attn_contracts.consensus import Opened
 
 __all__ = ["ConsumerUse", "check_startup", "collect", "consumer_table", "validate_startup"]
 
@@ -253,6 +256,7 @@ def validate_startup(
     allow_adapters: Iterable[str] = (),
     extras: Mapping[str, Any] | None = None,
     producer_call: Mapping[str, Any] | None = None,
+    opened: Opened | None = None,
 ) -> CapabilityRecord | None:
     """Check every record, the chosen backend, its combine setting and every producer → consumer
     edge; raise one :class:`ContractError` listing every problem.
@@ -279,6 +283,8 @@ def validate_startup(
     "auto", "return_lse_base": "basee"}``); where the record's call chooses the base from them,
     the returned record carries that base; a base left to dispatch, or no ``producer_call`` for a
     record whose base its call chooses (which kernel runs is then unknown), is ``AC028``.
+    ``opened``: the consensus round over ``group``, where the caller opened it before its own
+    slow work (:func:`attn_contracts.consensus.open_round`; its deadline then runs from there).
     Returns the chosen backend's record (None when no backend was named).
     """
     try:
@@ -291,7 +297,8 @@ def validate_startup(
         if group is not None:
             from attn_contracts.consensus import tell_peers
 
-            tell_peers(err, "before publishing its contract", group=group, timeout_s=timeout_s)
+            tell_peers(err, "before publishing its contract", group=group, timeout_s=timeout_s,
+                       opened=opened)
         raise
     if group is not None:
         from attn_contracts.consensus import agree_across_ranks
@@ -300,7 +307,7 @@ def validate_startup(
         # exchange; each then raises the union of what all ranks found.
         findings = agree_across_ranks(findings, recs, chosen, world, group=group,
                                       timeout_s=timeout_s, settings=shared,
-                                      collective=collective)
+                                      collective=collective, opened=opened)
     if findings:
         raise ContractError(findings, "attention contract validation failed at startup")
     return chosen

@@ -1,6 +1,7 @@
 """What this project's two auto-loaded plugins cost a process that never uses them.
 
     python bench/plugin_cost.py vllm   [--rounds 15] [--label L] [--out FILE.md]   # in .venv-vllm
+    python bench/plugin_cost.py dcp    [--rounds 5]  [--label L] [--out FILE.md]   # in .venv-vllm
     python bench/plugin_cost.py pytest [--rounds 15] [--label L] [--out FILE.md]
 
 Issue 26 items 6 and 19. Each sample is a fresh process, the two variants interleaved round by
@@ -11,6 +12,12 @@ round (the machine is shared, so its load drifts between rounds, not within one)
   first) times ``vllm.plugins.load_general_plugins()`` with ``VLLM_PLUGINS=attn_contracts`` against
   ``VLLM_PLUGINS=""`` (no plugin), DCP off: no DCP check ever runs. Also counted: the modules the
   call added to ``sys.modules``.
+- ``dcp`` (issue 35 item 2): what the check costs a rank when DCP is on. Two ranks (fresh
+  processes, gloo over a local TCP store) that have imported torch and vLLM's attention backends,
+  as a worker has by then, each time the hook's whole check of ``FLASHINFER_MLA`` at DCP=2
+  (``validate_vllm_startup`` over the group: importing the check, the vLLM mapping, the cross-rank
+  agreement), per rank: **cold** (an empty cache folder: the mapping is derived from vLLM's
+  sources) and **warm** (the folder a previous start filled), interleaved round by round.
 - ``pytest``: the wall time of ``python -m pytest`` over one trivial test (in a scratch directory,
   no configuration of ours), with the plugin auto-loaded against ``-p no:attn_contracts``; and,
   inside the process, the time to import the plugin module and run its ``pytest_configure``
@@ -70,6 +77,69 @@ plugin.pytest_configure(_Config())
 ms, cpu_ms = (time.perf_counter() - start) * 1e3, (time.process_time() - cpu) * 1e3
 print(json.dumps({"ms": ms, "cpu_ms": cpu_ms, "modules": len(sys.modules) - before}))
 """
+
+
+_DCP_RANK = """
+import json, os, sys, time
+import torch, torch.distributed as dist, vllm, vllm.config
+from vllm.v1.attention.backends.mla.flashinfer_mla import FlashInferMLAImpl  # as a worker has
+dist.init_process_group("gloo")
+dist.barrier()
+start, cpu = time.perf_counter(), time.process_time()
+from attn_contracts.integrations import vllm as iv
+iv.validate_vllm_startup(["FLASHINFER_MLA"], dcp_world_size=2, group=dist.group.WORLD)
+ms, cpu_ms = (time.perf_counter() - start) * 1e3, (time.process_time() - cpu) * 1e3
+print(json.dumps({"ms": ms, "cpu_ms": cpu_ms}))
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _dcp_pair(env: dict[str, str]) -> list[dict[str, float]]:
+    """One start of two DCP ranks; each rank's own timing of the check."""
+    port = str(_free_port())
+    procs = [subprocess.Popen([sys.executable, "-c", _DCP_RANK], text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              env={**env, "RANK": str(r), "WORLD_SIZE": "2",
+                                   "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
+             for r in range(2)]
+    out = []
+    for p in procs:
+        stdout, _ = p.communicate(timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError(f"a DCP rank exited with {p.returncode}")
+        out.append(dict(json.loads(stdout.strip().splitlines()[-1])))
+    return out
+
+
+def bench_dcp(rounds: int) -> list[str]:
+    base = {k: v for k, v in os.environ.items() if k != "ATTN_CONTRACTS_VLLM"}
+    warm_dir = tempfile.mkdtemp(prefix="attn-contracts-warm-")
+    _dcp_pair({**base, "XDG_CACHE_HOME": warm_dir})  # fills the warm folder (not a sample)
+    samples: dict[str, list[dict[str, float]]] = {"cold": [], "warm": []}
+    for r in range(rounds):
+        for name in (["cold", "warm"] if r % 2 == 0 else ["warm", "cold"]):
+            folder = tempfile.mkdtemp(prefix="attn-contracts-cold-") if name == "cold" \
+                else warm_dir
+            samples[name] += _dcp_pair({**base, "XDG_CACHE_HOME": folder})
+        print(f"round {r + 1}/{rounds}", file=sys.stderr)
+    lines = ["| the check at startup, DCP=2, per rank | wall: median [IQR] | CPU time: median "
+             "[IQR] | samples (ranks x rounds) |", "|---|---|---|---|"]
+    for name, title in (("cold", "cold (empty cache folder: derived from vLLM's sources)"),
+                        ("warm", "warm (the cache a previous start wrote)")):
+        lo, mid, hi = _quartiles([s["ms"] for s in samples[name]])
+        clo, cmid, chi = _quartiles([s["cpu_ms"] for s in samples[name]])
+        lines.append(f"| {title} | {mid:.0f} [{lo:.0f}, {hi:.0f}] ms | {cmid:.0f} [{clo:.0f}, "
+                     f"{chi:.0f}] ms | {len(samples[name])} |")
+    return lines
 
 
 def _sample(code: str, env: dict[str, str]) -> dict[str, float]:
@@ -157,12 +227,12 @@ def bench_pytest(rounds: int) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("which", choices=["vllm", "pytest"])
+    p.add_argument("which", choices=["vllm", "dcp", "pytest"])
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--label", default="")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
-    lines = (bench_vllm if args.which == "vllm" else bench_pytest)(args.rounds)
+    lines = {"vllm": bench_vllm, "dcp": bench_dcp, "pytest": bench_pytest}[args.which](args.rounds)
     head = [f"### {args.which}{' (' + args.label + ')' if args.label else ''}: {args.rounds} rounds, "
             f"Python {sys.version.split()[0]}", ""]
     text = "\n".join([*head, *lines, ""])

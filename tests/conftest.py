@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def device() -> str:
     """Where the kernel tests run: the GPU when there is one, else the CPU (Triton interpreter)."""
     return "cuda" if _cuda() else "cpu"
+
+
+@pytest.fixture
+def vllm_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """``caplog`` for the vLLM hook's logger (``vllm.attn_contracts``, a child of vLLM's own),
+    every level: vLLM's logging config stops ``vllm`` from propagating to the root logger, where
+    caplog listens, so the handler goes on the hook's logger itself (which then does not
+    propagate, or a process without vLLM's config would record each line twice)."""
+    import logging
+
+    logger = logging.getLogger("vllm.attn_contracts")
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(caplog.handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    try:
+        yield caplog
+    finally:
+        logger.removeHandler(caplog.handler)
+        logger.setLevel(level)
+        logger.propagate = propagate

@@ -124,7 +124,8 @@ def test_consumers_given_as_a_generator_still_join_the_consensus(
 
     seen: dict[str, object] = {}
 
-    def agree(findings, recs, chosen, world, *, group, timeout_s, settings, collective=None):  # type: ignore[no-untyped-def]
+    def agree(findings, recs, chosen, world, *, group, timeout_s, settings, collective=None,  # type: ignore[no-untyped-def]
+              opened=None):
         seen.update(settings)
         return findings
 

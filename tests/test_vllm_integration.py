@@ -6,6 +6,7 @@ import (the plain ``make test`` venv)."""
 from __future__ import annotations
 
 import json
+import logging
 from importlib import metadata
 from types import SimpleNamespace
 from typing import Any
@@ -17,6 +18,7 @@ pytest.importorskip("vllm", reason="needs vLLM (make test-vllm)")
 from attn_contracts.cli import main
 from attn_contracts.findings import Code, ContractError, Severity
 from attn_contracts.integrations import vllm as iv
+from attn_contracts.integrations import vllm_plugin
 
 pytestmark = pytest.mark.vllm
 
@@ -157,23 +159,30 @@ def test_the_plugin_hooks_the_check_without_importing_it(code: str, expected: li
     assert out.stdout.split("\n")[:len(expected)] == expected, out.stdout + out.stderr
 
 
-def _config(backend: str | type, impl_cls: type, dcp: int = 2) -> Any:
+def _config(backend: str | type, impl_cls: type, dcp: int = 2,
+            *objects: dict[str, Any]) -> Any:
     """A VllmConfig as vLLM's DCP check reads it: one attention layer of ``backend`` (a member's
-    name, or a backend class) whose impl is an ``impl_cls``."""
+    name, or a backend class) whose impl is an ``impl_cls`` object; with ``objects``, one layer
+    per dict, its impl object given those attributes (as vLLM's composite.py sets them)."""
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
-    impl = impl_cls.__new__(impl_cls)
-    impl.need_to_return_lse_for_decode = True  # what vLLM's __init__ sets under DCP
-    impl.dcp_world_size = dcp
     backend_cls = AttentionBackendEnum[backend].get_class() if isinstance(backend, str) \
         else backend
-    layer = SimpleNamespace(impl=impl, get_attn_backend=lambda: backend_cls)
+    layers = {}
+    for i, own in enumerate(objects or ({},)):
+        impl = impl_cls.__new__(impl_cls)
+        impl.need_to_return_lse_for_decode = True  # what vLLM's __init__ sets under DCP
+        impl.dcp_world_size = dcp
+        for k, v in own.items():
+            setattr(impl, k, v)
+        layers[f"model.layers.{i}.attn"] = SimpleNamespace(
+            impl=impl, get_attn_backend=lambda: backend_cls)
     return SimpleNamespace(
         parallel_config=SimpleNamespace(prefill_context_parallel_size=1,
                                         decode_context_parallel_size=dcp,
                                         cp_kv_cache_interleave_size=1),
         speculative_config=None,
-        compilation_config=SimpleNamespace(static_forward_context={"model.layers.0.attn": layer}))
+        compilation_config=SimpleNamespace(static_forward_context=layers))
 
 
 @pytest.fixture
@@ -185,6 +194,7 @@ def hooked(monkeypatch: pytest.MonkeyPatch) -> Any:
     from attn_contracts.integrations import vllm_mode
 
     monkeypatch.setattr(vllm_mode, "_said", set())  # each test sees its own once-only lines
+    monkeypatch.setattr(vllm_plugin, "_MODE", [])  # the start's mode: read again below
     monkeypatch.setattr(cp_utils, "check_attention_cp_compatibility",
                         cp_utils.check_attention_cp_compatibility)
     monkeypatch.setattr(plugins, "plugins_loaded", False)
@@ -208,18 +218,153 @@ def test_vllm_loads_the_plugin_and_its_dcp_check_runs_the_contract(hooked: Any,
     assert "FlashInferMLAImpl.lse_base_on_e=False" in str(err.value)
 
 
+def test_the_hook_judges_the_objects_vllm_built_not_their_class(
+        hooked: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35 item 4, both ways: a right class whose object says base 2 is refused (naming
+    the object); a wrong class whose object says base e passes; layers whose objects differ are
+    each judged."""
+    from vllm.v1.attention.backends.mla.flashinfer_mla import FlashInferMLAImpl
+
+    check = hooked.check_attention_cp_compatibility
+    with pytest.raises(ContractError) as err:
+        check(_config("FLASHINFER_MLA", FlashInferMLAImpl, 2, {"lse_base_on_e": False}))
+    assert Code.AC008 in err.value.codes and Code.AC016 in err.value.codes
+    assert "set on the FlashInferMLAImpl object vLLM built" in str(err.value)
+    with pytest.raises(ContractError):  # one wrong layer among right ones
+        check(_config("FLASHINFER_MLA", FlashInferMLAImpl, 2, {}, {"lse_base_on_e": False}, {}))
+    monkeypatch.setattr(FlashInferMLAImpl, "lse_base_on_e", False)
+    check(_config("FLASHINFER_MLA", FlashInferMLAImpl, 2, {"lse_base_on_e": True}))
+    with pytest.raises(ContractError):  # the object keeps the wrong class default
+        check(_config("FLASHINFER_MLA", FlashInferMLAImpl, 2, {}))
+
+
+def test_a_property_is_read_as_vllm_reads_it() -> None:
+    from vllm.v1.attention.backends.mla.flashinfer_mla import FlashInferMLAImpl
+
+    class Computed(FlashInferMLAImpl):  # type: ignore[misc]
+        """The base computed per object (a property), as an impl might choose its kernel."""
+
+        @property
+        def lse_base_on_e(self) -> bool:  # type: ignore[override]
+            return bool(self.__dict__.get("natural", True))
+
+    right, wrong = Computed.__new__(Computed), Computed.__new__(Computed)
+    wrong.natural = False
+    iv.validate_vllm_startup(["FLASHINFER_MLA"], dcp_world_size=2,
+                             impls={"FLASHINFER_MLA": right})
+    with pytest.raises(ContractError) as err:
+        iv.validate_vllm_startup(["FLASHINFER_MLA"], dcp_world_size=2,
+                                 impls={"FLASHINFER_MLA": wrong})
+    assert "Computed.lse_base_on_e=False" in str(err.value)
+    assert "def lse_base_on_e" in _source_line(str(err.value))
+
+
+def _source_line(text: str) -> str:
+    """The source line a finding's ``file:line`` points at (a property's ``def``)."""
+    import re
+    from pathlib import Path
+
+    found = re.search(r"(/\S+\.py):(\d+)", text) or re.search(r"(tests/\S+\.py):(\d+)", text)
+    if found is None:
+        return ""
+    path = Path(found.group(1))
+    if not path.is_absolute():
+        path = Path(__file__).parent.parent / path
+    return path.read_text().splitlines()[int(found.group(2)) - 1] if path.is_file() else ""
+
+
+def test_every_verdict_is_one_line_through_vllms_logger(hooked: Any,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        vllm_log: pytest.LogCaptureFixture
+                                                        ) -> None:
+    """Issue 35 item 3: ok included, the backend, its base, the kernels and the combine."""
+    from vllm.v1.attention.backends.mla.flashinfer_mla import FlashInferMLAImpl
+
+    from attn_contracts.integrations.vllm_mode import LOGGER
+
+    hooked.check_attention_cp_compatibility(_config("FLASHINFER_MLA", FlashInferMLAImpl))
+    (ok,) = [r for r in vllm_log.records if "attention contract ok" in r.getMessage()]
+    assert ok.name == LOGGER and LOGGER.startswith("vllm.") and ok.levelno == logging.INFO
+    text = ok.getMessage()
+    assert "FLASHINFER_MLA (FlashInferMLAImpl, lse_base_on_e=True: base e) -> " \
+           "flashinfer.mla.cute_dsl" in text
+    assert "combine checked: vllm.dcp." in text
+    monkeypatch.setattr(FlashInferMLAImpl, "lse_base_on_e", False)
+    with pytest.raises(ContractError):
+        hooked.check_attention_cp_compatibility(_config("FLASHINFER_MLA", FlashInferMLAImpl))
+    (refused,) = [r for r in vllm_log.records if "attention contract refused" in r.getMessage()]
+    assert refused.levelno == logging.ERROR and "AC008" in refused.getMessage()
+    assert "lse_base_on_e=False: base 2" in refused.getMessage()
+
+
+def test_a_rank_logs_its_own_cause_before_it_tells_its_peers(
+        hooked: Any, monkeypatch: pytest.MonkeyPatch,
+        vllm_log: pytest.LogCaptureFixture) -> None:
+    """Issue 35 item 5: vLLM's own check fails here; the line is logged, then the peers told."""
+    from vllm.v1.attention.backends.flashinfer import FlashInferImpl
+
+    from attn_contracts import consensus
+
+    events: list[str] = []
+    monkeypatch.setattr(consensus, "tell_peers", lambda err, what, **kw: events.append(
+        f"told: {len(vllm_log.records)} line(s) logged before"))
+    config = _config("FLASHINFER", FlashInferImpl)
+    config.compilation_config.static_forward_context["model.layers.0.attn"].impl \
+        .need_to_return_lse_for_decode = False
+    with pytest.raises(AssertionError):
+        hooked.check_attention_cp_compatibility(config)
+    (own,) = [r for r in vllm_log.records if "vLLM's own DCP check failed here" in r.getMessage()]
+    assert own.levelno == logging.ERROR and "AssertionError" in own.getMessage()
+    assert events == [f"told: {vllm_log.records.index(own) + 1} line(s) logged before"]
+
+
+def test_the_mode_is_read_once_per_start(hooked: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 4: ATTN_CONTRACTS_VLLM is read when vLLM registers the plugin, into a typed
+    Mode that the hook and the check use; the checks of that start read it no more."""
+    from vllm.v1.attention.backends.mla.flashinfer_mla import FlashInferMLAImpl
+
+    from attn_contracts.integrations import vllm_mode
+
+    reads: list[vllm_mode.Mode] = []
+    real = vllm_mode.read
+    monkeypatch.setattr(vllm_mode, "read", lambda: reads.append(real()) or reads[-1])
+    monkeypatch.setenv(iv.MODE_ENV, "warn")
+    vllm_plugin.register()
+    for _ in range(3):
+        hooked.check_attention_cp_compatibility(_config("FLASHINFER_MLA", FlashInferMLAImpl))
+    assert reads == [vllm_mode.Mode("warn")]
+    assert (reads[0].policy, reads[0].traced) == ("warn", False)
+
+
+def test_a_fault_of_the_checker_never_refuses_the_start(hooked: Any,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        vllm_log: pytest.LogCaptureFixture
+                                                        ) -> None:
+    """The plugin is a guest: a failure of its own (not of the contract) is one warning, and
+    vLLM starts (its own check still ran)."""
+    from vllm.v1.attention.backends.mla.flashinfer_mla import FlashInferMLAImpl
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the derivation broke")
+
+    monkeypatch.setattr(iv, "mapping_for", broken)
+    hooked.check_attention_cp_compatibility(_config("FLASHINFER_MLA", FlashInferMLAImpl))
+    (said,) = [r for r in vllm_log.records if "could not be checked" in r.getMessage()]
+    assert said.levelno == logging.WARNING and "RuntimeError: the derivation broke" in \
+        said.getMessage()
+
+
 def test_flashinfer_with_dcp_starts_and_its_latent_declaration_is_one_warning(
-        hooked: Any, caplog: pytest.LogCaptureFixture) -> None:
+        hooked: Any, vllm_log: pytest.LogCaptureFixture) -> None:
     """Issue 26 item 3: FlashInferImpl inherits lse_base_on_e=True over base-2 kernels, but its
     combine is given is_lse_base_on_e=False at the call and never reads the attribute: a
     FLASHINFER + DCP engine combines right and must start. The declaration is latent: one
     warning, naming the class and where vLLM would read it (composite.py)."""
     from vllm.v1.attention.backends.flashinfer import FlashInferImpl
 
-    caplog.set_level("WARNING", logger="attn_contracts.vllm")
     for _ in range(2):  # vLLM may run its check more than once: the warning is said once
         hooked.check_attention_cp_compatibility(_config("FLASHINFER", FlashInferImpl))
-    said = [r.getMessage() for r in caplog.records if "FlashInferImpl.lse_base_on_e" in
+    said = [r.getMessage() for r in vllm_log.records if "FlashInferImpl.lse_base_on_e" in
             r.getMessage()]
     assert len(said) == 1, said
     # where vLLM would read it: the readers the derived mapping found (impl.lse_base_on_e)
@@ -251,8 +396,6 @@ def _flipped_mla(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_the_hook_is_idempotent_and_can_warn_or_stay_off(hooked: Any,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from attn_contracts.integrations import vllm_plugin
-
     first = hooked.check_attention_cp_compatibility
     vllm_plugin.register()
     assert hooked.check_attention_cp_compatibility is first
@@ -260,21 +403,26 @@ def test_the_hook_is_idempotent_and_can_warn_or_stay_off(hooked: Any,
     with pytest.raises(ContractError):
         first(config)
     monkeypatch.setenv(iv.MODE_ENV, "warn")
+    with pytest.raises(ContractError):
+        first(config)  # the mode is read once per start (when vLLM registers the plugin) ...
+    vllm_plugin.register()  # ... so a new start reads it again
     first(config)  # logged, not raised
     monkeypatch.setenv(iv.MODE_ENV, "off")
+    vllm_plugin.register()
     first(config)  # not checked
     monkeypatch.setenv(iv.MODE_ENV, "error")
+    vllm_plugin.register()
     config.parallel_config.decode_context_parallel_size = 1
     first(config)  # no DCP: nothing to check
 
 
 @pytest.mark.parametrize("value", ["bogus", "0", "false", " Warn-ing "])
 def test_an_unknown_mode_is_the_default_said_once(hooked: Any, monkeypatch: pytest.MonkeyPatch,
-                                                  caplog: pytest.LogCaptureFixture,
+                                                  vllm_log: pytest.LogCaptureFixture,
                                                   value: str) -> None:
     """Issue 26 item 5: an unknown ATTN_CONTRACTS_VLLM neither stops vLLM (a process without
     DCP starts) nor switches the check off (a wrong contract is still refused)."""
-    from attn_contracts.integrations import vllm_mode, vllm_plugin
+    from attn_contracts.integrations import vllm_mode
 
     monkeypatch.setattr(vllm_mode, "_said", set())
     monkeypatch.setenv(iv.MODE_ENV, value)
@@ -284,7 +432,7 @@ def test_an_unknown_mode_is_the_default_said_once(hooked: Any, monkeypatch: pyte
         hooked.check_attention_cp_compatibility(config)
     config.parallel_config.decode_context_parallel_size = 1
     hooked.check_attention_cp_compatibility(config)
-    said = [r.getMessage() for r in caplog.records if iv.MODE_ENV in r.getMessage()]
+    said = [r.getMessage() for r in vllm_log.records if iv.MODE_ENV in r.getMessage()]
     assert len(said) == 1 and "error, warn, off" in said[0], said
 
 
@@ -299,14 +447,15 @@ class _OutOfTreeBackend:
 @pytest.mark.parametrize("mode", ["error", "warn"])
 def test_a_backend_that_is_no_enum_member_is_a_warning(hooked: Any, mode: str,
                                                        monkeypatch: pytest.MonkeyPatch,
-                                                       caplog: pytest.LogCaptureFixture) -> None:
+                                                       vllm_log: pytest.LogCaptureFixture) -> None:
     """Issue 26 item 4: vLLM must start; the unchecked backend is said (AC013)."""
     from vllm.v1.attention.backends.flashinfer import FlashInferImpl
 
     monkeypatch.setenv(iv.MODE_ENV, mode)
-    caplog.set_level("WARNING", logger="attn_contracts.vllm")
+    vllm_plugin.register()  # the mode is read once per start, when vLLM registers the plugin
     hooked.check_attention_cp_compatibility(_config(_OutOfTreeBackend, FlashInferImpl))
-    said = [r.getMessage() for r in caplog.records if "MY_OUT_OF_TREE" in r.getMessage()]
+    said = [r.getMessage() for r in vllm_log.records if "MY_OUT_OF_TREE" in r.getMessage()
+            and r.levelno == logging.WARNING]
     assert said and "AC013 [warning]" in said[0] and "no AttentionBackendEnum member" in said[0]
     rows = iv.validate_vllm_startup(["MY_OUT_OF_TREE"], dcp_world_size=2,
                                     impls={"MY_OUT_OF_TREE": FlashInferImpl})
@@ -387,15 +536,16 @@ def test_dcp_ranks_agree_or_all_fail() -> None:
 
 
 def test_a_release_without_the_check_is_logged_not_fatal(monkeypatch: pytest.MonkeyPatch,
-                                                         caplog: pytest.LogCaptureFixture) -> None:
+                                                         vllm_log: pytest.LogCaptureFixture
+                                                         ) -> None:
     from vllm.v1.worker import cp_utils
 
-    from attn_contracts.integrations import vllm_mode, vllm_plugin
+    from attn_contracts.integrations import vllm_mode
 
     monkeypatch.setattr(vllm_mode, "_said", set())
     monkeypatch.setattr(vllm_plugin, "CHECK_FUNCTION", "no_such_check")
     vllm_plugin.install(cp_utils)  # vLLM loads plugins in every process: never take it down
-    assert "no vllm.v1.worker.cp_utils.no_such_check to hook" in caplog.text
+    assert "no vllm.v1.worker.cp_utils.no_such_check to hook" in vllm_log.text
 
 
 def test_a_release_without_a_mapping_warns_on_every_backend(monkeypatch: pytest.MonkeyPatch

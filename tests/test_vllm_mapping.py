@@ -88,8 +88,46 @@ def test_the_mode_is_read_leniently(monkeypatch: pytest.MonkeyPatch,
 
     monkeypatch.setattr(vllm_mode, "_said", set())
     monkeypatch.setenv(vllm_mode.MODE_ENV, value)
-    assert [vllm_mode.policy() for _ in range(3)] == [policy] * 3
+    assert [vllm_mode.read().policy for _ in range(3)] == [policy] * 3
     said = [r.getMessage() for r in caplog.records if vllm_mode.MODE_ENV in r.getMessage()]
     assert len(said) == (1 if logged else 0), said
     if logged:
         assert "error, warn, off" in said[0] and repr(value) in said[0]
+
+
+def _dcp_config() -> object:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(parallel_config=SimpleNamespace(decode_context_parallel_size=2))
+
+
+def test_a_fault_of_the_checker_lets_the_start_go_on(monkeypatch: pytest.MonkeyPatch,
+                                                    vllm_log: pytest.LogCaptureFixture) -> None:
+    """The plugin is a guest: its own fault (not the contract's) is one warning and vLLM's own
+    check's result; an error the peers were told of, or a refusal, still stops the start."""
+    from attn_contracts import consensus
+    from attn_contracts.findings import Code, ContractError, Finding
+    from attn_contracts.integrations import vllm as iv
+    from attn_contracts.integrations import vllm_plugin
+
+    assert vllm_plugin._TOLD == consensus._TOLD  # one marker (the plugin imports no consensus)
+    raised: list[BaseException] = []
+
+    def validate(*args: object, **kwargs: object) -> None:
+        raise raised[-1]
+
+    monkeypatch.setattr(iv, "validate_vllm_config", validate)
+    checked = vllm_plugin._wrap(lambda config, *rest: "vLLM's own check passed")
+    raised.append(RuntimeError("the layers could not be read"))
+    assert checked(_dcp_config()) == "vLLM's own check passed"
+    (said,) = [r.getMessage() for r in vllm_log.records if "could not be checked" in
+               r.getMessage()]
+    assert "RuntimeError: the layers could not be read" in said
+    told = TypeError("a setting")
+    consensus._mark_told(told)
+    raised.append(told)
+    with pytest.raises(TypeError):
+        checked(_dcp_config())
+    raised.append(ContractError([Finding(Code.AC008, "vllm.x", "wrong base")], "refused"))
+    with pytest.raises(ContractError):
+        checked(_dcp_config())

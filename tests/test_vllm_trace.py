@@ -130,7 +130,7 @@ def test_trace_warn_logs_and_goes_on(vllm_worker_base: Any,
                                      caplog: pytest.LogCaptureFixture) -> None:
     vllm_trace.install("trace-warn")
     w = Worker(base="2")
-    with caplog.at_level(logging.INFO, logger="attn_contracts.vllm.trace"):
+    with caplog.at_level(logging.INFO, logger="vllm.attn_contracts.trace"):
         assert _start_up(vllm_worker_base, w) == "compiled"
     assert w.model_runner.captured and _pristine(w)
     assert any(r.levelno == logging.ERROR for r in caplog.records)
@@ -167,10 +167,11 @@ def test_the_gate_reads_trace_modes(monkeypatch: pytest.MonkeyPatch,
     for value, policy, traced in (("trace", "error", True), (" Trace-Warn ", "warn", True),
                                   ("warn", "warn", False)):
         monkeypatch.setenv(iv.MODE_ENV, value)
-        assert (vllm_mode.policy(), vllm_mode.traced()) == (policy, traced), value
+        mode = vllm_mode.read()
+        assert (mode.policy, mode.traced) == (policy, traced), value
     monkeypatch.setenv(iv.MODE_ENV, "tracing")
-    assert [vllm_mode.policy() for _ in range(2)] == ["error", "error"]
-    assert not vllm_mode.traced()
+    assert [vllm_mode.read().policy for _ in range(2)] == ["error", "error"]
+    assert not vllm_mode.read().traced
     said = [r.getMessage() for r in caplog.records if iv.MODE_ENV in r.getMessage()]
     assert len(said) == 1 and "trace, trace-warn" in said[0] and "'tracing'" in said[0], said
 

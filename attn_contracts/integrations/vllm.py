@@ -34,7 +34,7 @@ import inspect
 import logging
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -43,9 +43,10 @@ from attn_contracts.bridge import impl_findings
 from attn_contracts.checks import check_edge, resolve_call_base
 from attn_contracts.consumer import ConsumerRecord, KeywordBase
 from attn_contracts.findings import RULES, Code, ContractError, Finding, Severity
+from attn_contracts.integrations import vllm_mode
 from attn_contracts.integrations._reach import split_by_reach
 from attn_contracts.integrations._report import EngineReport
-from attn_contracts.integrations.vllm_mode import MODE_ENV, log, log_once, policy
+from attn_contracts.integrations.vllm_mode import MODE_ENV, Mode, log, log_once
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry, UnknownRecordError
 from attn_contracts.versions import in_range
@@ -61,7 +62,6 @@ __all__ = [
     "check",
     "dcp_group",
     "mapping_for",
-    "policy",
     "report",
     "validate_vllm_config",
     "validate_vllm_startup",
@@ -173,6 +173,17 @@ class BackendReport(EngineReport):
     reads: tuple[str, ...] = ()
 
 
+_CATALOG: list[Registry] = []
+
+
+def _catalog() -> Registry:
+    """The built-in catalog, read once per process (a fresh ``Registry()`` parses every catalog
+    file again: at startup, tens of milliseconds each time)."""
+    if not _CATALOG:
+        _CATALOG.append(Registry())
+    return _CATALOG[0]
+
+
 def installed_version() -> str:
     """The installed vLLM's version (``vllm.__version__``; imports vLLM)."""
     import vllm
@@ -181,16 +192,24 @@ def installed_version() -> str:
 
 
 def mapping_for(source: str | Path | None = None, *, version: str | None = None,
-                scope: tuple[str, ...] | None = None) -> VllmMapping:
+                scope: tuple[str, ...] | None = None, cache: bool = False) -> VllmMapping:
     """The mapping derived from the vLLM sources at ``source`` (the folder holding ``vllm``;
     default: the installed vLLM's, found without importing it), for the release ``version``
-    (default: what the tree says). A folder without vLLM is a ``ValueError`` naming it."""
+    (default: what the tree says); ``cache``: through the on-disk cache of derived mappings
+    (:mod:`~attn_contracts.integrations.vllm_cache`, what startup does). A folder without
+    vLLM is a ``ValueError`` naming it."""
     from attn_contracts.integrations import vllm_source
 
     if source is None:
         source = _installed_root()
-    derived = vllm_source.derive(source, version=version, scope=scope)
-    return _mapping(derived)
+    derived = vllm_source.derive(source, version=version, scope=scope, cache=cache)
+    made = _MAPPED.get(id(derived))
+    if made is None or made[0] is not derived:  # one mapping per derivation (they are cached)
+        made = _MAPPED[id(derived)] = (derived, _mapping(derived))
+    return made[1]
+
+
+_MAPPED: dict[int, tuple[Any, VllmMapping]] = {}
 
 
 def _installed_root() -> Path:
@@ -252,7 +271,7 @@ def _consumers_at(version: str | None) -> dict[str, str]:
     if not version:
         return {}
     out: dict[str, str] = {}
-    for c in Registry().consumers():
+    for c in _catalog().consumers():
         if c.library != "vllm" or not c.library_version or c.name.endswith(".cpu") or \
                 not in_range(c.library_version, version, unparsed=False):
             continue
@@ -292,9 +311,14 @@ def _vllm_path(path: str | None) -> str:
     return "vllm/" + parts[1] if len(parts) == 2 else path
 
 
-def attribute_source(cls: type, attr: str) -> tuple[type | None, str]:
+def attribute_source(cls: type | object, attr: str) -> tuple[type | None, str]:
     """The class of ``cls``'s MRO whose namespace sets ``attr``, and ``file:line`` of that line in
-    its source (the class's own line when the assignment cannot be found)."""
+    its source (the class's own line when the assignment cannot be found). For an impl object
+    (what vLLM built) that sets ``attr`` itself: its class, and ``on the ... object``."""
+    if not isinstance(cls, type):
+        if attr in getattr(cls, "__dict__", {}):
+            return type(cls), f"set on the {type(cls).__qualname__} object vLLM built"
+        cls = type(cls)
     owner = next((k for k in cls.__mro__ if attr in vars(k)), None)
     if owner is None:
         return None, ""
@@ -306,24 +330,42 @@ def attribute_source(cls: type, attr: str) -> tuple[type | None, str]:
         path = _vllm_path(inspect.getsourcefile(owner))
     except (OSError, TypeError):
         return owner, f"{owner.__module__}.{owner.__qualname__}"
-    pattern = re.compile(rf"^\s+{re.escape(attr)}\s*(:[^=]+)?=")
+    # an assignment (``attr = ...``), or a property's ``def attr(``
+    pattern = re.compile(rf"^\s+({re.escape(attr)}\s*(:[^=]+)?=|def\s+{re.escape(attr)}\s*\()")
     line = next((start + i for i, text in enumerate(lines) if pattern.match(text)), start)
     return owner, f"{path}:{line}"
+
+
+def _class(impl: type | object) -> type:
+    """An impl class, or the class of an impl object."""
+    return impl if isinstance(impl, type) else type(impl)
+
+
+def _read(impl: type | object, attr: str) -> Any:
+    """``impl.attr`` as vLLM reads it (an object's own value, a property's), None where absent or
+    where a property raises (the finding then names None)."""
+    try:
+        return getattr(impl, attr, None)
+    except Exception:  # a property that fails here would fail in vLLM too; it declares nothing
+        return None
 
 
 def _cite(record: CapabilityRecord) -> str:
     return record.source if len(record.source) <= 160 else record.source[:157] + "..."
 
 
-def _declaration(cls: type, backend: str, kernels: Sequence[CapabilityRecord],
+def _declaration(impl: type | object, backend: str, kernels: Sequence[CapabilityRecord],
                  base_attrs: Sequence[str] = (BASE_ATTR,)) -> tuple[dict[str, Any], list[Finding]]:
     """The impl's declared flags, and what the bridge and the mapped kernels say of them.
-    ``base_attrs``: the release's base attribute; none (vLLM 0.24): the base is told each
-    combine at its call, so only the edges judge it."""
-    returns = getattr(cls, RETURNS_ATTR, None)
-    base_value = getattr(cls, BASE_ATTR, None)
-    owner, where = attribute_source(cls, BASE_ATTR)
-    _, r_where = attribute_source(cls, RETURNS_ATTR)
+    ``impl``: its class (the static report), or the object vLLM built (at startup: what the
+    object answers, its own attributes and properties, is what vLLM reads). ``base_attrs``: the
+    release's base attribute; none (vLLM 0.24): the base is told each combine at its call, so
+    only the edges judge it."""
+    cls = _class(impl)
+    returns = _read(impl, RETURNS_ATTR)
+    base_value = _read(impl, BASE_ATTR)
+    owner, where = attribute_source(impl, BASE_ATTR)
+    _, r_where = attribute_source(impl, RETURNS_ATTR)
     declared: dict[str, Any] = {
         RETURNS_ATTR: returns, "returns_declared_at": r_where,
         BASE_ATTR: base_value, "base_declared_at": where,
@@ -337,7 +379,7 @@ def _declaration(cls: type, backend: str, kernels: Sequence[CapabilityRecord],
         return declared, []
     first_kernel, first = specs[0]
     # every LSE fact the class does not carry comes from the mapped kernel, never from a default
-    _, bridge = impl_findings(cls, name=subject, library="vllm", source=where or cls.__qualname__,
+    _, bridge = impl_findings(impl, name=subject, library="vllm", source=where or cls.__qualname__,
                               returns_attr=RETURNS_ATTR, base_attr=BASE_ATTR, layout=first.layout,
                               lse_dtype=first.dtype, empty_row=first.empty_row,
                               includes_sink=first.includes_sink, decode=first_kernel.decode)
@@ -392,8 +434,9 @@ def _through(record: CapabilityRecord, transform: str) -> CapabilityRecord:
     return record.model_copy(update={"lse": lse})
 
 
-def _edge_findings(cls: type, backend: str, kernels: Sequence[CapabilityRecord], edge: Edge,
-                   consumers: dict[str, ConsumerRecord]) -> tuple[str, list[Finding]]:
+def _edge_findings(impl: type | object, backend: str, kernels: Sequence[CapabilityRecord],
+                   edge: Edge, consumers: dict[str, ConsumerRecord]) -> tuple[str, list[Finding]]:
+    cls = _class(impl)
     consumer = consumers.get(edge.consumer)
     subject = f"vllm.{backend.lower()}"
     if consumer is None:
@@ -405,7 +448,7 @@ def _edge_findings(cls: type, backend: str, kernels: Sequence[CapabilityRecord],
     how = ("fixed base" if keyword is None else f"{keyword}={literal}" if literal
            else f"{keyword} omitted")
     if edge.from_attr is not None:
-        value = getattr(cls, edge.from_attr, None)
+        value = _read(impl, edge.from_attr)  # the object's answer: what the combine is told
         literal = repr(value) if isinstance(value, bool) else None
         how = f"{keyword}=self.impl.{edge.from_attr} ({literal})"
     if not edge.row_mask and consumer.empty.accepts_row_mask:
@@ -467,7 +510,7 @@ def _edge_producers(kernels: Sequence[CapabilityRecord], edge: Edge) -> list[Cap
     pins it (a conversion on the way: the converted base)."""
     if not edge.producers:
         return list(kernels)
-    registry = Registry()
+    registry = _catalog()
     out: list[CapabilityRecord] = []
     names = {k.name for k in kernels}
     for name, base in edge.producers:
@@ -499,14 +542,15 @@ def _impl_of(member: Any) -> tuple[type | None, str, str]:
     return impl, f"{impl.__module__}.{impl.__qualname__}", ""
 
 
-def _report_one(name: str, impl: type | None, why: str, mapped: BackendMap | None,
+def _report_one(name: str, impl: type | object | None, why: str, mapped: BackendMap | None,
                 mapping: VllmMapping | None, dcp: bool, registry: Registry) -> BackendReport:
+    """One backend's row; ``impl``: its class, or the impl object vLLM built (judged by what it
+    answers), or None where neither loads."""
     subject = f"vllm.{name.lower()}"
-    row = BackendReport(name, f"{impl.__module__}.{impl.__qualname__}" if impl else
-                        (mapped.impl if mapped else "?"))
+    row = BackendReport(name, f"{_class(impl).__module__}.{_class(impl).__qualname__}"
+                        if impl is not None else (mapped.impl if mapped else "?"))
     if impl is not None:
-        row.declared = {RETURNS_ATTR: getattr(impl, RETURNS_ATTR, None),
-                        BASE_ATTR: getattr(impl, BASE_ATTR, None)}
+        row.declared = {RETURNS_ATTR: _read(impl, RETURNS_ATTR), BASE_ATTR: _read(impl, BASE_ATTR)}
     if mapped is None:
         returns = row.declared.get(RETURNS_ATTR)
         reason = mapping.unmapped.get(name, "not derived") if mapping else "no mapping"
@@ -593,7 +637,7 @@ def _noted(rows: list[BackendReport], mapping: VllmMapping) -> list[BackendRepor
 
 def _source_reports(mapping: VllmMapping, names: Sequence[str] | None, *, dcp: bool
                     ) -> list[BackendReport]:
-    registry = Registry()
+    registry = _catalog()
     rows = []
     for name in (names if names is not None else [*mapping.backends, *mapping.unmapped]):
         if name in mapping.unmapped and mapping.unmapped[name].startswith("a placeholder"):
@@ -604,21 +648,22 @@ def _source_reports(mapping: VllmMapping, names: Sequence[str] | None, *, dcp: b
     return _noted(rows, mapping)
 
 
-def _reports(names: Sequence[str] | None, *, dcp: bool, overrides: dict[str, type] | None,
-             scope: tuple[str, ...] | None = None) -> list[BackendReport]:
+def _reports(names: Sequence[str] | None, *, dcp: bool,
+             overrides: Mapping[str, type | object] | None,
+             scope: tuple[str, ...] | None = None, cache: bool = False) -> list[BackendReport]:
     """The rows of ``names`` (every member when None). A name that is no member (an
     out-of-tree backend, or one whose ``get_name()`` differs from its member's name) is a row
     with an ``AC013`` warning: its declaration is unchecked, and that is said, never raised."""
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
     version = installed_version()
-    mapping = mapping_for(version=version, scope=scope)
-    registry = Registry()
+    mapping = mapping_for(version=version, scope=scope, cache=cache)
+    registry = _catalog()
     members = {m.name: m for m in AttentionBackendEnum}
     rows: list[BackendReport] = []
     for name in (list(members) if names is None else names):
         member = members.get(name)
-        impl: type | None
+        impl: type | object | None
         if overrides and name in overrides:
             impl, why = overrides[name], ""
         elif member is not None:
@@ -635,12 +680,11 @@ def _reports(names: Sequence[str] | None, *, dcp: bool, overrides: dict[str, typ
     return _noted(rows, mapping)
 
 
-def _unknown_backend(name: str, impl: type | None, version: str) -> BackendReport:
-    where = f"{impl.__module__}.{impl.__qualname__}" if impl else "?"
+def _unknown_backend(name: str, impl: type | object | None, version: str) -> BackendReport:
+    where = f"{_class(impl).__module__}.{_class(impl).__qualname__}" if impl is not None else "?"
     row = BackendReport(name, where)
     if impl is not None:
-        row.declared = {RETURNS_ATTR: getattr(impl, RETURNS_ATTR, None),
-                        BASE_ATTR: getattr(impl, BASE_ATTR, None)}
+        row.declared = {RETURNS_ATTR: _read(impl, RETURNS_ATTR), BASE_ATTR: _read(impl, BASE_ATTR)}
     row.findings.append(Finding(
         Code.AC013, f"vllm.{name.lower()}", f"backend {name!r} (impl {where}) is no "
         f"AttentionBackendEnum member of vLLM {version} (an out-of-tree backend, or a get_name() "
@@ -658,12 +702,17 @@ def check(backend: str | None = None, *, dcp: bool = True) -> list[Finding]:
 
 
 # --- at vLLM's startup ---------------------------------------------------------------------------
+#: per backend: its impl class, the impl object vLLM built, or the distinct objects of its layers
+Impls = Mapping[str, "type | object | Sequence[object]"]
+
+
 def validate_vllm_startup(backends: Iterable[str], *, dcp_world_size: int, group: Any = None,
-                          impls: dict[str, type] | None = None,
+                          impls: Impls | None = None,
                           timeout_s: float = 30.0) -> list[BackendReport]:
     """Check the backends vLLM selected for a DCP world of ``dcp_world_size`` ranks; raise one
     :class:`ContractError` with every error this configuration reaches (warnings are logged,
-    once per process).
+    once per process). Each rank logs one line with its verdict, ok included (the backend, its
+    base, the kernels and the combines checked) through vLLM's logger.
 
     What is refused is what the configuration being started reaches (a base that reaches a
     combine wrong, a declaration one of its combines reads); a declaration nothing in it reads is
@@ -672,48 +721,118 @@ def validate_vllm_startup(backends: Iterable[str], *, dcp_world_size: int, group
     ``AttentionBackendEnum`` member is an ``AC013`` warning.
     ``group``: the DCP ranks' ``torch.distributed`` group (gloo or NCCL; vLLM's
     ``get_dcp_group().cpu_group``): every rank then runs ``validate_startup`` over the chosen
-    kernel records with these findings as a shared setting, so the ranks agree or all fail alike;
-    a rank that raises before that tells the others first (a peer's failure comes first in the
-    error). ``impls``: the impl classes the layers really use (default: each backend's
-    ``get_impl_cls()``). Returns the reports of the backends checked."""
+    kernel records with these findings as a shared setting, so the ranks agree or all fail alike.
+    The round is opened before the mapping is derived (the slow part), so its deadline runs from
+    the start of the check. A rank whose check cannot run (a fault of this checker, not of the
+    contract) logs why and abstains: it starts unchecked, and its peers stop waiting for it.
+    ``impls``: what the layers really use, per backend: the impl objects vLLM built (judged by
+    what they answer: an attribute set on the object, a property), or classes (default: each
+    backend's ``get_impl_cls()``). Returns the reports of the backends checked."""
     from attn_contracts.startup import validate_startup
 
     names = sorted(set(backends))
+    who = _rank_prefix(group)
+    opened = _open(group, timeout_s)
     try:
         rows, errors, call = _gate(names, dcp_world_size, impls)
-    except Exception as err:  # no peer may wait out its timeout for this rank
-        if group is not None:
-            from attn_contracts.consensus import tell_peers
-
-            tell_peers(err, "the attention-contract check", group=group, timeout_s=timeout_s)
-        raise
-    registry = Registry()
+    except Exception as err:  # the checker's own fault: a guest does not refuse the start for it
+        cause = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+        log.warning("attn-contracts: %sthe attention contract could not be checked (%s); "
+                    "start-up goes on unchecked", who, cause)
+        if opened is not None:
+            opened.abstain(cause)
+        return []
+    registry = _catalog()
     kernels = list(dict.fromkeys(k for r in rows for k in r.records))
     shared = {"vllm_backends": names, "vllm_findings": sorted(f.render() for f in errors)}
     try:
         validate_startup([registry.get(k) for k in kernels] if kernels else [],
                          backend=registry.get(kernels[0]) if kernels else None,
                          world_size=dcp_world_size, group=group, timeout_s=timeout_s,
-                         extras=shared, producer_call=call)
+                         extras=shared, producer_call=call, opened=opened)
     except ContractError as err:
         peers = [f for f in err.findings if f.code is Code.AC007 and f.field == "failed"]
         rest = [f for f in err.findings if f not in errors and f not in peers]
-        raise ContractError([*peers, *errors, *rest],
-                            "attention contract validation failed at vLLM startup") from None
+        refused = ContractError([*peers, *errors, *rest],
+                                "attention contract validation failed at vLLM startup")
+        _say_verdict(who, rows, refused)
+        raise refused from None
     if errors:
-        raise ContractError(errors, "attention contract validation failed at vLLM startup")
+        refused = ContractError(errors, "attention contract validation failed at vLLM startup")
+        _say_verdict(who, rows, refused)
+        raise refused
+    _say_verdict(who, rows, None)
     return rows
 
 
-def _gate(names: Sequence[str], dcp_world_size: int, impls: dict[str, type] | None
+def _open(group: Any, timeout_s: float) -> Any:
+    """The consensus round over ``group``, opened before the slow work (None without a group, or
+    where ``torch.distributed`` is not up: ``validate_startup`` then says so itself)."""
+    if group is None:
+        return None
+    try:
+        from attn_contracts.consensus import open_round
+
+        return open_round(group, timeout_s)
+    except Exception:  # not initialised: the exchange later raises vLLM's own error for it
+        return None
+
+
+def _rank_prefix(group: Any) -> str:
+    """``"DCP rank 1/2: "`` for this process in ``group`` (empty without one)."""
+    if group is None:
+        return ""
+    try:
+        import torch.distributed as dist
+
+        return f"DCP rank {dist.get_rank(group)}/{dist.get_world_size(group)}: "
+    except Exception:  # not initialised: the line goes without a rank
+        return ""
+
+
+def _base_of(value: object) -> str:
+    return "base e" if value is True else "base 2" if value is False else f"no base ({value!r})"
+
+
+def _say_verdict(who: str, rows: Sequence[BackendReport], refused: ContractError | None) -> None:
+    """One line per rank and verdict, through vLLM's logger (shown with vLLM's own logging): per
+    backend its impl, its declared base, the kernels and the combines checked; the refusal's
+    codes (its findings follow in the error)."""
+    parts = []
+    for r in rows:
+        impl = r.impl.rsplit(".", 1)[-1]
+        base = r.declared.get(BASE_ATTR)
+        kernels = ", ".join(r.records) or "no kernel record"
+        combines = "; ".join(r.edges) or "none"
+        parts.append(f"{r.backend} ({impl}, {BASE_ATTR}={base!r}: {_base_of(base)}) -> "
+                     f"{kernels}; combine checked: {combines}")
+    what = " | ".join(parts) or "no attention backend on this rank"
+    if refused is None:
+        warned = sum(f.severity is Severity.WARNING for r in rows for f in r.findings)
+        log_once(logging.INFO, f"attn-contracts: {who}attention contract ok: {what}"
+                 + (f" ({warned} warning(s) above)" if warned else ""))
+        return
+    codes = ", ".join(dict.fromkeys(str(f.code) for f in refused.findings))
+    log_once(logging.ERROR, f"attn-contracts: {who}attention contract refused ({codes}): {what}")
+
+
+def _gate(names: Sequence[str], dcp_world_size: int, impls: Impls | None
           ) -> tuple[list[BackendReport], list[Finding], dict[str, object] | None]:
-    """The rows of ``names``, the errors the configuration reaches (latent declarations and
-    warnings logged once), and the call the first kernel record is made with."""
+    """The rows of ``names`` (one per distinct impl object where a backend's layers hold
+    several), the errors the configuration reaches (latent declarations and warnings logged
+    once), and the call the first kernel record is made with."""
     from attn_contracts.integrations.vllm_source import STARTUP_SCOPE
 
     # a guest in the engine's start-up: the program model of the attention code, not the package
-    rows = _reports(names, dcp=dcp_world_size > 1, overrides=impls, scope=STARTUP_SCOPE)
-    mapping = mapping_for(version=installed_version(), scope=STARTUP_SCOPE)
+    rows: list[BackendReport] = []
+    variants = {n: list(v) if isinstance(v, (list, tuple)) else [v]
+                for n, v in (impls or {}).items()}
+    for name in names:
+        for impl in variants.get(name) or [None]:
+            rows += _reports([name], dcp=dcp_world_size > 1,
+                             overrides=None if impl is None else {name: impl},
+                             scope=STARTUP_SCOPE, cache=True)
+    mapping = mapping_for(version=installed_version(), scope=STARTUP_SCOPE, cache=True)
     readers = mapping.readers
     errors: list[Finding] = []
     for r in rows:
@@ -721,7 +840,7 @@ def _gate(names: Sequence[str], dcp_world_size: int, impls: dict[str, type] | No
                                       declared=DECLARATIONS, reads=r.reads, readers=readers)
         for f in [*latent, *(f for f in live if f.severity is Severity.WARNING)]:
             log_once(logging.WARNING, f"attn-contracts: {f.render()}")
-        errors += [f for f in live if f.severity is Severity.ERROR]
+        errors += [f for f in live if f.severity is Severity.ERROR and f not in errors]
     call = None
     first = next((r for r in rows if r.records), None)
     mapped = None if first is None else (OVERRIDES.get(first.backend) or
@@ -752,31 +871,37 @@ def _backend_name(backend_cls: Any) -> str:
 
 
 def validate_vllm_config(vllm_config: Any, target_layer_names: Iterable[str] | None = None,
-                         *, group: Any = None) -> list[BackendReport]:
+                         *, group: Any = None, mode: Mode | None = None) -> list[BackendReport]:
     """:func:`validate_vllm_startup` for the attention layers of a ``VllmConfig`` (what the hook
-    runs after vLLM's own check): their backends, their impl classes, the DCP group's ranks.
-    ``ATTN_CONTRACTS_VLLM=warn`` logs the error instead of raising it; ``off`` checks nothing."""
+    runs after vLLM's own check): their backends, the impl objects vLLM built for them (judged
+    by what each answers, not by its class), the DCP group's ranks. ``mode``: this start's
+    ``ATTN_CONTRACTS_VLLM`` (default: read now); ``warn`` logs the error instead of raising it,
+    ``off`` checks nothing."""
     dcp = int(vllm_config.parallel_config.decode_context_parallel_size)
-    refusal = policy()  # what a refusal does (the env variable), not a combine mode
-    if dcp <= 1 or refusal == "off":
+    mode = mode or vllm_mode.read()
+    if dcp <= 1 or mode.policy == "off":
         return []
     from vllm.config import get_layers_from_vllm_config
 
     targets = set(target_layer_names) if target_layer_names is not None else None
-    backends: dict[str, type] = {}
+    # per backend, the distinct impl objects its layers hold (by what they declare): a model
+    # whose layers were built differently is judged on each
+    backends: dict[str, dict[tuple[object, ...], object]] = {}
     for name, layer in get_layers_from_vllm_config(vllm_config, object).items():
         impl = getattr(layer, "impl", None)
         get_backend = getattr(layer, "get_attn_backend", None)
         if impl is None or get_backend is None or (targets is not None and name not in targets):
             continue
-        backends.setdefault(_backend_name(get_backend()), type(impl))
+        key = (type(impl), *(repr(_read(impl, a)) for a in DECLARATIONS))
+        backends.setdefault(_backend_name(get_backend()), {}).setdefault(key, impl)
     if group is None:
         group = dcp_group()
     # a rank with no layer to check still takes part: its peers wait for its verdict
     try:
-        return validate_vllm_startup(backends, dcp_world_size=dcp, group=group, impls=backends)
+        return validate_vllm_startup(backends, dcp_world_size=dcp, group=group,
+                                     impls={n: list(v.values()) for n, v in backends.items()})
     except ContractError as err:
-        if refusal == "warn":
+        if mode.policy == "warn":
             log.error("attn-contracts (%s=warn, not raising): %s", MODE_ENV, err)
             return []
         raise

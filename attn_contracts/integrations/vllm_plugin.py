@@ -12,13 +12,17 @@ module is first imported (a meta-path finder that leaves once it has), so that t
 
 The wrapper runs vLLM's check first, as it was. Only with DCP on (``decode_context_parallel_size
 > 1``) does it import :mod:`attn_contracts.integrations.vllm` and check the contract of the layers
-being started (:func:`~attn_contracts.integrations.vllm.validate_vllm_config`). A rank whose own
-check fails tells its DCP peers through the consensus before the error propagates, so theirs
-stop at once with that cause (``rank 1 failed vLLM's own check: AssertionError: ...``) instead
-of waiting out the consensus timeout.
+being started (:func:`~attn_contracts.integrations.vllm.validate_vllm_config`: the impl objects
+vLLM built). A rank whose own check fails logs its cause (vLLM may stop the process before its
+traceback is printed), then tells its DCP peers through the consensus before the error
+propagates, so theirs stop at once with that cause (``rank 1 failed vLLM's own check:
+AssertionError: ...``) instead of waiting out the consensus timeout. A fault of this checker
+itself (not of the contract) is one warning, and the start goes on: a guest never refuses a
+start for its own sake.
 
-``ATTN_CONTRACTS_VLLM`` (:mod:`attn_contracts.integrations.vllm_mode`): ``error``, ``warn`` or
-``off``; ``off`` leaves the check unhooked. ``trace`` and ``trace-warn`` also arm the start-up trace
+``ATTN_CONTRACTS_VLLM`` (:mod:`attn_contracts.integrations.vllm_mode`), read once when vLLM
+registers the plugin in a process: ``error``, ``warn`` or ``off``; ``off`` leaves the check
+unhooked. ``trace`` and ``trace-warn`` also arm the start-up trace
 of a worker process (:mod:`attn_contracts.integrations.vllm_trace`), the check then doing as
 ``error`` and ``warn``: only in those modes does registering import anything more (the trace's
 wiring and :mod:`attn_contracts.tracing`), since the trace must be armed before the worker's
@@ -36,13 +40,16 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from attn_contracts.integrations.vllm_mode import TRACE_POLICY, log_once, mode, policy
+from attn_contracts.integrations import vllm_mode
+from attn_contracts.integrations.vllm_mode import Mode, log, log_once
 
 __all__ = ["CHECK_FUNCTION", "CHECK_MODULE", "install", "register"]
 
 CHECK_MODULE = "vllm.v1.worker.cp_utils"
 CHECK_FUNCTION = "check_attention_cp_compatibility"
 HOOKED = "__attn_contracts_hook__"  # set on the wrapper: registering twice wraps once
+#: this start's ``ATTN_CONTRACTS_VLLM``, read by :func:`register` (the hook reads no variable)
+_MODE: list[Mode] = []
 
 
 def register() -> None:
@@ -51,11 +58,12 @@ def register() -> None:
     Idempotent (vLLM loads plugins in every process, possibly more than once); costs a dictionary
     look-up and, at most, one finder on ``sys.meta_path`` (with ``ATTN_CONTRACTS_VLLM=trace``,
     also the trace's wiring)."""
-    value = mode()
-    if value == "off":
+    mode = vllm_mode.read()
+    _MODE[:] = [mode]
+    if mode.policy == "off":
         return
-    if value in TRACE_POLICY:
-        _arm_trace(value)
+    if mode.traced:
+        _arm_trace(mode.value)
     module = sys.modules.get(CHECK_MODULE)
     if module is not None:
         install(module)
@@ -103,25 +111,75 @@ def _dcp_size(vllm_config: Any) -> int:
         return 1
 
 
+def started_mode() -> Mode:
+    """The mode this start read (:func:`register`); read now where no registration ran."""
+    return _MODE[0] if _MODE else vllm_mode.read()
+
+
 def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def checked(*args: Any, **kwargs: Any) -> Any:
         vllm_config = args[0] if args else kwargs.get("vllm_config")
-        if _dcp_size(vllm_config) <= 1 or policy() == "off":
+        mode = started_mode()
+        if _dcp_size(vllm_config) <= 1 or mode.policy == "off":
             return original(*args, **kwargs)
         try:
             result = original(*args, **kwargs)
         except Exception as err:
+            # its own cause in this rank's log first: the peers stop at once with it, and vLLM
+            # may stop this process before its traceback is printed
+            log.error("attn-contracts: %svLLM's own DCP check failed here (%s: %s); telling the "
+                      "DCP peers, which stop with this cause", _rank_prefix(), type(err).__name__,
+                      err)
             _tell_peers(err)
             raise
         targets = args[1] if len(args) > 1 else kwargs.get("target_layer_names")
+        from attn_contracts.findings import ContractError
         from attn_contracts.integrations.vllm import validate_vllm_config
 
-        validate_vllm_config(vllm_config, targets)
+        try:
+            validate_vllm_config(vllm_config, targets, mode=mode)
+        except ContractError:
+            raise
+        except Exception as err:
+            if getattr(err, _TOLD, False):
+                raise  # the peers were told this rank failed: it stops with them
+            # the checker's own fault, not the contract's: a guest does not refuse the start
+            _abstain(err)
         return result
 
     setattr(checked, HOOKED, True)
     return checked
+
+
+_TOLD = "__attn_contracts_told_peers__"  # consensus marks an error its peers were told of
+
+
+def _abstain(err: BaseException) -> None:
+    """Say why this rank goes on unchecked, and let its DCP peers stop waiting for it."""
+    cause = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+    log.warning("attn-contracts: %sthe attention contract could not be checked (%s); start-up "
+                "goes on unchecked", _rank_prefix(), cause)
+    try:
+        from attn_contracts.consensus import open_round
+        from attn_contracts.integrations.vllm import dcp_group
+
+        group = dcp_group()
+        if group is not None:
+            open_round(group, 30.0).abstain(cause)
+    except Exception as inner:  # torch.distributed not up: no peer is waiting
+        log.debug("attn-contracts: no DCP peer told (%s: %s)", type(inner).__name__, inner)
+
+
+def _rank_prefix() -> str:
+    """``"DCP rank 1/2: "`` where vLLM's DCP group is up (else empty): which rank says it."""
+    try:
+        from vllm.distributed.parallel_state import get_dcp_group
+
+        group = get_dcp_group()
+        return f"DCP rank {group.rank_in_group}/{group.world_size}: "
+    except Exception:  # no DCP group (a plain call, a test): the line goes without a rank
+        return ""
 
 
 def _tell_peers(err: BaseException) -> None:

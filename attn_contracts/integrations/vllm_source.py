@@ -159,19 +159,32 @@ STARTUP_SCOPE = ("vllm/v1/attention", "vllm/model_executor/layers/attention", "v
 
 
 def derive(root: str | Path, *, version: str | None = None,
-           scope: tuple[str, ...] | None = None) -> Derived:
+           scope: tuple[str, ...] | None = None, cache: bool = False) -> Derived:
     """The mapping of the vLLM tree at ``root`` (the folder holding ``vllm``, or the ``vllm``
     package folder itself); ``version``:
     the release, when the tree does not say (read from its dist-info or ``_version.py``);
     ``scope``: the folders below ``root`` the program model reads (default: the whole
-    package; :data:`STARTUP_SCOPE` at startup). Cached per folder, version and scope. A folder
-    without vLLM is :class:`SourceError`."""
+    package; :data:`STARTUP_SCOPE` at startup). Cached per folder, version and scope in the
+    process, and with ``cache`` on disk too, keyed by the hashes of the files it reads
+    (:mod:`~attn_contracts.integrations.vllm_cache`). A folder without vLLM is
+    :class:`SourceError`."""
     path = _package(Path(root).resolve()).parent  # the package folder itself names its parent
-    return _derive(path, version or source_version(path), scope)
+    return _derive(path, version or source_version(path), scope, cache)
 
 
 @lru_cache(maxsize=4)
-def _derive(root: Path, version: str | None, scope: tuple[str, ...] | None = None) -> Derived:
+def _derive(root: Path, version: str | None, scope: tuple[str, ...] | None = None,
+            cache: bool = False) -> Derived:
+    if cache:
+        from attn_contracts.integrations import vllm_cache
+
+        derived: Derived = vllm_cache.cached(root, version, scope,
+                                             lambda: _derive_now(root, version, scope))
+        return derived
+    return _derive_now(root, version, scope)
+
+
+def _derive_now(root: Path, version: str | None, scope: tuple[str, ...] | None) -> Derived:
     from attn_contracts.lint import LintConfig, lint_model
 
     data = engine_data()
@@ -203,9 +216,12 @@ def _derive(root: Path, version: str | None, scope: tuple[str, ...] | None = Non
     out: dict[str, MemberFacts] = {}
     edge_lint: dict[str, list[Finding]] = {}
     readers: dict[str, None] = {}
-    for name, value in members:
-        out[name] = _member(model, name, value, returns, bases, calls, findings, edge_lint,
-                            readers)
+    try:
+        for name, value in members:
+            out[name] = _member(model, name, value, returns, bases, calls, findings, edge_lint,
+                                readers)
+    finally:
+        _CALLS.clear()  # the index holds the model: let it go with the derivation
     return Derived(root, version, returns, bases, out, tuple(readers), notes, findings, edge_lint)
 
 
@@ -350,11 +366,24 @@ def _row_mask(program: Any, where: str) -> bool:
     """The consumer call at ``where`` passes the local lengths (``seq_lens`` or
     ``query_start_loc``) that mask empty shards."""
     path, line, col = where.rsplit(":", 2)
-    tree = program.tree(path)
-    if tree is None:
-        return False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and node.lineno == int(line) and \
-                node.col_offset == int(col) - 1:
-            return any(k.arg in ("seq_lens", "query_start_loc") for k in node.keywords)
-    return False
+    node = _calls(program, path).get((int(line), int(col) - 1))
+    return node is not None and any(k.arg in ("seq_lens", "query_start_loc")
+                                    for k in node.keywords)
+
+
+_CALLS: dict[tuple[int, str], tuple[Any, dict[tuple[int, int], ast.Call]]] = {}
+
+
+def _calls(program: Any, path: str) -> dict[tuple[int, int], ast.Call]:
+    """The calls of the file at ``path`` by (line, column), indexed once per program model: a
+    walk of the whole file per consumer call was a seventh of a cold derivation."""
+    key = (id(program), path)
+    held = _CALLS.get(key)
+    if held is None or held[0] is not program:
+        tree = program.tree(path)
+        index: dict[tuple[int, int], ast.Call] = {}
+        for n in ast.walk(tree) if tree is not None else ():
+            if isinstance(n, ast.Call):  # the first in walk order, as a search would find it
+                index.setdefault((n.lineno, n.col_offset), n)
+        held = _CALLS[key] = (program, index)
+    return held[1]

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from typing import Any
 
 from attn_contracts.findings import ContractError
-from attn_contracts.integrations.vllm_mode import TRACE_POLICY
+from attn_contracts.integrations.vllm_mode import LOGGER, TRACE_POLICY
 from attn_contracts.tracing import Trace, TraceReport
 
 __all__ = [
@@ -55,7 +55,8 @@ __all__ = [
     "last_report",
 ]
 
-log = logging.getLogger("attn_contracts.vllm.trace")
+#: a child of vLLM's own logger, so the summary shows with vLLM's default logging
+log = logging.getLogger(f"{LOGGER}.trace")
 
 #: ``ATTN_CONTRACTS_VLLM`` values that turn the trace on → what the startup gate does with them
 #: (one table, :mod:`~attn_contracts.integrations.vllm_mode`'s, which the gate reads too)

@@ -9,7 +9,8 @@ breaking its schema, ``AC000`` a file that cannot be read (not a regular file, o
 (:mod:`attn_contracts.lint.flow`): ``AC003`` through partial/alias/wrapper/``**kwargs``,
 ``AC021`` a defaulted base parameter, ``AC022`` an omitted base keyword, ``AC023`` one LSE read
 in two bases, ``AC028`` a producer call that leaves its base to dispatch, ``AC029`` records that
-disagree for an unknown release (a note), ``AC005`` a named record contradicting a built-in one.
+disagree for an unknown release (a note), ``AC005`` a named record contradicting a built-in one,
+``AC033`` a bound of the analysis reached (a note naming the function: :mod:`.bounds`).
 Records teach the rules only from the built-in catalog, ``record-files`` and ``--records FILE``
 (:mod:`attn_contracts.lint.provenance`); a records file among the linted paths is only checked
 against the schema. ``# noqa: AC003`` silences one line. Every finding has a severity (error,

@@ -1,0 +1,172 @@
+"""The vLLM mapping derived from an install's sources, cached per install on disk.
+
+Deriving the mapping (:func:`attn_contracts.integrations.vllm_source.derive`) builds the lint's
+program model of vLLM's attention code: seconds of CPU per rank. Its result depends only on the
+files it reads and on this project's own code and data, so it is cached in the user's cache
+directory (``$XDG_CACHE_HOME/attn-contracts/vllm-mapping``, else ``~/.cache/...``), one JSON file
+per key. The key is a SHA-256 over:
+
+- the cache's schema, and this project's own fingerprint (its version and the hash of every
+  ``.py`` and ``.toml`` file of the package and its catalog: new rules or records, a new key);
+- the tree's folder, the vLLM release and the scope read;
+- the hash of every ``.py`` file in the scope, the ``vllm*.dist-info`` metadata (its pins choose
+  the releases the lint reads the tree at), and the names of every distribution installed beside
+  it (a package installed or upgraded there may bring records: a new key).
+
+A cache never changes a verdict: the file must hold the key just computed and the digest of its
+content, be owned by this user and parse into the mapping's types; on any doubt (absent,
+corrupt, foreign, another key, unreadable) the mapping is derived again and the file rewritten.
+A derivation is stored only if it reads back equal to itself. Writes go to a temporary file in
+the same folder, then ``os.replace``: ranks writing at once each leave a whole file (the same
+content). A cache folder that cannot be written costs only the time to derive.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from attn_contracts.integrations.vllm_mode import log
+
+__all__ = ["SCHEMA", "cache_dir", "cached", "key_for"]
+
+#: bumped when the file's layout changes (the derived types are part of the own fingerprint)
+SCHEMA = 1
+_FOLDER = "vllm-mapping"
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/attn-contracts/vllm-mapping`` (else ``~/.cache/attn-contracts/...``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "attn-contracts" / _FOLDER
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _files(folder: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
+    for top, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        for name in sorted(names):
+            if name.endswith(suffixes):
+                yield Path(top) / name
+
+
+@functools.cache
+def _own_fingerprint() -> str:
+    """This project's version and the hash of its code and data (the rules, the records, the
+    engine data): what the derivation does with the files it reads. Once per process."""
+    import importlib.util
+
+    import attn_contracts
+
+    folders = [Path(attn_contracts.__file__).parent]
+    spec = importlib.util.find_spec("attn_contracts.backends")  # the catalog (a mapped folder)
+    if spec is not None:
+        folders += [Path(p) for p in spec.submodule_search_locations or []]
+    h = hashlib.sha256(str(getattr(attn_contracts, "__version__", "?")).encode())
+    for folder in dict.fromkeys(f.resolve() for f in folders):
+        for f in _files(folder, (".py", ".toml")):
+            h.update(f"{f.relative_to(folder)}\0{_digest(f)}\n".encode())
+    return h.hexdigest()
+
+
+def key_for(root: Path, version: str | None, scope: tuple[str, ...] | None
+            ) -> tuple[str, dict[str, Any]]:
+    """The key of the mapping of the tree at ``root`` (the folder holding ``vllm``), and what it
+    is made of. Reads (and hashes) every file the derivation reads."""
+    folders = [root / p for p in scope if (root / p).is_dir()] if scope else [root / "vllm"]
+    files = {str(f.relative_to(root)): _digest(f)
+             for folder in folders for f in _files(folder, (".py",))}
+    meta = {}
+    for info in sorted(root.glob("vllm*.dist-info")):
+        for name in ("METADATA", "top_level.txt"):
+            if (info / name).is_file():
+                meta[f"{info.name}/{name}"] = _digest(info / name)
+    inputs = {
+        "schema": SCHEMA, "own": _own_fingerprint(), "root": str(root), "version": version,
+        "scope": list(scope) if scope else None, "files": files, "vllm_dist_info": meta,
+        "installed": sorted(p.name for p in root.glob("*.dist-info")),
+    }
+    text = json.dumps(inputs, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest(), inputs
+
+
+def cached(root: Path, version: str | None, scope: tuple[str, ...] | None,
+           derive: Callable[[], Any]) -> Any:
+    """The mapping of ``root`` from the cache where its key holds, else ``derive()`` (stored)."""
+    from pydantic import TypeAdapter
+
+    from attn_contracts.integrations.vllm_source import Derived
+
+    adapter = TypeAdapter(Derived)
+    try:
+        key, _ = key_for(root, version, scope)
+    except OSError as err:  # a file vanished meanwhile: derive, store nothing
+        log.debug("attn-contracts: the vLLM mapping is not cached (%s)", err)
+        return derive()
+    path = cache_dir() / f"vllm-{version or 'unknown'}-{key[:32]}.json"
+    found = _load(path, key, root, version, adapter)
+    if found is not None:
+        log.debug("attn-contracts: the vLLM mapping from the cache (%s)", path)
+        return found
+    derived = derive()
+    _store(path, key, derived, adapter)
+    return derived
+
+
+def _content_digest(data: Any) -> str:
+    """The hash of the stored mapping (a file changed after it was written is not read)."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def _load(path: Path, key: str, root: Path, version: str | None, adapter: Any) -> Any:
+    """The cached mapping at ``path`` if every check holds, else None (the reason at DEBUG)."""
+    try:
+        if not path.is_file():
+            return None
+        if hasattr(os, "getuid") and path.stat().st_uid != os.getuid():
+            raise ValueError(f"owned by uid {path.stat().st_uid}, not this user's")
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict) or doc.get("key") != key:
+            raise ValueError("another key")
+        if doc.get("digest") != _content_digest(doc.get("derived")):
+            raise ValueError("its content does not match its digest")
+        derived = adapter.validate_python(doc["derived"])
+        if derived.root != root or derived.version != version:
+            raise ValueError(f"for {derived.root} at {derived.version}")
+        return derived
+    except Exception as err:  # corrupt, foreign, unreadable: derive again (and rewrite it)
+        log.debug("attn-contracts: the cached vLLM mapping %s is not used (%s: %s)", path,
+                  type(err).__name__, err)
+        return None
+
+
+def _store(path: Path, key: str, derived: Any, adapter: Any) -> None:
+    """Write the mapping under ``key``, atomically; only one that reads back equal to itself."""
+    try:
+        data = adapter.dump_python(derived, mode="json")
+        if adapter.validate_python(data) != derived:
+            log.debug("attn-contracts: the vLLM mapping does not read back equal; not cached")
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"schema": SCHEMA, "key": key, "digest": _content_digest(data),
+                           "derived": data})
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except Exception as err:  # a read-only or full disk: this start derived, the next will too
+        log.debug("attn-contracts: the vLLM mapping could not be cached at %s "
+                "(%s: %s)", path, type(err).__name__, err)

@@ -1,0 +1,208 @@
+"""The on-disk cache of derived vLLM mappings (issue 35 item 2): keyed by the files read, safe
+against corrupt, foreign and concurrent files, never a different mapping than a derivation.
+
+A scratch "vLLM tree" stands in for an install, and a counting ``derive`` for the derivation: what
+is asserted is how often it runs, never how long anything takes."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.integrations import vllm_cache
+from attn_contracts.integrations.vllm_source import STARTUP_SCOPE, Attr, Derived, MemberFacts
+
+SCOPE = STARTUP_SCOPE
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A site folder with a ``vllm`` package, its attention code and its dist-info; the cache
+    goes to a scratch XDG cache folder."""
+    root = tmp_path / "site"
+    attention = root / "vllm" / "v1" / "attention"
+    attention.mkdir(parents=True)
+    (root / "vllm" / "__init__.py").write_text("__version__ = '0.32.0'\n")
+    (attention / "__init__.py").write_text("")
+    (attention / "backend.py").write_text("class AttentionImplBase:\n    lse_base_on_e = True\n")
+    info = root / "vllm-0.32.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Name: vllm\nVersion: 0.32.0\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    return root
+
+
+def _derived(root: Path, base: object = True) -> Derived:
+    finding = Finding(Code.AC018, "vllm.x", "a row empty on every shard", severity=Severity.WARNING,
+                      found=["a", 1], location="vllm/v1/attention/backend.py:2:5")
+    member = MemberFacts("FLASH_ATTN", "vllm.v1.attention.backends.x.B", "vllm.x.Impl",
+                         attrs={"lse_base_on_e": Attr(base, "vllm/x.py:2", "Impl", False)},
+                         mro=(("vllm.x", "Impl"),), records=("flash_attn.fa3",),
+                         observed=(("flash_attn.fa3", ("e",)),),
+                         call=(("backend", "cute-dsl"), ("flag", True)))
+    return Derived(root, "0.32.0", ("can_return_lse_for_decode",), ("lse_base_on_e",),
+                   {"FLASH_ATTN": member}, ("vllm/x.py:9 (reads lse_base_on_e of the impl)",),
+                   [], [finding], {"FLASH_ATTN": [finding]})
+
+
+class Counting:
+    """A derivation that counts its runs."""
+
+    def __init__(self, root: Path, base: object = True) -> None:
+        self.root, self.base, self.runs = root, base, 0
+
+    def __call__(self) -> Derived:
+        self.runs += 1
+        return _derived(self.root, self.base)
+
+
+def _cached(root: Path, derive: Counting) -> Any:
+    return vllm_cache.cached(root, "0.32.0", SCOPE, derive)
+
+
+def _files() -> list[Path]:
+    return sorted(vllm_cache.cache_dir().glob("*.json"))
+
+
+def test_a_second_start_reads_the_mapping_from_the_cache(tree: Path) -> None:
+    derive = Counting(tree)
+    first = _cached(tree, derive)
+    again = _cached(tree, derive)
+    assert derive.runs == 1 and again == first == _derived(tree)
+    (path,) = _files()
+    assert path.parent == Path(os.environ["XDG_CACHE_HOME"]) / "attn-contracts" / "vllm-mapping"
+    assert not list(path.parent.glob(".*"))  # no temporary file left
+
+
+@pytest.mark.parametrize("change", ["source", "new file", "dist-info", "installed", "version"])
+def test_any_file_read_changed_is_another_key(tree: Path, change: str) -> None:
+    derive = Counting(tree)
+    key, _ = vllm_cache.key_for(tree, "0.32.0", SCOPE)
+    _cached(tree, derive)
+    version = "0.32.0"
+    if change == "source":
+        (tree / "vllm/v1/attention/backend.py").write_text(
+            "class AttentionImplBase:\n    lse_base_on_e = False\n")
+    elif change == "new file":
+        (tree / "vllm/v1/attention/composite.py").write_text("X = 1\n")
+    elif change == "dist-info":
+        (tree / "vllm-0.32.0.dist-info/METADATA").write_text(
+            "Name: vllm\nVersion: 0.32.0\nRequires-Dist: flashinfer-python==0.7.4\n")
+    elif change == "installed":
+        (tree / "records_plugin-1.0.dist-info").mkdir()
+    else:
+        version = "0.32.1"
+    assert vllm_cache.key_for(tree, version, SCOPE)[0] != key
+    vllm_cache.cached(tree, version, SCOPE, derive)
+    assert derive.runs == 2
+
+
+def test_files_outside_what_is_read_keep_the_key(tree: Path) -> None:
+    key, inputs = vllm_cache.key_for(tree, "0.32.0", SCOPE)
+    (tree / "vllm" / "entrypoints").mkdir()
+    (tree / "vllm" / "entrypoints" / "api.py").write_text("X = 1\n")  # outside the scope
+    assert vllm_cache.key_for(tree, "0.32.0", SCOPE)[0] == key
+    assert sorted(inputs["files"]) == ["vllm/v1/attention/__init__.py",
+                                       "vllm/v1/attention/backend.py"]
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "another key", "edited content",
+                                    "wrong types", "another tree", "empty"])
+def test_a_corrupt_or_foreign_file_is_derived_again_and_rewritten(tree: Path,
+                                                                   damage: str) -> None:
+    derive = Counting(tree)
+    _cached(tree, derive)
+    (path,) = _files()
+    text = path.read_text()
+    doc = json.loads(text)
+    if damage == "garbage":
+        path.write_bytes(b"\x00\xffnot json")
+    elif damage == "truncated":
+        path.write_text(text[: len(text) // 2])
+    elif damage == "another key":
+        doc["key"] = "0" * 64
+        path.write_text(json.dumps(doc))
+    elif damage == "edited content":  # the declaration flipped, the key kept: a verdict changed
+        doc["derived"]["members"]["FLASH_ATTN"]["attrs"]["lse_base_on_e"]["value"] = False
+        path.write_text(json.dumps(doc))
+    elif damage == "wrong types":
+        doc["derived"]["members"] = [1, 2]
+        doc["digest"] = vllm_cache._content_digest(doc["derived"])
+        path.write_text(json.dumps(doc))
+    elif damage == "another tree":
+        doc["derived"]["root"] = "/elsewhere"
+        doc["digest"] = vllm_cache._content_digest(doc["derived"])
+        path.write_text(json.dumps(doc))
+    else:
+        path.write_text("")
+    assert _cached(tree, derive) == _derived(tree)
+    assert derive.runs == 2
+    assert _cached(tree, derive) == _derived(tree) and derive.runs == 2  # rewritten whole
+
+
+def test_a_file_owned_by_another_user_is_not_read(tree: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    derive = Counting(tree)
+    _cached(tree, derive)
+    monkeypatch.setattr(os, "getuid", lambda: os.stat(_files()[0]).st_uid + 1)
+    assert _cached(tree, derive) == _derived(tree) and derive.runs == 2
+
+
+def test_an_unwritable_cache_folder_costs_only_the_derivation(tree: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    blocker = tree.parent / "xdg-file"
+    blocker.write_text("a file where the cache folder would go")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    derive = Counting(tree)
+    assert _cached(tree, derive) == _derived(tree)
+    assert _cached(tree, derive) == _derived(tree)
+    assert derive.runs == 2
+
+
+def test_a_derivation_that_does_not_read_back_equal_is_not_stored(tree: Path) -> None:
+    derive = Counting(tree, base=(1, 2))  # a tuple in an untyped field reads back as a list
+    assert _cached(tree, derive).members["FLASH_ATTN"].attrs["lse_base_on_e"].value == (1, 2)
+    assert not _files()
+    _cached(tree, derive)
+    assert derive.runs == 2
+
+
+def test_ranks_writing_at_once_leave_one_whole_file(tree: Path) -> None:
+    """Eight writers race on one key while a reader reads: every read is the mapping or a miss,
+    never a half-written file, and one file is left."""
+    key, _ = vllm_cache.key_for(tree, "0.32.0", SCOPE)
+    path = vllm_cache.cache_dir() / f"vllm-0.32.0-{key[:32]}.json"
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(Derived)
+    start = threading.Barrier(9)
+    seen: list[object] = []
+    writing = list(range(8))
+
+    def write() -> None:
+        start.wait()
+        for _ in range(20):
+            vllm_cache._store(path, key, _derived(tree), adapter)
+        writing.pop()
+
+    def read() -> None:
+        start.wait()
+        while writing:
+            seen.append(vllm_cache._load(path, key, tree, "0.32.0", adapter))
+        seen.append(vllm_cache._load(path, key, tree, "0.32.0", adapter))
+
+    threads = [threading.Thread(target=write) for _ in range(8)] + [threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(s is None or s == _derived(tree) for s in seen)
+    assert any(s is not None for s in seen)
+    assert _files() == [path] and not list(path.parent.glob(".*"))
