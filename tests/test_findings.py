@@ -229,5 +229,5 @@ def test_an_escalation_is_taken_by_its_name_from_the_rule_table() -> None:
     for name, escalation in RULES[Code.AC028].escalations.items():
         found = Finding.from_rule(Code.AC028, "s", "m", escalation=name)
         assert found.severity is escalation.severity is Severity.ERROR
-    with pytest.raises(ValueError, match="unread-combine-base"):
+    with pytest.raises(ValueError, match="unplanned-call"):
         Finding.from_rule(Code.AC028, "s", "m", escalation="louder")

@@ -251,11 +251,42 @@ def collect_classes(tree: ast.Module, path: str, module: ModuleInfo | None = Non
             for t in targets:
                 if isinstance(t, ast.Name) and value is not None:
                     info.attrs[t.id] = (value, stmt.lineno, stmt.col_offset)
+        _instance_attrs(node, info)
         out.append(info)
         # Top-level classes are what an import can reach; the last definition wins, as in Python.
         if module is not None and id(node) in top_level:
             module.classes[node.name] = info
     return out
+
+
+def _instance_attrs(node: ast.ClassDef, info: ClassInfo) -> None:
+    """What every instance of the class reads as an attribute besides its class body's
+    assignments: a property whose body is one ``return <expr>`` (its value), and what
+    ``__init__`` stores on ``self`` unconditionally (it shadows the class's own assignment, as
+    an instance attribute does)."""
+    for stmt in node.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = stmt.body[1:] if stmt.body and isinstance(stmt.body[0], ast.Expr) and \
+            isinstance(stmt.body[0].value, ast.Constant) else stmt.body
+        if stmt.name in info.properties and len(body) == 1 and \
+                isinstance(body[0], ast.Return) and body[0].value is not None:
+            info.attrs.setdefault(stmt.name, (body[0].value, body[0].lineno,
+                                              body[0].col_offset))
+        if stmt.name != "__init__" or not stmt.args.args:
+            continue
+        me = stmt.args.args[0].arg
+        for st in body:
+            targets: list[ast.expr] = []
+            value: ast.expr | None = None
+            if isinstance(st, ast.Assign):
+                targets, value = st.targets, st.value
+            elif isinstance(st, ast.AnnAssign) and st.value is not None:
+                targets, value = [st.target], st.value
+            for t in targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
+                        t.value.id == me and value is not None:
+                    info.attrs[t.attr] = (value, st.lineno, st.col_offset)
 
 
 #: a resolved base: a linted class, or the qualified name of one that is not in the set

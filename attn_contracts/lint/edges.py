@@ -26,6 +26,12 @@ at the place the base is written. A literal that agrees (or that nothing confirm
 ``AC003`` warning; a base read from the backend's own attribute is checked against the LSE it
 travels with; a parameter's default is ``AC021``; one LSE of unknown base read in two bases is
 ``AC023``.
+
+Facts the interpreter infers on its way (:data:`~attn_contracts.lint.interpret.Fact`) become
+findings here too (:func:`fact_findings`): an LSE exponentiated in the other base is ``AC023``; a
+combine call that leaves its base keyword to the default, ``AC022``; a producer call that leaves
+its base to the library's dispatch, ``AC028``; a combine whose records disagree, the versions
+unknown, ``AC029``.
 """
 
 from __future__ import annotations
@@ -36,11 +42,20 @@ from dataclasses import dataclass
 
 from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.lint.classes import ClassInfo, Hierarchy
-from attn_contracts.lint.interpret import BaseGiven, Kernel, Use
-from attn_contracts.lint.record_index import Consumer
+from attn_contracts.lint.interpret import (
+    BaseGiven,
+    Disagreed,
+    Dispatched,
+    Fact,
+    Kernel,
+    Omitted,
+    Use,
+    Weighed,
+)
+from attn_contracts.lint.record_index import Consumer, disagreement
 from attn_contracts.lint.values import ClassKey, Lit, Source
 
-__all__ = ["Declaration", "class_findings", "declaration", "edge_findings"]
+__all__ = ["Declaration", "class_findings", "declaration", "edge_findings", "fact_findings"]
 
 #: bases that can hold no backend attribute: a class whose only unresolved bases are these has
 #: no base from a default anywhere
@@ -340,11 +355,25 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
                 field=g.param.name, found=d.value, allowed="no default", location=d.where)
         if use.dispatched:
             continue
-        for way in (g.options if g.kind == "choice" else (g,)):
+        ways = g.options if g.kind == "choice" else (g,)
+        found: list[list[Finding]] = []
+        for way in ways:
             if way.kind == "fixed" and way.base is not None:
-                yield from _fixed(use, way, declared, unknown_reads, settled)
+                found.append(list(_fixed(use, way, declared, unknown_reads, settled)))
             elif way.kind == "flag" and way.flag is not None:
-                yield from _flagged(use, way, declared)
+                found.append(list(_flagged(use, way, declared)))
+            else:
+                found.append([])
+        if any(w.rebound for w in ways) and any(
+                w.rebound and not any(f.code is Code.AC023 for f in fs)
+                for w, fs in zip(ways, found, strict=True)):
+            # a global a function rebinds: which value holds depends on whether it ran first;
+            # one value agrees with every LSE reaching the call, so the others contradict
+            # nothing shown to reach it (an error needs every value it may be told wrong)
+            found = [[f for f in fs if not (w.rebound and f.code is Code.AC023)]
+                     for w, fs in zip(ways, found, strict=True)]
+        for fs in found:
+            yield from fs
     for reads in unknown_reads.values():
         first_use, first_base = reads[0]
         other = next(((u, b) for u, b in reads if b != first_base), None)
@@ -444,3 +473,47 @@ def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None
             f", but the LSE it combines is base {s.base}: {s.what}",
             hint=f"set {d.attr} = {_attr_literal(d.attr, s.base or 'e')} on {d.cls.name}",
             field=g.keyword, found=d.base, allowed=s.base or "", location=flag.where)
+
+
+def fact_findings(facts: Iterable[Fact]) -> Iterator[Finding]:
+    """The findings of what the interpreter inferred besides the uses (one per fact)."""
+    for f in facts:
+        if isinstance(f, Finding):  # a note about the analysis itself
+            yield f
+        elif isinstance(f, Weighed):
+            first = f.sources[0]
+            yield Finding.from_rule(
+                Code.AC023, f.name,
+                f"{first.what} is base {first.base} but {f.fn} weighs it as base {f.reads} "
+                "(a hand-written merge of LSEs)"
+                + (f" (and {len(f.sources) - 1} more source(s))" if len(f.sources) > 1 else ""),
+                hint="exponentiate in the LSE's own base (torch.exp for natural log, "
+                     "torch.exp2 for base 2), or convert it first (× ln 2 or × log2 e)",
+                field="base", found=first.base, allowed=f.reads, location=f.where)
+        elif isinstance(f, Omitted):
+            c = f.consumer
+            yield Finding.from_rule(
+                Code.AC022, c.last, f"{c.last}(...) omits {f.keyword} and silently gets the "
+                f"default base {f.default} ({c.label})",
+                hint=f"pass {f.keyword}= read from the backend (e.g. impl.lse_base_on_e)",
+                field=f.keyword, allowed=f"{f.keyword}=<backend's base>", location=f.where)
+        elif isinstance(f, Dispatched):
+            p, cb = f.producer, f.call_base
+            yield Finding.from_rule(
+                Code.AC028, p.last,
+                f"{p.last}(...) returns an LSE but leaves its base to dispatch on some path "
+                f"({cb.keyword} not pinned"
+                f"{', ' + cb.default_by + ' not pinned' if cb.default_by else ''}): the kernel "
+                f"picked at run time decides between base {' and '.join(cb.bases())} "
+                f"(producer record {p.record})",
+                hint=f"select an explicit base for stable units: pass {cb.pass_hint()}",
+                field=cb.keyword, found=None, allowed=cb.pass_hint(), location=f.where)
+        elif isinstance(f, Disagreed):
+            c = f.consumer
+            why = disagreement(sorted(c.agreed, key=lambda x: x.record), f.versions)
+            yield Finding.from_rule(
+                Code.AC029, c.last, f"{c.last}: {why}: only what they agree on is used",
+                hint='set [tool.attn-contracts] versions = { <library> = '
+                '"<version>" } (or lint the installed package with its dist-info); where it is '
+                "set, import the function by its module path, or fix the overlapping records",
+                field="versions", allowed="a known library version", location=f.where)

@@ -34,21 +34,21 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from attn_contracts import lse_ops
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Finding
 from attn_contracts.lint.bounds import FUNCTION_BUDGET, Bounds
-from attn_contracts.lint.classes import ClassInfo, dotted_name, statements
+from attn_contracts.lint.classes import ClassInfo, dotted_name, module_level, statements
 from attn_contracts.lint.program import FuncNode, Program
 from attn_contracts.lint.record_index import (
     Consumer,
     Knowledge,
     Producer,
     agreed_consumer,
-    disagreement,
     narrow_producers,
 )
 from attn_contracts.lint.values import (
@@ -65,11 +65,13 @@ from attn_contracts.lint.values import (
     Inst,
     Lit,
     Lse,
+    Member,
     ModuleRef,
     Num,
     Param,
     Partial,
     Rec,
+    Seq,
     Source,
     Super,
     Tup,
@@ -81,7 +83,8 @@ from attn_contracts.lint.values import (
 )
 from attn_contracts.records import LN2, LOG2E
 
-__all__ = ["BaseGiven", "Interpreter", "Kernel", "Use"]
+__all__ = ["BaseGiven", "Disagreed", "Dispatched", "Fact", "Interpreter", "Kernel", "Omitted",
+           "Use", "Weighed"]
 
 # Calls and attributes that keep an LSE's base: the table the tracer reads too (``lse_ops``)
 _KEEPS_BASE = lse_ops.lint_methods()
@@ -98,6 +101,11 @@ _LN_REDUCTIONS = frozenset(op.name for op in lse_ops.LSE_OPS if op.only_base == 
 #: exponentials a hand-written merge weighs LSEs with (``torch.exp2(lse - m)``), by the base
 #: each reads its argument in
 _EXP_BASE = {"exp": "e", "exp2": "2"}
+#: the methods that add elements to (or take them from) a list, set or deque
+_GROWS = frozenset({"append", "extend", "insert", "add", "appendleft", "extendleft", "pop",
+                    "popleft", "discard", "remove", "clear", "update"})
+#: the methods that change a container in place
+_MUTATORS = _GROWS | {"setdefault", "popitem", "__setitem__"}
 #: wrappers that return the function they are given (``torch.compiler.disable(fn)``)
 _IDENTITY_WRAPPERS = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
 #: per function, the argument contexts kept apart before one generic context serves the rest
@@ -163,6 +171,7 @@ class BaseGiven:
     param: Param | None = None
     omitted: str = ""  # the call that left the keyword (or a wrapper's parameter) out
     table: bool = False  # a literal read from a table by a key the linter cannot see
+    rebound: bool = False  # one of the values of a global a function rebinds
     #: ``"choice"``: the ways the value may tell the base (``x if c else True``, a table)
     options: tuple[BaseGiven, ...] = ()
 
@@ -176,6 +185,53 @@ class Use:
     lse: Lse
     where: str  # the consumer call
     dispatched: bool  # inside an ``if`` on the base: the branch is the dispatch
+
+
+@dataclass(frozen=True)
+class Weighed:
+    """An LSE exponentiated in one base (``torch.exp2(lse - m)``, a hand-written merge's
+    weight): ``sources`` are its sources of the other base."""
+
+    fn: str  # ``torch.exp2`` / ``.exp()``, as written
+    name: str  # ``exp2``
+    reads: str
+    sources: tuple[Source, ...]
+    where: str
+
+
+@dataclass(frozen=True)
+class Omitted:
+    """A consumer call that leaves its base keyword out and gets the default base."""
+
+    consumer: Consumer
+    keyword: str
+    default: str | None
+    where: str
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """A producer call that leaves its LSE's base to the library's run-time dispatch on some
+    path."""
+
+    producer: Producer
+    call_base: CallBase
+    where: str
+
+
+@dataclass(frozen=True)
+class Disagreed:
+    """A consumer whose records (one per library version) disagree, the versions unknown:
+    only what they agree on is used."""
+
+    consumer: Consumer
+    versions: Mapping[str, str]  # the knowledge's library versions, for the message
+    where: str
+
+
+#: what the interpreter infers besides the uses, for :mod:`attn_contracts.lint.edges`; a
+#: ``Finding`` is a note about the analysis itself (a bound it hit), passed on as it is
+Fact = Weighed | Omitted | Dispatched | Disagreed | Finding
 
 
 @dataclass
@@ -199,6 +255,9 @@ class _Call:
     #: keywords a ``**dict`` may not carry (set on some paths only)
     maybe: frozenset[str] = frozenset()
     where: str = ""
+    #: its positional arguments are also under their parameters' names (the callee's
+    #: signature is in the linted program)
+    by_signature: bool = False
 
 
 # --- the interpreter ----------------------------------------------------------------------------
@@ -207,13 +266,14 @@ class Interpreter:
 
     def __init__(self, program: Program, knowledge: Mapping[str, Knowledge], *,
                  base_attrs: tuple[str, ...], returns_attrs: tuple[str, ...],
-                 report: Callable[[Finding], None]):
+                 report: Callable[[Fact], None]):
         self.p = program
         #: each file's knowledge: the records at its own tree's releases
         self._knowledge = knowledge
         self._default = next(iter(knowledge.values()), Knowledge())
         self.base_attrs = frozenset(base_attrs)
         self.returns_attrs = returns_attrs
+        #: receives each fact the interpreter infers that the rules turn into a finding
         self.report = report
         self.uses: dict[tuple[object, ...], Use] = {}
         self._memo: dict[tuple[object, ...], _Summary] = {}
@@ -244,6 +304,14 @@ class Interpreter:
         self.stores: dict[tuple[Inst, str], set[Value]] = {}
         self._init_done: set[Inst] = set()
         self._class_attr_memo: dict[tuple[ClassKey, str], Value] = {}
+        self._fields_memo: dict[ClassKey, list[str] | None] = {}
+        self._ops: dict[str, Func] = {}
+        self._op_funcs: set[str] = set()
+        self._op_texts: list[tuple[str, str]] | None = None  # modules registering ops
+        self._op_names: set[str] = set()  # op names already looked for
+        self._texts: dict[str, str] = {}  # module texts read for mutations of their globals
+        self._mutation_index: dict[str, dict[str, tuple[list[ast.stmt], list[ast.expr],
+                                                        bool]]] = {}
         self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
         self._noted_agreed: set[tuple[str, str]] = set()
         self._carrier_lines: dict[str, tuple[int, ...]] = {}
@@ -329,6 +397,10 @@ class Interpreter:
         names |= self._module_carriers
         return {n for n in names if n.isidentifier() and not n.startswith(("<", "__"))}
 
+    def found_function_carriers(self) -> set[str]:
+        """Of :meth:`found_carriers`, the module-level functions' names."""
+        return {q.partition("@")[0] for q in self.carrier_funcs if "." not in q and "<" not in q}
+
     def reaches(self, func: Func) -> bool:
         """Whether a call into a function can matter to the rules (when no argument carries an
         LSE, a base attribute or a combine): it holds a line naming a producer, a consumer or a
@@ -385,12 +457,131 @@ class Interpreter:
         self._module_busy.add(key)
         try:
             value = self.binding_value(path, name)
+            b = self.p.binding(path, name)
+            if b is not None and b.kind == "assign" and b.module == path:
+                value = self._mutated(path, name, value, getattr(b.node, "lineno", 0))
         except RecursionError:
             value = None
         finally:
             self._module_busy.discard(key)
         self._globals[key] = value
         return value
+
+    def _module_text(self, path: str) -> str:
+        if path not in self._texts:
+            try:
+                self._texts[path] = Path(path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                self._texts[path] = ""
+        return self._texts[path]
+
+    def _mutations(self, path: str) -> dict[str, tuple[list[ast.stmt], list[ast.expr], bool]]:
+        """Per module-level name, what changes it after its assignment: the module-level
+        statements that store into it or call a mutating method on it (in order), the values
+        functions rebind it to (``global NAME``), and whether a function changes it in place."""
+        if path in self._mutation_index:
+            return self._mutation_index[path]
+        found: dict[str, tuple[list[ast.stmt], list[ast.expr], bool]] = {}
+        self._mutation_index[path] = found
+        tree = self.p.tree(path)
+        if tree is None:
+            return found
+
+        def entry(name: str) -> tuple[list[ast.stmt], list[ast.expr], bool]:
+            return found.setdefault(name, ([], [], False))
+
+        for st in module_level(tree.body):
+            if (n := _mutated_name(st)) is not None:
+                entry(n)[0].append(st)
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            body = list(_own_statements(fn))
+            declared = {n for g in body if isinstance(g, ast.Global) for n in g.names}
+            # a name the function binds itself (a parameter, an assignment) is its own local
+            local = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+            local |= {t.id for st in body if isinstance(st, (ast.Assign, ast.AnnAssign, ast.For))
+                      for t in (st.targets if isinstance(st, ast.Assign) else [st.target])
+                      if isinstance(t, ast.Name)} - declared
+            for st in body:
+                if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+                    targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+                    for t in targets:
+                        if isinstance(t, ast.Name) and t.id in declared:
+                            entry(t.id)[1].append(st.value)
+                n = _mutated_name(st)
+                if n is not None and n not in local:
+                    stmts, rebinds, _ = entry(n)
+                    found[n] = (stmts, rebinds, True)
+        return found
+
+    def _mutated(self, path: str, name: str, value: Value, line: int) -> Value:
+        """A module-level value with what the module does to it afterwards: its own statements
+        run in order; a value a function may rebind it to is one more way it may be (which one
+        holds depends on what runs first); changed in place by a function, it is unknown."""
+        text = self._module_text(path)
+        if not re.search(r"\bglobal\b[^\n]*\b" + re.escape(name) + r"\b|\b" + re.escape(name)
+                         + r"\s*(?:\[|\.\s*(?:" + "|".join(sorted(_MUTATORS)) + r")\s*\()",
+                         text):
+            return value  # nothing in the module can change it (read from its text first)
+        stmts, rebinds, in_function = self._mutations(path).get(name, ([], [], False))
+        if in_function:
+            return None
+        later = [st for st in stmts if st.lineno > line]
+        if later:
+            frame = _Frame(self, path, None, None, None)
+            frame.env[name] = value
+            for st in later:
+                frame.stmt(st)
+            value = frame.env.get(name)
+        if rebinds:
+            frame = _Frame(self, path, None, None, None)
+            frame.module_level = False
+            value = join([value, *(frame.expr(e) for e in rebinds)])
+            value = join([replace(v, rebound=True) if isinstance(v, Lit) else v
+                          for v in alternatives(value)])
+        return value
+
+    def custom_op(self, namespace: str, name: str) -> Func | None:
+        """The function of the program registered as the torch op ``namespace::name``
+        (``@torch.library.custom_op("ns::name")``, ``torch.library.custom_op("ns::name",
+        fn)``, a helper called with ``op_name="name", op_func=fn``); only the modules whose
+        text names the op are parsed for it."""
+        if self._op_texts is None:
+            self._op_texts = []
+            for info in self.p.infos():
+                try:
+                    text = Path(info.path).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                if "custom_op" in text or "op_func" in text:
+                    self._op_texts.append((info.path, text))
+        if name not in self._op_names:
+            self._op_names.add(name)
+            word = re.compile(r"\b" + re.escape(name) + r"\b")
+            for path, text in self._op_texts:
+                if not word.search(text):
+                    continue
+                tree = self.p.tree(path)
+                for node in ast.walk(tree) if tree is not None else ():
+                    for key, fn in _registrations(node):
+                        if key.rpartition("::")[2] != name:
+                            continue
+                        func = self._registered_func(path, fn)
+                        if func is not None:
+                            self._ops.setdefault(key, func)
+                            self._op_funcs.add(func.qualname)
+        return self._ops.get(f"{namespace}::{name}") or self._ops.get(f"*::{name}")
+
+    def _registered_func(self, path: str, fn: ast.AST) -> Func | None:
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if self.p.function(path, fn.name) is fn:
+                return Func(path, fn.name, fn)
+            return Func(path, f"{fn.name}@{fn.lineno}", fn)
+        if isinstance(fn, ast.Name):
+            value = self.global_value(path, fn.id)
+            return value if isinstance(value, Func) else None
+        return None
 
     def binding_value(self, path: str, name: str) -> Value:
         b = self.p.binding(path, name)
@@ -614,6 +805,7 @@ class Interpreter:
                    generic: bool) -> _Summary:
         names = params.names
         start = 0
+        frame.env.update(func.closure)
         if self_value is not None and names and not params.static:
             frame.env[names[0]] = self_value
             ann = params.annotations.get(names[0])
@@ -630,28 +822,43 @@ class Interpreter:
                 default = params.defaults.get(name)
                 lit = _literal(func.path, default) if default is not None else None
                 frame.env[name] = typed if typed is not None else Param(
-                    name, func.qualname, lit if isinstance(lit, Lit) else None)
+                    name, func.qualname, lit if isinstance(lit, Lit) else None, func.path)
             else:
                 frame.env[name] = bound.get(name)
         for extra in params.var:
-            frame.env[extra] = None
+            frame.env[extra] = None if generic else bound.get(extra)
         if isinstance(node, ast.Lambda):
             frame.returns.append(frame.expr(node.body))
         else:
             frame.block(node.body)
+        if frame.yields:  # a generator: calling it returns an iterator of what it yields
+            return _Summary(Seq(join(frame.yields)), frozenset(frame.kernels),
+                            frozenset(frame.produced))
         return _Summary(join(frame.returns) if frame.returns else None,
                         frozenset(frame.kernels), frozenset(frame.produced))
 
     def _bind(self, func: Func, params: _Params, call: _Call, method: bool) -> dict[str, Value]:
-        names = params.names[1:] if method and not params.static else params.names
+        """The parameters' values as Python binds a call's arguments: positions in order to the
+        positional parameters, the rest to ``*args`` (a tuple); keywords by name, the rest to
+        ``**kwargs`` (a dict); a parameter left out gets its default."""
+        skip = 1 if method and not params.static else 0
+        names = params.names[skip:]
+        positional = names[:max(params.positional - skip, 0)]
         out: dict[str, Value] = {}
-        for name, arg in zip(names, call.pos, strict=False):
+        for name, arg in zip(positional, call.pos, strict=False):
             out[name] = arg.value
-        if len(call.pos) > len(names):
-            pass  # *args: not followed
+        if params.vararg is not None:
+            out[params.vararg] = None if call.opaque else Tup(
+                tuple(a.value for a in call.pos[len(positional):]))
+        extra: list[tuple[str, Arg]] = []
         for name, arg in call.kw.items():
             if name in names:
                 out[name] = arg.value
+            else:
+                extra.append((name, arg))
+        if params.kwarg is not None:
+            out[params.kwarg] = None if call.opaque else DictV(
+                tuple(sorted(extra, key=lambda kv: kv[0])), call.maybe & {k for k, _ in extra})
         for name in names:
             if name in out:
                 continue
@@ -686,7 +893,16 @@ class Interpreter:
                 return self.global_value(b.module, b.name)
             return self._binding(b)
         if isinstance(obj, Ext):
+            parts = obj.qualname.split(".")
+            if parts[:2] == ["torch", "ops"] and len(parts) == 3:
+                # ``torch.ops.<ns>.<name>``: the Python function registered for the op
+                registered = self.custom_op(parts[2], attr)
+                if registered is not None:
+                    return registered
             return Ext(f"{obj.qualname}.{attr}")
+        if isinstance(obj, Func) and attr in ("default", "__wrapped__") and \
+                obj.qualname in self._op_funcs:
+            return obj  # ``torch.ops.ns.op.default``: the same overload
         if isinstance(obj, ExtInst):
             return Ext(f"{obj.qualname}.{attr}")
         if isinstance(obj, Super):
@@ -706,25 +922,46 @@ class Interpreter:
             owner = self.p.lookup(cls, attr)
             if owner is not None:
                 return Func(owner.path, f"{owner.name}.{attr}")
+            if attr in cls.attrs and self._is_enum(cls) and not attr.startswith("_"):
+                # an Enum's member is an object of its class; ``.value`` is what is assigned
+                return Member(obj.cls, attr, self.class_attr(cls, attr))
             return self.class_attr(cls, attr)
+        if isinstance(obj, Member):
+            if attr == "value":
+                return obj.value
+            if attr == "name":
+                return Lit(obj.name, where)
+            return None
         if isinstance(obj, Inst):
             return self.inst_attr(obj, attr, where)
         return None
 
     def inst_attr(self, inst: Inst, attr: str, where: str) -> Value:
+        cls = self.class_info(inst.cls)
+        if cls is not None and inst.ctor is not None:
+            fields = self.fields(cls)
+            if fields is not None and attr in fields:
+                # a dataclass, NamedTuple or model: the constructor's argument for the field,
+                # over the class's default (which is what any other instance holds)
+                given = self._field_arg(inst, fields, attr)
+                if given is not _NOT_SPECIAL:
+                    return cast(Value, given)
         if attr in self.base_attrs:
             return Flag(attr, inst, where)
-        cls = self.class_info(inst.cls)
         if cls is None:
             return None
         owner = self.p.lookup(cls, attr)
         if owner is not None:
             func = Func(owner.path, f"{owner.name}.{attr}")
             if self._is_property(owner, attr):
-                if not self.reaches(func):
-                    return None
+                # what the property returns (``return True``, ``return self._base``): read
+                # like any call (its own calls followed where they can matter); on an object
+                # that may be of a subclass, every override's
                 bound = Bound(func, inst, (owner.path, owner.name))
-                return self.call_bound(bound, _Call([], {}, False, where=where), where)[0]
+                call = _Call([], {}, False, where=where)
+                if inst.exact or len(self.p.subclasses(cls)) <= 1:
+                    return self.analyse(func, inst, call).returns
+                return self.call_bound(bound, call, where)[0]
             return Bound(func, inst, (owner.path, owner.name))
         values: list[Value] = []
         if inst.ctor is not None:
@@ -734,7 +971,53 @@ class Interpreter:
             generic = self.class_attr(cls, attr)
             if generic is not None:
                 values.append(generic)
+        # ``m = partialmethod(f, ...)`` read from an instance: ``f`` bound to it
+        values = [join([Partial(Bound(alt.target, inst, inst.cls), alt.pos, alt.kw, alt.where)
+                        if isinstance(alt, Partial) and alt.method and
+                        isinstance(alt.target, Func) else alt for alt in alternatives(v)])
+                  for v in values]
         return join(values) if values else None
+
+    def fields(self, cls: ClassInfo) -> list[str] | None:
+        """The fields a generated ``__init__`` takes, in order (a dataclass, a ``NamedTuple``,
+        an attrs or pydantic class: annotated class-level names, bases' first); None for a
+        class whose ``__init__`` is written (or unknown)."""
+        key = (cls.path, cls.name)
+        if key in self._fields_memo:
+            return self._fields_memo[key]
+        self._fields_memo[key] = None
+        generated = False
+        names: list[str] = []
+        for c in reversed(self.p.mro(cls)):
+            marks = [dotted_name(d.func if isinstance(d, ast.Call) else d) or ""
+                     for d in c.decorators]
+            bases = [b.rpartition(".")[2] for b in c.bases]
+            if any(m.rpartition(".")[2] in _FIELD_DECORATORS for m in marks) or any(
+                    b in _FIELD_BASES for b in bases):
+                generated = True
+            elif "__init__" in c.methods:
+                generated = False  # a written __init__ below a generated one replaces it
+            node = self.p.class_node(c)
+            for st in node.body if node is not None else ():
+                if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and \
+                        st.target.id not in names and not _is_classvar(st.annotation):
+                    names.append(st.target.id)
+        if not generated or self.p.lookup(cls, "__init__") is not None:
+            return None
+        self._fields_memo[key] = names
+        return names
+
+    @staticmethod
+    def _field_arg(inst: Inst, fields: list[str], attr: str) -> Value | object:
+        """The constructor's argument for field ``attr``: by keyword or by position; else
+        nothing (the class default applies)."""
+        if inst.ctor is None:
+            return _NOT_SPECIAL
+        args = dict(inst.ctor[1])
+        if attr in args:
+            return args[attr]
+        i = str(fields.index(attr))
+        return args.get(i, _NOT_SPECIAL)
 
     def by_name(self, callee: Value, call: _Call) -> _Call:
         """A call of a function the program defines (a consumer in the linted tree) with its
@@ -746,20 +1029,23 @@ class Interpreter:
         node = func.node if func.node is not None else self.p.function(func.path, func.qualname)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return call
-        names = _params(node).names
-        if isinstance(callee, Bound) and names:
+        params = _params(node)
+        names = params.names[:params.positional]
+        if isinstance(callee, Bound) and names and not params.static:
             names = names[1:]
         kw = dict(call.kw)
         for name, arg in zip(names, call.pos, strict=False):
             kw.setdefault(name, arg)
         if not call.opaque:  # a parameter left out: the default this code gives it
-            defaults = _params(node).defaults
-            for name in names[len(call.pos):]:
+            defaults = params.defaults
+            everyone = params.names[1:] if isinstance(callee, Bound) and not params.static \
+                else params.names
+            for name in everyone:
                 if name not in kw and name not in call.maybe and name in defaults:
                     lit = _literal(func.path, defaults[name])
                     if isinstance(lit, Lit):
                         kw[name] = Arg(replace(lit, omitted=call.where), call.where)
-        return _Call(call.pos, kw, call.opaque, call.maybe, call.where)
+        return _Call(call.pos, kw, call.opaque, call.maybe, call.where, by_signature=True)
 
     def declared_return(self, func: Func) -> Value:
         """What a function's return annotation says it returns (``-> AttentionBackend``: an
@@ -777,6 +1063,10 @@ class Interpreter:
             return None
         typed = self.resolve_annotation(func.path, ann)
         return typed if isinstance(typed, (Inst, Union_)) else None
+
+    def _is_enum(self, cls: ClassInfo) -> bool:
+        return any(b.rpartition(".")[2] in _ENUM_BASES
+                   for c in self.p.mro(cls) for b in c.bases)
 
     @staticmethod
     def _is_property(owner: ClassInfo, attr: str) -> bool:
@@ -806,7 +1096,10 @@ class Interpreter:
         self._class_attr_memo[key] = None  # a read while computing it sees nothing
         values: list[Value] = []
         generic = Inst((cls.path, cls.name), exact=True)
-        for c in self.p.mro(cls):
+        # ``__init__`` runs for every instance: what it stores on ``self`` unconditionally
+        # shadows the class attribute, which no instance then reads
+        shadowed = self._init_sets(cls, attr)
+        for c in ([] if shadowed else self.p.mro(cls)):
             if attr in c.annotations:  # ``prefill_backend: MLAPrefillBackend | None = None``
                 values.append(self.resolve_annotation(c.path, c.annotations[attr]))
             if attr in c.attrs:
@@ -838,6 +1131,23 @@ class Interpreter:
         self._class_attr_memo[key] = value
         return value
 
+    def _init_sets(self, cls: ClassInfo, attr: str) -> bool:
+        """Whether the ``__init__`` instances of ``cls`` run stores ``self.<attr>`` in its
+        body's top level (not under an ``if``), as its first parameter is ``self``."""
+        owner = self.p.lookup(cls, "__init__")
+        fn = self.p.methods(owner).get("__init__") if owner is not None else None
+        if fn is None or not fn.args.args:
+            return False
+        me = fn.args.args[0].arg
+        for st in fn.body:
+            targets = st.targets if isinstance(st, ast.Assign) else (
+                [st.target] if isinstance(st, ast.AnnAssign) and st.value is not None else [])
+            for t in targets:
+                if isinstance(t, ast.Attribute) and t.attr == attr and \
+                        isinstance(t.value, ast.Name) and t.value.id == me:
+                    return True
+        return False
+
     def _built(self, cls: ClassInfo, attr: str) -> list[Value]:
         """``self.<attr> = Class(...)`` in ``cls``'s methods: an instance of that class (its
         constructor's arguments not followed), read from the methods' lines without parsing
@@ -860,6 +1170,9 @@ class Interpreter:
 
     def _class_level(self, cls: ClassInfo, node: ast.expr) -> Value:
         frame = _Frame(self, cls.path, None, None, None)
+        # the class body's own functions are names there (``m = partialmethod(_m, ...)``)
+        frame.env.update({name: Func(cls.path, f"{cls.name}.{name}", fn)
+                          for name, fn in self.p.methods(cls).items()})
         try:
             return frame.expr(node)
         except RecursionError:
@@ -931,6 +1244,16 @@ class Interpreter:
 
 
 _FUNC_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: what generates a class's ``__init__`` from its annotated fields
+_FIELD_DECORATORS = frozenset({"dataclass", "define", "frozen", "mutable", "s", "attrs",
+                               "dataclass_transform"})
+_FIELD_BASES = frozenset({"NamedTuple", "BaseModel", "TypedDict"})
+_ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
+
+
+def _is_classvar(annotation: ast.expr) -> bool:
+    head = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    return (dotted_name(head) or "").rpartition(".")[2] == "ClassVar"
 
 
 @dataclass
@@ -940,6 +1263,10 @@ class _Params:
     annotations: dict[str, ast.expr]
     var: list[str]
     static: bool
+    #: how many of ``names`` take positional arguments (the rest are keyword-only)
+    positional: int = 0
+    vararg: str | None = None  # ``*args``
+    kwarg: str | None = None  # ``**kwargs``
 
 
 def _params(node: FuncNode | ast.Lambda) -> _Params:
@@ -953,7 +1280,9 @@ def _params(node: FuncNode | ast.Lambda) -> _Params:
     var = [v.arg for v in (a.vararg, a.kwarg) if v is not None]
     static = isinstance(node, _FUNC_NODES) and any(
         isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
-    return _Params(positional + [k.arg for k in a.kwonlyargs], defaults, anns, var, static)
+    return _Params(positional + [k.arg for k in a.kwonlyargs], defaults, anns, var, static,
+                   len(positional), a.vararg.arg if a.vararg else None,
+                   a.kwarg.arg if a.kwarg else None)
 
 
 def _carries(value: Value, depth: int = 0) -> bool:
@@ -969,6 +1298,8 @@ def _carries(value: Value, depth: int = 0) -> bool:
         if isinstance(alt, Partial) and _carries(alt.target, depth + 1):
             return True
         if isinstance(alt, Tup) and any(_carries(v, depth + 1) for v in alt.items):
+            return True
+        if isinstance(alt, Seq) and _carries(alt.item, depth + 1):
             return True
         if isinstance(alt, Inst) and alt.ctor is not None and any(
                 isinstance(v, (Flag, Lse)) or (isinstance(v, Lit) and isinstance(v.value, bool)
@@ -1038,6 +1369,8 @@ def _map_lse(value: Value, fn: Callable[[Lse], Lse]) -> Value:
         return fn(value)
     if isinstance(value, Tup):
         return Tup(tuple(_map_lse(v, fn) for v in value.items), value.partial_items)
+    if isinstance(value, Seq):
+        return Seq(_map_lse(value.item, fn))
     if isinstance(value, Union_):
         return join([_map_lse(v, fn) for v in value.options])
     return value
@@ -1097,18 +1430,73 @@ def _ends(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
-def _element(value: Value, i: int) -> Value:
+def _element(value: Value, i: int, exact: bool = False) -> Value:
+    """Item ``i`` of a tuple or list (counted from the end where negative); any item of a
+    container whose positions are not known."""
     if isinstance(value, Union_) and value.widened:
         return value  # unknown holding an LSE: so is every part of it
     options = []
     for alt in alternatives(value):
         if isinstance(alt, Tup):
-            options.append(alt.get(i))
-        elif isinstance(alt, Lse):
-            options.append(None)
+            options.append(alt.get(i) if not (exact and alt.partial_items) else None)
+        elif isinstance(alt, Seq):
+            options.append(alt.item)
         else:
             options.append(None)
     return join(options) if options else None
+
+
+def _rest(value: Value, start: int, after: int) -> Value:
+    """What ``*rest`` binds in ``a, *rest, b = value``: a list of the items between."""
+    options: list[Value] = []
+    for alt in alternatives(value):
+        if isinstance(alt, Tup) and not (after and alt.partial_items):
+            options.append(Tup(alt.items[start:len(alt.items) - after], alt.partial_items))
+        elif isinstance(alt, Seq):
+            options.append(alt)
+        else:
+            options.append(None)
+    return join(options) if options else None
+
+
+def _iterate(value: Value) -> Value:
+    """What a ``for`` over a value binds: any item of a tuple or list, the element of a
+    container or generator; an LSE's rows are LSEs of its base."""
+    options: list[Value] = []
+    for alt in alternatives(value):
+        if isinstance(alt, Tup):
+            if alt.items:
+                options.append(join(alt.items) if not alt.partial_items else None)
+        elif isinstance(alt, Seq):
+            options.append(alt.item)
+        elif isinstance(alt, Lse):
+            options.append(_lose_layout(alt))
+        else:
+            options.append(None)
+    return join(options) if options else None
+
+
+def _index(node: ast.expr) -> int | None:
+    """A constant integer subscript (``x[1]``, ``x[-1]``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and \
+            not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
+            isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, int):
+        return -node.operand.value
+    return None
+
+
+_LOADED: dict[int, frozenset[str]] = {}
+
+
+def _loaded_names(node: ast.AST) -> frozenset[str]:
+    """The names a function or lambda reads anywhere in its body."""
+    key = id(node)
+    if key not in _LOADED:
+        _LOADED[key] = frozenset(n.id for n in ast.walk(node)
+                                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    return _LOADED[key]
 
 
 def _kernel_of(src: Source) -> Kernel | None:
@@ -1129,6 +1517,8 @@ def _flatten(value: Value) -> Value:
     for alt in alternatives(value):
         if isinstance(alt, Tup):
             found += [_flatten(v) for v in alt.items]
+        elif isinstance(alt, Seq):
+            found.append(_flatten(alt.item))
         else:
             found.append(alt)
     return join(found)
@@ -1142,6 +1532,79 @@ def _dict_key(node: ast.Constant) -> str | None:
     if node.value is None or isinstance(node.value, (bool, int, float)):
         return f"\x00{node.value!r}"
     return None
+
+
+def _registrations(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
+    """(``"ns::name"`` or ``"*::name"``, the function) for each way ``node`` registers a
+    Python function as a torch op: a ``custom_op("ns::name")`` decorator, a call
+    ``custom_op("ns::name", fn)``, a registration helper given ``op_name=`` and ``op_func=``."""
+    def op_name(call: ast.Call) -> str | None:
+        first = call.args[0] if call.args else next(
+            (k.value for k in call.keywords if k.arg in ("name", "qualname")), None)
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+                "::" in first.value:
+            return first.value.partition(".")[0]
+        return None
+
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for d in node.decorator_list:
+            if isinstance(d, ast.Call) and (dotted_name(d.func) or "").rpartition(".")[2] in (
+                    "custom_op", "triton_op") and (key := op_name(d)) is not None:
+                yield key, node
+    elif isinstance(node, ast.Call):
+        last = (dotted_name(node.func) or "").rpartition(".")[2]
+        if last in ("custom_op", "triton_op") and len(node.args) >= 2 and \
+                (key := op_name(node)) is not None:
+            yield key, node.args[1]
+        kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        named = kw.get("op_name")
+        if "op_func" in kw and isinstance(named, ast.Constant) and isinstance(named.value, str):
+            yield f"*::{named.value}", kw["op_func"]
+
+
+def _own_statements(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.stmt]:
+    """The statements of a function's body at any depth, not those of functions or classes
+    nested in it (each is walked on its own)."""
+    stack = list(reversed(fn.body))
+    while stack:
+        st = stack.pop()
+        yield st
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for child in ast.iter_child_nodes(st):
+            if isinstance(child, ast.stmt):
+                stack.append(child)
+            elif isinstance(child, (ast.excepthandler, ast.match_case)):
+                stack.extend(c for c in ast.iter_child_nodes(child) if isinstance(c, ast.stmt))
+
+
+def _mutated_name(st: ast.stmt) -> str | None:
+    """The name a statement changes in place: ``NAME[k] = v``, ``del NAME[k]``,
+    ``NAME.update(...)``, ``NAME.append(x)`` and the other mutating methods."""
+    targets: list[ast.expr] = []
+    if isinstance(st, ast.Assign):
+        targets = list(st.targets)
+    elif isinstance(st, (ast.AugAssign, ast.AnnAssign)):
+        targets = [st.target]
+    elif isinstance(st, ast.Delete):
+        targets = list(st.targets)
+    for t in targets:
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            return t.value.id
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+        f = st.value.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
+                f.attr in _MUTATORS:
+            return f.value.id
+    return None
+
+
+def _table_entry(value: Value) -> Value:
+    """A value read from a table by a key the linter cannot see: which entry applies is a
+    dispatch."""
+    if isinstance(value, Lit):
+        return replace(value, table=True, how=f"{value.how} (a value of a table)")
+    return value
 
 
 def _literal_text(value: Value) -> list[str]:
@@ -1190,6 +1653,7 @@ class _Frame:
         self.entry = ""  # the call that started this frame
         self._consumers: int | None = None
         self.param_ids: set[int] = set()  # the values its caller passed in
+        self.yields: list[Value] = []  # a generator's yielded values
         self.own_steps = 0  # its own statements (its budget: bounds.FUNCTION_BUDGET)
         #: each loop's passes already interpreted, by their entry values (bounds.Bounds.loop)
         self.loop_memo: dict[tuple[object, ...], Any] = {}
@@ -1255,8 +1719,7 @@ class _Frame:
 
     @_on(_STMT, ast.For, ast.AsyncFor)
     def s_for(self, st: ast.For | ast.AsyncFor) -> None:
-        self.expr(st.iter)
-        self.assign(st.target, None)
+        self.assign(st.target, _iterate(self.expr(st.iter)))
         self.loop(st.body, st)
         self.block(st.orelse)
 
@@ -1287,7 +1750,16 @@ class _Frame:
     @_on(_STMT, ast.FunctionDef, ast.AsyncFunctionDef)
     def s_def(self, st: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         qual = st.name if self.func is None else f"{self.func.qualname}.<locals>.{st.name}"
-        self.env[st.name] = Func(self.path, f"{qual}@{st.lineno}", st)
+        self.env[st.name] = Func(self.path, f"{qual}@{st.lineno}", st, self.closure(st))
+
+    def closure(self, node: ast.AST) -> tuple[tuple[str, Value], ...]:
+        """The values of this function's names that a nested function or lambda reads (Python
+        looks them up in the enclosing scope); none at module level, where they are globals."""
+        if self.func is None:
+            return ()
+        free = _loaded_names(node)
+        return tuple(sorted(((n, self.env[n]) for n in free if n in self.env
+                             and self.env[n] is not None), key=lambda kv: kv[0]))
 
     @_on(_STMT, ast.ClassDef)
     def s_class(self, st: ast.ClassDef) -> None:
@@ -1357,12 +1829,16 @@ class _Frame:
         if isinstance(target, ast.Name):
             self.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
+            star = next((i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)),
+                        None)
+            after = len(target.elts) - star - 1 if star is not None else 0
             for i, t in enumerate(target.elts):
                 if isinstance(t, ast.Starred):
-                    self.assign(t.value, None)
-                    value = None  # later positions are no longer known
-                    continue
-                self.assign(t, _element(value, i))
+                    self.assign(t.value, _rest(value, i, after))
+                elif star is not None and i > star:  # counted from the end
+                    self.assign(t, _element(value, i - len(target.elts), exact=True))
+                else:
+                    self.assign(t, _element(value, i))
         elif isinstance(target, ast.Attribute):
             obj = self.expr(target.value)
             for alt in alternatives(obj):
@@ -1434,22 +1910,22 @@ class _Frame:
         self.expr(key)
         if isinstance(inner, Union_) and inner.widened:
             return inner  # unknown holding an LSE: so is every part of it
-        if isinstance(key, ast.Constant) and isinstance(key.value, int) and any(
-                isinstance(a, Tup) for a in alternatives(inner)):
-            return _element(inner, key.value)
+        index = _index(key)
+        if index is not None and any(isinstance(a, (Tup, Seq)) for a in alternatives(inner)):
+            return _element(inner, index)
         options: list[Value] = []
         for alt in alternatives(inner):
-            if isinstance(alt, Lse):
+            if isinstance(alt, (Tup, Seq)):  # a position the linter cannot see: any element
+                options.append(alt if isinstance(key, ast.Slice) else _iterate(alt))
+            elif isinstance(alt, Lse):
                 options.append(_lose_layout(alt))  # lse[:n], lse[..., i]: same base
             elif isinstance(alt, DictV):
                 if isinstance(key, ast.Constant) and _dict_key(key) is not None:
                     arg = alt.get(_dict_key(key) or "")
                     options.append(arg.value if arg is not None else None)
                 else:  # a table read by a key the linter cannot see: any of its values
-                    options.append(join([replace(a.value, table=True, how=f"{a.value.how} "
-                                                 "(a value of a table)")
-                                         if isinstance(a.value, Lit) else a.value
-                                         for _, a in alt.items]) if alt.items else None)
+                    options.append(join([_table_entry(a.value) for _, a in alt.items])
+                                   if alt.items else None)
             elif isinstance(alt, Param):
                 options.append(alt)
             else:
@@ -1482,12 +1958,39 @@ class _Frame:
             return join(values)
         return None
 
-    @_on(_EXPR, ast.Tuple, ast.List)
-    def e_tuple(self, node: ast.Tuple | ast.List) -> Value:
+    @_on(_EXPR, ast.Tuple, ast.List, ast.Set)
+    def e_tuple(self, node: ast.Tuple | ast.List | ast.Set) -> Value:
         values = [self.expr(e) for e in node.elts]
-        if any(isinstance(e, ast.Starred) for e in node.elts):
-            return None
+        if isinstance(node, ast.Set) or any(isinstance(e, ast.Starred) for e in node.elts):
+            # ``[*a, b]``, ``{a, b}``: elements known, positions not
+            return Seq(join([_iterate(v) if isinstance(e, ast.Starred) else v
+                             for e, v in zip(node.elts, values, strict=True)]))
         return Tup(tuple(values))
+
+    @_on(_EXPR, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+    def e_comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp
+                        | ast.DictComp) -> Value:
+        """Each ``for`` binds its target to the elements of its iterable, in a scope of its
+        own (the names do not leak out, as in Python 3); the result holds the element."""
+        saved = dict(self.env)
+        try:
+            for gen in node.generators:
+                self.assign(gen.target, _iterate(self.expr(gen.iter)))
+                for cond in gen.ifs:
+                    self.expr(cond)
+            if isinstance(node, ast.DictComp):
+                self.expr(node.key)
+                self.expr(node.value)
+                return None
+            return Seq(self.expr(node.elt))
+        finally:
+            self.env = saved
+
+    @_on(_EXPR, ast.Yield, ast.YieldFrom)
+    def e_yield(self, node: ast.Yield | ast.YieldFrom) -> Value:
+        value = self.expr(node.value) if node.value is not None else None
+        self.yields.append(_iterate(value) if isinstance(node, ast.YieldFrom) else value)
+        return None
 
     @_on(_EXPR, ast.Dict)
     def e_dict(self, node: ast.Dict) -> Value:
@@ -1506,7 +2009,8 @@ class _Frame:
 
     @_on(_EXPR, ast.Lambda)
     def e_lambda(self, node: ast.Lambda) -> Value:
-        return Func(self.path, f"<lambda:{node.lineno}:{node.col_offset}>", node)
+        return Func(self.path, f"<lambda:{node.lineno}:{node.col_offset}>", node,
+                    self.closure(node))
 
     @_on(_EXPR, ast.IfExp)
     def e_ifexp(self, node: ast.IfExp) -> Value:
@@ -1532,6 +2036,11 @@ class _Frame:
     def binop(self, left_node: ast.expr, left: Value, op: ast.operator,
               right_node: ast.expr) -> Value:
         right = self.expr(right_node)
+        if isinstance(op, ast.Add) and any(isinstance(a, (Tup, Seq)) for a in (
+                *alternatives(left), *alternatives(right))):
+            if isinstance(left, Tup) and isinstance(right, Tup) and not left.partial_items:
+                return Tup(left.items + right.items, right.partial_items)
+            return Seq(join([_iterate(left), _iterate(right)]))
         lc, rc = _const(left_node, left), _const(right_node, right)
         if isinstance(op, ast.Div) and isinstance(left_node, ast.Constant) and \
                 left_node.value in (1, 1.0) and rc:
@@ -1540,7 +2049,7 @@ class _Frame:
             lse_of(right), lc) if lse_of(right) is not None and isinstance(op, ast.Mult) else (
                 None, None)
         if lse is None and isinstance(left, Param) and rc:
-            lse = Lse(frozenset({Source(f"param:{left.func}:{left.name}", None,
+            lse = Lse(frozenset({Source(f"param:{left.path}:{left.func}:{left.name}", None,
                                         f"parameter {left.name!r}", param=left.name)}))
         if lse is None:
             return None
@@ -1657,14 +2166,7 @@ class _Frame:
                        key=lambda s: s.key)
         if other:
             fn = f"torch.{func.attr}" if on_torch else f".{func.attr}()"
-            self.i.report(Finding.from_rule(
-                Code.AC023, func.attr,
-                f"{other[0].what} is base {other[0].base} but {fn} weighs it as base {reads} "
-                f"(a hand-written merge of LSEs)"
-                + (f" (and {len(other) - 1} more source(s))" if len(other) > 1 else ""),
-                hint="exponentiate in the LSE's own base (torch.exp for natural log, "
-                     "torch.exp2 for base 2), or convert it first (× ln 2 or × log2 e)",
-                field="base", found=other[0].base, allowed=reads, location=where))
+            self.i.report(Weighed(fn, func.attr, reads, tuple(other), where))
         return None
 
     def ln_reduction(self, func: ast.Attribute, node: ast.Call) -> Value | object:
@@ -1686,7 +2188,8 @@ class _Frame:
         qual = callee.qualname if isinstance(callee, Ext) else ""
         if qual in _IDENTITY_WRAPPERS and len(node.args) == 1:
             return self.expr(node.args[0])
-        if qual == "functools.partial" or (callee is None and name == "partial") or (
+        method = name == "partialmethod" and (callee is None or qual.endswith(".partialmethod"))
+        if method or qual == "functools.partial" or (callee is None and name == "partial") or (
                 qual.endswith(".partial") and name == "partial"):
             if not node.args:
                 return None
@@ -1706,7 +2209,7 @@ class _Frame:
             return join([Partial(t.target if isinstance(t, Partial) else t,
                                  (*(t.pos if isinstance(t, Partial) else ()), *call.pos),
                                  (*(t.kw if isinstance(t, Partial) else ()), *call.kw.items()),
-                                 _at(self.path, node)) for t in alternatives(target)])
+                                 _at(self.path, node), method) for t in alternatives(target)])
         if qual in ("typing.cast", "typing_extensions.cast") or (callee is None and name == "cast"):
             if len(node.args) == 2:
                 typed = self.i.resolve_annotation(self.path, node.args[0])
@@ -1719,28 +2222,64 @@ class _Frame:
                 return Super(self.owner, self.self_value)
             return None
         if callee is None and isinstance(node.func, ast.Name) and name == "getattr" and \
-                len(node.args) in (2, 3) and isinstance(node.args[1], ast.Constant) and \
-                isinstance(node.args[1].value, str):
+                len(node.args) in (2, 3) and not node.keywords:
             return self.getattr_(node)
+        if callee is None and name == "get" and isinstance(node.func, ast.Attribute) and \
+                1 <= len(node.args) <= 2 and not node.keywords:
+            table = self.expr(node.func.value)
+            if any(isinstance(alt, DictV) for alt in alternatives(table)):
+                return self.dict_get(table, node)
         if callee is None and isinstance(node.func, ast.Name) and name == "dict" and not node.args:
             call = self.args(node)
             return None if call.opaque else DictV(tuple(call.kw.items()))
         return _NOT_SPECIAL
 
     def getattr_(self, node: ast.Call) -> Value:
-        receiver, attr = node.args[0], str(node.args[1].value)  # type: ignore[attr-defined]
+        """``getattr(obj, name[, default])``: the attribute of every name the second argument
+        may be (a constant, a name bound to one, a table's values); unknown where it may be
+        something else."""
+        receiver = node.args[0]
         inner = self.expr(receiver)
-        value = self.i.attribute(inner, attr, _at(self.path, node))
-        if len(node.args) == 3:
-            default = self.expr(node.args[2])
+        names = list(alternatives(self.expr(node.args[1])))
+        default = self.expr(node.args[2]) if len(node.args) == 3 else None
+        if not names or not all(isinstance(n, Lit) and isinstance(n.value, str) for n in names):
+            return None
+        values: list[Value] = []
+        for n in names:
+            attr = str(cast(Lit, n).value)
+            value = self.i.attribute(inner, attr, _at(self.path, node))
             if value is None and isinstance(default, Lit) and isinstance(inner, Inst):
                 cls = self.i.class_info(inner.cls)
                 if cls is not None and self.i.p.lookup(cls, attr) is None and \
                         self.i.class_attr(cls, attr) is None:
-                    return replace(default, how=f" through getattr(..., {attr!r}, "
-                                   f"{default.value!r}), whose attribute nothing sets")
-            return value  # set somewhere: its value (the default is for never-set attributes)
-        return value
+                    value = replace(default, how=f" through getattr(..., {attr!r}, "
+                                    f"{default.value!r}), whose attribute nothing sets")
+            values.append(value)  # set somewhere: its value (the default is for never-set ones)
+        return join(values)
+
+    def dict_get(self, table: Value, node: ast.Call) -> Value:
+        """``d.get(key, default)`` on a dict the flow holds: the entry, or the default where
+        the key may be absent; by a key it cannot see, any entry or the default."""
+        key = node.args[0]
+        default = self.expr(node.args[1]) if len(node.args) == 2 else \
+            Lit(None, _at(self.path, node))
+        known = _dict_key(key) if isinstance(key, ast.Constant) else None
+        if known is None:
+            self.expr(key)
+        options: list[Value] = []
+        for alt in alternatives(table):
+            if not isinstance(alt, DictV):
+                options.append(None)
+                continue
+            if known is not None:
+                arg = alt.get(known)
+                options.append(arg.value if arg is not None else default)
+                if arg is not None and known in alt.maybe:
+                    options.append(default)
+                continue
+            options += [_table_entry(a.value) for _, a in alt.items]
+            options.append(_table_entry(default))
+        return join(options)
 
     def apply(self, callee: Value, call: _Call, node: ast.Call, where: str, name: str) -> Value:
         options = list(alternatives(callee))
@@ -1763,7 +2302,10 @@ class _Frame:
         if rec is not None:
             return self.record_call(rec, self.i.by_name(callee, call), node, where)
         if isinstance(callee, Func):
-            if not (_interesting(call) or self.i.reaches(callee)):
+            # a closure's enclosing values are arguments too (``bind(lse)(out)``)
+            if not (_interesting(call) or _interesting(_Call([Arg(v) for _, v in callee.closure],
+                                                             {}, False))
+                    or self.i.reaches(callee)):
                 return self.i.declared_return(callee)
             s = self.i.analyse(callee, None, call)
             self.kernels |= s.kernels
@@ -1797,20 +2339,50 @@ class _Frame:
             prod = self.fallback_producer(node.func.attr, call)
             if prod is not None:
                 return self.record_call(prod, call, node, where)
+            if node.func.attr in _GROWS and dotted_name(node.func.value) is not None:
+                grown = self.grow(node.func.value, node.func.attr, call)
+                if grown is not _NOT_SPECIAL:
+                    return cast(Value, grown)
             # x.add_(...), kwargs.update(...): changed in place; forget what it was
             d = dotted_name(node.func.value)
             if d is not None and (node.func.attr.endswith("_") or isinstance(
                     self.env.get(d), DictV)):
                 current = self.env.get(d)
-                if node.func.attr == "update" and not node.args and not call.opaque and any(
+                given: dict[str, Arg] | None = dict(call.kw)
+                if call.pos:  # d.update(other): a dict it can read, then the keywords
+                    other = call.pos[0].value if len(call.pos) == 1 else None
+                    given = {**dict(other.items), **call.kw} if isinstance(other, DictV) and \
+                        not other.maybe else None
+                if node.func.attr == "update" and given is not None and not call.opaque and any(
                         isinstance(alt, DictV) for alt in alternatives(current)):
                     self.env[d] = join([DictV((*((k, a) for k, a in alt.items
-                                                 if k not in call.kw), *call.kw.items()),
-                                              alt.maybe - set(call.kw))
+                                                 if k not in given), *given.items()),
+                                              alt.maybe - set(given))
                                         if isinstance(alt, DictV) else alt
                                         for alt in alternatives(current)])
                 elif not isinstance(current, Lse):
                     self.env[d] = None
+        return None
+
+    def grow(self, receiver: ast.expr, method: str, call: _Call) -> Value | object:
+        """``xs.append(x)``, ``xs.extend(ys)``, ``s.add(x)``, ``xs.pop()`` on a list, tuple or
+        set the flow holds: afterwards it holds those elements too (positions not known)."""
+        d = dotted_name(receiver)
+        current = self.env[d] if d is not None and d in self.env else self.expr(receiver)
+        if not any(isinstance(a, (Tup, Seq)) for a in alternatives(current)):
+            return _NOT_SPECIAL
+        had = [_iterate(a) for a in alternatives(current)
+               if not (isinstance(a, Tup) and not a.items)]
+        if method in ("pop", "popleft"):
+            return join(had) if had else None
+        if method in ("discard", "remove", "clear"):
+            return None  # still a subset of what it held
+        added = [a.value for a in call.pos[-1:]]
+        if method in ("extend", "update", "extendleft"):
+            added = [_iterate(a.value) for a in call.pos]
+        if call.opaque:
+            added.append(None)
+        self.assign(receiver, Seq(join([*had, *added])))
         return None
 
     def construct(self, ref: ClassRef, call: _Call, where: str) -> Value:
@@ -1901,13 +2473,7 @@ class _Frame:
         if key in self.i._noted_agreed:
             return
         self.i._noted_agreed.add(key)
-        why = disagreement(sorted(c.agreed, key=lambda x: x.record), self.k.versions)
-        self.i.report(Finding.from_rule(
-            Code.AC029, c.last, f"{c.last}: {why}: only what they agree on is used",
-            hint='set [tool.attn-contracts] versions = { <library> = '
-            '"<version>" } (or lint the installed package with its dist-info); where it is set, '
-            "import the function by its module path, or fix the overlapping records",
-            field="versions", allowed="a known library version", location=_at(self.path, node)))
+        self.i.report(Disagreed(c, self.k.versions, _at(self.path, node)))
 
     def note_literal(self, c: Consumer, call: _Call) -> None:
         """Where a literal base is written for a consumer (``AC003`` unless the rules find it
@@ -1991,7 +2557,7 @@ class _Frame:
         lse = lse_of(value)
         params = [alt for alt in alternatives(value) if isinstance(alt, Param)]
         if params:
-            extra = frozenset(Source(f"param:{p.func}:{p.name}", None, f"parameter {p.name!r}",
+            extra = frozenset(Source(f"param:{p.path}:{p.func}:{p.name}", None, f"parameter {p.name!r}",
                                      param=p.name) for p in params)
             lse = Lse(extra | (lse.sources if lse is not None else frozenset()))
         return lse
@@ -2008,6 +2574,15 @@ class _Frame:
             return self._given_by(c, kw, arg.value, arg.where, where)
         if call.opaque or c.base is None:
             return BaseGiven("unknown")
+        if not call.by_signature:
+            # a combine whose signature is not in the linted files, given past its LSE a
+            # positional argument that may be the base (a value the keyword takes, a backend's
+            # flag): which parameter it binds is not known, and what is not read is no error
+            last = max((int(a) for a in c.lse_args if a.isdigit()), default=1)
+            for arg in call.pos[last + 1:]:
+                if any(isinstance(v, Flag) or (isinstance(v, Lit) and self._lit_base(c, v))
+                       for v in alternatives(arg.value)):
+                    return BaseGiven("unknown")
         default = c.default_base
         if not all(isinstance(x.base, KeywordBase) for x in (c.agreed or (c,))):
             return BaseGiven("fixed", default, where, f"{c.label}") if default else \
@@ -2020,11 +2595,7 @@ class _Frame:
                          keyword=kw, omitted=where)
 
     def omitted_warning(self, c: Consumer, kw: str, default: str | None, where: str) -> None:
-        self.i.report(Finding.from_rule(
-            Code.AC022, c.last, f"{c.last}(...) omits {kw} and silently gets the default base "
-            f"{default} ({c.label})",
-            hint=f"pass {kw}= read from the backend (e.g. impl.lse_base_on_e)", field=kw,
-            allowed=f"{kw}=<backend's base>", location=where))
+        self.i.report(Omitted(c, kw, default, where))
 
     def _given_by(self, c: Consumer, kw: str, value: Value, arg_where: str,
                   where: str) -> BaseGiven:
@@ -2038,7 +2609,8 @@ class _Frame:
                 lit = lits[0]
                 return BaseGiven("fixed", bases.pop(), lit.where or arg_where,
                                  f"{kw}={lit.value!r}{lit.how}", literal=not lit.omitted,
-                                 keyword=kw, omitted=lit.omitted, table=lit.table)
+                                 keyword=kw, omitted=lit.omitted, table=lit.table,
+                                 rebound=lit.rebound)
         if len(options) > 1:
             ways = tuple(self._given_by(c, kw, v, arg_where, where) for v in options)
             return BaseGiven("choice", None, arg_where, kw, keyword=kw, options=ways)
@@ -2142,14 +2714,7 @@ class _Frame:
             self.dispatch_warning(p, cb, call, where)
 
     def dispatch_warning(self, p: Producer, cb: CallBase, call: _Call, where: str) -> None:
-        self.i.report(Finding.from_rule(
-            Code.AC028, p.last,
-            f"{p.last}(...) returns an LSE but leaves its base to dispatch on some path "
-            f"({cb.keyword} not pinned{', ' + cb.default_by + ' not pinned' if cb.default_by else ''}"
-            f"): the kernel picked at run time decides between base {' and '.join(cb.bases())} "
-            f"(producer record {p.record})",
-            hint=f"select an explicit base for stable units: pass {cb.pass_hint()}",
-            field=cb.keyword, found=None, allowed=cb.pass_hint(), location=where))
+        self.i.report(Dispatched(p, cb, where))
 
     def _may_pass(self, node: ast.Call, keyword: str) -> bool:
         """Whether a ``**x`` the linter cannot read may carry ``keyword``: the function names

@@ -26,8 +26,9 @@ from attn_contracts.lint.edges import (
     class_findings,
     declaration,
     edge_findings,
+    fact_findings,
 )
-from attn_contracts.lint.interpret import Interpreter, Kernel, Use
+from attn_contracts.lint.interpret import Fact, Interpreter, Kernel, Use
 from attn_contracts.lint.program import Program
 from attn_contracts.lint.record_index import Consumer, Knowledge
 from attn_contracts.lint.values import ClassKey, Inst
@@ -157,7 +158,7 @@ class ProgramModel:
             self._interp.report = report
 
 
-def _discard(_: Finding) -> None:
+def _discard(_: Fact) -> None:
     return None
 
 
@@ -173,8 +174,9 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     program = Program(modules, classes)
     reported = {f.path for f in files if f.report}
     out: list[Finding] = []
+    facts: list[Fact] = []
     interp = Interpreter(program, knowledge, base_attrs=base_attrs, returns_attrs=returns_attrs,
-                         report=out.append)
+                         report=facts.append)
     h = program.hierarchy
     # a class that says it returns an LSE, or inherits that and declares its own base or runs
     # kernels of its own (a subclass whose methods return another base than its parent says)
@@ -206,6 +208,7 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     out += class_findings(h, backend_classes, kernels, returns_attrs=returns_attrs,
                           base_attrs=base_attrs, tree_declares_bases=tree_declares)
     out += edge_findings(interp.uses.values(), declared, interp.literal_sites)
+    out += fact_findings(facts)
     out += _defaulted_definitions(program, knowledge, reported)
     kept = [f for f in out if f.location.rsplit(":", 2)[0] in reported]
     return ProgramModel(program, interp, kept, kernels, returns_attrs, base_attrs)
@@ -233,11 +236,18 @@ def _run_rounds(interp: Interpreter, program: Program, files: list[FileFacts]) -
             return
         names |= found
         pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, found))) + r")\b")
+        # a module naming nothing the rules know is a root where it names a module-level
+        # function found carrying an LSE (a helper module between a producer and a combine);
+        # method names (``forward``) name too much there to follow everywhere
+        functions = sorted(interp.found_function_carriers() & found)
+        helpers = re.compile(r"\b(?:" + "|".join(map(re.escape, functions)) + r")\b") \
+            if functions else None
         lines = {}
-        for f in files:  # only files that already name something the rules know
-            if f.module is None or not f.module.trigger_lines:
+        for f in files:
+            if f.module is None or (not f.module.trigger_lines and helpers is None):
                 continue
-            hits = _lines_matching(f.path, pattern)
+            wanted = pattern if f.module.trigger_lines or helpers is None else helpers
+            hits = _lines_matching(f.path, wanted)
             if hits:
                 lines[f.path] = hits
         merged = {p: tuple(sorted({*interp.carrier_lines(p), *ls})) for p, ls in lines.items()}

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field, replace
 from typing import Union
 
 __all__ = ["MAX_SOURCES", "MAX_UNION", "Arg", "Bound", "ClassKey", "ClassRef", "DictV", "Ext",
-           "ExtInst", "Flag", "Func", "Inst", "Lit", "Lse", "ModuleRef", "Num", "Param", "Partial",
-           "Rec", "Source", "Super", "Tup", "Union_", "Value", "alternatives", "children",
-           "collapse", "join", "lse_of", "lse_sources_of", "relabel", "stable_key", "widen_to"]
+           "ExtInst", "Flag", "Func", "Inst", "Lit", "Lse", "Member", "ModuleRef", "Num", "Param",
+           "Partial", "Rec", "Seq", "Source", "Super", "Tup", "Union_", "Value", "alternatives",
+           "children", "collapse", "join", "lse_of", "lse_sources_of", "relabel", "stable_key",
+           "widen_to"]
 
 #: the most alternatives a value keeps; a larger union is unknown (never a finding)
 MAX_UNION = 24
@@ -43,7 +44,7 @@ class Source:
     more: a base-e LSE converted as if it were base 2). ``dispatch``: the kernel library picks the
     base at run time (``backend="auto"``); ``bases`` then lists what it may pick."""
 
-    key: str  # identity: "producer:path:line:col", "param:func:name", "merged:path:line:col"
+    key: str  # identity: "producer:path:line:col", "param:path:func:name", "merged:path:line:col"
     base: str | None
     what: str  # for messages: "the LSE of decode_wrapper.run() (flashinfer.batch_decode, f.py:12)"
     record: str = ""  # the producer record, where one says the base
@@ -82,6 +83,8 @@ class Lit:
     omitted: str = ""
     #: read from a table by a key the linter cannot see (which entry applies is a dispatch)
     table: bool = field(default=False, compare=False)
+    #: one of the values a module global may hold, a function rebinding it (``global``)
+    rebound: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,7 @@ class Param:
     name: str
     func: str  # the function's name, for messages
     default: Lit | None = None  # its default, where it is a literal
+    path: str = ""  # the function's file (two modules may each have a ``reduce(out, lse)``)
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,9 @@ class Func:
     path: str
     qualname: str
     node: object = field(default=None, repr=False, compare=False, hash=False)
+    #: the enclosing function's names it reads, with their values where it was made (a
+    #: closure, a lambda): a function made with other values is another function
+    closure: tuple[tuple[str, Value], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -203,6 +210,8 @@ class Partial:
     pos: tuple[Arg, ...] = ()
     kw: tuple[tuple[str, Arg], ...] = ()
     where: str = ""
+    #: ``functools.partialmethod``: read from an instance, the target is bound to it first
+    method: bool = False
 
 
 @dataclass(frozen=True)
@@ -212,7 +221,26 @@ class Tup:
     partial_items: bool = False
 
     def get(self, i: int) -> Value:
+        if i < 0 and not self.partial_items:  # from the end, as Python indexes
+            i += len(self.items)
         return self.items[i] if 0 <= i < len(self.items) else None
+
+
+@dataclass(frozen=True)
+class Seq:
+    """A container or iterator whose positions are not known (a list appended to, a
+    comprehension, a generator's yields, a set): each element may be any of ``item``."""
+
+    item: Value
+
+
+@dataclass(frozen=True)
+class Member:
+    """A member of an ``enum.Enum`` class of the program: ``.value`` is what its body assigns."""
+
+    cls: ClassKey
+    name: str
+    value: Value
 
 
 @dataclass(frozen=True)
@@ -249,7 +277,7 @@ class Union_:
 
 
 Value = Union[Lse, Lit, Param, Num, Flag, Inst, ExtInst, ClassRef, Func, Bound, Super,  # noqa: UP007
-              ModuleRef, Ext, Rec, Partial, Tup, DictV, Union_, None]
+              ModuleRef, Ext, Rec, Partial, Tup, Seq, Member, DictV, Union_, None]
 
 
 def alternatives(value: Value) -> Iterator[Value]:
@@ -296,9 +324,14 @@ def _widen(flat: set[Value]) -> set[Value]:
     of their items' joins, so the LSE the 55 return stays in sight; the rest is unknown."""
     tuples: dict[int, list[Tup]] = {}
     out: set[Value] = set()
+    seqs = [v.item for v in flat if isinstance(v, Seq)]
+    if seqs:
+        out.add(Seq(join(seqs)))
     for v in flat:
         if isinstance(v, Tup):
             tuples.setdefault(len(v.items), []).append(v)
+        elif isinstance(v, Seq):
+            continue
         elif isinstance(v, Lse):
             out.add(v)
         else:
@@ -358,6 +391,12 @@ def children(v: Value) -> Iterator[Value]:
         yield v.self_value
     elif isinstance(v, Flag) and v.owner is not None:
         yield v.owner
+    elif isinstance(v, Seq):
+        yield v.item
+    elif isinstance(v, Member):
+        yield v.value
+    elif isinstance(v, Func):
+        yield from (x for _, x in v.closure)
 
 
 def widen_to(sources: Iterable[Source]) -> Value:
@@ -416,10 +455,15 @@ def stable_key(value: Value) -> str:
     if isinstance(value, Flag):
         return f"Flag({value.attr},{stable_key(value.owner)},{value.where})"
     if isinstance(value, Func):
-        return f"Func({value.path},{value.qualname})"
+        closure = ",".join(f"{k}={stable_key(v)}" for k, v in value.closure)
+        return f"Func({value.path},{value.qualname},{closure})"
+    if isinstance(value, Seq):
+        return f"Seq({stable_key(value.item)})"
+    if isinstance(value, Member):
+        return f"Member({value.cls},{value.name},{stable_key(value.value)})"
     if isinstance(value, Lit):
         return f"Lit({type(value.value).__name__},{value.value!r},{value.where},{value.omitted}," \
-            f"{value.table})"
+            f"{value.table},{value.rebound})"
     if isinstance(value, Rec):
         return f"Rec({value.name}," + ",".join(
             getattr(r, "record", "?") for r in (*value.consumers, *value.producers)) + ")"

@@ -1,0 +1,418 @@
+"""The lint's interpreter follows Python's data flow in general (issue 37 item 1).
+
+Each case is a pair written from the language's semantics, not from an engine: a base-2 LSE
+(``mylib.decode``) reaches a base-e combine (``mylib.merge``, fixed; ``mylib.combine``, told by
+``is_lse_base_on_e``) through one construct of the language (the bug, an error), and the same
+program with the base right (the fix, no error). A rule that fires everywhere, or nowhere, fails.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from attn_contracts.lint import main
+from fixtures.records import consumer_toml, producer_toml
+
+RECORDS = "".join([
+    producer_toml("mylib.decode", "mylib.decode", "2",
+                  call='when = { return_lse = "True" }, lse_index = 1, lse_out = ["lse"]'),
+    producer_toml("mylib.decode_e", "mylib.decode_e", "e", call="lse_index = 1"),
+    consumer_toml("mylib.merge", "mylib.merge", '{ kind = "fixed", base = "e" }'),
+    consumer_toml("mylib.combine", "mylib.combine", '{ kind = "keyword", keyword = '
+                  '"is_lse_base_on_e", values = { "True" = "e", "False" = "2" } }'),
+    consumer_toml("mylib.reduce_default_e", "mylib.reduce_default_e", '{ kind = "keyword", '
+                  'keyword = "is_lse_base_on_e", values = { "True" = "e", "False" = "2" }, '
+                  'default = "True" }'),
+])
+
+
+def _errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+            files: dict[str, str]) -> list[dict[str, object]]:
+    root = tmp_path / name
+    for fname, text in files.items():
+        (root / fname).parent.mkdir(parents=True, exist_ok=True)
+        (root / fname).write_text(textwrap.dedent(text))
+    records = tmp_path / "records.toml"
+    records.write_text(RECORDS)
+    main([str(root), "--records", str(records), "--format", "json"])
+    found = json.loads(capsys.readouterr().out)
+    return [f for f in found if f["severity"] == "error"]
+
+
+# name -> (files of the bug, {file: (old, new)} turning it into the fix)
+CASES: dict[str, tuple[dict[str, str], dict[str, tuple[str, str]]]] = {}
+
+
+def case(name: str, files: dict[str, str], fix: dict[str, tuple[str, str]]) -> None:
+    CASES[name] = (files, fix)
+
+
+LN2 = "0.6931471805599453"
+
+# --- argument binding by signature --------------------------------------------------------
+case("positional base to a combine of the program", {
+    "mylib.py": """
+        def combine(out, lse, group=None, ctx=None, return_lse=False, is_lse_base_on_e=True):
+            return out
+        def decode(q, return_lse=False, lse=None):
+            return q, q
+        """,
+    "layer.py": """
+        from mylib import combine, decode
+        def step(q, g):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, g, None, False, True)
+        """}, {"layer.py": ("None, False, True)", "None, False, False)")})
+case("positional base to a combine whose signature is not linted", {"layer.py": """
+        from mylib import decode, reduce_default_e
+        def step(q, g):
+            out, lse = decode(q, return_lse=True)
+            return reduce_default_e(out, lse, g)
+        """}, {"layer.py": ("lse, g)", "lse, g, None, False, False)")})
+case("base forwarded through **kwargs", {"layer.py": """
+        from mylib import combine, decode
+        def reduce(out, lse, **kwargs):
+            return combine(out, lse, **kwargs)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return reduce(out, lse, is_lse_base_on_e=True)
+        """}, {"layer.py": ("is_lse_base_on_e=True)", "is_lse_base_on_e=False)")})
+case("LSE forwarded through *args", {"layer.py": """
+        from mylib import merge, decode
+        def reduce(*args):
+            return merge(*args)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return reduce(out, lse)
+        """}, {"layer.py": ("reduce(out, lse)", f"reduce(out, lse * {LN2})")})
+case("base as a default of a helper", {"layer.py": """
+        from mylib import combine, decode
+        def reduce(out, lse, base_e=True):
+            return combine(out, lse, is_lse_base_on_e=base_e)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return reduce(out, lse)
+        """}, {"layer.py": ("reduce(out, lse)", "reduce(out, lse, False)")})
+case("partialmethod", {"layer.py": """
+        from functools import partialmethod
+        from mylib import combine, decode
+        class Layer:
+            def _reduce(self, out, lse, base_e):
+                return combine(out, lse, is_lse_base_on_e=base_e)
+            reduce = partialmethod(_reduce, base_e=True)
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return self.reduce(out, lse)
+        """}, {"layer.py": ("base_e=True)", "base_e=False)")})
+
+# --- instances and classes -----------------------------------------------------------------
+case("instance attribute set in __init__ over the class attribute", {"layer.py": """
+        from mylib import combine, decode
+        class Layer:
+            base_e = False
+            def __init__(self):
+                self.base_e = True
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return combine(out, lse, is_lse_base_on_e=self.base_e)
+        """}, {"layer.py": ("self.base_e = True", "self.base_e = False")})
+case("a property", {"layer.py": """
+        from mylib import combine, decode
+        class Layer:
+            @property
+            def base_e(self):
+                return True
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return combine(out, lse, is_lse_base_on_e=self.base_e)
+        """}, {"layer.py": ("return True", "return False")})
+case("dataclass field given by the constructor over its default", {"layer.py": """
+        from dataclasses import dataclass
+        from mylib import combine, decode
+        @dataclass
+        class Cfg:
+            base_e: bool = False
+        def step(q):
+            cfg = Cfg(base_e=True)
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=cfg.base_e)
+        """}, {"layer.py": ("Cfg(base_e=True)", "Cfg(base_e=False)")})
+case("dataclass field given by position", {"layer.py": """
+        from dataclasses import dataclass
+        from mylib import combine, decode
+        @dataclass
+        class Cfg:
+            name: str
+            base_e: bool = True
+        def step(q):
+            cfg = Cfg("fi")
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=cfg.base_e)
+        """}, {"layer.py": ('Cfg("fi")', 'Cfg("fi", False)')})
+case("NamedTuple field", {"layer.py": """
+        from typing import NamedTuple
+        from mylib import combine, decode
+        class Cfg(NamedTuple):
+            base_e: bool = False
+        def step(q):
+            cfg = Cfg(True)
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=cfg.base_e)
+        """}, {"layer.py": ("Cfg(True)", "Cfg(False)")})
+case("Enum value", {"layer.py": """
+        import enum
+        from mylib import combine, decode
+        class Base(enum.Enum):
+            E = True
+            TWO = False
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=Base.E.value)
+        """}, {"layer.py": ("Base.E.value", "Base.TWO.value")})
+
+IMPL_BASE = """
+    class AttentionImpl:
+        can_return_lse_for_decode = False
+        lse_base_on_e = True
+    """
+case("a backend's base declared by a property", {"base.py": IMPL_BASE, "impl.py": """
+        from base import AttentionImpl
+        from mylib import decode
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            @property
+            def lse_base_on_e(self):
+                return True
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("return True", "return False")})
+case("a backend's base set on self in __init__", {"base.py": IMPL_BASE, "impl.py": """
+        from base import AttentionImpl
+        from mylib import decode
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            def __init__(self):
+                self.lse_base_on_e = True
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("self.lse_base_on_e = True", "self.lse_base_on_e = False")})
+case("a backend's base set in __init__ is read at the combine", {"base.py": IMPL_BASE,
+                                                                "impl.py": """
+        from base import AttentionImpl
+        from mylib import combine, decode
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            def __init__(self):
+                self.lse_base_on_e = True
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        class Layer:
+            def __init__(self):
+                self.impl = Impl()
+            def run(self, q):
+                out, lse = decode(q, return_lse=True)
+                return combine(out, lse, is_lse_base_on_e=self.impl.lse_base_on_e)
+        """}, {"impl.py": ("self.lse_base_on_e = True", "self.lse_base_on_e = False")})
+
+case("a metadata dataclass's default never overrides the backend's own value",
+     {"base.py": IMPL_BASE, "impl.py": """
+        from dataclasses import dataclass
+        from base import AttentionImpl
+        from mylib import combine, decode
+        @dataclass
+        class Metadata:
+            lse_base_on_e: bool = True
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        def step(impl: Impl, q):
+            meta = Metadata(lse_base_on_e=True)
+            out, lse = impl.forward(q)
+            return combine(out, lse, is_lse_base_on_e=meta.lse_base_on_e)
+        """}, {"impl.py": ("Metadata(lse_base_on_e=True)",
+                           "Metadata(lse_base_on_e=impl.lse_base_on_e)")})
+
+# --- closures, lambdas, generators --------------------------------------------------------
+case("closure", {"layer.py": """
+        from mylib import combine, decode
+        def make(base_e):
+            def reduce(out, lse):
+                return combine(out, lse, is_lse_base_on_e=base_e)
+            return reduce
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return make(True)(out, lse)
+        """}, {"layer.py": ("make(True)", "make(False)")})
+case("lambda", {"layer.py": """
+        from mylib import merge, decode
+        reduce = lambda o, l: merge(o, l)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return reduce(out, lse)
+        """}, {"layer.py": ("reduce(out, lse)", f"reduce(out, lse * {LN2})")})
+case("generator", {"layer.py": """
+        from mylib import merge, decode
+        def partials(qs):
+            for q in qs:
+                out, lse = decode(q, return_lse=True)
+                yield out, lse
+        def step(qs):
+            for out, lse in partials(qs):
+                merge(out, lse)
+        """}, {"layer.py": ("yield out, lse", f"yield out, lse * {LN2}")})
+case("star-unpacked result", {"layer.py": """
+        from mylib import merge, decode
+        def step(q):
+            out, *rest = decode(q, return_lse=True)
+            return merge(out, rest[0])
+        """}, {"layer.py": ("rest[0])", f"rest[0] * {LN2})")})
+
+# --- containers ------------------------------------------------------------------------------
+case("a list of (out, lse) pairs", {"layer.py": """
+        from mylib import merge, decode
+        def step(qs):
+            pairs = []
+            for q in qs:
+                out, lse = decode(q, return_lse=True)
+                pairs.append((out, lse))
+            for o, l in pairs:
+                merge(o, l)
+        """}, {"layer.py": ("pairs.append((out, lse))", f"pairs.append((out, lse * {LN2}))")})
+case("an LSE kept in a list and merged later", {"layer.py": """
+        from mylib import merge, decode
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            kept = [lse]
+            return merge(out, kept[0])
+        """}, {"layer.py": ("kept = [lse]", f"kept = [lse * {LN2}]")})
+case("a comprehension over pairs", {"layer.py": """
+        from mylib import merge, decode
+        def step(qs):
+            pairs = [decode(q, return_lse=True) for q in qs]
+            lses = [l for _, l in pairs]
+            return merge(pairs[0][0], lses[0])
+        """}, {"layer.py": ("lses = [l for _, l in pairs]", f"lses = [l * {LN2} for _, l in pairs]")})
+case("an LSE held in a dataclass", {"layer.py": """
+        from dataclasses import dataclass
+        from mylib import merge, decode
+        @dataclass
+        class Partial:
+            out: object
+            lse: object
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            p = Partial(out, lse)
+            return merge(p.out, p.lse)
+        """}, {"layer.py": ("Partial(out, lse)", f"Partial(out, lse * {LN2})")})
+
+# --- mutation after definition ------------------------------------------------------------
+case("a table changed by setitem", {"layer.py": """
+        from mylib import combine, decode
+        BASES = {"fi": False}
+        BASES["fi"] = True
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=BASES["fi"])
+        """}, {"layer.py": ('BASES["fi"] = True', 'BASES["fi"] = False')})
+case("a table changed by update", {"layer.py": """
+        from mylib import combine, decode
+        BASES = {"fi": False}
+        BASES.update(fi=True)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=BASES["fi"])
+        """}, {"layer.py": ("BASES.update(fi=True)", "BASES.update(fi=False)")})
+case("a global rebound by a function", {"layer.py": """
+        from mylib import combine, decode
+        BASE_E = True
+        def configure():
+            global BASE_E
+            BASE_E = True
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=BASE_E)
+        """}, {"layer.py": ("    BASE_E = True", "    BASE_E = False")})
+case("a table changed in place by a function is unknown", {"layer.py": """
+        from mylib import combine, decode
+        BASES = {"fi": True}
+        def register(name, base_e):
+            pass
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=BASES["fi"])
+        """}, {"layer.py": ("            pass", "            BASES[name] = base_e")})
+case("a list of bases grown by append", {"layer.py": """
+        from mylib import combine, decode
+        FLAGS = []
+        FLAGS.append(True)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=FLAGS[0])
+        """}, {"layer.py": ("FLAGS.append(True)", "FLAGS.append(False)")})
+
+# --- getattr, dict.get, custom ops, conversions --------------------------------------------
+case("getattr(module, constant)", {"layer.py": """
+        import mylib
+        from mylib import decode
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return getattr(mylib, "merge")(out, lse)
+        """}, {"layer.py": ("(out, lse)\n", f"(out, lse * {LN2})\n")})
+case("getattr(self, table name)", {"layer.py": """
+        from mylib import combine, decode
+        NAMES = {"a2a": "reduce_e"}
+        class Layer:
+            def reduce_e(self, out, lse):
+                return combine(out, lse, is_lse_base_on_e=True)
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return getattr(self, NAMES["a2a"])(out, lse)
+        """}, {"layer.py": ("is_lse_base_on_e=True", "is_lse_base_on_e=False")})
+case("dict.get with a default", {"layer.py": """
+        from mylib import combine, decode
+        BASES = {"fa3": False}
+        def step(q, backend):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=BASES.get(backend, True))
+        """}, {"layer.py": ("BASES.get(backend, True)", "BASES.get(backend, False)")})
+case("a torch.ops custom-op wrapper", {"ops.py": """
+        import torch
+        from mylib import merge
+        @torch.library.custom_op("eng::reduce", mutates_args=())
+        def reduce(out: torch.Tensor, lse: torch.Tensor) -> torch.Tensor:
+            return merge(out, lse)
+        """, "layer.py": """
+        import torch
+        import ops
+        from mylib import decode
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return torch.ops.eng.reduce(out, lse)
+        """}, {"layer.py": ("(out, lse)\n", f"(out, lse * {LN2})\n")})
+case("a double conversion", {"layer.py": """
+        from mylib import merge, decode
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            lse = lse * 0.6931471805599453
+            return merge(out, lse * 0.6931471805599453)
+        """}, {"layer.py": ("merge(out, lse * 0.6931471805599453)", "merge(out, lse)")})
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    files, fix = CASES[name]
+    bug = _errors(tmp_path, capsys, "bug", files)
+    fixed = dict(files)
+    for fname, (old, new) in fix.items():
+        fixed[fname] = fixed[fname].replace(old, new)
+        assert fixed[fname] != files[fname], (fname, old)
+    good = _errors(tmp_path, capsys, "fix", fixed)
+    assert bug, f"{name}: the bug is no error"
+    assert not good, f"{name}: the fix is flagged: {good}"
