@@ -403,11 +403,8 @@ def _knowledge() -> object:
     from attn_contracts.consumer import ConsumerRecord
     from attn_contracts.lint import Knowledge
     from attn_contracts.records import CapabilityRecord
+    from fixtures.records import LINT_CONSUMER_COMMON as common
 
-    common = {"library": "x", "source": "here", "evidence": "read_from_code",
-              "lse": {"layouts": ["token_head"], "states": "separate", "dtypes": ["float32"]},
-              "empty": {"reads_as_empty": ["-inf"], "all_empty": "zero",
-                        "zero_weight_nan_safe": True}, "output": {"returns_lse": False}}
     consumers = [
         ConsumerRecord.model_validate({**common, "name": "x.combine", "calls": [
             {"function": "x.cp_combine", "lse_args": ["1"]}], "base": {

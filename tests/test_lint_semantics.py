@@ -15,19 +15,11 @@ from pathlib import Path
 import pytest
 
 from attn_contracts.lint import main
-from fixtures.records import consumer_toml, producer_toml
+from fixtures.records import MYLIB_RECORDS, consumer_toml
 
-RECORDS = "".join([
-    producer_toml("mylib.decode", "mylib.decode", "2",
-                  call='when = { return_lse = "True" }, lse_index = 1, lse_out = ["lse"]'),
-    producer_toml("mylib.decode_e", "mylib.decode_e", "e", call="lse_index = 1"),
-    consumer_toml("mylib.merge", "mylib.merge", '{ kind = "fixed", base = "e" }'),
-    consumer_toml("mylib.combine", "mylib.combine", '{ kind = "keyword", keyword = '
-                  '"is_lse_base_on_e", values = { "True" = "e", "False" = "2" } }'),
-    consumer_toml("mylib.reduce_default_e", "mylib.reduce_default_e", '{ kind = "keyword", '
-                  'keyword = "is_lse_base_on_e", values = { "True" = "e", "False" = "2" }, '
-                  'default = "True" }'),
-])
+RECORDS = MYLIB_RECORDS + consumer_toml(
+    "mylib.reduce_default_e", "mylib.reduce_default_e", '{ kind = "keyword", keyword = '
+    '"is_lse_base_on_e", values = { "True" = "e", "False" = "2" }, default = "True" }')
 
 
 def _errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
