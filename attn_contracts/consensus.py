@@ -54,7 +54,7 @@ from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding, Severity, error_text
 from attn_contracts.records import CapabilityRecord
 
-__all__ = ["Opened", "agree_across_ranks", "fingerprint", "open_round", "report_failure",
+__all__ = ["Opened", "agree_across_ranks", "fingerprint", "open_round", "rank_in", "report_failure",
            "tell_peers"]
 
 _round: dict[tuple[int, ...], int] = {}  # per group: how many consensus rounds this rank ran
@@ -304,6 +304,17 @@ def agree_across_ranks(findings: list[Finding],
     if round_.me not in decision["reported"]:  # decided without this rank: its own findings count
         out += findings
     return out
+
+
+def rank_in(group: Any) -> tuple[int, int] | None:
+    """This process's rank in ``group`` and the group's size, or None where
+    ``torch.distributed`` is not up (a log line then goes without a rank)."""
+    try:
+        import torch.distributed as dist
+
+        return dist.get_rank(group), dist.get_world_size(group)
+    except Exception:  # not initialised, or no torch
+        return None
 
 
 def report_failure(cause: str, *, group: Any, timeout_s: float = 30.0,

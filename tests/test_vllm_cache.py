@@ -63,7 +63,7 @@ class Counting:
 
 
 def _cached(root: Path, derive: Counting) -> Any:
-    return vllm_cache.cached(root, "0.32.0", SCOPE, derive)
+    return vllm_cache.cached(root, "0.32.0", SCOPE, derive, Derived)
 
 
 def _files() -> list[Path]:
@@ -99,7 +99,7 @@ def test_any_file_read_changed_is_another_key(tree: Path, change: str) -> None:
     else:
         version = "0.32.1"
     assert vllm_cache.key_for(tree, version, SCOPE)[0] != key
-    vllm_cache.cached(tree, version, SCOPE, derive)
+    vllm_cache.cached(tree, version, SCOPE, derive, Derived)
     assert derive.runs == 2
 
 

@@ -780,14 +780,10 @@ def _open(group: Any, timeout_s: float) -> Any:
 
 def _rank_prefix(group: Any) -> str:
     """``"DCP rank 1/2: "`` for this process in ``group`` (empty without one)."""
-    if group is None:
-        return ""
-    try:
-        import torch.distributed as dist
+    from attn_contracts.consensus import rank_in
 
-        return f"DCP rank {dist.get_rank(group)}/{dist.get_world_size(group)}: "
-    except Exception:  # not initialised: the line goes without a rank
-        return ""
+    where = rank_in(group) if group is not None else None
+    return f"DCP rank {where[0]}/{where[1]}: " if where else ""
 
 
 def _base_of(value: object) -> str:

@@ -30,9 +30,11 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from attn_contracts.integrations.vllm_mode import log
+
+_D = TypeVar("_D")
 
 __all__ = ["SCHEMA", "cache_dir", "cached", "key_for"]
 
@@ -100,20 +102,20 @@ def key_for(root: Path, version: str | None, scope: tuple[str, ...] | None
 
 
 def cached(root: Path, version: str | None, scope: tuple[str, ...] | None,
-           derive: Callable[[], Any]) -> Any:
-    """The mapping of ``root`` from the cache where its key holds, else ``derive()`` (stored)."""
+           derive: Callable[[], _D], kind: type[_D]) -> _D:
+    """The mapping of ``root`` from the cache where its key holds, else ``derive()`` (stored);
+    ``kind``: the derived mapping's type, which reads the stored JSON back (handed in by the
+    deriving module, so this one never imports it)."""
     from pydantic import TypeAdapter
 
-    from attn_contracts.integrations.vllm_source import Derived
-
-    adapter = TypeAdapter(Derived)
+    adapter = TypeAdapter(kind)
     try:
         key, _ = key_for(root, version, scope)
     except OSError as err:  # a file vanished meanwhile: derive, store nothing
         log.debug("attn-contracts: the vLLM mapping is not cached (%s)", err)
         return derive()
     path = cache_dir() / f"vllm-{version or 'unknown'}-{key[:32]}.json"
-    found = _load(path, key, root, version, adapter)
+    found: _D | None = _load(path, key, root, version, adapter)
     if found is not None:
         log.debug("attn-contracts: the vLLM mapping from the cache (%s)", path)
         return found

@@ -178,9 +178,8 @@ def _derive(root: Path, version: str | None, scope: tuple[str, ...] | None = Non
     if cache:
         from attn_contracts.integrations import vllm_cache
 
-        derived: Derived = vllm_cache.cached(root, version, scope,
-                                             lambda: _derive_now(root, version, scope))
-        return derived
+        return vllm_cache.cached(root, version, scope,
+                                 lambda: _derive_now(root, version, scope), Derived)
     return _derive_now(root, version, scope)
 
 
