@@ -7,6 +7,11 @@ package, beside the project's own linter.
     python bench/lint_inference.py                       # every tool, every measurement
     python bench/lint_inference.py --tools astroid,jedi  # a subset
     python bench/lint_inference.py --pysa-cpu-budget 1800 --output bench/results/lint-inference.md
+    python bench/lint_inference.py --items --output bench/results/lint-inference.md  # issue 37 item 7
+
+``--items`` asks four more questions of vLLM 0.34.0 (argument binding, dataclass fields, properties
+and ``__init__`` attributes, call summaries through recursion) of our linter, astroid, jedi and
+Pyrefly: see ``ITEMS`` below for the sites.
 
 The tools are benchmark dependencies only (``pip install -e '.[bench-inference]'``). Each
 measurement runs in a child process of its own, so its CPU seconds and peak RSS are its own:
@@ -1016,6 +1021,375 @@ def _markdown(cmd: str, ref: dict[str, Any], results: dict[str, Any], load: tupl
     return "\n".join(md) + "\n"
 
 
+# --- issue 37 item 7: binding, dataclasses, properties, call summaries on vLLM 0.34 --------------
+# Each item is one question about a value: what reaches ``is_lse_base_on_e`` of the MLA layer's DCP
+# combine. The real chain in vLLM 0.34.0: ``MLAAttention.__init__`` builds
+# ``MLADCPManager(..., is_lse_base_on_e=self.impl.lse_base_on_e)`` (mla_attention.py:766, by
+# keyword), whose ``__init__`` passes it by position to ``_init_combine`` (dcp.py:1548-1554), which
+# binds it into ``functools.partial(combine_fn, ..., is_lse_base_on_e=...)`` (dcp.py:1616-1620);
+# the layer calls that partial at mla_attention.py:1202. Each item edits the text in memory (never on
+# disk) so that one construct of the language carries a known literal (``True``) to line 766, with
+# helpers of our own appended to the module. vLLM 0.34 has no dataclass field, property or recursive
+# call on this path (every ``lse_base_on_e`` in the tree is a class attribute of an ``*Impl``), so
+# those three are built from the real line. Two questions per item and tool: the value of the probe
+# expression where it is written ("direct"), and the value that reaches the combine's keyword at
+# mla_attention.py:1202 ("at the combine").
+ITEMS_ROOT = Path(os.environ.get("ATTN_CONTRACTS_RELEASES",
+                                 Path.home() / ".cache/attn-contracts/releases")) / "vllm-0.34.0"
+ITEMS_TOOLS = ("lint", "astroid", "jedi", "pyrefly", "pyre")
+I_SITE = 766  # is_lse_base_on_e=self.impl.lse_base_on_e,
+I_COMBINE = 1202  # attn_out = self.dcp_manager.combine(
+I_PARTIAL = 1616  # return functools.partial(  (its keyword at 1619)
+I_INIT_CALL = 1548  # self.combine = self._init_combine(
+ITEM_LINES = {
+    (MLA, I_SITE): "is_lse_base_on_e=self.impl.lse_base_on_e,",
+    (MLA, I_COMBINE): "self.dcp_manager.combine(",
+    (MLA, 757): "self.dcp_manager = MLADCPManager(",
+    (DCP, I_PARTIAL): "return functools.partial(",
+    (DCP, 1619): "is_lse_base_on_e=is_lse_base_on_e,",
+    (DCP, I_INIT_CALL): "self.combine = self._init_combine(",
+}
+_KW_CALL_OLD = "            output_dtype,\n            is_lse_base_on_e,\n            use_pcp,\n        )"
+_KW_CALL_NEW = ('            output_dtype,\n            **{"is_lse_base_on_e": is_lse_base_on_e, '
+                '"use_pcp": use_pcp},\n        )')
+
+
+@dataclass(frozen=True)
+class Item:
+    key: str
+    item: str  # binding | dataclasses | properties | call summaries
+    question: str
+    probe: str  # the expression written at line 766 in place of ``self.impl.lse_base_on_e``
+    helpers: str = ""  # appended to mla_attention.py
+    dcp_edit: bool = False  # dcp.py:1548-1554 passes the base through ``**{...}``
+    direct_at: str = "mla"  # where the direct question is asked: the probe (mla) or dcp.py:1619
+
+
+ITEMS = (
+    Item("G1", "binding", "a literal passed by keyword to MLADCPManager.__init__ (mla_attention.py:"
+         "766), by position to _init_combine (dcp.py:1548-1554), bound into the partial "
+         "(dcp.py:1619): real chain, the value made a literal", "True", direct_at="dcp"),
+    Item("G2", "binding", "as G1, with dcp.py:1548-1554 passing it through `**{...}` to "
+         "_init_combine's named parameter (in memory)", "True", dcp_edit=True, direct_at="dcp"),
+    Item("H", "dataclasses", "a dataclass field whose default is False, the constructor passing True",
+         "_BaseChoice(on_e=True).on_e",
+         "\n\nimport dataclasses as _dc\n\n\n@_dc.dataclass(frozen=True)\nclass _BaseChoice:\n"
+         "    on_e: bool = False\n"),
+    Item("I1", "properties", "a @property returning an __init__ self-attribute set from the "
+         "constructor's argument (default False, given True)", "_BaseFlag(True).on_e",
+         "\n\nclass _BaseFlag:\n    def __init__(self, on_e: bool = False) -> None:\n"
+         "        self._on_e = on_e\n\n    @property\n    def on_e(self) -> bool:\n"
+         "        return self._on_e\n"),
+    Item("I2", "properties", "the __init__ self-attribute itself", "_BaseFlag(True)._on_e",
+         "\n\nclass _BaseFlag:\n    def __init__(self, on_e: bool = False) -> None:\n"
+         "        self._on_e = on_e\n"),
+    Item("J0", "call summaries", "the control for J1 and J2: a plain function that returns True, "
+         "no recursion", "_always_e()", "\n\ndef _always_e() -> bool:\n    return True\n"),
+    Item("J1", "call summaries", "a self-recursive function whose base case returns True",
+         "_countdown(3)",
+         "\n\ndef _countdown(n: int) -> bool:\n    if n <= 0:\n        return True\n"
+         "    return _countdown(n - 1)\n"),
+    Item("J2", "call summaries", "two mutually recursive functions whose base case returns True",
+         "_even_steps(4)",
+         "\n\ndef _even_steps(n: int) -> bool:\n    if n <= 0:\n        return True\n"
+         "    return _odd_steps(n - 1)\n\n\ndef _odd_steps(n: int) -> bool:\n"
+         "    return _even_steps(n - 1)\n"),
+)
+ITEM_EXPECTED = "True"
+
+
+def _check_item_lines() -> None:
+    for (rel, line), text in ITEM_LINES.items():
+        got = (ITEMS_ROOT / rel).read_text().splitlines()[line - 1]
+        if text not in got:
+            raise SystemExit(f"{ITEMS_ROOT / rel}:{line} reads {got.strip()!r}, expected {text!r}: "
+                             "the release is not the one these items cite")
+
+
+def item_texts(it: Item) -> dict[str, str]:
+    """The two files of the item as edited in memory (the line count up to the helpers is kept)."""
+    mla = (ITEMS_ROOT / MLA).read_text()
+    old = "is_lse_base_on_e=self.impl.lse_base_on_e,"
+    if mla.count(old) != 1:
+        raise SystemExit(f"{MLA}: {old!r} is not there once")
+    mla = mla.replace(old, f"is_lse_base_on_e={it.probe},") + it.helpers
+    dcp = (ITEMS_ROOT / DCP).read_text()
+    if it.dcp_edit:
+        if dcp.count(_KW_CALL_OLD) != 1:
+            raise SystemExit(f"{DCP}: the _init_combine call is not the one G2 edits")
+        dcp = dcp.replace(_KW_CALL_OLD, _KW_CALL_NEW)
+    return {MLA: mla, DCP: dcp}
+
+
+def _dcp_partial_line(dcp: str) -> int:
+    """1-based line of the partial's ``is_lse_base_on_e=`` keyword (moved by G2's edit)."""
+    lines = dcp.splitlines()
+    start = next(i for i, x in enumerate(lines) if "def _init_combine(" in x)
+    ret = next(i for i in range(start, len(lines))
+               if "return functools.partial(" in lines[i] and "combine_fn," in lines[i + 1])
+    return next(i for i in range(ret, ret + 5) if "is_lse_base_on_e=is_lse_base_on_e," in lines[i]) + 1
+
+
+def _item_verdict(values: set[str]) -> str:
+    """right: exactly the literal; partial: the literal among others, or only its type; wrong:
+    another value; none: nothing. What says "no value here" is not an answer: astroid's
+    Uninferable, a checker's Any/Unknown, the linter's ``unknown`` (an expression it does not
+    read) and ``param`` (the function's parameter, in the context of no particular caller)."""
+    values = {v for v in values if v and v not in ("Uninferable", "Any", "Unknown", "unknown", "param")}
+    if not values:
+        return "none"
+    if values == {ITEM_EXPECTED} or values == {"Literal[True]"}:
+        return "right"
+    if ITEM_EXPECTED in values or "Literal[True]" in values or values <= {"bool", "builtins.bool"}:
+        return "partial"
+    return "wrong"
+
+
+def _item_row(tool: str, it: Item, q: str, values: set[str], answer: str, api: str,
+              cpu_s: float) -> dict[str, Any]:
+    return asdict(CaseResult(tool, f"{it.key} {it.item}: {q}", _item_verdict(values), answer, api,
+                             cpu_s))
+
+
+def astroid_items(ref: dict[str, Any]) -> dict[str, Any]:
+    import astroid
+    from astroid import MANAGER, nodes, objects
+
+    t0 = _cpu()
+    if str(ITEMS_ROOT) not in sys.path:
+        sys.path.insert(0, str(ITEMS_ROOT))
+    MANAGER.always_load_extensions = False
+    rows = []
+    mla_mod, dcp_mod = _modname(ITEMS_ROOT, ITEMS_ROOT / MLA), _modname(ITEMS_ROOT, ITEMS_ROOT / DCP)
+    for it in ITEMS:
+        t = _cpu()
+        texts = item_texts(it)
+        MANAGER.clear_cache()  # each item sees its own edited modules, and pays for its builds
+        MANAGER.always_load_extensions = False
+        dcp = astroid.parse(texts[DCP], dcp_mod, str(ITEMS_ROOT / DCP))
+        MANAGER.astroid_cache[dcp_mod] = dcp
+        mla = astroid.parse(texts[MLA], mla_mod, str(ITEMS_ROOT / MLA))
+        MANAGER.astroid_cache[mla_mod] = mla
+        # direct: the probe's keyword value at line 766, or the partial's keyword in dcp.py
+        if it.direct_at == "dcp":
+            line = _dcp_partial_line(texts[DCP])
+            node = next(k.value for k in dcp.nodes_of_class(nodes.Keyword)
+                        if k.lineno == line and k.arg == "is_lse_base_on_e")
+        else:
+            node = next(k.value for k in mla.nodes_of_class(nodes.Keyword)
+                        if k.lineno == I_SITE and k.arg == "is_lse_base_on_e")
+        vals = _astroid_infer(node)
+        got = {_astroid_value(v) for v in vals}
+        rows.append(_item_row("astroid", it, "direct", got, f"{node.as_string()} -> {sorted(got)}",
+                              "NodeNG.infer() on the keyword's value", _cpu() - t))
+        # at the combine: the partial the layer calls, and its bound keyword's values
+        t = _cpu()
+        call = _astroid_call(mla, I_COMBINE, "combine")
+        got, desc = set(), []
+        for v in _astroid_infer(call.func):
+            if isinstance(v, objects.PartialFunction) and "is_lse_base_on_e" in v.filled_keywords:
+                kv = v.filled_keywords["is_lse_base_on_e"]
+                inferred = {_astroid_value(x) for x in _astroid_infer(kv)}
+                got |= inferred
+                desc.append(f"partial({v.name}, is_lse_base_on_e={kv.as_string()} -> {sorted(inferred)})")
+            else:
+                desc.append(_astroid_desc(v)[1] if not isinstance(v, Exception) else repr(v)[:80])
+        rows.append(_item_row("astroid", it, "at the combine", got, "; ".join(sorted(set(desc))),
+                              "Attribute.infer() -> PartialFunction.filled_keywords -> infer()",
+                              _cpu() - t))
+    return {"cases": rows, "cpu_s": _cpu() - t0, "peak_rss_mib": _rss_mib(), "version": astroid.__version__}
+
+
+def _astroid_value(v: Any) -> str:
+    from astroid import nodes, util
+
+    if isinstance(v, util.UninferableBase):
+        return "Uninferable"
+    if isinstance(v, nodes.Const):
+        return repr(v.value)
+    if isinstance(v, Exception):
+        return f"error {type(v).__name__}"
+    return type(v).__name__
+
+
+def jedi_items(ref: dict[str, Any]) -> dict[str, Any]:
+    import jedi
+
+    t0 = _cpu()
+    proj = _jedi_project(ITEMS_ROOT)
+    rows = []
+    for it in ITEMS:
+        t = _cpu()
+        texts = item_texts(it)
+        if it.direct_at == "dcp":
+            line = _dcp_partial_line(texts[DCP])
+            text = texts[DCP].splitlines()[line - 1]
+            col = text.rindex("is_lse_base_on_e")
+            s = jedi.Script(code=texts[DCP], path=str(ITEMS_ROOT / DCP), project=proj)
+        else:
+            # the probe's value: a name bound to it at the module's end (infer on a call's
+            # name would give the function, not what the call returns)
+            code = texts[MLA] + f"\n_probe_value = {it.probe}\n"
+            line, col = len(code.splitlines()), 0
+            s = jedi.Script(code=code, path=str(ITEMS_ROOT / MLA), project=proj)
+        try:
+            names = s.infer(line, col)
+        except Exception as e:  # jedi raises many kinds; the benchmark records, never stops
+            names, err = [], repr(e)[:80]
+        else:
+            err = ""
+        got = {n.full_name or n.name for n in names}
+        rows.append(_item_row("jedi", it, "direct", got,
+                              f"infer at {Path(s.path).name}:{line}:{col} -> "
+                              f"{_jedi_names(names) or err or 'nothing'}", "Script.infer", _cpu() - t))
+        t = _cpu()
+        s = jedi.Script(code=texts[MLA], path=str(ITEMS_ROOT / MLA), project=proj)
+        ctext = texts[MLA].splitlines()[I_COMBINE - 1]
+        names = s.infer(I_COMBINE, ctext.index("combine("))
+        rows.append(_item_row("jedi", it, "at the combine", set(),
+                              f"infer combine -> {_jedi_names(names)}; no API gives a bound "
+                              "keyword's value", "Script.infer", _cpu() - t))
+    return {"cases": rows, "cpu_s": _cpu() - t0, "peak_rss_mib": _rss_mib(), "version": jedi.__version__}
+
+
+def pyrefly_items(ref: dict[str, Any]) -> dict[str, Any]:
+    """One ``pyrefly check`` over a probe module per item and place: the edited file's text, as a
+    module of its own beside the release tree (its imports resolve to the release), with
+    ``reveal_type(...)`` of the probe inserted before the statement that holds it."""
+    import re
+
+    exe = Path(sys.executable).with_name("pyrefly")
+    version = subprocess.run([str(exe), "--version"], capture_output=True, text=True,
+                             check=False).stdout.strip()
+    probes: dict[str, tuple[Item, str, str]] = {}  # probe module -> (item, question, expression)
+
+    def reveal(lines: list[str], at: int, expr: str) -> None:
+        indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+        lines.insert(at, f"{indent}reveal_type({expr})")
+
+    with tempfile.TemporaryDirectory(prefix="lint-inference-items-") as tmp:
+        where = Path(tmp)
+        for it in ITEMS:
+            texts = item_texts(it)
+            mla = texts[MLA].splitlines()
+            # the later line first, so that the earlier insertion does not move it
+            combine = "self.dcp_manager.combine"
+            reveal(mla, I_COMBINE - 1, combine)
+            name = f"probe_{it.key.lower()}"
+            if it.direct_at == "dcp":
+                dcp = texts[DCP].splitlines()
+                at = next(i for i in range(_dcp_partial_line(texts[DCP]) - 1, 0, -1)
+                          if "return functools.partial(" in dcp[i])
+                reveal(dcp, at, "is_lse_base_on_e")
+                (where / f"{name}_dcp.py").write_text("\n".join(dcp) + "\n")
+                probes[f"{name}_dcp"] = (it, "direct", "is_lse_base_on_e")
+            else:
+                at = next(i for i in range(I_SITE - 1, 0, -1)
+                          if "self.dcp_manager = MLADCPManager(" in mla[i])
+                reveal(mla, at, it.probe)
+                probes[f"{name}_mla"] = (it, "direct", it.probe)
+            (where / f"{name}_mla.py").write_text("\n".join(mla) + "\n")
+            probes[f"{name}_mla@"] = (it, "at the combine", combine)
+        (where / "pyrefly.toml").write_text(
+            f'project-includes = ["probe_*.py"]\nsearch-path = ["{ITEMS_ROOT}"]\n'
+            f'python-interpreter-path = "{sys.executable}"\n')
+        log = where / "pyrefly.log"
+        run = _run_measured([str(exe), "check", "--threads=2", "--output-format=min-text"], where, log=log)
+        out = log.read_text(errors="replace")
+    rows = []
+    order = sorted(probes.items(), key=lambda kv: (ITEMS.index(kv[1][0]), kv[1][1] != "direct"))
+    for key, (it, q, expr) in order:
+        name = key.rstrip("@")
+        found = re.findall(rf"{name}\.py:\d+:\d+.*?revealed type: (.+?)(?: \[reveal-type\])?$", out,
+                           re.MULTILINE)
+        # the module with both reveals: the combine's is the later one
+        pick = found[-1] if found and (q != "direct" or it.direct_at == "dcp") else \
+            found[0] if found else ""
+        got = {pick.strip()} if pick and q == "direct" else set()
+        rows.append(_item_row("pyrefly", it, q, got, f"reveal_type({expr}) -> {pick.strip() or 'nothing'}",
+                              "reveal_type (the combine: no bound keyword in a type)" if q != "direct"
+                              else "reveal_type", 0.0))
+    return {"cases": rows, "cpu_s": run["cpu_s"], "wall_s": run["wall_s"],
+            "peak_rss_mib": run["peak_rss_mib"], "rc": run["rc"], "version": version}
+
+
+def lint_items(ref: dict[str, Any]) -> dict[str, Any]:
+    """Our linter over the two edited files and the rest of ``vllm/v1/attention`` and
+    ``model_executor/layers/attention`` (the backends and their declared bases): the uses the
+    interpreter records at the combine call (mla_attention.py:1202), with the base it was told."""
+    from attn_contracts.lint import lint_model
+
+    t0 = _cpu()
+    rows = []
+    for it in ITEMS:
+        t = _cpu()
+        texts = item_texts(it)
+        with tempfile.TemporaryDirectory(prefix="lint-inference-items-") as tmp:
+            root = Path(tmp)
+            for sub in ("vllm/v1/attention", "vllm/model_executor/layers/attention"):
+                shutil.copytree(ITEMS_ROOT / sub, root / sub)
+            for pkg in ("vllm", "vllm/v1", "vllm/model_executor", "vllm/model_executor/layers"):
+                (root / pkg / "__init__.py").write_text("")
+            for rel, text in texts.items():
+                (root / rel).write_text(text)
+            _, model = lint_model([root / "vllm"])
+            uses = [u for u in model.uses if f"{Path(MLA).name}:{I_COMBINE}:" in u.where
+                    or u.where.endswith(f"{Path(MLA).name}:{I_COMBINE}")]
+        got, desc = set(), []
+        for u in uses:
+            g = u.given
+            ways = g.options if g.kind == "choice" else (g,)
+            for w in ways:
+                got.add("True" if (w.kind == "fixed" and w.base == "e") else
+                        "False" if w.kind == "fixed" else w.kind)
+                desc.append(f"{w.kind} base={w.base} from {Path(w.where).name if w.where else '?'}"
+                            f"{' (' + w.how + ')' if w.how else ''}")
+        rows.append(_item_row("lint", it, "at the combine", got,
+                              "; ".join(sorted(set(desc))) or f"no use recorded at :{I_COMBINE}",
+                              "lint_model(...).uses at the combine (base e = True)", _cpu() - t))
+    return {"cases": rows, "cpu_s": _cpu() - t0, "peak_rss_mib": _rss_mib()}
+
+
+CHILDREN.update({"astroid-items": astroid_items, "jedi-items": jedi_items,
+                 "pyrefly-items": pyrefly_items, "lint-items": lint_items})
+
+
+def items_main(tools: list[str], output: Path | None, cmd: str) -> int:
+    """Issue 37 item 7: the four items on vLLM 0.34.0, each tool in a child process."""
+    _check_item_lines()
+    load0 = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    results: dict[str, dict[str, Any]] = {}
+    for tool in tools:
+        if tool == "pyre":
+            continue  # see the section's note: Pysa answers flows between declared sources, not values
+        results[tool] = _child(f"{tool}-items", {})
+    load1 = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    md = [f"## {time.strftime('%Y-%m-%d %H:%M')}: issue 37 item 7, binding / dataclasses / properties"
+          " / call summaries on vLLM 0.34.0", "", f"Command: `{cmd}`", "",
+          f"Machine: {os.cpu_count()} CPUs shared with other sessions; load average before/after: "
+          f"{load0} / {load1}. Expected answer of every item: `True` (base e) reaches "
+          f"`is_lse_base_on_e`. Release: `{ITEMS_ROOT.name}`; sites: {MLA}:{I_SITE} (the probe), "
+          f":{I_COMBINE} (the combine), {DCP}:{I_INIT_CALL}-1554 and :{I_PARTIAL}-1620.", "",
+          "| item | question |", "|---|---|"]
+    md += [f"| {it.key} {it.item} | {it.question}; probe `{it.probe}` |" for it in ITEMS]
+    md += ["", "| tool | item: question | verdict | CPU s | API | answer |", "|---|---|---|---:|---|---|"]
+    for tool, r in results.items():
+        for c in r.get("cases", []):
+            md.append(f"| {tool} | {c['case']} | {c['verdict']} | {c['cpu_s']:.2f} | {c['api']} | "
+                      f"{c['answer'].replace('|', '/')} |")
+        if "error" in r:
+            md.append(f"| {tool} | - | error | - | - | {r['error']} |")
+    md += ["", "| tool | version | CPU s (all items) | peak RSS MiB |", "|---|---|---:|---:|"]
+    for tool, r in results.items():
+        md.append(f"| {tool} | {r.get('version', '(this tree)')} | {r.get('cpu_s', 0):.1f} | "
+                  f"{r.get('peak_rss_mib', 0):,.0f} |")
+    text = "\n".join(md) + "\n"
+    Console().print(text)
+    if output:
+        output.write_text((output.read_text() + "\n" if output.exists() else "") + text)
+    return 0
+
+
 def _pysa_cases(r: dict[str, Any], tool: str, expected_overrides: set[str],
                 f_define: str) -> list[dict[str, Any]]:
     """Read the cases off one Pysa run: the call graph's targets at the case sites, the issues."""
@@ -1100,11 +1474,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--output", type=Path, help="write the markdown tables here")
     p.add_argument("--append", action="store_true", help="add to --output instead of replacing it")
     p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--items", action="store_true",
+                   help="issue 37 item 7 only: binding, dataclasses, properties and call summaries on "
+                        f"vLLM 0.34.0 (tools: {', '.join(ITEMS_TOOLS)}; --output appends a section)")
     args = p.parse_args(argv)
     if args.child:
         ref = json.loads(sys.stdin.read())
         print(json.dumps(CHILDREN[args.child](ref)))
         return 0
+    if args.items:
+        tools = [t.strip() for t in args.tools.split(",") if t.strip()] \
+            if args.tools != ",".join(TOOLS) else list(ITEMS_TOOLS)
+        unknown = sorted(set(tools) - set(ITEMS_TOOLS))
+        if unknown:
+            p.error(f"unknown tools {unknown} for --items; known: {', '.join(ITEMS_TOOLS)}")
+        cmd = "python bench/lint_inference.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        return items_main(tools, args.output, cmd.strip())
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     unknown = sorted(set(tools) - set(TOOLS))
     if unknown:
