@@ -69,6 +69,7 @@ class Code(enum.StrEnum):
     AC030 = "AC030"
     AC031 = "AC031"
     AC032 = "AC032"
+    AC033 = "AC033"
 
 
 class Severity(enum.StrEnum):
