@@ -430,6 +430,20 @@ def _docless(fn: ast.AST) -> ast.AST:
     return node
 
 
+def _split_params(text: str) -> list[str]:
+    """``a: int, b: Union[int, str]=1`` → its parameters (commas inside brackets kept)."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [*out, cur] if cur.strip() else out
+
+
 def fingerprint(defs: list[ast.AST]) -> dict[str, object]:
     """What a cited definition is, to compare across releases: its signature (the parameters as
     written), each parameter's default, and a hash of its body (docstring and positions left
@@ -441,10 +455,12 @@ def fingerprint(defs: list[ast.AST]) -> dict[str, object]:
     if isinstance(fn, ast.ClassDef):
         sig_of = next((m for m in fn.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
                        and m.name == "__init__"), None)
-    signature, defaults = "", {}
+    signature: list[str] = []
+    defaults: dict[str, str] = {}
     if isinstance(sig_of, (ast.FunctionDef, ast.AsyncFunctionDef)):
         a = sig_of.args
-        signature = ast.unparse(a)
+        # one entry per parameter, as written (annotation included), so a diff names it
+        signature = [p.strip() for p in _split_params(ast.unparse(a))]
         positional = [*a.posonlyargs, *a.args]
         for arg, d in zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True):
             defaults[arg.arg] = ast.unparse(d)
@@ -472,7 +488,10 @@ def symbol_of(rec: CapabilityRecord | ConsumerRecord, call: object) -> str:
     is element ``lse_index`` of the return)."""
     reads = cited_reads(rec, call)
     args = ", ".join(k if v is None else f"{k}={v}" for k, v in reads.items())
-    tail = "" if isinstance(rec, ConsumerRecord) else f" -> return[{getattr(call, 'lse_index', 1)}]"
+    out_args = tuple(getattr(call, "lse_out", ()))
+    tail = "" if isinstance(rec, ConsumerRecord) else (
+        f" -> writes {', '.join(out_args)}" if out_args else
+        f" -> return[{getattr(call, 'lse_index', 1)}]")
     return f"{getattr(call, 'function', '?')}({args}){tail}"
 
 
@@ -531,10 +550,19 @@ def verify_release(w: Wheel, stored: dict[str, dict[str, dict[str, object]]]
             before = stored.get(rec.name, {}).get(call.function)
             changes = list(broken)
             if before is not None:
-                if before.get("signature") != fp["signature"]:
-                    changes.append(f"signature ({before.get('signature')}) -> ({fp['signature']})")
-                old_defaults = before.get("defaults") or {}
-                assert isinstance(old_defaults, dict)
+                # a fingerprint of another format (or none) compares as no parameters
+                was = before.get("signature")
+                was = was if isinstance(was, list) else []
+                now = fp["signature"]
+                now = now if isinstance(now, list) else []
+                if was != now:
+                    added = [p for p in now if p not in was]
+                    gone = [p for p in was if p not in now]
+                    changes.append("signature: " + ", ".join(
+                        [*(f"+`{p}`" for p in added), *(f"-`{p}`" for p in gone)] or
+                        ["parameters reordered"]))
+                old_defaults = before.get("defaults")
+                old_defaults = old_defaults if isinstance(old_defaults, dict) else {}
                 for k in sorted({*old_defaults, *defaults}):
                     if old_defaults.get(k) != defaults.get(k) and k in old_defaults:
                         changes.append(f"default of {k}: {old_defaults.get(k)} -> "
@@ -642,7 +670,7 @@ def check_release(spec: str, *, write: bool, out_dir: Path, releases: Path | Non
               "records' ranges at this release first", file=sys.stderr)
     command = "python tools/check_catalog.py --release " + spec + (" --write" if write else "")
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"release-{rel.dist}-{rel.version}.md").write_text(
+    (out_dir / f"release-{library.replace('_', '-')}-{rel.version}.md").write_text(
         release_markdown(rel.dist, rel.version, rows, command, bounds, wrote), encoding="utf-8")
     print(f"{rel}: {len(rows)} citations, {len(changed)} changed, {len(broken)} broken"
           f"{', written' if wrote else ''}", file=sys.stderr)
