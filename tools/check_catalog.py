@@ -66,6 +66,7 @@ class Wheel:
     library: str
     version: str
     sources: dict[str, str] = field(default_factory=dict)  # path in the wheel → text
+    dist: str = ""  # the distribution (``--release`` sets it: vllm, flashinfer-python)
 
     def module(self, dotted: str) -> tuple[str, str] | None:
         base = dotted.replace(".", "/")
@@ -548,6 +549,10 @@ def verify_release(w: Wheel, stored: dict[str, dict[str, dict[str, object]]]
                     broken.append(f"the default of {kw} is {defaults.get(kw)}, the record "
                                   f"claims {claimed}")
             before = stored.get(rec.name, {}).get(call.function)
+            if before is not None and before.get("release") == f"{w.dist} {w.version}" and \
+                    isinstance(before.get("previous"), dict):
+                # this release was written already: what changed is against the one before it
+                before = before["previous"]  # type: ignore[assignment]
             changes = list(broken)
             if before is not None:
                 # a fingerprint of another format (or none) compares as no parameters
@@ -646,6 +651,7 @@ def check_release(spec: str, *, write: bool, out_dir: Path, releases: Path | Non
     d = known.get(rel.dist)
     library = d.library if d else rel.dist.removesuffix("-python").replace("-", "_")
     w = _load_tree(root, rel.package, library, rel.version)
+    w.dist = rel.dist
     rows = verify_release(w, stored)
     reg = Registry()
     bounds = [b for b in open_top([*reg.records(), *reg.consumers()])
@@ -662,8 +668,13 @@ def check_release(spec: str, *, write: bool, out_dir: Path, releases: Path | Non
         for r in rows:
             fp = r.get("fingerprint")
             if isinstance(fp, dict):
-                stored.setdefault(str(r["record"]), {})[str(r["function"])] = {
-                    **fp, "at": r["at"], "release": f"{rel.dist} {rel.version}"}
+                here = f"{rel.dist} {rel.version}"
+                was = stored.setdefault(str(r["record"]), {}).get(str(r["function"]))
+                previous = (was.get("previous") if was.get("release") == here else
+                            {k: v for k, v in was.items() if k != "previous"}) if was else None
+                stored[str(r["record"])][str(r["function"])] = {
+                    **fp, "at": r["at"], "release": here,
+                    **({"previous": previous} if previous else {})}
         wrote = True
     elif write:
         print(f"{rel}: not written: {len(broken)} citation(s) broken; fix or close those "
