@@ -123,6 +123,12 @@ class Derived:
     #: lint's findings located at an edge of a member (by member), for edges no record covers
     edge_lint: dict[str, list[Finding]] = field(default_factory=dict)
 
+    @property
+    def unverified(self) -> tuple[str, ...]:
+        """The tree's releases the catalog was not verified on (lint's ``AC033`` note): read
+        with the nearest verified facts, said once, never an error."""
+        return tuple(dict.fromkeys(f.message for f in self.lint if f.code.value == "AC033"))
+
 
 def _rel(path: str) -> str:
     parts = path.replace("\\", "/").rsplit("/vllm/", 1)
@@ -199,8 +205,6 @@ def _derive(root: Path, version: str | None, scope: tuple[str, ...] | None = Non
                      capability_attrs=capability)
     paths = [root / p for p in scope if (root / p).is_dir()] if scope else []
     findings, model = lint_model(paths or [root / "vllm"], cfg)
-    # a release the catalog was not verified on (AC033): said once, read with the nearest facts
-    notes += [f.message for f in findings if f.code.value == "AC033" and f.message not in notes]
     calls = {e.cls: e for e in data.all_for(data.dcp_call, version)}
     out: dict[str, MemberFacts] = {}
     edge_lint: dict[str, list[Finding]] = {}
@@ -320,7 +324,10 @@ def _edge(program: Any, use: Any, key: tuple[str, str], kernels: Sequence[Any],
     producers: list[tuple[str, str | None]] = []
     unrecorded: list[tuple[str | None, str]] = []
     for s in sorted(use.lse.sources, key=lambda s: s.key):
-        ours = s.impl == key or any(s.key.startswith(f"producer:{w}:") for w in wheres)
+        # a flow the interpreter followed with another impl class as self (a subclass that
+        # converts the LSE of the kernel call it shares through super()) is that backend's
+        ours = s.impl == key if s.impl is not None else any(
+            s.key.startswith(f"producer:{w}:") for w in wheres)
         if not ours:
             continue
         if s.record:
