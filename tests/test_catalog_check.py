@@ -232,3 +232,18 @@ def test_every_cited_function_has_a_fingerprint_at_a_verified_release() -> None:
         for fn, fp in calls.items():
             assert fp["release"] in verified, (rec, fn)
             assert ".py:" in fp["at"], (rec, fn)
+
+
+def test_release_check_says_a_verified_release_needs_nothing(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """make release-check (tools/release_check.py) on releases the catalog was verified on asks
+    no index and downloads nothing."""
+    spec = importlib.util.spec_from_file_location("release_check",
+                                                  ROOT / "tools" / "release_check.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["release_check"] = module
+    spec.loader.exec_module(module)
+    assert module.main(["--release", "vllm==0.34.0", "--release", "flashinfer-python==0.7.4"]) == 0
+    assert capsys.readouterr().out.count("verified already") == 2
+    assert module.main(["--release", "not-a-spec"]) == 2
