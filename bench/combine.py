@@ -88,7 +88,7 @@ from attn_contracts.combine import (
     rescale_reference,
 )
 from attn_contracts.combine.launch import uses_triton
-from attn_contracts.combine.ops import merge_into
+from attn_contracts.combine.launches import merge_into
 from attn_contracts.combine.tiles import default_config
 
 SHAPES = [(4, 1, 128, 512), (8, 1, 16, 512), (4, 32, 128, 512), (8, 256, 128, 512),

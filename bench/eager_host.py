@@ -4,7 +4,7 @@
 
 Issue 22 item 3 times eager calls on the H200 (``bench/goals.py``, ``host µs per eager call``);
 this times the same calls' Python on a CPU with no GPU. The one launch body of merge and rescale
-(``ops._combine_launch``, what a first call runs and a later call's ``launch.Prepared`` replaces)
+(``launches.combine_launch``, what a first call runs and a later call's ``launch.Prepared`` replaces)
 is monkeypatched to hand back a no-op launch, so every call after the first takes the same eager
 fast path as on a GPU and only the launch itself (the driver call) is missing. Each row: the
 median of ``--calls`` calls after 200 warm-up calls, the rows interleaved (one call of each per
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under 
 from _inputs import bench_record, world_of_one
 from _timing import host_medians
 
-from attn_contracts.combine import dcp_combine, merge, ops, plan_combine
+from attn_contracts.combine import dcp_combine, launches, merge, plan_combine
 
 SHAPE = (4, 1, 128, 512)
 DTYPE = torch.bfloat16
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", default="", help="a column title (e.g. before/after)")
     ap.add_argument("--out", type=Path, default=None, help="also write the table as markdown")
     args = ap.parse_args(argv)
-    ops._combine_launch = _no_launch  # type: ignore[assignment]
+    launches.combine_launch = _no_launch  # type: ignore[assignment]
     timed = host_medians(calls(), args.calls, warmup=200)
     col = f"µs per call{f' ({args.label})' if args.label else ''}"
     table = Table(title=f"eager host time on the CPU, no-op launch, median of {args.calls}")

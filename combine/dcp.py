@@ -47,13 +47,9 @@ from attn_contracts.checks import (
 from attn_contracts.combine.direct import direct_merge, direct_send
 from attn_contracts.combine.fastpath import PLANS, KernelCall, keep, sig
 from attn_contracts.combine.fused import fused_combine
-from attn_contracts.combine.ops import (
-    _LSE_DTYPES,
-    _check_writable,
-    _row_mask_arg,
-    lse_scales,
-    pack_a2a,
-)
+from attn_contracts.combine.inputs import LSE_DTYPES, check_writable, row_mask_arg
+from attn_contracts.combine.launches import lse_scales
+from attn_contracts.combine.ops import pack_a2a
 from attn_contracts.combine.plan import CombinePlan, _dtype_name, _layout_text
 from attn_contracts.combine.reference import log_of_base
 from attn_contracts.combine.tiles import default_config, sm_count
@@ -85,7 +81,7 @@ def _check_mask(plan: CombinePlan, row_mask: torch.Tensor | None, lens: torch.Te
                                    dtype=_dtype_name(row_mask.dtype), want=(tokens,),
                                    lens=lens is not None), "the row mask does not fit the call")
     if lens is not None:
-        _, q_len = _row_mask_arg(None, lens, (), tokens, lens.device)  # checks lens, T = B·q_len
+        _, q_len = row_mask_arg(None, lens, (), tokens, lens.device)  # checks lens, T = B·q_len
         return (lens > 0).repeat_interleave(q_len) if q_len > 1 else lens > 0
     return row_mask
 
@@ -95,7 +91,7 @@ def _local_lse(plan: CombinePlan, partial_lse: torch.Tensor, tokens: int) -> tor
     view = plan.lse_view(partial_lse, heads=plan.num_heads, stacked=False)
     # checked here, not by the op: ag_rs and ar put the LSE on the wire before any op sees it
     rows = math.prod(view.shape[:-1])
-    if view.dtype not in _LSE_DTYPES or rows != tokens:
+    if view.dtype not in LSE_DTYPES or rows != tokens:
         refuse(check_call_lse(plan.record.name, shape=tuple(partial_lse.shape),
                               layout=_layout_text(plan.lse, False), dtype=_dtype_name(view.dtype), rows=rows,
                               tokens=tokens), "the LSE does not fit the call")
@@ -121,7 +117,7 @@ def _check_out(plan: CombinePlan, out: torch.Tensor | None, tokens: int,
     if out.device != device:
         refuse(check_call_device(plan.record.name, "out", found=str(out.device),
                                  want=str(device)), f"out does not match its {plan.mode} plan")
-    _check_writable(out=out)
+    check_writable(out=out)
 
 
 def _wire_lse(lse: torch.Tensor, row_mask: torch.Tensor | None, dst: torch.Tensor) -> None:

@@ -236,7 +236,7 @@ def test_a_rows_mask_entries_read_as_one_word(n: int, t: int, strided: bool, wor
                                               device: str) -> None:
     """Where a row's N uint8 entries are adjacent and make a 2-, 4- or 8-byte word, the kernels
     read them in one load (``MASK_WORD``) and shift each shard's byte out: same result."""
-    from attn_contracts.combine.ops import _mask_word
+    from attn_contracts.combine.launches import mask_word
 
     h, d = 3, 40
     o, lse = partials(n, t, h, d, torch.float32, seed=5, specials=False)
@@ -244,7 +244,7 @@ def test_a_rows_mask_entries_read_as_one_word(n: int, t: int, strided: bool, wor
     keep[0, 0] = True
     _garbage_rows(o, lse, keep)
     mask = keep.to(device)
-    assert _mask_word(mask.view(torch.uint8), n, *mask.stride()) == word
+    assert mask_word(mask.view(torch.uint8), n, *mask.stride()) == word
     out = merge(o.to(device), lse.to(device), base="2", row_mask=mask)
     assert_close_to(out.cpu(), merge_reference(o, lse, base="2", row_mask=keep)[0], torch.float32)
     r = rescale(o[1].to(device), lse.to(device), 1, base="2", row_mask=mask)

@@ -1,4 +1,8 @@
-"""Rank consensus at startup: every rank reaches the same verdict, within the deadline + 2 s.
+"""Rank consensus at startup: every rank reaches the same verdict, by the path its scenario
+implies. Nothing here times a rank: each verdict carries what its round left in the store (the
+decision followed, who proposed it, which ranks had reported, were missing or failed, whether this
+rank published, how many ranks read it), so "did not wait" and "at once" are orders of events that a
+loaded machine cannot reverse, not bounds it can overrun.
 
 Most tests run over the store engines use: a ``TCPStore`` hosted by rank 0 (``rendezvous="tcp"``),
 so a dead or departed rank 0 takes the store with it. One spawn per world size runs several rounds
@@ -7,6 +11,7 @@ in sequence where the store stays up; the scenarios that kill rank 0 have a spaw
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -18,8 +23,7 @@ from fixtures import dcp_workers as w
 
 pytestmark = pytest.mark.dist
 WORLD_SIZES = (2, 3, 4)
-DEADLINE = 2.0
-SLACK = 2.0  # what a rank may take beyond its deadline
+DEADLINE = 3.0  # the short timeout of the rounds that must expire (a rank late, hung or dead)
 AGREE, DISAGREE, LATE, HUNG, DEAD = range(5)
 
 
@@ -28,9 +32,22 @@ def _verdicts(results: list[RankResult]) -> dict[int, dict[str, Any]]:
     return {r.rank: r.value for r in results if r.ok}
 
 
-def _within_bound(verdicts: dict[int, dict[str, Any]]) -> None:
+def _decided_with_every_report(verdicts: dict[int, dict[str, Any]]) -> None:
+    """Every rank followed one decision, made once every rank had reported: no deadline fired."""
+    ws = len(verdicts)
+    decisions = {json.dumps(v["decision"], sort_keys=True) for v in verdicts.values()}
+    assert len(decisions) == 1, decisions
     for rank, v in verdicts.items():
-        assert v["seconds"] <= DEADLINE + SLACK, (rank, v["seconds"])
+        assert v["decision"]["reported"] == list(range(ws)), (rank, v["decision"])
+        assert v["decision"]["missing"] == [] and v["published"], (rank, v)
+
+
+def _decided_without(verdicts: dict[int, dict[str, Any]], missing: list[int]) -> None:
+    """Every rank that returned followed one decision, made by a deadline with ``missing``
+    not reported."""
+    decisions = {json.dumps(v["decision"], sort_keys=True) for v in verdicts.values()}
+    assert len(decisions) == 1, decisions
+    assert next(iter(verdicts.values()))["decision"]["missing"] == missing
 
 
 @pytest.fixture(scope="module", params=WORLD_SIZES, ids=lambda ws: f"ws{ws}")
@@ -50,7 +67,7 @@ def test_ranks_that_agree_pass_over_a_tcp_store(rounds) -> None:  # type: ignore
     ws, verdicts = _round(rounds, AGREE)
     assert len(verdicts) == ws  # rank 0 passing a torch.bfloat16, the others "bfloat16"
     assert all(v["codes"] == [] for v in verdicts.values()), verdicts
-    _within_bound(verdicts)
+    _decided_with_every_report(verdicts)
 
 
 def test_disagreement_names_the_differing_fields(rounds) -> None:  # type: ignore[no-untyped-def]
@@ -67,7 +84,7 @@ def test_disagreement_names_the_differing_fields(rounds) -> None:  # type: ignor
             f"rank {ws - 1} has '2'") in text
     assert f"setting num_heads: {most} {on_time} {have} {w.HEADS}; rank {ws - 1} has 13" in text
     assert "out_dtype" not in text  # torch.bfloat16 and "bfloat16" are the same setting
-    _within_bound(verdicts)
+    _decided_with_every_report(verdicts)
 
 
 def test_a_late_but_alive_rank_fails_like_the_others(rounds) -> None:  # type: ignore[no-untyped-def]
@@ -78,8 +95,10 @@ def test_a_late_but_alive_rank_fails_like_the_others(rounds) -> None:  # type: i
     texts = {v["text"] for v in verdicts.values()}
     assert len(texts) == 1  # one decision, followed by the late rank too
     assert f"rank(s) {ws - 1} of {ws} did not report" in texts.pop()
-    assert verdicts[ws - 1]["seconds"] < 1.0  # it finds the decision made and does not wait
-    _within_bound(verdicts)
+    _decided_without(verdicts, [ws - 1])
+    # it finds the decision made and does not wait: it never even published its report
+    assert verdicts[ws - 1]["published"] is False
+    assert all(verdicts[r]["published"] for r in range(ws - 1))
 
 
 @pytest.mark.parametrize("k", [HUNG, DEAD], ids=["hung", "dead"])
@@ -89,8 +108,7 @@ def test_a_hung_or_dead_rank_ends_the_others_with_ac007(rounds, k: int) -> None:
     for v in verdicts.values():
         assert v["codes"] == ["AC007"]
         assert f"rank(s) {ws - 1} of {ws} did not report" in v["text"]
-        assert v["seconds"] >= DEADLINE
-    _within_bound(verdicts)
+    _decided_without(verdicts, [ws - 1])  # by a deadline, the last rank's report never in
 
 
 @pytest.mark.parametrize("ws", WORLD_SIZES)
@@ -104,7 +122,8 @@ def test_a_late_rank_after_the_store_host_left_gets_ac007(ws: int) -> None:
     for rank in range(ws - 1):  # the on-time ranks: the decision, or the store gone under them
         assert (f"rank(s) {ws - 1} of {ws} did not report" in verdicts[rank]["text"]
                 or "store became unreachable" in verdicts[rank]["text"])
-    _within_bound(verdicts)
+    # the late rank read nothing of a round whose store had gone
+    assert verdicts[ws - 1]["decision"] is None
 
 
 @pytest.mark.parametrize("ws", WORLD_SIZES)
@@ -120,8 +139,11 @@ def test_the_store_host_leaving_at_once_after_agreeing_and_then_dead(ws: int) ->
     for v in stranded.values():
         assert v["codes"] == ["AC007"]
         assert "store became unreachable" in v["text"]
-    _within_bound(agreed)
-    _within_bound(stranded)
+        assert v["decision"] is None  # no store, so no decision to follow: this rank's own AC007
+    # the survivors followed the host's one decision, made with every report in (the host's
+    # own record of it left with its process)
+    decisions = {json.dumps(v["decision"], sort_keys=True) for v in agreed.values()}
+    assert len(decisions) <= 1, decisions
 
 
 BOUND = 10.0
@@ -139,19 +161,19 @@ def test_ranks_that_agree_pass(over_a_file_store) -> None:  # type: ignore[no-un
 
 
 def test_disagreeing_ranks_all_fail_with_the_same_ac007(over_a_file_store) -> None:  # type: ignore[no-untyped-def]
-    bound = BOUND
     results = [r[1] for r in over_a_file_store]
     texts = {r["text"] for r in results}
     assert len(texts) == 1  # the same message on every rank
     for r in results:
         assert r["codes"] == ["AC007"]
-        assert r["seconds"] < bound
+    # decided once every report was in, not by the deadline (BOUND) passing
+    _decided_with_every_report(dict(enumerate(results)))
     text = texts.pop()
     assert "record test.dcp" not in text or "ranks 0,2" in text
     assert "backend" in text and "setting out_dtype" in text and "ranks 0,1" in text
 
 
-def test_a_dead_rank_ends_the_others_within_the_bound() -> None:
+def test_a_dead_rank_ends_the_others_by_the_deadline() -> None:
     bound = 3.0
     with pytest.raises(RankFailure) as exc:
         run_ranks(w.one_rank_dies, 3, bound, timeout_s=120)
@@ -160,7 +182,7 @@ def test_a_dead_rank_ends_the_others_within_the_bound() -> None:
     for r in (results[0], results[2]):
         assert r.ok and r.value["codes"] == ["AC007"]
         assert "rank(s) 1 of 3 did not report" in r.value["text"]
-        assert bound <= r.value["seconds"] < bound + 5.0
+    _decided_without({0: results[0].value, 2: results[2].value}, [1])
 
 
 def test_settings_compare_by_value() -> None:
@@ -196,7 +218,10 @@ def test_ranks_compare_what_they_pass_a_collective_consumer() -> None:
 def test_a_rank_that_fails_first_ends_every_rank_at_once_with_its_cause(ws: int,
                                                                         fail_on: int) -> None:
     """Issue 28 item 3: not "did not report within 30 s" after 30 s, but the failed rank's own
-    error, first, on every rank, within seconds (the goal: 5 s); the failed rank raises its own."""
+    error, first, on every rank; the failed rank raises its own. "At once" is an order of events:
+    the decision every peer followed is the failed rank's (the first proposal wins, so it came
+    before any peer's own 30 s timeout could propose "did not report"), and the failed rank
+    stopped lingering because every rank had read it."""
     timeout_s = 30.0
     results = run_ranks(w.one_rank_fails_first, ws, fail_on, timeout_s, timeout_s=120,
                         rendezvous="tcp")
@@ -211,6 +236,8 @@ def test_a_rank_that_fails_first_ends_every_rank_at_once_with_its_cause(ws: int,
             assert v["codes"][0] == "AC007", (rank, k, v)
             first = v["text"].splitlines()[1]
             assert f"rank {fail_on} failed {cause}" in first, (rank, k, first)
-            assert v["seconds"] < 5.0, (rank, k, v["seconds"])
+            assert v["decision"] == {"by": fail_on, "reported": [], "missing": [],
+                                     "failed": [fail_on]}, (rank, k, v["decision"])
     for v in values[fail_on]:
-        assert v["seconds"] < 5.0  # its peers read the verdict at once: it does not linger
+        assert v["decision"]["failed"] == [fail_on]
+        assert v["read"] == ws  # its peers read the verdict: it lingers for that, not a clock

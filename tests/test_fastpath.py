@@ -14,7 +14,9 @@ import pytest
 import torch
 
 from attn_contracts.checks import CallRefused
-from attn_contracts.combine import fastpath, ops, plan_combine, rescale
+from attn_contracts.combine import fastpath, plan_combine, rescale
+from attn_contracts.combine import launches as launches_module
+from attn_contracts.combine.launches import CombineLaunch
 from attn_contracts.findings import Code
 from fixtures.dcp_workers import record
 
@@ -32,16 +34,16 @@ class _NoLaunch:
 
 
 @pytest.fixture
-def launches(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[ops.CombineLaunch]]:
+def launches(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[CombineLaunch]]:
     """The launches the checked path made; every one hands back a decided launch. The tables
     start and end empty: an entry of a no-op launch must not serve another test's call."""
-    made: list[ops.CombineLaunch] = []
+    made: list[CombineLaunch] = []
 
-    def launch(a: ops.CombineLaunch) -> _NoLaunch:
+    def launch(a: CombineLaunch) -> _NoLaunch:
         made.append(a)
         return _NoLaunch()
 
-    monkeypatch.setattr(ops, "_combine_launch", launch)
+    monkeypatch.setattr(launches_module, "combine_launch", launch)
     fastpath.OPS.clear()
     fastpath.PLANS.clear()
     yield made
@@ -56,7 +58,7 @@ def _plan(**kw: Any) -> Any:
 
 @pytest.mark.parametrize("rank", [True, 1.0])
 def test_a_rank_that_equals_an_int_is_still_refused_after_the_int_was_kept(
-        launches: list[ops.CombineLaunch], rank: Any) -> None:
+        launches: list[CombineLaunch], rank: Any) -> None:
     """``True == 1`` and ``1.0 == 1`` hash alike: a key without the rank's type let such a call
     run the launch decided for rank 1 instead of being refused."""
     o, lse, out = torch.randn(3, H, D), torch.randn(2, 3, H), torch.empty(3, H, D)
@@ -68,7 +70,7 @@ def test_a_rank_that_equals_an_int_is_still_refused_after_the_int_was_kept(
     assert exc.value.codes == [Code.AC027] and exc.value.findings[0].field == "rank"
 
 
-def test_calling_a_plan_changes_nothing_on_it(launches: list[ops.CombineLaunch]) -> None:
+def test_calling_a_plan_changes_nothing_on_it(launches: list[CombineLaunch]) -> None:
     """The plan is cached and shared: its calls' decided launches are kept in the fast path's
     table, under the plan's token, not on the plan."""
     plan = _plan(return_lse=True)
@@ -82,7 +84,7 @@ def test_calling_a_plan_changes_nothing_on_it(launches: list[ops.CombineLaunch])
     assert {key[:2] for key in fastpath.PLANS} == {(plan.token, "call"), (plan.token, "launch")}
 
 
-def test_a_copied_or_unpickled_plan_has_its_own_token(launches: list[ops.CombineLaunch]) -> None:
+def test_a_copied_or_unpickled_plan_has_its_own_token(launches: list[CombineLaunch]) -> None:
     plan = _plan()
     o, lse = torch.randn(2, 3, H, D), torch.randn(2, 3, H)
     plan(o, lse)
@@ -93,7 +95,7 @@ def test_a_copied_or_unpickled_plan_has_its_own_token(launches: list[ops.Combine
 
 
 def test_the_deprecated_plan_table_spellings_still_work(
-        launches: list[ops.CombineLaunch]) -> None:
+        launches: list[CombineLaunch]) -> None:
     plan, call = _plan(), _NoLaunch()
     with pytest.deprecated_call():
         plan.keep(("mine",), call)

@@ -153,10 +153,10 @@ def test_pdl_can_be_switched_off_per_plan(monkeypatch: pytest.MonkeyPatch) -> No
     """``pdl=False`` reaches the launch as mode 0 even where the tiles would use PDL; the default
     lets the tiles decide (PDL itself only exists on CUDA, so the launch's argument is what is
     checked: mode 2 here, a one-token grid)."""
-    from attn_contracts.combine import ops
+    from attn_contracts.combine import launches
 
     seen: list[int] = []
-    monkeypatch.setattr(ops, "_combine_launch", lambda launch: seen.append(launch.config.pdl))
+    monkeypatch.setattr(launches, "combine_launch", lambda launch: seen.append(launch.config.pdl))
     o, lse = partials(4, 1, 128, 512, torch.float32, seed=2)
     for pdl in (True, False):
         plan = plan_combine("flashinfer.mla.fa3", mode="merge", world_size=4, num_heads=128,
