@@ -266,7 +266,7 @@ def verified_releases(library: str) -> tuple[str, ...]:
             return 0, Version(v)
         except InvalidVersion:
             return 1, v
-    return tuple(sorted(found, key=order))  # type: ignore[arg-type]
+    return tuple(sorted(found, key=order))
 
 
 @dataclass(frozen=True)
