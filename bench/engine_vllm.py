@@ -58,14 +58,8 @@ _FALSE: dict[tuple[str, str, str], str] = {
 }
 #: consumer records whose empty-row facts are conservative values, not read from code: an error
 #: they give is live only if the kernel really does what the record assumes
-_UNREAD_EMPTY = {"vllm.direct_dcp_a2a_lse_reduce": (
-    "the op's empty-row handling is C++ that is not in the wheel (torch.ops._C."
-    "direct_dcp_a2a_lse_reduce); the record holds conservative values. The first public "
-    "revision of the CUDA op (no seq_lens) multiplies every received partial by its weight, so "
-    "0 x NaN would reach the output; the revision the 0.33/0.34 Python calls takes seq_lens and "
-    "query_start_loc, and vLLM's ROCm port of it ('same result as dcp_direct_a2a_lse_reduce.cu') "
-    "stages an empty shard's LSE as -inf and never reads a zero-weight partial. Which one a wheel "
-    "ships cannot be read from the wheel: live only if it is the first")}
+_UNREAD_EMPTY: dict[str, str] = {}  # none now: vllm.direct_dcp_a2a_lse_reduce's facts are read
+# from the CUDA source of the revision the 0.33/0.34 wheels ship (its op schema, compiled into them)
 
 
 def _reason(f: Finding, row: iv.BackendReport, latent: bool) -> str:
