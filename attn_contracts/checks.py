@@ -10,18 +10,43 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+from attn_contracts.call_base import literal_key
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
 from attn_contracts.findings import Code, ContractError, Finding, Severity
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.setting import OUT_DTYPES, CombineSetting
 
-__all__ = ["LSE_DTYPES", "CallRefused", "check_backend_known", "check_call_device",
-           "check_call_lse", "check_call_out", "check_call_partials", "check_call_row_mask",
-           "check_call_sink", "check_combinable", "check_dcp", "check_direct", "check_edge",
-           "check_heads_divisible", "check_mode_call", "check_rank", "check_row_mask_given",
-           "check_setting", "check_unique", "check_workspace_buffer", "check_workspace_call",
-           "check_workspace_mode", "check_workspace_step", "refuse", "resolve_call",
-           "resolve_call_base", "resolve_call_layout"]
+__all__ = [
+    "LSE_DTYPES",
+    "CallRefused",
+    "call_keys",
+    "check_backend_known",
+    "check_call_device",
+    "check_call_lse",
+    "check_call_out",
+    "check_call_partials",
+    "check_call_row_mask",
+    "check_call_sink",
+    "check_call_turns_off_lse",
+    "check_combinable",
+    "check_dcp",
+    "check_direct",
+    "check_edge",
+    "check_heads_divisible",
+    "check_mode_call",
+    "check_rank",
+    "check_row_mask_given",
+    "check_setting",
+    "check_unique",
+    "check_workspace_buffer",
+    "check_workspace_call",
+    "check_workspace_mode",
+    "check_workspace_step",
+    "refuse",
+    "resolve_call",
+    "resolve_call_base",
+    "resolve_call_layout",
+]
 
 
 def check_unique(records: Sequence[CapabilityRecord | ConsumerRecord]) -> list[Finding]:
@@ -565,6 +590,55 @@ def check_edge(producer: CapabilityRecord, consumer: ConsumerRecord,
     return findings
 
 
+def call_keys(record: CapabilityRecord) -> tuple[str, ...]:
+    """The keyword arguments of the engine's call that a record reads, sorted: those its calls
+    need for an LSE (``when``), choose the base by (keyword, default, dispatch) and the layout
+    by. A key outside them changes nothing the checks read."""
+    keys: set[str] = set()
+    for c in record.calls:
+        keys.update(k for k, _ in c.when)
+        if c.base is not None:
+            keys.update(k for k in (c.base.keyword, c.base.default_by) if k)
+            keys.update(k for k, _ in c.base.picked_by)
+        if c.layout is not None:
+            keys.add(c.layout.keyword)
+    return tuple(sorted(keys))
+
+
+def check_call_turns_off_lse(record: CapabilityRecord, call: Mapping[str, object],
+                             needed_by: str) -> list[Finding]:
+    """``AC006`` where the engine's call (its keyword arguments, as Python values) turns off the
+    LSE that ``needed_by`` (a consumer, the DCP world size) needs: every call of the record that
+    returns an LSE only when given some literals (``when``: ``return_lse=True``) is passed
+    another value for one of them (a flag by its truth, as the kernel's ``if`` reads it:
+    ``return_lse=1`` returns the LSE)."""
+    if not record.returns_lse or not record.calls:
+        return []
+    given = {k: literal_key(repr(v)) for k, v in call.items()}
+    off: dict[str, str] = {}  # keyword → the literal the LSE needs
+    for c in record.calls:
+        wrong = {k: v for k, v in c.when if k in call and _differs(call[k], v)}
+        if not wrong:
+            return []  # this call still returns the LSE
+        off.update(wrong)
+    passed = ", ".join(f"{k}={given[k]}" for k in sorted(off))
+    needs = ", ".join(f"{k}={v}" for k, v in sorted(off.items()))
+    return [Finding.from_rule(
+        Code.AC006, record.name,
+        f"{needed_by} needs the LSE, but the call passes {passed}: {record.name} then returns "
+        f"no LSE (it returns one with {needs})", hint=f"pass {needs} to the kernel",
+        field=next(iter(sorted(off))), found=passed, allowed=needs)]
+
+
+def _differs(value: object, required: str) -> bool:
+    """Whether a call's argument is not the literal ``required`` (``"True"``): a flag by its
+    truth, anything else by its value."""
+    want = literal_key(required)
+    if want in ("True", "False"):
+        return bool(value) is not (want == "True")
+    return literal_key(repr(value)) != want
+
+
 def resolve_call(record: CapabilityRecord, call: Mapping[str, object] | None,
                  ) -> tuple[CapabilityRecord, list[Finding]]:
     """The record with the LSE base *and* layout the engine's call chooses
@@ -615,24 +689,26 @@ def resolve_call_base(record: CapabilityRecord, call: Mapping[str, object] | Non
         return record, []
     if call is None:
         chooses = ", ".join(k for k in (chosen.keyword, chosen.default_by) if k)
-        return record, [Finding(
+        return record, [Finding.from_rule(
             Code.AC028, record.name,
             f"its LSE base is chosen by the call's arguments ({chooses}: base "
             f"{' or '.join(chosen.bases())}), and the engine did not say which call it makes",
             hint=f"give the keyword arguments the engine passes the kernel (producer_call={{...}}; "
-            f"validate --call KEY=VALUE), e.g. {chosen.pass_hint()}", field="producer_call",
+            f"validate --call KEY=VALUE), e.g. {chosen.pass_hint()}", escalation="unplanned-call",
+            field="producer_call",
             found=None, allowed=f"the call's {chooses}")]
     literals = {k: repr(v) for k, v in call.items()}
     base = chosen.resolve(literals)
     if base is None:
         given = ", ".join(f"{k}={literals.get(k, 'omitted')}"
                           for k in (chosen.keyword, chosen.default_by) if k)
-        return record, [Finding(
+        return record, [Finding.from_rule(
             Code.AC028, record.name,
             f"{record.name}: the call leaves its LSE base to dispatch ({given}): the kernel picked "
             f"at run time returns base {' or '.join(chosen.bases())}, and the combine cannot be "
             "planned for both", hint=f"select an explicit base for stable units: pass "
-            f"{chosen.pass_hint()} to the kernel and the same here", field=chosen.keyword,
+            f"{chosen.pass_hint()} to the kernel and the same here", escalation="unplanned-call",
+            field=chosen.keyword,
             found=literals.get(chosen.keyword), allowed=chosen.pass_hint())]
     if base == record.lse.base:
         return record, []

@@ -11,17 +11,22 @@ tools/readme_rules.py``; a test fails when the README is stale).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
+import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass
+from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any
 
-__all__ = ["RULES", "Code", "ContractError", "Finding", "Rule", "Severity", "error_text",
-           "rules_markdown"]
+__all__ = ["RULES", "Code", "ContractError", "Escalation", "Finding", "Rule", "RulesError",
+           "Severity", "check_rules", "error_text", "printable", "rule_groups", "rules_markdown",
+           "selected_codes", "selectors_text"]
 
 _ERROR_TEXT_LIMIT = 300  # characters of an exception a finding quotes (a tensor repr is MBs)
 
@@ -31,6 +36,20 @@ def error_text(err: BaseException) -> str:
     bounded: an exception that prints a tensor must not flood the report."""
     text = f"{type(err).__name__}: {err}"
     return text if len(text) <= _ERROR_TEXT_LIMIT else text[: _ERROR_TEXT_LIMIT - 3] + "..."
+
+
+#: characters that would let a path or message forge output (a line break starts a fake finding,
+#: an ANSI escape or a bidirectional override rewrites what a reader sees): the control
+#: characters, the Unicode line and paragraph separators, and the bidirectional controls
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f"
+                          "\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every character of :data:`_UNPRINTABLE` written as its Python escape
+    (``\\n``, ``\\x1b``, ``\\u202e``): a file name or message printed as text is one line that
+    reads as it is. The text and GitHub formats of every command print through this."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class Code(enum.StrEnum):
@@ -70,6 +89,7 @@ class Code(enum.StrEnum):
     AC031 = "AC031"
     AC032 = "AC032"
     AC033 = "AC033"
+    AC034 = "AC034"
 
 
 class Severity(enum.StrEnum):
@@ -85,44 +105,181 @@ class Severity(enum.StrEnum):
 
 
 @dataclass(frozen=True)
+class Escalation:
+    """A context in which a rule's finding has another severity than its default, named so that
+    the checker that reports it says which (:meth:`Finding.from_rule`) and the README shows it."""
+
+    severity: Severity
+    when: str
+
+
+@dataclass(frozen=True)
 class Rule:
     """What a finding code means, as the README, SARIF and ``--statistics`` show it.
 
     ``severity`` is the default: what the linter and the engine checks report the code as where
-    the context does not decide otherwise. A checker whose severity depends on what it found (an
-    inherited base the kernels confirm is a note, one they contradict an error) says so at the
-    call, with a comment; validation and startup refuse on every finding but a note."""
+    the context does not decide otherwise. ``escalations``: the named contexts that give the code
+    another severity, each documented here (a finding takes one by name:
+    ``Finding.from_rule(code, ..., escalation=NAME)``). Validation and startup refuse on every
+    finding but a note."""
 
     code: Code
     title: str
     severity: Severity
     meaning: str
     fix: str
+    #: selects the rule as its code does (``--select edge-base``)
+    name: str = ""
+    #: the groups that select it (``--select lint``): keys of :func:`rule_groups`
+    groups: tuple[str, ...] = ()
+    escalations: Mapping[str, Escalation] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({}))
 
 
-def _load_rules() -> tuple[Rule, ...]:
+class RulesError(RuntimeError):
+    """The rule table shipped with the package (``rules.toml``) is missing or damaged: a broken
+    installation, told in one line naming the file and the problem (the CLI exits 2)."""
+
+
+def _rules_file() -> Traversable:
+    return resources.files("attn_contracts").joinpath("rules.toml")
+
+
+@cache
+def _load_rules() -> tuple[Mapping[Code, Rule], Mapping[str, str]]:
     """The rule table from ``rules.toml`` beside this module (data shipped with the package: a
-    code's words are edited there, not here). Every :class:`Code` has exactly one rule, in order."""
-    with resources.files("attn_contracts").joinpath("rules.toml").open("rb") as f:
-        rows = tomllib.load(f)["rule"]
-    rules = tuple(Rule(Code(r["code"]), r["title"], Severity(r["severity"]), r["meaning"], r["fix"])
-                  for r in rows)
+    code's words are edited there, not here) and its groups, read on first use, never at import: a damaged
+    file is one :class:`RulesError` naming it and the problem. Every :class:`Code` has exactly
+    one rule, in order."""
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+    class _Escalation(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        severity: Severity
+        when: str
+
+    class _Row(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        code: Code
+        name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")]
+        groups: Annotated[tuple[str, ...], Field(min_length=1)]
+        title: str
+        severity: Severity
+        meaning: str
+        fix: str
+        escalations: dict[str, _Escalation] = {}
+
+    path = _rules_file()
+    try:
+        doc = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except OSError as err:
+        raise RulesError(f"{path}: cannot read the rule table ({err.strerror or err}); "
+                         "reinstall attn-contracts") from None
+    except UnicodeDecodeError as err:
+        raise RulesError(f"{path}: the rule table is not UTF-8 (byte offset {err.start}); "
+                         "reinstall attn-contracts") from None
+    except tomllib.TOMLDecodeError as err:
+        raise RulesError(f"{path}: the rule table is not valid TOML ({err}); reinstall "
+                         "attn-contracts") from None
+    groups = doc.get("groups")
+    if not isinstance(groups, dict) or not groups or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in groups.items()):
+        raise RulesError(f"{path}: no [groups] table of group names and their descriptions "
+                         f"(found {groups!r:.60}); reinstall attn-contracts")
+    rows = doc.get("rule")
+    if not isinstance(rows, list) or not rows:
+        raise RulesError(f"{path}: no [[rule]] tables (found keys: "
+                         f"{', '.join(sorted(doc)) or 'none'}); reinstall attn-contracts")
+    rules: list[Rule] = []
+    for i, raw in enumerate(rows, 1):
+        try:
+            row = _Row.model_validate(raw)
+        except ValidationError as err:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the table'}: {e['msg']}"
+                                 for e in err.errors())
+            code = raw.get("code", "?") if isinstance(raw, dict) else "?"
+            raise RulesError(f"{path}: [[rule]] number {i} ({code}): {problems}; reinstall "
+                             "attn-contracts") from None
+        escalations = {name: Escalation(e.severity, e.when) for name, e in row.escalations.items()}
+        unknown = [g for g in row.groups if g not in groups]
+        if unknown or row.name in groups or row.name in {r.name for r in rules}:
+            problem = (f"groups {unknown} are not among [groups] ({', '.join(groups)})" if unknown
+                       else f"name {row.name!r} is taken (allowed: a name of its own, no group's)")
+            raise RulesError(f"{path}: [[rule]] number {i} ({row.code}): {problem}; reinstall "
+                             "attn-contracts")
+        rules.append(Rule(row.code, row.title, row.severity, row.meaning, row.fix, row.name,
+                          row.groups,
+                          MappingProxyType(escalations)))
     if [r.code for r in rules] != list(Code):
-        raise RuntimeError(f"attn_contracts/rules.toml holds {[r.code.value for r in rules]}, "
-                           f"not one rule per code in order ({[c.value for c in Code]})")
-    return rules
+        raise RulesError(f"{path}: holds {', '.join(r.code.value for r in rules)}, not one rule "
+                         f"per code in order (allowed: {', '.join(c.value for c in Code)}); "
+                         "reinstall attn-contracts")
+    return MappingProxyType({r.code: r for r in rules}), MappingProxyType(groups)
+
+
+class _RuleTable(Mapping[Code, Rule]):
+    """:data:`RULES`: the rule table, loaded on first use (a damaged ``rules.toml`` must not
+    make ``import attn_contracts`` fail before anything can say what is wrong)."""
+
+    def __getitem__(self, code: Code) -> Rule:
+        return _load_rules()[0][code]
+
+    def __iter__(self) -> Iterator[Code]:
+        return iter(_load_rules()[0])
+
+    def __len__(self) -> int:
+        return len(_load_rules()[0])
 
 
 #: code → its rule; every :class:`Code` has exactly one (checked as the table loads)
-RULES: Mapping[Code, Rule] = MappingProxyType({r.code: r for r in _load_rules()})
+RULES: Mapping[Code, Rule] = _RuleTable()
+
+
+def rule_groups() -> Mapping[str, str]:
+    """Each group of rules (``lint``, ``startup``, ``engine``) and what it holds, from
+    ``rules.toml``."""
+    return _load_rules()[1]
+
+
+@cache  # asked once per finding by the linter; the table does not change within a run
+def selected_codes(selector: str) -> frozenset[Code] | None:
+    """The codes a ``--select``/``--ignore`` selector names, case-insensitive: a code or a prefix
+    of codes (``AC003``, ``AC00``), a rule's name (``edge-base``) or a group (``lint``); ``None``
+    where it names nothing (selecting it would silently select nothing)."""
+    text = selector.strip()
+    by_prefix = frozenset(c for c in Code if text and c.value.startswith(text.upper()))
+    if by_prefix:
+        return by_prefix
+    key = text.lower()
+    by_name = frozenset(r.code for r in RULES.values() if key in (r.name, *r.groups))
+    return by_name or None
+
+
+def selectors_text() -> str:
+    """What a selector may be, for the message that refuses one."""
+    return (f"a code or a prefix of codes ({', '.join(Code)}; AC00 selects several), "
+            f"a rule name ({', '.join(r.name for r in RULES.values())}) or a group "
+            f"({', '.join(rule_groups())})")
+
+
+def check_rules() -> None:
+    """Load the rule table now (the CLI's first step): :class:`RulesError` if it is damaged."""
+    _load_rules()
 
 
 def rules_markdown() -> str:
     """The README's code table: one row per code, from :data:`RULES`."""
-    rows = ["| code | default severity | meaning | fix |", "|---|---|---|---|"]
-    rows += [f"| {r.code} | {r.severity} | {_cell(r.meaning)} | {_cell(r.fix)} |"
-             for r in RULES.values()]
+    rows = ["| code | name | groups | default severity | meaning | fix |",
+            "|---|---|---|---|---|---|"]
+    rows += [f"| {r.code} | `{r.name}` | {', '.join(r.groups)} | {_severities(r)} | "
+             f"{_cell(r.meaning)} | {_cell(r.fix)} |" for r in RULES.values()]
     return "\n".join(rows)
+
+
+def _severities(rule: Rule) -> str:
+    """The default severity, then each documented escalation: ``warning; error: <when>``."""
+    return "; ".join([str(rule.severity), *(f"{e.severity} ({name}): {_cell(e.when)}"
+                                            for name, e in rule.escalations.items())])
 
 
 def _cell(text: str) -> str:
@@ -148,17 +305,26 @@ class Finding:
     location: str = ""  # "path:line:col" for file-based findings, else empty
 
     @classmethod
-    def from_rule(cls, code: Code, subject: str, message: str, **fields: Any) -> Finding:
-        """A finding with its code's default severity (:data:`RULES`), unless ``severity`` is
-        given."""
-        fields.setdefault("severity", RULES[code].severity)
+    def from_rule(cls, code: Code, subject: str, message: str, *, escalation: str | None = None,
+                  **fields: Any) -> Finding:
+        """A finding with its code's severity from :data:`RULES`: the default, or that of the
+        documented ``escalation`` named (an unknown name is a ``ValueError`` listing the
+        rule's), unless ``severity`` is given."""
+        rule = RULES[code]
+        if escalation is not None:
+            if escalation not in rule.escalations:
+                raise ValueError(f"{code} has no escalation {escalation!r} (allowed: "
+                                 f"{', '.join(rule.escalations) or 'none'}; rules.toml)")
+            fields.setdefault("severity", rule.escalations[escalation].severity)
+        fields.setdefault("severity", rule.severity)
         return cls(code, subject, message, **fields)
 
     def render(self) -> str:
+        """One line of text (control characters escaped: :func:`printable`)."""
         where = f"{self.location}: " if self.location else ""
         hint = f" (hint: {self.hint})" if self.hint else ""
         level = "" if self.severity is Severity.ERROR else f"[{self.severity}] "
-        return f"{where}{self.code} {level}{self.subject}: {self.message}{hint}"
+        return printable(f"{where}{self.code} {level}{self.subject}: {self.message}{hint}")
 
     def to_json(self) -> dict[str, Any]:
         return {

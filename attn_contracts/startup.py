@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from attn_contracts.checks import (
     check_backend_known,
+    check_call_turns_off_lse,
     check_dcp,
     check_edge,
     check_setting,
@@ -23,7 +24,6 @@ from attn_contracts.checks import (
     resolve_call,
 )
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.deprecation import renamed
 from attn_contracts.findings import Code, ContractError, Finding, Severity
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import CONTRACT_ATTR, Registry, default_registry
@@ -136,9 +136,8 @@ def _setting(setting: CombineSetting | Mapping[str, Any] | None) -> CombineSetti
     return CombineSetting.model_validate(dict(setting))
 
 
-def _world_size(setting: CombineSetting | None, world_size: int | None,
-                dcp_world_size: int | None) -> int:
-    named = {k: v for k, v in (("world_size", world_size), ("dcp_world_size", dcp_world_size),
+def _world_size(setting: CombineSetting | None, world_size: int | None) -> int:
+    named = {k: v for k, v in (("world_size", world_size),
                                ("setting.world_size", setting.world_size if setting else None))
              if v is not None}
     for name, v in named.items():
@@ -175,7 +174,7 @@ def check_startup(
         typed = _setting(setting)
     except ValidationError as err:
         raise ValueError(f"invalid combine setting: {err}") from err
-    world = _world_size(typed, world_size, None)
+    world = _world_size(typed, world_size)
     recs, findings = collect(records)
     producers = {r.name: r for r in recs if isinstance(r, CapabilityRecord)}
     known_consumers, clashes = consumer_table(records, recs, builtin=builtin_consumers)
@@ -190,6 +189,13 @@ def check_startup(
         chosen = producers.get(backend)
     uses, bad = _consumer_uses(consumers, known_consumers)
     findings += bad
+    if chosen is not None and producer_call is not None:
+        needed_by = [f"world_size={world}"] if world > 1 else []
+        needed_by += [c.name for c, _ in uses]
+        off = check_call_turns_off_lse(chosen, producer_call, " and ".join(needed_by)
+                                       ) if needed_by else []
+        if off:  # the edges and the setting are moot: the kernel returns no LSE to check
+            return chosen, recs, [*findings, *off]
     if chosen is not None:
         chosen, bad = resolve_call(chosen, producer_call)
         findings += bad
@@ -239,7 +245,6 @@ def validate_startup(
     backend: str | CapabilityRecord | None = None,
     setting: CombineSetting | Mapping[str, Any] | None = None,
     world_size: int | None = None,
-    dcp_world_size: int | None = None,
     consumers: Iterable[ConsumerUse] = (),
     group: Any = None,
     probe: bool = False,
@@ -247,7 +252,6 @@ def validate_startup(
     device: str | None = None,
     allow_adapters: Iterable[str] = (),
     extras: Mapping[str, Any] | None = None,
-    settings: Mapping[str, Any] | None = None,
     producer_call: Mapping[str, Any] | None = None,
 ) -> CapabilityRecord | None:
     """Check every record, the chosen backend, its combine setting and every producer → consumer
@@ -257,11 +261,10 @@ def validate_startup(
     mappings, engine-style backend classes and TOML/JSON paths. ``backend``: the record (or its
     name) the engine will run. ``setting``: the :class:`~attn_contracts.setting.CombineSetting`
     (its ``world_size`` is the DCP world size; ``world_size=`` alone suffices when there is no
-    combine to plan; ``dcp_world_size=`` is the old name and warns). ``consumers``: the combine
+    combine to plan). ``consumers``: the combine
     functions the engine calls (names of consumer records, or ``(name, keyword literal)``).
     ``group``: a ``torch.distributed`` process group: all ranks must then hold identical records,
-    backend, setting and ``extras`` (free-form, JSON values compared by value; ``settings=`` is
-    the old name and warns), else every rank
+    backend, setting and ``extras`` (free-form, JSON values compared by value), else every rank
     raises ``AC007`` within ``timeout_s`` + 2 s; the group decides once, so no rank passes while
     another fails (see :mod:`attn_contracts.consensus`). A *collective* consumer (a record with
     ``ranks``: FlashInfer's fused ``decode_cp_a2a_lse_reduce``, which hangs rather than fails
@@ -279,15 +282,7 @@ def validate_startup(
     Returns the chosen backend's record (None when no backend was named).
     """
     try:
-        if dcp_world_size is not None:
-            dcp_world_size = renamed("validate_startup(dcp_world_size=)",
-                                     "world_size= or setting=", dcp_world_size)
-        if settings is not None:
-            if extras is not None:
-                raise ValueError("validate_startup got extras= and its old name settings=; pass "
-                                 "extras=")
-            extras = renamed("validate_startup(settings=)", "extras=", settings)
-        world = _world_size(_setting(setting), world_size, dcp_world_size)
+        world = _world_size(_setting(setting), world_size)
         chosen, recs, findings, shared, collective = _local_checks(
             records, backend=backend, setting=setting, world=world, consumers=list(consumers),
             probe=probe, device=device, allow_adapters=allow_adapters, extras=extras,

@@ -1,19 +1,22 @@
 """What the trace (``attn_contracts.trace()``) adds to each call it sees, on the CPU.
 
-    python bench/trace_overhead.py [--calls 2000] [--rounds 3] [--out FILE.md]
+    python bench/trace_overhead.py [--calls 2000] [--rounds 5] [--threads 1] [--only TEXT]
+                                   [--out FILE.md]
 
 Rows: a wrapped producer and consumers whose own work is nothing (the wrapper's cost alone), the
 project's ``merge`` with its launch replaced by a no-op (``bench/eager_host.py``'s way: the
 eager fast path minus the driver call), torch calls the mode follows (a view of a tagged LSE, a
 conversion), calls it only passes through (an untagged view, an add, an op called through the
 dispatcher), and a decoder block's forward written in torch calls (a stand-in for a profile
-run's forward: many torch calls, no LSE). Each cell: the fastest of 5 batches of ``--calls / 5``
-calls after 200 warm-up calls, rows interleaved; each round times every row without a trace,
-under a mode that does nothing (what any ``TorchFunctionMode`` costs: the floor of a trace built
-on one), then inside a trace; the table shows the median over ``--rounds`` rounds. The last
-lines compare the trace's own account (``TraceReport.overhead_s``, what the vLLM log line
-reports) with the measured difference, and time a trace's start and stop with the built-in
-catalog (wrapping, the ``functools.partial`` scan, restoring).
+run's forward: many torch calls, no LSE). Each cell: the fastest of 15 batches of about 2 ms
+of calls (at most ``--calls / 15``) after 20 warm-up calls, rows interleaved; each round times
+every row without a trace, under a mode that does nothing (what any ``TorchFunctionMode`` costs:
+the floor of a trace built on one), then inside a trace; the table shows each condition's
+fastest over ``--rounds`` rounds. Each row
+also shows what the trace's own account (``Trace.accounted_ns``: what ``TraceReport.overhead_s``
+and the vLLM log line report) gave for the same batch, and its ratio to the measured difference.
+The last lines time a trace's start and stop with the built-in catalog (calibration, wrapping,
+the ``functools.partial`` scan, restoring and the sweep), and the calibrated per-call costs.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 import torch
 
 import attn_contracts
-from attn_contracts.combine import merge, ops
+from attn_contracts.combine import launches, merge
 from attn_contracts.registry import Registry
 from attn_contracts.sources import parse_record
 
@@ -136,22 +139,36 @@ def rows(module: Any) -> dict[str, Callable[[], object]]:
     }
 
 
-def _medians(fns: dict[str, Callable[[], object]], n_calls: int) -> dict[str, float]:
-    """µs per call of each row: the fastest of 5 batches of ``n_calls // 5`` calls (on a shared
-    machine the fastest batch is the one the neighbours disturbed least), rows interleaved."""
-    for _ in range(200):
-        for fn in fns.values():
-            fn()
-    batch = max(1, n_calls // 5)
-    best: dict[str, float] = {name: math.inf for name in fns}
+def _medians(fns: dict[str, Callable[[], object]], n_calls: int,
+             trace: Any = None) -> tuple[dict[str, float], dict[str, float]]:
+    """µs per call of each row: the fastest of 15 short batches (each about 2 ms of calls, at
+    most ``n_calls // 15``; on a loaded machine a short batch is the likeliest to run
+    undisturbed, and the fastest is the one the neighbours disturbed least), rows interleaved;
+    and, inside a trace, what the trace's own account (``Trace.accounted_ns``, what its report
+    and the vLLM log line say) gave for that same batch."""
     clock = now_ns
-    for _ in range(5):
+    sizes: dict[str, int] = {}
+    for name, fn in fns.items():  # warm up, and size each row's batch
+        t0 = clock()
+        for _ in range(20):
+            fn()
+        per_call = max(1, (clock() - t0) // 20)
+        sizes[name] = max(1, min(n_calls // 15, int(2e6 // per_call)))
+    best: dict[str, float] = {name: math.inf for name in fns}
+    account: dict[str, float] = {name: 0.0 for name in fns}
+    for _ in range(15):
         for name, fn in fns.items():
+            batch = sizes[name]
+            a0 = trace.accounted_ns() if trace is not None else 0.0
             t0 = clock()
             for _ in range(batch):
                 fn()
-            best[name] = min(best[name], (clock() - t0) / batch / 1e3)
-    return best
+            us = (clock() - t0) / batch / 1e3
+            if us < best[name]:
+                best[name] = us
+                if trace is not None:
+                    account[name] = (trace.accounted_ns() - a0) / batch / 1e3
+    return best, account
 
 
 class _Bare(torch.overrides.TorchFunctionMode):
@@ -168,63 +185,84 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=2000)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None, help="also write the table as markdown")
+    ap.add_argument("--only", default="", help="time only the rows whose name holds this text")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch's intra-op threads (1: on a shared 2-core machine a second "
+                         "OpenMP thread waits out its neighbours, and one forward varies "
+                         "from 0.2 to 250 ms)")
     args = ap.parse_args(argv)
-    ops._merge_launch = _no_launch  # type: ignore[assignment]
+    torch.set_num_threads(args.threads)
+    launches.combine_launch = _no_launch  # type: ignore[assignment]
     module = sys.modules[__name__]
     reg = _records()
-    fns = rows(module)
+    fns = {name: fn for name, fn in rows(module).items() if args.only in name}
     off: dict[str, list[float]] = {n: [] for n in fns}
     bare: dict[str, list[float]] = {n: [] for n in fns}
     on: dict[str, list[float]] = {n: [] for n in fns}
-    starts, stops, accounted, measured = [], [], [], []
+    told: dict[str, list[float]] = {n: [] for n in fns}
+    starts, stops, per_call = [], [], []
     for _ in range(args.rounds):
-        for name, us in _medians(fns, args.calls).items():
+        for name, us in _medians(fns, args.calls)[0].items():
             off[name].append(us)
         with _Bare():
-            for name, us in _medians(fns, args.calls).items():
+            for name, us in _medians(fns, args.calls)[0].items():
                 bare[name].append(us)
         t0 = now_s()
         trace = attn_contracts.trace(reg, on_error="report")
         trace.start()
         starts.append(now_s() - t0)
+        per_call.append(trace._per_call_ns)
         noop_producer(torch.randn(T, H, D), return_lse=True)  # tags _LSE (base 2)
-        before = trace.overhead_ns
-        timed = _medians(fns, args.calls)
-        calls = (200 + 5 * max(1, args.calls // 5)) * len(fns)
-        accounted.append((trace.overhead_ns - before) / 1e3 / calls)
+        timed, account = _medians(fns, args.calls, trace)
         t0 = now_s()
         report = trace.stop()
         stops.append(now_s() - t0)
-        measured.append(statistics.fmean(timed[n] - off[n][-1] for n in fns))
         for name, us in timed.items():
             on[name].append(us)
+            told[name].append(account[name])
         if report.findings:
             raise SystemExit(f"the benchmark's calls should be clean: {report.render()}")
-    table = Table(title=f"trace overhead on the CPU, µs per call, fastest of 5 batches of "
-                        f"{max(1, args.calls // 5)}, median of {args.rounds} rounds")
-    cols = ("call", "off", "a no-op mode", "traced", "added by the trace")
+    # each condition's fastest round: the three run in phases a second apart, and on a shared
+    # machine a phase can be slowed as a whole; the fastest round is the one least disturbed
+    fastest = {n: min(range(args.rounds), key=lambda i, n=n: on[n][i]) for n in fns}
+    table = Table(title=f"trace overhead on the CPU, µs per call, fastest of 15 batches of "
+                        f"≤ {max(1, args.calls // 15)} calls (~2 ms each) in each of "
+                        f"{args.rounds} rounds")
+    cols = ("call", "off", "a no-op mode", "traced", "added by the trace",
+            "the trace's own account", "account / added")
     for col in cols:
         table.add_column(col, justify="left" if col == "call" else "right")
-    lines = [f"| {' | '.join(cols)} |", "|---|---|---|---|---|"]
+    lines = [f"| {' | '.join(cols)} |", "|---|---|---|---|---|---|---|"]
+    ratios = []
     for name in fns:
-        a, m, b = (statistics.median(x[name]) for x in (off, bare, on))
+        a, m, b = (min(x[name]) for x in (off, bare, on))
+        c = told[name][fastest[name]]
         wrapped = "wrapped" in name or "merge(" in name
         extra = f" ({(b - a) / a * 100:+.0f} %)" if "forward" in name else ""
-        cells = (f"{a:.2f}", "—" if wrapped else f"{m:.2f}", f"{b:.2f}", f"{b - a:.2f}{extra}")
+        ratio = c / (b - a) if b > a else math.nan
+        ratios.append(ratio)
+        cells = (f"{a:.2f}", "—" if wrapped else f"{m:.2f}", f"{b:.2f}", f"{b - a:.2f}{extra}",
+                 f"{c:.2f}", f"{ratio:.2f}")
         table.add_row(name, *cells)
         lines.append(f"| {name} | {' | '.join(cells)} |")
+    mode_ns = statistics.median(p[0] for p in per_call)
+    python_ns = statistics.median(p[1] for p in per_call)
+    wrap_ns = statistics.median(p[2] for p in per_call)
+    tail = [
+        f"trace start (built-in catalog + these records: calibration, wrap, alias and partial "
+        f"scan, import watch, mode): {statistics.median(starts) * 1e3:.1f} ms; stop (restore, "
+        f"sweep for wrappers bound during the trace, report): "
+        f"{statistics.median(stops) * 1e3:.1f} ms",
+        f"calibrated at start, per call: torch's dispatch to a Python mode {mode_ns:.0f} ns "
+        f"(a builtin), {python_ns:.0f} ns (a Python function's override path), a wrapper's "
+        f"extra Python frame {wrap_ns:.0f} ns",
+        f"the trace's account over what it added, per row: median "
+        f"{statistics.median(ratios):.2f}, from {min(ratios):.2f} to {max(ratios):.2f}",
+    ]
     console = Console()
     console.print(table)
-    tail = [
-        f"trace start (built-in catalog + these records: wrap, alias and partial scan, mode): "
-        f"{statistics.median(starts) * 1e3:.1f} ms; stop (restore, report): "
-        f"{statistics.median(stops) * 1e3:.1f} ms",
-        f"the report's own account (overhead_ns per timed call, every row): "
-        f"{statistics.median(accounted):.2f} µs; the measured mean added: "
-        f"{statistics.median(measured):.2f} µs",
-    ]
     for line in tail:
         console.print(line)
     if args.out is not None:

@@ -37,8 +37,8 @@ import torch
 
 from attn_contracts.combine.launch import Prepared
 
-__all__ = ["MAX_ENTRIES", "OPS", "PLANS", "KernelCall", "PackCall", "combine_key", "decided_call",
-           "keep", "keep_call", "lookup", "new_token", "pack_key", "sig"]
+__all__ = ["MAX_ENTRIES", "OPS", "PLANS", "KernelCall", "PackCall", "combine_key",
+           "keep", "kernel_call", "lookup", "new_token", "pack_key", "sig"]
 
 
 #: the decided calls of ``merge``, ``rescale`` and ``pack_a2a``, by key (plain dicts: a lookup is
@@ -117,26 +117,17 @@ def pack_key(partial_out: torch.Tensor, lse: torch.Tensor, send: torch.Tensor, o
             sig(row_mask), sig(lens), config, pdl)
 
 
-def keep_call(key: tuple[Any, ...], prepared: Prepared | None, out: torch.Tensor,
-              lse_out: torch.Tensor | None, options: Any) -> None:
-    """Keep a merge/rescale launch (``prepared``, None where there is none) for the calls like it
-    (:func:`lookup`): ``out [T, H, D]`` (or head chunks ``[C, T, H/C, D]``) and ``lse_out``
-    are what it wrote, so what a later call allocates has their shapes."""
+def kernel_call(prepared: Prepared | None, out: torch.Tensor, lse_out: torch.Tensor | None,
+                options: Any) -> KernelCall | None:
+    """The decided call of a merge/rescale launch (``prepared``; None where there is none) that
+    runs a call like it again: ``out [T, H, D]`` (or head chunks ``[C, T, H/C, D]``) and
+    ``lse_out`` are what it wrote, so what a later call allocates has their shapes. The caller
+    keeps it under its own key (``OPS`` for ``merge``/``rescale``, ``PLANS`` for a plan)."""
     if prepared is None:
-        return
-    keep(OPS, key, KernelCall(prepared, out.device, tuple(out.shape), out.dtype,
-                              tuple(lse_out.shape) if lse_out is not None else None,
-                              _is_bool(options.get("row_mask"))))
-
-
-def decided_call(kernel: str, partial_out: torch.Tensor, lse: torch.Tensor, rank: int | None,
-                 base: str, options: Any) -> KernelCall | None:
-    """The decided call an earlier ``merge``/``rescale`` call of these arguments left (None if
-    it left none). A caller that can tell this argument set again from its own inputs (a plan)
-    keeps it and calls it straight away: ``call(partial_out, lse, out, lse_out, row_mask or
-    lens, sink)``."""
-    call: KernelCall | None = OPS.get(combine_key(kernel, partial_out, lse, rank, base, options))
-    return call
+        return None
+    return KernelCall(prepared, out.device, tuple(out.shape), out.dtype,
+                      tuple(lse_out.shape) if lse_out is not None else None,
+                      _is_bool(options.get("row_mask")))
 
 
 def _is_bool(mask: torch.Tensor | None) -> bool:

@@ -33,7 +33,15 @@ import torch
 
 from attn_contracts.checks import check_rank, refuse
 from attn_contracts.combine import launches
-from attn_contracts.combine.fastpath import OPS, PackCall, keep, keep_call, lookup, pack_key
+from attn_contracts.combine.fastpath import (
+    OPS,
+    KernelCall,
+    PackCall,
+    keep,
+    kernel_call,
+    lookup,
+    pack_key,
+)
 from attn_contracts.combine.inputs import (
     LSE_DTYPES,
     OUT_DTYPES,
@@ -140,8 +148,23 @@ def _run(a: CombineLaunch, key: tuple[Any, ...] | None,
         op = torch.ops.attn_contracts.merge_ if a.rank is None else torch.ops.attn_contracts.rescale_
         op(*a.op_args())
     else:
-        keep_call(key, launches.combine_launch(a), a.out, a.lse_out, options)
+        keep(OPS, key, kernel_call(launches.combine_launch(a), a.out, a.lse_out, options))
     return (a.out, a.lse_out) if a.lse_out is not None else a.out
+
+
+def launch_checked(partial_out: torch.Tensor, lse: torch.Tensor, rank: int | None, *, base: str,
+                   options: CombineOptions) -> tuple[torch.Tensor | tuple[torch.Tensor, torch.Tensor],
+                                                     KernelCall | None]:
+    """A ``merge`` (``rank`` None) or ``rescale`` with every check, and the decided launch that
+    runs this argument set again (None: the torch path, no rows, ``torch.compile``), for a caller
+    that keeps it under a key of its own (a plan): no key of ``OPS`` is made or looked up, so a
+    plan's first call computes one key, its own."""
+    a = _merge_launch(partial_out, lse, base, options) if rank is None else \
+        _rescale_launch(partial_out, lse, rank, base, options)
+    if torch.compiler.is_compiling():
+        return _run(a, None, options), None
+    call = kernel_call(launches.combine_launch(a), a.out, a.lse_out, options)
+    return ((a.out, a.lse_out) if a.lse_out is not None else a.out), call
 
 
 def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
@@ -161,6 +184,12 @@ def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
     key, result = lookup("merge", partial_out, partial_lse, None, base, options)
     if result is not None:
         return result
+    return _run(_merge_launch(partial_out, partial_lse, base, options), key, options)
+
+
+def _merge_launch(partial_out: torch.Tensor, partial_lse: torch.Tensor, base: str,
+                  options: CombineOptions) -> CombineLaunch:
+    """The checks of :func:`merge` and every decision of its launch."""
     _options("merge", options)
     check_inputs(partial_out, partial_lse, 4)
     n, t, h, d = partial_out.shape
@@ -168,13 +197,13 @@ def merge(partial_out: torch.Tensor, partial_lse: torch.Tensor, *, base: str,
         fail("merge needs at least one partial (N >= 1), found N=0")
     check_lse(partial_lse, n, t, h, "partial_lse")
     lse_out_base, mask_arg, mask_q, out, lse_out = _prepare(partial_out, n, t, h, d, base,
-                                                                options)
+                                                            options)
     check_outputs(out, lse_out, t, h, d, partial_out.device)
     check_writable(out=out, lse_out=lse_out)
     cfg = _tiles(options.get("config"), options.get("pdl", True), n, t, h, d, "merge",
                  partial_out.device)
-    return _run(CombineLaunch(partial_out, partial_lse, out, lse_out, base, lse_out_base, cfg,
-                              mask_arg, mask_q, options.get("sink")), key, options)
+    return CombineLaunch(partial_out, partial_lse, out, lse_out, base, lse_out_base, cfg,
+                         mask_arg, mask_q, options.get("sink"))
 
 
 def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base: str,
@@ -189,6 +218,12 @@ def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base
     key, result = lookup("rescale", partial_out, all_lse, rank, base, options)
     if result is not None:
         return result
+    return _run(_rescale_launch(partial_out, all_lse, rank, base, options), key, options)
+
+
+def _rescale_launch(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, base: str,
+                    options: CombineOptions) -> CombineLaunch:
+    """The checks of :func:`rescale` and every decision of its launch."""
     _options("rescale", options)
     check_inputs(partial_out, all_lse, 3)
     t, h, d = partial_out.shape
@@ -197,20 +232,20 @@ def rescale(partial_out: torch.Tensor, all_lse: torch.Tensor, rank: int, *, base
     if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < n:
         refuse(check_rank("rescale", rank, n), "rank outside the gathered LSEs")
     lse_out_base, mask_arg, mask_q, out, lse_out = _prepare(partial_out, n, t, h, d, base,
-                                                                options)
+                                                            options)
     if out.dim() == 4:  # [N, T, H/N, D], head chunks for a reduce-scatter
         c = out.shape[0]
         if h % c or tuple(out.shape) != (c, t, h // c, d):
             fail(f"chunked out shape {tuple(out.shape)} must be [C, T, H/C, D] with C dividing "
-                  f"H={h} (T={t}, D={d})")
+                 f"H={h} (T={t}, D={d})")
         check_outputs(out[0], lse_out, t, h // c, d, partial_out.device, lse_heads=h)
     else:
         check_outputs(out, lse_out, t, h, d, partial_out.device)
     check_writable(out=out, lse_out=lse_out)
     cfg = _tiles(options.get("config"), options.get("pdl", True), n, t, h, d, "rescale",
                  partial_out.device)
-    return _run(CombineLaunch(partial_out, all_lse, out, lse_out, base, lse_out_base, cfg,
-                              mask_arg, mask_q, options.get("sink"), rank), key, options)
+    return CombineLaunch(partial_out, all_lse, out, lse_out, base, lse_out_base, cfg,
+                         mask_arg, mask_q, options.get("sink"), rank)
 
 
 def pack_a2a(

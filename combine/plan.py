@@ -33,11 +33,10 @@ from attn_contracts.checks import (
     refuse,
 )
 from attn_contracts.combine import fastpath
-from attn_contracts.combine.fastpath import PLANS, KernelCall, decided_call, new_token, sig
-from attn_contracts.combine.ops import CombineOptions, merge, rescale
+from attn_contracts.combine.fastpath import PLANS, KernelCall, new_token, sig
+from attn_contracts.combine.ops import CombineOptions, launch_checked
 from attn_contracts.combine.tiles import KernelConfig, default_config
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.deprecation import renamed
 from attn_contracts.findings import ContractError, Finding
 from attn_contracts.modes import ModeSpec
 from attn_contracts.records import CapabilityRecord, LseSpec
@@ -220,17 +219,6 @@ class CombinePlan:
     # passed the same checks and runs the same decided launch (``fastpath.KernelCall``), kept in
     # ``fastpath.PLANS`` under ``(self.token, entry, ...)``: later calls compare a key and launch.
     # A call that misses takes the checked path, as ever.
-    def eager_call(self, key: tuple[Any, ...]) -> KernelCall | None:
-        """Deprecated: ``fastpath.PLANS.get((plan.token, *key))``."""
-        return renamed("CombinePlan.eager_call(key)", "fastpath.PLANS.get((plan.token, *key))",
-                       PLANS.get((self.token, *key)))
-
-    def keep(self, key: tuple[Any, ...], call: KernelCall | None) -> None:
-        """Deprecated: ``fastpath.keep(fastpath.PLANS, (plan.token, *key), call)``."""
-        renamed("CombinePlan.keep(key, call)",
-                "fastpath.keep(fastpath.PLANS, (plan.token, *key), call)", None)
-        fastpath.keep(PLANS, (self.token, *key), call)
-
     def launch(self, partial_out: torch.Tensor, lse: torch.Tensor, *, rank: int | None = None,
                out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
                row_mask: torch.Tensor | None = None, lens: torch.Tensor | None = None,
@@ -269,17 +257,11 @@ class CombinePlan:
             options["lens"] = lens
         if sink is not None:
             options["sink"] = sink
-        if self.kernel == "merge":
-            result = merge(partial_out, lse, base=self.base, **options)
-        elif rank is None:  # a rank of None is always refused: check_rank wants an int
+        if self.kernel == "rescale" and rank is None:  # check_rank wants an int: always refused
             raise CallRefused(check_rank(self.record.name, rank, lse.shape[0]),
                               f"mode {self.mode!r} rescales one rank's partial: pass rank=")
-        else:
-            result = rescale(partial_out, lse, rank, base=self.base, **options)
-        if torch.compiler.is_compiling():
-            return result, None
-        return result, decided_call(self.kernel, partial_out, lse,
-                                    None if self.kernel == "merge" else rank, self.base, options)
+        return launch_checked(partial_out, lse, None if self.kernel == "merge" else rank,
+                              base=self.base, options=options)
 
     def __call__(self, partial_out: torch.Tensor, partial_lse: torch.Tensor, *,
                  out: torch.Tensor | None = None, lse_out: torch.Tensor | None = None,
@@ -309,7 +291,9 @@ class CombinePlan:
         view = self.lse_view(partial_lse, heads=o.shape[-2])
         if self.kernel == "rescale":  # one rank's partial: N comes from the gathered LSE alone
             self.check_partials(o, gathered=view.shape[0])
-        result, call = self.decided_launch(o, view, rank, out, lse_out, row_mask, lens, sink)
+        # straight to the launch, not through decided_launch: its key (of the views) would be a
+        # second key computed and kept for this one call
+        result, call = self._launch(o, view, rank, out, lse_out, row_mask, lens, sink)
         # the views start where the inputs do (no copy was made): the launch takes the inputs
         if key is not None and o.data_ptr() == partial_out.data_ptr() \
                 and view.data_ptr() == partial_lse.data_ptr():

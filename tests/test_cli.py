@@ -135,11 +135,6 @@ def test_version_has_one_source(capsys: pytest.CaptureFixture[str]) -> None:
     assert "version" not in project and "version" in project["dynamic"]  # no second copy
 
 
-def test_the_old_dcp_flag_warns_and_still_works(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", "--backend", "flashinfer.mla.fa3", "--dcp", "2"]) == 0
-    assert "--dcp is deprecated, use --world-size" in capsys.readouterr().err
-
-
 def test_show_displays_consumer_records_that_validate_reads_back(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", "vllm.merge_attn_states"]) == 0

@@ -79,9 +79,30 @@ def test_calling_a_plan_changes_nothing_on_it(launches: list[CombineLaunch]) -> 
     for _ in range(3):
         plan(o, lse)
         plan.launch(o, lse)
-    assert len(launches) == 1
+    assert len(launches) == 2  # each entry's first call; every later one took the fast path
     assert vars(plan) == before
     assert {key[:2] for key in fastpath.PLANS} == {(plan.token, "call"), (plan.token, "launch")}
+
+
+def test_a_plan_call_computes_one_key(launches: list[CombineLaunch],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 4: a plan's first call computes its own key once and keeps its decided
+    launch there; nothing of the ops' table (``OPS``, ``combine_key``) is computed for it."""
+    computed: list[str] = []
+    monkeypatch.setattr(fastpath, "combine_key",
+                        lambda *a, **k: computed.append("ops") or ("ops-key",))
+    sig = fastpath.sig
+    o, lse = torch.randn(2, 3, H, D), torch.randn(2, 3, H)
+    plan = _plan(return_lse=True)
+    signed: list[int] = []
+    monkeypatch.setattr("attn_contracts.combine.plan.sig",
+                        lambda x: signed.append(1) or sig(x))
+    plan(o, lse)
+    assert computed == [] and not fastpath.OPS
+    assert len(signed) == 7  # the seven tensors of one key: (token, "call", ...)
+    assert [key[:2] for key in fastpath.PLANS] == [(plan.token, "call")]
+    plan(o, lse)
+    assert len(launches) == 1 and len(signed) == 14  # the second call: one key, a hit
 
 
 def test_a_copied_or_unpickled_plan_has_its_own_token(launches: list[CombineLaunch]) -> None:
@@ -92,16 +113,6 @@ def test_a_copied_or_unpickled_plan_has_its_own_token(launches: list[CombineLaun
         assert other == plan and other.token != plan.token
         assert not any(key[0] == other.token for key in fastpath.PLANS)
         torch.testing.assert_close(other.lse_view(lse), plan.lse_view(lse))
-
-
-def test_the_deprecated_plan_table_spellings_still_work(
-        launches: list[CombineLaunch]) -> None:
-    plan, call = _plan(), _NoLaunch()
-    with pytest.deprecated_call():
-        plan.keep(("mine",), call)
-    with pytest.deprecated_call():
-        assert plan.eager_call(("mine",)) is call
-    assert fastpath.PLANS.get((plan.token, "mine")) is call
 
 
 def test_a_full_table_is_emptied_before_it_grows() -> None:

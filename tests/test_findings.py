@@ -3,11 +3,13 @@ and what reads it (the README table, SARIF rule metadata, ``--statistics``)."""
 
 from __future__ import annotations
 
+import ast
 import compileall
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,6 +68,7 @@ def test_sarif_rule_metadata_comes_from_the_rules() -> None:
     assert rule["fullDescription"]["text"] == r.meaning
     assert rule["help"]["text"] == r.fix
     assert rule["defaultConfiguration"]["level"] == "warning"
+    assert rule["name"] == r.name == "literal-combine-base"
 
 
 def test_statistics_name_each_code_by_its_title() -> None:
@@ -109,3 +112,122 @@ def test_contract_error_pickles_for_cross_rank_reporting() -> None:
         record_from_impl(FlashInferMLAImpl)
     again = pickle.loads(pickle.dumps(exc.value))
     assert again.codes == [Code.AC002] and str(again) == str(exc.value)
+
+
+# --- a damaged rule table (issue 38, item 5) ----------------------------------------------------
+_RULES_TOML = ROOT / "attn_contracts" / "rules.toml"
+
+
+@pytest.mark.parametrize(("damage", "named"), [
+    (lambda t: t.replace("[[rule]]", "[[rule]", 1), "not valid TOML"),
+    (lambda t: t.replace('severity = "note"', 'severity = "fatal"', 1), "severity"),
+    (lambda t: t.replace('code = "AC005"', 'code = "AC999"', 1), "AC999"),
+    (lambda t: t[:t.index('[[rule]]\ncode = "AC032"')], "not one rule per code"),
+    (lambda t: t[:t.index("[[rule]]")], "no [[rule]] tables"),
+    (lambda t: "", "no [groups] table"),
+    (lambda t: t.replace('groups = ["lint"]', 'groups = ["linter"]', 1), "linter"),
+])
+def test_a_damaged_rule_table_is_one_line_naming_the_file_and_the_problem(
+        damage: Any, named: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from attn_contracts import findings
+    from attn_contracts.cli import main
+    from attn_contracts.lint import main as lint_main
+
+    broken = tmp_path / "rules.toml"
+    broken.write_text(damage(_RULES_TOML.read_text(encoding="utf-8")), encoding="utf-8")
+    monkeypatch.setattr(findings, "_rules_file", lambda: broken)
+    findings._load_rules.cache_clear()
+    try:
+        for run in (lambda: main(["schema"]), lambda: lint_main([str(tmp_path)])):
+            assert run() == 2
+            err = capsys.readouterr().err
+            assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+            assert str(broken) in err and named in err
+    finally:
+        findings._load_rules.cache_clear()
+
+
+def test_an_installed_copy_with_a_damaged_rule_table_says_so_in_one_line(tmp_path: Path) -> None:
+    package = tmp_path / "attn_contracts"
+    shutil.copytree(ROOT / "attn_contracts", package,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "rules.toml").write_text("[[rule]]\ncode = 1\n", encoding="utf-8")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from attn_contracts.cli import main; "
+            "sys.exit(main(['lint', sys.argv[1]]))")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert str(package / "rules.toml") in done.stderr
+
+
+# --- a finding's severity comes from the rule table (issue 38, item 8) -------------------------
+def test_validate_reports_ac028_at_the_severity_the_rule_table_documents(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from attn_contracts.cli import main
+
+    rule = RULES[Code.AC028]
+    unplanned = rule.escalations["unplanned-call"]  # issue 26: startup fails closed
+    assert f"{unplanned.severity} (unplanned-call)" in (ROOT / "README.md").read_text()
+    for call in ([], ["--call", "backend=auto"]):  # no call given; a call left to dispatch
+        assert main(["validate", "--backend", "flashinfer.mla.trtllm_gen", *call,
+                     "--format", "json"]) == 1
+        found = json.loads(capsys.readouterr().out)["findings"]
+        assert [(f["code"], f["severity"]) for f in found] == [("AC028", unplanned.severity)]
+
+
+def _finding_sites() -> list[tuple[str, int, str, Code, ast.expr | None, str | None]]:
+    """Every finding the package builds with its code spelled out: where, how (``Finding`` or
+    ``Finding.from_rule``), the code, the ``severity=`` expression and the escalation named."""
+    sites = []
+    for path in sorted((ROOT / "attn_contracts").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            how = ast.unparse(node.func)
+            code = next((a.attr for a in node.args[:1] if isinstance(a, ast.Attribute)
+                         and ast.unparse(a.value) == "Code"), None)
+            if how not in ("Finding", "Finding.from_rule") or code is None:
+                continue
+            keywords = {k.arg: k.value for k in node.keywords}
+            escalation = keywords.get("escalation")
+            sites.append((path.name, node.lineno, how, Code(code), keywords.get("severity"),
+                          None if escalation is None else ast.literal_eval(escalation)))
+    return sites
+
+
+_RANK = {Severity.NOTE: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+
+
+def test_no_finding_is_more_severe_than_its_rule_without_a_documented_escalation() -> None:
+    """A finding's severity is its rule's default, lower where the rule's meaning says so, or an
+    escalation the rule table names (``Finding(...)`` alone is an error: its code must be one)."""
+    louder = []
+    for where, line, how, code, severity, escalation in _finding_sites():
+        if escalation is not None:
+            assert how == "Finding.from_rule" and escalation in RULES[code].escalations
+            continue
+        given = (Severity.ERROR if how == "Finding" else RULES[code].severity) if severity is None \
+            else {f"Severity.{s.name}": s for s in Severity}.get(ast.unparse(severity))
+        if given is not None and _RANK[given] > _RANK[RULES[code].severity]:
+            louder.append((where, line, code.value, given.value))
+    assert louder == []
+
+
+def test_every_ac028_is_built_from_the_rule_table() -> None:
+    """No checker gives AC028 a severity of its own: the default, or an escalation the rule
+    table documents, named."""
+    sites = [s for s in _finding_sites() if s[3] is Code.AC028]
+    assert len(sites) >= 5
+    assert [s[:2] for s in sites if s[2] != "Finding.from_rule" or s[4] is not None] == []
+
+
+def test_an_escalation_is_taken_by_its_name_from_the_rule_table() -> None:
+    for name, escalation in RULES[Code.AC028].escalations.items():
+        found = Finding.from_rule(Code.AC028, "s", "m", escalation=name)
+        assert found.severity is escalation.severity is Severity.ERROR
+    with pytest.raises(ValueError, match="unread-combine-base"):
+        Finding.from_rule(Code.AC028, "s", "m", escalation="louder")

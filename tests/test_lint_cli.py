@@ -205,3 +205,87 @@ def test_columns_count_characters_in_every_format(
     f.write_text('y = "ü"; z = "\n')  # unterminated string: SyntaxError counts characters already
     main([str(f)])
     assert "m.py:1:14: AC000" in capsys.readouterr().out
+
+
+# --- no path or message forges output (issue 38, item 4) ----------------------------------------
+FORGED = "x.py:1:1: AC001 forged\n\x1b[2K\u202eevil\rz.py"
+
+
+@pytest.mark.parametrize("fmt", ["text", "github"])
+def test_control_characters_in_a_path_are_escaped(
+        fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = _write(tmp_path, {FORGED: "assert i.supports_dcp\n"}) / FORGED
+    assert main(["--format", fmt, "--warnings-as-errors", str(target)]) == 1
+    out = capsys.readouterr().out
+    assert len(out.strip().splitlines()) == 1, out  # one finding, one line
+    assert not {"\x1b", "\u202e", "\r"} & set(out)
+    if fmt == "text":
+        assert out.startswith(str(tmp_path)) and "\\n\\x1b[2K\\u202eevil\\rz.py:1:1: AC011" in out
+
+
+def test_control_characters_in_a_validated_file_name_are_escaped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from attn_contracts.cli import main as cli
+
+    f = _write(tmp_path, {"r\nAC000 ok.toml": "[[record]]\nname = 1\n"}) / "r\nAC000 ok.toml"
+    assert cli(["validate", "--no-builtin", "--file", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert all(line.startswith((str(tmp_path), "  ")) or "problem" in line
+               for line in out.strip().splitlines()), out
+
+
+# --- --select/--ignore by rule name and group (issue 39, item 7) --------------------------------
+_TWO_RULES = "getattr(i, 'supports_dcp', False)\nassert i.supports_dcp\n"  # AC009, AC011
+
+
+@pytest.mark.parametrize(("option", "found"), [
+    (["--select", "assert-capability"], {"AC011"}),
+    (["--select", "AC011"], {"AC011"}),
+    (["--ignore", "Assert-Capability"], {"AC009"}),
+    (["--select", "lint"], {"AC009", "AC011"}),
+    (["--select", "LINT", "--ignore", "getattr-capability-default"], {"AC011"}),
+    (["--select", "startup"], set()),  # the startup checks' rules: neither is one
+    (["--select", "AC00,assert-capability"], {"AC009", "AC011"}),
+])
+def test_select_and_ignore_take_names_groups_and_prefixes(
+        option: list[str], found: set[str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path, {"m.py": _TWO_RULES})
+    main([str(tmp_path / "m.py"), "--format", "json", *option])
+    assert {f["code"] for f in json.loads(capsys.readouterr().out)} == found
+
+
+def test_the_project_selects_by_name_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path, {"m.py": _TWO_RULES, "pyproject.toml":
+                      '[tool.attn-contracts]\nselect = ["getattr-capability-default"]\n'})
+    main([str(tmp_path / "m.py"), "--format", "json"])
+    assert {f["code"] for f in json.loads(capsys.readouterr().out)} == {"AC009"}
+
+
+def test_an_unknown_selector_names_every_code_name_and_group(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from attn_contracts.findings import RULES
+
+    _write(tmp_path, {"m.py": _TWO_RULES})
+    assert main([str(tmp_path / "m.py"), "--select", "asert-capability"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "asert-capability" in err
+    assert all(r.code in err and r.name in err for r in RULES.values())
+    assert "lint, startup, engine" in err
+
+
+def test_every_rule_has_its_own_name_and_a_group() -> None:
+    from attn_contracts.findings import RULES, rule_groups
+
+    names = [r.name for r in RULES.values()]
+    assert len(set(names)) == len(names) and all(names)
+    assert set(rule_groups()) == {"lint", "startup", "engine"}
+    assert all(r.groups and set(r.groups) <= set(rule_groups()) for r in RULES.values())
+
+
+def test_statistics_refuses_a_format_it_would_ignore(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path, {"m.py": _TWO_RULES})
+    assert main([str(tmp_path), "--statistics", "--format", "json"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--format json" in err

@@ -303,3 +303,50 @@ def test_records_of_one_function_that_disagree_are_named_with_why(tmp_path: Path
     assert "unknown" not in overlap
     assert not [f for f in lint_paths([tmp_path / "m.py"], LintConfig(versions={"eng": "0.7"}),
                                       records=[tmp_path / "records.toml"])]  # one record holds
+
+
+# --- one verdict whatever the order of the paths (issue 38, item 1) -----------------------------
+def _two_projects(tmp_path: Path, ignore_b: str) -> tuple[Path, Path]:
+    """Project ``a`` ignores AC023; project ``b`` holds the AC023 error and ignores ``ignore_b``."""
+    _write(tmp_path / "a", {"pyproject.toml": '[tool.attn-contracts]\nignore = ["AC023"]\n',
+                            "m.py": "x = 1\n"})
+    _write(tmp_path / "b", {"pyproject.toml": f"[tool.attn-contracts]\nignore = [{ignore_b}]\n",
+                            "engine.py": ENGINE})
+    return tmp_path / "a", tmp_path / "b"
+
+
+def test_two_projects_that_differ_are_refused_in_either_order(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = _two_projects(tmp_path, "")
+    assert main([str(a), str(b)]) == 2
+    first = capsys.readouterr().err
+    assert main([str(b), str(a)]) == 2
+    assert capsys.readouterr().err == first
+    assert len(first.strip().splitlines()) == 1
+    assert str(a / "pyproject.toml") in first and str(b / "pyproject.toml") in first
+
+
+def test_two_projects_that_say_the_same_are_linted_together(tmp_path: Path) -> None:
+    a, b = _two_projects(tmp_path, '"AC023"')
+    assert main([str(a), str(b)]) == main([str(b), str(a)]) == 0
+
+
+def test_a_path_outside_any_project_is_another_configuration(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, _ = _two_projects(tmp_path, "")
+    loose = tmp_path / "loose"
+    _write(loose, {"engine.py": ENGINE})
+    assert main([str(loose), str(a)]) == main([str(a), str(loose)]) == 2
+    assert "no pyproject.toml" in capsys.readouterr().err
+    # --config: one configuration for every path, by the user's choice
+    assert main([str(loose), str(a), "--config", str(a / "pyproject.toml")]) == 0
+    assert main([str(loose)]) == 1
+
+
+def test_a_setting_given_at_its_default_is_still_the_projects_word(tmp_path: Path) -> None:
+    """``base-attrs`` given (even as the default) changes how declarations are read, so two
+    projects that differ only in giving it are two configurations."""
+    _write(tmp_path / "a", {"pyproject.toml": '[tool.attn-contracts]\nbase-attrs = '
+                            '["lse_base_on_e"]\n', "m.py": "x = 1\n"})
+    _write(tmp_path / "b", {"pyproject.toml": "[tool.attn-contracts]\n", "m.py": "x = 1\n"})
+    assert main([str(tmp_path / "a"), str(tmp_path / "b")]) == 2

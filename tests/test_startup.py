@@ -106,17 +106,6 @@ def test_a_file_redefining_a_builtin_consumer_is_ac005_in_the_api_and_the_cli(
     assert "AC005" in capsys.readouterr().out
 
 
-def test_old_spellings_warn_through_one_helper() -> None:
-    from attn_contracts.deprecation import AttnContractsDeprecationWarning
-
-    with pytest.warns(AttnContractsDeprecationWarning, match="dcp_world_size"):
-        assert validate_startup(backend="flashinfer.mla.fa3", dcp_world_size=2) is not None
-    with pytest.warns(AttnContractsDeprecationWarning, match="settings"):
-        validate_startup(settings={"x": 1})
-    with pytest.raises(ValueError, match="extras"):
-        validate_startup(settings={"x": 1}, extras={"x": 1})
-
-
 @pytest.mark.parametrize("use", [("attn_contracts.merge",), ("attn_contracts.merge", 2), 3,
                                  ("attn_contracts.merge", "'2'", "extra")])
 def test_a_consumer_use_of_another_shape_is_a_value_error_naming_it(use: object) -> None:

@@ -83,8 +83,8 @@ def test_lint_says_an_unverified_release_once_as_a_note() -> None:
     from attn_contracts.lint import LintConfig, knowledge_for
 
     k, found = knowledge_for(LintConfig(), versions={"vllm": "9.0.0", "flashinfer": "0.7.3"})
-    notes = [f for f in found if f.code is Code.AC033]
+    notes = [f for f in found if f.code is Code.AC034]
     assert [f.severity for f in notes] == [Severity.NOTE, Severity.NOTE]
     assert k.versions["flashinfer"] == "0.7.2.post1"  # the records of the nearest verified one
     _, again = knowledge_for(LintConfig(), versions={"vllm": "0.33.0"})
-    assert not [f for f in again if f.code is Code.AC033]
+    assert not [f for f in again if f.code is Code.AC034]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import warnings
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
@@ -22,7 +21,7 @@ from attn_contracts import __version__, integrations, lint
 from attn_contracts.cli import catalog, engine, plan, validate, verify
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError
 from attn_contracts.cli._setting import non_negative, positive, positive_float
-from attn_contracts.findings import ContractError
+from attn_contracts.findings import ContractError, RulesError, check_rules, printable
 from attn_contracts.registry import UnknownRecordError
 from attn_contracts.sources import FileReadError
 
@@ -36,7 +35,8 @@ class _Parser(argparse.ArgumentParser):
     full usage is one ``--help`` away."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(EXIT_USAGE, printable(f"{self.prog}: error: {message} (see {self.prog} --help)")
+                  + "\n")
 
 
 #: most ranks the demo starts: its head count (``demo.HEADS``), so each rank combines a head at
@@ -112,27 +112,18 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     return parser, handlers
 
 
-def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None
-           ) -> tuple[argparse.Namespace, list[str]]:
-    """The arguments, and the DeprecationWarnings of old flags (Python hides them outside
-    ``__main__``, so a CLI user would never see one)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DeprecationWarning)
-        args = parser.parse_args(argv)
-    return args, [str(w.message) for w in caught]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    try:  # a broken installation first, the same for every command
+        check_rules()
+    except RulesError as err:
+        print(printable(f"attn-contracts: {err}"), file=sys.stderr)
+        return EXIT_USAGE
     parser, handlers = _build_parser()
     try:
-        args, old_names = _parse(parser, argv)
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help and --version
         return int(exc.code or 0)
-    code = _dispatch(handlers, args)
-    if code != EXIT_USAGE:  # a usage error stays the one line it is documented to be
-        for text in old_names:
-            print(f"attn-contracts: warning: {text}", file=sys.stderr)
-    return code
+    return _dispatch(handlers, args)
 
 
 def _dispatch(handlers: dict[str, Handler], args: argparse.Namespace) -> int:
@@ -142,14 +133,15 @@ def _dispatch(handlers: dict[str, Handler], args: argparse.Namespace) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except FileReadError as err:
-        print(f"attn-contracts: {err}", file=sys.stderr)
+        print(printable(f"attn-contracts: {err}"), file=sys.stderr)
         return EXIT_USAGE
     except UsageError as err:
-        print(f"attn-contracts {args.command}: {err}", file=sys.stderr)
+        print(printable(f"attn-contracts {args.command}: {err}"), file=sys.stderr)
         return EXIT_USAGE
     except UnknownRecordError as err:
         first = err.findings[0]  # one line: the first unknown name and the known ones
-        print(f"attn-contracts {args.command}: {first.code} {first.message}", file=sys.stderr)
+        print(printable(f"attn-contracts {args.command}: {first.code} {first.message}"),
+              file=sys.stderr)
         return EXIT_USAGE
     except ContractError as err:
         print(err, file=sys.stderr)

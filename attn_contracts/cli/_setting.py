@@ -4,12 +4,10 @@ one flag per :class:`~attn_contracts.setting.CombineSetting` field, under the fi
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from pydantic import ValidationError
 
 from attn_contracts.cli._output import UsageError
-from attn_contracts.deprecation import renamed
 from attn_contracts.setting import MODES, OUT_DTYPES, CombineSetting
 
 __all__ = ["add_setting_arguments", "non_negative", "positive", "positive_float", "setting_from_args"]
@@ -47,23 +45,12 @@ def positive_float(text: str) -> float:
     return value
 
 
-class _OldName(argparse.Action):
-    """A renamed flag: stores like its new name, and warns through the one deprecation helper."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, renamed(option_string or "--dcp",
-                                              "--" + self.dest.replace("_", "-"), values))
-
-
 def add_setting_arguments(p: argparse.ArgumentParser, *, world_size_default: int | None) -> None:
     g = p.add_argument_group("combine setting")
     g.add_argument("--mode", choices=MODES, default="merge")
     g.add_argument("--world-size", dest="world_size", type=positive,
                    default=world_size_default, metavar="N",
                    help="partials to combine: the DCP world size")
-    g.add_argument("--dcp", dest="world_size", type=positive, action=_OldName, metavar="N",
-                   help="the old name of --world-size (deprecated)")
     g.add_argument("--num-heads", type=positive, default=None, metavar="H")
     g.add_argument("--head-dim", type=positive, default=None, metavar="D")
     g.add_argument("--out-dtype", choices=OUT_DTYPES, default="bfloat16")

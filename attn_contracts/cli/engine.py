@@ -7,8 +7,9 @@ kernel records it maps to, each edge into a combine function, and the verdict.
     attn-contracts engine sglang [--root DIR] [--format text|json]
 
 ``vllm`` imports the installed vLLM (attn_contracts.integrations.vllm), or with ``--source DIR``
-reads the vLLM sources in DIR (the folder holding the ``vllm`` package: an unpacked wheel) without
-importing them; either way the mapping is derived from those sources for the release at hand.
+reads the vLLM sources in DIR (the folder holding the ``vllm`` package, an unpacked wheel, or the
+package folder itself) without importing them; the installed engine is never one in the working
+directory; either way the mapping is derived from those sources for the release at hand.
 ``sglang`` reads SGLang's sources without importing them (attn_contracts.integrations.sglang).
 JSON: a list of rows with
 ``backend``, ``impl``, ``declared``, ``records``, ``edges``, ``verdict`` and ``findings``. Exit 1 when
@@ -19,6 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_table
@@ -50,8 +55,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-dcp", dest="dcp", action="store_false",
                    help="the configuration without decode context parallelism")
     p.add_argument("--source", metavar="DIR", help="vllm: read the vLLM sources in DIR (the "
-                   "folder holding the vllm package, e.g. an unpacked wheel) instead of "
-                   "importing the installed vLLM")
+                   "folder holding the vllm package, e.g. an unpacked wheel, or the package "
+                   "folder itself) instead of importing the installed vLLM")
     p.add_argument("--root", metavar="DIR", help="sglang: the source tree to read (default: the "
                    "installed package, found without importing it)")
     p.add_argument("--format", choices=["text", "json"], default="text")
@@ -72,7 +77,30 @@ def _declared(row: _Row) -> str:
     return text
 
 
+@contextmanager
+def _working_directory_off_path() -> Iterator[None]:
+    """The installed engine, never one in the working directory: ``python -m attn_contracts.cli``
+    puts the working directory first on ``sys.path`` (as ``''`` or its path), so a folder there
+    named ``vllm`` or ``sglang`` would be imported (or read) as the engine. The entry is left out
+    while the engine is found and imported; ``--source``/``--root`` name a tree on purpose."""
+    implicit = (not sys.flags.safe_path and bool(sys.path)
+                and sys.path[0] in ("", os.curdir, os.getcwd()))
+    first = sys.path.pop(0) if implicit else None
+    try:
+        yield
+    finally:
+        if first is not None:
+            sys.path.insert(0, first)
+
+
 def _rows(args: argparse.Namespace) -> list[Any]:
+    if (args.source if args.engine == "vllm" else args.root) is None:
+        with _working_directory_off_path():
+            return _engine_rows(args)
+    return _engine_rows(args)
+
+
+def _engine_rows(args: argparse.Namespace) -> list[Any]:
     if args.engine == "vllm":
         try:
             from attn_contracts.integrations import vllm
@@ -93,7 +121,24 @@ def _rows(args: argparse.Namespace) -> list[Any]:
         raise UsageError(str(err)) from err
 
 
+def _foreign_flags(args: argparse.Namespace) -> list[str]:
+    """The flags given that only the other engine reads, each with what this one reads instead:
+    ignoring one would report a configuration the user did not ask for (``engine sglang
+    --no-dcp`` titled its DCP report "without DCP")."""
+    if args.engine == "vllm":
+        return ["--root (engine sglang's; engine vllm reads a source tree from --source DIR)"
+                ] if args.root is not None else []
+    return [text for given, text in (
+        (args.source is not None, "--source (engine vllm's; engine sglang reads a source tree "
+                                  "from --root DIR)"),
+        (not args.dcp, "--no-dcp (engine vllm's; the SGLang report is of the DCP combine)"))
+        if given]
+
+
 def run(args: argparse.Namespace) -> int:
+    foreign = _foreign_flags(args)
+    if foreign:
+        raise UsageError(f"engine {args.engine} does not read {'; '.join(foreign)}")
     rows = _rows(args)
     findings = [f for r in rows for f in r.findings]
     errors = [f for f in findings if f.severity is Severity.ERROR]

@@ -8,9 +8,11 @@ from __future__ import annotations
 import argparse
 import ast
 
+from attn_contracts.checks import call_keys
 from attn_contracts.cli._output import UsageError, print_findings
 from attn_contracts.cli._setting import add_setting_arguments, setting_from_args
 from attn_contracts.findings import Code, Finding
+from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import Registry, UnknownRecordError
 from attn_contracts.setting import CombineSetting
 from attn_contracts.sources import AnyRecord, read_file
@@ -92,13 +94,42 @@ def run(args: argparse.Namespace) -> int:
         recs, found = read_file(path)  # FileReadError → exit 2 in main()
         records += recs
         findings += found
+    named = [r for r in records if isinstance(r, CapabilityRecord) and r.name == args.backend]
+    call = _call(args.call, named) if args.call else None
     _, seen, found = check_startup(records, backend=args.backend, setting=_setting(args),
                                    world_size=args.world_size,
                                    consumers=_consumers(args.consumer), load_findings=findings,
-                                   producer_call=dict(args.call) if args.call else None,
+                                   producer_call=call,
                                    builtin_consumers=not args.no_builtin)
     unknown = [f for f in found if f.code is Code.AC013]
-    if unknown:  # a name given on the command line: a usage error, as in show, plan and verify
+    # a name given on the command line is a usage error, as in show, plan and verify; unless a
+    # record failed to load: the unknown name may be that record's, and its error is the answer
+    if unknown and not any(f.code in _LOAD_CODES for f in found):
         raise UnknownRecordError(unknown, "unknown name")
     return print_findings(found, args.format,
                           ok_message=f"ok: {len(set(seen))} record(s), no problems")
+
+
+#: findings of a record that could not be read or built (a file, its schema, a plugin)
+_LOAD_CODES = frozenset({Code.AC000, Code.AC012, Code.AC014})
+
+
+def _call(pairs: list[tuple[str, object]], named: list[CapabilityRecord]) -> dict[str, object]:
+    """The ``--call`` pairs as one call; a key given twice, or one the call of the record named
+    by ``--backend`` does not read, is a usage error naming the keys it reads (one would
+    silently win, the other would be checked by nothing). No such record: the unknown name is
+    the error, reported by the checks."""
+    keys = sorted({k for r in named for k in call_keys(r)})
+    name = named[0].name if named else "the backend"
+    accepted = (f"{name}'s call reads: {', '.join(keys)}" if keys else
+                f"{name}'s call reads no keyword: its base and layout are fixed")
+    call: dict[str, object] = {}
+    for key, value in pairs:
+        if key in call:
+            raise UsageError(f"--call {key} given twice ({call[key]!r}, {value!r}); give each key "
+                             f"once ({accepted})")
+        call[key] = value
+    unknown = [k for k in call if k not in keys]
+    if named and unknown:
+        raise UsageError(f"--call: unknown key(s) {', '.join(unknown)} ({accepted})")
+    return call

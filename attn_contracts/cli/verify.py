@@ -37,7 +37,7 @@ from typing import Any
 
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_table
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code, ContractError, Finding
 from attn_contracts.judge import VerifyResult, describe, describe_consumer
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import Registry, UnknownRecordError
@@ -118,9 +118,11 @@ def _select(args: argparse.Namespace) -> tuple[list[AnyRecord], list[Finding]]:
     if missing:
         what = "consumer record" if args.consumer else "record"
         known = ", ".join(sorted(r.name for r in pool)) or "(none)"
-        raise UnknownRecordError([Finding(Code.AC013, missing[0], f"unknown {what}(s) "
-                                          f"{', '.join(missing)}; known: {known}",
-                                          found=missing[0], allowed=known)], f"unknown {what}")
+        unknown = Finding(Code.AC013, missing[0], f"unknown {what}(s) {', '.join(missing)}; "
+                          f"known: {known}", found=missing[0], allowed=known)
+        if bad:  # a record that failed to load may be the one named: its error is the answer
+            raise ContractError([*bad, unknown], f"the {what}s named could not all be read")
+        raise UnknownRecordError([unknown], f"unknown {what}")
     return chosen, bad
 
 

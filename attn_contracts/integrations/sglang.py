@@ -780,10 +780,10 @@ def _row(b: Backend, d: Derived, registry: Registry) -> SglangReport:
                              f"{'(default)' if literal is None else literal} → base {told}, "
                              f"layout not read] ({c.where})")
             if literal == "?":
-                row.findings.append(Finding(
+                row.findings.append(Finding.from_rule(
                     Code.AC028, subject, f"the base {c.where} passes for {b.name} cannot be "
                     f"read ({c.function or 'an expression'}): nothing confirms it",
-                    severity=Severity.ERROR, location=c.where,
+                    escalation="unread-combine-base", location=c.where,
                     hint="pass the base as a literal, or a set test of the backend name"))
                 continue
             if not kernels:

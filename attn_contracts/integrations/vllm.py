@@ -154,7 +154,7 @@ class VllmMapping:
     unmapped: dict[str, str] = field(default_factory=dict)
     edge_findings: dict[str, list[Finding]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
-    #: the tree's releases the catalog was not verified on (one ``AC033`` note in the report)
+    #: the tree's releases the catalog was not verified on (one ``AC034`` note in the report)
     unverified: tuple[str, ...] = ()
     #: the impl classes of a source tree (no import): stand-ins carrying the declaration
     impls: dict[str, type] = field(default_factory=dict)
@@ -445,12 +445,12 @@ def _as_observed(kernels: list[CapabilityRecord], observed: dict[str, tuple[str,
             out.append(k)
             continue
         if not seen:
-            row.findings.append(Finding(
+            row.findings.append(Finding.from_rule(
                 Code.AC028, subject, f"{k.name}: the impl's call leaves its LSE base to run-time "
                 f"dispatch or an expression (vllm/{source.split(' ', 1)[0]}), so which base it "
                 f"returns is decided at run time ({'/'.join(_record_bases(k))})",
-                severity=Severity.WARNING, hint="pin the kernel's base at the call "
-                "(return_lse_base=...)", field="producer_call", found=None,
+                hint="pin the kernel's base at the call (return_lse_base=...)",
+                field="producer_call", found=None,
                 allowed="a pinned base"))
             continue
         if len(seen) == 1 and k.lse.base != seen[0]:
@@ -587,7 +587,7 @@ def report(backend: str | None = None, *, dcp: bool = True,
 def _noted(rows: list[BackendReport], mapping: VllmMapping) -> list[BackendReport]:
     if rows and mapping.unverified:  # a release the catalog was not verified on: said once
         rows[0].findings.insert(0, Finding(
-            Code.AC033, "vllm", "; ".join(mapping.unverified), severity=Severity.NOTE,
+            Code.AC034, "vllm", "; ".join(mapping.unverified), severity=Severity.NOTE,
             field="versions", found=mapping.versions))
     for note in mapping.notes:  # an unseen release: read with the newest layout, and said
         for row in rows:

@@ -125,9 +125,9 @@ class Derived:
 
     @property
     def unverified(self) -> tuple[str, ...]:
-        """The tree's releases the catalog was not verified on (lint's ``AC033`` note): read
+        """The tree's releases the catalog was not verified on (lint's ``AC034`` note): read
         with the nearest verified facts, said once, never an error."""
-        return tuple(dict.fromkeys(f.message for f in self.lint if f.code.value == "AC033"))
+        return tuple(dict.fromkeys(f.message for f in self.lint if f.code.value == "AC034"))
 
 
 def _rel(path: str) -> str:
@@ -166,13 +166,13 @@ STARTUP_SCOPE = ("vllm/v1/attention", "vllm/model_executor/layers/attention", "v
 
 def derive(root: str | Path, *, version: str | None = None,
            scope: tuple[str, ...] | None = None) -> Derived:
-    """The mapping of the vLLM tree at ``root`` (the folder holding ``vllm``); ``version``:
+    """The mapping of the vLLM tree at ``root`` (the folder holding ``vllm``, or the ``vllm``
+    package folder itself); ``version``:
     the release, when the tree does not say (read from its dist-info or ``_version.py``);
     ``scope``: the folders below ``root`` the program model reads (default: the whole
     package; :data:`STARTUP_SCOPE` at startup). Cached per folder, version and scope. A folder
     without vLLM is :class:`SourceError`."""
-    path = Path(root).resolve()
-    _package(path)
+    path = _package(Path(root).resolve()).parent  # the package folder itself names its parent
     return _derive(path, version or source_version(path), scope)
 
 

@@ -9,15 +9,17 @@ breaking its schema, ``AC000`` a file that cannot be read (not a regular file, o
 (:mod:`attn_contracts.lint.flow`): ``AC003`` through partial/alias/wrapper/``**kwargs``,
 ``AC021`` a defaulted base parameter, ``AC022`` an omitted base keyword, ``AC023`` one LSE read
 in two bases, ``AC028`` a producer call that leaves its base to dispatch, ``AC029`` records that
-disagree for an unknown release (a note), ``AC005`` a named record contradicting a built-in one.
+disagree for an unknown release (a note), ``AC005`` a named record contradicting a built-in one,
+``AC033`` a bound of the analysis reached (a note naming the function: :mod:`.bounds`).
 Records teach the rules only from the built-in catalog, ``record-files`` and ``--records FILE``
 (:mod:`attn_contracts.lint.provenance`); a records file among the linted paths is only checked
 against the schema. ``# noqa: AC003`` silences one line. Every finding has a severity (error,
 warning, note) in every format (text, JSON, GitHub, SARIF 2.1.0); columns are characters, 1-based.
 Exit codes: 0 no error (warnings and notes do not count, unless ``--warnings-as-errors``;
 ``--exit-zero``: always 0), 1 errors, 2 usage error (a missing path or ``--records`` file, a bad
-or unreadable ``pyproject.toml``, an unknown code in ``--select``/``--ignore``, ``--jobs`` below
-1, an unwritable ``--output-file``).
+or unreadable ``pyproject.toml``, paths of two projects whose settings differ, an unknown
+selector in ``--select``/``--ignore`` (each a code or prefix, a rule name or a group), ``--jobs``
+below 1, an unwritable ``--output-file``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,16 @@ from pathlib import Path
 from urllib.parse import quote
 
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import RULES, Code, Finding, Rule, Severity
+from attn_contracts.findings import (
+    RULES,
+    Code,
+    Finding,
+    Rule,
+    RulesError,
+    Severity,
+    check_rules,
+    printable,
+)
 from attn_contracts.lint.classes import (
     ClassInfo,
     ModuleInfo,
@@ -50,7 +61,7 @@ from attn_contracts.lint.classes import (
 from attn_contracts.lint.config import (
     ConfigError,
     LintConfig,
-    find_pyproject,
+    config_for,
     known_codes_text,
     load_config,
     unknown_codes,
@@ -211,7 +222,7 @@ def knowledge_for(cfg: LintConfig, named: Iterable[Named] = (),
             continue
         seen.add(library_key(r.library))
         findings.append(Finding.from_rule(
-            Code.AC033, r.library, r.note, field="versions", found=f"{r.library} {r.version}",
+            Code.AC034, r.library, r.note, field="versions", found=f"{r.library} {r.version}",
             allowed="a release of backends/catalog/facts/verified.toml",
             hint="tools/check_catalog.py --release verifies every record against it"))
     kept, refused = trusted(builtin, named, have)
@@ -418,9 +429,9 @@ def lint_model(paths: Sequence[Path], config: LintConfig | None = None, *,
                 key = tuple(sorted(versions.items()))
                 if key not in by_versions:
                     k, more = knowledge_for(cfg, named, versions)
-                    # a release's notes (AC033) are about the tree: one note, at its package
-                    unverified = [f for f in more if f.code is Code.AC033]
-                    more = [f for f in more if f.code is not Code.AC033]
+                    # a release's notes (AC034) are about the tree: one note, at its package
+                    unverified = [f for f in more if f.code is Code.AC034]
+                    more = [f for f in more if f.code is not Code.AC034]
                     if unverified:
                         more.append(replace(
                             unverified[0], location=f"{root / '__init__.py'}:1:1"
@@ -454,7 +465,7 @@ def lint_model(paths: Sequence[Path], config: LintConfig | None = None, *,
         findings += rule(model, linted)
     kept: dict[tuple[str, str], Finding] = {}
     for f in findings:  # the direct-call rule and the flow rule may both see one literal
-        if _selected(f.code, cfg) and not _suppressed(
+        if cfg.selects(f.code) and not _suppressed(
                 f, texts.get(f.location.rsplit(":", 2)[0], [])):
             kept.setdefault((f.code.value, f.location), f)
     return sorted((_in_characters(f, wide) for f in kept.values()), key=_order), model
@@ -489,12 +500,6 @@ def _order(f: Finding) -> tuple[str, int, int, str]:
     return path, int(line), int(col), f.code
 
 
-def _selected(code: Code, cfg: LintConfig) -> bool:
-    if cfg.select and not any(code.startswith(s) for s in cfg.select):
-        return False
-    return not any(code.startswith(s) for s in cfg.ignore)
-
-
 # --- output ---------------------------------------------------------------------------------------
 def _where(f: Finding) -> tuple[str, int, int]:
     path, line, col = f.location.rsplit(":", 2)
@@ -512,8 +517,10 @@ def _property(value: object) -> str:
 
 
 def _data(value: object) -> str:
-    """A workflow command's message: ``%`` first, so an escape is never escaped twice."""
-    return str(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's message: ``%`` first, so an escape is never escaped twice; then CR
+    and LF as the runner unescapes them, and any other control character as text
+    (:func:`~attn_contracts.findings.printable`), so no value starts a command of its own."""
+    return printable(str(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _render(findings: list[Finding], fmt: str) -> str:
@@ -527,9 +534,9 @@ def _render(findings: list[Finding], fmt: str) -> str:
             f"::{_GITHUB[f.severity]} file={_property(_where(f)[0])},line={_where(f)[1]},"
             f"col={_where(f)[2]},title={_property(f.code)}::{_data(f.message)}"
             for f in findings)
-    return "\n".join(f"{f.location}: {f.code} "
-                     f"{'' if f.severity is Severity.ERROR else f'[{f.severity}] '}{f.message}"
-                     for f in findings)
+    return "\n".join(printable(
+        f"{f.location}: {f.code} {'' if f.severity is Severity.ERROR else f'[{f.severity}] '}"
+        f"{f.message}") for f in findings)
 
 
 #: the base of the run's relative URIs (SARIF's ``originalUriBaseIds``; GitHub code scanning
@@ -558,7 +565,7 @@ def _folder_uri(folder: Path) -> str:
 def _sarif_rule(rule: Rule) -> dict[str, object]:
     """A SARIF ``reportingDescriptor`` from the code's rule: title, meaning, fix, and its default
     level (a result still carries its own)."""
-    return {"id": str(rule.code), "name": rule.code.name,
+    return {"id": str(rule.code), "name": rule.name,
             "shortDescription": {"text": rule.title},
             "fullDescription": {"text": rule.meaning},
             "help": {"text": rule.fix},
@@ -617,8 +624,11 @@ def _positive(text: str) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders")
     p.add_argument("--format", choices=["text", "json", "github", "sarif"], default="text")
-    p.add_argument("--select", default=None, help="comma-separated codes (prefixes) to report")
-    p.add_argument("--ignore", default=None, help="comma-separated codes (prefixes) to skip")
+    p.add_argument("--select", default=None, help="comma-separated rules to report: codes or "
+                   "their prefixes (AC016, AC00), rule names (edge-base) or groups (lint, "
+                   "startup, engine)")
+    p.add_argument("--ignore", default=None, help="comma-separated rules to skip, named as for "
+                   "--select")
     p.add_argument("--config", type=Path, default=None,
                    help="pyproject.toml with [tool.attn-contracts] (default: nearest one)")
     p.add_argument("--jobs", "-j", type=_positive, default=None, metavar="N",
@@ -642,27 +652,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, engine_rules: Sequence[EngineRule] = ()) -> int:
+    if args.statistics and args.format != "text":  # the counts are text: the format would be lost
+        print(f"attn-contracts lint: --statistics prints text counts; --format {args.format} is "
+              "not read with it (allowed: --statistics alone, or --format without it)",
+              file=sys.stderr)
+        return 2
     missing = [str(p) for p in args.paths if not (p.exists() or p.is_symlink())]
     if args.project_root is not None and not args.project_root.is_dir():
         missing.append(f"{args.project_root} (--project-root)")
     missing += [f"{f} (--records)" for f in args.records if not (f.exists() or f.is_symlink())]
     if missing:
-        print(f"attn-contracts lint: no such file or folder: {', '.join(missing)}",
+        print(printable(f"attn-contracts lint: no such file or folder: {', '.join(missing)}"),
               file=sys.stderr)
         return 2
     try:
-        cfg = load_config(args.config or find_pyproject(args.project_root or args.paths[0]))
+        cfg = load_config(args.config) if args.config else config_for(
+            [*args.paths, *([args.project_root] if args.project_root else [])])
     except ConfigError as err:
-        print(f"attn-contracts lint: {err}", file=sys.stderr)
+        print(printable(f"attn-contracts lint: {err}"), file=sys.stderr)
         return 2
-    overrides = {k: tuple(c.strip().upper() for c in v.split(",") if c.strip())
+    overrides = {k: tuple(c.strip() for c in v.split(",") if c.strip())
                  for k, v in (("select", args.select), ("ignore", args.ignore)) if v is not None}
     for option, codes in overrides.items():
         bad = unknown_codes(codes)
         if bad:
-            print(f"attn-contracts lint: --{option}: unknown finding code(s) {', '.join(bad)} "
-                  f"(known: {known_codes_text()}; a prefix such as AC00 selects several)",
-                  file=sys.stderr)
+            print(printable(f"attn-contracts lint: --{option}: unknown rule selector(s) "
+                            f"{', '.join(bad)} (allowed: {known_codes_text()})"), file=sys.stderr)
             return 2
     cfg = cfg.model_copy(update=overrides)
     jobs = args.jobs if args.jobs is not None else default_jobs()
@@ -674,8 +689,8 @@ def run(args: argparse.Namespace, engine_rules: Sequence[EngineRule] = ()) -> in
         try:
             args.output_file.write_text(report + "\n" if report else "", encoding="utf-8")
         except OSError as err:
-            print(f"attn-contracts lint: --output-file: cannot write {args.output_file}: "
-                  f"{err.strerror or err}", file=sys.stderr)
+            print(printable(f"attn-contracts lint: --output-file: cannot write "
+                            f"{args.output_file}: {err.strerror or err}"), file=sys.stderr)
             return 2
     elif report:
         print(report)
@@ -691,6 +706,11 @@ def exit_code(findings: Iterable[Finding], *, warnings_as_errors: bool = False) 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``attn-contracts lint`` on its own (as pre-commit calls it)."""
+    try:  # a broken installation: one line, before any argument is read
+        check_rules()
+    except RulesError as err:
+        print(printable(f"attn-contracts lint: {err}"), file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(prog="attn-contracts lint", description=__doc__)
     add_arguments(parser)
     try:

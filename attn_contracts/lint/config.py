@@ -4,27 +4,30 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from attn_contracts.findings import RULES
+from attn_contracts.findings import Code, selected_codes, selectors_text
 from attn_contracts.sources import FileReadError, error_position, read_bytes
 from attn_contracts.versions import library_key
 
-__all__ = ["ConfigError", "LintConfig", "find_pyproject", "load_config", "unknown_codes"]
+__all__ = ["ConfigError", "LintConfig", "config_for", "find_pyproject", "load_config",
+           "unknown_codes"]
 
 
 def unknown_codes(selectors: tuple[str, ...]) -> list[str]:
-    """Selectors that are no code and no prefix of one (``AC3``, ``bogus``): selecting them
-    would silently lint nothing."""
-    known = [c.value for c in RULES]
-    return [s for s in selectors if not any(k.startswith(s) for k in known)]
+    """Selectors that name no rule (``AC3``, ``bogus``): selecting them would silently lint
+    nothing. A selector is a code or a prefix of codes, a rule's name or a group
+    (:func:`~attn_contracts.findings.selected_codes`)."""
+    return [s for s in selectors if selected_codes(s) is None]
 
 
 def known_codes_text() -> str:
-    return ", ".join(c.value for c in RULES)
+    """What a selector may be (every code, name and group), for the message that refuses one."""
+    return selectors_text()
 
 
 class ConfigError(ValueError):
@@ -88,12 +91,20 @@ class LintConfig(BaseModel):
     @field_validator("select", "ignore", mode="after")
     @classmethod
     def _known_codes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        value = tuple(v.strip().upper() for v in value)
+        value = tuple(v.strip() for v in value)
         bad = unknown_codes(value)
         if bad:
-            raise ValueError(f"unknown finding code(s) {', '.join(bad)} (known: "
-                             f"{known_codes_text()}; a prefix such as AC00 selects several)")
+            raise ValueError(f"unknown rule selector(s) {', '.join(bad)} (allowed: "
+                             f"{known_codes_text()})")
         return value
+
+    def selects(self, code: Code) -> bool:
+        """Whether a finding of ``code`` is reported: among ``select`` (all when empty) and not
+        among ``ignore``, each a code prefix, a rule name or a group."""
+        def named(selectors: tuple[str, ...]) -> frozenset[Code]:
+            return frozenset().union(*(selected_codes(s) or () for s in selectors))
+
+        return (not self.select or code in named(self.select)) and code not in named(self.ignore)
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -112,6 +123,38 @@ def find_pyproject(start: Path) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def config_for(paths: Sequence[Path]) -> LintConfig:
+    """The one configuration of a run over ``paths``: each path's nearest ``pyproject.toml``
+    (:func:`find_pyproject`) applies to it, so the run has one only when they all say the same
+    (the same file, or files whose ``[tool.attn-contracts]`` settings are equal). Two projects
+    that differ are one :class:`ConfigError` naming both: whichever came first would otherwise
+    decide the other's verdict. The files are read in path order, so the error a run reports
+    never depends on the order of its arguments either."""
+    found = {(find_pyproject(p), p) for p in paths}
+    pyprojects = sorted({f for f, _ in found}, key=lambda f: (f is not None, str(f)))
+    configs = {f: load_config(f) for f in pyprojects}
+    first, *others = pyprojects
+    other = next((f for f in others if _same(configs[f]) != _same(configs[first])), None)
+    if other is None:
+        return configs[first]
+
+    def name(f: Path | None) -> str:
+        owned = sorted(str(p) for g, p in found if g == f)
+        more = f" and {len(owned) - 3} more" if len(owned) > 3 else ""
+        return (f"{', '.join(owned[:3])}{more} "
+                f"({f if f is not None else 'no pyproject.toml: the defaults'})")
+
+    raise ConfigError(f"the paths belong to projects whose [tool.attn-contracts] settings differ: "
+                      f"{name(first)} and {name(other)}; lint each project on its own, or give "
+                      "--config FILE to apply one to all")
+
+
+def _same(cfg: LintConfig) -> tuple[dict[str, Any], frozenset[str]]:
+    """What makes two configurations lint alike: the values, and which were set (a setting
+    given, even to its default, is read as the project's word: ``base-attrs``)."""
+    return cfg.model_dump(), frozenset(cfg.model_fields_set)
 
 
 def load_config(pyproject: Path | None) -> LintConfig:

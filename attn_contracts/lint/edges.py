@@ -175,7 +175,8 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
     cls = d.cls
     attr = base_attrs[0] if base_attrs else "lse_base_on_e"
     pinned = {k.base for k in found if k.base is not None}
-    dispatch = [k for k in found if k.dispatch]
+    kernels = sorted(found, key=repr)  # a fixed order: the message names the same first one
+    dispatch = [k for k in kernels if k.dispatch]
     if d.owner is cls and d.base is None and not isinstance(d.value, ast.Constant) and \
             d.attr in cls.attrs:
         return  # an own base read from an expression (composite backends): trusted
@@ -211,7 +212,7 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
     if d.declared:
         whose = "declares" if d.own else f"inherits from {d.owner.name}, which returns an LSE too,"
         if d.base is not None and contra:
-            wrong = [k for k in found if k.base is not None and k.base != d.base]
+            wrong = [k for k in kernels if k.base is not None and k.base != d.base]
             yield Finding(
                 Code.AC008, cls.name,
                 f"{cls.name} {whose} {d.attr} = {d.text} (base {d.base}), but the kernels it "
@@ -349,7 +350,7 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
         other = next(((u, b) for u, b in reads if b != first_base), None)
         if other is not None:
             u, b = other
-            s = next(iter(first_use.lse.sources))
+            s = min(first_use.lse.sources, key=_source_order)
             yield Finding.from_rule(
                 Code.AC023, u.consumer.last,
                 f"{s.what} reaches {first_use.consumer.label} as base {first_base} "
@@ -357,6 +358,11 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
                 "is wrong",
                 hint="convert it between the two, or select both bases from the producer's record",
                 field="base", found=b, allowed=first_base, location=u.where)
+
+
+def _source_order(s: Source) -> tuple[str, str]:
+    """Sources in a fixed order (a set's changes with ``PYTHONHASHSEED``): by key, then all."""
+    return s.key, repr(s)
 
 
 def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
@@ -368,7 +374,7 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
     if g.table and len({b for s in use.lse.sources
                         if (b := _effective(s, declared)[0]) is not None}) > 1:
         return  # a table keyed by what picks the producer: which entry applies is a dispatch
-    for s in sorted(use.lse.sources, key=lambda s: s.key):
+    for s in sorted(use.lse.sources, key=_source_order):
         if s.dispatch:
             other = [b for b in s.bases if b != base]
             if other:
@@ -385,7 +391,7 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
             agree = True
     where = g.omitted or (g.where if (g.literal or g.how) and g.where else use.where)
     if contra:
-        contra.sort(key=lambda c: (c[0].dispatch, c[0].key))  # a pinned base names it best
+        contra.sort(key=lambda c: (c[0].dispatch, _source_order(c[0])))  # pinned names it best
         s, b, what = contra[0]
         shown = f"{what}{f' (after {s.converted})' if s.converted else ''}"
         choice = f"; the LSE depends on a run-time choice: {s.choice}" if s.choice and \
@@ -423,7 +429,7 @@ def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None
     if flag is None:
         return
     owner = flag.owner
-    for s in use.lse.sources:
+    for s in sorted(use.lse.sources, key=_source_order):
         if not s.pinned or s.impl is not None:
             continue  # a backend's own method's LSE: its declaration is judged on the class
         if owner is None or not owner.exact:

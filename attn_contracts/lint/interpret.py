@@ -36,9 +36,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
+from attn_contracts import lse_ops
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code, Finding
+from attn_contracts.lint.bounds import FUNCTION_BUDGET, Bounds
 from attn_contracts.lint.classes import ClassInfo, dotted_name, statements
 from attn_contracts.lint.program import FuncNode, Program
 from attn_contracts.lint.record_index import (
@@ -81,27 +83,18 @@ from attn_contracts.records import LN2, LOG2E
 
 __all__ = ["BaseGiven", "Interpreter", "Kernel", "Use"]
 
-# Calls and attributes that keep an LSE's base (layout, dtype, memory: not the values' meaning).
-_KEEPS_BASE = frozenset({
-    "contiguous", "float", "to", "view", "reshape", "clone", "squeeze", "unsqueeze", "flatten",
-    "detach", "expand", "narrow", "view_as", "reshape_as", "type_as", "as_strided", "unflatten",
-    "cpu", "cuda", "double", "half", "movedim", "swapaxes", "permute", "transpose", "t",
-    "index_select", "repeat_interleave", "masked_fill", "nan_to_num", "clamp", "clamp_min",
-    "masked_fill_", "nan_to_num_", "clamp_", "clamp_min_", "copy_"})
+# Calls and attributes that keep an LSE's base: the table the tracer reads too (``lse_ops``)
+_KEEPS_BASE = lse_ops.lint_methods()
 #: of those, the ones that swap a 2-D LSE's two axes; the rest keep the layout or lose it
-_TRANSPOSES = frozenset({"transpose", "t", "swapaxes", "movedim", "permute"})
-_LAYOUT_KEEPING = frozenset({"contiguous", "float", "to", "clone", "detach", "cpu", "cuda",
-                             "double", "half", "type_as", "masked_fill", "nan_to_num", "clamp",
-                             "clamp_min", "masked_fill_", "nan_to_num_", "clamp_", "clamp_min_",
-                             "copy_"})
-_KEEPS_BASE_ATTRS = frozenset({"T", "mT", "data"})
-_TORCH_KEEPS = frozenset({"transpose", "contiguous", "clone", "permute", "swapaxes", "movedim",
-                          "squeeze", "unsqueeze", "flatten", "reshape", "narrow", "clamp",
-                          "nan_to_num", "where"})
+_TRANSPOSES = frozenset(op.name for op in lse_ops.LSE_OPS if op.layout in ("swap", "moved"))
+_SWAPS = frozenset(op.name for op in lse_ops.LSE_OPS if op.layout == "swap")
+_LAYOUT_KEEPING = frozenset(op.name for op in lse_ops.LSE_OPS if op.layout == "kept")
+_KEEPS_BASE_ATTRS = lse_ops.lint_attributes()
+_TORCH_KEEPS = lse_ops.lint_functions()
 #: natural-log reductions of LSEs (``torch.logsumexp(lse, dim=-1)`` over a split axis,
 #: ``torch.logaddexp(a, b)``): a natural-log LSE comes out, without its layout; a base-2 one
 #: does not (what comes out of it is no LSE of either base)
-_LN_REDUCTIONS = frozenset({"logsumexp", "logaddexp"})
+_LN_REDUCTIONS = frozenset(op.name for op in lse_ops.LSE_OPS if op.only_base == "e")
 #: exponentials a hand-written merge weighs LSEs with (``torch.exp2(lse - m)``), by the base
 #: each reads its argument in
 _EXP_BASE = {"exp": "e", "exp2": "2"}
@@ -192,6 +185,12 @@ class _Summary:
     produced: frozenset[Kernel] = frozenset()  # the producer calls themselves
 
 
+def _merge_summaries(a: object, b: object) -> _Summary:
+    """The summary of a call cycle's head over two passes (what either found)."""
+    x, y = cast(_Summary, a), cast(_Summary, b)
+    return _Summary(join([x.returns, y.returns]), x.kernels | y.kernels, x.produced | y.produced)
+
+
 @dataclass
 class _Call:
     pos: list[Arg]
@@ -227,6 +226,10 @@ class Interpreter:
         self._counted: set[tuple[object, ...]] = set()
         self._depth = 0
         self.budget = _BUDGET
+        #: the work done: statements, expressions and calls interpreted (what tests count)
+        self.steps = 0
+        #: the bounds' state: call cycles' summaries so far, the notes of a bound hit
+        self.bounds = Bounds(self)
         self._globals: dict[tuple[str, str], Value] = {}
         self._module_busy: set[tuple[str, str]] = set()
         #: names the flow found carrying an LSE or a combine (methods returning one, attributes
@@ -523,35 +526,71 @@ class Interpreter:
         memo = self._memo.get(key)
         if memo is not None:
             return memo
+        cycles = self.bounds
+        found = cycles.provisional.get(key)
+        if found is not None:  # a cycle's member, already interpreted in this pass
+            self._taint = min(self._taint, found[1])
+            return cast(_Summary, found[0])
         if key in self._active:
-            # a cycle: what the call returns is not known yet; every analysis above the cycle's
-            # head is incomplete and is not kept (it is redone when asked again)
+            # a cycle: the call gets the summary found so far for its head, which is
+            # interpreted again until that summary no longer changes (bounds.Bounds)
             self._taint = min(self._taint, self._stack.index(key))
-            return _Summary()
+            return cast(_Summary, cycles.recursive(key, _Summary))
         if ctx != ("generic",) and key not in self._counted:
-            seen = self._contexts.get((func, self_value), 0)
+            # the contexts that carry an LSE, a base attribute or a partial are counted apart
+            # from the rest: a function called with parameters by every other one's analysis
+            # alone still gets the LSE its one real caller passes
+            kind = (func, self_value, call is not None and _interesting(call))
+            seen = self._contexts.get(kind, 0)
             if seen >= _MAX_CONTEXTS:  # enough contexts: the generic one serves the rest
+                if kind[2]:
+                    cycles.note(None, "call contexts", f"{func.qualname.partition('@')[0]} is "
+                                f"called with more than {_MAX_CONTEXTS} different LSEs or bases; "
+                                "the rest are read as its parameters")
                 return self.analyse(func, self_value, None, generic=True)
-            self._contexts[(func, self_value)] = seen + 1
+            self._contexts[kind] = seen + 1
             self._counted.add(key)
         if self._depth >= _MAX_DEPTH or self.budget <= 0:
+            why = f"deeper than {_MAX_DEPTH} calls" if self.budget > 0 else \
+                f"the run used its budget of {_BUDGET:,} steps"
+            cycles.note(None, "call depth" if self.budget > 0 else "run budget",
+                        f"the call of {func.qualname.partition('@')[0]} is not followed ({why})",
+                        callee=(func.path, func.qualname, node))
             return _Summary()
+        self.budget -= 1
+        self.steps += 1
         pos = len(self._stack)
         self._stack.append(key)
         self._active.add(key)
         self._depth += 1
-        saved, self._taint = self._taint, _NO_TAINT
+        saved = self._taint
+        passes = 0
         try:
-            summary = self._interpret(func, node, params, self_value, bound,
-                                      generic or call is None, call.where if call else "")
-        except RecursionError:
-            summary = _Summary()
+            while True:
+                self._taint = _NO_TAINT
+                mark, changes = len(cycles.provisional), cycles.changes
+                try:
+                    summary = self._interpret(func, node, params, self_value, bound,
+                                              generic or call is None, call.where if call else "")
+                except RecursionError:
+                    summary = _Summary()
+                head = self._taint >= pos
+                kept, again = cycles.settle(key, summary, _merge_summaries, passes, head,
+                                            changes)
+                summary = cast(_Summary, kept)
+                if not again:
+                    break
+                cycles.forget_since(mark)  # found under the approximation just replaced
+                passes += 1
         finally:
             self._depth -= 1
             self._active.discard(key)
             self._stack.pop()
         incomplete = self._taint < pos
-        if not incomplete:
+        if incomplete:
+            cycles.provisional[key] = (summary, self._taint)
+        else:
+            self._memo.update(cast(dict[tuple[object, ...], _Summary], cycles.complete_since(mark)))
             self._memo[key] = summary
         self._taint = min(saved, self._taint) if incomplete else saved
         return summary
@@ -637,7 +676,7 @@ class Interpreter:
     def _attribute(self, obj: Value, attr: str, where: str) -> Value:
         if isinstance(obj, Lse):
             if attr in _KEEPS_BASE_ATTRS:
-                return _swap(obj) if attr in ("T", "mT") else obj
+                return _swap(obj) if attr in _SWAPS else obj
             return None
         if isinstance(obj, ModuleRef):
             b = self.p.member(obj.name, attr)
@@ -1059,6 +1098,8 @@ def _ends(body: list[ast.stmt]) -> bool:
 
 
 def _element(value: Value, i: int) -> Value:
+    if isinstance(value, Union_) and value.widened:
+        return value  # unknown holding an LSE: so is every part of it
     options = []
     for alt in alternatives(value):
         if isinstance(alt, Tup):
@@ -1149,6 +1190,9 @@ class _Frame:
         self.entry = ""  # the call that started this frame
         self._consumers: int | None = None
         self.param_ids: set[int] = set()  # the values its caller passed in
+        self.own_steps = 0  # its own statements (its budget: bounds.FUNCTION_BUDGET)
+        #: each loop's passes already interpreted, by their entry values (bounds.Bounds.loop)
+        self.loop_memo: dict[tuple[object, ...], Any] = {}
 
     # --- statements ---------------------------------------------------------------------------
     def block(self, body: list[ast.stmt]) -> None:
@@ -1161,7 +1205,13 @@ class _Frame:
             self.stmt(stmt)
 
     def stmt(self, st: ast.stmt) -> None:
+        self.own_steps += 1
+        if self.own_steps > FUNCTION_BUDGET or self.i.budget <= 0:
+            self.i.bounds.note(self, "function budget" if self.i.budget > 0 else "run budget",
+                               "the statements after this one are not interpreted", st)
+            return
         self.i.budget -= 1
+        self.i.steps += 1
         handler = _STMT.get(type(st))
         if handler is not None:
             handler(self, st)
@@ -1195,7 +1245,8 @@ class _Frame:
 
     @_on(_STMT, ast.Return)
     def s_return(self, st: ast.Return) -> None:
-        self.returns.append(None if st.value is None else self.expr(st.value))
+        self.returns.append(None if st.value is None else self.i.bounds.value(
+            self, self.expr(st.value), st))
 
     @_on(_STMT, ast.If)
     def s_if(self, st: ast.If) -> None:
@@ -1206,13 +1257,13 @@ class _Frame:
     def s_for(self, st: ast.For | ast.AsyncFor) -> None:
         self.expr(st.iter)
         self.assign(st.target, None)
-        self.loop(st.body)
+        self.loop(st.body, st)
         self.block(st.orelse)
 
     @_on(_STMT, ast.While)
     def s_while(self, st: ast.While) -> None:
         self.expr(st.test)
-        self.loop(st.body)
+        self.loop(st.body, st)
         self.block(st.orelse)
 
     @_on(_STMT, ast.With, ast.AsyncWith)
@@ -1257,13 +1308,9 @@ class _Frame:
             if isinstance(t, ast.Name):
                 self.env.pop(t.id, None)
 
-    def loop(self, body: list[ast.stmt]) -> None:
-        """A loop body twice (values carried around it once), joined with not running it."""
-        before = dict(self.env)
-        self.block(body)
-        self.env = self._join([before, dict(self.env)], before)
-        self.block(body)
-        self.env = self._join([before, dict(self.env)], before)
+    def loop(self, body: list[ast.stmt], node: ast.stmt) -> None:
+        """A loop body to a fixpoint, joined with not running it (bounds.Bounds.loop)."""
+        self.i.bounds.loop(self, body, node)
 
     def branches(self, bodies: list[list[ast.stmt]], test: ast.expr | None = None) -> None:
         before = dict(self.env)
@@ -1287,6 +1334,11 @@ class _Frame:
                 results.append(self.env)
         self.env = self._join(results, before) if results else before
 
+    def join_envs(self, results: list[dict[str, Value]], before: dict[str, Value],
+                  ) -> dict[str, Value]:
+        """The names after paths that end in ``results`` (each a may-union of its paths)."""
+        return self._join(results, before)
+
     @staticmethod
     def _join(results: list[dict[str, Value]], before: dict[str, Value]) -> dict[str, Value]:
         if len(results) == 1:
@@ -1301,6 +1353,7 @@ class _Frame:
         return joined
 
     def assign(self, target: ast.expr, value: Value) -> None:
+        value = self.i.bounds.value(self, value, target)
         if isinstance(target, ast.Name):
             self.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -1339,6 +1392,7 @@ class _Frame:
 
     # --- expressions --------------------------------------------------------------------------
     def expr(self, node: ast.expr) -> Value:
+        self.i.steps += 1
         handler = _EXPR.get(type(node))
         if handler is not None:
             return handler(self, node)
@@ -1378,6 +1432,8 @@ class _Frame:
         inner = self.expr(node.value)
         key = node.slice
         self.expr(key)
+        if isinstance(inner, Union_) and inner.widened:
+            return inner  # unknown holding an LSE: so is every part of it
         if isinstance(key, ast.Constant) and isinstance(key.value, int) and any(
                 isinstance(a, Tup) for a in alternatives(inner)):
             return _element(inner, key.value)
@@ -1562,7 +1618,7 @@ class _Frame:
             rl = lse_of(receiver)
             if rl is not None:
                 if name in _TRANSPOSES:
-                    return _swap(rl) if name in ("t", "transpose", "swapaxes") and (
+                    return _swap(rl) if name in _SWAPS and (
                         name == "t" or _swaps_two(node)) else _lose_layout(rl)
                 return rl if name in _LAYOUT_KEEPING else _lose_layout(rl)
             if isinstance(func.value, ast.Name) and func.value.id == "torch" and node.args:

@@ -89,6 +89,11 @@ class ProgramModel:
         self._attrs = (returns_attrs, base_attrs)
 
     @property
+    def steps(self) -> int:
+        """The interpreter's work so far: statements, expressions and calls it interpreted."""
+        return self._interp.steps
+
+    @property
     def uses(self) -> tuple[Use, ...]:
         """Every consumer call an LSE the model follows reaches (the edges the rules judged)."""
         return tuple(self._interp.uses.values())
@@ -160,6 +165,9 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
                 returns_attrs: tuple[str, ...], base_attrs: tuple[str, ...],
                 configured: bool = False) -> ProgramModel:
     """The program of ``files``, interpreted, with the rules' findings (:func:`model_findings`)."""
+    # in path order, whatever order they were named in: which function is interpreted first
+    # decides which calls get a context of their own (and so what may be found)
+    files = sorted(files, key=lambda f: f.path)
     modules = [f.module for f in files if f.module is not None]
     classes = [c for f in files for c in f.classes]
     program = Program(modules, classes)

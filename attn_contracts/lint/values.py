@@ -20,12 +20,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Union
 
-__all__ = ["MAX_UNION", "Arg", "Bound", "ClassKey", "ClassRef", "DictV", "Ext", "ExtInst", "Flag",
-           "Func", "Inst", "Lit", "Lse", "ModuleRef", "Num", "Param", "Partial", "Rec", "Source",
-           "Super", "Tup", "Union_", "Value", "alternatives", "join", "lse_of", "relabel"]
+__all__ = ["MAX_SOURCES", "MAX_UNION", "Arg", "Bound", "ClassKey", "ClassRef", "DictV", "Ext",
+           "ExtInst", "Flag", "Func", "Inst", "Lit", "Lse", "ModuleRef", "Num", "Param", "Partial",
+           "Rec", "Source", "Super", "Tup", "Union_", "Value", "alternatives", "children",
+           "collapse", "join", "lse_of", "lse_sources_of", "relabel", "stable_key", "widen_to"]
 
 #: the most alternatives a value keeps; a larger union is unknown (never a finding)
 MAX_UNION = 24
+#: the most sources an LSE keeps apart; past it, the sources of one origin are one (their
+#: messages' details, the conversions and choices along each path, are those of one of them)
+MAX_SOURCES = MAX_UNION * 4
 
 #: a class of the linted program: (module path, class name); a class outside it is an ``Ext``
 ClassKey = tuple[str, str]
@@ -225,9 +229,23 @@ class DictV:
 
 @dataclass(frozen=True)
 class Union_:
-    """One of several values (two paths, a conditional expression, a class hierarchy)."""
+    """One of several values (two paths, a conditional expression, a class hierarchy).
+
+    ``widened``: a value past the bounds of :mod:`attn_contracts.lint.bounds` (too large, or
+    still changing around a loop or a call cycle): unknown, but holding every LSE it may hold
+    (its options are that LSE and ``None``); whatever is read out of it is the same."""
 
     options: frozenset[Value]
+    widened: bool = False
+    #: the options in a fixed order (:func:`stable_key`), sorted when first read: what is
+    #: decided by the first of them, or reported once per option, is the same under any
+    #: ``PYTHONHASHSEED``
+    order: tuple[Value, ...] = field(default=(), compare=False, hash=False, repr=False)
+
+    def ordered(self) -> tuple[Value, ...]:
+        if not self.order:
+            object.__setattr__(self, "order", tuple(sorted(self.options, key=stable_key)))
+        return self.order
 
 
 Value = Union[Lse, Lit, Param, Num, Flag, Inst, ExtInst, ClassRef, Func, Bound, Super,  # noqa: UP007
@@ -237,7 +255,7 @@ Value = Union[Lse, Lit, Param, Num, Flag, Inst, ExtInst, ClassRef, Func, Bound, 
 def alternatives(value: Value) -> Iterator[Value]:
     """The values a value may be (itself, or each option of a union)."""
     if isinstance(value, Union_):
-        yield from value.options
+        yield from value.ordered()
     else:
         yield value
 
@@ -250,15 +268,19 @@ def join(values: Iterable[Value]) -> Value:
     needs the value itself (a base keyword) treats the union as unknown."""
     flat: set[Value] = set()
     lse: set[Source] = set()
+    widened = False
     for v in values:
+        widened = widened or (isinstance(v, Union_) and v.widened)
         for alt in alternatives(v):
             if isinstance(alt, Lse):
                 lse |= alt.sources
             else:
                 flat.add(alt)
+    if widened:  # unknown with an LSE absorbs the rest: what it may hold stays in sight
+        return widen_to(lse_sources_of(flat) | lse)
     if lse:
-        if len(lse) > MAX_UNION * 4:
-            return None
+        if len(lse) > MAX_SOURCES:  # the same origins by many paths: one source per origin
+            lse = set(collapse(lse))
         flat.add(Lse(frozenset(lse)))
     if len(flat) > MAX_UNION:
         flat = _widen(flat)
@@ -298,3 +320,107 @@ def lse_of(value: Value) -> Lse | None:
 def relabel(lse: Lse, **changes: object) -> Lse:
     """Every source of ``lse`` with ``changes`` applied (dataclasses.replace)."""
     return Lse(frozenset(replace(s, **changes) for s in lse.sources))  # type: ignore[arg-type]
+
+
+def lse_sources_of(values: Iterable[Value]) -> set[Source]:
+    """Every source of every LSE anywhere in ``values`` (tuple items, union options, dict
+    values, arguments kept by a partial or a constructor), each shared part read once."""
+    out: set[Source] = set()
+    seen: set[int] = set()
+    stack = list(values)
+    while stack:
+        v = stack.pop()
+        if v is None or id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, Lse):
+            out |= v.sources
+        else:
+            stack.extend(children(v))
+    return out
+
+
+def children(v: Value) -> Iterator[Value]:
+    """The values a value holds (for its size, its LSEs and its order)."""
+    if isinstance(v, Tup):
+        yield from v.items
+    elif isinstance(v, Union_):
+        yield from v.options
+    elif isinstance(v, DictV):
+        yield from (a.value for _, a in v.items)
+    elif isinstance(v, Partial):
+        yield v.target
+        yield from (a.value for a in v.pos)
+        yield from (a.value for _, a in v.kw)
+    elif isinstance(v, Inst) and v.ctor is not None:
+        yield from (x for _, x in v.ctor[1])
+    elif isinstance(v, (Bound, Super)):
+        yield v.self_value
+    elif isinstance(v, Flag) and v.owner is not None:
+        yield v.owner
+
+
+def widen_to(sources: Iterable[Source]) -> Value:
+    """Unknown, holding an LSE of ``sources`` (one per origin: :func:`collapse`, so widening
+    again what a loop or a cycle changed gives the same value), or nothing."""
+    found = frozenset(collapse(sources))
+    if not found:
+        return None
+    return Union_(frozenset({Lse(found), None}), widened=True)
+
+
+def collapse(sources: Iterable[Source]) -> list[Source]:
+    """One source per origin (its key, base, record, dispatch, class, parameter and layout):
+    of several that differ only in what their messages say, the one first in a fixed order."""
+    best: dict[tuple[object, ...], Source] = {}
+    for s in sources:
+        ident = (s.key, s.base, s.record, s.dispatch, s.bases, s.impl, s.param, s.layout)
+        kept = best.get(ident)
+        if kept is None or _source_key(s) < _source_key(kept):
+            best[ident] = s
+    return list(best.values())
+
+
+def _source_key(s: Source) -> tuple[int, str]:
+    return len(s.converted) + len(s.choice), repr(s)
+
+
+def stable_key(value: Value) -> str:
+    """A text that orders values the same way in every run (a set's iteration order changes
+    with ``PYTHONHASHSEED``; this does not): the value's type and fields, sets sorted."""
+    if value is None:
+        return "0"
+    if isinstance(value, Lse):
+        return "Lse(" + ",".join(sorted(repr(s) for s in value.sources)) + ")"
+    if isinstance(value, Union_):
+        return f"Union({value.widened}," + ",".join(sorted(map(stable_key, value.options))) + ")"
+    if isinstance(value, Tup):
+        return f"Tup({value.partial_items}," + ",".join(map(stable_key, value.items)) + ")"
+    if isinstance(value, DictV):
+        return ("DictV(" + ",".join(f"{k}={stable_key(a.value)}@{a.where}" for k, a in value.items)
+                + "|" + ",".join(sorted(value.maybe)) + ")")
+    if isinstance(value, Partial):
+        return (f"Partial({stable_key(value.target)},"
+                + ",".join(f"{stable_key(a.value)}@{a.where}" for a in value.pos) + ";"
+                + ",".join(f"{k}={stable_key(a.value)}@{a.where}" for k, a in value.kw)
+                + f",{value.where})")
+    if isinstance(value, Inst):
+        ctor = "" if value.ctor is None else value.ctor[0] + ":" + ",".join(
+            f"{k}={stable_key(v)}" for k, v in value.ctor[1])
+        return f"Inst({value.cls},{value.exact},{ctor})"
+    if isinstance(value, Bound):
+        return f"Bound({value.func.path},{value.func.qualname},{stable_key(value.self_value)}," \
+            f"{value.owner})"
+    if isinstance(value, Super):
+        return f"Super({value.after},{stable_key(value.self_value)})"
+    if isinstance(value, Flag):
+        return f"Flag({value.attr},{stable_key(value.owner)},{value.where})"
+    if isinstance(value, Func):
+        return f"Func({value.path},{value.qualname})"
+    if isinstance(value, Lit):
+        return f"Lit({type(value.value).__name__},{value.value!r},{value.where},{value.omitted}," \
+            f"{value.table})"
+    if isinstance(value, Rec):
+        return f"Rec({value.name}," + ",".join(
+            getattr(r, "record", "?") for r in (*value.consumers, *value.producers)) + ")"
+    return repr(value)  # Param, Num, ClassRef, ModuleRef, Ext, ExtInst: plain fields

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["Origin", "Tag", "TagMap", "axes_for", "index_axes", "permute_axes", "reshape_axes",
-           "stack_axes", "transpose_axes"]
+__all__ = ["Origin", "Tag", "TagMap", "axes_for", "expand_axes", "index_axes", "permute_axes",
+           "reduce_axes", "reshape_axes", "stack_axes", "transpose_axes", "union"]
 
 #: the token axis, and its two parts when a kernel keeps (batch, q_len) apart
 TOKEN, BATCH, QLEN = "T", "B", "Q"
@@ -83,21 +83,175 @@ class Tag:
         return named.index(STATES) if STATES in named else None
 
 
+def _version(tensor: Any) -> int | None:
+    """The tensor's version counter (bumped by every in-place write into its memory, through any
+    view); None where torch keeps none (an inference-mode tensor)."""
+    try:
+        return int(tensor._version)
+    except (RuntimeError, AttributeError, TypeError):
+        return None
+
+
+def _root(tensor: Any) -> Any:
+    """The tensor that owns the memory a view reads (``_base``: torch points every view, a view of
+    a view too, at the one tensor it was cut from)."""
+    base = getattr(tensor, "_base", None)
+    return tensor if base is None else base
+
+
+def _span(tensor: Any) -> tuple[int, int]:
+    """``[lo, hi)``: the elements of the root's memory a tensor reaches (its first and one past its
+    last, in storage elements)."""
+    lo = int(tensor.storage_offset())
+    sizes, strides = tuple(tensor.shape), tuple(tensor.stride())
+    if 0 in sizes:
+        return lo, lo
+    return lo, lo + 1 + sum((n - 1) * abs(st) for n, st in zip(sizes, strides, strict=True))
+
+
+def _geometry(tensor: Any) -> tuple[Any, ...]:
+    return tuple(tensor.shape), tuple(tensor.stride()), int(tensor.storage_offset())
+
+
+def union(tags: Sequence[Tag], axes: tuple[str, ...]) -> Tag:
+    """One tag for values that came from several tags (a buffer written by two producers, a
+    stack): every base (none where one is unknown), every origin, every conversion."""
+    bases = () if any(not t.bases for t in tags) else \
+        tuple(sorted({b for t in tags for b in t.bases}))
+    return Tag(bases, axes, tuple(dict.fromkeys(o for t in tags for o in t.origins)),
+               tuple(dict.fromkeys(c for t in tags for c in t.conversions)))
+
+
+@dataclass
+class _Write:
+    """A write the trace saw into a root's memory: its span, the written view's geometry, the tag
+    of the values written (None: values the trace knows nothing of), its sequence number, and
+    whether the span is an upper bound (a masked or indexed write reaches only some of it)."""
+
+    lo: int
+    hi: int
+    geometry: tuple[Any, ...]
+    tag: Tag | None
+    seq: int
+    partial: bool
+
+
+class _Entry:
+    """One tensor's record: its own tag (None: none of its own), when it was set, and, for a
+    tensor other tensors are views of, what the trace knows of its memory: the version counter
+    after the last change it saw, the sequence number before which its views' tags are stale (the
+    memory changed where the trace could not see), and the writes it saw since."""
+
+    __slots__ = ("floor", "known", "ref", "seq", "tag", "writes")
+
+    def __init__(self, ref: weakref.ref[Any]) -> None:
+        self.ref = ref
+        self.tag: Tag | None = None
+        self.seq = 0
+        self.known: int | None = None
+        self.floor = 0
+        self.writes: list[_Write] = []
+
+
+#: seen writes kept per root; past it the oldest go (their spans then read as the views' own tags)
+_MAX_WRITES = 256
+
+
 class TagMap:
     """Tags by tensor identity, holding no tensor: a dict keyed by ``id()`` with a weak reference
     beside each tag; an entry goes when its tensor dies (the reference's callback), and an id
     reused by a new tensor is told apart by the reference. A lookup that misses, which is what
-    almost every torch call the mode sees does, is one dict probe (``torch.utils.weak.
-    WeakTensorKeyDictionary`` builds a reference object per lookup: ten times the cost)."""
+    almost every torch call the mode sees does, is one dict probe and one attribute read
+    (``torch.utils.weak.WeakTensorKeyDictionary`` builds a reference object per lookup: ten times
+    the cost).
+
+    A tag describes memory, not an object: :meth:`write` records what a copy, a ``buf[k] = x`` or
+    an in-place conversion put where, on the root tensor that owns the memory, and :meth:`get`
+    reads a tensor's tag as its own tag overlaid by every later write that reaches its span (a
+    view cut before the write sees it; a buffer written by two producers carries both). Where
+    torch keeps a version counter, a change the trace did not see (an ``add_``, a kernel writing
+    in place) makes every older tag of that memory stale: :meth:`get` then answers None (not
+    checked), never the old base."""
 
     def __init__(self) -> None:
-        self._d: dict[int, tuple[weakref.ref[Any], Tag]] = {}
+        self._d: dict[int, _Entry] = {}
+        self._seq = 0
 
-    def get(self, tensor: object, default: Tag | None = None) -> Tag | None:
+    def _entry(self, tensor: object) -> _Entry | None:
         entry = self._d.get(id(tensor))
-        if entry is None or entry[0]() is not tensor:
+        if entry is None or entry.ref() is not tensor:
+            return None
+        return entry
+
+    def _ensure(self, tensor: object) -> _Entry:
+        entry = self._entry(tensor)
+        if entry is not None:
+            return entry
+        key = id(tensor)
+        table = self._d
+
+        def gone(ref: weakref.ref[Any], key: int = key) -> None:
+            current = table.get(key)
+            if current is not None and current.ref is ref:
+                del table[key]
+
+        entry = table[key] = _Entry(weakref.ref(tensor, gone))
+        return entry
+
+    def _sync(self, root: object, before: int | None = None) -> _Entry:
+        """The root's entry, its known version brought up to date: a version that moved since the
+        last change the trace saw (``before``: the version just before the change it is seeing)
+        makes everything older stale."""
+        r = self._ensure(root)
+        seen = _version(root) if before is None else before
+        if r.known is not None and seen is not None and seen != r.known:
+            r.floor = self._seq + 1  # the change about to be recorded is the first fresh one
+            r.writes = []
+        r.known = _version(root)
+        return r
+
+    def get(self, tensor: object, default: Tag | None = None, *,
+            now: int | None = None) -> Tag | None:
+        """The tag of the values ``tensor`` reads now (``default``: none the trace can vouch
+        for); ``now``: the version to judge by (an in-place op's, read just before it ran)."""
+        entry = self._entry(tensor)
+        base = getattr(tensor, "_base", None)
+        if entry is None and base is None:
+            return default  # the common miss: a tensor of its own, never tagged
+        root = tensor if base is None else base
+        r = entry if base is None else self._entry(root)
+        if r is not None and r.known is not None:
+            now = _version(root) if now is None else now
+            if now is not None and now != r.known:
+                return default  # changed where the trace could not see
+        floor = r.floor if r is not None else 0
+        own = entry.tag if entry is not None and entry.seq >= floor else None
+        if r is None or not r.writes:
+            return own if own is not None else default
+        since = entry.seq if own is not None and entry is not None else -1
+        newer = [w for w in r.writes if w.seq > since]
+        if not newer:
+            return own if own is not None else default
+        lo, hi = _span(tensor)
+        hits = [w for w in newer if w.lo < hi and lo < w.hi]
+        if not hits:
+            return own if own is not None else default
+        covered = _covers([w for w in hits if not w.partial], lo, hi)
+        parts = [w.tag for w in hits if w.tag is not None]
+        if not covered and own is not None:
+            parts.append(own)
+        if not parts:
             return default
-        return entry[1]
+        geometry = _geometry(tensor)
+        same = [w for w in hits if w.geometry == geometry and w.tag is not None]
+        ndim = len(geometry[0])
+        if same:
+            axes = same[-1].tag.axes if same[-1].tag is not None else (UNKNOWN,) * ndim
+        elif own is not None:
+            axes = own.axes
+        else:
+            axes = (UNKNOWN,) * ndim
+        return parts[0] if len(parts) == 1 and parts[0].axes == axes else union(parts, axes)
 
     def __getitem__(self, tensor: object) -> Tag:
         found = self.get(tensor)
@@ -109,29 +263,64 @@ class TagMap:
         return self.get(tensor) is not None
 
     def __setitem__(self, tensor: object, tag: Tag) -> None:
-        key = id(tensor)
-        entry = self._d.get(key)
-        if entry is not None and entry[0]() is tensor:
-            self._d[key] = (entry[0], tag)
-            return
-        table = self._d
+        """Tag a tensor whose values the trace just saw made (a producer's LSE, a view of a
+        tagged one)."""
+        self._sync(_root(tensor))
+        self._seq += 1
+        entry = self._ensure(tensor)
+        entry.tag, entry.seq = tag, self._seq
 
-        def gone(ref: weakref.ref[Any], key: int = key) -> None:
-            current = table.get(key)
-            if current is not None and current[0] is ref:
-                del table[key]
+    def write(self, dest: object, tag: Tag | None, before: int | None, *,
+              partial: bool = False) -> None:
+        """``dest``'s memory now holds values tagged ``tag`` (None: values the trace knows
+        nothing of); ``before``: its version just before the write; ``partial``: only some of
+        ``dest``'s elements were written (a mask, an index tensor)."""
+        root = _root(dest)
+        r = self._sync(root, before)
+        self._seq += 1
+        lo, hi = _span(dest)
+        if not partial:  # what this write covers whole is gone
+            r.writes = [w for w in r.writes if not (lo <= w.lo and w.hi <= hi)]
+        r.writes.append(_Write(lo, hi, _geometry(dest), tag, self._seq, partial))
+        del r.writes[:-_MAX_WRITES]
+        r.known = _version(root)
 
-        table[key] = (weakref.ref(tensor, gone), tag)
+    def produced(self, tensor: object, tag: Tag) -> None:
+        """A producer just wrote ``tensor`` (its returned LSE, or the ``lse=`` buffer it filled):
+        the change since the last one seen is this write, so the other regions of its memory
+        keep their tags, and a view of the region cut later (or earlier) reads this one; the
+        tensor itself gets the tag too."""
+        r = self._ensure(_root(tensor))
+        self.write(tensor, tag, r.known)
+        self[tensor] = tag
+
+    def refresh(self, dest: object) -> None:
+        """A change the trace saw that keeps what every tag of ``dest``'s memory says (a constant
+        written into part of it: ``-inf`` is empty in every base)."""
+        r = self._ensure(_root(dest))
+        r.known = _version(_root(dest))
 
     def pop(self, tensor: object, default: Tag | None = None) -> Tag | None:
         found = self.get(tensor)
-        if found is None:
-            return default
-        del self._d[id(tensor)]
-        return found
+        entry = self._entry(tensor)
+        if entry is not None:
+            entry.tag = None
+        return default if found is None else found
 
     def __len__(self) -> int:
         return len(self._d)
+
+
+def _covers(writes: Sequence[_Write], lo: int, hi: int) -> bool:
+    """Whether the writes' spans together cover ``[lo, hi)``."""
+    at = lo
+    for w in sorted(writes, key=lambda w: w.lo):
+        if w.lo > at:
+            return False
+        at = max(at, w.hi)
+        if at >= hi:
+            return True
+    return at >= hi
 
 
 def axes_for(layout: str, q_len_axis: bool, ndim: int) -> tuple[str, ...]:
@@ -256,3 +445,29 @@ def stack_axes(axes: tuple[str, ...], dim: int) -> tuple[str, ...]:
     n = len(axes) + 1
     at = dim % n
     return (*axes[:at], STATES, *axes[at:])
+
+
+def expand_axes(axes: tuple[str, ...], old: Sequence[int], new: Sequence[int]) -> tuple[str, ...]:
+    """The axes after broadcasting shape ``old`` to ``new`` (``expand``, a copy or ``buf[k] = x``
+    into a larger region): new leading axes, and axes of size 1 that grew, are unknown (a repeat
+    of the same values, not an axis the LSE had)."""
+    k = len(new) - len(old)
+    if k < 0 or len(axes) != len(old):
+        return (UNKNOWN,) * len(new)
+    grown = tuple(a if o == n else (UNIT if n == 1 else UNKNOWN)
+                  for a, o, n in zip(axes, old, new[k:], strict=True))
+    return (*((UNKNOWN if n != 1 else UNIT) for n in new[:k]), *grown)
+
+
+def reduce_axes(axes: tuple[str, ...], dims: object, keepdim: bool) -> tuple[str, ...]:
+    """The axes after a reduction over ``dims`` (an int, a sequence, or None for all)."""
+    n = len(axes)
+    if dims is None:
+        picked = set(range(n))
+    elif isinstance(dims, int):
+        picked = {dims % n} if n else set()
+    else:
+        picked = {int(d) % n for d in dims}  # type: ignore[attr-defined]
+    if keepdim:
+        return tuple(UNIT if i in picked else a for i, a in enumerate(axes))
+    return tuple(a for i, a in enumerate(axes) if i not in picked)

@@ -14,16 +14,22 @@ as``), and every ``functools.partial`` made of it before the trace began (vLLM k
 ``partial(cp_lse_ag_out_rs, is_lse_base_on_e=False)`` on its impl) — and puts every one back on
 :meth:`Patches.restore`, in reverse order, whatever happened in between. A path that does not
 resolve is skipped with the reason; nothing here raises for an absent function.
+:class:`ImportWatch` wraps a record's function whose module is imported while the trace runs, as
+its import finishes; :func:`sweep` takes back, at the end, every wrapper that code run during
+the trace bound elsewhere (a module's ``from x import f``, a partial, a dict, a list, a closure).
 
 Torch-free.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import inspect
 import sys
+import threading
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -32,7 +38,8 @@ from attn_contracts.consumer import ConsumerCall, ConsumerRecord
 from attn_contracts.records import CapabilityRecord, ProducerCall
 from attn_contracts.versions import in_range
 
-__all__ = ["Patches", "Target", "collect", "installed_version"]
+__all__ = ["ImportWatch", "Patches", "Target", "collect", "installed_version", "sweep",
+           "watched_modules"]
 
 
 @dataclass
@@ -239,3 +246,145 @@ class Patches:
             if note:
                 notes.append(note)
         return notes
+
+
+def sweep(wrappers: dict[int, tuple[Any, Any]], *, referrers: bool) -> list[str]:
+    """Put each original back wherever its wrapper is still found (``wrappers``: id(wrapper) →
+    (wrapper, original)): every module attribute (a module imported during the trace bound the
+    wrapper under its own name), and with ``referrers`` every ``functools.partial``, dict, list
+    and closure cell that holds it (one pass over the garbage collector's referrers, made only
+    when a wrapper is still held somewhere). Where it went, for the report."""
+    found: list[str] = []
+    for name, module in list(sys.modules.items()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for attr, value in list(namespace.items()):
+            hit = wrappers.get(id(value))
+            if hit is not None and hit[0] is value:
+                namespace[attr] = hit[1]
+                found.append(f"{name}.{attr}")
+    if not referrers or not wrappers or not _escaped(wrappers):
+        return found
+    modules = {id(getattr(m, "__dict__", None)) for m in list(sys.modules.values())}
+    for ref in gc.get_referrers(*(w for w, _ in wrappers.values())):
+        try:
+            found += _unwrap_in(ref, wrappers, modules)
+        except (TypeError, AttributeError, ValueError):  # something that cannot be changed
+            continue
+    return found
+
+
+def _escaped(wrappers: dict[int, tuple[Any, Any]]) -> bool:
+    """Whether anything but this table still holds a wrapper (its reference count above that of
+    a probe held the same way, measured here: the count's meaning changes across Pythons), so
+    the heap is scanned only when there is something to find."""
+    def probe() -> None:
+        return None
+
+    table = {id(probe): (probe, None)}
+    baseline = max(sys.getrefcount(w) for w, _ in table.values())
+    return any(sys.getrefcount(w) > baseline for w, _ in wrappers.values())
+
+
+def _unwrap_in(ref: Any, wrappers: dict[int, tuple[Any, Any]], modules: set[int]) -> list[str]:
+    def original(value: Any) -> Any:
+        hit = wrappers.get(id(value))
+        return hit[1] if hit is not None and hit[0] is value else None
+
+    if isinstance(ref, functools.partial):
+        func = original(ref.func)
+        if func is not None:
+            cast(Any, ref).__setstate__((func, ref.args, ref.keywords, vars(ref) or None))
+            return [f"functools.partial({func.__qualname__}, ...)"]
+    elif isinstance(ref, types.CellType):
+        func = original(ref.cell_contents)
+        if func is not None:
+            ref.cell_contents = func
+            return [f"a closure's {func.__qualname__}"]
+    elif isinstance(ref, list):
+        out = []
+        for i, value in enumerate(ref):
+            func = original(value)
+            if func is not None:
+                ref[i] = func
+                out.append(f"a list's {func.__qualname__}")
+        return out
+    elif isinstance(ref, dict) and id(ref) not in modules:
+        owners = [o for o in gc.get_referrers(ref) if isinstance(o, type)]
+        out = []
+        for key, value in list(ref.items()):
+            func = original(value)
+            if func is None:
+                continue
+            owner = next((o for o in owners if o.__dict__.get(key) is value), None)
+            if owner is not None:  # a class's namespace: through setattr, so its cache knows
+                setattr(owner, key, func)
+            else:
+                ref[key] = func
+            out.append(f"{key!r}: {func.__qualname__}")
+        return out
+    return []
+
+
+def watched_modules(paths: Iterable[str]) -> set[str]:
+    """The modules whose import may make one of these dotted paths resolve: every prefix not
+    imported yet."""
+    names: set[str] = set()
+    for path in paths:
+        parts = path.split(".")
+        for cut in range(1, len(parts)):
+            name = ".".join(parts[:cut])
+            if name not in sys.modules:
+                names.add(name)
+    return names
+
+
+class ImportWatch:
+    """A ``sys.meta_path`` entry that finds nothing itself: for a watched module it asks the
+    finders after it, and has the loader call ``loaded(name)`` once the module's code has run, so
+    a producer imported during the trace is wrapped before anything can call it. The loader is
+    touched on its own instance only, and only while that module executes."""
+
+    def __init__(self, names: set[str], loaded: Callable[[str], None]) -> None:
+        self.names = names
+        self.loaded: Callable[[str], None] | None = loaded
+        self._busy = threading.local()
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if self.loaded is None or fullname not in self.names or getattr(self._busy, "on", False):
+            return None
+        self._busy.on = True
+        try:
+            spec = None
+            for finder in list(sys.meta_path):
+                find = getattr(finder, "find_spec", None)
+                if finder is self or find is None:
+                    continue
+                spec = find(fullname, path, target)
+                if spec is not None:
+                    break
+        finally:
+            self._busy.on = False
+        loader = getattr(spec, "loader", None)
+        run = getattr(loader, "exec_module", None)
+        if run is None or isinstance(loader, type) or not hasattr(loader, "__dict__"):
+            return spec  # a loader shared by many modules is not touched: caught at stop
+        watch = self
+
+        def exec_module(module: types.ModuleType) -> None:
+            try:
+                run(module)
+            finally:
+                vars(loader).pop("exec_module", None)
+                if watch.loaded is not None:
+                    watch.loaded(fullname)
+
+        loader.exec_module = exec_module  # type: ignore[union-attr]
+        return spec
+
+    def close(self) -> None:
+        """Off the meta path, and nothing held (a watched import still running calls no one)."""
+        self.loaded = None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)

@@ -1,5 +1,0 @@
-"""Deprecated: moved to :mod:`attn_contracts.versions` (every name there reads here too, and warns)."""
-
-from attn_contracts.deprecation import moved
-
-__getattr__ = moved(__name__, "attn_contracts.versions")

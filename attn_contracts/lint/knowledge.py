@@ -1,6 +1,0 @@
-"""Deprecated: moved to :mod:`attn_contracts.lint.record_index` (every name there reads here too,
-and warns)."""
-
-from attn_contracts.deprecation import moved
-
-__getattr__ = moved(__name__, "attn_contracts.lint.record_index")

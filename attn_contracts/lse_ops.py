@@ -1,0 +1,172 @@
+"""The torch operations that keep an LSE's base: one table, read by the linter and the tracer.
+
+An LSE passed through ``.float()``, ``.transpose(0, 1)`` or ``buf[:n] = lse`` is still an LSE of
+the same base: the values that come out are the values that went in, selected, rearranged, copied
+or cast, never rescaled. ``lse * ln 2`` is not in this table: it changes the base (the linter and
+the tracer each know the conversions). Each entry says where the op is spelled (a ``Tensor``
+method, a ``torch`` function, a ``Tensor`` attribute) and how the result's axes follow from the
+input's, which is what each reader needs:
+
+- the tracer (:mod:`attn_contracts.tracing.mode`) re-tags the result by :attr:`LseOp.axes`;
+- the linter (:mod:`attn_contracts.lint.interpret`) reads the names by spelling, and by
+  :attr:`LseOp.layout` whether a 2-D ``[T, H]`` LSE keeps its layout, may have its two axes
+  swapped (it reads the arguments), or loses it; it models the ops of one tensor argument and
+  one tensor result (:func:`lint_methods`), not the splits, stacks and writes the tracer follows.
+
+``only_base``: a reduction that yields an LSE in one base only (``logsumexp`` of base-e LSEs is the
+base-e LSE of their union; of base-2 LSEs it is no LSE of either base).
+
+``tests/test_lse_ops.py`` runs every entry on CPU tensors and checks what it says. Torch-free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["LSE_OPS", "LseOp", "by_kind", "lint_attributes", "lint_functions", "lint_methods",
+           "named"]
+
+#: how the result's axes follow from the (first tagged) input's
+Axes = Literal[
+    "same",       # the input's axes (casts, copies, device moves, fills, clamps, narrowing)
+    "copy",       # ``dest.copy_(src)``: dest holds src's values
+    "setitem",    # ``dest[key] = src``: a part (or all) of dest holds src's values
+    "index",      # ``x[key]``: basic indexing drops, keeps or adds axes
+    "reshape",    # the same memory order in another shape
+    "expand",     # broadcast to a larger shape: new axes, repeated values
+    "opaque",     # the base is kept, the axes are not known (``as_strided``)
+    "transpose",  # two axes swapped
+    "reverse",    # every axis reversed (``t``, ``T``)
+    "mt",         # the last two axes swapped (``mT``)
+    "permute",    # axes reordered
+    "movedim",    # some axes moved
+    "select",     # one axis dropped at an index
+    "parts",      # a tuple of pieces along one axis
+    "unbind",     # a tuple of slices along one axis, which each drop it
+    "stack",      # a sequence stacked along a new axis (the states axis)
+    "cat",        # a sequence concatenated along an axis
+    "where",      # ``torch.where(cond, x, y)``: each value from x or y
+    "pick",       # ``torch.maximum(x, y)``: each value from x or y, elementwise
+    "reduce",     # an axis reduced (dropped, or kept as size 1 with ``keepdim``)
+]
+#: what a 2-D ``[T, H]`` LSE's layout is after the op, read without shapes: kept whatever the
+#: arguments; swapped when the arguments name the two axes; lost (depends on shapes/arguments)
+Layout = Literal["kept", "swap", "moved", "lost"]
+
+
+@dataclass(frozen=True)
+class LseOp:
+    """One op that keeps an LSE's base. ``method``: ``Tensor.name(...)``; ``function``:
+    ``torch.name(...)``; ``attribute``: ``Tensor.name``; ``in_place``: the op writes into its
+    receiver; ``device``: the device it needs to run (None: any, the CPU included)."""
+
+    name: str
+    axes: Axes
+    layout: Layout
+    method: bool = True
+    function: bool = False
+    attribute: bool = False
+    in_place: bool = False
+    only_base: str | None = None
+    device: str | None = None
+
+
+def _ops(axes: Axes, layout: Layout, spec: str, **kw: object) -> list[LseOp]:
+    """Entries from ``"name:forms ..."``: forms ``m`` method, ``f`` torch function, ``a``
+    attribute; a trailing ``_`` marks an in-place method (a dunder is none)."""
+    out = []
+    for word in spec.split():
+        name, _, forms = word.partition(":")
+        forms = forms or "m"
+        out.append(LseOp(name, axes, layout, method="m" in forms, function="f" in forms,
+                         attribute="a" in forms,
+                         in_place=name.endswith("_") and not name.endswith("__"),
+                         **kw))  # type: ignore[arg-type]
+    return out
+
+
+LSE_OPS: tuple[LseOp, ...] = (
+    # casts, copies and moves: the same values, or their rounding to another dtype
+    *_ops("same", "kept", "contiguous clone:mf detach:mf detach_ to float double half bfloat16 "
+                          "cpu type type_as requires_grad_"),
+    *_ops("same", "kept", "cuda pin_memory", device="cuda"),
+    *_ops("same", "kept", "data:a"),
+    # fills and clamps: values kept or replaced by a constant the call names (-inf rows, bounds)
+    *_ops("same", "kept", "masked_fill:mf masked_fill_ nan_to_num:mf nan_to_num_ clamp:mf "
+                          "clamp_ clamp_min:mf clamp_min_ clamp_max:mf clamp_max_ clip:mf clip_"),
+    # rows or columns picked along one axis
+    *_ops("same", "kept", "narrow:mf index_select:mf"),
+    *_ops("same", "lost", "repeat_interleave:mf"),
+    *_ops("copy", "kept", "copy_"),
+    *_ops("setitem", "kept", "__setitem__"),
+    *_ops("index", "lost", "__getitem__"),
+    # the same memory in another shape
+    *_ops("reshape", "lost", "view reshape:mf flatten:mf unflatten:mf squeeze:mf squeeze_ "
+                             "unsqueeze:mf unsqueeze_ view_as reshape_as ravel:mf"),
+    *_ops("expand", "lost", "expand expand_as broadcast_to:mf"),
+    *_ops("opaque", "lost", "as_strided:mf"),
+    # axes reordered
+    *_ops("transpose", "swap", "transpose:mf transpose_ swapaxes:mf swapaxes_ swapdims:mf "
+                               "swapdims_"),
+    *_ops("reverse", "swap", "t:mf t_ T:a"),
+    *_ops("mt", "swap", "mT:a mH:a adjoint:mf"),
+    *_ops("permute", "moved", "permute:mf"),
+    *_ops("movedim", "moved", "movedim:mf moveaxis:mf"),
+    # pieces
+    *_ops("select", "lost", "select:mf"),
+    *_ops("parts", "lost", "split:mf chunk:mf tensor_split:mf split_with_sizes:mf unsafe_split:mf "
+                           "hsplit:mf vsplit:mf"),
+    *_ops("unbind", "lost", "unbind:mf"),
+    *_ops("stack", "lost", "stack:f"),
+    *_ops("cat", "lost", "cat:f concat:f concatenate:f"),
+    *_ops("where", "kept", "where:f"),
+    # reductions and elementwise choices: each value one of the inputs'
+    *_ops("pick", "kept", "maximum:mf minimum:mf fmax:mf fmin:mf"),
+    *_ops("reduce", "lost", "amax:mf amin:mf"),
+    # reductions that are an LSE in one base only
+    *_ops("reduce", "lost", "logsumexp:mf", only_base="e"),
+    *_ops("pick", "kept", "logaddexp:mf", only_base="e"),
+    *_ops("pick", "kept", "logaddexp2:mf", only_base="2"),
+)
+
+#: kinds whose input or result is a sequence, or that write into their receiver: the tracer
+#: follows them; the linter, which models one tensor in and one out, does not read them here
+_SEQUENCE_OR_WRITE = frozenset({"parts", "unbind", "stack", "cat", "setitem", "index"})
+
+
+def named(name: str) -> LseOp | None:
+    """The entry for ``name`` (None: not a base-keeping op)."""
+    return _BY_NAME.get(name)
+
+
+def by_kind() -> dict[str, tuple[LseOp, ...]]:
+    """The entries grouped by :attr:`LseOp.axes`."""
+    out: dict[str, list[LseOp]] = {}
+    for op in LSE_OPS:
+        out.setdefault(op.axes, []).append(op)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _lint(op: LseOp) -> bool:
+    return op.only_base is None and op.axes not in _SEQUENCE_OR_WRITE
+
+
+def lint_methods() -> frozenset[str]:
+    """``x.name(...)`` that keeps the base of an LSE ``x`` (one tensor in, one out)."""
+    return frozenset(op.name for op in LSE_OPS if op.method and _lint(op))
+
+
+def lint_functions() -> frozenset[str]:
+    """``torch.name(x, ...)`` that keeps the base of an LSE ``x``."""
+    return frozenset(op.name for op in LSE_OPS if op.function and _lint(op))
+
+
+def lint_attributes() -> frozenset[str]:
+    """``x.name`` that keeps the base of an LSE ``x``."""
+    return frozenset(op.name for op in LSE_OPS if op.attribute)
+
+
+_BY_NAME = {op.name: op for op in LSE_OPS}
+if len(_BY_NAME) != len(LSE_OPS):  # a name twice would be read two ways
+    raise RuntimeError("attn_contracts.lse_ops: a name is listed twice")
