@@ -45,7 +45,8 @@ KNOWN_FALSE: dict[str, str] = {
               "validate_startup no call for this impl (engines/vllm.toml pins a dcp_call only for "
               "FlashInferMLAImpl), though the sparse call runs only FlashInfer 0.7.2's base-2 "
               "kernels (picked_by) and lse_base_on_e = False agrees",
-    "0.34.0": "FLASH_ATTN_MLA_SPARSE_FA4 refused with AC008: the lint misses the conversion "
+    "0.34.0": "FLASHINFER_MLA_SPARSE refused with AC028 as on 0.33; and "
+              "FLASH_ATTN_MLA_SPARSE_FA4 refused with AC008: the lint misses the conversion "
               "`lse * math.log(2.0)` of the LSE its parent's kernel writes into an lse= buffer "
               "(bench/results/engine-vllm.md lists it false)",
 }
