@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # never fetches a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
 
-.PHONY: demo test test-vllm lint typecheck clean
+.PHONY: demo test test-vllm lint typecheck clean release-check
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -68,6 +68,11 @@ $(VLLM_STAMP): pyproject.toml Makefile .ci/vllm-constraints.txt
 	$(VLLM_PY) -m pip download -q --disable-pip-version-check --no-deps -d $(SGLANG_SRC) $(SGLANG_PIN)
 	$(VLLM_PY) -m zipfile -e $(SGLANG_SRC)/*.whl $(SGLANG_SRC) && rm $(SGLANG_SRC)/*.whl
 	touch $(VLLM_STAMP)
+
+# The newest vLLM, SGLang and FlashInfer on the index against the catalog and the engine mappings
+# (tools/release_check.py): says what to update; writes nothing to the catalog.
+release-check: $(STAMP)
+	$(PY) tools/release_check.py
 
 test-vllm: $(VLLM_STAMP)
 	ATTN_CONTRACTS_SGLANG_ROOT=$(SGLANG_SRC) TRITON_INTERPRET=1 $(VLLM_PY) -m pytest -q -m vllm tests/

@@ -89,6 +89,7 @@ class Code(enum.StrEnum):
     AC031 = "AC031"
     AC032 = "AC032"
     AC033 = "AC033"
+    AC034 = "AC034"
 
 
 class Severity(enum.StrEnum):

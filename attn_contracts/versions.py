@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 
-__all__ = ["effective_range", "in_range", "library_key", "package_version", "pinned_requirements",
-           "ranges_overlap", "tree_root", "tree_versions", "versions_of_tree"]
+__all__ = ["Resolved", "VerifiedDist", "effective_range", "in_range", "library_key",
+           "package_version", "pinned_requirements", "ranges_overlap", "resolve", "resolve_all",
+           "tree_root", "tree_versions", "verified_dists", "verified_releases", "versions_of_tree"]
 
 _VERSION_FILES = ("version.py", "_version.py", "__init__.py")
 _NAMES = ("__version__", "version", "VERSION", "__VERSION__")
@@ -218,3 +223,113 @@ def tree_versions(paths: Iterable[Path], configured: Mapping[str, str] | None = 
                 found.setdefault(lib, version)
     found.update(configured or {})
     return found
+
+
+# --- the releases the catalog was verified on -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class VerifiedDist:
+    """One distribution of ``backends/catalog/verified.toml``: the record library it is, its
+    top-level package and the releases ``tools/check_catalog.py`` verified the catalog on."""
+
+    dist: str
+    library: str
+    package: str
+    verified: tuple[str, ...]
+
+
+def _verified_text() -> str:
+    return (resources.files("attn_contracts.backends") / "catalog" / "facts" / "verified.toml").read_text(
+        encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def verified_dists() -> tuple[VerifiedDist, ...]:
+    """Every distribution of the verified list, in file order."""
+    raw = tomllib.loads(_verified_text()).get("dist", {})
+    return tuple(VerifiedDist(dist, str(t["library"]), str(t["package"]),
+                              tuple(str(v) for v in t.get("verified", ())))
+                 for dist, t in raw.items())
+
+
+def verified_releases(library: str) -> tuple[str, ...]:
+    """The verified releases of a record library (every distribution of it), oldest first;
+    ``()`` for a library the list does not hold (its versions are taken as they are)."""
+    from packaging.version import InvalidVersion, Version
+
+    key = library_key(library)
+    found = {v for d in verified_dists() if library_key(d.library) == key for v in d.verified}
+
+    def order(v: str) -> tuple[int, Version | str]:
+        try:
+            return 0, Version(v)
+        except InvalidVersion:
+            return 1, v
+    return tuple(sorted(found, key=order))
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The release whose verified facts a version is read with, and a note where that is not
+    the version itself (empty where it is verified, or the library has no verified list)."""
+
+    library: str
+    version: str
+    used: str
+    note: str = ""
+
+
+def resolve(library: str, version: str) -> Resolved:
+    """The verified release ``version`` of ``library`` is read as.
+
+    A verified release (a local label aside: ``0.32.0+cpu`` is 0.32.0) is itself. A release
+    newer than the newest verified one gets the newest one's facts; one between two verified
+    releases the newest verified one below it (the facts that held last before it: FlashInfer
+    0.7.3, pinned by vLLM 0.34.0 and absent from the index, reads as 0.7.2.post1); either way one
+    note names the command that verifies it. A release older than every verified one, or a
+    version that does not parse, stays as it is (the records' own ranges decide), with a note
+    for the former. Never an error: a release is not a defect by itself."""
+    from packaging.version import InvalidVersion, Version
+
+    releases = verified_releases(library)
+    if not releases:
+        return Resolved(library, version, version)
+    try:
+        have = Version(version)
+    except InvalidVersion:
+        return Resolved(library, version, version)
+    parsed = []
+    for r in releases:
+        try:
+            parsed.append((Version(r), r))
+        except InvalidVersion:
+            continue
+    if any(v == have or v.public == have.public for v, _ in parsed):
+        return Resolved(library, version, version)
+    dist = next((d.dist for d in verified_dists() if library_key(d.library) == library_key(
+        library)), library)
+    command = f"run `tools/check_catalog.py --release {dist}=={version}`"
+    below = [(v, r) for v, r in parsed if v < have]
+    if not below:
+        return Resolved(library, version, version,
+                        f"{library} {version} not verified (older than every verified release, "
+                        f"{releases[0]}): read by the records' own ranges; {command}")
+    used = max(below)[1]
+    newest = max(parsed)[1]
+    where = "the newest verified" if used == newest else "the nearest verified release below it"
+    return Resolved(library, version, used,
+                    f"{library} {version} not verified: read with the facts of {library} {used} "
+                    f"({where}); {command}")
+
+
+def resolve_all(versions: Mapping[str, str]) -> tuple[dict[str, str], list[Resolved]]:
+    """Every library's version resolved (:func:`resolve`), and those that carry a note."""
+    out: dict[str, str] = {}
+    notes: list[Resolved] = []
+    for lib, v in versions.items():
+        r = resolve(lib, v)
+        out[lib] = r.used
+        if r.note:
+            notes.append(r)
+    return out, notes

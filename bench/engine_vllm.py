@@ -1,6 +1,9 @@
-"""``engine vllm --source`` over every vLLM release 0.24.0-0.33.0, and lint's errors beside it.
+"""``engine vllm --source`` over every vLLM release 0.24.0-0.34.0, and lint's errors beside it.
 
-    python bench/engine_vllm.py --sources /work/releases --out bench/results/engine-vllm.md
+    python bench/engine_vllm.py --out bench/results/engine-vllm.md
+
+Issue 36 item 4 extends it to 0.34.0 (the releases in the cache folder of ``bench/_releases.py``,
+downloaded there when missing).
 
 Issue 28 item 1. For each release (a slim copy, ``<dist>-<version>/`` under ``--sources``; see
 ``bench/_releases.py``) the mapping is derived from its sources
@@ -39,14 +42,24 @@ from attn_contracts.integrations import vllm as iv
 from attn_contracts.integrations import vllm_source
 from attn_contracts.integrations._reach import split_by_reach
 
-RELEASES = [Release("vllm", f"0.{m}.0") for m in range(24, 34)]
-#: (release, backend, code) → why an error the engine reports is wrong (none known)
-_FALSE: dict[tuple[str, str, str], str] = {}
+RELEASES = [Release("vllm", f"0.{m}.0") for m in range(24, 35)]
+#: (release, backend, code) → why an error the engine reports is wrong (listed, never hidden)
+_FALSE: dict[tuple[str, str, str], str] = {
+    ("0.34.0", "FLASH_ATTN_MLA_SPARSE_FA4", "AC008"): (
+        "right code, a lint miss: FlashAttnMLASparseFA4Impl declares lse_base_on_e = True; its "
+        "decode branch runs FA4 (natural log) and its prefill branch returns `lse * "
+        "math.log(2.0)` of what FlashInferMLASparseImpl._forward_mqa_kernel returns, i.e. the "
+        "base-2 LSE trtllm_batch_decode_with_kv_cache_mla wrote into the float32 buffer `lse`, "
+        "handed to it as `lse[start:end]` through `**extra_kwargs` inside a loop over "
+        "65535-token chunks: base e, as declared. The interpreter does not tie that buffer to "
+        "the kernel (an lse= out buffer reached through a dict entry of a **kwargs call, by "
+        "slices), so the conversion on return is missed; 0.33, where the kernel's LSE is "
+        "returned, reads it (attn_contracts/lint/interpret.py, not this script)"),
+}
 #: consumer records whose empty-row facts are conservative values, not read from code: an error
 #: they give is live only if the kernel really does what the record assumes
-_UNREAD_EMPTY = {"vllm.direct_dcp_a2a_lse_reduce": "the op's empty-row handling is C++ that is not "
-                 "in the wheel; the record holds conservative values (a zero weight not NaN-safe), "
-                 "and the call passes seq_lens/query_start_loc, which it may mask with"}
+_UNREAD_EMPTY: dict[str, str] = {}  # none now: vllm.direct_dcp_a2a_lse_reduce's facts are read
+# from the CUDA source of the revision the 0.33/0.34 wheels ship (its op schema, compiled into them)
 
 
 def _reason(f: Finding, row: iv.BackendReport, latent: bool) -> str:
@@ -69,8 +82,8 @@ def release_section(rel: Release, root: Path) -> tuple[list[str], dict[str, int]
     mapping = iv.mapping_for(root)
     rows = iv.report(source=root)
     lines = [f"## vLLM {rel.version}", ""]
-    if mapping.notes:
-        lines += [f"- {n}" for n in mapping.notes] + [""]
+    if mapping.notes or mapping.unverified:
+        lines += [f"- {n}" for n in [*mapping.notes, *mapping.unverified]] + [""]
     lines += ["| backend | impl | declaration | kernels (DCP) | edges | verdict |",
               "|---|---|---|---|---|---|"]
     counts = {"latent": 0, "live": 0, "unconfirmed": 0, "false": 0}
@@ -157,9 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--sources", action="append", default=[], type=Path)
     p.add_argument("--out", type=Path, default=Path("bench/results/engine-vllm.md"))
     args = p.parse_args(argv)
-    out = ["# `engine vllm --source` over vLLM 0.24.0-0.33.0", "",
-           "Made by `python bench/engine_vllm.py --sources /work/releases --out "
-           "bench/results/engine-vllm.md` (issue 28 item 1); the mapping derived from each "
+    out = ["# `engine vllm --source` over vLLM 0.24.0-0.34.0", "",
+           "Made by `python bench/engine_vllm.py --out bench/results/engine-vllm.md` (issue 28 "
+           "item 1, issue 36 item 4: the slim copies of `bench/_releases.py`'s cache); the "
+           "mapping derived from each "
            "release's own sources. Rows: the backends that return an LSE or have a finding, "
            "under DCP. Errors classified latent (a declaration no combine of the configuration "
            "reads: the startup gate warns), live (a contradiction at a combine the configuration "
@@ -170,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     body: list[str] = []
     for rel in RELEASES:
         try:
-            root = source(rel, default_cache(), args.sources, download=False)
+            root = source(rel, default_cache(), args.sources)
         except ReleaseError as err:
             print(f"{rel}: {err}", file=sys.stderr)
             return 2

@@ -155,3 +155,95 @@ def test_the_catalog_check_refuses_overlapping_records_of_one_function() -> None
     assert [o["records"] for o in tool.overlaps(pair)] == ["eng.kw, eng.fixed"]
     assert tool.overlaps([rec("eng.kw", "keyword", "<0.5"), rec("eng.fixed", "e", ">=0.5")]) == []
     assert tool.overlaps([rec("eng.a", "e", "<1.0"), rec("eng.b", "e", ">=0.5")]) == []  # agree
+
+
+def test_a_range_closes_only_at_a_verified_release() -> None:
+    """Ranges come from verification: a hand cap at a release nobody checked (vLLM 0.34's
+    ``<0.34`` on the vllm.dcp.* records, before 0.34.0 was verified) is refused, naming it."""
+    from attn_contracts.consumer import ConsumerRecord
+    from attn_contracts.registry import Registry
+
+    tool = _tool()
+    reg = Registry()
+    assert tool.open_top([*reg.records(), *reg.consumers()]) == []  # the shipped catalog
+    shipped = reg.consumer("vllm.dcp.cp_lse_ag_out_rs")
+    raw = shipped.model_dump(mode="json")
+    capped = ConsumerRecord.model_validate({**raw, "library_version": ">=0.29,<0.99"})
+    [found] = tool.open_top([capped])
+    assert found["record"] == "vllm.dcp.cp_lse_ag_out_rs" and found["bound"] == "<0.99"
+    at_verified = ConsumerRecord.model_validate({**raw, "library_version": ">=0.29,<0.33"})
+    assert tool.open_top([at_verified]) == []  # closed where the check saw it change
+
+
+def _fake_release(text: str, version: str = "9.0.0"):  # type: ignore[no-untyped-def]
+    """A vLLM "release" holding one module with the cited combine, written for this test."""
+    tool = _tool()
+    return tool.Wheel("vllm", "vllm", version, {"vllm/v1/attention/ops/dcp.py": text}, dist="vllm")
+
+
+_COMBINE = ("def cp_lse_ag_out_rs(a, cp_attn_lse, group, ctx=None, return_lse=False,\n"
+            "                     is_lse_base_on_e={default}, seq_lens=None,\n"
+            "                     query_start_loc=None{more}):\n"
+            "    return {body}\n")
+
+
+def _status(text: str, stored: dict) -> dict:  # type: ignore[type-arg]
+    tool = _tool()
+    rows = tool.verify_release(_fake_release(text), stored)
+    return {r["status"]: r for r in rows if r["record"] == "vllm.dcp.cp_lse_ag_out_rs"}
+
+
+def test_a_changed_cited_function_fails_the_check_naming_the_record() -> None:
+    tool = _tool()
+    base = _COMBINE.format(default="True", more="", body="a")
+    stored: dict = {}  # type: ignore[type-arg]
+    first = _status(base, stored)
+    assert set(first) == {"new"}
+    fp = first["new"]["fingerprint"]
+    stored = {"vllm.dcp.cp_lse_ag_out_rs": {
+        "vllm.v1.attention.ops.dcp.cp_lse_ag_out_rs": {**fp, "release": "vllm 8.0.0"}}}
+    assert set(_status(base, stored)) == {"same"}
+    # a documentation edit and a move are no change
+    moved = "\n\n" + base.replace("    return a", '    """Words."""\n    return a')
+    assert set(_status(moved, stored)) == {"same"}
+    grown = _status(_COMBINE.format(default="True", more=", out=None", body="a"), stored)
+    assert "+`out=None`" in grown["changed"]["changes"][0]
+    body = _status(_COMBINE.format(default="True", more="", body="group"), stored)
+    assert body["changed"]["changes"][0].startswith("body hash")
+    flipped = _status(_COMBINE.format(default="False", more="", body="a"), stored)
+    assert "the record claims True" in "; ".join(flipped["broken"]["changes"])
+    gone = tool.verify_release(_fake_release("def other():\n    pass\n"), stored)
+    assert {r["status"] for r in gone if r["record"] == "vllm.dcp.cp_lse_ag_out_rs"} == {"broken"}
+    assert tool.symbol_of(tool.Registry().consumer("vllm.dcp.cp_lse_ag_out_rs"),
+                          tool.Registry().consumer("vllm.dcp.cp_lse_ag_out_rs").calls[0]) == \
+        "vllm.v1.attention.ops.dcp.cp_lse_ag_out_rs(is_lse_base_on_e=True, cp_attn_lse)"
+
+
+def test_every_cited_function_has_a_fingerprint_at_a_verified_release() -> None:
+    """backends/catalog/facts/citations.json is written by --release ... --write: each entry
+    names a release on the verified list, and its line is refreshed there."""
+    from attn_contracts.versions import verified_dists
+
+    tool = _tool()
+    verified = {f"{d.dist} {v}" for d in verified_dists() for v in d.verified}
+    stored = tool.load_citations()
+    assert stored
+    for rec, calls in stored.items():
+        for fn, fp in calls.items():
+            assert fp["release"] in verified, (rec, fn)
+            assert ".py:" in fp["at"], (rec, fn)
+
+
+def test_release_check_says_a_verified_release_needs_nothing(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """make release-check (tools/release_check.py) on releases the catalog was verified on asks
+    no index and downloads nothing."""
+    spec = importlib.util.spec_from_file_location("release_check",
+                                                  ROOT / "tools" / "release_check.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["release_check"] = module
+    spec.loader.exec_module(module)
+    assert module.main(["--release", "vllm==0.34.0", "--release", "flashinfer-python==0.7.4"]) == 0
+    assert capsys.readouterr().out.count("verified already") == 2
+    assert module.main(["--release", "not-a-spec"]) == 2

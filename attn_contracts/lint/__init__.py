@@ -72,7 +72,7 @@ from attn_contracts.lint.record_index import Knowledge
 from attn_contracts.lint.rules import could_fire, tree_findings
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.sources import MAX_FILE_BYTES, AnyRecord, FileReadError, read_bytes, split_roles
-from attn_contracts.versions import library_key, tree_root, versions_of_tree
+from attn_contracts.versions import library_key, resolve_all, tree_root, versions_of_tree
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -213,6 +213,18 @@ def knowledge_for(cfg: LintConfig, named: Iterable[Named] = (),
         named, findings = read_named((f, "record-files") for f in cfg.record_files)
     have = _for_records(cfg.versions if versions is None else versions,
                         [*builtin, *(n.record for n in named)])
+    # a release the catalog was not verified on reads as the verified release nearest below it
+    # (the newest one for a new release), with one note per library: never an error by itself
+    have, unverified = resolve_all(have)
+    seen: set[str] = set()
+    for r in unverified:
+        if library_key(r.library) in seen:
+            continue
+        seen.add(library_key(r.library))
+        findings.append(Finding.from_rule(
+            Code.AC034, r.library, r.note, field="versions", found=f"{r.library} {r.version}",
+            allowed="a release of backends/catalog/facts/verified.toml",
+            hint="tools/check_catalog.py --release verifies every record against it"))
     kept, refused = trusted(builtin, named, have)
     mine_p, mine_c = split_roles(kept)
     return Knowledge.from_records(
@@ -417,6 +429,15 @@ def lint_model(paths: Sequence[Path], config: LintConfig | None = None, *,
                 key = tuple(sorted(versions.items()))
                 if key not in by_versions:
                     k, more = knowledge_for(cfg, named, versions)
+                    # a release's notes (AC034) are about the tree: one note, at its package
+                    unverified = [f for f in more if f.code is Code.AC034]
+                    more = [f for f in more if f.code is not Code.AC034]
+                    if unverified:
+                        more.append(replace(
+                            unverified[0], location=f"{root / '__init__.py'}:1:1"
+                            if root is not None else "",
+                            message="; ".join(f.message for f in unverified),
+                            found=", ".join(str(f.found) for f in unverified)))
                     by_versions[key] = len(knowledges)
                     knowledges.append(k)
                     findings.extend(more)
@@ -472,7 +493,10 @@ def _in_characters(f: Finding, wide: Mapping[str, Mapping[int, str]]) -> Finding
 
 
 def _order(f: Finding) -> tuple[str, int, int, str]:
-    path, line, col = f.location.rsplit(":", 2)
+    parts = f.location.rsplit(":", 2)
+    if len(parts) != 3 or not (parts[1].isdigit() and parts[2].isdigit()):
+        return f.location, 0, 0, f.code  # a finding about no file line (a release's note)
+    path, line, col = parts
     return path, int(line), int(col), f.code
 
 

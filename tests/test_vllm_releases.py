@@ -1,0 +1,94 @@
+"""The vLLM startup hook on every released vLLM 0.24.0-0.34.0 (issue 36 item 5): the mapping is
+derived from each release's own sources (slim copies in ``$ATTN_CONTRACTS_RELEASES``, default
+/work/releases; skipped where there are none: CI has none), vLLM itself stood in for by its
+version and its enum, and every backend that returns an LSE is started under DCP=2 alone. The
+hook refuses exactly the backends whose decode base (or empty rows) disagrees with a combine the
+configuration reaches (the live errors of bench/results/engine-vllm.md, each a bug vLLM shipped)
+and none whose decode base agrees with its combine."""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from attn_contracts.findings import ContractError
+from attn_contracts.integrations import vllm as iv
+
+RELEASES = Path(os.environ.get("ATTN_CONTRACTS_RELEASES", "/work/releases"))
+
+# The bugs 0.24-0.28 shipped (the live errors of bench/results/engine-vllm.md): the MLA layer's and
+# FlashInfer's chunked-prefill merge feeds FlashInfer prefill's base-2 LSE to the natural-log
+# merge_attn_states (AC016, vLLM #52796), and Triton/Cutlass/FlashMLA/TokenSpeed MLA decode leave
+# NaN or unwritten output in empty rows that the DCP combine of those releases multiplies by its
+# zero weight (AC030).
+_BUGGY_MLA = {"CUTLASS_MLA": "AC016,AC030", "FLASHINFER": "AC016", "FLASHMLA": "AC016,AC030",
+              "FLASH_ATTN_MLA": "AC016", "TRITON_MLA": "AC016,AC030"}
+_SPARSE_ERA = {**_BUGGY_MLA, "FLASHINFER_MLA": "AC016", "FLASHINFER_MLA_SPARSE": "AC016",
+               "TOKENSPEED_MLA": "AC016,AC030"}
+#: release → the backends the hook must refuse (backend → the codes); every other backend that
+#: returns an LSE must start
+REFUSED: dict[str, dict[str, str]] = {
+    "0.24.0": _BUGGY_MLA,
+    "0.25.0": {**_BUGGY_MLA, "FLASHINFER_MLA": "AC016"},
+    "0.26.0": _SPARSE_ERA, "0.27.0": _SPARSE_ERA, "0.28.0": _SPARSE_ERA,
+}
+#: release → why the hook refuses a backend whose decode base agrees with its combine (a defect
+#: of this project, kept visible: the test fails the day it is fixed, strict xfail)
+KNOWN_FALSE: dict[str, str] = {
+    "0.33.0": "FLASHINFER_MLA_SPARSE refused with AC028: its first kernel record "
+              "(flashinfer.mla.cute_dsl) chooses its base by the call, and the gate hands "
+              "validate_startup no call for this impl (engines/vllm.toml pins a dcp_call only for "
+              "FlashInferMLAImpl), though the sparse call runs only FlashInfer 0.7.2's base-2 "
+              "kernels (picked_by) and lse_base_on_e = False agrees",
+    "0.34.0": "FLASHINFER_MLA_SPARSE refused with AC028 as on 0.33; and "
+              "FLASH_ATTN_MLA_SPARSE_FA4 refused with AC008: the lint misses the conversion "
+              "`lse * math.log(2.0)` of the LSE its parent's kernel writes into an lse= buffer "
+              "(bench/results/engine-vllm.md lists it false)",
+}
+
+
+def _tree(version: str) -> Path:
+    path = RELEASES / f"vllm-{version}"
+    if not (path / "vllm" / "__init__.py").is_file():
+        pytest.skip(f"no vLLM {version} sources at {path} (set ATTN_CONTRACTS_RELEASES)")
+    return path
+
+
+def refused_at(version: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Backend → the codes the startup hook refuses it with, each backend started alone under
+    DCP=2 with the impl class the release's sources define."""
+    root = _tree(version)
+    mapping = iv.mapping_for(root)
+    registry = types.ModuleType("vllm.v1.attention.backends.registry")
+    names = [*mapping.backends, *mapping.unmapped]
+    registry.AttentionBackendEnum = enum.Enum(  # type: ignore[attr-defined]
+        "AttentionBackendEnum", {n: n for n in names})
+    fake = {m: types.ModuleType(m) for m in ("vllm", "vllm.v1", "vllm.v1.attention",
+                                             "vllm.v1.attention.backends")}
+    fake["vllm.v1.attention.backends.registry"] = registry
+    fake["vllm"].__version__ = version  # type: ignore[attr-defined]
+    for name, module in fake.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(iv, "_installed_root", lambda: root)
+    out: dict[str, str] = {}
+    for name, impl in sorted(mapping.impls.items()):
+        if not getattr(impl, iv.RETURNS_ATTR, False):
+            continue  # returns no LSE: DCP refuses it for that reason alone (AC006)
+        try:
+            iv.validate_vllm_startup([name], dcp_world_size=2, impls={name: impl})
+        except ContractError as err:
+            out[name] = ",".join(sorted({f.code.value for f in err.findings}))
+    return out
+
+
+@pytest.mark.parametrize("version", [
+    pytest.param(f"0.{m}.0", marks=pytest.mark.xfail(reason=KNOWN_FALSE[f"0.{m}.0"], strict=True))
+    if f"0.{m}.0" in KNOWN_FALSE else f"0.{m}.0" for m in range(24, 35)])
+def test_the_startup_hook_refuses_exactly_the_backends_with_a_bug(
+        version: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert refused_at(version, monkeypatch) == REFUSED.get(version, {})
