@@ -89,6 +89,55 @@ case("base as a default of a helper", {"layer.py": """
             out, lse = decode(q, return_lse=True)
             return reduce(out, lse)
         """}, {"layer.py": ("reduce(out, lse)", "reduce(out, lse, False)")})
+case("base returned by a module-level function", {"layer.py": """
+        from mylib import combine, decode
+        def natural():
+            return True
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=natural())
+        """}, {"layer.py": ("return True", "return False")})
+case("base returned by a method, through a local name", {"layer.py": """
+        from mylib import combine, decode
+        class Settings:
+            def log_base_is_e(self):
+                return True
+        def step(q, s: Settings):
+            out, lse = decode(q, return_lse=True)
+            is_lse_base_on_e = s.log_base_is_e()
+            return combine(out, lse, is_lse_base_on_e=is_lse_base_on_e)
+        """}, {"layer.py": ("return True", "return False")})
+case("base returned through a chain of helpers in another module", {"cfg.py": """
+        def _pick(kind):
+            return kind != "log2"
+        def base_for(kind="log2"):
+            return _pick(kind)
+        """, "layer.py": """
+        from cfg import base_for
+        from mylib import combine, decode
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=not base_for())
+        """}, {"layer.py": ("=not base_for()", "=base_for()")})
+case("base as a membership test of a literal set", {"layer.py": """
+        from mylib import combine, decode
+        NATURAL = ("fa3", "triton")
+        def natural(kind):
+            return kind in NATURAL
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=natural("triton"))
+        """}, {"layer.py": ('natural("triton")', 'natural("flashinfer")')})
+case("base keyword dropped by a comprehension filtering **kwargs", {"layer.py": """
+        from mylib import reduce_default_e, decode
+        ALLOWED = ("group",)
+        def reduce(out, lse, **options):
+            passed = {name: val for name, val in options.items() if name in ALLOWED}
+            return reduce_default_e(out, lse, **passed)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return reduce(out, lse, group=None, is_lse_base_on_e=False)
+        """}, {"layer.py": ('ALLOWED = ("group",)', 'ALLOWED = ("group", "is_lse_base_on_e")')})
 case("partialmethod", {"layer.py": """
         from functools import partialmethod
         from mylib import combine, decode

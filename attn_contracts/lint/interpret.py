@@ -320,9 +320,33 @@ class Interpreter:
         #: decides an ``if`` test where the caller knows it (an engine's configuration: DCP
         #: on), so only that side is interpreted; None: every side
         self.assume: Callable[[ast.expr], bool | None] | None = None
+        #: > 0 while an expression whose value may be a base is evaluated (a base keyword's
+        #: argument, a base attribute's assignment, and everything a call made there runs):
+        #: a call there is interpreted for its return value even where its function names no
+        #: producer or consumer (``is_lse_base_on_e=base()``), within the bounds' budget
+        self.need = 0
+        self._base_words: frozenset[str] | None = None
 
     def knowledge(self, path: str) -> Knowledge:
         return self._knowledge.get(path, self._default)
+
+    def base_word(self, name: str | None) -> bool:
+        """Whether a keyword or attribute name may carry a base: a consumer record's base
+        keyword, a producer record's base-choosing keyword, a base attribute."""
+        if self._base_words is None:
+            words = set(self.base_attrs)
+            for k in self._knowledge.values():
+                words |= {kw for group in k.consumers.values() for c in group
+                          for kw in c.keywords}
+                words |= {p.call_base.keyword for group in k.producers.values() for p in group
+                          if p.call_base is not None}
+            self._base_words = frozenset(words)
+        return name is not None and name in self._base_words
+
+    def wants_return(self, func: Func) -> bool:
+        """Whether a call's return value must be read though nothing it names matters to the
+        rules: it is where a base may be (:attr:`need`)."""
+        return self.need > 0 or self.reaches(func)
 
     # --- entry points --------------------------------------------------------------------------
     def run_function(self, path: str, qualname: str, node: FuncNode,
@@ -713,7 +737,9 @@ class Interpreter:
         else:
             bound = self._bind(func, params, call, self_value is not None)
             ctx = tuple((name, bound[name]) for name in sorted(bound))
-        key = (func, self_value, ctx)
+        # a function read for its value (:attr:`need`) follows calls its other analyses skip,
+        # so that summary is kept apart
+        key = (func, self_value, ctx if self.need <= 0 else (ctx, "need"))
         memo = self._memo.get(key)
         if memo is not None:
             return memo
@@ -1224,7 +1250,7 @@ class Interpreter:
         kernels: set[Kernel] = set()
         produced: set[Kernel] = set()
         interesting = _interesting(call)
-        followed = [t for t in targets if interesting or self.reaches(t[0])]
+        followed = [t for t in targets if interesting or self.wants_return(t[0])]
         if not followed:  # nothing below can matter: what the method says it returns
             declared = self.declared_return(bound.func)
             return declared, frozenset(), frozenset()
@@ -1686,7 +1712,8 @@ class _Frame:
 
     @_on(_STMT, ast.Assign)
     def s_assign(self, st: ast.Assign) -> None:
-        value = self.expr(st.value)
+        value = self.needed(st.value) if any(self.i.base_word(_target_name(t))
+                                             for t in st.targets) else self.expr(st.value)
         for t in st.targets:
             self.assign(t, value)
 
@@ -1867,6 +1894,14 @@ class _Frame:
                 self.env[dotted] = join([current, value])  # lse[mask] = other: both origins
 
     # --- expressions --------------------------------------------------------------------------
+    def needed(self, node: ast.expr) -> Value:
+        """An expression whose value may be a base: its calls are read for their values."""
+        self.i.need += 1
+        try:
+            return self.expr(node)
+        finally:
+            self.i.need -= 1
+
     def expr(self, node: ast.expr) -> Value:
         self.i.steps += 1
         handler = _EXPR.get(type(node))
@@ -1951,6 +1986,49 @@ class _Frame:
             return None
         return None
 
+    @_on(_EXPR, ast.Compare)
+    def e_compare(self, node: ast.Compare) -> Value:
+        """A comparison of literals the flow holds (``kind != "log2"``, ``name in {"a", "b"}``):
+        its value where every value either side may hold decides it one way; unknown where
+        they decide it both ways, or something is not a literal."""
+        left = self.expr(node.left)
+        rights = [self.expr(c) for c in node.comparators]
+        if len(node.ops) != 1:
+            return None
+        op, right = node.ops[0], rights[0]
+        lefts = _literal_values(left)
+        if lefts is None:
+            return None
+        outcomes: set[bool] = set()
+        if isinstance(op, (ast.In, ast.NotIn)):
+            shown = node.comparators[0]
+            if isinstance(shown, (ast.Set, ast.List, ast.Tuple)) and not any(
+                    isinstance(e, ast.Starred) for e in shown.elts):
+                right = Tup(tuple(self.expr(e) for e in shown.elts))  # a literal's every element
+            members = _members(right)
+            if members is None:
+                return None
+            known, complete = members
+            for v in lefts:
+                found = any(type(v) is type(m) and v == m for m in known)
+                if found and not complete:
+                    return None  # one of the values it may hold: whether it does, not known
+                outcomes.add(found if isinstance(op, ast.In) else not found)
+        else:
+            values = _literal_values(right)
+            compare = _COMPARE.get(type(op))
+            if values is None or compare is None:
+                return None
+            for a in lefts:
+                for b in values:
+                    try:
+                        outcomes.add(bool(compare(a, b)))
+                    except TypeError:  # ``None < 1``: Python raises; nothing to read
+                        return None
+        if len(outcomes) != 1:
+            return None
+        return Lit(outcomes.pop(), _at(self.path, node), f" (the value of {_text(node)})")
+
     @_on(_EXPR, ast.BoolOp)
     def e_boolop(self, node: ast.BoolOp) -> Value:
         values = [self.expr(v) for v in node.values]
@@ -1972,6 +2050,10 @@ class _Frame:
                         | ast.DictComp) -> Value:
         """Each ``for`` binds its target to the elements of its iterable, in a scope of its
         own (the names do not leak out, as in Python 3); the result holds the element."""
+        if isinstance(node, ast.DictComp):
+            unrolled = self.dict_comprehension(node)
+            if unrolled is not _NOT_SPECIAL:
+                return cast(Value, unrolled)
         saved = dict(self.env)
         try:
             for gen in node.generators:
@@ -1985,6 +2067,43 @@ class _Frame:
             return Seq(self.expr(node.elt))
         finally:
             self.env = saved
+
+    def dict_comprehension(self, node: ast.DictComp) -> Value | object:
+        """``{k: v for k, v in d.items() if ...}`` over a dict the flow holds whole (a
+        ``**kwargs``, a literal): run once per entry, as Python does, so an entry the condition
+        drops is absent from the result (the callee then gets its default), one it keeps is
+        there, and one it may keep is there on some paths only."""
+        if len(node.generators) != 1 or node.generators[0].is_async:
+            return _NOT_SPECIAL
+        gen = node.generators[0]
+        it = gen.iter
+        pairs = isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
+            it.func.attr == "items" and not it.args and not it.keywords
+        source = self.expr(it.func.value if pairs and isinstance(it, ast.Call)
+                           and isinstance(it.func, ast.Attribute) else it)
+        if not isinstance(source, DictV):
+            return _NOT_SPECIAL
+        saved = dict(self.env)
+        items: list[tuple[str, Arg]] = []
+        maybe = set()
+        try:
+            for key, arg in source.items:
+                self.env = dict(saved)
+                k_lit = Lit(key, arg.where)
+                self.assign(gen.target, Tup((k_lit, arg.value)) if pairs else k_lit)
+                tests = [self.expr(cond) for cond in gen.ifs]
+                verdicts = [_literal_values(t) for t in tests]
+                if any(v is not None and not any(v) for v in verdicts):
+                    continue  # the condition drops it on every path
+                new_key = self.expr(node.key)
+                if not (isinstance(new_key, Lit) and isinstance(new_key.value, str)):
+                    return None  # keyed by what it cannot read: the dict is not known
+                items.append((new_key.value, Arg(self.expr(node.value), arg.where)))
+                if key in source.maybe or any(v is None or not all(v) for v in verdicts):
+                    maybe.add(new_key.value)
+        finally:
+            self.env = saved
+        return DictV(tuple(items), frozenset(maybe))
 
     @_on(_EXPR, ast.Yield, ast.YieldFrom)
     def e_yield(self, node: ast.Yield | ast.YieldFrom) -> Value:
@@ -2077,7 +2196,7 @@ class _Frame:
             call.pos.append(Arg(self.expr(a), _at(self.path, a), ""))
         maybe: set[str] = set()
         for kw in node.keywords:
-            value = self.expr(kw.value)
+            value = self.needed(kw.value) if self.i.base_word(kw.arg) else self.expr(kw.value)
             if kw.arg is not None:
                 call.kw[kw.arg] = Arg(value, _at(self.path, kw.value))
                 continue
@@ -2305,7 +2424,7 @@ class _Frame:
             # a closure's enclosing values are arguments too (``bind(lse)(out)``)
             if not (_interesting(call) or _interesting(_Call([Arg(v) for _, v in callee.closure],
                                                              {}, False))
-                    or self.i.reaches(callee)):
+                    or self.i.wants_return(callee)):
                 return self.i.declared_return(callee)
             s = self.i.analyse(callee, None, call)
             self.kernels |= s.kernels
@@ -2732,6 +2851,47 @@ class _Frame:
                 if isinstance(sub, ast.arg) and sub.arg == kw.value.id:
                     return True
         return False
+
+
+#: the comparisons of two literals :meth:`_Frame.e_compare` reads
+_COMPARE: dict[type, Callable[[Any, Any], object]] = {
+    ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+    ast.Is: lambda a, b: a is b if a is None or b is None else type(a) is type(b) and a == b,
+    ast.IsNot: lambda a, b: a is not b if a is None or b is None else not (
+        type(a) is type(b) and a == b),
+    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
+
+
+def _literal_values(value: Value) -> list[bool | int | float | str | None] | None:
+    """Every Python value a value may be, where each of its alternatives is a literal."""
+    options = list(alternatives(value))
+    if not options or not all(isinstance(v, Lit) for v in options):
+        return None
+    return [cast(Lit, v).value for v in options]
+
+
+def _members(value: Value) -> tuple[list[bool | int | float | str | None], bool] | None:
+    """What a container of literals holds, and whether that is all it holds (a tuple's
+    positions are known; a set or grown list may hold any of its values, or not)."""
+    if isinstance(value, Tup) and not value.partial_items:
+        out: list[bool | int | float | str | None] = []
+        for item in value.items:
+            one = _literal_values(item)
+            if one is None or len(one) != 1:
+                return None
+            out += one
+        return out, True
+    if isinstance(value, Seq):
+        many = _literal_values(value.item)
+        return (many, False) if many is not None else None
+    return None
+
+
+def _target_name(target: ast.expr) -> str | None:
+    """The name an assignment binds: ``x`` of ``x = ...`` and of ``self.x = ...``."""
+    return target.id if isinstance(target, ast.Name) else (
+        target.attr if isinstance(target, ast.Attribute) else None)
 
 
 def _callee_name(callee: Value, written: str) -> str:
