@@ -138,6 +138,27 @@ case("base keyword dropped by a comprehension filtering **kwargs", {"layer.py": 
             out, lse = decode(q, return_lse=True)
             return reduce(out, lse, group=None, is_lse_base_on_e=False)
         """}, {"layer.py": ('ALLOWED = ("group",)', 'ALLOWED = ("group", "is_lse_base_on_e")')})
+case("a table keyed by classes, read with the class of an object and a default", {
+    "layer.py": """
+        from mylib import combine, decode
+        class Paged: pass
+        class Ragged: pass
+        NATURAL_BY_KIND = {Ragged: False}
+        def step(q, ragged):
+            runner = Ragged() if ragged else Paged()
+            out, lse = decode(q, return_lse=True)
+            natural = NATURAL_BY_KIND.get(type(runner), True)
+            return combine(out, lse, is_lse_base_on_e=natural)
+        """}, {"layer.py": ("NATURAL_BY_KIND = {Ragged: False}",
+                            "NATURAL_BY_KIND = {Ragged: False, Paged: False}")})
+case("a table keyed by classes, subscripted with the class of an object", {"layer.py": """
+        from mylib import combine, decode
+        class Paged: pass
+        NATURAL_BY_KIND = {Paged: True}
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=NATURAL_BY_KIND[type(Paged())])
+        """}, {"layer.py": ("{Paged: True}", "{Paged: False}")})
 case("partialmethod", {"layer.py": """
         from functools import partialmethod
         from mylib import combine, decode

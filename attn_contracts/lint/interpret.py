@@ -1560,6 +1560,16 @@ def _dict_key(node: ast.Constant) -> str | None:
     return None
 
 
+def _class_key(value: Value) -> str | None:
+    """A class used as a dict key, as the DictV keys it (never equal to a string's or another
+    constant's key); None where it is not one class for sure."""
+    if isinstance(value, ClassRef) and value.exact:
+        return f"\x00class {value.cls[0]}:{value.cls[1]}"
+    if isinstance(value, Ext):
+        return f"\x00class {value.qualname}"
+    return None
+
+
 def _registrations(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
     """(``"ns::name"`` or ``"*::name"``, the function) for each way ``node`` registers a
     Python function as a torch op: a ``custom_op("ns::name")`` decorator, a call
@@ -1942,7 +1952,10 @@ class _Frame:
     def e_subscript(self, node: ast.Subscript) -> Value:
         inner = self.expr(node.value)
         key = node.slice
-        self.expr(key)
+        key_value = self.expr(key)
+        classes = [_class_key(k) for k in alternatives(key_value)]
+        class_keys = [k for k in classes if k is not None] if not isinstance(
+            key, ast.Constant) and classes and None not in classes else None
         if isinstance(inner, Union_) and inner.widened:
             return inner  # unknown holding an LSE: so is every part of it
         index = _index(key)
@@ -1958,6 +1971,9 @@ class _Frame:
                 if isinstance(key, ast.Constant) and _dict_key(key) is not None:
                     arg = alt.get(_dict_key(key) or "")
                     options.append(arg.value if arg is not None else None)
+                elif class_keys is not None:  # TABLE[type(obj)]: the entry of each class
+                    options += [a.value if (a := alt.get(k)) is not None else None
+                                for k in class_keys]
                 else:  # a table read by a key the linter cannot see: any of its values
                     options.append(join([_table_entry(a.value) for _, a in alt.items])
                                    if alt.items else None)
@@ -2117,10 +2133,9 @@ class _Frame:
         ok = True
         for k, v in zip(node.keys, node.values, strict=True):
             value = self.expr(v)
-            name = _dict_key(k) if isinstance(k, ast.Constant) else None
+            name = _dict_key(k) if isinstance(k, ast.Constant) else (
+                _class_key(self.expr(k)) if k is not None else None)
             if name is None:
-                if k is not None:
-                    self.expr(k)
                 ok = False
                 continue
             items.append((name, Arg(value, _at(self.path, v))))
@@ -2305,6 +2320,14 @@ class _Frame:
 
     def special(self, callee: Value, name: str, node: ast.Call) -> Value | object:
         qual = callee.qualname if isinstance(callee, Ext) else ""
+        if callee is None and isinstance(node.func, ast.Name) and name == "type" and \
+                len(node.args) == 1 and not node.keywords:
+            # ``type(obj)``: the class of every object it may be; of one that may be of a
+            # subclass, that class or any subclass (a key no table entry matches for sure)
+            return join([ClassRef(o.cls, exact=o.exact) if isinstance(o, Inst) else
+                         Ext(o.qualname) if isinstance(o, ExtInst) and
+                         not o.qualname.startswith("?") else None
+                         for o in alternatives(self.expr(node.args[0]))])
         if qual in _IDENTITY_WRAPPERS and len(node.args) == 1:
             return self.expr(node.args[0])
         method = name == "partialmethod" and (callee is None or qual.endswith(".partialmethod"))
@@ -2382,19 +2405,25 @@ class _Frame:
         key = node.args[0]
         default = self.expr(node.args[1]) if len(node.args) == 2 else \
             Lit(None, _at(self.path, node))
-        known = _dict_key(key) if isinstance(key, ast.Constant) else None
-        if known is None:
-            self.expr(key)
+        keys: list[str] | None = None
+        if isinstance(key, ast.Constant):
+            one = _dict_key(key)
+            keys = [one] if one is not None else None
+        else:  # a class (``type(obj)``): each class it may be, where each is one for sure
+            classes = [_class_key(k) for k in alternatives(self.expr(key))]
+            keys = [k for k in classes if k is not None] if classes and None not in classes \
+                else None
         options: list[Value] = []
         for alt in alternatives(table):
             if not isinstance(alt, DictV):
                 options.append(None)
                 continue
-            if known is not None:
-                arg = alt.get(known)
-                options.append(arg.value if arg is not None else default)
-                if arg is not None and known in alt.maybe:
-                    options.append(default)
+            if keys is not None:
+                for known in keys:
+                    arg = alt.get(known)
+                    options.append(arg.value if arg is not None else default)
+                    if arg is not None and known in alt.maybe:
+                        options.append(default)
                 continue
             options += [_table_entry(a.value) for _, a in alt.items]
             options.append(_table_entry(default))
