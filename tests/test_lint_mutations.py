@@ -15,7 +15,8 @@ import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 #: slim copies of the releases (<dist>-<version>/ with the .py files and the dist-info)
-RELEASES = Path(os.environ.get("ATTN_CONTRACTS_RELEASES", "/work/releases"))
+RELEASES = Path(os.environ.get("ATTN_CONTRACTS_RELEASES",
+                               Path.home() / ".cache/attn-contracts/releases"))
 
 
 def _load(name: str) -> ModuleType:
