@@ -321,9 +321,10 @@ class Interpreter:
         #: on), so only that side is interpreted; None: every side
         self.assume: Callable[[ast.expr], bool | None] | None = None
         #: > 0 while an expression whose value may be a base is evaluated (a base keyword's
-        #: argument, a base attribute's assignment, and everything a call made there runs):
-        #: a call there is interpreted for its return value even where its function names no
-        #: producer or consumer (``is_lse_base_on_e=base()``), within the bounds' budget
+        #: argument, a base attribute's assignment, and the calls made there, down to
+        #: :data:`_NEED_LEVELS` levels): a call there is interpreted for its return value even
+        #: where its function names no producer or consumer (``is_lse_base_on_e=base()``);
+        #: the levels keep it from following a constructor into the whole engine
         self.need = 0
         self._base_words: frozenset[str] | None = None
 
@@ -776,6 +777,8 @@ class Interpreter:
             return _Summary()
         self.budget -= 1
         self.steps += 1
+        need = self.need
+        self.need = max(need - 1, 0)  # one level of calls fewer read for their value
         pos = len(self._stack)
         self._stack.append(key)
         self._active.add(key)
@@ -800,6 +803,7 @@ class Interpreter:
                 cycles.forget_since(mark)  # found under the approximation just replaced
                 passes += 1
         finally:
+            self.need = need
             self._depth -= 1
             self._active.discard(key)
             self._stack.pop()
@@ -1906,11 +1910,12 @@ class _Frame:
     # --- expressions --------------------------------------------------------------------------
     def needed(self, node: ast.expr) -> Value:
         """An expression whose value may be a base: its calls are read for their values."""
-        self.i.need += 1
+        need = self.i.need
+        self.i.need = _NEED_LEVELS
         try:
             return self.expr(node)
         finally:
-            self.i.need -= 1
+            self.i.need = need
 
     def expr(self, node: ast.expr) -> Value:
         self.i.steps += 1
@@ -2881,6 +2886,10 @@ class _Frame:
                     return True
         return False
 
+
+#: how many levels of calls an expression that may be a base is read through (the function
+#: it calls, the ones that calls, ...): a base computed by a helper of a helper
+_NEED_LEVELS = 3
 
 #: the comparisons of two literals :meth:`_Frame.e_compare` reads
 _COMPARE: dict[type, Callable[[Any, Any], object]] = {
