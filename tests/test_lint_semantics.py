@@ -396,6 +396,65 @@ case("a double conversion", {"layer.py": """
         """}, {"layer.py": ("merge(out, lse * 0.6931471805599453)", "merge(out, lse)")})
 
 
+# --- an out buffer the kernel writes (lse_out), the argument bound as Python binds it ------------
+case("an out buffer's slice carried in a **mapping built by setitem, read by a subclass", {
+    "base_impl.py": """
+        import torch
+        from mylib import decode
+        class Impl:
+            def kernel(self, q, pieces):
+                buf = None
+                if pieces:
+                    buf = torch.empty(4, 8)
+                for lo, hi in pieces:
+                    more = {}
+                    if buf is not None:
+                        more["lse"] = buf[lo:hi]
+                    decode(q[lo:hi], return_lse=True, **more)
+                return q, buf
+        """,
+    "child_impl.py": """
+        from mylib import merge
+        from base_impl import Impl
+        class Child(Impl):
+            def step(self, q):
+                out, lse = self.kernel(q, [(0, 2)])
+                return merge(out, lse)
+        """}, {"child_impl.py": ("merge(out, lse)", f"merge(out, lse * {LN2})")})
+case("an out buffer's view in a dict literal given as **mapping", {"layer.py": """
+        import torch
+        from mylib import decode, merge
+        def step(q, out):
+            buf = torch.empty(4, 8)
+            extra = {"lse": buf.view(4, 8)}
+            decode(q, return_lse=True, **extra)
+            return merge(out, buf)
+        """}, {"layer.py": ("merge(out, buf)", f"merge(out, buf * {LN2})")})
+case("an out buffer in dict(...) given as **mapping", {"layer.py": """
+        import torch
+        from mylib import decode, merge
+        def step(q, out):
+            buf = torch.empty(4, 8)
+            decode(q, return_lse=True, **dict(lse=buf))
+            return merge(out, buf)
+        """}, {"layer.py": ("merge(out, buf)", f"merge(out, buf * {LN2})")})
+case("an out buffer by position, the producer's signature in the program", {
+    "mylib.py": """
+        def merge(out, lse):
+            return out
+        def decode(q, return_lse=False, lse=None):
+            return q, lse
+        """,
+    "layer.py": """
+        import torch
+        from mylib import decode, merge
+        def step(q, out):
+            buf = torch.empty(4, 8)
+            decode(q, True, buf[:2])
+            return merge(out, buf)
+        """}, {"layer.py": ("merge(out, buf)", f"merge(out, buf * {LN2})")})
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
