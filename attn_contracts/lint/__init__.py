@@ -248,6 +248,9 @@ class _PyResult:
     #: line number → text of each line with a non-ASCII character, where a UTF-8 byte column
     #: differs from a character column (few lines, so cheap to send back from a worker)
     wide_lines: dict[int, str] = field(default_factory=dict)
+    #: the parsed file, kept for the program model where the pass runs in this process (a
+    #: worker drops it: sending a tree back costs more than parsing it again)
+    tree: ast.Module | None = None
 
 
 def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) -> _PyResult:
@@ -261,6 +264,7 @@ def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) ->
         if report:
             out.findings.append(_ac000(path, err))
         return out
+    out.tree = tree
     out.module = module_info(path, tree)
     out.classes = collect_classes(tree, str(path), out.module)
     # no producer, consumer or base attribute named: no flow starts here
@@ -313,7 +317,9 @@ def _analyse_in_worker(item: tuple[Path, bool, int]) -> _PyResult:
     if _WORKER is None:
         raise RuntimeError("lint worker started without its settings (lint_paths sets them)")
     cfg, knowledge = _WORKER
-    return _analyse(item[0], item[1], cfg, knowledge[item[2]])
+    result = _analyse(item[0], item[1], cfg, knowledge[item[2]])
+    result.tree = None
+    return result
 
 
 def _analyse_all(items: list[tuple[Path, bool, int]], cfg: LintConfig, knowledge: list[Knowledge],
@@ -455,7 +461,8 @@ def lint_model(paths: Sequence[Path], config: LintConfig | None = None, *,
             texts[r.path] = r.noqa_lines
         if r.wide_lines:
             wide[r.path] = r.wide_lines
-    facts = [FileFacts(r.path, r.report, r.mentions, r.module, r.classes) for r in results]
+    facts = [FileFacts(r.path, r.report, r.mentions, r.module, r.classes, tree=r.tree)
+             for r in results]
     knowledge_at = {str(p): knowledges[k] for p, _, k in items}
     model = build_model(facts, knowledge_at, returns_attrs=cfg.returns_attrs,
                         base_attrs=cfg.base_attrs, configured="base_attrs" in cfg.model_fields_set)

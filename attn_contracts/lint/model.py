@@ -47,6 +47,8 @@ class FileFacts:
     classes: list[ClassInfo]
     #: its functions with their qualified names and classes, once asked for
     functions: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str, str | None]] | None = None
+    #: its syntax tree where the per-file pass kept it (else parsed again on demand)
+    tree: ast.Module | None = None
 
 
 def model_findings(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
@@ -171,7 +173,7 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     files = sorted(files, key=lambda f: f.path)
     modules = [f.module for f in files if f.module is not None]
     classes = [c for f in files for c in f.classes]
-    program = Program(modules, classes)
+    program = Program(modules, classes, {f.path: f.tree for f in files if f.tree is not None})
     reported = {f.path for f in files if f.report}
     out: list[Finding] = []
     facts: list[Fact] = []

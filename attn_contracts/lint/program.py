@@ -19,6 +19,7 @@ re-exports through package ``__init__`` files.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,6 +56,7 @@ class _Module:
     info: ModuleInfo
     tree: ast.Module | None = None
     failed: bool = False
+    indexed: bool = False  # defs, assigns and class_nodes read from ``tree``
     #: module-level bindings: name → (kind, node); imports are in ``info``
     defs: dict[str, FuncNode] = field(default_factory=dict)
     assigns: dict[str, ast.expr] = field(default_factory=dict)
@@ -64,9 +66,14 @@ class _Module:
 class Program:
     """Every module of the linted set (and of ``--project-root``), joined."""
 
-    def __init__(self, modules: list[ModuleInfo], classes: list[ClassInfo]):
+    def __init__(self, modules: list[ModuleInfo], classes: list[ClassInfo],
+                 trees: Mapping[str, ast.Module] | None = None):
+        """``trees``: the syntax trees the per-file pass already parsed (by path), so a file
+        is parsed once per run; a file not given is parsed on demand."""
         self.hierarchy = Hierarchy(classes, modules)
-        self._mods: dict[str, _Module] = {m.path: _Module(m) for m in modules}
+        trees = trees or {}
+        self._mods: dict[str, _Module] = {m.path: _Module(m, trees.get(m.path))
+                                          for m in modules}
         self._by_name: dict[str, list[str]] = {}
         for m in sorted(modules, key=lambda m: m.path):
             self._by_name.setdefault(m.name, []).append(m.path)
@@ -123,6 +130,8 @@ class Program:
             except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
                 m.failed = True  # the per-file pass reported it (AC000)
                 return None
+        if not m.indexed:
+            m.indexed = True
             for st in module_level(m.tree.body):
                 if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     m.defs[st.name] = st
