@@ -438,6 +438,14 @@ case("an out buffer in dict(...) given as **mapping", {"layer.py": """
             decode(q, return_lse=True, **dict(lse=buf))
             return merge(out, buf)
         """}, {"layer.py": ("merge(out, buf)", f"merge(out, buf * {LN2})")})
+case("an out buffer's copy is not the buffer (the kernel writes the copy)", {"layer.py": """
+        import torch
+        from mylib import decode, merge
+        def step(q, out):
+            buf = torch.empty(4, 8)
+            decode(q, return_lse=True, lse=buf.transpose(0, 1))
+            return merge(out, buf)
+        """}, {"layer.py": ("lse=buf.transpose(0, 1))", "lse=buf.clone())")})
 case("an out buffer by position, the producer's signature in the program", {
     "mylib.py": """
         def merge(out, lse):
