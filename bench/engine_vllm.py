@@ -161,8 +161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("bench/results/engine-vllm.md"))
     args = p.parse_args(argv)
     out = ["# `engine vllm --source` over vLLM 0.24.0-0.34.0", "",
-           "Made by `python bench/engine_vllm.py --out bench/results/engine-vllm.md` (issue 28 "
-           "item 1, issue 36 item 4: the slim copies of `bench/_releases.py`'s cache); the "
+           "Made by `ATTN_CONTRACTS_RELEASES=~/.cache/attn-contracts/releases python "
+           "bench/engine_vllm.py --out bench/results/engine-vllm.md` (issue 28 item 1, issue 36 "
+           "items 4-5: the slim copies of `bench/_releases.py`'s cache, "
+           "`~/.cache/attn-contracts/releases`); the "
            "mapping derived from each "
            "release's own sources. Rows: the backends that return an LSE or have a finding, "
            "under DCP. Errors classified latent (a declaration no combine of the configuration "
