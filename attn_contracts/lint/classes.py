@@ -231,32 +231,47 @@ def collect_classes(tree: ast.Module, path: str, module: ModuleInfo | None = Non
         info = ClassInfo(node.name, path, node.decorator_list, [w for w in written if w],
                          base_nodes=list(node.bases), module=module.name if module else "",
                          line=node.lineno)
-        for stmt in node.body:
-            targets: list[ast.expr] = []
-            value: ast.expr | None = None
-            if isinstance(stmt, ast.Assign):
-                targets, value = stmt.targets, stmt.value
-            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-                targets, value = [stmt.target], stmt.value
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                info.annotations[stmt.target.id] = stmt.annotation
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                info.methods[stmt.name] = (stmt.lineno, stmt.end_lineno or stmt.lineno)
-                if stmt.returns is not None:
-                    info.returns[stmt.name] = stmt.returns
-                if any((isinstance(d, ast.Name) and d.id in ("property", "cached_property")) or
-                       (isinstance(d, ast.Attribute) and d.attr == "cached_property")
-                       for d in stmt.decorator_list):
-                    info.properties |= {stmt.name}
-            for t in targets:
-                if isinstance(t, ast.Name) and value is not None:
-                    info.attrs[t.id] = (value, stmt.lineno, stmt.col_offset)
+        _class_body(node, info)
         _instance_attrs(node, info)
         out.append(info)
         # Top-level classes are what an import can reach; the last definition wins, as in Python.
         if module is not None and id(node) in top_level:
             module.classes[node.name] = info
     return out
+
+
+def _assignment(stmt: ast.stmt) -> tuple[list[ast.expr], ast.expr | None]:
+    """The targets and the value of a statement that assigns one (``x = v``, ``x: T = v``);
+    none for any other (``x: T`` alone assigns nothing)."""
+    if isinstance(stmt, ast.Assign):
+        return stmt.targets, stmt.value
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        return [stmt.target], stmt.value
+    return [], None
+
+
+def _is_property(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any((isinstance(d, ast.Name) and d.id in ("property", "cached_property")) or
+               (isinstance(d, ast.Attribute) and d.attr == "cached_property")
+               for d in fn.decorator_list)
+
+
+def _class_body(node: ast.ClassDef, info: ClassInfo) -> None:
+    """What the class body itself defines: its assignments, annotations, methods (with their
+    lines and return annotations) and properties."""
+    for stmt in node.body:
+        targets, value = _assignment(stmt)
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            info.annotations[stmt.target.id] = stmt.annotation
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            info.methods[stmt.name] = (stmt.lineno, stmt.end_lineno or stmt.lineno)
+            if stmt.returns is not None:
+                info.returns[stmt.name] = stmt.returns
+            if _is_property(stmt):
+                info.properties |= {stmt.name}
+        for t in targets:
+            if isinstance(t, ast.Name) and value is not None:
+                info.attrs[t.id] = (value, stmt.lineno, stmt.col_offset)
 
 
 def _instance_attrs(node: ast.ClassDef, info: ClassInfo) -> None:
@@ -277,12 +292,7 @@ def _instance_attrs(node: ast.ClassDef, info: ClassInfo) -> None:
             continue
         me = stmt.args.args[0].arg
         for st in body:
-            targets: list[ast.expr] = []
-            value: ast.expr | None = None
-            if isinstance(st, ast.Assign):
-                targets, value = st.targets, st.value
-            elif isinstance(st, ast.AnnAssign) and st.value is not None:
-                targets, value = [st.target], st.value
+            targets, value = _assignment(st)
             for t in targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
                         t.value.id == me and value is not None:
