@@ -73,7 +73,9 @@ from _timing import now_s
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).resolve().parent / "lint_inference"  # holds the package ``lsefix``
 STUBS = FIXTURE / "stubs"  # our own stand-in for FlashInfer's two entry points, for Pysa only
-RELEASES = Path("/work/releases")
+#: the slim release copies bench/_releases.py keeps (``ATTN_CONTRACTS_RELEASES`` moves them)
+RELEASES = Path(os.environ.get("ATTN_CONTRACTS_RELEASES",
+                               Path.home() / ".cache/attn-contracts/releases"))
 VLLM_ROOT = RELEASES / "vllm-0.33.0"
 SGLANG_ROOT = RELEASES / "sglang-0.5.23"
 FLASHINFER_ROOT = RELEASES / "flashinfer-python-0.7.2.post1"
@@ -1034,8 +1036,7 @@ def _markdown(cmd: str, ref: dict[str, Any], results: dict[str, Any], load: tupl
 # those three are built from the real line. Two questions per item and tool: the value of the probe
 # expression where it is written ("direct"), and the value that reaches the combine's keyword at
 # mla_attention.py:1202 ("at the combine").
-ITEMS_ROOT = Path(os.environ.get("ATTN_CONTRACTS_RELEASES",
-                                 Path.home() / ".cache/attn-contracts/releases")) / "vllm-0.34.0"
+ITEMS_ROOT = RELEASES / "vllm-0.34.0"
 ITEMS_TOOLS = ("lint", "astroid", "jedi", "pyrefly", "pyre")
 I_SITE = 766  # is_lse_base_on_e=self.impl.lse_base_on_e,
 I_COMBINE = 1202  # attn_out = self.dcp_manager.combine(

@@ -249,13 +249,14 @@ def apply_edits(text: str, edits: Sequence[Edit], file: str) -> str:
     return "".join(lines)
 
 
-def line_map(before: str, after: str) -> dict[int, int]:
+def line_map(before: str, after: str, *, edited: bool = True) -> dict[int, int]:
     """1-based line of ``before`` → its line in ``after``: unchanged lines by difflib's
-    matching, replaced lines by position inside their block (dropped when the block shrank)."""
+    matching, replaced lines (unless ``edited`` is off) by position inside their block (dropped
+    when the block shrank)."""
     a, b = before.splitlines(), after.splitlines()
     out: dict[int, int] = {}
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "delete":
+        if tag == "delete" or (tag != "equal" and not edited):
             continue
         for k in range(i2 - i1):
             if tag == "equal" or j1 + k < j2:
@@ -358,6 +359,9 @@ class Result:
     status: str  # error / warning / missed; for a clean refactor: clean / flagged
     matched: list[Seen] = field(default_factory=list)  # new findings at the accepted lines
     new: list[Seen] = field(default_factory=list)  # every new warning or error
+    #: warnings and errors of the unmutated tree, on lines the edit left alone, that the
+    #: mutated tree no longer has (issue 37's monotonicity: adding a bug removes none)
+    lost: list[Seen] = field(default_factory=list)
     cpu_s: float = 0.0
     wall_s: float = 0.0
 
@@ -373,15 +377,7 @@ class Result:
 def judge(m: Mutation, baseline: list[Seen], after: list[Seen],
           texts: dict[str, tuple[str, str]]) -> tuple[str, list[Seen], list[Seen]]:
     """(status, findings at the accepted lines, every new warning or error)."""
-    maps = {file: line_map(before, mutated) for file, (before, mutated) in texts.items()}
-    mapped: list[Seen] = []
-    for s in baseline:
-        if s.path in maps:
-            line = maps[s.path].get(s.line)
-            if line is None:
-                continue  # its line was edited away
-            s = Seen(s.path, line, s.code, s.severity, s.message)
-        mapped.append(s)
+    mapped = _mapped(baseline, texts)
     keys = {s.key() for s in mapped}
     exact = {(*s.key(), s.message) for s in mapped}
     # a finding the release has elsewhere in the same file, word for word, moved with its code
@@ -400,6 +396,34 @@ def judge(m: Mutation, baseline: list[Seen], after: list[Seen],
     severities = {s.severity for s in matched}
     status = "error" if "error" in severities else "warning" if severities else "missed"
     return status, matched, [s for s in new if s not in matched]
+
+
+def _mapped(baseline: list[Seen], texts: dict[str, tuple[str, str]], *,
+            edited: bool = True) -> list[Seen]:
+    """The baseline's findings at their lines in the mutated files (those on a deleted line
+    dropped; with ``edited`` off, those on a replaced line too)."""
+    maps = {file: line_map(before, mutated, edited=edited)
+            for file, (before, mutated) in texts.items()}
+    out: list[Seen] = []
+    for s in baseline:
+        if s.path in maps:
+            line = maps[s.path].get(s.line)
+            if line is None:
+                continue
+            s = Seen(s.path, line, s.code, s.severity, s.message)
+        out.append(s)
+    return out
+
+
+def lost(baseline: list[Seen], after: list[Seen],
+         texts: dict[str, tuple[str, str]]) -> list[Seen]:
+    """The warnings and errors of the unmutated tree, on lines the edit did not touch, that the
+    mutated tree lacks: neither at their (moved) line nor, word for word, elsewhere in their
+    file (code an edit moved takes its finding along)."""
+    have = {s.key() for s in after}
+    moved = {(s.path, s.code, s.severity, s.message) for s in after}
+    return [s for s in _mapped(baseline, texts, edited=False) if _counted(s) and s.key() not in have
+            and (s.path, s.code, s.severity, s.message) not in moved]
 
 
 # --- running --------------------------------------------------------------------------------------
@@ -470,7 +494,8 @@ def run(selected: list[tuple[Corpus, Mutation]], args: argparse.Namespace,
                     for file, (released, _) in texts.items():
                         (root / file).write_text(released, encoding="utf-8")
                 status, matched, new = judge(m, baselines[tuple(own)], after, texts)
-                results.append(Result(m, status, matched, new, cpu, wall))
+                results.append(Result(m, status, matched, new, lost(baselines[tuple(own)],
+                                                                    after, texts), cpu, wall))
                 progress.advance(task)
             shutil.rmtree(root)
     return runs, results
@@ -495,6 +520,9 @@ def summary(results: list[Result]) -> dict[str, Any]:
         "recall_any": _ratio(sum(r.status in ("error", "warning") for r in bugs), len(bugs)),
         "clean_refactors": len(clean), "false_flagged": len(flagged),
         "false_findings": sum(len(r.new) for r in flagged),
+        # the issue's monotonicity: bugs that remove a finding of the unmutated tree
+        "monotonicity_violations": sum(bool(r.lost) for r in bugs),
+        "lost_findings": sum(len(r.lost) for r in bugs),
         "pairs": len(paired),
         "pairs_found_fix_clean": sum(b.status == "error" and f.hit for b, f in paired),
         "cpu_s": round(sum(r.cpu_s for r in results), 1),
@@ -549,6 +577,7 @@ def to_json(runs: list[ReleaseRun], results: list[Result], argv: Sequence[str]) 
                        "description": r.mutation.description, "at": r.mutation.at,
                        "status": r.status, "hit": r.hit,
                        "matched": [seen(s) for s in r.matched], "new": [seen(s) for s in r.new],
+                       "lost": [seen(s) for s in r.lost],
                        "cpu_s": round(r.cpu_s, 2), "wall_s": round(r.wall_s, 2)}
                       for r in results],
         "summary": summary(results),
@@ -572,6 +601,13 @@ def to_markdown(report: dict[str, Any]) -> str:
            *([f"Bugs with their fix in the corpus (`<id>-fix`): {s['pairs']}; found as an error "
               f"with the fix left clean: {s['pairs_found_fix_clean']} of {s['pairs']}.", ""]
              if s.get("pairs") else []),
+           f"Monotonicity (a bug removes no warning or error of the unmutated tree on a line it "
+           f"did not edit): {s.get('monotonicity_violations', 0)} of {s['mutations']} bugs "
+           f"remove {s.get('lost_findings', 0)} finding(s)"
+           + (": " + "; ".join(f"`{m['id']}` loses " + ", ".join(
+               f"`{f['path']}:{f['line']}` {f['code']} [{f['severity']}]" for f in m["lost"])
+               for m in report["mutations"] if m.get("lost") and m["expect"] != "clean")
+              if s.get("monotonicity_violations") else "") + ".", "",
            "A mutation is found when a new finding of the expected severity stands at one of "
            "its accepted lines (`at` in the corpus); a correct refactor is flagged by any new "
            "warning or error. Notes never count. Each mutation is linted in the scope below "

@@ -15,7 +15,8 @@ import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 #: slim copies of the releases (<dist>-<version>/ with the .py files and the dist-info)
-RELEASES = Path(os.environ.get("ATTN_CONTRACTS_RELEASES", "/work/releases"))
+RELEASES = Path(os.environ.get("ATTN_CONTRACTS_RELEASES",
+                               Path.home() / ".cache/attn-contracts/releases"))
 
 
 def _load(name: str) -> ModuleType:
@@ -134,6 +135,20 @@ def test_a_clean_refactor_is_flagged_by_any_new_warning() -> None:
     assert lm.judge(m, [], [_seen(2, severity="note")], texts)[0] == "clean"
     # a finding the release has word for word elsewhere in the file moved with its code
     assert lm.judge(m, [_seen(1)], [_seen(2)], texts)[0] == "clean"
+
+
+def test_a_bug_that_removes_a_finding_it_did_not_edit_breaks_monotonicity() -> None:
+    texts = {"pkg/a.py": ("a\nb\nc\n", "x\na\nb\nc2\n")}  # a line on top, line 3 edited
+    # the finding of line 2 (now 3) is gone: lost; the one of the edited line 3 is not counted
+    assert lm.lost([_seen(2), _seen(3)], [], texts) == [_seen(3)]
+    # still there at its moved line, or word for word elsewhere in its file: not lost
+    assert lm.lost([_seen(2)], [_seen(3)], texts) == []
+    assert lm.lost([_seen(2)], [_seen(1)], texts) == []
+    # a weaker finding in its place is a loss; a note never counts
+    assert lm.lost([_seen(2)], [_seen(3, severity="warning", message="w")], texts) == [_seen(3)]
+    assert lm.lost([_seen(2, severity="note")], [], texts) == []
+    # a file the edit did not touch keeps its lines
+    assert lm.lost([_seen(5, path="pkg/b.py")], [], texts) == [_seen(5, path="pkg/b.py")]
 
 
 def test_a_clean_refactor_names_no_location() -> None:
