@@ -32,6 +32,7 @@ from pathlib import Path
 from attn_contracts.findings import Finding, RulesError, Severity, check_rules, printable
 from attn_contracts.lint.config import (
     ConfigError,
+    LintConfig,
     config_for,
     known_codes_text,
     load_config,
@@ -84,35 +85,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(what the pre-commit hook does with the changed files)")
 
 
+class _UsageError(Exception):
+    """A usage error: the run stops with its message on standard error and exit code 2."""
+
+
 def run(args: argparse.Namespace, engine_rules: Sequence[EngineRule] = ()) -> int:
-    if args.statistics and args.format != "text":  # the counts are text: the format would be lost
-        print(f"attn-contracts lint: --statistics prints text counts; --format {args.format} is "
-              "not read with it (allowed: --statistics alone, or --format without it)",
-              file=sys.stderr)
-        return 2
-    missing = [str(p) for p in args.paths if not (p.exists() or p.is_symlink())]
-    if args.project_root is not None and not args.project_root.is_dir():
-        missing.append(f"{args.project_root} (--project-root)")
-    missing += [f"{f} (--records)" for f in args.records if not (f.exists() or f.is_symlink())]
-    if missing:
-        print(printable(f"attn-contracts lint: no such file or folder: {', '.join(missing)}"),
-              file=sys.stderr)
-        return 2
     try:
-        cfg = load_config(args.config) if args.config else config_for(
-            [*args.paths, *([args.project_root] if args.project_root else [])])
-    except ConfigError as err:
+        return _run(args, engine_rules)
+    except _UsageError as err:
         print(printable(f"attn-contracts lint: {err}"), file=sys.stderr)
         return 2
-    overrides = {k: tuple(c.strip() for c in v.split(",") if c.strip())
-                 for k, v in (("select", args.select), ("ignore", args.ignore)) if v is not None}
-    for option, codes in overrides.items():
-        bad = unknown_codes(codes)
-        if bad:
-            print(printable(f"attn-contracts lint: --{option}: unknown rule selector(s) "
-                            f"{', '.join(bad)} (allowed: {known_codes_text()})"), file=sys.stderr)
-            return 2
-    cfg = cfg.model_copy(update=overrides)
+
+
+def _run(args: argparse.Namespace, engine_rules: Sequence[EngineRule]) -> int:
+    _check_arguments(args)
+    cfg = _config(args)
     jobs = args.jobs if args.jobs is not None else default_jobs()
     findings = lint_paths(args.paths, cfg, project_root=args.project_root, jobs=jobs,
                           records=args.records, engine_rules=engine_rules)
@@ -122,12 +109,42 @@ def run(args: argparse.Namespace, engine_rules: Sequence[EngineRule] = ()) -> in
         try:
             args.output_file.write_text(report + "\n" if report else "", encoding="utf-8")
         except OSError as err:
-            print(printable(f"attn-contracts lint: --output-file: cannot write "
-                            f"{args.output_file}: {err.strerror or err}"), file=sys.stderr)
-            return 2
+            raise _UsageError(f"--output-file: cannot write {args.output_file}: "
+                              f"{err.strerror or err}") from err
     elif report:
         print(report)
     return 0 if args.exit_zero else exit_code(findings, warnings_as_errors=args.warnings_as_errors)
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Options that do not go together, and named files or folders that do not exist."""
+    if args.statistics and args.format != "text":  # the counts are text: the format would be lost
+        raise _UsageError(f"--statistics prints text counts; --format {args.format} is not read "
+                          "with it (allowed: --statistics alone, or --format without it)")
+    missing = [str(p) for p in args.paths if not (p.exists() or p.is_symlink())]
+    if args.project_root is not None and not args.project_root.is_dir():
+        missing.append(f"{args.project_root} (--project-root)")
+    missing += [f"{f} (--records)" for f in args.records if not (f.exists() or f.is_symlink())]
+    if missing:
+        raise _UsageError(f"no such file or folder: {', '.join(missing)}")
+
+
+def _config(args: argparse.Namespace) -> LintConfig:
+    """The project's settings (``--config``, else the nearest ``pyproject.toml``) with
+    ``--select`` and ``--ignore`` over them."""
+    try:
+        cfg = load_config(args.config) if args.config else config_for(
+            [*args.paths, *([args.project_root] if args.project_root else [])])
+    except ConfigError as err:
+        raise _UsageError(str(err)) from err
+    overrides = {k: tuple(c.strip() for c in v.split(",") if c.strip())
+                 for k, v in (("select", args.select), ("ignore", args.ignore)) if v is not None}
+    for option, codes in overrides.items():
+        bad = unknown_codes(codes)
+        if bad:
+            raise _UsageError(f"--{option}: unknown rule selector(s) {', '.join(bad)} "
+                              f"(allowed: {known_codes_text()})")
+    return cfg.model_copy(update=overrides)
 
 
 def exit_code(findings: Iterable[Finding], *, warnings_as_errors: bool = False) -> int:

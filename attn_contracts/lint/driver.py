@@ -341,67 +341,16 @@ def lint_model(paths: Sequence[Path], config: LintConfig | None = None, *,
     brings (:data:`EngineRule`), run over the model once it is built.
     """
     cfg = config or LintConfig()
-    texts: dict[str, list[str]] = {}
     named, findings = read_named([*((f, "record-files") for f in cfg.record_files),
                                   *((str(f), "--records") for f in records)])
     named_files = {str(Path(f).resolve()) for f in (*cfg.record_files, *map(str, records))}
-    # (file, reported, the tree it came from: the package a linted path is in, so a vendored
-    # folder without __init__.py below it is still linted at that package's release)
-    found: list[tuple[Path, bool, Path | None]] = []
-    for arg in paths:
-        found += [(f, True, tree_root(arg)) for f, _ in _files([arg])]
-    if project_root is not None:
-        found += [(f, False, tree_root(project_root)) for f, _ in _files([project_root], (".py",))]
-    seen: set[str] = set()
-    python: list[tuple[Path, bool, Path | None]] = []
-    for path, report, arg_tree in found:
-        key = str(path.resolve())
-        if key in seen:
-            continue
-        seen.add(key)
-        if path.suffix != ".toml":
-            python.append((path, report, _tree_of(path, arg_tree)))
-            continue
-        try:
-            text = _read(path)
-        except _Unreadable as err:
-            findings.append(_ac000(path, err))
-            continue
-        texts[str(path)] = _lines(text)
-        findings += check_document(path, text, named=key in named_files)
-    knowledges: list[Knowledge] = []
-    items: list[tuple[Path, bool, int]] = []
+    python, texts, checked = _split_records(_found(paths, project_root), named_files)
+    findings += checked
     if knowledge is not None:
         knowledges, items = [knowledge], [(p, r, 0) for p, r, _ in python]
     else:
-        # one knowledge per distinct set of releases, built once; each file gets its tree's
-        by_versions: dict[tuple[tuple[str, str], ...], int] = {}
-        by_root: dict[Path | None, int] = {}
-
-        def index_of(root: Path | None) -> int:
-            if root not in by_root:
-                versions = versions_of_tree(root, cfg.versions)
-                key = tuple(sorted(versions.items()))
-                if key not in by_versions:
-                    k, more = knowledge_for(cfg, named, versions)
-                    # a release's notes (AC034) are about the tree: one note, at its package
-                    unverified = [f for f in more if f.code is Code.AC034]
-                    more = [f for f in more if f.code is not Code.AC034]
-                    if unverified:
-                        more.append(replace(
-                            unverified[0], location=f"{root / '__init__.py'}:1:1"
-                            if root is not None else "",
-                            message="; ".join(f.message for f in unverified),
-                            found=", ".join(str(f.found) for f in unverified)))
-                    by_versions[key] = len(knowledges)
-                    knowledges.append(k)
-                    findings.extend(more)
-                by_root[root] = by_versions[key]
-            return by_root[root]
-
-        items = [(path, report, index_of(tree)) for path, report, tree in python]
-        if not knowledges:  # no Python file: the named records are still checked
-            index_of(None)
+        knowledges, items, notes = _knowledge_per_tree(cfg, named, python)
+        findings += notes
     results = _analyse_all(items, cfg, knowledges, jobs)
     wide: dict[str, dict[int, str]] = {}
     for r in results:
@@ -419,12 +368,97 @@ def lint_model(paths: Sequence[Path], config: LintConfig | None = None, *,
     linted = frozenset(path for path, report, _ in python if report)
     for rule in engine_rules:
         findings += rule(model, linted)
+    return _kept(findings, cfg, texts, wide), model
+
+
+#: a file to lint: its path, whether it is reported on, and the tree whose releases it is read at
+_Found = tuple[Path, bool, Path | None]
+
+
+def _found(paths: Sequence[Path], project_root: Path | None) -> list[_Found]:
+    """Every file below ``paths`` (reported on) and every .py below ``project_root`` (read for
+    the hierarchy only), each with the tree it came from: the package a linted path is in, so a
+    vendored folder without __init__.py below it is still linted at that package's release."""
+    found: list[_Found] = []
+    for arg in paths:
+        found += [(f, True, tree_root(arg)) for f, _ in _files([arg])]
+    if project_root is not None:
+        found += [(f, False, tree_root(project_root)) for f, _ in _files([project_root], (".py",))]
+    return found
+
+
+def _split_records(found: list[_Found], named_files: set[str],
+                   ) -> tuple[list[_Found], dict[str, list[str]], list[Finding]]:
+    """The Python files (once each, with the tree each is read at), and the record files
+    checked here against the schema: their lines (for ``# noqa``) and their findings."""
+    texts: dict[str, list[str]] = {}
+    findings: list[Finding] = []
+    seen: set[str] = set()
+    python: list[_Found] = []
+    for path, report, arg_tree in found:
+        key = str(path.resolve())
+        if key in seen:
+            continue
+        seen.add(key)
+        if path.suffix != ".toml":
+            python.append((path, report, _tree_of(path, arg_tree)))
+            continue
+        try:
+            text = _read(path)
+        except _Unreadable as err:
+            findings.append(_ac000(path, err))
+            continue
+        texts[str(path)] = _lines(text)
+        findings += check_document(path, text, named=key in named_files)
+    return python, texts, findings
+
+
+def _knowledge_per_tree(cfg: LintConfig, named: list[Named], python: list[_Found],
+                        ) -> tuple[list[Knowledge], list[tuple[Path, bool, int]], list[Finding]]:
+    """One knowledge per distinct set of releases, built once; each file gets its tree's (the
+    index into the knowledges), and the findings of building them."""
+    knowledges: list[Knowledge] = []
+    findings: list[Finding] = []
+    by_versions: dict[tuple[tuple[str, str], ...], int] = {}
+    by_root: dict[Path | None, int] = {}
+
+    def index_of(root: Path | None) -> int:
+        if root not in by_root:
+            versions = versions_of_tree(root, cfg.versions)
+            key = tuple(sorted(versions.items()))
+            if key not in by_versions:
+                k, more = knowledge_for(cfg, named, versions)
+                # a release's notes (AC034) are about the tree: one note, at its package
+                unverified = [f for f in more if f.code is Code.AC034]
+                more = [f for f in more if f.code is not Code.AC034]
+                if unverified:
+                    more.append(replace(
+                        unverified[0], location=f"{root / '__init__.py'}:1:1"
+                        if root is not None else "",
+                        message="; ".join(f.message for f in unverified),
+                        found=", ".join(str(f.found) for f in unverified)))
+                by_versions[key] = len(knowledges)
+                knowledges.append(k)
+                findings.extend(more)
+            by_root[root] = by_versions[key]
+        return by_root[root]
+
+    items = [(path, report, index_of(tree)) for path, report, tree in python]
+    if not knowledges:  # no Python file: the named records are still checked
+        index_of(None)
+    return knowledges, items, findings
+
+
+def _kept(findings: list[Finding], cfg: LintConfig, texts: Mapping[str, list[str]],
+          wide: Mapping[str, Mapping[int, str]]) -> list[Finding]:
+    """The selected findings no ``# noqa`` silences, once per code and place, with their
+    columns in characters, in path and line order."""
     kept: dict[tuple[str, str], Finding] = {}
     for f in findings:  # the direct-call rule and the flow rule may both see one literal
         if cfg.selects(f.code) and not _suppressed(
                 f, texts.get(f.location.rsplit(":", 2)[0], [])):
             kept.setdefault((f.code.value, f.location), f)
-    return sorted((_in_characters(f, wide) for f in kept.values()), key=_order), model
+    return sorted((_in_characters(f, wide) for f in kept.values()), key=_order)
 
 
 def _tree_of(path: Path, arg_tree: Path | None) -> Path | None:
