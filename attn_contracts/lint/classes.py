@@ -143,7 +143,14 @@ def module_info(path: Path, tree: ast.Module) -> ModuleInfo:
     alias = ".".join(short) or path.stem
     if alias != name:  # ``from attention_base import X`` beside it resolves too
         info.aliases = ((alias, str(folder)),)
-    package = name if info.is_package else name.rpartition(".")[0]
+    _imports(info, tree, name if info.is_package else name.rpartition(".")[0])
+    _module_defs(info, tree)
+    return info
+
+
+def _imports(info: ModuleInfo, tree: ast.Module, package: str) -> None:
+    """The module's imports (anywhere in it, the first binding of a name kept): ``from`` imports
+    resolved against ``package``, ``import a.b`` binding ``a``."""
     for node in statements(tree):
         if isinstance(node, ast.ImportFrom):
             source = _absolute(package, node.module, node.level)
@@ -160,6 +167,10 @@ def module_info(path: Path, tree: ast.Module) -> ModuleInfo:
                 else:
                     first = imported.name.partition(".")[0]
                     info.module_imports.setdefault(first, first)
+
+
+def _module_defs(info: ModuleInfo, tree: ast.Module) -> None:
+    """The module-level functions (lines, return annotations) and assigned names."""
     assigned: set[str] = set()
     for st in module_level(tree.body):
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -172,7 +183,6 @@ def module_info(path: Path, tree: ast.Module) -> ModuleInfo:
                 isinstance(st.target, ast.Name):
             assigned.add(st.target.id)
     info.assigns = frozenset(assigned)
-    return info
 
 
 def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
