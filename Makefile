@@ -39,9 +39,9 @@ typecheck: $(STAMP)
 	cd $(TYPECHECK) && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml
 
 # Blocks radon rates D or worse (cyclomatic complexity above 20) in attn_contracts: at most this
-# many, the count issue 39 (item 9) reached (its goal is 10). A new one fails `make lint`: split it,
-# and lower the bound when a split brings the count down.
-RADON_D_MAX := 25
+# many: the count reached while working on issue 39 item 9, whose goal is 10 (14 of them are in
+# lint/interpret.py). A new one fails `make lint`: split it; lower the bound when splits bring it down.
+RADON_D_MAX := 24
 
 lint: $(STAMP) typecheck
 	$(VENV)/bin/ruff check attn_contracts backends combine tests bench examples

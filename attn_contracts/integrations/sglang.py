@@ -568,20 +568,31 @@ def _returns_pair(program: Any, cls: Any, decode: str, depth: int = 0) -> bool:
         return False
     delegated: list[str] = []
     for n in ast.walk(fn):
-        # ``if return_lse and self.use_mla: raise ...``: its MLA decode refuses an LSE
-        if isinstance(n, ast.If) and n.body and isinstance(n.body[0], ast.Raise):
-            test = ast.unparse(n.test)
-            if "use_mla" in test and "lse" in test and "not " not in test:
-                return False
+        if _refuses_mla_lse(n):
+            return False
         if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple) and \
                 len(n.value.elts) == 2:
             return True
-        if isinstance(n, ast.Return) and isinstance(n.value, ast.Call) and \
-                isinstance(n.value.func, ast.Attribute) and \
-                isinstance(n.value.func.value, ast.Name) and n.value.func.value.id == "self":
-            delegated.append(n.value.func.attr)
+        if isinstance(n, ast.Return) and (method := _self_method_call(n.value)) is not None:
+            delegated.append(method)
     return depth < 2 and any(_returns_pair(program, cls, m, depth + 1)
                              for m in dict.fromkeys(delegated) if m != decode)
+
+
+def _refuses_mla_lse(n: ast.AST) -> bool:
+    """``if return_lse and self.use_mla: raise ...``: the MLA decode refuses an LSE."""
+    if not (isinstance(n, ast.If) and n.body and isinstance(n.body[0], ast.Raise)):
+        return False
+    test = ast.unparse(n.test)
+    return "use_mla" in test and "lse" in test and "not " not in test
+
+
+def _self_method_call(value: ast.expr | None) -> str | None:
+    """The method name of ``self.<method>(...)``; None for any other expression."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            isinstance(value.func.value, ast.Name) and value.func.value.id == "self":
+        return value.func.attr
+    return None
 
 
 # --- the combine -----------------------------------------------------------------------------------
