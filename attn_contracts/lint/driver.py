@@ -200,6 +200,7 @@ class _PyResult:
     #: the parsed file, kept for the program model where the pass runs in this process (a
     #: worker drops it: sending a tree back costs more than parsing it again)
     tree: ast.Module | None = None
+    size: int = 0  # characters of the file's text
 
 
 def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) -> _PyResult:
@@ -213,7 +214,6 @@ def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) ->
         if report:
             out.findings.append(_ac000(path, err))
         return out
-    out.tree = tree
     out.module = module_info(path, tree)
     out.classes = collect_classes(tree, str(path), out.module)
     # no producer, consumer or base attribute named: no flow starts here
@@ -222,6 +222,7 @@ def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) ->
     out.module.relevant = relevant_functions(out.module, out.classes, text.splitlines(),
                                              out.module.trigger_lines)
     out.mentions = knowledge.follow_all or bool(out.module.trigger_lines)
+    out.tree, out.size = tree, len(text)
     if not report:
         return out
     if "noqa" in text.lower():
@@ -279,7 +280,20 @@ def _analyse_all(items: list[tuple[Path, bool, int]], cfg: LintConfig, knowledge
     global _WORKER
     workers = worker_count(jobs, len(items))
     if workers <= 1 or "fork" not in mp.get_all_start_methods():
-        return [_analyse(p, r, cfg, knowledge[k]) for p, r, k in items]
+        out: list[_PyResult] = []
+        kept = 0
+        for p, r, k in items:
+            result = _analyse(p, r, cfg, knowledge[k])
+            # a file where a flow starts is interpreted: its tree is kept for the model. Any
+            # other only while the kept ones stay small (a tree is ~30x its text: a whole
+            # engine's would be gigabytes); past that it is parsed again if a flow reaches it
+            if result.tree is not None and not result.mentions:
+                if kept + result.size > KEEP_TREES_CHARS:
+                    result.tree = None
+                else:
+                    kept += result.size
+            out.append(result)
+        return out
     _WORKER = (cfg, knowledge)
     try:
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
@@ -289,6 +303,10 @@ def _analyse_all(items: list[tuple[Path, bool, int]], cfg: LintConfig, knowledge
 
 
 _CHUNK = 32
+#: the text (characters) of the files without a flow start whose trees a run keeps for its
+#: program model: about 8 MB of source, some 250 MB of trees (vLLM's attention code, the
+#: startup scope, is 3 MB)
+KEEP_TREES_CHARS = 8_000_000
 
 
 def worker_count(jobs: int, files: int) -> int:
