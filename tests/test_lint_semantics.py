@@ -182,18 +182,8 @@ case("a backend's base declared by a property", {"base.py": IMPL_BASE, "impl.py"
             def forward(self, q):
                 return decode(q, return_lse=True)
         """}, {"impl.py": ("return True", "return False")})
-case("a backend's base set on self in __init__", {"base.py": IMPL_BASE, "impl.py": """
-        from base import AttentionImpl
-        from mylib import decode
-        class Impl(AttentionImpl):
-            can_return_lse_for_decode = True
-            def __init__(self):
-                self.lse_base_on_e = True
-            def forward(self, q):
-                return decode(q, return_lse=True)
-        """}, {"impl.py": ("self.lse_base_on_e = True", "self.lse_base_on_e = False")})
-case("a backend's base set in __init__ is read at the combine", {"base.py": IMPL_BASE,
-                                                                "impl.py": """
+# a backend whose base its __init__ sets on self
+IMPL_INIT = """
         from base import AttentionImpl
         from mylib import combine, decode
         class Impl(AttentionImpl):
@@ -202,6 +192,11 @@ case("a backend's base set in __init__ is read at the combine", {"base.py": IMPL
                 self.lse_base_on_e = True
             def forward(self, q):
                 return decode(q, return_lse=True)
+"""
+case("a backend's base set on self in __init__", {"base.py": IMPL_BASE, "impl.py": IMPL_INIT},
+     {"impl.py": ("self.lse_base_on_e = True", "self.lse_base_on_e = False")})
+case("a backend's base set in __init__ is read at the combine", {"base.py": IMPL_BASE,
+                                                                "impl.py": IMPL_INIT + """
         class Layer:
             def __init__(self):
                 self.impl = Impl()
