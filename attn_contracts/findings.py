@@ -16,7 +16,7 @@ import enum
 import math
 import re
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from functools import cache
 from importlib import resources
@@ -170,22 +170,8 @@ def _load_rules() -> tuple[Mapping[Code, Rule], Mapping[str, str]]:
         escalations: dict[str, _Escalation] = {}
 
     path = _rules_file()
-    try:
-        doc = tomllib.loads(path.read_bytes().decode("utf-8"))
-    except OSError as err:
-        raise RulesError(f"{path}: cannot read the rule table ({err.strerror or err}); "
-                         "reinstall attn-contracts") from None
-    except UnicodeDecodeError as err:
-        raise RulesError(f"{path}: the rule table is not UTF-8 (byte offset {err.start}); "
-                         "reinstall attn-contracts") from None
-    except tomllib.TOMLDecodeError as err:
-        raise RulesError(f"{path}: the rule table is not valid TOML ({err}); reinstall "
-                         "attn-contracts") from None
-    groups = doc.get("groups")
-    if not isinstance(groups, dict) or not groups or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in groups.items()):
-        raise RulesError(f"{path}: no [groups] table of group names and their descriptions "
-                         f"(found {groups!r:.60}); reinstall attn-contracts")
+    doc = _read_table(path)
+    groups = _groups(path, doc)
     rows = doc.get("rule")
     if not isinstance(rows, list) or not rows:
         raise RulesError(f"{path}: no [[rule]] tables (found keys: "
@@ -201,12 +187,8 @@ def _load_rules() -> tuple[Mapping[Code, Rule], Mapping[str, str]]:
             raise RulesError(f"{path}: [[rule]] number {i} ({code}): {problems}; reinstall "
                              "attn-contracts") from None
         escalations = {name: Escalation(e.severity, e.when) for name, e in row.escalations.items()}
-        unknown = [g for g in row.groups if g not in groups]
-        if unknown or row.name in groups or row.name in {r.name for r in rules}:
-            problem = (f"groups {unknown} are not among [groups] ({', '.join(groups)})" if unknown
-                       else f"name {row.name!r} is taken (allowed: a name of its own, no group's)")
-            raise RulesError(f"{path}: [[rule]] number {i} ({row.code}): {problem}; reinstall "
-                             "attn-contracts")
+        _check_names(path, f"[[rule]] number {i} ({row.code})", row.name, row.groups, groups,
+                     {r.name for r in rules})
         rules.append(Rule(row.code, row.title, row.severity, row.meaning, row.fix, row.name,
                           row.groups,
                           MappingProxyType(escalations)))
@@ -215,6 +197,43 @@ def _load_rules() -> tuple[Mapping[Code, Rule], Mapping[str, str]]:
                          f"per code in order (allowed: {', '.join(c.value for c in Code)}); "
                          "reinstall attn-contracts")
     return MappingProxyType({r.code: r for r in rules}), MappingProxyType(groups)
+
+
+def _read_table(path: Traversable) -> dict[str, Any]:
+    """``rules.toml`` parsed; a file that cannot be read, decoded or parsed is a
+    :class:`RulesError`."""
+    try:
+        return tomllib.loads(path.read_bytes().decode("utf-8"))
+    except OSError as err:
+        raise RulesError(f"{path}: cannot read the rule table ({err.strerror or err}); "
+                         "reinstall attn-contracts") from None
+    except UnicodeDecodeError as err:
+        raise RulesError(f"{path}: the rule table is not UTF-8 (byte offset {err.start}); "
+                         "reinstall attn-contracts") from None
+    except tomllib.TOMLDecodeError as err:
+        raise RulesError(f"{path}: the rule table is not valid TOML ({err}); reinstall "
+                         "attn-contracts") from None
+
+
+def _groups(path: Traversable, doc: Mapping[str, Any]) -> dict[str, str]:
+    """The ``[groups]`` table: group name → description, at least one."""
+    groups = doc.get("groups")
+    if not isinstance(groups, dict) or not groups or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in groups.items()):
+        raise RulesError(f"{path}: no [groups] table of group names and their descriptions "
+                         f"(found {groups!r:.60}); reinstall attn-contracts")
+    return groups
+
+
+def _check_names(path: Traversable, which: str, name: str, in_groups: Sequence[str],
+                 groups: Mapping[str, str], taken: set[str]) -> None:
+    """A rule's groups are among ``[groups]``, and its name is its own (no group's, no earlier
+    rule's)."""
+    unknown = [g for g in in_groups if g not in groups]
+    if unknown or name in groups or name in taken:
+        problem = (f"groups {unknown} are not among [groups] ({', '.join(groups)})" if unknown
+                   else f"name {name!r} is taken (allowed: a name of its own, no group's)")
+        raise RulesError(f"{path}: {which}: {problem}; reinstall attn-contracts")
 
 
 class _RuleTable(Mapping[Code, Rule]):

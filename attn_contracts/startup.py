@@ -183,13 +183,8 @@ def check_startup(
     known_consumers, clashes = consumer_table(records, recs, builtin=builtin_consumers)
     findings = [*load_findings, *findings, *check_unique(
         [r for r in recs if isinstance(r, CapabilityRecord)]), *clashes]
-    chosen: CapabilityRecord | None = None
-    if isinstance(backend, CapabilityRecord):
-        chosen, bad = _revalidated(backend)
-        findings += bad
-    elif backend is not None:
-        findings += check_backend_known(backend, producers)
-        chosen = producers.get(backend)
+    chosen, bad = _chosen(backend, producers)
+    findings += bad
     uses, bad = _consumer_uses(consumers, known_consumers)
     findings += bad
     if chosen is not None and producer_call is not None:
@@ -203,14 +198,33 @@ def check_startup(
         chosen, bad = resolve_call(chosen, producer_call)
         findings += bad
     if chosen is not None:
-        findings += check_dcp(chosen, world)
-        if typed is not None and chosen.returns_lse:
-            findings += check_setting(chosen, typed)
-        for consumer, literal in uses:
-            findings += check_edge(chosen, consumer, typed, keyword_value=literal)
+        findings += _use_findings(chosen, world, typed, uses)
     if world > 1:
         findings += [_unchecked_agreement(c) for c, _ in uses if c.ranks is not None]
     return chosen, recs, findings
+
+
+def _chosen(backend: str | CapabilityRecord | None, producers: Mapping[str, CapabilityRecord],
+            ) -> tuple[CapabilityRecord | None, list[Finding]]:
+    """The record of the backend the engine chose (a record given is validated again; a name
+    must be a known producer's)."""
+    if isinstance(backend, CapabilityRecord):
+        return _revalidated(backend)
+    if backend is not None:
+        return producers.get(backend), check_backend_known(backend, producers)
+    return None, []
+
+
+def _use_findings(chosen: CapabilityRecord, world: int, typed: CombineSetting | None,
+                  uses: Iterable[tuple[ConsumerRecord, str | None]]) -> list[Finding]:
+    """The chosen record against its use: DCP over ``world`` ranks, the combine setting, and
+    every consumer its LSE is fed into."""
+    findings = list(check_dcp(chosen, world))
+    if typed is not None and chosen.returns_lse:
+        findings += check_setting(chosen, typed)
+    for consumer, literal in uses:
+        findings += check_edge(chosen, consumer, typed, keyword_value=literal)
+    return findings
 
 
 def _unchecked_agreement(consumer: ConsumerRecord) -> Finding:

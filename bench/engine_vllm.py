@@ -44,18 +44,8 @@ from attn_contracts.integrations._reach import split_by_reach
 
 RELEASES = [Release("vllm", f"0.{m}.0") for m in range(24, 35)]
 #: (release, backend, code) → why an error the engine reports is wrong (listed, never hidden)
-_FALSE: dict[tuple[str, str, str], str] = {
-    ("0.34.0", "FLASH_ATTN_MLA_SPARSE_FA4", "AC008"): (
-        "right code, a lint miss: FlashAttnMLASparseFA4Impl declares lse_base_on_e = True; its "
-        "decode branch runs FA4 (natural log) and its prefill branch returns `lse * "
-        "math.log(2.0)` of what FlashInferMLASparseImpl._forward_mqa_kernel returns, i.e. the "
-        "base-2 LSE trtllm_batch_decode_with_kv_cache_mla wrote into the float32 buffer `lse`, "
-        "handed to it as `lse[start:end]` through `**extra_kwargs` inside a loop over "
-        "65535-token chunks: base e, as declared. The interpreter does not tie that buffer to "
-        "the kernel (an lse= out buffer reached through a dict entry of a **kwargs call, by "
-        "slices), so the conversion on return is missed; 0.33, where the kernel's LSE is "
-        "returned, reads it (attn_contracts/lint/interpret.py, not this script)"),
-}
+_FALSE: dict[tuple[str, str, str], str] = {}  # none now: 0.34's FLASH_ATTN_MLA_SPARSE_FA4 AC008
+# was one (an lse= out buffer handed over in a **mapping); the interpreter binds it since issue 36
 #: consumer records whose empty-row facts are conservative values, not read from code: an error
 #: they give is live only if the kernel really does what the record assumes
 _UNREAD_EMPTY: dict[str, str] = {}  # none now: vllm.direct_dcp_a2a_lse_reduce's facts are read
@@ -171,8 +161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("bench/results/engine-vllm.md"))
     args = p.parse_args(argv)
     out = ["# `engine vllm --source` over vLLM 0.24.0-0.34.0", "",
-           "Made by `python bench/engine_vllm.py --out bench/results/engine-vllm.md` (issue 28 "
-           "item 1, issue 36 item 4: the slim copies of `bench/_releases.py`'s cache); the "
+           "Made by `ATTN_CONTRACTS_RELEASES=~/.cache/attn-contracts/releases python "
+           "bench/engine_vllm.py --out bench/results/engine-vllm.md` (issue 28 item 1, issue 36 "
+           "items 4-5: the slim copies of `bench/_releases.py`'s cache, "
+           "`~/.cache/attn-contracts/releases`); the "
            "mapping derived from each "
            "release's own sources. Rows: the backends that return an LSE or have a finding, "
            "under DCP. Errors classified latent (a declaration no combine of the configuration "

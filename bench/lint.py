@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -124,13 +125,15 @@ def main() -> None:
                 "CPU s", "lines/s (best)", "lines per CPU s"):
         table.add_column(col, justify="right")
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "gen"
-        folder.mkdir()
-        planted = generate(folder, args.files)
-        walls, cpus, found = _timed([folder], args.repeats, args.jobs, None)
-        _row(table, "generated", args.files + 1, _lines(folder), str(planted), found, walls, cpus)
-        if found != planted:
-            raise SystemExit(f"expected {planted} findings, got {found}")
+        if args.files > 0:  # --files 0: the engine tree alone
+            folder = Path(tmp) / "gen"
+            folder.mkdir()
+            planted = generate(folder, args.files)
+            walls, cpus, found = _timed([folder], args.repeats, args.jobs, None)
+            _row(table, "generated", args.files + 1, _lines(folder), str(planted), found, walls,
+                 cpus)
+            if found != planted:
+                raise SystemExit(f"expected {planted} findings, got {found}")
         if args.wheel:
             tree = _engine_tree(args.wheel, Path(tmp) / "wheel", args.wheels)
             package = args.wheel.partition("==")[0].replace("-", "_")
@@ -144,6 +147,11 @@ def main() -> None:
                 _row(table, label, files, lines, "-", found, walls, cpus)
     Console(width=160).print(table)
     print(f"load average before/after: {load0} / {os.getloadavg()} on {os.cpu_count()} CPUs")
+    # the memory bound is per run: the largest resident set of this process and of the
+    # worker processes (ru_maxrss is in KiB on Linux)
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    print(f"peak resident memory of one process: {peak / 2**20:.2f} GiB")
 
 
 def _row(table: Table, label: str, files: int, lines: int, planted: str, found: int,

@@ -128,6 +128,12 @@ SHAPES = (
     "conditional-choice", "lse-out-buffer", "drop-conversion", "dispatch-choice",
     "chunked-prefix-dispatch", "table-edit", "default-changed", "omitted-keyword",
     "consumer-swapped", "hand-written-merge",
+    # bugs and their fixes through the carriers of issue 37 item 1 (vllm34.toml)
+    "kwargs-forwarding", "kwargs-dict", "namedtuple-default", "dataclass-default",
+    "property-base", "init-attribute", "init-order", "enum-value", "closure", "dict-table",
+    "positional-base", "subclass-override", "double-conversion", "conversion-added",
+    "branch-drops-keyword", "early-return", "pair-list", "helper-default", "getattr-default",
+    "producer-keyword-dropped",
     # correct refactors
     "declare-base", "pin-return-base", "pass-base-keyword", "helper-conversion",
     "inline-conversion", "table-base", "flag-dispatch", "rename", "split-function", "fix-bug",

@@ -404,23 +404,15 @@ def _knowledge() -> object:
     from attn_contracts.lint import Knowledge
     from attn_contracts.records import CapabilityRecord
     from fixtures.records import LINT_CONSUMER_COMMON as common
+    from fixtures.records import LINT_PRODUCER, lint_merge
 
     consumers = [
         ConsumerRecord.model_validate({**common, "name": "x.combine", "calls": [
             {"function": "x.cp_combine", "lse_args": ["1"]}], "base": {
             "kind": "keyword", "keyword": "base_e", "values": {"True": "e", "False": "2"},
             "default": "True"}}),
-        ConsumerRecord.model_validate({**common, "name": "x.merge_e", "calls": [
-            {"function": "x.merge_e", "lse_args": ["1"]}], "base": {"kind": "fixed", "base": "e"}}),
-        ConsumerRecord.model_validate({**common, "name": "x.merge_2", "calls": [
-            {"function": "x.merge_2", "lse_args": ["1"]}], "base": {"kind": "fixed", "base": "2"}})]
-    producer = CapabilityRecord.model_validate({
-        "name": "x.kernel", "library": "x", "source": "here", "evidence": "read_from_code",
-        "lse": {"returns": "lse", "base": "2", "layout": "token_head", "dtype": "float32",
-                "empty_row": "-inf", "includes_sink": False},
-        "decode": {"attention": "mha", "out_layout": "token_head_dim", "head_dims": [128],
-                   "q_dtypes": ["bfloat16"], "q_len_gt_1": False},
-        "calls": [{"function": "x.Kernel.run", "when": {"return_lse": "True"}, "lse_index": 1}]})
+        *(ConsumerRecord.model_validate(lint_merge(b)) for b in ("e", "2"))]
+    producer = CapabilityRecord.model_validate(LINT_PRODUCER)
     return Knowledge.from_records([producer], consumers)
 
 

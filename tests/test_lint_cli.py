@@ -94,9 +94,9 @@ def test_nonsense_jobs_is_a_usage_error(jobs: str, capsys: pytest.CaptureFixture
 
 def test_never_more_workers_than_chunks_or_cpus(monkeypatch: pytest.MonkeyPatch,
                                                tmp_path: Path) -> None:
-    import attn_contracts.lint as lint
+    from attn_contracts.lint import driver
 
-    monkeypatch.setattr(lint, "default_jobs", lambda: 4)
+    monkeypatch.setattr(driver, "default_jobs", lambda: 4)
     assert worker_count(40, 64) == 2  # 64 files are two chunks of 32
     assert worker_count(100_000, 10_000) == 4  # never more than the CPUs
     assert worker_count(3, 10) == 1  # one chunk: no pool at all
@@ -116,7 +116,7 @@ def test_never_more_workers_than_chunks_or_cpus(monkeypatch: pytest.MonkeyPatch,
         def map(self, fn, items, chunksize):  # type: ignore[no-untyped-def]
             return map(fn, items)
 
-    monkeypatch.setattr(lint, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(driver, "ProcessPoolExecutor", Pool)
     for i in range(64):
         (tmp_path / f"f{i}.py").write_text("x = 1\n")
     lint_paths([tmp_path], jobs=40)

@@ -252,18 +252,8 @@ case("a backend's base declared by a property", {"base.py": IMPL_BASE, "impl.py"
             def forward(self, q):
                 return decode(q, return_lse=True)
         """}, {"impl.py": ("return True", "return False")})
-case("a backend's base set on self in __init__", {"base.py": IMPL_BASE, "impl.py": """
-        from base import AttentionImpl
-        from mylib import decode
-        class Impl(AttentionImpl):
-            can_return_lse_for_decode = True
-            def __init__(self):
-                self.lse_base_on_e = True
-            def forward(self, q):
-                return decode(q, return_lse=True)
-        """}, {"impl.py": ("self.lse_base_on_e = True", "self.lse_base_on_e = False")})
-case("a backend's base set in __init__ is read at the combine", {"base.py": IMPL_BASE,
-                                                                "impl.py": """
+# a backend whose base its __init__ sets on self
+IMPL_INIT = """
         from base import AttentionImpl
         from mylib import combine, decode
         class Impl(AttentionImpl):
@@ -272,6 +262,11 @@ case("a backend's base set in __init__ is read at the combine", {"base.py": IMPL
                 self.lse_base_on_e = True
             def forward(self, q):
                 return decode(q, return_lse=True)
+"""
+case("a backend's base set on self in __init__", {"base.py": IMPL_BASE, "impl.py": IMPL_INIT},
+     {"impl.py": ("self.lse_base_on_e = True", "self.lse_base_on_e = False")})
+case("a backend's base set in __init__ is read at the combine", {"base.py": IMPL_BASE,
+                                                                "impl.py": IMPL_INIT + """
         class Layer:
             def __init__(self):
                 self.impl = Impl()
@@ -464,6 +459,73 @@ case("a double conversion", {"layer.py": """
             lse = lse * 0.6931471805599453
             return merge(out, lse * 0.6931471805599453)
         """}, {"layer.py": ("merge(out, lse * 0.6931471805599453)", "merge(out, lse)")})
+
+
+# --- an out buffer the kernel writes (lse_out), the argument bound as Python binds it ------------
+case("an out buffer's slice carried in a **mapping built by setitem, read by a subclass", {
+    "base_impl.py": """
+        import torch
+        from mylib import decode
+        class Impl:
+            def kernel(self, q, pieces):
+                buf = None
+                if pieces:
+                    buf = torch.empty(4, 8)
+                for lo, hi in pieces:
+                    more = {}
+                    if buf is not None:
+                        more["lse"] = buf[lo:hi]
+                    decode(q[lo:hi], return_lse=True, **more)
+                return q, buf
+        """,
+    "child_impl.py": """
+        from mylib import merge
+        from base_impl import Impl
+        class Child(Impl):
+            def step(self, q):
+                out, lse = self.kernel(q, [(0, 2)])
+                return merge(out, lse)
+        """}, {"child_impl.py": ("merge(out, lse)", f"merge(out, lse * {LN2})")})
+case("an out buffer's view in a dict literal given as **mapping", {"layer.py": """
+        import torch
+        from mylib import decode, merge
+        def step(q, out):
+            buf = torch.empty(4, 8)
+            extra = {"lse": buf.view(4, 8)}
+            decode(q, return_lse=True, **extra)
+            return merge(out, buf)
+        """}, {"layer.py": ("merge(out, buf)", f"merge(out, buf * {LN2})")})
+case("an out buffer in dict(...) given as **mapping", {"layer.py": """
+        import torch
+        from mylib import decode, merge
+        def step(q, out):
+            buf = torch.empty(4, 8)
+            decode(q, return_lse=True, **dict(lse=buf))
+            return merge(out, buf)
+        """}, {"layer.py": ("merge(out, buf)", f"merge(out, buf * {LN2})")})
+case("an out buffer's copy is not the buffer (the kernel writes the copy)", {"layer.py": """
+        import torch
+        from mylib import decode, merge
+        def step(q, out):
+            buf = torch.empty(4, 8)
+            decode(q, return_lse=True, lse=buf.transpose(0, 1))
+            return merge(out, buf)
+        """}, {"layer.py": ("lse=buf.transpose(0, 1))", "lse=buf.clone())")})
+case("an out buffer by position, the producer's signature in the program", {
+    "mylib.py": """
+        def merge(out, lse):
+            return out
+        def decode(q, return_lse=False, lse=None):
+            return q, lse
+        """,
+    "layer.py": """
+        import torch
+        from mylib import decode, merge
+        def step(q, out):
+            buf = torch.empty(4, 8)
+            decode(q, True, buf[:2])
+            return merge(out, buf)
+        """}, {"layer.py": ("merge(out, buf)", f"merge(out, buf * {LN2})")})
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -241,20 +241,10 @@ def _lint_knowledge() -> Any:
     from attn_contracts.consumer import ConsumerRecord
     from attn_contracts.lint import Knowledge
     from attn_contracts.records import CapabilityRecord
-    from fixtures.records import LINT_CONSUMER_COMMON as common
+    from fixtures.records import LINT_PRODUCER, lint_merge
 
-    consumers = [
-        ConsumerRecord.model_validate({**common, "name": f"x.merge_{b}", "calls": [
-            {"function": f"x.merge_{b}", "lse_args": ["1"]}], "base": {"kind": "fixed",
-                                                                        "base": b}})
-        for b in ("e", "2")]
-    producer = CapabilityRecord.model_validate({
-        "name": "x.kernel", "library": "x", "source": "here", "evidence": "read_from_code",
-        "lse": {"returns": "lse", "base": "2", "layout": "token_head", "dtype": "float32",
-                "empty_row": "-inf", "includes_sink": False},
-        "decode": {"attention": "mha", "out_layout": "token_head_dim", "head_dims": [128],
-                   "q_dtypes": ["bfloat16"], "q_len_gt_1": False},
-        "calls": [{"function": "x.Kernel.run", "when": {"return_lse": "True"}, "lse_index": 1}]})
+    consumers = [ConsumerRecord.model_validate(lint_merge(b)) for b in ("e", "2")]
+    producer = CapabilityRecord.model_validate(LINT_PRODUCER)
     return Knowledge.from_records([producer], consumers)
 
 

@@ -82,18 +82,6 @@ def test_an_in_place_conversion_relabels_the_lse_and_its_views(reg: Registry,
     assert t.report.untagged == {}  # checked, not skipped
 
 
-def test_an_in_place_conversion_of_a_slice_relabels_the_buffer(reg: Registry) -> None:
-    p = _problem()
-    with _trace(reg) as t:
-        o, lse = k.base2_decode(p)
-        buf = torch.empty(2, 4, 4)
-        buf[0] = lse
-        buf[1] = lse
-        buf[:] = buf * LN2
-        merge(torch.stack([o, o]), buf, base="e")
-    assert t.report.findings == [] and t.report.untagged == {}
-
-
 def test_a_converted_lse_copied_into_a_buffer_is_the_converted_base(reg: Registry) -> None:
     p = _problem()
     with _trace(reg) as t:
@@ -162,27 +150,43 @@ def test_shards_of_two_bases_in_one_buffer_are_an_error_at_the_merge(reg: Regist
     assert set(m.producers) == {"test.base2_decode", "torch.sdpa_ref"}
 
 
-def test_shards_of_one_base_in_one_buffer_are_clean(reg: Registry) -> None:
-    p = _problem()
+def _converted_slice_by_slice(p: DecodeProblem) -> tuple[torch.Tensor, torch.Tensor]:
+    """Base-2 shards copied into a buffer, then the whole buffer converted in place."""
+    o, lse = k.base2_decode(p)
+    buf = torch.empty(2, 4, 4)
+    buf[0] = lse
+    buf[1] = lse
+    buf[:] = buf * LN2
+    return o, buf
+
+
+def _shards_of_one_base(p: DecodeProblem) -> tuple[torch.Tensor, torch.Tensor]:
+    o, a = torch_ref.sdpa_decode(p)
+    _, b = torch_ref.sdpa_decode(p)
+    buf = torch.empty(2, 4, 4)
+    buf[0] = a
+    buf[1] = b
+    return o, buf
+
+
+def _overwritten_whole(p: DecodeProblem) -> tuple[torch.Tensor, torch.Tensor]:
+    """A base-2 buffer overwritten whole by base-e values: it takes the new label."""
+    o, two = k.base2_decode(p)
+    _, e = torch_ref.sdpa_decode(p)
+    buf = torch.empty(4, 4)
+    buf[:] = two
+    buf[:] = e  # the base-2 values are gone
+    return o, torch.stack([buf, buf])
+
+
+@pytest.mark.parametrize("fill", [
+    pytest.param(_converted_slice_by_slice, id="an in-place conversion of the buffer relabels it"),
+    pytest.param(_shards_of_one_base, id="shards of one base in one buffer"),
+    pytest.param(_overwritten_whole, id="a buffer overwritten whole takes the new label")])
+def test_a_buffer_of_base_e_values_merged_as_e_is_clean(reg: Registry, fill: Any) -> None:
     with _trace(reg) as t:
-        o, a = torch_ref.sdpa_decode(p)
-        _, b = torch_ref.sdpa_decode(p)
-        buf = torch.empty(2, 4, 4)
-        buf[0] = a
-        buf[1] = b
+        o, buf = fill(_problem())
         merge(torch.stack([o, o]), buf, base="e")
-    assert t.report.findings == [] and t.report.untagged == {}
-
-
-def test_a_buffer_overwritten_whole_takes_the_new_label(reg: Registry) -> None:
-    p = _problem()
-    with _trace(reg) as t:
-        o, two = k.base2_decode(p)
-        _, e = torch_ref.sdpa_decode(p)
-        buf = torch.empty(4, 4)
-        buf[:] = two
-        buf[:] = e  # the base-2 values are gone
-        merge(torch.stack([o, o]), torch.stack([buf, buf]), base="e")
     assert t.report.findings == [] and t.report.untagged == {}
 
 

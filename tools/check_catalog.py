@@ -137,6 +137,19 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str], bool]
     return names, a.kwarg is not None
 
 
+def _all_params(defs: list[ast.AST]) -> tuple[set[str], bool]:
+    """The parameters the definitions of one name take together, and whether any of them
+    takes ``**kwargs``."""
+    params: set[str] = set()
+    kwargs = False
+    for d in defs:
+        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            p, k = _params(d)
+            params |= p
+            kwargs |= k
+    return params, kwargs
+
+
 def _resolve(w: Wheel, dotted: str, depth: int = 0) -> tuple[str, int, list[ast.AST]] | None:
     """(file, line, the definitions) of ``module.name`` or ``module.Class.method``, following
     re-exports (``from .x import name``, ``import *``) a few hops."""
@@ -234,13 +247,7 @@ def check(wheels: list[Wheel]) -> list[dict[str, object]]:
                     f"{w.version}", "claimed": same, "found": hit is not None}
                 if hit is not None:
                     path, line, defs = hit
-                    params: set[str] = set()
-                    kwargs = False
-                    for d in defs:
-                        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                            p, k = _params(d)
-                            params |= p
-                            kwargs |= k
+                    params, kwargs = _all_params(defs)
                     wanted = _keywords(rec, call)
                     missing = [k for k in wanted if k not in params and not kwargs]
                     row.update(at=f"{path}:{line}", keywords=wanted, missing_keywords=missing,
@@ -532,13 +539,7 @@ def verify_release(w: Wheel, stored: dict[str, dict[str, dict[str, object]]]
                 continue
             path, line, defs = hit
             fp = fingerprint(defs)
-            params: set[str] = set()
-            kwargs = False
-            for d in defs:
-                if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    p, k = _params(d)
-                    params |= p
-                    kwargs |= k
+            params, kwargs = _all_params(defs)
             broken = []
             defaults = fp["defaults"] if isinstance(fp["defaults"], dict) else {}
             for kw, claimed in cited_reads(rec, call).items():

@@ -79,21 +79,8 @@ def _setting(args: argparse.Namespace) -> CombineSetting | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.backend and (args.world_size or 1) > 1:
-        raise UsageError("--world-size needs --backend NAME (the backend the engine will run)")
-    if args.consumer and not args.backend:
-        raise UsageError("--consumer needs --backend NAME (the producer of the edge)")
-    if args.call and not args.backend:
-        raise UsageError("--call needs --backend NAME (the record of the kernel called)")
-    registry = Registry(builtin=not args.no_builtin)
-    findings: list[Finding] = []
-    if args.all_plugins or args.plugins:
-        findings += registry.load_plugins(None if args.all_plugins else args.plugins)
-    records: list[AnyRecord] = [*registry.records(), *registry.consumers()]
-    for path in args.file:
-        recs, found = read_file(path)  # FileReadError → exit 2 in main()
-        records += recs
-        findings += found
+    _check_backend_given(args)
+    records, findings = _records(args)
     named = [r for r in records if isinstance(r, CapabilityRecord) and r.name == args.backend]
     call = _call(args.call, named) if args.call else None
     _, seen, found = check_startup(records, backend=args.backend, setting=_setting(args),
@@ -108,6 +95,31 @@ def run(args: argparse.Namespace) -> int:
         raise UnknownRecordError(unknown, "unknown name")
     return print_findings(found, args.format,
                           ok_message=f"ok: {len(set(seen))} record(s), no problems")
+
+
+def _check_backend_given(args: argparse.Namespace) -> None:
+    """The options that describe the chosen backend's use need ``--backend``."""
+    if not args.backend and (args.world_size or 1) > 1:
+        raise UsageError("--world-size needs --backend NAME (the backend the engine will run)")
+    if args.consumer and not args.backend:
+        raise UsageError("--consumer needs --backend NAME (the producer of the edge)")
+    if args.call and not args.backend:
+        raise UsageError("--call needs --backend NAME (the record of the kernel called)")
+
+
+def _records(args: argparse.Namespace) -> tuple[list[AnyRecord], list[Finding]]:
+    """The records to check (built-in unless ``--no-builtin``, plugins, ``FILE``s) and the
+    findings of loading them."""
+    registry = Registry(builtin=not args.no_builtin)
+    findings: list[Finding] = []
+    if args.all_plugins or args.plugins:
+        findings += registry.load_plugins(None if args.all_plugins else args.plugins)
+    records: list[AnyRecord] = [*registry.records(), *registry.consumers()]
+    for path in args.file:
+        recs, found = read_file(path)  # FileReadError → exit 2 in main()
+        records += recs
+        findings += found
+    return records, findings
 
 
 #: findings of a record that could not be read or built (a file, its schema, a plugin)

@@ -33,7 +33,7 @@ import re
 from dataclasses import asdict
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_table
 from attn_contracts.consumer import ConsumerRecord
@@ -116,14 +116,20 @@ def _select(args: argparse.Namespace) -> tuple[list[AnyRecord], list[Finding]]:
         missing += [] if hits else [name]
         chosen += [r for r in hits if r not in chosen]
     if missing:
-        what = "consumer record" if args.consumer else "record"
-        known = ", ".join(sorted(r.name for r in pool)) or "(none)"
-        unknown = Finding(Code.AC013, missing[0], f"unknown {what}(s) {', '.join(missing)}; "
-                          f"known: {known}", found=missing[0], allowed=known)
-        if bad:  # a record that failed to load may be the one named: its error is the answer
-            raise ContractError([*bad, unknown], f"the {what}s named could not all be read")
-        raise UnknownRecordError([unknown], f"unknown {what}")
+        _refuse_unknown(missing, pool, bad, "consumer record" if args.consumer else "record")
     return chosen, bad
+
+
+def _refuse_unknown(missing: list[str], pool: list[AnyRecord], bad: list[Finding],
+                    what: str) -> NoReturn:
+    """``AC013`` for the names no record of the pool has (exit 2), with the findings of the
+    records that failed to load, if any."""
+    known = ", ".join(sorted(r.name for r in pool)) or "(none)"
+    unknown = Finding(Code.AC013, missing[0], f"unknown {what}(s) {', '.join(missing)}; "
+                      f"known: {known}", found=missing[0], allowed=known)
+    if bad:  # a record that failed to load may be the one named: its error is the answer
+        raise ContractError([*bad, unknown], f"the {what}s named could not all be read")
+    raise UnknownRecordError([unknown], f"unknown {what}")
 
 
 # --- running ------------------------------------------------------------------------------------

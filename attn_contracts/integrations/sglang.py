@@ -568,20 +568,31 @@ def _returns_pair(program: Any, cls: Any, decode: str, depth: int = 0) -> bool:
         return False
     delegated: list[str] = []
     for n in ast.walk(fn):
-        # ``if return_lse and self.use_mla: raise ...``: its MLA decode refuses an LSE
-        if isinstance(n, ast.If) and n.body and isinstance(n.body[0], ast.Raise):
-            test = ast.unparse(n.test)
-            if "use_mla" in test and "lse" in test and "not " not in test:
-                return False
+        if _refuses_mla_lse(n):
+            return False
         if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple) and \
                 len(n.value.elts) == 2:
             return True
-        if isinstance(n, ast.Return) and isinstance(n.value, ast.Call) and \
-                isinstance(n.value.func, ast.Attribute) and \
-                isinstance(n.value.func.value, ast.Name) and n.value.func.value.id == "self":
-            delegated.append(n.value.func.attr)
+        if isinstance(n, ast.Return) and (method := _self_method_call(n.value)) is not None:
+            delegated.append(method)
     return depth < 2 and any(_returns_pair(program, cls, m, depth + 1)
                              for m in dict.fromkeys(delegated) if m != decode)
+
+
+def _refuses_mla_lse(n: ast.AST) -> bool:
+    """``if return_lse and self.use_mla: raise ...``: the MLA decode refuses an LSE."""
+    if not (isinstance(n, ast.If) and n.body and isinstance(n.body[0], ast.Raise)):
+        return False
+    test = ast.unparse(n.test)
+    return "use_mla" in test and "lse" in test and "not " not in test
+
+
+def _self_method_call(value: ast.expr | None) -> str | None:
+    """The method name of ``self.<method>(...)``; None for any other expression."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            isinstance(value.func.value, ast.Name) and value.func.value.id == "self":
+        return value.func.attr
+    return None
 
 
 # --- the combine -----------------------------------------------------------------------------------
@@ -591,6 +602,47 @@ def _combines(tree: ast.Module, rel: str, registry: Registry, version: str | Non
     passes the base."""
     imported = {a.asname or a.name: f"{n.module}.{a.name}" for n in ast.walk(tree)
                 if isinstance(n, ast.ImportFrom) and n.module and not n.level for a in n.names}
+    by_last = _consumers_by_last_name(registry, version)
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    constants = _module_constants(tree)
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        assigned = {t.id: st.value for st in ast.walk(fn) if isinstance(st, ast.Assign)
+                    for t in st.targets if isinstance(t, ast.Name)}
+        for node, consumer in _consumer_calls(fn, imported, by_last):
+            yield _combine(consumer, node, f"sglang/{rel}:{node.lineno}", assigned,
+                           functions, constants, rel)
+
+
+def _module_constants(tree: ast.Module) -> dict[str, ast.expr]:
+    """The names the module's top level assigns, with their values."""
+    return {t.id: n.value for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            if isinstance(t, ast.Name) and n.value is not None}
+
+
+def _consumer_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],
+                    by_last: dict[str, list[tuple[ConsumerRecord, str]]],
+                    ) -> Iterator[tuple[ast.Call, ConsumerRecord]]:
+    """The calls in ``fn`` of a name imported from a consumer record's package, each with the
+    first record it matches."""
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+            continue
+        full = imported.get(node.func.id, "")
+        for consumer, function in by_last.get(node.func.id, []):
+            module = function.rpartition(".")[0]
+            if not full or not module.startswith(full.rpartition(".")[0]):
+                continue  # the name is not imported from the record's package
+            yield node, consumer
+            break
+
+
+def _consumers_by_last_name(registry: Registry, version: str | None,
+                            ) -> dict[str, list[tuple[ConsumerRecord, str]]]:
+    """SGLang's consumer records at ``version`` (any, for an unknown release) with each call
+    they name, by the call's last name."""
     by_last: dict[str, list[tuple[ConsumerRecord, str]]] = {}
     for c in registry.consumers():
         if c.library != "sglang" or (version and c.library_version and
@@ -598,26 +650,7 @@ def _combines(tree: ast.Module, rel: str, registry: Registry, version: str | Non
             continue
         for call in c.calls:
             by_last.setdefault(call.function.rsplit(".", 1)[-1], []).append((c, call.function))
-    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    constants = {t.id: n.value for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
-                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-                 if isinstance(t, ast.Name) and n.value is not None}
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        assigned = {t.id: st.value for st in ast.walk(fn) if isinstance(st, ast.Assign)
-                    for t in st.targets if isinstance(t, ast.Name)}
-        for node in ast.walk(fn):
-            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
-                continue
-            full = imported.get(node.func.id, "")
-            for consumer, function in by_last.get(node.func.id, []):
-                module = function.rpartition(".")[0]
-                if not full or not module.startswith(full.rpartition(".")[0]):
-                    continue  # the name is not imported from the record's package
-                yield _combine(consumer, node, f"sglang/{rel}:{node.lineno}", assigned,
-                               functions, constants, rel)
-                break
+    return by_last
 
 
 def _combine(consumer: ConsumerRecord, call: ast.Call, where: str,
@@ -664,8 +697,17 @@ def _name_function(fn: ast.FunctionDef, constants: dict[str, ast.expr] | None = 
     consts = constants or {}
     if isinstance(expr, ast.Call):
         return _table_lookup(expr, param, consts)
-    if not (isinstance(expr, ast.Compare) and len(expr.ops) == 1 and
-            isinstance(expr.left, ast.Name) and expr.left.id == param):
+    if isinstance(expr, ast.Compare):
+        return _name_test(expr, param, consts)
+    return None
+
+
+def _name_test(expr: ast.Compare, param: str, constants: dict[str, ast.expr],
+               ) -> tuple[frozenset[str], bool] | None:
+    """``name in {...}`` / ``name not in (...)`` (the set written here or a module constant)
+    or ``name == "..."`` / ``name != "..."``."""
+    consts = constants
+    if not (len(expr.ops) == 1 and isinstance(expr.left, ast.Name) and expr.left.id == param):
         return None
     op, right = expr.ops[0], expr.comparators[0]
     if isinstance(right, ast.Name) and right.id in consts:
@@ -695,7 +737,18 @@ def _table_lookup(expr: ast.Call, param: str, constants: dict[str, ast.expr],
         key = key.values[0]  # ``name or ""``: None looks up "", which no table names
     if not (isinstance(key, ast.Name) and key.id == param):
         return None
-    table = func.value
+    pairs = _bool_table(func.value, constants)
+    if pairs is None:
+        return None
+    default = expr.args[1].value
+    # the names whose answer is not the default, as a set test: True for the members, or
+    # (a default True) False for them
+    return frozenset(k for k, v in pairs if v != default), default
+
+
+def _bool_table(table: ast.expr, constants: dict[str, ast.expr]) -> list[tuple[str, bool]] | None:
+    """The pairs of a dict of str → bool literals (written here, or a module constant); None
+    for anything else."""
     if isinstance(table, ast.Name):
         table = constants.get(table.id, table)
     if not isinstance(table, ast.Dict) or None in table.keys:
@@ -703,12 +756,7 @@ def _table_lookup(expr: ast.Call, param: str, constants: dict[str, ast.expr],
     pairs = [(k.value, v.value) for k, v in zip(table.keys, table.values, strict=True)
              if isinstance(k, ast.Constant) and isinstance(k.value, str)
              and isinstance(v, ast.Constant) and isinstance(v.value, bool)]
-    if len(pairs) != len(table.keys):
-        return None
-    default = expr.args[1].value
-    # the names whose answer is not the default, as a set test: True for the members, or
-    # (a default True) False for them
-    return frozenset(k for k, v in pairs if v != default), default
+    return pairs if len(pairs) == len(table.keys) else None
 
 
 # --- the report ------------------------------------------------------------------------------------

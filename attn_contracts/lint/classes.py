@@ -143,7 +143,14 @@ def module_info(path: Path, tree: ast.Module) -> ModuleInfo:
     alias = ".".join(short) or path.stem
     if alias != name:  # ``from attention_base import X`` beside it resolves too
         info.aliases = ((alias, str(folder)),)
-    package = name if info.is_package else name.rpartition(".")[0]
+    _imports(info, tree, name if info.is_package else name.rpartition(".")[0])
+    _module_defs(info, tree)
+    return info
+
+
+def _imports(info: ModuleInfo, tree: ast.Module, package: str) -> None:
+    """The module's imports (anywhere in it, the first binding of a name kept): ``from`` imports
+    resolved against ``package``, ``import a.b`` binding ``a``."""
     for node in statements(tree):
         if isinstance(node, ast.ImportFrom):
             source = _absolute(package, node.module, node.level)
@@ -160,6 +167,10 @@ def module_info(path: Path, tree: ast.Module) -> ModuleInfo:
                 else:
                     first = imported.name.partition(".")[0]
                     info.module_imports.setdefault(first, first)
+
+
+def _module_defs(info: ModuleInfo, tree: ast.Module) -> None:
+    """The module-level functions (lines, return annotations) and assigned names."""
     assigned: set[str] = set()
     for st in module_level(tree.body):
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -172,7 +183,6 @@ def module_info(path: Path, tree: ast.Module) -> ModuleInfo:
                 isinstance(st.target, ast.Name):
             assigned.add(st.target.id)
     info.assigns = frozenset(assigned)
-    return info
 
 
 def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -231,32 +241,47 @@ def collect_classes(tree: ast.Module, path: str, module: ModuleInfo | None = Non
         info = ClassInfo(node.name, path, node.decorator_list, [w for w in written if w],
                          base_nodes=list(node.bases), module=module.name if module else "",
                          line=node.lineno)
-        for stmt in node.body:
-            targets: list[ast.expr] = []
-            value: ast.expr | None = None
-            if isinstance(stmt, ast.Assign):
-                targets, value = stmt.targets, stmt.value
-            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-                targets, value = [stmt.target], stmt.value
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                info.annotations[stmt.target.id] = stmt.annotation
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                info.methods[stmt.name] = (stmt.lineno, stmt.end_lineno or stmt.lineno)
-                if stmt.returns is not None:
-                    info.returns[stmt.name] = stmt.returns
-                if any((isinstance(d, ast.Name) and d.id in ("property", "cached_property")) or
-                       (isinstance(d, ast.Attribute) and d.attr == "cached_property")
-                       for d in stmt.decorator_list):
-                    info.properties |= {stmt.name}
-            for t in targets:
-                if isinstance(t, ast.Name) and value is not None:
-                    info.attrs[t.id] = (value, stmt.lineno, stmt.col_offset)
+        _class_body(node, info)
         _instance_attrs(node, info)
         out.append(info)
         # Top-level classes are what an import can reach; the last definition wins, as in Python.
         if module is not None and id(node) in top_level:
             module.classes[node.name] = info
     return out
+
+
+def _assignment(stmt: ast.stmt) -> tuple[list[ast.expr], ast.expr | None]:
+    """The targets and the value of a statement that assigns one (``x = v``, ``x: T = v``);
+    none for any other (``x: T`` alone assigns nothing)."""
+    if isinstance(stmt, ast.Assign):
+        return stmt.targets, stmt.value
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        return [stmt.target], stmt.value
+    return [], None
+
+
+def _is_property(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any((isinstance(d, ast.Name) and d.id in ("property", "cached_property")) or
+               (isinstance(d, ast.Attribute) and d.attr == "cached_property")
+               for d in fn.decorator_list)
+
+
+def _class_body(node: ast.ClassDef, info: ClassInfo) -> None:
+    """What the class body itself defines: its assignments, annotations, methods (with their
+    lines and return annotations) and properties."""
+    for stmt in node.body:
+        targets, value = _assignment(stmt)
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            info.annotations[stmt.target.id] = stmt.annotation
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            info.methods[stmt.name] = (stmt.lineno, stmt.end_lineno or stmt.lineno)
+            if stmt.returns is not None:
+                info.returns[stmt.name] = stmt.returns
+            if _is_property(stmt):
+                info.properties |= {stmt.name}
+        for t in targets:
+            if isinstance(t, ast.Name) and value is not None:
+                info.attrs[t.id] = (value, stmt.lineno, stmt.col_offset)
 
 
 def _instance_attrs(node: ast.ClassDef, info: ClassInfo) -> None:
@@ -277,12 +302,7 @@ def _instance_attrs(node: ast.ClassDef, info: ClassInfo) -> None:
             continue
         me = stmt.args.args[0].arg
         for st in body:
-            targets: list[ast.expr] = []
-            value: ast.expr | None = None
-            if isinstance(st, ast.Assign):
-                targets, value = st.targets, st.value
-            elif isinstance(st, ast.AnnAssign) and st.value is not None:
-                targets, value = [st.target], st.value
+            targets, value = _assignment(st)
             for t in targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
                         t.value.id == me and value is not None:

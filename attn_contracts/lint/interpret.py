@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -106,6 +107,12 @@ _GROWS = frozenset({"append", "extend", "insert", "add", "appendleft", "extendle
                     "popleft", "discard", "remove", "clear", "update"})
 #: the methods that change a container in place
 _MUTATORS = _GROWS | {"setdefault", "popitem", "__setitem__"}
+#: tensor methods that return a view of their receiver (its storage, not a copy): a kernel
+#: writing into the view writes the receiver
+_VIEWS = frozenset({"view", "narrow", "select", "unsqueeze", "squeeze", "transpose", "permute",
+                    "as_strided", "view_as", "unflatten", "diagonal", "t"})
+#: each frame's serial (:attr:`_Frame.serial`): never reused, unlike an object's id
+_FRAME_SERIALS = itertools.count()
 #: wrappers that return the function they are given (``torch.compiler.disable(fn)``)
 _IDENTITY_WRAPPERS = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
 #: per function, the argument contexts kept apart before one generic context serves the rest
@@ -1683,6 +1690,8 @@ class _Frame:
         self.i, self.path, self.func, self.self_value, self.owner = (interp, path, func,
                                                                      self_value, owner)
         self.env: dict[str, Value] = {}
+        #: which frame an argument's buffer names a variable of (:attr:`Arg.buffers`)
+        self.serial = next(_FRAME_SERIALS)
         self.returns: list[Value] = []
         self.kernels: set[Kernel] = set()
         self.produced: set[Kernel] = set()
@@ -1729,7 +1738,7 @@ class _Frame:
         value = self.needed(st.value) if any(self.i.base_word(_target_name(t))
                                              for t in st.targets) else self.expr(st.value)
         for t in st.targets:
-            self.assign(t, value)
+            self.assign(t, value, st.value)
 
     @_on(_STMT, ast.AnnAssign)
     def s_annassign(self, st: ast.AnnAssign) -> None:
@@ -1737,7 +1746,7 @@ class _Frame:
             value = self.expr(st.value)
             if value is None and isinstance(st.target, ast.Attribute):
                 value = self.i.resolve_annotation(self.path, st.annotation)
-            self.assign(st.target, value)
+            self.assign(st.target, value, st.value)
 
     @_on(_STMT, ast.AugAssign)
     def s_augassign(self, st: ast.AugAssign) -> None:
@@ -1865,7 +1874,9 @@ class _Frame:
                     joined[key] = join([a, b])
         return joined
 
-    def assign(self, target: ast.expr, value: Value) -> None:
+    def assign(self, target: ast.expr, value: Value, source: ast.expr | None = None) -> None:
+        """``target = value``; ``source``: the expression it was read from, where it is known
+        (an item stored into a dict keeps the buffer it names)."""
         value = self.i.bounds.value(self, value, target)
         if isinstance(target, ast.Name):
             self.env[target.id] = value
@@ -1898,7 +1909,8 @@ class _Frame:
                 if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                     self.env[dotted] = None  # a computed key: no longer a dict it can read
                     return
-                stored = Arg(value, _at(self.path, target))
+                stored = Arg(value, _at(self.path, target),
+                             buffers=self.buffers(source) if source is not None else frozenset())
                 self.env[dotted] = join([DictV((*((k, a) for k, a in alt.items
                                                    if k != key.value), (key.value, stored)),
                                                alt.maybe - {key.value})
@@ -2143,7 +2155,7 @@ class _Frame:
             if name is None:
                 ok = False
                 continue
-            items.append((name, Arg(value, _at(self.path, v))))
+            items.append((name, Arg(value, _at(self.path, v), buffers=self.buffers(v))))
         return DictV(tuple(items)) if ok else None
 
     @_on(_EXPR, ast.Lambda)
@@ -2202,6 +2214,19 @@ class _Frame:
                         f"{'ln 2' if c == 'ln2' else 'log2 e'}")
 
     # --- calls --------------------------------------------------------------------------------
+    def buffers(self, node: ast.expr) -> frozenset[tuple[int, ast.expr]]:
+        """The variable ``node`` names, through the views of it (a slice ``buf[s:e]``,
+        ``buf.view(...)``): a kernel writing into the view writes that variable's tensor."""
+        while True:
+            if isinstance(node, ast.Subscript):
+                node = node.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in _VIEWS:
+                node = node.func.value
+            else:
+                break
+        return frozenset({(self.serial, node)}) if dotted_name(node) is not None else frozenset()
+
     def args(self, node: ast.Call, partial: Partial | None = None) -> _Call:
         call = _Call(list(partial.pos) if partial else [], dict(partial.kw) if partial else {},
                      False, where=_at(self.path, node))
@@ -2213,12 +2238,13 @@ class _Frame:
                 else:
                     call.opaque = True
                 continue
-            call.pos.append(Arg(self.expr(a), _at(self.path, a), ""))
+            call.pos.append(Arg(self.expr(a), _at(self.path, a), "", self.buffers(a)))
         maybe: set[str] = set()
         for kw in node.keywords:
             value = self.needed(kw.value) if self.i.base_word(kw.arg) else self.expr(kw.value)
             if kw.arg is not None:
-                call.kw[kw.arg] = Arg(value, _at(self.path, kw.value))
+                call.kw[kw.arg] = Arg(value, _at(self.path, kw.value),
+                                      buffers=self.buffers(kw.value))
                 continue
             dicts = [alt for alt in alternatives(value) if isinstance(alt, DictV)]
             if len(dicts) == 1 and not isinstance(value, Union_):
@@ -2229,7 +2255,9 @@ class _Frame:
                 for k in keys:
                     vals = [d.get(k) for d in dicts]
                     call.kw[k] = Arg(join([a.value for a in vals if a is not None]),
-                                     next(a.where for a in vals if a is not None))
+                                     next(a.where for a in vals if a is not None),
+                                     buffers=frozenset().union(
+                                         *(a.buffers for a in vals if a is not None)))
                     if any(a is None for a in vals):
                         maybe.add(k)
                 maybe |= {k for d in dicts for k in d.maybe}
@@ -2801,19 +2829,30 @@ class _Frame:
         lse = Lse(frozenset(sources))
         for p in found:
             for spec in p.lse_out:
-                arg_node = _arg_node(node, spec)
-                # a slice of a buffer (``lse=lse[start:end]``, one chunk per call) is a view:
-                # the kernel writes the buffer itself
-                while isinstance(arg_node, ast.Subscript):
-                    arg_node = arg_node.value
-                if arg_node is not None and dotted_name(arg_node) is not None:
-                    self.assign(arg_node, lse)
+                self.write_out(call, spec, lse)
         index = found[0].lse_index if len({p.lse_index for p in found}) == 1 else None
         if index is None:
             return None
         items: list[Value] = [None] * (index + 1)
         items[index] = lse
         return Tup(tuple(items), partial_items=True)
+
+    def write_out(self, call: _Call, spec: str, lse: Lse) -> None:
+        """The kernel writes its LSE into the argument ``spec`` (a position, or a parameter's
+        name) binds to, as Python binds it: by position, by keyword, or from a ``**mapping``
+        whose keys are known. The buffer it is (or is a view of: ``lse=lse[start:end]``, one
+        chunk per call) holds that LSE afterwards; where the mapping may lack the key, it holds
+        either."""
+        arg = (call.pos[int(spec)] if int(spec) < len(call.pos) else None) if spec.isdigit() \
+            else call.kw.get(spec)
+        if arg is None:
+            return
+        for serial, target in sorted(arg.buffers, key=lambda b: (b[1].lineno, b[1].col_offset)):
+            if serial != self.serial:
+                continue  # a variable of another call's frame (a mapping built there)
+            name = dotted_name(target)
+            self.assign(target, join([self.env.get(name), lse])
+                        if spec in call.maybe and name is not None else lse)
 
     def bases_of(self, p: Producer, call: _Call, node: ast.Call, where: str,
                  ) -> Iterator[tuple[str | None, bool, tuple[str, ...], str]]:
@@ -2942,14 +2981,6 @@ def _callee_name(callee: Value, written: str) -> str:
     if isinstance(callee, Ext):
         return callee.qualname.rpartition(".")[2]
     return written
-
-
-def _arg_node(node: ast.Call, spec: str) -> ast.expr | None:
-    if spec.isdigit():
-        i = int(spec)
-        return node.args[i] if i < len(node.args) and not isinstance(node.args[i], ast.Starred) \
-            else None
-    return next((k.value for k in node.keywords if k.arg == spec), None)
 
 
 def _not_a_tensor_method(receiver: Value, on_torch: bool) -> Value | object:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code, Finding
-from attn_contracts.lint.classes import ClassInfo, ModuleInfo
+from attn_contracts.lint.classes import ClassInfo, Hierarchy, ModuleInfo
 from attn_contracts.lint.edges import (
     Declaration,
     class_findings,
@@ -180,20 +180,45 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     interp = Interpreter(program, knowledge, base_attrs=base_attrs, returns_attrs=returns_attrs,
                          report=facts.append)
     h = program.hierarchy
-    # a class that says it returns an LSE, or inherits that and declares its own base or runs
-    # kernels of its own (a subclass whose methods return another base than its parent says)
-    backend_classes = [c for f in files if f.report for c in f.classes
-                       if declaration(h, c, returns_attrs, base_attrs) is not None or (
-                           (c.methods or any(a in c.attrs for a in base_attrs)) and declaration(
-                               h, c, returns_attrs, base_attrs, own=False) is not None)]
-    kernels: dict[int, frozenset[Kernel]] = {}
-    for cls in backend_classes:  # the kernels each backend class's own methods reach
-        found: set[Kernel] = set()
-        exact = Inst((cls.path, cls.name), exact=True)
-        for name, fn in program.methods(cls).items():
-            found |= interp.run_function(cls.path, f"{cls.name}.{name}", fn, exact)
-        kernels[id(cls)] = frozenset(found)
+    backend_classes = _backend_classes(h, files, returns_attrs, base_attrs)
+    kernels = {id(cls): _own_kernels(interp, program, cls) for cls in backend_classes}
     _run_rounds(interp, program, [f for f in files if f.report])
+    declared = _declared(interp, program, returns_attrs, base_attrs)
+    tree_declares = configured or any(a in c.attrs for c in classes for a in base_attrs)
+    out += class_findings(h, backend_classes, kernels, returns_attrs=returns_attrs,
+                          base_attrs=base_attrs, tree_declares_bases=tree_declares)
+    out += edge_findings(interp.uses.values(), declared, interp.literal_sites)
+    out += fact_findings(facts)
+    out += _defaulted_definitions(program, knowledge, reported)
+    kept = [f for f in out if f.location.rsplit(":", 2)[0] in reported]
+    return ProgramModel(program, interp, kept, kernels, returns_attrs, base_attrs)
+
+
+def _backend_classes(h: Hierarchy, files: list[FileFacts], returns_attrs: tuple[str, ...],
+                     base_attrs: tuple[str, ...]) -> list[ClassInfo]:
+    """The reported classes that say they return an LSE, or inherit that and declare their own
+    base or run kernels of their own (a subclass whose methods return another base than its
+    parent says)."""
+    return [c for f in files if f.report for c in f.classes
+            if declaration(h, c, returns_attrs, base_attrs) is not None or (
+                (c.methods or any(a in c.attrs for a in base_attrs)) and declaration(
+                    h, c, returns_attrs, base_attrs, own=False) is not None)]
+
+
+def _own_kernels(interp: Interpreter, program: Program, cls: ClassInfo) -> frozenset[Kernel]:
+    """The kernels a backend class's own methods reach, run on an instance of exactly it."""
+    found: set[Kernel] = set()
+    exact = Inst((cls.path, cls.name), exact=True)
+    for name, fn in program.methods(cls).items():
+        found |= interp.run_function(cls.path, f"{cls.name}.{name}", fn, exact)
+    return frozenset(found)
+
+
+def _declared(interp: Interpreter, program: Program, returns_attrs: tuple[str, ...],
+              base_attrs: tuple[str, ...]) -> dict[ClassKey, Declaration | None]:
+    """What each class that an LSE came from, or whose flag told a combine its base, declares
+    (inherited declarations included)."""
+    h = program.hierarchy
     declared: dict[ClassKey, Declaration | None] = {}
     for use in interp.uses.values():
         for s in use.lse.sources:
@@ -206,14 +231,7 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
             owner = program.cls(flag.owner.cls)
             declared[flag.owner.cls] = None if owner is None else declaration(
                 h, owner, returns_attrs, base_attrs, own=False)
-    tree_declares = configured or any(a in c.attrs for c in classes for a in base_attrs)
-    out += class_findings(h, backend_classes, kernels, returns_attrs=returns_attrs,
-                          base_attrs=base_attrs, tree_declares_bases=tree_declares)
-    out += edge_findings(interp.uses.values(), declared, interp.literal_sites)
-    out += fact_findings(facts)
-    out += _defaulted_definitions(program, knowledge, reported)
-    kept = [f for f in out if f.location.rsplit(":", 2)[0] in reported]
-    return ProgramModel(program, interp, kept, kernels, returns_attrs, base_attrs)
+    return declared
 
 
 #: rounds of "what the flow found carrying an LSE is a new place to start from"

@@ -156,36 +156,15 @@ class Program:
             if m is None:
                 return None
             info = m.info
-            if name in info.classes:
-                return Binding("class", path, name, cls=info.classes[name])
-            if name in info.defs:
-                return Binding("def", path, name)
-            if name in info.assigns and name not in info.from_imports:
-                # (imported and assigned: the assignment is a fallback for a failed import)
-                if not self.active(path) and not name.lstrip("_").isupper():
-                    # a module naming nothing the rules know: only its constants are read
-                    # (``_LN_2 = math.log(2)`` of a conversion helper), not its other values
-                    return None
-                value = self._assign(path, name)
-                return None if value is None else Binding("assign", path, name, node=value)
+            # (imported and assigned: the assignment is a fallback for a failed import)
+            if name in info.classes or name in info.defs or (
+                    name in info.assigns and name not in info.from_imports):
+                return self._defined(path, name, info)
             if name in info.from_imports:
-                source, orig = info.from_imports[name]
-                target = self.module(source, path)
-                if target is None:
-                    sub = self.module(f"{source}.{orig}", path)
-                    if sub is not None:
-                        return Binding("module", path, name, target=sub)
-                    return Binding("external", path, name, target=f"{source}.{orig}")
-                t = self._mods[target].info
-                if orig not in t.classes and orig not in t.defs and orig not in t.assigns and \
-                        orig not in t.from_imports and orig not in t.module_imports:
-                    sub = self.module(f"{source}.{orig}", path)
-                    if sub is not None:
-                        return Binding("module", path, name, target=sub)
-                    # the module does not bind it (a star import, a C extension's name): known
-                    # by its qualified name, as an import of a module outside the program is
-                    return Binding("external", path, name, target=f"{source}.{orig}")
-                path, name = target, orig
+                found = self._from_import(path, name, info)
+                if isinstance(found, Binding):
+                    return found
+                path, name = found  # a name of the program's: follow the re-export
                 continue
             if name in info.module_imports:
                 dotted = info.module_imports[name]
@@ -195,6 +174,40 @@ class Program:
                 return Binding("external", path, name, target=dotted)
             return None
         return None
+
+    def _defined(self, path: str, name: str, info: ModuleInfo) -> Binding | None:
+        """A name the module itself binds: a class, a function or an assignment."""
+        if name in info.classes:
+            return Binding("class", path, name, cls=info.classes[name])
+        if name in info.defs:
+            return Binding("def", path, name)
+        if not self.active(path) and not name.lstrip("_").isupper():
+            # a module naming nothing the rules know: only its constants are read
+            # (``_LN_2 = math.log(2)`` of a conversion helper), not its other values
+            return None
+        value = self._assign(path, name)
+        return None if value is None else Binding("assign", path, name, node=value)
+
+    def _from_import(self, path: str, name: str, info: ModuleInfo) -> Binding | tuple[str, str]:
+        """What ``from source import orig as name`` binds: a module or a name outside the
+        program, or (module path, name) of the program's to follow."""
+        source, orig = info.from_imports[name]
+        target = self.module(source, path)
+        if target is None:
+            sub = self.module(f"{source}.{orig}", path)
+            if sub is not None:
+                return Binding("module", path, name, target=sub)
+            return Binding("external", path, name, target=f"{source}.{orig}")
+        t = self._mods[target].info
+        if orig not in t.classes and orig not in t.defs and orig not in t.assigns and \
+                orig not in t.from_imports and orig not in t.module_imports:
+            sub = self.module(f"{source}.{orig}", path)
+            if sub is not None:
+                return Binding("module", path, name, target=sub)
+            # the module does not bind it (a star import, a C extension's name): known
+            # by its qualified name, as an import of a module outside the program is
+            return Binding("external", path, name, target=f"{source}.{orig}")
+        return target, orig
 
     def _assign(self, path: str, name: str) -> ast.expr | None:
         return self._mods[path].assigns.get(name) if self.tree(path) is not None else None

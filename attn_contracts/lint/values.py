@@ -16,6 +16,7 @@ source has there, after the conversions it went through.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Union
@@ -200,6 +201,12 @@ class Arg:
     value: Value
     where: str = ""
     text: str = field(default="", compare=False)
+    #: the buffers the argument is, or is a view of (``buf``, ``buf[s:e]``, ``self.buf``), each
+    #: as (the frame it names a variable of, that name's expression): a kernel that writes into
+    #: the argument writes them (:meth:`~attn_contracts.lint.interpret._Frame.produce`). Not
+    #: compared: it says where the value lives, not what it is
+    buffers: frozenset[tuple[int, ast.expr]] = field(default=frozenset(), compare=False,
+                                                     hash=False)
 
 
 @dataclass(frozen=True)

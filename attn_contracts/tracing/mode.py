@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import time
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -147,53 +147,85 @@ def _dims(args: Sequence[Any], kwargs: dict[str, Any], names: tuple[str, ...],
 def _out_axes(kind: str, tag: Tag, src: Any, args: Sequence[Any], kwargs: dict[str, Any],
               out: Any) -> tuple[str, ...] | None:
     """The result's axes for one tagged input (None: the result is not followed)."""
-    axes = tag.axes
-    if kind == "same":
+    rule = _AXES_RULES.get(kind)
+    return None if rule is None else rule(tag.axes, src, args, kwargs, out)
+
+
+#: the result's axes from the input's, for one kind of op: (axes, input, args, kwargs, result)
+_AxesRule = Callable[[tuple[str, ...], Any, Sequence[Any], dict[str, Any], Any],
+                     tuple[str, ...] | None]
+
+
+def _reduce(axes: tuple[str, ...], src: Any, args: Sequence[Any], kwargs: dict[str, Any],
+            out: Any) -> tuple[str, ...] | None:
+    d = _dims(args, kwargs, ("dim", "keepdim"))
+    return reduce_axes(axes, d[0] if d else None, bool(d[1]) if len(d) > 1 else False)
+
+
+def _transpose(axes: tuple[str, ...], src: Any, args: Sequence[Any], kwargs: dict[str, Any],
+               out: Any) -> tuple[str, ...] | None:
+    d = _dims(args, kwargs, ("dim0", "dim1"))
+    return transpose_axes(axes, int(d[0]), int(d[1])) if len(d) == 2 else None
+
+
+def _permute(axes: tuple[str, ...], src: Any, args: Sequence[Any], kwargs: dict[str, Any],
+             out: Any) -> tuple[str, ...] | None:
+    dims = args[1:] if len(args) > 2 or (len(args) == 2 and isinstance(args[1], int)) \
+        else (args[1] if len(args) == 2 else kwargs.get("dims", ()))
+    return permute_axes(axes, [int(x) for x in dims])
+
+
+def _movedim(axes: tuple[str, ...], src: Any, args: Sequence[Any], kwargs: dict[str, Any],
+             out: Any) -> tuple[str, ...] | None:
+    d = _dims(args, kwargs, ("source", "destination"))
+    if len(d) != 2:
+        return None
+    n = len(axes)
+    srcs = [d[0]] if isinstance(d[0], int) else list(d[0])
+    dsts = [d[1]] if isinstance(d[1], int) else list(d[1])
+    order = [i for i in range(n) if i not in {s % n for s in srcs}]
+    for s, t in sorted(zip((x % n for x in srcs), (y % n for y in dsts), strict=True),
+                       key=lambda p: p[1]):
+        order.insert(t, s)
+    return permute_axes(axes, order)
+
+
+def _select(axes: tuple[str, ...], src: Any, args: Sequence[Any], kwargs: dict[str, Any],
+            out: Any) -> tuple[str, ...] | None:
+    d = _dims(args, kwargs, ("dim",))
+    if not d:
+        return None
+    at = int(d[0]) % len(axes)
+    return axes[:at] + axes[at + 1:]
+
+
+def _index(axes: tuple[str, ...], src: Any, args: Sequence[Any], kwargs: dict[str, Any],
+           out: Any) -> tuple[str, ...] | None:
+    found = index_axes(axes, args[1] if len(args) > 1 else None)
+    if found is None and out.dim() == src.dim():  # rows picked by a tensor: same axes
         return axes
-    if kind == "expand":
-        return expand_axes(axes, tuple(src.shape), tuple(out.shape))
-    if kind == "opaque":
-        return (UNKNOWN,) * int(out.dim())
-    if kind == "reduce":
-        d = _dims(args, kwargs, ("dim", "keepdim"))
-        return reduce_axes(axes, d[0] if d else None, bool(d[1]) if len(d) > 1 else False)
-    if kind == "reshape":
-        return reshape_axes(axes, tuple(src.shape), tuple(out.shape))
-    if kind == "transpose":
-        d = _dims(args, kwargs, ("dim0", "dim1"))
-        return transpose_axes(axes, int(d[0]), int(d[1])) if len(d) == 2 else None
-    if kind == "permute":
-        dims = args[1:] if len(args) > 2 or (len(args) == 2 and isinstance(args[1], int)) \
-            else (args[1] if len(args) == 2 else kwargs.get("dims", ()))
-        return permute_axes(axes, [int(x) for x in dims])
-    if kind == "movedim":
-        d = _dims(args, kwargs, ("source", "destination"))
-        if len(d) != 2:
-            return None
-        n = len(axes)
-        srcs = [d[0]] if isinstance(d[0], int) else list(d[0])
-        dsts = [d[1]] if isinstance(d[1], int) else list(d[1])
-        order = [i for i in range(n) if i not in {s % n for s in srcs}]
-        for s, t in sorted(zip((x % n for x in srcs), (y % n for y in dsts), strict=True),
-                           key=lambda p: p[1]):
-            order.insert(t, s)
-        return permute_axes(axes, order)
-    if kind == "reverse":
-        return tuple(reversed(axes))
-    if kind == "mt":
-        return transpose_axes(axes, -2, -1) if len(axes) >= 2 else None
-    if kind == "select":
-        d = _dims(args, kwargs, ("dim",))
-        if not d:
-            return None
-        at = int(d[0]) % len(axes)
-        return axes[:at] + axes[at + 1:]
-    if kind == "index":
-        found = index_axes(axes, args[1] if len(args) > 1 else None)
-        if found is None and out.dim() == src.dim():  # rows picked by a tensor: same axes
-            return axes
-        return found
-    return None
+    return found
+
+
+#: one rule per axes kind of op (:mod:`attn_contracts.lse_ops`); a kind
+#: without a rule leaves its result unfollowed
+_AXES_RULES: dict[str, _AxesRule] = {
+    "same": lambda axes, src, args, kwargs, out: axes,
+    "expand": lambda axes, src, args, kwargs, out: expand_axes(
+        axes, tuple(src.shape), tuple(out.shape)),
+    "opaque": lambda axes, src, args, kwargs, out: (UNKNOWN,) * int(out.dim()),
+    "reduce": _reduce,
+    "reshape": lambda axes, src, args, kwargs, out: reshape_axes(
+        axes, tuple(src.shape), tuple(out.shape)),
+    "transpose": _transpose,
+    "permute": _permute,
+    "movedim": _movedim,
+    "reverse": lambda axes, src, args, kwargs, out: tuple(reversed(axes)),
+    "mt": lambda axes, src, args, kwargs, out: transpose_axes(axes, -2, -1)
+    if len(axes) >= 2 else None,
+    "select": _select,
+    "index": _index,
+}
 
 
 def _version(tensor: Any) -> int | None:

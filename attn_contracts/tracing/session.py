@@ -624,22 +624,11 @@ class Trace:
         if not target.producers:
             return
         values = self._arguments(target, args, kwargs, defaults=True)
-        matches = [(r, c) for r, c in target.producers if _when_holds(c, values)]
-        matches = [(r, c) for r, c in matches
-                   if not any(set(c.when) < set(o.when) for _, o in matches)]
-        lse_records = [(r, c) for r, c in matches if isinstance(r.lse, LseSpec)]
+        lse_records = _lse_producers(target, values)
         if not lse_records:
             return
         self.report.producer_calls[target.path] += 1
-        literals = {k: v for k, v in values.items() if isinstance(v, _LITERALS)}
-        bases: set[str | None] = set()
-        for record, _ in lse_records:
-            base, dispatch = self._call_base(record, literals)
-            for f in dispatch:  # AC028: the call leaves its base to dispatch
-                self._add(replace(f, severity=RULES[f.code].severity, location=site,
-                                  message=f"{f.message} (traced call at {site})"), (site,))
-            bases.add(base)
-        base = bases.pop() if len(bases) == 1 else None
+        base = self._produced_base(lse_records, values, site)
         specs = {(r.lse.layout, r.lse.q_len_axis) for r, _ in lse_records
                  if isinstance(r.lse, LseSpec)}
         origin = Origin(tuple(r.name for r, _ in lse_records), target.path, site, base)
@@ -649,6 +638,20 @@ class Trace:
             axes = axes_for(layout, q_len, t.dim())
             self.tags.produced(t, Tag((base,) if base else (), axes, (origin,)))
             self.report.tagged += 1
+
+    def _produced_base(self, lse_records: list[tuple[CapabilityRecord, ProducerCall]],
+                       values: Mapping[str, Any], site: str) -> str | None:
+        """The base the call's records agree it returns (None: they disagree, or one leaves it
+        to dispatch, which is an ``AC028`` at ``site``)."""
+        literals = {k: v for k, v in values.items() if isinstance(v, _LITERALS)}
+        bases: set[str | None] = set()
+        for record, _ in lse_records:
+            base, dispatch = self._call_base(record, literals)
+            for f in dispatch:  # AC028: the call leaves its base to dispatch
+                self._add(replace(f, severity=RULES[f.code].severity, location=site,
+                                  message=f"{f.message} (traced call at {site})"), (site,))
+            bases.add(base)
+        return bases.pop() if len(bases) == 1 else None
 
     def _call_base(self, record: CapabilityRecord, literals: dict[str, Any],
                    ) -> tuple[str | None, list[Finding]]:
@@ -888,3 +891,13 @@ def trace(registry: Registry | None = None, *, on_error: Literal["raise", "repor
     """A :class:`Trace` of the records in ``registry`` (default: the built-in catalog), to use as
     ``with attn_contracts.trace() as t: ...``; ``t.report`` holds what it saw."""
     return Trace(registry, on_error=on_error, partials=partials)
+
+
+def _lse_producers(target: Target, values: Mapping[str, Any],
+                   ) -> list[tuple[CapabilityRecord, ProducerCall]]:
+    """The producer records of ``target`` whose call conditions the arguments meet (the most
+    specific ones: a ``when`` that another's extends gives way) and that return an LSE."""
+    matches = [(r, c) for r, c in target.producers if _when_holds(c, values)]
+    matches = [(r, c) for r, c in matches
+               if not any(set(c.when) < set(o.when) for _, o in matches)]
+    return [(r, c) for r, c in matches if isinstance(r.lse, LseSpec)]

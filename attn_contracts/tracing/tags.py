@@ -218,40 +218,28 @@ class TagMap:
         base = getattr(tensor, "_base", None)
         if entry is None and base is None:
             return default  # the common miss: a tensor of its own, never tagged
+        found = self._read(tensor, entry, base, now)
+        return found if found is not None else default
+
+    def _read(self, tensor: object, entry: _Entry | None, base: object,
+              now: int | None) -> Tag | None:
+        """:meth:`get` past its common miss (``entry``: the tensor's own, ``base``: the tensor
+        it views, if any); None where the trace cannot vouch for a tag."""
         root = tensor if base is None else base
         r = entry if base is None else self._entry(root)
-        if r is not None and r.known is not None:
-            now = _version(root) if now is None else now
-            if now is not None and now != r.known:
-                return default  # changed where the trace could not see
+        if _changed_unseen(r, root, now):
+            return None
         floor = r.floor if r is not None else 0
         own = entry.tag if entry is not None and entry.seq >= floor else None
         if r is None or not r.writes:
-            return own if own is not None else default
+            return own
         since = entry.seq if own is not None and entry is not None else -1
         newer = [w for w in r.writes if w.seq > since]
         if not newer:
-            return own if own is not None else default
+            return own
         lo, hi = _span(tensor)
         hits = [w for w in newer if w.lo < hi and lo < w.hi]
-        if not hits:
-            return own if own is not None else default
-        covered = _covers([w for w in hits if not w.partial], lo, hi)
-        parts = [w.tag for w in hits if w.tag is not None]
-        if not covered and own is not None:
-            parts.append(own)
-        if not parts:
-            return default
-        geometry = _geometry(tensor)
-        same = [w for w in hits if w.geometry == geometry and w.tag is not None]
-        ndim = len(geometry[0])
-        if same:
-            axes = same[-1].tag.axes if same[-1].tag is not None else (UNKNOWN,) * ndim
-        elif own is not None:
-            axes = own.axes
-        else:
-            axes = (UNKNOWN,) * ndim
-        return parts[0] if len(parts) == 1 and parts[0].axes == axes else union(parts, axes)
+        return _overlapped(tensor, hits, own, lo, hi) if hits else own
 
     def __getitem__(self, tensor: object) -> Tag:
         found = self.get(tensor)
@@ -471,3 +459,35 @@ def reduce_axes(axes: tuple[str, ...], dims: object, keepdim: bool) -> tuple[str
     if keepdim:
         return tuple(UNIT if i in picked else a for i, a in enumerate(axes))
     return tuple(a for i, a in enumerate(axes) if i not in picked)
+
+
+def _changed_unseen(r: _Entry | None, root: object, now: int | None) -> bool:
+    """The root's memory changed where the trace could not see: its version (``now``, else read
+    here) is not the one the trace last knew."""
+    if r is None or r.known is None:
+        return False
+    now = _version(root) if now is None else now
+    return now is not None and now != r.known
+
+
+def _overlapped(tensor: object, hits: list[_Write], own: Tag | None, lo: int, hi: int,
+                ) -> Tag | None:
+    """The tag of a read of ``[lo, hi)`` that later writes (``hits``) overlap: the union of what
+    they wrote, and of the tensor's own tag where they do not cover the read whole; its axes
+    those of the last write of the tensor's own geometry, else the own tag's, else unknown."""
+    covered = _covers([w for w in hits if not w.partial], lo, hi)
+    parts = [w.tag for w in hits if w.tag is not None]
+    if not covered and own is not None:
+        parts.append(own)
+    if not parts:
+        return None
+    geometry = _geometry(tensor)
+    same = [w for w in hits if w.geometry == geometry and w.tag is not None]
+    ndim = len(geometry[0])
+    if same:
+        axes = same[-1].tag.axes if same[-1].tag is not None else (UNKNOWN,) * ndim
+    elif own is not None:
+        axes = own.axes
+    else:
+        axes = (UNKNOWN,) * ndim
+    return parts[0] if len(parts) == 1 and parts[0].axes == axes else union(parts, axes)

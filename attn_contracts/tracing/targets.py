@@ -131,17 +131,23 @@ def collect(records: Iterable[CapabilityRecord], consumers: Iterable[ConsumerRec
                 target.signature = None
         elif call.function != target.path and call.function not in target.aliases:
             target.aliases.append(call.function)
-        # a record naming one function twice (a re-export) is one entry: it is checked once
-        if isinstance(record, ConsumerRecord) and isinstance(call, ConsumerCall):
-            if all(r is not record for r, _ in target.consumers):
-                target.consumers.append((record, call))
-        elif isinstance(record, CapabilityRecord) and isinstance(call, ProducerCall) and \
-                all(r is not record for r, _ in target.producers):
-            target.producers.append((record, call))
+        _add_record(target, record, call)
     for t in by_id.values():  # a record of a release range says more than one for any release
         t.consumers.sort(key=lambda rc: not rc[0].library_version)
         t.producers.sort(key=lambda rc: not rc[0].library_version)
     return list(by_id.values()), skipped
+
+
+def _add_record(target: Target, record: CapabilityRecord | ConsumerRecord,
+                call: ProducerCall | ConsumerCall) -> None:
+    """The record among the target's consumers or producers; a record naming one function twice
+    (a re-export) is one entry: it is checked once."""
+    if isinstance(record, ConsumerRecord) and isinstance(call, ConsumerCall):
+        if all(r is not record for r, _ in target.consumers):
+            target.consumers.append((record, call))
+    elif isinstance(record, CapabilityRecord) and isinstance(call, ProducerCall) and \
+            all(r is not record for r, _ in target.producers):
+        target.producers.append((record, call))
 
 
 class Patches:
