@@ -27,7 +27,10 @@ waits (briefly) until the peers have read it, as a passing verdict does, then re
 A caller with slow work before its report (an engine deriving what it checks) opens its round
 first (:func:`open_round`): the round and its deadline are fixed before that work, the rank marks
 itself started (a peer that times out names it "started, not reported" rather than "never
-started"), and a failure during the work is told in that round. A rank that cannot check at all
+started"), and a failure during the work is told in that round. Until it reports, the rank says
+it is alive a few times a second; a peer past its deadline waits for a rank whose beat still
+moves (slow work on a loaded machine is no reason to refuse a start), up to a bound, and a rank
+whose beat stopped (frozen, dead) ends the peers' wait within seconds. A rank that cannot check at all
 (a fault of the checker, not of the contract) abstains (:meth:`Opened.abstain`): its peers stop
 waiting for it and each is judged on its own findings, so a guest's own fault never refuses a
 start.
@@ -67,6 +70,14 @@ _OP_LIMIT_S = 1.0
 # reach the exchange within it fail with the cause; a later one finds the verdict too, unless the
 # failed rank hosted the store and has exited by then (it is then told the store is gone).
 _FAILURE_LINGER_S = 10.0
+# A rank doing slow work after opening its round (deriving what it checks, on a loaded machine)
+# says it is alive every _BEAT_S; a peer past its deadline keeps waiting for a rank whose beat
+# moved within _STALE_S, up to _SLOW_MAX_S past the deadline. A slow rank is not a dead one: a
+# start is never refused because a machine is busy, and a frozen or dead rank (its beat stops)
+# still ends the others within _STALE_S of their deadline.
+_BEAT_S = 0.5
+_STALE_S = 5.0
+_SLOW_MAX_S = 300.0
 _TOLD = "__attn_contracts_told_peers__"  # set on an exception whose rank has told its peers
 _T = TypeVar("_T")
 
@@ -247,11 +258,26 @@ class Opened:
 
     def __init__(self, round_: _Round, deadline: float):
         self.round, self.deadline = round_, deadline
+        self._done = threading.Event()
+        threading.Thread(target=self._beat, name="attn-contracts-alive", daemon=True).start()
+
+    def _beat(self) -> None:
+        """Until this rank reports, fails or abstains: count up ``alive/<rank>`` (bounded, as
+        every store call; at most :data:`_SLOW_MAX_S` past the deadline)."""
+        key, end = f"{self.round.prefix}/alive/{self.round.me}", self.deadline + _SLOW_MAX_S
+        while not self._done.wait(_BEAT_S) and time.monotonic() < end:
+            self.round._try(self.round.store.add, key, 1)
+
+    def done(self) -> None:
+        """The slow work is over (the report is about to be published, or the rank failed or
+        abstained): stop saying this rank is alive."""
+        self._done.set()
 
     def abstain(self, cause: str) -> None:
         """This rank cannot check (``cause``: the checker's own fault): decide the round with no
         finding and without this rank, so that no peer waits for it and each is judged on its
         own findings; wait (briefly) until the peers have read it. Raises nothing."""
+        self.done()
         try:
             self.round.fail(None, self.deadline, abstained=cause)
         except Exception:  # the store is gone: the peers learn that themselves
@@ -279,9 +305,11 @@ def agree_across_ranks(findings: list[Finding],
     union of every rank's findings, plus ``AC007`` if ranks differ, a rank did not report within
     ``timeout_s``, a rank failed before reporting (its cause first), or the store became
     unreachable. Returns within ``timeout_s`` + 2 s (of ``opened``, where the round was opened
-    before); what it raises before this rank's report is published (a setting that is no JSON
-    value) is told to the peers first."""
+    before), unless a rank that opened its round is still at its slow work and alive (its beat
+    moves): it is waited for, up to :data:`_SLOW_MAX_S` more; what it raises before this rank's
+    report is published (a setting that is no JSON value) is told to the peers first."""
     if opened is not None:
+        opened.done()
         round_, deadline = opened.round, opened.deadline
     else:
         deadline = time.monotonic() + timeout_s
@@ -326,6 +354,7 @@ def report_failure(cause: str, *, group: Any, timeout_s: float = 30.0,
     caller re-raises its own error next."""
     try:
         if opened is not None:
+            opened.done()
             round_, deadline = opened.round, opened.deadline
         else:
             round_, deadline = _round_for(group, timeout_s), time.monotonic() + timeout_s
@@ -373,6 +402,9 @@ class _Round:
         self.reports = [f"{prefix}/report/{r}" for r in range(size)]
         self.decision_key = f"{prefix}/decision"
         self.deadline = 0.0  # set by decide(): until when a slow store call is tried again
+        #: per missing rank, its last beat seen and when it last moved (this rank's clock)
+        self._beats: dict[int, tuple[int, float]] = {}
+        self._beats_read = 0.0
 
     def decide(self, report: str, deadline: float) -> dict[str, Any]:
         """The group's verdict, as stored under the decision key; raises :class:`_StoreLost`."""
@@ -420,9 +452,36 @@ class _Round:
                 return decision
             if self._call("check the reports", self.store.check, self.reports):
                 return self._propose(self._verdict_from_all())
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline and not self._still_working(deadline):
                 return self._propose(self._verdict_missing())
             time.sleep(_POLL_S)
+
+    def _still_working(self, deadline: float) -> bool:
+        """Past this rank's deadline: whether every rank that has not reported is still alive
+        in slow work (its beat moved within :data:`_STALE_S`, and the deadline is at most
+        :data:`_SLOW_MAX_S` behind); then its report is waited for, a loaded machine being no
+        reason to refuse a start. A rank that never beat (never opened a round: dead, hung
+        before it, never started) is not waited for."""
+        now = time.monotonic()
+        if now >= deadline + _SLOW_MAX_S:
+            return False
+        if now - self._beats_read < _BEAT_S:
+            return True  # read again no more often than the beats come
+        self._beats_read = now
+        for r, key in enumerate(self.reports):
+            if r == self.me or self._try(self.store.check, [key]):
+                continue
+            beat = self._try(self.store.add, f"{self.prefix}/alive/{r}", 0)
+            if not beat:  # never beat, or the store did not answer
+                return False
+            last, moved = self._beats.get(r, (beat, now))
+            if beat != last:
+                moved = now
+            self._beats[r] = (beat, moved)
+            if now - moved >= _STALE_S:
+                return False
+        self.deadline = now + _STALE_S  # a slow store call is still tried again meanwhile
+        return True
 
     def _propose(self, verdict: dict[str, Any]) -> dict[str, Any]:
         # compare_set with "" as expected value sets the key only if it is absent, and returns

@@ -107,15 +107,16 @@ def _dcp_pair(env: dict[str, str]) -> list[dict[str, float]]:
     """One start of two DCP ranks; each rank's own timing of the check."""
     port = str(_free_port())
     procs = [subprocess.Popen([sys.executable, "-c", _DCP_RANK], text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               env={**env, "RANK": str(r), "WORLD_SIZE": "2",
                                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
              for r in range(2)]
     out = []
     for p in procs:
-        stdout, _ = p.communicate(timeout=600)
+        stdout, stderr = p.communicate(timeout=600)
         if p.returncode != 0:
-            raise RuntimeError(f"a DCP rank exited with {p.returncode}")
+            tail = "\n".join(stderr.strip().splitlines()[-15:])
+            raise RuntimeError(f"a DCP rank exited with {p.returncode}:\n{tail}")
         out.append(dict(json.loads(stdout.strip().splitlines()[-1])))
     return out
 

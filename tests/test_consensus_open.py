@@ -32,3 +32,22 @@ def test_a_round_opened_before_the_slow_work(ws: int, odd: int) -> None:
         assert bool(values[r][2]["codes"]) == (r == others[0]), (r, values[r][2])
     # round 4: the rounds stay in step after all this: everyone agrees
     assert [values[r][3]["codes"] for r in range(ws)] == [[]] * ws
+
+
+@pytest.mark.parametrize(("ws", "odd"), [(2, 1), (2, 0)], ids=["peer", "store-host"])
+def test_a_slow_rank_is_waited_for_and_a_frozen_one_is_not(ws: int, odd: int) -> None:
+    """A rank whose slow work runs past the others' deadline but is alive (a loaded machine)
+    is waited for: every rank passes. One that froze after opening its round (its beat stops)
+    ends the others with AC007, "started" and late, within seconds of their deadline."""
+    timeout_s, past_s = 2.0, 8.0  # past the deadline by more than a stale beat allows
+    values = {r.rank: r.value for r in run_ranks(w.slow_then_frozen, ws, odd, timeout_s, past_s,
+                                                 timeout_s=120, rendezvous="tcp")}
+    assert [values[r][0]["codes"] for r in range(ws)] == [[]] * ws  # slow but alive: waited for
+    others = [r for r in range(ws) if r != odd]
+    for r in others:
+        frozen = values[r][1]
+        assert frozen["codes"] == ["AC007"], frozen
+        assert f"rank(s) {odd} of {ws} did not report" in frozen["text"]
+        assert "had started checking" in frozen["text"]
+    # the late rank follows the verdict made without it
+    assert values[odd][1]["codes"] == ["AC007"]
