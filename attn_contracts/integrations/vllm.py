@@ -170,9 +170,12 @@ class BackendReport(EngineReport):
     """One backend of the installed vLLM: what it declares, what it calls, and every finding.
 
     ``reads``: the declaration attributes the reported configuration reads (:meth:`Config.reads`;
-    empty for a backend no mapping knows); not part of the JSON row."""
+    empty for a backend no mapping knows); ``kernels``: its records as its calls leave their
+    LSE (a base the call pins, read from the sources, resolved); neither is part of the JSON
+    row."""
 
     reads: tuple[str, ...] = ()
+    kernels: tuple[CapabilityRecord, ...] = ()
 
 
 _CATALOG: list[Registry] = []
@@ -496,8 +499,12 @@ def _as_observed(kernels: list[CapabilityRecord], observed: dict[str, tuple[str,
                 field="producer_call", found=None,
                 allowed="a pinned base"))
             continue
-        if len(seen) == 1 and k.lse.base != seen[0]:
-            k = k.model_copy(update={"lse": k.lse.model_copy(update={"base": seen[0]})})
+        if len(seen) == 1:
+            # the impl's calls pin this base: the record as this engine uses it has that base,
+            # and its call no longer chooses one (what startup would otherwise ask it for)
+            k = k.model_copy(update={
+                "lse": k.lse.model_copy(update={"base": seen[0]}),
+                "calls": [c.model_copy(update={"base": None}) for c in k.calls]})
         out.append(k)
     return out
 
@@ -584,6 +591,7 @@ def _report_one(name: str, impl: type | object | None, why: str, mapped: Backend
     if config.call is None and config.observed:
         kernels = _as_observed(kernels, dict(config.observed), subject, config.source, row)
     row.records = [k.name for k in kernels]
+    row.kernels = tuple(kernels)
     row.reads = config.reads()
     if impl is None:
         row.declared = {"declared_at": mapped.declared}
@@ -750,10 +758,13 @@ def validate_vllm_startup(backends: Iterable[str], *, dcp_world_size: int, group
         return []
     registry = _catalog()
     kernels = list(dict.fromkeys(k for r in rows for k in r.records))
+    # each record as the rows judged it (a base the impl's call pins, read from the sources),
+    # else as the catalog has it
+    judged = {k.name: k for r in reversed(rows) for k in r.kernels}
+    chosen = [judged.get(k) or registry.get(k) for k in kernels]
     shared = {"vllm_backends": names, "vllm_findings": sorted(f.render() for f in errors)}
     try:
-        validate_startup([registry.get(k) for k in kernels] if kernels else [],
-                         backend=registry.get(kernels[0]) if kernels else None,
+        validate_startup(chosen, backend=chosen[0] if chosen else None,
                          world_size=dcp_world_size, group=group, timeout_s=timeout_s,
                          extras=shared, producer_call=call, opened=opened)
     except ContractError as err:
