@@ -33,7 +33,7 @@ import bisect
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -1985,15 +1985,7 @@ class _Frame:
             elif isinstance(alt, Lse):
                 options.append(_lose_layout(alt))  # lse[:n], lse[..., i]: same base
             elif isinstance(alt, DictV):
-                if isinstance(key, ast.Constant) and _dict_key(key) is not None:
-                    arg = alt.get(_dict_key(key) or "")
-                    options.append(arg.value if arg is not None else None)
-                elif class_keys is not None:  # TABLE[type(obj)]: the entry of each class
-                    options += [a.value if (a := alt.get(k)) is not None else None
-                                for k in class_keys]
-                else:  # a table read by a key the linter cannot see: any of its values
-                    options.append(join([_table_entry(a.value) for _, a in alt.items])
-                                   if alt.items else None)
+                options += _entries(alt, key, class_keys)
             elif isinstance(alt, Param):
                 options.append(alt)
             else:
@@ -2032,35 +2024,32 @@ class _Frame:
         lefts = _literal_values(left)
         if lefts is None:
             return None
-        outcomes: set[bool] = set()
         if isinstance(op, (ast.In, ast.NotIn)):
-            shown = node.comparators[0]
-            if isinstance(shown, (ast.Set, ast.List, ast.Tuple)) and not any(
-                    isinstance(e, ast.Starred) for e in shown.elts):
-                right = Tup(tuple(self.expr(e) for e in shown.elts))  # a literal's every element
-            members = _members(right)
-            if members is None:
-                return None
-            known, complete = members
-            for v in lefts:
-                found = any(type(v) is type(m) and v == m for m in known)
-                if found and not complete:
-                    return None  # one of the values it may hold: whether it does, not known
-                outcomes.add(found if isinstance(op, ast.In) else not found)
+            outcomes = self._membership(node.comparators[0], right, lefts, isinstance(op, ast.In))
         else:
-            values = _literal_values(right)
-            compare = _COMPARE.get(type(op))
-            if values is None or compare is None:
-                return None
-            for a in lefts:
-                for b in values:
-                    try:
-                        outcomes.add(bool(compare(a, b)))
-                    except TypeError:  # ``None < 1``: Python raises; nothing to read
-                        return None
-        if len(outcomes) != 1:
+            outcomes = _ordering(lefts, right, op)
+        if outcomes is None or len(outcomes) != 1:
             return None
         return Lit(outcomes.pop(), _at(self.path, node), f" (the value of {_text(node)})")
+
+    def _membership(self, shown: ast.expr, right: Value, lefts: Sequence[object],
+                    is_in: bool) -> set[bool] | None:
+        """``x in C`` / ``x not in C`` for each literal ``x`` may be: None where a container's
+        members are not all known and one of them might be ``x``."""
+        if isinstance(shown, (ast.Set, ast.List, ast.Tuple)) and not any(
+                isinstance(e, ast.Starred) for e in shown.elts):
+            right = Tup(tuple(self.expr(e) for e in shown.elts))  # a literal's every element
+        members = _members(right)
+        if members is None:
+            return None
+        known, complete = members
+        outcomes: set[bool] = set()
+        for v in lefts:
+            found = any(type(v) is type(m) and v == m for m in known)
+            if found and not complete:
+                return None  # one of the values it may hold: whether it does, not known
+            outcomes.add(found if is_in else not found)
+        return outcomes
 
     @_on(_EXPR, ast.BoolOp)
     def e_boolop(self, node: ast.BoolOp) -> Value:
@@ -2109,12 +2098,8 @@ class _Frame:
         if len(node.generators) != 1 or node.generators[0].is_async:
             return _NOT_SPECIAL
         gen = node.generators[0]
-        it = gen.iter
-        pairs = isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
-            it.func.attr == "items" and not it.args and not it.keywords
-        source = self.expr(it.func.value if pairs and isinstance(it, ast.Call)
-                           and isinstance(it.func, ast.Attribute) else it)
-        if not isinstance(source, DictV):
+        source, pairs = self._comprehended(gen.iter)
+        if source is None:
             return _NOT_SPECIAL
         saved = dict(self.env)
         items: list[tuple[str, Arg]] = []
@@ -2137,6 +2122,15 @@ class _Frame:
         finally:
             self.env = saved
         return DictV(tuple(items), frozenset(maybe))
+
+    def _comprehended(self, it: ast.expr) -> tuple[DictV | None, bool]:
+        """The dict a comprehension runs over (``d`` or ``d.items()``: the second is True), where
+        the flow holds it whole."""
+        items = isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
+            it.func.attr == "items" and not it.args and not it.keywords
+        source = self.expr(it.func.value if items and isinstance(it, ast.Call)
+                           and isinstance(it.func, ast.Attribute) else it)
+        return (source if isinstance(source, DictV) else None), items
 
     @_on(_EXPR, ast.Yield, ast.YieldFrom)
     def e_yield(self, node: ast.Yield | ast.YieldFrom) -> Value:
@@ -2938,6 +2932,35 @@ _COMPARE: dict[type, Callable[[Any, Any], object]] = {
         type(a) is type(b) and a == b),
     ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
     ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
+
+
+def _entries(table: DictV, key: ast.expr, class_keys: list[str] | None) -> list[Value]:
+    """What ``table[key]`` may be: the entry of a constant key; with ``type(obj)`` as the key
+    (``class_keys``), the entry of each class it may be; any entry for a key the linter cannot
+    see."""
+    if isinstance(key, ast.Constant) and _dict_key(key) is not None:
+        arg = table.get(_dict_key(key) or "")
+        return [arg.value if arg is not None else None]
+    if class_keys is not None:
+        return [a.value if (a := table.get(k)) is not None else None for k in class_keys]
+    return [join([_table_entry(a.value) for _, a in table.items]) if table.items else None]
+
+
+def _ordering(lefts: Sequence[object], right: Value, op: ast.cmpop) -> set[bool] | None:
+    """``a OP b`` for every literal pair the two sides may hold; None where one side is no
+    literal, the operator is none of :data:`_COMPARE`, or Python would raise."""
+    values = _literal_values(right)
+    compare = _COMPARE.get(type(op))
+    if values is None or compare is None:
+        return None
+    outcomes: set[bool] = set()
+    for a in lefts:
+        for b in values:
+            try:
+                outcomes.add(bool(compare(a, b)))
+            except TypeError:  # ``None < 1``: Python raises; nothing to read
+                return None
+    return outcomes
 
 
 def _literal_values(value: Value) -> list[bool | int | float | str | None] | None:
