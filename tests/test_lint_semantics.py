@@ -236,6 +236,38 @@ case("Enum value", {"layer.py": """
             return combine(out, lse, is_lse_base_on_e=Base.E.value)
         """}, {"layer.py": ("Base.E.value", "Base.TWO.value")})
 
+case("NamedTuple built in __init__, read in a subclass with its own __init__", {"layer.py": """
+        from typing import Any, NamedTuple
+        from mylib import combine, decode
+        class _Combine(NamedTuple):
+            fn: Any
+            base_e: bool = True
+        class Layer:
+            def __init__(self):
+                self.comb = _Combine(combine)
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return self.comb.fn(out, lse, is_lse_base_on_e=self.comb.base_e)
+        class Wide(Layer):
+            def __init__(self):
+                super().__init__()
+                self.wide = True
+            def step(self, q):
+                return super().step(q)
+        """}, {"layer.py": ("_Combine(combine)", "_Combine(combine, False)")})
+case("dataclass built at module level with the base by keyword over its default", {
+    "layer.py": """
+        from dataclasses import dataclass
+        from mylib import combine, decode
+        @dataclass(frozen=True)
+        class Spec:
+            name: str
+            base_e: bool = False
+        SPEC = Spec("fa", base_e=True)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=SPEC.base_e)
+        """}, {"layer.py": ("base_e=True)", "base_e=False)")})
 IMPL_BASE = """
     class AttentionImpl:
         can_return_lse_for_decode = False

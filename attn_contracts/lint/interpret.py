@@ -1054,7 +1054,7 @@ class Interpreter:
         if attr in args:
             return args[attr]
         i = str(fields.index(attr))
-        return args.get(i, _NOT_SPECIAL)
+        return args.get(i, None if _OPAQUE_ARGS in args else _NOT_SPECIAL)
 
     def by_name(self, callee: Value, call: _Call) -> _Call:
         """A call of a function the program defines (a consumer in the linted tree) with its
@@ -2566,6 +2566,13 @@ class _Frame:
             return None
         args: list[tuple[str, Value]] = [(str(i), a.value) for i, a in enumerate(call.pos)]
         args += sorted(((k, a.value) for k, a in call.kw.items()), key=lambda kv: kv[0])
+        if self.i.fields(cls) is not None and (args or call.opaque):
+            # a dataclass or NamedTuple holds what its constructor was given, wherever it is
+            # built: each field its argument (unknown where not read), the default only where
+            # the call omits it; ``*args``/``**kwargs`` may give any field
+            if call.opaque:
+                args.append((_OPAQUE_ARGS, None))
+            return Inst(ref.cls, exact=ref.exact, ctor=(where, tuple(args)))
         interesting = any(v is not None and not isinstance(v, (Inst, ExtInst))
                           for _, v in args)
         ctor = (where, tuple(args)) if interesting and not call.opaque else None
@@ -3029,3 +3036,6 @@ def _swaps_two(node: ast.Call, skip: int = 0) -> bool:
 
 _NOT_SPECIAL = object()
 
+#: the key a constructor call's ``*args``/``**kwargs`` leaves among its arguments: a field
+#: it does not name may have been given any value by them
+_OPAQUE_ARGS = "*"
