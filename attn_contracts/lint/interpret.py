@@ -117,6 +117,9 @@ _FRAME_SERIALS = itertools.count()
 _IDENTITY_WRAPPERS = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
 #: per function, the argument contexts kept apart before one generic context serves the rest
 _MAX_CONTEXTS = 6
+#: the annotations an LSE can have: a parameter typed so is read as a parameter (what its
+#: caller passes), never as a bare instance of the type
+_TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor"})
 #: how deep calls are followed
 _MAX_DEPTH = 24
 _NO_TAINT = 1 << 30  # no cycle cut below this analysis
@@ -772,7 +775,8 @@ class Interpreter:
                     cycles.note(None, "call contexts", f"{func.qualname.partition('@')[0]} is "
                                 f"called with more than {_MAX_CONTEXTS} different LSEs or bases; "
                                 "the rest are read as its parameters")
-                return self.analyse(func, self_value, None, generic=True)
+                return _instantiate(self.analyse(func, self_value, None, generic=True),
+                                    func, bound)
             self._contexts[kind] = seen + 1
             self._counted.add(key)
         if self._depth >= _MAX_DEPTH or self.budget <= 0:
@@ -856,6 +860,8 @@ class Interpreter:
             if generic:
                 ann = params.annotations.get(name)
                 typed = self.resolve_annotation(func.path, ann) if ann is not None else None
+                if isinstance(typed, ExtInst) and typed.qualname in _TENSOR_TYPES:
+                    typed = None  # a tensor parameter may be an LSE: its caller's, unknown here
                 default = params.defaults.get(name)
                 lit = _literal(func.path, default) if default is not None else None
                 frame.env[name] = typed if typed is not None else Param(
@@ -1423,6 +1429,28 @@ def _tag_choice(value: Value, choice: str) -> Value:
         s if s.choice else replace(s, choice=choice) for s in lse.sources)))
 
 
+def _instantiate(summary: _Summary, func: Func, bound: dict[str, Value]) -> _Summary:
+    """A function's summary read with its parameters (past the bound on call contexts) for
+    one call: the LSE it returns from a parameter is the argument's, put through the same
+    conversions (counted: an LSE converted twice is of neither base)."""
+    prefix = f"param:{func.path}:{func.qualname}:"
+
+    def put(lse: Lse) -> Lse:
+        out: set[Source] = set()
+        for s in lse.sources:
+            given = lse_of(bound[s.param]) if s.param is not None and \
+                s.key == prefix + s.param and s.param in bound else None
+            if given is None:
+                out.add(s)
+                continue
+            for target, where, how in s.shifts:
+                given = _convert(given, target == "e", where, how)
+            out |= given.sources
+        return Lse(frozenset(out))
+
+    return replace(summary, returns=_map_lse(summary.returns, put))
+
+
 def _convert(lse: Lse, to_e: bool, where: str, how: str) -> Lse:
     """``x * ln 2`` (``to_e``) turns log2-sum-exp2 into ln-sum-exp; the inverse turns it back.
     A source already in the target base stops being an LSE of either base."""
@@ -1430,6 +1458,8 @@ def _convert(lse: Lse, to_e: bool, where: str, how: str) -> Lse:
     out = set()
     for s in lse.sources:
         note = f"{s.converted}, {how} ({_line(where)})" if s.converted else f"{how} ({_line(where)})"
+        if s.param is not None:
+            s = replace(s, shifts=(*s.shifts, (target, where, how)))
         if s.base is None or s.dispatch:
             out.add(replace(s, base=target if s.base is None and not s.dispatch else None,
                             dispatch=False, bases=(), converted=note))
@@ -2196,6 +2226,7 @@ class _Frame:
         if lse is None and isinstance(left, Param) and rc:
             lse = Lse(frozenset({Source(f"param:{left.path}:{left.func}:{left.name}", None,
                                         f"parameter {left.name!r}", param=left.name)}))
+            c = rc  # the parameter's conversion, which its callers' LSEs go through
         if lse is None:
             return None
         if c is None or not isinstance(op, (ast.Mult, ast.Div)):

@@ -56,6 +56,9 @@ class Source:
     param: str | None = None  # a parameter of the function under analysis (base unknown)
     layout: str | None = None  # "token_head" / "head_token" where the producer says
     converted: str = ""  # the conversions it went through, for messages
+    #: a parameter's LSE: each conversion since the parameter (the base it turns the LSE
+    #: into, and where), in order, so that a caller's own LSE can be put through the same
+    shifts: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def pinned(self) -> bool:
@@ -420,7 +423,8 @@ def collapse(sources: Iterable[Source]) -> list[Source]:
     of several that differ only in what their messages say, the one first in a fixed order."""
     best: dict[tuple[object, ...], Source] = {}
     for s in sources:
-        ident = (s.key, s.base, s.record, s.dispatch, s.bases, s.impl, s.param, s.layout)
+        ident = (s.key, s.base, s.record, s.dispatch, s.bases, s.impl, s.param, s.layout,
+                 s.shifts)
         kept = best.get(ident)
         if kept is None or _source_key(s) < _source_key(kept):
             best[ident] = s
