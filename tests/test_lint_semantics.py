@@ -284,6 +284,19 @@ case("a backend's base declared by a property", {"base.py": IMPL_BASE, "impl.py"
             def forward(self, q):
                 return decode(q, return_lse=True)
         """}, {"impl.py": ("return True", "return False")})
+case("a backend's base declared by an Enum member's value", {"base.py": IMPL_BASE, "impl.py": """
+        import enum
+        from base import AttentionImpl
+        from mylib import decode
+        class Unit(enum.Enum):
+            NATURAL = True
+            LOG2 = False
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = Unit.NATURAL.value
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("Unit.NATURAL.value", "Unit.LOG2.value")})
 # a backend whose base its __init__ sets on self
 IMPL_INIT = """
         from base import AttentionImpl

@@ -37,7 +37,7 @@ unknown, ``AC029``.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from attn_contracts.findings import Code, Finding, Severity
@@ -142,10 +142,29 @@ def _registered_with_record(cls: ClassInfo) -> bool:
     return False
 
 
+#: what the interpreter reads an expression of a class's body as: the constant it evaluates
+#: to (``_Unit.NATURAL.value`` → True), None where it is not one constant
+Evaluate = Callable[[ClassInfo, ast.expr], object]
+
+
+def _read_meaning(attr: str, owner: ClassInfo, value: ast.expr,
+                  evaluate: Evaluate | None) -> str | None:
+    """The base a base attribute's value means: its literal, else the constant the
+    interpreter evaluates it to (an Enum member's value, a module constant)."""
+    base = _meaning(attr, value)
+    if base is None and evaluate is not None and not isinstance(value, ast.Constant):
+        known = evaluate(owner, value)
+        if isinstance(known, (bool, str)):
+            base = _meaning(attr, ast.Constant(known))
+    return base
+
+
 def declaration(h: Hierarchy, cls: ClassInfo, returns_attrs: Iterable[str],
-                base_attrs: Iterable[str], *, own: bool = True) -> Declaration | None:
+                base_attrs: Iterable[str], *, own: bool = True,
+                evaluate: Evaluate | None = None) -> Declaration | None:
     """The declaration of a class that says it returns an LSE (``own``: itself, not only
-    through a base class); None for any other."""
+    through a base class); None for any other. ``evaluate`` reads a base given by an
+    expression."""
     says = [(a, o) for a in returns_attrs if (o := h.definer(cls, a)) is not None and
             _is_true(o.attrs[a][0]) and (o is cls or not own)]
     if not says:
@@ -160,7 +179,8 @@ def declaration(h: Hierarchy, cls: ClassInfo, returns_attrs: Iterable[str],
         if owner is not None:
             value = owner.attrs[attr][0]
             returns = any(_is_true(h.value(owner, a)) for a in returns_attrs)
-            return Declaration(cls, attr, owner, value, _meaning(attr, value), where,
+            return Declaration(cls, attr, owner, value,
+                               _read_meaning(attr, owner, value, evaluate), where,
                                own_attr[0], owner_returns=returns, returns_own=holder is cls)
     return Declaration(cls, next(iter(base_attrs), ""), cls, ast.Constant(None), None, where,
                        own_attr[0], returns_own=holder is cls)
@@ -174,11 +194,12 @@ def _kernel_text(kernels: Iterable[Kernel], limit: int = 3) -> str:
 
 def class_findings(h: Hierarchy, classes: Iterable[ClassInfo],
                    kernels: dict[int, frozenset[Kernel]], *, returns_attrs: tuple[str, ...],
-                   base_attrs: tuple[str, ...], tree_declares_bases: bool) -> Iterator[Finding]:
+                   base_attrs: tuple[str, ...], tree_declares_bases: bool,
+                   evaluate: Evaluate | None = None) -> Iterator[Finding]:
     """AC001, AC002, AC008, AC032 for each class that says it returns an LSE."""
     for cls in classes:
-        decl = declaration(h, cls, returns_attrs, base_attrs) or declaration(
-            h, cls, returns_attrs, base_attrs, own=False)
+        decl = declaration(h, cls, returns_attrs, base_attrs, evaluate=evaluate) or declaration(
+            h, cls, returns_attrs, base_attrs, own=False, evaluate=evaluate)
         if decl is None or _registered_with_record(cls):
             continue
         found = frozenset(k for k in kernels.get(id(cls), frozenset()) if not k.settled)

@@ -1211,6 +1211,10 @@ class Interpreter:
                 out.append(Inst(ref.cls, exact=ref.exact) if isinstance(ref, ClassRef) else None)
         return out
 
+    def class_level_value(self, cls: ClassInfo, node: ast.expr) -> Value:
+        """What an expression of ``cls``'s body evaluates to (``_Unit.NATURAL.value``)."""
+        return self._class_level(cls, node)
+
     def _class_level(self, cls: ClassInfo, node: ast.expr) -> Value:
         frame = _Frame(self, cls.path, None, None, None)
         # the class body's own functions are names there (``m = partialmethod(_m, ...)``)

@@ -31,7 +31,7 @@ from attn_contracts.lint.edges import (
 from attn_contracts.lint.interpret import Fact, Interpreter, Kernel, Use
 from attn_contracts.lint.program import Program
 from attn_contracts.lint.record_index import Consumer, Knowledge
-from attn_contracts.lint.values import ClassKey, Inst
+from attn_contracts.lint.values import ClassKey, Inst, Lit
 
 __all__ = ["ClassFacts", "FileFacts", "ProgramModel", "build_model", "model_findings"]
 
@@ -186,12 +186,21 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     declared = _declared(interp, program, returns_attrs, base_attrs)
     tree_declares = configured or any(a in c.attrs for c in classes for a in base_attrs)
     out += class_findings(h, backend_classes, kernels, returns_attrs=returns_attrs,
-                          base_attrs=base_attrs, tree_declares_bases=tree_declares)
+                          base_attrs=base_attrs, tree_declares_bases=tree_declares,
+                          evaluate=_evaluator(interp))
     out += edge_findings(interp.uses.values(), declared, interp.literal_sites)
     out += fact_findings(facts)
     out += _defaulted_definitions(program, knowledge, reported)
     kept = [f for f in out if f.location.rsplit(":", 2)[0] in reported]
     return ProgramModel(program, interp, kept, kernels, returns_attrs, base_attrs)
+
+
+def _evaluator(interp: Interpreter) -> Callable[[ClassInfo, ast.expr], object]:
+    """A class body's expression as the interpreter reads it: its one constant, else None."""
+    def evaluate(cls: ClassInfo, node: ast.expr) -> object:
+        value = interp.class_level_value(cls, node)
+        return value.value if isinstance(value, Lit) else None
+    return evaluate
 
 
 def _backend_classes(h: Hierarchy, files: list[FileFacts], returns_attrs: tuple[str, ...],
