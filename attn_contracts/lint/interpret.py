@@ -1462,8 +1462,14 @@ def _convert(lse: Lse, to_e: bool, where: str, how: str) -> Lse:
     out = set()
     for s in lse.sources:
         note = f"{s.converted}, {how} ({_line(where)})" if s.converted else f"{how} ({_line(where)})"
-        if s.param is not None:
-            s = replace(s, shifts=(*s.shifts, (target, where, how)))
+        if s.param is not None and s.base != "x":
+            # past two equal conversions in a row it is of neither base, whatever it was;
+            # before that the conversions alternate, and dropping one pair after the first
+            # keeps their outcome: at most three are kept, so a cycle's summary settles
+            shifts = (*s.shifts, (target, where, how))
+            if len(shifts) > 3:
+                shifts = shifts[:1] + shifts[3:]
+            s = replace(s, shifts=shifts)
         if s.base is None or s.dispatch:
             out.add(replace(s, base=target if s.base is None and not s.dispatch else None,
                             dispatch=False, bases=(), converted=note))
