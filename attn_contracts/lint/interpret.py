@@ -858,14 +858,7 @@ class Interpreter:
             start = 1
         for name in names[start:]:
             if generic:
-                ann = params.annotations.get(name)
-                typed = self.resolve_annotation(func.path, ann) if ann is not None else None
-                if isinstance(typed, ExtInst) and typed.qualname in _TENSOR_TYPES:
-                    typed = None  # a tensor parameter may be an LSE: its caller's, unknown here
-                default = params.defaults.get(name)
-                lit = _literal(func.path, default) if default is not None else None
-                frame.env[name] = typed if typed is not None else Param(
-                    name, func.qualname, lit if isinstance(lit, Lit) else None, func.path)
+                frame.env[name] = self._generic_param(func, params, name)
             else:
                 frame.env[name] = bound.get(name)
         for extra in params.var:
@@ -879,6 +872,18 @@ class Interpreter:
                             frozenset(frame.produced))
         return _Summary(join(frame.returns) if frame.returns else None,
                         frozenset(frame.kernels), frozenset(frame.produced))
+
+    def _generic_param(self, func: Func, params: _Params, name: str) -> Value:
+        """A parameter of a function read on its own: an instance of its annotated class, else
+        a parameter (what any caller passes)."""
+        ann = params.annotations.get(name)
+        typed = self.resolve_annotation(func.path, ann) if ann is not None else None
+        if isinstance(typed, ExtInst) and typed.qualname in _TENSOR_TYPES:
+            typed = None  # a tensor parameter may be an LSE: its caller's, unknown here
+        default = params.defaults.get(name)
+        lit = _literal(func.path, default) if default is not None else None
+        return typed if typed is not None else Param(
+            name, func.qualname, lit if isinstance(lit, Lit) else None, func.path)
 
     def _bind(self, func: Func, params: _Params, call: _Call, method: bool) -> dict[str, Value]:
         """The parameters' values as Python binds a call's arguments: positions in order to the
