@@ -186,6 +186,17 @@ def declaration(h: Hierarchy, cls: ClassInfo, returns_attrs: Iterable[str],
                        own_attr[0], returns_own=holder is cls)
 
 
+def _returned(base: str) -> str:
+    """What a kernel's LSE is where the class's methods hand it on."""
+    return "an LSE of neither base (converted more often than once)" if base == "x" else \
+        f"base {base}"
+
+
+def _converted_hint(kernels: Iterable[Kernel]) -> str:
+    return ("convert the LSE once between its kernel and the class's return ("
+            + ", ".join(sorted({_short(k.where) for k in kernels})[:3]) + ")")
+
+
 def _kernel_text(kernels: Iterable[Kernel], limit: int = 3) -> str:
     shown = sorted({f"{k.name}() ({_short(k.where)}, {k.record})" for k in kernels})
     more = f" and {len(shown) - limit} more" if len(shown) > limit else ""
@@ -252,11 +263,13 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
             yield Finding(
                 Code.AC008, cls.name,
                 f"{cls.name} {whose} {d.attr} = {d.text} (base {d.base}), but the kernels it "
-                f"calls return base {contra[0]}: {_kernel_text(wrong)}",
-                hint=f"set {d.attr} = {_attr_literal(d.attr, contra[0])} on {cls.name}, or pin "
+                f"calls return {_returned(contra[0])}: {_kernel_text(wrong)}",
+                hint=_converted_hint(wrong) if contra[0] == "x" else
+                f"set {d.attr} = {_attr_literal(d.attr, contra[0])} on {cls.name}, or pin "
                 f"the kernel's base to {d.base} (a keyword such as return_lse_base)"
                 if len(pinned) == 1 else f"make the kernels {cls.name} calls agree on one base",
-                field=d.attr, found=d.text, allowed=_attr_literal(d.attr, contra[0]),
+                field=d.attr, found=d.text, allowed="an LSE converted once" if contra[0] == "x"
+                else _attr_literal(d.attr, contra[0]),
                 location=d.where if d.own else d.returns_where)
         elif dispatch:
             yield Finding.from_rule(
