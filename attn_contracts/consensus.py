@@ -30,7 +30,10 @@ itself started (a peer that times out names it "started, not reported" rather th
 started"), and a failure during the work is told in that round. Until it reports, the rank says
 it is alive a few times a second; a peer past its deadline waits for a rank whose beat still
 moves (slow work on a loaded machine is no reason to refuse a start), up to a bound, and a rank
-whose beat stopped (frozen, dead) ends the peers' wait within seconds. A rank that cannot check at all
+whose beat stopped (frozen, dead) ends the peers' wait within seconds. Once it has acted on the verdict
+(logged it), a rank of such a round says so and waits, briefly, until every rank has
+(:meth:`Opened.finish`): an engine stops every rank as soon as one raises, and a peer that read
+the verdict a moment later must still have said why it stops. A rank that cannot check at all
 (a fault of the checker, not of the contract) abstains (:meth:`Opened.abstain`): its peers stop
 waiting for it and each is judged on its own findings, so a guest's own fault never refuses a
 start.
@@ -273,11 +276,24 @@ class Opened:
         abstained): stop saying this rank is alive."""
         self._done.set()
 
+    def finish(self, limit_s: float = _FAILURE_LINGER_S) -> None:
+        """This rank has acted on the verdict (logged it, about to raise or go on): say so, and
+        wait until every rank has, at most ``limit_s``. An engine stops every rank as soon as
+        one raises: a peer that read the verdict but had not yet logged its own (a loaded
+        machine runs it a second later) would be stopped without a word. Raises nothing."""
+        key = f"{self.round.prefix}/finished"
+        done = self.round._try(self.round.store.add, key, 1)
+        until = time.monotonic() + limit_s
+        while done is not None and done < self.round.size and time.monotonic() < until:
+            time.sleep(_POLL_S)
+            done = self.round._try(self.round.store.add, key, 0)
+
     def abstain(self, cause: str) -> None:
         """This rank cannot check (``cause``: the checker's own fault): decide the round with no
         finding and without this rank, so that no peer waits for it and each is judged on its
         own findings; wait (briefly) until the peers have read it. Raises nothing."""
         self.done()
+        self.round._try(self.round.store.add, f"{self.round.prefix}/finished", 1)
         try:
             self.round.fail(None, self.deadline, abstained=cause)
         except Exception:  # the store is gone: the peers learn that themselves
@@ -356,6 +372,7 @@ def report_failure(cause: str, *, group: Any, timeout_s: float = 30.0,
         if opened is not None:
             opened.done()
             round_, deadline = opened.round, opened.deadline
+            round_._try(round_.store.add, f"{round_.prefix}/finished", 1)  # nothing to log here
         else:
             round_, deadline = _round_for(group, timeout_s), time.monotonic() + timeout_s
         round_.fail(_failed(round_.me, cause), deadline)

@@ -504,7 +504,7 @@ def _as_observed(kernels: list[CapabilityRecord], observed: dict[str, tuple[str,
             # and its call no longer chooses one (what startup would otherwise ask it for)
             k = k.model_copy(update={
                 "lse": k.lse.model_copy(update={"base": seen[0]}),
-                "calls": [c.model_copy(update={"base": None}) for c in k.calls]})
+                "calls": tuple(c.model_copy(update={"base": None}) for c in k.calls)})
         out.append(k)
     return out
 
@@ -773,13 +773,22 @@ def validate_vllm_startup(backends: Iterable[str], *, dcp_world_size: int, group
         refused = ContractError([*peers, *errors, *rest],
                                 "attention contract validation failed at vLLM startup")
         _say_verdict(who, rows, refused)
+        _finish(opened)
         raise refused from None
     if errors:
         refused = ContractError(errors, "attention contract validation failed at vLLM startup")
         _say_verdict(who, rows, refused)
+        _finish(opened)
         raise refused
     _say_verdict(who, rows, None)
+    _finish(opened)
     return rows
+
+
+def _finish(opened: Any) -> None:
+    """Every rank has logged its verdict before any raises (vLLM stops them all at the first)."""
+    if opened is not None:
+        opened.finish()
 
 
 def _open(group: Any, timeout_s: float) -> Any:
