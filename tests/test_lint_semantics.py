@@ -506,7 +506,12 @@ case("a double conversion", {"layer.py": """
         """}, {"layer.py": ("merge(out, lse * 0.6931471805599453)", "merge(out, lse)")})
 
 # a helper called from more places than the bound on call contexts is read with its parameters:
-# its conversion still applies to each caller's LSE, counted (the last call converts twice)
+# its conversion still applies to each caller's LSE, counted (the last call converts twice);
+# eight callers of the helper, more than the bound
+_CALLERS = "".join(f"""        def s{i}(q):
+            out, lse = decode(q, return_lse=True)
+            return merge(out, to_ln(lse[{i}]))
+""" for i in range(8))
 case("a double conversion through a tensor-typed helper past the bound on call contexts", {
     "layer.py": """
         import math
@@ -515,34 +520,10 @@ case("a double conversion through a tensor-typed helper past the bound on call c
         _LN_2 = math.log(2.0)
         def to_ln(lse: torch.Tensor) -> torch.Tensor:
             return lse * _LN_2
-        def s0(q):
-            out, lse = decode(q, return_lse=True)
-            return merge(out, to_ln(lse[0]))
-        def s1(q):
-            out, lse = decode(q, return_lse=True)
-            return merge(out, to_ln(lse[1]))
-        def s2(q):
-            out, lse = decode(q, return_lse=True)
-            return merge(out, to_ln(lse[2]))
-        def s3(q):
-            out, lse = decode(q, return_lse=True)
-            return merge(out, to_ln(lse[3]))
-        def s4(q):
-            out, lse = decode(q, return_lse=True)
-            return merge(out, to_ln(lse[4]))
-        def s5(q):
-            out, lse = decode(q, return_lse=True)
-            return merge(out, to_ln(lse[5]))
-        def s6(q):
-            out, lse = decode(q, return_lse=True)
-            return merge(out, to_ln(lse[6]))
-        def s7(q):
-            out, lse = decode(q, return_lse=True)
-            return merge(out, to_ln(lse[7]))
-        def last(q):
+{callers}        def last(q):
             out, lse = decode(q, return_lse=True)
             return merge(out, to_ln(to_ln(lse)))
-        """}, {"layer.py": ("to_ln(to_ln(lse))", "to_ln(lse)")})
+        """.replace("{callers}", _CALLERS)}, {"layer.py": ("to_ln(to_ln(lse))", "to_ln(lse)")})
 
 # --- an out buffer the kernel writes (lse_out), the argument bound as Python binds it ------------
 case("an out buffer's slice carried in a **mapping built by setitem, read by a subclass", {
