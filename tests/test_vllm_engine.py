@@ -248,7 +248,10 @@ def test_a_wrong_contract_stops_both_dcp_ranks_naming_the_class(model: Path, ben
                                                                 tmp_path: Path) -> None:
     log, events = _refused_dcp_start(model, bend_site, tmp_path, "wrong")
     failed = {e["rank"]: e["error"] for e in events if e["event"] == "check failed"}
-    assert sorted(failed) == [0, 1], events
+    # every rank says why it stops, in its own line, before any raises: vLLM stops them all at
+    # the first raise, so a rank's exception may not get out of it, but its line does
+    assert sorted(_said(events, "attention contract refused")) == [0, 1], events
+    assert failed, events
     for error in failed.values():
         assert error.startswith("ContractError") and f"{CLASS}.lse_base_on_e=False" in error
         assert "AC008" in error and "AC016" in error
@@ -298,7 +301,10 @@ def test_a_right_class_whose_objects_say_a_wrong_base_is_refused(model: Path, be
     and the combine reads the object's value: refused, naming the object."""
     log, events = _refused_dcp_start(model, bend_site, tmp_path, "instance-wrong")
     failed = {e["rank"]: e["error"] for e in events if e["event"] == "check failed"}
-    assert sorted(failed) == [0, 1], events
+    # every rank says why it stops, in its own line, before any raises: vLLM stops them all at
+    # the first raise, so a rank's exception may not get out of it, but its line does
+    assert sorted(_said(events, "attention contract refused")) == [0, 1], events
+    assert failed, events
     for error in failed.values():
         assert f"{CLASS}.lse_base_on_e=False" in error and "AC008" in error
         assert f"set on the {CLASS} object vLLM built" in error
