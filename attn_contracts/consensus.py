@@ -281,7 +281,7 @@ class Opened:
         wait until every rank has, at most ``limit_s``. An engine stops every rank as soon as
         one raises: a peer that read the verdict but had not yet logged its own (a loaded
         machine runs it a second later) would be stopped without a word. Raises nothing."""
-        key = f"{self.round.prefix}/finished"
+        key = self.round.finished_key
         done = self.round._try(self.round.store.add, key, 1)
         until = time.monotonic() + limit_s
         while done is not None and done < self.round.size and time.monotonic() < until:
@@ -293,7 +293,7 @@ class Opened:
         finding and without this rank, so that no peer waits for it and each is judged on its
         own findings; wait (briefly) until the peers have read it. Raises nothing."""
         self.done()
-        self.round._try(self.round.store.add, f"{self.round.prefix}/finished", 1)
+        self.round._try(self.round.store.add, self.round.finished_key, 1)
         try:
             self.round.fail(None, self.deadline, abstained=cause)
         except Exception:  # the store is gone: the peers learn that themselves
@@ -372,7 +372,7 @@ def report_failure(cause: str, *, group: Any, timeout_s: float = 30.0,
         if opened is not None:
             opened.done()
             round_, deadline = opened.round, opened.deadline
-            round_._try(round_.store.add, f"{round_.prefix}/finished", 1)  # nothing to log here
+            round_._try(round_.store.add, round_.finished_key, 1)  # nothing to log here
         else:
             round_, deadline = _round_for(group, timeout_s), time.monotonic() + timeout_s
         round_.fail(_failed(round_.me, cause), deadline)
@@ -418,6 +418,7 @@ class _Round:
         self.timeout_s = timeout_s
         self.reports = [f"{prefix}/report/{r}" for r in range(size)]
         self.decision_key = f"{prefix}/decision"
+        self.finished_key = f"{prefix}/finished"  # ranks that acted on the verdict (a counter)
         self.deadline = 0.0  # set by decide(): until when a slow store call is tried again
         #: per missing rank, its last beat seen and when it last moved (this rank's clock)
         self._beats: dict[int, tuple[int, float]] = {}
