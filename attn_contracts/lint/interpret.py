@@ -2818,7 +2818,8 @@ class _Frame:
                 continue
             if isinstance(arg.value, Lit) and arg.value.omitted == where:
                 self.omitted_warning(c, kw, self._lit_base(c, arg.value), where)
-            return self._given_by(c, kw, arg.value, arg.where, where)
+            written = next((f"{kw}={_text(k.value)}" for k in node.keywords if k.arg == kw), kw)
+            return self._given_by(c, kw, arg.value, arg.where, where, written)
         if call.opaque or c.base is None:
             return BaseGiven("unknown")
         if not call.by_signature:
@@ -2845,7 +2846,7 @@ class _Frame:
         self.i.report(Omitted(c, kw, default, where))
 
     def _given_by(self, c: Consumer, kw: str, value: Value, arg_where: str,
-                  where: str) -> BaseGiven:
+                  where: str, written: str = "") -> BaseGiven:
         """How the keyword's value tells the base: one way, or (a conditional expression, a
         table, two paths) each of the ways it may (:attr:`BaseGiven.options`)."""
         options = list(alternatives(value))
@@ -2859,7 +2860,7 @@ class _Frame:
                                  keyword=kw, omitted=lit.omitted, table=lit.table,
                                  rebound=lit.rebound)
         if len(options) > 1:
-            ways = tuple(self._given_by(c, kw, v, arg_where, where) for v in options)
+            ways = tuple(self._given_by(c, kw, v, arg_where, where, written) for v in options)
             return BaseGiven("choice", None, arg_where, kw, keyword=kw, options=ways)
         one = options[0] if options else None
         if isinstance(one, Flag):
@@ -2867,7 +2868,9 @@ class _Frame:
                              keyword=kw, flag=one)
         if isinstance(one, Param):
             return BaseGiven("param", None, arg_where, kw, keyword=kw, param=one)
-        return BaseGiven("unknown")
+        # given, but not read: what it was given is named (a warning where an LSE of a known
+        # base reaches the call), never judged
+        return BaseGiven("unknown", None, arg_where, written or kw, keyword=kw)
 
     @staticmethod
     def _lit_base(c: Consumer, lit: Lit) -> str | None:
