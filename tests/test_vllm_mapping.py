@@ -25,7 +25,7 @@ def test_every_record_and_consumer_the_old_table_names_is_in_the_catalog() -> No
                 assert edge.consumer in consumers, (name, edge.consumer)
                 assert edge.source, (name, edge.consumer)
     for entry in engine_data().dcp_call:
-        for record in entry.data["records"]:
+        for record in entry.records:
             assert registry.get(record).returns_lse, record
 
 
@@ -39,9 +39,9 @@ def test_the_engine_data_covers_every_release_from_0_24() -> None:
         v = f"0.{minor}.0"
         assert sum(v in SpecifierSet(e.versions) for e in data.enum) == 1, v
         assert sum(v in SpecifierSet(e.versions) for e in data.declaration) == 1, v
-    assert data.pick(data.declaration, "0.24.0")[0].data["base"] == []
-    assert data.pick(data.declaration, "0.25.0")[0].data["base"] == ["lse_base_on_e"]
-    assert "supports_dcp" not in data.pick(data.declaration, "0.27.0")[0].data["returns"]
+    assert data.pick(data.declaration, "0.24.0")[0].base == ()
+    assert data.pick(data.declaration, "0.25.0")[0].base == ("lse_base_on_e",)
+    assert "supports_dcp" not in data.pick(data.declaration, "0.27.0")[0].returns
 
 
 def test_importing_the_integration_imports_neither_vllm_nor_torch() -> None:

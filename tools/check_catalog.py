@@ -714,8 +714,8 @@ def check_engines(releases: Path) -> list[dict[str, object]]:
 
 
 def _engine_row(kind: str, e: Entry, release: str, folder: Path) -> dict[str, object]:
-    named = ".".join(x for x in (e.cls, e.function) if x)
-    attrs = [*e.data.get("returns", ()), *e.data.get("base", ())]
+    cls, function, attrs = e.cited_class(), e.cited_function(), e.cited_attrs()
+    named = ".".join(x for x in (cls, function) if x)
     row: dict[str, object] = {"entry": f"{kind} {named or e.file} ({e.versions})",
                               "release": release, "file": e.file, "found": False,
                               "missing_attrs": []}
@@ -724,19 +724,19 @@ def _engine_row(kind: str, e: Entry, release: str, folder: Path) -> dict[str, ob
     except (OSError, SyntaxError, ValueError):
         return row
     scope: list[ast.stmt] = tree.body
-    if e.cls:
-        cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == e.cls),
-                   None)
-        if cls is None:
+    if cls:
+        node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls),
+                    None)
+        if node is None:
             return row
-        scope = cls.body
-        assigned = {t.id for st in cls.body for t in (
+        scope = node.body
+        assigned = {t.id for st in node.body for t in (
             st.targets if isinstance(st, ast.Assign) else
             [st.target] if isinstance(st, ast.AnnAssign) else [])
             if isinstance(t, ast.Name)}
         row["missing_attrs"] = [a for a in attrs if a not in assigned]
-    row["found"] = not e.function or any(
-        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == e.function
+    row["found"] = not function or any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function
         for n in scope)
     return row
 

@@ -132,7 +132,7 @@ def _dispatch(handlers: dict[str, Handler], args: argparse.Namespace) -> int:
     except BrokenPipeError:  # `attn-contracts schema | head`: the reader left early, not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except FileReadError as err:
+    except (FileReadError, RulesError) as err:  # RulesError: shipped data read on first use
         print(printable(f"attn-contracts: {err}"), file=sys.stderr)
         return EXIT_USAGE
     except UsageError as err:

@@ -44,7 +44,7 @@ from attn_contracts.checks import check_edge
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
 from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.integrations._report import EngineReport
-from attn_contracts.integrations.engine_data import Entry, engine_data
+from attn_contracts.integrations.engine_data import DcpCombineEntry, RegistryEntry, engine_data
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry, UnknownRecordError
 from attn_contracts.sources import FileReadError, read_bytes
@@ -218,14 +218,14 @@ def _derive(pkg: Path, version: str | None) -> Derived:
     return _derive_on(pkg, version, model, findings)
 
 
-def _entries(version: str | None) -> tuple[Entry, Entry, bool, list[str]]:
+def _entries(version: str | None) -> tuple[RegistryEntry, DcpCombineEntry, bool, list[str]]:
     """(the registry entry, the MLA DCP combine entry, whether the release is older than every
     combine entry, what the pick says) for a release."""
     data = engine_data("sglang")
     notes: list[str] = []
-    reg, note = data.pick(data.entries("registry"), version)
+    reg, note = data.pick(data.registry, version)
     notes += [note] if note else []
-    entries = data.entries("dcp_combine")
+    entries = data.dcp_combine
     # a release older than every entry has no MLA DCP combine; a newer (or unknown) one is read
     # with the newest entry, and told so
     older = bool(version) and all(
@@ -269,9 +269,8 @@ def _derive_on(pkg: Path, version: str | None, model: Any,
             unparsed.append(err.finding)
     elif not older:
         notes.append(f"{combine_entry.file} is not in the tree: no MLA DCP combine is read")
-    decode = str(combine_entry.data.get("decode_method", "forward_decode"))
-    assume = _under_dcp(frozenset(combine_entry.data.get("dcp_flags", ())),
-                        frozenset(combine_entry.data.get("dcp_sizes", ())))
+    decode = combine_entry.decode_method
+    assume = _under_dcp(frozenset(combine_entry.dcp_flags), frozenset(combine_entry.dcp_sizes))
     reg_path = str(pkg / reg_rel)
     backends: dict[str, Backend] = {}
     for name, (line, body, fn) in factories.items():
@@ -371,11 +370,10 @@ def _under_dcp(flags: frozenset[str], sizes: frozenset[str],
 _Body = list[ast.stmt]
 
 
-def _factories(tree: ast.Module, entry: Entry) -> dict[str, tuple[int, _Body, ast.AST]]:
+def _factories(tree: ast.Module, entry: RegistryEntry) -> dict[str, tuple[int, _Body, ast.AST]]:
     """name → (line, the statements that build it, the function they are in)."""
     found: dict[str, tuple[int, _Body, ast.AST]] = {}
-    form = entry.data.get("form", "decorator")
-    if form == "decorator":
+    if entry.form == "decorator":
         decorator = entry.function
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from attn_contracts.findings import Finding
-from attn_contracts.integrations.engine_data import EngineData, Entry
+from attn_contracts.integrations.engine_data import DcpCallEntry, EngineData, VllmData
 from attn_contracts.integrations.engine_data import engine_data as _engine_data
 from attn_contracts.versions import package_version
 
@@ -38,7 +38,7 @@ class SourceError(ValueError):
     """A source tree that cannot be read as vLLM (the message names the folder)."""
 
 
-def engine_data() -> EngineData:
+def engine_data() -> VllmData:
     """The hand-kept vLLM facts (read once)."""
     return _engine_data("vllm")
 
@@ -200,9 +200,7 @@ def _derive_now(root: Path, version: str | None, scope: tuple[str, ...] | None) 
     decl, note = data.pick(data.declaration, version)
     if note and note not in notes:
         notes.append(note)
-    returns = tuple(decl.data.get("returns", ()))
-    bases = tuple(decl.data.get("base", ()))
-    capability = tuple(decl.data.get("capability", ()))
+    returns, bases, capability = decl.returns, decl.base, decl.capability
     enum_file = root / enum.file
     try:
         enum_tree = ast.parse(enum_file.read_text(encoding="utf-8"), str(enum_file))
@@ -238,7 +236,7 @@ def _literal(node: ast.expr) -> object:
 
 
 def _member(model: Any, name: str, value: str, returns: tuple[str, ...], bases: tuple[str, ...],
-            calls: dict[str, Entry], lint: list[Finding], edge_lint: dict[str, list[Finding]],
+            calls: dict[str, DcpCallEntry], lint: list[Finding], edge_lint: dict[str, list[Finding]],
             readers: dict[str, None]) -> MemberFacts:
     if not value or "." not in value:
         return MemberFacts(name, value, "", why="a placeholder member (no class path)")
@@ -270,8 +268,8 @@ def _member(model: Any, name: str, value: str, returns: tuple[str, ...], bases: 
     call_source = ""
     pinned = calls.get(impl.name)
     if pinned is not None and _rel(impl.path) == pinned.file:
-        records = tuple(pinned.data["records"])
-        call = tuple(sorted(dict(pinned.data.get("call", {})).items()))
+        records = pinned.records
+        call = pinned.call
         call_source = f"{pinned.source} ({_ENGINE_FILE})"
     key = (impl.path, impl.name)
     #: records of its own call sites that the pinned DCP branch does not take
