@@ -39,7 +39,7 @@ from attn_contracts.records import (
     hint_for_library,
 )
 
-__all__ = ["FACT_ATTRS", "impl_findings", "record_from_impl"]
+__all__ = ["FACT_ATTRS", "declaration_findings", "impl_findings", "record_from_impl"]
 
 _MISSING = object()
 
@@ -85,31 +85,50 @@ def _base_findings(impl: type | object, subject: str, library: str, returns_attr
     cls = _class(impl)
     returns = getattr(impl, returns_attr, False)
     if not isinstance(returns, bool):
-        return False, None, [Finding(Code.AC012, subject, f"{cls.__name__}.{returns_attr} is "
+        return declaration_findings(subject, library, cls.__name__, returns_attr, base_attr,
+                                    returns=returns, base=None, base_owner=None)
+    base_owner = _definer(impl, base_attr)
+    return declaration_findings(
+        subject, library, cls.__name__, returns_attr, base_attr, returns=returns,
+        base=getattr(impl, base_attr, _MISSING),
+        base_owner=None if base_owner is None else base_owner.__name__,
+        inherited=base_owner is not None and base_owner is not cls,
+        owner_returns=getattr(base_owner, returns_attr, False))
+
+
+def declaration_findings(subject: str, library: str, cls_name: str, returns_attr: str,
+                         base_attr: str, *, returns: object, base: object,
+                         base_owner: str | None, inherited: bool = False,
+                         owner_returns: object = False) -> tuple[bool, Any, list[Finding]]:
+    """The declaration as read (of a class or object here; from a record, for an engine's
+    check that reads one): whether it returns LSE, the base attribute's value, and why either
+    cannot be trusted. ``base_owner``: the class that sets the base (None: nothing does);
+    ``inherited``: that class is an ancestor; ``owner_returns``: that ancestor's own
+    ``returns_attr``."""
+    if not isinstance(returns, bool):
+        return False, None, [Finding(Code.AC012, subject, f"{cls_name}.{returns_attr} is "
                                      f"{returns!r}", field=returns_attr, found=returns,
                                      allowed="True, False")]
-    base_owner = _definer(impl, base_attr)
-    base_value = getattr(impl, base_attr, _MISSING)
     if not returns:
-        return False, base_value, []
+        return False, base, []
     if base_owner is None:
-        return True, base_value, [Finding(
+        return True, base, [Finding(
             Code.AC001, subject,
-            f"{cls.__name__}.{returns_attr}=True but no {base_attr} anywhere in its "
+            f"{cls_name}.{returns_attr}=True but no {base_attr} anywhere in its "
             f"hierarchy (allowed: True for base e, False for base 2)",
             hint=hint_for_library(library), field=base_attr, found=None, allowed="True, False")]
-    if base_owner is not cls and not getattr(base_owner, returns_attr, False):
-        return True, base_value, [Finding(
+    if inherited and not owner_returns:
+        return True, base, [Finding(
             Code.AC002, subject,
-            f"{cls.__name__}.{returns_attr}=True but {base_attr}={base_value!r} comes only "
-            f"from the default on {base_owner.__name__}, which returns no LSE itself",
-            hint=f"set {base_attr} on {cls.__name__} itself; {hint_for_library(library)}",
-            field=base_attr, found=base_value, allowed=f"{base_attr} set on {cls.__name__}")]
-    if not isinstance(base_value, bool):
-        return True, base_value, [Finding(
-            Code.AC012, subject, f"{cls.__name__}.{base_attr} is {base_value!r}",
-            field=base_attr, found=base_value, allowed="True (base e), False (base 2)")]
-    return True, base_value, []
+            f"{cls_name}.{returns_attr}=True but {base_attr}={base!r} comes only "
+            f"from the default on {base_owner}, which returns no LSE itself",
+            hint=f"set {base_attr} on {cls_name} itself; {hint_for_library(library)}",
+            field=base_attr, found=base, allowed=f"{base_attr} set on {cls_name}")]
+    if not isinstance(base, bool):
+        return True, base, [Finding(
+            Code.AC012, subject, f"{cls_name}.{base_attr} is {base!r}",
+            field=base_attr, found=base, allowed="True (base e), False (base 2)")]
+    return True, base, []
 
 
 def _fact_from_class(impl: type | object, fact: str, returns: bool, returns_attr: str) -> Any:

@@ -73,7 +73,7 @@ def refused_at(version: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     monkeypatch.setattr(iv, "_installed_root", lambda: root)
     out: dict[str, str] = {}
     for name, impl in sorted(mapping.impls.items()):
-        if not getattr(impl, iv.RETURNS_ATTR, False):
+        if not impl.value(iv.RETURNS_ATTR):
             continue  # returns no LSE: DCP refuses it for that reason alone (AC006)
         try:
             iv.validate_vllm_startup([name], dcp_world_size=2, impls={name: impl})

@@ -156,10 +156,8 @@ def test_the_startup_gate_on_a_release_it_has_never_seen_derives_the_checks(
     for name, module in fake.items():
         monkeypatch.setitem(sys.modules, name, module)
     monkeypatch.setattr(iv, "_installed_root", lambda: root)
-    right = mapping.impls["FLASHINFER_MLA"]  # the stand-in: lse_base_on_e = True (cute-dsl: e)
-    wrong = type(right.__name__, (right,), {"lse_base_on_e": False, "__module__": right.__module__,
-                                            "__attn_contracts_where__": {
-                                                "lse_base_on_e": "tests (bent)"}})
+    right = mapping.impls["FLASHINFER_MLA"]  # the record: lse_base_on_e = True (cute-dsl: e)
+    wrong = right.with_value("lse_base_on_e", False, "tests (bent)")
     rows = iv.validate_vllm_startup(["FLASHINFER_MLA"], dcp_world_size=2,
                                     impls={"FLASHINFER_MLA": right})
     assert rows[0].records[0] == "flashinfer.mla.cute_dsl"  # (and the pre-0.7.2 one: both e)

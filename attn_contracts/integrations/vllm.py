@@ -30,22 +30,20 @@ vLLM and torch are imported only inside these functions.
 
 from __future__ import annotations
 
-import inspect
 import logging
-import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from attn_contracts.bridge import impl_findings
+from attn_contracts.bridge import declaration_findings
 from attn_contracts.checks import check_edge, resolve_call_base
 from attn_contracts.consumer import ConsumerRecord, KeywordBase
 from attn_contracts.findings import RULES, Code, ContractError, Finding, Severity
 from attn_contracts.integrations import vllm_mode
 from attn_contracts.integrations._reach import split_by_reach
 from attn_contracts.integrations._report import EngineReport
+from attn_contracts.integrations.vllm_impl import ImplFacts, as_facts, from_source, read_attr
 from attn_contracts.integrations.vllm_mode import MODE_ENV, Mode, log, log_once
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry, UnknownRecordError
@@ -156,8 +154,8 @@ class VllmMapping:
     notes: tuple[str, ...] = ()
     #: the tree's releases the catalog was not verified on (one ``AC034`` note in the report)
     unverified: tuple[str, ...] = ()
-    #: the impl classes of a source tree (no import): stand-ins carrying the declaration
-    impls: dict[str, type] = field(default_factory=dict)
+    #: the impl classes of a source tree (no import), as the check reads an impl
+    impls: dict[str, ImplFacts] = field(default_factory=dict)
 
 
 #: mapping entries that replace the derived one of a member (a test's, an out-of-tree backend's)
@@ -234,7 +232,7 @@ _SINGLE = Config((), "no DCP: need_to_return_lse_for_decode is False (AttentionI
 def _mapping(derived: Any) -> VllmMapping:
     backends: dict[str, BackendMap] = {}
     unmapped: dict[str, str] = {}
-    impls: dict[str, type] = {}
+    impls: dict[str, ImplFacts] = {}
     consumers = _consumers_at(derived.version)
     for name, m in derived.members.items():
         if not m.impl:
@@ -258,7 +256,7 @@ def _mapping(derived: Any) -> VllmMapping:
             dcp=Config(records, where, edges=edges, call=m.call, observed=m.observed,
                        note=note),
             single=_SINGLE)
-        impls[name] = _stand_in(m, derived.returns_attrs + derived.base_attrs)
+        impls[name] = from_source(m, derived.returns_attrs + derived.base_attrs)
     version = derived.version or "?"
     return VllmMapping(
         versions=f"=={version}" if derived.version else "(unknown)",
@@ -286,112 +284,42 @@ def _consumers_at(version: str | None) -> dict[str, str]:
     return out
 
 
-def _stand_in(m: Any, attrs: Sequence[str]) -> type:
-    """A class standing in for an impl class of a source tree: its MRO's declaration attributes
-    (literals), each owner named as in the sources, and where each is set."""
-    owners: dict[str, dict[str, Any]] = {}
-    for attr in attrs:
-        a = m.attrs.get(attr)
-        if a is not None:
-            owners.setdefault(a.owner, {})[attr] = a
-    module, _, name = m.impl.rpartition(".")
-    chain: type = object
-    for mod, cls_name in reversed(m.mro):
-        ns: dict[str, Any] = {"__module__": mod, "__qualname__": cls_name,
-                              "__attn_contracts_where__": {
-                                  k: v.where for k, v in owners.get(cls_name, {}).items()}}
-        ns.update({k: v.value for k, v in owners.get(cls_name, {}).items()})
-        chain = type(cls_name, (chain,), ns)
-    if chain is object or chain.__name__ != name:
-        chain = type(name, (chain,), {"__module__": module, "__qualname__": name,
-                                      "__attn_contracts_where__": {}})
-    return chain
-
-
-def _vllm_path(path: str | None) -> str:
-    """``.../site-packages/vllm/x/y.py`` → ``vllm/x/y.py``."""
-    if not path:
-        return "?"
-    parts = path.replace(os.sep, "/").rsplit("/vllm/", 1)
-    return "vllm/" + parts[1] if len(parts) == 2 else path
-
-
-def attribute_source(cls: type | object, attr: str) -> tuple[type | None, str]:
-    """The class of ``cls``'s MRO whose namespace sets ``attr``, and ``file:line`` of that line in
-    its source (the class's own line when the assignment cannot be found). For an impl object
-    (what vLLM built) that sets ``attr`` itself: its class, and ``on the ... object``."""
-    if not isinstance(cls, type):
-        if attr in getattr(cls, "__dict__", {}):
-            return type(cls), f"set on the {type(cls).__qualname__} object vLLM built"
-        cls = type(cls)
-    owner = next((k for k in cls.__mro__ if attr in vars(k)), None)
-    if owner is None:
-        return None, ""
-    where = vars(owner).get("__attn_contracts_where__")
-    if isinstance(where, dict) and attr in where:  # a stand-in for a class of a source tree
-        return owner, str(where[attr])
-    try:
-        lines, start = inspect.getsourcelines(owner)
-        path = _vllm_path(inspect.getsourcefile(owner))
-    except (OSError, TypeError):
-        return owner, f"{owner.__module__}.{owner.__qualname__}"
-    # an assignment (``attr = ...``), or a property's ``def attr(``
-    pattern = re.compile(rf"^\s+({re.escape(attr)}\s*(:[^=]+)?=|def\s+{re.escape(attr)}\s*\()")
-    line = next((start + i for i, text in enumerate(lines) if pattern.match(text)), start)
-    return owner, f"{path}:{line}"
-
-
-def _class(impl: type | object) -> type:
-    """An impl class, or the class of an impl object."""
-    return impl if isinstance(impl, type) else type(impl)
-
-
-def _read(impl: type | object, attr: str) -> Any:
-    """``impl.attr`` as vLLM reads it (an object's own value, a property's), None where absent or
-    where a property raises (the finding then names None)."""
-    try:
-        return getattr(impl, attr, None)
-    except Exception:  # a property that fails here would fail in vLLM too; it declares nothing
-        return None
-
-
 def _cite(record: CapabilityRecord) -> str:
     return record.source if len(record.source) <= 160 else record.source[:157] + "..."
 
 
-def _declaration(impl: type | object, backend: str, kernels: Sequence[CapabilityRecord],
+def _declaration(impl: ImplFacts, backend: str, kernels: Sequence[CapabilityRecord],
                  base_attrs: Sequence[str] = (BASE_ATTR,)) -> tuple[dict[str, Any], list[Finding]]:
     """The impl's declared flags, and what the bridge and the mapped kernels say of them.
-    ``impl``: its class (the static report), or the object vLLM built (at startup: what the
-    object answers, its own attributes and properties, is what vLLM reads). ``base_attrs``: the
-    release's base attribute; none (vLLM 0.24): the base is told each combine at its call, so
-    only the edges judge it."""
-    cls = _class(impl)
-    returns = _read(impl, RETURNS_ATTR)
-    base_value = _read(impl, BASE_ATTR)
-    owner, where = attribute_source(impl, BASE_ATTR)
-    _, r_where = attribute_source(impl, RETURNS_ATTR)
+    ``impl``: the record of its class (the static report), or of the object vLLM built (at
+    startup: what the object answers, its own attributes and properties, is what vLLM reads).
+    ``base_attrs``: the release's base attribute; none (vLLM 0.24): the base is told each
+    combine at its call, so only the edges judge it."""
+    returns = impl.value(RETURNS_ATTR)
+    base = impl.attr(BASE_ATTR)
+    base_value, owner, where = base.value, base.owner_name, base.where
+    r_where = impl.attr(RETURNS_ATTR).where
     declared: dict[str, Any] = {
         RETURNS_ATTR: returns, "returns_declared_at": r_where,
         BASE_ATTR: base_value, "base_declared_at": where,
-        "base_owner": owner.__name__ if owner else None,
-        "base_inherited": owner is not None and owner is not cls,
+        "base_owner": owner,
+        "base_inherited": impl.inherited(BASE_ATTR),
     }
     subject = f"vllm.{backend.lower()}"
-    specs = [(k, k.lse) for k in kernels if isinstance(k.lse, LseSpec)]
-    lse_kernels = [k for k, _ in specs]
-    if not specs:
+    lse_kernels = [k for k in kernels if isinstance(k.lse, LseSpec)]
+    if not lse_kernels:
         return declared, []
-    first_kernel, first = specs[0]
-    # every LSE fact the class does not carry comes from the mapped kernel, never from a default
-    _, bridge = impl_findings(impl, name=subject, library="vllm", source=where or cls.__qualname__,
-                              returns_attr=RETURNS_ATTR, base_attr=BASE_ATTR, layout=first.layout,
-                              lse_dtype=first.dtype, empty_row=first.empty_row,
-                              includes_sink=first.includes_sink, decode=first_kernel.decode)
+    # the declaration as the bridge judges a class's (its other LSE facts are the mapped
+    # kernel's, never a default): an attribute nothing sets reads as False / absent
+    _, _, bridge = declaration_findings(
+        subject, "vllm", impl.name, RETURNS_ATTR, BASE_ATTR,
+        returns=returns if impl.is_set(RETURNS_ATTR) else False, base=base_value,
+        base_owner=owner, inherited=impl.inherited(BASE_ATTR),
+        owner_returns=impl.read_on(base.owner, RETURNS_ATTR, False) if base.owner else False)
     findings: list[Finding] = []
     if returns is not True:
         findings.append(Finding(
-            Code.AC006, subject, f"{cls.__name__}.{RETURNS_ATTR}={returns!r} ({r_where}), but under "
+            Code.AC006, subject, f"{impl.name}.{RETURNS_ATTR}={returns!r} ({r_where}), but under "
             f"DCP it returns the LSE of {', '.join(k.name for k in lse_kernels)}",
             field=RETURNS_ATTR, found=returns, allowed="True", location=r_where))
         return declared, findings
@@ -402,14 +330,14 @@ def _declaration(impl: type | object, backend: str, kernels: Sequence[Capability
         return declared, bridge  # AC001 (no base anywhere) or AC012 (not a bool): errors as they are
     declared_base = "e" if base_value else "2"
     wrong = [k for k in lse_kernels if k.lse_base != declared_base]
-    inherited = f", inherited from {owner.__name__}" if owner is not cls and owner else ""
+    inherited = f", inherited from {owner}" if impl.inherited(BASE_ATTR) else ""
     for k in wrong:
         want = "True" if k.lse_base == "e" else "False"
         findings.append(Finding(
             Code.AC008, subject,
-            f"{cls.__name__}.{BASE_ATTR}={base_value!r} (base {declared_base}{inherited}, "
+            f"{impl.name}.{BASE_ATTR}={base_value!r} (base {declared_base}{inherited}, "
             f"{where}) contradicts {k.name}, which emits base-{k.lse_base} LSE ({_cite(k)})",
-            hint=f"set {BASE_ATTR} = {want} on {cls.__name__}", field=BASE_ATTR, found=base_value,
+            hint=f"set {BASE_ATTR} = {want} on {impl.name}", field=BASE_ATTR, found=base_value,
             allowed=want, location=where))
     for f in bridge:  # AC002: the base is only a default of a class that returns no LSE
         if wrong:  # an error: the default is wrong for the kernels it calls
@@ -439,9 +367,8 @@ def _through(record: CapabilityRecord, transform: str) -> CapabilityRecord:
     return record.model_copy(update={"lse": lse})
 
 
-def _edge_findings(impl: type | object, backend: str, kernels: Sequence[CapabilityRecord],
+def _edge_findings(impl: ImplFacts, backend: str, kernels: Sequence[CapabilityRecord],
                    edge: Edge, consumers: dict[str, ConsumerRecord]) -> tuple[str, list[Finding]]:
-    cls = _class(impl)
     consumer = consumers.get(edge.consumer)
     subject = f"vllm.{backend.lower()}"
     if consumer is None:
@@ -453,7 +380,7 @@ def _edge_findings(impl: type | object, backend: str, kernels: Sequence[Capabili
     how = ("fixed base" if keyword is None else f"{keyword}={literal}" if literal
            else f"{keyword} omitted")
     if edge.from_attr is not None:
-        value = _read(impl, edge.from_attr)  # the object's answer: what the combine is told
+        value = impl.value(edge.from_attr)  # the object's answer: what the combine is told
         literal = repr(value) if isinstance(value, bool) else None
         how = f"{keyword}=self.impl.{edge.from_attr} ({literal})"
     if not edge.row_mask and consumer.empty.accepts_row_mask:
@@ -471,7 +398,7 @@ def _edge_findings(impl: type | object, backend: str, kernels: Sequence[Capabili
             severity = RULES[f.code].severity
             extra = f" at vllm/{edge.source}"
             if edge.from_attr is not None and f.code is Code.AC016:
-                extra += f"; the keyword is {cls.__name__}.{edge.from_attr}"
+                extra += f"; the keyword is {impl.name}.{edge.from_attr}"
             where = "vllm/" + edge.source.split(" ", 1)[0]
             findings.append(replace(f, severity=severity, message=f.message + extra,
                                     location=f.location or where))
@@ -551,15 +478,17 @@ def _impl_of(member: Any) -> tuple[type | None, str, str]:
     return impl, f"{impl.__module__}.{impl.__qualname__}", ""
 
 
-def _report_one(name: str, impl: type | object | None, why: str, mapped: BackendMap | None,
-                mapping: VllmMapping | None, dcp: bool, registry: Registry) -> BackendReport:
-    """One backend's row; ``impl``: its class, or the impl object vLLM built (judged by what it
-    answers), or None where neither loads."""
+def _report_one(name: str, found: ImplFacts | type | object | None, why: str,
+                mapped: BackendMap | None, mapping: VllmMapping | None, dcp: bool,
+                registry: Registry) -> BackendReport:
+    """One backend's row; ``found``: its class, or the impl object vLLM built (judged by what it
+    answers), or a source tree's record of its class, or None where neither loads. The check
+    reads the record alone."""
     subject = f"vllm.{name.lower()}"
-    row = BackendReport(name, f"{_class(impl).__module__}.{_class(impl).__qualname__}"
-                        if impl is not None else (mapped.impl if mapped else "?"))
+    impl = None if found is None else as_facts(found, _asked(mapped, dcp))
+    row = BackendReport(name, impl.path if impl is not None else (mapped.impl if mapped else "?"))
     if impl is not None:
-        row.declared = {RETURNS_ATTR: _read(impl, RETURNS_ATTR), BASE_ATTR: _read(impl, BASE_ATTR)}
+        row.declared = {RETURNS_ATTR: impl.value(RETURNS_ATTR), BASE_ATTR: impl.value(BASE_ATTR)}
     if mapped is None:
         returns = row.declared.get(RETURNS_ATTR)
         reason = mapping.unmapped.get(name, "not derived") if mapping else "no mapping"
@@ -612,6 +541,13 @@ def _report_one(name: str, impl: type | object | None, why: str, mapped: Backend
         row.findings += [replace(f, subject=subject, message=f"{f.message} (lint)")
                          for f in mapping.edge_findings.get(name, [])]
     return row
+
+
+def _asked(mapped: BackendMap | None, dcp: bool) -> tuple[str, ...]:
+    """The impl attributes the check of a row reads: the declarations, and each attribute an
+    edge passes a combine as its base keyword."""
+    edges = () if mapped is None else (mapped.dcp if dcp else mapped.single).edges
+    return tuple(dict.fromkeys((*DECLARATIONS, *(e.from_attr for e in edges if e.from_attr))))
 
 
 def report(backend: str | None = None, *, dcp: bool = True,
@@ -694,11 +630,13 @@ def _reports(names: Sequence[str] | None, *, dcp: bool,
     return _noted(rows, mapping)
 
 
-def _unknown_backend(name: str, impl: type | object | None, version: str) -> BackendReport:
-    where = f"{_class(impl).__module__}.{_class(impl).__qualname__}" if impl is not None else "?"
+def _unknown_backend(name: str, found: ImplFacts | type | object | None,
+                     version: str) -> BackendReport:
+    impl = None if found is None else as_facts(found, DECLARATIONS)
+    where = impl.path if impl is not None else "?"
     row = BackendReport(name, where)
     if impl is not None:
-        row.declared = {RETURNS_ATTR: _read(impl, RETURNS_ATTR), BASE_ATTR: _read(impl, BASE_ATTR)}
+        row.declared = {RETURNS_ATTR: impl.value(RETURNS_ATTR), BASE_ATTR: impl.value(BASE_ATTR)}
     row.findings.append(Finding(
         Code.AC013, f"vllm.{name.lower()}", f"backend {name!r} (impl {where}) is no "
         f"AttentionBackendEnum member of vLLM {version} (an out-of-tree backend, or a get_name() "
@@ -914,7 +852,7 @@ def validate_vllm_config(vllm_config: Any, target_layer_names: Iterable[str] | N
         get_backend = getattr(layer, "get_attn_backend", None)
         if impl is None or get_backend is None or (targets is not None and name not in targets):
             continue
-        key = (type(impl), *(repr(_read(impl, a)) for a in DECLARATIONS))
+        key = (type(impl), *(repr(read_attr(impl, a)) for a in DECLARATIONS))
         backends.setdefault(_backend_name(get_backend()), {}).setdefault(key, impl)
     if group is None:
         group = dcp_group()
