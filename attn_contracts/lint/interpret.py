@@ -2273,8 +2273,13 @@ class _Frame:
         for a in node.args:
             if isinstance(a, ast.Starred):
                 value = self.expr(a.value)
-                if isinstance(value, Tup):
-                    call.pos += [Arg(v, _at(self.path, a.value)) for v in value.items]
+                tuples = [t for t in alternatives(value) if isinstance(t, Tup)]
+                if tuples and len(tuples) == len(list(alternatives(value))) and \
+                        len({len(t.items) for t in tuples}) == 1:
+                    # ``*x`` of a tuple, or of one of several tuples of one length (an element
+                    # of a list of pairs): each position holds what any of them holds there
+                    call.pos += [Arg(join([t.items[i] for t in tuples]), _at(self.path, a.value))
+                                 for i in range(len(tuples[0].items))]
                 else:
                     call.opaque = True
                 continue
