@@ -17,6 +17,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, overload
 
 from pydantic import (
@@ -246,7 +247,7 @@ def _load(engine: str) -> EngineData:
     return parse(_MODELS[engine], str(path), _read(path))
 
 
-def _read(path: Any) -> str:
+def _read(path: Traversable) -> str:
     try:
         text: str = path.read_bytes().decode("utf-8")
     except OSError as err:
