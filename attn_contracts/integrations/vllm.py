@@ -654,8 +654,9 @@ def check(backend: str | None = None, *, dcp: bool = True) -> list[Finding]:
 
 
 # --- at vLLM's startup ---------------------------------------------------------------------------
-#: per backend: its impl class, the impl object vLLM built, or the distinct objects of its layers
-Impls = Mapping[str, "type | object | Sequence[object]"]
+#: per backend: its impl class, the impl object vLLM built, the distinct objects of its layers,
+#: or a source tree's record of its class (``VllmMapping.impls``)
+Impls = Mapping[str, "ImplFacts | type | object | Sequence[object]"]
 
 
 def validate_vllm_startup(backends: Iterable[str], *, dcp_world_size: int, group: Any = None,
@@ -678,8 +679,10 @@ def validate_vllm_startup(backends: Iterable[str], *, dcp_world_size: int, group
     the start of the check. A rank whose check cannot run (a fault of this checker, not of the
     contract) logs why and abstains: it starts unchecked, and its peers stop waiting for it.
     ``impls``: what the layers really use, per backend: the impl objects vLLM built (judged by
-    what they answer: an attribute set on the object, a property), or classes (default: each
-    backend's ``get_impl_cls()``). Returns the reports of the backends checked."""
+    what they answer: an attribute set on the object, a property), or classes, or records
+    (:class:`~attn_contracts.integrations.vllm_impl.ImplFacts`; default: each backend's
+    ``get_impl_cls()``); each is read into one record, which is all the check reads. Returns the
+    reports of the backends checked."""
     from attn_contracts.startup import validate_startup
 
     names = sorted(set(backends))
