@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from attn_contracts.findings import Code, Finding, Severity
 from attn_contracts.lint.classes import ClassInfo, Hierarchy
-from attn_contracts.lint.interpret import (
+from attn_contracts.lint.inferred import (
     BaseGiven,
     Disagreed,
     Dispatched,

@@ -28,7 +28,8 @@ from attn_contracts.lint.edges import (
     edge_findings,
     fact_findings,
 )
-from attn_contracts.lint.interpret import Fact, Interpreter, Kernel, Use
+from attn_contracts.lint.inferred import Fact, Kernel, Use
+from attn_contracts.lint.interpret import Interpreter
 from attn_contracts.lint.program import Program
 from attn_contracts.lint.record_index import Consumer, Knowledge
 from attn_contracts.lint.values import ClassKey, Inst, Lit
