@@ -19,7 +19,8 @@ number of steps that grows with its size, never exponentially, and a bound hit i
   function, once: never silence.
 
 The interpreter calls in here at a few places (an assignment, a return, a loop, a function's
-analysis); the semantics stay in :mod:`attn_contracts.lint.interpret`.
+analysis); the semantics stay in the interpreter (:mod:`attn_contracts.lint.scope`,
+:mod:`attn_contracts.lint.frame`, :mod:`attn_contracts.lint.interpret`).
 """
 
 from __future__ import annotations

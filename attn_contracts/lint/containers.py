@@ -134,7 +134,7 @@ def _literal_text(value: Value) -> list[str]:
     return out or ["<expr>"]
 
 
-#: the comparisons of two literals :meth:`_Frame.e_compare` reads
+#: the comparisons of two literals :meth:`~attn_contracts.lint.scope.Scope.e_compare` reads
 _COMPARE: dict[type, Callable[[Any, Any], object]] = {
     ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
     ast.Is: lambda a, b: a is b if a is None or b is None else type(a) is type(b) and a == b,

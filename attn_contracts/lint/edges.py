@@ -2,7 +2,7 @@
 base a combine is given against every LSE that can reach it. Fail closed.
 
 Declarations (a class that sets ``can_return_lse_for_decode = True``), judged by the kernels
-its own methods reach (:class:`~attn_contracts.lint.interpret.Kernel`):
+its own methods reach (:class:`~attn_contracts.lint.inferred.Kernel`):
 
 ==========================  =================================  ==============================
 its base                    the kernels                        finding
@@ -18,7 +18,7 @@ none anywhere               —                                  AC001 error (wh
                                                                declares bases at all)
 ==========================  =================================  ==============================
 
-Edges (:class:`~attn_contracts.lint.interpret.Use`): a combine told a fixed base (its record's
+Edges (:class:`~attn_contracts.lint.inferred.Use`): a combine told a fixed base (its record's
 own, a literal, a default, a value from a table) is checked against every source of the LSE
 that reaches it — a producer's pinned base, a base a library's dispatch may pick, or the declared
 base of the backend class whose method returned it: any that contradicts is an ``AC023`` error,
@@ -27,7 +27,7 @@ at the place the base is written. A literal that agrees (or that nothing confirm
 travels with; a parameter's default is ``AC021``; one LSE of unknown base read in two bases is
 ``AC023``.
 
-Facts the interpreter infers on its way (:data:`~attn_contracts.lint.interpret.Fact`) become
+Facts the interpreter infers on its way (:data:`~attn_contracts.lint.inferred.Fact`) become
 findings here too (:func:`fact_findings`): an LSE exponentiated in the other base is ``AC023``; a
 combine call that leaves its base keyword to the default, ``AC022``; a producer call that leaves
 its base to the library's dispatch, ``AC028``; a combine whose records disagree, the versions

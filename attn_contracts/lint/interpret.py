@@ -6,12 +6,13 @@ dispatches). What it records, for the rules of :mod:`attn_contracts.lint.edges`:
 
 - every **producer call** a record names (a kernel that returns an LSE, or writes one into an
   ``lse=`` buffer), with the base its arguments choose, pinned or left to the library's dispatch
-  (:class:`Kernel`); which kernels each function reaches, through every call below it;
+  (:class:`~attn_contracts.lint.inferred.Kernel`); which kernels each function reaches, through
+  every call below it;
 - every **consumer use**: an LSE reaching a combine whose record says how it reads the base, with
   the base this call gives it — a literal (written here, through a name, a partial, a
   constructor argument that an object keeps, a parameter's default), a backend's declared
   attribute (``self.impl.lse_base_on_e``), a parameter, or an expression it cannot read
-  (:class:`Use`).
+  (:class:`~attn_contracts.lint.inferred.Use`).
 
 Interprocedural, across files: a call of a function of the program interprets it with the
 arguments' values (memoised by them, a few contexts per function, then one generic context),

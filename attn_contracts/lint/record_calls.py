@@ -234,7 +234,7 @@ class RecordCalls(Scope):
             if arg is None:
                 continue
             if isinstance(arg.value, Lit) and arg.value.omitted == where:
-                self.omitted_warning(c, kw, self._lit_base(c, arg.value), where)
+                self.note_omitted(c, kw, self._lit_base(c, arg.value), where)
             return self._given_by(c, kw, arg.value, arg.where, where)
         if call.opaque or c.base is None:
             return BaseGiven("unknown")
@@ -254,11 +254,11 @@ class RecordCalls(Scope):
         if default is None:
             return BaseGiven("unknown")
         kw = c.keywords[0]
-        self.omitted_warning(c, kw, default, where)
+        self.note_omitted(c, kw, default, where)
         return BaseGiven("fixed", default, where, f"{c.last}'s default for {kw} (left out here)",
                          keyword=kw, omitted=where)
 
-    def omitted_warning(self, c: Consumer, kw: str, default: str | None, where: str) -> None:
+    def note_omitted(self, c: Consumer, kw: str, default: str | None, where: str) -> None:
         self.i.report(Omitted(c, kw, default, where))
 
     def _given_by(self, c: Consumer, kw: str, value: Value, arg_where: str,
@@ -386,9 +386,9 @@ class RecordCalls(Scope):
             chosen = "not passed" if cb.keyword not in combo else f"= {combo[cb.keyword]}"
             yield None, True, cb.bases(), f"{cb.keyword} {chosen}{by}: left to dispatch"
         if dispatched:
-            self.dispatch_warning(p, cb, call, where)
+            self.note_dispatched(p, cb, call, where)
 
-    def dispatch_warning(self, p: Producer, cb: CallBase, call: _Call, where: str) -> None:
+    def note_dispatched(self, p: Producer, cb: CallBase, call: _Call, where: str) -> None:
         self.i.report(Dispatched(p, cb, where))
 
     def _may_pass(self, node: ast.Call, keyword: str) -> bool:

@@ -69,7 +69,7 @@ from attn_contracts.lint.values import (
     lse_of,
 )
 
-#: each frame's serial (:attr:`_Frame.serial`): never reused, unlike an object's id
+#: each frame's serial (:attr:`Scope.serial`): never reused, unlike an object's id
 _FRAME_SERIALS = itertools.count()
 
 
@@ -113,7 +113,7 @@ def _loaded_names(node: ast.AST) -> frozenset[str]:
 _H = TypeVar("_H", bound=Callable[..., Any])
 
 
-#: syntax node type -> the _Frame method that interprets it (filled by ``@_on`` as the class is
+#: syntax node type -> the Scope method that interprets it (filled by ``@_on`` as the class is
 #: defined: each handler names its node types where it is written, as pyflakes dispatches)
 _STMT: dict[type, Callable[[Scope, Any], None]] = {}
 

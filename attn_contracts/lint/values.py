@@ -206,7 +206,7 @@ class Arg:
     text: str = field(default="", compare=False)
     #: the buffers the argument is, or is a view of (``buf``, ``buf[s:e]``, ``self.buf``), each
     #: as (the frame it names a variable of, that name's expression): a kernel that writes into
-    #: the argument writes them (:meth:`~attn_contracts.lint.interpret._Frame.produce`). Not
+    #: the argument writes them (:meth:`~attn_contracts.lint.record_calls.RecordCalls.produce`). Not
     #: compared: it says where the value lives, not what it is
     buffers: frozenset[tuple[int, ast.expr]] = field(default=frozenset(), compare=False,
                                                      hash=False)
