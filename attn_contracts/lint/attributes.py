@@ -94,46 +94,18 @@ class Resolver(ModuleResolver):
                 return _swap(obj) if attr in _SWAPS else obj
             return None
         if isinstance(obj, ModuleRef):
-            b = self.p.member(obj.name, attr)
-            if b is None:
-                return None
-            if b.kind == "assign":
-                return self.global_value(b.module, b.name)
-            return self._binding(b)
+            return self._module_attr(obj, attr)
         if isinstance(obj, Ext):
-            parts = obj.qualname.split(".")
-            if parts[:2] == ["torch", "ops"] and len(parts) == 3:
-                # ``torch.ops.<ns>.<name>``: the Python function registered for the op
-                registered = self.custom_op(parts[2], attr)
-                if registered is not None:
-                    return registered
-            return Ext(f"{obj.qualname}.{attr}")
+            return self._ext_attr(obj, attr)
         if isinstance(obj, Func) and attr in ("default", "__wrapped__") and \
                 obj.qualname in self._op_funcs:
             return obj  # ``torch.ops.ns.op.default``: the same overload
         if isinstance(obj, ExtInst):
             return Ext(f"{obj.qualname}.{attr}")
         if isinstance(obj, Super):
-            cls = self.class_info(obj.self_value.cls)
-            after = self.class_info(obj.after)
-            if cls is None or after is None:
-                return None
-            owner = self.p.lookup(cls, attr, after=after)
-            if owner is None:
-                return None
-            return Bound(Func(owner.path, f"{owner.name}.{attr}"), obj.self_value,
-                         (owner.path, owner.name))
+            return self._super_attr(obj, attr)
         if isinstance(obj, ClassRef):
-            cls = self.class_info(obj.cls)
-            if cls is None:
-                return None
-            owner = self.p.lookup(cls, attr)
-            if owner is not None:
-                return Func(owner.path, f"{owner.name}.{attr}")
-            if attr in cls.attrs and self._is_enum(cls) and not attr.startswith("_"):
-                # an Enum's member is an object of its class; ``.value`` is what is assigned
-                return Member(obj.cls, attr, self.class_attr(cls, attr))
-            return self.class_attr(cls, attr)
+            return self._class_ref_attr(obj, attr)
         if isinstance(obj, Member):
             if attr == "value":
                 return obj.value
@@ -143,6 +115,48 @@ class Resolver(ModuleResolver):
         if isinstance(obj, Inst):
             return self.inst_attr(obj, attr, where)
         return None
+
+    def _module_attr(self, obj: ModuleRef, attr: str) -> Value:
+        b = self.p.member(obj.name, attr)
+        if b is None:
+            return None
+        if b.kind == "assign":
+            return self.global_value(b.module, b.name)
+        return self._binding(b)
+
+    def _ext_attr(self, obj: Ext, attr: str) -> Value:
+        parts = obj.qualname.split(".")
+        if parts[:2] == ["torch", "ops"] and len(parts) == 3:
+            # ``torch.ops.<ns>.<name>``: the Python function registered for the op
+            registered = self.custom_op(parts[2], attr)
+            if registered is not None:
+                return registered
+        return Ext(f"{obj.qualname}.{attr}")
+
+    def _super_attr(self, obj: Super, attr: str) -> Value:
+        """``super().attr``: the method of the first class after the one it is written in."""
+        cls = self.class_info(obj.self_value.cls)
+        after = self.class_info(obj.after)
+        if cls is None or after is None:
+            return None
+        owner = self.p.lookup(cls, attr, after=after)
+        if owner is None:
+            return None
+        return Bound(Func(owner.path, f"{owner.name}.{attr}"), obj.self_value,
+                     (owner.path, owner.name))
+
+    def _class_ref_attr(self, obj: ClassRef, attr: str) -> Value:
+        """``Class.attr``: a method, an Enum's member, or what every instance holds."""
+        cls = self.class_info(obj.cls)
+        if cls is None:
+            return None
+        owner = self.p.lookup(cls, attr)
+        if owner is not None:
+            return Func(owner.path, f"{owner.name}.{attr}")
+        if attr in cls.attrs and self._is_enum(cls) and not attr.startswith("_"):
+            # an Enum's member is an object of its class; ``.value`` is what is assigned
+            return Member(obj.cls, attr, self.class_attr(cls, attr))
+        return self.class_attr(cls, attr)
 
     def inst_attr(self, inst: Inst, attr: str, where: str) -> Value:
         cls = self.class_info(inst.cls)
@@ -160,17 +174,7 @@ class Resolver(ModuleResolver):
             return None
         owner = self.p.lookup(cls, attr)
         if owner is not None:
-            func = Func(owner.path, f"{owner.name}.{attr}")
-            if self._is_property(owner, attr):
-                # what the property returns (``return True``, ``return self._base``): read
-                # like any call (its own calls followed where they can matter); on an object
-                # that may be of a subclass, every override's
-                bound = Bound(func, inst, (owner.path, owner.name))
-                call = _Call([], {}, False, where=where)
-                if inst.exact or len(self.p.subclasses(cls)) <= 1:
-                    return self.analyse(func, inst, call).returns
-                return self.call_bound(bound, call, where)[0]
-            return Bound(func, inst, (owner.path, owner.name))
+            return self._method_attr(inst, cls, owner, attr, where)
         values: list[Value] = []
         if inst.ctor is not None:
             self._ensure_init(inst)
@@ -185,6 +189,21 @@ class Resolver(ModuleResolver):
                         isinstance(alt.target, Func) else alt for alt in alternatives(v)])
                   for v in values]
         return join(values) if values else None
+
+    def _method_attr(self, inst: Inst, cls: ClassInfo, owner: ClassInfo, attr: str,
+                     where: str) -> Value:
+        """A method of an instance's class: bound to it; a property: its value."""
+        func = Func(owner.path, f"{owner.name}.{attr}")
+        if self._is_property(owner, attr):
+            # what the property returns (``return True``, ``return self._base``): read
+            # like any call (its own calls followed where they can matter); on an object
+            # that may be of a subclass, every override's
+            bound = Bound(func, inst, (owner.path, owner.name))
+            call = _Call([], {}, False, where=where)
+            if inst.exact or len(self.p.subclasses(cls)) <= 1:
+                return self.analyse(func, inst, call).returns
+            return self.call_bound(bound, call, where)[0]
+        return Bound(func, inst, (owner.path, owner.name))
 
     def fields(self, cls: ClassInfo) -> list[str] | None:
         """The fields a generated ``__init__`` takes, in order (a dataclass, a ``NamedTuple``,

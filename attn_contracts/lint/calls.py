@@ -129,12 +129,18 @@ def _carries(value: Value, depth: int = 0) -> bool:
             return True
         if isinstance(alt, Seq) and _carries(alt.item, depth + 1):
             return True
-        if isinstance(alt, Inst) and alt.ctor is not None and any(
-                isinstance(v, (Flag, Lse)) or (isinstance(v, Lit) and isinstance(v.value, bool)
-                                               and ("lse" in k or "base" in k))
-                for k, v in alt.ctor[1]):
+        if isinstance(alt, Inst) and _built_with_base(alt):
             return True  # an object built with a base: MLADCPManager(is_lse_base_on_e=...)
     return False
+
+
+def _built_with_base(inst: Inst) -> bool:
+    """An object whose constructor was given an LSE, a backend's flag or a literal bool for a
+    keyword that names an LSE or a base."""
+    return inst.ctor is not None and any(
+        isinstance(v, (Flag, Lse)) or (isinstance(v, Lit) and isinstance(v.value, bool)
+                                       and ("lse" in k or "base" in k))
+        for k, v in inst.ctor[1])
 
 
 def _interesting(call: _Call) -> bool:

@@ -38,16 +38,13 @@ from attn_contracts.lint.torch_model import (
     _EXP_BASE,
     _IDENTITY_WRAPPERS,
     _KEEPS_BASE,
-    _LAYOUT_KEEPING,
     _LN_REDUCTIONS,
-    _SWAPS,
     _TORCH_KEEPS,
-    _TRANSPOSES,
     _const,
     _lose_layout,
     _not_a_tensor_method,
-    _swap,
-    _swaps_two,
+    _through_function,
+    _through_method,
 )
 from attn_contracts.lint.values import (
     NOT_SPECIAL as _NOT_SPECIAL,
@@ -101,23 +98,7 @@ class Frame(RecordCalls):
                 call.kw[kw.arg] = Arg(value, _at(self.path, kw.value),
                                       buffers=self.buffers(kw.value))
                 continue
-            dicts = [alt for alt in alternatives(value) if isinstance(alt, DictV)]
-            if len(dicts) == 1 and not isinstance(value, Union_):
-                call.kw.update(dicts[0].items)
-                maybe |= dicts[0].maybe
-            elif dicts and all(isinstance(alt, DictV) for alt in alternatives(value)):
-                keys = {k for d in dicts for k, _ in d.items}
-                for k in keys:
-                    vals = [d.get(k) for d in dicts]
-                    call.kw[k] = Arg(join([a.value for a in vals if a is not None]),
-                                     next(a.where for a in vals if a is not None),
-                                     buffers=frozenset().union(
-                                         *(a.buffers for a in vals if a is not None)))
-                    if any(a is None for a in vals):
-                        maybe.add(k)
-                maybe |= {k for d in dicts for k in d.maybe}
-            else:
-                call.opaque = True
+            maybe |= _spread(call, value)
         call.maybe = frozenset(maybe)
         return call
 
@@ -128,37 +109,10 @@ class Frame(RecordCalls):
             return Num(c)
         name = func.attr if isinstance(func, ast.Attribute) else (
             func.id if isinstance(func, ast.Name) else "")
-        if isinstance(func, ast.Attribute) and name in ("mul_", "div_") and len(node.args) == 1 \
-                and dotted_name(func.value) is not None:
-            current = self.expr(func.value)
-            op: ast.operator = ast.Mult() if name == "mul_" else ast.Div()
-            self.assign(func.value, self.binop(func.value, current, op, node.args[0]))
-            return self.expr(func.value)
-        if isinstance(func, ast.Attribute) and name in _EXP_BASE:
-            weighed = self.exponential(func, node, where)
-            if weighed is not _NOT_SPECIAL:
-                return cast(Value, weighed)
-        if isinstance(func, ast.Attribute) and name in _LN_REDUCTIONS:
-            reduced = self.ln_reduction(func, node)
-            if reduced is not _NOT_SPECIAL:
-                return cast(Value, reduced)
-        if isinstance(func, ast.Attribute) and name in _KEEPS_BASE:
-            receiver = self.expr(func.value)
-            for a in node.args:
-                self.expr(a)
-            rl = lse_of(receiver)
-            if rl is not None:
-                if name in _TRANSPOSES:
-                    return _swap(rl) if name in _SWAPS and (
-                        name == "t" or _swaps_two(node)) else _lose_layout(rl)
-                return rl if name in _LAYOUT_KEEPING else _lose_layout(rl)
-            if isinstance(func.value, ast.Name) and func.value.id == "torch" and node.args:
-                first = lse_of(self.expr(node.args[0]))
-                if first is not None and name in _TORCH_KEEPS:
-                    return _swap(first) if name == "transpose" and _swaps_two(node, 1) else \
-                        _lose_layout(first) if name != "contiguous" else first
-            if not isinstance(receiver, (Inst, ModuleRef, Ext, ExtInst, ClassRef)):
-                return None
+        if isinstance(func, ast.Attribute):
+            on_tensor = self.tensor_method(func, node, name, where)
+            if on_tensor is not _NOT_SPECIAL:
+                return cast(Value, on_tensor)
         callee = self.expr(func)
         if name in ("empty_like", "zeros_like", "full_like", "ones_like") and node.args:
             self.args(node)
@@ -168,6 +122,47 @@ class Frame(RecordCalls):
             return cast(Value, special)
         call = self.args(node)
         return self.apply(callee, call, node, where, name)
+
+    def tensor_method(self, func: ast.Attribute, node: ast.Call, name: str,
+                      where: str) -> Value | object:
+        """``x.f(...)``/``torch.f(x, ...)`` of the torch model (:mod:`.torch_model`): an
+        in-place scaling, an exponential, a natural-log reduction, an op that keeps the base;
+        :data:`NOT_SPECIAL` where the call is none of them (or runs an object's own method)."""
+        if name in ("mul_", "div_") and len(node.args) == 1 \
+                and dotted_name(func.value) is not None:
+            current = self.expr(func.value)
+            op: ast.operator = ast.Mult() if name == "mul_" else ast.Div()
+            self.assign(func.value, self.binop(func.value, current, op, node.args[0]))
+            return self.expr(func.value)
+        if name in _EXP_BASE:
+            weighed = self.exponential(func, node, where)
+            if weighed is not _NOT_SPECIAL:
+                return weighed
+        if name in _LN_REDUCTIONS:
+            reduced = self.ln_reduction(func, node)
+            if reduced is not _NOT_SPECIAL:
+                return reduced
+        if name in _KEEPS_BASE:
+            return self.keeps_base(func, node, name)
+        return _NOT_SPECIAL
+
+    def keeps_base(self, func: ast.Attribute, node: ast.Call, name: str) -> Value | object:
+        """``lse.view(...)``, ``torch.transpose(lse, 0, 1)``: an LSE of the same base (its layout
+        kept, swapped or lost); of what is no LSE, nothing, unless the receiver is an object
+        whose own method the call runs (:data:`NOT_SPECIAL`: interpreted as any call)."""
+        receiver = self.expr(func.value)
+        for a in node.args:
+            self.expr(a)
+        rl = lse_of(receiver)
+        if rl is not None:
+            return _through_method(name, node, rl)
+        if isinstance(func.value, ast.Name) and func.value.id == "torch" and node.args:
+            first = lse_of(self.expr(node.args[0]))
+            if first is not None and name in _TORCH_KEEPS:
+                return _through_function(name, node, first)
+        if not isinstance(receiver, (Inst, ModuleRef, Ext, ExtInst, ClassRef)):
+            return None
+        return _NOT_SPECIAL
 
     def exponential(self, func: ast.Attribute, node: ast.Call, where: str) -> Value | object:
         """``torch.exp2(x)``/``x.exp2()``, ``torch.exp(x)``/``x.exp()`` of an LSE (or of an LSE
@@ -207,59 +202,104 @@ class Frame(RecordCalls):
         return _lose_layout(Lse(frozenset(reduced))) if reduced else None
 
     def special(self, callee: Value, name: str, node: ast.Call) -> Value | object:
+        """The value of a special form (:data:`_SPECIAL_FORMS`, tried in order);
+        :data:`NOT_SPECIAL` where the call is none of them."""
         qual = callee.qualname if isinstance(callee, Ext) else ""
-        if callee is None and isinstance(node.func, ast.Name) and name == "type" and \
-                len(node.args) == 1 and not node.keywords:
-            # ``type(obj)``: the class of every object it may be; of one that may be of a
-            # subclass, that class or any subclass (a key no table entry matches for sure)
-            return join([ClassRef(o.cls, exact=o.exact) if isinstance(o, Inst) else
-                         Ext(o.qualname) if isinstance(o, ExtInst) and
-                         not o.qualname.startswith("?") else None
-                         for o in alternatives(self.expr(node.args[0]))])
+        for form in _SPECIAL_FORMS:
+            value = form(self, callee, qual, name, node)
+            if value is not _NOT_SPECIAL:
+                return value
+        return _NOT_SPECIAL
+
+    def type_of(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``type(obj)``: the class of every object it may be; of one that may be of a
+        subclass, that class or any subclass (a key no table entry matches for sure)."""
+        if not (callee is None and isinstance(node.func, ast.Name) and name == "type" and
+                len(node.args) == 1 and not node.keywords):
+            return _NOT_SPECIAL
+        return join([ClassRef(o.cls, exact=o.exact) if isinstance(o, Inst) else
+                     Ext(o.qualname) if isinstance(o, ExtInst) and
+                     not o.qualname.startswith("?") else None
+                     for o in alternatives(self.expr(node.args[0]))])
+
+    def identity(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``torch.compiler.disable(fn)``: ``fn``."""
         if qual in _IDENTITY_WRAPPERS and len(node.args) == 1:
             return self.expr(node.args[0])
+        return _NOT_SPECIAL
+
+    def partial(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``functools.partial(f, ...)``, ``partialmethod(f, ...)``: ``f`` with the arguments
+        bound; a literal base bound here is one for every call."""
         method = name == "partialmethod" and (callee is None or qual.endswith(".partialmethod"))
-        if method or qual == "functools.partial" or (callee is None and name == "partial") or (
-                qual.endswith(".partial") and name == "partial"):
-            if not node.args:
-                return None
-            target = self.expr(node.args[0])
-            rest = ast.Call(func=node.args[0], args=node.args[1:], keywords=node.keywords)
-            ast.copy_location(rest, node)
-            call = self.args(rest)
-            first = node.args[0]
-            written = first.attr if isinstance(first, ast.Attribute) else (
-                first.id if isinstance(first, ast.Name) else "")
-            for t in alternatives(target):  # a literal base bound here is one for every call
-                rec = t if isinstance(t, Rec) else self.records_for(
-                    t, _callee_name(t, written), rest)
-                for c in rec.consumers if rec is not None else ():
-                    if isinstance(c, Consumer):
-                        self.note_literal(c, call)
-            return join([Partial(t.target if isinstance(t, Partial) else t,
-                                 (*(t.pos if isinstance(t, Partial) else ()), *call.pos),
-                                 (*(t.kw if isinstance(t, Partial) else ()), *call.kw.items()),
-                                 _at(self.path, node), method) for t in alternatives(target)])
-        if qual in ("typing.cast", "typing_extensions.cast") or (callee is None and name == "cast"):
-            if len(node.args) == 2:
-                typed = self.i.resolve_annotation(self.path, node.args[0])
-                value = self.expr(node.args[1])
-                return typed if typed is not None else value
+        if not (method or _is_partial(callee, qual, name)):
+            return _NOT_SPECIAL
+        if not node.args:
             return None
-        if qual == "builtins.super" or (callee is None and name == "super" and
-                                         isinstance(node.func, ast.Name)):
-            if self.self_value is not None and self.owner is not None:
-                return Super(self.owner, self.self_value)
-            return None
+        target = self.expr(node.args[0])
+        rest = ast.Call(func=node.args[0], args=node.args[1:], keywords=node.keywords)
+        ast.copy_location(rest, node)
+        call = self.args(rest)
+        first = node.args[0]
+        written = first.attr if isinstance(first, ast.Attribute) else (
+            first.id if isinstance(first, ast.Name) else "")
+        self.note_bound_literals(target, written, rest, call)
+        return join([Partial(t.target if isinstance(t, Partial) else t,
+                             (*(t.pos if isinstance(t, Partial) else ()), *call.pos),
+                             (*(t.kw if isinstance(t, Partial) else ()), *call.kw.items()),
+                             _at(self.path, node), method) for t in alternatives(target)])
+
+    def note_bound_literals(self, target: Value, written: str, rest: ast.Call,
+                            call: _Call) -> None:
+        """A literal base bound by a partial of a consumer is one for every call of it."""
+        for t in alternatives(target):
+            rec = t if isinstance(t, Rec) else self.records_for(
+                t, _callee_name(t, written), rest)
+            for c in rec.consumers if rec is not None else ():
+                if isinstance(c, Consumer):
+                    self.note_literal(c, call)
+
+    def cast_(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``typing.cast(T, x)``: an instance of ``T`` where it names a class, else ``x``."""
+        if not (qual in ("typing.cast", "typing_extensions.cast") or
+                (callee is None and name == "cast")):
+            return _NOT_SPECIAL
+        if len(node.args) == 2:
+            typed = self.i.resolve_annotation(self.path, node.args[0])
+            value = self.expr(node.args[1])
+            return typed if typed is not None else value
+        return None
+
+    def super_(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``super()`` in a method: the instance, its lookups after the method's class."""
+        if not (qual == "builtins.super" or (callee is None and name == "super" and
+                                             isinstance(node.func, ast.Name))):
+            return _NOT_SPECIAL
+        if self.self_value is not None and self.owner is not None:
+            return Super(self.owner, self.self_value)
+        return None
+
+    def getattr_form(self, callee: Value, qual: str, name: str,
+                     node: ast.Call) -> Value | object:
+        """``getattr(obj, name[, default])`` (:meth:`getattr_`)."""
         if callee is None and isinstance(node.func, ast.Name) and name == "getattr" and \
                 len(node.args) in (2, 3) and not node.keywords:
             return self.getattr_(node)
+        return _NOT_SPECIAL
+
+    def get_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``d.get(key[, default])`` on a dict the flow holds (:meth:`dict_get`)."""
         if callee is None and name == "get" and isinstance(node.func, ast.Attribute) and \
                 1 <= len(node.args) <= 2 and not node.keywords:
             table = self.expr(node.func.value)
             if any(isinstance(alt, DictV) for alt in alternatives(table)):
                 return self.dict_get(table, node)
-        if callee is None and isinstance(node.func, ast.Name) and name == "dict" and not node.args:
+        return _NOT_SPECIAL
+
+    def dict_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``dict(k=v, ...)``: the dict of its keywords, where none is a ``**`` it cannot read."""
+        if callee is None and isinstance(node.func, ast.Name) and name == "dict" and \
+                not node.args:
             call = self.args(node)
             return None if call.opaque else DictV(tuple(call.kw.items()))
         return _NOT_SPECIAL
@@ -331,22 +371,11 @@ class Frame(RecordCalls):
         if name == "__new__" and call.pos and isinstance(call.pos[0].value, ClassRef):
             ref = call.pos[0].value  # super().__new__(cls), object.__new__(cls): the instance
             return Inst(ref.cls, exact=ref.exact)
-        own = _callee_name(callee, name)
-        rec = callee if isinstance(callee, Rec) else self.records_for(callee, own, node)
-        if rec is None and own != name and not isinstance(callee, Rec):
-            rec = self.records_for(callee, name, node)  # a stub bound under the record's name
+        rec = self.record_of(callee, name, node)
         if rec is not None:
             return self.record_call(rec, self.i.by_name(callee, call), node, where)
         if isinstance(callee, Func):
-            # a closure's enclosing values are arguments too (``bind(lse)(out)``)
-            if not (_interesting(call) or _interesting(_Call([Arg(v) for _, v in callee.closure],
-                                                             {}, False))
-                    or self.i.wants_return(callee)):
-                return self.i.declared_return(callee)
-            s = self.i.analyse(callee, None, call)
-            self.kernels |= s.kernels
-            self.produced |= s.produced
-            return s.returns if s.returns is not None else self.i.declared_return(callee)
+            return self.apply_func(callee, call)
         if isinstance(callee, Bound):
             value, kernels, produced = self.i.call_bound(callee, call, where)
             self.kernels |= kernels
@@ -355,16 +384,7 @@ class Frame(RecordCalls):
         if isinstance(callee, ClassRef):
             return self.construct(callee, call, where)
         if isinstance(callee, Inst):
-            cls = self.i.class_info(callee.cls)
-            if cls is None:
-                return None
-            for method in ("__call__", "forward"):
-                owner = self.i.p.lookup(cls, method)
-                if owner is not None:
-                    bound = Bound(Func(owner.path, f"{owner.name}.{method}"), callee,
-                                  (owner.path, owner.name))
-                    return self.apply_one(bound, call, node, where, method)
-            return None
+            return self.apply_inst(callee, call, node, where)
         if isinstance(callee, Ext):
             return ExtInst(callee.qualname) if callee.qualname.rpartition(".")[2][:1].isupper() \
                 else None
@@ -372,33 +392,80 @@ class Frame(RecordCalls):
                 and node.func.id not in self.env:
             return ExtInst(f"?{node.func.id}")  # a class bound nowhere it sees: by its name
         if callee is None and isinstance(node.func, ast.Attribute):
-            prod = self.fallback_producer(node.func.attr, call)
-            if prod is not None:
-                return self.record_call(prod, call, node, where)
-            if node.func.attr in _GROWS and dotted_name(node.func.value) is not None:
-                grown = self.grow(node.func.value, node.func.attr, call)
-                if grown is not _NOT_SPECIAL:
-                    return cast(Value, grown)
-            # x.add_(...), kwargs.update(...): changed in place; forget what it was
-            d = dotted_name(node.func.value)
-            if d is not None and (node.func.attr.endswith("_") or isinstance(
-                    self.env.get(d), DictV)):
-                current = self.env.get(d)
-                given: dict[str, Arg] | None = dict(call.kw)
-                if call.pos:  # d.update(other): a dict it can read, then the keywords
-                    other = call.pos[0].value if len(call.pos) == 1 else None
-                    given = {**dict(other.items), **call.kw} if isinstance(other, DictV) and \
-                        not other.maybe else None
-                if node.func.attr == "update" and given is not None and not call.opaque and any(
-                        isinstance(alt, DictV) for alt in alternatives(current)):
-                    self.env[d] = join([DictV((*((k, a) for k, a in alt.items
-                                                 if k not in given), *given.items()),
-                                              alt.maybe - set(given))
-                                        if isinstance(alt, DictV) else alt
-                                        for alt in alternatives(current)])
-                elif not isinstance(current, Lse):
-                    self.env[d] = None
+            return self.apply_unknown_method(node.func, call, node, where)
         return None
+
+    def record_of(self, callee: Value, name: str, node: ast.Call) -> Rec | None:
+        """The records of a callee: its own, by its name or the name the call is written with."""
+        if isinstance(callee, Rec):
+            return callee
+        own = _callee_name(callee, name)
+        rec = self.records_for(callee, own, node)
+        if rec is None and own != name:
+            rec = self.records_for(callee, name, node)  # a stub bound under the record's name
+        return rec
+
+    def apply_func(self, callee: Func, call: _Call) -> Value:
+        """A call of a function of the program: followed where it can matter, else what its
+        annotation says it returns."""
+        # a closure's enclosing values are arguments too (``bind(lse)(out)``)
+        if not (_interesting(call) or _interesting(_Call([Arg(v) for _, v in callee.closure],
+                                                         {}, False))
+                or self.i.wants_return(callee)):
+            return self.i.declared_return(callee)
+        s = self.i.analyse(callee, None, call)
+        self.kernels |= s.kernels
+        self.produced |= s.produced
+        return s.returns if s.returns is not None else self.i.declared_return(callee)
+
+    def apply_inst(self, callee: Inst, call: _Call, node: ast.Call, where: str) -> Value:
+        """A call of an object: its class's ``__call__`` (or ``forward``, a module's)."""
+        cls = self.i.class_info(callee.cls)
+        if cls is None:
+            return None
+        for method in ("__call__", "forward"):
+            owner = self.i.p.lookup(cls, method)
+            if owner is not None:
+                bound = Bound(Func(owner.path, f"{owner.name}.{method}"), callee,
+                              (owner.path, owner.name))
+                return self.apply_one(bound, call, node, where, method)
+        return None
+
+    def apply_unknown_method(self, func: ast.Attribute, call: _Call, node: ast.Call,
+                             where: str) -> Value:
+        """``x.m(...)`` on a receiver of unknown type: a producer its module imports, a
+        container growing, or an object changed in place (what it held is forgotten)."""
+        prod = self.fallback_producer(func.attr, call)
+        if prod is not None:
+            return self.record_call(prod, call, node, where)
+        if func.attr in _GROWS and dotted_name(func.value) is not None:
+            grown = self.grow(func.value, func.attr, call)
+            if grown is not _NOT_SPECIAL:
+                return cast(Value, grown)
+        # x.add_(...), kwargs.update(...): changed in place; forget what it was
+        d = dotted_name(func.value)
+        if d is not None and (func.attr.endswith("_") or isinstance(self.env.get(d), DictV)):
+            self.changed_in_place(d, func.attr, call)
+        return None
+
+    def changed_in_place(self, d: str, method: str, call: _Call) -> None:
+        """``d.update(...)`` of a dict the flow holds, with what it can read: the entries
+        replaced; any other change in place: unknown (an LSE changed in place stays one)."""
+        current = self.env.get(d)
+        given: dict[str, Arg] | None = dict(call.kw)
+        if call.pos:  # d.update(other): a dict it can read, then the keywords
+            other = call.pos[0].value if len(call.pos) == 1 else None
+            given = {**dict(other.items), **call.kw} if isinstance(other, DictV) and \
+                not other.maybe else None
+        if method == "update" and given is not None and not call.opaque and any(
+                isinstance(alt, DictV) for alt in alternatives(current)):
+            self.env[d] = join([DictV((*((k, a) for k, a in alt.items
+                                         if k not in given), *given.items()),
+                                      alt.maybe - set(given))
+                                if isinstance(alt, DictV) else alt
+                                for alt in alternatives(current)])
+        elif not isinstance(current, Lse):
+            self.env[d] = None
 
     def grow(self, receiver: ast.expr, method: str, call: _Call) -> Value | object:
         """``xs.append(x)``, ``xs.extend(ys)``, ``s.add(x)``, ``xs.pop()`` on a list, tuple or
@@ -440,3 +507,48 @@ class Frame(RecordCalls):
         if ctor is not None and self.module_level:
             ctor = None  # module-level singletons: their attributes from the class
         return Inst(ref.cls, exact=ref.exact, ctor=ctor)
+
+
+#: the special forms :meth:`Frame.special` tries, in order (each returns NOT_SPECIAL where the
+#: call is not it)
+_SPECIAL_FORMS = (Frame.type_of, Frame.identity, Frame.partial, Frame.cast_, Frame.super_,
+                  Frame.getattr_form, Frame.get_form, Frame.dict_form)
+
+
+def _spread(call: _Call, value: Value) -> set[str]:
+    """``**value`` into ``call``'s keywords: a dict the flow holds (or one of several, each
+    known: a key some lack may be absent); anything else makes the call opaque. The keys that
+    may be absent."""
+    maybe: set[str] = set()
+    dicts = [alt for alt in alternatives(value) if isinstance(alt, DictV)]
+    if len(dicts) == 1 and not isinstance(value, Union_):
+        call.kw.update(dicts[0].items)
+        maybe |= dicts[0].maybe
+    elif dicts and all(isinstance(alt, DictV) for alt in alternatives(value)):
+        maybe |= _spread_each(call, dicts)
+    else:
+        call.opaque = True
+    return maybe
+
+
+def _spread_each(call: _Call, dicts: list[DictV]) -> set[str]:
+    """``**value`` where it is one of several dicts: each key any of them holds, with every
+    value it may have; one some lack may be absent."""
+    maybe: set[str] = set()
+    keys = {k for d in dicts for k, _ in d.items}
+    for k in keys:
+        vals = [d.get(k) for d in dicts]
+        call.kw[k] = Arg(join([a.value for a in vals if a is not None]),
+                         next(a.where for a in vals if a is not None),
+                         buffers=frozenset().union(
+                             *(a.buffers for a in vals if a is not None)))
+        if any(a is None for a in vals):
+            maybe.add(k)
+    maybe |= {k for d in dicts for k in d.maybe}
+    return maybe
+
+
+def _is_partial(callee: Value, qual: str, name: str) -> bool:
+    """``functools.partial`` however it is imported (or bound nowhere the linter sees)."""
+    return qual == "functools.partial" or (callee is None and name == "partial") or (
+        qual.endswith(".partial") and name == "partial")

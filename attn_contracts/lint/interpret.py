@@ -161,27 +161,12 @@ class Interpreter(Resolver):
             # interpreted again until that summary no longer changes (bounds.Bounds)
             self._taint = min(self._taint, self._stack.index(key))
             return cast(_Summary, cycles.recursive(key, _Summary))
-        if ctx != ("generic",) and key not in self._counted:
-            # the contexts that carry an LSE, a base attribute or a partial are counted apart
-            # from the rest: a function called with parameters by every other one's analysis
-            # alone still gets the LSE its one real caller passes
-            kind = (func, self_value, call is not None and _interesting(call))
-            seen = self._contexts.get(kind, 0)
-            if seen >= _MAX_CONTEXTS:  # enough contexts: the generic one serves the rest
-                if kind[2]:
-                    cycles.note(None, "call contexts", f"{func.qualname.partition('@')[0]} is "
-                                f"called with more than {_MAX_CONTEXTS} different LSEs or bases; "
-                                "the rest are read as its parameters")
-                return _instantiate(self.analyse(func, self_value, None, generic=True),
-                                    func, bound)
-            self._contexts[kind] = seen + 1
-            self._counted.add(key)
+        if ctx != ("generic",) and key not in self._counted and \
+                not self._new_context(func, self_value, call, key):
+            # enough contexts: the generic one serves the rest
+            return _instantiate(self.analyse(func, self_value, None, generic=True), func, bound)
         if self._depth >= _MAX_DEPTH or self.budget <= 0:
-            why = f"deeper than {_MAX_DEPTH} calls" if self.budget > 0 else \
-                f"the run used its budget of {_BUDGET:,} steps"
-            cycles.note(None, "call depth" if self.budget > 0 else "run budget",
-                        f"the call of {func.qualname.partition('@')[0]} is not followed ({why})",
-                        callee=(func.path, func.qualname, node))
+            self._not_followed(func, node)
             return _Summary()
         self.budget -= 1
         self.steps += 1
@@ -215,6 +200,14 @@ class Interpreter(Resolver):
             self._depth -= 1
             self._active.discard(key)
             self._stack.pop()
+        self._keep(key, summary, pos, mark, saved)
+        return summary
+
+    def _keep(self, key: tuple[object, ...], summary: _Summary, pos: int, mark: int,
+              saved: int) -> None:
+        """A summary found: memoised, with those of the cycle's members found in its last
+        pass, where it depends on no call still being interpreted; else provisional."""
+        cycles = self.bounds
         incomplete = self._taint < pos
         if incomplete:
             cycles.provisional[key] = (summary, self._taint)
@@ -222,7 +215,33 @@ class Interpreter(Resolver):
             self._memo.update(cast(dict[tuple[object, ...], _Summary], cycles.complete_since(mark)))
             self._memo[key] = summary
         self._taint = min(saved, self._taint) if incomplete else saved
-        return summary
+
+    def _new_context(self, func: Func, self_value: Inst | None, call: _Call | None,
+                     key: tuple[object, ...]) -> bool:
+        """Counts one more argument context of ``func``; False (and a note, where it carries
+        what the rules read) past :data:`_MAX_CONTEXTS`."""
+        # the contexts that carry an LSE, a base attribute or a partial are counted apart
+        # from the rest: a function called with parameters by every other one's analysis
+        # alone still gets the LSE its one real caller passes
+        kind = (func, self_value, call is not None and _interesting(call))
+        seen = self._contexts.get(kind, 0)
+        if seen >= _MAX_CONTEXTS:
+            if kind[2]:
+                self.bounds.note(None, "call contexts", f"{func.qualname.partition('@')[0]} is "
+                                 f"called with more than {_MAX_CONTEXTS} different LSEs or "
+                                 "bases; the rest are read as its parameters")
+            return False
+        self._contexts[kind] = seen + 1
+        self._counted.add(key)
+        return True
+
+    def _not_followed(self, func: Func, node: FuncNode | ast.Lambda) -> None:
+        """The note of a call not followed: too deep, or past the run's budget."""
+        why = f"deeper than {_MAX_DEPTH} calls" if self.budget > 0 else \
+            f"the run used its budget of {_BUDGET:,} steps"
+        self.bounds.note(None, "call depth" if self.budget > 0 else "run budget",
+                         f"the call of {func.qualname.partition('@')[0]} is not followed ({why})",
+                         callee=(func.path, func.qualname, node))
 
     def _interpret(self, func: Func, node: FuncNode | ast.Lambda, params: _Params,
                    self_value: Inst | None, bound: dict[str, Value], generic: bool,

@@ -12,12 +12,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from attn_contracts.lint.analysis import Analysis
 from attn_contracts.lint.classes import dotted_name, module_level
 from attn_contracts.lint.containers import (
     _MUTATORS,
+)
+from attn_contracts.lint.values import (
+    NOT_SPECIAL as _NOT_SPECIAL,
 )
 from attn_contracts.lint.values import (
     ClassRef,
@@ -150,25 +153,8 @@ class ModuleResolver(Analysis):
             if (n := _mutated_name(st)) is not None:
                 entry(n)[0].append(st)
         for fn in ast.walk(tree):
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            body = list(_own_statements(fn))
-            declared = {n for g in body if isinstance(g, ast.Global) for n in g.names}
-            # a name the function binds itself (a parameter, an assignment) is its own local
-            local = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-            local |= {t.id for st in body if isinstance(st, (ast.Assign, ast.AnnAssign, ast.For))
-                      for t in (st.targets if isinstance(st, ast.Assign) else [st.target])
-                      if isinstance(t, ast.Name)} - declared
-            for st in body:
-                if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
-                    targets = st.targets if isinstance(st, ast.Assign) else [st.target]
-                    for t in targets:
-                        if isinstance(t, ast.Name) and t.id in declared:
-                            entry(t.id)[1].append(st.value)
-                n = _mutated_name(st)
-                if n is not None and n not in local:
-                    stmts, rebinds, _ = entry(n)
-                    found[n] = (stmts, rebinds, True)
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                _function_mutations(fn, found)
         return found
 
     def _mutated(self, path: str, name: str, value: Value, line: int) -> Value:
@@ -304,17 +290,9 @@ class ModuleResolver(Analysis):
             return join([v for v in (self.resolve_annotation(path, node.left),
                                      self.resolve_annotation(path, node.right)) if v is not None])
         if isinstance(node, ast.Subscript):
-            head = dotted_name(node.value) or ""
-            last = head.rpartition(".")[2]
-            if last in ("Optional", "Annotated", "Final", "ClassVar"):
-                inner = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) else node.slice
-                return self.resolve_annotation(path, inner)
-            if last == "Union" and isinstance(node.slice, ast.Tuple):
-                return join([v for e in node.slice.elts
-                             if (v := self.resolve_annotation(path, e)) is not None])
-            if last == "type":
-                of = self.resolve_annotation(path, node.slice)
-                return ClassRef(of.cls, exact=False) if isinstance(of, Inst) else None
+            wrapped = self._generic_annotation(path, node)
+            if wrapped is not _NOT_SPECIAL:
+                return cast(Value, wrapped)
             node = node.value
         dotted = dotted_name(node)
         if dotted is None or dotted == "None":
@@ -325,6 +303,22 @@ class ModuleResolver(Analysis):
         if isinstance(value, Ext):
             return ExtInst(value.qualname)
         return None
+
+    def _generic_annotation(self, path: str, node: ast.Subscript) -> Value | object:
+        """``Optional[X]`` (``Annotated``, ``Final``, ``ClassVar``), ``Union[X, Y]``,
+        ``type[X]``; :data:`NOT_SPECIAL` for any other ``X[T]`` (read as ``X``)."""
+        head = dotted_name(node.value) or ""
+        last = head.rpartition(".")[2]
+        if last in ("Optional", "Annotated", "Final", "ClassVar"):
+            inner = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) else node.slice
+            return self.resolve_annotation(path, inner)
+        if last == "Union" and isinstance(node.slice, ast.Tuple):
+            return join([v for e in node.slice.elts
+                         if (v := self.resolve_annotation(path, e)) is not None])
+        if last == "type":
+            of = self.resolve_annotation(path, node.slice)
+            return ClassRef(of.cls, exact=False) if isinstance(of, Inst) else None
+        return _NOT_SPECIAL
 
     def _dotted_value(self, path: str, dotted: str) -> Value:
         head, *rest = dotted.split(".")
@@ -343,3 +337,29 @@ class ModuleResolver(Analysis):
         if b.kind == "module":
             return ModuleRef(b.target)
         return self.binding_value(b.module, b.name)
+
+
+def _function_mutations(fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                        found: dict[str, tuple[list[ast.stmt], list[ast.expr], bool]]) -> None:
+    """What one function does to module-level names (into ``found``): the values it rebinds
+    a ``global`` to, and the names it changes in place that are not its own locals."""
+    def entry(name: str) -> tuple[list[ast.stmt], list[ast.expr], bool]:
+        return found.setdefault(name, ([], [], False))
+
+    body = list(_own_statements(fn))
+    declared = {n for g in body if isinstance(g, ast.Global) for n in g.names}
+    # a name the function binds itself (a parameter, an assignment) is its own local
+    local = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    local |= {t.id for st in body if isinstance(st, (ast.Assign, ast.AnnAssign, ast.For))
+              for t in (st.targets if isinstance(st, ast.Assign) else [st.target])
+              if isinstance(t, ast.Name)} - declared
+    for st in body:
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id in declared:
+                    entry(t.id)[1].append(st.value)
+        n = _mutated_name(st)
+        if n is not None and n not in local:
+            stmts, rebinds, _ = entry(n)
+            found[n] = (stmts, rebinds, True)

@@ -238,15 +238,8 @@ class RecordCalls(Scope):
             return self._given_by(c, kw, arg.value, arg.where, where)
         if call.opaque or c.base is None:
             return BaseGiven("unknown")
-        if not call.by_signature:
-            # a combine whose signature is not in the linted files, given past its LSE a
-            # positional argument that may be the base (a value the keyword takes, a backend's
-            # flag): which parameter it binds is not known, and what is not read is no error
-            last = max((int(a) for a in c.lse_args if a.isdigit()), default=1)
-            for arg in call.pos[last + 1:]:
-                if any(isinstance(v, Flag) or (isinstance(v, Lit) and self._lit_base(c, v))
-                       for v in alternatives(arg.value)):
-                    return BaseGiven("unknown")
+        if not call.by_signature and self._base_by_position(c, call):
+            return BaseGiven("unknown")
         default = c.default_base
         if not all(isinstance(x.base, KeywordBase) for x in (c.agreed or (c,))):
             return BaseGiven("fixed", default, where, f"{c.label}") if default else \
@@ -257,6 +250,17 @@ class RecordCalls(Scope):
         self.note_omitted(c, kw, default, where)
         return BaseGiven("fixed", default, where, f"{c.last}'s default for {kw} (left out here)",
                          keyword=kw, omitted=where)
+
+    def _base_by_position(self, c: Consumer, call: _Call) -> bool:
+        """A combine whose signature is not in the linted files, given past its LSE a
+        positional argument that may be the base (a value the keyword takes, a backend's flag):
+        which parameter it binds is not known, and what is not read is no error."""
+        last = max((int(a) for a in c.lse_args if a.isdigit()), default=1)
+        for arg in call.pos[last + 1:]:
+            if any(isinstance(v, Flag) or (isinstance(v, Lit) and self._lit_base(c, v))
+                   for v in alternatives(arg.value)):
+                return True
+        return False
 
     def note_omitted(self, c: Consumer, kw: str, default: str | None, where: str) -> None:
         self.i.report(Omitted(c, kw, default, where))
@@ -345,25 +349,8 @@ class RecordCalls(Scope):
         if cb is None:
             yield p.base, False, (), ""
             return
-        # the arguments that may decide the base: its keyword, the one its default depends on,
-        # and those whose presence decides that default's dispatch (an expression there picks)
-        keys = [cb.keyword, *([cb.default_by] if cb.default_by else []),
-                *(name for name, _ in cb.picked_by)]
-        options: list[list[str | None]] = []
-        for k in keys:
-            arg = call.kw.get(k)
-            if arg is None:
-                options.append([None])
-                continue
-            texts: list[str | None] = list(_literal_text(arg.value))
-            if k in call.maybe:
-                texts.append(None)
-            options.append(texts)
-        combos: list[dict[str, str]] = [{}]
-        for k, texts in zip(keys, options, strict=True):
-            combos = [{**c, **({k: t} if t is not None else {})} for c in combos for t in texts]
         dispatched = False
-        for combo in combos[:MAX_UNION]:
+        for combo in _combos(cb, call)[:MAX_UNION]:
             if combo.get(cb.keyword) == "<expr>" or (
                     cb.default_by is not None and combo.get(cb.default_by) == "<expr>" and
                     cb.keyword not in combo):
@@ -378,13 +365,7 @@ class RecordCalls(Scope):
                 yield base, False, (), choice
                 continue
             dispatched = True
-            by = ""
-            if cb.default_by is not None:
-                shown = combo.get(cb.default_by) or f"{cb.default_by_omitted} by default"
-                by = f", {cb.default_by}={shown}" if shown.startswith("'") else \
-                    f", {cb.default_by} {shown}"
-            chosen = "not passed" if cb.keyword not in combo else f"= {combo[cb.keyword]}"
-            yield None, True, cb.bases(), f"{cb.keyword} {chosen}{by}: left to dispatch"
+            yield None, True, cb.bases(), _left_to_dispatch(cb, combo)
         if dispatched:
             self.note_dispatched(p, cb, call, where)
 
@@ -407,3 +388,36 @@ class RecordCalls(Scope):
                 if isinstance(sub, ast.arg) and sub.arg == kw.value.id:
                     return True
         return False
+
+
+def _combos(cb: CallBase, call: _Call) -> list[dict[str, str]]:
+    """Each way the call's arguments that may decide the base may be spelled: its keyword, the
+    one its default depends on, and those whose presence decides that default's dispatch (an
+    expression there picks); a keyword a ``**mapping`` may lack, both with and without it."""
+    keys = [cb.keyword, *([cb.default_by] if cb.default_by else []),
+            *(name for name, _ in cb.picked_by)]
+    options: list[list[str | None]] = []
+    for k in keys:
+        arg = call.kw.get(k)
+        if arg is None:
+            options.append([None])
+            continue
+        texts: list[str | None] = list(_literal_text(arg.value))
+        if k in call.maybe:
+            texts.append(None)
+        options.append(texts)
+    combos: list[dict[str, str]] = [{}]
+    for k, texts in zip(keys, options, strict=True):
+        combos = [{**c, **({k: t} if t is not None else {})} for c in combos for t in texts]
+    return combos
+
+
+def _left_to_dispatch(cb: CallBase, combo: dict[str, str]) -> str:
+    """How a call left its LSE's base to the library's dispatch, for the message."""
+    by = ""
+    if cb.default_by is not None:
+        shown = combo.get(cb.default_by) or f"{cb.default_by_omitted} by default"
+        by = f", {cb.default_by}={shown}" if shown.startswith("'") else \
+            f", {cb.default_by} {shown}"
+    chosen = "not passed" if cb.keyword not in combo else f"= {combo[cb.keyword]}"
+    return f"{cb.keyword} {chosen}{by}: left to dispatch"

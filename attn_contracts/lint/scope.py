@@ -341,16 +341,7 @@ class Scope:
         if isinstance(target, ast.Name):
             self.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            star = next((i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)),
-                        None)
-            after = len(target.elts) - star - 1 if star is not None else 0
-            for i, t in enumerate(target.elts):
-                if isinstance(t, ast.Starred):
-                    self.assign(t.value, _rest(value, i, after))
-                elif star is not None and i > star:  # counted from the end
-                    self.assign(t, _element(value, i - len(target.elts), exact=True))
-                else:
-                    self.assign(t, _element(value, i))
+            self.unpack(target, value)
         elif isinstance(target, ast.Attribute):
             obj = self.expr(target.value)
             for alt in alternatives(obj):
@@ -360,24 +351,43 @@ class Scope:
             if dotted is not None:
                 self.env[dotted] = value
         elif isinstance(target, ast.Subscript):
-            dotted = dotted_name(target.value)
-            if dotted is None:
+            self.store_item(target, value, source)
+
+    def unpack(self, target: ast.Tuple | ast.List, value: Value) -> None:
+        """``a, *rest, b = value``: each target its item (those after a starred one counted
+        from the end)."""
+        star = next((i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)),
+                    None)
+        after = len(target.elts) - star - 1 if star is not None else 0
+        for i, t in enumerate(target.elts):
+            if isinstance(t, ast.Starred):
+                self.assign(t.value, _rest(value, i, after))
+            elif star is not None and i > star:  # counted from the end
+                self.assign(t, _element(value, i - len(target.elts), exact=True))
+            else:
+                self.assign(t, _element(value, i))
+
+    def store_item(self, target: ast.Subscript, value: Value, source: ast.expr | None) -> None:
+        """``d["k"] = value`` into a dict the flow holds (a computed key: no dict it can read
+        any more); ``lse[mask] = other``: an LSE of both origins."""
+        dotted = dotted_name(target.value)
+        if dotted is None:
+            return
+        current = self.env.get(dotted)
+        key = target.slice
+        if any(isinstance(alt, DictV) for alt in alternatives(current)):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                self.env[dotted] = None  # a computed key: no longer a dict it can read
                 return
-            current = self.env.get(dotted)
-            key = target.slice
-            if any(isinstance(alt, DictV) for alt in alternatives(current)):
-                if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-                    self.env[dotted] = None  # a computed key: no longer a dict it can read
-                    return
-                stored = Arg(value, _at(self.path, target),
-                             buffers=self.buffers(source) if source is not None else frozenset())
-                self.env[dotted] = join([DictV((*((k, a) for k, a in alt.items
-                                                   if k != key.value), (key.value, stored)),
-                                               alt.maybe - {key.value})
-                                         if isinstance(alt, DictV) else alt
-                                         for alt in alternatives(current)])
-            elif isinstance(current, Lse) and isinstance(value, Lse):
-                self.env[dotted] = join([current, value])  # lse[mask] = other: both origins
+            stored = Arg(value, _at(self.path, target),
+                         buffers=self.buffers(source) if source is not None else frozenset())
+            self.env[dotted] = join([DictV((*((k, a) for k, a in alt.items
+                                               if k != key.value), (key.value, stored)),
+                                           alt.maybe - {key.value})
+                                     if isinstance(alt, DictV) else alt
+                                     for alt in alternatives(current)])
+        elif isinstance(current, Lse) and isinstance(value, Lse):
+            self.env[dotted] = join([current, value])  # lse[mask] = other: both origins
 
     def needed(self, node: ast.expr) -> Value:
         """An expression whose value may be a base: its calls are read for their values."""
@@ -642,26 +652,16 @@ class Scope:
         right = self.expr(right_node)
         if isinstance(op, ast.Add) and any(isinstance(a, (Tup, Seq)) for a in (
                 *alternatives(left), *alternatives(right))):
-            if isinstance(left, Tup) and isinstance(right, Tup) and not left.partial_items:
-                return Tup(left.items + right.items, right.partial_items)
-            return Seq(join([_iterate(left), _iterate(right)]))
+            return _concat(left, right)
         lc, rc = _const(left_node, left), _const(right_node, right)
         if isinstance(op, ast.Div) and isinstance(left_node, ast.Constant) and \
                 left_node.value in (1, 1.0) and rc:
             return Num("log2e" if rc == "ln2" else "ln2")
-        lse, c = (lse_of(left), rc) if lse_of(left) is not None else (
-            lse_of(right), lc) if lse_of(right) is not None and isinstance(op, ast.Mult) else (
-                None, None)
-        if lse is None and isinstance(left, Param) and rc:
-            lse = Lse(frozenset({Source(f"param:{left.path}:{left.func}:{left.name}", None,
-                                        f"parameter {left.name!r}", param=left.name)}))
-            c = rc  # the parameter's conversion, which its callers' LSEs go through
+        lse, c = _scaled(left, right, lc, rc, op)
         if lse is None:
             return None
         if c is None or not isinstance(op, (ast.Mult, ast.Div)):
-            if isinstance(op, (ast.Add, ast.Sub)):
-                return lse  # lse + sink, lse - max: same base
-            return None
+            return lse if isinstance(op, (ast.Add, ast.Sub)) else None  # lse - max: same base
         to_e = (c == "ln2") == isinstance(op, ast.Mult)
         return _convert(lse, to_e, _at(self.path, left_node),
                         f"{'×' if isinstance(op, ast.Mult) else '÷'} "
@@ -683,3 +683,26 @@ class Scope:
     def call(self, node: ast.Call) -> Value:
         """A call's value (:class:`~attn_contracts.lint.frame.Frame`)."""
         raise NotImplementedError
+
+
+def _concat(left: Value, right: Value) -> Value:
+    """``a + b`` of tuples or lists: a tuple of both's items where positions are known, else
+    a list of either's elements."""
+    if isinstance(left, Tup) and isinstance(right, Tup) and not left.partial_items:
+        return Tup(left.items + right.items, right.partial_items)
+    return Seq(join([_iterate(left), _iterate(right)]))
+
+
+def _scaled(left: Value, right: Value, lc: str | None, rc: str | None,
+            op: ast.operator) -> tuple[Lse | None, str | None]:
+    """The LSE an arithmetic operation works on, and the constant the other side is: the left
+    operand's, the right one's in a product, or a parameter's scaled by a constant (the
+    conversion its callers' LSEs go through)."""
+    lse, c = (lse_of(left), rc) if lse_of(left) is not None else (
+        lse_of(right), lc) if lse_of(right) is not None and isinstance(op, ast.Mult) else (
+            None, None)
+    if lse is None and isinstance(left, Param) and rc:
+        lse = Lse(frozenset({Source(f"param:{left.path}:{left.func}:{left.name}", None,
+                                    f"parameter {left.name!r}", param=left.name)}))
+        c = rc  # the parameter's conversion, which its callers' LSEs go through
+    return lse, c

@@ -202,3 +202,19 @@ def _swaps_two(node: ast.Call, skip: int = 0) -> bool:
     except ValueError:
         return False
     return values in ({0, 1}, {-1, -2}, {0, -1}, {1, -2})
+
+
+def _through_method(name: str, node: ast.Call, lse: Lse) -> Lse:
+    """``lse.<name>(...)`` of an op that keeps the base: its layout kept, swapped (``.t()``,
+    ``.transpose(0, 1)``) or lost."""
+    if name in _TRANSPOSES:
+        return _swap(lse) if name in _SWAPS and (name == "t" or _swaps_two(node)) else \
+            _lose_layout(lse)
+    return lse if name in _LAYOUT_KEEPING else _lose_layout(lse)
+
+
+def _through_function(name: str, node: ast.Call, lse: Lse) -> Lse:
+    """``torch.<name>(lse, ...)`` of an op that keeps the base: swapped by
+    ``torch.transpose(lse, 0, 1)``, kept by ``torch.contiguous``, else its layout lost."""
+    return _swap(lse) if name == "transpose" and _swaps_two(node, 1) else \
+        _lose_layout(lse) if name != "contiguous" else lse
