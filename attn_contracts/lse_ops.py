@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["LSE_OPS", "LseOp", "by_kind", "lint_attributes", "lint_functions", "lint_methods",
-           "named"]
+__all__ = ["EXPONENTIALS", "LSE_OPS", "Exponential", "LseOp", "by_kind", "exponential",
+           "lint_attributes", "lint_functions", "lint_methods", "named"]
 
 #: how the result's axes follow from the (first tagged) input's
 Axes = Literal[
@@ -170,3 +170,34 @@ def lint_attributes() -> frozenset[str]:
 _BY_NAME = {op.name: op for op in LSE_OPS}
 if len(_BY_NAME) != len(LSE_OPS):  # a name twice would be read two ways
     raise RuntimeError("attn_contracts.lse_ops: a name is listed twice")
+
+
+@dataclass(frozen=True)
+class Exponential:
+    """An op that exponentiates its input in one base: ``torch.exp2(lse - m)``, a hand-written
+    merge's weight, or ``logits.softmax(dim)`` over LSEs, which weighs each by ``e**lse``. An
+    LSE of the other base read by it is weighed wrong (its partials mixed in wrong proportions).
+    ``method``: ``Tensor.name(...)``; ``namespaces``: the modules it is a function of."""
+
+    name: str
+    base: Literal["e", "2"]
+    method: bool = True
+    namespaces: tuple[str, ...] = ("torch",)
+
+
+_NN = ("torch", "torch.nn.functional", "torch.special")
+EXPONENTIALS: tuple[Exponential, ...] = (
+    Exponential("exp", "e"),
+    Exponential("exp2", "2", namespaces=("torch", "torch.special")),
+    # softmax(x)_i = e**x_i / sum_j e**x_j; log_softmax its log; sigmoid(a - b) = softmax of two
+    Exponential("softmax", "e", namespaces=_NN),
+    Exponential("log_softmax", "e", namespaces=_NN),
+    Exponential("sigmoid", "e", namespaces=("torch", "torch.nn.functional")),
+    Exponential("expit", "e", method=False, namespaces=("torch.special",)),
+)
+_EXPONENTIALS = {op.name: op for op in EXPONENTIALS}
+
+
+def exponential(name: str) -> Exponential | None:
+    """The exponential named ``name`` (None: not one)."""
+    return _EXPONENTIALS.get(name)

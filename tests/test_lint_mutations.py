@@ -59,6 +59,26 @@ def test_every_patch_applies_to_its_release(tmp_path: Path,
     assert lm.main(argv) == 0, capsys.readouterr().out
 
 
+@pytest.mark.skipif(not (RELEASES / "vllm-0.34.0" / "vllm").is_dir(),
+                    reason=f"no vLLM 0.34.0 sources under {RELEASES}")
+def test_dashs_merge_is_an_edge_the_lint_checks(tmp_path: Path) -> None:
+    """vLLM 0.34's DASH attention weighs FlashAttention's or FlashInfer's LSE with a softmax
+    (base e): released, clean (FlashInfer is asked for lse_base='ln'); with that keyword dropped,
+    an error at the softmax; its refactor through a kwargs dict, clean (issue 36 item 4)."""
+    import json
+
+    out = tmp_path / "dash.json"
+    argv = ["--only", "v34-dash*", "--no-download", "--sources", str(RELEASES), "--cache",
+            str(tmp_path), "--quiet", "--json", str(out)]
+    assert lm.main(argv) == 0
+    report = json.loads(out.read_text())
+    assert not [s for r in report["releases"] for s in r["baseline"]
+                if s["path"].endswith("dash_attention.py")]
+    status = {m["id"]: m["status"] for m in report["mutations"]}
+    assert status == {"v34-dash-lse-base-dropped": "error",
+                      "v34-dash-lse-base-dropped-fix": "clean"}, status
+
+
 def test_a_missing_release_is_one_line_and_exit_2(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--check-patches", "--no-download", "--sources", str(tmp_path), "--cache",

@@ -473,6 +473,43 @@ def test_a_hand_written_merge_weighs_in_the_lses_base(weigh: str, error: bool,
     assert (("merge.py", 10, "AC023", "error") in found(out)) is error, out
 
 
+@pytest.mark.parametrize(("kernel", "weigh", "error"), [
+    # a ragged prefill's LSE, asked in natural log or left at its default base 2, then weighed
+    # against a prior by a softmax over the states (DASH attention's merge shape)
+    ("lse_base='ln'", "logits.softmax(1)", False),
+    ("", "logits.softmax(1)", True),
+    ("", "torch.softmax(logits, 1)", True),
+    ("", "F.softmax(logits, dim=1)", True),
+    ("", "F.log_softmax(logits, -1).exp()", True),
+    ("", "torch.sigmoid(logits[:, 0] - logits[:, 1])", True),
+    ("lse_base='ln'", "torch.special.expit(logits[:, 0] - logits[:, 1])", False),
+    ("", "torch.special.expit(logits[:, 0] - logits[:, 1])", True),
+    ("", "(logits * 0.6931471805599453).softmax(1)", False),  # converted first: base e
+    ("", "torch.exp2(logits)", False),  # base 2 read as base 2
+    ("lse_base='ln'", "torch.exp2(logits)", True),
+    ("", "prior.softmax(1)", False),  # not an LSE
+])
+def test_a_softmax_over_lses_weighs_them_in_base_e(kernel: str, weigh: str, error: bool,
+                                                   tmp_path: Path) -> None:
+    """A softmax (or sigmoid) over LSEs weighs each by e**lse: a hand-written merge in base e.
+    A base-2 LSE in it is weighed wrong (AC023), as with torch.exp."""
+    sep = ", " if kernel else ""
+    out = run(tmp_path, {"dash.py": f"""
+    import torch
+    import torch.nn.functional as F
+    from flashinfer.prefill import BatchPrefillWithRaggedKVCacheWrapper
+
+
+    def merge(wrapper: BatchPrefillWithRaggedKVCacheWrapper, q, k, v, prior, live):
+        out, lse = wrapper.run(q, k, v, return_lse=True{sep}{kernel})
+        logits = lse.float()[:, :, None] + prior
+        logits = logits.masked_fill(~live, -torch.inf)
+        weights = {weigh}
+        return (out[:, None] * weights).sum(1)
+    """}, versions={"flashinfer": "0.7.2.post1"})
+    assert (("dash.py", 11, "AC023", "error") in found(out)) is error, out
+
+
 def test_a_compiler_disabled_kernel_is_the_kernel(tmp_path: Path) -> None:
     """``self.f = torch.compiler.disable(f)`` (SGLang's Triton backend) is still ``f``: its
     natural-log LSE, reduced over the splits, into a combine told base 2 is an error."""

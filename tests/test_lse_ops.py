@@ -235,6 +235,7 @@ def test_the_linter_reads_the_table() -> None:
     names = {op.name for op in LSE_OPS}
     assert names >= torch_model._LAYOUT_KEEPING and names >= torch_model._TRANSPOSES
     assert {op.name for op in LSE_OPS if op.only_base == "e"} == torch_model._LN_REDUCTIONS
+    assert {op.name for op in lse_ops.EXPONENTIALS} == torch_model._EXPONENTIALS
 
 
 def _lint_knowledge() -> Any:
@@ -269,3 +270,36 @@ def test_the_linter_keeps_the_base_through_each_entry(kept: str, tmp_path: Path)
                                                        knowledge=_lint_knowledge())
                            if f.severity == "error"}
     assert found["merge_e"] and not found["merge_2"], found
+
+
+def _weights(name: str, x: torch.Tensor, base: float) -> torch.Tensor:
+    """What each exponential computes from ``x`` when it reads ``x`` in ``base``, written with
+    powers only (the reference the table's base is checked against)."""
+    p = torch.pow(torch.tensor(base, dtype=x.dtype), x)
+    if name in ("exp", "exp2"):
+        return p
+    if name == "softmax":
+        return p / p.sum(1, keepdim=True)
+    if name == "log_softmax":
+        return torch.log(p / p.sum(1, keepdim=True))
+    return p / (1 + p)  # sigmoid, expit
+
+
+@pytest.mark.parametrize("op", lse_ops.EXPONENTIALS, ids=lambda op: op.name)
+def test_every_exponential_reads_its_input_in_its_base(op: lse_ops.Exponential) -> None:
+    """Each entry of ``lse_ops.EXPONENTIALS``, by every spelling it lists (a torch namespace's
+    function, a Tensor method), computes its weights as powers of the base the table gives it,
+    and not of the other one."""
+    import importlib
+
+    x = torch.linspace(-3.0, 2.0, 12, dtype=torch.float64).reshape(3, 4)
+    base = math.e if op.base == "e" else 2.0
+    other = 2.0 if op.base == "e" else math.e
+    spellings: list[Any] = [getattr(importlib.import_module(ns), op.name) for ns in op.namespaces]
+    if op.method:
+        spellings.append(lambda t, *a: getattr(t, op.name)(*a))
+    args = (1,) if "softmax" in op.name else ()
+    for fn in spellings:
+        got = fn(x, *args)
+        torch.testing.assert_close(got, _weights(op.name, x, base))
+        assert not torch.allclose(got, _weights(op.name, x, other))

@@ -12,6 +12,7 @@ import ast
 from dataclasses import replace
 from typing import cast
 
+from attn_contracts import lse_ops
 from attn_contracts.lint.calls import (
     _OPAQUE_ARGS,
     _at,
@@ -35,7 +36,7 @@ from attn_contracts.lint.record_index import (
     Consumer,
 )
 from attn_contracts.lint.torch_model import (
-    _EXP_BASE,
+    _EXPONENTIALS,
     _IDENTITY_WRAPPERS,
     _KEEPS_BASE,
     _LN_REDUCTIONS,
@@ -134,7 +135,7 @@ class Frame(RecordCalls):
             op: ast.operator = ast.Mult() if name == "mul_" else ast.Div()
             self.assign(func.value, self.binop(func.value, current, op, node.args[0]))
             return self.expr(func.value)
-        if name in _EXP_BASE:
+        if name in _EXPONENTIALS:
             weighed = self.exponential(func, node, where)
             if weighed is not _NOT_SPECIAL:
                 return weighed
@@ -165,26 +166,45 @@ class Frame(RecordCalls):
         return _NOT_SPECIAL
 
     def exponential(self, func: ast.Attribute, node: ast.Call, where: str) -> Value | object:
-        """``torch.exp2(x)``/``x.exp2()``, ``torch.exp(x)``/``x.exp()`` of an LSE (or of an LSE
-        minus another, a hand-written merge's weight): each reads its argument in one base, so
-        an LSE of the other is an error (AC023) here; the weight that comes out is no LSE."""
-        on_torch = isinstance(func.value, ast.Name) and func.value.id == "torch"
+        """``torch.exp2(x)``/``x.exp2()``, ``torch.exp(x)``/``x.exp()``, ``x.softmax(dim)``,
+        ``F.softmax(x, dim)``, ``torch.sigmoid(a - b)`` of an LSE (or of an LSE minus another, a
+        hand-written merge's weight): each reads its operand in one base, so an LSE of the other
+        is an error (AC023) here; the weight that comes out is no LSE."""
+        op = lse_ops.exponential(func.attr)
+        if op is None:
+            return _NOT_SPECIAL
+        namespace = self.torch_namespace(func.value)
+        on_torch = namespace is not None
+        if (namespace not in op.namespaces) if on_torch else not op.method:
+            return _NOT_SPECIAL
         operand = (node.args[0] if node.args else None) if on_torch else func.value
-        if operand is None or (not on_torch and node.args):
+        if operand is None:
             return _NOT_SPECIAL
         value = self.expr(operand)
         lse = lse_of(value)
+        for a in node.args[1:] if on_torch else node.args:
+            self.expr(a)
         for k in node.keywords:
             self.expr(k.value)
         if lse is None:
             return _not_a_tensor_method(value, on_torch)
-        reads = _EXP_BASE[func.attr]
-        other = sorted((s for s in lse.sources if s.base in ("e", "2") and s.base != reads),
+        other = sorted((s for s in lse.sources if s.base in ("e", "2") and s.base != op.base),
                        key=lambda s: s.key)
         if other:
-            fn = f"torch.{func.attr}" if on_torch else f".{func.attr}()"
-            self.i.report(Weighed(fn, func.attr, reads, tuple(other), where))
+            fn = f"{namespace}.{func.attr}" if on_torch else f".{func.attr}()"
+            self.i.report(Weighed(fn, func.attr, op.base, tuple(other), where))
         return None
+
+    def torch_namespace(self, node: ast.expr) -> str | None:
+        """The torch module ``node`` names (``torch``; ``F`` bound by ``import
+        torch.nn.functional as F``; ``torch.special``), else None: a tensor or another object."""
+        if isinstance(node, ast.Name) and node.id == "torch":
+            return "torch"
+        if dotted_name(node) is None:
+            return None
+        found = self.expr(node)
+        return found.qualname if isinstance(found, Ext) and found.qualname in (
+            "torch", "torch.nn.functional", "torch.special") else None
 
     def ln_reduction(self, func: ast.Attribute, node: ast.Call) -> Value | object:
         """``torch.logsumexp(x, ...)``, ``x.logsumexp(...)``, ``torch.logaddexp(a, b)``: the

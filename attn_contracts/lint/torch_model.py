@@ -61,9 +61,9 @@ _TORCH_KEEPS = lse_ops.lint_functions()
 _LN_REDUCTIONS = frozenset(op.name for op in lse_ops.LSE_OPS if op.only_base == "e")
 
 
-#: exponentials a hand-written merge weighs LSEs with (``torch.exp2(lse - m)``), by the base
-#: each reads its argument in
-_EXP_BASE = {"exp": "e", "exp2": "2"}
+#: exponentials a hand-written merge weighs LSEs with (``torch.exp2(lse - m)``,
+#: ``logits.softmax(1)``): the table the tracer's twin reads (``lse_ops.EXPONENTIALS``)
+_EXPONENTIALS = frozenset(op.name for op in lse_ops.EXPONENTIALS)
 
 
 #: tensor methods that return a view of their receiver (its storage, not a copy): a kernel
