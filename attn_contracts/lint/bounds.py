@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code, Finding, Location
 from attn_contracts.lint.values import Union_, Value, children, lse_sources_of, widen_to
 
 # The interpreter and its frames, which call in here (this module never imports them: the
@@ -143,7 +143,7 @@ class Bounds:
             hint="split the function, or lint it with the rest of its package; what was "
                  "widened holds every LSE it may hold, but the bases it held are not read",
             field="analysis", found=kind, allowed="within the bounds",
-            location=f"{path}:{line}:{col}"))
+            location=str(Location(path, line, col))))
 
     def value(self, frame: _Frame, value: Value, node: ast.AST | None = None) -> Value:
         """``value`` bounded in size (widened past :data:`MAX_SIZE`, with a note)."""

@@ -12,6 +12,7 @@ import ast
 from dataclasses import dataclass, replace
 from typing import cast
 
+from attn_contracts.findings import Location
 from attn_contracts.lint.inferred import (
     Kernel,
 )
@@ -44,7 +45,7 @@ from attn_contracts.lint.values import (
 
 
 def _at(path: str, node: ast.AST) -> str:
-    return f"{path}:{getattr(node, 'lineno', 1)}:{getattr(node, 'col_offset', 0) + 1}"
+    return str(Location(path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1))
 
 
 def _text(node: ast.AST, limit: int = 60) -> str:

@@ -40,7 +40,7 @@ import ast
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.findings import Code, Finding, Location, Severity
 from attn_contracts.lint.classes import ClassInfo, Hierarchy
 from attn_contracts.lint.inferred import (
     BaseGiven,
@@ -64,12 +64,12 @@ _NO_DEFAULTS = frozenset({"abc.ABC", "ABC", "object", "typing.Generic", "Generic
 
 
 def _at(path: str, line: int, col: int) -> str:
-    return f"{path}:{line}:{col + 1}"
+    return str(Location(path, line, col + 1))
 
 
 def _short(where: str) -> str:
-    path, line, _ = where.rsplit(":", 2)
-    return f"{path}:{line}"
+    at = Location.parse(where)
+    return f"{at.path}:{at.line}" if at is not None else where
 
 
 def _meaning(attr: str, value: ast.expr) -> str | None:

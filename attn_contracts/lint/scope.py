@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar, cast
 
+from attn_contracts.findings import Location
 from attn_contracts.lint.attributes import Resolver
 from attn_contracts.lint.bounds import FUNCTION_BUDGET
 from attn_contracts.lint.calls import (
@@ -414,7 +415,8 @@ class Scope:
         in keeps the caller's place."""
         if not isinstance(value, Lit) or value.how or id(value) in self.param_ids:
             return value
-        line = value.where.rsplit(":", 2)[1] if value.where.count(":") >= 2 else "?"
+        at = Location.parse(value.where)
+        line = at.line if at is not None else "?"
         return replace(value, where=_at(self.path, node), how=f" through the {what} (line {line})")
 
     @_on(_EXPR, ast.Name)

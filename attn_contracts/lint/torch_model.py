@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from attn_contracts import lse_ops
+from attn_contracts.findings import Location
 from attn_contracts.lint.values import (
     NOT_SPECIAL as _NOT_SPECIAL,
 )
@@ -82,9 +83,8 @@ _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor"})
 
 
 def _line(where: str) -> str:
-    path = where.rpartition(":")[0]
-    path2, _, line = path.rpartition(":")
-    return f"{path2.rsplit('/', 1)[-1]}:{line}" if path2 else where
+    at = Location.parse(where)
+    return f"{at.path.rsplit('/', 1)[-1]}:{at.line}" if at is not None and at.path else where
 
 
 def _const(node: ast.expr, value: Value) -> str | None:
