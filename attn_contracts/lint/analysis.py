@@ -17,9 +17,9 @@ from typing import Protocol
 
 from attn_contracts.lint.bounds import Bounds
 from attn_contracts.lint.calls import (
-    _Call,
-    _carries,
-    _Summary,
+    CallArgs,
+    Summary,
+    carries,
 )
 from attn_contracts.lint.inferred import (
     Fact,
@@ -40,12 +40,12 @@ from attn_contracts.lint.values import (
     Value,
 )
 
-_NO_TAINT = 1 << 30  # no cycle cut below this analysis
+NO_TAINT = 1 << 30  # no cycle cut below this analysis
 
 
 #: statements interpreted in one run before the interpreter stops following calls (a bound on
 #: pathological programs; the released engines need a fraction of it)
-_BUDGET = 3_000_000
+RUN_BUDGET = 3_000_000
 
 
 class FrameView(Protocol):
@@ -79,16 +79,16 @@ class Analysis(ABC):
         #: receives each fact the interpreter infers that the rules turn into a finding
         self.report = report
         self.uses: dict[tuple[object, ...], Use] = {}
-        self._memo: dict[tuple[object, ...], _Summary] = {}
+        self._memo: dict[tuple[object, ...], Summary] = {}
         self._contexts: dict[object, int] = {}
         self._active: set[tuple[object, ...]] = set()
         self._stack: list[tuple[object, ...]] = []
         #: the frames being interpreted, outermost first (where an LSE entered a call chain)
         self.frames: list[FrameView] = []
-        self._taint = _NO_TAINT
+        self._taint = NO_TAINT
         self._counted: set[tuple[object, ...]] = set()
         self._depth = 0
-        self.budget = _BUDGET
+        self.budget = RUN_BUDGET
         #: the work done: statements, expressions and calls interpreted (what tests count)
         self.steps = 0
         #: the bounds' state: call cycles' summaries so far, the notes of a bound hit
@@ -172,11 +172,11 @@ class Analysis(ABC):
         attributes found holding one, or an object built with a base."""
         names: set[str] = set()
         for (func, _, _), summary in self._memo.items():
-            if isinstance(func, Func) and _carries(summary.returns):
+            if isinstance(func, Func) and carries(summary.returns):
                 names.add(func.qualname.rpartition(".")[2])
                 self.carrier_funcs.add(func.qualname)
         for (_, attr), values in self.stores.items():
-            if any(_carries(v) for v in values):
+            if any(carries(v) for v in values):
                 names.add(attr)
         names |= self._module_carriers
         return {n for n in names if n.isidentifier() and not n.startswith(("<", "__"))}
@@ -231,12 +231,12 @@ class Analysis(ABC):
 
     # --- what the analysis driver (:mod:`attn_contracts.lint.interpret`) provides ------------
     @abstractmethod
-    def analyse(self, func: Func, self_value: Inst | None, call: _Call | None, *,
-                generic: bool = False) -> _Summary:
+    def analyse(self, func: Func, self_value: Inst | None, call: CallArgs | None, *,
+                generic: bool = False) -> Summary:
         """A function's summary for one call (or on its own, ``generic``)."""
 
     @abstractmethod
-    def call_bound(self, bound: Bound, call: _Call, where: str,
+    def call_bound(self, bound: Bound, call: CallArgs, where: str,
                    ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel]]:
         """A method call's result and the kernels it reaches."""
 

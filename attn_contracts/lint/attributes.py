@@ -13,23 +13,21 @@ from dataclasses import replace
 from typing import cast
 
 from attn_contracts.lint.calls import (
-    _OPAQUE_ARGS,
-    _Call,
-    _literal,
-    _params,
+    OPAQUE_ARGS,
+    CallArgs,
+    literal_value,
+    params_of,
 )
 from attn_contracts.lint.classes import ClassInfo, dotted_name, statements
 from attn_contracts.lint.modules import ModuleResolver
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import (
-    _KEEPS_BASE_ATTRS,
-    _SWAPS,
-    _swap,
+    KEEPS_BASE_ATTRS,
+    SWAPS,
+    swap,
 )
 from attn_contracts.lint.values import (
-    NOT_SPECIAL as _NOT_SPECIAL,
-)
-from attn_contracts.lint.values import (
+    NOT_SPECIAL,
     Arg,
     Bound,
     ClassKey,
@@ -90,8 +88,8 @@ class Resolver(ModuleResolver):
 
     def _attribute(self, obj: Value, attr: str, where: str) -> Value:
         if isinstance(obj, Lse):
-            if attr in _KEEPS_BASE_ATTRS:
-                return _swap(obj) if attr in _SWAPS else obj
+            if attr in KEEPS_BASE_ATTRS:
+                return swap(obj) if attr in SWAPS else obj
             return None
         if isinstance(obj, ModuleRef):
             return self._module_attr(obj, attr)
@@ -166,7 +164,7 @@ class Resolver(ModuleResolver):
                 # a dataclass, NamedTuple or model: the constructor's argument for the field,
                 # over the class's default (which is what any other instance holds)
                 given = self._field_arg(inst, fields, attr)
-                if given is not _NOT_SPECIAL:
+                if given is not NOT_SPECIAL:
                     return cast(Value, given)
         if attr in self.base_attrs:
             return Flag(attr, inst, where)
@@ -199,7 +197,7 @@ class Resolver(ModuleResolver):
             # like any call (its own calls followed where they can matter); on an object
             # that may be of a subclass, every override's
             bound = Bound(func, inst, (owner.path, owner.name))
-            call = _Call([], {}, False, where=where)
+            call = CallArgs([], {}, False, where=where)
             if inst.exact or len(self.p.subclasses(cls)) <= 1:
                 return self.analyse(func, inst, call).returns
             return self.call_bound(bound, call, where)[0]
@@ -239,14 +237,14 @@ class Resolver(ModuleResolver):
         """The constructor's argument for field ``attr``: by keyword or by position; else
         nothing (the class default applies)."""
         if inst.ctor is None:
-            return _NOT_SPECIAL
+            return NOT_SPECIAL
         args = dict(inst.ctor[1])
         if attr in args:
             return args[attr]
         i = str(fields.index(attr))
-        return args.get(i, None if _OPAQUE_ARGS in args else _NOT_SPECIAL)
+        return args.get(i, None if OPAQUE_ARGS in args else NOT_SPECIAL)
 
-    def by_name(self, callee: Value, call: _Call) -> _Call:
+    def by_name(self, callee: Value, call: CallArgs) -> CallArgs:
         """A call of a function the program defines (a consumer in the linted tree) with its
         positional arguments also under their parameters' names, so a base passed by position
         (``lse_reduce(out, lse, True)``) is read like a keyword."""
@@ -256,7 +254,7 @@ class Resolver(ModuleResolver):
         node = func.node if func.node is not None else self.p.function(func.path, func.qualname)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return call
-        params = _params(node)
+        params = params_of(node)
         names = params.names[:params.positional]
         if isinstance(callee, Bound) and names and not params.static:
             names = names[1:]
@@ -269,10 +267,10 @@ class Resolver(ModuleResolver):
                 else params.names
             for name in everyone:
                 if name not in kw and name not in call.maybe and name in defaults:
-                    lit = _literal(func.path, defaults[name])
+                    lit = literal_value(func.path, defaults[name])
                     if isinstance(lit, Lit):
                         kw[name] = Arg(replace(lit, omitted=call.where), call.where)
-        return _Call(call.pos, kw, call.opaque, call.maybe, call.where, by_signature=True)
+        return CallArgs(call.pos, kw, call.opaque, call.maybe, call.where, by_signature=True)
 
     def declared_return(self, func: Func) -> Value:
         """What a function's return annotation says it returns (``-> AttentionBackend``: an
@@ -310,7 +308,7 @@ class Resolver(ModuleResolver):
         if owner is None:
             return
         where, args = inst.ctor
-        call = _Call([Arg(v) for k, v in args if k.isdigit()],
+        call = CallArgs([Arg(v) for k, v in args if k.isdigit()],
                      {k: Arg(v) for k, v in args if not k.isdigit()}, False, where=where)
         self.analyse(Func(owner.path, f"{owner.name}.__init__"), inst, call)
 
@@ -331,7 +329,7 @@ class Resolver(ModuleResolver):
                 values.append(self.resolve_annotation(c.path, c.annotations[attr]))
             if attr in c.attrs:
                 node = c.attrs[attr][0]
-                value = _literal(c.path, node) if isinstance(node, ast.Constant) else \
+                value = literal_value(c.path, node) if isinstance(node, ast.Constant) else \
                     self._class_level(c, node)
                 if not (attr in c.annotations and isinstance(value, Lit) and value.value is None):
                     values.append(value)  # (a None default beside a type says nothing more)

@@ -1,6 +1,6 @@
 """Calls as the interpreter reads them: arguments, parameters, summaries.
 
-A call's arguments (:class:`_Call`), a function's parameters (:class:`_Params`), a
+A call's arguments (:class:`CallArgs`), a function's parameters (:class:`Params`), a
 function's summary (what it returns, the kernels it reaches) and its instantiation for one
 call past the bound on contexts, the literals written in the code, and whether a value or a
 call carries what the flow must follow.
@@ -18,9 +18,9 @@ from attn_contracts.lint.inferred import (
 )
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import (
-    _const,
-    _convert,
-    _map_lse,
+    constant_name,
+    convert,
+    map_lse,
 )
 from attn_contracts.lint.values import (
     Arg,
@@ -44,11 +44,11 @@ from attn_contracts.lint.values import (
 )
 
 
-def _at(path: str, node: ast.AST) -> str:
+def place(path: str, node: ast.AST) -> str:
     return str(Location(path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1))
 
 
-def _text(node: ast.AST, limit: int = 60) -> str:
+def source_text(node: ast.AST, limit: int = 60) -> str:
     try:
         text = ast.unparse(node)
     except (RecursionError, ValueError):
@@ -57,20 +57,20 @@ def _text(node: ast.AST, limit: int = 60) -> str:
 
 
 @dataclass
-class _Summary:
+class Summary:
     returns: Value = None
     kernels: frozenset[Kernel] = frozenset()  # LSEs where they are used (after conversions)
     produced: frozenset[Kernel] = frozenset()  # the producer calls themselves
 
 
-def _merge_summaries(a: object, b: object) -> _Summary:
+def merge_summaries(a: object, b: object) -> Summary:
     """The summary of a call cycle's head over two passes (what either found)."""
-    x, y = cast(_Summary, a), cast(_Summary, b)
-    return _Summary(join([x.returns, y.returns]), x.kernels | y.kernels, x.produced | y.produced)
+    x, y = cast(Summary, a), cast(Summary, b)
+    return Summary(join([x.returns, y.returns]), x.kernels | y.kernels, x.produced | y.produced)
 
 
 @dataclass
-class _Call:
+class CallArgs:
     pos: list[Arg]
     kw: dict[str, Arg]
     opaque: bool  # *args or **kwargs the linter cannot read
@@ -86,7 +86,7 @@ _FUNC_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 @dataclass
-class _Params:
+class Params:
     names: list[str]
     defaults: dict[str, ast.expr]
     annotations: dict[str, ast.expr]
@@ -98,7 +98,7 @@ class _Params:
     kwarg: str | None = None  # ``**kwargs``
 
 
-def _params(node: FuncNode | ast.Lambda) -> _Params:
+def params_of(node: FuncNode | ast.Lambda) -> Params:
     a = node.args
     positional = [p.arg for p in (*a.posonlyargs, *a.args)]
     defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True))
@@ -109,12 +109,12 @@ def _params(node: FuncNode | ast.Lambda) -> _Params:
     var = [v.arg for v in (a.vararg, a.kwarg) if v is not None]
     static = isinstance(node, _FUNC_NODES) and any(
         isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
-    return _Params(positional + [k.arg for k in a.kwonlyargs], defaults, anns, var, static,
+    return Params(positional + [k.arg for k in a.kwonlyargs], defaults, anns, var, static,
                    len(positional), a.vararg.arg if a.vararg else None,
                    a.kwarg.arg if a.kwarg else None)
 
 
-def _carries(value: Value, depth: int = 0) -> bool:
+def carries(value: Value, depth: int = 0) -> bool:
     """A value the flow must follow from wherever it is read: an LSE, a combine (bound or not),
     an object built with a base."""
     if depth > 3:
@@ -124,11 +124,11 @@ def _carries(value: Value, depth: int = 0) -> bool:
             return True
         if isinstance(alt, Rec) and alt.consumers:
             return True
-        if isinstance(alt, Partial) and _carries(alt.target, depth + 1):
+        if isinstance(alt, Partial) and carries(alt.target, depth + 1):
             return True
-        if isinstance(alt, Tup) and any(_carries(v, depth + 1) for v in alt.items):
+        if isinstance(alt, Tup) and any(carries(v, depth + 1) for v in alt.items):
             return True
-        if isinstance(alt, Seq) and _carries(alt.item, depth + 1):
+        if isinstance(alt, Seq) and carries(alt.item, depth + 1):
             return True
         if isinstance(alt, Inst) and _built_with_base(alt):
             return True  # an object built with a base: MLADCPManager(is_lse_base_on_e=...)
@@ -144,7 +144,7 @@ def _built_with_base(inst: Inst) -> bool:
         for k, v in inst.ctor[1])
 
 
-def _interesting(call: _Call) -> bool:
+def call_matters(call: CallArgs) -> bool:
     """An argument carries an LSE, a backend's base attribute or a bound combine: the callee
     matters whatever its text names."""
     for arg in (*call.pos, *call.kw.values()):
@@ -154,18 +154,18 @@ def _interesting(call: _Call) -> bool:
     return False
 
 
-def _literal(path: str, node: ast.expr) -> Value:
+def literal_value(path: str, node: ast.expr) -> Value:
     """A constant written in the code (bool, str, number, None), with where."""
     if isinstance(node, ast.Constant) and (node.value is None or isinstance(
             node.value, (bool, int, float, str))):
-        c = _const(node, None)
+        c = constant_name(node, None)
         if c is not None:
             return Num(c)
-        return Lit(node.value, _at(path, node))
+        return Lit(node.value, place(path, node))
     return None
 
 
-def _instantiate(summary: _Summary, func: Func, bound: dict[str, Value]) -> _Summary:
+def instantiate(summary: Summary, func: Func, bound: dict[str, Value]) -> Summary:
     """A function's summary read with its parameters (past the bound on call contexts) for
     one call: the LSE it returns from a parameter is the argument's, put through the same
     conversions (counted: an LSE converted twice is of neither base)."""
@@ -180,14 +180,14 @@ def _instantiate(summary: _Summary, func: Func, bound: dict[str, Value]) -> _Sum
                 out.add(s)
                 continue
             for target, where, how in s.shifts:
-                given = _convert(given, target == "e", where, how)
+                given = convert(given, target == "e", where, how)
             out |= given.sources
         return Lse(frozenset(out))
 
-    return replace(summary, returns=_map_lse(summary.returns, put))
+    return replace(summary, returns=map_lse(summary.returns, put))
 
 
-def _callee_name(callee: Value, written: str) -> str:
+def callee_name(callee: Value, written: str) -> str:
     """The name a callee's records are found by: its own (a partial's target called through
     ``self.dcp_combine(...)`` is ``cp_lse_ag_out_rs``), else the name the call is written with."""
     if isinstance(callee, Func):
@@ -201,4 +201,4 @@ def _callee_name(callee: Value, written: str) -> str:
 
 #: the key a constructor call's ``*args``/``**kwargs`` leaves among its arguments: a field
 #: it does not name may have been given any value by them
-_OPAQUE_ARGS = "*"
+OPAQUE_ARGS = "*"

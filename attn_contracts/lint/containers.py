@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from attn_contracts.lint.torch_model import (
-    _lose_layout,
+    lose_layout,
 )
 from attn_contracts.lint.values import (
     ClassRef,
@@ -30,15 +30,15 @@ from attn_contracts.lint.values import (
 )
 
 #: the methods that add elements to (or take them from) a list, set or deque
-_GROWS = frozenset({"append", "extend", "insert", "add", "appendleft", "extendleft", "pop",
+GROWS = frozenset({"append", "extend", "insert", "add", "appendleft", "extendleft", "pop",
                     "popleft", "discard", "remove", "clear", "update"})
 
 
 #: the methods that change a container in place
-_MUTATORS = _GROWS | {"setdefault", "popitem", "__setitem__"}
+MUTATORS = GROWS | {"setdefault", "popitem", "__setitem__"}
 
 
-def _element(value: Value, i: int, exact: bool = False) -> Value:
+def element(value: Value, i: int, exact: bool = False) -> Value:
     """Item ``i`` of a tuple or list (counted from the end where negative); any item of a
     container whose positions are not known."""
     if isinstance(value, Union_) and value.widened:
@@ -54,7 +54,7 @@ def _element(value: Value, i: int, exact: bool = False) -> Value:
     return join(options) if options else None
 
 
-def _rest(value: Value, start: int, after: int) -> Value:
+def rest_of(value: Value, start: int, after: int) -> Value:
     """What ``*rest`` binds in ``a, *rest, b = value``: a list of the items between."""
     options: list[Value] = []
     for alt in alternatives(value):
@@ -67,7 +67,7 @@ def _rest(value: Value, start: int, after: int) -> Value:
     return join(options) if options else None
 
 
-def _iterate(value: Value) -> Value:
+def iterate(value: Value) -> Value:
     """What a ``for`` over a value binds: any item of a tuple or list, the element of a
     container or generator; an LSE's rows are LSEs of its base."""
     options: list[Value] = []
@@ -78,13 +78,13 @@ def _iterate(value: Value) -> Value:
         elif isinstance(alt, Seq):
             options.append(alt.item)
         elif isinstance(alt, Lse):
-            options.append(_lose_layout(alt))
+            options.append(lose_layout(alt))
         else:
             options.append(None)
     return join(options) if options else None
 
 
-def _index(node: ast.expr) -> int | None:
+def index_of(node: ast.expr) -> int | None:
     """A constant integer subscript (``x[1]``, ``x[-1]``)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and \
             not isinstance(node.value, bool):
@@ -95,7 +95,7 @@ def _index(node: ast.expr) -> int | None:
     return None
 
 
-def _dict_key(node: ast.Constant) -> str | None:
+def dict_key(node: ast.Constant) -> str | None:
     """A dict literal's constant key as the DictV keys it: a string as itself (``**kwargs``
     read it so), any other constant by its repr, marked so it never equals a string."""
     if isinstance(node.value, str):
@@ -105,7 +105,7 @@ def _dict_key(node: ast.Constant) -> str | None:
     return None
 
 
-def _class_key(value: Value) -> str | None:
+def class_key(value: Value) -> str | None:
     """A class used as a dict key, as the DictV keys it (never equal to a string's or another
     constant's key); None where it is not one class for sure."""
     if isinstance(value, ClassRef) and value.exact:
@@ -115,7 +115,7 @@ def _class_key(value: Value) -> str | None:
     return None
 
 
-def _table_entry(value: Value) -> Value:
+def table_entry(value: Value) -> Value:
     """A value read from a table by a key the linter cannot see: which entry applies is a
     dispatch."""
     if isinstance(value, Lit):
@@ -123,7 +123,7 @@ def _table_entry(value: Value) -> Value:
     return value
 
 
-def _literal_text(value: Value) -> list[str]:
+def literal_text(value: Value) -> list[str]:
     """The literal spellings a value may have (``["'basee'"]``), and ``"<expr>"`` for each way
     it may be something the linter cannot read."""
     out: list[str] = []
@@ -144,22 +144,22 @@ _COMPARE: dict[type, Callable[[Any, Any], object]] = {
     ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
 
 
-def _entries(table: DictV, key: ast.expr, class_keys: list[str] | None) -> list[Value]:
+def entries(table: DictV, key: ast.expr, class_keys: list[str] | None) -> list[Value]:
     """What ``table[key]`` may be: the entry of a constant key; with ``type(obj)`` as the key
     (``class_keys``), the entry of each class it may be; any entry for a key the linter cannot
     see."""
-    if isinstance(key, ast.Constant) and _dict_key(key) is not None:
-        arg = table.get(_dict_key(key) or "")
+    if isinstance(key, ast.Constant) and dict_key(key) is not None:
+        arg = table.get(dict_key(key) or "")
         return [arg.value if arg is not None else None]
     if class_keys is not None:
         return [a.value if (a := table.get(k)) is not None else None for k in class_keys]
-    return [join([_table_entry(a.value) for _, a in table.items]) if table.items else None]
+    return [join([table_entry(a.value) for _, a in table.items]) if table.items else None]
 
 
-def _ordering(lefts: Sequence[object], right: Value, op: ast.cmpop) -> set[bool] | None:
+def ordering(lefts: Sequence[object], right: Value, op: ast.cmpop) -> set[bool] | None:
     """``a OP b`` for every literal pair the two sides may hold; None where one side is no
     literal, the operator is none of :data:`_COMPARE`, or Python would raise."""
-    values = _literal_values(right)
+    values = literal_values(right)
     compare = _COMPARE.get(type(op))
     if values is None or compare is None:
         return None
@@ -173,7 +173,7 @@ def _ordering(lefts: Sequence[object], right: Value, op: ast.cmpop) -> set[bool]
     return outcomes
 
 
-def _literal_values(value: Value) -> list[bool | int | float | str | None] | None:
+def literal_values(value: Value) -> list[bool | int | float | str | None] | None:
     """Every Python value a value may be, where each of its alternatives is a literal."""
     options = list(alternatives(value))
     if not options or not all(isinstance(v, Lit) for v in options):
@@ -181,18 +181,18 @@ def _literal_values(value: Value) -> list[bool | int | float | str | None] | Non
     return [cast(Lit, v).value for v in options]
 
 
-def _members(value: Value) -> tuple[list[bool | int | float | str | None], bool] | None:
+def members_of(value: Value) -> tuple[list[bool | int | float | str | None], bool] | None:
     """What a container of literals holds, and whether that is all it holds (a tuple's
     positions are known; a set or grown list may hold any of its values, or not)."""
     if isinstance(value, Tup) and not value.partial_items:
         out: list[bool | int | float | str | None] = []
         for item in value.items:
-            one = _literal_values(item)
+            one = literal_values(item)
             if one is None or len(one) != 1:
                 return None
             out += one
         return out, True
     if isinstance(value, Seq):
-        many = _literal_values(value.item)
+        many = literal_values(value.item)
         return (many, False) if many is not None else None
     return None

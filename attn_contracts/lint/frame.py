@@ -14,19 +14,19 @@ from typing import cast
 
 from attn_contracts import lse_ops
 from attn_contracts.lint.calls import (
-    _OPAQUE_ARGS,
-    _at,
-    _Call,
-    _callee_name,
-    _interesting,
+    OPAQUE_ARGS,
+    CallArgs,
+    call_matters,
+    callee_name,
+    place,
 )
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.containers import (
-    _GROWS,
-    _class_key,
-    _dict_key,
-    _iterate,
-    _table_entry,
+    GROWS,
+    class_key,
+    dict_key,
+    iterate,
+    table_entry,
 )
 from attn_contracts.lint.inferred import (
     Weighed,
@@ -36,21 +36,19 @@ from attn_contracts.lint.record_index import (
     Consumer,
 )
 from attn_contracts.lint.torch_model import (
-    _EXPONENTIALS,
-    _IDENTITY_WRAPPERS,
-    _KEEPS_BASE,
-    _LN_REDUCTIONS,
-    _TORCH_KEEPS,
-    _const,
-    _lose_layout,
-    _not_a_tensor_method,
-    _through_function,
-    _through_method,
+    EXPONENTIALS,
+    IDENTITY_WRAPPERS,
+    KEEPS_BASE,
+    LN_REDUCTIONS,
+    TORCH_KEEPS,
+    constant_name,
+    lose_layout,
+    not_a_tensor_method,
+    through_function,
+    through_method,
 )
 from attn_contracts.lint.values import (
-    NOT_SPECIAL as _NOT_SPECIAL,
-)
-from attn_contracts.lint.values import (
+    NOT_SPECIAL,
     Arg,
     Bound,
     ClassRef,
@@ -80,23 +78,23 @@ class Frame(RecordCalls):
     """One function's (or a module's) interpretation, calls included."""
 
 
-    def args(self, node: ast.Call, partial: Partial | None = None) -> _Call:
-        call = _Call(list(partial.pos) if partial else [], dict(partial.kw) if partial else {},
-                     False, where=_at(self.path, node))
+    def args(self, node: ast.Call, partial: Partial | None = None) -> CallArgs:
+        call = CallArgs(list(partial.pos) if partial else [], dict(partial.kw) if partial else {},
+                     False, where=place(self.path, node))
         for a in node.args:
             if isinstance(a, ast.Starred):
                 value = self.expr(a.value)
                 if isinstance(value, Tup):
-                    call.pos += [Arg(v, _at(self.path, a.value)) for v in value.items]
+                    call.pos += [Arg(v, place(self.path, a.value)) for v in value.items]
                 else:
                     call.opaque = True
                 continue
-            call.pos.append(Arg(self.expr(a), _at(self.path, a), "", self.buffers(a)))
+            call.pos.append(Arg(self.expr(a), place(self.path, a), "", self.buffers(a)))
         maybe: set[str] = set()
         for kw in node.keywords:
             value = self.needed(kw.value) if self.i.base_word(kw.arg) else self.expr(kw.value)
             if kw.arg is not None:
-                call.kw[kw.arg] = Arg(value, _at(self.path, kw.value),
+                call.kw[kw.arg] = Arg(value, place(self.path, kw.value),
                                       buffers=self.buffers(kw.value))
                 continue
             maybe |= _spread(call, value)
@@ -105,21 +103,21 @@ class Frame(RecordCalls):
 
     def call(self, node: ast.Call) -> Value:
         func = node.func
-        where = _at(self.path, node)
-        if (c := _const(node, None)) is not None:
+        where = place(self.path, node)
+        if (c := constant_name(node, None)) is not None:
             return Num(c)
         name = func.attr if isinstance(func, ast.Attribute) else (
             func.id if isinstance(func, ast.Name) else "")
         if isinstance(func, ast.Attribute):
             on_tensor = self.tensor_method(func, node, name, where)
-            if on_tensor is not _NOT_SPECIAL:
+            if on_tensor is not NOT_SPECIAL:
                 return cast(Value, on_tensor)
         callee = self.expr(func)
         if name in ("empty_like", "zeros_like", "full_like", "ones_like") and node.args:
             self.args(node)
             return None  # a fresh buffer shaped like it: no LSE until a kernel writes it
         special = self.special(callee, name, node)
-        if special is not _NOT_SPECIAL:
+        if special is not NOT_SPECIAL:
             return cast(Value, special)
         call = self.args(node)
         return self.apply(callee, call, node, where, name)
@@ -135,17 +133,17 @@ class Frame(RecordCalls):
             op: ast.operator = ast.Mult() if name == "mul_" else ast.Div()
             self.assign(func.value, self.binop(func.value, current, op, node.args[0]))
             return self.expr(func.value)
-        if name in _EXPONENTIALS:
+        if name in EXPONENTIALS:
             weighed = self.exponential(func, node, where)
-            if weighed is not _NOT_SPECIAL:
+            if weighed is not NOT_SPECIAL:
                 return weighed
-        if name in _LN_REDUCTIONS:
+        if name in LN_REDUCTIONS:
             reduced = self.ln_reduction(func, node)
-            if reduced is not _NOT_SPECIAL:
+            if reduced is not NOT_SPECIAL:
                 return reduced
-        if name in _KEEPS_BASE:
+        if name in KEEPS_BASE:
             return self.keeps_base(func, node, name)
-        return _NOT_SPECIAL
+        return NOT_SPECIAL
 
     def keeps_base(self, func: ast.Attribute, node: ast.Call, name: str) -> Value | object:
         """``lse.view(...)``, ``torch.transpose(lse, 0, 1)``: an LSE of the same base (its layout
@@ -156,14 +154,14 @@ class Frame(RecordCalls):
             self.expr(a)
         rl = lse_of(receiver)
         if rl is not None:
-            return _through_method(name, node, rl)
+            return through_method(name, node, rl)
         if isinstance(func.value, ast.Name) and func.value.id == "torch" and node.args:
             first = lse_of(self.expr(node.args[0]))
-            if first is not None and name in _TORCH_KEEPS:
-                return _through_function(name, node, first)
+            if first is not None and name in TORCH_KEEPS:
+                return through_function(name, node, first)
         if not isinstance(receiver, (Inst, ModuleRef, Ext, ExtInst, ClassRef)):
             return None
-        return _NOT_SPECIAL
+        return NOT_SPECIAL
 
     def exponential(self, func: ast.Attribute, node: ast.Call, where: str) -> Value | object:
         """``torch.exp2(x)``/``x.exp2()``, ``torch.exp(x)``/``x.exp()``, ``x.softmax(dim)``,
@@ -172,14 +170,14 @@ class Frame(RecordCalls):
         is an error (AC023) here; the weight that comes out is no LSE."""
         op = lse_ops.exponential(func.attr)
         if op is None:
-            return _NOT_SPECIAL
+            return NOT_SPECIAL
         namespace = self.torch_namespace(func.value)
         on_torch = namespace is not None
         if (namespace not in op.namespaces) if on_torch else not op.method:
-            return _NOT_SPECIAL
+            return NOT_SPECIAL
         operand = (node.args[0] if node.args else None) if on_torch else func.value
         if operand is None:
-            return _NOT_SPECIAL
+            return NOT_SPECIAL
         value = self.expr(operand)
         lse = lse_of(value)
         for a in node.args[1:] if on_torch else node.args:
@@ -187,7 +185,7 @@ class Frame(RecordCalls):
         for k in node.keywords:
             self.expr(k.value)
         if lse is None:
-            return _not_a_tensor_method(value, on_torch)
+            return not_a_tensor_method(value, on_torch)
         other = sorted((s for s in lse.sources if s.base in ("e", "2") and s.base != op.base),
                        key=lambda s: s.key)
         if other:
@@ -218,8 +216,8 @@ class Frame(RecordCalls):
         reduced = [s for lse in found if lse is not None for s in lse.sources
                    if s.base == "e"]
         if not any(lse is not None for lse in found):
-            return _not_a_tensor_method(values[0] if values else None, on_torch)
-        return _lose_layout(Lse(frozenset(reduced))) if reduced else None
+            return not_a_tensor_method(values[0] if values else None, on_torch)
+        return lose_layout(Lse(frozenset(reduced))) if reduced else None
 
     def special(self, callee: Value, name: str, node: ast.Call) -> Value | object:
         """The value of a special form (:data:`_SPECIAL_FORMS`, tried in order);
@@ -227,16 +225,16 @@ class Frame(RecordCalls):
         qual = callee.qualname if isinstance(callee, Ext) else ""
         for form in _SPECIAL_FORMS:
             value = form(self, callee, qual, name, node)
-            if value is not _NOT_SPECIAL:
+            if value is not NOT_SPECIAL:
                 return value
-        return _NOT_SPECIAL
+        return NOT_SPECIAL
 
     def type_of(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
         """``type(obj)``: the class of every object it may be; of one that may be of a
         subclass, that class or any subclass (a key no table entry matches for sure)."""
         if not (callee is None and isinstance(node.func, ast.Name) and name == "type" and
                 len(node.args) == 1 and not node.keywords):
-            return _NOT_SPECIAL
+            return NOT_SPECIAL
         return join([ClassRef(o.cls, exact=o.exact) if isinstance(o, Inst) else
                      Ext(o.qualname) if isinstance(o, ExtInst) and
                      not o.qualname.startswith("?") else None
@@ -244,16 +242,16 @@ class Frame(RecordCalls):
 
     def identity(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
         """``torch.compiler.disable(fn)``: ``fn``."""
-        if qual in _IDENTITY_WRAPPERS and len(node.args) == 1:
+        if qual in IDENTITY_WRAPPERS and len(node.args) == 1:
             return self.expr(node.args[0])
-        return _NOT_SPECIAL
+        return NOT_SPECIAL
 
     def partial(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
         """``functools.partial(f, ...)``, ``partialmethod(f, ...)``: ``f`` with the arguments
         bound; a literal base bound here is one for every call."""
         method = name == "partialmethod" and (callee is None or qual.endswith(".partialmethod"))
         if not (method or _is_partial(callee, qual, name)):
-            return _NOT_SPECIAL
+            return NOT_SPECIAL
         if not node.args:
             return None
         target = self.expr(node.args[0])
@@ -267,14 +265,14 @@ class Frame(RecordCalls):
         return join([Partial(t.target if isinstance(t, Partial) else t,
                              (*(t.pos if isinstance(t, Partial) else ()), *call.pos),
                              (*(t.kw if isinstance(t, Partial) else ()), *call.kw.items()),
-                             _at(self.path, node), method) for t in alternatives(target)])
+                             place(self.path, node), method) for t in alternatives(target)])
 
     def note_bound_literals(self, target: Value, written: str, rest: ast.Call,
-                            call: _Call) -> None:
+                            call: CallArgs) -> None:
         """A literal base bound by a partial of a consumer is one for every call of it."""
         for t in alternatives(target):
             rec = t if isinstance(t, Rec) else self.records_for(
-                t, _callee_name(t, written), rest)
+                t, callee_name(t, written), rest)
             for c in rec.consumers if rec is not None else ():
                 if isinstance(c, Consumer):
                     self.note_literal(c, call)
@@ -283,7 +281,7 @@ class Frame(RecordCalls):
         """``typing.cast(T, x)``: an instance of ``T`` where it names a class, else ``x``."""
         if not (qual in ("typing.cast", "typing_extensions.cast") or
                 (callee is None and name == "cast")):
-            return _NOT_SPECIAL
+            return NOT_SPECIAL
         if len(node.args) == 2:
             typed = self.i.resolve_annotation(self.path, node.args[0])
             value = self.expr(node.args[1])
@@ -294,7 +292,7 @@ class Frame(RecordCalls):
         """``super()`` in a method: the instance, its lookups after the method's class."""
         if not (qual == "builtins.super" or (callee is None and name == "super" and
                                              isinstance(node.func, ast.Name))):
-            return _NOT_SPECIAL
+            return NOT_SPECIAL
         if self.self_value is not None and self.owner is not None:
             return Super(self.owner, self.self_value)
         return None
@@ -305,7 +303,7 @@ class Frame(RecordCalls):
         if callee is None and isinstance(node.func, ast.Name) and name == "getattr" and \
                 len(node.args) in (2, 3) and not node.keywords:
             return self.getattr_(node)
-        return _NOT_SPECIAL
+        return NOT_SPECIAL
 
     def get_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
         """``d.get(key[, default])`` on a dict the flow holds (:meth:`dict_get`)."""
@@ -314,7 +312,7 @@ class Frame(RecordCalls):
             table = self.expr(node.func.value)
             if any(isinstance(alt, DictV) for alt in alternatives(table)):
                 return self.dict_get(table, node)
-        return _NOT_SPECIAL
+        return NOT_SPECIAL
 
     def dict_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
         """``dict(k=v, ...)``: the dict of its keywords, where none is a ``**`` it cannot read."""
@@ -322,7 +320,7 @@ class Frame(RecordCalls):
                 not node.args:
             call = self.args(node)
             return None if call.opaque else DictV(tuple(call.kw.items()))
-        return _NOT_SPECIAL
+        return NOT_SPECIAL
 
     def getattr_(self, node: ast.Call) -> Value:
         """``getattr(obj, name[, default])``: the attribute of every name the second argument
@@ -337,7 +335,7 @@ class Frame(RecordCalls):
         values: list[Value] = []
         for n in names:
             attr = str(cast(Lit, n).value)
-            value = self.i.attribute(inner, attr, _at(self.path, node))
+            value = self.i.attribute(inner, attr, place(self.path, node))
             if value is None and isinstance(default, Lit) and isinstance(inner, Inst):
                 cls = self.i.class_info(inner.cls)
                 if cls is not None and self.i.p.lookup(cls, attr) is None and \
@@ -352,13 +350,13 @@ class Frame(RecordCalls):
         the key may be absent; by a key it cannot see, any entry or the default."""
         key = node.args[0]
         default = self.expr(node.args[1]) if len(node.args) == 2 else \
-            Lit(None, _at(self.path, node))
+            Lit(None, place(self.path, node))
         keys: list[str] | None = None
         if isinstance(key, ast.Constant):
-            one = _dict_key(key)
+            one = dict_key(key)
             keys = [one] if one is not None else None
         else:  # a class (``type(obj)``): each class it may be, where each is one for sure
-            classes = [_class_key(k) for k in alternatives(self.expr(key))]
+            classes = [class_key(k) for k in alternatives(self.expr(key))]
             keys = [k for k in classes if k is not None] if classes and None not in classes \
                 else None
         options: list[Value] = []
@@ -373,19 +371,19 @@ class Frame(RecordCalls):
                     if arg is not None and known in alt.maybe:
                         options.append(default)
                 continue
-            options += [_table_entry(a.value) for _, a in alt.items]
-            options.append(_table_entry(default))
+            options += [table_entry(a.value) for _, a in alt.items]
+            options.append(table_entry(default))
         return join(options)
 
-    def apply(self, callee: Value, call: _Call, node: ast.Call, where: str, name: str) -> Value:
+    def apply(self, callee: Value, call: CallArgs, node: ast.Call, where: str, name: str) -> Value:
         options = list(alternatives(callee))
         results = [self.apply_one(alt, call, node, where, name) for alt in options]
         return join(results) if len(results) > 1 else (results[0] if results else None)
 
-    def apply_one(self, callee: Value, call: _Call, node: ast.Call, where: str,
+    def apply_one(self, callee: Value, call: CallArgs, node: ast.Call, where: str,
                   name: str) -> Value:
         if isinstance(callee, Partial):
-            merged = _Call([*callee.pos, *call.pos], {**dict(callee.kw), **call.kw},
+            merged = CallArgs([*callee.pos, *call.pos], {**dict(callee.kw), **call.kw},
                            call.opaque, call.maybe, where)
             return self.apply(callee.target, merged, node, where, name)
         if name == "__new__" and call.pos and isinstance(call.pos[0].value, ClassRef):
@@ -419,17 +417,17 @@ class Frame(RecordCalls):
         """The records of a callee: its own, by its name or the name the call is written with."""
         if isinstance(callee, Rec):
             return callee
-        own = _callee_name(callee, name)
+        own = callee_name(callee, name)
         rec = self.records_for(callee, own, node)
         if rec is None and own != name:
             rec = self.records_for(callee, name, node)  # a stub bound under the record's name
         return rec
 
-    def apply_func(self, callee: Func, call: _Call) -> Value:
+    def apply_func(self, callee: Func, call: CallArgs) -> Value:
         """A call of a function of the program: followed where it can matter, else what its
         annotation says it returns."""
         # a closure's enclosing values are arguments too (``bind(lse)(out)``)
-        if not (_interesting(call) or _interesting(_Call([Arg(v) for _, v in callee.closure],
+        if not (call_matters(call) or call_matters(CallArgs([Arg(v) for _, v in callee.closure],
                                                          {}, False))
                 or self.i.wants_return(callee)):
             return self.i.declared_return(callee)
@@ -438,7 +436,7 @@ class Frame(RecordCalls):
         self.produced |= s.produced
         return s.returns if s.returns is not None else self.i.declared_return(callee)
 
-    def apply_inst(self, callee: Inst, call: _Call, node: ast.Call, where: str) -> Value:
+    def apply_inst(self, callee: Inst, call: CallArgs, node: ast.Call, where: str) -> Value:
         """A call of an object: its class's ``__call__`` (or ``forward``, a module's)."""
         cls = self.i.class_info(callee.cls)
         if cls is None:
@@ -451,16 +449,16 @@ class Frame(RecordCalls):
                 return self.apply_one(bound, call, node, where, method)
         return None
 
-    def apply_unknown_method(self, func: ast.Attribute, call: _Call, node: ast.Call,
+    def apply_unknown_method(self, func: ast.Attribute, call: CallArgs, node: ast.Call,
                              where: str) -> Value:
         """``x.m(...)`` on a receiver of unknown type: a producer its module imports, a
         container growing, or an object changed in place (what it held is forgotten)."""
         prod = self.fallback_producer(func.attr, call)
         if prod is not None:
             return self.record_call(prod, call, node, where)
-        if func.attr in _GROWS and dotted_name(func.value) is not None:
+        if func.attr in GROWS and dotted_name(func.value) is not None:
             grown = self.grow(func.value, func.attr, call)
-            if grown is not _NOT_SPECIAL:
+            if grown is not NOT_SPECIAL:
                 return cast(Value, grown)
         # x.add_(...), kwargs.update(...): changed in place; forget what it was
         d = dotted_name(func.value)
@@ -468,7 +466,7 @@ class Frame(RecordCalls):
             self.changed_in_place(d, func.attr, call)
         return None
 
-    def changed_in_place(self, d: str, method: str, call: _Call) -> None:
+    def changed_in_place(self, d: str, method: str, call: CallArgs) -> None:
         """``d.update(...)`` of a dict the flow holds, with what it can read: the entries
         replaced; any other change in place: unknown (an LSE changed in place stays one)."""
         current = self.env.get(d)
@@ -487,14 +485,14 @@ class Frame(RecordCalls):
         elif not isinstance(current, Lse):
             self.env[d] = None
 
-    def grow(self, receiver: ast.expr, method: str, call: _Call) -> Value | object:
+    def grow(self, receiver: ast.expr, method: str, call: CallArgs) -> Value | object:
         """``xs.append(x)``, ``xs.extend(ys)``, ``s.add(x)``, ``xs.pop()`` on a list, tuple or
         set the flow holds: afterwards it holds those elements too (positions not known)."""
         d = dotted_name(receiver)
         current = self.env[d] if d is not None and d in self.env else self.expr(receiver)
         if not any(isinstance(a, (Tup, Seq)) for a in alternatives(current)):
-            return _NOT_SPECIAL
-        had = [_iterate(a) for a in alternatives(current)
+            return NOT_SPECIAL
+        had = [iterate(a) for a in alternatives(current)
                if not (isinstance(a, Tup) and not a.items)]
         if method in ("pop", "popleft"):
             return join(had) if had else None
@@ -502,13 +500,13 @@ class Frame(RecordCalls):
             return None  # still a subset of what it held
         added = [a.value for a in call.pos[-1:]]
         if method in ("extend", "update", "extendleft"):
-            added = [_iterate(a.value) for a in call.pos]
+            added = [iterate(a.value) for a in call.pos]
         if call.opaque:
             added.append(None)
         self.assign(receiver, Seq(join([*had, *added])))
         return None
 
-    def construct(self, ref: ClassRef, call: _Call, where: str) -> Value:
+    def construct(self, ref: ClassRef, call: CallArgs, where: str) -> Value:
         cls = self.i.class_info(ref.cls)
         if cls is None:
             return None
@@ -519,7 +517,7 @@ class Frame(RecordCalls):
             # built: each field its argument (unknown where not read), the default only where
             # the call omits it; ``*args``/``**kwargs`` may give any field
             if call.opaque:
-                args.append((_OPAQUE_ARGS, None))
+                args.append((OPAQUE_ARGS, None))
             return Inst(ref.cls, exact=ref.exact, ctor=(where, tuple(args)))
         interesting = any(v is not None and not isinstance(v, (Inst, ExtInst))
                           for _, v in args)
@@ -535,7 +533,7 @@ _SPECIAL_FORMS = (Frame.type_of, Frame.identity, Frame.partial, Frame.cast_, Fra
                   Frame.getattr_form, Frame.get_form, Frame.dict_form)
 
 
-def _spread(call: _Call, value: Value) -> set[str]:
+def _spread(call: CallArgs, value: Value) -> set[str]:
     """``**value`` into ``call``'s keywords: a dict the flow holds (or one of several, each
     known: a key some lack may be absent); anything else makes the call opaque. The keys that
     may be absent."""
@@ -551,7 +549,7 @@ def _spread(call: _Call, value: Value) -> set[str]:
     return maybe
 
 
-def _spread_each(call: _Call, dicts: list[DictV]) -> set[str]:
+def _spread_each(call: CallArgs, dicts: list[DictV]) -> set[str]:
     """``**value`` where it is one of several dicts: each key any of them holds, with every
     value it may have; one some lack may be absent."""
     maybe: set[str] = set()

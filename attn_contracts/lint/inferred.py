@@ -125,7 +125,7 @@ class Disagreed:
 Fact = Weighed | Omitted | Dispatched | Disagreed | Finding
 
 
-def _kernel_of(src: Source) -> Kernel | None:
+def kernel_of(src: Source) -> Kernel | None:
     """What a producer's LSE is where it ends up (used or returned), for the class rules;
     None for what no producer record made (a parameter, a merged LSE)."""
     if not src.record or not src.key.startswith("producer:"):

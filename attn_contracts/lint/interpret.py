@@ -34,31 +34,31 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import cast
 
-from attn_contracts.lint.analysis import _BUDGET, _NO_TAINT
+from attn_contracts.lint.analysis import NO_TAINT, RUN_BUDGET
 from attn_contracts.lint.attributes import Resolver
 from attn_contracts.lint.calls import (
-    _Call,
-    _callee_name,
-    _carries,
-    _instantiate,
-    _interesting,
-    _literal,
-    _merge_summaries,
-    _Params,
-    _params,
-    _Summary,
+    CallArgs,
+    Params,
+    Summary,
+    call_matters,
+    callee_name,
+    carries,
+    instantiate,
+    literal_value,
+    merge_summaries,
+    params_of,
 )
 from attn_contracts.lint.frame import Frame
 from attn_contracts.lint.inferred import (
     Kernel,
-    _kernel_of,
+    kernel_of,
 )
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import (
-    _TENSOR_TYPES,
-    _flatten,
-    _tag_choice,
-    _tag_impl,
+    TENSOR_TYPES,
+    flatten,
+    tag_choice,
+    tag_impl,
 )
 from attn_contracts.lint.values import (
     Arg,
@@ -109,9 +109,9 @@ class Interpreter(Resolver):
                 self._memo, self.assume = memo, None
         else:
             s = self.analyse(func, self_value, None, generic=True)
-        lse = lse_of(_flatten(s.returns))
+        lse = lse_of(flatten(s.returns))
         from_return = frozenset(k for src in (lse.sources if lse else ())
-                                if (k := _kernel_of(src)) is not None)
+                                if (k := kernel_of(src)) is not None)
         if returned and from_return:
             return from_return
         seen = s.kernels | from_return
@@ -129,16 +129,16 @@ class Interpreter(Resolver):
                 except RecursionError:
                     return
         for name, value in frame.env.items():  # an alias or partial of a combine made here
-            if _carries(value) or (isinstance(value, (Ext, Func)) and _callee_name(
+            if carries(value) or (isinstance(value, (Ext, Func)) and callee_name(
                     value, "") in (*frame.k.consumers, *frame.k.producers)):
                 self._module_carriers.add(name)
 
-    def analyse(self, func: Func, self_value: Inst | None, call: _Call | None, *,
-                generic: bool = False) -> _Summary:
+    def analyse(self, func: Func, self_value: Inst | None, call: CallArgs | None, *,
+                generic: bool = False) -> Summary:
         node = func.node if func.node is not None else self.p.function(func.path, func.qualname)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            return _Summary()
-        params = _params(node)
+            return Summary()
+        params = params_of(node)
         if generic or call is None:
             bound: dict[str, Value] = {}
             ctx: tuple[object, ...] = ("generic",)
@@ -155,19 +155,19 @@ class Interpreter(Resolver):
         found = cycles.provisional.get(key)
         if found is not None:  # a cycle's member, already interpreted in this pass
             self._taint = min(self._taint, found[1])
-            return cast(_Summary, found[0])
+            return cast(Summary, found[0])
         if key in self._active:
             # a cycle: the call gets the summary found so far for its head, which is
             # interpreted again until that summary no longer changes (bounds.Bounds)
             self._taint = min(self._taint, self._stack.index(key))
-            return cast(_Summary, cycles.recursive(key, _Summary))
+            return cast(Summary, cycles.recursive(key, Summary))
         if ctx != ("generic",) and key not in self._counted and \
                 not self._new_context(func, self_value, call, key):
             # enough contexts: the generic one serves the rest
-            return _instantiate(self.analyse(func, self_value, None, generic=True), func, bound)
+            return instantiate(self.analyse(func, self_value, None, generic=True), func, bound)
         if self._depth >= _MAX_DEPTH or self.budget <= 0:
             self._not_followed(func, node)
-            return _Summary()
+            return Summary()
         self.budget -= 1
         self.steps += 1
         need = self.need
@@ -180,17 +180,17 @@ class Interpreter(Resolver):
         passes = 0
         try:
             while True:
-                self._taint = _NO_TAINT
+                self._taint = NO_TAINT
                 mark, changes = len(cycles.provisional), cycles.changes
                 try:
                     summary = self._interpret(func, node, params, self_value, bound,
                                               generic or call is None, call.where if call else "")
                 except RecursionError:
-                    summary = _Summary()
+                    summary = Summary()
                 head = self._taint >= pos
-                kept, again = cycles.settle(key, summary, _merge_summaries, passes, head,
+                kept, again = cycles.settle(key, summary, merge_summaries, passes, head,
                                             changes)
-                summary = cast(_Summary, kept)
+                summary = cast(Summary, kept)
                 if not again:
                     break
                 cycles.forget_since(mark)  # found under the approximation just replaced
@@ -203,7 +203,7 @@ class Interpreter(Resolver):
         self._keep(key, summary, pos, mark, saved)
         return summary
 
-    def _keep(self, key: tuple[object, ...], summary: _Summary, pos: int, mark: int,
+    def _keep(self, key: tuple[object, ...], summary: Summary, pos: int, mark: int,
               saved: int) -> None:
         """A summary found: memoised, with those of the cycle's members found in its last
         pass, where it depends on no call still being interpreted; else provisional."""
@@ -212,18 +212,18 @@ class Interpreter(Resolver):
         if incomplete:
             cycles.provisional[key] = (summary, self._taint)
         else:
-            self._memo.update(cast(dict[tuple[object, ...], _Summary], cycles.complete_since(mark)))
+            self._memo.update(cast(dict[tuple[object, ...], Summary], cycles.complete_since(mark)))
             self._memo[key] = summary
         self._taint = min(saved, self._taint) if incomplete else saved
 
-    def _new_context(self, func: Func, self_value: Inst | None, call: _Call | None,
+    def _new_context(self, func: Func, self_value: Inst | None, call: CallArgs | None,
                      key: tuple[object, ...]) -> bool:
         """Counts one more argument context of ``func``; False (and a note, where it carries
         what the rules read) past :data:`_MAX_CONTEXTS`."""
         # the contexts that carry an LSE, a base attribute or a partial are counted apart
         # from the rest: a function called with parameters by every other one's analysis
         # alone still gets the LSE its one real caller passes
-        kind = (func, self_value, call is not None and _interesting(call))
+        kind = (func, self_value, call is not None and call_matters(call))
         seen = self._contexts.get(kind, 0)
         if seen >= _MAX_CONTEXTS:
             if kind[2]:
@@ -238,14 +238,14 @@ class Interpreter(Resolver):
     def _not_followed(self, func: Func, node: FuncNode | ast.Lambda) -> None:
         """The note of a call not followed: too deep, or past the run's budget."""
         why = f"deeper than {_MAX_DEPTH} calls" if self.budget > 0 else \
-            f"the run used its budget of {_BUDGET:,} steps"
+            f"the run used its budget of {RUN_BUDGET:,} steps"
         self.bounds.note(None, "call depth" if self.budget > 0 else "run budget",
                          f"the call of {func.qualname.partition('@')[0]} is not followed ({why})",
                          callee=(func.path, func.qualname, node))
 
-    def _interpret(self, func: Func, node: FuncNode | ast.Lambda, params: _Params,
+    def _interpret(self, func: Func, node: FuncNode | ast.Lambda, params: Params,
                    self_value: Inst | None, bound: dict[str, Value], generic: bool,
-                   entry: str = "") -> _Summary:
+                   entry: str = "") -> Summary:
         owner = self_value.cls if self_value is not None else None
         frame = Frame(self, func.path, func, self_value, owner)
         frame.node = node
@@ -258,8 +258,8 @@ class Interpreter(Resolver):
             self.frames.pop()
 
     def _run_frame(self, frame: Frame, func: Func, node: FuncNode | ast.Lambda,
-                   params: _Params, self_value: Inst | None, bound: dict[str, Value],
-                   generic: bool) -> _Summary:
+                   params: Params, self_value: Inst | None, bound: dict[str, Value],
+                   generic: bool) -> Summary:
         names = params.names
         start = 0
         frame.env.update(func.closure)
@@ -284,24 +284,24 @@ class Interpreter(Resolver):
         else:
             frame.block(node.body)
         if frame.yields:  # a generator: calling it returns an iterator of what it yields
-            return _Summary(Seq(join(frame.yields)), frozenset(frame.kernels),
+            return Summary(Seq(join(frame.yields)), frozenset(frame.kernels),
                             frozenset(frame.produced))
-        return _Summary(join(frame.returns) if frame.returns else None,
+        return Summary(join(frame.returns) if frame.returns else None,
                         frozenset(frame.kernels), frozenset(frame.produced))
 
-    def _generic_param(self, func: Func, params: _Params, name: str) -> Value:
+    def _generic_param(self, func: Func, params: Params, name: str) -> Value:
         """A parameter of a function read on its own: an instance of its annotated class, else
         a parameter (what any caller passes)."""
         ann = params.annotations.get(name)
         typed = self.resolve_annotation(func.path, ann) if ann is not None else None
-        if isinstance(typed, ExtInst) and typed.qualname in _TENSOR_TYPES:
+        if isinstance(typed, ExtInst) and typed.qualname in TENSOR_TYPES:
             typed = None  # a tensor parameter may be an LSE: its caller's, unknown here
         default = params.defaults.get(name)
-        lit = _literal(func.path, default) if default is not None else None
+        lit = literal_value(func.path, default) if default is not None else None
         return typed if typed is not None else Param(
             name, func.qualname, lit if isinstance(lit, Lit) else None, func.path)
 
-    def _bind(self, func: Func, params: _Params, call: _Call, method: bool) -> dict[str, Value]:
+    def _bind(self, func: Func, params: Params, call: CallArgs, method: bool) -> dict[str, Value]:
         """The parameters' values as Python binds a call's arguments: positions in order to the
         positional parameters, the rest to ``*args`` (a tuple); keywords by name, the rest to
         ``**kwargs`` (a dict); a parameter left out gets its default."""
@@ -329,7 +329,7 @@ class Interpreter(Resolver):
             default = params.defaults.get(name)
             if default is None or call.opaque or name in call.maybe:
                 continue
-            lit = _literal(func.path, default)
+            lit = literal_value(func.path, default)
             if isinstance(lit, Lit):
                 out[name] = replace(lit, how=f" (the default of {func.qualname.rpartition('.')[2]}"
                                     f"({name}=...), left out)", omitted=call.where)
@@ -337,7 +337,7 @@ class Interpreter(Resolver):
                 out[name] = lit
         return out
 
-    def call_bound(self, bound: Bound, call: _Call, where: str,
+    def call_bound(self, bound: Bound, call: CallArgs, where: str,
                    ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel]]:
         """A method call: the method's (or, on an instance that may be of any subclass, every
         override's) result and the kernels it reaches."""
@@ -361,7 +361,7 @@ class Interpreter(Resolver):
         results: list[Value] = []
         kernels: set[Kernel] = set()
         produced: set[Kernel] = set()
-        interesting = _interesting(call)
+        interesting = call_matters(call)
         followed = [t for t in targets if interesting or self.wants_return(t[0])]
         if not followed:  # nothing below can matter: what the method says it returns
             declared = self.declared_return(bound.func)
@@ -373,9 +373,9 @@ class Interpreter(Resolver):
             produced |= s.produced
             value = s.returns
             if self.returns_lse(sub):  # an LSE-declaring class's method: its LSE is that class's
-                value = _tag_impl(value, (sub.path, sub.name))
+                value = tag_impl(value, (sub.path, sub.name))
             if len(targets) > 1:
-                value = _tag_choice(value, f"{sub.name}.{method}() (one of the {len(targets)} "
+                value = tag_choice(value, f"{sub.name}.{method}() (one of the {len(targets)} "
                                     f"implementations {cls.name}.{method} dispatches to)")
             results.append(value)
         return (join(results) if results else None), frozenset(kernels), frozenset(produced)

@@ -17,12 +17,10 @@ from typing import Any, cast
 from attn_contracts.lint.analysis import Analysis
 from attn_contracts.lint.classes import dotted_name, module_level
 from attn_contracts.lint.containers import (
-    _MUTATORS,
+    MUTATORS,
 )
 from attn_contracts.lint.values import (
-    NOT_SPECIAL as _NOT_SPECIAL,
-)
-from attn_contracts.lint.values import (
+    NOT_SPECIAL,
     ClassRef,
     Ext,
     ExtInst,
@@ -96,7 +94,7 @@ def _mutated_name(st: ast.stmt) -> str | None:
     if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
         f = st.value.func
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
-                f.attr in _MUTATORS:
+                f.attr in MUTATORS:
             return f.value.id
     return None
 
@@ -163,7 +161,7 @@ class ModuleResolver(Analysis):
         holds depends on what runs first); changed in place by a function, it is unknown."""
         text = self._module_text(path)
         if not re.search(r"\bglobal\b[^\n]*\b" + re.escape(name) + r"\b|\b" + re.escape(name)
-                         + r"\s*(?:\[|\.\s*(?:" + "|".join(sorted(_MUTATORS)) + r")\s*\()",
+                         + r"\s*(?:\[|\.\s*(?:" + "|".join(sorted(MUTATORS)) + r")\s*\()",
                          text):
             return value  # nothing in the module can change it (read from its text first)
         stmts, rebinds, in_function = self._mutations(path).get(name, ([], [], False))
@@ -291,7 +289,7 @@ class ModuleResolver(Analysis):
                                      self.resolve_annotation(path, node.right)) if v is not None])
         if isinstance(node, ast.Subscript):
             wrapped = self._generic_annotation(path, node)
-            if wrapped is not _NOT_SPECIAL:
+            if wrapped is not NOT_SPECIAL:
                 return cast(Value, wrapped)
             node = node.value
         dotted = dotted_name(node)
@@ -318,7 +316,7 @@ class ModuleResolver(Analysis):
         if last == "type":
             of = self.resolve_annotation(path, node.slice)
             return ClassRef(of.cls, exact=False) if isinstance(of, Inst) else None
-        return _NOT_SPECIAL
+        return NOT_SPECIAL
 
     def _dotted_value(self, path: str, dotted: str) -> Value:
         head, *rest = dotted.split(".")

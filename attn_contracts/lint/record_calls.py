@@ -14,12 +14,12 @@ from dataclasses import replace
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
 from attn_contracts.lint.calls import (
-    _at,
-    _Call,
+    CallArgs,
+    place,
 )
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.containers import (
-    _literal_text,
+    literal_text,
 )
 from attn_contracts.lint.inferred import (
     BaseGiven,
@@ -28,7 +28,7 @@ from attn_contracts.lint.inferred import (
     Kernel,
     Omitted,
     Use,
-    _kernel_of,
+    kernel_of,
 )
 from attn_contracts.lint.record_index import (
     Consumer,
@@ -37,9 +37,7 @@ from attn_contracts.lint.record_index import (
     narrow_producers,
 )
 from attn_contracts.lint.scope import Scope
-from attn_contracts.lint.torch_model import (
-    _line,
-)
+from attn_contracts.lint.torch_model import short_line
 from attn_contracts.lint.values import (
     MAX_UNION,
     Bound,
@@ -106,7 +104,7 @@ class RecordCalls(Scope):
             return None
         return Rec(qual or name, tuple(consumers), tuple(producers))
 
-    def fallback_producer(self, attr: str, call: _Call) -> Rec | None:
+    def fallback_producer(self, attr: str, call: CallArgs) -> Rec | None:
         """``wrapper.run(..., return_lse=True)`` on a receiver of unknown type: a producer whose
         class this module imports (``run`` alone says nothing)."""
         found = self.k.producers.get(attr)
@@ -119,7 +117,7 @@ class RecordCalls(Scope):
         match = [p for p in found if p.owner_class is not None and p.owner_class in imported]
         return Rec(attr, (), tuple(match)) if match else None
 
-    def record_call(self, rec: Rec, call: _Call, node: ast.Call, where: str) -> Value:
+    def record_call(self, rec: Rec, call: CallArgs, node: ast.Call, where: str) -> Value:
         consumers = [c for c in rec.consumers if isinstance(c, Consumer)]
         if consumers:
             consumer, disagreed = agreed_consumer(consumers)
@@ -137,9 +135,9 @@ class RecordCalls(Scope):
         if key in self.i._noted_agreed:
             return
         self.i._noted_agreed.add(key)
-        self.i.report(Disagreed(c, self.k.versions, _at(self.path, node)))
+        self.i.report(Disagreed(c, self.k.versions, place(self.path, node)))
 
-    def note_literal(self, c: Consumer, call: _Call) -> None:
+    def note_literal(self, c: Consumer, call: CallArgs) -> None:
         """Where a literal base is written for a consumer (``AC003`` unless the rules find it
         contradicting a producer, ``AC023``); a literal inside an ``if`` on the base is the
         dispatch itself."""
@@ -154,7 +152,7 @@ class RecordCalls(Scope):
                 where = lit.where or arg.where
                 self.i.literal_sites.setdefault(where, (c, kw, lit))
 
-    def consume(self, c: Consumer, call: _Call, node: ast.Call, where: str) -> Value:
+    def consume(self, c: Consumer, call: CallArgs, node: ast.Call, where: str) -> Value:
         self.note_literal(c, call)
         given = self.base_given(c, call, node, where)
         read: set[str | None] = set()
@@ -170,7 +168,7 @@ class RecordCalls(Scope):
             # what the function's LSEs are where they are used (after their conversions): the
             # kernels a backend class's declaration is judged by
             for src in lse.sources:
-                if (k := _kernel_of(src)) is not None:
+                if (k := kernel_of(src)) is not None:
                     # a fixed-base combine judges this edge itself (AC023): a converted LSE, or
                     # one a state merge reads (a prefix or chunk merge of prefill states, not the
                     # decode LSE the class's declaration describes), says nothing about the class
@@ -184,7 +182,7 @@ class RecordCalls(Scope):
         merged = c.returns_base if c.returns_base in ("2", "e") else (
             given.base if given.base is not None else (read.pop() if len(read) == 1 else None))
         source = Source(f"merged:{where}", merged,
-                        f"the merged LSE of {c.label} ({_line(where)})")
+                        f"the merged LSE of {c.label} ({short_line(where)})")
         return Tup((None, Lse(frozenset({source}))), partial_items=True)
 
     def responsible(self, value: Value, where: str) -> str:
@@ -226,7 +224,7 @@ class RecordCalls(Scope):
             lse = Lse(extra | (lse.sources if lse is not None else frozenset()))
         return lse
 
-    def base_given(self, c: Consumer, call: _Call, node: ast.Call, where: str) -> BaseGiven:
+    def base_given(self, c: Consumer, call: CallArgs, node: ast.Call, where: str) -> BaseGiven:
         if c.fixed_base is not None:  # the record's own base: the call is where it is read
             return BaseGiven("fixed", c.fixed_base, where)
         for kw in c.keywords:
@@ -251,7 +249,7 @@ class RecordCalls(Scope):
         return BaseGiven("fixed", default, where, f"{c.last}'s default for {kw} (left out here)",
                          keyword=kw, omitted=where)
 
-    def _base_by_position(self, c: Consumer, call: _Call) -> bool:
+    def _base_by_position(self, c: Consumer, call: CallArgs) -> bool:
         """A combine whose signature is not in the linted files, given past its LSE a
         positional argument that may be the base (a value the keyword takes, a backend's flag):
         which parameter it binds is not known, and what is not read is no error."""
@@ -294,11 +292,11 @@ class RecordCalls(Scope):
     def _lit_base(c: Consumer, lit: Lit) -> str | None:
         return c.base_of(repr(lit.value))
 
-    def produce(self, producers: list[Producer], call: _Call, node: ast.Call,
+    def produce(self, producers: list[Producer], call: CallArgs, node: ast.Call,
                 where: str) -> Value:
         given: dict[str, str] = {}
         for k, a in call.kw.items():
-            texts = _literal_text(a.value)
+            texts = literal_text(a.value)
             given[k] = texts[0] if len(texts) == 1 else "<expr>"
         found = narrow_producers(producers, given, call.opaque)
         if not found:
@@ -307,7 +305,7 @@ class RecordCalls(Scope):
         name = producers[0].last
         for p in found:
             for base, dispatch, bases, choice in self.bases_of(p, call, node, where):
-                what = f"the LSE of {name}() (producer record {p.record}, {_line(where)})"
+                what = f"the LSE of {name}() (producer record {p.record}, {short_line(where)})"
                 src = Source(f"producer:{where}:{p.record}", base, what, record=p.record,
                              choice=choice, dispatch=dispatch, bases=bases, layout=p.layout)
                 sources.add(src)
@@ -324,7 +322,7 @@ class RecordCalls(Scope):
         items[index] = lse
         return Tup(tuple(items), partial_items=True)
 
-    def write_out(self, call: _Call, spec: str, lse: Lse) -> None:
+    def write_out(self, call: CallArgs, spec: str, lse: Lse) -> None:
         """The kernel writes its LSE into the argument ``spec`` (a position, or a parameter's
         name) binds to, as Python binds it: by position, by keyword, or from a ``**mapping``
         whose keys are known. The buffer it is (or is a view of: ``lse=lse[start:end]``, one
@@ -341,7 +339,7 @@ class RecordCalls(Scope):
             self.assign(target, join([self.env.get(name), lse])
                         if spec in call.maybe and name is not None else lse)
 
-    def bases_of(self, p: Producer, call: _Call, node: ast.Call, where: str,
+    def bases_of(self, p: Producer, call: CallArgs, node: ast.Call, where: str,
                  ) -> Iterator[tuple[str | None, bool, tuple[str, ...], str]]:
         """(base, left to dispatch, the bases dispatch may pick, the choice) for each way the
         call's arguments may go."""
@@ -369,7 +367,7 @@ class RecordCalls(Scope):
         if dispatched:
             self.note_dispatched(p, cb, call, where)
 
-    def note_dispatched(self, p: Producer, cb: CallBase, call: _Call, where: str) -> None:
+    def note_dispatched(self, p: Producer, cb: CallBase, call: CallArgs, where: str) -> None:
         self.i.report(Dispatched(p, cb, where))
 
     def _may_pass(self, node: ast.Call, keyword: str) -> bool:
@@ -390,7 +388,7 @@ class RecordCalls(Scope):
         return False
 
 
-def _combos(cb: CallBase, call: _Call) -> list[dict[str, str]]:
+def _combos(cb: CallBase, call: CallArgs) -> list[dict[str, str]]:
     """Each way the call's arguments that may decide the base may be spelled: its keyword, the
     one its default depends on, and those whose presence decides that default's dispatch (an
     expression there picks); a keyword a ``**mapping`` may lack, both with and without it."""
@@ -402,7 +400,7 @@ def _combos(cb: CallBase, call: _Call) -> list[dict[str, str]]:
         if arg is None:
             options.append([None])
             continue
-        texts: list[str | None] = list(_literal_text(arg.value))
+        texts: list[str | None] = list(literal_text(arg.value))
         if k in call.maybe:
             texts.append(None)
         options.append(texts)

@@ -19,36 +19,34 @@ from attn_contracts.findings import Location
 from attn_contracts.lint.attributes import Resolver
 from attn_contracts.lint.bounds import FUNCTION_BUDGET
 from attn_contracts.lint.calls import (
-    _at,
-    _literal,
-    _text,
+    literal_value,
+    place,
+    source_text,
 )
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.containers import (
-    _class_key,
-    _dict_key,
-    _element,
-    _entries,
-    _index,
-    _iterate,
-    _literal_values,
-    _members,
-    _ordering,
-    _rest,
+    class_key,
+    dict_key,
+    element,
+    entries,
+    index_of,
+    iterate,
+    literal_values,
+    members_of,
+    ordering,
+    rest_of,
 )
 from attn_contracts.lint.inferred import (
     Kernel,
 )
 from attn_contracts.lint.torch_model import (
-    _VIEWS,
-    _const,
-    _convert,
-    _lose_layout,
+    VIEWS,
+    constant_name,
+    convert,
+    lose_layout,
 )
 from attn_contracts.lint.values import (
-    NOT_SPECIAL as _NOT_SPECIAL,
-)
-from attn_contracts.lint.values import (
+    NOT_SPECIAL,
     Arg,
     ClassKey,
     ClassRef,
@@ -230,7 +228,7 @@ class Scope:
 
     @_on(_STMT, ast.For, ast.AsyncFor)
     def s_for(self, st: ast.For | ast.AsyncFor) -> None:
-        self.assign(st.target, _iterate(self.expr(st.iter)))
+        self.assign(st.target, iterate(self.expr(st.iter)))
         self.loop(st.body, st)
         self.block(st.orelse)
 
@@ -362,11 +360,11 @@ class Scope:
         after = len(target.elts) - star - 1 if star is not None else 0
         for i, t in enumerate(target.elts):
             if isinstance(t, ast.Starred):
-                self.assign(t.value, _rest(value, i, after))
+                self.assign(t.value, rest_of(value, i, after))
             elif star is not None and i > star:  # counted from the end
-                self.assign(t, _element(value, i - len(target.elts), exact=True))
+                self.assign(t, element(value, i - len(target.elts), exact=True))
             else:
-                self.assign(t, _element(value, i))
+                self.assign(t, element(value, i))
 
     def store_item(self, target: ast.Subscript, value: Value, source: ast.expr | None) -> None:
         """``d["k"] = value`` into a dict the flow holds (a computed key: no dict it can read
@@ -380,7 +378,7 @@ class Scope:
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                 self.env[dotted] = None  # a computed key: no longer a dict it can read
                 return
-            stored = Arg(value, _at(self.path, target),
+            stored = Arg(value, place(self.path, target),
                          buffers=self.buffers(source) if source is not None else frozenset())
             self.env[dotted] = join([DictV((*((k, a) for k, a in alt.items
                                                if k != key.value), (key.value, stored)),
@@ -417,7 +415,7 @@ class Scope:
             return value
         at = Location.parse(value.where)
         line = at.line if at is not None else "?"
-        return replace(value, where=_at(self.path, node), how=f" through the {what} (line {line})")
+        return replace(value, where=place(self.path, node), how=f" through the {what} (line {line})")
 
     @_on(_EXPR, ast.Name)
     def e_name(self, node: ast.Name) -> Value:
@@ -433,7 +431,7 @@ class Scope:
         if dotted is not None and dotted in self.env:
             return self._named(self.env[dotted], node, f"attribute {dotted}")
         inner = self.expr(node.value)
-        value = self.i.attribute(inner, node.attr, _at(self.path, node))
+        value = self.i.attribute(inner, node.attr, place(self.path, node))
         return self._named(value, node, f"attribute {node.attr}")
 
     @_on(_EXPR, ast.Subscript)
@@ -441,22 +439,22 @@ class Scope:
         inner = self.expr(node.value)
         key = node.slice
         key_value = self.expr(key)
-        classes = [_class_key(k) for k in alternatives(key_value)]
+        classes = [class_key(k) for k in alternatives(key_value)]
         class_keys = [k for k in classes if k is not None] if not isinstance(
             key, ast.Constant) and classes and None not in classes else None
         if isinstance(inner, Union_) and inner.widened:
             return inner  # unknown holding an LSE: so is every part of it
-        index = _index(key)
+        index = index_of(key)
         if index is not None and any(isinstance(a, (Tup, Seq)) for a in alternatives(inner)):
-            return _element(inner, index)
+            return element(inner, index)
         options: list[Value] = []
         for alt in alternatives(inner):
             if isinstance(alt, (Tup, Seq)):  # a position the linter cannot see: any element
-                options.append(alt if isinstance(key, ast.Slice) else _iterate(alt))
+                options.append(alt if isinstance(key, ast.Slice) else iterate(alt))
             elif isinstance(alt, Lse):
-                options.append(_lose_layout(alt))  # lse[:n], lse[..., i]: same base
+                options.append(lose_layout(alt))  # lse[:n], lse[..., i]: same base
             elif isinstance(alt, DictV):
-                options += _entries(alt, key, class_keys)
+                options += entries(alt, key, class_keys)
             elif isinstance(alt, Param):
                 options.append(alt)
             else:
@@ -465,7 +463,7 @@ class Scope:
 
     @_on(_EXPR, ast.Constant)
     def e_constant(self, node: ast.Constant) -> Value:
-        return _literal(self.path, node)
+        return literal_value(self.path, node)
 
     @_on(_EXPR, ast.BinOp)
     def e_binop(self, node: ast.BinOp) -> Value:
@@ -492,16 +490,16 @@ class Scope:
         if len(node.ops) != 1:
             return None
         op, right = node.ops[0], rights[0]
-        lefts = _literal_values(left)
+        lefts = literal_values(left)
         if lefts is None:
             return None
         if isinstance(op, (ast.In, ast.NotIn)):
             outcomes = self._membership(node.comparators[0], right, lefts, isinstance(op, ast.In))
         else:
-            outcomes = _ordering(lefts, right, op)
+            outcomes = ordering(lefts, right, op)
         if outcomes is None or len(outcomes) != 1:
             return None
-        return Lit(outcomes.pop(), _at(self.path, node), f" (the value of {_text(node)})")
+        return Lit(outcomes.pop(), place(self.path, node), f" (the value of {source_text(node)})")
 
     def _membership(self, shown: ast.expr, right: Value, lefts: Sequence[object],
                     is_in: bool) -> set[bool] | None:
@@ -510,7 +508,7 @@ class Scope:
         if isinstance(shown, (ast.Set, ast.List, ast.Tuple)) and not any(
                 isinstance(e, ast.Starred) for e in shown.elts):
             right = Tup(tuple(self.expr(e) for e in shown.elts))  # a literal's every element
-        members = _members(right)
+        members = members_of(right)
         if members is None:
             return None
         known, complete = members
@@ -534,7 +532,7 @@ class Scope:
         values = [self.expr(e) for e in node.elts]
         if isinstance(node, ast.Set) or any(isinstance(e, ast.Starred) for e in node.elts):
             # ``[*a, b]``, ``{a, b}``: elements known, positions not
-            return Seq(join([_iterate(v) if isinstance(e, ast.Starred) else v
+            return Seq(join([iterate(v) if isinstance(e, ast.Starred) else v
                              for e, v in zip(node.elts, values, strict=True)]))
         return Tup(tuple(values))
 
@@ -545,12 +543,12 @@ class Scope:
         own (the names do not leak out, as in Python 3); the result holds the element."""
         if isinstance(node, ast.DictComp):
             unrolled = self.dict_comprehension(node)
-            if unrolled is not _NOT_SPECIAL:
+            if unrolled is not NOT_SPECIAL:
                 return cast(Value, unrolled)
         saved = dict(self.env)
         try:
             for gen in node.generators:
-                self.assign(gen.target, _iterate(self.expr(gen.iter)))
+                self.assign(gen.target, iterate(self.expr(gen.iter)))
                 for cond in gen.ifs:
                     self.expr(cond)
             if isinstance(node, ast.DictComp):
@@ -567,11 +565,11 @@ class Scope:
         drops is absent from the result (the callee then gets its default), one it keeps is
         there, and one it may keep is there on some paths only."""
         if len(node.generators) != 1 or node.generators[0].is_async:
-            return _NOT_SPECIAL
+            return NOT_SPECIAL
         gen = node.generators[0]
         source, pairs = self._comprehended(gen.iter)
         if source is None:
-            return _NOT_SPECIAL
+            return NOT_SPECIAL
         saved = dict(self.env)
         items: list[tuple[str, Arg]] = []
         maybe = set()
@@ -581,7 +579,7 @@ class Scope:
                 k_lit = Lit(key, arg.where)
                 self.assign(gen.target, Tup((k_lit, arg.value)) if pairs else k_lit)
                 tests = [self.expr(cond) for cond in gen.ifs]
-                verdicts = [_literal_values(t) for t in tests]
+                verdicts = [literal_values(t) for t in tests]
                 if any(v is not None and not any(v) for v in verdicts):
                     continue  # the condition drops it on every path
                 new_key = self.expr(node.key)
@@ -606,7 +604,7 @@ class Scope:
     @_on(_EXPR, ast.Yield, ast.YieldFrom)
     def e_yield(self, node: ast.Yield | ast.YieldFrom) -> Value:
         value = self.expr(node.value) if node.value is not None else None
-        self.yields.append(_iterate(value) if isinstance(node, ast.YieldFrom) else value)
+        self.yields.append(iterate(value) if isinstance(node, ast.YieldFrom) else value)
         return None
 
     @_on(_EXPR, ast.Dict)
@@ -615,12 +613,12 @@ class Scope:
         ok = True
         for k, v in zip(node.keys, node.values, strict=True):
             value = self.expr(v)
-            name = _dict_key(k) if isinstance(k, ast.Constant) else (
-                _class_key(self.expr(k)) if k is not None else None)
+            name = dict_key(k) if isinstance(k, ast.Constant) else (
+                class_key(self.expr(k)) if k is not None else None)
             if name is None:
                 ok = False
                 continue
-            items.append((name, Arg(value, _at(self.path, v), buffers=self.buffers(v))))
+            items.append((name, Arg(value, place(self.path, v), buffers=self.buffers(v))))
         return DictV(tuple(items)) if ok else None
 
     @_on(_EXPR, ast.Lambda)
@@ -655,7 +653,7 @@ class Scope:
         if isinstance(op, ast.Add) and any(isinstance(a, (Tup, Seq)) for a in (
                 *alternatives(left), *alternatives(right))):
             return _concat(left, right)
-        lc, rc = _const(left_node, left), _const(right_node, right)
+        lc, rc = constant_name(left_node, left), constant_name(right_node, right)
         if isinstance(op, ast.Div) and isinstance(left_node, ast.Constant) and \
                 left_node.value in (1, 1.0) and rc:
             return Num("log2e" if rc == "ln2" else "ln2")
@@ -665,7 +663,7 @@ class Scope:
         if c is None or not isinstance(op, (ast.Mult, ast.Div)):
             return lse if isinstance(op, (ast.Add, ast.Sub)) else None  # lse - max: same base
         to_e = (c == "ln2") == isinstance(op, ast.Mult)
-        return _convert(lse, to_e, _at(self.path, left_node),
+        return convert(lse, to_e, place(self.path, left_node),
                         f"{'×' if isinstance(op, ast.Mult) else '÷'} "
                         f"{'ln 2' if c == 'ln2' else 'log2 e'}")
 
@@ -676,7 +674,7 @@ class Scope:
             if isinstance(node, ast.Subscript):
                 node = node.value
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr in _VIEWS:
+                    node.func.attr in VIEWS:
                 node = node.func.value
             else:
                 break
@@ -692,7 +690,7 @@ def _concat(left: Value, right: Value) -> Value:
     a list of either's elements."""
     if isinstance(left, Tup) and isinstance(right, Tup) and not left.partial_items:
         return Tup(left.items + right.items, right.partial_items)
-    return Seq(join([_iterate(left), _iterate(right)]))
+    return Seq(join([iterate(left), iterate(right)]))
 
 
 def _scaled(left: Value, right: Value, lc: str | None, rc: str | None,
