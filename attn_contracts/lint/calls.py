@@ -1,9 +1,9 @@
 """Calls as the interpreter reads them: arguments, parameters, summaries.
 
-A call's arguments (:class:`CallArgs`), a function's parameters (:class:`Params`), a
-function's summary (what it returns, the kernels it reaches) and its instantiation for one
-call past the bound on contexts, the literals written in the code, and whether a value or a
-call carries what the flow must follow.
+A call's arguments (:class:`CallArgs`), a function's parameters (:class:`Params`) and how
+Python binds the one to the other (:func:`bind`), a function's summary (what it returns, the
+kernels it reaches) and its instantiation for one call past the bound on contexts, the
+literals written in the code, and whether a value or a call carries what the flow must follow.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from attn_contracts.lint.torch_model import (
 from attn_contracts.lint.values import (
     Arg,
     Bound,
+    DictV,
     Ext,
     Flag,
     Func,
@@ -202,3 +203,40 @@ def callee_name(callee: Value, written: str) -> str:
 #: the key a constructor call's ``*args``/``**kwargs`` leaves among its arguments: a field
 #: it does not name may have been given any value by them
 OPAQUE_ARGS = "*"
+
+
+def bind(func: Func, params: Params, call: CallArgs, method: bool) -> dict[str, Value]:
+    """The parameters' values as Python binds a call's arguments: positions in order to the
+    positional parameters, the rest to ``*args`` (a tuple); keywords by name, the rest to
+    ``**kwargs`` (a dict); a parameter left out gets its default."""
+    skip = 1 if method and not params.static else 0
+    names = params.names[skip:]
+    positional = names[:max(params.positional - skip, 0)]
+    out: dict[str, Value] = {}
+    for name, arg in zip(positional, call.pos, strict=False):
+        out[name] = arg.value
+    if params.vararg is not None:
+        out[params.vararg] = None if call.opaque else Tup(
+            tuple(a.value for a in call.pos[len(positional):]))
+    extra: list[tuple[str, Arg]] = []
+    for name, arg in call.kw.items():
+        if name in names:
+            out[name] = arg.value
+        else:
+            extra.append((name, arg))
+    if params.kwarg is not None:
+        out[params.kwarg] = None if call.opaque else DictV(
+            tuple(sorted(extra, key=lambda kv: kv[0])), call.maybe & {k for k, _ in extra})
+    for name in names:
+        if name in out:
+            continue
+        default = params.defaults.get(name)
+        if default is None or call.opaque or name in call.maybe:
+            continue
+        lit = literal_value(func.path, default)
+        if isinstance(lit, Lit):
+            out[name] = replace(lit, how=f" (the default of {func.qualname.rpartition('.')[2]}"
+                                f"({name}=...), left out)", omitted=call.where)
+        else:
+            out[name] = lit
+    return out

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import replace
 from typing import cast
 
 from attn_contracts.lint.analysis import NO_TAINT, RUN_BUDGET
@@ -40,6 +39,7 @@ from attn_contracts.lint.calls import (
     CallArgs,
     Params,
     Summary,
+    bind,
     call_matters,
     callee_name,
     carries,
@@ -61,9 +61,7 @@ from attn_contracts.lint.torch_model import (
     tag_impl,
 )
 from attn_contracts.lint.values import (
-    Arg,
     Bound,
-    DictV,
     Ext,
     ExtInst,
     Func,
@@ -71,7 +69,6 @@ from attn_contracts.lint.values import (
     Lit,
     Param,
     Seq,
-    Tup,
     Value,
     join,
     lse_of,
@@ -143,7 +140,7 @@ class Interpreter(Resolver):
             bound: dict[str, Value] = {}
             ctx: tuple[object, ...] = ("generic",)
         else:
-            bound = self._bind(func, params, call, self_value is not None)
+            bound = bind(func, params, call, self_value is not None)
             ctx = tuple((name, bound[name]) for name in sorted(bound))
         # a function read for its value (:attr:`need`) follows calls its other analyses skip,
         # so that summary is kept apart
@@ -300,42 +297,6 @@ class Interpreter(Resolver):
         lit = literal_value(func.path, default) if default is not None else None
         return typed if typed is not None else Param(
             name, func.qualname, lit if isinstance(lit, Lit) else None, func.path)
-
-    def _bind(self, func: Func, params: Params, call: CallArgs, method: bool) -> dict[str, Value]:
-        """The parameters' values as Python binds a call's arguments: positions in order to the
-        positional parameters, the rest to ``*args`` (a tuple); keywords by name, the rest to
-        ``**kwargs`` (a dict); a parameter left out gets its default."""
-        skip = 1 if method and not params.static else 0
-        names = params.names[skip:]
-        positional = names[:max(params.positional - skip, 0)]
-        out: dict[str, Value] = {}
-        for name, arg in zip(positional, call.pos, strict=False):
-            out[name] = arg.value
-        if params.vararg is not None:
-            out[params.vararg] = None if call.opaque else Tup(
-                tuple(a.value for a in call.pos[len(positional):]))
-        extra: list[tuple[str, Arg]] = []
-        for name, arg in call.kw.items():
-            if name in names:
-                out[name] = arg.value
-            else:
-                extra.append((name, arg))
-        if params.kwarg is not None:
-            out[params.kwarg] = None if call.opaque else DictV(
-                tuple(sorted(extra, key=lambda kv: kv[0])), call.maybe & {k for k, _ in extra})
-        for name in names:
-            if name in out:
-                continue
-            default = params.defaults.get(name)
-            if default is None or call.opaque or name in call.maybe:
-                continue
-            lit = literal_value(func.path, default)
-            if isinstance(lit, Lit):
-                out[name] = replace(lit, how=f" (the default of {func.qualname.rpartition('.')[2]}"
-                                    f"({name}=...), left out)", omitted=call.where)
-            else:
-                out[name] = lit
-        return out
 
     def call_bound(self, bound: Bound, call: CallArgs, where: str,
                    ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel]]:
