@@ -130,7 +130,7 @@ def kernel_of(src: Source) -> Kernel | None:
     None for what no producer record made (a parameter, a merged LSE)."""
     if not src.record or not src.key.startswith("producer:"):
         return None
-    where = src.key.removeprefix("producer:").rsplit(":", 1)[0]
+    where = src.key.removeprefix("producer:").removesuffix(f":{src.record}")
     base = src.base if src.pinned else None
     name = src.what.partition("(")[0].removeprefix("the LSE of ").strip()
     choice = src.choice + (f", after {src.converted}" if src.converted else "")
