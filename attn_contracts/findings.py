@@ -90,6 +90,7 @@ class Code(enum.StrEnum):
     AC032 = "AC032"
     AC033 = "AC033"
     AC034 = "AC034"
+    AC035 = "AC035"
 
 
 class Severity(enum.StrEnum):

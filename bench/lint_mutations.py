@@ -425,11 +425,15 @@ def lost(baseline: list[Seen], after: list[Seen],
          texts: dict[str, tuple[str, str]]) -> list[Seen]:
     """The warnings and errors of the unmutated tree, on lines the edit did not touch, that the
     mutated tree lacks: neither at their (moved) line nor, word for word, elsewhere in their
-    file (code an edit moved takes its finding along)."""
+    file (code an edit moved takes its finding along). A warning whose line now holds an error
+    is not lost: it was made stronger (a base the lint could not read, AC035, that the bug made
+    readable and wrong)."""
     have = {s.key() for s in after}
     moved = {(s.path, s.code, s.severity, s.message) for s in after}
+    errors = {(s.path, s.line) for s in after if s.severity == "error"}
     return [s for s in _mapped(baseline, texts, edited=False) if _counted(s) and s.key() not in have
-            and (s.path, s.code, s.severity, s.message) not in moved]
+            and (s.path, s.code, s.severity, s.message) not in moved
+            and not (s.severity == "warning" and (s.path, s.line) in errors)]
 
 
 # --- running --------------------------------------------------------------------------------------

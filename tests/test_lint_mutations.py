@@ -168,6 +168,9 @@ def test_a_bug_that_removes_a_finding_it_did_not_edit_breaks_monotonicity() -> N
     # a weaker finding in its place is a loss; a note never counts
     assert lm.lost([_seen(2)], [_seen(3, severity="warning", message="w")], texts) == [_seen(3)]
     assert lm.lost([_seen(2, severity="note")], [], texts) == []
+    # a warning made an error at its line (a base not read, that the bug made wrong) is kept
+    assert lm.lost([_seen(2, severity="warning", message="w")],
+                   [_seen(3, code="AC023", message="e")], texts) == []
     # a file the edit did not touch keeps its lines
     assert lm.lost([_seen(5, path="pkg/b.py")], [], texts) == [_seen(5, path="pkg/b.py")]
 

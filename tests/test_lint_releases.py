@@ -128,11 +128,13 @@ def test_a_getattr_default_that_always_holds_reaches_a_base_2_lse(tmp_path: Path
     # the literal the getattr default always gives contradicts the base-2 LSE: one error there
     # (the literal's AC003 warning is subsumed by it)
     assert {(f.code, f.severity) for f in out} == {(Code.AC023, Severity.ERROR)}
-    # once the attribute is set somewhere in the file, the expression is trusted
+    # once the attribute is set somewhere in the file (from a value the lint cannot read), the
+    # expression is no error; a warning names it (issue 37's precision policy)
     out = run(tmp_path / "set", {"layer.py": (tmp_path / "layer.py").read_text().replace(
         "    def forward", "    def __init__(self, fi):\n        self._use_fi_prefill = fi\n\n"
         "    def forward")}, versions={"vllm": "0.33.0"})
-    assert out == []
+    assert [(f.code, f.severity) for f in out] == [(Code.AC035, Severity.WARNING)], out
+    assert "_use_fi_prefill" in out[0].message and "base 2" in out[0].message
 
 
 # --- item 1: identities per release ---------------------------------------------------------------
@@ -508,6 +510,43 @@ def test_a_softmax_over_lses_weighs_them_in_base_e(kernel: str, weigh: str, erro
         return (out[:, None] * weights).sum(1)
     """}, versions={"flashinfer": "0.7.2.post1"})
     assert (("dash.py", 11, "AC023", "error") in found(out)) is error, out
+
+
+@pytest.mark.parametrize(("told", "expected"), [
+    # an expression the lint cannot read: no error by itself, but a warning naming it
+    ("is_lse_base_on_e=os.environ.get('LSE_ON_E') == '1'", {"AC035": "warning"}),
+    ("is_lse_base_on_e=decide()", {"AC035": "warning"}),
+    ("is_lse_base_on_e=True", {"AC023": "error", "AC003": "warning"}),
+    ("is_lse_base_on_e=False", {"AC003": "warning"}),
+    ("is_lse_base_on_e=self.lse_base_on_e", {}),  # the backend's declaration, base 2
+])
+def test_a_base_the_lint_cannot_read_is_a_warning_naming_it(
+        told: str, expected: dict[str, str], tmp_path: Path) -> None:
+    """Issue 37's precision policy: a consumer told its base by an expression the lint cannot
+    read, while a base-2 LSE reaches it, gets a warning (AC035) that names the expression; it is
+    never an error by itself, and never silence."""
+    out = run(tmp_path, {"impl.py": f"""
+    import os
+
+    from flashinfer import BatchDecodeWithPagedKVCacheWrapper
+    from vllm.v1.attention.ops.dcp import cp_lse_ag_out_rs
+
+    from elsewhere import decide
+
+
+    class Impl:
+        returns_lse = True
+        lse_base_on_e = False
+
+        def forward(self, w: BatchDecodeWithPagedKVCacheWrapper, q, kv, group):
+            out, lse = w.run(q, kv, return_lse=True)
+            return cp_lse_ag_out_rs(out, lse, group, {told})
+    """}, versions={"vllm": "0.34.0", "flashinfer": "0.7.2.post1"})
+    got = {code: severity for _, line, code, severity in found(out) if line == 16}
+    assert got == expected, out
+    if "AC035" in expected:
+        (f,) = [f for f in out if f.code.value == "AC035"]
+        assert told.split("=", 1)[1] in f.message and "base 2" in f.message, f.message
 
 
 def test_a_compiler_disabled_kernel_is_the_kernel(tmp_path: Path) -> None:

@@ -396,6 +396,8 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
                 found.append(list(_fixed(use, way, declared, unknown_reads, settled)))
             elif way.kind == "flag" and way.flag is not None:
                 found.append(list(_flagged(use, way, declared)))
+            elif way.kind == "unknown" and way.keyword:
+                found.append(list(_unread(use, way, declared)))
             else:
                 found.append([])
         if any(w.rebound for w in ways) and any(
@@ -421,6 +423,29 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
                 "is wrong",
                 hint="convert it between the two, or select both bases from the producer's record",
                 field="base", found=b, allowed=first_base, location=u.where)
+
+
+def _unread(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
+            ) -> Iterator[Finding]:
+    """AC035: the call gives its base keyword an expression the lint could not read, and an LSE
+    of a known base reaches it: a warning naming both (what is not read is never an error, and
+    never silence either)."""
+    known = sorted(((b, s, what) for s in use.lse.sources
+                    for b, what in (_effective(s, declared),) if b in ("e", "2")),
+                   key=lambda k: (k[0], _source_order(k[1])))
+    if not known:
+        return
+    b, _, what = known[0]
+    others = sorted({k[0] for k in known} - {b})
+    also = f" (and base {others[0]} from another source)" if others else ""
+    yield Finding.from_rule(
+        Code.AC035, use.consumer.last,
+        f"{use.consumer.label} ({_short(use.where)}) is told its base by {g.how}, which the "
+        f"lint could not read; the LSE that reaches it is base {b}{also}: {what}",
+        hint=f"pass {g.keyword} read from the producer's record or the backend's declaration, "
+        "or lint the files the expression comes from",
+        field=g.keyword, found=g.how, allowed=f"{g.keyword} telling base {b}",
+        location=g.where or use.where)
 
 
 def _source_order(s: Source) -> tuple[str, str]:

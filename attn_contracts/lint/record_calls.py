@@ -16,6 +16,7 @@ from attn_contracts.consumer import KeywordBase
 from attn_contracts.lint.calls import (
     CallArgs,
     place,
+    source_text,
 )
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.containers import (
@@ -233,7 +234,9 @@ class RecordCalls(Scope):
                 continue
             if isinstance(arg.value, Lit) and arg.value.omitted == where:
                 self.note_omitted(c, kw, self._lit_base(c, arg.value), where)
-            return self._given_by(c, kw, arg.value, arg.where, where)
+            written = next((f"{kw}={source_text(k.value)}" for k in node.keywords if k.arg == kw),
+                           kw)
+            return self._given_by(c, kw, arg.value, arg.where, where, written)
         if call.opaque or c.base is None:
             return BaseGiven("unknown")
         if not call.by_signature and self._base_by_position(c, call):
@@ -264,7 +267,7 @@ class RecordCalls(Scope):
         self.i.report(Omitted(c, kw, default, where))
 
     def _given_by(self, c: Consumer, kw: str, value: Value, arg_where: str,
-                  where: str) -> BaseGiven:
+                  where: str, written: str = "") -> BaseGiven:
         """How the keyword's value tells the base: one way, or (a conditional expression, a
         table, two paths) each of the ways it may (:attr:`BaseGiven.options`)."""
         options = list(alternatives(value))
@@ -278,7 +281,7 @@ class RecordCalls(Scope):
                                  keyword=kw, omitted=lit.omitted, table=lit.table,
                                  rebound=lit.rebound)
         if len(options) > 1:
-            ways = tuple(self._given_by(c, kw, v, arg_where, where) for v in options)
+            ways = tuple(self._given_by(c, kw, v, arg_where, where, written) for v in options)
             return BaseGiven("choice", None, arg_where, kw, keyword=kw, options=ways)
         one = options[0] if options else None
         if isinstance(one, Flag):
@@ -286,7 +289,9 @@ class RecordCalls(Scope):
                              keyword=kw, flag=one)
         if isinstance(one, Param):
             return BaseGiven("param", None, arg_where, kw, keyword=kw, param=one)
-        return BaseGiven("unknown")
+        # given, but not read: what it was given is named (a warning where an LSE of a known
+        # base reaches the call), never judged
+        return BaseGiven("unknown", None, arg_where, written or kw, keyword=kw)
 
     @staticmethod
     def _lit_base(c: Consumer, lit: Lit) -> str | None:
