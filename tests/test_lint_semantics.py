@@ -386,6 +386,14 @@ case("a list of (out, lse) pairs", {"layer.py": """
             for o, l in pairs:
                 merge(o, l)
         """}, {"layer.py": ("pairs.append((out, lse))", f"pairs.append((out, lse * {LN2}))")})
+case("pairs of a list grown by append, star-unpacked into the call", {"layer.py": """
+        from mylib import merge, decode
+        def step(q, o2, l2):
+            out, lse = decode(q, return_lse=True)
+            pairs = [(out, lse)]
+            pairs.append((o2, l2))
+            return merge(*pairs[0])
+        """}, {"layer.py": ("pairs = [(out, lse)]", f"pairs = [(out, lse * {LN2})]")})
 case("an LSE kept in a list and merged later", {"layer.py": """
         from mylib import merge, decode
         def step(q):

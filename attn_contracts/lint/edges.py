@@ -39,6 +39,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from attn_contracts.findings import Code, Finding, Location, Severity
 from attn_contracts.lint.classes import ClassInfo, Hierarchy
@@ -502,13 +503,15 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
     if g.literal and g.keyword:
         reason = ("agrees with the producers that reach it today" if agree else
                   "no producer record confirms")
-        yield Finding.from_rule(
-            Code.AC003, use.consumer.last,
-            f"{use.consumer.last}({g.how}) gets a literal LSE base, which {reason}; it "
-            "must come from the backend's record or class",
-            hint=f"pass {g.keyword}=<backend>.lse_base_on_e or plan from the record",
-            field=g.keyword, found=g.how, allowed="an expression read from the backend",
-            location=g.where)
+        message = (f"{use.consumer.last}({g.how}) gets a literal LSE base, which {reason}; it "
+                   "must come from the backend's record or class")
+        fields: dict[str, Any] = {
+            "hint": f"pass {g.keyword}=<backend>.lse_base_on_e or plan from the record",
+            "field": g.keyword, "found": g.how, "allowed": "an expression read from the backend",
+            "location": g.where}
+        yield Finding.from_rule(Code.AC003, use.consumer.last, message, escalation="confirmed",
+                                **fields) if agree else \
+            Finding.from_rule(Code.AC003, use.consumer.last, message, **fields)
 
 
 def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],

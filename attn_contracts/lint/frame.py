@@ -83,9 +83,9 @@ class Frame(RecordCalls):
                      False, where=place(self.path, node))
         for a in node.args:
             if isinstance(a, ast.Starred):
-                value = self.expr(a.value)
-                if isinstance(value, Tup):
-                    call.pos += [Arg(v, place(self.path, a.value)) for v in value.items]
+                items = _star_items(self.expr(a.value))
+                if items is not None:
+                    call.pos += [Arg(v, place(self.path, a.value)) for v in items]
                 else:
                     call.opaque = True
                 continue
@@ -570,3 +570,14 @@ def _is_partial(callee: Value, qual: str, name: str) -> bool:
     """``functools.partial`` however it is imported (or bound nowhere the linter sees)."""
     return qual == "functools.partial" or (callee is None and name == "partial") or (
         qual.endswith(".partial") and name == "partial")
+
+
+def _star_items(value: Value) -> list[Value] | None:
+    """What ``*x`` passes by position: the items of a tuple, or of one of several tuples of one
+    length (an element of a list of pairs), each position what any of them holds there; None
+    where the positions are not known."""
+    tuples = [t for t in alternatives(value) if isinstance(t, Tup)]
+    if tuples and len(tuples) == len(list(alternatives(value))) and \
+            len({len(t.items) for t in tuples}) == 1:
+        return [join([t.items[i] for t in tuples]) for i in range(len(tuples[0].items))]
+    return None
