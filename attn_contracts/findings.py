@@ -24,7 +24,7 @@ from importlib.resources.abc import Traversable
 from types import MappingProxyType
 from typing import Annotated, Any
 
-__all__ = ["RULES", "Code", "ContractError", "Escalation", "Finding", "Rule", "RulesError",
+__all__ = ["RULES", "Code", "ContractError", "Escalation", "Finding", "Location", "Rule", "RulesError",
            "Severity", "check_rules", "error_text", "printable", "rule_groups", "rules_markdown",
            "selected_codes", "selectors_text"]
 
@@ -307,6 +307,31 @@ def _cell(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class Location:
+    """A place in a source file: its path, 1-based line and 1-based column.
+
+    Written as ``"path:line:col"`` (``str(location)``): the linter builds its places and its
+    findings' :attr:`Finding.location` that way, and :meth:`parse` is the one reader of that
+    text back (the JSON, SARIF and GitHub formats, ``# noqa``, the integrations)."""
+
+    path: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}"
+
+    @classmethod
+    def parse(cls, text: str) -> Location | None:
+        """The place ``"path:line:col"`` names (the path may hold colons itself); None for any
+        other text (a release's note, a call site the tracer names by function)."""
+        parts = text.rsplit(":", 2)
+        if len(parts) != 3 or not (parts[1].isdecimal() and parts[2].isdecimal()):
+            return None
+        return cls(parts[0], int(parts[1]), int(parts[2]))
+
+
+@dataclass(frozen=True)
 class Finding:
     """One problem: which rule, about what, the value found, what is allowed, how to fix it.
 
@@ -338,6 +363,11 @@ class Finding:
             fields.setdefault("severity", rule.escalations[escalation].severity)
         fields.setdefault("severity", rule.severity)
         return cls(code, subject, message, **fields)
+
+    @property
+    def at(self) -> Location | None:
+        """The file place :attr:`location` names, where it names one."""
+        return Location.parse(self.location)
 
     def render(self) -> str:
         """One line of text (control characters escaped: :func:`printable`)."""

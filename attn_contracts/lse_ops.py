@@ -8,7 +8,7 @@ method, a ``torch`` function, a ``Tensor`` attribute) and how the result's axes 
 input's, which is what each reader needs:
 
 - the tracer (:mod:`attn_contracts.tracing.mode`) re-tags the result by :attr:`LseOp.axes`;
-- the linter (:mod:`attn_contracts.lint.interpret`) reads the names by spelling, and by
+- the linter (:mod:`attn_contracts.lint.torch_model`) reads the names by spelling, and by
   :attr:`LseOp.layout` whether a 2-D ``[T, H]`` LSE keeps its layout, may have its two axes
   swapped (it reads the arguments), or loses it; it models the ops of one tensor argument and
   one tensor result (:func:`lint_methods`), not the splits, stacks and writes the tracer follows.

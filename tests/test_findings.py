@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from attn_contracts import ContractError, record_from_impl
-from attn_contracts.findings import RULES, Code, Finding, Severity, rules_markdown
+from attn_contracts.findings import RULES, Code, Finding, Location, Severity, rules_markdown
 from fixtures.engine_classes import FlashInferMLAImpl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -231,3 +233,19 @@ def test_an_escalation_is_taken_by_its_name_from_the_rule_table() -> None:
         assert found.severity is escalation.severity is Severity.ERROR
     with pytest.raises(ValueError, match="unplanned-call"):
         Finding.from_rule(Code.AC028, "s", "m", escalation="louder")
+
+
+@given(st.text(), st.integers(min_value=0), st.integers(min_value=0))
+def test_a_location_reads_back_as_written(path: str, line: int, col: int) -> None:
+    """``str(Location)`` is ``path:line:col`` and parses back to the same place, whatever
+    the path holds (colons and digits included)."""
+    at = Location(path, line, col)
+    assert str(at) == f"{path}:{line}:{col}"
+    assert Location.parse(str(at)) == at
+    assert Finding(Code.AC001, "s", "m", location=str(at)).at == at
+
+
+@pytest.mark.parametrize("text", ["", "a release's note", "a.py:12", "a.py:x:1", "a.py:1:x",
+                                  "a.py:\u00b2:1"])
+def test_text_that_names_no_file_place_is_no_location(text: str) -> None:
+    assert Location.parse(text) is None

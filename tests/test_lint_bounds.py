@@ -164,7 +164,7 @@ def test_a_widened_value_still_holds_every_lse_and_its_parts_too() -> None:
 
 def test_a_budget_hit_is_a_note_naming_the_function(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("attn_contracts.lint.interpret.FUNCTION_BUDGET", 3)
+    monkeypatch.setattr("attn_contracts.lint.scope.FUNCTION_BUDGET", 3)
     body = "".join(f"    x{i} = o\n" for i in range(10))
     text = textwrap.dedent("""\
         from mylib import combine, decode

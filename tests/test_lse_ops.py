@@ -227,15 +227,15 @@ def test_the_tracer_follows_every_entry_by_every_spelling() -> None:
 
 
 def test_the_linter_reads_the_table() -> None:
-    from attn_contracts.lint import interpret
+    from attn_contracts.lint import torch_model
 
-    assert lse_ops.lint_methods() == interpret._KEEPS_BASE
-    assert lse_ops.lint_functions() == interpret._TORCH_KEEPS
-    assert lse_ops.lint_attributes() == interpret._KEEPS_BASE_ATTRS
+    assert lse_ops.lint_methods() == torch_model.KEEPS_BASE
+    assert lse_ops.lint_functions() == torch_model.TORCH_KEEPS
+    assert lse_ops.lint_attributes() == torch_model.KEEPS_BASE_ATTRS
     names = {op.name for op in LSE_OPS}
-    assert names >= interpret._LAYOUT_KEEPING and names >= interpret._TRANSPOSES
-    assert {op.name for op in LSE_OPS if op.only_base == "e"} == interpret._LN_REDUCTIONS
-    assert {op.name for op in lse_ops.EXPONENTIALS} == interpret._EXPONENTIALS
+    assert names >= torch_model.LAYOUT_KEEPING and names >= torch_model.TRANSPOSES
+    assert {op.name for op in LSE_OPS if op.only_base == "e"} == torch_model.LN_REDUCTIONS
+    assert {op.name for op in lse_ops.EXPONENTIALS} == torch_model.EXPONENTIALS
 
 
 def _lint_knowledge() -> Any:

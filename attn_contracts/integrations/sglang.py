@@ -42,7 +42,7 @@ from typing import Any
 
 from attn_contracts.checks import check_edge
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
-from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.findings import Code, Finding, Location, Severity
 from attn_contracts.integrations._report import EngineReport
 from attn_contracts.integrations.engine_data import DcpCombineEntry, RegistryEntry, engine_data
 from attn_contracts.records import CapabilityRecord, LseSpec
@@ -199,8 +199,8 @@ def _rel(path: str) -> str:
 
 def _short(where: str) -> str:
     """``/x/sglang/a.py:12:5`` → ``sglang/a.py:12``."""
-    path, line = where.rsplit(":", 2)[:2] if where.count(":") >= 2 else (where, "")
-    return f"{_rel(path)}:{line}" if line else _rel(path)
+    at = Location.parse(where)
+    return f"{_rel(at.path)}:{at.line}" if at is not None else _rel(where)
 
 
 def derive(root: str | Path | None = None, *, version: str | None = None) -> Derived:
@@ -550,8 +550,8 @@ def _findings_in(program: Any, cls: Any, findings: list[Finding]) -> Iterator[Fi
         return
     lo, hi = node.lineno, node.end_lineno or node.lineno
     for f in findings:  # lint locates every finding at ``path:line:col``
-        path, line, _ = f.location.rsplit(":", 2)
-        if path == cls.path and lo <= int(line) <= hi:
+        at = f.at
+        if at is not None and at.path == cls.path and lo <= at.line <= hi:
             yield f
 
 

@@ -17,14 +17,13 @@ label says so); its base, the kernels' bases and the empty-row handling are.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from attn_contracts.findings import Finding
+from attn_contracts.findings import Finding, Location
 from attn_contracts.integrations.engine_data import DcpCallEntry, EngineData, VllmData
 from attn_contracts.integrations.engine_data import engine_data as _engine_data
 from attn_contracts.versions import package_version
@@ -137,10 +136,8 @@ def _rel(path: str) -> str:
 
 def _short(where: str) -> str:
     """``/x/vllm/a.py:12:5`` → ``vllm/a.py:12``."""
-    path, _, rest = where.rpartition(":")
-    if path and rest.isdigit() and re.search(r":\d+$", path):
-        where = path
-    return _rel(where)
+    at = Location.parse(where)
+    return _rel(f"{at.path}:{at.line}" if at is not None else where)
 
 
 def _enum_members(tree: ast.Module, name: str) -> list[tuple[str, str]]:
@@ -371,8 +368,8 @@ def _edge(program: Any, use: Any, key: tuple[str, str], kernels: Sequence[Any],
 def _row_mask(program: Any, where: str) -> bool:
     """The consumer call at ``where`` passes the local lengths (``seq_lens`` or
     ``query_start_loc``) that mask empty shards."""
-    path, line, col = where.rsplit(":", 2)
-    node = _calls(program, path).get((int(line), int(col) - 1))
+    at = Location.parse(where)
+    node = _calls(program, at.path).get((at.line, at.col - 1)) if at is not None else None
     return node is not None and any(k.arg in ("seq_lens", "query_start_loc")
                                     for k in node.keywords)
 

@@ -9,8 +9,14 @@ This package face re-exports the public names; the code lives by concept:
   :func:`lint_model`);
 - :mod:`.report`: the findings as text, JSON, GitHub annotations or SARIF, and statistics;
 - :mod:`.cli`: the arguments, the exit codes and ``main``;
-- :mod:`.classes`, :mod:`.model`, :mod:`.interpret`, :mod:`.edges`, :mod:`.rules`: what is
-  inferred from the sources and the rules that judge it.
+- :mod:`.classes`, :mod:`.model`, :mod:`.edges`, :mod:`.rules`: what is inferred from the
+  sources and the rules that judge it;
+- the interpreter, which infers and never reports (:mod:`.inferred` holds the facts the rules
+  read), bottom up: :mod:`.values` (the lattice), :mod:`.torch_model` (what tensor ops do to an
+  LSE), :mod:`.containers`, :mod:`.calls` (arguments, parameters, summaries), :mod:`.analysis`
+  (a run's state), :mod:`.modules` and :mod:`.attributes` (name, class and attribute resolution),
+  :mod:`.scope` (statements and expressions), :mod:`.record_calls` (producers and consumers),
+  :mod:`.frame` (calls) and :mod:`.interpret` (the analysis of functions, the entry points).
 """
 
 from __future__ import annotations

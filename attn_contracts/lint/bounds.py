@@ -19,7 +19,8 @@ number of steps that grows with its size, never exponentially, and a bound hit i
   function, once: never silence.
 
 The interpreter calls in here at a few places (an assignment, a return, a loop, a function's
-analysis); the semantics stay in :mod:`attn_contracts.lint.interpret`.
+analysis); the semantics stay in the interpreter (:mod:`attn_contracts.lint.scope`,
+:mod:`attn_contracts.lint.frame`, :mod:`attn_contracts.lint.interpret`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code, Finding, Location
 from attn_contracts.lint.values import Union_, Value, children, lse_sources_of, widen_to
 
 # The interpreter and its frames, which call in here (this module never imports them: the
@@ -142,7 +143,7 @@ class Bounds:
             hint="split the function, or lint it with the rest of its package; what was "
                  "widened holds every LSE it may hold, but the bases it held are not read",
             field="analysis", found=kind, allowed="within the bounds",
-            location=f"{path}:{line}:{col}"))
+            location=str(Location(path, line, col))))
 
     def value(self, frame: _Frame, value: Value, node: ast.AST | None = None) -> Value:
         """``value`` bounded in size (widened past :data:`MAX_SIZE`, with a note)."""

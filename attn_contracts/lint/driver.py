@@ -22,7 +22,7 @@ from functools import cache, partial
 from pathlib import Path
 
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code, Finding, Location
 from attn_contracts.lint.classes import (
     ClassInfo,
     ModuleInfo,
@@ -85,7 +85,8 @@ def _read(path: Path) -> str:
 
 
 def _suppressed(finding: Finding, lines: list[str]) -> bool:
-    line = int(finding.location.rsplit(":", 2)[1]) if finding.location.count(":") >= 2 else 0
+    at = finding.at
+    line = at.line if at is not None else 0
     if not 0 < line <= len(lines):
         return False
     m = _NOQA.search(lines[line - 1])
@@ -118,7 +119,8 @@ def _parse(path: Path, text: str) -> ast.Module:
 
 def _ac000(path: Path | str, err: _Unreadable) -> Finding:
     line, col = (err.args[1], err.args[2]) if len(err.args) == 3 else (1, 1)
-    return Finding(Code.AC000, Path(path).name, str(err.args[0]), location=f"{path}:{line}:{col}")
+    return Finding(Code.AC000, Path(path).name, str(err.args[0]),
+                   location=str(Location(str(path), line, col)))
 
 
 def _guarded(path: str, findings: Callable[[], Iterable[Finding]]) -> list[Finding]:
@@ -454,7 +456,7 @@ def _knowledge_per_tree(cfg: LintConfig, named: list[Named], python: list[_Found
                 more = [f for f in more if f.code is not Code.AC034]
                 if unverified:
                     more.append(replace(
-                        unverified[0], location=f"{root / '__init__.py'}:1:1"
+                        unverified[0], location=str(Location(str(root / "__init__.py"), 1, 1))
                         if root is not None else "",
                         message="; ".join(f.message for f in unverified),
                         found=", ".join(str(f.found) for f in unverified)))
@@ -477,7 +479,7 @@ def _kept(findings: list[Finding], cfg: LintConfig, texts: Mapping[str, list[str
     kept: dict[tuple[str, str], Finding] = {}
     for f in findings:  # the direct-call rule and the flow rule may both see one literal
         if cfg.selects(f.code) and not _suppressed(
-                f, texts.get(f.location.rsplit(":", 2)[0], [])):
+                f, texts.get(at.path, []) if (at := f.at) is not None else []):
             kept.setdefault((f.code.value, f.location), f)
     return sorted((_in_characters(f, wide) for f in kept.values()), key=_order)
 
@@ -493,19 +495,16 @@ def _tree_of(path: Path, arg_tree: Path | None) -> Path | None:
 def _in_characters(f: Finding, wide: Mapping[str, Mapping[int, str]]) -> Finding:
     """The finding with its column in characters: the rules take ``col_offset`` from ``ast``,
     which counts UTF-8 bytes (``é`` is two), and every format reports characters, 1-based."""
-    if f.location.count(":") < 2:
+    at = f.at
+    text = wide.get(at.path, {}).get(at.line) if at is not None else None
+    if at is None or text is None:
         return f
-    path, line, col = f.location.rsplit(":", 2)
-    text = wide.get(path, {}).get(int(line)) if line.isdigit() else None
-    if text is None or not col.isdigit():
-        return f
-    chars = len(text.encode("utf-8")[:int(col) - 1].decode("utf-8", errors="ignore")) + 1
-    return replace(f, location=f"{path}:{line}:{chars}")
+    chars = len(text.encode("utf-8")[:at.col - 1].decode("utf-8", errors="ignore")) + 1
+    return replace(f, location=str(replace(at, col=chars)))
 
 
 def _order(f: Finding) -> tuple[str, int, int, str]:
-    parts = f.location.rsplit(":", 2)
-    if len(parts) != 3 or not (parts[1].isdigit() and parts[2].isdigit()):
+    at = f.at
+    if at is None:
         return f.location, 0, 0, f.code  # a finding about no file line (a release's note)
-    path, line, col = parts
-    return path, int(line), int(col), f.code
+    return at.path, at.line, at.col, f.code

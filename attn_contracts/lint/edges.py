@@ -2,7 +2,7 @@
 base a combine is given against every LSE that can reach it. Fail closed.
 
 Declarations (a class that sets ``can_return_lse_for_decode = True``), judged by the kernels
-its own methods reach (:class:`~attn_contracts.lint.interpret.Kernel`):
+its own methods reach (:class:`~attn_contracts.lint.inferred.Kernel`):
 
 ==========================  =================================  ==============================
 its base                    the kernels                        finding
@@ -18,7 +18,7 @@ none anywhere               —                                  AC001 error (wh
                                                                declares bases at all)
 ==========================  =================================  ==============================
 
-Edges (:class:`~attn_contracts.lint.interpret.Use`): a combine told a fixed base (its record's
+Edges (:class:`~attn_contracts.lint.inferred.Use`): a combine told a fixed base (its record's
 own, a literal, a default, a value from a table) is checked against every source of the LSE
 that reaches it — a producer's pinned base, a base a library's dispatch may pick, or the declared
 base of the backend class whose method returned it: any that contradicts is an ``AC023`` error,
@@ -27,7 +27,7 @@ at the place the base is written. A literal that agrees (or that nothing confirm
 travels with; a parameter's default is ``AC021``; one LSE of unknown base read in two bases is
 ``AC023``.
 
-Facts the interpreter infers on its way (:data:`~attn_contracts.lint.interpret.Fact`) become
+Facts the interpreter infers on its way (:data:`~attn_contracts.lint.inferred.Fact`) become
 findings here too (:func:`fact_findings`): an LSE exponentiated in the other base is ``AC023``; a
 combine call that leaves its base keyword to the default, ``AC022``; a producer call that leaves
 its base to the library's dispatch, ``AC028``; a combine whose records disagree, the versions
@@ -41,9 +41,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.findings import Code, Finding, Location, Severity
 from attn_contracts.lint.classes import ClassInfo, Hierarchy
-from attn_contracts.lint.interpret import (
+from attn_contracts.lint.inferred import (
     BaseGiven,
     Disagreed,
     Dispatched,
@@ -65,12 +65,12 @@ _NO_DEFAULTS = frozenset({"abc.ABC", "ABC", "object", "typing.Generic", "Generic
 
 
 def _at(path: str, line: int, col: int) -> str:
-    return f"{path}:{line}:{col + 1}"
+    return str(Location(path, line, col + 1))
 
 
 def _short(where: str) -> str:
-    path, line, _ = where.rsplit(":", 2)
-    return f"{path}:{line}"
+    at = Location.parse(where)
+    return f"{at.path}:{at.line}" if at is not None else where
 
 
 def _meaning(attr: str, value: ast.expr) -> str | None:

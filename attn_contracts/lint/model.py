@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attn_contracts.consumer import KeywordBase
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code, Finding, Location
 from attn_contracts.lint.classes import ClassInfo, Hierarchy, ModuleInfo
 from attn_contracts.lint.edges import (
     Declaration,
@@ -28,7 +28,8 @@ from attn_contracts.lint.edges import (
     edge_findings,
     fact_findings,
 )
-from attn_contracts.lint.interpret import Fact, Interpreter, Kernel, Use
+from attn_contracts.lint.inferred import Fact, Kernel, Use
+from attn_contracts.lint.interpret import Interpreter
 from attn_contracts.lint.program import Program
 from attn_contracts.lint.record_index import Consumer, Knowledge
 from attn_contracts.lint.values import ClassKey, Inst, Lit
@@ -191,7 +192,7 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     out += edge_findings(interp.uses.values(), declared, interp.literal_sites)
     out += fact_findings(facts)
     out += _defaulted_definitions(program, knowledge, reported)
-    kept = [f for f in out if f.location.rsplit(":", 2)[0] in reported]
+    kept = [f for f in out if (at.path if (at := f.at) is not None else f.location) in reported]
     return ProgramModel(program, interp, kept, kernels, returns_attrs, base_attrs)
 
 
@@ -393,4 +394,4 @@ def _defaulted(program: Program, path: str, c: Consumer) -> list[Finding]:
         f"silently gets it (consumer record {c.record})",
         hint=f"make {kw} required (no default), so every caller states the base", field=kw,
         found=text, allowed="no default",
-        location=f"{path}:{default.lineno}:{default.col_offset + 1}")]
+        location=str(Location(path, default.lineno, default.col_offset + 1)))]

@@ -15,8 +15,12 @@ __all__ = ["SRCROOT", "render", "sarif", "statistics"]
 
 
 def _where(f: Finding) -> tuple[str, int, int]:
-    path, line, col = f.location.rsplit(":", 2)
-    return path, int(line), int(col)
+    """A lint finding's place: every one is at a file's ``path:line:col``."""
+    at = f.at
+    if at is None:
+        raise ValueError(f"{f.code} is located at {f.location!r}, not at a file's "
+                         "path:line:col (allowed: the lint's findings only)")
+    return at.path, at.line, at.col
 
 
 #: GitHub workflow commands per severity (``::notice`` is GitHub's name for a note)

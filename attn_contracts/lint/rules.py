@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code, Finding, Location
 from attn_contracts.lint.config import LintConfig
 
 __all__ = ["could_fire", "tree_findings"]
@@ -19,7 +19,7 @@ _LSE_DETAILS = ("base", "layout", "q_len_axis", "padded_heads", "dtype", "empty_
 
 
 def _at(path: str, line: int, col: int) -> str:
-    return f"{path}:{line}:{col + 1}"
+    return str(Location(path, line, col + 1))
 
 
 def _unparse(node: ast.expr, limit: int = 80) -> str:

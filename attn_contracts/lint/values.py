@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Union
 
-__all__ = ["MAX_SOURCES", "MAX_UNION", "Arg", "Bound", "ClassKey", "ClassRef", "DictV", "Ext",
+__all__ = ["MAX_SOURCES", "MAX_UNION", "NOT_SPECIAL", "Arg", "Bound", "ClassKey", "ClassRef", "DictV", "Ext",
            "ExtInst", "Flag", "Func", "Inst", "Lit", "Lse", "Member", "ModuleRef", "Num", "Param",
            "Partial", "Rec", "Seq", "Source", "Super", "Tup", "Union_", "Value", "alternatives",
            "children", "collapse", "join", "lse_of", "lse_sources_of", "relabel", "stable_key",
@@ -206,7 +206,7 @@ class Arg:
     text: str = field(default="", compare=False)
     #: the buffers the argument is, or is a view of (``buf``, ``buf[s:e]``, ``self.buf``), each
     #: as (the frame it names a variable of, that name's expression): a kernel that writes into
-    #: the argument writes them (:meth:`~attn_contracts.lint.interpret._Frame.produce`). Not
+    #: the argument writes them (:meth:`~attn_contracts.lint.record_calls.RecordCalls.produce`). Not
     #: compared: it says where the value lives, not what it is
     buffers: frozenset[tuple[int, ast.expr]] = field(default=frozenset(), compare=False,
                                                      hash=False)
@@ -479,3 +479,8 @@ def stable_key(value: Value) -> str:
         return f"Rec({value.name}," + ",".join(
             getattr(r, "record", "?") for r in (*value.consumers, *value.producers)) + ")"
     return repr(value)  # Param, Num, ClassRef, ModuleRef, Ext, ExtInst: plain fields
+
+
+#: what a special form's evaluation returns where it does not apply (the call is then read as
+#: any other): never a value
+NOT_SPECIAL = object()

@@ -1,0 +1,245 @@
+"""The state of one interpreter run, and what decides which calls matter.
+
+:class:`Analysis` is the base of :class:`~attn_contracts.lint.interpret.Interpreter`: the
+program, the knowledge, the memos and the facts found so far, the names found carrying an LSE,
+and whether a call can matter to the rules (:meth:`Analysis.reaches`). The analysis of a
+function and the frames that interpret it are provided by the driver above it.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from attn_contracts.lint.bounds import Bounds
+from attn_contracts.lint.calls import (
+    CallArgs,
+    Summary,
+    carries,
+)
+from attn_contracts.lint.inferred import (
+    Fact,
+    Kernel,
+    Use,
+)
+from attn_contracts.lint.program import Program
+from attn_contracts.lint.record_index import (
+    Consumer,
+    Knowledge,
+)
+from attn_contracts.lint.values import (
+    Bound,
+    ClassKey,
+    Func,
+    Inst,
+    Lit,
+    Value,
+)
+
+NO_TAINT = 1 << 30  # no cycle cut below this analysis
+
+
+#: statements interpreted in one run before the interpreter stops following calls (a bound on
+#: pathological programs; the released engines need a fraction of it)
+RUN_BUDGET = 3_000_000
+
+
+class FrameView(Protocol):
+    """What the resolution and the driver read of a frame (:class:`~attn_contracts.lint.frame.Frame`)."""
+
+    env: dict[str, Value]
+    module_level: bool
+    param_ids: set[int]
+    entry: str
+
+    def stmt(self, st: ast.stmt) -> None: ...
+
+    def expr(self, node: ast.expr) -> Value: ...
+
+    def single_consumer(self) -> bool: ...
+
+
+class Analysis(ABC):
+    """One run over a program: memoised function analyses, the events the rules read."""
+
+
+    def __init__(self, program: Program, knowledge: Mapping[str, Knowledge], *,
+                 base_attrs: tuple[str, ...], returns_attrs: tuple[str, ...],
+                 report: Callable[[Fact], None]):
+        self.p = program
+        #: each file's knowledge: the records at its own tree's releases
+        self._knowledge = knowledge
+        self._default = next(iter(knowledge.values()), Knowledge())
+        self.base_attrs = frozenset(base_attrs)
+        self.returns_attrs = returns_attrs
+        #: receives each fact the interpreter infers that the rules turn into a finding
+        self.report = report
+        self.uses: dict[tuple[object, ...], Use] = {}
+        self._memo: dict[tuple[object, ...], Summary] = {}
+        self._contexts: dict[object, int] = {}
+        self._active: set[tuple[object, ...]] = set()
+        self._stack: list[tuple[object, ...]] = []
+        #: the frames being interpreted, outermost first (where an LSE entered a call chain)
+        self.frames: list[FrameView] = []
+        self._taint = NO_TAINT
+        self._counted: set[tuple[object, ...]] = set()
+        self._depth = 0
+        self.budget = RUN_BUDGET
+        #: the work done: statements, expressions and calls interpreted (what tests count)
+        self.steps = 0
+        #: the bounds' state: call cycles' summaries so far, the notes of a bound hit
+        self.bounds = Bounds(self)
+        self._globals: dict[tuple[str, str], Value] = {}
+        self._module_busy: set[tuple[str, str]] = set()
+        #: names the flow found carrying an LSE or a combine (methods returning one, attributes
+        #: holding one): their call sites are where more flow starts
+        self.carrier_names: set[str] = set()
+        self._module_carriers: set[str] = set()
+        #: the functions (qualified names) found returning one
+        self.carrier_funcs: set[str] = set()
+        #: where a literal base is written for a consumer: the consumer, keyword and literal
+        self.literal_sites: dict[str, tuple[Consumer, str, Lit]] = {}
+        #: (instance, attribute) → values stored (``self.x = ...``)
+        self.stores: dict[tuple[Inst, str], set[Value]] = {}
+        self._init_done: set[Inst] = set()
+        self._class_attr_memo: dict[tuple[ClassKey, str], Value] = {}
+        self._fields_memo: dict[ClassKey, list[str] | None] = {}
+        self._ops: dict[str, Func] = {}
+        self._op_funcs: set[str] = set()
+        self._op_texts: list[tuple[str, str]] | None = None  # modules registering ops
+        self._op_names: set[str] = set()  # op names already looked for
+        self._texts: dict[str, str] = {}  # module texts read for mutations of their globals
+        self._mutation_index: dict[str, dict[str, tuple[list[ast.stmt], list[ast.expr],
+                                                        bool]]] = {}
+        self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
+        self._noted_agreed: set[tuple[str, str]] = set()
+        self._carrier_lines: dict[str, tuple[int, ...]] = {}
+        self._calls_memo: dict[tuple[str, str], bool] = {}
+        self._relevant_pattern: re.Pattern[str] | None = None
+        #: decides an ``if`` test where the caller knows it (an engine's configuration: DCP
+        #: on), so only that side is interpreted; None: every side
+        self.assume: Callable[[ast.expr], bool | None] | None = None
+        #: > 0 while an expression whose value may be a base is evaluated (a base keyword's
+        #: argument, a base attribute's assignment, and the calls made there, down to
+        #: :data:`_NEED_LEVELS` levels): a call there is interpreted for its return value even
+        #: where its function names no producer or consumer (``is_lse_base_on_e=base()``);
+        #: the levels keep it from following a constructor into the whole engine
+        self.need = 0
+        self._base_words: frozenset[str] | None = None
+
+    def knowledge(self, path: str) -> Knowledge:
+        return self._knowledge.get(path, self._default)
+
+    def base_word(self, name: str | None) -> bool:
+        """Whether a keyword or attribute name may carry a base: a consumer record's base
+        keyword, a producer record's base-choosing keyword, a base attribute."""
+        if self._base_words is None:
+            words = set(self.base_attrs)
+            for k in self._knowledge.values():
+                words |= {kw for group in k.consumers.values() for c in group
+                          for kw in c.keywords}
+                words |= {p.call_base.keyword for group in k.producers.values() for p in group
+                          if p.call_base is not None}
+            self._base_words = frozenset(words)
+        return name is not None and name in self._base_words
+
+    def wants_return(self, func: Func) -> bool:
+        """Whether a call's return value must be read though nothing it names matters to the
+        rules: it is where a base may be (:attr:`need`)."""
+        return self.need > 0 or self.reaches(func)
+
+    def module_name(self, path: str) -> str:
+        info = self.p.info(path)
+        return info.name if info is not None else path
+
+    def set_carrier_lines(self, lines: dict[str, tuple[int, ...]]) -> None:
+        """Lines (per file) that name what the flow found carrying an LSE or a combine; what
+        reaches them is followed from now on."""
+        self._carrier_lines = lines
+
+    def carrier_lines(self, path: str) -> tuple[int, ...]:
+        return self._carrier_lines.get(path, ())
+
+    def all_carrier_lines(self) -> dict[str, tuple[int, ...]]:
+        return dict(self._carrier_lines)
+
+    def found_carriers(self) -> set[str]:
+        """Names of the methods and functions found returning an LSE (or a combine) and of the
+        attributes found holding one, or an object built with a base."""
+        names: set[str] = set()
+        for (func, _, _), summary in self._memo.items():
+            if isinstance(func, Func) and carries(summary.returns):
+                names.add(func.qualname.rpartition(".")[2])
+                self.carrier_funcs.add(func.qualname)
+        for (_, attr), values in self.stores.items():
+            if any(carries(v) for v in values):
+                names.add(attr)
+        names |= self._module_carriers
+        return {n for n in names if n.isidentifier() and not n.startswith(("<", "__"))}
+
+    def found_function_carriers(self) -> set[str]:
+        """Of :meth:`found_carriers`, the module-level functions' names."""
+        return {q.partition("@")[0] for q in self.carrier_funcs if "." not in q and "<" not in q}
+
+    def reaches(self, func: Func) -> bool:
+        """Whether a call into a function can matter to the rules (when no argument carries an
+        LSE, a base attribute or a combine): it holds a line naming a producer, a consumer or a
+        base attribute, or calls a function of its module that does (the per-file pass's
+        ``relevant``), or it is a name the flow found carrying an LSE."""
+        if func.qualname in self.carrier_funcs:
+            return True
+        info = self.p.info(func.path)
+        if info is None:
+            return False
+        if func.qualname in info.relevant:
+            return True
+        if "<" not in func.qualname:
+            return self._calls_relevant(func)
+        node = func.node  # a nested function or lambda: its own lines
+        start = getattr(node, "lineno", 0)
+        end = getattr(node, "end_lineno", start) or start
+        for lines in (info.trigger_lines, self._carrier_lines.get(func.path, ())):
+            i = bisect.bisect_left(lines, start)
+            if i < len(lines) and lines[i] <= end:
+                return True
+        return False
+
+    def _calls_relevant(self, func: Func) -> bool:
+        """Whether a function calls, by name, a method or function that some module's per-file
+        pass found relevant (``get_attn_backend().forward(...)`` reaches every backend's
+        ``forward_extend`` through ``AttentionBackend.forward``): one hop of names, read from
+        the function's lines (its module is not parsed for it), so a dispatch through
+        infrastructure that names nothing is still followed."""
+        key = (func.path, func.qualname)
+        if key not in self._calls_memo:
+            span = self.p.span(func.path, func.qualname)
+            self._calls_memo[key] = span is not None and bool(
+                self._relevant_call().search(self.p.text(func.path, *span)))
+        return self._calls_memo[key]
+
+    def _relevant_call(self) -> re.Pattern[str]:
+        if self._relevant_pattern is None:
+            names = sorted({q.rpartition(".")[2] for info in self.p.infos()
+                            for q in info.relevant})
+            self._relevant_pattern = re.compile(
+                r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\(" if names else r"(?!x)x")
+        return self._relevant_pattern
+
+    # --- what the analysis driver (:mod:`attn_contracts.lint.interpret`) provides ------------
+    @abstractmethod
+    def analyse(self, func: Func, self_value: Inst | None, call: CallArgs | None, *,
+                generic: bool = False) -> Summary:
+        """A function's summary for one call (or on its own, ``generic``)."""
+
+    @abstractmethod
+    def call_bound(self, bound: Bound, call: CallArgs, where: str,
+                   ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel]]:
+        """A method call's result and the kernels it reaches."""
+
+    @abstractmethod
+    def new_frame(self, path: str) -> FrameView:
+        """A frame for module-level or class-level code of ``path``."""

@@ -1,0 +1,428 @@
+"""Classes and attributes: what ``obj.attr`` is, for every kind of object.
+
+An attribute of a module, an external name, a class, an enum member, ``super()``, an instance
+(a dataclass's field from its constructor, a property's value, a method bound to it, what
+methods store on ``self``), and the fields and declared returns the calls need.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import replace
+from typing import cast
+
+from attn_contracts.lint.calls import (
+    OPAQUE_ARGS,
+    CallArgs,
+    literal_value,
+    params_of,
+)
+from attn_contracts.lint.classes import ClassInfo, dotted_name, statements
+from attn_contracts.lint.modules import ModuleResolver
+from attn_contracts.lint.program import FuncNode
+from attn_contracts.lint.torch_model import (
+    KEEPS_BASE_ATTRS,
+    SWAPS,
+    swap,
+)
+from attn_contracts.lint.values import (
+    NOT_SPECIAL,
+    Arg,
+    Bound,
+    ClassKey,
+    ClassRef,
+    Ext,
+    ExtInst,
+    Flag,
+    Func,
+    Inst,
+    Lit,
+    Lse,
+    Member,
+    ModuleRef,
+    Partial,
+    Super,
+    Union_,
+    Value,
+    alternatives,
+    join,
+)
+
+#: what generates a class's ``__init__`` from its annotated fields
+_FIELD_DECORATORS = frozenset({"dataclass", "define", "frozen", "mutable", "s", "attrs",
+                               "dataclass_transform"})
+
+
+_FIELD_BASES = frozenset({"NamedTuple", "BaseModel", "TypedDict"})
+
+
+_ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
+
+
+def _is_classvar(annotation: ast.expr) -> bool:
+    head = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    return (dotted_name(head) or "").rpartition(".")[2] == "ClassVar"
+
+
+class Resolver(ModuleResolver):
+    """The resolution of module-level names, classes and attributes over the program."""
+
+
+    def class_info(self, key: ClassKey) -> ClassInfo | None:
+        return self.p.cls(key)
+
+    def returns_lse(self, cls: ClassInfo) -> bool:
+        h = self.p.hierarchy
+        for attr in self.returns_attrs:
+            value = h.value(cls, attr)
+            if isinstance(value, ast.Constant) and value.value is True:
+                return True
+        return False
+
+    def attribute(self, obj: Value, attr: str, where: str) -> Value:
+        options = []
+        for alt in alternatives(obj):
+            options.append(self._attribute(alt, attr, where))
+        return join(options) if len(options) > 1 else (options[0] if options else None)
+
+    def _attribute(self, obj: Value, attr: str, where: str) -> Value:
+        if isinstance(obj, Lse):
+            if attr in KEEPS_BASE_ATTRS:
+                return swap(obj) if attr in SWAPS else obj
+            return None
+        if isinstance(obj, ModuleRef):
+            return self._module_attr(obj, attr)
+        if isinstance(obj, Ext):
+            return self._ext_attr(obj, attr)
+        if isinstance(obj, Func) and attr in ("default", "__wrapped__") and \
+                obj.qualname in self._op_funcs:
+            return obj  # ``torch.ops.ns.op.default``: the same overload
+        if isinstance(obj, ExtInst):
+            return Ext(f"{obj.qualname}.{attr}")
+        if isinstance(obj, Super):
+            return self._super_attr(obj, attr)
+        if isinstance(obj, ClassRef):
+            return self._class_ref_attr(obj, attr)
+        if isinstance(obj, Member):
+            if attr == "value":
+                return obj.value
+            if attr == "name":
+                return Lit(obj.name, where)
+            return None
+        if isinstance(obj, Inst):
+            return self.inst_attr(obj, attr, where)
+        return None
+
+    def _module_attr(self, obj: ModuleRef, attr: str) -> Value:
+        b = self.p.member(obj.name, attr)
+        if b is None:
+            return None
+        if b.kind == "assign":
+            return self.global_value(b.module, b.name)
+        return self._binding(b)
+
+    def _ext_attr(self, obj: Ext, attr: str) -> Value:
+        parts = obj.qualname.split(".")
+        if parts[:2] == ["torch", "ops"] and len(parts) == 3:
+            # ``torch.ops.<ns>.<name>``: the Python function registered for the op
+            registered = self.custom_op(parts[2], attr)
+            if registered is not None:
+                return registered
+        return Ext(f"{obj.qualname}.{attr}")
+
+    def _super_attr(self, obj: Super, attr: str) -> Value:
+        """``super().attr``: the method of the first class after the one it is written in."""
+        cls = self.class_info(obj.self_value.cls)
+        after = self.class_info(obj.after)
+        if cls is None or after is None:
+            return None
+        owner = self.p.lookup(cls, attr, after=after)
+        if owner is None:
+            return None
+        return Bound(Func(owner.path, f"{owner.name}.{attr}"), obj.self_value,
+                     (owner.path, owner.name))
+
+    def _class_ref_attr(self, obj: ClassRef, attr: str) -> Value:
+        """``Class.attr``: a method, an Enum's member, or what every instance holds."""
+        cls = self.class_info(obj.cls)
+        if cls is None:
+            return None
+        owner = self.p.lookup(cls, attr)
+        if owner is not None:
+            return Func(owner.path, f"{owner.name}.{attr}")
+        if attr in cls.attrs and self._is_enum(cls) and not attr.startswith("_"):
+            # an Enum's member is an object of its class; ``.value`` is what is assigned
+            return Member(obj.cls, attr, self.class_attr(cls, attr))
+        return self.class_attr(cls, attr)
+
+    def inst_attr(self, inst: Inst, attr: str, where: str) -> Value:
+        cls = self.class_info(inst.cls)
+        if cls is not None and inst.ctor is not None:
+            fields = self.fields(cls)
+            if fields is not None and attr in fields:
+                # a dataclass, NamedTuple or model: the constructor's argument for the field,
+                # over the class's default (which is what any other instance holds)
+                given = self._field_arg(inst, fields, attr)
+                if given is not NOT_SPECIAL:
+                    return cast(Value, given)
+        if attr in self.base_attrs:
+            return Flag(attr, inst, where)
+        if cls is None:
+            return None
+        owner = self.p.lookup(cls, attr)
+        if owner is not None:
+            return self._method_attr(inst, cls, owner, attr, where)
+        values: list[Value] = []
+        if inst.ctor is not None:
+            self._ensure_init(inst)
+            values += self.stores.get((inst, attr), ())
+        if not values:
+            generic = self.class_attr(cls, attr)
+            if generic is not None:
+                values.append(generic)
+        # ``m = partialmethod(f, ...)`` read from an instance: ``f`` bound to it
+        values = [join([Partial(Bound(alt.target, inst, inst.cls), alt.pos, alt.kw, alt.where)
+                        if isinstance(alt, Partial) and alt.method and
+                        isinstance(alt.target, Func) else alt for alt in alternatives(v)])
+                  for v in values]
+        return join(values) if values else None
+
+    def _method_attr(self, inst: Inst, cls: ClassInfo, owner: ClassInfo, attr: str,
+                     where: str) -> Value:
+        """A method of an instance's class: bound to it; a property: its value."""
+        func = Func(owner.path, f"{owner.name}.{attr}")
+        if self._is_property(owner, attr):
+            # what the property returns (``return True``, ``return self._base``): read
+            # like any call (its own calls followed where they can matter); on an object
+            # that may be of a subclass, every override's
+            bound = Bound(func, inst, (owner.path, owner.name))
+            call = CallArgs([], {}, False, where=where)
+            if inst.exact or len(self.p.subclasses(cls)) <= 1:
+                return self.analyse(func, inst, call).returns
+            return self.call_bound(bound, call, where)[0]
+        return Bound(func, inst, (owner.path, owner.name))
+
+    def fields(self, cls: ClassInfo) -> list[str] | None:
+        """The fields a generated ``__init__`` takes, in order (a dataclass, a ``NamedTuple``,
+        an attrs or pydantic class: annotated class-level names, bases' first); None for a
+        class whose ``__init__`` is written (or unknown)."""
+        key = (cls.path, cls.name)
+        if key in self._fields_memo:
+            return self._fields_memo[key]
+        self._fields_memo[key] = None
+        generated = False
+        names: list[str] = []
+        for c in reversed(self.p.mro(cls)):
+            marks = [dotted_name(d.func if isinstance(d, ast.Call) else d) or ""
+                     for d in c.decorators]
+            bases = [b.rpartition(".")[2] for b in c.bases]
+            if any(m.rpartition(".")[2] in _FIELD_DECORATORS for m in marks) or any(
+                    b in _FIELD_BASES for b in bases):
+                generated = True
+            elif "__init__" in c.methods:
+                generated = False  # a written __init__ below a generated one replaces it
+            node = self.p.class_node(c)
+            for st in node.body if node is not None else ():
+                if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and \
+                        st.target.id not in names and not _is_classvar(st.annotation):
+                    names.append(st.target.id)
+        if not generated or self.p.lookup(cls, "__init__") is not None:
+            return None
+        self._fields_memo[key] = names
+        return names
+
+    @staticmethod
+    def _field_arg(inst: Inst, fields: list[str], attr: str) -> Value | object:
+        """The constructor's argument for field ``attr``: by keyword or by position; else
+        nothing (the class default applies)."""
+        if inst.ctor is None:
+            return NOT_SPECIAL
+        args = dict(inst.ctor[1])
+        if attr in args:
+            return args[attr]
+        i = str(fields.index(attr))
+        return args.get(i, None if OPAQUE_ARGS in args else NOT_SPECIAL)
+
+    def by_name(self, callee: Value, call: CallArgs) -> CallArgs:
+        """A call of a function the program defines (a consumer in the linted tree) with its
+        positional arguments also under their parameters' names, so a base passed by position
+        (``lse_reduce(out, lse, True)``) is read like a keyword."""
+        func = callee.func if isinstance(callee, Bound) else callee
+        if not isinstance(func, Func) or not call.pos:
+            return call
+        node = func.node if func.node is not None else self.p.function(func.path, func.qualname)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return call
+        params = params_of(node)
+        names = params.names[:params.positional]
+        if isinstance(callee, Bound) and names and not params.static:
+            names = names[1:]
+        kw = dict(call.kw)
+        for name, arg in zip(names, call.pos, strict=False):
+            kw.setdefault(name, arg)
+        if not call.opaque:  # a parameter left out: the default this code gives it
+            defaults = params.defaults
+            everyone = params.names[1:] if isinstance(callee, Bound) and not params.static \
+                else params.names
+            for name in everyone:
+                if name not in kw and name not in call.maybe and name in defaults:
+                    lit = literal_value(func.path, defaults[name])
+                    if isinstance(lit, Lit):
+                        kw[name] = Arg(replace(lit, omitted=call.where), call.where)
+        return CallArgs(call.pos, kw, call.opaque, call.maybe, call.where, by_signature=True)
+
+    def declared_return(self, func: Func) -> Value:
+        """What a function's return annotation says it returns (``-> AttentionBackend``: an
+        instance of it or any subclass), for a call the linter does not follow into."""
+        cls_name, _, name = func.qualname.rpartition(".")
+        if "<" in func.qualname:
+            return None
+        if cls_name:
+            cls = self.p.cls((func.path, cls_name))
+            ann = cls.returns.get(name) if cls is not None else None
+        else:
+            info = self.p.info(func.path)
+            ann = info.returns.get(name) if info is not None else None
+        if ann is None:
+            return None
+        typed = self.resolve_annotation(func.path, ann)
+        return typed if isinstance(typed, (Inst, Union_)) else None
+
+    def _is_enum(self, cls: ClassInfo) -> bool:
+        return any(b.rpartition(".")[2] in _ENUM_BASES
+                   for c in self.p.mro(cls) for b in c.bases)
+
+    @staticmethod
+    def _is_property(owner: ClassInfo, attr: str) -> bool:
+        return attr in owner.properties
+
+    def _ensure_init(self, inst: Inst) -> None:
+        if inst in self._init_done:
+            return
+        self._init_done.add(inst)
+        cls = self.class_info(inst.cls)
+        if cls is None or inst.ctor is None:
+            return
+        owner = self.p.lookup(cls, "__init__")
+        if owner is None:
+            return
+        where, args = inst.ctor
+        call = CallArgs([Arg(v) for k, v in args if k.isdigit()],
+                     {k: Arg(v) for k, v in args if not k.isdigit()}, False, where=where)
+        self.analyse(Func(owner.path, f"{owner.name}.__init__"), inst, call)
+
+    def class_attr(self, cls: ClassInfo, attr: str) -> Value:
+        """An attribute of every instance of ``cls``: its class-level value or annotation, and
+        what any method of its class hierarchy stores into ``self.<attr>``."""
+        key = ((cls.path, cls.name), attr)
+        if key in self._class_attr_memo:
+            return self._class_attr_memo[key]
+        self._class_attr_memo[key] = None  # a read while computing it sees nothing
+        values: list[Value] = []
+        generic = Inst((cls.path, cls.name), exact=True)
+        # ``__init__`` runs for every instance: what it stores on ``self`` unconditionally
+        # shadows the class attribute, which no instance then reads
+        shadowed = self._init_sets(cls, attr)
+        for c in ([] if shadowed else self.p.mro(cls)):
+            if attr in c.annotations:  # ``prefill_backend: MLAPrefillBackend | None = None``
+                values.append(self.resolve_annotation(c.path, c.annotations[attr]))
+            if attr in c.attrs:
+                node = c.attrs[attr][0]
+                value = literal_value(c.path, node) if isinstance(node, ast.Constant) else \
+                    self._class_level(c, node)
+                if not (attr in c.annotations and isinstance(value, Lit) and value.value is None):
+                    values.append(value)  # (a None default beside a type says nothing more)
+            if attr in c.attrs or attr in c.annotations:
+                break
+        for c in self.p.mro(cls):
+            if not (self.p.active(c.path) or c.path in self._carrier_lines):
+                # a module that names nothing the rules know: only the objects it builds
+                # (``self.attn_mha = RadixAttention(...)``), read from the syntax, no flow
+                values += self._built(c, attr)
+                continue
+            for name, fn in self.p.methods(c).items():
+                stored = self._stored_attrs(fn)
+                if attr not in stored:
+                    continue
+                self.analyse(Func(c.path, f"{c.name}.{name}", fn), generic, None, generic=True)
+                # a store the analysis could not follow (``self = super().__new__(cls)`` in a
+                # branch it did not reach) is an unknown value, never the class default alone
+                values += self.stores.get((generic, attr), (None,))
+                ann = stored[attr]
+                if ann is not None:
+                    values.append(self.resolve_annotation(c.path, ann))
+        value = join(values) if values else None
+        self._class_attr_memo[key] = value
+        return value
+
+    def _init_sets(self, cls: ClassInfo, attr: str) -> bool:
+        """Whether the ``__init__`` instances of ``cls`` run stores ``self.<attr>`` in its
+        body's top level (not under an ``if``), as its first parameter is ``self``."""
+        owner = self.p.lookup(cls, "__init__")
+        fn = self.p.methods(owner).get("__init__") if owner is not None else None
+        if fn is None or not fn.args.args:
+            return False
+        me = fn.args.args[0].arg
+        for st in fn.body:
+            targets = st.targets if isinstance(st, ast.Assign) else (
+                [st.target] if isinstance(st, ast.AnnAssign) and st.value is not None else [])
+            for t in targets:
+                if isinstance(t, ast.Attribute) and t.attr == attr and \
+                        isinstance(t.value, ast.Name) and t.value.id == me:
+                    return True
+        return False
+
+    def _built(self, cls: ClassInfo, attr: str) -> list[Value]:
+        """``self.<attr> = Class(...)`` in ``cls``'s methods: an instance of that class (its
+        constructor's arguments not followed), read from the methods' lines without parsing
+        the module; any other store is unknown."""
+        out: list[Value] = []
+        store = re.compile(r"\bself\." + re.escape(attr) + r"\s*(?::\s*([^=\n]+?))?\s*="
+                           r"(?!=)\s*([A-Za-z_][\w.]*)?(\()?")
+        for start, end in cls.methods.values():
+            for m in store.finditer(self.p.text(cls.path, start, end)):
+                ann, func, call = m.group(1), m.group(2), m.group(3)
+                if ann:
+                    try:
+                        out.append(self.resolve_annotation(
+                            cls.path, ast.parse(ann.strip(), mode="eval").body))
+                    except (SyntaxError, ValueError, RecursionError):
+                        out.append(None)
+                ref = self._dotted_value(cls.path, func) if func and call else None
+                out.append(Inst(ref.cls, exact=ref.exact) if isinstance(ref, ClassRef) else None)
+        return out
+
+    def class_level_value(self, cls: ClassInfo, node: ast.expr) -> Value:
+        """What an expression of ``cls``'s body evaluates to (``_Unit.NATURAL.value``)."""
+        return self._class_level(cls, node)
+
+    def _class_level(self, cls: ClassInfo, node: ast.expr) -> Value:
+        frame = self.new_frame(cls.path)
+        # the class body's own functions are names there (``m = partialmethod(_m, ...)``)
+        frame.env.update({name: Func(cls.path, f"{cls.name}.{name}", fn)
+                          for name, fn in self.p.methods(cls).items()})
+        try:
+            return frame.expr(node)
+        except RecursionError:
+            return None
+
+    def _stored_attrs(self, fn: FuncNode) -> dict[str, ast.expr | None]:
+        """The attributes a method stores on ``self``, each with its annotation (if any)."""
+        key = id(fn)
+        if key not in self._assigns_attr:
+            found: dict[str, ast.expr | None] = {}
+            for st in statements(fn):  # type: ignore[arg-type]
+                if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Attribute) and \
+                        isinstance(st.target.value, ast.Name) and st.target.value.id == "self":
+                    found[st.target.attr] = st.annotation
+                    continue
+                targets = st.targets if isinstance(st, ast.Assign) else (
+                    [st.target] if isinstance(st, (ast.AugAssign, ast.For)) else [])
+                for t in targets:
+                    for sub in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) \
+                                and sub.value.id == "self":
+                            found.setdefault(sub.attr, None)
+            self._assigns_attr[key] = found
+        return self._assigns_attr[key]

@@ -1,0 +1,242 @@
+"""Calls as the interpreter reads them: arguments, parameters, summaries.
+
+A call's arguments (:class:`CallArgs`), a function's parameters (:class:`Params`) and how
+Python binds the one to the other (:func:`bind`), a function's summary (what it returns, the
+kernels it reaches) and its instantiation for one call past the bound on contexts, the
+literals written in the code, and whether a value or a call carries what the flow must follow.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, replace
+from typing import cast
+
+from attn_contracts.findings import Location
+from attn_contracts.lint.inferred import (
+    Kernel,
+)
+from attn_contracts.lint.program import FuncNode
+from attn_contracts.lint.torch_model import (
+    constant_name,
+    convert,
+    map_lse,
+)
+from attn_contracts.lint.values import (
+    Arg,
+    Bound,
+    DictV,
+    Ext,
+    Flag,
+    Func,
+    Inst,
+    Lit,
+    Lse,
+    Num,
+    Partial,
+    Rec,
+    Seq,
+    Source,
+    Tup,
+    Value,
+    alternatives,
+    join,
+    lse_of,
+)
+
+
+def place(path: str, node: ast.AST) -> str:
+    return str(Location(path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1))
+
+
+def source_text(node: ast.AST, limit: int = 60) -> str:
+    try:
+        text = ast.unparse(node)
+    except (RecursionError, ValueError):
+        return "<an expression nested too deeply to print>"
+    return text if len(text) <= limit else f"{text[:limit - 1]}…"
+
+
+@dataclass
+class Summary:
+    returns: Value = None
+    kernels: frozenset[Kernel] = frozenset()  # LSEs where they are used (after conversions)
+    produced: frozenset[Kernel] = frozenset()  # the producer calls themselves
+
+
+def merge_summaries(a: object, b: object) -> Summary:
+    """The summary of a call cycle's head over two passes (what either found)."""
+    x, y = cast(Summary, a), cast(Summary, b)
+    return Summary(join([x.returns, y.returns]), x.kernels | y.kernels, x.produced | y.produced)
+
+
+@dataclass
+class CallArgs:
+    pos: list[Arg]
+    kw: dict[str, Arg]
+    opaque: bool  # *args or **kwargs the linter cannot read
+    #: keywords a ``**dict`` may not carry (set on some paths only)
+    maybe: frozenset[str] = frozenset()
+    where: str = ""
+    #: its positional arguments are also under their parameters' names (the callee's
+    #: signature is in the linted program)
+    by_signature: bool = False
+
+
+_FUNC_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass
+class Params:
+    names: list[str]
+    defaults: dict[str, ast.expr]
+    annotations: dict[str, ast.expr]
+    var: list[str]
+    static: bool
+    #: how many of ``names`` take positional arguments (the rest are keyword-only)
+    positional: int = 0
+    vararg: str | None = None  # ``*args``
+    kwarg: str | None = None  # ``**kwargs``
+
+
+def params_of(node: FuncNode | ast.Lambda) -> Params:
+    a = node.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True))
+    defaults.update({k.arg: d for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
+                     if d is not None})
+    anns = {p.arg: p.annotation for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)
+            if p.annotation is not None}
+    var = [v.arg for v in (a.vararg, a.kwarg) if v is not None]
+    static = isinstance(node, _FUNC_NODES) and any(
+        isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+    return Params(positional + [k.arg for k in a.kwonlyargs], defaults, anns, var, static,
+                   len(positional), a.vararg.arg if a.vararg else None,
+                   a.kwarg.arg if a.kwarg else None)
+
+
+def carries(value: Value, depth: int = 0) -> bool:
+    """A value the flow must follow from wherever it is read: an LSE, a combine (bound or not),
+    an object built with a base."""
+    if depth > 3:
+        return False
+    for alt in alternatives(value):
+        if isinstance(alt, Lse):
+            return True
+        if isinstance(alt, Rec) and alt.consumers:
+            return True
+        if isinstance(alt, Partial) and carries(alt.target, depth + 1):
+            return True
+        if isinstance(alt, Tup) and any(carries(v, depth + 1) for v in alt.items):
+            return True
+        if isinstance(alt, Seq) and carries(alt.item, depth + 1):
+            return True
+        if isinstance(alt, Inst) and _built_with_base(alt):
+            return True  # an object built with a base: MLADCPManager(is_lse_base_on_e=...)
+    return False
+
+
+def _built_with_base(inst: Inst) -> bool:
+    """An object whose constructor was given an LSE, a backend's flag or a literal bool for a
+    keyword that names an LSE or a base."""
+    return inst.ctor is not None and any(
+        isinstance(v, (Flag, Lse)) or (isinstance(v, Lit) and isinstance(v.value, bool)
+                                       and ("lse" in k or "base" in k))
+        for k, v in inst.ctor[1])
+
+
+def call_matters(call: CallArgs) -> bool:
+    """An argument carries an LSE, a backend's base attribute or a bound combine: the callee
+    matters whatever its text names."""
+    for arg in (*call.pos, *call.kw.values()):
+        for alt in alternatives(arg.value):
+            if isinstance(alt, (Lse, Flag, Partial)):
+                return True
+    return False
+
+
+def literal_value(path: str, node: ast.expr) -> Value:
+    """A constant written in the code (bool, str, number, None), with where."""
+    if isinstance(node, ast.Constant) and (node.value is None or isinstance(
+            node.value, (bool, int, float, str))):
+        c = constant_name(node, None)
+        if c is not None:
+            return Num(c)
+        return Lit(node.value, place(path, node))
+    return None
+
+
+def instantiate(summary: Summary, func: Func, bound: dict[str, Value]) -> Summary:
+    """A function's summary read with its parameters (past the bound on call contexts) for
+    one call: the LSE it returns from a parameter is the argument's, put through the same
+    conversions (counted: an LSE converted twice is of neither base)."""
+    prefix = f"param:{func.path}:{func.qualname}:"
+
+    def put(lse: Lse) -> Lse:
+        out: set[Source] = set()
+        for s in lse.sources:
+            given = lse_of(bound[s.param]) if s.param is not None and \
+                s.key == prefix + s.param and s.param in bound else None
+            if given is None:
+                out.add(s)
+                continue
+            for target, where, how in s.shifts:
+                given = convert(given, target == "e", where, how)
+            out |= given.sources
+        return Lse(frozenset(out))
+
+    return replace(summary, returns=map_lse(summary.returns, put))
+
+
+def callee_name(callee: Value, written: str) -> str:
+    """The name a callee's records are found by: its own (a partial's target called through
+    ``self.dcp_combine(...)`` is ``cp_lse_ag_out_rs``), else the name the call is written with."""
+    if isinstance(callee, Func):
+        return callee.qualname.rpartition(".")[2].partition("@")[0]
+    if isinstance(callee, Bound):
+        return callee.func.qualname.rpartition(".")[2]
+    if isinstance(callee, Ext):
+        return callee.qualname.rpartition(".")[2]
+    return written
+
+
+#: the key a constructor call's ``*args``/``**kwargs`` leaves among its arguments: a field
+#: it does not name may have been given any value by them
+OPAQUE_ARGS = "*"
+
+
+def bind(func: Func, params: Params, call: CallArgs, method: bool) -> dict[str, Value]:
+    """The parameters' values as Python binds a call's arguments: positions in order to the
+    positional parameters, the rest to ``*args`` (a tuple); keywords by name, the rest to
+    ``**kwargs`` (a dict); a parameter left out gets its default."""
+    skip = 1 if method and not params.static else 0
+    names = params.names[skip:]
+    positional = names[:max(params.positional - skip, 0)]
+    out: dict[str, Value] = {}
+    for name, arg in zip(positional, call.pos, strict=False):
+        out[name] = arg.value
+    if params.vararg is not None:
+        out[params.vararg] = None if call.opaque else Tup(
+            tuple(a.value for a in call.pos[len(positional):]))
+    extra: list[tuple[str, Arg]] = []
+    for name, arg in call.kw.items():
+        if name in names:
+            out[name] = arg.value
+        else:
+            extra.append((name, arg))
+    if params.kwarg is not None:
+        out[params.kwarg] = None if call.opaque else DictV(
+            tuple(sorted(extra, key=lambda kv: kv[0])), call.maybe & {k for k, _ in extra})
+    for name in names:
+        if name in out:
+            continue
+        default = params.defaults.get(name)
+        if default is None or call.opaque or name in call.maybe:
+            continue
+        lit = literal_value(func.path, default)
+        if isinstance(lit, Lit):
+            out[name] = replace(lit, how=f" (the default of {func.qualname.rpartition('.')[2]}"
+                                f"({name}=...), left out)", omitted=call.where)
+        else:
+            out[name] = lit
+    return out

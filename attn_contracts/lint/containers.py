@@ -1,0 +1,198 @@
+"""Containers and literals in the interpreter's values: tuples, lists, dicts and comparisons.
+
+An item of a tuple or list (by position, or any where positions are not known), what a ``for``
+binds, a dict's entry by a constant or class key, the literal spellings a value may have, and
+comparisons of literals (``kind != "log2"``, ``name in {"a", "b"}``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, cast
+
+from attn_contracts.lint.torch_model import (
+    lose_layout,
+)
+from attn_contracts.lint.values import (
+    ClassRef,
+    DictV,
+    Ext,
+    Lit,
+    Lse,
+    Seq,
+    Tup,
+    Union_,
+    Value,
+    alternatives,
+    join,
+)
+
+#: the methods that add elements to (or take them from) a list, set or deque
+GROWS = frozenset({"append", "extend", "insert", "add", "appendleft", "extendleft", "pop",
+                    "popleft", "discard", "remove", "clear", "update"})
+
+
+#: the methods that change a container in place
+MUTATORS = GROWS | {"setdefault", "popitem", "__setitem__"}
+
+
+def element(value: Value, i: int, exact: bool = False) -> Value:
+    """Item ``i`` of a tuple or list (counted from the end where negative); any item of a
+    container whose positions are not known."""
+    if isinstance(value, Union_) and value.widened:
+        return value  # unknown holding an LSE: so is every part of it
+    options = []
+    for alt in alternatives(value):
+        if isinstance(alt, Tup):
+            options.append(alt.get(i) if not (exact and alt.partial_items) else None)
+        elif isinstance(alt, Seq):
+            options.append(alt.item)
+        else:
+            options.append(None)
+    return join(options) if options else None
+
+
+def rest_of(value: Value, start: int, after: int) -> Value:
+    """What ``*rest`` binds in ``a, *rest, b = value``: a list of the items between."""
+    options: list[Value] = []
+    for alt in alternatives(value):
+        if isinstance(alt, Tup) and not (after and alt.partial_items):
+            options.append(Tup(alt.items[start:len(alt.items) - after], alt.partial_items))
+        elif isinstance(alt, Seq):
+            options.append(alt)
+        else:
+            options.append(None)
+    return join(options) if options else None
+
+
+def iterate(value: Value) -> Value:
+    """What a ``for`` over a value binds: any item of a tuple or list, the element of a
+    container or generator; an LSE's rows are LSEs of its base."""
+    options: list[Value] = []
+    for alt in alternatives(value):
+        if isinstance(alt, Tup):
+            if alt.items:
+                options.append(join(alt.items) if not alt.partial_items else None)
+        elif isinstance(alt, Seq):
+            options.append(alt.item)
+        elif isinstance(alt, Lse):
+            options.append(lose_layout(alt))
+        else:
+            options.append(None)
+    return join(options) if options else None
+
+
+def index_of(node: ast.expr) -> int | None:
+    """A constant integer subscript (``x[1]``, ``x[-1]``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and \
+            not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
+            isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, int):
+        return -node.operand.value
+    return None
+
+
+def dict_key(node: ast.Constant) -> str | None:
+    """A dict literal's constant key as the DictV keys it: a string as itself (``**kwargs``
+    read it so), any other constant by its repr, marked so it never equals a string."""
+    if isinstance(node.value, str):
+        return node.value
+    if node.value is None or isinstance(node.value, (bool, int, float)):
+        return f"\x00{node.value!r}"
+    return None
+
+
+def class_key(value: Value) -> str | None:
+    """A class used as a dict key, as the DictV keys it (never equal to a string's or another
+    constant's key); None where it is not one class for sure."""
+    if isinstance(value, ClassRef) and value.exact:
+        return f"\x00class {value.cls[0]}:{value.cls[1]}"
+    if isinstance(value, Ext):
+        return f"\x00class {value.qualname}"
+    return None
+
+
+def table_entry(value: Value) -> Value:
+    """A value read from a table by a key the linter cannot see: which entry applies is a
+    dispatch."""
+    if isinstance(value, Lit):
+        return replace(value, table=True, how=f"{value.how} (a value of a table)")
+    return value
+
+
+def literal_text(value: Value) -> list[str]:
+    """The literal spellings a value may have (``["'basee'"]``), and ``"<expr>"`` for each way
+    it may be something the linter cannot read."""
+    out: list[str] = []
+    for alt in alternatives(value):
+        text = repr(alt.value) if isinstance(alt, Lit) else "<expr>"
+        if text not in out:
+            out.append(text)
+    return out or ["<expr>"]
+
+
+#: the comparisons of two literals :meth:`~attn_contracts.lint.scope.Scope.e_compare` reads
+_COMPARE: dict[type, Callable[[Any, Any], object]] = {
+    ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+    ast.Is: lambda a, b: a is b if a is None or b is None else type(a) is type(b) and a == b,
+    ast.IsNot: lambda a, b: a is not b if a is None or b is None else not (
+        type(a) is type(b) and a == b),
+    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
+
+
+def entries(table: DictV, key: ast.expr, class_keys: list[str] | None) -> list[Value]:
+    """What ``table[key]`` may be: the entry of a constant key; with ``type(obj)`` as the key
+    (``class_keys``), the entry of each class it may be; any entry for a key the linter cannot
+    see."""
+    if isinstance(key, ast.Constant) and dict_key(key) is not None:
+        arg = table.get(dict_key(key) or "")
+        return [arg.value if arg is not None else None]
+    if class_keys is not None:
+        return [a.value if (a := table.get(k)) is not None else None for k in class_keys]
+    return [join([table_entry(a.value) for _, a in table.items]) if table.items else None]
+
+
+def ordering(lefts: Sequence[object], right: Value, op: ast.cmpop) -> set[bool] | None:
+    """``a OP b`` for every literal pair the two sides may hold; None where one side is no
+    literal, the operator is none of :data:`_COMPARE`, or Python would raise."""
+    values = literal_values(right)
+    compare = _COMPARE.get(type(op))
+    if values is None or compare is None:
+        return None
+    outcomes: set[bool] = set()
+    for a in lefts:
+        for b in values:
+            try:
+                outcomes.add(bool(compare(a, b)))
+            except TypeError:  # ``None < 1``: Python raises; nothing to read
+                return None
+    return outcomes
+
+
+def literal_values(value: Value) -> list[bool | int | float | str | None] | None:
+    """Every Python value a value may be, where each of its alternatives is a literal."""
+    options = list(alternatives(value))
+    if not options or not all(isinstance(v, Lit) for v in options):
+        return None
+    return [cast(Lit, v).value for v in options]
+
+
+def members_of(value: Value) -> tuple[list[bool | int | float | str | None], bool] | None:
+    """What a container of literals holds, and whether that is all it holds (a tuple's
+    positions are known; a set or grown list may hold any of its values, or not)."""
+    if isinstance(value, Tup) and not value.partial_items:
+        out: list[bool | int | float | str | None] = []
+        for item in value.items:
+            one = literal_values(item)
+            if one is None or len(one) != 1:
+                return None
+            out += one
+        return out, True
+    if isinstance(value, Seq):
+        many = literal_values(value.item)
+        return (many, False) if many is not None else None
+    return None

@@ -1,0 +1,583 @@
+"""A frame's calls: arguments, special forms, and the application of every kind of callee.
+
+The arguments as Python passes them (``*args``, ``**kwargs`` of a dict the flow holds), the
+tensor methods of the torch model (:mod:`attn_contracts.lint.torch_model`), the special forms
+(``partial``, ``cast``, ``super``, ``getattr``, ``dict.get``, ``type``), and a call of a
+function, a bound method, a class, an object, or a record's producer or consumer.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import cast
+
+from attn_contracts import lse_ops
+from attn_contracts.lint.calls import (
+    OPAQUE_ARGS,
+    CallArgs,
+    call_matters,
+    callee_name,
+    place,
+)
+from attn_contracts.lint.classes import dotted_name
+from attn_contracts.lint.containers import (
+    GROWS,
+    class_key,
+    dict_key,
+    iterate,
+    table_entry,
+)
+from attn_contracts.lint.inferred import (
+    Weighed,
+)
+from attn_contracts.lint.record_calls import RecordCalls
+from attn_contracts.lint.record_index import (
+    Consumer,
+)
+from attn_contracts.lint.torch_model import (
+    EXPONENTIALS,
+    IDENTITY_WRAPPERS,
+    KEEPS_BASE,
+    LN_REDUCTIONS,
+    TORCH_KEEPS,
+    constant_name,
+    lose_layout,
+    not_a_tensor_method,
+    through_function,
+    through_method,
+)
+from attn_contracts.lint.values import (
+    NOT_SPECIAL,
+    Arg,
+    Bound,
+    ClassRef,
+    DictV,
+    Ext,
+    ExtInst,
+    Func,
+    Inst,
+    Lit,
+    Lse,
+    ModuleRef,
+    Num,
+    Partial,
+    Rec,
+    Seq,
+    Super,
+    Tup,
+    Union_,
+    Value,
+    alternatives,
+    join,
+    lse_of,
+)
+
+
+class Frame(RecordCalls):
+    """One function's (or a module's) interpretation, calls included."""
+
+
+    def args(self, node: ast.Call, partial: Partial | None = None) -> CallArgs:
+        call = CallArgs(list(partial.pos) if partial else [], dict(partial.kw) if partial else {},
+                     False, where=place(self.path, node))
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                items = _star_items(self.expr(a.value))
+                if items is not None:
+                    call.pos += [Arg(v, place(self.path, a.value)) for v in items]
+                else:
+                    call.opaque = True
+                continue
+            call.pos.append(Arg(self.expr(a), place(self.path, a), "", self.buffers(a)))
+        maybe: set[str] = set()
+        for kw in node.keywords:
+            value = self.needed(kw.value) if self.i.base_word(kw.arg) else self.expr(kw.value)
+            if kw.arg is not None:
+                call.kw[kw.arg] = Arg(value, place(self.path, kw.value),
+                                      buffers=self.buffers(kw.value))
+                continue
+            maybe |= _spread(call, value)
+        call.maybe = frozenset(maybe)
+        return call
+
+    def call(self, node: ast.Call) -> Value:
+        func = node.func
+        where = place(self.path, node)
+        if (c := constant_name(node, None)) is not None:
+            return Num(c)
+        name = func.attr if isinstance(func, ast.Attribute) else (
+            func.id if isinstance(func, ast.Name) else "")
+        if isinstance(func, ast.Attribute):
+            on_tensor = self.tensor_method(func, node, name, where)
+            if on_tensor is not NOT_SPECIAL:
+                return cast(Value, on_tensor)
+        callee = self.expr(func)
+        if name in ("empty_like", "zeros_like", "full_like", "ones_like") and node.args:
+            self.args(node)
+            return None  # a fresh buffer shaped like it: no LSE until a kernel writes it
+        special = self.special(callee, name, node)
+        if special is not NOT_SPECIAL:
+            return cast(Value, special)
+        call = self.args(node)
+        return self.apply(callee, call, node, where, name)
+
+    def tensor_method(self, func: ast.Attribute, node: ast.Call, name: str,
+                      where: str) -> Value | object:
+        """``x.f(...)``/``torch.f(x, ...)`` of the torch model (:mod:`.torch_model`): an
+        in-place scaling, an exponential, a natural-log reduction, an op that keeps the base;
+        :data:`NOT_SPECIAL` where the call is none of them (or runs an object's own method)."""
+        if name in ("mul_", "div_") and len(node.args) == 1 \
+                and dotted_name(func.value) is not None:
+            current = self.expr(func.value)
+            op: ast.operator = ast.Mult() if name == "mul_" else ast.Div()
+            self.assign(func.value, self.binop(func.value, current, op, node.args[0]))
+            return self.expr(func.value)
+        if name in EXPONENTIALS:
+            weighed = self.exponential(func, node, where)
+            if weighed is not NOT_SPECIAL:
+                return weighed
+        if name in LN_REDUCTIONS:
+            reduced = self.ln_reduction(func, node)
+            if reduced is not NOT_SPECIAL:
+                return reduced
+        if name in KEEPS_BASE:
+            return self.keeps_base(func, node, name)
+        return NOT_SPECIAL
+
+    def keeps_base(self, func: ast.Attribute, node: ast.Call, name: str) -> Value | object:
+        """``lse.view(...)``, ``torch.transpose(lse, 0, 1)``: an LSE of the same base (its layout
+        kept, swapped or lost); of what is no LSE, nothing, unless the receiver is an object
+        whose own method the call runs (:data:`NOT_SPECIAL`: interpreted as any call)."""
+        receiver = self.expr(func.value)
+        for a in node.args:
+            self.expr(a)
+        rl = lse_of(receiver)
+        if rl is not None:
+            return through_method(name, node, rl)
+        if isinstance(func.value, ast.Name) and func.value.id == "torch" and node.args:
+            first = lse_of(self.expr(node.args[0]))
+            if first is not None and name in TORCH_KEEPS:
+                return through_function(name, node, first)
+        if not isinstance(receiver, (Inst, ModuleRef, Ext, ExtInst, ClassRef)):
+            return None
+        return NOT_SPECIAL
+
+    def exponential(self, func: ast.Attribute, node: ast.Call, where: str) -> Value | object:
+        """``torch.exp2(x)``/``x.exp2()``, ``torch.exp(x)``/``x.exp()``, ``x.softmax(dim)``,
+        ``F.softmax(x, dim)``, ``torch.sigmoid(a - b)`` of an LSE (or of an LSE minus another, a
+        hand-written merge's weight): each reads its operand in one base, so an LSE of the other
+        is an error (AC023) here; the weight that comes out is no LSE."""
+        op = lse_ops.exponential(func.attr)
+        if op is None:
+            return NOT_SPECIAL
+        namespace = self.torch_namespace(func.value)
+        on_torch = namespace is not None
+        if (namespace not in op.namespaces) if on_torch else not op.method:
+            return NOT_SPECIAL
+        operand = (node.args[0] if node.args else None) if on_torch else func.value
+        if operand is None:
+            return NOT_SPECIAL
+        value = self.expr(operand)
+        lse = lse_of(value)
+        for a in node.args[1:] if on_torch else node.args:
+            self.expr(a)
+        for k in node.keywords:
+            self.expr(k.value)
+        if lse is None:
+            return not_a_tensor_method(value, on_torch)
+        other = sorted((s for s in lse.sources if s.base in ("e", "2") and s.base != op.base),
+                       key=lambda s: s.key)
+        if other:
+            fn = f"{namespace}.{func.attr}" if on_torch else f".{func.attr}()"
+            self.i.report(Weighed(fn, func.attr, op.base, tuple(other), where))
+        return None
+
+    def torch_namespace(self, node: ast.expr) -> str | None:
+        """The torch module ``node`` names (``torch``; ``F`` bound by ``import
+        torch.nn.functional as F``; ``torch.special``), else None: a tensor or another object."""
+        if isinstance(node, ast.Name) and node.id == "torch":
+            return "torch"
+        if dotted_name(node) is None:
+            return None
+        found = self.expr(node)
+        return found.qualname if isinstance(found, Ext) and found.qualname in (
+            "torch", "torch.nn.functional", "torch.special") else None
+
+    def ln_reduction(self, func: ast.Attribute, node: ast.Call) -> Value | object:
+        """``torch.logsumexp(x, ...)``, ``x.logsumexp(...)``, ``torch.logaddexp(a, b)``: the
+        natural-log sources of the LSEs reduced (no layout); anything else is not this."""
+        on_torch = isinstance(func.value, ast.Name) and func.value.id == "torch"
+        operands = list(node.args) if on_torch else [func.value, *node.args]
+        values = [self.expr(a) for a in operands]
+        found = [lse_of(v) for v in values]
+        for k in node.keywords:
+            self.expr(k.value)
+        reduced = [s for lse in found if lse is not None for s in lse.sources
+                   if s.base == "e"]
+        if not any(lse is not None for lse in found):
+            return not_a_tensor_method(values[0] if values else None, on_torch)
+        return lose_layout(Lse(frozenset(reduced))) if reduced else None
+
+    def special(self, callee: Value, name: str, node: ast.Call) -> Value | object:
+        """The value of a special form (:data:`_SPECIAL_FORMS`, tried in order);
+        :data:`NOT_SPECIAL` where the call is none of them."""
+        qual = callee.qualname if isinstance(callee, Ext) else ""
+        for form in _SPECIAL_FORMS:
+            value = form(self, callee, qual, name, node)
+            if value is not NOT_SPECIAL:
+                return value
+        return NOT_SPECIAL
+
+    def type_of(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``type(obj)``: the class of every object it may be; of one that may be of a
+        subclass, that class or any subclass (a key no table entry matches for sure)."""
+        if not (callee is None and isinstance(node.func, ast.Name) and name == "type" and
+                len(node.args) == 1 and not node.keywords):
+            return NOT_SPECIAL
+        return join([ClassRef(o.cls, exact=o.exact) if isinstance(o, Inst) else
+                     Ext(o.qualname) if isinstance(o, ExtInst) and
+                     not o.qualname.startswith("?") else None
+                     for o in alternatives(self.expr(node.args[0]))])
+
+    def identity(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``torch.compiler.disable(fn)``: ``fn``."""
+        if qual in IDENTITY_WRAPPERS and len(node.args) == 1:
+            return self.expr(node.args[0])
+        return NOT_SPECIAL
+
+    def partial(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``functools.partial(f, ...)``, ``partialmethod(f, ...)``: ``f`` with the arguments
+        bound; a literal base bound here is one for every call."""
+        method = name == "partialmethod" and (callee is None or qual.endswith(".partialmethod"))
+        if not (method or _is_partial(callee, qual, name)):
+            return NOT_SPECIAL
+        if not node.args:
+            return None
+        target = self.expr(node.args[0])
+        rest = ast.Call(func=node.args[0], args=node.args[1:], keywords=node.keywords)
+        ast.copy_location(rest, node)
+        call = self.args(rest)
+        first = node.args[0]
+        written = first.attr if isinstance(first, ast.Attribute) else (
+            first.id if isinstance(first, ast.Name) else "")
+        self.note_bound_literals(target, written, rest, call)
+        return join([Partial(t.target if isinstance(t, Partial) else t,
+                             (*(t.pos if isinstance(t, Partial) else ()), *call.pos),
+                             (*(t.kw if isinstance(t, Partial) else ()), *call.kw.items()),
+                             place(self.path, node), method) for t in alternatives(target)])
+
+    def note_bound_literals(self, target: Value, written: str, rest: ast.Call,
+                            call: CallArgs) -> None:
+        """A literal base bound by a partial of a consumer is one for every call of it."""
+        for t in alternatives(target):
+            rec = t if isinstance(t, Rec) else self.records_for(
+                t, callee_name(t, written), rest)
+            for c in rec.consumers if rec is not None else ():
+                if isinstance(c, Consumer):
+                    self.note_literal(c, call)
+
+    def cast_(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``typing.cast(T, x)``: an instance of ``T`` where it names a class, else ``x``."""
+        if not (qual in ("typing.cast", "typing_extensions.cast") or
+                (callee is None and name == "cast")):
+            return NOT_SPECIAL
+        if len(node.args) == 2:
+            typed = self.i.resolve_annotation(self.path, node.args[0])
+            value = self.expr(node.args[1])
+            return typed if typed is not None else value
+        return None
+
+    def super_(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``super()`` in a method: the instance, its lookups after the method's class."""
+        if not (qual == "builtins.super" or (callee is None and name == "super" and
+                                             isinstance(node.func, ast.Name))):
+            return NOT_SPECIAL
+        if self.self_value is not None and self.owner is not None:
+            return Super(self.owner, self.self_value)
+        return None
+
+    def getattr_form(self, callee: Value, qual: str, name: str,
+                     node: ast.Call) -> Value | object:
+        """``getattr(obj, name[, default])`` (:meth:`getattr_`)."""
+        if callee is None and isinstance(node.func, ast.Name) and name == "getattr" and \
+                len(node.args) in (2, 3) and not node.keywords:
+            return self.getattr_(node)
+        return NOT_SPECIAL
+
+    def get_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``d.get(key[, default])`` on a dict the flow holds (:meth:`dict_get`)."""
+        if callee is None and name == "get" and isinstance(node.func, ast.Attribute) and \
+                1 <= len(node.args) <= 2 and not node.keywords:
+            table = self.expr(node.func.value)
+            if any(isinstance(alt, DictV) for alt in alternatives(table)):
+                return self.dict_get(table, node)
+        return NOT_SPECIAL
+
+    def dict_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``dict(k=v, ...)``: the dict of its keywords, where none is a ``**`` it cannot read."""
+        if callee is None and isinstance(node.func, ast.Name) and name == "dict" and \
+                not node.args:
+            call = self.args(node)
+            return None if call.opaque else DictV(tuple(call.kw.items()))
+        return NOT_SPECIAL
+
+    def getattr_(self, node: ast.Call) -> Value:
+        """``getattr(obj, name[, default])``: the attribute of every name the second argument
+        may be (a constant, a name bound to one, a table's values); unknown where it may be
+        something else."""
+        receiver = node.args[0]
+        inner = self.expr(receiver)
+        names = list(alternatives(self.expr(node.args[1])))
+        default = self.expr(node.args[2]) if len(node.args) == 3 else None
+        if not names or not all(isinstance(n, Lit) and isinstance(n.value, str) for n in names):
+            return None
+        values: list[Value] = []
+        for n in names:
+            attr = str(cast(Lit, n).value)
+            value = self.i.attribute(inner, attr, place(self.path, node))
+            if value is None and isinstance(default, Lit) and isinstance(inner, Inst):
+                cls = self.i.class_info(inner.cls)
+                if cls is not None and self.i.p.lookup(cls, attr) is None and \
+                        self.i.class_attr(cls, attr) is None:
+                    value = replace(default, how=f" through getattr(..., {attr!r}, "
+                                    f"{default.value!r}), whose attribute nothing sets")
+            values.append(value)  # set somewhere: its value (the default is for never-set ones)
+        return join(values)
+
+    def dict_get(self, table: Value, node: ast.Call) -> Value:
+        """``d.get(key, default)`` on a dict the flow holds: the entry, or the default where
+        the key may be absent; by a key it cannot see, any entry or the default."""
+        key = node.args[0]
+        default = self.expr(node.args[1]) if len(node.args) == 2 else \
+            Lit(None, place(self.path, node))
+        keys: list[str] | None = None
+        if isinstance(key, ast.Constant):
+            one = dict_key(key)
+            keys = [one] if one is not None else None
+        else:  # a class (``type(obj)``): each class it may be, where each is one for sure
+            classes = [class_key(k) for k in alternatives(self.expr(key))]
+            keys = [k for k in classes if k is not None] if classes and None not in classes \
+                else None
+        options: list[Value] = []
+        for alt in alternatives(table):
+            if not isinstance(alt, DictV):
+                options.append(None)
+                continue
+            if keys is not None:
+                for known in keys:
+                    arg = alt.get(known)
+                    options.append(arg.value if arg is not None else default)
+                    if arg is not None and known in alt.maybe:
+                        options.append(default)
+                continue
+            options += [table_entry(a.value) for _, a in alt.items]
+            options.append(table_entry(default))
+        return join(options)
+
+    def apply(self, callee: Value, call: CallArgs, node: ast.Call, where: str, name: str) -> Value:
+        options = list(alternatives(callee))
+        results = [self.apply_one(alt, call, node, where, name) for alt in options]
+        return join(results) if len(results) > 1 else (results[0] if results else None)
+
+    def apply_one(self, callee: Value, call: CallArgs, node: ast.Call, where: str,
+                  name: str) -> Value:
+        if isinstance(callee, Partial):
+            merged = CallArgs([*callee.pos, *call.pos], {**dict(callee.kw), **call.kw},
+                           call.opaque, call.maybe, where)
+            return self.apply(callee.target, merged, node, where, name)
+        if name == "__new__" and call.pos and isinstance(call.pos[0].value, ClassRef):
+            ref = call.pos[0].value  # super().__new__(cls), object.__new__(cls): the instance
+            return Inst(ref.cls, exact=ref.exact)
+        rec = self.record_of(callee, name, node)
+        if rec is not None:
+            return self.record_call(rec, self.i.by_name(callee, call), node, where)
+        if isinstance(callee, Func):
+            return self.apply_func(callee, call)
+        if isinstance(callee, Bound):
+            value, kernels, produced = self.i.call_bound(callee, call, where)
+            self.kernels |= kernels
+            self.produced |= produced
+            return value
+        if isinstance(callee, ClassRef):
+            return self.construct(callee, call, where)
+        if isinstance(callee, Inst):
+            return self.apply_inst(callee, call, node, where)
+        if isinstance(callee, Ext):
+            return ExtInst(callee.qualname) if callee.qualname.rpartition(".")[2][:1].isupper() \
+                else None
+        if callee is None and isinstance(node.func, ast.Name) and node.func.id[:1].isupper() \
+                and node.func.id not in self.env:
+            return ExtInst(f"?{node.func.id}")  # a class bound nowhere it sees: by its name
+        if callee is None and isinstance(node.func, ast.Attribute):
+            return self.apply_unknown_method(node.func, call, node, where)
+        return None
+
+    def record_of(self, callee: Value, name: str, node: ast.Call) -> Rec | None:
+        """The records of a callee: its own, by its name or the name the call is written with."""
+        if isinstance(callee, Rec):
+            return callee
+        own = callee_name(callee, name)
+        rec = self.records_for(callee, own, node)
+        if rec is None and own != name:
+            rec = self.records_for(callee, name, node)  # a stub bound under the record's name
+        return rec
+
+    def apply_func(self, callee: Func, call: CallArgs) -> Value:
+        """A call of a function of the program: followed where it can matter, else what its
+        annotation says it returns."""
+        # a closure's enclosing values are arguments too (``bind(lse)(out)``)
+        if not (call_matters(call) or call_matters(CallArgs([Arg(v) for _, v in callee.closure],
+                                                         {}, False))
+                or self.i.wants_return(callee)):
+            return self.i.declared_return(callee)
+        s = self.i.analyse(callee, None, call)
+        self.kernels |= s.kernels
+        self.produced |= s.produced
+        return s.returns if s.returns is not None else self.i.declared_return(callee)
+
+    def apply_inst(self, callee: Inst, call: CallArgs, node: ast.Call, where: str) -> Value:
+        """A call of an object: its class's ``__call__`` (or ``forward``, a module's)."""
+        cls = self.i.class_info(callee.cls)
+        if cls is None:
+            return None
+        for method in ("__call__", "forward"):
+            owner = self.i.p.lookup(cls, method)
+            if owner is not None:
+                bound = Bound(Func(owner.path, f"{owner.name}.{method}"), callee,
+                              (owner.path, owner.name))
+                return self.apply_one(bound, call, node, where, method)
+        return None
+
+    def apply_unknown_method(self, func: ast.Attribute, call: CallArgs, node: ast.Call,
+                             where: str) -> Value:
+        """``x.m(...)`` on a receiver of unknown type: a producer its module imports, a
+        container growing, or an object changed in place (what it held is forgotten)."""
+        prod = self.fallback_producer(func.attr, call)
+        if prod is not None:
+            return self.record_call(prod, call, node, where)
+        if func.attr in GROWS and dotted_name(func.value) is not None:
+            grown = self.grow(func.value, func.attr, call)
+            if grown is not NOT_SPECIAL:
+                return cast(Value, grown)
+        # x.add_(...), kwargs.update(...): changed in place; forget what it was
+        d = dotted_name(func.value)
+        if d is not None and (func.attr.endswith("_") or isinstance(self.env.get(d), DictV)):
+            self.changed_in_place(d, func.attr, call)
+        return None
+
+    def changed_in_place(self, d: str, method: str, call: CallArgs) -> None:
+        """``d.update(...)`` of a dict the flow holds, with what it can read: the entries
+        replaced; any other change in place: unknown (an LSE changed in place stays one)."""
+        current = self.env.get(d)
+        given: dict[str, Arg] | None = dict(call.kw)
+        if call.pos:  # d.update(other): a dict it can read, then the keywords
+            other = call.pos[0].value if len(call.pos) == 1 else None
+            given = {**dict(other.items), **call.kw} if isinstance(other, DictV) and \
+                not other.maybe else None
+        if method == "update" and given is not None and not call.opaque and any(
+                isinstance(alt, DictV) for alt in alternatives(current)):
+            self.env[d] = join([DictV((*((k, a) for k, a in alt.items
+                                         if k not in given), *given.items()),
+                                      alt.maybe - set(given))
+                                if isinstance(alt, DictV) else alt
+                                for alt in alternatives(current)])
+        elif not isinstance(current, Lse):
+            self.env[d] = None
+
+    def grow(self, receiver: ast.expr, method: str, call: CallArgs) -> Value | object:
+        """``xs.append(x)``, ``xs.extend(ys)``, ``s.add(x)``, ``xs.pop()`` on a list, tuple or
+        set the flow holds: afterwards it holds those elements too (positions not known)."""
+        d = dotted_name(receiver)
+        current = self.env[d] if d is not None and d in self.env else self.expr(receiver)
+        if not any(isinstance(a, (Tup, Seq)) for a in alternatives(current)):
+            return NOT_SPECIAL
+        had = [iterate(a) for a in alternatives(current)
+               if not (isinstance(a, Tup) and not a.items)]
+        if method in ("pop", "popleft"):
+            return join(had) if had else None
+        if method in ("discard", "remove", "clear"):
+            return None  # still a subset of what it held
+        added = [a.value for a in call.pos[-1:]]
+        if method in ("extend", "update", "extendleft"):
+            added = [iterate(a.value) for a in call.pos]
+        if call.opaque:
+            added.append(None)
+        self.assign(receiver, Seq(join([*had, *added])))
+        return None
+
+    def construct(self, ref: ClassRef, call: CallArgs, where: str) -> Value:
+        cls = self.i.class_info(ref.cls)
+        if cls is None:
+            return None
+        args: list[tuple[str, Value]] = [(str(i), a.value) for i, a in enumerate(call.pos)]
+        args += sorted(((k, a.value) for k, a in call.kw.items()), key=lambda kv: kv[0])
+        if self.i.fields(cls) is not None and (args or call.opaque):
+            # a dataclass or NamedTuple holds what its constructor was given, wherever it is
+            # built: each field its argument (unknown where not read), the default only where
+            # the call omits it; ``*args``/``**kwargs`` may give any field
+            if call.opaque:
+                args.append((OPAQUE_ARGS, None))
+            return Inst(ref.cls, exact=ref.exact, ctor=(where, tuple(args)))
+        interesting = any(v is not None and not isinstance(v, (Inst, ExtInst))
+                          for _, v in args)
+        ctor = (where, tuple(args)) if interesting and not call.opaque else None
+        if ctor is not None and self.module_level:
+            ctor = None  # module-level singletons: their attributes from the class
+        return Inst(ref.cls, exact=ref.exact, ctor=ctor)
+
+
+#: the special forms :meth:`Frame.special` tries, in order (each returns NOT_SPECIAL where the
+#: call is not it)
+_SPECIAL_FORMS = (Frame.type_of, Frame.identity, Frame.partial, Frame.cast_, Frame.super_,
+                  Frame.getattr_form, Frame.get_form, Frame.dict_form)
+
+
+def _spread(call: CallArgs, value: Value) -> set[str]:
+    """``**value`` into ``call``'s keywords: a dict the flow holds (or one of several, each
+    known: a key some lack may be absent); anything else makes the call opaque. The keys that
+    may be absent."""
+    maybe: set[str] = set()
+    dicts = [alt for alt in alternatives(value) if isinstance(alt, DictV)]
+    if len(dicts) == 1 and not isinstance(value, Union_):
+        call.kw.update(dicts[0].items)
+        maybe |= dicts[0].maybe
+    elif dicts and all(isinstance(alt, DictV) for alt in alternatives(value)):
+        maybe |= _spread_each(call, dicts)
+    else:
+        call.opaque = True
+    return maybe
+
+
+def _spread_each(call: CallArgs, dicts: list[DictV]) -> set[str]:
+    """``**value`` where it is one of several dicts: each key any of them holds, with every
+    value it may have; one some lack may be absent."""
+    maybe: set[str] = set()
+    keys = {k for d in dicts for k, _ in d.items}
+    for k in keys:
+        vals = [d.get(k) for d in dicts]
+        call.kw[k] = Arg(join([a.value for a in vals if a is not None]),
+                         next(a.where for a in vals if a is not None),
+                         buffers=frozenset().union(
+                             *(a.buffers for a in vals if a is not None)))
+        if any(a is None for a in vals):
+            maybe.add(k)
+    maybe |= {k for d in dicts for k in d.maybe}
+    return maybe
+
+
+def _is_partial(callee: Value, qual: str, name: str) -> bool:
+    """``functools.partial`` however it is imported (or bound nowhere the linter sees)."""
+    return qual == "functools.partial" or (callee is None and name == "partial") or (
+        qual.endswith(".partial") and name == "partial")
+
+
+def _star_items(value: Value) -> list[Value] | None:
+    """What ``*x`` passes by position: the items of a tuple, or of one of several tuples of one
+    length (an element of a list of pairs), each position what any of them holds there; None
+    where the positions are not known."""
+    tuples = [t for t in alternatives(value) if isinstance(t, Tup)]
+    if tuples and len(tuples) == len(list(alternatives(value))) and \
+            len({len(t.items) for t in tuples}) == 1:
+        return [join([t.items[i] for t in tuples]) for i in range(len(tuples[0].items))]
+    return None

@@ -1,0 +1,137 @@
+"""What the interpreter infers for the rules: the facts :mod:`attn_contracts.lint.edges` reads.
+
+The interpreter (:mod:`attn_contracts.lint.interpret`) never reports a rule's finding: it
+records these facts (a producer call reached, an LSE reaching a consumer, a weight in the
+wrong base, a base left to a default or to dispatch, records that disagree), and the rules turn
+them into findings, as astroid's inference leaves reporting to pylint's checkers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from attn_contracts.call_base import CallBase
+from attn_contracts.findings import Finding
+from attn_contracts.lint.record_index import (
+    Consumer,
+    Producer,
+)
+from attn_contracts.lint.values import (
+    Flag,
+    Lse,
+    Param,
+    Source,
+)
+
+__all__ = ["BaseGiven", "Disagreed", "Dispatched", "Fact", "Kernel", "Omitted", "Use",
+           "Weighed"]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A producer call reached: the record, where, and the base it returns there."""
+
+    record: str
+    name: str  # the call's last name
+    where: str
+    base: str | None  # pinned base, or None (dispatch, or an expression chooses)
+    dispatch: bool = False
+    bases: tuple[str, ...] = ()
+    choice: str = ""
+    #: handed to a combine told a fixed base after a conversion, or to a state merge: that edge
+    #: is judged (AC023), and says nothing about the decode LSE the class declares
+    settled: bool = False
+
+
+@dataclass(frozen=True)
+class BaseGiven:
+    """How a consumer call is told the base.
+
+    ``kind``: ``"fixed"`` (the record's own fixed base, a literal, a default), ``"flag"`` (a
+    backend's declared attribute), ``"param"`` (a parameter of the function analysed alone),
+    ``"unknown"`` (an expression the linter cannot read: trusted)."""
+
+    kind: str
+    base: str | None = None
+    where: str = ""  # where the base is written (a literal, a default), or the call
+    how: str = ""  # for messages
+    literal: bool = False  # written as a literal in the linted code (AC003)
+    keyword: str = ""
+    flag: Flag | None = None
+    param: Param | None = None
+    omitted: str = ""  # the call that left the keyword (or a wrapper's parameter) out
+    table: bool = False  # a literal read from a table by a key the linter cannot see
+    rebound: bool = False  # one of the values of a global a function rebinds
+    #: ``"choice"``: the ways the value may tell the base (``x if c else True``, a table)
+    options: tuple[BaseGiven, ...] = ()
+
+
+@dataclass(frozen=True)
+class Use:
+    """An LSE reaching a consumer call."""
+
+    consumer: Consumer
+    given: BaseGiven
+    lse: Lse
+    where: str  # the consumer call
+    dispatched: bool  # inside an ``if`` on the base: the branch is the dispatch
+
+
+@dataclass(frozen=True)
+class Weighed:
+    """An LSE exponentiated in one base (``torch.exp2(lse - m)``, a hand-written merge's
+    weight): ``sources`` are its sources of the other base."""
+
+    fn: str  # ``torch.exp2`` / ``.exp()``, as written
+    name: str  # ``exp2``
+    reads: str
+    sources: tuple[Source, ...]
+    where: str
+
+
+@dataclass(frozen=True)
+class Omitted:
+    """A consumer call that leaves its base keyword out and gets the default base."""
+
+    consumer: Consumer
+    keyword: str
+    default: str | None
+    where: str
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """A producer call that leaves its LSE's base to the library's run-time dispatch on some
+    path."""
+
+    producer: Producer
+    call_base: CallBase
+    where: str
+
+
+@dataclass(frozen=True)
+class Disagreed:
+    """A consumer whose records (one per library version) disagree, the versions unknown:
+    only what they agree on is used."""
+
+    consumer: Consumer
+    versions: Mapping[str, str]  # the knowledge's library versions, for the message
+    where: str
+
+
+#: what the interpreter infers besides the uses, for :mod:`attn_contracts.lint.edges`; a
+#: ``Finding`` is a note about the analysis itself (a bound it hit), passed on as it is
+Fact = Weighed | Omitted | Dispatched | Disagreed | Finding
+
+
+def kernel_of(src: Source) -> Kernel | None:
+    """What a producer's LSE is where it ends up (used or returned), for the class rules;
+    None for what no producer record made (a parameter, a merged LSE)."""
+    if not src.record or not src.key.startswith("producer:"):
+        return None
+    where = src.key.removeprefix("producer:").removesuffix(f":{src.record}")
+    base = src.base if src.pinned else None
+    name = src.what.partition("(")[0].removeprefix("the LSE of ").strip()
+    choice = src.choice + (f", after {src.converted}" if src.converted else "")
+    return Kernel(src.record, name, where, base, src.dispatch, src.bases, choice)

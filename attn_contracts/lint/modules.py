@@ -1,0 +1,363 @@
+"""Module-level names: bindings, imports, annotations, mutations, registered ops.
+
+What a module-level name holds (its assignment alone, with what the module does to it later),
+what an import binds, what an annotation says a value is, and which function of the program a
+``torch.ops`` name runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, cast
+
+from attn_contracts.lint.analysis import Analysis
+from attn_contracts.lint.classes import dotted_name, module_level
+from attn_contracts.lint.containers import (
+    MUTATORS,
+)
+from attn_contracts.lint.values import (
+    NOT_SPECIAL,
+    ClassRef,
+    Ext,
+    ExtInst,
+    Func,
+    Inst,
+    Lit,
+    ModuleRef,
+    Value,
+    alternatives,
+    join,
+)
+
+
+def _registrations(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
+    """(``"ns::name"`` or ``"*::name"``, the function) for each way ``node`` registers a
+    Python function as a torch op: a ``custom_op("ns::name")`` decorator, a call
+    ``custom_op("ns::name", fn)``, a registration helper given ``op_name=`` and ``op_func=``."""
+    def op_name(call: ast.Call) -> str | None:
+        first = call.args[0] if call.args else next(
+            (k.value for k in call.keywords if k.arg in ("name", "qualname")), None)
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+                "::" in first.value:
+            return first.value.partition(".")[0]
+        return None
+
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for d in node.decorator_list:
+            if isinstance(d, ast.Call) and (dotted_name(d.func) or "").rpartition(".")[2] in (
+                    "custom_op", "triton_op") and (key := op_name(d)) is not None:
+                yield key, node
+    elif isinstance(node, ast.Call):
+        last = (dotted_name(node.func) or "").rpartition(".")[2]
+        if last in ("custom_op", "triton_op") and len(node.args) >= 2 and \
+                (key := op_name(node)) is not None:
+            yield key, node.args[1]
+        kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        named = kw.get("op_name")
+        if "op_func" in kw and isinstance(named, ast.Constant) and isinstance(named.value, str):
+            yield f"*::{named.value}", kw["op_func"]
+
+
+def _own_statements(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.stmt]:
+    """The statements of a function's body at any depth, not those of functions or classes
+    nested in it (each is walked on its own)."""
+    stack = list(reversed(fn.body))
+    while stack:
+        st = stack.pop()
+        yield st
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for child in ast.iter_child_nodes(st):
+            if isinstance(child, ast.stmt):
+                stack.append(child)
+            elif isinstance(child, (ast.excepthandler, ast.match_case)):
+                stack.extend(c for c in ast.iter_child_nodes(child) if isinstance(c, ast.stmt))
+
+
+def _mutated_name(st: ast.stmt) -> str | None:
+    """The name a statement changes in place: ``NAME[k] = v``, ``del NAME[k]``,
+    ``NAME.update(...)``, ``NAME.append(x)`` and the other mutating methods."""
+    targets: list[ast.expr] = []
+    if isinstance(st, ast.Assign):
+        targets = list(st.targets)
+    elif isinstance(st, (ast.AugAssign, ast.AnnAssign)):
+        targets = [st.target]
+    elif isinstance(st, ast.Delete):
+        targets = list(st.targets)
+    for t in targets:
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            return t.value.id
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+        f = st.value.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
+                f.attr in MUTATORS:
+            return f.value.id
+    return None
+
+
+class ModuleResolver(Analysis):
+    """The resolution of module-level names over the program."""
+
+
+    def global_value(self, path: str, name: str) -> Value:
+        """A module-level name's value, evaluated when first asked (its assignment alone, not
+        the whole module body)."""
+        key = (path, name)
+        if key in self._globals:
+            return self._globals[key]
+        if key in self._module_busy:
+            return None
+        self._module_busy.add(key)
+        try:
+            value = self.binding_value(path, name)
+            b = self.p.binding(path, name)
+            if b is not None and b.kind == "assign" and b.module == path:
+                value = self._mutated(path, name, value, getattr(b.node, "lineno", 0))
+        except RecursionError:
+            value = None
+        finally:
+            self._module_busy.discard(key)
+        self._globals[key] = value
+        return value
+
+    def _module_text(self, path: str) -> str:
+        if path not in self._texts:
+            try:
+                self._texts[path] = Path(path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                self._texts[path] = ""
+        return self._texts[path]
+
+    def _mutations(self, path: str) -> dict[str, tuple[list[ast.stmt], list[ast.expr], bool]]:
+        """Per module-level name, what changes it after its assignment: the module-level
+        statements that store into it or call a mutating method on it (in order), the values
+        functions rebind it to (``global NAME``), and whether a function changes it in place."""
+        if path in self._mutation_index:
+            return self._mutation_index[path]
+        found: dict[str, tuple[list[ast.stmt], list[ast.expr], bool]] = {}
+        self._mutation_index[path] = found
+        tree = self.p.tree(path)
+        if tree is None:
+            return found
+
+        def entry(name: str) -> tuple[list[ast.stmt], list[ast.expr], bool]:
+            return found.setdefault(name, ([], [], False))
+
+        for st in module_level(tree.body):
+            if (n := _mutated_name(st)) is not None:
+                entry(n)[0].append(st)
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                _function_mutations(fn, found)
+        return found
+
+    def _mutated(self, path: str, name: str, value: Value, line: int) -> Value:
+        """A module-level value with what the module does to it afterwards: its own statements
+        run in order; a value a function may rebind it to is one more way it may be (which one
+        holds depends on what runs first); changed in place by a function, it is unknown."""
+        text = self._module_text(path)
+        if not re.search(r"\bglobal\b[^\n]*\b" + re.escape(name) + r"\b|\b" + re.escape(name)
+                         + r"\s*(?:\[|\.\s*(?:" + "|".join(sorted(MUTATORS)) + r")\s*\()",
+                         text):
+            return value  # nothing in the module can change it (read from its text first)
+        stmts, rebinds, in_function = self._mutations(path).get(name, ([], [], False))
+        if in_function:
+            return None
+        later = [st for st in stmts if st.lineno > line]
+        if later:
+            frame = self.new_frame(path)
+            frame.env[name] = value
+            for st in later:
+                frame.stmt(st)
+            value = frame.env.get(name)
+        if rebinds:
+            frame = self.new_frame(path)
+            frame.module_level = False
+            value = join([value, *(frame.expr(e) for e in rebinds)])
+            value = join([replace(v, rebound=True) if isinstance(v, Lit) else v
+                          for v in alternatives(value)])
+        return value
+
+    def custom_op(self, namespace: str, name: str) -> Func | None:
+        """The function of the program registered as the torch op ``namespace::name``
+        (``@torch.library.custom_op("ns::name")``, ``torch.library.custom_op("ns::name",
+        fn)``, a helper called with ``op_name="name", op_func=fn``); only the modules whose
+        text names the op are parsed for it."""
+        if self._op_texts is None:
+            self._op_texts = []
+            for info in self.p.infos():
+                try:
+                    text = Path(info.path).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                if "custom_op" in text or "op_func" in text:
+                    self._op_texts.append((info.path, text))
+        if name not in self._op_names:
+            self._op_names.add(name)
+            word = re.compile(r"\b" + re.escape(name) + r"\b")
+            for path, text in self._op_texts:
+                if not word.search(text):
+                    continue
+                tree = self.p.tree(path)
+                for node in ast.walk(tree) if tree is not None else ():
+                    for key, fn in _registrations(node):
+                        if key.rpartition("::")[2] != name:
+                            continue
+                        func = self._registered_func(path, fn)
+                        if func is not None:
+                            self._ops.setdefault(key, func)
+                            self._op_funcs.add(func.qualname)
+        return self._ops.get(f"{namespace}::{name}") or self._ops.get(f"*::{name}")
+
+    def _registered_func(self, path: str, fn: ast.AST) -> Func | None:
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if self.p.function(path, fn.name) is fn:
+                return Func(path, fn.name, fn)
+            return Func(path, f"{fn.name}@{fn.lineno}", fn)
+        if isinstance(fn, ast.Name):
+            value = self.global_value(path, fn.id)
+            return value if isinstance(value, Func) else None
+        return None
+
+    def binding_value(self, path: str, name: str) -> Value:
+        b = self.p.binding(path, name)
+        if b is None:
+            return None
+        if b.kind == "class" and b.cls is not None:
+            return ClassRef((b.cls.path, b.cls.name))
+        if b.kind == "def":
+            return Func(b.module, b.name)
+        if b.kind == "module":
+            return ModuleRef(b.target)
+        if b.kind == "external":
+            return Ext(b.target)
+        if b.kind == "assign" and isinstance(b.node, ast.expr):
+            if b.module != path:
+                return self.global_value(b.module, b.name)
+            frame = self.new_frame(path)
+            frame.module_level = False  # names it reads are module globals, asked one by one
+            return frame.expr(b.node)
+        return None
+
+    def import_value(self, path: str, node: ast.ImportFrom | ast.Import, alias: ast.alias,
+                     ) -> tuple[str, Value]:
+        """The name a (function-level) import binds and its value."""
+        info = self.p.info(path)
+        if isinstance(node, ast.Import):
+            if alias.asname:
+                target = self.p.module(alias.name, path)
+                return alias.asname, ModuleRef(target) if target else Ext(alias.name)
+            top = alias.name.partition(".")[0]
+            target = self.p.module(top, path)
+            return top, ModuleRef(target) if target else Ext(top)
+        package = ""
+        if info is not None:
+            package = info.name if info.is_package else info.name.rpartition(".")[0]
+        source = node.module or ""
+        if node.level:
+            parts = package.split(".") if package else []
+            base = parts[: len(parts) - (node.level - 1)] if node.level - 1 <= len(parts) else []
+            source = ".".join([*base, *([node.module] if node.module else [])])
+        bound = alias.asname or alias.name
+        target = self.p.module(source, path)
+        if target is None:
+            sub = self.p.module(f"{source}.{alias.name}", path)
+            return bound, ModuleRef(sub) if sub else Ext(f"{source}.{alias.name}")
+        value = self.global_value(target, alias.name)
+        if value is None:
+            sub = self.p.module(f"{source}.{alias.name}", path)
+            if sub is not None:
+                return bound, ModuleRef(sub)
+        return bound, value
+
+    def resolve_annotation(self, path: str, node: ast.expr | None, exact: bool = False) -> Value:
+        """The instance an annotation says a value is: ``X``, ``X | None``, ``Optional[X]``,
+        ``"X"``, ``X[T]``; a union of classes where several."""
+        if node is None:
+            return None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                node = ast.parse(node.value, mode="eval").body
+            except (SyntaxError, ValueError, RecursionError):
+                return None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            return join([v for v in (self.resolve_annotation(path, node.left),
+                                     self.resolve_annotation(path, node.right)) if v is not None])
+        if isinstance(node, ast.Subscript):
+            wrapped = self._generic_annotation(path, node)
+            if wrapped is not NOT_SPECIAL:
+                return cast(Value, wrapped)
+            node = node.value
+        dotted = dotted_name(node)
+        if dotted is None or dotted == "None":
+            return None
+        value = self._dotted_value(path, dotted)
+        if isinstance(value, ClassRef):
+            return Inst(value.cls, exact=exact)
+        if isinstance(value, Ext):
+            return ExtInst(value.qualname)
+        return None
+
+    def _generic_annotation(self, path: str, node: ast.Subscript) -> Value | object:
+        """``Optional[X]`` (``Annotated``, ``Final``, ``ClassVar``), ``Union[X, Y]``,
+        ``type[X]``; :data:`NOT_SPECIAL` for any other ``X[T]`` (read as ``X``)."""
+        head = dotted_name(node.value) or ""
+        last = head.rpartition(".")[2]
+        if last in ("Optional", "Annotated", "Final", "ClassVar"):
+            inner = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) else node.slice
+            return self.resolve_annotation(path, inner)
+        if last == "Union" and isinstance(node.slice, ast.Tuple):
+            return join([v for e in node.slice.elts
+                         if (v := self.resolve_annotation(path, e)) is not None])
+        if last == "type":
+            of = self.resolve_annotation(path, node.slice)
+            return ClassRef(of.cls, exact=False) if isinstance(of, Inst) else None
+        return NOT_SPECIAL
+
+    def _dotted_value(self, path: str, dotted: str) -> Value:
+        head, *rest = dotted.split(".")
+        value = self.global_value(path, head)
+        for attr in rest:
+            if isinstance(value, ModuleRef):
+                b = self.p.member(value.name, attr)
+                value = None if b is None else self._binding(b)
+            elif isinstance(value, Ext):
+                value = Ext(f"{value.qualname}.{attr}")
+            else:
+                return None
+        return value
+
+    def _binding(self, b: Any) -> Value:
+        if b.kind == "module":
+            return ModuleRef(b.target)
+        return self.binding_value(b.module, b.name)
+
+
+def _function_mutations(fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                        found: dict[str, tuple[list[ast.stmt], list[ast.expr], bool]]) -> None:
+    """What one function does to module-level names (into ``found``): the values it rebinds
+    a ``global`` to, and the names it changes in place that are not its own locals."""
+    def entry(name: str) -> tuple[list[ast.stmt], list[ast.expr], bool]:
+        return found.setdefault(name, ([], [], False))
+
+    body = list(_own_statements(fn))
+    declared = {n for g in body if isinstance(g, ast.Global) for n in g.names}
+    # a name the function binds itself (a parameter, an assignment) is its own local
+    local = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    local |= {t.id for st in body if isinstance(st, (ast.Assign, ast.AnnAssign, ast.For))
+              for t in (st.targets if isinstance(st, ast.Assign) else [st.target])
+              if isinstance(t, ast.Name)} - declared
+    for st in body:
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id in declared:
+                    entry(t.id)[1].append(st.value)
+        n = _mutated_name(st)
+        if n is not None and n not in local:
+            stmts, rebinds, _ = entry(n)
+            found[n] = (stmts, rebinds, True)

@@ -1,0 +1,708 @@
+"""Frames and scopes: statements and expressions, one handler per syntax node type.
+
+A :class:`Scope` interprets one function's (or a module's) statements over the values of
+:mod:`attn_contracts.lint.values`, the node's type choosing the handler (as pyflakes
+dispatches): names and their environments, branches joined into unions, loops to a fixpoint
+(:mod:`attn_contracts.lint.bounds`), assignments, and every expression but a call's
+application, which :class:`~attn_contracts.lint.frame.Frame` adds.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar, cast
+
+from attn_contracts.findings import Location
+from attn_contracts.lint.attributes import Resolver
+from attn_contracts.lint.bounds import FUNCTION_BUDGET
+from attn_contracts.lint.calls import (
+    literal_value,
+    place,
+    source_text,
+)
+from attn_contracts.lint.classes import dotted_name
+from attn_contracts.lint.containers import (
+    class_key,
+    dict_key,
+    element,
+    entries,
+    index_of,
+    iterate,
+    literal_values,
+    members_of,
+    ordering,
+    rest_of,
+)
+from attn_contracts.lint.inferred import (
+    Kernel,
+)
+from attn_contracts.lint.torch_model import (
+    VIEWS,
+    constant_name,
+    convert,
+    lose_layout,
+)
+from attn_contracts.lint.values import (
+    NOT_SPECIAL,
+    Arg,
+    ClassKey,
+    ClassRef,
+    DictV,
+    Flag,
+    Func,
+    Inst,
+    Lit,
+    Lse,
+    Num,
+    Param,
+    Seq,
+    Source,
+    Tup,
+    Union_,
+    Value,
+    alternatives,
+    join,
+    lse_of,
+)
+
+#: each frame's serial (:attr:`Scope.serial`): never reused, unlike an object's id
+_FRAME_SERIALS = itertools.count()
+
+
+def _tuple_test(test: ast.expr | None) -> str | None:
+    """``isinstance(x, tuple)`` (or ``(tuple, list)``): the name it narrows."""
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and
+            test.func.id == "isinstance" and len(test.args) == 2 and
+            isinstance(test.args[0], ast.Name)):
+        return None
+    kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+    if all(isinstance(k, ast.Name) and k.id in ("tuple", "list") for k in kinds):
+        return test.args[0].id
+    return None
+
+
+def _on_base_test(test: ast.expr, base_attrs: frozenset[str]) -> bool:
+    for sub in ast.walk(test):
+        if isinstance(sub, ast.Attribute) and (sub.attr in base_attrs or "base" in sub.attr.lower()):
+            return True
+        if isinstance(sub, ast.Name) and "base" in sub.id.lower():
+            return True
+    return False
+
+
+def _ends(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+_LOADED: dict[int, frozenset[str]] = {}
+
+
+def _loaded_names(node: ast.AST) -> frozenset[str]:
+    """The names a function or lambda reads anywhere in its body."""
+    key = id(node)
+    if key not in _LOADED:
+        _LOADED[key] = frozenset(n.id for n in ast.walk(node)
+                                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    return _LOADED[key]
+
+
+_H = TypeVar("_H", bound=Callable[..., Any])
+
+
+#: syntax node type -> the Scope method that interprets it (filled by ``@_on`` as the class is
+#: defined: each handler names its node types where it is written, as pyflakes dispatches)
+_STMT: dict[type, Callable[[Scope, Any], None]] = {}
+
+
+_EXPR: dict[type, Callable[[Scope, Any], Value]] = {}
+
+
+def _on(table: dict[type, Any], *types: type) -> Callable[[_H], _H]:
+    """Registers the decorated method as ``table``'s handler of ``types``."""
+
+    def register(fn: _H) -> _H:
+        table.update(dict.fromkeys(types, fn))
+        return fn
+
+    return register
+
+
+#: how many levels of calls an expression that may be a base is read through (the function
+#: it calls, the ones that calls, ...): a base computed by a helper of a helper
+_NEED_LEVELS = 3
+
+
+def _target_name(target: ast.expr) -> str | None:
+    """The name an assignment binds: ``x`` of ``x = ...`` and of ``self.x = ...``."""
+    return target.id if isinstance(target, ast.Name) else (
+        target.attr if isinstance(target, ast.Attribute) else None)
+
+
+class Scope:
+    """One function's (or a module's) interpretation."""
+
+
+    def __init__(self, interp: Resolver, path: str, func: Func | None, self_value: Inst | None,
+                 owner: ClassKey | None):
+        self.i, self.path, self.func, self.self_value, self.owner = (interp, path, func,
+                                                                     self_value, owner)
+        self.env: dict[str, Value] = {}
+        #: which frame an argument's buffer names a variable of (:attr:`Arg.buffers`)
+        self.serial = next(_FRAME_SERIALS)
+        self.returns: list[Value] = []
+        self.kernels: set[Kernel] = set()
+        self.produced: set[Kernel] = set()
+        self.on_base = 0
+        self.module_level = func is None
+        self.node: ast.AST | None = None  # the function's syntax node
+        self.k = interp.knowledge(path)
+        self.entry = ""  # the call that started this frame
+        self._consumers: int | None = None
+        self.param_ids: set[int] = set()  # the values its caller passed in
+        self.yields: list[Value] = []  # a generator's yielded values
+        self.own_steps = 0  # its own statements (its budget: bounds.FUNCTION_BUDGET)
+        #: each loop's passes already interpreted, by their entry values (bounds.Bounds.loop)
+        self.loop_memo: dict[tuple[object, ...], Any] = {}
+
+    def block(self, body: list[ast.stmt]) -> None:
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, ast.If) and _ends(stmt.body) and not stmt.orelse:
+                # `if c: ...; return` — what follows runs only when c is false: the else side
+                self.expr(stmt.test)
+                self.branches([stmt.body, body[i + 1:]], stmt.test)
+                return
+            self.stmt(stmt)
+
+    def stmt(self, st: ast.stmt) -> None:
+        self.own_steps += 1
+        if self.own_steps > FUNCTION_BUDGET or self.i.budget <= 0:
+            self.i.bounds.note(self, "function budget" if self.i.budget > 0 else "run budget",
+                               "the statements after this one are not interpreted", st)
+            return
+        self.i.budget -= 1
+        self.i.steps += 1
+        handler = _STMT.get(type(st))
+        if handler is not None:
+            handler(self, st)
+        else:
+            for child in ast.iter_child_nodes(st):
+                if isinstance(child, ast.expr):
+                    self.expr(child)
+
+    @_on(_STMT, ast.Assign)
+    def s_assign(self, st: ast.Assign) -> None:
+        value = self.needed(st.value) if any(self.i.base_word(_target_name(t))
+                                             for t in st.targets) else self.expr(st.value)
+        for t in st.targets:
+            self.assign(t, value, st.value)
+
+    @_on(_STMT, ast.AnnAssign)
+    def s_annassign(self, st: ast.AnnAssign) -> None:
+        if st.value is not None:
+            value = self.expr(st.value)
+            if value is None and isinstance(st.target, ast.Attribute):
+                value = self.i.resolve_annotation(self.path, st.annotation)
+            self.assign(st.target, value, st.value)
+
+    @_on(_STMT, ast.AugAssign)
+    def s_augassign(self, st: ast.AugAssign) -> None:
+        current = self.expr(st.target)
+        self.assign(st.target, self.binop(st.target, current, st.op, st.value))
+
+    @_on(_STMT, ast.Expr)
+    def s_expr(self, st: ast.Expr) -> None:
+        self.expr(st.value)
+
+    @_on(_STMT, ast.Return)
+    def s_return(self, st: ast.Return) -> None:
+        self.returns.append(None if st.value is None else self.i.bounds.value(
+            self, self.expr(st.value), st))
+
+    @_on(_STMT, ast.If)
+    def s_if(self, st: ast.If) -> None:
+        self.expr(st.test)
+        self.branches([st.body, st.orelse], st.test)
+
+    @_on(_STMT, ast.For, ast.AsyncFor)
+    def s_for(self, st: ast.For | ast.AsyncFor) -> None:
+        self.assign(st.target, iterate(self.expr(st.iter)))
+        self.loop(st.body, st)
+        self.block(st.orelse)
+
+    @_on(_STMT, ast.While)
+    def s_while(self, st: ast.While) -> None:
+        self.expr(st.test)
+        self.loop(st.body, st)
+        self.block(st.orelse)
+
+    @_on(_STMT, ast.With, ast.AsyncWith)
+    def s_with(self, st: ast.With | ast.AsyncWith) -> None:
+        for item in st.items:
+            self.expr(item.context_expr)
+            if item.optional_vars is not None:
+                self.assign(item.optional_vars, None)
+        self.block(st.body)
+
+    @_on(_STMT, ast.Try, ast.TryStar)
+    def s_try(self, st: ast.Try) -> None:
+        self.branches([[*st.body, *st.orelse], *([*h.body] for h in st.handlers)])
+        self.block(st.finalbody)
+
+    @_on(_STMT, ast.Match)
+    def s_match(self, st: ast.Match) -> None:
+        self.expr(st.subject)
+        self.branches([c.body for c in st.cases] + [[]])
+
+    @_on(_STMT, ast.FunctionDef, ast.AsyncFunctionDef)
+    def s_def(self, st: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        qual = st.name if self.func is None else f"{self.func.qualname}.<locals>.{st.name}"
+        self.env[st.name] = Func(self.path, f"{qual}@{st.lineno}", st, self.closure(st))
+
+    def closure(self, node: ast.AST) -> tuple[tuple[str, Value], ...]:
+        """The values of this function's names that a nested function or lambda reads (Python
+        looks them up in the enclosing scope); none at module level, where they are globals."""
+        if self.func is None:
+            return ()
+        free = _loaded_names(node)
+        return tuple(sorted(((n, self.env[n]) for n in free if n in self.env
+                             and self.env[n] is not None), key=lambda kv: kv[0]))
+
+    @_on(_STMT, ast.ClassDef)
+    def s_class(self, st: ast.ClassDef) -> None:
+        cls = self.i.p.cls((self.path, st.name))
+        self.env[st.name] = ClassRef((self.path, st.name)) if cls is not None else None
+
+    @_on(_STMT, ast.Import, ast.ImportFrom)
+    def s_import(self, st: ast.Import | ast.ImportFrom) -> None:
+        for alias in st.names:
+            if alias.name == "*":
+                continue
+            name, value = self.i.import_value(self.path, st, alias)
+            self.env[name] = value
+
+    @_on(_STMT, ast.Delete)
+    def s_delete(self, st: ast.Delete) -> None:
+        for t in st.targets:
+            if isinstance(t, ast.Name):
+                self.env.pop(t.id, None)
+
+    def loop(self, body: list[ast.stmt], node: ast.stmt) -> None:
+        """A loop body to a fixpoint, joined with not running it (bounds.Bounds.loop)."""
+        self.i.bounds.loop(self, body, node)
+
+    def branches(self, bodies: list[list[ast.stmt]], test: ast.expr | None = None) -> None:
+        before = dict(self.env)
+        results = []
+        on_base = test is not None and _on_base_test(test, self.i.base_attrs)
+        narrowed = _tuple_test(test)
+        known = None if test is None or self.i.assume is None else self.i.assume(test)
+        for i, body in enumerate(bodies):
+            if known is not None and i < 2 and (i == 0) != known:
+                continue  # the side the assumption rules out
+            self.env = dict(before)
+            if narrowed is not None and i < 2 and narrowed in self.env:
+                # ``if isinstance(ret, tuple): ... return ...`` / else: what each side holds
+                keep = [a for a in alternatives(self.env[narrowed])
+                        if isinstance(a, Tup) == (i == 0)]
+                self.env[narrowed] = join(keep) if keep else None
+            self.on_base += on_base
+            self.block(body)
+            self.on_base -= on_base
+            if not _ends(body):
+                results.append(self.env)
+        self.env = self._join(results, before) if results else before
+
+    def join_envs(self, results: list[dict[str, Value]], before: dict[str, Value],
+                  ) -> dict[str, Value]:
+        """The names after paths that end in ``results`` (each a may-union of its paths)."""
+        return self._join(results, before)
+
+    @staticmethod
+    def _join(results: list[dict[str, Value]], before: dict[str, Value]) -> dict[str, Value]:
+        if len(results) == 1:
+            return results[0]
+        joined = dict(results[0])
+        for r in results[1:]:
+            for key in joined.keys() | r.keys():
+                a = joined.get(key, before.get(key))
+                b = r.get(key, before.get(key))
+                if a is not b and a != b:
+                    joined[key] = join([a, b])
+        return joined
+
+    def assign(self, target: ast.expr, value: Value, source: ast.expr | None = None) -> None:
+        """``target = value``; ``source``: the expression it was read from, where it is known
+        (an item stored into a dict keeps the buffer it names)."""
+        value = self.i.bounds.value(self, value, target)
+        if isinstance(target, ast.Name):
+            self.env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self.unpack(target, value)
+        elif isinstance(target, ast.Attribute):
+            obj = self.expr(target.value)
+            for alt in alternatives(obj):
+                if isinstance(alt, Inst):
+                    self.i.stores.setdefault((alt, target.attr), set()).add(value)
+            dotted = dotted_name(target)
+            if dotted is not None:
+                self.env[dotted] = value
+        elif isinstance(target, ast.Subscript):
+            self.store_item(target, value, source)
+
+    def unpack(self, target: ast.Tuple | ast.List, value: Value) -> None:
+        """``a, *rest, b = value``: each target its item (those after a starred one counted
+        from the end)."""
+        star = next((i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)),
+                    None)
+        after = len(target.elts) - star - 1 if star is not None else 0
+        for i, t in enumerate(target.elts):
+            if isinstance(t, ast.Starred):
+                self.assign(t.value, rest_of(value, i, after))
+            elif star is not None and i > star:  # counted from the end
+                self.assign(t, element(value, i - len(target.elts), exact=True))
+            else:
+                self.assign(t, element(value, i))
+
+    def store_item(self, target: ast.Subscript, value: Value, source: ast.expr | None) -> None:
+        """``d["k"] = value`` into a dict the flow holds (a computed key: no dict it can read
+        any more); ``lse[mask] = other``: an LSE of both origins."""
+        dotted = dotted_name(target.value)
+        if dotted is None:
+            return
+        current = self.env.get(dotted)
+        key = target.slice
+        if any(isinstance(alt, DictV) for alt in alternatives(current)):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                self.env[dotted] = None  # a computed key: no longer a dict it can read
+                return
+            stored = Arg(value, place(self.path, target),
+                         buffers=self.buffers(source) if source is not None else frozenset())
+            self.env[dotted] = join([DictV((*((k, a) for k, a in alt.items
+                                               if k != key.value), (key.value, stored)),
+                                           alt.maybe - {key.value})
+                                     if isinstance(alt, DictV) else alt
+                                     for alt in alternatives(current)])
+        elif isinstance(current, Lse) and isinstance(value, Lse):
+            self.env[dotted] = join([current, value])  # lse[mask] = other: both origins
+
+    def needed(self, node: ast.expr) -> Value:
+        """An expression whose value may be a base: its calls are read for their values."""
+        need = self.i.need
+        self.i.need = _NEED_LEVELS
+        try:
+            return self.expr(node)
+        finally:
+            self.i.need = need
+
+    def expr(self, node: ast.expr) -> Value:
+        self.i.steps += 1
+        handler = _EXPR.get(type(node))
+        if handler is not None:
+            return handler(self, node)
+        for child in ast.iter_child_nodes(node):  # Compare, f-strings, comprehensions...
+            if isinstance(child, ast.expr):
+                self.expr(child)
+        return None
+
+    def _named(self, value: Value, node: ast.expr, what: str) -> Value:
+        """A literal read through a name or attribute: where the flow uses it is here (the
+        argument that hands it on), where it is written goes into ``how``; one its caller passed
+        in keeps the caller's place."""
+        if not isinstance(value, Lit) or value.how or id(value) in self.param_ids:
+            return value
+        at = Location.parse(value.where)
+        line = at.line if at is not None else "?"
+        return replace(value, where=place(self.path, node), how=f" through the {what} (line {line})")
+
+    @_on(_EXPR, ast.Name)
+    def e_name(self, node: ast.Name) -> Value:
+        name = node.id
+        if name in self.env:
+            return self._named(self.env[name], node, f"{'local variable' if self.func else 'name'} "
+                               f"{name}")
+        return self._named(self.i.global_value(self.path, name), node, f"module constant {name}")
+
+    @_on(_EXPR, ast.Attribute)
+    def e_attribute(self, node: ast.Attribute) -> Value:
+        dotted = dotted_name(node)
+        if dotted is not None and dotted in self.env:
+            return self._named(self.env[dotted], node, f"attribute {dotted}")
+        inner = self.expr(node.value)
+        value = self.i.attribute(inner, node.attr, place(self.path, node))
+        return self._named(value, node, f"attribute {node.attr}")
+
+    @_on(_EXPR, ast.Subscript)
+    def e_subscript(self, node: ast.Subscript) -> Value:
+        inner = self.expr(node.value)
+        key = node.slice
+        key_value = self.expr(key)
+        classes = [class_key(k) for k in alternatives(key_value)]
+        class_keys = [k for k in classes if k is not None] if not isinstance(
+            key, ast.Constant) and classes and None not in classes else None
+        if isinstance(inner, Union_) and inner.widened:
+            return inner  # unknown holding an LSE: so is every part of it
+        index = index_of(key)
+        if index is not None and any(isinstance(a, (Tup, Seq)) for a in alternatives(inner)):
+            return element(inner, index)
+        options: list[Value] = []
+        for alt in alternatives(inner):
+            if isinstance(alt, (Tup, Seq)):  # a position the linter cannot see: any element
+                options.append(alt if isinstance(key, ast.Slice) else iterate(alt))
+            elif isinstance(alt, Lse):
+                options.append(lose_layout(alt))  # lse[:n], lse[..., i]: same base
+            elif isinstance(alt, DictV):
+                options += entries(alt, key, class_keys)
+            elif isinstance(alt, Param):
+                options.append(alt)
+            else:
+                options.append(None)
+        return join(options) if options else None
+
+    @_on(_EXPR, ast.Constant)
+    def e_constant(self, node: ast.Constant) -> Value:
+        return literal_value(self.path, node)
+
+    @_on(_EXPR, ast.BinOp)
+    def e_binop(self, node: ast.BinOp) -> Value:
+        return self.binop(node.left, self.expr(node.left), node.op, node.right)
+
+    @_on(_EXPR, ast.UnaryOp)
+    def e_unary(self, node: ast.UnaryOp) -> Value:
+        inner = self.expr(node.operand)
+        if isinstance(node.op, ast.Not):
+            opts = [Lit(not alt.value, alt.where, alt.how) if isinstance(alt, Lit) else None
+                    for alt in alternatives(inner)]
+            return join(opts)
+        if isinstance(node.op, ast.USub) and isinstance(inner, Lse):
+            return None
+        return None
+
+    @_on(_EXPR, ast.Compare)
+    def e_compare(self, node: ast.Compare) -> Value:
+        """A comparison of literals the flow holds (``kind != "log2"``, ``name in {"a", "b"}``):
+        its value where every value either side may hold decides it one way; unknown where
+        they decide it both ways, or something is not a literal."""
+        left = self.expr(node.left)
+        rights = [self.expr(c) for c in node.comparators]
+        if len(node.ops) != 1:
+            return None
+        op, right = node.ops[0], rights[0]
+        lefts = literal_values(left)
+        if lefts is None:
+            return None
+        if isinstance(op, (ast.In, ast.NotIn)):
+            outcomes = self._membership(node.comparators[0], right, lefts, isinstance(op, ast.In))
+        else:
+            outcomes = ordering(lefts, right, op)
+        if outcomes is None or len(outcomes) != 1:
+            return None
+        return Lit(outcomes.pop(), place(self.path, node), f" (the value of {source_text(node)})")
+
+    def _membership(self, shown: ast.expr, right: Value, lefts: Sequence[object],
+                    is_in: bool) -> set[bool] | None:
+        """``x in C`` / ``x not in C`` for each literal ``x`` may be: None where a container's
+        members are not all known and one of them might be ``x``."""
+        if isinstance(shown, (ast.Set, ast.List, ast.Tuple)) and not any(
+                isinstance(e, ast.Starred) for e in shown.elts):
+            right = Tup(tuple(self.expr(e) for e in shown.elts))  # a literal's every element
+        members = members_of(right)
+        if members is None:
+            return None
+        known, complete = members
+        outcomes: set[bool] = set()
+        for v in lefts:
+            found = any(type(v) is type(m) and v == m for m in known)
+            if found and not complete:
+                return None  # one of the values it may hold: whether it does, not known
+            outcomes.add(found if is_in else not found)
+        return outcomes
+
+    @_on(_EXPR, ast.BoolOp)
+    def e_boolop(self, node: ast.BoolOp) -> Value:
+        values = [self.expr(v) for v in node.values]
+        if isinstance(node.op, ast.Or):  # `a or b`: either (an LSE or a default)
+            return join(values)
+        return None
+
+    @_on(_EXPR, ast.Tuple, ast.List, ast.Set)
+    def e_tuple(self, node: ast.Tuple | ast.List | ast.Set) -> Value:
+        values = [self.expr(e) for e in node.elts]
+        if isinstance(node, ast.Set) or any(isinstance(e, ast.Starred) for e in node.elts):
+            # ``[*a, b]``, ``{a, b}``: elements known, positions not
+            return Seq(join([iterate(v) if isinstance(e, ast.Starred) else v
+                             for e, v in zip(node.elts, values, strict=True)]))
+        return Tup(tuple(values))
+
+    @_on(_EXPR, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+    def e_comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp
+                        | ast.DictComp) -> Value:
+        """Each ``for`` binds its target to the elements of its iterable, in a scope of its
+        own (the names do not leak out, as in Python 3); the result holds the element."""
+        if isinstance(node, ast.DictComp):
+            unrolled = self.dict_comprehension(node)
+            if unrolled is not NOT_SPECIAL:
+                return cast(Value, unrolled)
+        saved = dict(self.env)
+        try:
+            for gen in node.generators:
+                self.assign(gen.target, iterate(self.expr(gen.iter)))
+                for cond in gen.ifs:
+                    self.expr(cond)
+            if isinstance(node, ast.DictComp):
+                self.expr(node.key)
+                self.expr(node.value)
+                return None
+            return Seq(self.expr(node.elt))
+        finally:
+            self.env = saved
+
+    def dict_comprehension(self, node: ast.DictComp) -> Value | object:
+        """``{k: v for k, v in d.items() if ...}`` over a dict the flow holds whole (a
+        ``**kwargs``, a literal): run once per entry, as Python does, so an entry the condition
+        drops is absent from the result (the callee then gets its default), one it keeps is
+        there, and one it may keep is there on some paths only."""
+        if len(node.generators) != 1 or node.generators[0].is_async:
+            return NOT_SPECIAL
+        gen = node.generators[0]
+        source, pairs = self._comprehended(gen.iter)
+        if source is None:
+            return NOT_SPECIAL
+        saved = dict(self.env)
+        items: list[tuple[str, Arg]] = []
+        maybe = set()
+        try:
+            for key, arg in source.items:
+                self.env = dict(saved)
+                k_lit = Lit(key, arg.where)
+                self.assign(gen.target, Tup((k_lit, arg.value)) if pairs else k_lit)
+                tests = [self.expr(cond) for cond in gen.ifs]
+                verdicts = [literal_values(t) for t in tests]
+                if any(v is not None and not any(v) for v in verdicts):
+                    continue  # the condition drops it on every path
+                new_key = self.expr(node.key)
+                if not (isinstance(new_key, Lit) and isinstance(new_key.value, str)):
+                    return None  # keyed by what it cannot read: the dict is not known
+                items.append((new_key.value, Arg(self.expr(node.value), arg.where)))
+                if key in source.maybe or any(v is None or not all(v) for v in verdicts):
+                    maybe.add(new_key.value)
+        finally:
+            self.env = saved
+        return DictV(tuple(items), frozenset(maybe))
+
+    def _comprehended(self, it: ast.expr) -> tuple[DictV | None, bool]:
+        """The dict a comprehension runs over (``d`` or ``d.items()``: the second is True), where
+        the flow holds it whole."""
+        items = isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
+            it.func.attr == "items" and not it.args and not it.keywords
+        source = self.expr(it.func.value if items and isinstance(it, ast.Call)
+                           and isinstance(it.func, ast.Attribute) else it)
+        return (source if isinstance(source, DictV) else None), items
+
+    @_on(_EXPR, ast.Yield, ast.YieldFrom)
+    def e_yield(self, node: ast.Yield | ast.YieldFrom) -> Value:
+        value = self.expr(node.value) if node.value is not None else None
+        self.yields.append(iterate(value) if isinstance(node, ast.YieldFrom) else value)
+        return None
+
+    @_on(_EXPR, ast.Dict)
+    def e_dict(self, node: ast.Dict) -> Value:
+        items = []
+        ok = True
+        for k, v in zip(node.keys, node.values, strict=True):
+            value = self.expr(v)
+            name = dict_key(k) if isinstance(k, ast.Constant) else (
+                class_key(self.expr(k)) if k is not None else None)
+            if name is None:
+                ok = False
+                continue
+            items.append((name, Arg(value, place(self.path, v), buffers=self.buffers(v))))
+        return DictV(tuple(items)) if ok else None
+
+    @_on(_EXPR, ast.Lambda)
+    def e_lambda(self, node: ast.Lambda) -> Value:
+        return Func(self.path, f"<lambda:{node.lineno}:{node.col_offset}>", node,
+                    self.closure(node))
+
+    @_on(_EXPR, ast.IfExp)
+    def e_ifexp(self, node: ast.IfExp) -> Value:
+        test = self.expr(node.test)
+        body, orelse = self.expr(node.body), self.expr(node.orelse)
+        if isinstance(test, Flag) and isinstance(body, Lit) and isinstance(orelse, Lit) and \
+                {body.value, orelse.value} == {True, False}:
+            # ``True if impl.lse_base_on_e else False``: the backend's own flag, spelled out
+            return test if body.value is True else None
+        return join([body, orelse])
+
+    @_on(_EXPR, ast.Await, ast.Starred, ast.NamedExpr)
+    def e_wrapped(self, node: ast.Await | ast.Starred | ast.NamedExpr) -> Value:
+        value = self.expr(node.value)
+        if isinstance(node, ast.NamedExpr):
+            self.assign(node.target, value)
+        return value
+
+    @_on(_EXPR, ast.Call)
+    def e_call(self, node: ast.Call) -> Value:
+        return self.call(node)
+
+    def binop(self, left_node: ast.expr, left: Value, op: ast.operator,
+              right_node: ast.expr) -> Value:
+        right = self.expr(right_node)
+        if isinstance(op, ast.Add) and any(isinstance(a, (Tup, Seq)) for a in (
+                *alternatives(left), *alternatives(right))):
+            return _concat(left, right)
+        lc, rc = constant_name(left_node, left), constant_name(right_node, right)
+        if isinstance(op, ast.Div) and isinstance(left_node, ast.Constant) and \
+                left_node.value in (1, 1.0) and rc:
+            return Num("log2e" if rc == "ln2" else "ln2")
+        lse, c = _scaled(left, right, lc, rc, op)
+        if lse is None:
+            return None
+        if c is None or not isinstance(op, (ast.Mult, ast.Div)):
+            return lse if isinstance(op, (ast.Add, ast.Sub)) else None  # lse - max: same base
+        to_e = (c == "ln2") == isinstance(op, ast.Mult)
+        return convert(lse, to_e, place(self.path, left_node),
+                        f"{'×' if isinstance(op, ast.Mult) else '÷'} "
+                        f"{'ln 2' if c == 'ln2' else 'log2 e'}")
+
+    def buffers(self, node: ast.expr) -> frozenset[tuple[int, ast.expr]]:
+        """The variable ``node`` names, through the views of it (a slice ``buf[s:e]``,
+        ``buf.view(...)``): a kernel writing into the view writes that variable's tensor."""
+        while True:
+            if isinstance(node, ast.Subscript):
+                node = node.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in VIEWS:
+                node = node.func.value
+            else:
+                break
+        return frozenset({(self.serial, node)}) if dotted_name(node) is not None else frozenset()
+
+    def call(self, node: ast.Call) -> Value:
+        """A call's value (:class:`~attn_contracts.lint.frame.Frame`)."""
+        raise NotImplementedError
+
+
+def _concat(left: Value, right: Value) -> Value:
+    """``a + b`` of tuples or lists: a tuple of both's items where positions are known, else
+    a list of either's elements."""
+    if isinstance(left, Tup) and isinstance(right, Tup) and not left.partial_items:
+        return Tup(left.items + right.items, right.partial_items)
+    return Seq(join([iterate(left), iterate(right)]))
+
+
+def _scaled(left: Value, right: Value, lc: str | None, rc: str | None,
+            op: ast.operator) -> tuple[Lse | None, str | None]:
+    """The LSE an arithmetic operation works on, and the constant the other side is: the left
+    operand's, the right one's in a product, or a parameter's scaled by a constant (the
+    conversion its callers' LSEs go through)."""
+    lse, c = (lse_of(left), rc) if lse_of(left) is not None else (
+        lse_of(right), lc) if lse_of(right) is not None and isinstance(op, ast.Mult) else (
+            None, None)
+    if lse is None and isinstance(left, Param) and rc:
+        lse = Lse(frozenset({Source(f"param:{left.path}:{left.func}:{left.name}", None,
+                                    f"parameter {left.name!r}", param=left.name)}))
+        c = rc  # the parameter's conversion, which its callers' LSEs go through
+    return lse, c

@@ -1,0 +1,219 @@
+"""The torch model of the interpreter: what tensor operations do to an LSE.
+
+Which calls and attributes keep an LSE's base (the table the tracer reads too,
+:mod:`attn_contracts.lse_ops`), which swap or lose its layout, which exponentials read it in
+which base, which reductions take natural-log LSEs, which methods return views; and the
+conversions between the two bases (``x * ln 2``) with the constants that spell them.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Callable
+from dataclasses import replace
+
+from attn_contracts import lse_ops
+from attn_contracts.findings import Location
+from attn_contracts.lint.values import (
+    NOT_SPECIAL,
+    ClassKey,
+    ClassRef,
+    Ext,
+    ExtInst,
+    Inst,
+    Lse,
+    ModuleRef,
+    Num,
+    Seq,
+    Tup,
+    Union_,
+    Value,
+    alternatives,
+    join,
+)
+from attn_contracts.records import LN2, LOG2E
+
+# Calls and attributes that keep an LSE's base: the table the tracer reads too (``lse_ops``)
+KEEPS_BASE = lse_ops.lint_methods()
+
+
+#: of those, the ones that swap a 2-D LSE's two axes; the rest keep the layout or lose it
+TRANSPOSES = frozenset(op.name for op in lse_ops.LSE_OPS if op.layout in ("swap", "moved"))
+
+
+SWAPS = frozenset(op.name for op in lse_ops.LSE_OPS if op.layout == "swap")
+
+
+LAYOUT_KEEPING = frozenset(op.name for op in lse_ops.LSE_OPS if op.layout == "kept")
+
+
+KEEPS_BASE_ATTRS = lse_ops.lint_attributes()
+
+
+TORCH_KEEPS = lse_ops.lint_functions()
+
+
+#: natural-log reductions of LSEs (``torch.logsumexp(lse, dim=-1)`` over a split axis,
+#: ``torch.logaddexp(a, b)``): a natural-log LSE comes out, without its layout; a base-2 one
+#: does not (what comes out of it is no LSE of either base)
+LN_REDUCTIONS = frozenset(op.name for op in lse_ops.LSE_OPS if op.only_base == "e")
+
+
+#: exponentials a hand-written merge weighs LSEs with (``torch.exp2(lse - m)``,
+#: ``logits.softmax(1)``): the table the tracer's twin reads (``lse_ops.EXPONENTIALS``)
+EXPONENTIALS = frozenset(op.name for op in lse_ops.EXPONENTIALS)
+
+
+#: tensor methods that return a view of their receiver (its storage, not a copy): a kernel
+#: writing into the view writes the receiver
+VIEWS = frozenset({"view", "narrow", "select", "unsqueeze", "squeeze", "transpose", "permute",
+                    "as_strided", "view_as", "unflatten", "diagonal", "t"})
+
+
+#: wrappers that return the function they are given (``torch.compiler.disable(fn)``)
+IDENTITY_WRAPPERS = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
+
+
+#: the annotations an LSE can have: a parameter typed so is read as a parameter (what its
+#: caller passes), never as a bare instance of the type
+TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor"})
+
+
+def short_line(where: str) -> str:
+    at = Location.parse(where)
+    return f"{at.path.rsplit('/', 1)[-1]}:{at.line}" if at is not None and at.path else where
+
+
+def constant_name(node: ast.expr, value: Value) -> str | None:
+    """``math.log(2)``, 0.6931…: "ln2"; ``math.log2(math.e)``, 1.4427…: "log2e"."""
+    if isinstance(value, Num):
+        return value.name
+    if isinstance(node, ast.Constant) and isinstance(node.value, float):
+        if math.isclose(node.value, LN2, rel_tol=1e-6):
+            return "ln2"
+        if math.isclose(node.value, LOG2E, rel_tol=1e-6):
+            return "log2e"
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+        fn = node.func.attr if isinstance(node.func, ast.Attribute) else (
+            node.func.id if isinstance(node.func, ast.Name) else "")
+        arg = node.args[0]
+        if fn == "log" and isinstance(arg, ast.Constant) and arg.value in (2, 2.0):
+            return "ln2"
+        if fn == "log2" and ((isinstance(arg, ast.Attribute) and arg.attr == "e")
+                             or (isinstance(arg, ast.Constant) and isinstance(arg.value, float)
+                                 and math.isclose(arg.value, math.e))):
+            return "log2e"
+    return None
+
+
+def swap(lse: Lse) -> Lse:
+    flipped = {"token_head": "head_token", "head_token": "token_head"}
+    return Lse(frozenset(replace(s, layout=flipped.get(s.layout or ""))
+                         for s in lse.sources))
+
+
+def lose_layout(lse: Lse) -> Lse:
+    if all(s.layout is None for s in lse.sources):
+        return lse
+    return Lse(frozenset(replace(s, layout=None) for s in lse.sources))
+
+
+def map_lse(value: Value, fn: Callable[[Lse], Lse]) -> Value:
+    if isinstance(value, Lse):
+        return fn(value)
+    if isinstance(value, Tup):
+        return Tup(tuple(map_lse(v, fn) for v in value.items), value.partial_items)
+    if isinstance(value, Seq):
+        return Seq(map_lse(value.item, fn))
+    if isinstance(value, Union_):
+        return join([map_lse(v, fn) for v in value.options])
+    return value
+
+
+def tag_impl(value: Value, impl: ClassKey) -> Value:
+    return map_lse(value, lambda lse: Lse(frozenset(
+        s if s.impl is not None else replace(s, impl=impl) for s in lse.sources)))
+
+
+def tag_choice(value: Value, choice: str) -> Value:
+    return map_lse(value, lambda lse: Lse(frozenset(
+        s if s.choice else replace(s, choice=choice) for s in lse.sources)))
+
+
+def convert(lse: Lse, to_e: bool, where: str, how: str) -> Lse:
+    """``x * ln 2`` (``to_e``) turns log2-sum-exp2 into ln-sum-exp; the inverse turns it back.
+    A source already in the target base stops being an LSE of either base."""
+    target = "e" if to_e else "2"
+    out = set()
+    for s in lse.sources:
+        note = f"{s.converted}, {how} ({short_line(where)})" if s.converted else \
+            f"{how} ({short_line(where)})"
+        if s.param is not None and s.base != "x":
+            # past two equal conversions in a row it is of neither base, whatever it was;
+            # before that the conversions alternate, and dropping one pair after the first
+            # keeps their outcome: at most three are kept, so a cycle's summary settles
+            shifts = (*s.shifts, (target, where, how))
+            if len(shifts) > 3:
+                shifts = shifts[:1] + shifts[3:]
+            s = replace(s, shifts=shifts)
+        if s.base is None or s.dispatch:
+            out.add(replace(s, base=target if s.base is None and not s.dispatch else None,
+                            dispatch=False, bases=(), converted=note))
+        elif s.base == target:
+            out.add(replace(s, base="x", converted=note))
+        elif s.base == "x":
+            out.add(replace(s, converted=note))
+        else:
+            out.add(replace(s, base=target, converted=note))
+    return Lse(frozenset(out))
+
+
+def flatten(value: Value) -> Value:
+    """The LSEs a value holds anywhere (tuple items included), as one value."""
+    found: list[Value] = []
+    for alt in alternatives(value):
+        if isinstance(alt, Tup):
+            found += [flatten(v) for v in alt.items]
+        elif isinstance(alt, Seq):
+            found.append(flatten(alt.item))
+        else:
+            found.append(alt)
+    return join(found)
+
+
+def not_a_tensor_method(receiver: Value, on_torch: bool) -> Value | object:
+    """After ``torch.f(x)`` or ``x.f()`` of what is no LSE: no LSE either (its arguments are read
+    already), unless ``x`` is an object whose own method ``f`` the call runs (the program's, an
+    external one): then the call is interpreted as any other."""
+    if on_torch or not isinstance(receiver, (Inst, ModuleRef, Ext, ExtInst, ClassRef)):
+        return None
+    return NOT_SPECIAL
+
+
+def _swaps_two(node: ast.Call, skip: int = 0) -> bool:
+    """``x.transpose(0, 1)`` / ``x.transpose(-1, -2)``: the two axes of a 2-D LSE."""
+    args = node.args[skip:]
+    if len(args) != 2 or not all(isinstance(a, (ast.Constant, ast.UnaryOp)) for a in args):
+        return False
+    try:
+        values = {ast.literal_eval(a) for a in args}
+    except ValueError:
+        return False
+    return values in ({0, 1}, {-1, -2}, {0, -1}, {1, -2})
+
+
+def through_method(name: str, node: ast.Call, lse: Lse) -> Lse:
+    """``lse.<name>(...)`` of an op that keeps the base: its layout kept, swapped (``.t()``,
+    ``.transpose(0, 1)``) or lost."""
+    if name in TRANSPOSES:
+        return swap(lse) if name in SWAPS and (name == "t" or _swaps_two(node)) else \
+            lose_layout(lse)
+    return lse if name in LAYOUT_KEEPING else lose_layout(lse)
+
+
+def through_function(name: str, node: ast.Call, lse: Lse) -> Lse:
+    """``torch.<name>(lse, ...)`` of an op that keeps the base: swapped by
+    ``torch.transpose(lse, 0, 1)``, kept by ``torch.contiguous``, else its layout lost."""
+    return swap(lse) if name == "transpose" and _swaps_two(node, 1) else \
+        lose_layout(lse) if name != "contiguous" else lse
