@@ -25,8 +25,8 @@ from types import MappingProxyType
 from typing import Annotated, Any
 
 __all__ = ["RULES", "Code", "ContractError", "Escalation", "Finding", "Location", "Rule", "RulesError",
-           "Severity", "check_rules", "error_text", "printable", "rule_groups", "rules_markdown",
-           "selected_codes", "selectors_text"]
+           "Severity", "check_rules", "error_text", "printable", "read_data_text", "rule_groups",
+           "rules_markdown", "selected_codes", "selectors_text"]
 
 _ERROR_TEXT_LIMIT = 300  # characters of an exception a finding quotes (a tensor repr is MBs)
 
@@ -200,17 +200,25 @@ def _load_rules() -> tuple[Mapping[Code, Rule], Mapping[str, str]]:
     return MappingProxyType({r.code: r for r in rules}), MappingProxyType(groups)
 
 
+def read_data_text(path: Traversable, what: str, error: type[RulesError] = RulesError) -> str:
+    """The text of a data file the package ships (``what`` names it in messages); one that
+    cannot be read or is not UTF-8 is ``error``, one line naming the file."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise error(f"{path}: cannot read {what} ({err.strerror or err}); "
+                    "reinstall attn-contracts") from None
+    except UnicodeDecodeError as err:
+        raise error(f"{path}: {what} is not UTF-8 (byte offset {err.start}); "
+                    "reinstall attn-contracts") from None
+
+
 def _read_table(path: Traversable) -> dict[str, Any]:
     """``rules.toml`` parsed; a file that cannot be read, decoded or parsed is a
     :class:`RulesError`."""
+    text = read_data_text(path, "the rule table")
     try:
-        return tomllib.loads(path.read_bytes().decode("utf-8"))
-    except OSError as err:
-        raise RulesError(f"{path}: cannot read the rule table ({err.strerror or err}); "
-                         "reinstall attn-contracts") from None
-    except UnicodeDecodeError as err:
-        raise RulesError(f"{path}: the rule table is not UTF-8 (byte offset {err.start}); "
-                         "reinstall attn-contracts") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise RulesError(f"{path}: the rule table is not valid TOML ({err}); reinstall "
                          "attn-contracts") from None

@@ -34,7 +34,7 @@ from pydantic import (
 )
 
 from attn_contracts._tables import as_pairs
-from attn_contracts.findings import RulesError
+from attn_contracts.findings import RulesError, read_data_text
 from attn_contracts.records import NAME_RE
 from attn_contracts.versions import in_range
 
@@ -248,15 +248,7 @@ def _load(engine: str) -> EngineData:
 
 
 def _read(path: Traversable) -> str:
-    try:
-        text: str = path.read_bytes().decode("utf-8")
-    except OSError as err:
-        raise EngineDataError(f"{path}: cannot read the engine data ({err.strerror or err}); "
-                              "reinstall attn-contracts") from None
-    except UnicodeDecodeError as err:
-        raise EngineDataError(f"{path}: the engine data is not UTF-8 (byte offset {err.start}); "
-                              "reinstall attn-contracts") from None
-    return text
+    return read_data_text(path, "the engine data", EngineDataError)
 
 
 D = TypeVar("D", bound=EngineData)
