@@ -36,6 +36,7 @@ from attn_contracts.lint.record_index import (
     Consumer,
 )
 from attn_contracts.lint.torch_model import (
+    EXPONENTIAL_NAMESPACES,
     EXPONENTIALS,
     IDENTITY_WRAPPERS,
     KEEPS_BASE,
@@ -171,14 +172,15 @@ class Frame(RecordCalls):
         op = lse_ops.exponential(func.attr)
         if op is None:
             return NOT_SPECIAL
-        namespace = self.torch_namespace(func.value)
+        namespace, receiver = self.torch_namespace(func.value)
         on_torch = namespace is not None
         if (namespace not in op.namespaces) if on_torch else not op.method:
             return NOT_SPECIAL
-        operand = (node.args[0] if node.args else None) if on_torch else func.value
-        if operand is None:
+        if on_torch and not node.args:
             return NOT_SPECIAL
-        value = self.expr(operand)
+        # a tensor's method: its receiver, read once (already, where it is a dotted name)
+        value = self.expr(node.args[0]) if on_torch else \
+            self.expr(func.value) if receiver is NOT_SPECIAL else cast(Value, receiver)
         lse = lse_of(value)
         for a in node.args[1:] if on_torch else node.args:
             self.expr(a)
@@ -193,16 +195,17 @@ class Frame(RecordCalls):
             self.i.report(Weighed(fn, func.attr, op.base, tuple(other), where))
         return None
 
-    def torch_namespace(self, node: ast.expr) -> str | None:
+    def torch_namespace(self, node: ast.expr) -> tuple[str | None, Value | object]:
         """The torch module ``node`` names (``torch``; ``F`` bound by ``import
-        torch.nn.functional as F``; ``torch.special``), else None: a tensor or another object."""
+        torch.nn.functional as F``; ``torch.special``), else None: a tensor or another object;
+        with what ``node`` evaluated to where it had to be read (else ``NOT_SPECIAL``)."""
         if isinstance(node, ast.Name) and node.id == "torch":
-            return "torch"
+            return "torch", NOT_SPECIAL
         if dotted_name(node) is None:
-            return None
+            return None, NOT_SPECIAL
         found = self.expr(node)
-        return found.qualname if isinstance(found, Ext) and found.qualname in (
-            "torch", "torch.nn.functional", "torch.special") else None
+        return (found.qualname if isinstance(found, Ext) and
+                found.qualname in EXPONENTIAL_NAMESPACES else None), found
 
     def ln_reduction(self, func: ast.Attribute, node: ast.Call) -> Value | object:
         """``torch.logsumexp(x, ...)``, ``x.logsumexp(...)``, ``torch.logaddexp(a, b)``: the

@@ -63,6 +63,8 @@ LN_REDUCTIONS = frozenset(op.name for op in lse_ops.LSE_OPS if op.only_base == "
 #: exponentials a hand-written merge weighs LSEs with (``torch.exp2(lse - m)``,
 #: ``logits.softmax(1)``): the table the tracer's twin reads (``lse_ops.EXPONENTIALS``)
 EXPONENTIALS = frozenset(op.name for op in lse_ops.EXPONENTIALS)
+#: the torch modules the table spells them in (``torch``, ``torch.nn.functional``, ...)
+EXPONENTIAL_NAMESPACES = frozenset(ns for op in lse_ops.EXPONENTIALS for ns in op.namespaces)
 
 
 #: tensor methods that return a view of their receiver (its storage, not a copy): a kernel
