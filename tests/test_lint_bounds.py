@@ -225,3 +225,33 @@ def test_a_recursive_call_is_summarised_to_a_fixpoint_so_a_double_conversion_is_
     errors = [f for f in findings if f.code == Code.AC023]
     assert errors and "no LSE of either base" in errors[0].message
     assert not any(f.code == Code.AC033 for f in findings)  # it converged within the passes
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_cycle_collector_is_off_for_a_run_and_as_it_was_after(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enabled: bool) -> None:
+    """Each collection walks every syntax tree and value the run holds: off while it runs, then
+    back as the caller had it (a host that turned it off keeps it off)."""
+    import gc
+
+    import attn_contracts.lint.driver as driver
+
+    seen: list[bool] = []
+    build = driver.build_model
+
+    def watched(*args: object, **kwargs: object) -> ProgramModel:
+        seen.append(gc.isenabled())
+        return build(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(driver, "build_model", watched)
+    a, b, records = _tree(tmp_path)
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        findings, _ = lint_model([a, b], records=[records])
+        after = gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert seen == [False]
+    assert after is enabled
+    assert any(f.code == Code.AC023 for f in findings)

@@ -187,6 +187,13 @@ def _derive(root: Path, version: str | None, scope: tuple[str, ...] | None = Non
 
 
 def _derive_now(root: Path, version: str | None, scope: tuple[str, ...] | None) -> Derived:
+    from attn_contracts.lint import collector_paused
+
+    with collector_paused():  # the member facts walk the model the lint built: as costly
+        return _derive_paused(root, version, scope)
+
+
+def _derive_paused(root: Path, version: str | None, scope: tuple[str, ...] | None) -> Derived:
     from attn_contracts.lint import LintConfig, lint_model
 
     data = engine_data()
