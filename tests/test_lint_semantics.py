@@ -394,6 +394,18 @@ case("pairs of a list grown by append, star-unpacked into the call", {"layer.py"
             pairs.append((o2, l2))
             return merge(*pairs[0])
         """}, {"layer.py": ("pairs = [(out, lse)]", f"pairs = [(out, lse * {LN2})]")})
+case("a conditional expression decided by the literal a caller passes", {"util.py": """
+        import math
+        def token_major(lse, *, log2=True):
+            lse = lse.transpose(0, 1)
+            return lse * math.log(2) if log2 else lse
+        """, "layer.py": """
+        from mylib import decode_e, merge
+        from util import token_major
+        def step(q):
+            out, lse = decode_e(q)
+            return merge(out, token_major(lse))
+        """}, {"layer.py": ("token_major(lse))", "token_major(lse, log2=False))")})
 case("an LSE kept in a list and merged later", {"layer.py": """
         from mylib import merge, decode
         def step(q):

@@ -181,6 +181,17 @@ def literal_values(value: Value) -> list[bool | int | float | str | None] | None
     return [cast(Lit, v).value for v in options]
 
 
+def truth(value: Value) -> bool | None:
+    """What ``bool(value)`` is, where every literal the value may be gives the same answer
+    (``if log2:`` with ``log2=False`` passed); None where it is not a literal, or may go
+    either way (a default read in a function's own context, a flag, two paths that differ)."""
+    values = literal_values(value)
+    if not values:
+        return None
+    answers = {bool(v) for v in values}
+    return answers.pop() if len(answers) == 1 else None
+
+
 def members_of(value: Value) -> tuple[list[bool | int | float | str | None], bool] | None:
     """What a container of literals holds, and whether that is all it holds (a tuple's
     positions are known; a set or grown list may hold any of its values, or not)."""

@@ -35,6 +35,7 @@ from attn_contracts.lint.containers import (
     members_of,
     ordering,
     rest_of,
+    truth,
 )
 from attn_contracts.lint.inferred import (
     Kernel,
@@ -223,6 +224,10 @@ class Scope:
 
     @_on(_STMT, ast.If)
     def s_if(self, st: ast.If) -> None:
+        # both sides, even where the test's value is known: deciding the statement by a
+        # caller's literal exposed paths that only an any-subclass dispatch reaches (SGLang
+        # 0.5.23's DSA trtllm LSE at forward_mha's merge_state, which the model's MHA choice
+        # and the backend's use_mha keep apart at run time), a false error on a release
         self.expr(st.test)
         self.branches([st.body, st.orelse], st.test)
 
@@ -629,6 +634,9 @@ class Scope:
     @_on(_EXPR, ast.IfExp)
     def e_ifexp(self, node: ast.IfExp) -> Value:
         test = self.expr(node.test)
+        decided = truth(test)
+        if decided is not None:  # the side Python evaluates; the other is never run
+            return self.expr(node.body if decided else node.orelse)
         body, orelse = self.expr(node.body), self.expr(node.orelse)
         if isinstance(test, Flag) and isinstance(body, Lit) and isinstance(orelse, Lit) and \
                 {body.value, orelse.value} == {True, False}:
