@@ -406,6 +406,36 @@ case("a conditional expression decided by the literal a caller passes", {"util.p
             out, lse = decode_e(q)
             return merge(out, token_major(lse))
         """}, {"layer.py": ("token_major(lse))", "token_major(lse, log2=False))")})
+case("a closure over a global reads it when called: the loop's last value", {"ops.py": """
+        from functools import partial
+        from mylib import combine
+        COMBINES = {}
+        for _kind, _on_e in (("paged", False), ("ragged", True)):
+            COMBINES[_kind] = lambda *a, **kw: combine(*a, is_lse_base_on_e=_on_e, **kw)
+        """, "layer.py": """
+        from mylib import decode
+        from ops import COMBINES
+        class Impl:
+            def __init__(self):
+                self.merge = COMBINES["paged"]
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return self.merge(out, lse)
+        """}, {"ops.py": ("lambda *a, **kw: combine(*a, is_lse_base_on_e=_on_e, **kw)",
+                          "partial(combine, is_lse_base_on_e=_on_e)")})
+case("a table filled in a loop over literal pairs keeps each pass's value", {"ops.py": """
+        from functools import partial
+        from mylib import combine
+        TABLE = {}
+        for _kind, _on_e in (("paged", True), ("ragged", True)):
+            TABLE[_kind] = partial(combine, is_lse_base_on_e=_on_e)
+        """, "layer.py": """
+        from mylib import decode
+        from ops import TABLE
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return TABLE["paged"](out, lse)
+        """}, {"ops.py": ('("paged", True), ("ragged", True)', '("paged", False), ("ragged", True)')})
 case("an LSE kept in a list and merged later", {"layer.py": """
         from mylib import merge, decode
         def step(q):

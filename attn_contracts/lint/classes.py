@@ -182,7 +182,38 @@ def _module_defs(info: ModuleInfo, tree: ast.Module) -> None:
         elif isinstance(st, ast.AnnAssign) and st.value is not None and \
                 isinstance(st.target, ast.Name):
             assigned.add(st.target.id)
+        elif isinstance(st, ast.For):
+            assigned.update(loop_bindings(st))
     info.assigns = frozenset(assigned)
+
+
+def loop_bindings(st: ast.For) -> dict[str, ast.expr]:
+    """What a loop leaves its target names bound to once it ends, as an expression of its
+    iterable: the last item's part (``for k, v in PAIRS:`` binds ``v`` to ``PAIRS[-1][1]``),
+    which a function defined beside it reads when it is called (a closure over a global is
+    late-bound). None for a loop that may stop early (``break``) or rebinds its target in its
+    body, and for a starred target: which item is left is then not known."""
+    body = [n for b in st.body for n in ast.walk(b)]
+    if any(isinstance(n, ast.Break) for n in body):
+        return {}
+    rebound = {t.id for n in body if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign,
+                                                    ast.For))
+               for target in (n.targets if isinstance(n, ast.Assign) else [n.target])
+               for t in ast.walk(target) if isinstance(t, ast.Name)}
+    out: dict[str, ast.expr] = {}
+
+    def bind(target: ast.expr, value: ast.expr) -> None:
+        if isinstance(target, ast.Name) and target.id not in rebound:
+            out[target.id] = ast.copy_location(value, st.iter)
+        elif isinstance(target, (ast.Tuple, ast.List)) and not any(
+                isinstance(e, ast.Starred) for e in target.elts):
+            for i, e in enumerate(target.elts):
+                bind(e, ast.Subscript(value, ast.Constant(i), ast.Load()))
+
+    bind(st.target, ast.Subscript(st.iter, ast.UnaryOp(ast.USub(), ast.Constant(1)), ast.Load()))
+    for node in out.values():
+        ast.fix_missing_locations(node)
+    return out
 
 
 def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:

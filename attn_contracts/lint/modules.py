@@ -150,6 +150,13 @@ class ModuleResolver(Analysis):
         for st in module_level(tree.body):
             if (n := _mutated_name(st)) is not None:
                 entry(n)[0].append(st)
+            elif isinstance(st, (ast.For, ast.AsyncFor, ast.While)):
+                # a table filled in a loop (``for k, v in PAIRS: TABLE[k] = ...``): the whole
+                # loop runs after the literal, as the module runs it
+                inner = {n for sub in ast.walk(st) if isinstance(sub, ast.stmt)
+                         and (n := _mutated_name(sub)) is not None}
+                for n in sorted(inner):
+                    entry(n)[0].append(st)
         for fn in ast.walk(tree):
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 _function_mutations(fn, found)

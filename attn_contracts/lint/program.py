@@ -23,7 +23,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attn_contracts.lint.classes import ClassInfo, Hierarchy, ModuleInfo, module_level, statements
+from attn_contracts.lint.classes import (
+    ClassInfo,
+    Hierarchy,
+    ModuleInfo,
+    loop_bindings,
+    module_level,
+    statements,
+)
 
 __all__ = ["Binding", "Program"]
 
@@ -142,6 +149,8 @@ class Program:
                 elif isinstance(st, ast.AnnAssign) and st.value is not None and \
                         isinstance(st.target, ast.Name):
                     m.assigns[st.target.id] = st.value
+                elif isinstance(st, ast.For):
+                    m.assigns.update(loop_bindings(st))
             for node in statements(m.tree):
                 if isinstance(node, ast.ClassDef):
                     m.class_nodes[(node.name, node.lineno)] = node

@@ -94,6 +94,38 @@ def _on_base_test(test: ast.expr, base_attrs: frozenset[str]) -> bool:
     return False
 
 
+#: the most items of a literal tuple whose loop is run once per item
+_UNROLLED = 8
+
+
+def _straight(body: list[ast.stmt]) -> bool:
+    """A loop body that runs to its end each pass (no ``break``, ``continue``, ``return``,
+    ``yield`` or nested loop at any depth of its own): one pass per item is the loop."""
+    return not any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Yield, ast.YieldFrom,
+                                  ast.For, ast.AsyncFor, ast.While))
+                   for st in body for n in ast.walk(st))
+
+
+def _stored(d: DictV, keys: list[str], stored: Arg) -> DictV:
+    """``d[k] = v`` where ``k`` is one of ``keys``: that entry replaced where the key is
+    known; else each key may now hold the value or what it held (``for k in NAMES: T[k] = f``
+    leaves every name's entry maybe set)."""
+    if len(set(keys)) == 1:
+        (k,) = set(keys)
+        return DictV((*((kk, a) for kk, a in d.items if kk != k), (k, stored)), d.maybe - {k})
+    items = dict(d.items)
+    maybe = set(d.maybe)
+    for k in sorted(set(keys)):
+        old = items.get(k)
+        if old is None:
+            items[k] = stored
+            maybe.add(k)
+        else:
+            items[k] = Arg(join([old.value, stored.value]), stored.where, stored.text,
+                           old.buffers | stored.buffers)
+    return DictV(tuple(items.items()), frozenset(maybe))
+
+
 def _ends(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
@@ -233,8 +265,18 @@ class Scope:
 
     @_on(_STMT, ast.For, ast.AsyncFor)
     def s_for(self, st: ast.For | ast.AsyncFor) -> None:
-        self.assign(st.target, iterate(self.expr(st.iter)))
-        self.loop(st.body, st)
+        iterable = self.expr(st.iter)
+        if isinstance(iterable, Tup) and not iterable.partial_items and \
+                0 < len(iterable.items) <= _UNROLLED and _straight(st.body):
+            # a loop over a literal tuple runs its body once per item, in order, as Python
+            # does: what one pass stores under its key keeps that pass's values
+            # (``for name, base in (("FI", False), ("FA", True)): T[name] = partial(f, base)``)
+            for item in iterable.items:
+                self.assign(st.target, item)
+                self.block(st.body)
+        else:
+            self.assign(st.target, iterate(iterable))
+            self.loop(st.body, st)
         self.block(st.orelse)
 
     @_on(_STMT, ast.While)
@@ -380,14 +422,14 @@ class Scope:
         current = self.env.get(dotted)
         key = target.slice
         if any(isinstance(alt, DictV) for alt in alternatives(current)):
-            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            keys = [key.value] if isinstance(key, ast.Constant) else literal_values(
+                self.expr(key))
+            if not keys or not all(isinstance(k, str) for k in keys):
                 self.env[dotted] = None  # a computed key: no longer a dict it can read
                 return
             stored = Arg(value, place(self.path, target),
                          buffers=self.buffers(source) if source is not None else frozenset())
-            self.env[dotted] = join([DictV((*((k, a) for k, a in alt.items
-                                               if k != key.value), (key.value, stored)),
-                                           alt.maybe - {key.value})
+            self.env[dotted] = join([_stored(alt, cast(list[str], keys), stored)
                                      if isinstance(alt, DictV) else alt
                                      for alt in alternatives(current)])
         elif isinstance(current, Lse) and isinstance(value, Lse):
