@@ -436,6 +436,54 @@ case("a table filled in a loop over literal pairs keeps each pass's value", {"op
             out, lse = decode(q, return_lse=True)
             return TABLE["paged"](out, lse)
         """}, {"ops.py": ('("paged", True), ("ragged", True)', '("paged", False), ("ragged", True)')})
+case("a NamedTuple built by position keeps its field's default", {"layer.py": """
+        from typing import NamedTuple
+        from mylib import decode_e, combine
+        class Partial(NamedTuple):
+            out: object
+            lse: object
+            lse_base_on_e: bool = False
+        def attend(q):
+            return Partial(*decode_e(q))
+        def step(q):
+            p = attend(q)
+            return combine(p.out, p.lse, is_lse_base_on_e=p.lse_base_on_e)
+        """}, {"layer.py": ("lse_base_on_e: bool = False", "lse_base_on_e: bool = True")})
+case("a dataclass field's default given by field(default=...)", {"layer.py": """
+        from dataclasses import dataclass, field
+        from mylib import decode_e, combine
+        @dataclass
+        class Partial:
+            out: object
+            lse: object
+            on_e: bool = field(default=False)
+        def step(q):
+            out, lse = decode_e(q)
+            p = Partial(out, lse)
+            return combine(p.out, p.lse, is_lse_base_on_e=p.on_e)
+        """}, {"layer.py": ("field(default=False)", "field(default=True)")})
+case("an in-place scaling of a view converts the view and the tensor it views", {"impl.py": """
+        import math
+        from mylib import decode, combine
+        class Impl:
+            can_return_lse_for_decode = True
+            lse_base_on_e = False
+            def forward(self, q):
+                out, lse = decode(q, return_lse=True)
+                lse.view(-1, 8).mul_(math.log(2.0))
+                return out, lse
+        """}, {"impl.py": ("lse_base_on_e = False", "lse_base_on_e = True")})
+case("a plain object's base attribute a combine is told", {"layer.py": """
+        from mylib import decode, combine
+        class Settings:
+            lse_base_on_e = True
+        class Layer:
+            def __init__(self):
+                self.settings = Settings()
+            def run(self, q):
+                out, lse = decode(q, return_lse=True)
+                return combine(out, lse, is_lse_base_on_e=self.settings.lse_base_on_e)
+        """}, {"layer.py": ("lse_base_on_e = True", "lse_base_on_e = False")})
 case("an LSE kept in a list and merged later", {"layer.py": """
         from mylib import merge, decode
         def step(q):

@@ -166,6 +166,9 @@ class Resolver(ModuleResolver):
                 given = self._field_arg(inst, fields, attr)
                 if given is not NOT_SPECIAL:
                     return cast(Value, given)
+                # left out of the call: the field's default, which this object holds (a
+                # base attribute's name on it says nothing about a backend's declaration)
+                return self._field_default(cls, attr)
         if attr in self.base_attrs:
             return Flag(attr, inst, where)
         if cls is None:
@@ -231,6 +234,23 @@ class Resolver(ModuleResolver):
             return None
         self._fields_memo[key] = names
         return names
+
+    def _field_default(self, cls: ClassInfo, attr: str) -> Value:
+        """A generated constructor's default for field ``attr``: the value its class body
+        assigns (``x: bool = False``, ``x: bool = field(default=False)``); unknown where it is
+        computed (``default_factory``) or there is none."""
+        for c in self.p.mro(cls):
+            if attr not in c.attrs:
+                continue
+            node = c.attrs[attr][0]
+            if isinstance(node, ast.Call) and (dotted_name(node.func) or "").rpartition(
+                    ".")[2] == "field":
+                node = next((k.value for k in node.keywords if k.arg == "default"), None)
+                if node is None:
+                    return None
+            return literal_value(c.path, node) if isinstance(node, ast.Constant) else \
+                self._class_level(c, node)
+        return None
 
     @staticmethod
     def _field_arg(inst: Inst, fields: list[str], attr: str) -> Value | object:

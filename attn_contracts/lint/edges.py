@@ -187,6 +187,21 @@ def declaration(h: Hierarchy, cls: ClassInfo, returns_attrs: Iterable[str],
                        own_attr[0], returns_own=holder is cls)
 
 
+def attribute_declaration(h: Hierarchy, cls: ClassInfo, base_attrs: Iterable[str], *,
+                          evaluate: Evaluate | None = None) -> Declaration | None:
+    """What a class that does not say it returns an LSE holds in its base attribute (a
+    manager or config object whose ``lse_base_on_e`` a combine is told): the value its
+    hierarchy assigns, read like a backend's declaration; None where no class assigns it."""
+    for attr in base_attrs:
+        owner = h.definer(cls, attr)
+        if owner is not None:
+            value = owner.attrs[attr][0]
+            return Declaration(cls, attr, owner, value,
+                               _read_meaning(attr, owner, value, evaluate),
+                               _at(cls.path, cls.line, 0), "", returns_own=False)
+    return None
+
+
 def _returned(base: str) -> str:
     """What a kernel's LSE is where the class's methods hand it on."""
     return "an LSE of neither base (converted more often than once)" if base == "x" else \

@@ -128,12 +128,21 @@ class Frame(RecordCalls):
         """``x.f(...)``/``torch.f(x, ...)`` of the torch model (:mod:`.torch_model`): an
         in-place scaling, an exponential, a natural-log reduction, an op that keeps the base;
         :data:`NOT_SPECIAL` where the call is none of them (or runs an object's own method)."""
-        if name in ("mul_", "div_") and len(node.args) == 1 \
-                and dotted_name(func.value) is not None:
-            current = self.expr(func.value)
+        if name in ("mul_", "div_") and len(node.args) == 1:
             op: ast.operator = ast.Mult() if name == "mul_" else ast.Div()
-            self.assign(func.value, self.binop(func.value, current, op, node.args[0]))
-            return self.expr(func.value)
+            if dotted_name(func.value) is not None:
+                current = self.expr(func.value)
+                self.assign(func.value, self.binop(func.value, current, op, node.args[0]))
+                return self.expr(func.value)
+            # ``lse.view(-1, h).mul_(c)``: the view is scaled and handed back, and so is the
+            # tensor it views, whose storage it shares (wholly, or in part through a slice)
+            scaled = self.binop(func.value, self.expr(func.value), op, node.args[0])
+            root, whole = _viewed(func.value)
+            if root is not None and lse_of(self.expr(root)) is not None:
+                before = self.expr(root)
+                after = self.binop(root, before, op, node.args[0])
+                self.assign(root, after if whole else join([before, after]))
+            return scaled
         if name in EXPONENTIALS:
             weighed = self.exponential(func, node, where)
             if weighed is not NOT_SPECIAL:
@@ -584,3 +593,21 @@ def _star_items(value: Value) -> list[Value] | None:
             len({len(t.items) for t in tuples}) == 1:
         return [join([t.items[i] for t in tuples]) for i in range(len(tuples[0].items))]
     return None
+
+
+def _viewed(node: ast.expr) -> tuple[ast.expr | None, bool]:
+    """The variable or attribute a chain of views reads (``lse.view(...).transpose(0, 1)``,
+    ``lse[:n]``), and whether the chain covers all of it (no slice on the way); None where the
+    chain starts at anything else (a call's fresh result)."""
+    whole = True
+    while True:
+        if dotted_name(node) is not None:
+            return node, whole
+        if isinstance(node, ast.Subscript):
+            whole, node = False, node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in KEEPS_BASE:
+            node = node.func.value
+        else:
+            return None, whole
+

@@ -23,6 +23,7 @@ from attn_contracts.findings import Code, Finding, Location
 from attn_contracts.lint.classes import ClassInfo, Hierarchy, ModuleInfo
 from attn_contracts.lint.edges import (
     Declaration,
+    attribute_declaration,
     class_findings,
     declaration,
     edge_findings,
@@ -236,11 +237,15 @@ def _declared(interp: Interpreter, program: Program, returns_attrs: tuple[str, .
                 impl = program.cls(s.impl)
                 declared[s.impl] = None if impl is None else declaration(
                     h, impl, returns_attrs, base_attrs, own=False)
-        flag = use.given.flag
-        if flag is not None and flag.owner is not None and flag.owner.cls not in declared:
+        ways = use.given.options if use.given.kind == "choice" else (use.given,)
+        for flag in (w.flag for w in ways):
+            if flag is None or flag.owner is None or flag.owner.cls in declared:
+                continue
             owner = program.cls(flag.owner.cls)
             declared[flag.owner.cls] = None if owner is None else declaration(
-                h, owner, returns_attrs, base_attrs, own=False)
+                h, owner, returns_attrs, base_attrs, own=False) or (attribute_declaration(
+                    h, owner, base_attrs, evaluate=_evaluator(interp))
+                    if flag.owner.exact else None)
     return declared
 
 
