@@ -245,9 +245,10 @@ class Resolver(ModuleResolver):
             node = c.attrs[attr][0]
             if isinstance(node, ast.Call) and (dotted_name(node.func) or "").rpartition(
                     ".")[2] == "field":
-                node = next((k.value for k in node.keywords if k.arg == "default"), None)
-                if node is None:
+                given = next((k.value for k in node.keywords if k.arg == "default"), None)
+                if given is None:
                     return None
+                node = given
             return literal_value(c.path, node) if isinstance(node, ast.Constant) else \
                 self._class_level(c, node)
         return None
