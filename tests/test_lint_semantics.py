@@ -520,6 +520,18 @@ case("a base stored on the class below its body", {"base.py": IMPL_BASE, "impl.p
                 return decode(q, return_lse=True)
         Impl.lse_base_on_e = True
         """}, {"impl.py": ("Impl.lse_base_on_e = True", "Impl.lse_base_on_e = False")})
+case("a store on any subclass (cls: type[X]) leaves X's own attribute alone", {"impl.py": """
+        from mylib import decode
+        class AttentionImpl:
+            can_return_lse_for_decode = False
+            lse_base_on_e = True
+        def configure(cls: type[AttentionImpl], on_e: bool) -> None:
+            cls.lse_base_on_e = on_e
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("    lse_base_on_e = True\n", "    lse_base_on_e = False\n")})
 case("an LSE kept in a list and merged later", {"layer.py": """
         from mylib import merge, decode
         def step(q):

@@ -393,7 +393,8 @@ class Scope:
             for alt in alternatives(obj):
                 if isinstance(alt, Inst):
                     self.i.stores.setdefault((alt, target.attr), set()).add(value)
-                elif isinstance(alt, ClassRef):  # a class changed after its body
+                elif isinstance(alt, ClassRef) and alt.exact:  # a class changed after its body
+                    # (not ``cls: type[X]``'s any subclass: X itself keeps its attribute)
                     self.i.class_stores.setdefault((alt.cls, target.attr), []).append(
                         (value, place(self.path, target)))
             dotted = dotted_name(target)
