@@ -532,6 +532,31 @@ case("a store on any subclass (cls: type[X]) leaves X's own attribute alone", {"
             def forward(self, q):
                 return decode(q, return_lse=True)
         """}, {"impl.py": ("    lse_base_on_e = True\n", "    lse_base_on_e = False\n")})
+case("an if statement decided by the class attribute of the class a method runs on", {
+    "base.py": """
+        import math
+        class PrefillBackend:
+            kernel_lse_is_log2 = False
+            def heads_first(self, lse):
+                lse = lse.transpose(0, 1)
+                if self.kernel_lse_is_log2:
+                    lse = lse * math.log(2.0)
+                return lse
+        """, "impl.py": """
+        from base import PrefillBackend
+        from mylib import decode, merge
+        class Log2Prefill(PrefillBackend):
+            kernel_lse_is_log2 = False
+            def run(self, q):
+                out, lse = decode(q, return_lse=True)
+                return out, self.heads_first(lse)
+        class Layer:
+            def __init__(self):
+                self.prefill = Log2Prefill()
+            def step(self, q):
+                out, lse = self.prefill.run(q)
+                return merge(out, lse)
+        """}, {"impl.py": ("    kernel_lse_is_log2 = False", "    kernel_lse_is_log2 = True")})
 case("an LSE kept in a list and merged later", {"layer.py": """
         from mylib import merge, decode
         def step(q):

@@ -399,8 +399,10 @@ class Resolver(ModuleResolver):
         constructor's arguments not followed), read from the methods' lines without parsing
         the module; any other store is unknown."""
         out: list[Value] = []
-        store = re.compile(r"\bself\." + re.escape(attr) + r"\s*(?::\s*([^=\n]+?))?\s*="
-                           r"(?!=)\s*([A-Za-z_][\w.]*)?(\()?")
+        # (an annotation stays on its line: ``if self.x:`` and the next line's ``y = ...`` are
+        # no ``self.x: y = ...``)
+        store = re.compile(r"\bself\." + re.escape(attr) + r"[ \t]*(?::[ \t]*([^=\n]+?))?"
+                           r"[ \t]*=(?!=)\s*([A-Za-z_][\w.]*)?(\()?")
         for start, end in cls.methods.values():
             for m in store.finditer(self.p.text(cls.path, start, end)):
                 ann, func, call = m.group(1), m.group(2), m.group(3)

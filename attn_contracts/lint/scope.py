@@ -204,8 +204,7 @@ class Scope:
         for i, stmt in enumerate(body):
             if isinstance(stmt, ast.If) and _ends(stmt.body) and not stmt.orelse:
                 # `if c: ...; return` — what follows runs only when c is false: the else side
-                self.expr(stmt.test)
-                self.branches([stmt.body, body[i + 1:]], stmt.test)
+                self.branches([stmt.body, body[i + 1:]], stmt.test, truth(self.expr(stmt.test)))
                 return
             self.stmt(stmt)
 
@@ -256,12 +255,7 @@ class Scope:
 
     @_on(_STMT, ast.If)
     def s_if(self, st: ast.If) -> None:
-        # both sides, even where the test's value is known: deciding the statement by a
-        # caller's literal exposed paths that only an any-subclass dispatch reaches (SGLang
-        # 0.5.23's DSA trtllm LSE at forward_mha's merge_state, which the model's MHA choice
-        # and the backend's use_mha keep apart at run time), a false error on a release
-        self.expr(st.test)
-        self.branches([st.body, st.orelse], st.test)
+        self.branches([st.body, st.orelse], st.test, truth(self.expr(st.test)))
 
     @_on(_STMT, ast.For, ast.AsyncFor)
     def s_for(self, st: ast.For | ast.AsyncFor) -> None:
@@ -340,12 +334,18 @@ class Scope:
         """A loop body to a fixpoint, joined with not running it (bounds.Bounds.loop)."""
         self.i.bounds.loop(self, body, node)
 
-    def branches(self, bodies: list[list[ast.stmt]], test: ast.expr | None = None) -> None:
+    def branches(self, bodies: list[list[ast.stmt]], test: ast.expr | None = None,
+                 decided: bool | None = None) -> None:
+        """Paths that join after (``if``/``else``, ``try`` and its handlers, ``match``
+        cases). ``decided``: the ``if`` test's value where it is known (a literal a caller
+        passed, a class attribute of the exact class the method runs on): only that side
+        runs, as in Python."""
         before = dict(self.env)
         results = []
         on_base = test is not None and _on_base_test(test, self.i.base_attrs)
         narrowed = _tuple_test(test)
         known = None if test is None or self.i.assume is None else self.i.assume(test)
+        known = decided if known is None else known
         for i, body in enumerate(bodies):
             if known is not None and i < 2 and (i == 0) != known:
                 continue  # the side the assumption rules out
