@@ -391,7 +391,7 @@ class Finding:
         gave it."""
         code = Code(data["code"])
         rule = RULES[code]
-        allowed = {str(rule.severity): None}
+        allowed: dict[str, str | None] = {str(rule.severity): None}
         for name, e in rule.escalations.items():
             allowed.setdefault(str(e.severity), name)
         severity = data["severity"]

@@ -234,9 +234,9 @@ def test_every_escalation_in_the_rule_table_gives_its_severity() -> None:
 
 
 def test_an_unknown_escalation_is_refused_naming_the_allowed_ones() -> None:
-    with pytest.raises(ValueError, match="'louder'.*allowed: unplanned-call"):
+    with pytest.raises(ValueError, match=r"'louder'.*allowed: unplanned-call"):
         Finding(Code.AC028, "s", "m", escalation="louder")
-    with pytest.raises(ValueError, match="'louder'.*allowed: none"):
+    with pytest.raises(ValueError, match=r"'louder'.*allowed: none"):
         Finding(Code.AC000, "s", "m").escalated("louder")
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.findings import Code, Finding
 from attn_contracts.integrations import vllm_cache
 from attn_contracts.integrations.vllm_source import STARTUP_SCOPE, Attr, Derived, MemberFacts
 
