@@ -484,6 +484,44 @@ case("a plain object's base attribute a combine is told", {"layer.py": """
                 out, lse = decode(q, return_lse=True)
                 return combine(out, lse, is_lse_base_on_e=self.settings.lse_base_on_e)
         """}, {"layer.py": ("lse_base_on_e = True", "lse_base_on_e = False")})
+case("a base read in method resolution order (C3), not depth first", {"impl.py": """
+        from mylib import decode
+        class Impl:
+            can_return_lse_for_decode = False
+            lse_base_on_e = True
+        class Paged(Impl):
+            pass
+        class Log2Units(Impl):
+            lse_base_on_e = True  # its own
+        class PagedLog2(Paged, Log2Units):
+            can_return_lse_for_decode = True
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("True  # its own", "False  # its own")})
+case("a class decorator that sets the base", {"base.py": IMPL_BASE + """
+    def lse_base(*, on_e):
+        def wrap(cls):
+            setattr(cls, "lse_base_on_e", on_e)
+            return cls
+        return wrap
+    """, "impl.py": """
+        from base import AttentionImpl, lse_base
+        from mylib import decode
+        @lse_base(on_e=True)
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("@lse_base(on_e=True)", "@lse_base(on_e=False)")})
+case("a base stored on the class below its body", {"base.py": IMPL_BASE, "impl.py": """
+        from base import AttentionImpl
+        from mylib import decode
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        Impl.lse_base_on_e = True
+        """}, {"impl.py": ("Impl.lse_base_on_e = True", "Impl.lse_base_on_e = False")})
 case("an LSE kept in a list and merged later", {"layer.py": """
         from mylib import merge, decode
         def step(q):

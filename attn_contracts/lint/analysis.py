@@ -105,6 +105,9 @@ class Analysis(ABC):
         self.literal_sites: dict[str, tuple[Consumer, str, Lit]] = {}
         #: (instance, attribute) → values stored (``self.x = ...``)
         self.stores: dict[tuple[Inst, str], set[Value]] = {}
+        #: (class, attribute) → values stored on the class after its body, each with where
+        #: (``Impl.x = v``, ``setattr(cls, "x", v)``, ``cls.x = v`` in a class decorator)
+        self.class_stores: dict[tuple[ClassKey, str], list[tuple[Value, str]]] = {}
         self._init_done: set[Inst] = set()
         self._class_attr_memo: dict[tuple[ClassKey, str], Value] = {}
         self._fields_memo: dict[ClassKey, list[str] | None] = {}

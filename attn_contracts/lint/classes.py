@@ -358,6 +358,7 @@ class Hierarchy:
         self._bases: dict[int, list[Base]] = {}
         self._definer: dict[str, dict[int, ClassInfo | None]] = {}
         self._unresolved: dict[int, tuple[str, ...]] = {}
+        self._linear: dict[int, list[ClassInfo]] = {}
 
     # --- resolution -------------------------------------------------------------------------------
     def bases(self, cls: ClassInfo) -> list[Base]:
@@ -440,17 +441,43 @@ class Hierarchy:
         return order
 
     def definer(self, cls: ClassInfo, attr: str) -> ClassInfo | None:
-        """The first class in ``cls``'s left-to-right depth-first ancestry that assigns ``attr``
-        itself."""
+        """The first class in ``cls``'s method resolution order that assigns ``attr`` itself:
+        the class Python reads ``cls.attr`` from."""
         memo = self._definer.setdefault(attr, {})
         if id(cls) not in memo:
-            for c in self._post_order(cls, memo):
-                if attr in c.attrs:
-                    memo[id(c)] = c
-                    continue
-                memo[id(c)] = next((memo.get(id(b)) for b in self.bases(c)
-                                    if isinstance(b, ClassInfo) and memo.get(id(b))), None)
+            memo[id(cls)] = next((c for c in self.linear(cls) if attr in c.attrs), None)
         return memo[id(cls)]
+
+    def changed(self) -> None:
+        """A class's attributes changed after its body was read (a store below it, a class
+        decorator): what was looked up is looked up again."""
+        self._definer.clear()
+
+    def linear(self, cls: ClassInfo) -> list[ClassInfo]:
+        """``cls`` and its known ancestors in Python's method resolution order (the C3
+        linearization: ``class K(A, Mixin)`` reads ``A``'s whole chain before ``Mixin`` unless
+        they share a base); the left-to-right depth-first order where the bases admit no C3
+        order, which Python would refuse. A base outside the linted classes is left out."""
+        key = id(cls)
+        if key not in self._linear:
+            self._linear[key] = [cls]  # a cycle through it reads it alone
+            bases = [b for b in self.bases(cls) if isinstance(b, ClassInfo)]
+            merged = _c3([*(list(self.linear(b)) for b in bases), list(bases)])
+            self._linear[key] = [cls, *merged] if merged is not None else self._depth_first(cls)
+        return self._linear[key]
+
+    def _depth_first(self, cls: ClassInfo) -> list[ClassInfo]:
+        seen: list[ClassInfo] = []
+        ids: set[int] = set()
+        stack: list[ClassInfo] = [cls]
+        while stack:
+            c = stack.pop()
+            if id(c) in ids:
+                continue
+            ids.add(id(c))
+            seen.append(c)
+            stack.extend(b for b in reversed(self.bases(c)) if isinstance(b, ClassInfo))
+        return seen
 
     def unresolved(self, cls: ClassInfo) -> tuple[str, ...]:
         """Qualified names of every base, anywhere above ``cls``, that is not a linted class."""
@@ -467,23 +494,28 @@ class Hierarchy:
         return memo[id(cls)]
 
     def mro(self, cls: ClassInfo) -> tuple[list[ClassInfo], list[str]]:
-        """Known ancestors in a left-to-right depth-first order (``cls`` first), and the names
-        of bases that are not in the linted set (for callers that want the whole list)."""
-        seen: list[ClassInfo] = []
-        ids: set[int] = set()
-        stack: list[ClassInfo] = [cls]
-        while stack:
-            c = stack.pop()
-            if id(c) in ids:
-                continue
-            ids.add(id(c))
-            seen.append(c)
-            stack.extend(b for b in reversed(self.bases(c)) if isinstance(b, ClassInfo))
-        return seen, list(self.unresolved(cls))
+        """Known ancestors in method resolution order (``cls`` first, :meth:`linear`), and the
+        names of bases that are not in the linted set (for callers that want the whole list)."""
+        return list(self.linear(cls)), list(self.unresolved(cls))
 
     def value(self, cls: ClassInfo, attr: str) -> ast.expr | None:
         owner = self.definer(cls, attr)
         return None if owner is None else owner.attrs[attr][0]
+
+
+def _c3(sequences: list[list[ClassInfo]]) -> list[ClassInfo] | None:
+    """The C3 merge of the bases' linearizations and the bases' list: each step takes the
+    first head that is in no other list's tail; None where none is (no consistent order)."""
+    seqs = [list(s) for s in sequences if s]
+    out: list[ClassInfo] = []
+    while seqs:
+        tails = {id(c) for s in seqs for c in s[1:]}
+        head = next((s[0] for s in seqs if id(s[0]) not in tails), None)
+        if head is None:
+            return None
+        out.append(head)
+        seqs = [rest for s in seqs if (rest := [c for c in s if c is not head])]
+    return out
 
 
 def relevant_functions(module: ModuleInfo, classes: list[ClassInfo], lines: list[str],

@@ -317,6 +317,19 @@ class Frame(RecordCalls):
             return self.getattr_(node)
         return NOT_SPECIAL
 
+    def setattr_form(self, callee: Value, qual: str, name: str,
+                     node: ast.Call) -> Value | object:
+        """``setattr(obj, "name", value)``: the store ``obj.name = value`` it is."""
+        if callee is None and isinstance(node.func, ast.Name) and name == "setattr" and \
+                len(node.args) == 3 and not node.keywords and \
+                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) \
+                and node.args[1].value.isidentifier():
+            target = ast.copy_location(ast.Attribute(node.args[0], node.args[1].value,
+                                                     ast.Store()), node)
+            self.assign(target, self.expr(node.args[2]), node.args[2])
+            return Lit(None, place(self.path, node))
+        return NOT_SPECIAL
+
     def get_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
         """``d.get(key[, default])`` on a dict the flow holds (:meth:`dict_get`)."""
         if callee is None and name == "get" and isinstance(node.func, ast.Attribute) and \
@@ -542,7 +555,7 @@ class Frame(RecordCalls):
 #: the special forms :meth:`Frame.special` tries, in order (each returns NOT_SPECIAL where the
 #: call is not it)
 _SPECIAL_FORMS = (Frame.type_of, Frame.identity, Frame.partial, Frame.cast_, Frame.super_,
-                  Frame.getattr_form, Frame.get_form, Frame.dict_form)
+                  Frame.getattr_form, Frame.setattr_form, Frame.get_form, Frame.dict_form)
 
 
 def _spread(call: CallArgs, value: Value) -> set[str]:

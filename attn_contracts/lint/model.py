@@ -185,6 +185,7 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     backend_classes = _backend_classes(h, files, returns_attrs, base_attrs)
     kernels = {id(cls): _own_kernels(interp, program, cls) for cls in backend_classes}
     _run_rounds(interp, program, [f for f in files if f.report])
+    _changed_classes(interp, program, (*returns_attrs, *base_attrs))
     declared = _declared(interp, program, returns_attrs, base_attrs)
     tree_declares = configured or any(a in c.attrs for c in classes for a in base_attrs)
     out += class_findings(h, backend_classes, kernels, returns_attrs=returns_attrs,
@@ -195,6 +196,26 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     out += _defaulted_definitions(program, knowledge, reported)
     kept = [f for f in out if (at.path if (at := f.at) is not None else f.location) in reported]
     return ProgramModel(program, interp, kept, kernels, returns_attrs, base_attrs)
+
+
+def _changed_classes(interp: Interpreter, program: Program, attrs: tuple[str, ...]) -> None:
+    """A returns or base attribute stored on a class after its body (``Impl.lse_base_on_e =
+    False`` below it, ``setattr``, a class decorator) is the class's own, over its body's and
+    its bases': the literal where every store agrees on one, else an expression (read from
+    code the class statement does not show). Where: the store, if in the class's own file,
+    else the class statement."""
+    for (key, attr), stores in sorted(interp.class_stores.items(), key=lambda kv: kv[0]):
+        cls = program.cls(key)
+        if cls is None or attr not in attrs:
+            continue
+        values = {v.value for v, _ in stores if isinstance(v, Lit)}
+        node: ast.expr = ast.Constant(values.pop()) if len(values) == 1 and all(
+            isinstance(v, Lit) for v, _ in stores) else ast.Name("<set after the class body>")
+        at = Location.parse(stores[-1][1])
+        line, col = (at.line, at.col - 1) if at is not None and at.path == cls.path else (
+            cls.line, 0)
+        cls.attrs[attr] = (node, line, col)
+        program.hierarchy.changed()
 
 
 def _evaluator(interp: Interpreter) -> Callable[[ClassInfo, ast.expr], object]:
@@ -314,6 +335,11 @@ def _run_roots(interp: Interpreter, program: Program, f: FileFacts, lines: tuple
     done.update(id(st) for st in top)
     if top:
         interp.run_statements(f.path, top)
+    for st in tree.body:  # a class its decorators change (``@lse_base(on_e=False)``)
+        if isinstance(st, ast.ClassDef) and st.decorator_list and id(st) not in done and \
+                _spans(st, lines):
+            done.add(id(st))
+            interp.run_decorators(f.path, st)
     if f.functions is None:
         f.functions = list(_functions(tree))
     relevant = f.module.relevant if f.module is not None else frozenset()

@@ -393,6 +393,9 @@ class Scope:
             for alt in alternatives(obj):
                 if isinstance(alt, Inst):
                     self.i.stores.setdefault((alt, target.attr), set()).add(value)
+                elif isinstance(alt, ClassRef):  # a class changed after its body
+                    self.i.class_stores.setdefault((alt.cls, target.attr), []).append(
+                        (value, place(self.path, target)))
             dotted = dotted_name(target)
             if dotted is not None:
                 self.env[dotted] = value
