@@ -351,8 +351,9 @@ def _declaration(impl: ImplFacts, backend: str, kernels: Sequence[CapabilityReco
 
 
 # Severities: an edge finding has its code's default (RULES: base and layout errors, empty rows,
-# limits and dtype warnings); a gap in the mapping (AC013, AC014) is a warning here, not the
-# registry's error, so the engine is told and still starts (explicit at each such finding).
+# limits and dtype warnings), not check_edge's `from-records` escalation; a gap in the mapping
+# (AC013, AC014) is a warning here, not the registry's error, so the engine is told and still
+# starts (the rule table's `mapping-gap` escalation, named at each such finding).
 
 
 def _through(record: CapabilityRecord, transform: str) -> CapabilityRecord:
