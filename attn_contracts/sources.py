@@ -7,19 +7,18 @@ traceback.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
 import stat
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Discriminator, Tag, TypeAdapter, ValidationError
 
+from attn_contracts.collector import paused
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding, error_text
 from attn_contracts.records import CapabilityRecord, findings_from_validation_error
@@ -170,22 +169,7 @@ def records_of(doc: Any, *, path: str, text: str = "", label: bool = False) -> L
     return [r for r, _ in located], findings
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while one document is parsed or validated: a
-    10 MiB file is a few hundred thousand containers, which every full collection would walk
-    again and again (it doubled the time); a parsed document holds no cycles, so nothing is
-    left for the collector, and it runs again as before when the file is read."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
-@_collector_paused()
+@paused()
 def _located_records_of(doc: Any, *, path: str, text: str, label: bool,
                         ) -> tuple[list[Located], list[Finding]]:
     lines = _name_lines(text)
@@ -291,7 +275,7 @@ def error_position(err: BaseException) -> tuple[int, int]:
     return (int(m.group(1)), int(m.group(2))) if m else (1, 1)
 
 
-@_collector_paused()
+@paused()
 def parse_document(path: str | Path, text: str) -> Any:
     """The parsed ``.toml`` (else JSON) document of ``text``, within :data:`MAX_NESTING`; a
     :class:`FileReadError` when it is empty, malformed or nested too deeply."""

@@ -477,12 +477,10 @@ case("a plain object's base attribute a combine is told", {"layer.py": """
         from mylib import decode, combine
         class Settings:
             lse_base_on_e = True
-        class Layer:
-            def __init__(self):
-                self.settings = Settings()
-            def run(self, q):
-                out, lse = decode(q, return_lse=True)
-                return combine(out, lse, is_lse_base_on_e=self.settings.lse_base_on_e)
+        SETTINGS = Settings()
+        def run(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=SETTINGS.lse_base_on_e)
         """}, {"layer.py": ("lse_base_on_e = True", "lse_base_on_e = False")})
 case("a base read in method resolution order (C3), not depth first", {"impl.py": """
         from mylib import decode

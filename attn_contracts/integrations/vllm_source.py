@@ -187,9 +187,9 @@ def _derive(root: Path, version: str | None, scope: tuple[str, ...] | None = Non
 
 
 def _derive_now(root: Path, version: str | None, scope: tuple[str, ...] | None) -> Derived:
-    from attn_contracts.lint import collector_paused
+    from attn_contracts.collector import paused
 
-    with collector_paused():  # the member facts walk the model the lint built: as costly
+    with paused():  # the member facts walk the model the lint built: as costly
         return _derive_paused(root, version, scope)
 
 

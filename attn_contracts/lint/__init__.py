@@ -25,7 +25,6 @@ from attn_contracts.lint.cli import add_arguments, exit_code, main, run
 from attn_contracts.lint.config import LintConfig
 from attn_contracts.lint.driver import (
     EngineRule,
-    collector_paused,
     knowledge_for,
     lint_model,
     lint_paths,
@@ -43,7 +42,6 @@ __all__ = [
     "LintConfig",
     "ProgramModel",
     "add_arguments",
-    "collector_paused",
     "exit_code",
     "knowledge_for",
     "lint_model",

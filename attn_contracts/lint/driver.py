@@ -10,19 +10,18 @@ The knowledge each file is judged with is the one of its own tree's releases
 from __future__ import annotations
 
 import ast
-import gc
 import io
 import multiprocessing as mp
 import os
 import re
 import tokenize
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from pathlib import Path
 
+from attn_contracts.collector import paused
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code, Finding, Location
 from attn_contracts.lint.classes import (
@@ -41,8 +40,7 @@ from attn_contracts.records import CapabilityRecord
 from attn_contracts.sources import AnyRecord, FileReadError, read_bytes, split_roles
 from attn_contracts.versions import library_key, resolve_all, tree_root, versions_of_tree
 
-__all__ = ["EngineRule", "collector_paused", "default_jobs", "knowledge_for", "lint_model",
-           "lint_paths", "worker_count"]
+__all__ = ["EngineRule", "default_jobs", "knowledge_for", "lint_model", "lint_paths", "worker_count"]
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?",
                    re.IGNORECASE)
@@ -363,24 +361,8 @@ def lint_model(paths: Sequence[Path], config: LintConfig | None = None, *,
     ``jobs``: processes for the per-file work. ``engine_rules``: rules an engine integration
     brings (:data:`EngineRule`), run over the model once it is built.
     """
-    with collector_paused():
+    with paused():  # millions of nodes and values live to the end of the run
         return _lint_model(paths, config, project_root, knowledge, jobs, records, engine_rules)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cycle collector off for one run, back as it was after. The run allocates
-    millions of small objects (syntax trees, abstract values) that live until it ends; each
-    collection walks all of them again, two thirds of the parse and about a third of the
-    interpreter's time on vLLM's attention code. What the run drops is freed by reference
-    counting; its few cycles wait for the next collection after it."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _lint_model(paths: Sequence[Path], config: LintConfig | None, project_root: Path | None,

@@ -47,7 +47,6 @@ from attn_contracts.lint.calls import (
     literal_value,
     merge_summaries,
     params_of,
-    place,
 )
 from attn_contracts.lint.frame import Frame
 from attn_contracts.lint.inferred import (
@@ -62,9 +61,7 @@ from attn_contracts.lint.torch_model import (
     tag_impl,
 )
 from attn_contracts.lint.values import (
-    Arg,
     Bound,
-    ClassRef,
     Ext,
     ExtInst,
     Func,
@@ -86,9 +83,6 @@ _MAX_CONTEXTS = 6
 #: how deep calls are followed
 _MAX_DEPTH = 24
 
-#: levels of calls read for their values from a class decorator (a factory, its wrapper, a
-#: helper the wrapper calls)
-_DECORATOR_LEVELS = 3
 
 
 class Interpreter(Resolver):
@@ -136,29 +130,6 @@ class Interpreter(Resolver):
             if carries(value) or (isinstance(value, (Ext, Func)) and callee_name(
                     value, "") in (*frame.k.consumers, *frame.k.producers)):
                 self._module_carriers.add(name)
-
-    def run_decorators(self, path: str, node: ast.ClassDef) -> None:
-        """A class's decorators applied to it, innermost first, as its module does when it
-        defines the class: what they store on it (``@lse_base(on_e=False)`` whose wrapper sets
-        ``cls.lse_base_on_e``) is in :attr:`class_stores`. Read for their values: a decorator
-        factory's call and the wrapper it returns are followed whatever they name."""
-        frame = Frame(self, path, None, None, None)
-        value: Value = ClassRef((path, node.name))
-        need = self.need
-        self.need = _DECORATOR_LEVELS
-        try:
-            for dec in reversed(node.decorator_list):
-                where = place(path, dec)
-                callee = frame.expr(dec)
-                call = CallArgs([Arg(value, where)], {}, False, where=where)
-                shown = ast.copy_location(ast.Call(dec, [], []), dec)
-                result = frame.apply(callee, call, shown, where, callee_name(callee, ""))
-                if not isinstance(result, ClassRef):
-                    value = ClassRef((path, node.name))  # replaced by what it cannot read
-        except RecursionError:
-            return
-        finally:
-            self.need = need
 
     def analyse(self, func: Func, self_value: Inst | None, call: CallArgs | None, *,
                 generic: bool = False) -> Summary:

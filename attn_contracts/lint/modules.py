@@ -99,9 +99,38 @@ def _mutated_name(st: ast.stmt) -> str | None:
     return None
 
 
+#: the name a class is bound to while its decorators are applied (no Python name can clash)
+_CLASS = "\x00class"
+
+#: levels of calls read for their values from a class decorator (a factory, its wrapper, a
+#: helper the wrapper calls)
+_DECORATOR_LEVELS = 3
+
+
 class ModuleResolver(Analysis):
     """The resolution of module-level names over the program."""
 
+
+    def run_decorators(self, path: str, node: ast.ClassDef) -> None:
+        """A class's decorators applied to it, innermost first, as its module does when it
+        defines the class: what they store on it (``@lse_base(on_e=False)`` whose wrapper sets
+        ``cls.lse_base_on_e``) is in :attr:`class_stores`. Read for their values: a decorator
+        factory's call and the wrapper it returns are followed whatever they name."""
+        frame = self.new_frame(path)
+        frame.env[_CLASS] = ClassRef((path, node.name))
+        need = self.need
+        self.need = _DECORATOR_LEVELS
+        try:
+            for dec in reversed(node.decorator_list):
+                applied = ast.copy_location(ast.Call(dec, [ast.Name(_CLASS, ast.Load())], []),
+                                            dec)
+                ast.fix_missing_locations(applied)
+                if not isinstance(frame.expr(applied), ClassRef):
+                    frame.env[_CLASS] = ClassRef((path, node.name))  # what it cannot read
+        except RecursionError:
+            return
+        finally:
+            self.need = need
 
     def global_value(self, path: str, name: str) -> Value:
         """A module-level name's value, evaluated when first asked (its assignment alone, not
