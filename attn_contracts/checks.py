@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from attn_contracts.call_base import literal_key
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
-from attn_contracts.findings import Code, ContractError, Finding, Severity
+from attn_contracts.findings import Code, ContractError, Finding
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.setting import OUT_DTYPES, CombineSetting
 
@@ -422,10 +422,10 @@ def check_workspace_buffer(subject: str, *, runs: str, buffer: str, has: bool) -
 # --- edges: producer → consumer --------------------------------------------------------------------
 def _edge(code: Code, producer: CapabilityRecord, consumer: ConsumerRecord, field: str,
           message: str, found: object, allowed: str, hint: str = "",
-          severity: Severity = Severity.ERROR) -> Finding:
+          escalation: str | None = None) -> Finding:
     return Finding(code, f"{producer.name} -> {consumer.name}",
                    f"{producer.name} feeds {consumer.name}: {message}", hint=hint, field=field, found=found,
-                   allowed=allowed, severity=severity)
+                   allowed=allowed, escalation=escalation)
 
 
 def _edge_base(p: CapabilityRecord, spec: LseSpec, c: ConsumerRecord,
@@ -451,7 +451,7 @@ def _edge_base(p: CapabilityRecord, spec: LseSpec, c: ConsumerRecord,
                       f"{kb.keyword} keyword, which has no default and was not given here, so "
                       "the base of this edge is left to the call site and was not checked",
                       None, f"{kb.keyword}={need}" if need else "no value fits", how,
-                      severity=Severity.NOTE)]
+                      escalation="left-to-call-site")]
     chosen = kb.base_of(literal)
     if chosen == spec.base:
         return []
@@ -474,20 +474,22 @@ def _edge_empty(p: CapabilityRecord, spec: LseSpec, c: ConsumerRecord) -> list[F
         out.append(_edge(Code.AC018, p, c, "empty.accepts_row_mask", "the producer leaves empty "
                          "rows undefined (garbage) and the consumer takes no row mask",
                          "undefined", "a consumer that masks rows by the engine's lengths",
-                         "combine with a plan given row_mask=True"))
+                         "combine with a plan given row_mask=True", escalation="from-records"))
     elif spec.empty_row != "undefined" and spec.empty_row not in policy.reads_as_empty:
         out.append(_edge(Code.AC018, p, c, "empty.reads_as_empty", f"empty rows carry LSE "
                          f"{spec.empty_row}, which the consumer does not read as empty",
                          spec.empty_row, ", ".join(policy.reads_as_empty) or "(nothing)",
-                         "sanitise the LSE first (NaN/+inf → -inf) or use a consumer that does"))
+                         "sanitise the LSE first (NaN/+inf → -inf) or use a consumer that does",
+                         escalation="from-records"))
     if policy.all_empty == "nan":
         out.append(_edge(Code.AC018, p, c, "empty.all_empty", "a row empty on every shard (a "
                          "padded CUDA-graph row, a zero-length request) comes out as 0/0 = NaN",
-                         "nan", "zero", "mask those rows or use a consumer that yields 0"))
+                         "nan", "zero", "mask those rows or use a consumer that yields 0",
+                         escalation="from-records"))
     if spec.empty_row in ("nan", "undefined") and not policy.zero_weight_nan_safe:
         out.append(_edge(Code.AC018, p, c, "empty.zero_weight_nan_safe", "empty shards may hold "
                          "NaN partials and the consumer multiplies them by a zero weight "
-                         "(0 · NaN = NaN)", False, "true"))
+                         "(0 · NaN = NaN)", False, "true", escalation="from-records"))
     else:
         out += _edge_empty_out(p, spec, c)
     return out
@@ -522,7 +524,8 @@ def _edge_limits(p: CapabilityRecord, c: ConsumerRecord, s: CombineSetting) -> l
     heads, d, n = s.heads_per_launch, s.head_dim, s.world_size
 
     def limit(field: str, message: str, found: object, allowed: str) -> None:
-        out.append(_edge(Code.AC019, p, c, f"limits.{field}", message, found, allowed))
+        out.append(_edge(Code.AC019, p, c, f"limits.{field}", message, found, allowed,
+                         escalation="from-records"))
 
     if lim.head_dims is not None and d not in lim.head_dims:
         limit("head_dims", f"head_dim={d} is not one it takes", d,
@@ -566,7 +569,8 @@ def _edge_layout_dtype(p: CapabilityRecord, spec: LseSpec, c: ConsumerRecord,
     dtype = spec.dtype if spec.dtype != "query" else (s.out_dtype if s else None)
     if dtype is not None and dtype not in c.lse.dtypes:
         out.append(_edge(Code.AC020, p, c, "lse.dtypes", f"the producer's LSE is {dtype}",
-                         dtype, ", ".join(c.lse.dtypes), "cast the LSE to float32 first"))
+                         dtype, ", ".join(c.lse.dtypes), "cast the LSE to float32 first",
+                         escalation="from-records"))
     return out
 
 
@@ -623,7 +627,7 @@ def check_call_turns_off_lse(record: CapabilityRecord, call: Mapping[str, object
         off.update(wrong)
     passed = ", ".join(f"{k}={given[k]}" for k in sorted(off))
     needs = ", ".join(f"{k}={v}" for k, v in sorted(off.items()))
-    return [Finding.from_rule(
+    return [Finding(
         Code.AC006, record.name,
         f"{needed_by} needs the LSE, but the call passes {passed}: {record.name} then returns "
         f"no LSE (it returns one with {needs})", hint=f"pass {needs} to the kernel",
@@ -689,7 +693,7 @@ def resolve_call_base(record: CapabilityRecord, call: Mapping[str, object] | Non
         return record, []
     if call is None:
         chooses = ", ".join(k for k in (chosen.keyword, chosen.default_by) if k)
-        return record, [Finding.from_rule(
+        return record, [Finding(
             Code.AC028, record.name,
             f"its LSE base is chosen by the call's arguments ({chooses}: base "
             f"{' or '.join(chosen.bases())}), and the engine did not say which call it makes",
@@ -702,7 +706,7 @@ def resolve_call_base(record: CapabilityRecord, call: Mapping[str, object] | Non
     if base is None:
         given = ", ".join(f"{k}={literals.get(k, 'omitted')}"
                           for k in (chosen.keyword, chosen.default_by) if k)
-        return record, [Finding.from_rule(
+        return record, [Finding(
             Code.AC028, record.name,
             f"{record.name}: the call leaves its LSE base to dispatch ({given}): the kernel picked "
             f"at run time returns base {' or '.join(chosen.bases())}, and the combine cannot be "

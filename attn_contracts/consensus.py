@@ -57,7 +57,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, Finding, Severity, error_text
+from attn_contracts.findings import Code, Finding, error_text
 from attn_contracts.records import CapabilityRecord
 
 __all__ = ["Opened", "agree_across_ranks", "fingerprint", "open_round", "rank_in", "report_failure",
@@ -616,9 +616,7 @@ def _unreachable(detail: str, size: int) -> Finding:
 
 
 def _finding_from_json(f: dict[str, Any]) -> Finding:
-    return Finding(Code(f["code"]), f["subject"], f["message"], severity=Severity(f["severity"]),
-                   hint=f["hint"], field=f["field"],
-                   found=f["found"], allowed=f["allowed"], location=f["location"])
+    return Finding.from_json(f)
 
 
 def _union_findings(prints: dict[int, dict[str, Any]]) -> list[Finding]:

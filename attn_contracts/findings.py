@@ -108,7 +108,7 @@ class Severity(enum.StrEnum):
 @dataclass(frozen=True)
 class Escalation:
     """A context in which a rule's finding has another severity than its default, named so that
-    the checker that reports it says which (:meth:`Finding.from_rule`) and the README shows it."""
+    the checker that reports it says which (``Finding(..., escalation=NAME)``) and the README shows it."""
 
     severity: Severity
     when: str
@@ -121,7 +121,7 @@ class Rule:
     ``severity`` is the default: what the linter and the engine checks report the code as where
     the context does not decide otherwise. ``escalations``: the named contexts that give the code
     another severity, each documented here (a finding takes one by name:
-    ``Finding.from_rule(code, ..., escalation=NAME)``). Validation and startup refuse on every
+    ``Finding(code, ..., escalation=NAME)``). Validation and startup refuse on every
     finding but a note."""
 
     code: Code
@@ -344,33 +344,63 @@ class Finding:
     """One problem: which rule, about what, the value found, what is allowed, how to fix it.
 
     Everything after ``message`` is keyword-only: ``hint`` and ``allowed`` are both strings, and a
-    swapped pair would type-check."""
+    swapped pair would type-check.
+
+    The severity is the rule table's (:data:`RULES`), never the caller's: the code's default,
+    or that of the documented escalation named (``escalation="confirmed"``; an unknown name is
+    a ``ValueError`` listing the rule's). It is no argument, so ``Finding(..., severity=...)``
+    and ``dataclasses.replace(f, severity=...)`` fail; :meth:`escalated` re-grades a finding
+    by name and :meth:`from_json` reads one back."""
 
     code: Code
     subject: str
     message: str
     _: KW_ONLY
-    severity: Severity = Severity.ERROR
+    #: the documented escalation of the rule this finding is reported under (None: the
+    #: default); kept so that ``replace(f, location=...)`` keeps the severity. Not compared:
+    #: two findings that say the same are equal whichever name of one severity they carry.
+    escalation: str | None = dataclasses.field(default=None, compare=False)
+    severity: Severity = dataclasses.field(init=False)
     hint: str = ""
     field: str = ""
     found: Any = None
     allowed: str = ""
     location: str = ""  # "path:line:col" for file-based findings, else empty
 
+    def __post_init__(self) -> None:
+        rule = RULES[self.code]
+        if self.escalation is None:
+            severity = rule.severity
+        elif self.escalation in rule.escalations:
+            severity = rule.escalations[self.escalation].severity
+        else:
+            raise ValueError(f"{self.code} has no escalation {self.escalation!r} (allowed: "
+                             f"{', '.join(rule.escalations) or 'none'}; rules.toml)")
+        object.__setattr__(self, "severity", severity)  # frozen: set once, here
+
+    def escalated(self, escalation: str | None) -> Finding:
+        """The same finding at the severity of the rule's documented ``escalation`` (None: the
+        code's default), for a caller whose context re-grades a finding another check made."""
+        return dataclasses.replace(self, escalation=escalation)
+
     @classmethod
-    def from_rule(cls, code: Code, subject: str, message: str, *, escalation: str | None = None,
-                  **fields: Any) -> Finding:
-        """A finding with its code's severity from :data:`RULES`: the default, or that of the
-        documented ``escalation`` named (an unknown name is a ``ValueError`` listing the
-        rule's), unless ``severity`` is given."""
+    def from_json(cls, data: Mapping[str, Any]) -> Finding:
+        """A finding from :meth:`to_json`'s form (a peer rank's report). Its severity must be
+        one its rule allows (the default or an escalation's; the escalation is picked by it),
+        else a ``ValueError`` naming the value and the allowed ones; ``found`` is kept as JSON
+        gave it."""
+        code = Code(data["code"])
         rule = RULES[code]
-        if escalation is not None:
-            if escalation not in rule.escalations:
-                raise ValueError(f"{code} has no escalation {escalation!r} (allowed: "
-                                 f"{', '.join(rule.escalations) or 'none'}; rules.toml)")
-            fields.setdefault("severity", rule.escalations[escalation].severity)
-        fields.setdefault("severity", rule.severity)
-        return cls(code, subject, message, **fields)
+        allowed: dict[str, str | None] = {str(rule.severity): None}
+        for name, e in rule.escalations.items():
+            allowed.setdefault(str(e.severity), name)
+        severity = data["severity"]
+        if severity not in allowed:
+            raise ValueError(f"{code} cannot be severity {severity!r} (allowed: "
+                             f"{', '.join(allowed)}; rules.toml)")
+        return cls(code, data["subject"], data["message"], escalation=allowed[severity],
+                   hint=data["hint"], field=data["field"], found=data["found"],
+                   allowed=data["allowed"], location=data["location"])
 
     @property
     def at(self) -> Location | None:

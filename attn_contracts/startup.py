@@ -233,7 +233,7 @@ def _unchecked_agreement(consumer: ConsumerRecord) -> Finding:
     same = ", ".join(consumer.ranks.same) if consumer.ranks else ""
     return Finding(Code.AC031, consumer.name, f"{consumer.name} is a collective: every rank must "
                    f"pass it the same {same}; one process cannot check that, so it was not "
-                   "checked here", severity=Severity.NOTE, field="ranks", found=None,
+                   "checked here", escalation="one-process", field="ranks", found=None,
                    allowed="identical on every rank",
                    hint="at engine startup pass group= to validate_startup: the ranks then "
                    "compare what each passes (AC031 where they differ)")

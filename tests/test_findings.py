@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import ast
 import compileall
+import json
 import shutil
 import subprocess
 import sys
+import tomllib
+from dataclasses import FrozenInstanceError, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,17 +56,10 @@ def test_the_readme_check_fails_on_a_stale_table(tmp_path: Path) -> None:
     assert readme.read_text().endswith("<!-- rules:end -->\nafter\n")
 
 
-def test_from_rule_takes_the_default_severity_unless_given() -> None:
-    assert Finding.from_rule(Code.AC003, "s", "m").severity is Severity.WARNING
-    assert Finding.from_rule(Code.AC029, "s", "m").severity is Severity.NOTE
-    assert Finding.from_rule(Code.AC002, "s", "m", severity=Severity.NOTE).severity is Severity.NOTE
-    assert Finding(Code.AC003, "s", "m").severity is Severity.ERROR  # the constructor: unchanged
-
-
 def test_sarif_rule_metadata_comes_from_the_rules() -> None:
     from attn_contracts.lint import sarif
 
-    f = Finding.from_rule(Code.AC003, "s", "m", location="a.py:1:1")
+    f = Finding(Code.AC003, "s", "m", location="a.py:1:1")
     (rule,) = sarif([f])["runs"][0]["tool"]["driver"]["rules"]  # type: ignore[index]
     r = RULES[Code.AC003]
     assert rule["shortDescription"]["text"] == r.title
@@ -76,7 +72,7 @@ def test_sarif_rule_metadata_comes_from_the_rules() -> None:
 def test_statistics_name_each_code_by_its_title() -> None:
     from attn_contracts.lint import statistics
 
-    line = statistics([Finding.from_rule(Code.AC009, "s", "m", location="a.py:1:1")])
+    line = statistics([Finding(Code.AC009, "s", "m", location="a.py:1:1")])
     assert line.endswith(f"\tAC009\t[warning]\t{RULES[Code.AC009].title}")
 
 
@@ -181,58 +177,99 @@ def test_validate_reports_ac028_at_the_severity_the_rule_table_documents(
         assert [(f["code"], f["severity"]) for f in found] == [("AC028", unplanned.severity)]
 
 
-def _finding_sites() -> list[tuple[str, int, str, Code, ast.expr | None, str | None]]:
-    """Every finding the package builds with its code spelled out: where, how (``Finding`` or
-    ``Finding.from_rule``), the code, the ``severity=`` expression and the escalation named."""
-    sites = []
+def _finding_calls() -> list[tuple[str, int, ast.Call]]:
+    """Every call of ``Finding`` (or ``replace``) in the package: the file, the line, the call."""
+    calls = []
     for path in sorted((ROOT / "attn_contracts").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not isinstance(node, ast.Call):
-                continue
-            how = ast.unparse(node.func)
-            code = next((a.attr for a in node.args[:1] if isinstance(a, ast.Attribute)
-                         and ast.unparse(a.value) == "Code"), None)
-            if how not in ("Finding", "Finding.from_rule") or code is None:
-                continue
-            keywords = {k.arg: k.value for k in node.keywords}
-            escalation = keywords.get("escalation")
-            sites.append((path.name, node.lineno, how, Code(code), keywords.get("severity"),
-                          None if escalation is None else ast.literal_eval(escalation)))
-    return sites
+            if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] in (
+                    "Finding", "replace"):
+                calls.append((path.name, node.lineno, node))
+    return calls
 
 
-_RANK = {Severity.NOTE: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+def test_no_call_gives_a_finding_its_severity() -> None:
+    """The severity is the rule table's: no ``Finding(..., severity=...)`` and no
+    ``replace(f, severity=...)`` anywhere in the package (nor ``**`` of a dict that holds one:
+    the constructor refuses it)."""
+    given = [(where, line) for where, line, call in _finding_calls()
+             if any(k.arg == "severity" for k in call.keywords)]
+    assert given == []
 
 
-def test_no_finding_is_more_severe_than_its_rule_without_a_documented_escalation() -> None:
-    """A finding's severity is its rule's default, lower where the rule's meaning says so, or an
-    escalation the rule table names (``Finding(...)`` alone is an error: its code must be one)."""
-    louder = []
-    for where, line, how, code, severity, escalation in _finding_sites():
-        if escalation is not None:
-            assert how == "Finding.from_rule" and escalation in RULES[code].escalations
+def test_every_escalation_a_finding_names_is_documented() -> None:
+    """Each ``Finding(Code.X, ..., escalation="name")`` in the package names an escalation of
+    its rule in rules.toml (the constructor would raise at run time, on a path a test may miss)."""
+    unknown = []
+    for where, line, call in _finding_calls():
+        code = next((a.attr for a in call.args[:1] if isinstance(a, ast.Attribute)
+                     and ast.unparse(a.value) == "Code"), None)
+        escalation = next((k.value for k in call.keywords if k.arg == "escalation"), None)
+        if code is None or not isinstance(escalation, ast.Constant) or escalation.value is None:
             continue
-        given = (Severity.ERROR if how == "Finding" else RULES[code].severity) if severity is None \
-            else {f"Severity.{s.name}": s for s in Severity}.get(ast.unparse(severity))
-        if given is not None and _RANK[given] > _RANK[RULES[code].severity]:
-            louder.append((where, line, code.value, given.value))
-    assert louder == []
+        if escalation.value not in RULES[Code(code)].escalations:
+            unknown.append((where, line, code, escalation.value))
+    assert unknown == []
+
+
+def test_a_finding_takes_its_code_default_severity_from_the_rule_table() -> None:
+    text = (ROOT / "attn_contracts" / "rules.toml").read_text(encoding="utf-8")
+    table = {r["code"]: r for r in tomllib.loads(text)["rule"]}
+    for code in Code:
+        assert Finding(code, "s", "m").severity == table[code.value]["severity"]
+    assert Finding(Code.AC003, "s", "m").severity is Severity.WARNING
+    assert Finding(Code.AC029, "s", "m").severity is Severity.NOTE
+
+
+def test_every_escalation_in_the_rule_table_gives_its_severity() -> None:
+    text = (ROOT / "attn_contracts" / "rules.toml").read_text(encoding="utf-8")
+    named = [(Code(r["code"]), name, e["severity"])
+             for r in tomllib.loads(text)["rule"] for name, e in r.get("escalations", {}).items()]
+    assert len(named) >= 10
+    for code, name, severity in named:
+        found = Finding(code, "s", "m", escalation=name)
+        assert found.severity == severity and found.escalation == name
+        assert Finding(code, "s", "m").escalated(name) == found
+        assert found.escalated(None).severity is RULES[code].severity
+
+
+def test_an_unknown_escalation_is_refused_naming_the_allowed_ones() -> None:
+    with pytest.raises(ValueError, match=r"'louder'.*allowed: unplanned-call"):
+        Finding(Code.AC028, "s", "m", escalation="louder")
+    with pytest.raises(ValueError, match=r"'louder'.*allowed: none"):
+        Finding(Code.AC000, "s", "m").escalated("louder")
+
+
+def test_a_severity_cannot_be_given_or_replaced() -> None:
+    f = Finding(Code.AC002, "s", "m", location="a.py:1:1")
+    with pytest.raises(TypeError, match="severity"):
+        Finding(Code.AC002, "s", "m", severity=Severity.NOTE)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="severity"):
+        replace(f, severity=Severity.NOTE)
+    with pytest.raises(FrozenInstanceError):
+        f.severity = Severity.NOTE  # type: ignore[misc]
+    moved = replace(f.escalated("confirmed"), location="b.py:2:2")  # keeps its escalation
+    assert moved.severity is Severity.NOTE and moved.location == "b.py:2:2"
+
+
+def test_a_finding_reads_back_from_json_at_every_severity_its_rule_allows() -> None:
+    for code, rule in RULES.items():
+        for escalation in (None, *rule.escalations):
+            f = Finding(code, "s", "m", escalation=escalation, hint="h", field="x", found=3,
+                        allowed="a", location="a.py:1:2")
+            back = Finding.from_json(json.loads(json.dumps(f.to_json())))
+            assert back == f and back.to_json() == f.to_json()
+    data = Finding(Code.AC029, "s", "m").to_json()
+    with pytest.raises(ValueError, match="AC029 cannot be severity 'error' \\(allowed: note"):
+        Finding.from_json({**data, "severity": "error"})
 
 
 def test_every_ac028_is_built_from_the_rule_table() -> None:
-    """No checker gives AC028 a severity of its own: the default, or an escalation the rule
-    table documents, named."""
-    sites = [s for s in _finding_sites() if s[3] is Code.AC028]
+    """The AC028 sites are still found by the scan (``test_no_call_gives_a_finding_its_severity``
+    then covers them): the default, or the escalation the rule table documents, named."""
+    sites = [(where, line) for where, line, call in _finding_calls()
+             if call.args and ast.unparse(call.args[0]) == "Code.AC028"]
     assert len(sites) >= 5
-    assert [s[:2] for s in sites if s[2] != "Finding.from_rule" or s[4] is not None] == []
-
-
-def test_an_escalation_is_taken_by_its_name_from_the_rule_table() -> None:
-    for name, escalation in RULES[Code.AC028].escalations.items():
-        found = Finding.from_rule(Code.AC028, "s", "m", escalation=name)
-        assert found.severity is escalation.severity is Severity.ERROR
-    with pytest.raises(ValueError, match="unplanned-call"):
-        Finding.from_rule(Code.AC028, "s", "m", escalation="louder")
 
 
 @given(st.text(), st.integers(min_value=0), st.integers(min_value=0))

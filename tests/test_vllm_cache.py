@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.findings import Code, Finding
 from attn_contracts.integrations import vllm_cache
 from attn_contracts.integrations.vllm_source import STARTUP_SCOPE, Attr, Derived, MemberFacts
 
@@ -39,7 +39,7 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _derived(root: Path, base: object = True) -> Derived:
-    finding = Finding(Code.AC018, "vllm.x", "a row empty on every shard", severity=Severity.WARNING,
+    finding = Finding(Code.AC018, "vllm.x", "a row empty on every shard",
                       found=["a", 1], location="vllm/v1/attention/backend.py:2:5")
     member = MemberFacts("FLASH_ATTN", "vllm.v1.attention.backends.x.B", "vllm.x.Impl",
                          attrs={"lse_base_on_e": Attr(base, "vllm/x.py:2", "Impl", False)},

@@ -50,6 +50,6 @@ def _fold(impl: str, attr: str, group: list[Finding], readers: Sequence[str]) ->
     where = "; ".join(readers) if readers else "nowhere the mapping knows of"
     what = " | ".join(dict.fromkeys(f"{f.code} {f.message}" for f in group))
     return replace(
-        first, severity=Severity.WARNING,
+        first.escalated("latent"),
         message=f"{impl}.{attr} is latent: nothing in this configuration reads it, so it is not "
                 f"refused; the engine would read it at {where}. {what}")

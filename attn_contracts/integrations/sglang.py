@@ -42,7 +42,7 @@ from typing import Any
 
 from attn_contracts.checks import check_edge
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
-from attn_contracts.findings import Code, Finding, Location, Severity
+from attn_contracts.findings import RULES, Code, Finding, Location, Severity
 from attn_contracts.integrations._report import EngineReport
 from attn_contracts.integrations.engine_data import DcpCombineEntry, RegistryEntry, engine_data
 from attn_contracts.records import CapabilityRecord, LseSpec
@@ -779,7 +779,7 @@ def report(backend: str | None = None, *, root: str | Path | None = None) -> lis
         row = _row(b, d, registry)
         if not rows:  # said once, on the first row
             row.findings[:0] = [*d.unparsed, *(Finding(
-                Code.AC013, f"sglang.{name}", n, severity=Severity.WARNING, field="sglang",
+                Code.AC013, f"sglang.{name}", n, escalation="mapping-gap", field="sglang",
                 found=d.version or "?") for n in d.notes)]
         rows.append(row)
     return rows
@@ -828,7 +828,7 @@ def _row(b: Backend, d: Derived, registry: Registry) -> SglangReport:
             if literal == "?":
                 # an expression not read is not an error by itself (issue 37's precision
                 # policy): the warning names what was not read
-                row.findings.append(Finding.from_rule(
+                row.findings.append(Finding(
                     Code.AC028, subject, f"the base {c.where} passes for {b.name} cannot be "
                     f"read ({c.function or 'an expression'}): nothing confirms it",
                     location=c.where,
@@ -841,14 +841,14 @@ def _row(b: Backend, d: Derived, registry: Registry) -> SglangReport:
                     row.findings.append(Finding(
                         Code.AC002, subject, f"{x.cls.rsplit('.', 1)[-1]}'s decode LSE under DCP "
                         f"comes from a kernel no record describes; {how} names it, so SGLang "
-                        "says its base; not confirmed", severity=Severity.NOTE,
+                        "says its base; not confirmed", escalation="engine-names-base",
                         location=c.where))
                 else:
                     row.findings.append(Finding(
                         Code.AC002, subject, f"{x.cls.rsplit('.', 1)[-1]}'s decode LSE under DCP "
                         f"comes from a kernel no record describes, and {c.consumer} at {c.where} "
                         f"combines it as base {told} by default ({how}): nothing confirms it",
-                        severity=Severity.ERROR, location=c.where,
+                        location=c.where,
                         hint=f"name {b.name!r} in {c.function or 'the base keyword'} with its "
                         "kernel's base, or add a record of the kernel it calls"))
                 continue
@@ -860,7 +860,8 @@ def _row(b: Backend, d: Derived, registry: Registry) -> SglangReport:
                     # the base: an error; the rest (empty rows, dtype, limits) warnings: this
                     # does not read what the call site does about them (SGLang zeroes
                     # trtllm-gen's empty rows after the kernel, a fix-up AC030 cannot see)
-                    severity = Severity.ERROR if f.code is Code.AC016 else Severity.WARNING
+                    escalation = None if f.code is Code.AC016 or \
+                        RULES[f.code].severity is Severity.WARNING else "call-site-unread"
                     said = f"{c.function}({b.name!r}) = {literal}, {c.function_at}" \
                         if c.function else f"{c.keyword or 'base'}=" \
                         f"{'(default)' if literal is None else literal}"
@@ -868,7 +869,7 @@ def _row(b: Backend, d: Derived, registry: Registry) -> SglangReport:
                         "may pick this kernel: pin the base at the call)" if k.dispatch else ""
                     row.findings.append(Finding(
                         f.code, f.subject, f"{f.message}{chosen} ({said}; the combine at "
-                        f"{c.where}, the kernel at {k.where})", severity=severity, hint=f.hint,
+                        f"{c.where}, the kernel at {k.where})", escalation=escalation, hint=f.hint,
                         field=f.field, found=f.found, allowed=f.allowed, location=c.where))
     return row
 

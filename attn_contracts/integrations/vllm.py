@@ -39,7 +39,7 @@ from typing import Any, Literal
 from attn_contracts.bridge import declaration_findings
 from attn_contracts.checks import check_edge, resolve_call_base
 from attn_contracts.consumer import ConsumerRecord, KeywordBase
-from attn_contracts.findings import RULES, Code, ContractError, Finding, Severity
+from attn_contracts.findings import Code, ContractError, Finding, Severity
 from attn_contracts.integrations import vllm_mode
 from attn_contracts.integrations._reach import split_by_reach
 from attn_contracts.integrations._report import EngineReport
@@ -344,15 +344,16 @@ def _declaration(impl: ImplFacts, backend: str, kernels: Sequence[CapabilityReco
             findings.append(replace(f, message=f"{f.message} ({where})", location=where))
         else:
             findings.append(replace(
-                f, severity=Severity.NOTE, location=where,
+                f.escalated("confirmed"), location=where,
                 message=f"{f.message} ({where}); the mapped kernels "
                         f"({', '.join(k.name for k in lse_kernels)}) confirm base {declared_base}"))
     return declared, findings
 
 
 # Severities: an edge finding has its code's default (RULES: base and layout errors, empty rows,
-# limits and dtype warnings); a gap in the mapping (AC013, AC014) is a warning here, not the
-# registry's error, so the engine is told and still starts (explicit at each such finding).
+# limits and dtype warnings), not check_edge's `from-records` escalation; a gap in the mapping
+# (AC013, AC014) is a warning here, not the registry's error, so the engine is told and still
+# starts (the rule table's `mapping-gap` escalation, named at each such finding).
 
 
 def _through(record: CapabilityRecord, transform: str) -> CapabilityRecord:
@@ -374,7 +375,7 @@ def _edge_findings(impl: ImplFacts, backend: str, kernels: Sequence[CapabilityRe
     if consumer is None:
         return edge.consumer, [Finding(
             Code.AC013, subject, f"edge to {edge.consumer!r}: no such consumer record",
-            severity=Severity.WARNING, field="consumer", found=edge.consumer)]
+            escalation="mapping-gap", field="consumer", found=edge.consumer)]
     literal = edge.keyword
     keyword = consumer.base.keyword if isinstance(consumer.base, KeywordBase) else None
     how = ("fixed base" if keyword is None else f"{keyword}={literal}" if literal
@@ -395,12 +396,11 @@ def _edge_findings(impl: ImplFacts, backend: str, kernels: Sequence[CapabilityRe
             produced = produced.model_copy(update={"lse": produced.lse.model_copy(update={
                 "layout": consumer.lse.layouts[0], "q_len_axis": False})})
         for f in check_edge(produced, consumer, keyword_value=literal):
-            severity = RULES[f.code].severity
             extra = f" at vllm/{edge.source}"
             if edge.from_attr is not None and f.code is Code.AC016:
                 extra += f"; the keyword is {impl.name}.{edge.from_attr}"
             where = "vllm/" + edge.source.split(" ", 1)[0]
-            findings.append(replace(f, severity=severity, message=f.message + extra,
+            findings.append(replace(f.escalated(None), message=f.message + extra,
                                     location=f.location or where))
     return label, findings
 
@@ -418,7 +418,7 @@ def _as_observed(kernels: list[CapabilityRecord], observed: dict[str, tuple[str,
             out.append(k)
             continue
         if not seen:
-            row.findings.append(Finding.from_rule(
+            row.findings.append(Finding(
                 Code.AC028, subject, f"{k.name}: the impl's call leaves its LSE base to run-time "
                 f"dispatch or an expression (vllm/{source.split(' ', 1)[0]}), so which base it "
                 f"returns is decided at run time ({'/'.join(_record_bases(k))})",
@@ -497,7 +497,7 @@ def _report_one(name: str, found: ImplFacts | type | object | None, why: str,
         row.findings.append(Finding(
             Code.AC013, subject, f"backend {name}: no impl class derived from the sources "
             f"({reason}){tail}" + (f" (and does not load here: {why})" if why else ""),
-            severity=Severity.WARNING, hint="an impl built at run time (a composite backend) "
+            escalation="mapping-gap", hint="an impl built at run time (a composite backend) "
             "or outside the sources: map it in attn_contracts.integrations.vllm.OVERRIDES with "
             "the kernels it calls", field="backend", found=name))
         return row
@@ -509,7 +509,7 @@ def _report_one(name: str, found: ImplFacts | type | object | None, why: str,
             kernels.append(registry.get(rec))
         except UnknownRecordError:
             row.findings.append(Finding(Code.AC013, subject, f"mapped record {rec!r} is not in "
-                                        f"the catalog", severity=Severity.WARNING, found=rec))
+                                        f"the catalog", escalation="mapping-gap", found=rec))
     if config.call is not None:
         call = dict(config.call)
         resolved = [resolve_call_base(k, call) for k in kernels]
@@ -526,7 +526,7 @@ def _report_one(name: str, found: ImplFacts | type | object | None, why: str,
         row.declared = {"declared_at": mapped.declared}
         row.findings.append(Finding(
             Code.AC014, subject, f"{mapped.impl} does not load on this machine ({why}); its "
-            f"declaration (vllm/{mapped.declared}) is unchecked", severity=Severity.WARNING,
+            f"declaration (vllm/{mapped.declared}) is unchecked", escalation="mapping-gap",
             field="impl", found=mapped.impl))
         return row
     declared, findings = _declaration(impl, name, kernels,
@@ -575,13 +575,13 @@ def report(backend: str | None = None, *, dcp: bool = True,
 def _noted(rows: list[BackendReport], mapping: VllmMapping) -> list[BackendReport]:
     if rows and mapping.unverified:  # a release the catalog was not verified on: said once
         rows[0].findings.insert(0, Finding(
-            Code.AC034, "vllm", "; ".join(mapping.unverified), severity=Severity.NOTE,
+            Code.AC034, "vllm", "; ".join(mapping.unverified),
             field="versions", found=mapping.versions))
     for note in mapping.notes:  # an unseen release: read with the newest layout, and said
         for row in rows:
             row.findings.insert(0, Finding(
                 Code.AC013, f"vllm.{row.backend.lower()}", f"{note} ({mapping.read})",
-                severity=Severity.WARNING, field="vllm", found=mapping.versions))
+                escalation="mapping-gap", field="vllm", found=mapping.versions))
     return rows
 
 
@@ -643,7 +643,7 @@ def _unknown_backend(name: str, found: ImplFacts | type | object | None,
         f"that differs from its member's name): its LSE declaration "
         f"({RETURNS_ATTR}={row.declared.get(RETURNS_ATTR)!r}, "
         f"{BASE_ATTR}={row.declared.get(BASE_ATTR)!r}) is unchecked",
-        severity=Severity.WARNING, hint="map it in attn_contracts.integrations.vllm.OVERRIDES "
+        escalation="mapping-gap", hint="map it in attn_contracts.integrations.vllm.OVERRIDES "
         "with the kernels its impl calls", field="backend", found=name))
     return row
 

@@ -138,7 +138,7 @@ class Bounds:
         line = getattr(at, "lineno", 1)
         col = getattr(at, "col_offset", 0) + 1
         name = func.rpartition(".<locals>.")[2].partition("@")[0]
-        self.interp.report(Finding.from_rule(
+        self.interp.report(Finding(
             Code.AC033, name, f"the analysis of {name} reached a bound ({kind}): {detail}",
             hint="split the function, or lint it with the rest of its package; what was "
                  "widened holds every LSE it may hold, but the bases it held are not read",

@@ -173,7 +173,7 @@ def knowledge_for(cfg: LintConfig, named: Iterable[Named] = (),
         if library_key(r.library) in seen:
             continue
         seen.add(library_key(r.library))
-        findings.append(Finding.from_rule(
+        findings.append(Finding(
             Code.AC034, r.library, r.note, field="versions", found=f"{r.library} {r.version}",
             allowed="a release of backends/catalog/facts/verified.toml",
             hint="tools/check_catalog.py --release verifies every record against it"))

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from attn_contracts.findings import Code, Finding, Location, Severity
+from attn_contracts.findings import Code, Finding, Location
 from attn_contracts.lint.classes import ClassInfo, Hierarchy
 from attn_contracts.lint.inferred import (
     BaseGiven,
@@ -256,7 +256,7 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
                 f"{cls.name} sets {d.returns_attr} = True but no {'/'.join(base_attrs)} in the "
                 f"linted files: the base can only come from a default on "
                 f"{', '.join(unresolved)} (not linted)",
-                severity=Severity.WARNING,  # not AC002's error: the default is in no linted file
+                escalation="unlinted-default",  # the default is in no linted file
                 hint=f"set {attr} on {cls.name} itself (or lint the file that defines "
                 f"{unresolved[0]} with --project-root)", field=attr, found=None,
                 allowed=f"{attr} set on {cls.name}", location=d.returns_where)
@@ -288,7 +288,7 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
                 else _attr_literal(d.attr, contra[0]),
                 location=d.where if d.own else d.returns_where)
         elif dispatch:
-            yield Finding.from_rule(
+            yield Finding(
                 Code.AC032, cls.name,
                 f"{cls.name} {whose} {d.attr} = {d.text} (base {d.base}), but a kernel it calls "
                 f"leaves its base to the library's dispatch: {_kernel_text(dispatch)} "
@@ -303,7 +303,7 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
                 Code.AC032, cls.name,
                 f"{cls.name} {whose} {d.attr} = {d.text} (base {d.base}); no kernel a producer "
                 "record knows is called in its methods, so nothing confirms it",
-                severity=Severity.NOTE,  # not AC032's warning: no known kernel, no dispatch
+                escalation="no-known-kernel",  # no known kernel, no dispatch
                 hint="add a producer record (with `calls`) for the "
                 "kernel it runs, so the linter can check the declaration", field=d.attr,
                 found=d.text, allowed="a base a kernel's record confirms",
@@ -312,7 +312,7 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
     origin = f"{d.owner.name} ({_short(d.where)})"
     if d.base is not None and contra:
         wrong = [k for k in found if k.base is not None and k.base != d.base]
-        yield Finding.from_rule(
+        yield Finding(
             Code.AC002, cls.name,
             f"{cls.name} sets {d.returns_attr} = True and inherits {d.attr} = {d.text} (base "
             f"{d.base}) from {origin}, but the kernels it calls return base {contra[0]}: "
@@ -326,14 +326,14 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
             Code.AC002, cls.name,
             f"{cls.name} inherits {d.attr} = {d.text} (base {d.base}) from {origin}; the "
             f"kernels it calls confirm it: {_kernel_text(found)}",
-            severity=Severity.NOTE,  # not AC002's error: the kernels confirm the default
+            escalation="confirmed",  # the kernels confirm the default
             hint=f"declare {d.attr} = {d.text} on {cls.name} to make it explicit", field=d.attr,
             found=d.text, allowed=f"{d.attr} set on {cls.name}", location=d.returns_where)
         return
     why = (f"a kernel it calls leaves its base to dispatch: {_kernel_text(dispatch)} "
            f"({dispatch[0].choice})" if dispatch else
            "no kernel a producer record knows is called in its methods")
-    yield Finding.from_rule(
+    yield Finding(
         Code.AC002, cls.name,
         f"{cls.name} sets {d.returns_attr} = True but {d.attr} = {d.text} comes only from the "
         f"default on {origin}, and nothing confirms it: {why}",
@@ -380,7 +380,7 @@ def edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | No
     for where, (c, kw, lit) in (literal_sites or {}).items():
         if where in seen:
             continue
-        yield Finding.from_rule(
+        yield Finding(
             Code.AC003, c.last,
             f"{c.last}({kw}={lit.value!r}{lit.how}) gets a literal LSE base; no LSE the linter "
             "can follow reaches it here, so nothing confirms it; it must come from the "
@@ -396,7 +396,7 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
         g = use.given
         if g.kind == "param" and g.param is not None and g.param.default is not None:
             d = g.param.default
-            yield Finding.from_rule(
+            yield Finding(
                 Code.AC021, g.param.func.rpartition(".")[2],
                 f"{g.param.func.rpartition('.')[2]}({g.param.name}={d.value!r}) gives its LSE "
                 f"base a default: a caller that forgets {g.param.name} silently gets it (feeds "
@@ -432,7 +432,7 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
         if other is not None:
             u, b = other
             s = min(first_use.lse.sources, key=_source_order)
-            yield Finding.from_rule(
+            yield Finding(
                 Code.AC023, u.consumer.last,
                 f"{s.what} reaches {first_use.consumer.label} as base {first_base} "
                 f"({_short(first_use.where)}) and {u.consumer.label} as base {b}: one of the two "
@@ -454,7 +454,7 @@ def _unread(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None]
     b, _, what = known[0]
     others = sorted({k[0] for k in known} - {b})
     also = f" (and base {others[0]} from another source)" if others else ""
-    yield Finding.from_rule(
+    yield Finding(
         Code.AC035, use.consumer.last,
         f"{use.consumer.label} ({_short(use.where)}) is told its base by {g.how}, which the "
         f"lint could not read; the LSE that reaches it is base {b}{also}: {what}",
@@ -503,7 +503,7 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
         base_text = "no LSE of either base" if b == "x" else f"base {b}"
         told = f" through {g.how}" if g.how and g.kind == "fixed" and g.keyword else ""
         more = f" (and {len(contra) - 1} more source(s))" if len(contra) > 1 else ""
-        yield Finding.from_rule(
+        yield Finding(
             Code.AC023, use.consumer.last,
             f"{shown} is {base_text} but reaches {use.consumer.label} ({_short(use.where)}), "
             f"which reads base {base} here{told}{choice}{more}",
@@ -524,9 +524,9 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
             "hint": f"pass {g.keyword}=<backend>.lse_base_on_e or plan from the record",
             "field": g.keyword, "found": g.how, "allowed": "an expression read from the backend",
             "location": g.where}
-        yield Finding.from_rule(Code.AC003, use.consumer.last, message, escalation="confirmed",
+        yield Finding(Code.AC003, use.consumer.last, message, escalation="confirmed",
                                 **fields) if agree else \
-            Finding.from_rule(Code.AC003, use.consumer.last, message, **fields)
+            Finding(Code.AC003, use.consumer.last, message, **fields)
 
 
 def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
@@ -543,7 +543,7 @@ def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None
         d = declared.get(owner.cls)
         if d is None or d.base is None or d.base == s.base:
             continue
-        yield Finding.from_rule(
+        yield Finding(
             Code.AC023, use.consumer.last,
             f"{use.consumer.last}({g.keyword}=...{flag.attr}) reads {d.cls.name}'s declared base "
             f"{d.base} ({d.attr} = {d.text}, {_short(d.where)}{', inherited' if not d.own else ''})"
@@ -559,7 +559,7 @@ def fact_findings(facts: Iterable[Fact]) -> Iterator[Finding]:
             yield f
         elif isinstance(f, Weighed):
             first = f.sources[0]
-            yield Finding.from_rule(
+            yield Finding(
                 Code.AC023, f.name,
                 f"{first.what} is base {first.base} but {f.fn} weighs it as base {f.reads} "
                 "(a hand-written merge of LSEs)"
@@ -569,14 +569,14 @@ def fact_findings(facts: Iterable[Fact]) -> Iterator[Finding]:
                 field="base", found=first.base, allowed=f.reads, location=f.where)
         elif isinstance(f, Omitted):
             c = f.consumer
-            yield Finding.from_rule(
+            yield Finding(
                 Code.AC022, c.last, f"{c.last}(...) omits {f.keyword} and silently gets the "
                 f"default base {f.default} ({c.label})",
                 hint=f"pass {f.keyword}= read from the backend (e.g. impl.lse_base_on_e)",
                 field=f.keyword, allowed=f"{f.keyword}=<backend's base>", location=f.where)
         elif isinstance(f, Dispatched):
             p, cb = f.producer, f.call_base
-            yield Finding.from_rule(
+            yield Finding(
                 Code.AC028, p.last,
                 f"{p.last}(...) returns an LSE but leaves its base to dispatch on some path "
                 f"({cb.keyword} not pinned"
@@ -588,7 +588,7 @@ def fact_findings(facts: Iterable[Fact]) -> Iterator[Finding]:
         elif isinstance(f, Disagreed):
             c = f.consumer
             why = disagreement(sorted(c.agreed, key=lambda x: x.record), f.versions)
-            yield Finding.from_rule(
+            yield Finding(
                 Code.AC029, c.last, f"{c.last}: {why}: only what they agree on is used",
                 hint='set [tool.attn-contracts] versions = { <library> = '
                 '"<version>" } (or lint the installed package with its dist-info); where it is '

@@ -419,7 +419,7 @@ def _defaulted(program: Program, path: str, c: Consumer) -> list[Finding]:
     if default is None:
         return []
     text = ast.unparse(default)
-    return [Finding.from_rule(
+    return [Finding(
         Code.AC021, parts[-1],
         f"{parts[-1]}({kw}={text}) gives its LSE base a default: a caller that forgets {kw} "
         f"silently gets it (consumer record {c.record})",

@@ -231,7 +231,7 @@ def _contradiction(rec: AnyRecord, index: Mapping[tuple[str, str | None, str],
 
 
 def _ac005(item: Named, why: str, hint: str) -> Finding:
-    return Finding.from_rule(Code.AC005, item.record.name,
+    return Finding(Code.AC005, item.record.name,
                    f"{_kind(item.record)} {item.record.name} (named by {item.via}) {why}; a named "
                    "record never overrides the catalog, so it is left out", hint=hint, field="calls",
                    found=item.record.name,

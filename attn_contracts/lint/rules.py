@@ -98,7 +98,7 @@ def tree_findings(tree: ast.Module, path: str, cfg: LintConfig) -> Iterator[Find
         elif isinstance(node, ast.Assert):
             names = _capabilities_in(node.test, caps)
             if names:
-                yield Finding.from_rule(Code.AC011, "assert", f"assert checks capability "
+                yield Finding(Code.AC011, "assert", f"assert checks capability "
                               f"{', '.join(sorted(names))}; asserts vanish under python -O",
                     hint="raise an exception (or use attn_contracts.validate_startup)",
                               field="assert", found=_unparse(node.test), allowed="an if/raise check",
@@ -111,7 +111,7 @@ def _call(node: ast.Call, path: str, cfg: LintConfig, caps: frozenset[str]) -> I
     if name in cfg.combine_functions:
         for kw in node.keywords:
             if kw.arg in cfg.base_keywords and isinstance(kw.value, ast.Constant):
-                yield Finding.from_rule(
+                yield Finding(
                     Code.AC003, name, f"{name}({kw.arg}={kw.value.value!r}) passes a literal LSE "
                     "base; it must come from the backend's record or class",
                     hint=f"pass {kw.arg}=<backend>.lse_base_on_e or plan from the record",
@@ -120,7 +120,7 @@ def _call(node: ast.Call, path: str, cfg: LintConfig, caps: frozenset[str]) -> I
         record_arg = node.args[0] if node.args else next(
             (k.value for k in node.keywords if k.arg == "record"), None)
         if name == "plan_combine" and isinstance(record_arg, ast.Dict):
-            yield Finding.from_rule(Code.AC003, name, "plan_combine gets an inline record literal; its base "
+            yield Finding(Code.AC003, name, "plan_combine gets an inline record literal; its base "
                           "is then hard-coded at the call",
                     hint="pass a registered record or its name",
                           field="record", found="dict literal", allowed="a CapabilityRecord or record name",
@@ -128,7 +128,7 @@ def _call(node: ast.Call, path: str, cfg: LintConfig, caps: frozenset[str]) -> I
     if name == "getattr" and len(node.args) == 3:
         attr = node.args[1]
         if isinstance(attr, ast.Constant) and attr.value in caps:
-            yield Finding.from_rule(
+            yield Finding(
                 Code.AC009, attr.value, f"getattr(..., {attr.value!r}, "
                 f"{_unparse(node.args[2])}): a missing or misspelt capability silently "
                 "becomes the default",

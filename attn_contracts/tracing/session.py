@@ -45,7 +45,7 @@ from typing import Any, Literal
 from attn_contracts.call_base import literal_key
 from attn_contracts.checks import check_edge, resolve_call_base
 from attn_contracts.consumer import ConsumerCall, ConsumerRecord, KeywordBase
-from attn_contracts.findings import RULES, Code, ContractError, Finding, Severity
+from attn_contracts.findings import Code, ContractError, Finding, Severity
 from attn_contracts.records import CapabilityRecord, LseSpec, ProducerCall
 from attn_contracts.registry import Registry, default_registry
 from attn_contracts.tracing.tags import Origin, Tag, TagMap, axes_for
@@ -648,7 +648,7 @@ class Trace:
         for record, _ in lse_records:
             base, dispatch = self._call_base(record, literals)
             for f in dispatch:  # AC028: the call leaves its base to dispatch
-                self._add(replace(f, severity=RULES[f.code].severity, location=site,
+                self._add(replace(f.escalated(None), location=site,
                                   message=f"{f.message} (traced call at {site})"), (site,))
             bases.add(base)
         return bases.pop() if len(bases) == 1 else None
@@ -723,11 +723,11 @@ class Trace:
         dtype = str(value.dtype).removeprefix("torch.")
         for base in tag.bases or (None,):
             for f in self._edge(producer, consumer, keyword, base, layout, dtype):
-                # not RULES' defaults: the trace saw this call happen, so every edge finding
-                # but the dtype (which the consumer may cast) is an error
-                severity = Severity.WARNING if f.code is Code.AC020 else Severity.ERROR
+                # the rule's default, not check_edge's escalation from the records: the trace
+                # saw this call happen, so base and layout are errors and the dtype (which the
+                # consumer may cast) a warning
                 self._add(replace(
-                    f, severity=severity, location=site,
+                    f.escalated(None), location=site,
                     message=f"{f.message}; traced: {consumer.name} called at {site} ({arg}) "
                             f"with the LSE from {self._from(tag)}"),
                     (site, arg, ",".join(o.site for o in tag.origins)),
