@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from attn_contracts.checks import check_edge
 from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
@@ -49,6 +49,11 @@ from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry, UnknownRecordError
 from attn_contracts.sources import FileReadError, read_bytes
 from attn_contracts.versions import in_range, package_version
+
+if TYPE_CHECKING:  # the program model's query API, read without importing the lint at start
+    from attn_contracts.lint.classes import ClassInfo
+    from attn_contracts.lint.model import ProgramModel
+    from attn_contracts.lint.program import Binding, Program
 
 __all__ = ["Backend", "Built", "Combine", "Derived", "SglangReport", "derive", "find_root",
            "report"]
@@ -248,7 +253,7 @@ def _read_paths(pkg: Path, version: str | None) -> list[Path]:
     return paths
 
 
-def _derive_on(pkg: Path, version: str | None, model: Any,
+def _derive_on(pkg: Path, version: str | None, model: ProgramModel,
                findings: list[Finding]) -> Derived:
     """The mapping of the tree at ``pkg`` over a program model that holds its files."""
     reg, combine_entry, older, notes = _entries(version)
@@ -285,7 +290,7 @@ def _derive_on(pkg: Path, version: str | None, model: Any,
 _LINT_CODES = frozenset({Code.AC016, Code.AC002, Code.AC028})
 
 
-def lint_rule(model: Any, linted: frozenset[Path]) -> list[Finding]:
+def lint_rule(model: ProgramModel, linted: frozenset[Path]) -> list[Finding]:
     """The mapping's base edges as ``attn-contracts lint`` findings, for each SGLang package
     whose registry and MLA DCP combine are among the linted files: every registered name's
     decode LSE against the base the combine is told for that name (``AC016``), told by an
@@ -441,7 +446,7 @@ def _local_imports(fn: ast.AST) -> dict[str, str]:
             for a in node.names}
 
 
-def _built(model: Any, path: str, body: _Body, fn: ast.AST,
+def _built(model: ProgramModel, path: str, body: _Body, fn: ast.AST,
            depth: int = 0) -> Iterator[Built]:
     """The classes the statements return (following a returned factory call two levels)."""
     program = model.program
@@ -476,7 +481,7 @@ def _built(model: Any, path: str, body: _Body, fn: ast.AST,
                                              f"{target.target or target.kind}")
 
 
-def _resolve(program: Any, path: str, dotted: str, local: dict[str, str]) -> Any:
+def _resolve(program: Program, path: str, dotted: str, local: dict[str, str]) -> Binding | None:
     """What ``dotted`` (as written in module ``path``, with its function-local imports) is."""
     head, _, rest = dotted.partition(".")
     if rest:
@@ -488,7 +493,7 @@ def _resolve(program: Any, path: str, dotted: str, local: dict[str, str]) -> Any
     return program.binding(path, head)
 
 
-def _backend(model: Any, name: str, where: str, built: tuple[Built, ...], decode: str,
+def _backend(model: ProgramModel, name: str, where: str, built: tuple[Built, ...], decode: str,
              registry: Registry, version: str | None, findings: list[Finding],
              assume: Callable[[ast.expr], bool | None]) -> Backend:
     program = model.program
@@ -529,14 +534,14 @@ def _backend(model: Any, name: str, where: str, built: tuple[Built, ...], decode
     return Backend(name, where, built, kernels, returns, lint)
 
 
-def _record(registry: Registry, name: str) -> Any:
+def _record(registry: Registry, name: str) -> CapabilityRecord | None:
     try:
         return registry.get(name)
     except UnknownRecordError:
         return None
 
 
-def _holds(rec: Any, version: str | None) -> bool:
+def _holds(rec: CapabilityRecord, version: str | None) -> bool:
     """The record holds for an SGLang tree: a record of SGLang's own code at its release;
     another library's at any (the release SGLang pins is not read here)."""
     if rec.library != "sglang" or not version or not rec.library_version:
@@ -544,7 +549,7 @@ def _holds(rec: Any, version: str | None) -> bool:
     return in_range(rec.library_version, version, unparsed=True)
 
 
-def _findings_in(program: Any, cls: Any, findings: list[Finding]) -> Iterator[Finding]:
+def _findings_in(program: Program, cls: ClassInfo, findings: list[Finding]) -> Iterator[Finding]:
     node = program.class_node(cls)
     if node is None:
         return
@@ -555,7 +560,7 @@ def _findings_in(program: Any, cls: Any, findings: list[Finding]) -> Iterator[Fi
             yield f
 
 
-def _returns_pair(program: Any, cls: Any, decode: str, depth: int = 0) -> bool:
+def _returns_pair(program: Program, cls: ClassInfo, decode: str, depth: int = 0) -> bool:
     """The decode method (along the MRO) returns a pair on some path: the partial and the LSE
     the layer hands to the combine (under DCP; SGLang's decode returns the output alone
     otherwise), itself or through a method of the class it returns the result of

@@ -21,12 +21,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from attn_contracts.findings import Finding, Location
 from attn_contracts.integrations.engine_data import DcpCallEntry, EngineData, VllmData
 from attn_contracts.integrations.engine_data import engine_data as _engine_data
 from attn_contracts.versions import package_version
+
+if TYPE_CHECKING:  # the program model's query API, read without importing the lint at start
+    from attn_contracts.lint.classes import ClassInfo
+    from attn_contracts.lint.inferred import Kernel, Use
+    from attn_contracts.lint.model import ProgramModel
+    from attn_contracts.lint.program import Program
 
 __all__ = ["Derived", "EngineData", "SourceError", "derive", "engine_data", "source_version"]
 
@@ -239,7 +245,7 @@ def _literal(node: ast.expr) -> object:
         return None
 
 
-def _member(model: Any, name: str, value: str, returns: tuple[str, ...], bases: tuple[str, ...],
+def _member(model: ProgramModel, name: str, value: str, returns: tuple[str, ...], bases: tuple[str, ...],
             calls: dict[str, DcpCallEntry], lint: list[Finding], edge_lint: dict[str, list[Finding]],
             readers: dict[str, None]) -> MemberFacts:
     if not value or "." not in value:
@@ -314,7 +320,7 @@ def _member(model: Any, name: str, value: str, returns: tuple[str, ...], bases: 
                        call_source=call_source, edges=tuple(edges.values()))
 
 
-def _impl_class(program: Any, backend: Any) -> Any:
+def _impl_class(program: Program, backend: ClassInfo) -> ClassInfo | str:
     """The class ``get_impl_cls()`` returns (the first ``return`` that names a class), or why
     not."""
     definer = program.lookup(backend, "get_impl_cls")
@@ -332,7 +338,7 @@ def _impl_class(program: Any, backend: Any) -> Any:
     return f"{definer.name}.get_impl_cls() returns no class name"
 
 
-def _edge(program: Any, use: Any, key: tuple[str, str], kernels: Sequence[Any],
+def _edge(program: Program, use: Use, key: tuple[str, str], kernels: Sequence[Kernel],
           pinned: bool = False) -> EdgeFacts | None:
     g = use.given
     if g.kind == "param":
@@ -372,7 +378,7 @@ def _edge(program: Any, use: Any, key: tuple[str, str], kernels: Sequence[Any],
                      tuple(dict.fromkeys(unrecorded)))
 
 
-def _row_mask(program: Any, where: str) -> bool:
+def _row_mask(program: Program, where: str) -> bool:
     """The consumer call at ``where`` passes the local lengths (``seq_lens`` or
     ``query_start_loc``) that mask empty shards."""
     at = Location.parse(where)
@@ -381,10 +387,10 @@ def _row_mask(program: Any, where: str) -> bool:
                                     for k in node.keywords)
 
 
-_CALLS: dict[tuple[int, str], tuple[Any, dict[tuple[int, int], ast.Call]]] = {}
+_CALLS: dict[tuple[int, str], tuple[Program, dict[tuple[int, int], ast.Call]]] = {}
 
 
-def _calls(program: Any, path: str) -> dict[tuple[int, int], ast.Call]:
+def _calls(program: Program, path: str) -> dict[tuple[int, int], ast.Call]:
     """The calls of the file at ``path`` by (line, column), indexed once per program model: a
     walk of the whole file per consumer call was a seventh of a cold derivation."""
     key = (id(program), path)
