@@ -34,7 +34,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from attn_contracts.bridge import declaration_findings
 from attn_contracts.checks import check_edge, resolve_call_base
@@ -48,6 +48,9 @@ from attn_contracts.integrations.vllm_mode import MODE_ENV, Mode, log, log_once
 from attn_contracts.records import CapabilityRecord, LseSpec
 from attn_contracts.registry import Registry, UnknownRecordError
 from attn_contracts.versions import in_range
+
+if TYPE_CHECKING:  # a derivation's type, read without importing the lint at start
+    from attn_contracts.integrations.vllm_source import Derived
 
 __all__ = [
     "MODE_ENV",
@@ -212,7 +215,7 @@ def mapping_for(source: str | Path | None = None, *, version: str | None = None,
     return made[1]
 
 
-_MAPPED: dict[int, tuple[Any, VllmMapping]] = {}
+_MAPPED: dict[int, tuple[Derived, VllmMapping]] = {}
 
 
 def _installed_root() -> Path:
@@ -229,7 +232,7 @@ _SINGLE = Config((), "no DCP: need_to_return_lse_for_decode is False (AttentionI
                  "LSE is consumed", note="no LSE consumed")
 
 
-def _mapping(derived: Any) -> VllmMapping:
+def _mapping(derived: Derived) -> VllmMapping:
     backends: dict[str, BackendMap] = {}
     unmapped: dict[str, str] = {}
     impls: dict[str, ImplFacts] = {}
