@@ -557,6 +557,23 @@ case("an if statement decided by the class attribute of the class a method runs 
                 out, lse = self.prefill.run(q)
                 return merge(out, lse)
         """}, {"impl.py": ("    kernel_lse_is_log2 = False", "    kernel_lse_is_log2 = True")})
+case("`or` gives its first true operand: a False passed is not the default", {"layer.py": """
+        from mylib import decode, combine
+        def reduce(out, lse, on_e=None):
+            return combine(out, lse, is_lse_base_on_e=on_e or True)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return reduce(out, lse, on_e=False)
+        """}, {"layer.py": ("on_e or True", "True if on_e is None else on_e")})
+case("a method read without the call is true", {"layer.py": """
+        from mylib import decode, combine
+        class Impl:
+            def base_is_e(self):
+                return False
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return combine(out, lse, is_lse_base_on_e=True if self.base_is_e else False)
+        """}, {"layer.py": ("if self.base_is_e else", "if self.base_is_e() else")})
 case("an LSE kept in a list and merged later", {"layer.py": """
         from mylib import merge, decode
         def step(q):

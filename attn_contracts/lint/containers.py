@@ -16,11 +16,15 @@ from attn_contracts.lint.torch_model import (
     lose_layout,
 )
 from attn_contracts.lint.values import (
+    Bound,
     ClassRef,
     DictV,
     Ext,
+    Func,
     Lit,
     Lse,
+    ModuleRef,
+    Partial,
     Seq,
     Tup,
     Union_,
@@ -182,14 +186,24 @@ def literal_values(value: Value) -> list[bool | int | float | str | None] | None
 
 
 def truth(value: Value) -> bool | None:
-    """What ``bool(value)`` is, where every literal the value may be gives the same answer
-    (``if log2:`` with ``log2=False`` passed); None where it is not a literal, or may go
-    either way (a default read in a function's own context, a flag, two paths that differ)."""
-    values = literal_values(value)
-    if not values:
-        return None
-    answers = {bool(v) for v in values}
-    return answers.pop() if len(answers) == 1 else None
+    """What ``bool(value)`` is, where every value it may be gives the same answer: a literal
+    (``if log2:`` with ``log2=False`` passed); a function, method, partial, class or module
+    (always true: ``if self.is_base_e:`` without the call); a tuple of known length (``x =
+    True,`` is a true one-tuple). None where one of them may go either way (a default read in
+    a function's own context, a flag, an object, two paths that differ)."""
+    options = list(alternatives(value))
+    answers = {_truth_of(v) for v in options}
+    return answers.pop() if options and len(answers) == 1 else None
+
+
+def _truth_of(value: Value) -> bool | None:
+    if isinstance(value, Lit):
+        return bool(value.value)
+    if isinstance(value, (Func, Bound, Partial, ClassRef, ModuleRef)):
+        return True
+    if isinstance(value, Tup) and not value.partial_items:
+        return bool(value.items)
+    return None
 
 
 def members_of(value: Value) -> tuple[list[bool | int | float | str | None], bool] | None:

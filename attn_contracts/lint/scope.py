@@ -573,10 +573,20 @@ class Scope:
 
     @_on(_EXPR, ast.BoolOp)
     def e_boolop(self, node: ast.BoolOp) -> Value:
-        values = [self.expr(v) for v in node.values]
-        if isinstance(node.op, ast.Or):  # `a or b`: either (an LSE or a default)
-            return join(values)
-        return None
+        """``a or b`` is the first operand that is true, else the last; ``a and b`` the first
+        that is false, else the last; no operand past the deciding one is evaluated. An operand
+        whose truth is not known may be the result or not (``flag or True`` with ``flag=False``
+        passed is True; unknown ``flag``: either)."""
+        stops = isinstance(node.op, ast.Or)  # the truth that ends the chain
+        results: list[Value] = []
+        for i, operand in enumerate(node.values):
+            value = self.expr(operand)
+            known = truth(value)
+            if known is None or known is stops or i == len(node.values) - 1:
+                results.append(value)
+            if known is stops:
+                break
+        return join(results)
 
     @_on(_EXPR, ast.Tuple, ast.List, ast.Set)
     def e_tuple(self, node: ast.Tuple | ast.List | ast.Set) -> Value:
