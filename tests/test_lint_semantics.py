@@ -535,18 +535,20 @@ case("a store on any subclass (cls: type[X]) leaves X's own attribute alone", {"
 case("an if statement decided by the class attribute of the class a method runs on", {
     "base.py": """
         import math
+        from typing import ClassVar
         class PrefillBackend:
-            kernel_lse_is_log2 = False
+            kernel_lse_is_log2: ClassVar[bool] = False
             def heads_first(self, lse):
                 lse = lse.transpose(0, 1)
                 if self.kernel_lse_is_log2:
                     lse = lse * math.log(2.0)
                 return lse
         """, "impl.py": """
+        from typing import ClassVar
         from base import PrefillBackend
         from mylib import decode, merge
         class Log2Prefill(PrefillBackend):
-            kernel_lse_is_log2 = False
+            kernel_lse_is_log2: ClassVar[bool] = False
             def run(self, q):
                 out, lse = decode(q, return_lse=True)
                 return out, self.heads_first(lse)
@@ -556,7 +558,7 @@ case("an if statement decided by the class attribute of the class a method runs 
             def step(self, q):
                 out, lse = self.prefill.run(q)
                 return merge(out, lse)
-        """}, {"impl.py": ("    kernel_lse_is_log2 = False", "    kernel_lse_is_log2 = True")})
+        """}, {"impl.py": ("ClassVar[bool] = False", "ClassVar[bool] = True")})
 case("`or` gives its first true operand: a False passed is not the default", {"layer.py": """
         from mylib import decode, combine
         def reduce(out, lse, on_e=None):

@@ -333,6 +333,25 @@ class Resolver(ModuleResolver):
                      {k: Arg(v) for k, v in args if not k.isdigit()}, False, where=where)
         self.analyse(Func(owner.path, f"{owner.name}.__init__"), inst, call)
 
+    def _class_body_value(self, cls: ClassInfo, attr: str) -> list[Value]:
+        """What the nearest class body in ``cls``'s MRO that names ``attr`` says it is: its
+        value; its annotation where the value is None or absent (``prefill_backend:
+        MLAPrefillBackend | None = None``: the type says what it will hold; beside a value,
+        ``flag: ClassVar[bool] = True``, it says no more)."""
+        for c in self.p.mro(cls):
+            if attr not in c.attrs and attr not in c.annotations:
+                continue
+            value: Value = None
+            if attr in c.attrs:
+                node = c.attrs[attr][0]
+                value = literal_value(c.path, node) if isinstance(node, ast.Constant) else \
+                    self._class_level(c, node)
+            unset = attr not in c.attrs or (isinstance(value, Lit) and value.value is None)
+            if attr in c.annotations and unset:
+                return [self.resolve_annotation(c.path, c.annotations[attr])]
+            return [value]
+        return []
+
     def class_attr(self, cls: ClassInfo, attr: str) -> Value:
         """An attribute of every instance of ``cls``: its class-level value or annotation, and
         what any method of its class hierarchy stores into ``self.<attr>``."""
@@ -345,17 +364,8 @@ class Resolver(ModuleResolver):
         # ``__init__`` runs for every instance: what it stores on ``self`` unconditionally
         # shadows the class attribute, which no instance then reads
         shadowed = self._init_sets(cls, attr)
-        for c in ([] if shadowed else self.p.mro(cls)):
-            if attr in c.annotations:  # ``prefill_backend: MLAPrefillBackend | None = None``
-                values.append(self.resolve_annotation(c.path, c.annotations[attr]))
-            if attr in c.attrs:
-                node = c.attrs[attr][0]
-                value = literal_value(c.path, node) if isinstance(node, ast.Constant) else \
-                    self._class_level(c, node)
-                if not (attr in c.annotations and isinstance(value, Lit) and value.value is None):
-                    values.append(value)  # (a None default beside a type says nothing more)
-            if attr in c.attrs or attr in c.annotations:
-                break
+        if not shadowed:
+            values += self._class_body_value(cls, attr)
         for c in self.p.mro(cls):
             if not (self.p.active(c.path) or c.path in self._carrier_lines):
                 # a module that names nothing the rules know: only the objects it builds
