@@ -249,8 +249,7 @@ class Resolver(ModuleResolver):
                 if given is None:
                     return None
                 node = given
-            return literal_value(c.path, node) if isinstance(node, ast.Constant) else \
-                self._class_level(c, node)
+            return self._body_value(c, node)
         return None
 
     @staticmethod
@@ -344,8 +343,7 @@ class Resolver(ModuleResolver):
             value: Value = None
             if attr in c.attrs:
                 node = c.attrs[attr][0]
-                value = literal_value(c.path, node) if isinstance(node, ast.Constant) else \
-                    self._class_level(c, node)
+                value = self._body_value(c, node)
             unset = attr not in c.attrs or (isinstance(value, Lit) and value.value is None)
             if attr in c.annotations and unset:
                 return [self.resolve_annotation(c.path, c.annotations[attr])]
@@ -429,6 +427,11 @@ class Resolver(ModuleResolver):
     def class_level_value(self, cls: ClassInfo, node: ast.expr) -> Value:
         """What an expression of ``cls``'s body evaluates to (``_Unit.NATURAL.value``)."""
         return self._class_level(cls, node)
+
+    def _body_value(self, cls: ClassInfo, node: ast.expr) -> Value:
+        """An expression a class body assigns: its literal, else what it evaluates to there."""
+        return literal_value(cls.path, node) if isinstance(node, ast.Constant) else \
+            self._class_level(cls, node)
 
     def _class_level(self, cls: ClassInfo, node: ast.expr) -> Value:
         frame = self.new_frame(cls.path)

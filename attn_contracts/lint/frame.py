@@ -138,8 +138,8 @@ class Frame(RecordCalls):
             # tensor it views, whose storage it shares (wholly, or in part through a slice)
             scaled = self.binop(func.value, self.expr(func.value), op, node.args[0])
             root, whole = _viewed(func.value)
-            if root is not None and lse_of(self.expr(root)) is not None:
-                before = self.expr(root)
+            before = self.expr(root) if root is not None else None
+            if root is not None and lse_of(before) is not None:
                 after = self.binop(root, before, op, node.args[0])
                 self.assign(root, after if whole else join([before, after]))
             return scaled

@@ -204,10 +204,12 @@ def _changed_classes(interp: Interpreter, program: Program, attrs: tuple[str, ..
     its bases': the literal where every store agrees on one, else an expression (read from
     code the class statement does not show). Where: the store, if in the class's own file,
     else the class statement."""
+    changed = False
     for (key, attr), stores in sorted(interp.class_stores.items(), key=lambda kv: kv[0]):
         cls = program.cls(key)
         if cls is None or attr not in attrs:
             continue
+        changed = True
         values = {v.value for v, _ in stores if isinstance(v, Lit)}
         node: ast.expr = ast.Constant(values.pop()) if len(values) == 1 and all(
             isinstance(v, Lit) for v, _ in stores) else ast.Name("<set after the class body>")
@@ -215,6 +217,7 @@ def _changed_classes(interp: Interpreter, program: Program, attrs: tuple[str, ..
         line, col = (at.line, at.col - 1) if at is not None and at.path == cls.path else (
             cls.line, 0)
         cls.attrs[attr] = (node, line, col)
+    if changed:  # what the class findings look up from now on is looked up again
         program.hierarchy.changed()
 
 
@@ -251,6 +254,7 @@ def _declared(interp: Interpreter, program: Program, returns_attrs: tuple[str, .
     """What each class that an LSE came from, or whose flag told a combine its base, declares
     (inherited declarations included)."""
     h = program.hierarchy
+    evaluate = _evaluator(interp)
     declared: dict[ClassKey, Declaration | None] = {}
     for use in interp.uses.values():
         for s in use.lse.sources:
@@ -265,7 +269,7 @@ def _declared(interp: Interpreter, program: Program, returns_attrs: tuple[str, .
             owner = program.cls(flag.owner.cls)
             declared[flag.owner.cls] = None if owner is None else declaration(
                 h, owner, returns_attrs, base_attrs, own=False) or (attribute_declaration(
-                    h, owner, base_attrs, evaluate=_evaluator(interp))
+                    h, owner, base_attrs, evaluate=evaluate)
                     if flag.owner.exact else None)
     return declared
 
