@@ -781,6 +781,93 @@ case("an out buffer by position, the producer's signature in the program", {
             return merge(out, buf)
         """}, {"layer.py": ("merge(out, buf)", f"merge(out, buf * {LN2})")})
 
+# --- dicts merged: a later key over an earlier one ------------------------------------------
+MERGED = """
+        from functools import partial
+        from collections import ChainMap
+        from mylib import combine, decode
+        DEFAULTS = {"is_lse_base_on_e": True}
+        def make(opts):
+            return partial(combine, **opts)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            mine = {"is_lse_base_on_e": False}
+            return make(MERGE)(out, lse)
+        """
+for form, bug, fix in [
+        ("{**a, **b}", "{**mine, **DEFAULTS}", "{**DEFAULTS, **mine}"),
+        ("a | b", "mine | DEFAULTS", "DEFAULTS | mine"),
+        ("dict(a, **b)", "dict(mine, **DEFAULTS)", "dict(DEFAULTS, **mine)"),
+        ("ChainMap(a, b)", "ChainMap(DEFAULTS, mine)", "ChainMap(mine, DEFAULTS)")]:
+    case(f"dicts merged by {form}: the later key wins (ChainMap: the first map's)",
+         {"layer.py": MERGED.replace("MERGE", bug)}, {"layer.py": (bug, fix)})
+case("a partial bound with a ** it cannot read is not told the default", {"layer.py": """
+        from functools import partial
+        from mylib import decode, reduce_default_e
+        def step(q, opts):
+            out, lse = decode(q, return_lse=True)
+            told = partial(reduce_default_e, **{"is_lse_base_on_e": True})
+            unread = partial(reduce_default_e, **opts)
+            return told(out, lse), unread(out, lse)
+        """}, {"layer.py": ('{"is_lse_base_on_e": True}', '{"is_lse_base_on_e": False}')})
+
+REPLACED = """
+        import dataclasses
+        from typing import NamedTuple
+        from mylib import decode, merge
+        class Part(NamedTuple):
+            out: object
+            lse: object
+        @dataclasses.dataclass
+        class Held:
+            out: object
+            lse: object
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            p = Part(out, lse)
+            p = p._replace(lse=p.lse * LN2)
+            h = Held(out, lse)
+            h = dataclasses.replace(h, lse=h.lse * LN2)
+            return merge(p.out, p.lse), merge(h.out, h.lse)
+        """.replace("LN2", LN2)
+case("NamedTuple._replace: the field given is replaced",
+     {"layer.py": REPLACED.replace(f"p._replace(lse=p.lse * {LN2})", "p._replace(out=p.out)")},
+     {"layer.py": ("p._replace(out=p.out)", f"p._replace(lse=p.lse * {LN2})")})
+case("dataclasses.replace: the field given is replaced",
+     {"layer.py": REPLACED.replace(f"replace(h, lse=h.lse * {LN2})", "replace(h, out=h.out)")},
+     {"layer.py": ("replace(h, out=h.out)", f"replace(h, lse=h.lse * {LN2})")})
+
+# --- a callee changes its argument's tensor in place ---------------------------------------
+case("a helper that converts its argument in place converts the caller's tensor", {
+    "helpers.py": """
+        import math
+        def to_ln_(lse):
+            return lse.mul_(math.log(2))
+        def to_ln(lse):
+            lse = lse * math.log(2)
+            return lse
+        """,
+    "layer.py": """
+        from helpers import to_ln, to_ln_
+        from mylib import decode, merge
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            to_ln(lse)
+            return merge(out, lse)
+        """}, {"layer.py": ("to_ln(lse)\n", "to_ln_(lse)\n")})
+case("a method that converts its argument in place, on a contiguous copy or the tensor", {
+    "layer.py": """
+        import math
+        from mylib import decode, merge
+        class Conv:
+            def to_ln_(self, lse):
+                lse.mul_(math.log(2))
+        def step(q, c: Conv):
+            out, lse = decode(q, return_lse=True)
+            c.to_ln_(lse.contiguous())
+            return merge(out, lse)
+        """}, {"layer.py": ("c.to_ln_(lse.contiguous())", "c.to_ln_(lse)")})
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

@@ -18,6 +18,7 @@ from typing import Protocol
 from attn_contracts.lint.bounds import Bounds
 from attn_contracts.lint.calls import (
     CallArgs,
+    Changed,
     Summary,
     carries,
 )
@@ -240,8 +241,8 @@ class Analysis(ABC):
 
     @abstractmethod
     def call_bound(self, bound: Bound, call: CallArgs, where: str,
-                   ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel]]:
-        """A method call's result and the kernels it reaches."""
+                   ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel], list[Changed]]:
+        """A method call's result, the kernels it reaches and what it changed in place."""
 
     @abstractmethod
     def new_frame(self, path: str) -> FrameView:

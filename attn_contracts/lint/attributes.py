@@ -185,7 +185,7 @@ class Resolver(ModuleResolver):
             if generic is not None:
                 values.append(generic)
         # ``m = partialmethod(f, ...)`` read from an instance: ``f`` bound to it
-        values = [join([Partial(Bound(alt.target, inst, inst.cls), alt.pos, alt.kw, alt.where)
+        values = [join([replace(alt, target=Bound(alt.target, inst, inst.cls), method=False)
                         if isinstance(alt, Partial) and alt.method and
                         isinstance(alt.target, Func) else alt for alt in alternatives(v)])
                   for v in values]

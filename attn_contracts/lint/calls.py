@@ -62,12 +62,24 @@ class Summary:
     returns: Value = None
     kernels: frozenset[Kernel] = frozenset()  # LSEs where they are used (after conversions)
     produced: frozenset[Kernel] = frozenset()  # the producer calls themselves
+    #: the parameters whose tensor the function changed in place (``p.mul_(c)``, never
+    #: rebinding ``p``), with what they hold at its end: the caller's argument holds it too
+    changed: tuple[tuple[str, Value], ...] = ()
+
+
+#: a callee that changed its parameters' tensors in place (:attr:`Summary.changed`), and
+#: whether the call surely runs it (not one of several overrides it dispatches to)
+Changed = tuple[Func, tuple[tuple[str, Value], ...], bool]
 
 
 def merge_summaries(a: object, b: object) -> Summary:
     """The summary of a call cycle's head over two passes (what either found)."""
     x, y = cast(Summary, a), cast(Summary, b)
-    return Summary(join([x.returns, y.returns]), x.kernels | y.kernels, x.produced | y.produced)
+    changed = dict(x.changed)
+    for name, value in y.changed:
+        changed[name] = join([changed[name], value]) if name in changed else value
+    return Summary(join([x.returns, y.returns]), x.kernels | y.kernels, x.produced | y.produced,
+                   tuple(changed.items()))
 
 
 @dataclass
@@ -185,7 +197,8 @@ def instantiate(summary: Summary, func: Func, bound: dict[str, Value]) -> Summar
             out |= given.sources
         return Lse(frozenset(out))
 
-    return replace(summary, returns=map_lse(summary.returns, put))
+    # what it changed in place is read for one context's arguments only: not carried over
+    return replace(summary, returns=map_lse(summary.returns, put), changed=())
 
 
 def callee_name(callee: Value, written: str) -> str:

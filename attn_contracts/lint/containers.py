@@ -16,6 +16,7 @@ from attn_contracts.lint.torch_model import (
     lose_layout,
 )
 from attn_contracts.lint.values import (
+    Arg,
     Bound,
     ClassRef,
     DictV,
@@ -117,6 +118,31 @@ def class_key(value: Value) -> str | None:
     if isinstance(value, Ext):
         return f"\x00class {value.qualname}"
     return None
+
+
+def merge_items(items: dict[str, Arg], maybe: set[str], other: DictV) -> None:
+    """``other``'s items laid over ``items`` as ``{**items, **other}`` does: its keys replace
+    the same keys (in their place); one it may lack keeps the earlier value as an option."""
+    for key, arg in other.items:
+        old = items.get(key)
+        if key in other.maybe and old is not None:
+            items[key] = Arg(join([old.value, arg.value]), arg.where, arg.text,
+                             old.buffers | arg.buffers)
+            continue
+        items[key] = arg
+        if key in other.maybe:
+            maybe.add(key)
+        else:
+            maybe.discard(key)
+
+
+def merged(dicts: list[DictV]) -> DictV:
+    """``{**a, **b, ...}``: each later dict's keys over the earlier ones'."""
+    items: dict[str, Arg] = {}
+    maybe: set[str] = set()
+    for d in dicts:
+        merge_items(items, maybe, d)
+    return DictV(tuple(items.items()), frozenset(maybe))
 
 
 def table_entry(value: Value) -> Value:

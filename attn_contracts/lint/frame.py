@@ -18,6 +18,7 @@ from attn_contracts.lint.calls import (
     CallArgs,
     call_matters,
     callee_name,
+    params_of,
     place,
 )
 from attn_contracts.lint.classes import dotted_name
@@ -26,6 +27,7 @@ from attn_contracts.lint.containers import (
     class_key,
     dict_key,
     iterate,
+    merged,
     table_entry,
 )
 from attn_contracts.lint.inferred import (
@@ -79,9 +81,8 @@ class Frame(RecordCalls):
     """One function's (or a module's) interpretation, calls included."""
 
 
-    def args(self, node: ast.Call, partial: Partial | None = None) -> CallArgs:
-        call = CallArgs(list(partial.pos) if partial else [], dict(partial.kw) if partial else {},
-                     False, where=place(self.path, node))
+    def args(self, node: ast.Call) -> CallArgs:
+        call = CallArgs([], {}, False, where=place(self.path, node))
         for a in node.args:
             if isinstance(a, ast.Starred):
                 items = _star_items(self.expr(a.value))
@@ -132,7 +133,7 @@ class Frame(RecordCalls):
             op: ast.operator = ast.Mult() if name == "mul_" else ast.Div()
             if dotted_name(func.value) is not None:
                 current = self.expr(func.value)
-                self.assign(func.value, self.binop(func.value, current, op, node.args[0]))
+                self.in_place(func.value, self.binop(func.value, current, op, node.args[0]))
                 return self.expr(func.value)
             # ``lse.view(-1, h).mul_(c)``: the view is scaled and handed back, and so is the
             # tensor it views, whose storage it shares (wholly, or in part through a slice)
@@ -141,8 +142,9 @@ class Frame(RecordCalls):
             before = self.expr(root) if root is not None else None
             if root is not None and lse_of(before) is not None:
                 after = self.binop(root, before, op, node.args[0])
-                self.assign(root, after if whole else join([before, after]))
+                self.in_place(root, after if whole else join([before, after]))
             return scaled
+
         if name in EXPONENTIALS:
             weighed = self.exponential(func, node, where)
             if weighed is not NOT_SPECIAL:
@@ -154,6 +156,42 @@ class Frame(RecordCalls):
         if name in KEEPS_BASE:
             return self.keeps_base(func, node, name)
         return NOT_SPECIAL
+
+    def in_place(self, target: ast.expr, value: Value) -> None:
+        """The tensor ``target`` names now holds ``value``, changed in place: no rebinding (a
+        parameter changed so is its caller's argument, changed)."""
+        name = target.id if isinstance(target, ast.Name) else None
+        rebound = name in self.rebound
+        self.assign(target, value)
+        if name is not None:
+            self.inplace_names.add(name)
+            if not rebound:
+                self.rebound.discard(name)
+
+    def changed_args(self, func: Func, changed: tuple[tuple[str, Value], ...], call: CallArgs,
+                     method: bool, sure: bool = True) -> None:
+        """A callee changed the tensors of parameters in place: the caller's variables its
+        arguments name (wholly: what the parameter holds at the callee's end; a view or slice
+        of them: either) hold that now; ``sure``: not only on some of the callees a call
+        dispatches to."""
+        node = func.node if func.node is not None else self.i.p.function(func.path, func.qualname)
+        if not changed or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return
+        params = params_of(node)
+        skip = 1 if method and not params.static else 0
+        positional = params.names[skip:params.positional]
+        for name, value in changed:
+            arg = call.kw.get(name)
+            if arg is None and name in positional and positional.index(name) < len(call.pos):
+                arg = call.pos[positional.index(name)]
+            if arg is None:
+                continue
+            for serial, target in sorted(arg.buffers, key=lambda b: (b[1].lineno, b[1].col_offset)):
+                if serial != self.serial:
+                    continue
+                before = self.expr(target)
+                whole = sure and arg.value is before
+                self.in_place(target, value if whole else join([before, value]))
 
     def keeps_base(self, func: ast.Attribute, node: ast.Call, name: str) -> Value | object:
         """``lse.view(...)``, ``torch.transpose(lse, 0, 1)``: an LSE of the same base (its layout
@@ -276,8 +314,12 @@ class Frame(RecordCalls):
         self.note_bound_literals(target, written, rest, call)
         return join([Partial(t.target if isinstance(t, Partial) else t,
                              (*(t.pos if isinstance(t, Partial) else ()), *call.pos),
-                             (*(t.kw if isinstance(t, Partial) else ()), *call.kw.items()),
-                             place(self.path, node), method) for t in alternatives(target)])
+                             tuple({**dict(t.kw if isinstance(t, Partial) else ()),
+                                    **call.kw}.items()),
+                             place(self.path, node), method,
+                             call.opaque or (isinstance(t, Partial) and t.opaque),
+                             call.maybe | (t.maybe if isinstance(t, Partial) else frozenset()))
+                      for t in alternatives(target)])
 
     def note_bound_literals(self, target: Value, written: str, rest: ast.Call,
                             call: CallArgs) -> None:
@@ -340,12 +382,56 @@ class Frame(RecordCalls):
         return NOT_SPECIAL
 
     def dict_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
-        """``dict(k=v, ...)``: the dict of its keywords, where none is a ``**`` it cannot read."""
+        """``dict(k=v, ...)``, ``dict(m, k=v)``: the dict of its keywords over ``m``'s items;
+        ``collections.ChainMap(a, b, ...)``: a lookup finds the first map's key, so the later
+        maps lie under the earlier ones. Unknown where any part is not a dict the flow holds."""
         if callee is None and isinstance(node.func, ast.Name) and name == "dict" and \
-                not node.args:
-            call = self.args(node)
-            return None if call.opaque else DictV(tuple(call.kw.items()))
+                len(node.args) <= 1:
+            first = [self.expr(a) for a in node.args]
+            call = self.args(ast.copy_location(ast.Call(node.func, [], node.keywords), node))
+            if call.opaque or not all(isinstance(d, DictV) for d in first):
+                return None
+            return merged([*cast(list[DictV], first),
+                           DictV(tuple(call.kw.items()), call.maybe)])
+        if qual == "collections.ChainMap" and not node.keywords:
+            maps = [self.expr(a) for a in node.args]
+            if any(isinstance(a, ast.Starred) for a in node.args) or \
+                    not all(isinstance(d, DictV) for d in maps):
+                return None
+            return merged(cast(list[DictV], maps[::-1]))
         return NOT_SPECIAL
+
+    def replace_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``nt._replace(f=v)``, ``dataclasses.replace(obj, f=v)``: a new object of the same
+        class, with the fields given replaced and the others as the old one holds them."""
+        if name == "_replace" and isinstance(node.func, ast.Attribute):
+            receiver, given = self.expr(node.func.value), node
+        elif qual == "dataclasses.replace" and len(node.args) == 1:
+            receiver = self.expr(node.args[0])
+            given = ast.copy_location(ast.Call(node.func, [], node.keywords), node)
+        else:
+            return NOT_SPECIAL
+        held: list[tuple[Inst, list[str]]] = []
+        for obj in alternatives(receiver):
+            cls = self.i.class_info(obj.cls) if isinstance(obj, Inst) and obj.ctor else None
+            names = self.i.fields(cls) if cls is not None else None
+            if isinstance(obj, Inst) and names is not None:
+                held.append((obj, names))
+        call = self.args(given)
+        if not held or len(held) != len(list(alternatives(receiver))) or \
+                (node.args and name == "_replace"):
+            return None  # an object whose fields it does not hold: the copy is unknown
+        out = []
+        for obj, names in held:
+            old = dict(obj.ctor[1]) if obj.ctor is not None else {}
+            args = {f: old[str(i)] if str(i) in old else old[f]
+                    for i, f in enumerate(names) if str(i) in old or f in old}
+            args.update((k, a.value) for k, a in call.kw.items())
+            if OPAQUE_ARGS in old or call.opaque:
+                args[OPAQUE_ARGS] = None
+            out.append(Inst(obj.cls, obj.exact, (place(self.path, node), tuple(
+                sorted(args.items(), key=lambda kv: kv[0])))))
+        return join(out)
 
     def getattr_(self, node: ast.Call) -> Value:
         """``getattr(obj, name[, default])``: the attribute of every name the second argument
@@ -408,8 +494,11 @@ class Frame(RecordCalls):
     def apply_one(self, callee: Value, call: CallArgs, node: ast.Call, where: str,
                   name: str) -> Value:
         if isinstance(callee, Partial):
+            # a keyword the call gives replaces the partial's; what the partial bound with a
+            # ``**`` it could not read stays unread
             merged = CallArgs([*callee.pos, *call.pos], {**dict(callee.kw), **call.kw},
-                           call.opaque, call.maybe, where)
+                           call.opaque or callee.opaque,
+                           (callee.maybe - call.kw.keys()) | call.maybe, where)
             return self.apply(callee.target, merged, node, where, name)
         if name == "__new__" and call.pos and isinstance(call.pos[0].value, ClassRef):
             ref = call.pos[0].value  # super().__new__(cls), object.__new__(cls): the instance
@@ -420,9 +509,11 @@ class Frame(RecordCalls):
         if isinstance(callee, Func):
             return self.apply_func(callee, call)
         if isinstance(callee, Bound):
-            value, kernels, produced = self.i.call_bound(callee, call, where)
+            value, kernels, produced, changed = self.i.call_bound(callee, call, where)
             self.kernels |= kernels
             self.produced |= produced
+            for func, params, sure in changed:
+                self.changed_args(func, params, call, method=True, sure=sure)
             return value
         if isinstance(callee, ClassRef):
             return self.construct(callee, call, where)
@@ -459,6 +550,7 @@ class Frame(RecordCalls):
         s = self.i.analyse(callee, None, call)
         self.kernels |= s.kernels
         self.produced |= s.produced
+        self.changed_args(callee, s.changed, call, method=False)
         return s.returns if s.returns is not None else self.i.declared_return(callee)
 
     def apply_inst(self, callee: Inst, call: CallArgs, node: ast.Call, where: str) -> Value:
@@ -555,7 +647,8 @@ class Frame(RecordCalls):
 #: the special forms :meth:`Frame.special` tries, in order (each returns NOT_SPECIAL where the
 #: call is not it)
 _SPECIAL_FORMS = (Frame.type_of, Frame.identity, Frame.partial, Frame.cast_, Frame.super_,
-                  Frame.getattr_form, Frame.setattr_form, Frame.get_form, Frame.dict_form)
+                  Frame.getattr_form, Frame.setattr_form, Frame.get_form, Frame.dict_form,
+                  Frame.replace_form)
 
 
 def _spread(call: CallArgs, value: Value) -> set[str]:

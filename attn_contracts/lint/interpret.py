@@ -37,6 +37,7 @@ from attn_contracts.lint.analysis import NO_TAINT, RUN_BUDGET
 from attn_contracts.lint.attributes import Resolver
 from attn_contracts.lint.calls import (
     CallArgs,
+    Changed,
     Params,
     Summary,
     bind,
@@ -284,8 +285,10 @@ class Interpreter(Resolver):
         if frame.yields:  # a generator: calling it returns an iterator of what it yields
             return Summary(Seq(join(frame.yields)), frozenset(frame.kernels),
                             frozenset(frame.produced))
+        changed = tuple((name, frame.env.get(name)) for name in names[start:]
+                        if name in frame.inplace_names and name not in frame.rebound)
         return Summary(join(frame.returns) if frame.returns else None,
-                        frozenset(frame.kernels), frozenset(frame.produced))
+                        frozenset(frame.kernels), frozenset(frame.produced), changed)
 
     def _generic_param(self, func: Func, params: Params, name: str) -> Value:
         """A parameter of a function read on its own: an instance of its annotated class, else
@@ -300,14 +303,14 @@ class Interpreter(Resolver):
             name, func.qualname, lit if isinstance(lit, Lit) else None, func.path)
 
     def call_bound(self, bound: Bound, call: CallArgs, where: str,
-                   ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel]]:
+                   ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel], list[Changed]]:
         """A method call: the method's (or, on an instance that may be of any subclass, every
-        override's) result and the kernels it reaches."""
+        override's) result, the kernels it reaches, and what each changed in place."""
         inst = bound.self_value
         cls = self.class_info(inst.cls)
         method = bound.func.qualname.rpartition(".")[2]
         if cls is None:
-            return None, frozenset(), frozenset()
+            return None, frozenset(), frozenset(), []
         if inst.exact:
             targets = [(bound.func, inst, cls)]
         else:  # any subclass: every override the class hierarchy holds
@@ -327,12 +330,15 @@ class Interpreter(Resolver):
         followed = [t for t in targets if interesting or self.wants_return(t[0])]
         if not followed:  # nothing below can matter: what the method says it returns
             declared = self.declared_return(bound.func)
-            return declared, frozenset(), frozenset()
+            return declared, frozenset(), frozenset(), []
         targets = followed
+        changed: list[Changed] = []
         for func, self_value, sub in targets:
             s = self.analyse(func, self_value, call)
             kernels |= s.kernels
             produced |= s.produced
+            if s.changed:
+                changed.append((func, s.changed, True))
             value = s.returns
             if self.returns_lse(sub):  # an LSE-declaring class's method: its LSE is that class's
                 value = tag_impl(value, (sub.path, sub.name))
@@ -340,7 +346,9 @@ class Interpreter(Resolver):
                 value = tag_choice(value, f"{sub.name}.{method}() (one of the {len(targets)} "
                                     f"implementations {cls.name}.{method} dispatches to)")
             results.append(value)
-        return (join(results) if results else None), frozenset(kernels), frozenset(produced)
+        sure = len(targets) == 1  # else each override's change is one the call may make
+        return ((join(results) if results else None), frozenset(kernels), frozenset(produced),
+                [(f, c, sure) for f, c, _ in changed])
 
     def new_frame(self, path: str) -> Frame:
         return Frame(self, path, None, None, None)

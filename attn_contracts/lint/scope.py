@@ -33,6 +33,8 @@ from attn_contracts.lint.containers import (
     iterate,
     literal_values,
     members_of,
+    merge_items,
+    merged,
     ordering,
     rest_of,
     truth,
@@ -196,6 +198,10 @@ class Scope:
         self._consumers: int | None = None
         self.param_ids: set[int] = set()  # the values its caller passed in
         self.yields: list[Value] = []  # a generator's yielded values
+        #: names an assignment rebinds, and those whose tensor a method changed in place (a
+        #: parameter changed so and never rebound is the caller's argument, changed)
+        self.rebound: set[str] = set()
+        self.inplace_names: set[str] = set()
         self.own_steps = 0  # its own statements (its budget: bounds.FUNCTION_BUDGET)
         #: each loop's passes already interpreted, by their entry values (bounds.Bounds.loop)
         self.loop_memo: dict[tuple[object, ...], Any] = {}
@@ -385,6 +391,7 @@ class Scope:
         (an item stored into a dict keeps the buffer it names)."""
         value = self.i.bounds.value(self, value, target)
         if isinstance(target, ast.Name):
+            self.rebound.add(target.id)
             self.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             self.unpack(target, value)
@@ -670,17 +677,26 @@ class Scope:
 
     @_on(_EXPR, ast.Dict)
     def e_dict(self, node: ast.Dict) -> Value:
-        items = []
+        """A dict display, in Python's order: a later key (written, or one a ``**other``
+        unpacks) replaces an earlier one; a key it cannot read, or a ``**`` of what the flow
+        does not hold as one dict, makes the whole dict unknown."""
+        items: dict[str, Arg] = {}
+        maybe: set[str] = set()
         ok = True
         for k, v in zip(node.keys, node.values, strict=True):
             value = self.expr(v)
-            name = dict_key(k) if isinstance(k, ast.Constant) else (
-                class_key(self.expr(k)) if k is not None else None)
+            if k is None:
+                ok = ok and isinstance(value, DictV)
+                if isinstance(value, DictV):
+                    merge_items(items, maybe, value)
+                continue
+            name = dict_key(k) if isinstance(k, ast.Constant) else class_key(self.expr(k))
             if name is None:
                 ok = False
                 continue
-            items.append((name, Arg(value, place(self.path, v), buffers=self.buffers(v))))
-        return DictV(tuple(items)) if ok else None
+            maybe.discard(name)
+            items[name] = Arg(value, place(self.path, v), buffers=self.buffers(v))
+        return DictV(tuple(items.items()), frozenset(maybe)) if ok else None
 
     @_on(_EXPR, ast.Lambda)
     def e_lambda(self, node: ast.Lambda) -> Value:
@@ -714,6 +730,8 @@ class Scope:
     def binop(self, left_node: ast.expr, left: Value, op: ast.operator,
               right_node: ast.expr) -> Value:
         right = self.expr(right_node)
+        if isinstance(op, ast.BitOr) and isinstance(left, DictV) and isinstance(right, DictV):
+            return merged([left, right])  # ``a | b``: b's keys over a's
         if isinstance(op, ast.Add) and any(isinstance(a, (Tup, Seq)) for a in (
                 *alternatives(left), *alternatives(right))):
             return _concat(left, right)

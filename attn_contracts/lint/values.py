@@ -222,6 +222,10 @@ class Partial:
     where: str = ""
     #: ``functools.partialmethod``: read from an instance, the target is bound to it first
     method: bool = False
+    #: bound with a ``*``/``**`` the linter cannot read: any keyword may be bound (never
+    #: "omitted"); ``maybe``: keywords a ``**dict`` may not have bound
+    opaque: bool = False
+    maybe: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -453,7 +457,7 @@ def stable_key(value: Value) -> str:
         return (f"Partial({stable_key(value.target)},"
                 + ",".join(f"{stable_key(a.value)}@{a.where}" for a in value.pos) + ";"
                 + ",".join(f"{k}={stable_key(a.value)}@{a.where}" for k, a in value.kw)
-                + f",{value.where})")
+                + f",{value.where},{value.opaque}|" + ",".join(sorted(value.maybe)) + ")")
     if isinstance(value, Inst):
         ctor = "" if value.ctor is None else value.ctor[0] + ":" + ",".join(
             f"{k}={stable_key(v)}" for k, v in value.ctor[1])
