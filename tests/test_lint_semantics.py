@@ -868,6 +868,20 @@ case("a method that converts its argument in place, on a contiguous copy or the 
             return merge(out, lse)
         """}, {"layer.py": ("c.to_ln_(lse.contiguous())", "c.to_ln_(lse)")})
 
+case("`if x is not None:` converts the tensor, and x is None on the other side", {"layer.py": """
+        import math
+        import torch
+        from mylib import decode, merge
+        def step(q, out, want):
+            lse = None
+            if want:
+                lse = torch.empty(4, 8)
+            decode(q, return_lse=True, lse=lse)
+            if lse is not None:
+                pass
+            return merge(out, lse)
+        """}, {"layer.py": ("                pass", "                lse.mul_(math.log(2))")})
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

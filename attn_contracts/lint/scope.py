@@ -87,6 +87,24 @@ def _tuple_test(test: ast.expr | None) -> str | None:
     return None
 
 
+def _none_test(test: ast.expr | None) -> tuple[str, bool] | None:
+    """``x is None`` (True) or ``x is not None`` (False): the name (dotted) it narrows."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+            isinstance(test.ops[0], (ast.Is, ast.IsNot)) and \
+            isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+        name = dotted_name(test.left)
+        if name is not None:
+            return name, isinstance(test.ops[0], ast.Is)
+    return None
+
+
+def _may_be_none(value: Value) -> bool:
+    """An alternative that may be ``None``: the literal, or what is not known (a parameter, an
+    unknown); a tensor, an object, a function or a container is not."""
+    return value is None or isinstance(value, Param) or (
+        isinstance(value, Lit) and value.value is None)
+
+
 def _on_base_test(test: ast.expr, base_attrs: frozenset[str]) -> bool:
     for sub in ast.walk(test):
         if isinstance(sub, ast.Attribute) and (sub.attr in base_attrs or "base" in sub.attr.lower()):
@@ -350,6 +368,7 @@ class Scope:
         results = []
         on_base = test is not None and _on_base_test(test, self.i.base_attrs)
         narrowed = _tuple_test(test)
+        none_test = _none_test(test)
         known = None if test is None or self.i.assume is None else self.i.assume(test)
         known = decided if known is None else known
         for i, body in enumerate(bodies):
@@ -361,6 +380,13 @@ class Scope:
                 keep = [a for a in alternatives(self.env[narrowed])
                         if isinstance(a, Tup) == (i == 0)]
                 self.env[narrowed] = join(keep) if keep else None
+            if none_test is not None and i < 2 and none_test[0] in self.env:
+                # ``if x is not None: ...``: x is no None there, and None on the other side
+                name, is_none = none_test
+                none_side = is_none == (i == 0)
+                keep = [a for a in alternatives(self.env[name]) if (
+                    _may_be_none(a) if none_side else not (isinstance(a, Lit) and a.value is None))]
+                self.env[name] = join(keep) if keep else Lit(None, place(self.path, test))
             self.on_base += on_base
             self.block(body)
             self.on_base -= on_base
