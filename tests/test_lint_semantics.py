@@ -882,6 +882,22 @@ case("`if x is not None:` converts the tensor, and x is None on the other side",
             return merge(out, lse)
         """}, {"layer.py": ("                pass", "                lse.mul_(math.log(2))")})
 
+case("__init_subclass__ runs with the class statement's keywords", {"base.py": """
+        class ImplBase:
+            can_return_lse_for_decode = True
+            lse_base_on_e = True
+            def __init_subclass__(cls, log_base=None, **kwargs):
+                super().__init_subclass__(**kwargs)
+                if log_base is not None:
+                    cls.lse_base_on_e = log_base == "e"
+        """, "impl.py": """
+        from base import ImplBase
+        from mylib import decode
+        class Impl(ImplBase, log_base="e"):
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ('log_base="e"', 'log_base="2"')})
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

@@ -339,11 +339,12 @@ def _run_roots(interp: Interpreter, program: Program, f: FileFacts, lines: tuple
     done.update(id(st) for st in top)
     if top:
         interp.run_statements(f.path, top)
-    for st in tree.body:  # a class its decorators change (``@lse_base(on_e=False)``)
-        if isinstance(st, ast.ClassDef) and st.decorator_list and id(st) not in done and \
-                _spans(st, lines):
+    for st in tree.body:  # a class its decorators or its bases' __init_subclass__ change
+        if isinstance(st, ast.ClassDef) and id(st) not in done and _spans(st, lines):
             done.add(id(st))
-            interp.run_decorators(f.path, st)
+            interp.run_init_subclass(f.path, st)
+            if st.decorator_list:
+                interp.run_decorators(f.path, st)
     if f.functions is None:
         f.functions = list(_functions(tree))
     relevant = f.module.relevant if f.module is not None else frozenset()

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any, cast
 
 from attn_contracts.lint.analysis import Analysis
+from attn_contracts.lint.calls import CallArgs, place
 from attn_contracts.lint.classes import dotted_name, module_level
 from attn_contracts.lint.containers import (
     MUTATORS,
 )
 from attn_contracts.lint.values import (
     NOT_SPECIAL,
+    Arg,
     ClassRef,
     Ext,
     ExtInst,
@@ -127,6 +129,32 @@ class ModuleResolver(Analysis):
                 ast.fix_missing_locations(applied)
                 if not isinstance(frame.expr(applied), ClassRef):
                     frame.env[_CLASS] = ClassRef((path, node.name))  # what it cannot read
+        except RecursionError:
+            return
+        finally:
+            self.need = need
+
+    def run_init_subclass(self, path: str, node: ast.ClassDef) -> None:
+        """The ``__init_subclass__`` of the class's nearest base that defines one, run as
+        Python runs it when the class is defined: on the class, with the keywords of its class
+        statement (``class Impl(Base, lse_log_base="base2")``); what it stores on ``cls`` is in
+        :attr:`class_stores`."""
+        cls = self.p.cls((path, node.name))
+        if cls is None:
+            return
+        owner = next((c for c in self.p.mro(cls)[1:]
+                      if "__init_subclass__" in self.p.methods(c)), None)
+        if owner is None:
+            return
+        frame = self.new_frame(path)
+        kw = {k.arg: Arg(frame.expr(k.value), place(path, k.value))
+              for k in node.keywords if k.arg is not None and k.arg != "metaclass"}
+        call = CallArgs([Arg(ClassRef((path, node.name)), place(path, node))], kw,
+                        any(k.arg is None for k in node.keywords), where=place(path, node))
+        need = self.need
+        self.need = _DECORATOR_LEVELS
+        try:
+            self.analyse(Func(owner.path, f"{owner.name}.__init_subclass__"), None, call)
         except RecursionError:
             return
         finally:

@@ -386,7 +386,7 @@ class Scope:
                 none_side = is_none == (i == 0)
                 keep = [a for a in alternatives(self.env[name]) if (
                     _may_be_none(a) if none_side else not (isinstance(a, Lit) and a.value is None))]
-                self.env[name] = join(keep) if keep else Lit(None, place(self.path, test))
+                self.env[name] = join(keep) if keep else Lit(None)
             self.on_base += on_base
             self.block(body)
             self.on_base -= on_base
