@@ -898,6 +898,27 @@ case("__init_subclass__ runs with the class statement's keywords", {"base.py": "
                 return decode(q, return_lse=True)
         """}, {"impl.py": ('log_base="e"', 'log_base="2"')})
 
+case("`not` of a backend's base flag, through a property that negates it", {
+    "base.py": IMPL_BASE, "impl.py": """
+        from base import AttentionImpl
+        from mylib import combine, decode
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = False
+            @property
+            def lse_is_log2(self):
+                return not self.lse_base_on_e
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        class Layer:
+            def __init__(self):
+                self.impl = Impl()
+            def run(self, q):
+                out, lse = self.impl.forward(q)
+                return combine(out, lse, is_lse_base_on_e=self.impl.lse_is_log2)
+        """}, {"impl.py": ("is_lse_base_on_e=self.impl.lse_is_log2",
+                           "is_lse_base_on_e=not self.impl.lse_is_log2")})
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

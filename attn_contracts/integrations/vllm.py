@@ -96,6 +96,8 @@ class Edge:
     transform: Literal["none", "transpose", "flatten", "unread"] = "none"
     row_mask: bool = False
     producers: tuple[tuple[str, str | None], ...] = ()
+    #: the call passes ``not self.impl.<from_attr>``
+    negated: bool = False
 
 
 @dataclass(frozen=True)
@@ -244,7 +246,7 @@ def _mapping(derived: Derived) -> VllmMapping:
         edges = tuple(Edge(consumers.get(e.function, e.consumer),
                            f"{e.where.removeprefix('vllm/')}", keyword=e.keyword,
                            from_attr=e.from_attr, transform="unread", row_mask=e.row_mask,
-                           producers=e.producers) for e in m.edges)
+                           producers=e.producers, negated=e.negated) for e in m.edges)
         where = m.call_source or ", ".join(w.removeprefix("vllm/") for w in
                                            m.kernels_at.split(", ") if w) or "no kernel call found"
         returns = m.attrs.get(RETURNS_ATTR)
@@ -385,8 +387,10 @@ def _edge_findings(impl: ImplFacts, backend: str, kernels: Sequence[CapabilityRe
            else f"{keyword} omitted")
     if edge.from_attr is not None:
         value = impl.value(edge.from_attr)  # the object's answer: what the combine is told
+        if edge.negated and isinstance(value, bool):
+            value = not value
         literal = repr(value) if isinstance(value, bool) else None
-        how = f"{keyword}=self.impl.{edge.from_attr} ({literal})"
+        how = f"{keyword}={'not ' if edge.negated else ''}self.impl.{edge.from_attr} ({literal})"
     if not edge.row_mask and consumer.empty.accepts_row_mask:
         consumer = consumer.model_copy(update={
             "empty": consumer.empty.model_copy(update={"accepts_row_mask": False})})

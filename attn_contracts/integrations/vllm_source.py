@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -91,6 +91,8 @@ class EdgeFacts:
     producers: tuple[tuple[str, str | None], ...]
     #: sources no record describes (a merged LSE), with their base and what they are
     unrecorded: tuple[tuple[str | None, str], ...] = ()
+    #: the call passes ``not <from_attr>``: the other base than the impl declares
+    negated: bool = False
 
 
 @dataclass(frozen=True)
@@ -294,15 +296,13 @@ def _member(model: ProgramModel, name: str, value: str, returns: tuple[str, ...]
             kept = tuple(p for p in edge.producers if p[0] not in untaken)
             if not kept and not edge.unrecorded:
                 continue
-            edge = EdgeFacts(edge.consumer, edge.function, edge.where, edge.keyword,
-                             edge.from_attr, edge.row_mask, kept, edge.unrecorded)
-        k = (edge.consumer, edge.function, edge.where, edge.keyword, edge.from_attr)
+            edge = replace(edge, producers=kept)
+        k = (edge.consumer, edge.function, edge.where, edge.keyword, edge.from_attr, edge.negated)
         if k in edges:
             old = edges[k]
-            edge = EdgeFacts(edge.consumer, edge.function, edge.where, edge.keyword,
-                             edge.from_attr, edge.row_mask or old.row_mask,
-                             tuple(dict.fromkeys((*old.producers, *edge.producers))),
-                             tuple(dict.fromkeys((*old.unrecorded, *edge.unrecorded))))
+            edge = replace(edge, row_mask=edge.row_mask or old.row_mask,
+                           producers=tuple(dict.fromkeys((*old.producers, *edge.producers))),
+                           unrecorded=tuple(dict.fromkeys((*old.unrecorded, *edge.unrecorded))))
         edges[k] = edge
         ways = use.given.options if use.given.kind == "choice" else (use.given,)
         for w in ways:
@@ -375,7 +375,8 @@ def _edge(program: Program, use: Use, key: tuple[str, str], kernels: Sequence[Ke
     return EdgeFacts(use.consumer.record, use.consumer.function, _short(use.where), keyword,
                      from_attr,
                      _row_mask(program, use.where), tuple(dict.fromkeys(producers)),
-                     tuple(dict.fromkeys(unrecorded)))
+                     tuple(dict.fromkeys(unrecorded)),
+                     negated=flag_owner is not None and flag_owner.negated)
 
 
 def _row_mask(program: Program, where: str) -> bool:

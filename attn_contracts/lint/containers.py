@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from attn_contracts.lint.torch_model import (
     lose_layout,
+    short_line,
 )
 from attn_contracts.lint.values import (
     Arg,
@@ -120,15 +121,22 @@ def class_key(value: Value) -> str | None:
     return None
 
 
-def merge_items(items: dict[str, Arg], maybe: set[str], other: DictV) -> None:
+def merge_items(items: dict[str, Arg], maybe: set[str], other: DictV, site: str) -> None:
     """``other``'s items laid over ``items`` as ``{**items, **other}`` does: its keys replace
-    the same keys (in their place); one it may lack keeps the earlier value as an option."""
+    the same keys (in their place); one it may lack keeps the earlier value as an option. A
+    literal that replaces another key's value was chosen by the merge at ``site``: it is
+    located there (where a wrong choice is fixed), its own place named."""
     for key, arg in other.items:
         old = items.get(key)
         if key in other.maybe and old is not None:
             items[key] = Arg(join([old.value, arg.value]), arg.where, arg.text,
                              old.buffers | arg.buffers)
             continue
+        if old is not None and site:
+            arg = replace(arg, value=join([
+                replace(v, where=site, how=f"{v.how} (written at {short_line(v.where)}, chosen "
+                        f"over the other {key} by this merge)") if isinstance(v, Lit) and
+                v.where else v for v in alternatives(arg.value)]))
         items[key] = arg
         if key in other.maybe:
             maybe.add(key)
@@ -136,12 +144,12 @@ def merge_items(items: dict[str, Arg], maybe: set[str], other: DictV) -> None:
             maybe.discard(key)
 
 
-def merged(dicts: list[DictV]) -> DictV:
-    """``{**a, **b, ...}``: each later dict's keys over the earlier ones'."""
+def merged(dicts: list[DictV], site: str) -> DictV:
+    """``{**a, **b, ...}`` at ``site``: each later dict's keys over the earlier ones'."""
     items: dict[str, Arg] = {}
     maybe: set[str] = set()
     for d in dicts:
-        merge_items(items, maybe, d)
+        merge_items(items, maybe, d, site)
     return DictV(tuple(items.items()), frozenset(maybe))
 
 

@@ -392,13 +392,13 @@ class Frame(RecordCalls):
             if call.opaque or not all(isinstance(d, DictV) for d in first):
                 return None
             return merged([*cast(list[DictV], first),
-                           DictV(tuple(call.kw.items()), call.maybe)])
+                           DictV(tuple(call.kw.items()), call.maybe)], place(self.path, node))
         if qual == "collections.ChainMap" and not node.keywords:
             maps = [self.expr(a) for a in node.args]
             if any(isinstance(a, ast.Starred) for a in node.args) or \
                     not all(isinstance(d, DictV) for d in maps):
                 return None
-            return merged(cast(list[DictV], maps[::-1]))
+            return merged(cast(list[DictV], maps[::-1]), place(self.path, node))
         return NOT_SPECIAL
 
     def replace_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:

@@ -556,6 +556,8 @@ class Scope:
     @_on(_EXPR, ast.UnaryOp)
     def e_unary(self, node: ast.UnaryOp) -> Value:
         inner = self.expr(node.operand)
+        if isinstance(node.op, ast.Not) and isinstance(inner, Flag):
+            return replace(inner, negated=not inner.negated)
         if isinstance(node.op, ast.Not):
             opts = [Lit(not alt.value, alt.where, alt.how) if isinstance(alt, Lit) else None
                     for alt in alternatives(inner)]
@@ -714,7 +716,7 @@ class Scope:
             if k is None:
                 ok = ok and isinstance(value, DictV)
                 if isinstance(value, DictV):
-                    merge_items(items, maybe, value)
+                    merge_items(items, maybe, value, place(self.path, node))
                 continue
             name = dict_key(k) if isinstance(k, ast.Constant) else class_key(self.expr(k))
             if name is None:
@@ -739,7 +741,7 @@ class Scope:
         if isinstance(test, Flag) and isinstance(body, Lit) and isinstance(orelse, Lit) and \
                 {body.value, orelse.value} == {True, False}:
             # ``True if impl.lse_base_on_e else False``: the backend's own flag, spelled out
-            return test if body.value is True else None
+            return test if body.value is True else replace(test, negated=not test.negated)
         return join([body, orelse])
 
     @_on(_EXPR, ast.Await, ast.Starred, ast.NamedExpr)
@@ -757,7 +759,7 @@ class Scope:
               right_node: ast.expr) -> Value:
         right = self.expr(right_node)
         if isinstance(op, ast.BitOr) and isinstance(left, DictV) and isinstance(right, DictV):
-            return merged([left, right])  # ``a | b``: b's keys over a's
+            return merged([left, right], place(self.path, left_node))  # b's keys over a's
         if isinstance(op, ast.Add) and any(isinstance(a, (Tup, Seq)) for a in (
                 *alternatives(left), *alternatives(right))):
             return _concat(left, right)

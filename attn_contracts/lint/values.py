@@ -116,6 +116,8 @@ class Flag:
     attr: str
     owner: Inst | None
     where: str
+    #: ``not impl.lse_base_on_e``: the other base than the one it declares
+    negated: bool = False
 
 
 @dataclass(frozen=True)
@@ -468,7 +470,7 @@ def stable_key(value: Value) -> str:
     if isinstance(value, Super):
         return f"Super({value.after},{stable_key(value.self_value)})"
     if isinstance(value, Flag):
-        return f"Flag({value.attr},{stable_key(value.owner)},{value.where})"
+        return f"Flag({value.attr},{stable_key(value.owner)},{value.where},{value.negated})"
     if isinstance(value, Func):
         closure = ",".join(f"{k}={stable_key(v)}" for k, v in value.closure)
         return f"Func({value.path},{value.qualname},{closure})"
