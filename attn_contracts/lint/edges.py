@@ -54,7 +54,7 @@ from attn_contracts.lint.inferred import (
     Weighed,
 )
 from attn_contracts.lint.record_index import Consumer, disagreement
-from attn_contracts.lint.values import ClassKey, Flag, Lit, Source
+from attn_contracts.lint.values import ClassKey, Lit, Source
 
 __all__ = ["Declaration", "class_findings", "declaration", "edge_findings", "fact_findings"]
 
@@ -531,52 +531,33 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
 
 def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
              ) -> Iterator[Finding]:
+    """A combine told a backend's base flag (or ``not`` it: the other base) where the LSE it
+    combines has another base than that tells."""
     flag = g.flag
     if flag is None:
         return
     owner = flag.owner
-    if flag.negated:
-        yield from _negated(use, g, flag, declared)
-        return
+    exact = owner.cls if owner is not None and owner.exact else None
     for s in sorted(use.lse.sources, key=_source_order):
-        if not s.pinned or s.impl is not None:
+        if not s.pinned or (s.impl is not None and not flag.negated):
             continue  # a backend's own method's LSE: its declaration is judged on the class
-        if owner is None or not owner.exact:
+        key = s.impl if s.impl is not None else exact
+        d = declared.get(key) if key is not None else None
+        if d is None or d.base is None:
             continue
-        d = declared.get(owner.cls)
-        if d is None or d.base is None or d.base == s.base:
+        told = {"e": "2", "2": "e"}.get(d.base) if flag.negated else d.base
+        if told is None or told == s.base:
             continue
+        reads = (f"reads the other base than {d.cls.name}'s declared base {d.base}"
+                 if flag.negated else f"reads {d.cls.name}'s declared base {d.base}")
         yield Finding(
             Code.AC023, use.consumer.last,
-            f"{use.consumer.last}({g.keyword}=...{flag.attr}) reads {d.cls.name}'s declared base "
-            f"{d.base} ({d.attr} = {d.text}, {_short(d.where)}{', inherited' if not d.own else ''})"
+            f"{use.consumer.last}({g.keyword}={'not ' if flag.negated else ''}...{flag.attr}) "
+            f"{reads} ({d.attr} = {d.text}, {_short(d.where)}{', inherited' if not d.own else ''})"
             f", but the LSE it combines is base {s.base}: {s.what}",
-            hint=f"set {d.attr} = {_attr_literal(d.attr, s.base or 'e')} on {d.cls.name}",
-            field=g.keyword, found=d.base, allowed=s.base or "", location=flag.where)
-
-
-def _negated(use: Use, g: BaseGiven, flag: Flag, declared: dict[ClassKey, Declaration | None],
-             ) -> Iterator[Finding]:
-    """A combine told ``not impl.<base attr>``: the other base than the backend declares,
-    so the LSE of a backend whose declaration holds is read in the wrong base."""
-    owner = flag.owner
-    for s in sorted(use.lse.sources, key=_source_order):
-        key = s.impl if s.impl is not None else (owner.cls if owner is not None and owner.exact
-                                                   else None)
-        d = declared.get(key) if s.pinned and key is not None else None
-        if d is None or d.base not in ("e", "2") or s.base not in ("e", "2"):
-            continue
-        told = "2" if d.base == "e" else "e"
-        if told == s.base:
-            continue
-        yield Finding(
-            Code.AC023, use.consumer.last,
-            f"{use.consumer.last}({g.keyword}=not ...{flag.attr}) reads the other base than "
-            f"{d.cls.name} declares ({d.attr} = {d.text}, {_short(d.where)}): base {told}, "
-            f"but the LSE it combines is base {s.base}: {s.what}",
-            hint=f"pass {g.keyword}=...{flag.attr} itself",
-            field=g.keyword, found=told, allowed=s.base, location=flag.where)
-        return
+            hint=f"pass {g.keyword}=...{flag.attr} itself" if flag.negated else
+            f"set {d.attr} = {_attr_literal(d.attr, s.base or 'e')} on {d.cls.name}",
+            field=g.keyword, found=told, allowed=s.base or "", location=flag.where)
 
 
 def fact_findings(facts: Iterable[Fact]) -> Iterator[Finding]:
