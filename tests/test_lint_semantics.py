@@ -919,6 +919,19 @@ case("`not` of a backend's base flag, through a property that negates it", {
         """}, {"impl.py": ("is_lse_base_on_e=self.impl.lse_is_log2",
                            "is_lse_base_on_e=not self.impl.lse_is_log2")})
 
+case("a nested function rebinds the enclosing variable only where it says nonlocal", {
+    "layer.py": """
+        from mylib import combine, decode
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            base_e = True
+            def use_base_2():
+                base_e = False
+            use_base_2()
+            return combine(out, lse, is_lse_base_on_e=base_e)
+        """}, {"layer.py": ("                base_e = False",
+                            "                nonlocal base_e\n                base_e = False")})
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

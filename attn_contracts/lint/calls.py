@@ -65,6 +65,9 @@ class Summary:
     #: the parameters whose tensor the function changed in place (``p.mul_(c)``, never
     #: rebinding ``p``), with what they hold at its end: the caller's argument holds it too
     changed: tuple[tuple[str, Value], ...] = ()
+    #: the enclosing function's variables its ``nonlocal`` statements rebind, with what they
+    #: hold at its end
+    nonlocals: tuple[tuple[str, Value], ...] = ()
 
 
 #: a callee that changed its parameters' tensors in place (:attr:`Summary.changed`), and
@@ -75,11 +78,16 @@ Changed = tuple[Func, tuple[tuple[str, Value], ...], bool]
 def merge_summaries(a: object, b: object) -> Summary:
     """The summary of a call cycle's head over two passes (what either found)."""
     x, y = cast(Summary, a), cast(Summary, b)
-    changed = dict(x.changed)
-    for name, value in y.changed:
-        changed[name] = join([changed[name], value]) if name in changed else value
     return Summary(join([x.returns, y.returns]), x.kernels | y.kernels, x.produced | y.produced,
-                   tuple(changed.items()))
+                   _joined(x.changed, y.changed), _joined(x.nonlocals, y.nonlocals))
+
+
+def _joined(a: tuple[tuple[str, Value], ...], b: tuple[tuple[str, Value], ...],
+            ) -> tuple[tuple[str, Value], ...]:
+    out = dict(a)
+    for name, value in b:
+        out[name] = join([out[name], value]) if name in out else value
+    return tuple(out.items())
 
 
 @dataclass
@@ -125,6 +133,20 @@ def params_of(node: FuncNode | ast.Lambda) -> Params:
     return Params(positional + [k.arg for k in a.kwonlyargs], defaults, anns, var, static,
                    len(positional), a.vararg.arg if a.vararg else None,
                    a.kwarg.arg if a.kwarg else None)
+
+
+def nonlocal_names(node: ast.AST) -> frozenset[str]:
+    """The names a function's own ``nonlocal`` statements declare (not a nested function's):
+    its stores rebind the enclosing function's variables."""
+    out: set[str] = set()
+    todo = list(ast.iter_child_nodes(node))
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Nonlocal):
+            out.update(n.names)
+        elif not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(n))
+    return frozenset(out)
 
 
 def carries(value: Value, depth: int = 0) -> bool:

@@ -18,6 +18,7 @@ from attn_contracts.lint.calls import (
     CallArgs,
     call_matters,
     callee_name,
+    nonlocal_names,
     params_of,
     place,
 )
@@ -545,12 +546,17 @@ class Frame(RecordCalls):
         # a closure's enclosing values are arguments too (``bind(lse)(out)``)
         if not (call_matters(call) or call_matters(CallArgs([Arg(v) for _, v in callee.closure],
                                                          {}, False))
-                or self.i.wants_return(callee)):
+                or self.i.wants_return(callee) or (
+                    isinstance(callee.node, ast.AST) and nonlocal_names(callee.node))):
             return self.i.declared_return(callee)
         s = self.i.analyse(callee, None, call)
         self.kernels |= s.kernels
         self.produced |= s.produced
         self.changed_args(callee, s.changed, call, method=False)
+        if s.nonlocals and self.node is not None and callee.node is not None and any(
+                n is callee.node for n in ast.walk(self.node)):
+            for name, value in s.nonlocals:  # a nested function rebinding this one's variable
+                self.assign(ast.Name(name, ast.Store()), value)
         return s.returns if s.returns is not None else self.i.declared_return(callee)
 
     def apply_inst(self, callee: Inst, call: CallArgs, node: ast.Call, where: str) -> Value:

@@ -47,6 +47,7 @@ from attn_contracts.lint.calls import (
     instantiate,
     literal_value,
     merge_summaries,
+    nonlocal_names,
     params_of,
 )
 from attn_contracts.lint.frame import Frame
@@ -287,8 +288,9 @@ class Interpreter(Resolver):
                             frozenset(frame.produced))
         changed = tuple((name, frame.env.get(name)) for name in names[start:]
                         if name in frame.inplace_names and name not in frame.rebound)
+        nonlocals = tuple((name, frame.env.get(name)) for name in sorted(nonlocal_names(node)))
         return Summary(join(frame.returns) if frame.returns else None,
-                        frozenset(frame.kernels), frozenset(frame.produced), changed)
+                        frozenset(frame.kernels), frozenset(frame.produced), changed, nonlocals)
 
     def _generic_param(self, func: Func, params: Params, name: str) -> Value:
         """A parameter of a function read on its own: an instance of its annotated class, else

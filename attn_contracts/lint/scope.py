@@ -20,6 +20,7 @@ from attn_contracts.lint.attributes import Resolver
 from attn_contracts.lint.bounds import FUNCTION_BUDGET
 from attn_contracts.lint.calls import (
     literal_value,
+    nonlocal_names,
     place,
     source_text,
 )
@@ -158,8 +159,10 @@ def _loaded_names(node: ast.AST) -> frozenset[str]:
     key = id(node)
     if key not in _LOADED:
         _LOADED[key] = frozenset(n.id for n in ast.walk(node)
-                                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+                                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                                 ) | nonlocal_names(node)
     return _LOADED[key]
+
 
 
 _H = TypeVar("_H", bound=Callable[..., Any])
