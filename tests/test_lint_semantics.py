@@ -893,6 +893,34 @@ case("__init_subclass__ runs with the class statement's keywords", {"base.py": "
         """, "impl.py": """
         from base import ImplBase
         from mylib import decode
+        class A(ImplBase):  # more subclasses than the contexts one function gets
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        class B(ImplBase):  # more subclasses than the contexts one function gets
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        class C(ImplBase):  # more subclasses than the contexts one function gets
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        class D(ImplBase):  # more subclasses than the contexts one function gets
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        class E(ImplBase):  # more subclasses than the contexts one function gets
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        class F(ImplBase):  # more subclasses than the contexts one function gets
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        class G(ImplBase):  # more subclasses than the contexts one function gets
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)
         class Impl(ImplBase, log_base="e"):
             def forward(self, q):
                 return decode(q, return_lse=True)

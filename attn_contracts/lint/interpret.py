@@ -64,6 +64,7 @@ from attn_contracts.lint.torch_model import (
 )
 from attn_contracts.lint.values import (
     Bound,
+    ClassRef,
     Ext,
     ExtInst,
     Func,
@@ -223,7 +224,12 @@ class Interpreter(Resolver):
         # the contexts that carry an LSE, a base attribute or a partial are counted apart
         # from the rest: a function called with parameters by every other one's analysis
         # alone still gets the LSE its one real caller passes
-        kind = (func, self_value, call is not None and call_matters(call))
+        # per receiver: the instance a method runs on, or the class a class-level function
+        # (``__init_subclass__``, a classmethod read as a function) is given first
+        first = call.pos[0].value if call is not None and call.pos else None
+        receiver = self_value if self_value is not None else (
+            first if isinstance(first, ClassRef) and first.exact else None)
+        kind = (func, receiver, call is not None and call_matters(call))
         seen = self._contexts.get(kind, 0)
         if seen >= _MAX_CONTEXTS:
             if kind[2]:
