@@ -973,3 +973,51 @@ def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
     good = _errors(tmp_path, capsys, "fix", fixed)
     assert bug, f"{name}: the bug is no error"
     assert not good, f"{name}: the fix is flagged: {good}"
+
+
+ANY_SUBCLASS = """
+    from mylib import combine, decode
+    class AttentionImpl:
+        can_return_lse_for_decode = False
+        lse_base_on_e = True
+        @property
+        def lse_is_log2(self):
+            return not self.lse_base_on_e
+        def forward(self, q):
+            raise NotImplementedError
+    class A(AttentionImpl):
+        can_return_lse_for_decode = True
+        lse_base_on_e = False
+        def forward(self, q):
+            return decode(q, return_lse=True)
+    class B(AttentionImpl):
+        can_return_lse_for_decode = True
+        lse_base_on_e = True
+        def forward(self, q):
+            out, lse = decode(q, return_lse=True)
+            return out, lse * 0.6931471805599453
+    class Layer:
+        def __init__(self, impl: AttentionImpl):
+            self.impl = impl
+        def run(self, q):
+            out, lse = self.impl.forward(q)
+            return combine(out, lse, is_lse_base_on_e=TOLD)
+    """
+
+
+@pytest.mark.parametrize(("told", "codes"), [
+    ("not self.impl.lse_is_log2", set()),  # the flag itself, through two negations: read
+    ("self.impl.lse_is_log2", {"AC023"}),  # the other base than each subclass declares
+])
+def test_negation_of_any_subclass_flag(told: str, codes: set[str], tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """``not`` of what the flag is on each subclass an instance may be: read per subclass,
+    never "could not be read"."""
+    root = tmp_path / "pkg"
+    root.mkdir()
+    (root / "impl.py").write_text(textwrap.dedent(ANY_SUBCLASS).replace("TOLD", told))
+    records = tmp_path / "records.toml"
+    records.write_text(RECORDS)
+    main([str(root), "--records", str(records), "--format", "json"])
+    found = json.loads(capsys.readouterr().out)
+    assert {f["code"] for f in found if f["severity"] != "note"} == codes, found

@@ -559,10 +559,9 @@ class Scope:
     @_on(_EXPR, ast.UnaryOp)
     def e_unary(self, node: ast.UnaryOp) -> Value:
         inner = self.expr(node.operand)
-        if isinstance(node.op, ast.Not) and isinstance(inner, Flag):
-            return replace(inner, negated=not inner.negated)
-        if isinstance(node.op, ast.Not):
-            opts = [Lit(not alt.value, alt.where, alt.how) if isinstance(alt, Lit) else None
+        if isinstance(node.op, ast.Not):  # each value it may be, negated
+            opts = [Lit(not alt.value, alt.where, alt.how) if isinstance(alt, Lit) else
+                    replace(alt, negated=not alt.negated) if isinstance(alt, Flag) else None
                     for alt in alternatives(inner)]
             return join(opts)
         if isinstance(node.op, ast.USub) and isinstance(inner, Lse):
