@@ -960,6 +960,21 @@ case("a nested function rebinds the enclosing variable only where it says nonloc
         """}, {"layer.py": ("                base_e = False",
                             "                nonlocal base_e\n                base_e = False")})
 
+case("a NamedTuple is a tuple: unpacked and indexed", {"layer.py": """
+        from typing import NamedTuple
+        from mylib import decode, merge
+        class Part(NamedTuple):
+            out: object
+            lse: object
+        def run(q):
+            out, lse = decode(q, return_lse=True)
+            return Part(out, lse)
+        def step(q):
+            out, lse = run(q)
+            p = run(q)
+            return merge(out, lse), merge(p[0], p[1])
+        """}, {"layer.py": ("return Part(out, lse)", f"return Part(out, lse * {LN2})")})
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

@@ -43,6 +43,7 @@ from attn_contracts.lint.values import (
     ModuleRef,
     Partial,
     Super,
+    Tup,
     Union_,
     Value,
     alternatives,
@@ -205,6 +206,24 @@ class Resolver(ModuleResolver):
                 return self.analyse(func, inst, call).returns
             return self.call_bound(bound, call, where)[0]
         return Bound(func, inst, (owner.path, owner.name))
+
+    def as_tuple(self, value: Value, where: str) -> Value:
+        """``value`` where it is used as a tuple (unpacked, indexed, iterated): an instance of
+        a ``NamedTuple`` class is the tuple of its fields (each as the attribute reads it);
+        anything else is itself."""
+        out = []
+        changed = False
+        for alt in alternatives(value):
+            cls = self.class_info(alt.cls) if isinstance(alt, Inst) else None
+            names = self.fields(cls) if cls is not None and any(
+                b.rpartition(".")[2] == "NamedTuple" for c in self.p.mro(cls)
+                for b in c.bases) else None
+            if names is None:
+                out.append(alt)
+                continue
+            changed = True
+            out.append(Tup(tuple(self.attribute(alt, f, where) for f in names)))
+        return (join(out) if len(out) > 1 else out[0]) if changed and out else value
 
     def fields(self, cls: ClassInfo) -> list[str] | None:
         """The fields a generated ``__init__`` takes, in order (a dataclass, a ``NamedTuple``,

@@ -442,6 +442,7 @@ class Scope:
     def unpack(self, target: ast.Tuple | ast.List, value: Value) -> None:
         """``a, *rest, b = value``: each target its item (those after a starred one counted
         from the end)."""
+        value = self.i.as_tuple(value, place(self.path, target))
         star = next((i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)),
                     None)
         after = len(target.elts) - star - 1 if star is not None else 0
@@ -523,7 +524,7 @@ class Scope:
 
     @_on(_EXPR, ast.Subscript)
     def e_subscript(self, node: ast.Subscript) -> Value:
-        inner = self.expr(node.value)
+        inner = self.i.as_tuple(self.expr(node.value), place(self.path, node))
         key = node.slice
         key_value = self.expr(key)
         classes = [class_key(k) for k in alternatives(key_value)]
