@@ -206,3 +206,76 @@ def test_ranks_writing_at_once_leave_one_whole_file(tree: Path) -> None:
     assert all(s is None or s == _derived(tree) for s in seen)
     assert any(s is not None for s in seen)
     assert _files() == [path] and not list(path.parent.glob(".*"))
+
+
+class _Logged:
+    """Sets an event when the cache logs a message containing ``text``."""
+
+    def __init__(self, text: str) -> None:
+        import logging
+
+        self.event = threading.Event()
+        outer = self
+
+        class Handler(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                if text in record.getMessage():
+                    outer.event.set()
+
+        self.handler = Handler(logging.DEBUG)
+
+
+def test_ranks_starting_cold_at_once_derive_once(tree: Path) -> None:
+    """While one rank derives, another starting cold waits for it (in that order: it is seen
+    waiting before the first one finishes) and reads what the first stored: one derivation."""
+    deriving, go = threading.Event(), threading.Event()
+    runs: list[str] = []
+
+    def slow() -> Derived:
+        runs.append("derived")
+        deriving.set()
+        go.wait()
+        return _derived(tree)
+
+    waiting = _Logged("waiting for the rank deriving")
+    logger = vllm_cache.log
+    logger.addHandler(waiting.handler)
+    old_level = logger.level
+    logger.setLevel("DEBUG")
+    results: list[object] = []
+    try:
+        first = threading.Thread(target=lambda: results.append(
+            vllm_cache.cached(tree, "0.32.0", SCOPE, slow, Derived)))
+        first.start()
+        assert deriving.wait(60)
+        second = threading.Thread(target=lambda: results.append(
+            vllm_cache.cached(tree, "0.32.0", SCOPE, slow, Derived)))
+        second.start()
+        assert waiting.event.wait(60), "the second rank never waited for the first"
+        assert runs == ["derived"]  # it waits; it does not derive meanwhile
+        go.set()
+        first.join(60)
+        second.join(60)
+    finally:
+        go.set()
+        logger.removeHandler(waiting.handler)
+        logger.setLevel(old_level)
+    assert runs == ["derived"] and results == [_derived(tree)] * 2
+
+
+def test_a_rank_never_waits_past_its_bound_for_a_stuck_deriver(tree: Path) -> None:
+    """A deriver that holds the lock and never finishes: the next rank gives up waiting at the
+    bound and derives itself (without the lock)."""
+    import fcntl
+
+    path = vllm_cache.cache_dir() / "vllm-0.32.0-stuck.json"
+    path.parent.mkdir(parents=True)
+    held = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with vllm_cache.one_deriver(path, wait_s=0.0) as waited:
+            assert waited is False  # not "another rank stored it": derive
+    finally:
+        os.close(held)
+    with vllm_cache.one_deriver(path) as waited:  # the lock free again: taken at once
+        assert waited is False

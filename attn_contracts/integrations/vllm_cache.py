@@ -19,15 +19,24 @@ corrupt, foreign, another key, unreadable) the mapping is derived again and the 
 A derivation is stored only if it reads back equal to itself. Writes go to a temporary file in
 the same folder, then ``os.replace``: ranks writing at once each leave a whole file (the same
 content). A cache folder that cannot be written costs only the time to derive.
+
+One deriver per key: the ranks of a host that start cold at once (eight with DCP=8) would each
+spend the same seconds of CPU on the same mapping. The first takes an advisory lock on the key
+(``flock`` on ``<file>.lock``: the kernel lets it go when the process ends, so a dead deriver
+never blocks anyone); the others wait for it, then read what it stored. A waiter never waits past
+:data:`WAIT_S` (a deriver that hangs: it derives itself), nor where locks are not to be had (no
+``fcntl``, a read-only folder): at worst each rank derives, as without the lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,10 +45,14 @@ from attn_contracts.integrations.vllm_mode import log
 
 _D = TypeVar("_D")
 
-__all__ = ["SCHEMA", "cache_dir", "cached", "key_for"]
+__all__ = ["SCHEMA", "WAIT_S", "cache_dir", "cached", "key_for", "one_deriver"]
 
 #: bumped when the file's layout changes (the derived types are part of the own fingerprint)
 SCHEMA = 1
+#: how long a rank waits for another one deriving the same mapping before deriving it itself
+#: (a cold derivation takes seconds; tens on a loaded machine)
+WAIT_S = 120.0
+_POLL_S = 0.05
 _FOLDER = "vllm-mapping"
 
 
@@ -119,9 +132,57 @@ def cached(root: Path, version: str | None, scope: tuple[str, ...] | None,
     if found is not None:
         log.debug("attn-contracts: the vLLM mapping from the cache (%s)", path)
         return found
-    derived = derive()
-    _store(path, key, derived, adapter)
+    with one_deriver(path) as waited:
+        if waited:  # another rank derived it meanwhile: what it stored (checked as any file)
+            found = _load(path, key, root, version, adapter)
+            if found is not None:
+                log.debug("attn-contracts: the vLLM mapping another rank derived (%s)", path)
+                return found
+        derived = derive()
+        _store(path, key, derived, adapter)
     return derived
+
+
+@contextlib.contextmanager
+def one_deriver(path: Path, wait_s: float | None = None) -> Iterator[bool]:
+    """Held while this process derives the mapping stored at ``path``: an exclusive advisory
+    lock on ``<path>.lock``. Yields whether it had to wait for another holder (which then
+    stored it, or died: read the file again before deriving). Without a lock to be had it
+    yields False at once; past ``wait_s`` (default :data:`WAIT_S`), False without the lock."""
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks here: every rank derives
+        yield False
+        return
+    deadline = time.monotonic() + (WAIT_S if wait_s is None else wait_s)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as err:
+        log.debug("attn-contracts: no lock for the vLLM mapping at %s (%s)", path, err)
+        yield False
+        return
+    waited = False
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:  # another process holds it
+                if not waited:
+                    log.debug("attn-contracts: waiting for the rank deriving %s", path)
+                    waited = True
+                if time.monotonic() >= deadline:
+                    log.debug("attn-contracts: gave up waiting for %s; deriving here", path)
+                    waited = False
+                    break
+                time.sleep(_POLL_S)
+            except OSError as err:  # no locks on this file system: derive here
+                log.debug("attn-contracts: no lock for the vLLM mapping at %s (%s)", path, err)
+                break
+        yield waited
+    finally:
+        os.close(fd)  # closing it lets the lock go
 
 
 def _content_digest(data: Any) -> str:

@@ -114,7 +114,8 @@ class Analysis(ABC):
         self._fields_memo: dict[ClassKey, list[str] | None] = {}
         self._ops: dict[str, Func] = {}
         self._op_funcs: set[str] = set()
-        self._op_texts: list[tuple[str, str]] | None = None  # modules registering ops
+        #: modules registering ops, with the words of their text
+        self._op_texts: list[tuple[str, frozenset[str]]] | None = None
         self._op_names: set[str] = set()  # op names already looked for
         self._texts: dict[str, str] = {}  # module texts read for mutations of their globals
         self._mutation_index: dict[str, dict[str, tuple[list[ast.stmt], list[ast.expr],

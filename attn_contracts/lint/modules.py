@@ -35,6 +35,8 @@ from attn_contracts.lint.values import (
     join,
 )
 
+_WORD = re.compile(r"\w+")
+
 
 def _registrations(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
     """(``"ns::name"`` or ``"*::name"``, the function) for each way ``node`` registers a
@@ -259,12 +261,12 @@ class ModuleResolver(Analysis):
                 except OSError:
                     continue
                 if "custom_op" in text or "op_func" in text:
-                    self._op_texts.append((info.path, text))
+                    # its words, once: a name looked for is one of them (``\bname\b``)
+                    self._op_texts.append((info.path, frozenset(_WORD.findall(text))))
         if name not in self._op_names:
             self._op_names.add(name)
-            word = re.compile(r"\b" + re.escape(name) + r"\b")
-            for path, text in self._op_texts:
-                if not word.search(text):
+            for path, words in self._op_texts:
+                if name not in words:
                     continue
                 tree = self.p.tree(path)
                 for node in ast.walk(tree) if tree is not None else ():
