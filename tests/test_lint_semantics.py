@@ -975,6 +975,31 @@ case("a NamedTuple is a tuple: unpacked and indexed", {"layer.py": """
             return merge(out, lse), merge(p[0], p[1])
         """}, {"layer.py": ("return Part(out, lse)", f"return Part(out, lse * {LN2})")})
 
+# --- known strings, tables and tuples read as Python computes them ---------------------------
+NAMED = """
+        from mylib import combine, decode
+        NATURAL = "fa3,flashmla".split(",")
+        TABLE = {"fa3": True, "trtllm_fi": False}
+        def base_e(name):
+            if name is None:
+                return False
+            if name.endswith("_fi") or "trtllm" in name:
+                return False
+            return name in NATURAL
+        def by_table(name):
+            return TABLE.get(name, True)
+        def by_index(name):
+            return (True, False)[name.startswith("trtllm")]
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=WHICH("NAME"))
+        """
+for which in ("base_e", "by_table", "by_index"):
+    # str methods, a substring, a table, a tuple indexed by a bool, dead code after a return
+    case(f"a base chosen from a known backend name by {which}",
+         {"layer.py": NAMED.replace("WHICH", which).replace("NAME", "fa3")},
+         {"layer.py": ('"fa3")', '"trtllm_fi")')})
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

@@ -164,6 +164,29 @@ def test_lint_leaves_a_tree_without_its_registry_or_combine_alone(tmp_path: Path
     assert not [f for f in part if f.code in (Code.AC016, Code.AC002)]
 
 
+NAME_CHAIN = """    if attention_backend is None:
+        return False
+    if attention_backend.endswith("_fi"):
+        return False
+    return attention_backend in "{names}".split(",")"""
+
+
+def test_lint_of_the_combine_alone_reads_the_packages_backends(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Linting the combine's file alone: the registry and backends of its package are read to
+    judge it (never reported on), and the name function is read by the interpreter, whatever
+    Python it is written in (a split string, an if chain)."""
+    forward = FORWARD_MLA.replace("    return attention_backend in {{{names}}}", NAME_CHAIN)
+    bug = _tree(tmp_path / "bug", "", forward=forward.format(names="other,homemade"))
+    assert main(["lint", str(bug / "sglang" / _FWD), "--format", "json"]) == 1
+    found = [f for f in json.loads(capsys.readouterr().out) if f["code"] == "AC016"]
+    assert [Path(f["path"]).name for f in found] == ["forward_mla.py"]
+    assert found[0]["message"].startswith("SGLang backends 'flashmla', 'alias':")
+    fixed = _tree(tmp_path / "fixed", "", forward=forward.format(names="flashmla,alias,homemade"))
+    main(["lint", str(fixed / "sglang" / _FWD), "--format", "json"])
+    assert not [f for f in json.loads(capsys.readouterr().out) if f["severity"] == "error"]
+
+
 def test_a_backend_left_out_of_the_set_is_an_error(tmp_path: Path) -> None:
     rows = {r.backend: r for r in sglang.report(root=_tree(tmp_path, '"other"'))}
     (err,) = _errors(rows["flashmla"])

@@ -149,23 +149,23 @@ class Combine:
     literal: str = ""  # the literal passed, for ``"literal"``
     function: str = ""  # the name function, for ``"name"``
     function_at: str = ""
-    #: the names the function answers True for (None where its body is not read), and whether
-    #: that is the set (True for the members) or its complement (``not in``)
-    members: frozenset[str] | None = None
-    negated: bool = False
+    #: what the function answers for each registered name (``"True"``, ``"False"``, ``"?"``:
+    #: not read), as the lint's interpreter reads its body called with that name
+    answers: tuple[tuple[str, str], ...] = ()
+    #: what it answers for a name it does not know (its default)
+    default: str = "?"
 
     def value_for(self, name: str) -> tuple[str | None, bool]:
         """The keyword's literal for ``name`` (None: omitted; ``"?"``: cannot be read), and
-        whether the name is one the code names itself (not the default)."""
+        whether the name is one the code names itself (its answer is not the default's)."""
         if self.passes == "omitted":
             return None, False
         if self.passes == "literal":
             return self.literal, True
-        if self.passes != "name" or self.members is None:
+        if self.passes != "name":
             return "?", False
-        listed = name in self.members
-        value = listed != self.negated
-        return ("True" if value else "False"), listed
+        literal = dict(self.answers).get(name, "?")
+        return literal, literal != "?" and literal != self.default
 
 
 @dataclass(frozen=True)
@@ -269,7 +269,8 @@ def _derive_on(pkg: Path, version: str | None, model: ProgramModel,
     rel = combine_entry.file.removeprefix("sglang/")
     if not older and (pkg / rel).is_file():
         try:
-            combines = tuple(_combines(_parse(pkg, rel), rel, registry, version))
+            asked = _Asked(model, str(pkg / rel), tuple(factories))
+            combines = tuple(_combines(_parse(pkg, rel), rel, registry, version, asked))
         except _Unparsable as err:
             unparsed.append(err.finding)
     elif not older:
@@ -296,15 +297,17 @@ def lint_rule(model: ProgramModel, linted: frozenset[Path]) -> list[Finding]:
     decode LSE against the base the combine is told for that name (``AC016``), told by an
     expression this does not read (``AC028``), or an unconfirmed default (``AC002``); errors
     only, at the combine call, each naming the backends it holds for. The mapping reads the
-    lint's own program model, so a backend class outside the linted files is left out, never
-    guessed."""
+    lint's own program model where the registry is linted too; where only the combine's file
+    is, the package's registry and backends are read for it (as a type checker reads the
+    modules a file imports: to judge the file named, never reported on themselves)."""
     out: list[Finding] = []
     for pkg in sorted({p for f in linted if (p := _package_of(f)) is not None}):
         version = package_version(pkg)
         reg, combine_entry, older, _ = _entries(version)
-        if older or not {pkg.parent / reg.file, pkg.parent / combine_entry.file} <= linted:
+        if older or pkg.parent / combine_entry.file not in linted:
             continue
-        d = _derive_on(pkg, version, model, [])
+        d = _derive_on(pkg, version, model, []) if pkg.parent / reg.file in linted else \
+            _derive(pkg, version)
         registry = Registry()
         hits: dict[tuple[Code, str], list[tuple[str, Finding]]] = {}
         for name, b in d.backends.items():
@@ -599,15 +602,32 @@ def _self_method_call(value: ast.expr | None) -> str | None:
 
 
 # --- the combine -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Asked:
+    """The program model that answers what a module-level function of the combine's file
+    returns for each registered name."""
+
+    model: ProgramModel
+    path: str
+    names: tuple[str, ...]
+
+    def answers(self, function: str) -> tuple[tuple[tuple[str, str], ...], str]:
+        """Per name, the function's answer (``"True"``/``"False"``, ``"?"`` where it is not one
+        boolean literal), and its answer for a name no backend has (the default)."""
+        def one(name: str) -> str:
+            read, value = self.model.answer(self.path, function, (name,))
+            return repr(value) if read and isinstance(value, bool) else "?"
+        return tuple((n, one(n)) for n in self.names), one("\x00 a name no backend has")
+
+
 def _combines(tree: ast.Module, rel: str, registry: Registry, version: str | None,
-              ) -> Iterator[Combine]:
+              asked: _Asked) -> Iterator[Combine]:
     """The calls of the file to a consumer record of SGLang at ``version``, each with how it
     passes the base."""
     imported = {a.asname or a.name: f"{n.module}.{a.name}" for n in ast.walk(tree)
                 if isinstance(n, ast.ImportFrom) and n.module and not n.level for a in n.names}
     by_last = _consumers_by_last_name(registry, version)
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    constants = _module_constants(tree)
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -615,14 +635,7 @@ def _combines(tree: ast.Module, rel: str, registry: Registry, version: str | Non
                     for t in st.targets if isinstance(t, ast.Name)}
         for node, consumer in _consumer_calls(fn, imported, by_last):
             yield _combine(consumer, node, f"sglang/{rel}:{node.lineno}", assigned,
-                           functions, constants, rel)
-
-
-def _module_constants(tree: ast.Module) -> dict[str, ast.expr]:
-    """The names the module's top level assigns, with their values."""
-    return {t.id: n.value for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
-            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-            if isinstance(t, ast.Name) and n.value is not None}
+                           functions, rel, asked)
 
 
 def _consumer_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],
@@ -658,7 +671,7 @@ def _consumers_by_last_name(registry: Registry, version: str | None,
 
 def _combine(consumer: ConsumerRecord, call: ast.Call, where: str,
              assigned: dict[str, ast.expr], functions: dict[str, ast.FunctionDef],
-             constants: dict[str, ast.expr], rel: str) -> Combine:
+             rel: str, asked: _Asked) -> Combine:
     base = consumer.base
     if isinstance(base, FixedBase) or not isinstance(base, KeywordBase):
         return Combine(consumer.name, where, "", "omitted")
@@ -672,94 +685,11 @@ def _combine(consumer: ConsumerRecord, call: ast.Call, where: str,
     if isinstance(kw, ast.Call) and isinstance(kw.func, ast.Name) and len(kw.args) == 1 and \
             kw.func.id in functions:
         fn = functions[kw.func.id]
-        read = _name_function(fn, constants)
-        at = f"sglang/{rel}:{fn.lineno}"
-        if read is None:
-            return Combine(consumer.name, where, base.keyword, "name", function=fn.name,
-                           function_at=at)
-        members, negated = read
+        answers, default = asked.answers(fn.name)
         return Combine(consumer.name, where, base.keyword, "name", function=fn.name,
-                       function_at=at, members=members, negated=negated)
+                       function_at=f"sglang/{rel}:{fn.lineno}", answers=answers,
+                       default=default)
     return Combine(consumer.name, where, base.keyword, "unknown")
-
-
-def _name_function(fn: ast.FunctionDef, constants: dict[str, ast.expr] | None = None,
-                   ) -> tuple[frozenset[str], bool] | None:
-    """A one-parameter function whose body returns a membership or equality test of the
-    parameter, or a lookup of it in a table of booleans (``TABLE.get(name, False)``; the set
-    or table written here or a module constant, ``constants``): (the names it answers True for,
-    or False for where ``negated``). None: any other body."""
-    if len(fn.args.args) != 1:
-        return None
-    param = fn.args.args[0].arg
-    body = [st for st in fn.body if not (isinstance(st, ast.Expr) and
-                                         isinstance(st.value, ast.Constant))]
-    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
-        return None
-    expr = body[0].value
-    consts = constants or {}
-    if isinstance(expr, ast.Call):
-        return _table_lookup(expr, param, consts)
-    if isinstance(expr, ast.Compare):
-        return _name_test(expr, param, consts)
-    return None
-
-
-def _name_test(expr: ast.Compare, param: str, constants: dict[str, ast.expr],
-               ) -> tuple[frozenset[str], bool] | None:
-    """``name in {...}`` / ``name not in (...)`` (the set written here or a module constant)
-    or ``name == "..."`` / ``name != "..."``."""
-    consts = constants
-    if not (len(expr.ops) == 1 and isinstance(expr.left, ast.Name) and expr.left.id == param):
-        return None
-    op, right = expr.ops[0], expr.comparators[0]
-    if isinstance(right, ast.Name) and right.id in consts:
-        right = consts[right.id]
-    if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Set, ast.List, ast.Tuple)):
-        names = [e.value for e in right.elts if isinstance(e, ast.Constant)]
-        if len(names) != len(right.elts) or not all(isinstance(n, str) for n in names):
-            return None
-        return frozenset(map(str, names)), isinstance(op, ast.NotIn)
-    if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant) and \
-            isinstance(right.value, str):
-        return frozenset({right.value}), isinstance(op, ast.NotEq)
-    return None
-
-
-def _table_lookup(expr: ast.Call, param: str, constants: dict[str, ast.expr],
-                  ) -> tuple[frozenset[str], bool] | None:
-    """``TABLE.get(name, default)`` (``name or ""`` too) over a dict of str → bool literals."""
-    func = expr.func
-    if not (isinstance(func, ast.Attribute) and func.attr == "get" and len(expr.args) == 2
-            and not expr.keywords and isinstance(expr.args[1], ast.Constant)
-            and isinstance(expr.args[1].value, bool)):
-        return None
-    key = expr.args[0]
-    if isinstance(key, ast.BoolOp) and isinstance(key.op, ast.Or) and len(key.values) == 2 \
-            and isinstance(key.values[1], ast.Constant):
-        key = key.values[0]  # ``name or ""``: None looks up "", which no table names
-    if not (isinstance(key, ast.Name) and key.id == param):
-        return None
-    pairs = _bool_table(func.value, constants)
-    if pairs is None:
-        return None
-    default = expr.args[1].value
-    # the names whose answer is not the default, as a set test: True for the members, or
-    # (a default True) False for them
-    return frozenset(k for k, v in pairs if v != default), default
-
-
-def _bool_table(table: ast.expr, constants: dict[str, ast.expr]) -> list[tuple[str, bool]] | None:
-    """The pairs of a dict of str → bool literals (written here, or a module constant); None
-    for anything else."""
-    if isinstance(table, ast.Name):
-        table = constants.get(table.id, table)
-    if not isinstance(table, ast.Dict) or None in table.keys:
-        return None
-    pairs = [(k.value, v.value) for k, v in zip(table.keys, table.values, strict=True)
-             if isinstance(k, ast.Constant) and isinstance(k.value, str)
-             and isinstance(v, ast.Constant) and isinstance(v.value, bool)]
-    return pairs if len(pairs) == len(table.keys) else None
 
 
 # --- the report ------------------------------------------------------------------------------------

@@ -175,6 +175,7 @@ class Bounds:
                 returns, kernels, produced = len(frame.returns), set(frame.kernels), \
                     set(frame.produced)
                 frame.block(body)
+                frame.ended = False  # a pass that returned: the next one (or none) may not
                 after = dict(frame.env)
                 if key is not None:
                     memo[key] = _LoopMemo(after, frame.returns[returns:],

@@ -102,13 +102,32 @@ def index_of(node: ast.expr) -> int | None:
 
 
 def dict_key(node: ast.Constant) -> str | None:
-    """A dict literal's constant key as the DictV keys it: a string as itself (``**kwargs``
-    read it so), any other constant by its repr, marked so it never equals a string."""
-    if isinstance(node.value, str):
-        return node.value
-    if node.value is None or isinstance(node.value, (bool, int, float)):
-        return f"\x00{node.value!r}"
+    """A dict literal's constant key as the DictV keys it (:func:`value_key`)."""
+    return value_key(node.value)
+
+
+def value_key(value: object) -> str | None:
+    """A literal as the DictV keys it: a string as itself (``**kwargs`` read it so), any other
+    constant by its repr, marked so it never equals a string."""
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return f"\x00{value!r}"
     return None
+
+
+def literal_keys(value: Value) -> list[str] | None:
+    """The DictV keys of every literal a value may be (``TABLE[name]`` with ``name`` a known
+    string); None where one is no literal."""
+    values = literal_values(value)
+    keys = [value_key(v) for v in values] if values is not None else None
+    return None if keys is None or any(k is None for k in keys) else cast(list[str], keys)
+
+
+def _key_value(key: str) -> object:
+    """The Python value a DictV key stands for."""
+    return ast.literal_eval(key[1:]) if key.startswith("\x00") and not \
+        key.startswith("\x00class ") else key
 
 
 def class_key(value: Value) -> str | None:
@@ -253,5 +272,8 @@ def members_of(value: Value) -> tuple[list[bool | int | float | str | None], boo
         return out, True
     if isinstance(value, Seq):
         many = literal_values(value.item)
-        return (many, False) if many is not None else None
+        return (many, value.complete) if many is not None else None
+    if isinstance(value, DictV) and not any(k.startswith("\x00class ") for k, _ in value.items):
+        # ``name in table``: its keys (all of them, where no path may lack one)
+        return [cast(Any, _key_value(k)) for k, _ in value.items], not value.maybe
     return None

@@ -28,6 +28,8 @@ from attn_contracts.lint.containers import (
     class_key,
     dict_key,
     iterate,
+    literal_keys,
+    literal_values,
     merged,
     table_entry,
 )
@@ -111,6 +113,11 @@ class Frame(RecordCalls):
             return Num(c)
         name = func.attr if isinstance(func, ast.Attribute) else (
             func.id if isinstance(func, ast.Name) else "")
+        if isinstance(func, ast.Attribute) and name in _STR_METHODS and \
+                isinstance(func.value, (ast.Constant, ast.Name)):
+            folded = self.str_method(func, node, name, where)
+            if folded is not NOT_SPECIAL:
+                return cast(Value, folded)
         if isinstance(func, ast.Attribute):
             on_tensor = self.tensor_method(func, node, name, where)
             if on_tensor is not NOT_SPECIAL:
@@ -124,6 +131,40 @@ class Frame(RecordCalls):
             return cast(Value, special)
         call = self.args(node)
         return self.apply(callee, call, node, where, name)
+
+    def str_method(self, func: ast.Attribute, node: ast.Call, name: str,
+                   where: str) -> Value | object:
+        """A method of ``str`` called on a known string with known arguments
+        (``"a,b".split(",")``, ``name.endswith("_mla")``): its value, folded as Python computes
+        it (the builtin's own code on literals the source writes; nothing of the linted program
+        runs); :data:`NOT_SPECIAL` where the receiver is not one known string."""
+        texts = literal_values(self.expr(func.value))
+        if not texts or len(texts) != 1 or not isinstance(texts[0], str) or \
+                any(isinstance(a, ast.Starred) for a in node.args) or \
+                any(k.arg is None for k in node.keywords):
+            return NOT_SPECIAL
+        args: list[object] = []
+        for a in node.args:
+            value = self.expr(a)
+            items = [literal_values(v) for v in value.items] if isinstance(value, Tup) else None
+            if items is not None and all(i is not None and len(i) == 1 for i in items):
+                args.append(tuple(cast(list[object], i)[0] for i in items))  # ``",".join(t)``
+                continue
+            one = literal_values(value)
+            if one is None or len(one) != 1:
+                return None
+            args.append(one[0])
+        kwargs: dict[str, object] = {}
+        for k in node.keywords:
+            one = literal_values(self.expr(k.value))
+            if one is None or len(one) != 1 or k.arg is None:
+                return None
+            kwargs[k.arg] = one[0]
+        try:
+            result = getattr(texts[0], name)(*args, **kwargs)
+        except (TypeError, ValueError, AttributeError):
+            return None  # Python raises: no value
+        return _folded(result, where)
 
     def tensor_method(self, func: ast.Attribute, node: ast.Call, name: str,
                       where: str) -> Value | object:
@@ -467,10 +508,12 @@ class Frame(RecordCalls):
         if isinstance(key, ast.Constant):
             one = dict_key(key)
             keys = [one] if one is not None else None
-        else:  # a class (``type(obj)``): each class it may be, where each is one for sure
-            classes = [class_key(k) for k in alternatives(self.expr(key))]
+        else:  # a class (``type(obj)``): each class it may be, where each is one for sure;
+            # a known literal (``name`` a caller's string): each value it may be
+            value = self.expr(key)
+            classes = [class_key(k) for k in alternatives(value)]
             keys = [k for k in classes if k is not None] if classes and None not in classes \
-                else None
+                else literal_keys(value)
         options: list[Value] = []
         for alt in alternatives(table):
             if not isinstance(alt, DictV):
@@ -655,6 +698,28 @@ class Frame(RecordCalls):
 _SPECIAL_FORMS = (Frame.type_of, Frame.identity, Frame.partial, Frame.cast_, Frame.super_,
                   Frame.getattr_form, Frame.setattr_form, Frame.get_form, Frame.dict_form,
                   Frame.replace_form)
+
+
+#: the methods of ``str`` folded on known strings (pure: their value is all they do)
+_STR_METHODS = frozenset({
+    "split", "rsplit", "splitlines", "strip", "lstrip", "rstrip", "lower", "upper", "casefold",
+    "title", "capitalize", "replace", "startswith", "endswith", "removeprefix", "removesuffix",
+    "partition", "rpartition", "count", "find", "rfind", "isdigit", "isalpha", "isalnum",
+    "isidentifier", "islower", "isupper", "join", "zfill"})
+#: the largest folded string or list kept (a larger one is not read)
+_FOLD_MAX = 4096
+
+
+def _folded(result: object, where: str) -> Value:
+    """A folded str method's result as a value: a literal, or a tuple of literals (a list
+    whose positions are known)."""
+    if isinstance(result, (str, bool, int)) and (
+            not isinstance(result, str) or len(result) <= _FOLD_MAX):
+        return Lit(result, where)
+    if isinstance(result, (list, tuple)) and len(result) <= _FOLD_MAX and \
+            all(isinstance(x, str) for x in result):
+        return Tup(tuple(Lit(x, where) for x in result))
+    return None
 
 
 def _spread(call: CallArgs, value: Value) -> set[str]:

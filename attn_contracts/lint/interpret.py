@@ -63,6 +63,7 @@ from attn_contracts.lint.torch_model import (
     tag_impl,
 )
 from attn_contracts.lint.values import (
+    Arg,
     Bound,
     ClassRef,
     Ext,
@@ -119,6 +120,21 @@ class Interpreter(Resolver):
         # a producer call whose LSE the flow lost sight of counts as it returns it
         keys = {(k.where, k.record) for k in seen}
         return seen | frozenset(k for k in s.produced if (k.where, k.record) not in keys)
+
+    def evaluate(self, path: str, qualname: str, node: FuncNode,
+                 args: tuple[str | bool | int | None, ...]) -> Value:
+        """What a call of a function with literal arguments returns: a context of its own,
+        apart from the memo and the bound on contexts of the program's own calls (a question
+        asked once per name of an engine's backends, say)."""
+        func = Func(path, qualname, node)
+        call = CallArgs([Arg(Lit(a, f"{path}:{node.lineno}:1")) for a in args], {}, False,
+                        where=f"{path}:{node.lineno}:1")
+        memo, contexts, counted = self._memo, self._contexts, self._counted
+        self._memo, self._contexts, self._counted = {}, {}, set()
+        try:
+            return self.analyse(func, None, call).returns
+        finally:
+            self._memo, self._contexts, self._counted = memo, contexts, counted
 
     def run_statements(self, path: str, body: list[ast.stmt]) -> None:
         """Module-level statements (a combine called at import time, a partial bound there)."""

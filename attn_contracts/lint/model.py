@@ -152,6 +152,19 @@ class ProgramModel:
                 definer.path, f"{definer.name}.{method}", fn,
                 Inst((cls.path, cls.name), exact=True), returned=returned, assume=assume))
 
+    def answer(self, path: str, function: str, args: tuple[str | bool | int | None, ...],
+               ) -> tuple[bool, object]:
+        """What the module-level function ``function`` of ``path`` returns when called with
+        the literal ``args``, as the interpreter reads its body: (True, the literal) where it
+        returns one literal, (False, None) where it cannot be read (not a function of the
+        program, or a value that is not one literal on every path)."""
+        fn = self.program.function(path, function)
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False, None
+        with self._quiet():
+            value = self._interp.evaluate(path, function, fn, args)
+        return (True, value.value) if isinstance(value, Lit) else (False, None)
+
     @contextmanager
     def _quiet(self) -> Iterator[None]:
         """What the interpreter finds while answering a question is not a lint finding."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar, cast
@@ -32,6 +33,7 @@ from attn_contracts.lint.containers import (
     entries,
     index_of,
     iterate,
+    literal_keys,
     literal_values,
     members_of,
     merge_items,
@@ -104,6 +106,11 @@ def _may_be_none(value: Value) -> bool:
     unknown); a tensor, an object, a function or a container is not."""
     return value is None or isinstance(value, Param) or (
         isinstance(value, Lit) and value.value is None)
+
+
+#: the unary operators of numbers, as Python applies them
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.Invert: operator.invert, ast.USub: operator.neg,
+                                            ast.UAdd: operator.pos}
 
 
 def _on_base_test(test: ast.expr, base_attrs: frozenset[str]) -> bool:
@@ -224,11 +231,15 @@ class Scope:
         self.rebound: set[str] = set()
         self.inplace_names: set[str] = set()
         self.own_steps = 0  # its own statements (its budget: bounds.FUNCTION_BUDGET)
+        #: the path being interpreted has returned or raised: what follows it never runs
+        self.ended = False
         #: each loop's passes already interpreted, by their entry values (bounds.Bounds.loop)
         self.loop_memo: dict[tuple[object, ...], Any] = {}
 
     def block(self, body: list[ast.stmt]) -> None:
         for i, stmt in enumerate(body):
+            if self.ended:
+                return  # every path here returned or raised: the rest is dead code
             if isinstance(stmt, ast.If) and _ends(stmt.body) and not stmt.orelse:
                 # `if c: ...; return` — what follows runs only when c is false: the else side
                 self.branches([stmt.body, body[i + 1:]], stmt.test, truth(self.expr(stmt.test)))
@@ -279,6 +290,14 @@ class Scope:
     def s_return(self, st: ast.Return) -> None:
         self.returns.append(None if st.value is None else self.i.bounds.value(
             self, self.expr(st.value), st))
+        self.ended = True
+
+    @_on(_STMT, ast.Raise)
+    def s_raise(self, st: ast.Raise) -> None:
+        for child in (st.exc, st.cause):
+            if child is not None:
+                self.expr(child)
+        self.ended = True
 
     @_on(_STMT, ast.If)
     def s_if(self, st: ast.If) -> None:
@@ -317,7 +336,9 @@ class Scope:
     @_on(_STMT, ast.Try, ast.TryStar)
     def s_try(self, st: ast.Try) -> None:
         self.branches([[*st.body, *st.orelse], *([*h.body] for h in st.handlers)])
-        self.block(st.finalbody)
+        ended, self.ended = self.ended, False
+        self.block(st.finalbody)  # runs on every path, returned ones too
+        self.ended = ended or self.ended
 
     @_on(_STMT, ast.Match)
     def s_match(self, st: ast.Match) -> None:
@@ -374,9 +395,12 @@ class Scope:
         none_test = _none_test(test)
         known = None if test is None or self.i.assume is None else self.i.assume(test)
         known = decided if known is None else known
+        ran = stopped = 0
         for i, body in enumerate(bodies):
             if known is not None and i < 2 and (i == 0) != known:
                 continue  # the side the assumption rules out
+            ran += 1
+            self.ended = False
             self.env = dict(before)
             if narrowed is not None and i < 2 and narrowed in self.env:
                 # ``if isinstance(ret, tuple): ... return ...`` / else: what each side holds
@@ -393,9 +417,12 @@ class Scope:
             self.on_base += on_base
             self.block(body)
             self.on_base -= on_base
-            if not _ends(body):
+            if self.ended:
+                stopped += 1  # returned or raised on every path of this side
+            elif not _ends(body):
                 results.append(self.env)
         self.env = self._join(results, before) if results else before
+        self.ended = ran > 0 and stopped == ran
 
     def join_envs(self, results: list[dict[str, Value]], before: dict[str, Value],
                   ) -> dict[str, Value]:
@@ -533,8 +560,14 @@ class Scope:
         if isinstance(inner, Union_) and inner.widened:
             return inner  # unknown holding an LSE: so is every part of it
         index = index_of(key)
-        if index is not None and any(isinstance(a, (Tup, Seq)) for a in alternatives(inner)):
-            return element(inner, index)
+        indices = [index] if index is not None else [
+            int(v) for v in literal_values(key_value) or () if isinstance(v, int)]
+        if indices and (index is not None or len(indices) == len(literal_values(key_value) or ())) \
+                and any(isinstance(a, (Tup, Seq)) for a in alternatives(inner)):
+            # ``t[1]``, ``t[flag]`` with the flag a known bool (an int): that element
+            return join([element(inner, i) for i in indices])
+        if class_keys is None and not isinstance(key, (ast.Constant, ast.Slice)):
+            class_keys = literal_keys(key_value)  # ``TABLE[name]``, the name a known string
         options: list[Value] = []
         for alt in alternatives(inner):
             if isinstance(alt, (Tup, Seq)):  # a position the linter cannot see: any element
@@ -565,8 +598,13 @@ class Scope:
                     replace(alt, negated=not alt.negated) if isinstance(alt, Flag) else None
                     for alt in alternatives(inner)]
             return join(opts)
-        if isinstance(node.op, ast.USub) and isinstance(inner, Lse):
-            return None
+        if isinstance(node.op, (ast.Invert, ast.USub, ast.UAdd)):
+            # ``~flag`` (an int: -1 or -2, both true), ``-1``: of known numbers, the number
+            fold = _UNARY[type(node.op)]
+            return join([Lit(fold(alt.value), alt.where, alt.how) if isinstance(alt, Lit) and
+                         isinstance(alt.value, (bool, int, float)) and not (
+                             isinstance(node.op, ast.Invert) and isinstance(alt.value, float))
+                         else None for alt in alternatives(inner)])
         return None
 
     @_on(_EXPR, ast.Compare)
@@ -582,7 +620,13 @@ class Scope:
         lefts = literal_values(left)
         if lefts is None:
             return None
-        if isinstance(op, (ast.In, ast.NotIn)):
+        texts = literal_values(right)
+        outcomes: set[bool] | None
+        if isinstance(op, (ast.In, ast.NotIn)) and texts and all(
+                isinstance(v, str) for v in (*lefts, *texts)):
+            # ``"mla" in name``: a substring test of known strings
+            outcomes = {(str(a) in str(b)) == isinstance(op, ast.In) for a in lefts for b in texts}
+        elif isinstance(op, (ast.In, ast.NotIn)):
             outcomes = self._membership(node.comparators[0], right, lefts, isinstance(op, ast.In))
         else:
             outcomes = ordering(lefts, right, op)
@@ -630,9 +674,12 @@ class Scope:
     def e_tuple(self, node: ast.Tuple | ast.List | ast.Set) -> Value:
         values = [self.expr(e) for e in node.elts]
         if isinstance(node, ast.Set) or any(isinstance(e, ast.Starred) for e in node.elts):
-            # ``[*a, b]``, ``{a, b}``: elements known, positions not
+            # ``[*a, b]``, ``{a, b}``: elements known, positions not (a set of literals holds
+            # every one of them)
+            starred = any(isinstance(e, ast.Starred) for e in node.elts)
             return Seq(join([iterate(v) if isinstance(e, ast.Starred) else v
-                             for e, v in zip(node.elts, values, strict=True)]))
+                             for e, v in zip(node.elts, values, strict=True)]),
+                       complete=not starred and all(isinstance(v, Lit) for v in values))
         return Tup(tuple(values))
 
     @_on(_EXPR, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)

@@ -248,6 +248,8 @@ class Seq:
     comprehension, a generator's yields, a set): each element may be any of ``item``."""
 
     item: Value
+    #: every value ``item`` may be is surely an element (a set literal of literals)
+    complete: bool = False
 
 
 @dataclass(frozen=True)
@@ -475,7 +477,7 @@ def stable_key(value: Value) -> str:
         closure = ",".join(f"{k}={stable_key(v)}" for k, v in value.closure)
         return f"Func({value.path},{value.qualname},{closure})"
     if isinstance(value, Seq):
-        return f"Seq({stable_key(value.item)})"
+        return f"Seq({stable_key(value.item)},{value.complete})"
     if isinstance(value, Member):
         return f"Member({value.cls},{value.name},{stable_key(value.value)})"
     if isinstance(value, Lit):
