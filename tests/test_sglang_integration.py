@@ -286,3 +286,17 @@ def test_every_released_sglang(tree: Path) -> None:
         assert rows["flashinfer"].declared["is_lse_base_on_e (cp_lse_ag_out_rs_mla)"] == "False"
         assert rows["cutedsl_mla"].declared["is_lse_base_on_e (cp_lse_ag_out_rs_mla)"] == "True"
         assert rows["flashmla"].edges and rows["cutedsl_mla"].edges
+
+
+def test_lint_reads_the_combine_as_it_is_now(tmp_path: Path) -> None:
+    """One process linting the combine's file twice, the name function edited between: the
+    second lint judges the edit (no mapping kept from the first)."""
+    from attn_contracts.integrations import lint_rules
+    from attn_contracts.lint import lint_paths
+
+    root = _tree(tmp_path, '"flashmla", "alias", "homemade"')
+    combine = root / "sglang" / _FWD
+    assert not [f for f in lint_paths([combine], engine_rules=lint_rules())
+                if f.code is Code.AC016]
+    combine.write_text(FORWARD_MLA.format(names='"other"'))
+    assert [f for f in lint_paths([combine], engine_rules=lint_rules()) if f.code is Code.AC016]

@@ -217,6 +217,12 @@ def derive(root: str | Path | None = None, *, version: str | None = None) -> Der
 
 @lru_cache(maxsize=4)
 def _derive(pkg: Path, version: str | None) -> Derived:
+    return _derive_now(pkg, version)
+
+
+def _derive_now(pkg: Path, version: str | None) -> Derived:
+    """The mapping as the files are now (a lint reads them afresh each run: a process that
+    lints the same folder twice, edited between, sees the edit)."""
     from attn_contracts.lint import LintConfig, lint_model
 
     findings, model = lint_model(_read_paths(pkg, version), LintConfig())
@@ -307,7 +313,7 @@ def lint_rule(model: ProgramModel, linted: frozenset[Path]) -> list[Finding]:
         if older or pkg.parent / combine_entry.file not in linted:
             continue
         d = _derive_on(pkg, version, model, []) if pkg.parent / reg.file in linted else \
-            _derive(pkg, version)
+            _derive_now(pkg, version)
         registry = Registry()
         hits: dict[tuple[Code, str], list[tuple[str, Finding]]] = {}
         for name, b in d.backends.items():
