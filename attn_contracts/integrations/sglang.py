@@ -684,6 +684,8 @@ def _combine(consumer: ConsumerRecord, call: ast.Call, where: str,
     kw = next((k.value for k in call.keywords if k.arg == base.keyword), None)
     if kw is None:
         return Combine(consumer.name, where, base.keyword, "omitted")
+    # where the call tells the base: its keyword's line (a call written over several lines)
+    where = f"{where.rpartition(':')[0]}:{kw.lineno}"
     if isinstance(kw, ast.Name) and kw.id in assigned:
         kw = assigned[kw.id]
     if isinstance(kw, ast.Constant):
