@@ -882,6 +882,12 @@ case("`if x is not None:` converts the tensor, and x is None on the other side",
             return merge(out, lse)
         """}, {"layer.py": ("                pass", "                lse.mul_(math.log(2))")})
 
+# more subclasses of one base than the contexts one function gets
+SUBCLASSES = "".join(f"""
+        class {c}(ImplBase):
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)""" for c in "ABCDEFG")
 case("__init_subclass__ runs with the class statement's keywords", {"base.py": """
         class ImplBase:
             can_return_lse_for_decode = True
@@ -893,34 +899,7 @@ case("__init_subclass__ runs with the class statement's keywords", {"base.py": "
         """, "impl.py": """
         from base import ImplBase
         from mylib import decode
-        class A(ImplBase):  # more subclasses than the contexts one function gets
-            lse_base_on_e = False
-            def forward(self, q):
-                return decode(q, return_lse=True)
-        class B(ImplBase):  # more subclasses than the contexts one function gets
-            lse_base_on_e = False
-            def forward(self, q):
-                return decode(q, return_lse=True)
-        class C(ImplBase):  # more subclasses than the contexts one function gets
-            lse_base_on_e = False
-            def forward(self, q):
-                return decode(q, return_lse=True)
-        class D(ImplBase):  # more subclasses than the contexts one function gets
-            lse_base_on_e = False
-            def forward(self, q):
-                return decode(q, return_lse=True)
-        class E(ImplBase):  # more subclasses than the contexts one function gets
-            lse_base_on_e = False
-            def forward(self, q):
-                return decode(q, return_lse=True)
-        class F(ImplBase):  # more subclasses than the contexts one function gets
-            lse_base_on_e = False
-            def forward(self, q):
-                return decode(q, return_lse=True)
-        class G(ImplBase):  # more subclasses than the contexts one function gets
-            lse_base_on_e = False
-            def forward(self, q):
-                return decode(q, return_lse=True)
+""" + SUBCLASSES + """
         class Impl(ImplBase, log_base="e"):
             def forward(self, q):
                 return decode(q, return_lse=True)
