@@ -979,6 +979,15 @@ for which in ("base_e", "by_table", "by_index"):
          {"layer.py": NAMED.replace("WHICH", which).replace("NAME", "fa3")},
          {"layer.py": ('"fa3")', '"trtllm_fi")')})
 
+case("a conversion factor computed by math (log with a base, a quotient): folded as Python does",
+     {"layer.py": """
+        import math
+        from mylib import decode, merge
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return merge(out, lse * math.log(math.e, 2))
+        """}, {"layer.py": ("math.log(math.e, 2)", "(1 / math.log(math.e, 2))")})
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

@@ -91,21 +91,61 @@ def constant_name(node: ast.expr, value: Value) -> str | None:
     """``math.log(2)``, 0.6931…: "ln2"; ``math.log2(math.e)``, 1.4427…: "log2e"."""
     if isinstance(value, Num):
         return value.name
-    if isinstance(node, ast.Constant) and isinstance(node.value, float):
-        if math.isclose(node.value, LN2, rel_tol=1e-6):
-            return "ln2"
-        if math.isclose(node.value, LOG2E, rel_tol=1e-6):
-            return "log2e"
-    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+    number = fold_number(node)
+    if number is None or (isinstance(node, ast.Constant) and not isinstance(node.value, float)):
+        return None  # an int literal (``2``) is a count, not a factor
+    if math.isclose(number, LN2, rel_tol=1e-6):
+        return "ln2"
+    if math.isclose(number, LOG2E, rel_tol=1e-6):
+        return "log2e"
+    return None
+
+
+#: the functions and constants of ``math`` (and their ``numpy``/``torch`` namesakes on plain
+#: numbers) folded on known numbers
+_MATH_FUNCTIONS: dict[str, Callable[..., float]] = {
+    "log": math.log, "log2": math.log2, "log10": math.log10, "exp": math.exp,
+    "exp2": lambda x: 2.0 ** x, "sqrt": math.sqrt}
+_MATH_CONSTANTS = {"e": math.e, "pi": math.pi}
+_BINARY: dict[type, Callable[[float, float], float]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
+
+
+def fold_number(node: ast.expr, depth: int = 0) -> float | None:
+    """The number an expression of number literals, ``math.e``/``math.pi`` and calls of
+    ``math.log(x[, base])``, ``log2``, ``log10``, ``exp``, ``sqrt`` computes, as Python computes
+    it (``math.log(math.e, 2)`` is log2 e; ``1 / math.log(2)`` too); None for anything else."""
+    if depth > 8:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and \
+            not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+            node.value.id in ("math", "np", "numpy", "torch"):
+        return _MATH_CONSTANTS.get(node.attr)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = fold_number(node.operand, depth + 1)
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        a, b = fold_number(node.left, depth + 1), fold_number(node.right, depth + 1)
+        if a is None or b is None:
+            return None
+        try:
+            return _BINARY[type(node.op)](a, b)
+        except (ArithmeticError, ValueError):
+            return None
+    if isinstance(node, ast.Call) and not node.keywords and 1 <= len(node.args) <= 2:
         fn = node.func.attr if isinstance(node.func, ast.Attribute) else (
             node.func.id if isinstance(node.func, ast.Name) else "")
-        arg = node.args[0]
-        if fn == "log" and isinstance(arg, ast.Constant) and arg.value in (2, 2.0):
-            return "ln2"
-        if fn == "log2" and ((isinstance(arg, ast.Attribute) and arg.attr == "e")
-                             or (isinstance(arg, ast.Constant) and isinstance(arg.value, float)
-                                 and math.isclose(arg.value, math.e))):
-            return "log2e"
+        args = [fold_number(a, depth + 1) for a in node.args]
+        if fn not in _MATH_FUNCTIONS or any(a is None for a in args) or \
+                (len(args) == 2 and fn != "log"):
+            return None
+        try:
+            return float(_MATH_FUNCTIONS[fn](*args))
+        except (ArithmeticError, ValueError, TypeError):
+            return None
     return None
 
 
