@@ -988,6 +988,21 @@ case("a conversion factor computed by math (log with a base, a quotient): folded
             return merge(out, lse * math.log(math.e, 2))
         """}, {"layer.py": ("math.log(math.e, 2)", "(1 / math.log(math.e, 2))")})
 
+case("an Enum member's auto() value is Python's (from 1, one more than the last)", {
+    "base.py": IMPL_BASE, "impl.py": """
+        import enum
+        from base import AttentionImpl
+        from mylib import decode
+        class Unit(enum.Enum):
+            LN = enum.auto()
+            LOG2 = enum.auto()
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = Unit.LOG2.value != 1  # as if members counted from 0
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("Unit.LOG2.value != 1", "Unit.LOG2.value != 2")})
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

@@ -58,6 +58,39 @@ _FIELD_DECORATORS = frozenset({"dataclass", "define", "frozen", "mutable", "s", 
 _FIELD_BASES = frozenset({"NamedTuple", "BaseModel", "TypedDict"})
 
 
+def _is_auto(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and not node.args and not node.keywords and \
+        (dotted_name(node.func) or "").rpartition(".")[2] == "auto"
+
+
+def _auto_value(cls: ClassInfo, attr: str) -> int | str | None:
+    """The value ``enum.auto()`` gives member ``attr`` of an Enum class, as Python's enum
+    generates it: the previous member's int value + 1, starting at 1 (a ``Flag``: the next
+    power of two; a ``StrEnum``: the member's name in lower case); None where ``attr`` is not
+    assigned ``auto()``, or a value before it is no int."""
+    if not _is_auto(cls.attrs[attr][0]):
+        return None
+    bases = {b.rpartition(".")[2] for b in cls.bases}
+    if "StrEnum" in bases:
+        return attr.lower()
+    flag = bool(bases & {"Flag", "IntFlag"})
+    last: int | None = None
+    for name, (node, _, _) in sorted(cls.attrs.items(), key=lambda kv: kv[1][1:]):
+        if name.startswith("_"):
+            continue
+        if _is_auto(node):
+            value = 1 if last is None else ((1 << last.bit_length()) if flag else last + 1)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, int) and \
+                not isinstance(node.value, bool):
+            value = node.value
+        else:
+            return None  # a member whose value it does not read: what follows is not known
+        if name == attr:
+            return value
+        last = value
+    return None
+
+
 _ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
 
 
@@ -154,7 +187,10 @@ class Resolver(ModuleResolver):
             return Func(owner.path, f"{owner.name}.{attr}")
         if attr in cls.attrs and self._is_enum(cls) and not attr.startswith("_"):
             # an Enum's member is an object of its class; ``.value`` is what is assigned
-            return Member(obj.cls, attr, self.class_attr(cls, attr))
+            # (``auto()``: the value Python's enum generates for it)
+            auto = _auto_value(cls, attr)
+            return Member(obj.cls, attr, Lit(auto, f"{cls.path}:{cls.attrs[attr][1]}:1")
+                          if auto is not None else self.class_attr(cls, attr))
         return self.class_attr(cls, attr)
 
     def inst_attr(self, inst: Inst, attr: str, where: str) -> Value:
