@@ -1003,6 +1003,18 @@ case("an Enum member's auto() value is Python's (from 1, one more than the last)
                 return decode(q, return_lse=True)
         """}, {"impl.py": ("Unit.LOG2.value != 1", "Unit.LOG2.value != 2")})
 
+case("a class body reads the names it assigned above (a scope run in order)", {
+    "base.py": IMPL_BASE, "impl.py": """
+        from base import AttentionImpl
+        from mylib import decode
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_unit = "log2"
+            lse_base_on_e = lse_unit != "log_2"
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ('lse_unit != "log_2"', 'lse_unit != "log2"')})
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

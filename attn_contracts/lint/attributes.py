@@ -494,9 +494,31 @@ class Resolver(ModuleResolver):
         frame.env.update({name: Func(cls.path, f"{cls.name}.{name}", fn)
                           for name, fn in self.p.methods(cls).items()})
         try:
+            # and so are the names the body assigned above it (``unit = "log2"`` then
+            # ``on_e = unit == "ln"``): the class body is a scope of its own, run in order
+            frame.env.update(self._body_names(cls, node))
             return frame.expr(node)
         except RecursionError:
             return None
+
+    def _body_names(self, cls: ClassInfo, node: ast.expr) -> dict[str, Value]:
+        """The names ``node`` reads that its class body assigned above it, with their values
+        (each read the same way, so a chain of them is followed)."""
+        body = self.p.class_node(cls)
+        line = getattr(node, "lineno", 0)
+        loaded = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and
+                  isinstance(n.ctx, ast.Load)}
+        found: dict[str, ast.expr] = {}
+        for st in body.body if body is not None and loaded else ():
+            if st.lineno >= line:
+                break
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and \
+                    isinstance(st.targets[0], ast.Name) and st.targets[0].id in loaded:
+                found[st.targets[0].id] = st.value
+            elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and \
+                    st.value is not None and st.target.id in loaded:
+                found[st.target.id] = st.value
+        return {name: self._body_value(cls, value) for name, value in found.items()}
 
     def _stored_attrs(self, fn: FuncNode) -> dict[str, ast.expr | None]:
         """The attributes a method stores on ``self``, each with its annotation (if any)."""
