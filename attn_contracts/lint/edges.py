@@ -54,7 +54,7 @@ from attn_contracts.lint.inferred import (
     Weighed,
 )
 from attn_contracts.lint.record_index import Consumer, disagreement
-from attn_contracts.lint.values import ClassKey, Lit, Source
+from attn_contracts.lint.values import ClassKey, Flag, Lit, Source
 
 __all__ = ["Declaration", "class_findings", "declaration", "edge_findings", "fact_findings"]
 
@@ -546,18 +546,24 @@ def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None
         if d is None or d.base is None:
             continue
         told = {"e": "2", "2": "e"}.get(d.base) if flag.negated else d.base
-        if told is None or told == s.base:
-            continue
-        reads = (f"reads the other base than {d.cls.name}'s declared base {d.base}"
-                 if flag.negated else f"reads {d.cls.name}'s declared base {d.base}")
-        yield Finding(
-            Code.AC023, use.consumer.last,
-            f"{use.consumer.last}({g.keyword}={'not ' if flag.negated else ''}...{flag.attr}) "
-            f"{reads} ({d.attr} = {d.text}, {_short(d.where)}{', inherited' if not d.own else ''})"
-            f", but the LSE it combines is base {s.base}: {s.what}",
-            hint=f"pass {g.keyword}=...{flag.attr} itself" if flag.negated else
-            f"set {d.attr} = {_attr_literal(d.attr, s.base or 'e')} on {d.cls.name}",
-            field=g.keyword, found=told, allowed=s.base or "", location=flag.where)
+        if told is not None and told != s.base:
+            yield _flag_finding(use, g, flag, d, s, told)
+
+
+def _flag_finding(use: Use, g: BaseGiven, flag: Flag, d: Declaration, s: Source,
+                  told: str) -> Finding:
+    """A combine told ``told`` by a backend's flag (or its negation) for an LSE of another
+    base."""
+    reads = (f"reads the other base than {d.cls.name}'s declared base {d.base}"
+             if flag.negated else f"reads {d.cls.name}'s declared base {d.base}")
+    return Finding(
+        Code.AC023, use.consumer.last,
+        f"{use.consumer.last}({g.keyword}={'not ' if flag.negated else ''}...{flag.attr}) "
+        f"{reads} ({d.attr} = {d.text}, {_short(d.where)}{', inherited' if not d.own else ''})"
+        f", but the LSE it combines is base {s.base}: {s.what}",
+        hint=f"pass {g.keyword}=...{flag.attr} itself" if flag.negated else
+        f"set {d.attr} = {_attr_literal(d.attr, s.base or 'e')} on {d.cls.name}",
+        field=g.keyword, found=told, allowed=s.base or "", location=flag.where)
 
 
 def fact_findings(facts: Iterable[Fact]) -> Iterator[Finding]:

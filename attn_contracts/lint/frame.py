@@ -143,23 +143,10 @@ class Frame(RecordCalls):
                 any(isinstance(a, ast.Starred) for a in node.args) or \
                 any(k.arg is None for k in node.keywords):
             return NOT_SPECIAL
-        args: list[object] = []
-        for a in node.args:
-            value = self.expr(a)
-            items = [literal_values(v) for v in value.items] if isinstance(value, Tup) else None
-            if items is not None and all(i is not None and len(i) == 1 for i in items):
-                args.append(tuple(cast(list[object], i)[0] for i in items))  # ``",".join(t)``
-                continue
-            one = literal_values(value)
-            if one is None or len(one) != 1:
-                return None
-            args.append(one[0])
-        kwargs: dict[str, object] = {}
-        for k in node.keywords:
-            one = literal_values(self.expr(k.value))
-            if one is None or len(one) != 1 or k.arg is None:
-                return None
-            kwargs[k.arg] = one[0]
+        args = [_one_literal(self.expr(a)) for a in node.args]
+        kwargs = {k.arg: _one_literal(self.expr(k.value)) for k in node.keywords if k.arg}
+        if any(a is NOT_SPECIAL for a in (*args, *kwargs.values())):
+            return None  # an argument it does not know
         try:
             result = getattr(texts[0], name)(*args, **kwargs)
         except (TypeError, ValueError, AttributeError):
@@ -453,27 +440,18 @@ class Frame(RecordCalls):
             given = ast.copy_location(ast.Call(node.func, [], node.keywords), node)
         else:
             return NOT_SPECIAL
-        held: list[tuple[Inst, list[str]]] = []
-        for obj in alternatives(receiver):
-            cls = self.i.class_info(obj.cls) if isinstance(obj, Inst) and obj.ctor else None
-            names = self.i.fields(cls) if cls is not None else None
-            if isinstance(obj, Inst) and names is not None:
-                held.append((obj, names))
+        held = [(obj, self._fields_of(obj)) for obj in alternatives(receiver)]
         call = self.args(given)
-        if not held or len(held) != len(list(alternatives(receiver))) or \
+        if not held or any(names is None for _, names in held) or \
                 (node.args and name == "_replace"):
             return None  # an object whose fields it does not hold: the copy is unknown
-        out = []
-        for obj, names in held:
-            old = dict(obj.ctor[1]) if obj.ctor is not None else {}
-            args = {f: old[str(i)] if str(i) in old else old[f]
-                    for i, f in enumerate(names) if str(i) in old or f in old}
-            args.update((k, a.value) for k, a in call.kw.items())
-            if OPAQUE_ARGS in old or call.opaque:
-                args[OPAQUE_ARGS] = None
-            out.append(Inst(obj.cls, obj.exact, (place(self.path, node), tuple(
-                sorted(args.items(), key=lambda kv: kv[0])))))
-        return join(out)
+        return join([_replaced(cast(Inst, obj), names or [], call, place(self.path, node))
+                     for obj, names in held])
+
+    def _fields_of(self, obj: Value) -> list[str] | None:
+        """The fields of an object built here of a class whose constructor is generated."""
+        cls = self.i.class_info(obj.cls) if isinstance(obj, Inst) and obj.ctor else None
+        return self.i.fields(cls) if cls is not None else None
 
     def getattr_(self, node: ast.Call) -> Value:
         """``getattr(obj, name[, default])``: the attribute of every name the second argument
@@ -698,6 +676,28 @@ class Frame(RecordCalls):
 _SPECIAL_FORMS = (Frame.type_of, Frame.identity, Frame.partial, Frame.cast_, Frame.super_,
                   Frame.getattr_form, Frame.setattr_form, Frame.get_form, Frame.dict_form,
                   Frame.replace_form)
+
+
+def _one_literal(value: Value) -> object:
+    """The one Python value a value is: a literal's, or a tuple of literals' (``",".join(t)``);
+    :data:`NOT_SPECIAL` where it may be several, or is not known."""
+    if isinstance(value, Tup):
+        items = [literal_values(v) for v in value.items]
+        if all(i is not None and len(i) == 1 for i in items):
+            return tuple(cast(list[object], i)[0] for i in items)
+    one = literal_values(value)
+    return one[0] if one is not None and len(one) == 1 else NOT_SPECIAL
+
+
+def _replaced(obj: Inst, names: list[str], call: CallArgs, where: str) -> Inst:
+    """``obj`` with the fields ``call`` gives replaced (by keyword), the rest as it holds them."""
+    old = dict(obj.ctor[1]) if obj.ctor is not None else {}
+    args = {f: old[str(i)] if str(i) in old else old[f]
+            for i, f in enumerate(names) if str(i) in old or f in old}
+    args.update((k, a.value) for k, a in call.kw.items())
+    if OPAQUE_ARGS in old or call.opaque:
+        args[OPAQUE_ARGS] = None
+    return Inst(obj.cls, obj.exact, (where, tuple(sorted(args.items(), key=lambda kv: kv[0]))))
 
 
 #: the methods of ``str`` folded on known strings (pure: their value is all they do)

@@ -113,6 +113,43 @@ _UNARY: dict[type, Callable[[Any], Any]] = {ast.Invert: operator.invert, ast.USu
                                             ast.UAdd: operator.pos}
 
 
+def _narrow(env: dict[str, Value], true_side: bool, narrowed: str | None,
+            none_test: tuple[str, bool] | None) -> None:
+    """What a name holds on one side of an ``if`` its test narrows: ``isinstance(x, tuple)``
+    (the tuples there, the rest on the other side); ``x is None`` / ``x is not None`` (no None
+    where it is not; only what may be None where it is)."""
+    if narrowed is not None and narrowed in env:
+        keep = [a for a in alternatives(env[narrowed]) if isinstance(a, Tup) == true_side]
+        env[narrowed] = join(keep) if keep else None
+    if none_test is not None and none_test[0] in env:
+        name, is_none = none_test
+        none_side = is_none == true_side
+        keep = [a for a in alternatives(env[name]) if (
+            _may_be_none(a) if none_side else not (isinstance(a, Lit) and a.value is None))]
+        env[name] = join(keep) if keep else Lit(None)
+
+
+def _keys(key: ast.expr, value: Value) -> list[str] | None:
+    """The table keys a subscript by a computed key may be: each class ``type(obj)`` may be
+    (each one for sure), else each known literal (``TABLE[name]``, the name a known string)."""
+    if isinstance(key, (ast.Constant, ast.Slice)):
+        return None
+    classes = [class_key(k) for k in alternatives(value)]
+    if classes and None not in classes:
+        return [k for k in classes if k is not None]
+    return literal_keys(value)
+
+
+def _indices(key: ast.expr, value: Value) -> list[int]:
+    """The positions a subscript may read: a constant one, or each known int (a bool too) the
+    key may be; none where one of them is not known."""
+    index = index_of(key)
+    if index is not None:
+        return [index]
+    ints = [v for v in literal_values(value) or [] if isinstance(v, int)]
+    return ints if ints and len(ints) == len(literal_values(value) or []) else []
+
+
 def _on_base_test(test: ast.expr, base_attrs: frozenset[str]) -> bool:
     for sub in ast.walk(test):
         if isinstance(sub, ast.Attribute) and (sub.attr in base_attrs or "base" in sub.attr.lower()):
@@ -402,18 +439,8 @@ class Scope:
             ran += 1
             self.ended = False
             self.env = dict(before)
-            if narrowed is not None and i < 2 and narrowed in self.env:
-                # ``if isinstance(ret, tuple): ... return ...`` / else: what each side holds
-                keep = [a for a in alternatives(self.env[narrowed])
-                        if isinstance(a, Tup) == (i == 0)]
-                self.env[narrowed] = join(keep) if keep else None
-            if none_test is not None and i < 2 and none_test[0] in self.env:
-                # ``if x is not None: ...``: x is no None there, and None on the other side
-                name, is_none = none_test
-                none_side = is_none == (i == 0)
-                keep = [a for a in alternatives(self.env[name]) if (
-                    _may_be_none(a) if none_side else not (isinstance(a, Lit) and a.value is None))]
-                self.env[name] = join(keep) if keep else Lit(None)
+            if i < 2:
+                _narrow(self.env, i == 0, narrowed, none_test)
             self.on_base += on_base
             self.block(body)
             self.on_base -= on_base
@@ -554,20 +581,13 @@ class Scope:
         inner = self.i.as_tuple(self.expr(node.value), place(self.path, node))
         key = node.slice
         key_value = self.expr(key)
-        classes = [class_key(k) for k in alternatives(key_value)]
-        class_keys = [k for k in classes if k is not None] if not isinstance(
-            key, ast.Constant) and classes and None not in classes else None
         if isinstance(inner, Union_) and inner.widened:
             return inner  # unknown holding an LSE: so is every part of it
-        index = index_of(key)
-        indices = [index] if index is not None else [
-            int(v) for v in literal_values(key_value) or () if isinstance(v, int)]
-        if indices and (index is not None or len(indices) == len(literal_values(key_value) or ())) \
-                and any(isinstance(a, (Tup, Seq)) for a in alternatives(inner)):
+        indices = _indices(key, key_value)
+        if indices and any(isinstance(a, (Tup, Seq)) for a in alternatives(inner)):
             # ``t[1]``, ``t[flag]`` with the flag a known bool (an int): that element
             return join([element(inner, i) for i in indices])
-        if class_keys is None and not isinstance(key, (ast.Constant, ast.Slice)):
-            class_keys = literal_keys(key_value)  # ``TABLE[name]``, the name a known string
+        class_keys = _keys(key, key_value)
         options: list[Value] = []
         for alt in alternatives(inner):
             if isinstance(alt, (Tup, Seq)):  # a position the linter cannot see: any element

@@ -118,35 +118,41 @@ def fold_number(node: ast.expr, depth: int = 0) -> float | None:
     it (``math.log(math.e, 2)`` is log2 e; ``1 / math.log(2)`` too); None for anything else."""
     if depth > 8:
         return None
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and \
-            not isinstance(node.value, bool):
-        return float(node.value)
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
-            node.value.id in ("math", "np", "numpy", "torch"):
-        return _MATH_CONSTANTS.get(node.attr)
+    if isinstance(node, (ast.Constant, ast.Attribute)):
+        return _number_leaf(node)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         inner = fold_number(node.operand, depth + 1)
         return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        a, b = fold_number(node.left, depth + 1), fold_number(node.right, depth + 1)
-        if a is None or b is None:
-            return None
-        try:
-            return _BINARY[type(node.op)](a, b)
-        except (ArithmeticError, ValueError):
-            return None
+        return _apply(_BINARY[type(node.op)], [node.left, node.right], depth)
     if isinstance(node, ast.Call) and not node.keywords and 1 <= len(node.args) <= 2:
         fn = node.func.attr if isinstance(node.func, ast.Attribute) else (
             node.func.id if isinstance(node.func, ast.Name) else "")
-        args = [fold_number(a, depth + 1) for a in node.args]
-        if fn not in _MATH_FUNCTIONS or any(a is None for a in args) or \
-                (len(args) == 2 and fn != "log"):
-            return None
-        try:
-            return float(_MATH_FUNCTIONS[fn](*args))
-        except (ArithmeticError, ValueError, TypeError):
-            return None
+        if fn in _MATH_FUNCTIONS and (len(node.args) == 1 or fn == "log"):
+            return _apply(_MATH_FUNCTIONS[fn], node.args, depth)
     return None
+
+
+def _number_leaf(node: ast.Constant | ast.Attribute) -> float | None:
+    """A number literal, or ``math.e``/``math.pi`` (``numpy``'s and ``torch``'s too)."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return float(value) if isinstance(value, (int, float)) and \
+            not isinstance(value, bool) else None
+    if isinstance(node.value, ast.Name) and node.value.id in ("math", "np", "numpy", "torch"):
+        return _MATH_CONSTANTS.get(node.attr)
+    return None
+
+
+def _apply(fn: Callable[..., float], operands: list[ast.expr], depth: int) -> float | None:
+    """``fn`` of the numbers its operands fold to; None where one does not, or Python raises."""
+    args = [fold_number(a, depth + 1) for a in operands]
+    if any(a is None for a in args):
+        return None
+    try:
+        return float(fn(*args))
+    except (ArithmeticError, ValueError, TypeError):
+        return None
 
 
 def swap(lse: Lse) -> Lse:
