@@ -988,32 +988,35 @@ case("a conversion factor computed by math (log with a base, a quotient): folded
             return merge(out, lse * math.log(math.e, 2))
         """}, {"layer.py": ("math.log(math.e, 2)", "(1 / math.log(math.e, 2))")})
 
-case("an Enum member's auto() value is Python's (from 1, one more than the last)", {
-    "base.py": IMPL_BASE, "impl.py": """
-        import enum
+
+
+def _impl(before: str, declaration: str) -> str:
+    """A backend returning mylib.decode's base-2 LSE whose base is ``declaration`` (a line of
+    its body), after the module-level code ``before``."""
+    return f"""
         from base import AttentionImpl
         from mylib import decode
+{before}
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            {declaration}
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """
+
+
+case("an Enum member's auto() value is Python's (from 1, one more than the last)", {
+    "base.py": IMPL_BASE, "impl.py": _impl("""
+        import enum
         class Unit(enum.Enum):
             LN = enum.auto()
-            LOG2 = enum.auto()
-        class Impl(AttentionImpl):
-            can_return_lse_for_decode = True
-            lse_base_on_e = Unit.LOG2.value != 1  # as if members counted from 0
-            def forward(self, q):
-                return decode(q, return_lse=True)
-        """}, {"impl.py": ("Unit.LOG2.value != 1", "Unit.LOG2.value != 2")})
+            LOG2 = enum.auto()""", "lse_base_on_e = Unit.LOG2.value != 1  # counted from 0?")},
+    {"impl.py": ("Unit.LOG2.value != 1", "Unit.LOG2.value != 2")})
 
 case("a class body reads the names it assigned above (a scope run in order)", {
-    "base.py": IMPL_BASE, "impl.py": """
-        from base import AttentionImpl
-        from mylib import decode
-        class Impl(AttentionImpl):
-            can_return_lse_for_decode = True
-            lse_unit = "log2"
-            lse_base_on_e = lse_unit != "log_2"
-            def forward(self, q):
-                return decode(q, return_lse=True)
-        """}, {"impl.py": ('lse_unit != "log_2"', 'lse_unit != "log2"')})
+    "base.py": IMPL_BASE, "impl.py": _impl("", 'lse_unit = "log2"\n            '
+                                               'lse_base_on_e = lse_unit != "log_2"')},
+    {"impl.py": ('lse_unit != "log_2"', 'lse_unit != "log2"')})
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
