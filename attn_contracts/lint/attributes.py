@@ -18,7 +18,7 @@ from attn_contracts.lint.calls import (
     literal_value,
     params_of,
 )
-from attn_contracts.lint.classes import ClassInfo, dotted_name, statements
+from attn_contracts.lint.classes import ClassInfo, assignment, dotted_name, statements
 from attn_contracts.lint.modules import ModuleResolver
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import (
@@ -512,12 +512,9 @@ class Resolver(ModuleResolver):
         for st in body.body if body is not None and loaded else ():
             if st.lineno >= line:
                 break
-            if isinstance(st, ast.Assign) and len(st.targets) == 1 and \
-                    isinstance(st.targets[0], ast.Name) and st.targets[0].id in loaded:
-                found[st.targets[0].id] = st.value
-            elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and \
-                    st.value is not None and st.target.id in loaded:
-                found[st.target.id] = st.value
+            targets, value = assignment(st)
+            found.update((t.id, value) for t in targets
+                         if isinstance(t, ast.Name) and t.id in loaded and value is not None)
         return {name: self._body_value(cls, value) for name, value in found.items()}
 
     def _stored_attrs(self, fn: FuncNode) -> dict[str, ast.expr | None]:

@@ -281,7 +281,7 @@ def collect_classes(tree: ast.Module, path: str, module: ModuleInfo | None = Non
     return out
 
 
-def _assignment(stmt: ast.stmt) -> tuple[list[ast.expr], ast.expr | None]:
+def assignment(stmt: ast.stmt) -> tuple[list[ast.expr], ast.expr | None]:
     """The targets and the value of a statement that assigns one (``x = v``, ``x: T = v``);
     none for any other (``x: T`` alone assigns nothing)."""
     if isinstance(stmt, ast.Assign):
@@ -301,7 +301,7 @@ def _class_body(node: ast.ClassDef, info: ClassInfo) -> None:
     """What the class body itself defines: its assignments, annotations, methods (with their
     lines and return annotations) and properties."""
     for stmt in node.body:
-        targets, value = _assignment(stmt)
+        targets, value = assignment(stmt)
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             info.annotations[stmt.target.id] = stmt.annotation
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -333,7 +333,7 @@ def _instance_attrs(node: ast.ClassDef, info: ClassInfo) -> None:
             continue
         me = stmt.args.args[0].arg
         for st in body:
-            targets, value = _assignment(st)
+            targets, value = assignment(st)
             for t in targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
                         t.value.id == me and value is not None:

@@ -357,12 +357,13 @@ class Interpreter(Resolver):
             return declared, frozenset(), frozenset(), []
         targets = followed
         changed: list[Changed] = []
+        sure = len(targets) == 1  # else each override's change is one the call may make
         for func, self_value, sub in targets:
             s = self.analyse(func, self_value, call)
             kernels |= s.kernels
             produced |= s.produced
             if s.changed:
-                changed.append((func, s.changed, True))
+                changed.append((func, s.changed, sure))
             value = s.returns
             if self.returns_lse(sub):  # an LSE-declaring class's method: its LSE is that class's
                 value = tag_impl(value, (sub.path, sub.name))
@@ -370,9 +371,8 @@ class Interpreter(Resolver):
                 value = tag_choice(value, f"{sub.name}.{method}() (one of the {len(targets)} "
                                     f"implementations {cls.name}.{method} dispatches to)")
             results.append(value)
-        sure = len(targets) == 1  # else each override's change is one the call may make
-        return ((join(results) if results else None), frozenset(kernels), frozenset(produced),
-                [(f, c, sure) for f, c, _ in changed])
+        return (join(results) if results else None), frozenset(kernels), frozenset(produced), \
+            changed
 
     def new_frame(self, path: str) -> Frame:
         return Frame(self, path, None, None, None)

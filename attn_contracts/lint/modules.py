@@ -8,6 +8,7 @@ what an import binds, what an annotation says a value is, and which function of 
 from __future__ import annotations
 
 import ast
+import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -122,19 +123,13 @@ class ModuleResolver(Analysis):
         factory's call and the wrapper it returns are followed whatever they name."""
         frame = self.new_frame(path)
         frame.env[_CLASS] = ClassRef((path, node.name))
-        need = self.need
-        self.need = _DECORATOR_LEVELS
-        try:
+        with self._class_definition():
             for dec in reversed(node.decorator_list):
                 applied = ast.copy_location(ast.Call(dec, [ast.Name(_CLASS, ast.Load())], []),
                                             dec)
                 ast.fix_missing_locations(applied)
                 if not isinstance(frame.expr(applied), ClassRef):
                     frame.env[_CLASS] = ClassRef((path, node.name))  # what it cannot read
-        except RecursionError:
-            return
-        finally:
-            self.need = need
 
     def run_init_subclass(self, path: str, node: ast.ClassDef) -> None:
         """The ``__init_subclass__`` of the class's nearest base that defines one, run as
@@ -153,10 +148,18 @@ class ModuleResolver(Analysis):
               for k in node.keywords if k.arg is not None and k.arg != "metaclass"}
         call = CallArgs([Arg(ClassRef((path, node.name)), place(path, node))], kw,
                         any(k.arg is None for k in node.keywords), where=place(path, node))
+        with self._class_definition():
+            self.analyse(Func(owner.path, f"{owner.name}.__init_subclass__"), None, call)
+
+    @contextlib.contextmanager
+    def _class_definition(self) -> Iterator[None]:
+        """Code a class statement runs (its decorators, its base's ``__init_subclass__``),
+        read for its values: the calls it makes are followed whatever they name, a few levels
+        deep; one that recurses without end is left where it stopped."""
         need = self.need
         self.need = _DECORATOR_LEVELS
         try:
-            self.analyse(Func(owner.path, f"{owner.name}.__init_subclass__"), None, call)
+            yield
         except RecursionError:
             return
         finally:

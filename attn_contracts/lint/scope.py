@@ -146,8 +146,9 @@ def _indices(key: ast.expr, value: Value) -> list[int]:
     index = index_of(key)
     if index is not None:
         return [index]
-    ints = [v for v in literal_values(value) or [] if isinstance(v, int)]
-    return ints if ints and len(ints) == len(literal_values(value) or []) else []
+    values = literal_values(value) or []
+    ints = [v for v in values if isinstance(v, int)]
+    return ints if ints and len(ints) == len(values) else []
 
 
 def _on_base_test(test: ast.expr, base_attrs: frozenset[str]) -> bool:
@@ -206,7 +207,6 @@ def _loaded_names(node: ast.AST) -> frozenset[str]:
                                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
                                  ) | nonlocal_names(node)
     return _LOADED[key]
-
 
 
 _H = TypeVar("_H", bound=Callable[..., Any])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import math
+import operator
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -108,8 +109,8 @@ _MATH_FUNCTIONS: dict[str, Callable[..., float]] = {
     "exp2": lambda x: 2.0 ** x, "sqrt": math.sqrt}
 _MATH_CONSTANTS = {"e": math.e, "pi": math.pi}
 _BINARY: dict[type, Callable[[float, float], float]] = {
-    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.Pow: operator.pow}
 
 
 def fold_number(node: ast.expr, depth: int = 0) -> float | None:
