@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # never fetches a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
 
-.PHONY: demo test test-vllm lint typecheck clean release-check
+.PHONY: demo test test-vllm lint typecheck clean release-check vllm-mappings
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -82,6 +82,13 @@ $(VLLM_STAMP): pyproject.toml Makefile .ci/vllm-constraints.txt
 # (tools/release_check.py): says what to update; writes nothing to the catalog.
 release-check: $(STAMP)
 	$(PY) tools/release_check.py
+
+# The vLLM mappings the package ships (a first start reads them instead of deriving): derived from
+# the releases unpacked under RELEASES (bench/lint_releases.py keeps them there). Run after a change
+# to attn_contracts/ (its fingerprint is in their key); `make test-vllm` fails while they are stale.
+RELEASES ?= $(HOME)/.cache/attn-contracts/releases
+vllm-mappings: $(STAMP)
+	$(PY) tools/ship_vllm_mappings.py --sources $(RELEASES)
 
 test-vllm: $(VLLM_STAMP)
 	ATTN_CONTRACTS_SGLANG_ROOT=$(SGLANG_SRC) TRITON_INTERPRET=1 $(VLLM_PY) -m pytest -q -m vllm tests/

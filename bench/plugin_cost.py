@@ -16,8 +16,10 @@ round (the machine is shared, so its load drifts between rounds, not within one)
   processes, gloo over a local TCP store) that have imported torch and vLLM's attention backends,
   as a worker has by then, each time the hook's whole check of ``FLASHINFER_MLA`` at DCP=2
   (``validate_vllm_startup`` over the group: importing the check, the vLLM mapping, the cross-rank
-  agreement), per rank: **cold** (an empty cache folder: the mapping is derived from vLLM's
-  sources) and **warm** (the folder a previous start filled), interleaved round by round.
+  agreement), per rank: **cold** (an empty cache folder: the mapping the package ships for
+  the installed release is read), **cold, unshipped** (an empty cache folder and no shipped
+  mapping, as for a patched or unreleased vLLM: the mapping is derived from vLLM's sources) and
+  **warm** (the folder a previous start filled), interleaved round by round.
 - ``pytest``: the wall time of ``python -m pytest`` over one trivial test (in a scratch directory,
   no configuration of ours), with the plugin auto-loaded against ``-p no:attn_contracts``; and,
   inside the process, the time to import the plugin module and run its ``pytest_configure``
@@ -86,6 +88,10 @@ from vllm.v1.attention.backends.mla.flashinfer_mla import FlashInferMLAImpl  # a
 dist.init_process_group("gloo")
 dist.barrier()
 start, cpu = time.perf_counter(), time.process_time()
+if os.environ.get("BENCH_UNSHIPPED"):  # a tree no shipped mapping matches (patched, unreleased)
+    from pathlib import Path
+    from attn_contracts.integrations import vllm_cache
+    vllm_cache.shipped_dir = lambda: Path("/nonexistent")
 from attn_contracts.integrations import vllm as iv
 iv.validate_vllm_startup(["FLASHINFER_MLA"], dcp_world_size=2, group=dist.group.WORLD)
 ms, cpu_ms = (time.perf_counter() - start) * 1e3, (time.process_time() - cpu) * 1e3
@@ -122,33 +128,36 @@ def _dcp_pair(env: dict[str, str]) -> list[dict[str, float]]:
 
 
 def bench_dcp(rounds: int) -> list[str]:
-    base = {k: v for k, v in os.environ.items() if k != "ATTN_CONTRACTS_VLLM"}
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("ATTN_CONTRACTS_VLLM", "BENCH_UNSHIPPED")}
     warm_dir = tempfile.mkdtemp(prefix="attn-contracts-warm-")
-    _dcp_pair({**base, "XDG_CACHE_HOME": warm_dir})  # fills the warm folder (not a sample)
-    samples: dict[str, list[dict[str, float]]] = {"cold": [], "warm": []}
-    starts: dict[str, list[list[dict[str, float]]]] = {"cold": [], "warm": []}
+    _dcp_pair({**base, "XDG_CACHE_HOME": warm_dir, "BENCH_UNSHIPPED": "1"})  # fills it (no sample)
+    kinds = {"cold": {}, "cold, unshipped": {"BENCH_UNSHIPPED": "1"}, "warm": {}}
+    samples: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
+    starts: dict[str, list[list[dict[str, float]]]] = {k: [] for k in kinds}
     for r in range(rounds):
-        for name in (["cold", "warm"] if r % 2 == 0 else ["warm", "cold"]):
-            folder = tempfile.mkdtemp(prefix="attn-contracts-cold-") if name == "cold" \
-                else warm_dir
-            pair = _dcp_pair({**base, "XDG_CACHE_HOME": folder})
+        order = list(kinds) if r % 2 == 0 else list(reversed(kinds))
+        for name in order:
+            folder = warm_dir if name == "warm" else tempfile.mkdtemp(prefix="attn-contracts-cold-")
+            pair = _dcp_pair({**base, **kinds[name], "XDG_CACHE_HOME": folder})
             samples[name] += pair
             starts[name].append(pair)
         print(f"round {r + 1}/{rounds}", file=sys.stderr)
-    # a cold start: one rank derives, the other waits for it and reads what it stored
+    # unshipped: one rank derives, the other waits for it and reads what it stored
     # (vllm_cache.one_deriver): the slower rank of each start, and the host's CPU for the two
-    samples["cold, the slower rank of each start"] = [
-        max(pair, key=lambda s: s["cpu_ms"]) for pair in starts["cold"]]
-    samples["cold, both ranks together (the host's CPU)"] = [
+    samples["slower"] = [max(pair, key=lambda s: s["cpu_ms"]) for pair in starts["cold, unshipped"]]
+    samples["both"] = [
         {"ms": max(s["ms"] for s in pair), "cpu_ms": sum(s["cpu_ms"] for s in pair)}
-        for pair in starts["cold"]]
+        for pair in starts["cold, unshipped"]]
     lines = ["| the check at startup, DCP=2, per rank | wall: median [IQR] | CPU time: median "
              "[IQR] | samples (ranks x rounds) |", "|---|---|---|---|"]
-    for name, title in (("cold", "cold (empty cache folder: derived from vLLM's sources)"),
-                        ("cold, the slower rank of each start",
-                         "cold, the slower rank of each start (the one that derived)"),
-                        ("cold, both ranks together (the host's CPU)",
-                         "cold, the two ranks' CPU added (wall: the slower one's)"),
+    for name, title in (("cold", "cold (empty cache folder: the mapping shipped for the release)"),
+                        ("cold, unshipped", "cold, unshipped (empty cache folder, no shipped "
+                                            "mapping: derived from vLLM's sources)"),
+                        ("slower", "cold, unshipped: the slower rank of each start (the one "
+                                   "that derived)"),
+                        ("both", "cold, unshipped: the two ranks' CPU added (wall: the slower "
+                                 "one's)"),
                         ("warm", "warm (the cache a previous start wrote)")):
         lo, mid, hi = _quartiles([s["ms"] for s in samples[name]])
         clo, cmid, chi = _quartiles([s["cpu_ms"] for s in samples[name]])

@@ -80,7 +80,7 @@ def test_a_second_start_reads_the_mapping_from_the_cache(tree: Path) -> None:
     assert not list(path.parent.glob(".*"))  # no temporary file left
 
 
-@pytest.mark.parametrize("change", ["source", "new file", "dist-info", "installed", "version"])
+@pytest.mark.parametrize("change", ["source", "new file", "dist-info", "version"])
 def test_any_file_read_changed_is_another_key(tree: Path, change: str) -> None:
     derive = Counting(tree)
     key, _ = vllm_cache.key_for(tree, "0.32.0", SCOPE)
@@ -94,8 +94,6 @@ def test_any_file_read_changed_is_another_key(tree: Path, change: str) -> None:
     elif change == "dist-info":
         (tree / "vllm-0.32.0.dist-info/METADATA").write_text(
             "Name: vllm\nVersion: 0.32.0\nRequires-Dist: flashinfer-python==0.7.4\n")
-    elif change == "installed":
-        (tree / "records_plugin-1.0.dist-info").mkdir()
     else:
         version = "0.32.1"
     assert vllm_cache.key_for(tree, version, SCOPE)[0] != key
@@ -104,9 +102,12 @@ def test_any_file_read_changed_is_another_key(tree: Path, change: str) -> None:
 
 
 def test_files_outside_what_is_read_keep_the_key(tree: Path) -> None:
+    """Nor is another distribution installed beside it: the derivation reads the built-in
+    catalog only, never a plugin's records."""
     key, inputs = vllm_cache.key_for(tree, "0.32.0", SCOPE)
     (tree / "vllm" / "entrypoints").mkdir()
     (tree / "vllm" / "entrypoints" / "api.py").write_text("X = 1\n")  # outside the scope
+    (tree / "records_plugin-1.0.dist-info").mkdir()
     assert vllm_cache.key_for(tree, "0.32.0", SCOPE)[0] == key
     assert sorted(inputs["files"]) == ["vllm/v1/attention/__init__.py",
                                        "vllm/v1/attention/backend.py"]
@@ -129,14 +130,20 @@ def test_a_corrupt_or_foreign_file_is_derived_again_and_rewritten(tree: Path,
         doc["key"] = "0" * 64
         path.write_text(json.dumps(doc))
     elif damage == "edited content":  # the declaration flipped, the key kept: a verdict changed
-        doc["derived"]["members"]["FLASH_ATTN"]["attrs"]["lse_base_on_e"]["value"] = False
+        derived = json.loads(doc["derived"])
+        derived["members"]["FLASH_ATTN"]["attrs"]["lse_base_on_e"]["value"] = False
+        doc["derived"] = json.dumps(derived)
         path.write_text(json.dumps(doc))
     elif damage == "wrong types":
-        doc["derived"]["members"] = [1, 2]
+        derived = json.loads(doc["derived"])
+        derived["members"] = [1, 2]
+        doc["derived"] = json.dumps(derived)
         doc["digest"] = vllm_cache._content_digest(doc["derived"])
         path.write_text(json.dumps(doc))
     elif damage == "another tree":
-        doc["derived"]["root"] = "/elsewhere"
+        derived = json.loads(doc["derived"])
+        derived["root"] = "/elsewhere"
+        doc["derived"] = json.dumps(derived)
         doc["digest"] = vllm_cache._content_digest(doc["derived"])
         path.write_text(json.dumps(doc))
     else:
@@ -144,6 +151,70 @@ def test_a_corrupt_or_foreign_file_is_derived_again_and_rewritten(tree: Path,
     assert _cached(tree, derive) == _derived(tree)
     assert derive.runs == 2
     assert _cached(tree, derive) == _derived(tree) and derive.runs == 2  # rewritten whole
+
+
+def test_one_release_in_two_folders_is_one_entry_read_at_each(tree: Path, tmp_path: Path) -> None:
+    """The stored mapping names its tree by a token: the same files installed elsewhere read it
+    back with their own folder, in its root and in every path below it."""
+    import dataclasses
+    import shutil
+
+    def at(root: Path) -> Derived:
+        d = _derived(root)
+        where = f"{root}/vllm/v1/attention/backend.py:2:5"
+        return dataclasses.replace(d, lint=[dataclasses.replace(d.lint[0], location=where)])
+
+    assert vllm_cache.cached(tree, "0.32.0", SCOPE, lambda: at(tree), Derived) == at(tree)
+    assert str(tree) not in _files()[0].read_text()
+    other = tmp_path / "other-site"
+    shutil.copytree(tree, other)
+    assert vllm_cache.key_for(other, "0.32.0", SCOPE) == vllm_cache.key_for(tree, "0.32.0", SCOPE)
+    moved = Counting(other)
+    assert vllm_cache.cached(other, "0.32.0", SCOPE, moved, Derived) == at(other)
+    assert moved.runs == 0
+
+
+def _ship(tree: Path, folder: Path, derived: Derived) -> Path:
+    from pydantic import TypeAdapter
+
+    key, _ = vllm_cache.key_for(tree, "0.32.0", SCOPE)
+    text = vllm_cache.stored_text(key, derived, TypeAdapter(Derived))
+    assert text is not None
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / (vllm_cache.file_name("0.32.0", key) + ".gz")
+    import gzip
+
+    path.write_bytes(gzip.compress(text.encode()))
+    return path
+
+
+def test_a_mapping_shipped_for_the_release_is_read_instead_of_deriving(
+        tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shipped = tmp_path / "shipped"
+    monkeypatch.setattr(vllm_cache, "shipped_dir", lambda: shipped)
+    _ship(tree, shipped, _derived(tree))
+    derive = Counting(tree)
+    assert _cached(tree, derive) == _derived(tree) and derive.runs == 0
+    assert not _files()  # read where it is: nothing copied into the user's cache
+
+
+@pytest.mark.parametrize("doubt", ["another file", "corrupt", "another project"])
+def test_a_shipped_mapping_that_does_not_match_is_derived(
+        tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, doubt: str) -> None:
+    """A patched install, a damaged file or an edited attn-contracts (another fingerprint):
+    derived, as with no shipped file."""
+    shipped = tmp_path / "shipped"
+    monkeypatch.setattr(vllm_cache, "shipped_dir", lambda: shipped)
+    path = _ship(tree, shipped, _derived(tree, base=False))  # what a stale file could say
+    if doubt == "another file":
+        (tree / "vllm/v1/attention/backend.py").write_text("class AttentionImplBase:\n    pass\n")
+    elif doubt == "corrupt":
+        path.write_bytes(path.read_bytes()[:40])
+    else:
+        vllm_cache._own_fingerprint.cache_clear()
+        monkeypatch.setattr(vllm_cache, "_own_fingerprint", lambda: "edited")
+    derive = Counting(tree)
+    assert _cached(tree, derive) == _derived(tree) and derive.runs == 1
 
 
 def test_a_file_owned_by_another_user_is_not_read(tree: Path,

@@ -38,6 +38,30 @@ def test_the_installed_release_has_a_mapping_derived_from_its_sources() -> None:
     assert mapping.backends["FLASHINFER"].impl.endswith(".FlashInferImpl")
 
 
+def test_the_installed_release_ships_its_mapping_as_a_derivation_gives_it(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first start reads the mapping the package ships for this release (no seconds of
+    derivation), and it is what deriving the installed files gives now. Failing here: the
+    project's code changed since the mappings were written (``tools/ship_vllm_mappings.py``)."""
+    from pathlib import Path
+
+    import vllm
+
+    from attn_contracts.integrations import vllm_cache, vllm_source
+    from attn_contracts.integrations.vllm_source import STARTUP_SCOPE, _derive_now, derive
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # nothing cached: shipped or derived
+    root = Path(vllm.__file__).resolve().parent.parent
+    version = iv.installed_version()
+    key, _ = vllm_cache.key_for(root, version, STARTUP_SCOPE)
+    shipped = vllm_cache.shipped_dir() / (vllm_cache.file_name(version, key) + ".gz")
+    assert shipped.is_file(), f"no current shipped mapping for vLLM {version}: {shipped.name}"
+    vllm_source._derive.cache_clear()  # an earlier test's mapping in this process: not read here
+    got = derive(root, version=version, scope=STARTUP_SCOPE, cache=True)
+    assert not list(tmp_path.rglob("*.json"))  # read from the package, not derived and stored
+    assert got == _derive_now(root, version, STARTUP_SCOPE)
+
+
 def test_flashinfer_inherited_base_e_on_base_2_kernels_is_an_error(rows: dict[str, Any]) -> None:
     row = rows["FLASHINFER"]
     assert row.verdict == "error"
