@@ -272,7 +272,8 @@ class ProducerCall(Frozen):
     linter matches the last name, and for a method also the class the receiver was built from.
     ``when``: keyword arguments that must be passed with these literal values for the call to
     return LSE (``{"return_lse": "True"}``). ``lse_index``: the LSE's position in the returned
-    tuple.
+    tuple; ``lse_returned = false``: the call returns no LSE at all (its output alone), and
+    writes it only into its ``lse_out`` buffers.
     """
 
     function: Annotated[str, Strict(),
@@ -291,6 +292,21 @@ class ProducerCall(Frozen):
     #: position ("4"); the buffer then holds this record's LSE
     lse_out: Annotated[tuple[Annotated[str, Strict(), Field(pattern=r"^([A-Za-z_][A-Za-z0-9_]*|[0-9]+)$")],
                              ...], Field(strict=False)] = ()
+    #: whether the call's result holds the LSE (at ``lse_index``); false: only the buffers of
+    #: ``lse_out`` do (a kernel that returns its output alone)
+    lse_returned: Annotated[bool, Strict()] = True
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> ProducerCall:
+        if not self.lse_returned and not self.lse_out:
+            raise ValueError("lse_returned = false needs lse_out (the buffers the LSE is written "
+                             f"into); {self.function} would then produce no LSE anywhere")
+        return self
+
+    @property
+    def result_index(self) -> int | None:
+        """The LSE's position in the call's result; None where the result holds none."""
+        return self.lse_index if self.lse_returned else None
 
 
 class RecordHeader(Frozen):

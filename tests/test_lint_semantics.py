@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 
 from attn_contracts.lint import main
-from fixtures.records import MYLIB_RECORDS, consumer_toml
+from fixtures.records import MYLIB_RECORDS, consumer_toml, producer_toml
 
 RECORDS = MYLIB_RECORDS + consumer_toml(
     "mylib.reduce_default_e", "mylib.reduce_default_e", '{ kind = "keyword", keyword = '
-    '"is_lse_base_on_e", values = { "True" = "e", "False" = "2" }, default = "True" }')
+    '"is_lse_base_on_e", values = { "True" = "e", "False" = "2" }, default = "True" }') + \
+    producer_toml("mylib.decode_into", "mylib.decode_into", "2",  # returns its output alone
+                  call='lse_out = ["lse"], lse_returned = false')
 
 
 def _errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
@@ -1019,6 +1021,39 @@ case("a class body reads the names it assigned above (a scope run in order)", {
     {"impl.py": ('lse_unit != "log_2"', 'lse_unit != "log2"')})
 
 
+case("a kernel that returns its output alone: the LSE is its buffer's, converted after", {
+    "base.py": IMPL_BASE, "impl.py": """
+        import math
+        import torch
+        from base import AttentionImpl
+        from mylib import decode_into
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = True
+            def forward(self, q):
+                lse = torch.empty((4, 8), dtype=torch.float32)
+                out = decode_into(q, lse=lse)
+                return out, lse
+        """}, {"impl.py": ("return out, lse", "return out, lse * math.log(2.0)")})
+
+case("an __init__ store is read in __init__'s frame, its locals included", {"layer.py": """
+        import functools
+        from mylib import combine, decode
+        class Layer:
+            def __init__(self, version):
+                by_version = {2: True, 3: True}
+                self.combine = functools.partial(combine,
+                                                 is_lse_base_on_e=by_version[version])
+        class Layer3(Layer):
+            def __init__(self):
+                super().__init__(3)
+            def run(self, q):
+                out, lse = decode(q, return_lse=True)
+                return self.combine(out, lse)
+        """}, {"layer.py": ("by_version = {2: True, 3: True}",
+                            "by_version = {2: False, 3: False}")})
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -1079,3 +1114,20 @@ def test_negation_of_any_subclass_flag(told: str, codes: set[str], tmp_path: Pat
     main([str(root), "--records", str(records), "--format", "json"])
     found = json.loads(capsys.readouterr().out)
     assert {f["code"] for f in found if f["severity"] != "note"} == codes, found
+
+
+def test_an_init_store_is_not_read_again_at_class_level(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """What ``__init__`` stores on ``self`` is read in ``__init__``'s frame, where its locals
+    are known; read a second time as if the class body had said it (no locals there), it was
+    an unread base beside the right one: a warning on a correct program."""
+    files, fix = CASES["an __init__ store is read in __init__'s frame, its locals included"]
+    root = tmp_path / "fix"
+    (root).mkdir()
+    old, new = fix["layer.py"]
+    (root / "layer.py").write_text(textwrap.dedent(files["layer.py"]).replace(old, new))
+    records = tmp_path / "records.toml"
+    records.write_text(RECORDS)
+    main([str(root), "--records", str(records), "--format", "json"])
+    found = json.loads(capsys.readouterr().out)
+    assert [f for f in found if f["severity"] != "note"] == []

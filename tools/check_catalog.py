@@ -307,7 +307,7 @@ def _reads(rec: CapabilityRecord | ConsumerRecord, i: int) -> tuple[object, ...]
     """What the linter reads from call ``i`` of a record."""
     if isinstance(rec, CapabilityRecord):
         call = rec.calls[i]
-        return "producer", call.base or rec.lse_base, call.lse_index
+        return "producer", call.base or rec.lse_base, call.result_index
     return ("consumer", rec.base, tuple(sorted(rec.calls[i].lse_args)),
             rec.output.lse_base if rec.output.returns_lse else None)
 

@@ -393,13 +393,16 @@ class Resolver(ModuleResolver):
         MLAPrefillBackend | None = None``: the type says what it will hold; beside a value,
         ``flag: ClassVar[bool] = True``, it says no more)."""
         for c in self.p.mro(cls):
-            if attr not in c.attrs and attr not in c.annotations:
+            # a store of ``__init__`` is no class-body value: it runs in ``__init__``'s frame
+            # (its locals, its arguments), which the methods' analysis reads; evaluated here it
+            # would read those names as unknown
+            assigned = attr in c.attrs and not _in_init(c, c.attrs[attr][1])
+            if not assigned and attr not in c.annotations:
                 continue
             value: Value = None
-            if attr in c.attrs:
-                node = c.attrs[attr][0]
-                value = self._body_value(c, node)
-            unset = attr not in c.attrs or (isinstance(value, Lit) and value.value is None)
+            if assigned:
+                value = self._body_value(c, c.attrs[attr][0])
+            unset = not assigned or (isinstance(value, Lit) and value.value is None)
             if attr in c.annotations and unset:
                 return [self.resolve_annotation(c.path, c.annotations[attr])]
             return [value]
@@ -536,3 +539,9 @@ class Resolver(ModuleResolver):
                             found.setdefault(sub.attr, None)
             self._assigns_attr[key] = found
         return self._assigns_attr[key]
+
+
+def _in_init(cls: ClassInfo, line: int) -> bool:
+    """Whether line ``line`` of ``cls``'s module lies in its ``__init__``."""
+    span = cls.methods.get("__init__")
+    return span is not None and span[0] <= line <= span[1]

@@ -156,7 +156,7 @@ def _facts(rec: AnyRecord, i: int) -> tuple[object, ...]:
     is (a producer's result position, a consumer's arguments), and a merged LSE's base."""
     if isinstance(rec, CapabilityRecord):
         call = rec.calls[i]
-        return "producer", call.base or rec.lse_base, call.lse_index
+        return "producer", call.base or rec.lse_base, call.result_index
     return ("consumer", rec.base, tuple(sorted(rec.calls[i].lse_args)),
             rec.output.lse_base if rec.output.returns_lse else None)
 
@@ -166,7 +166,8 @@ def _describe(rec: AnyRecord, i: int) -> str:
         call = rec.calls[i]
         base = (f"a base chosen by {call.base.keyword}" if call.base is not None
                 else f"base-{rec.lse_base} LSE")
-        return f"returns {base} (element {call.lse_index} of its result)"
+        return (f"returns {base} (element {call.lse_index} of its result)" if call.lse_returned
+                else f"writes {base} into {', '.join(call.lse_out)}")
     base = rec.base.base if isinstance(rec.base, FixedBase) else f"chosen by {rec.base.keyword}"
     return (f"reads base {base} from {', '.join(rec.calls[i].lse_args)}"
             + (f" and returns base-{rec.output.lse_base} LSE" if rec.output.returns_lse else ""))

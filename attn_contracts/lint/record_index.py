@@ -142,7 +142,7 @@ class Producer:
     record: str
     base: str
     when: tuple[tuple[str, str], ...]
-    lse_index: int
+    lse_index: int | None  # None: the result holds no LSE (only lse_out buffers do)
     call_base: CallBase | None = None
     lse_out: tuple[str, ...] = ()
     layout: str | None = None
@@ -258,7 +258,7 @@ class Knowledge:
                 if in_range(pcall.versions, have.get(prod.library)):
                     layout = getattr(prod.lse, "layout", None)
                     k.add_producer(Producer(pcall.function, prod.name, base, pcall.when,
-                                            pcall.lse_index, pcall.base, pcall.lse_out,
+                                            pcall.result_index, pcall.base, pcall.lse_out,
                                             layout))
         legacy_kws = tuple(legacy_keywords)
         for fn in legacy_functions:

@@ -632,7 +632,7 @@ class Trace:
         specs = {(r.lse.layout, r.lse.q_len_axis) for r, _ in lse_records
                  if isinstance(r.lse, LseSpec)}
         origin = Origin(tuple(r.name for r, _ in lse_records), target.path, site, base)
-        index = lse_records[0][1].lse_index
+        index = lse_records[0][1].result_index
         for t in self._lse_tensors(values, out, index):
             layout, q_len = next(iter(specs)) if len(specs) == 1 else ("?", False)
             axes = axes_for(layout, q_len, t.dim())
@@ -665,11 +665,11 @@ class Trace:
         return hit
 
     @staticmethod
-    def _lse_tensors(values: Mapping[str, Any], out: Any, index: int) -> list[Any]:
+    def _lse_tensors(values: Mapping[str, Any], out: Any, index: int | None) -> list[Any]:
         import torch
 
         found = [values[k] for k in _LSE_BUFFERS if isinstance(values.get(k), torch.Tensor)]
-        if isinstance(out, (tuple, list)) and len(out) > index and \
+        if index is not None and isinstance(out, (tuple, list)) and len(out) > index and \
                 isinstance(out[index], torch.Tensor):
             found.append(out[index])
         unique = list({id(t): t for t in found}.values())
