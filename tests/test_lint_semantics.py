@@ -1054,6 +1054,55 @@ case("an __init__ store is read in __init__'s frame, its locals included", {"lay
                             "by_version = {2: False, 3: False}")})
 
 
+# --- Python's builtins on constants, folded by Python (lint/folding.py) --------------------------
+def _named(table: str, test: str) -> dict[str, str]:
+    """A combine told its base by a module-level table of backend names (``table``: its
+    lines; ``test``: the expression of ``name`` that says "base 2"), asked for the base-2
+    backend ``"fi"``."""
+    return {"layer.py": f"""
+        from mylib import combine, decode
+{table}
+        def is_log2(name):
+            return {test}
+        def step(q, name="fi"):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=not is_log2("fi"))
+        """}
+
+
+case("set operators bind as Python binds them (- before |)", _named(
+    '        ALL = frozenset({"fa", "fi", "mla"})\n'
+    '        LOG2 = frozenset({"fi", "trt"})\n'
+    '        LN = ALL | {"aiter"} - LOG2', 'name not in LN'),
+    {"layer.py": ('ALL | {"aiter"} - LOG2', '(ALL | {"aiter"}) - LOG2')})
+
+case("a tuple nested in a tuple is one element, not its items", _named(
+    '        CUDA = ("fi", "trt")\n        LOG2 = (CUDA, "aiter2")', 'name in LOG2'),
+    {"layer.py": ('LOG2 = (CUDA, "aiter2")', 'LOG2 = (*CUDA, "aiter2")')})
+
+case("frozenset.union returns a new set: a result thrown away changes nothing", _named(
+    '        LOG2 = frozenset({"trt"})\n        LOG2.union({"fi"})', 'name in LOG2'),
+    {"layer.py": ('LOG2.union({"fi"})', 'LOG2 = LOG2.union({"fi"})')})
+
+case("bool() of a non-empty set is True, whatever it holds", {"layer.py": """
+        from mylib import combine, decode
+        BASES_E = {False}
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=bool(BASES_E))
+        """}, {"layer.py": ("bool(BASES_E)", "all(BASES_E)")})
+
+case("a class is never equal to its name", {"layer.py": """
+        from mylib import combine, decode
+        class FiImpl:
+            pass
+        LOG2_IMPLS = frozenset({"FiImpl"})
+        def step(impl: FiImpl, q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=type(impl) not in LOG2_IMPLS)
+        """}, {"layer.py": ("type(impl) not in", "type(impl).__name__ not in")})
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

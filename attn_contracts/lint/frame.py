@@ -33,6 +33,7 @@ from attn_contracts.lint.containers import (
     merged,
     table_entry,
 )
+from attn_contracts.lint.folding import BUILTINS, UNKNOWN, fold_builtin, fold_method
 from attn_contracts.lint.inferred import (
     Weighed,
 )
@@ -122,6 +123,12 @@ class Frame(RecordCalls):
             on_tensor = self.tensor_method(func, node, name, where)
             if on_tensor is not NOT_SPECIAL:
                 return cast(Value, on_tensor)
+            if isinstance(func.value, _PURE_RECEIVERS) and not node.keywords:
+                # a pure method of a set or tuple known exactly: Python's own value
+                folded = fold_method(self.expr(func.value), name,
+                                     [self.expr(a) for a in node.args], where)
+                if folded is not UNKNOWN:
+                    return cast(Value, folded)
         callee = self.expr(func)
         if name in ("empty_like", "zeros_like", "full_like", "ones_like") and node.args:
             self.args(node)
@@ -130,7 +137,24 @@ class Frame(RecordCalls):
         if special is not NOT_SPECIAL:
             return cast(Value, special)
         call = self.args(node)
+        if callee is None and isinstance(func, ast.Name) and name in BUILTINS and \
+                not call.kw and not call.opaque:
+            return self.builtin(name, call, where)
         return self.apply(callee, call, node, where, name)
+
+    def builtin(self, name: str, call: CallArgs, where: str) -> Value:
+        """A builtin function of Python's (the name bound to nothing in the program): folded
+        where its arguments are known exactly (:mod:`.folding`); a conversion of a container
+        (``list(t)``, ``frozenset(s)``) holds its elements; the rest is not known."""
+        args = [a.value for a in call.pos]
+        folded = fold_builtin(name, args, where)
+        if folded is not UNKNOWN:
+            return cast(Value, folded)
+        if name in ("tuple", "list") and len(args) == 1 and isinstance(args[0], Tup):
+            return args[0]  # positions kept
+        if name in ("tuple", "list", "set", "frozenset", "sorted") and len(args) == 1:
+            return Seq(iterate(args[0]))
+        return None
 
     def str_method(self, func: ast.Attribute, node: ast.Call, name: str,
                    where: str) -> Value | object:
@@ -700,6 +724,8 @@ def _replaced(obj: Inst, names: list[str], call: CallArgs, where: str) -> Inst:
     return Inst(obj.cls, obj.exact, (where, tuple(sorted(args.items(), key=lambda kv: kv[0]))))
 
 
+#: receivers of a folded container method: names and literals, read without side effects
+_PURE_RECEIVERS = (ast.Name, ast.Attribute, ast.Constant, ast.Set, ast.Tuple)
 #: the methods of ``str`` folded on known strings (pure: their value is all they do)
 _STR_METHODS = frozenset({
     "split", "rsplit", "splitlines", "strip", "lstrip", "rstrip", "lower", "upper", "casefold",

@@ -42,6 +42,7 @@ from attn_contracts.lint.containers import (
     rest_of,
     truth,
 )
+from attn_contracts.lint.folding import UNKNOWN, concrete, fold_binop
 from attn_contracts.lint.inferred import (
     Kernel,
 )
@@ -54,6 +55,7 @@ from attn_contracts.lint.torch_model import (
 from attn_contracts.lint.values import (
     NOT_SPECIAL,
     Arg,
+    Bound,
     ClassKey,
     ClassRef,
     DictV,
@@ -62,6 +64,7 @@ from attn_contracts.lint.values import (
     Inst,
     Lit,
     Lse,
+    ModuleRef,
     Num,
     Param,
     Seq,
@@ -637,6 +640,10 @@ class Scope:
         if len(node.ops) != 1:
             return None
         op, right = node.ops[0], rights[0]
+        if isinstance(op, (ast.In, ast.NotIn)):
+            exact = _exact_membership(left, right, isinstance(op, ast.In))
+            if exact is not None:
+                return Lit(exact, place(self.path, node), f" (the value of {source_text(node)})")
         lefts = literal_values(left)
         if lefts is None:
             return None
@@ -828,6 +835,9 @@ class Scope:
     def binop(self, left_node: ast.expr, left: Value, op: ast.operator,
               right_node: ast.expr) -> Value:
         right = self.expr(right_node)
+        folded = fold_binop(left, op, right, place(self.path, left_node))
+        if folded is not UNKNOWN:  # sets known exactly: Python's own value
+            return cast(Value, folded)
         if isinstance(op, ast.BitOr) and isinstance(left, DictV) and isinstance(right, DictV):
             return merged([left, right], place(self.path, left_node))  # b's keys over a's
         if isinstance(op, ast.Add) and any(isinstance(a, (Tup, Seq)) for a in (
@@ -863,6 +873,27 @@ class Scope:
     def call(self, node: ast.Call) -> Value:
         """A call's value (:class:`~attn_contracts.lint.frame.Frame`)."""
         raise NotImplementedError
+
+
+def _exact_membership(left: Value, right: Value, is_in: bool) -> bool | None:
+    """``x in C`` where ``C`` is a tuple or set known exactly and ``x`` each value it may be
+    is known too, or is an object no constant equals (a class, a function, a module of the
+    program: ``type(obj) in {"A", "B"}`` is False): Python's answer, where every value of
+    ``x`` gives the same one."""
+    box = concrete(right)
+    if not isinstance(box, (tuple, frozenset)):
+        return None
+    answers: set[bool] = set()
+    for alt in alternatives(left):
+        if isinstance(alt, (ClassRef, Func, Bound, ModuleRef)) and \
+                all(isinstance(m, (bool, int, float, str, type(None))) for m in box):
+            answers.add(not is_in)
+            continue
+        one = concrete(alt)
+        if one is UNKNOWN:
+            return None
+        answers.add((one in box) == is_in)
+    return answers.pop() if len(answers) == 1 else None
 
 
 def _concat(left: Value, right: Value) -> Value:

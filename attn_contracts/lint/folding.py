@@ -1,0 +1,132 @@
+"""Constant folding: what Python's own builtins compute from values the flow knows exactly.
+
+Where every operand of a builtin function (``frozenset``, ``len``, ``any``), a method of a
+builtin container (``s.union(t)``, ``t.count(x)``) or an operator on containers (``a | b - c``,
+``x in (t, "y")``) is known to the last element, the result is computed by Python itself, on
+the literals the source writes (nothing of the linted program runs: the function is the
+builtin, the operands are constants). That is Python's semantics by construction, its corner
+cases included: operator precedence, a ``frozenset.union`` whose result is discarded, a
+tuple nested in a tuple, the truth of a non-empty set. Anything not known exactly is not
+folded (:data:`UNKNOWN`), and the interpreter's own reading applies.
+
+A value is known exactly where it is one literal, a tuple whose every item is, or a set literal
+of literals (:class:`~attn_contracts.lint.values.Seq` ``complete``); results come back as the
+same kinds of value.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from attn_contracts.lint.values import Lit, Seq, Tup, Value, alternatives, join
+
+__all__ = ["BUILTINS", "UNKNOWN", "abstract", "concrete", "concrete_options", "fold_binop",
+           "fold_builtin", "fold_method"]
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+#: not known exactly: not folded
+UNKNOWN: Any = _Unknown()
+
+#: the builtin functions folded: pure (their value is all they do) on constants
+BUILTINS = frozenset({"frozenset", "set", "tuple", "list", "sorted", "len", "bool", "any", "all",
+                      "min", "max", "str", "int", "float", "abs", "sum"})
+#: the methods of builtin containers folded on constants (none changes its receiver)
+_METHODS: dict[type, frozenset[str]] = {
+    frozenset: frozenset({"union", "intersection", "difference", "symmetric_difference",
+                          "issubset", "issuperset", "isdisjoint", "copy"}),
+    tuple: frozenset({"count", "index"}),
+}
+_SET_OPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.BitOr: operator.or_, ast.BitAnd: operator.and_, ast.Sub: operator.sub,
+    ast.BitXor: operator.xor}
+#: the largest container folded (a larger one is not read)
+_MAX = 4096
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def concrete(value: Value) -> Any:
+    """The one Python value ``value`` is, where it is known exactly; else :data:`UNKNOWN`."""
+    if isinstance(value, Lit):
+        return value.value if isinstance(value.value, _SCALARS) else UNKNOWN
+    if isinstance(value, Tup) and not value.partial_items and len(value.items) <= _MAX:
+        items = tuple(concrete(v) for v in value.items)
+        return UNKNOWN if any(i is UNKNOWN for i in items) else items
+    if isinstance(value, Seq) and value.complete:
+        if value.item is None:
+            return frozenset()
+        options = list(alternatives(value.item))
+        if len(options) <= _MAX and all(isinstance(o, Lit) and isinstance(o.value, _SCALARS)
+                                         for o in options):
+            return frozenset(o.value for o in options if isinstance(o, Lit))
+    return UNKNOWN
+
+
+def concrete_options(value: Value) -> list[Any] | None:
+    """Every Python value ``value`` may be (each alternative known exactly); None where one
+    is not."""
+    out = [concrete(alt) for alt in alternatives(value)]
+    return None if not out or any(o is UNKNOWN for o in out) else out
+
+
+def abstract(obj: Any, where: str) -> Value:
+    """A folded result as a value (None where it is no constant the interpreter keeps)."""
+    if isinstance(obj, _SCALARS):
+        return Lit(obj, where) if not isinstance(obj, str) or len(obj) <= _MAX else None
+    if isinstance(obj, (tuple, list)) and len(obj) <= _MAX:
+        return Tup(tuple(abstract(o, where) for o in obj))
+    if isinstance(obj, (set, frozenset)) and len(obj) <= _MAX and \
+            all(isinstance(o, _SCALARS) for o in obj):
+        if not obj:
+            return Seq(None, complete=True)  # the empty set: no element, and that is all
+        ordered = sorted(obj, key=lambda o: (type(o).__name__, repr(o)))  # any hash seed
+        return Seq(join([Lit(o, where) for o in ordered]), complete=True)
+    return None
+
+
+def _call(fn: Callable[..., Any], args: list[Any], where: str) -> Value:
+    try:
+        return abstract(fn(*args), where)
+    except (TypeError, ValueError, AttributeError, KeyError, OverflowError):
+        return None  # Python raises: no value
+
+
+def fold_builtin(name: str, args: list[Value], where: str) -> Any:
+    """``name(*args)`` of a builtin function, where every argument is known exactly; else
+    :data:`UNKNOWN`."""
+    if name not in BUILTINS:
+        return UNKNOWN
+    values = [concrete(a) for a in args]
+    if any(v is UNKNOWN for v in values):
+        return UNKNOWN
+    return _call(getattr(builtins, name), values, where)
+
+
+def fold_method(receiver: Value, name: str, args: list[Value], where: str) -> Any:
+    """``receiver.name(*args)`` of a builtin container's pure method, where the receiver and
+    every argument are known exactly; else :data:`UNKNOWN`."""
+    obj = concrete(receiver)
+    if obj is UNKNOWN or name not in _METHODS.get(type(obj), frozenset()):
+        return UNKNOWN
+    values = [concrete(a) for a in args]
+    if any(v is UNKNOWN for v in values):
+        return UNKNOWN
+    return _call(getattr(obj, name), values, where)
+
+
+def fold_binop(left: Value, op: ast.operator, right: Value, where: str) -> Any:
+    """``left OP right`` of two sets (``|``, ``&``, ``-``, ``^``) known exactly; else
+    :data:`UNKNOWN`."""
+    fn = _SET_OPS.get(type(op))
+    a, b = concrete(left), concrete(right)
+    if fn is None or not isinstance(a, frozenset) or not isinstance(b, frozenset):
+        return UNKNOWN
+    return _call(fn, [a, b], where)
