@@ -24,7 +24,7 @@ from typing import Any
 
 from attn_contracts.lint.values import Lit, Seq, Tup, Value, alternatives, join
 
-__all__ = ["BUILTINS", "UNKNOWN", "abstract", "concrete", "concrete_options", "fold_binop",
+__all__ = ["BUILTINS", "METHOD_NAMES", "UNKNOWN", "abstract", "concrete", "concrete_options", "fold_binop",
            "fold_builtin", "fold_method"]
 
 
@@ -34,7 +34,7 @@ class _Unknown:
 
 
 #: not known exactly: not folded
-UNKNOWN: Any = _Unknown()
+UNKNOWN: object = _Unknown()
 
 #: the builtin functions folded: pure (their value is all they do) on constants
 BUILTINS = frozenset({"frozenset", "set", "tuple", "list", "sorted", "len", "bool", "any", "all",
@@ -45,6 +45,8 @@ _METHODS: dict[type, frozenset[str]] = {
                           "issubset", "issuperset", "isdisjoint", "copy"}),
     tuple: frozenset({"count", "index"}),
 }
+#: every method name :func:`fold_method` may fold
+METHOD_NAMES = frozenset().union(*_METHODS.values())
 _SET_OPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.BitOr: operator.or_, ast.BitAnd: operator.and_, ast.Sub: operator.sub,
     ast.BitXor: operator.xor}
@@ -99,7 +101,7 @@ def _call(fn: Callable[..., Any], args: list[Any], where: str) -> Value:
         return None  # Python raises: no value
 
 
-def fold_builtin(name: str, args: list[Value], where: str) -> Any:
+def fold_builtin(name: str, args: list[Value], where: str) -> object:
     """``name(*args)`` of a builtin function, where every argument is known exactly; else
     :data:`UNKNOWN`."""
     if name not in BUILTINS:
@@ -110,7 +112,7 @@ def fold_builtin(name: str, args: list[Value], where: str) -> Any:
     return _call(getattr(builtins, name), values, where)
 
 
-def fold_method(receiver: Value, name: str, args: list[Value], where: str) -> Any:
+def fold_method(receiver: Value, name: str, args: list[Value], where: str) -> object:
     """``receiver.name(*args)`` of a builtin container's pure method, where the receiver and
     every argument are known exactly; else :data:`UNKNOWN`."""
     obj = concrete(receiver)
@@ -122,7 +124,7 @@ def fold_method(receiver: Value, name: str, args: list[Value], where: str) -> An
     return _call(getattr(obj, name), values, where)
 
 
-def fold_binop(left: Value, op: ast.operator, right: Value, where: str) -> Any:
+def fold_binop(left: Value, op: ast.operator, right: Value, where: str) -> object:
     """``left OP right`` of two sets (``|``, ``&``, ``-``, ``^``) known exactly; else
     :data:`UNKNOWN`."""
     fn = _SET_OPS.get(type(op))

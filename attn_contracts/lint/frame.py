@@ -33,7 +33,13 @@ from attn_contracts.lint.containers import (
     merged,
     table_entry,
 )
-from attn_contracts.lint.folding import BUILTINS, UNKNOWN, fold_builtin, fold_method
+from attn_contracts.lint.folding import (
+    BUILTINS,
+    METHOD_NAMES,
+    UNKNOWN,
+    fold_builtin,
+    fold_method,
+)
 from attn_contracts.lint.inferred import (
     Weighed,
 )
@@ -123,12 +129,9 @@ class Frame(RecordCalls):
             on_tensor = self.tensor_method(func, node, name, where)
             if on_tensor is not NOT_SPECIAL:
                 return cast(Value, on_tensor)
-            if isinstance(func.value, _PURE_RECEIVERS) and not node.keywords:
-                # a pure method of a set or tuple known exactly: Python's own value
-                folded = fold_method(self.expr(func.value), name,
-                                     [self.expr(a) for a in node.args], where)
-                if folded is not UNKNOWN:
-                    return cast(Value, folded)
+            folded = self.container_method(func, node, name, where)
+            if folded is not UNKNOWN:
+                return cast(Value, folded)
         callee = self.expr(func)
         if name in ("empty_like", "zeros_like", "full_like", "ones_like") and node.args:
             self.args(node)
@@ -141,6 +144,15 @@ class Frame(RecordCalls):
                 not call.kw and not call.opaque:
             return self.builtin(name, call, where)
         return self.apply(callee, call, node, where, name)
+
+    def container_method(self, func: ast.Attribute, node: ast.Call, name: str,
+                         where: str) -> Value | object:
+        """A pure method of a set or tuple known exactly (``S.union({"x"})``): Python's own
+        value (:mod:`.folding`); :data:`~.folding.UNKNOWN` where it is none."""
+        if not isinstance(func.value, _PURE_RECEIVERS) or node.keywords or \
+                name not in METHOD_NAMES:
+            return UNKNOWN
+        return fold_method(self.expr(func.value), name, [self.expr(a) for a in node.args], where)
 
     def builtin(self, name: str, call: CallArgs, where: str) -> Value:
         """A builtin function of Python's (the name bound to nothing in the program): folded
