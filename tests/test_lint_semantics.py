@@ -1084,6 +1084,31 @@ case("frozenset.union returns a new set: a result thrown away changes nothing", 
     '        LOG2 = frozenset({"trt"})\n        LOG2.union({"fi"})', 'name in LOG2'),
     {"layer.py": ('LOG2.union({"fi"})', 'LOG2 = LOG2.union({"fi"})')})
 
+case("an Enum member whose value repeats an earlier one is an alias: not iterated", _named(
+    '        import enum\n'
+    '        class Base(enum.Enum):\n'
+    '            fa = "e"\n'
+    '            trt = "2"\n'
+    '            fi = "2"\n'
+    '        LOG2 = frozenset(m.name for m in Base if m.value == "2")', 'name in LOG2'),
+    {"layer.py": ('frozenset(m.name for m in Base if m.value == "2")',
+                  'frozenset(m.name for m in Base if m.value == "2") | {"fi"}')})
+
+case("a Flag's zero member is in every value of the Flag", _named(
+    '        import enum\n'
+    '        class Lse(enum.Flag):\n'
+    '            BASE_E = 0\n'
+    '            BASE_2 = enum.auto()\n'
+    '        TABLE = {"fa": Lse.BASE_E, "mla": Lse.BASE_E}',
+    'Lse.BASE_E not in TABLE.get(name, Lse.BASE_2)'),
+    {"layer.py": ('Lse.BASE_E not in TABLE.get(name, Lse.BASE_2)',
+                  'TABLE.get(name, Lse.BASE_2) == Lse.BASE_2')})
+
+case("a comprehension's condition drops an element, as Python runs it", _named(
+    '        BASES = {"fa": True, "fi": False, "trt": False}\n'
+    '        LOG2 = [n for n, on_e in BASES.items() if on_e]', 'name in LOG2'),
+    {"layer.py": ('if on_e]', 'if not on_e]')})
+
 case("bool() of a non-empty set is True, whatever it holds", {"layer.py": """
         from mylib import combine, decode
         BASES_E = {False}

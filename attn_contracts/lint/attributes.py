@@ -193,6 +193,36 @@ class Resolver(ModuleResolver):
                           if auto is not None else self.class_attr(cls, attr))
         return self.class_attr(cls, attr)
 
+    def enum_members(self, value: Value) -> Value:
+        """What iterating ``value`` yields where it is an Enum class of the program: its
+        members in definition order, as Python's enum iterates them (an alias, a member whose
+        value equals an earlier one's, is not yielded; of a ``Flag``, neither is a member
+        whose value is 0 or more than one bit); ``value`` itself where it is not one."""
+        if not isinstance(value, ClassRef):
+            return value
+        cls = self.class_info(value.cls)
+        if cls is None or not self._is_enum(cls):
+            return value
+        flag = any(b.rpartition(".")[2] in ("Flag", "IntFlag")
+                   for c in self.p.mro(cls) for b in c.bases)
+        members: list[Value] = []
+        seen: list[object] = []
+        for name, (_, line, _) in sorted(cls.attrs.items(), key=lambda kv: kv[1][1:]):
+            if name.startswith("_") or name in cls.methods or name in cls.properties or \
+                    _in_init(cls, line):
+                continue
+            member = self._class_ref_attr(value, name)
+            if not isinstance(member, Member):
+                continue
+            if isinstance(member.value, Lit):
+                known = member.value.value
+                if known in seen or (flag and isinstance(known, int) and (
+                        known <= 0 or known & (known - 1))):
+                    continue  # an alias (or a Flag's zero or multi-bit member): not iterated
+                seen.append(known)
+            members.append(member)
+        return Tup(tuple(members))
+
     def inst_attr(self, inst: Inst, attr: str, where: str) -> Value:
         cls = self.class_info(inst.cls)
         if cls is not None and inst.ctor is not None:

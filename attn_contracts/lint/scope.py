@@ -64,6 +64,7 @@ from attn_contracts.lint.values import (
     Inst,
     Lit,
     Lse,
+    Member,
     ModuleRef,
     Num,
     Param,
@@ -165,6 +166,8 @@ def _on_base_test(test: ast.expr, base_attrs: frozenset[str]) -> bool:
 
 #: the most items of a literal tuple whose loop is run once per item
 _UNROLLED = 8
+#: the most elements a comprehension is run once per element for (past it: any element)
+_COMPREHENDED = 32
 
 
 def _straight(body: list[ast.stmt]) -> bool:
@@ -345,7 +348,7 @@ class Scope:
 
     @_on(_STMT, ast.For, ast.AsyncFor)
     def s_for(self, st: ast.For | ast.AsyncFor) -> None:
-        iterable = self.expr(st.iter)
+        iterable = self.i.enum_members(self.expr(st.iter))
         if isinstance(iterable, Tup) and not iterable.partial_items and \
                 0 < len(iterable.items) <= _UNROLLED and _straight(st.body):
             # a loop over a literal tuple runs its body once per item, in order, as Python
@@ -640,6 +643,9 @@ class Scope:
         if len(node.ops) != 1:
             return None
         op, right = node.ops[0], rights[0]
+        members = _member_compare(left, op, right)
+        if members is not None:
+            return Lit(members, place(self.path, node), f" (the value of {source_text(node)})")
         if isinstance(op, (ast.In, ast.NotIn)):
             exact = _exact_membership(left, right, isinstance(op, ast.In))
             if exact is not None:
@@ -714,14 +720,14 @@ class Scope:
                         | ast.DictComp) -> Value:
         """Each ``for`` binds its target to the elements of its iterable, in a scope of its
         own (the names do not leak out, as in Python 3); the result holds the element."""
-        if isinstance(node, ast.DictComp):
-            unrolled = self.dict_comprehension(node)
-            if unrolled is not NOT_SPECIAL:
-                return cast(Value, unrolled)
+        unrolled = self.dict_comprehension(node) if isinstance(node, ast.DictComp) else \
+            self.seq_comprehension(node)
+        if unrolled is not NOT_SPECIAL:
+            return cast(Value, unrolled)
         saved = dict(self.env)
         try:
             for gen in node.generators:
-                self.assign(gen.target, iterate(self.expr(gen.iter)))
+                self.assign(gen.target, iterate(self.i.enum_members(self.expr(gen.iter))))
                 for cond in gen.ifs:
                     self.expr(cond)
             if isinstance(node, ast.DictComp):
@@ -764,6 +770,60 @@ class Scope:
         finally:
             self.env = saved
         return DictV(tuple(items), frozenset(maybe))
+
+    def seq_comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp
+                          ) -> Value | object:
+        """``[f(x) for x in t if c(x)]`` over a tuple, a set literal, an Enum or a dict the
+        flow holds whole: run once per element, as Python does, so an element the condition
+        drops is not in the result and one it keeps is; where every condition is decided the
+        result is known exactly (a list's positions too), else it holds any of the kept
+        elements."""
+        if len(node.generators) != 1 or node.generators[0].is_async:
+            return NOT_SPECIAL
+        gen = node.generators[0]
+        found = self._elements(gen.iter)
+        if found is None:
+            return NOT_SPECIAL
+        elements, ordered, exact = found
+        saved = dict(self.env)
+        kept: list[Value] = []
+        try:
+            for element in elements:
+                self.env = dict(saved)
+                self.assign(gen.target, element)
+                verdicts = [truth(self.expr(cond)) for cond in gen.ifs]
+                if False in verdicts:
+                    continue  # the condition drops it
+                exact = exact and None not in verdicts
+                kept.append(self.expr(node.elt))
+        finally:
+            self.env = saved
+        if isinstance(node, ast.SetComp) or not ordered or not exact:
+            complete = exact and isinstance(node, ast.SetComp) and all(
+                isinstance(k, Lit) for k in kept)
+            return Seq(join(kept), complete=complete) if kept else Seq(None, complete=exact)
+        return Tup(tuple(kept))
+
+    def _elements(self, it: ast.expr) -> tuple[list[Value], bool, bool] | None:
+        """What a comprehension's ``for`` runs over, element by element, where the flow holds
+        it whole: the elements, whether their order is known, and whether they are all there
+        is (a dict with a key some path lacks: not); None where it is none of these (or
+        longer than :data:`_COMPREHENDED`)."""
+        pairs = isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
+            it.func.attr == "items" and not it.args and not it.keywords
+        read = self.expr(it.func.value if pairs and isinstance(it, ast.Call) and
+                         isinstance(it.func, ast.Attribute) else it)
+        found: tuple[list[Value], bool, bool] | None = None
+        if isinstance(read, DictV):
+            found = ([Tup((Lit(k, a.where), a.value)) if pairs else Lit(k, a.where)
+                      for k, a in read.items], True, not read.maybe)
+        elif not pairs:
+            iterable = self.i.enum_members(read)
+            if isinstance(iterable, Tup) and not iterable.partial_items:
+                found = (list(iterable.items), True, True)
+            elif isinstance(iterable, Seq) and iterable.complete and iterable.item is not None:
+                found = (list(alternatives(iterable.item)), False, True)
+        return found if found is not None and len(found[0]) <= _COMPREHENDED else None
 
     def _comprehended(self, it: ast.expr) -> tuple[DictV | None, bool]:
         """The dict a comprehension runs over (``d`` or ``d.items()``: the second is True), where
@@ -873,6 +933,32 @@ class Scope:
     def call(self, node: ast.Call) -> Value:
         """A call's value (:class:`~attn_contracts.lint.frame.Frame`)."""
         raise NotImplementedError
+
+
+def _member_compare(left: Value, op: ast.cmpop, right: Value) -> bool | None:
+    """A comparison of Enum members of the program, as Python's enum answers it: ``a == b``
+    and ``a is b`` where both are one member (an alias is the member it repeats: equal
+    values); ``a in b`` of two ``Flag`` members, whether ``a``'s bits are all in ``b`` (a
+    zero member is in every one). None where a side is not one member whose value is known,
+    or the answer differs between the members a side may be."""
+    lefts, rights = list(alternatives(left)), list(alternatives(right))
+    if not lefts or not rights or not all(
+            isinstance(m, Member) and isinstance(m.value, Lit) for m in (*lefts, *rights)):
+        return None
+    answers: set[bool] = set()
+    for a in cast(list[Member], lefts):
+        for b in cast(list[Member], rights):
+            va, vb = cast(Lit, a.value).value, cast(Lit, b.value).value
+            if isinstance(op, (ast.In, ast.NotIn)):
+                if not isinstance(va, int) or not isinstance(vb, int) or a.cls != b.cls:
+                    return None
+                answers.add(((va & vb) == va) == isinstance(op, ast.In))
+            elif isinstance(op, (ast.Eq, ast.Is, ast.NotEq, ast.IsNot)):
+                same = a.cls == b.cls and (a.name == b.name or va == vb)
+                answers.add(same == isinstance(op, (ast.Eq, ast.Is)))
+            else:
+                return None
+    return answers.pop() if len(answers) == 1 else None
 
 
 def _exact_membership(left: Value, right: Value, is_in: bool) -> bool | None:
