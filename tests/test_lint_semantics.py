@@ -1109,6 +1109,20 @@ case("a comprehension's condition drops an element, as Python runs it", _named(
     '        LOG2 = [n for n, on_e in BASES.items() if on_e]', 'name in LOG2'),
     {"layer.py": ('if on_e]', 'if not on_e]')})
 
+case("a loop's else runs unless the loop breaks", {"layer.py": """
+        from mylib import combine, decode
+        def is_log2(name):
+            for log2_name in ("fi", "trt"):
+                if name == log2_name:
+                    found = True
+            else:
+                found = False
+            return found
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=not is_log2("fi"))
+        """}, {"layer.py": ("found = True\n", "found = True\n                    break\n")})
+
 case("bool() of a non-empty set is True, whatever it holds", {"layer.py": """
         from mylib import combine, decode
         BASES_E = {False}

@@ -195,6 +195,37 @@ def test_a_backend_left_out_of_the_set_is_an_error(tmp_path: Path) -> None:
     assert [c for c, _ in _errors(rows["homemade"])] == [Code.AC002]
 
 
+FORWARD_MLA_INLINE = '''
+from sglang.srt.layers.dcp import cp_lse_ag_out_rs_mla
+
+
+class Mixin:
+    def forward_core(self, out, lse, group):
+        for name in ("flashmla", "other"):
+            if self.current_attention_backend == name:
+                is_lse_base_on_e = True
+{brk}
+        else:
+            is_lse_base_on_e = False
+        return cp_lse_ag_out_rs_mla(out, lse, group, is_lse_base_on_e=is_lse_base_on_e)
+'''
+
+
+@pytest.mark.parametrize("brk", ["", "                break"])
+def test_a_base_written_in_the_layer_is_read_with_each_registered_name(
+        tmp_path: Path, brk: str) -> None:
+    """No function of the name: the keyword's value where the call is, read with the layer's
+    name attribute (engine data) set to each registered name, as Python runs the method. A
+    ``for``/``else`` without ``break`` runs its ``else`` every time: base 2 for every name."""
+    root = _tree(tmp_path, "", forward=FORWARD_MLA_INLINE.format(brk=brk))
+    rows = {r.backend: r for r in sglang.report(root=root)}
+    errors = _errors(rows["flashmla"])
+    if brk:
+        assert errors == []
+    else:
+        assert [c for c, _ in errors] == [Code.AC016]
+
+
 def test_the_combine_before_the_keyword_is_fixed_base_2(tmp_path: Path) -> None:
     root = _tree(tmp_path, "", version="0.5.16", forward=FORWARD_MLA_OLD)
     (row,) = sglang.report("flashmla", root=root)

@@ -167,6 +167,9 @@ class DcpCombineEntry(Entry):
     decode_method: _Name
     dcp_flags: tuple[_Name, ...]
     dcp_sizes: tuple[_Name, ...]
+    #: the layer's attribute that holds the name its backend was registered under (the base
+    #: keyword is read with it each registered name); None: only a function of the name is read
+    name_attr: _Name | None = None
 
 
 E = TypeVar("E", bound=Entry)

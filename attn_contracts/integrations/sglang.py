@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -275,7 +276,7 @@ def _derive_on(pkg: Path, version: str | None, model: ProgramModel,
     rel = combine_entry.file.removeprefix("sglang/")
     if not older and (pkg / rel).is_file():
         try:
-            asked = _Asked(model, str(pkg / rel), tuple(factories))
+            asked = _Asked(model, str(pkg / rel), tuple(factories), combine_entry.name_attr)
             combines = tuple(_combines(_parse(pkg, rel), rel, registry, version, asked))
         except _Unparsable as err:
             unparsed.append(err.finding)
@@ -616,6 +617,8 @@ class _Asked:
     model: ProgramModel
     path: str
     names: tuple[str, ...]
+    #: the layer's attribute holding the registered name (engine data), where it is known
+    name_attr: str | None = None
 
     def answers(self, function: str) -> tuple[tuple[tuple[str, str], ...], str]:
         """Per name, the function's answer (``"True"``/``"False"``, ``"?"`` where it is not one
@@ -623,7 +626,25 @@ class _Asked:
         def one(name: str) -> str:
             read, value = self.model.answer(self.path, function, (name,))
             return repr(value) if read and isinstance(value, bool) else "?"
-        return tuple((n, one(n)) for n in self.names), one("\x00 a name no backend has")
+        return tuple((n, one(n)) for n in self.names), one(_NO_NAME)
+
+    def answers_at(self, qualname: str, keyword: ast.expr,
+                   ) -> tuple[tuple[tuple[str, str], ...], str] | None:
+        """Per name, the keyword's value in function ``qualname`` run with the layer's name
+        attribute that name (its body read as Python runs it: a loop, a set, a helper), and for
+        a name no backend has; None without a name attribute to set."""
+        if self.name_attr is None:
+            return None
+        attr = self.name_attr
+
+        def one(name: str) -> str:
+            read, value = self.model.answer_at(self.path, qualname, keyword, {attr: name})
+            return repr(value) if read and isinstance(value, bool) else "?"
+        return tuple((n, one(n)) for n in self.names), one(_NO_NAME)
+
+
+#: a name no backend is registered under (what a name function answers by default)
+_NO_NAME = "\x00 a name no backend has"
 
 
 def _combines(tree: ast.Module, rel: str, registry: Registry, version: str | None,
@@ -634,14 +655,51 @@ def _combines(tree: ast.Module, rel: str, registry: Registry, version: str | Non
                 if isinstance(n, ast.ImportFrom) and n.module and not n.level for a in n.names}
     by_last = _consumers_by_last_name(registry, version)
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    qualnames = _qualnames(tree)
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        assigned = {t.id: st.value for st in ast.walk(fn) if isinstance(st, ast.Assign)
-                    for t in st.targets if isinstance(t, ast.Name)}
+        assigned = _bound_once(fn)
         for node, consumer in _consumer_calls(fn, imported, by_last):
-            yield _combine(consumer, node, f"sglang/{rel}:{node.lineno}", assigned,
-                           functions, rel, asked)
+            combine = _combine(consumer, node, f"sglang/{rel}:{node.lineno}", assigned,
+                               functions, rel, asked)
+            qualname = qualnames.get(id(fn))
+            if combine.passes == "unknown" and qualname is not None:
+                combine = _read_in(combine, node, fn, qualname, rel, asked)
+            yield combine
+
+
+def _bound_once(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
+    """The names a function binds once, with their one value (one bound on several paths, a
+    loop, an ``else``: the interpreter reads which value reaches a call)."""
+    stores = [(t.id, st.value) for st in ast.walk(fn) if isinstance(st, ast.Assign)
+              for t in st.targets if isinstance(t, ast.Name)]
+    once = Counter(n for n, _ in stores)
+    return {n: v for n, v in stores if once[n] == 1}
+
+
+def _qualnames(tree: ast.Module) -> dict[int, str]:
+    """The module's top-level functions and its classes' methods, by node: what the program
+    model can run (a nested function is not asked)."""
+    out = {id(n): n.name for n in tree.body if isinstance(n, (ast.FunctionDef,
+                                                             ast.AsyncFunctionDef))}
+    out.update({id(m): f"{c.name}.{m.name}" for c in tree.body if isinstance(c, ast.ClassDef)
+                for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))})
+    return out
+
+
+def _read_in(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+             qualname: str, rel: str, asked: _Asked) -> Combine:
+    """A base keyword given by an expression (a loop over names, a set, a cached attribute):
+    its value read where the call is, in the function that makes it, run with the layer's
+    name attribute set to each registered name."""
+    kw = next(k.value for k in call.keywords if k.arg == combine.keyword)
+    read = asked.answers_at(qualname, kw)
+    if read is None or all(v == "?" for _, v in read[0]):
+        return combine
+    answers, default = read
+    return replace(combine, passes="name", function=qualname,
+                   function_at=f"sglang/{rel}:{fn.lineno}", answers=answers, default=default)
 
 
 def _consumer_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],

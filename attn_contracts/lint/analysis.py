@@ -128,6 +128,11 @@ class Analysis(ABC):
         #: decides an ``if`` test where the caller knows it (an engine's configuration: DCP
         #: on), so only that side is interpreted; None: every side
         self.assume: Callable[[ast.expr], bool | None] | None = None
+        #: what a question asked of the program (:meth:`Interpreter.value_at`) takes an
+        #: object's attribute to be (the name an engine registered a backend under), and the
+        #: values it records of one expression; empty outside such a question
+        self.given_attrs: dict[str, Value] = {}
+        self.watched: dict[int, list[Value]] = {}
         #: > 0 while an expression whose value may be a base is evaluated (a base keyword's
         #: argument, a base attribute's assignment, and the calls made there, down to
         #: :data:`_NEED_LEVELS` levels): a call there is interpreted for its return value even

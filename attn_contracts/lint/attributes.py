@@ -92,6 +92,8 @@ def _auto_value(cls: ClassInfo, attr: str) -> int | str | None:
 
 
 _ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
+#: what ``type`` gives every class (:meth:`Resolver._type_attr`)
+_TYPE_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__mro__"})
 
 
 def _is_classvar(annotation: ast.expr) -> bool:
@@ -145,6 +147,8 @@ class Resolver(ModuleResolver):
                 return Lit(obj.name, where)
             return None
         if isinstance(obj, Inst):
+            if attr in self.given_attrs:  # a question's premise (Interpreter.value_at)
+                return self.given_attrs[attr]
             return self.inst_attr(obj, attr, where)
         return None
 
@@ -182,6 +186,8 @@ class Resolver(ModuleResolver):
         cls = self.class_info(obj.cls)
         if cls is None:
             return None
+        if attr in _TYPE_ATTRS:
+            return self._type_attr(obj, cls, attr)
         owner = self.p.lookup(cls, attr)
         if owner is not None:
             return Func(owner.path, f"{owner.name}.{attr}")
@@ -222,6 +228,26 @@ class Resolver(ModuleResolver):
                 seen.append(known)
             members.append(member)
         return Tup(tuple(members))
+
+    def _type_attr(self, obj: ClassRef, cls: ClassInfo, attr: str) -> Value:
+        """What ``type`` gives every class: its name, and its MRO (the classes of the program,
+        in order; unknown where a base is not one of them). Of a class that may be a subclass
+        (not ``exact``), only what each subclass shares: nothing here."""
+        if not obj.exact:
+            return None
+        where = f"{cls.path}:{cls.line}:1"
+        if attr == "__name__":
+            return Lit(cls.name, where)
+        if attr == "__qualname__":
+            return Lit(cls.name, where)  # a class of the module's top level (nested: unknown)
+        if attr == "__module__":
+            info = self.p.info(cls.path)
+            return Lit(info.name, where) if info is not None else None
+        mro, outside = self.p.hierarchy.mro(cls)
+        if outside:
+            return None  # a base outside the program: where its classes stand, not known
+        classes = [ClassRef((c.path, c.name), exact=True) for c in mro]
+        return Tup(tuple(classes))
 
     def inst_attr(self, inst: Inst, attr: str, where: str) -> Value:
         cls = self.class_info(inst.cls)

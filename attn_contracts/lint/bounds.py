@@ -95,6 +95,7 @@ class _LoopMemo:
     returns: list[Value]
     kernels: set[object]
     produced: set[object]
+    breaks: list[dict[str, Value]]  # the paths that left the loop by ``break`` in the pass
 
 
 @dataclass
@@ -165,22 +166,29 @@ class Bounds:
                 hit = memo.get(key)  # type: ignore[arg-type]
             except TypeError:  # an unhashable value (never expected): no memo
                 key, hit = None, None
+            breaks = frame.breaks[-1] if frame.breaks else []
             if hit is not None:
                 frame.returns += hit.returns
                 frame.kernels |= hit.kernels
                 frame.produced |= hit.produced
+                breaks += hit.breaks
                 after = dict(hit.env)
             else:
                 frame.env = dict(current)
                 returns, kernels, produced = len(frame.returns), set(frame.kernels), \
                     set(frame.produced)
+                broke = len(breaks)
+                frame.continues.append([])
                 frame.block(body)
+                # the pass's end: the paths that ran to the body's end (a pass that returned
+                # or broke on every path: none) and those that continued
+                ends = ([] if frame.ended else [dict(frame.env)]) + frame.continues.pop()
                 frame.ended = False  # a pass that returned: the next one (or none) may not
-                after = dict(frame.env)
+                after = frame.join_envs(ends, before) if ends else dict(current)
                 if key is not None:
                     memo[key] = _LoopMemo(after, frame.returns[returns:],
                                           set(frame.kernels) - kernels,
-                                          set(frame.produced) - produced)
+                                          set(frame.produced) - produced, breaks[broke:])
             joined = frame.join_envs([current, after], before)
             if n + 1 >= LOOP_WIDEN_AFTER:
                 joined = _widen_env(current, joined)

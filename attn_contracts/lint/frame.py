@@ -105,6 +105,8 @@ class Frame(RecordCalls):
         maybe: set[str] = set()
         for kw in node.keywords:
             value = self.needed(kw.value) if self.i.base_word(kw.arg) else self.expr(kw.value)
+            if self.i.watched and id(kw.value) in self.i.watched:
+                self.i.watched[id(kw.value)].append(value)
             if kw.arg is not None:
                 call.kw[kw.arg] = Arg(value, place(self.path, kw.value),
                                       buffers=self.buffers(kw.value))

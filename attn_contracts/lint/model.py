@@ -33,7 +33,7 @@ from attn_contracts.lint.inferred import Fact, Kernel, Use
 from attn_contracts.lint.interpret import Interpreter
 from attn_contracts.lint.program import Program
 from attn_contracts.lint.record_index import Consumer, Knowledge
-from attn_contracts.lint.values import ClassKey, Inst, Lit
+from attn_contracts.lint.values import ClassKey, Inst, Lit, Value
 
 __all__ = ["ClassFacts", "FileFacts", "ProgramModel", "build_model", "model_findings"]
 
@@ -163,6 +163,29 @@ class ProgramModel:
             return False, None
         with self._quiet():
             value = self._interp.evaluate(path, function, fn, args)
+        return (True, value.value) if isinstance(value, Lit) else (False, None)
+
+    def answer_at(self, path: str, qualname: str, keyword: ast.expr,
+                  attrs: dict[str, str | bool | int | None]) -> tuple[bool, object]:
+        """What the keyword argument ``keyword`` of a call in function ``qualname`` of ``path``
+        (a method: ``Class.method``, run on an instance of its class) is, with every object's
+        attribute of ``attrs`` that literal: (True, the literal) where every path gives it one
+        literal, (False, None) where it cannot be read."""
+        fn = self.program.function(path, qualname)
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False, None
+        # the same expression in the model's own tree of the file (``keyword`` may come from
+        # another parse of it): by its place
+        at = (type(keyword), keyword.lineno, keyword.col_offset)
+        keyword = next((n for n in ast.walk(fn) if isinstance(n, ast.expr) and
+                        (type(n), n.lineno, n.col_offset) == at), keyword)
+        owner = qualname.rpartition(".")[0]
+        cls = self.program.cls((path, owner)) if owner else None
+        self_value = Inst((cls.path, cls.name)) if cls is not None else None
+        where = f"{path}:{fn.lineno}:1"
+        given: dict[str, Value] = {k: Lit(v, where) for k, v in attrs.items()}
+        with self._quiet():
+            value = self._interp.value_at(path, qualname, fn, self_value, keyword, given)
         return (True, value.value) if isinstance(value, Lit) else (False, None)
 
     @contextmanager

@@ -170,11 +170,12 @@ _UNROLLED = 8
 _COMPREHENDED = 32
 
 
-def _straight(body: list[ast.stmt]) -> bool:
-    """A loop body that runs to its end each pass (no ``break``, ``continue``, ``return``,
-    ``yield`` or nested loop at any depth of its own): one pass per item is the loop."""
-    return not any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Yield, ast.YieldFrom,
-                                  ast.For, ast.AsyncFor, ast.While))
+def _unrollable(body: list[ast.stmt]) -> bool:
+    """A loop body run once per item as it is written (no ``return``, ``yield`` or nested loop
+    at any depth of its own; a ``break`` or ``continue`` ends its pass): one pass per item is
+    the loop."""
+    return not any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom, ast.For, ast.AsyncFor,
+                                  ast.While))
                    for st in body for n in ast.walk(st))
 
 
@@ -278,6 +279,11 @@ class Scope:
         self.ended = False
         #: each loop's passes already interpreted, by their entry values (bounds.Bounds.loop)
         self.loop_memo: dict[tuple[object, ...], Any] = {}
+        #: per loop being interpreted (innermost last): the names on the paths that left it by
+        #: ``break`` (they skip its ``else``), and on those that went to its next pass by
+        #: ``continue``
+        self.breaks: list[list[dict[str, Value]]] = []
+        self.continues: list[list[dict[str, Value]]] = []
 
     def block(self, body: list[ast.stmt]) -> None:
         for i, stmt in enumerate(body):
@@ -349,24 +355,71 @@ class Scope:
     @_on(_STMT, ast.For, ast.AsyncFor)
     def s_for(self, st: ast.For | ast.AsyncFor) -> None:
         iterable = self.i.enum_members(self.expr(st.iter))
-        if isinstance(iterable, Tup) and not iterable.partial_items and \
-                0 < len(iterable.items) <= _UNROLLED and _straight(st.body):
-            # a loop over a literal tuple runs its body once per item, in order, as Python
-            # does: what one pass stores under its key keeps that pass's values
-            # (``for name, base in (("FI", False), ("FA", True)): T[name] = partial(f, base)``)
-            for item in iterable.items:
-                self.assign(st.target, item)
-                self.block(st.body)
-        else:
-            self.assign(st.target, iterate(iterable))
-            self.loop(st.body, st)
-        self.block(st.orelse)
+        self.breaks.append([])
+        try:
+            if isinstance(iterable, Tup) and not iterable.partial_items and \
+                    0 < len(iterable.items) <= _UNROLLED and _unrollable(st.body):
+                # a loop over a literal tuple runs its body once per item, in order, as
+                # Python does: what one pass stores under its key keeps that pass's values
+                # (``for name, base in (("FI", False), ("FA", True)): T[name] = ...``); a
+                # pass that breaks on every path is the last
+                exits = self._unrolled(st.target, iterable.items, st.body)
+            else:
+                self.assign(st.target, iterate(iterable))
+                self.loop(st.body, st)
+                exits = True
+        finally:
+            broke = self.breaks.pop()
+        self._after_loop(exits, st.orelse, broke)
+
+    def _unrolled(self, target: ast.expr, items: tuple[Value, ...],
+                  body: list[ast.stmt]) -> bool:
+        """The body once per item; whether a path runs past the last item (not every path
+        broke or returned on the way)."""
+        for item in items:
+            self.assign(target, item)
+            self.continues.append([])
+            self.block(body)
+            ends = ([] if self.ended else [self.env]) + self.continues.pop()
+            if not ends:
+                return False  # every path broke (or returned): no next pass, no else
+            self.ended = False
+            self.env = self.join_envs(ends, self.env) if len(ends) > 1 else ends[0]
+        return True
+
+    def _after_loop(self, exits: bool, orelse: list[ast.stmt],
+                    broke: list[dict[str, Value]]) -> None:
+        """A loop's ``else`` runs on the paths that ran out of items (``exits``), never on one
+        that left by ``break``; after it, those paths join the ones that broke."""
+        if exits:
+            self.block(orelse)
+        ends = ([] if self.ended or not exits else [self.env]) + broke
+        if broke or not exits:
+            self.ended = not ends and self.ended
+            if ends:
+                self.env = self.join_envs(ends, ends[0]) if len(ends) > 1 else dict(ends[0])
 
     @_on(_STMT, ast.While)
     def s_while(self, st: ast.While) -> None:
         self.expr(st.test)
-        self.loop(st.body, st)
-        self.block(st.orelse)
+        self.breaks.append([])
+        try:
+            self.loop(st.body, st)
+        finally:
+            broke = self.breaks.pop()
+        self._after_loop(True, st.orelse, broke)
+
+    @_on(_STMT, ast.Break)
+    def s_break(self, st: ast.Break) -> None:
+        if self.breaks:
+            self.breaks[-1].append(dict(self.env))
+        self.ended = True  # the rest of the pass never runs on this path
+
+    @_on(_STMT, ast.Continue)
+    def s_continue(self, st: ast.Continue) -> None:
+        if self.continues:
+            self.continues[-1].append(dict(self.env))
+        self.ended = True
 
     @_on(_STMT, ast.With, ast.AsyncWith)
     def s_with(self, st: ast.With | ast.AsyncWith) -> None:
