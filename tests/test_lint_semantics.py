@@ -1084,6 +1084,19 @@ case("frozenset.union returns a new set: a result thrown away changes nothing", 
     '        LOG2 = frozenset({"trt"})\n        LOG2.union({"fi"})', 'name in LOG2'),
     {"layer.py": ('LOG2.union({"fi"})', 'LOG2 = LOG2.union({"fi"})')})
 
+case("a descriptor's __get__ runs for the class the attribute is read on", {
+    "base.py": """
+        class _OnE:
+            def __get__(self, obj, objtype=None):
+                cls = type(obj) if obj is not None else objtype
+                return cls.lse_log_base == "e"
+        class AttentionImpl:
+            can_return_lse_for_decode = False
+            lse_log_base = "e"
+            lse_base_on_e = _OnE()
+        """, "impl.py": _impl("", 'lse_log_base = "e"')},
+    {"impl.py": ('lse_log_base = "e"', 'lse_log_base = "2"')})
+
 case("an Enum member whose value repeats an earlier one is an alias: not iterated", _named(
     '        import enum\n'
     '        class Base(enum.Enum):\n'

@@ -145,16 +145,19 @@ def _registered_with_record(cls: ClassInfo) -> bool:
 
 #: what the interpreter reads an expression of a class's body as: the constant it evaluates
 #: to (``_Unit.NATURAL.value`` → True), None where it is not one constant
-Evaluate = Callable[[ClassInfo, ast.expr], object]
+#: what a class body's expression (of the first class, the one that assigns it) is read on an
+#: instance of the second class: its one constant, else None
+Evaluate = Callable[[ClassInfo, ast.expr, ClassInfo], object]
 
 
 def _read_meaning(attr: str, owner: ClassInfo, value: ast.expr,
-                  evaluate: Evaluate | None) -> str | None:
-    """The base a base attribute's value means: its literal, else the constant the
-    interpreter evaluates it to (an Enum member's value, a module constant)."""
+                  evaluate: Evaluate | None, cls: ClassInfo) -> str | None:
+    """The base a base attribute's value means on an instance of ``cls``: its literal, else
+    the constant the interpreter evaluates it to (an Enum member's value, a module constant,
+    what a descriptor's ``__get__`` returns for ``cls``)."""
     base = _meaning(attr, value)
     if base is None and evaluate is not None and not isinstance(value, ast.Constant):
-        known = evaluate(owner, value)
+        known = evaluate(owner, value, cls)
         if isinstance(known, (bool, str)):
             base = _meaning(attr, ast.Constant(known))
     return base
@@ -181,7 +184,7 @@ def declaration(h: Hierarchy, cls: ClassInfo, returns_attrs: Iterable[str],
             value = owner.attrs[attr][0]
             returns = any(_is_true(h.value(owner, a)) for a in returns_attrs)
             return Declaration(cls, attr, owner, value,
-                               _read_meaning(attr, owner, value, evaluate), where,
+                               _read_meaning(attr, owner, value, evaluate, cls), where,
                                own_attr[0], owner_returns=returns, returns_own=holder is cls)
     return Declaration(cls, next(iter(base_attrs), ""), cls, ast.Constant(None), None, where,
                        own_attr[0], returns_own=holder is cls)
@@ -197,7 +200,7 @@ def attribute_declaration(h: Hierarchy, cls: ClassInfo, base_attrs: Iterable[str
         if owner is not None:
             value = owner.attrs[attr][0]
             return Declaration(cls, attr, owner, value,
-                               _read_meaning(attr, owner, value, evaluate),
+                               _read_meaning(attr, owner, value, evaluate, cls),
                                _at(cls.path, cls.line, 0), "", returns_own=False)
     return None
 

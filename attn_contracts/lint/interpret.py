@@ -50,6 +50,7 @@ from attn_contracts.lint.calls import (
     nonlocal_names,
     params_of,
 )
+from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.frame import Frame
 from attn_contracts.lint.inferred import (
     Kernel,
@@ -74,6 +75,7 @@ from attn_contracts.lint.values import (
     Param,
     Seq,
     Value,
+    alternatives,
     join,
     lse_of,
 )
@@ -135,6 +137,31 @@ class Interpreter(Resolver):
             return self.analyse(func, None, call).returns
         finally:
             self._memo, self._contexts, self._counted = memo, contexts, counted
+
+    def descriptor_get(self, value: Value, cls: ClassInfo) -> Value:
+        """A class attribute read on an instance of ``cls``: where it is an object whose class
+        defines ``__get__`` (a descriptor), what ``__get__(instance, type(instance))`` returns,
+        run in a context of its own; the value itself otherwise."""
+        options: list[Value] = []
+        for alt in alternatives(value):
+            holder = self.class_info(alt.cls) if isinstance(alt, Inst) else None
+            owner = self.p.lookup(holder, "__get__") if holder is not None else None
+            fn = self.p.methods(owner).get("__get__") if owner is not None else None
+            if fn is None or owner is None or not isinstance(alt, Inst):
+                options.append(alt)
+                continue
+            key = (cls.path, cls.name)
+            where = f"{cls.path}:{cls.line}:1"
+            call = CallArgs([Arg(Inst(key, exact=True)), Arg(ClassRef(key, exact=True))], {},
+                            False, where=where)
+            memo, contexts, counted = self._memo, self._contexts, self._counted
+            self._memo, self._contexts, self._counted = {}, {}, set()
+            try:
+                options.append(self.analyse(Func(owner.path, f"{owner.name}.__get__", fn), alt,
+                                            call).returns)
+            finally:
+                self._memo, self._contexts, self._counted = memo, contexts, counted
+        return join(options) if options else None
 
     def value_at(self, path: str, qualname: str, node: FuncNode, self_value: Inst | None,
                  keyword: ast.expr, attrs: dict[str, Value]) -> Value:

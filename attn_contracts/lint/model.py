@@ -257,10 +257,11 @@ def _changed_classes(interp: Interpreter, program: Program, attrs: tuple[str, ..
         program.hierarchy.changed()
 
 
-def _evaluator(interp: Interpreter) -> Callable[[ClassInfo, ast.expr], object]:
-    """A class body's expression as the interpreter reads it: its one constant, else None."""
-    def evaluate(cls: ClassInfo, node: ast.expr) -> object:
-        value = interp.class_level_value(cls, node)
+def _evaluator(interp: Interpreter) -> Callable[[ClassInfo, ast.expr, ClassInfo], object]:
+    """A class body's expression as the interpreter reads it on an instance of a class (a
+    descriptor's ``__get__`` run for it): its one constant, else None."""
+    def evaluate(owner: ClassInfo, node: ast.expr, cls: ClassInfo) -> object:
+        value = interp.descriptor_get(interp.class_level_value(owner, node), cls)
         return value.value if isinstance(value, Lit) else None
     return evaluate
 
