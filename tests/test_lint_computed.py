@@ -1,0 +1,541 @@
+"""The lint's interpreter reads what Python computes (issue 37 item 1): getattr and dict.get,
+custom ops, counted conversions, out buffers, merged dicts, in-place changes, known strings and
+tables, builtins folded on constants. Bug/fix pairs (``fixtures/semantic_pairs``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixtures.semantic_pairs import HELD
+from fixtures.semantic_pairs import IMPL_BASE
+from fixtures.semantic_pairs import LN2
+from fixtures.semantic_pairs import Pairs
+from fixtures.semantic_pairs import lint_json
+
+PAIRS = Pairs()
+
+# --- getattr, dict.get, custom ops, conversions --------------------------------------------
+PAIRS.case("getattr(module, constant)", {"layer.py": """
+        import mylib
+        from mylib import decode
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return getattr(mylib, "merge")(out, lse)
+        """}, {"layer.py": ("(out, lse)\n", f"(out, lse * {LN2})\n")})
+PAIRS.case("getattr(self, table name)", {"layer.py": """
+        from mylib import combine, decode
+        NAMES = {"a2a": "reduce_e"}
+        class Layer:
+            def reduce_e(self, out, lse):
+                return combine(out, lse, is_lse_base_on_e=True)
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return getattr(self, NAMES["a2a"])(out, lse)
+        """}, {"layer.py": ("is_lse_base_on_e=True", "is_lse_base_on_e=False")})
+PAIRS.case("dict.get with a default", {"layer.py": """
+        from mylib import combine, decode
+        BASES = {"fa3": False}
+        def step(q, backend):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=BASES.get(backend, True))
+        """}, {"layer.py": ("BASES.get(backend, True)", "BASES.get(backend, False)")})
+PAIRS.case("a torch.ops custom-op wrapper", {"ops.py": """
+        import torch
+        from mylib import merge
+        @torch.library.custom_op("eng::reduce", mutates_args=())
+        def reduce(out: torch.Tensor, lse: torch.Tensor) -> torch.Tensor:
+            return merge(out, lse)
+        """, "layer.py": """
+        import torch
+        import ops
+        from mylib import decode
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return torch.ops.eng.reduce(out, lse)
+        """}, {"layer.py": ("(out, lse)\n", f"(out, lse * {LN2})\n")})
+PAIRS.case("a double conversion", {"layer.py": """
+        from mylib import merge, decode
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            lse = lse * 0.6931471805599453
+            return merge(out, lse * 0.6931471805599453)
+        """}, {"layer.py": ("merge(out, lse * 0.6931471805599453)", "merge(out, lse)")})
+
+# a helper called from more places than the bound on call contexts is read with its parameters:
+# its conversion still applies to each caller's LSE, counted (the last call converts twice);
+# eight callers of the helper, more than the bound
+_CALLERS = "".join(f"""        def s{i}(q):
+            out, lse = decode(q, return_lse=True)
+            return merge(out, to_ln(lse[{i}]))
+""" for i in range(8))
+PAIRS.case("a double conversion through a tensor-typed helper past the bound on call contexts", {
+    "layer.py": """
+        import math
+        import torch
+        from mylib import merge, decode
+        _LN_2 = math.log(2.0)
+        def to_ln(lse: torch.Tensor) -> torch.Tensor:
+            return lse * _LN_2
+{callers}        def last(q):
+            out, lse = decode(q, return_lse=True)
+            return merge(out, to_ln(to_ln(lse)))
+        """.replace("{callers}", _CALLERS)}, {"layer.py": ("to_ln(to_ln(lse))", "to_ln(lse)")})
+
+# --- an out buffer the kernel writes (lse_out), the argument bound as Python binds it ------------
+PAIRS.case("an out buffer's slice carried in a **mapping built by setitem, read by a subclass", {
+    "base_impl.py": """
+        import torch
+        from mylib import decode
+        class Impl:
+            def kernel(self, q, pieces):
+                buf = None
+                if pieces:
+                    buf = torch.empty(4, 8)
+                for lo, hi in pieces:
+                    more = {}
+                    if buf is not None:
+                        more["lse"] = buf[lo:hi]
+                    decode(q[lo:hi], return_lse=True, **more)
+                return q, buf
+        """,
+    "child_impl.py": """
+        from mylib import merge
+        from base_impl import Impl
+        class Child(Impl):
+            def step(self, q):
+                out, lse = self.kernel(q, [(0, 2)])
+                return merge(out, lse)
+        """}, {"child_impl.py": ("merge(out, lse)", f"merge(out, lse * {LN2})")})
+PAIRS.case("an out buffer's view in a dict literal given as **mapping", {"layer.py": """
+        import torch
+        from mylib import decode, merge
+        def step(q, out):
+            buf = torch.empty(4, 8)
+            extra = {"lse": buf.view(4, 8)}
+            decode(q, return_lse=True, **extra)
+            return merge(out, buf)
+        """}, {"layer.py": ("merge(out, buf)", f"merge(out, buf * {LN2})")})
+PAIRS.case("an out buffer in dict(...) given as **mapping", {"layer.py": """
+        import torch
+        from mylib import decode, merge
+        def step(q, out):
+            buf = torch.empty(4, 8)
+            decode(q, return_lse=True, **dict(lse=buf))
+            return merge(out, buf)
+        """}, {"layer.py": ("merge(out, buf)", f"merge(out, buf * {LN2})")})
+PAIRS.case("an out buffer's copy is not the buffer (the kernel writes the copy)", {"layer.py": """
+        import torch
+        from mylib import decode, merge
+        def step(q, out):
+            buf = torch.empty(4, 8)
+            decode(q, return_lse=True, lse=buf.transpose(0, 1))
+            return merge(out, buf)
+        """}, {"layer.py": ("lse=buf.transpose(0, 1))", "lse=buf.clone())")})
+PAIRS.case("an out buffer by position, the producer's signature in the program", {
+    "mylib.py": """
+        def merge(out, lse):
+            return out
+        def decode(q, return_lse=False, lse=None):
+            return q, lse
+        """,
+    "layer.py": """
+        import torch
+        from mylib import decode, merge
+        def step(q, out):
+            buf = torch.empty(4, 8)
+            decode(q, True, buf[:2])
+            return merge(out, buf)
+        """}, {"layer.py": ("merge(out, buf)", f"merge(out, buf * {LN2})")})
+
+# --- dicts merged: a later key over an earlier one ------------------------------------------
+MERGED = """
+        from functools import partial
+        from collections import ChainMap
+        from mylib import combine, decode
+        DEFAULTS = {"is_lse_base_on_e": True}
+        def make(opts):
+            return partial(combine, **opts)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            mine = {"is_lse_base_on_e": False}
+            return make(MERGE)(out, lse)
+        """
+for form, bug, fix in [
+        ("{**a, **b}", "{**mine, **DEFAULTS}", "{**DEFAULTS, **mine}"),
+        ("a | b", "mine | DEFAULTS", "DEFAULTS | mine"),
+        ("dict(a, **b)", "dict(mine, **DEFAULTS)", "dict(DEFAULTS, **mine)"),
+        ("ChainMap(a, b)", "ChainMap(DEFAULTS, mine)", "ChainMap(mine, DEFAULTS)")]:
+    PAIRS.case(f"dicts merged by {form}: the later key wins (ChainMap: the first map's)",
+         {"layer.py": MERGED.replace("MERGE", bug)}, {"layer.py": (bug, fix)})
+PAIRS.case("a partial bound with a ** it cannot read is not told the default", {"layer.py": """
+        from functools import partial
+        from mylib import decode, reduce_default_e
+        def step(q, opts):
+            out, lse = decode(q, return_lse=True)
+            told = partial(reduce_default_e, **{"is_lse_base_on_e": True})
+            unread = partial(reduce_default_e, **opts)
+            return told(out, lse), unread(out, lse)
+        """}, {"layer.py": ('{"is_lse_base_on_e": True}', '{"is_lse_base_on_e": False}')})
+
+REPLACED = HELD + """
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            p = Part(out, lse)
+            p = p._replace(lse=p.lse * LN2)
+            h = Held(out, lse)
+            h = dataclasses.replace(h, lse=h.lse * LN2)
+            return merge(p.out, p.lse), merge(h.out, h.lse)
+        """.replace("LN2", LN2)
+PAIRS.case("NamedTuple._replace: the field given is replaced",
+     {"layer.py": REPLACED.replace(f"p._replace(lse=p.lse * {LN2})", "p._replace(out=p.out)")},
+     {"layer.py": ("p._replace(out=p.out)", f"p._replace(lse=p.lse * {LN2})")})
+PAIRS.case("dataclasses.replace: the field given is replaced",
+     {"layer.py": REPLACED.replace(f"replace(h, lse=h.lse * {LN2})", "replace(h, out=h.out)")},
+     {"layer.py": ("replace(h, out=h.out)", f"replace(h, lse=h.lse * {LN2})")})
+
+# --- a callee changes its argument's tensor in place ---------------------------------------
+PAIRS.case("a helper that converts its argument in place converts the caller's tensor", {
+    "helpers.py": """
+        import math
+        def to_ln_(lse):
+            return lse.mul_(math.log(2))
+        def to_ln(lse):
+            lse = lse * math.log(2)
+            return lse
+        """,
+    "layer.py": """
+        from helpers import to_ln, to_ln_
+        from mylib import decode, merge
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            to_ln(lse)
+            return merge(out, lse)
+        """}, {"layer.py": ("to_ln(lse)\n", "to_ln_(lse)\n")})
+PAIRS.case("a method that converts its argument in place, on a contiguous copy or the tensor", {
+    "layer.py": """
+        import math
+        from mylib import decode, merge
+        class Conv:
+            def to_ln_(self, lse):
+                lse.mul_(math.log(2))
+        def step(q, c: Conv):
+            out, lse = decode(q, return_lse=True)
+            c.to_ln_(lse.contiguous())
+            return merge(out, lse)
+        """}, {"layer.py": ("c.to_ln_(lse.contiguous())", "c.to_ln_(lse)")})
+
+PAIRS.case("`if x is not None:` converts the tensor, and x is None on the other side", {"layer.py": """
+        import math
+        import torch
+        from mylib import decode, merge
+        def step(q, out, want):
+            lse = None
+            if want:
+                lse = torch.empty(4, 8)
+            decode(q, return_lse=True, lse=lse)
+            if lse is not None:
+                pass
+            return merge(out, lse)
+        """}, {"layer.py": ("                pass", "                lse.mul_(math.log(2))")})
+
+# more subclasses of one base than the contexts one function gets
+SUBCLASSES = "".join(f"""
+        class {c}(ImplBase):
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)""" for c in "ABCDEFG")
+PAIRS.case("__init_subclass__ runs with the class statement's keywords", {"base.py": """
+        class ImplBase:
+            can_return_lse_for_decode = True
+            lse_base_on_e = True
+            def __init_subclass__(cls, log_base=None, **kwargs):
+                super().__init_subclass__(**kwargs)
+                if log_base is not None:
+                    cls.lse_base_on_e = log_base == "e"
+        """, "impl.py": """
+        from base import ImplBase
+        from mylib import decode
+""" + SUBCLASSES + """
+        class Impl(ImplBase, log_base="e"):
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ('log_base="e"', 'log_base="2"')})
+
+# `not` of a backend's base flag, through a property that negates it: read per subclass an
+# instance may be (the other base than each declares: an error), never "could not be read"
+NEGATED = """
+    from mylib import combine, decode
+    class AttentionImpl:
+        can_return_lse_for_decode = False
+        lse_base_on_e = True
+        @property
+        def lse_is_log2(self):
+            return not self.lse_base_on_e
+        def forward(self, q):
+            raise NotImplementedError
+    class A(AttentionImpl):
+        can_return_lse_for_decode = True
+        lse_base_on_e = False
+        def forward(self, q):
+            return decode(q, return_lse=True)
+    class B(AttentionImpl):
+        can_return_lse_for_decode = True
+        lse_base_on_e = True
+        def forward(self, q):
+            out, lse = decode(q, return_lse=True)
+            return out, lse * 0.6931471805599453
+    class Layer:
+        def __init__(self, impl: AttentionImpl):
+            self.impl = INSTANCE
+        def run(self, q):
+            out, lse = self.impl.forward(q)
+            return combine(out, lse, is_lse_base_on_e=self.impl.lse_is_log2)
+    """
+for which, instance in (("any subclass an instance may be", "impl"), ("one subclass", "A()")):
+    PAIRS.case(f"`not` of a backend's base flag through a property, on {which}",
+               {"impl.py": NEGATED.replace("INSTANCE", instance)},
+               {"impl.py": ("=self.impl.lse_is_log2", "=not self.impl.lse_is_log2")}, quiet=True)
+
+PAIRS.case("a nested function rebinds the enclosing variable only where it says nonlocal", {
+    "layer.py": """
+        from mylib import combine, decode
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            base_e = True
+            def use_base_2():
+                base_e = False
+            use_base_2()
+            return combine(out, lse, is_lse_base_on_e=base_e)
+        """}, {"layer.py": ("                base_e = False",
+                            "                nonlocal base_e\n                base_e = False")})
+
+PAIRS.case("a NamedTuple is a tuple: unpacked and indexed", {"layer.py": """
+        from typing import NamedTuple
+        from mylib import decode, merge
+        class Part(NamedTuple):
+            out: object
+            lse: object
+        def run(q):
+            out, lse = decode(q, return_lse=True)
+            return Part(out, lse)
+        def step(q):
+            out, lse = run(q)
+            p = run(q)
+            return merge(out, lse), merge(p[0], p[1])
+        """}, {"layer.py": ("return Part(out, lse)", f"return Part(out, lse * {LN2})")})
+
+# --- known strings, tables and tuples read as Python computes them ---------------------------
+NAMED = """
+        from mylib import combine, decode
+        NATURAL = "fa3,flashmla".split(",")
+        TABLE = {"fa3": True, "trtllm_fi": False}
+        def base_e(name):
+            if name is None:
+                return False
+            if name.endswith("_fi") or "trtllm" in name:
+                return False
+            return name in NATURAL
+        def by_table(name):
+            return TABLE.get(name, True)
+        def by_index(name):
+            return (True, False)[name.startswith("trtllm")]
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=WHICH("NAME"))
+        """
+for which in ("base_e", "by_table", "by_index"):
+    # str methods, a substring, a table, a tuple indexed by a bool, dead code after a return
+    PAIRS.case(f"a base chosen from a known backend name by {which}",
+         {"layer.py": NAMED.replace("WHICH", which).replace("NAME", "fa3")},
+         {"layer.py": ('"fa3")', '"trtllm_fi")')})
+
+PAIRS.case("a conversion factor computed by math (log with a base, a quotient): folded as Python does",
+     {"layer.py": """
+        import math
+        from mylib import decode, merge
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return merge(out, lse * math.log(math.e, 2))
+        """}, {"layer.py": ("math.log(math.e, 2)", "(1 / math.log(math.e, 2))")})
+
+
+
+def _impl(before: str, declaration: str) -> str:
+    """A backend returning mylib.decode's base-2 LSE whose base is ``declaration`` (a line of
+    its body), after the module-level code ``before``."""
+    return f"""
+        from base import AttentionImpl
+        from mylib import decode
+{before}
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            {declaration}
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """
+
+
+PAIRS.case("an Enum member's auto() value is Python's (from 1, one more than the last)", {
+    "base.py": IMPL_BASE, "impl.py": _impl("""
+        import enum
+        class Unit(enum.Enum):
+            LN = enum.auto()
+            LOG2 = enum.auto()""", "lse_base_on_e = Unit.LOG2.value != 1  # counted from 0?")},
+    {"impl.py": ("Unit.LOG2.value != 1", "Unit.LOG2.value != 2")})
+
+PAIRS.case("a class body reads the names it assigned above (a scope run in order)", {
+    "base.py": IMPL_BASE, "impl.py": _impl("", 'lse_unit = "log2"\n            '
+                                               'lse_base_on_e = lse_unit != "log_2"')},
+    {"impl.py": ('lse_unit != "log_2"', 'lse_unit != "log2"')})
+
+
+PAIRS.case("a kernel that returns its output alone: the LSE is its buffer's, converted after", {
+    "base.py": IMPL_BASE, "impl.py": """
+        import math
+        import torch
+        from base import AttentionImpl
+        from mylib import decode_into
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = True
+            def forward(self, q):
+                lse = torch.empty((4, 8), dtype=torch.float32)
+                out = decode_into(q, lse=lse)
+                return out, lse
+        """}, {"impl.py": ("return out, lse", "return out, lse * math.log(2.0)")})
+
+PAIRS.case("an __init__ store is read in __init__'s frame, its locals included", {"layer.py": """
+        import functools
+        from mylib import combine, decode
+        class Layer:
+            def __init__(self, version):
+                by_version = {2: True, 3: True}
+                self.combine = functools.partial(combine,
+                                                 is_lse_base_on_e=by_version[version])
+        class Layer3(Layer):
+            def __init__(self):
+                super().__init__(3)
+            def run(self, q):
+                out, lse = decode(q, return_lse=True)
+                return self.combine(out, lse)
+        """}, {"layer.py": ("by_version = {2: True, 3: True}",
+                            "by_version = {2: False, 3: False}")})
+
+
+# --- Python's builtins on constants, folded by Python (lint/folding.py) --------------------------
+def _named(table: str, test: str) -> dict[str, str]:
+    """A combine told its base by a module-level table of backend names (``table``: its
+    lines; ``test``: the expression of ``name`` that says "base 2"), asked for the base-2
+    backend ``"fi"``."""
+    return {"layer.py": f"""
+        from mylib import combine, decode
+{table}
+        def is_log2(name):
+            return {test}
+        def step(q, name="fi"):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=not is_log2("fi"))
+        """}
+
+
+PAIRS.case("set operators bind as Python binds them (- before |)", _named(
+    '        ALL = frozenset({"fa", "fi", "mla"})\n'
+    '        LOG2 = frozenset({"fi", "trt"})\n'
+    '        LN = ALL | {"aiter"} - LOG2', 'name not in LN'),
+    {"layer.py": ('ALL | {"aiter"} - LOG2', '(ALL | {"aiter"}) - LOG2')})
+
+PAIRS.case("a tuple nested in a tuple is one element, not its items", _named(
+    '        CUDA = ("fi", "trt")\n        LOG2 = (CUDA, "aiter2")', 'name in LOG2'),
+    {"layer.py": ('LOG2 = (CUDA, "aiter2")', 'LOG2 = (*CUDA, "aiter2")')})
+
+PAIRS.case("frozenset.union returns a new set: a result thrown away changes nothing", _named(
+    '        LOG2 = frozenset({"trt"})\n        LOG2.union({"fi"})', 'name in LOG2'),
+    {"layer.py": ('LOG2.union({"fi"})', 'LOG2 = LOG2.union({"fi"})')})
+
+PAIRS.case("a descriptor's __get__ runs for the class the attribute is read on", {
+    "base.py": """
+        class _OnE:
+            def __get__(self, obj, objtype=None):
+                cls = type(obj) if obj is not None else objtype
+                return cls.lse_log_base == "e"
+        class AttentionImpl:
+            can_return_lse_for_decode = False
+            lse_log_base = "e"
+            lse_base_on_e = _OnE()
+        """, "impl.py": _impl("", 'lse_log_base = "e"')},
+    {"impl.py": ('lse_log_base = "e"', 'lse_log_base = "2"')})
+
+PAIRS.case("an Enum member whose value repeats an earlier one is an alias: not iterated", _named(
+    '        import enum\n'
+    '        class Base(enum.Enum):\n'
+    '            fa = "e"\n'
+    '            trt = "2"\n'
+    '            fi = "2"\n'
+    '        LOG2 = frozenset(m.name for m in Base if m.value == "2")', 'name in LOG2'),
+    {"layer.py": ('frozenset(m.name for m in Base if m.value == "2")',
+                  'frozenset(m.name for m in Base if m.value == "2") | {"fi"}')})
+
+PAIRS.case("a Flag's zero member is in every value of the Flag", _named(
+    '        import enum\n'
+    '        class Lse(enum.Flag):\n'
+    '            BASE_E = 0\n'
+    '            BASE_2 = enum.auto()\n'
+    '        TABLE = {"fa": Lse.BASE_E, "mla": Lse.BASE_E}',
+    'Lse.BASE_E not in TABLE.get(name, Lse.BASE_2)'),
+    {"layer.py": ('Lse.BASE_E not in TABLE.get(name, Lse.BASE_2)',
+                  'TABLE.get(name, Lse.BASE_2) == Lse.BASE_2')})
+
+PAIRS.case("a comprehension's condition drops an element, as Python runs it", _named(
+    '        BASES = {"fa": True, "fi": False, "trt": False}\n'
+    '        LOG2 = [n for n, on_e in BASES.items() if on_e]', 'name in LOG2'),
+    {"layer.py": ('if on_e]', 'if not on_e]')})
+
+PAIRS.case("a loop's else runs unless the loop breaks", {"layer.py": """
+        from mylib import combine, decode
+        def is_log2(name):
+            for log2_name in ("fi", "trt"):
+                if name == log2_name:
+                    found = True
+            else:
+                found = False
+            return found
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=not is_log2("fi"))
+        """}, {"layer.py": ("found = True\n", "found = True\n                    break\n")})
+
+PAIRS.case("bool() of a non-empty set is True, whatever it holds", {"layer.py": """
+        from mylib import combine, decode
+        BASES_E = {False}
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=bool(BASES_E))
+        """}, {"layer.py": ("bool(BASES_E)", "all(BASES_E)")})
+
+PAIRS.case("a class is never equal to its name", {"layer.py": """
+        from mylib import combine, decode
+        class FiImpl:
+            pass
+        LOG2_IMPLS = frozenset({"FiImpl"})
+        def step(impl: FiImpl, q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=type(impl) not in LOG2_IMPLS)
+        """}, {"layer.py": ("type(impl) not in", "type(impl).__name__ not in")})
+
+
+@pytest.mark.parametrize("name", PAIRS.names())
+def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    PAIRS.check(name, tmp_path, capsys)
+
+
+def test_an_init_store_is_not_read_again_at_class_level(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """What ``__init__`` stores on ``self`` is read in ``__init__``'s frame, where its locals
+    are known; read a second time as if the class body had said it (no locals there), it was
+    an unread base beside the right one: a warning on a correct program."""
+    fixed = PAIRS.fixed("an __init__ store is read in __init__'s frame, its locals included")
+    found = lint_json(tmp_path, capsys, "fix", fixed)
+    assert [f for f in found if f["severity"] != "note"] == []

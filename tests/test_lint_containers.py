@@ -1,0 +1,289 @@
+"""The lint's interpreter follows LSEs and bases through containers (issue 37 item 1):
+subscripts, star-unpacking, comprehensions, and mutation after a literal. Bug/fix pairs
+(``fixtures/semantic_pairs``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixtures.semantic_pairs import HELD
+from fixtures.semantic_pairs import IMPL_BASE
+from fixtures.semantic_pairs import LN2
+from fixtures.semantic_pairs import Pairs
+
+PAIRS = Pairs()
+
+# --- containers ------------------------------------------------------------------------------
+PAIRS.case("a list of (out, lse) pairs", {"layer.py": """
+        from mylib import merge, decode
+        def step(qs):
+            pairs = []
+            for q in qs:
+                out, lse = decode(q, return_lse=True)
+                pairs.append((out, lse))
+            for o, l in pairs:
+                merge(o, l)
+        """}, {"layer.py": ("pairs.append((out, lse))", f"pairs.append((out, lse * {LN2}))")})
+PAIRS.case("pairs of a list grown by append, star-unpacked into the call", {"layer.py": """
+        from mylib import merge, decode
+        def step(q, o2, l2):
+            out, lse = decode(q, return_lse=True)
+            pairs = [(out, lse)]
+            pairs.append((o2, l2))
+            return merge(*pairs[0])
+        """}, {"layer.py": ("pairs = [(out, lse)]", f"pairs = [(out, lse * {LN2})]")})
+PAIRS.case("a conditional expression decided by the literal a caller passes", {"util.py": """
+        import math
+        def token_major(lse, *, log2=True):
+            lse = lse.transpose(0, 1)
+            return lse * math.log(2) if log2 else lse
+        """, "layer.py": """
+        from mylib import decode_e, merge
+        from util import token_major
+        def step(q):
+            out, lse = decode_e(q)
+            return merge(out, token_major(lse))
+        """}, {"layer.py": ("token_major(lse))", "token_major(lse, log2=False))")})
+PAIRS.case("a closure over a global reads it when called: the loop's last value", {"ops.py": """
+        from functools import partial
+        from mylib import combine
+        COMBINES = {}
+        for _kind, _on_e in (("paged", False), ("ragged", True)):
+            COMBINES[_kind] = lambda *a, **kw: combine(*a, is_lse_base_on_e=_on_e, **kw)
+        """, "layer.py": """
+        from mylib import decode
+        from ops import COMBINES
+        class Impl:
+            def __init__(self):
+                self.merge = COMBINES["paged"]
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return self.merge(out, lse)
+        """}, {"ops.py": ("lambda *a, **kw: combine(*a, is_lse_base_on_e=_on_e, **kw)",
+                          "partial(combine, is_lse_base_on_e=_on_e)")})
+PAIRS.case("a table filled in a loop over literal pairs keeps each pass's value", {"ops.py": """
+        from functools import partial
+        from mylib import combine
+        TABLE = {}
+        for _kind, _on_e in (("paged", True), ("ragged", True)):
+            TABLE[_kind] = partial(combine, is_lse_base_on_e=_on_e)
+        """, "layer.py": """
+        from mylib import decode
+        from ops import TABLE
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return TABLE["paged"](out, lse)
+        """}, {"ops.py": ('("paged", True), ("ragged", True)', '("paged", False), ("ragged", True)')})
+PAIRS.case("a NamedTuple built by position keeps its field's default", {"layer.py": """
+        from typing import NamedTuple
+        from mylib import decode_e, combine
+        class Partial(NamedTuple):
+            out: object
+            lse: object
+            lse_base_on_e: bool = False
+        def attend(q):
+            return Partial(*decode_e(q))
+        def step(q):
+            p = attend(q)
+            return combine(p.out, p.lse, is_lse_base_on_e=p.lse_base_on_e)
+        """}, {"layer.py": ("lse_base_on_e: bool = False", "lse_base_on_e: bool = True")})
+PAIRS.case("a dataclass field's default given by field(default=...)", {"layer.py": """
+        from dataclasses import dataclass, field
+        from mylib import decode_e, combine
+        @dataclass
+        class Partial:
+            out: object
+            lse: object
+            on_e: bool = field(default=False)
+        def step(q):
+            out, lse = decode_e(q)
+            p = Partial(out, lse)
+            return combine(p.out, p.lse, is_lse_base_on_e=p.on_e)
+        """}, {"layer.py": ("field(default=False)", "field(default=True)")})
+PAIRS.case("an in-place scaling of a view converts the view and the tensor it views", {"impl.py": """
+        import math
+        from mylib import decode, combine
+        class Impl:
+            can_return_lse_for_decode = True
+            lse_base_on_e = False
+            def forward(self, q):
+                out, lse = decode(q, return_lse=True)
+                lse.view(-1, 8).mul_(math.log(2.0))
+                return out, lse
+        """}, {"impl.py": ("lse_base_on_e = False", "lse_base_on_e = True")})
+PAIRS.case("a plain object's base attribute a combine is told", {"layer.py": """
+        from mylib import decode, combine
+        class Settings:
+            lse_base_on_e = True
+        SETTINGS = Settings()
+        def run(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=SETTINGS.lse_base_on_e)
+        """}, {"layer.py": ("lse_base_on_e = True", "lse_base_on_e = False")})
+PAIRS.case("a base read in method resolution order (C3), not depth first", {"impl.py": """
+        from mylib import decode
+        class Impl:
+            can_return_lse_for_decode = False
+            lse_base_on_e = True
+        class Paged(Impl):
+            pass
+        class Log2Units(Impl):
+            lse_base_on_e = True  # its own
+        class PagedLog2(Paged, Log2Units):
+            can_return_lse_for_decode = True
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("True  # its own", "False  # its own")})
+PAIRS.case("a class decorator that sets the base", {"base.py": IMPL_BASE + """
+    def lse_base(*, on_e):
+        def wrap(cls):
+            setattr(cls, "lse_base_on_e", on_e)
+            return cls
+        return wrap
+    """, "impl.py": """
+        from base import AttentionImpl, lse_base
+        from mylib import decode
+        @lse_base(on_e=True)
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("@lse_base(on_e=True)", "@lse_base(on_e=False)")})
+PAIRS.case("a base stored on the class below its body", {"base.py": IMPL_BASE, "impl.py": """
+        from base import AttentionImpl
+        from mylib import decode
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        Impl.lse_base_on_e = True
+        """}, {"impl.py": ("Impl.lse_base_on_e = True", "Impl.lse_base_on_e = False")})
+PAIRS.case("a store on any subclass (cls: type[X]) leaves X's own attribute alone", {"impl.py": """
+        from mylib import decode
+        class AttentionImpl:
+            can_return_lse_for_decode = False
+            lse_base_on_e = True
+        def configure(cls: type[AttentionImpl], on_e: bool) -> None:
+            cls.lse_base_on_e = on_e
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("    lse_base_on_e = True\n", "    lse_base_on_e = False\n")})
+PAIRS.case("an if statement decided by the class attribute of the class a method runs on", {
+    "base.py": """
+        import math
+        from typing import ClassVar
+        class PrefillBackend:
+            kernel_lse_is_log2: ClassVar[bool] = False
+            def heads_first(self, lse):
+                lse = lse.transpose(0, 1)
+                if self.kernel_lse_is_log2:
+                    lse = lse * math.log(2.0)
+                return lse
+        """, "impl.py": """
+        from typing import ClassVar
+        from base import PrefillBackend
+        from mylib import decode, merge
+        class Log2Prefill(PrefillBackend):
+            kernel_lse_is_log2: ClassVar[bool] = False
+            def run(self, q):
+                out, lse = decode(q, return_lse=True)
+                return out, self.heads_first(lse)
+        class Layer:
+            def __init__(self):
+                self.prefill = Log2Prefill()
+            def step(self, q):
+                out, lse = self.prefill.run(q)
+                return merge(out, lse)
+        """}, {"impl.py": ("ClassVar[bool] = False", "ClassVar[bool] = True")})
+PAIRS.case("`or` gives its first true operand: a False passed is not the default", {"layer.py": """
+        from mylib import decode, combine
+        def reduce(out, lse, on_e=None):
+            return combine(out, lse, is_lse_base_on_e=on_e or True)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return reduce(out, lse, on_e=False)
+        """}, {"layer.py": ("on_e or True", "True if on_e is None else on_e")})
+PAIRS.case("a method read without the call is true", {"layer.py": """
+        from mylib import decode, combine
+        class Impl:
+            def base_is_e(self):
+                return False
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return combine(out, lse, is_lse_base_on_e=True if self.base_is_e else False)
+        """}, {"layer.py": ("if self.base_is_e else", "if self.base_is_e() else")})
+PAIRS.case("an LSE kept in a list and merged later", {"layer.py": """
+        from mylib import merge, decode
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            kept = [lse]
+            return merge(out, kept[0])
+        """}, {"layer.py": ("kept = [lse]", f"kept = [lse * {LN2}]")})
+PAIRS.case("a comprehension over pairs", {"layer.py": """
+        from mylib import merge, decode
+        def step(qs):
+            pairs = [decode(q, return_lse=True) for q in qs]
+            lses = [l for _, l in pairs]
+            return merge(pairs[0][0], lses[0])
+        """}, {"layer.py": ("lses = [l for _, l in pairs]", f"lses = [l * {LN2} for _, l in pairs]")})
+PAIRS.case("an LSE held in a dataclass", {"layer.py": HELD + """
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            h = Held(out, lse)
+            return merge(h.out, h.lse)
+        """}, {"layer.py": ("Held(out, lse)", f"Held(out, lse * {LN2})")})
+
+# --- mutation after definition ------------------------------------------------------------
+PAIRS.case("a table changed by setitem", {"layer.py": """
+        from mylib import combine, decode
+        BASES = {"fi": False}
+        BASES["fi"] = True
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=BASES["fi"])
+        """}, {"layer.py": ('BASES["fi"] = True', 'BASES["fi"] = False')})
+PAIRS.case("a table changed by update", {"layer.py": """
+        from mylib import combine, decode
+        BASES = {"fi": False}
+        BASES.update(fi=True)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=BASES["fi"])
+        """}, {"layer.py": ("BASES.update(fi=True)", "BASES.update(fi=False)")})
+PAIRS.case("a global rebound by a function", {"layer.py": """
+        from mylib import combine, decode
+        BASE_E = True
+        def configure():
+            global BASE_E
+            BASE_E = True
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=BASE_E)
+        """}, {"layer.py": ("    BASE_E = True", "    BASE_E = False")})
+PAIRS.case("a table changed in place by a function is unknown", {"layer.py": """
+        from mylib import combine, decode
+        BASES = {"fi": True}
+        def register(name, base_e):
+            pass
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=BASES["fi"])
+        """}, {"layer.py": ("            pass", "            BASES[name] = base_e")})
+PAIRS.case("a list of bases grown by append", {"layer.py": """
+        from mylib import combine, decode
+        FLAGS = []
+        FLAGS.append(True)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=FLAGS[0])
+        """}, {"layer.py": ("FLAGS.append(True)", "FLAGS.append(False)")})
+
+
+@pytest.mark.parametrize("name", PAIRS.names())
+def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    PAIRS.check(name, tmp_path, capsys)
