@@ -45,7 +45,7 @@ typecheck: $(STAMP)
 RADON_D_MAX := 9
 
 lint: $(STAMP) typecheck
-	$(VENV)/bin/ruff check attn_contracts backends combine tests bench examples
+	$(VENV)/bin/ruff check attn_contracts backends combine tests bench examples tools
 	@n=$$($(VENV)/bin/radon cc -n D attn_contracts | grep -c '^    [FMC] '); \
 		echo "radon: $$n blocks rated D or worse (at most $(RADON_D_MAX))"; \
 		test $$n -le $(RADON_D_MAX) || { $(VENV)/bin/radon cc -s -n D attn_contracts; exit 1; }

@@ -16,26 +16,34 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 if TYPE_CHECKING:
     from attn_contracts.bridge import record_from_impl
-    from attn_contracts.checks import check_edge, check_setting
+    from attn_contracts.checks import check_edge
+    from attn_contracts.checks import check_setting
     from attn_contracts.consumer import ConsumerRecord
-    from attn_contracts.findings import Code, ContractError, Finding
-    from attn_contracts.records import CapabilityRecord, DecodeSpec, LseSpec, NoLse
-    from attn_contracts.registry import (
-        Registry,
-        UnknownRecordError,
-        default_registry,
-        get,
-        load_records,
-        records,
-        register,
-    )
+    from attn_contracts.findings import Code
+    from attn_contracts.findings import ContractError
+    from attn_contracts.findings import Finding
+    from attn_contracts.records import CapabilityRecord
+    from attn_contracts.records import DecodeSpec
+    from attn_contracts.records import LseSpec
+    from attn_contracts.records import NoLse
+    from attn_contracts.registry import Registry
+    from attn_contracts.registry import UnknownRecordError
+    from attn_contracts.registry import default_registry
+    from attn_contracts.registry import get
+    from attn_contracts.registry import load_records
+    from attn_contracts.registry import records
+    from attn_contracts.registry import register
     from attn_contracts.setting import CombineSetting
-    from attn_contracts.startup import check_startup, validate_startup
-    from attn_contracts.tracing import Trace, TraceReport, trace
+    from attn_contracts.startup import check_startup
+    from attn_contracts.startup import validate_startup
+    from attn_contracts.tracing import Trace
+    from attn_contracts.tracing import TraceReport
+    from attn_contracts.tracing import trace
 
 #: the one version: pyproject.toml reads it (``dynamic = ["version"]``), ``--version`` prints it
 __version__ = "0.1.0"

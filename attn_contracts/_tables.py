@@ -4,10 +4,14 @@ written as (each table type adds its own ``WithJsonSchema``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
-from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer
+from pydantic import AfterValidator
+from pydantic import BeforeValidator
+from pydantic import Field
+from pydantic import PlainSerializer
 
 __all__ = ["as_pairs"]
 

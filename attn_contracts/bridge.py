@@ -25,19 +25,20 @@ itself, or its plan would stop demanding a row mask.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
 from attn_contracts.facts import engine_attributes
-from attn_contracts.findings import Code, ContractError, Finding
-from attn_contracts.records import (
-    CapabilityRecord,
-    DecodeSpec,
-    findings_from_validation_error,
-    hint_for_library,
-)
+from attn_contracts.findings import Code
+from attn_contracts.findings import ContractError
+from attn_contracts.findings import Finding
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import DecodeSpec
+from attn_contracts.records import findings_from_validation_error
+from attn_contracts.records import hint_for_library
 
 __all__ = ["FACT_ATTRS", "declaration_findings", "impl_findings", "record_from_impl"]
 

@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from typing import Annotated, Literal
+from typing import Annotated
+from typing import Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    WithJsonSchema,
-    model_validator,
-)
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import WithJsonSchema
+from pydantic import model_validator
 
 from attn_contracts._tables import as_pairs
 

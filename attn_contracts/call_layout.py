@@ -20,9 +20,13 @@ Literals are keyed as Python source; any spelling of the same value matches (``"
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Literal
+from typing import Annotated
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import WithJsonSchema
 
 from attn_contracts._tables import as_pairs
 from attn_contracts.call_base import literal_key

@@ -8,13 +8,21 @@ verdict is derived from the records' fields: a new capability is new data, not a
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 
 from attn_contracts.call_base import literal_key
-from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
-from attn_contracts.findings import Code, ContractError, Finding
-from attn_contracts.records import CapabilityRecord, LseSpec
-from attn_contracts.setting import OUT_DTYPES, CombineSetting
+from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.consumer import FixedBase
+from attn_contracts.consumer import KeywordBase
+from attn_contracts.findings import Code
+from attn_contracts.findings import ContractError
+from attn_contracts.findings import Finding
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import LseSpec
+from attn_contracts.setting import OUT_DTYPES
+from attn_contracts.setting import CombineSetting
 
 __all__ = [
     "LSE_DTYPES",

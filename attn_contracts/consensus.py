@@ -53,11 +53,16 @@ import enum
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import TypeVar
 
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, Finding, error_text
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.findings import error_text
 from attn_contracts.records import CapabilityRecord
 
 __all__ = ["Opened", "agree_across_ranks", "fingerprint", "open_round", "rank_in", "report_failure",

@@ -23,22 +23,23 @@ difference does (``on_mismatch = "hang"``): startup compares those values across
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
+from typing import Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import model_validator
 
 from attn_contracts.call_base import literal_key
-from attn_contracts.records import (
-    Base,
-    BaseMap,
-    Frozen,
-    LibraryVersion,
-    LseLayout,
-    RecordHeader,
-    StrictBool,
-    StrictStr,
-    require_in_schema,
-)
+from attn_contracts.records import Base
+from attn_contracts.records import BaseMap
+from attn_contracts.records import Frozen
+from attn_contracts.records import LibraryVersion
+from attn_contracts.records import LseLayout
+from attn_contracts.records import RecordHeader
+from attn_contracts.records import StrictBool
+from attn_contracts.records import StrictStr
+from attn_contracts.records import require_in_schema
 
 __all__ = ["AGREEMENT_FIELDS", "ConsumerCall", "ConsumerLimits", "ConsumerRecord", "EmptyPolicy",
            "FixedBase", "KeywordBase", "LseInput", "RankAgreement", "ThreadLimit"]

@@ -16,13 +16,17 @@ import enum
 import math
 import re
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import KW_ONLY
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 from types import MappingProxyType
-from typing import Annotated, Any
+from typing import Annotated
+from typing import Any
 
 __all__ = ["RULES", "Code", "ContractError", "Escalation", "Finding", "Location", "Rule", "RulesError",
            "Severity", "check_rules", "error_text", "printable", "read_data_text", "rule_groups",
@@ -152,7 +156,10 @@ def _load_rules() -> tuple[Mapping[Code, Rule], Mapping[str, str]]:
     code's words are edited there, not here) and its groups, read on first use, never at import: a damaged
     file is one :class:`RulesError` naming it and the problem. Every :class:`Code` has exactly
     one rule, in order."""
-    from pydantic import BaseModel, ConfigDict, Field, ValidationError
+    from pydantic import BaseModel
+    from pydantic import ConfigDict
+    from pydantic import Field
+    from pydantic import ValidationError
 
     class _Escalation(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)

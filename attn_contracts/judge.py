@@ -16,12 +16,20 @@ finding: that is the direction in which tokens silently go wrong.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import Generic
+from typing import Literal
+from typing import TypeVar
 
-from attn_contracts.consumer import ConsumerRecord, FixedBase
-from attn_contracts.findings import Code, Finding
-from attn_contracts.records import CapabilityRecord, LseSpec
+from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.consumer import FixedBase
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import LseSpec
 
 __all__ = ["ConsumerObserved", "ConsumerVerifyResult", "EmptyRows", "LimitProbe", "Observed",
            "VerifyResult", "compare", "compare_consumer", "conservative_notes",

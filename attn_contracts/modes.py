@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
+from typing import get_args
 
 __all__ = ["MODES", "MODE_TABLE", "Collective", "Kernel", "Mode", "ModeSpec", "Resolution",
            "WorkspaceNeed", "mode_spec", "resolve"]

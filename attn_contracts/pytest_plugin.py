@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 import pytest
 
@@ -50,7 +51,8 @@ def _record(target: str | CapabilityRecord | ConsumerRecord,
     from attn_contracts.consumer import ConsumerRecord
     from attn_contracts.records import CapabilityRecord
     from attn_contracts.registry import Registry
-    from attn_contracts.sources import read_file, split_roles
+    from attn_contracts.sources import read_file
+    from attn_contracts.sources import split_roles
 
     if isinstance(target, (CapabilityRecord, ConsumerRecord)):
         return target
@@ -83,7 +85,8 @@ def verify_now(target: str | CapabilityRecord | ConsumerRecord, *, file: str | P
     record = _record(target, file)
     try:  # torch (the kernels extra) only now: without it the test is skipped, as `verify` does
         from attn_contracts.backends.adapter import adapter_path_for
-        from attn_contracts.backends.runner import verify_consumer, verify_record
+        from attn_contracts.backends.runner import verify_consumer
+        from attn_contracts.backends.runner import verify_record
     except ModuleNotFoundError as err:
         if (err.name or "attn_contracts").partition(".")[0] == "attn_contracts":
             raise  # a module of this project missing is a broken install, not a skip

@@ -30,25 +30,26 @@ import hashlib
 import math
 import re
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated
+from typing import Any
+from typing import Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    Strict,
-    ValidationError,
-    WithJsonSchema,
-    model_validator,
-)
+from pydantic import AfterValidator
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import Strict
+from pydantic import ValidationError
+from pydantic import WithJsonSchema
+from pydantic import model_validator
 from pydantic_core import PydanticCustomError
 
 from attn_contracts._tables import as_pairs
 from attn_contracts.call_base import CallBase
 from attn_contracts.call_layout import CallLayout
 from attn_contracts.facts import library_hint
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
 
 __all__ = [
     "ADAPTER_RE",

@@ -8,15 +8,26 @@ so an engine loads exactly the plugins it names.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from importlib import metadata, resources
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from importlib import metadata
+from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any
+from typing import TypeVar
+from typing import overload
 
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, ContractError, Finding, error_text
+from attn_contracts.findings import Code
+from attn_contracts.findings import ContractError
+from attn_contracts.findings import Finding
+from attn_contracts.findings import error_text
 from attn_contracts.records import CapabilityRecord
-from attn_contracts.sources import AnyRecord, parse_record, read_file, records_from_object
+from attn_contracts.sources import AnyRecord
+from attn_contracts.sources import parse_record
+from attn_contracts.sources import read_file
+from attn_contracts.sources import records_from_object
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -15,12 +15,21 @@ name (``torch.bfloat16`` and ``"bfloat16"`` are the same setting), without impor
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated
+from typing import Any
+from typing import Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator
+from pydantic import Field
 
-from attn_contracts.modes import MODE_TABLE, MODES, Mode, ModeSpec, mode_spec
-from attn_contracts.records import Base, Frozen, StrictBool
+from attn_contracts.modes import MODE_TABLE
+from attn_contracts.modes import MODES
+from attn_contracts.modes import Mode
+from attn_contracts.modes import ModeSpec
+from attn_contracts.modes import mode_spec
+from attn_contracts.records import Base
+from attn_contracts.records import Frozen
+from attn_contracts.records import StrictBool
 
 __all__ = ["ALL_TO_ALL_MODES", "HEAD_SCATTERED_MODES", "MODES", "OUT_DTYPES", "CombineSetting", "Mode"]
 

@@ -11,17 +11,26 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
+from typing import Any
 
-from pydantic import Discriminator, Tag, TypeAdapter, ValidationError
+from pydantic import Discriminator
+from pydantic import Tag
+from pydantic import TypeAdapter
+from pydantic import ValidationError
 
 from attn_contracts.collector import paused
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, Finding, error_text
-from attn_contracts.records import CapabilityRecord, findings_from_validation_error
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.findings import error_text
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import findings_from_validation_error
 
 try:  # tomllib's own upstream, compiled with mypyc: a 10 MiB records file parses ~3x faster
     import tomli as _toml

@@ -8,27 +8,35 @@ then raises one :class:`ContractError` listing everything.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from pydantic import ValidationError
 
-from attn_contracts.checks import (
-    check_backend_known,
-    check_call_turns_off_lse,
-    check_dcp,
-    check_edge,
-    check_setting,
-    check_unique,
-    resolve_call,
-)
+from attn_contracts.checks import check_backend_known
+from attn_contracts.checks import check_call_turns_off_lse
+from attn_contracts.checks import check_dcp
+from attn_contracts.checks import check_edge
+from attn_contracts.checks import check_setting
+from attn_contracts.checks import check_unique
+from attn_contracts.checks import resolve_call
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, ContractError, Finding, Severity
+from attn_contracts.findings import Code
+from attn_contracts.findings import ContractError
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Severity
 from attn_contracts.records import CapabilityRecord
-from attn_contracts.registry import CONTRACT_ATTR, Registry, default_registry
+from attn_contracts.registry import CONTRACT_ATTR
+from attn_contracts.registry import Registry
+from attn_contracts.registry import default_registry
 from attn_contracts.setting import CombineSetting
-from attn_contracts.sources import AnyRecord, FileReadError, parse_record, read_file
+from attn_contracts.sources import AnyRecord
+from attn_contracts.sources import FileReadError
+from attn_contracts.sources import parse_record
+from attn_contracts.sources import read_file
 
 if TYPE_CHECKING:  # consensus is imported where a group is given (it reaches torch.distributed)
     from attn_contracts.consensus import Opened

@@ -17,7 +17,8 @@ from __future__ import annotations
 import ast
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -41,8 +42,10 @@ def in_range(specifier: str, version: str | None, *, unparsed: bool = True) -> b
     applies, whether an installed library is inside a record's range)."""
     if not specifier or version is None:
         return True
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion, Version
+    from packaging.specifiers import InvalidSpecifier
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion
+    from packaging.version import Version
 
     try:
         return Version(version) in SpecifierSet(specifier, prereleases=True)
@@ -67,8 +70,10 @@ def _candidates(specifier: str) -> list[str]:
     """Versions where the set of releases one of ``specifier``'s clauses admits begins or ends:
     the clause's version, the lowest version of its release (``0.25.dev0``) and one just above
     it (``0.25.0.0.0.1``: above every 0.25 release PEP 440's ``>0.25`` admits, below 0.25.1)."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion, Version
+    from packaging.specifiers import InvalidSpecifier
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion
+    from packaging.version import Version
 
     out = ["0.dev0"]
     try:
@@ -93,7 +98,8 @@ def ranges_overlap(a: str, b: str) -> bool:
     Both are unions of intervals, so if they meet, they meet at or just above the lowest
     point of the intersection, which is a boundary of one of them: each clause's version, the
     lowest version of its release and a version just above it are tried."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.specifiers import InvalidSpecifier
+    from packaging.specifiers import SpecifierSet
 
     try:
         sa, sb = SpecifierSet(a, prereleases=True), SpecifierSet(b, prereleases=True)
@@ -256,7 +262,8 @@ def verified_dists() -> tuple[VerifiedDist, ...]:
 def verified_releases(library: str) -> tuple[str, ...]:
     """The verified releases of a record library (every distribution of it), oldest first;
     ``()`` for a library the list does not hold (its versions are taken as they are)."""
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import InvalidVersion
+    from packaging.version import Version
 
     key = library_key(library)
     found = {v for d in verified_dists() if library_key(d.library) == key for v in d.verified}
@@ -290,7 +297,8 @@ def resolve(library: str, version: str) -> Resolved:
     note names the command that verifies it. A release older than every verified one, or a
     version that does not parse, stays as it is (the records' own ranges decide), with a note
     for the former. Never an error: a release is not a defect by itself."""
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import InvalidVersion
+    from packaging.version import Version
 
     releases = verified_releases(library)
     if not releases:

@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.facts import builtin_adapters

@@ -39,12 +39,16 @@ from typing import Any
 
 import torch
 
-from attn_contracts.backends.adapter import ConsumerAdapter, load_adapter
+from attn_contracts.backends.adapter import ConsumerAdapter
+from attn_contracts.backends.adapter import load_adapter
 from attn_contracts.backends.problem import tolerance
 from attn_contracts.combine.reference import merge_reference
-from attn_contracts.consumer import ConsumerRecord, FixedBase
+from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.consumer import FixedBase
 from attn_contracts.findings import error_text
-from attn_contracts.judge import ConsumerObserved, LimitProbe, predicted_max_heads
+from attn_contracts.judge import ConsumerObserved
+from attn_contracts.judge import LimitProbe
+from attn_contracts.judge import predicted_max_heads
 from attn_contracts.records import LOG2E
 from attn_contracts.versions import in_range
 

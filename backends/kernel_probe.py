@@ -18,10 +18,17 @@ from typing import Any
 import torch
 
 from attn_contracts.backends.adapter import Adapter
-from attn_contracts.backends.problem import DecodeProblem, exact_attention, make_problem, tolerance
+from attn_contracts.backends.problem import DecodeProblem
+from attn_contracts.backends.problem import exact_attention
+from attn_contracts.backends.problem import make_problem
+from attn_contracts.backends.problem import tolerance
 from attn_contracts.findings import error_text
-from attn_contracts.judge import EmptyRows, Observed, declared_lse
-from attn_contracts.records import LOG2E, CapabilityRecord, LseSpec
+from attn_contracts.judge import EmptyRows
+from attn_contracts.judge import Observed
+from attn_contracts.judge import declared_lse
+from attn_contracts.records import LOG2E
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import LseSpec
 
 __all__ = ["capability_skip", "infer", "observe_empty_rows", "observe_kernel"]
 

@@ -18,37 +18,40 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from collections.abc import Iterable
+from typing import Any
+from typing import TypeVar
 
 import torch
 
-from attn_contracts.backends.adapter import (
-    BUILTIN_ADAPTERS,
-    Adapter,
-    AdapterRefused,
-    ConsumerAdapter,
-    adapter_path_for,
-    device_unavailable,
-    load_adapter,
-    missing_requirement,
-)
-from attn_contracts.backends.combine_probe import observe_combine, version_skip
-from attn_contracts.backends.kernel_probe import capability_skip, observe_kernel
+from attn_contracts.backends.adapter import BUILTIN_ADAPTERS
+from attn_contracts.backends.adapter import Adapter
+from attn_contracts.backends.adapter import AdapterRefused
+from attn_contracts.backends.adapter import ConsumerAdapter
+from attn_contracts.backends.adapter import adapter_path_for
+from attn_contracts.backends.adapter import device_unavailable
+from attn_contracts.backends.adapter import load_adapter
+from attn_contracts.backends.adapter import missing_requirement
+from attn_contracts.backends.combine_probe import observe_combine
+from attn_contracts.backends.combine_probe import version_skip
+from attn_contracts.backends.kernel_probe import capability_skip
+from attn_contracts.backends.kernel_probe import observe_kernel
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, Finding, error_text
-from attn_contracts.judge import (
-    ConsumerObserved,
-    ConsumerVerifyResult,
-    Observed,
-    VerifyResult,
-    compare,
-    compare_consumer,
-    conservative_notes,
-    declared_consumer,
-    producer_notes,
-)
-from attn_contracts.records import CapabilityRecord, LseSpec
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.findings import error_text
+from attn_contracts.judge import ConsumerObserved
+from attn_contracts.judge import ConsumerVerifyResult
+from attn_contracts.judge import Observed
+from attn_contracts.judge import VerifyResult
+from attn_contracts.judge import compare
+from attn_contracts.judge import compare_consumer
+from attn_contracts.judge import conservative_notes
+from attn_contracts.judge import declared_consumer
+from attn_contracts.judge import producer_notes
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import LseSpec
 
 __all__ = ["probe_record", "verify_consumer", "verify_record"]
 

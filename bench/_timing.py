@@ -22,9 +22,12 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
 __all__ = ["L2_BYTES", "after_flush_us", "best_of_rounds", "copies_for_cold_l2", "copy_bandwidth",
            "copy_calls", "do_bench_us", "dry_run", "environment", "graph_per_launch",

@@ -41,7 +41,8 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,41 +53,35 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
-from _inputs import (
-    BYTES,
-    Shape,
-    bench_record,
-    dry_shape,
-    input_sets,
-    pack_sets,
-    row_mask,
-    sink_like,
-    sized,
-)
-from _timing import (
-    after_flush_us,
-    copies_for_cold_l2,
-    copy_bandwidth,
-    copy_calls,
-    do_bench_us,
-    dry_run,
-    environment,
-    graph_per_launch,
-    host_medians,
-    is_dry_run,
-    write_results,
-)
+from _inputs import BYTES
+from _inputs import Shape
+from _inputs import bench_record
+from _inputs import dry_shape
+from _inputs import input_sets
+from _inputs import pack_sets
+from _inputs import row_mask
+from _inputs import sink_like
+from _inputs import sized
+from _timing import after_flush_us
+from _timing import copies_for_cold_l2
+from _timing import copy_bandwidth
+from _timing import copy_calls
+from _timing import do_bench_us
+from _timing import dry_run
+from _timing import environment
+from _timing import graph_per_launch
+from _timing import host_medians
+from _timing import is_dry_run
+from _timing import write_results
 
 from attn_contracts import CapabilityRecord
-from attn_contracts.combine import (
-    KernelConfig,
-    merge,
-    merge_reference,
-    pack_a2a,
-    plan_combine,
-    rescale,
-    rescale_reference,
-)
+from attn_contracts.combine import KernelConfig
+from attn_contracts.combine import merge
+from attn_contracts.combine import merge_reference
+from attn_contracts.combine import pack_a2a
+from attn_contracts.combine import plan_combine
+from attn_contracts.combine import rescale
+from attn_contracts.combine import rescale_reference
 from attn_contracts.combine.launch import uses_triton
 from attn_contracts.combine.launches import merge_into
 from attn_contracts.combine.tiles import default_config

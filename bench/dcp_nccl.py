@@ -31,11 +31,20 @@ import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
 from _inputs import bench_record
-from _ranks import join_ranks, rank_args
-from _timing import graph_per_launch, wall_us, write_results
+from _ranks import join_ranks
+from _ranks import rank_args
+from _timing import graph_per_launch
+from _timing import wall_us
+from _timing import write_results
 
-from attn_contracts import CapabilityRecord, ContractError, get, validate_startup
-from attn_contracts.combine import Workspace, dcp_combine, merge_reference, plan_combine
+from attn_contracts import CapabilityRecord
+from attn_contracts import ContractError
+from attn_contracts import get
+from attn_contracts import validate_startup
+from attn_contracts.combine import Workspace
+from attn_contracts.combine import dcp_combine
+from attn_contracts.combine import merge_reference
+from attn_contracts.combine import plan_combine
 
 SHAPES = {"MLA H=128": (128, 512), "MLA H=16": (16, 512), "GQA H=32": (32, 128)}
 TOKENS = (1, 8, 32, 256, 2048)
@@ -206,7 +215,8 @@ def flashinfer_end_to_end(rank: int, world: int, device: torch.device
         import flashinfer  # noqa: F401
     except ImportError:
         return None
-    from attn_contracts.backends.flashinfer_adapters import batch_decode, mla_fa3
+    from attn_contracts.backends.flashinfer_adapters import batch_decode
+    from attn_contracts.backends.flashinfer_adapters import mla_fa3
 
     return [_end_to_end("BatchDecode, GQA H=32, D=128", batch_decode, "flashinfer.batch_decode",
                         rank, world, device, heads=32, kv_heads=8, head_dim=128, d_v=128,

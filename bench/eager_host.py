@@ -26,10 +26,14 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
-from _inputs import bench_record, world_of_one
+from _inputs import bench_record
+from _inputs import world_of_one
 from _timing import host_medians
 
-from attn_contracts.combine import dcp_combine, launches, merge, plan_combine
+from attn_contracts.combine import dcp_combine
+from attn_contracts.combine import launches
+from attn_contracts.combine import merge
+from attn_contracts.combine import plan_combine
 
 SHAPE = (4, 1, 128, 512)
 DTYPE = torch.bfloat16

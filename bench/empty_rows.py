@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from attn_contracts.backends.runner import verify_record
-from attn_contracts.records import CapabilityRecord, LseSpec
-from attn_contracts.registry import Registry, UnknownRecordError
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import LseSpec
+from attn_contracts.registry import Registry
+from attn_contracts.registry import UnknownRecordError
 
 
 def _environment(device: str) -> str:

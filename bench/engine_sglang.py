@@ -25,9 +25,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _releases import Release, ReleaseError, default_cache, source
+from _releases import Release
+from _releases import ReleaseError
+from _releases import default_cache
+from _releases import source
 
-from attn_contracts.findings import Code, Severity
+from attn_contracts.findings import Code
+from attn_contracts.findings import Severity
 from attn_contracts.integrations import sglang
 
 VERSIONS = [f"0.5.{m}" for m in range(1, 24)]

@@ -35,9 +35,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _releases import Release, ReleaseError, default_cache, source
+from _releases import Release
+from _releases import ReleaseError
+from _releases import default_cache
+from _releases import source
 
-from attn_contracts.findings import Finding, Severity
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Severity
 from attn_contracts.integrations import vllm as iv
 from attn_contracts.integrations import vllm_source
 from attn_contracts.integrations._reach import split_by_reach

@@ -30,11 +30,16 @@ import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
 from _inputs import bench_record
-from _ranks import join_ranks, rank_args
-from _timing import graph_per_launch, write_results
+from _ranks import join_ranks
+from _ranks import rank_args
+from _timing import graph_per_launch
+from _timing import write_results
 
 from attn_contracts import ContractError
-from attn_contracts.combine import Workspace, dcp_combine, merge_reference, plan_combine
+from attn_contracts.combine import Workspace
+from attn_contracts.combine import dcp_combine
+from attn_contracts.combine import merge_reference
+from attn_contracts.combine import plan_combine
 from attn_contracts.combine.fused import fused_unavailable
 from attn_contracts.setting import CombineSetting
 

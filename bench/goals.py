@@ -42,36 +42,37 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
-from _inputs import (
-    BYTES,
-    Shape,
-    bench_record,
-    input_sets,
-    pack_sets,
-    row_mask,
-    sized,
-    world_of_one,
-)
-from _timing import (
-    best_of_rounds,
-    copies_for_cold_l2,
-    copy_bandwidth,
-    copy_calls,
-    dry_run,
-    environment,
-    host_medians,
-    write_results,
-)
+from _inputs import BYTES
+from _inputs import Shape
+from _inputs import bench_record
+from _inputs import input_sets
+from _inputs import pack_sets
+from _inputs import row_mask
+from _inputs import sized
+from _inputs import world_of_one
+from _timing import best_of_rounds
+from _timing import copies_for_cold_l2
+from _timing import copy_bandwidth
+from _timing import copy_calls
+from _timing import dry_run
+from _timing import environment
+from _timing import host_medians
+from _timing import write_results
 
-from attn_contracts.combine import merge, pack_a2a, plan_combine, rescale
-from attn_contracts.combine.reference import merge_reference, rescale_reference
+from attn_contracts.combine import merge
+from attn_contracts.combine import pack_a2a
+from attn_contracts.combine import plan_combine
+from attn_contracts.combine import rescale
+from attn_contracts.combine.reference import merge_reference
+from attn_contracts.combine.reference import rescale_reference
 from attn_contracts.combine.workspace import a2a_piece_bytes
 
 DEVICE = "cuda"  # a dry run sets "cpu"
@@ -399,8 +400,12 @@ def goal_mask(shape: Shape, kernel: str = "merge") -> Goal:
 def eager_goals(vk: Any) -> list[Goal]:
     import triton
 
-    from attn_contracts.combine import _kernels, dcp_combine, fastpath
-    from attn_contracts.combine.ops import default_config, launch_grid, uses_triton
+    from attn_contracts.combine import _kernels
+    from attn_contracts.combine import dcp_combine
+    from attn_contracts.combine import fastpath
+    from attn_contracts.combine.ops import default_config
+    from attn_contracts.combine.ops import launch_grid
+    from attn_contracts.combine.ops import uses_triton
 
     shape = sized((4, 1, 128, 512))
     n, t, h, d = shape

@@ -24,11 +24,23 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
-from _inputs import BYTES, Shape, input_sets, pack_sets, row_mask
-from _timing import copies_for_cold_l2, copy_bandwidth, graph_per_launch
+from _inputs import BYTES
+from _inputs import Shape
+from _inputs import input_sets
+from _inputs import pack_sets
+from _inputs import row_mask
+from _timing import copies_for_cold_l2
+from _timing import copy_bandwidth
+from _timing import graph_per_launch
 
-from attn_contracts.combine import _kernels, fastpath, merge, ops, pack_a2a, rescale
-from attn_contracts.combine.ops import KernelConfig, default_config
+from attn_contracts.combine import _kernels
+from attn_contracts.combine import fastpath
+from attn_contracts.combine import merge
+from attn_contracts.combine import ops
+from attn_contracts.combine import pack_a2a
+from attn_contracts.combine import rescale
+from attn_contracts.combine.ops import KernelConfig
+from attn_contracts.combine.ops import default_config
 
 DEVICE = "cuda"
 DTYPE = torch.bfloat16

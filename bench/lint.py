@@ -23,7 +23,10 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
 from _timing import wall_and_cpu_s
 
-from attn_contracts.lint import Knowledge, LintConfig, knowledge_for, lint_paths
+from attn_contracts.lint import Knowledge
+from attn_contracts.lint import LintConfig
+from attn_contracts.lint import knowledge_for
+from attn_contracts.lint import lint_paths
 
 # Besides the built-in catalog, the flow fixture's records (a producer call,
 # BatchDecodeWithPagedKVCacheWrapper.run, that the catalog does not name yet).

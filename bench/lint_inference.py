@@ -59,8 +59,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -298,7 +301,9 @@ def _astroid_call(module: Any, line: int, attr: str) -> Any:
 
 def _astroid_desc(v: Any) -> tuple[str, str]:
     """(the callee's name for comparing, a description) of one inferred value."""
-    from astroid import bases, objects, util
+    from astroid import bases
+    from astroid import objects
+    from astroid import util
 
     if isinstance(v, util.UninferableBase):
         return "", "Uninferable"
@@ -321,7 +326,9 @@ def _astroid_infer(node: Any) -> list[Any]:
 
 
 def astroid_cases(ref: dict[str, Any]) -> dict[str, Any]:
-    from astroid import nodes, objects, util
+    from astroid import nodes
+    from astroid import objects
+    from astroid import util
 
     t0 = _cpu()
     manager = _astroid_setup()
@@ -1154,7 +1161,9 @@ def _item_row(tool: str, it: Item, q: str, values: set[str], answer: str, api: s
 
 def astroid_items(ref: dict[str, Any]) -> dict[str, Any]:
     import astroid
-    from astroid import MANAGER, nodes, objects
+    from astroid import MANAGER
+    from astroid import nodes
+    from astroid import objects
 
     t0 = _cpu()
     if str(ITEMS_ROOT) not in sys.path:
@@ -1202,7 +1211,8 @@ def astroid_items(ref: dict[str, Any]) -> dict[str, Any]:
 
 
 def _astroid_value(v: Any) -> str:
-    from astroid import nodes, util
+    from astroid import nodes
+    from astroid import util
 
     if isinstance(v, util.UninferableBase):
         return "Uninferable"

@@ -99,24 +99,39 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated
+from typing import Any
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import ValidationError
+from pydantic import model_validator
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _releases, also under PYTHONSAFEPATH=1
-from _releases import Release, ReleaseError, default_cache, package_lines, parse_spec, source
+from _releases import Release
+from _releases import ReleaseError
+from _releases import default_cache
+from _releases import package_lines
+from _releases import parse_spec
+from _releases import source
 from _timing import wall_and_cpu_s
 
-from attn_contracts.findings import Finding, Severity
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Severity
 from attn_contracts.integrations import lint_rules
-from attn_contracts.lint import LintConfig, lint_paths
+from attn_contracts.lint import LintConfig
+from attn_contracts.lint import lint_paths
 
 CORPUS = Path(__file__).resolve().parent / "lint_mutations"
 

@@ -34,7 +34,8 @@ from rich.console import Console
 from rich.table import Table
 
 from attn_contracts.findings import Code
-from attn_contracts.lint import LintConfig, lint_model
+from attn_contracts.lint import LintConfig
+from attn_contracts.lint import lint_model
 
 __all__ = ["SHAPES", "branches", "clique", "conversions", "lint_one", "loops", "tuples"]
 

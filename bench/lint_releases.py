@@ -43,17 +43,30 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated
+from typing import Any
+from typing import Literal
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import InvalidSpecifier
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _releases, also under PYTHONSAFEPATH=1
-from _releases import Release, ReleaseError, default_cache, package_lines, parse_spec, source
+from _releases import Release
+from _releases import ReleaseError
+from _releases import default_cache
+from _releases import package_lines
+from _releases import parse_spec
+from _releases import source
 from _timing import wall_and_cpu_s
 
 HERE = Path(__file__).resolve().parent

@@ -46,7 +46,8 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from attn_contracts.lint import main as lint_main
-from fixtures.records import consumer_toml, producer_toml
+from fixtures.records import consumer_toml
+from fixtures.records import producer_toml
 
 RECORDS = "".join([
     producer_toml("mylib.decode", "mylib.decode", "2",

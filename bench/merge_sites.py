@@ -22,16 +22,22 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
 from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _releases, also under PYTHONSAFEPATH=1
-from _releases import ReleaseError, default_cache, parse_spec, source
+from _releases import ReleaseError
+from _releases import default_cache
+from _releases import parse_spec
+from _releases import source
 from _timing import write_results
 
-from attn_contracts.lint import LintConfig, lint_model
+from attn_contracts.lint import LintConfig
+from attn_contracts.lint import lint_model
 
 DEFAULT_RELEASES = ("vllm==0.33.0", "sglang==0.5.23")
 

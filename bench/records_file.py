@@ -26,7 +26,9 @@ from _timing import wall_and_cpu_s
 from rich.console import Console
 from rich.table import Table
 
-from attn_contracts.sources import MAX_FILE_BYTES, _name_lines, read_file
+from attn_contracts.sources import MAX_FILE_BYTES
+from attn_contracts.sources import _name_lines
+from attn_contracts.sources import read_file
 
 PRODUCER = """[[record]]
 name = "bench.kernel{i}"

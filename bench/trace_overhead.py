@@ -32,12 +32,14 @@ from typing import Any
 import torch
 
 import attn_contracts
-from attn_contracts.combine import launches, merge
+from attn_contracts.combine import launches
+from attn_contracts.combine import merge
 from attn_contracts.registry import Registry
 from attn_contracts.sources import parse_record
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing, also under PYTHONSAFEPATH=1
-from _timing import now_ns, now_s
+from _timing import now_ns
+from _timing import now_s
 
 LN2 = math.log(2.0)
 T, H, D = 4, 8, 64

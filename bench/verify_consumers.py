@@ -22,7 +22,9 @@ from pathlib import Path
 
 from attn_contracts.cli import verify as verify_cli
 from attn_contracts.cli._output import UsageError
-from attn_contracts.cli.verify import result_json, table_rows, verify_all
+from attn_contracts.cli.verify import result_json
+from attn_contracts.cli.verify import table_rows
+from attn_contracts.cli.verify import verify_all
 
 
 def _environment(device: str) -> str:

@@ -25,17 +25,15 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from attn_contracts.combine._kernels import (
-    _finite,
-    _load_lse,
-    _load_send,
-    _load_send_lse,
-    _reciprocal,
-    _sink_lse,
-    _sink_weight,
-    _store_lse,
-    _tile,
-)
+from attn_contracts.combine._kernels import _finite
+from attn_contracts.combine._kernels import _load_lse
+from attn_contracts.combine._kernels import _load_send
+from attn_contracts.combine._kernels import _load_send_lse
+from attn_contracts.combine._kernels import _reciprocal
+from attn_contracts.combine._kernels import _sink_lse
+from attn_contracts.combine._kernels import _sink_weight
+from attn_contracts.combine._kernels import _store_lse
+from attn_contracts.combine._kernels import _tile
 
 
 @triton.jit

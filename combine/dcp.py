@@ -36,23 +36,30 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from attn_contracts.checks import (
-    check_call_device,
-    check_call_lse,
-    check_call_out,
-    check_call_row_mask,
-    check_mode_call,
-    refuse,
-)
-from attn_contracts.combine.direct import direct_merge, direct_send
-from attn_contracts.combine.fastpath import PLANS, KernelCall, keep, sig
+from attn_contracts.checks import check_call_device
+from attn_contracts.checks import check_call_lse
+from attn_contracts.checks import check_call_out
+from attn_contracts.checks import check_call_row_mask
+from attn_contracts.checks import check_mode_call
+from attn_contracts.checks import refuse
+from attn_contracts.combine.direct import direct_merge
+from attn_contracts.combine.direct import direct_send
+from attn_contracts.combine.fastpath import PLANS
+from attn_contracts.combine.fastpath import KernelCall
+from attn_contracts.combine.fastpath import keep
+from attn_contracts.combine.fastpath import sig
 from attn_contracts.combine.fused import fused_combine
-from attn_contracts.combine.inputs import LSE_DTYPES, check_writable, row_mask_arg
+from attn_contracts.combine.inputs import LSE_DTYPES
+from attn_contracts.combine.inputs import check_writable
+from attn_contracts.combine.inputs import row_mask_arg
 from attn_contracts.combine.launches import lse_scales
 from attn_contracts.combine.ops import pack_a2a
-from attn_contracts.combine.plan import CombinePlan, _dtype_name, _layout_text
+from attn_contracts.combine.plan import CombinePlan
+from attn_contracts.combine.plan import _dtype_name
+from attn_contracts.combine.plan import _layout_text
 from attn_contracts.combine.reference import log_of_base
-from attn_contracts.combine.tiles import default_config, sm_count
+from attn_contracts.combine.tiles import default_config
+from attn_contracts.combine.tiles import sm_count
 from attn_contracts.combine.workspace import Workspace
 
 __all__ = ["dcp_combine"]

@@ -17,7 +17,9 @@ from typing import Any
 
 import torch
 
-from attn_contracts.combine.launch import launch_grid, launcher
+from attn_contracts.combine.groups import nccl_group_unavailable
+from attn_contracts.combine.launch import launch_grid
+from attn_contracts.combine.launch import launcher
 from attn_contracts.combine.message import aligned
 from attn_contracts.combine.tiles import cdiv
 
@@ -46,12 +48,10 @@ def direct_unavailable(group: Any, dtype: str) -> str | None:
     """Why ``a2a_direct`` cannot run on ``group`` (None if it can)."""
     import torch.distributed as dist
 
-    here = direct_unavailable_here(dtype)
-    if here is not None:
-        return here
-    backend = str(dist.get_backend(group))
-    if backend != "nccl":
-        return f"process group backend {backend} (symmetric memory needs GPUs on NCCL)"
+    why = nccl_group_unavailable(group, direct_unavailable_here(dtype),
+                                 "symmetric memory needs GPUs on NCCL")
+    if why is not None:
+        return why
     if dist.get_world_size(group) < 2:
         return "a single rank: there is no peer to write to"
     return None

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from attn_contracts.combine.groups import nccl_group_unavailable
 from attn_contracts.findings import error_text
 from attn_contracts.setting import CombineSetting
 
@@ -80,15 +81,8 @@ def fused_unavailable_here(setting: CombineSetting) -> str | None:
 
 def fused_unavailable(group: Any, setting: CombineSetting) -> str | None:
     """Why ``fi_a2a`` cannot run on ``group`` (None if it can)."""
-    import torch.distributed as dist
-
-    here = fused_unavailable_here(setting)
-    if here is not None:
-        return here
-    backend = str(dist.get_backend(group))
-    if backend != "nccl":
-        return f"process group backend {backend} (FlashInfer's workspace is NCCL symmetric memory)"
-    return None
+    return nccl_group_unavailable(group, fused_unavailable_here(setting),
+                                  "FlashInfer's workspace is NCCL symmetric memory")
 
 
 @dataclass(frozen=True)

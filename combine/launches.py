@@ -15,10 +15,16 @@ from typing import Any
 
 import torch
 
-from attn_contracts.combine.launch import Prepared, launch_grid, launcher, uses_triton
+from attn_contracts.combine.launch import Prepared
+from attn_contracts.combine.launch import launch_grid
+from attn_contracts.combine.launch import launcher
+from attn_contracts.combine.launch import uses_triton
 from attn_contracts.combine.message import A2AMessage
-from attn_contracts.combine.reference import log_of_base, merge_reference, rescale_reference
-from attn_contracts.combine.tiles import KernelConfig, cdiv
+from attn_contracts.combine.reference import log_of_base
+from attn_contracts.combine.reference import merge_reference
+from attn_contracts.combine.reference import rescale_reference
+from attn_contracts.combine.tiles import KernelConfig
+from attn_contracts.combine.tiles import cdiv
 from attn_contracts.records import LOG2E
 
 __all__ = [

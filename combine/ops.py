@@ -27,36 +27,40 @@ Sinks: ``sink [H]`` per-head logits in natural-log units, added once after the m
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypedDict, Unpack
+from typing import Any
+from typing import TypedDict
+from typing import Unpack
 
 import torch
 
-from attn_contracts.checks import check_rank, refuse
+from attn_contracts.checks import check_rank
+from attn_contracts.checks import refuse
 from attn_contracts.combine import launches
-from attn_contracts.combine.fastpath import (
-    OPS,
-    KernelCall,
-    PackCall,
-    keep,
-    kernel_call,
-    lookup,
-    pack_key,
-)
-from attn_contracts.combine.inputs import (
-    LSE_DTYPES,
-    OUT_DTYPES,
-    check_base,
-    check_inputs,
-    check_lse,
-    check_outputs,
-    check_sink,
-    check_writable,
-    fail,
-    row_mask_arg,
-)
-from attn_contracts.combine.launch import MAX_GRID_YZ, launch_grid, uses_triton
-from attn_contracts.combine.launches import CombineLaunch, PackLaunch
-from attn_contracts.combine.tiles import KernelConfig, default_config, sm_count
+from attn_contracts.combine.fastpath import OPS
+from attn_contracts.combine.fastpath import KernelCall
+from attn_contracts.combine.fastpath import PackCall
+from attn_contracts.combine.fastpath import keep
+from attn_contracts.combine.fastpath import kernel_call
+from attn_contracts.combine.fastpath import lookup
+from attn_contracts.combine.fastpath import pack_key
+from attn_contracts.combine.inputs import LSE_DTYPES
+from attn_contracts.combine.inputs import OUT_DTYPES
+from attn_contracts.combine.inputs import check_base
+from attn_contracts.combine.inputs import check_inputs
+from attn_contracts.combine.inputs import check_lse
+from attn_contracts.combine.inputs import check_outputs
+from attn_contracts.combine.inputs import check_sink
+from attn_contracts.combine.inputs import check_writable
+from attn_contracts.combine.inputs import fail
+from attn_contracts.combine.inputs import row_mask_arg
+from attn_contracts.combine.launch import MAX_GRID_YZ
+from attn_contracts.combine.launch import launch_grid
+from attn_contracts.combine.launch import uses_triton
+from attn_contracts.combine.launches import CombineLaunch
+from attn_contracts.combine.launches import PackLaunch
+from attn_contracts.combine.tiles import KernelConfig
+from attn_contracts.combine.tiles import default_config
+from attn_contracts.combine.tiles import sm_count
 
 __all__ = [
     "MAX_GRID_YZ",

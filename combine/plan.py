@@ -14,35 +14,42 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import torch
 from pydantic import ValidationError
 
-from attn_contracts.checks import (
-    SINK_DTYPES,
-    CallRefused,
-    check_call_lse,
-    check_call_partials,
-    check_call_sink,
-    check_direct,
-    check_rank,
-    check_row_mask_given,
-    check_setting,
-    refuse,
-)
+from attn_contracts.checks import SINK_DTYPES
+from attn_contracts.checks import CallRefused
+from attn_contracts.checks import check_call_lse
+from attn_contracts.checks import check_call_partials
+from attn_contracts.checks import check_call_sink
+from attn_contracts.checks import check_direct
+from attn_contracts.checks import check_rank
+from attn_contracts.checks import check_row_mask_given
+from attn_contracts.checks import check_setting
+from attn_contracts.checks import refuse
 from attn_contracts.combine import fastpath
-from attn_contracts.combine.fastpath import PLANS, KernelCall, new_token, sig
-from attn_contracts.combine.ops import CombineOptions, launch_checked
-from attn_contracts.combine.tiles import KernelConfig, default_config
+from attn_contracts.combine.fastpath import PLANS
+from attn_contracts.combine.fastpath import KernelCall
+from attn_contracts.combine.fastpath import new_token
+from attn_contracts.combine.fastpath import sig
+from attn_contracts.combine.ops import CombineOptions
+from attn_contracts.combine.ops import launch_checked
+from attn_contracts.combine.tiles import KernelConfig
+from attn_contracts.combine.tiles import default_config
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import ContractError, Finding
+from attn_contracts.findings import ContractError
+from attn_contracts.findings import Finding
 from attn_contracts.modes import ModeSpec
-from attn_contracts.records import CapabilityRecord, LseSpec
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import LseSpec
 from attn_contracts.registry import default_registry
 from attn_contracts.registry import get as get_record
-from attn_contracts.setting import MODES, CombineSetting
+from attn_contracts.setting import MODES
+from attn_contracts.setting import CombineSetting
 from attn_contracts.sources import parse_record
 
 __all__ = ["MODES", "CombinePlan", "plan_combine"]

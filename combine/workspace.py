@@ -16,25 +16,31 @@ reallocation (a growable workspace that freed a captured address crashed an engi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any
+from typing import NoReturn
 
 import torch
 
-from attn_contracts.checks import (
-    CallRefused,
-    check_direct,
-    check_workspace_buffer,
-    check_workspace_call,
-    check_workspace_mode,
-    check_workspace_step,
-    refuse,
-)
-from attn_contracts.combine.direct import DirectBuffers, DirectLayout, direct_unavailable
-from attn_contracts.combine.fused import FusedBuffers, fused_unavailable
-from attn_contracts.combine.message import A2A_ALIGN, A2AMessage
+from attn_contracts.checks import CallRefused
+from attn_contracts.checks import check_direct
+from attn_contracts.checks import check_workspace_buffer
+from attn_contracts.checks import check_workspace_call
+from attn_contracts.checks import check_workspace_mode
+from attn_contracts.checks import check_workspace_step
+from attn_contracts.checks import refuse
+from attn_contracts.combine.direct import DirectBuffers
+from attn_contracts.combine.direct import DirectLayout
+from attn_contracts.combine.direct import direct_unavailable
+from attn_contracts.combine.fused import FusedBuffers
+from attn_contracts.combine.fused import fused_unavailable
+from attn_contracts.combine.message import A2A_ALIGN
+from attn_contracts.combine.message import A2AMessage
 from attn_contracts.combine.plan import CombinePlan
-from attn_contracts.findings import ContractError, error_text
-from attn_contracts.modes import ModeSpec, Resolution, resolve
+from attn_contracts.findings import ContractError
+from attn_contracts.findings import error_text
+from attn_contracts.modes import ModeSpec
+from attn_contracts.modes import Resolution
+from attn_contracts.modes import resolve
 
 __all__ = ["A2A_ALIGN", "Workspace", "a2a_piece_bytes"]
 

@@ -13,9 +13,12 @@ import sys
 import torch
 import torch.distributed as dist
 
-from attn_contracts import CapabilityRecord, validate_startup
-from attn_contracts.backends.adapter import Adapter, load_adapter
-from attn_contracts.backends.problem import DecodeProblem, make_problem
+from attn_contracts import CapabilityRecord
+from attn_contracts import validate_startup
+from attn_contracts.backends.adapter import Adapter
+from attn_contracts.backends.adapter import load_adapter
+from attn_contracts.backends.problem import DecodeProblem
+from attn_contracts.backends.problem import make_problem
 from attn_contracts.backends.sharding import shard_problem
 from attn_contracts.combine import plan_combine
 from attn_contracts.combine.dcp import dcp_combine

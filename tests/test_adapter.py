@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from attn_contracts.cli import main
-from fixtures.adapters import marker_module, record_with_adapter
+from fixtures.adapters import marker_module
+from fixtures.adapters import record_with_adapter
 from fixtures.cli import write
 
 

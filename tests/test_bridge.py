@@ -5,18 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from attn_contracts import (
-    Code,
-    ContractError,
-    record_from_impl,
-)
-from fixtures.engine_classes import (
-    AttentionImpl,
-    FixedFlashInferMLAImpl,
-    FlashAttnImpl,
-    FlashAttnVarlenImpl,
-    FlashInferMLAImpl,
-)
+from attn_contracts import Code
+from attn_contracts import ContractError
+from attn_contracts import record_from_impl
+from fixtures.engine_classes import AttentionImpl
+from fixtures.engine_classes import FixedFlashInferMLAImpl
+from fixtures.engine_classes import FlashAttnImpl
+from fixtures.engine_classes import FlashAttnVarlenImpl
+from fixtures.engine_classes import FlashInferMLAImpl
 
 #: the LSE facts engine classes do not carry; the bridge takes them as keywords, never as defaults
 FACTS = {"layout": "token_head", "lse_dtype": "float32", "empty_row": "-inf",

@@ -11,10 +11,14 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from attn_contracts import Code, ContractError, Registry, validate_startup
+from attn_contracts import Code
+from attn_contracts import ContractError
+from attn_contracts import Registry
+from attn_contracts import validate_startup
 from attn_contracts.call_base import CallBase
 from attn_contracts.call_layout import CallLayout
-from attn_contracts.checks import resolve_call, resolve_call_layout
+from attn_contracts.checks import resolve_call
+from attn_contracts.checks import resolve_call_layout
 
 LAYOUT = CallLayout.model_validate({"keyword": "lse_layout",
                                     "values": {"'NH'": "token_head", "'HN'": "head_token"},

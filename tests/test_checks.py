@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from attn_contracts import (
-    CapabilityRecord,
-    Code,
-    CombineSetting,
-    ConsumerRecord,
-    ContractError,
-    Registry,
-    check_edge,
-    validate_startup,
-)
+from attn_contracts import CapabilityRecord
+from attn_contracts import Code
+from attn_contracts import CombineSetting
+from attn_contracts import ConsumerRecord
+from attn_contracts import ContractError
+from attn_contracts import Registry
+from attn_contracts import check_edge
+from attn_contracts import validate_startup
 from attn_contracts.cli import main
 from attn_contracts.findings import Finding
 from attn_contracts.records import LseSpec

@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 
 from attn_contracts.cli import main
-from fixtures.cli import one_line_usage_error, write
-from fixtures.records import NO_BASE_TOML, good, without_base
+from fixtures.cli import one_line_usage_error
+from fixtures.cli import write
+from fixtures.records import NO_BASE_TOML
+from fixtures.records import good
+from fixtures.records import without_base
 
 
 def test_list(capsys: pytest.CaptureFixture[str]) -> None:

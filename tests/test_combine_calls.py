@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from attn_contracts.checks import CallRefused
-from attn_contracts.combine import merge, plan_combine, rescale
+from attn_contracts.combine import merge
+from attn_contracts.combine import plan_combine
+from attn_contracts.combine import rescale
 from attn_contracts.combine.reference import merge_reference
 from attn_contracts.findings import Code
 from attn_contracts.testing.ranks import run_ranks

@@ -7,15 +7,16 @@ import math
 import pytest
 import torch
 
-from attn_contracts.combine import merge, merge_reference, rescale, rescale_reference
+from attn_contracts.combine import merge
+from attn_contracts.combine import merge_reference
+from attn_contracts.combine import rescale
+from attn_contracts.combine import rescale_reference
 from attn_contracts.combine.ops import uses_triton
-from fixtures.tensors import (
-    assert_close_to,
-    assert_lse_close,
-    assert_merge_matches_reference,
-    partials,
-    poisoned,
-)
+from fixtures.tensors import assert_close_to
+from fixtures.tensors import assert_lse_close
+from fixtures.tensors import assert_merge_matches_reference
+from fixtures.tensors import partials
+from fixtures.tensors import poisoned
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 

@@ -8,9 +8,16 @@ import math
 import pytest
 import torch
 
-from attn_contracts.combine import merge, merge_reference, rescale, rescale_reference
-from attn_contracts.combine.reference import rows_from_lens, sink_in_base
-from fixtures.tensors import assert_close_to, assert_lse_close, partials, poisoned
+from attn_contracts.combine import merge
+from attn_contracts.combine import merge_reference
+from attn_contracts.combine import rescale
+from attn_contracts.combine import rescale_reference
+from attn_contracts.combine.reference import rows_from_lens
+from attn_contracts.combine.reference import sink_in_base
+from fixtures.tensors import assert_close_to
+from fixtures.tensors import assert_lse_close
+from fixtures.tensors import partials
+from fixtures.tensors import poisoned
 
 LN = {"e": 1.0, "2": math.log(2.0)}
 
@@ -200,7 +207,8 @@ def test_opcheck_with_mask_and_sink() -> None:
 def test_mask_sink_and_pack_on_rows_spilled_to_grid_axis_2(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows past one grid axis go to the next and the last slice has spare programs (T = 7 with
     a limit of 3): those must read no mask entry and write nothing."""
-    from attn_contracts.combine import launch, pack_a2a
+    from attn_contracts.combine import launch
+    from attn_contracts.combine import pack_a2a
     from attn_contracts.combine.reference import pack_a2a_reference
 
     monkeypatch.setattr(launch, "MAX_GRID_YZ", 3)

@@ -8,11 +8,14 @@ from __future__ import annotations
 import math
 
 import torch
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from attn_contracts.combine import merge
-from fixtures.attention import attention_with_lse, attention_with_sink, split_attention
+from fixtures.attention import attention_with_lse
+from fixtures.attention import attention_with_sink
+from fixtures.attention import split_attention
 from fixtures.tensors import partials
 
 SETTINGS = settings(max_examples=12, deadline=None, derandomize=True)

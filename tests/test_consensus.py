@@ -18,7 +18,9 @@ import pytest
 import torch
 
 from attn_contracts.consensus import fingerprint
-from attn_contracts.testing.ranks import RankFailure, RankResult, run_ranks
+from attn_contracts.testing.ranks import RankFailure
+from attn_contracts.testing.ranks import RankResult
+from attn_contracts.testing.ranks import run_ranks
 from fixtures import dcp_workers as w
 
 pytestmark = pytest.mark.dist

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
+from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.consumer import FixedBase
+from attn_contracts.consumer import KeywordBase
 from attn_contracts.registry import Registry
 from attn_contracts.sources import read_file
 

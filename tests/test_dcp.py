@@ -11,7 +11,8 @@ import math
 import pytest
 import torch
 
-from attn_contracts.backends.problem import DecodeProblem, exact_attention
+from attn_contracts.backends.problem import DecodeProblem
+from attn_contracts.backends.problem import exact_attention
 from attn_contracts.testing.ranks import run_ranks
 from fixtures import dcp_workers as w
 

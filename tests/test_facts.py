@@ -3,7 +3,10 @@ reads, and the names still spelled in code elsewhere agree with it."""
 
 from __future__ import annotations
 
-from attn_contracts.facts import builtin_adapters, engine_attributes, facts_file, library_hint
+from attn_contracts.facts import builtin_adapters
+from attn_contracts.facts import engine_attributes
+from attn_contracts.facts import facts_file
+from attn_contracts.facts import library_hint
 from attn_contracts.lint.config import LintConfig
 from attn_contracts.records import hint_for_library
 
@@ -16,7 +19,8 @@ def test_library_hints_come_from_the_data() -> None:
 
 
 def test_the_adapters_are_the_data() -> None:
-    from attn_contracts.backends.adapter import BUILTIN_ADAPTERS, KNOWN_ADAPTERS
+    from attn_contracts.backends.adapter import BUILTIN_ADAPTERS
+    from attn_contracts.backends.adapter import KNOWN_ADAPTERS
 
     package, known = builtin_adapters()
     assert BUILTIN_ADAPTERS == package == "attn_contracts.backends"

@@ -14,8 +14,10 @@ import pytest
 import torch
 
 from attn_contracts.checks import CallRefused
-from attn_contracts.combine import fastpath, plan_combine, rescale
+from attn_contracts.combine import fastpath
 from attn_contracts.combine import launches as launches_module
+from attn_contracts.combine import plan_combine
+from attn_contracts.combine import rescale
 from attn_contracts.combine.launches import CombineLaunch
 from attn_contracts.findings import Code
 from fixtures.dcp_workers import record

@@ -10,7 +10,8 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from dataclasses import FrozenInstanceError, replace
+from dataclasses import FrozenInstanceError
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attn_contracts import ContractError, record_from_impl
-from attn_contracts.findings import RULES, Code, Finding, Location, Severity, rules_markdown
+from attn_contracts import ContractError
+from attn_contracts import record_from_impl
+from attn_contracts.findings import RULES
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
+from attn_contracts.findings import Severity
+from attn_contracts.findings import rules_markdown
 from fixtures.engine_classes import FlashInferMLAImpl
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,10 +15,15 @@ from typing import Any
 import pytest
 import torch
 
-from attn_contracts import Code, CombineSetting, ContractError, Registry, check_edge
+from attn_contracts import Code
+from attn_contracts import CombineSetting
+from attn_contracts import ContractError
+from attn_contracts import Registry
+from attn_contracts import check_edge
 from attn_contracts.combine import plan as plan_module
 from attn_contracts.combine import plan_combine
-from attn_contracts.combine.fused import FusedBuffers, fused_combine
+from attn_contracts.combine.fused import FusedBuffers
+from attn_contracts.combine.fused import fused_combine
 from attn_contracts.startup import check_startup
 
 REG = Registry()

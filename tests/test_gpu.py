@@ -11,18 +11,22 @@ import math
 import pytest
 import torch
 
-from attn_contracts import Registry, get
+from attn_contracts import Registry
+from attn_contracts import get
 from attn_contracts.backends.plan_consumers import plan_consumer_records
-from attn_contracts.backends.runner import verify_consumer, verify_record
-from attn_contracts.combine import merge, merge_reference, plan_combine, rescale, rescale_reference
+from attn_contracts.backends.runner import verify_consumer
+from attn_contracts.backends.runner import verify_record
+from attn_contracts.combine import merge
+from attn_contracts.combine import merge_reference
+from attn_contracts.combine import plan_combine
+from attn_contracts.combine import rescale
+from attn_contracts.combine import rescale_reference
 from attn_contracts.consumer import ConsumerRecord
-from fixtures.tensors import (
-    assert_close_to,
-    assert_lse_close,
-    assert_merge_matches_reference,
-    partials,
-    poisoned,
-)
+from fixtures.tensors import assert_close_to
+from fixtures.tensors import assert_lse_close
+from fixtures.tensors import assert_merge_matches_reference
+from fixtures.tensors import partials
+from fixtures.tensors import poisoned
 
 pytestmark = pytest.mark.gpu
 
@@ -409,7 +413,8 @@ def test_the_projects_merge_plans_verify_clean_on_cuda(device: str) -> None:
 
 # --- the direct all-to-all's kernels on one GPU (issue 15: multi-GPU runs need a lent kind) -------
 def _direct_world_of_one(t: int, h: int, d: int, device: str) -> object:
-    from attn_contracts.combine.direct import DirectBuffers, DirectLayout
+    from attn_contracts.combine.direct import DirectBuffers
+    from attn_contracts.combine.direct import DirectLayout
     from attn_contracts.combine.workspace import a2a_piece_bytes
 
     o_bytes, piece = a2a_piece_bytes(t, h, d, 2)
@@ -419,7 +424,8 @@ def _direct_world_of_one(t: int, h: int, d: int, device: str) -> object:
 def _direct_step(bufs: object, o: torch.Tensor, lse: torch.Tensor, out: torch.Tensor,
                  lse_out: torch.Tensor, mask: torch.Tensor | None,
                  sink: torch.Tensor | None) -> None:
-    from attn_contracts.combine.direct import direct_merge, direct_send
+    from attn_contracts.combine.direct import direct_merge
+    from attn_contracts.combine.direct import direct_send
 
     direct_send(bufs, o, lse, mask, block_h=8, block_d=128, num_warps=4)  # type: ignore[arg-type]
     direct_merge(bufs, out, lse_out, sink, in_scale=1.0, out_scale=1.0,  # type: ignore[arg-type]

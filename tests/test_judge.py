@@ -10,19 +10,22 @@ from typing import Any
 
 import pytest
 
-from attn_contracts import CapabilityRecord, Code, ContractError, get, validate_startup
+from attn_contracts import CapabilityRecord
+from attn_contracts import Code
+from attn_contracts import ContractError
+from attn_contracts import get
+from attn_contracts import validate_startup
 from attn_contracts.backends.plan_consumers import plan_consumer_records
-from attn_contracts.backends.runner import verify_consumer, verify_record
+from attn_contracts.backends.runner import verify_consumer
+from attn_contracts.backends.runner import verify_record
 from attn_contracts.cli import main
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.judge import (
-    ConsumerObserved,
-    LimitProbe,
-    Observed,
-    VerifyResult,
-    compare_consumer,
-    conservative_notes,
-)
+from attn_contracts.judge import ConsumerObserved
+from attn_contracts.judge import LimitProbe
+from attn_contracts.judge import Observed
+from attn_contracts.judge import VerifyResult
+from attn_contracts.judge import compare_consumer
+from attn_contracts.judge import conservative_notes
 from fixtures.records import good
 
 TRUTH = {"returns": "lse", "base": "e", "layout": "token_head", "dtype": "float32",
@@ -503,7 +506,8 @@ def test_ctrl_c_in_an_adapter_ends_the_run(tmp_path: Path,
 
 
 def test_one_result_type_for_both_ends() -> None:
-    from attn_contracts.judge import ConsumerVerifyResult, VerifyResult
+    from attn_contracts.judge import ConsumerVerifyResult
+    from attn_contracts.judge import VerifyResult
 
     result = verify_fake("truthful", record())
     assert isinstance(result, VerifyResult) and ConsumerVerifyResult.__origin__ is VerifyResult  # type: ignore[attr-defined]

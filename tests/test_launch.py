@@ -8,10 +8,15 @@ import math
 
 import torch
 
-from attn_contracts.combine.direct import DirectBuffers, DirectLayout, direct_merge, direct_send
+from attn_contracts.combine.direct import DirectBuffers
+from attn_contracts.combine.direct import DirectLayout
+from attn_contracts.combine.direct import direct_merge
+from attn_contracts.combine.direct import direct_send
 from attn_contracts.combine.launch import launcher
 from attn_contracts.combine.message import A2AMessage
-from attn_contracts.combine.tiles import CPU_SMS, default_config, sm_count
+from attn_contracts.combine.tiles import CPU_SMS
+from attn_contracts.combine.tiles import default_config
+from attn_contracts.combine.tiles import sm_count
 
 
 def test_the_sm_count_comes_from_the_device_with_a_cpu_default() -> None:

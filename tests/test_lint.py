@@ -404,7 +404,8 @@ def _knowledge() -> object:
     from attn_contracts.lint import Knowledge
     from attn_contracts.records import CapabilityRecord
     from fixtures.records import LINT_CONSUMER_COMMON as common
-    from fixtures.records import LINT_PRODUCER, lint_merge
+    from fixtures.records import LINT_PRODUCER
+    from fixtures.records import lint_merge
 
     consumers = [
         ConsumerRecord.model_validate({**common, "name": "x.combine", "calls": [

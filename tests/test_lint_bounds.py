@@ -19,10 +19,21 @@ from types import ModuleType
 
 import pytest
 
-from attn_contracts.findings import Code, Finding
-from attn_contracts.lint import LintConfig, ProgramModel, bounds, lint_model
-from attn_contracts.lint.values import Lse, Source, Tup, Union_, join, lse_of, stable_key
-from fixtures.records import consumer_toml, producer_toml
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.lint import LintConfig
+from attn_contracts.lint import ProgramModel
+from attn_contracts.lint import bounds
+from attn_contracts.lint import lint_model
+from attn_contracts.lint.values import Lse
+from attn_contracts.lint.values import Source
+from attn_contracts.lint.values import Tup
+from attn_contracts.lint.values import Union_
+from attn_contracts.lint.values import join
+from attn_contracts.lint.values import lse_of
+from attn_contracts.lint.values import stable_key
+from fixtures.records import consumer_toml
+from fixtures.records import producer_toml
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
+from urllib.parse import urlsplit
 
 import jsonschema
 import pytest
 
 from attn_contracts.findings import Severity
-from attn_contracts.lint import lint_paths, main, worker_count
+from attn_contracts.lint import lint_paths
+from attn_contracts.lint import main
+from attn_contracts.lint import worker_count
 
 ENGINE = Path(__file__).parent / "fixtures" / "lint_engine"
 #: the OASIS SARIF 2.1.0 schema (errata01, os), as oasis-tcs/sarif-spec publishes it in
@@ -275,7 +278,8 @@ def test_an_unknown_selector_names_every_code_name_and_group(
 
 
 def test_every_rule_has_its_own_name_and_a_group() -> None:
-    from attn_contracts.findings import RULES, rule_groups
+    from attn_contracts.findings import RULES
+    from attn_contracts.findings import rule_groups
 
     names = [r.name for r in RULES.values()]
     assert len(set(names)) == len(names) and all(names)

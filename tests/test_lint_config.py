@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from attn_contracts.findings import Code, Severity
-from attn_contracts.lint import LintConfig, lint_paths, main
+from attn_contracts.findings import Code
+from attn_contracts.findings import Severity
+from attn_contracts.lint import LintConfig
+from attn_contracts.lint import lint_paths
+from attn_contracts.lint import main
 
 #: FlashInfer's decode wrapper returns base-2 LSE (built-in record flashinfer.batch_decode);
 #: vLLM's merge_attn_states reads base e (built-in vllm.merge_attn_states): an AC023 error

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from attn_contracts.findings import Code, Finding, Severity
-from attn_contracts.lint import LintConfig, lint_paths
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Severity
+from attn_contracts.lint import LintConfig
+from attn_contracts.lint import lint_paths
 from attn_contracts.versions import tree_versions
 from fixtures.records import consumer_toml
 
@@ -310,7 +313,8 @@ def test_a_wrapper_run_feeding_a_natural_log_merge_is_an_error(tmp_path: Path) -
 ])
 def test_startup_resolves_the_base_the_call_chooses(call: dict[str, object], base: str | None,
                                                     codes: list[str]) -> None:
-    from attn_contracts import ContractError, validate_startup
+    from attn_contracts import ContractError
+    from attn_contracts import validate_startup
     from attn_contracts.startup import check_startup
 
     chosen, _, findings = check_startup(backend="flashinfer.mla.trtllm_gen", world_size=2,
@@ -332,7 +336,8 @@ def test_startup_resolves_the_base_the_call_chooses(call: dict[str, object], bas
 def test_without_the_call_a_call_chosen_base_is_an_error_at_startup(name: str) -> None:
     """Issue 26 item 2: the record names a variant, but its base is the call's; an engine that
     does not say which call it makes does not pass as "ok"."""
-    from attn_contracts import ContractError, validate_startup
+    from attn_contracts import ContractError
+    from attn_contracts import validate_startup
 
     with pytest.raises(ContractError) as err:
         validate_startup(backend=name)

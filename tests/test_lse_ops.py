@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from attn_contracts import lse_ops
-from attn_contracts.lse_ops import LSE_OPS, LseOp
+from attn_contracts.lse_ops import LSE_OPS
+from attn_contracts.lse_ops import LseOp
 
 LN2 = math.log(2.0)
 
@@ -242,7 +243,8 @@ def _lint_knowledge() -> Any:
     from attn_contracts.consumer import ConsumerRecord
     from attn_contracts.lint import Knowledge
     from attn_contracts.records import CapabilityRecord
-    from fixtures.records import LINT_PRODUCER, lint_merge
+    from fixtures.records import LINT_PRODUCER
+    from fixtures.records import lint_merge
 
     consumers = [ConsumerRecord.model_validate(lint_merge(b)) for b in ("e", "2")]
     producer = CapabilityRecord.model_validate(LINT_PRODUCER)

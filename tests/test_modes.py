@@ -9,7 +9,11 @@ from typing import get_args
 
 import pytest
 
-from attn_contracts.modes import MODE_TABLE, MODES, Mode, mode_spec, resolve
+from attn_contracts.modes import MODE_TABLE
+from attn_contracts.modes import MODES
+from attn_contracts.modes import Mode
+from attn_contracts.modes import mode_spec
+from attn_contracts.modes import resolve
 from attn_contracts.setting import CombineSetting
 
 ROOT = Path(__file__).resolve().parents[1]

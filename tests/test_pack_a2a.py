@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from attn_contracts.combine import pack_a2a
-from attn_contracts.combine.reference import pack_a2a_reference, rows_from_lens
+from attn_contracts.combine.reference import pack_a2a_reference
+from attn_contracts.combine.reference import rows_from_lens
 from attn_contracts.combine.workspace import a2a_piece_bytes
 
 
@@ -86,7 +87,8 @@ def test_pack_writes_only_the_message() -> None:
 
 def test_masked_rows_merge_as_empty_after_the_exchange() -> None:
     """Pack on two 'ranks', exchange by hand, merge: a masked row is empty whatever it held."""
-    from attn_contracts.combine import merge, merge_reference
+    from attn_contracts.combine import merge
+    from attn_contracts.combine import merge_reference
 
     t, h, d, world = 3, 4, 16, 2
     hc = h // world

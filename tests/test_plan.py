@@ -7,11 +7,17 @@ import math
 import pytest
 import torch
 
-from attn_contracts import CapabilityRecord, Code, ContractError
+from attn_contracts import CapabilityRecord
+from attn_contracts import Code
+from attn_contracts import ContractError
 from attn_contracts.checks import CallRefused
 from attn_contracts.cli import main
-from attn_contracts.combine import merge_reference, plan_combine, rescale_reference
-from fixtures.records import bad_copy, good, without_base
+from attn_contracts.combine import merge_reference
+from attn_contracts.combine import plan_combine
+from attn_contracts.combine import rescale_reference
+from fixtures.records import bad_copy
+from fixtures.records import good
+from fixtures.records import without_base
 from fixtures.tensors import partials
 
 

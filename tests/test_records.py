@@ -10,12 +10,19 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from attn_contracts import CapabilityRecord, Code, LseSpec, NoLse, sources
+from attn_contracts import CapabilityRecord
+from attn_contracts import Code
+from attn_contracts import LseSpec
+from attn_contracts import NoLse
+from attn_contracts import sources
 from attn_contracts.cli import main
 from attn_contracts.records import findings_from_validation_error
 from attn_contracts.sources import parse_record
-from fixtures.cli import one_line_usage_error, write
-from fixtures.records import GOOD, good, without_base
+from fixtures.cli import one_line_usage_error
+from fixtures.cli import write
+from fixtures.records import GOOD
+from fixtures.records import good
+from fixtures.records import without_base
 
 
 def codes(data: dict) -> list[Code]:

@@ -9,17 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from attn_contracts import (
-    CapabilityRecord,
-    Code,
-    ContractError,
-    Registry,
-    UnknownRecordError,
-    load_records,
-)
+from attn_contracts import CapabilityRecord
+from attn_contracts import Code
+from attn_contracts import ContractError
+from attn_contracts import Registry
+from attn_contracts import UnknownRecordError
+from attn_contracts import load_records
 from attn_contracts.cli import main
 from attn_contracts.registry import CONTRACT_ATTR
-from fixtures.records import GOOD, bad_copy, good, without_base
+from fixtures.records import GOOD
+from fixtures.records import bad_copy
+from fixtures.records import good
+from fixtures.records import without_base
 
 
 def test_builtin_catalog_is_valid_and_covers_the_known_kernels() -> None:

@@ -11,8 +11,10 @@ import pytest
 from attn_contracts import CapabilityRecord
 from attn_contracts.cli import main
 from fixtures.adapters import record_with_adapter
-from fixtures.cli import one_line_usage_error, write
-from fixtures.machine import has_cuda, without_torch
+from fixtures.cli import one_line_usage_error
+from fixtures.cli import write
+from fixtures.machine import has_cuda
+from fixtures.machine import without_torch
 
 
 @pytest.mark.parametrize("argv", [["verify", "torch.sdpa_ref"], ["verify", "--all"],
@@ -82,7 +84,8 @@ def test_skip_unavailable_makes_a_missing_device_a_skip(
 
 def test_every_skip_reason_says_skipped_once(tmp_path: Path) -> None:
     from attn_contracts import get
-    from attn_contracts.backends.runner import verify_consumer, verify_record
+    from attn_contracts.backends.runner import verify_consumer
+    from attn_contracts.backends.runner import verify_record
     from attn_contracts.registry import Registry
 
     reasons = [verify_record(get("flashinfer.xqa")).reason,  # no LSE

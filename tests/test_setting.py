@@ -6,7 +6,9 @@ import pytest
 from pydantic import ValidationError
 
 from attn_contracts.modes import MODE_TABLE
-from attn_contracts.setting import ALL_TO_ALL_MODES, HEAD_SCATTERED_MODES, CombineSetting
+from attn_contracts.setting import ALL_TO_ALL_MODES
+from attn_contracts.setting import HEAD_SCATTERED_MODES
+from attn_contracts.setting import CombineSetting
 
 
 class _TorchLikeDtype:  # what str(torch.bfloat16) prints, without importing torch

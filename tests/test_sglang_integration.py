@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from attn_contracts.cli import main
-from attn_contracts.findings import Code, Severity
+from attn_contracts.findings import Code
+from attn_contracts.findings import Severity
 from attn_contracts.integrations import sglang
 
 REGISTRY = '''

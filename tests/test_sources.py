@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from attn_contracts import sources
-from fixtures.cli import one_line_usage_error, write
+from fixtures.cli import one_line_usage_error
+from fixtures.cli import write
 
 
 @pytest.mark.parametrize("command", [["validate"], ["verify"]])

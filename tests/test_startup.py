@@ -7,17 +7,19 @@ import re
 
 import pytest
 
-from attn_contracts import (
-    CapabilityRecord,
-    Code,
-    ContractError,
-    Registry,
-    validate_startup,
-)
+from attn_contracts import CapabilityRecord
+from attn_contracts import Code
+from attn_contracts import ContractError
+from attn_contracts import Registry
+from attn_contracts import validate_startup
 from attn_contracts.cli import main
 from fixtures.engine_classes import FlashInferMLAImpl
-from fixtures.machine import has_cuda, without_torch
-from fixtures.records import GOOD, bad_copy, good, without_base
+from fixtures.machine import has_cuda
+from fixtures.machine import without_torch
+from fixtures.records import GOOD
+from fixtures.records import bad_copy
+from fixtures.records import good
+from fixtures.records import without_base
 
 
 def test_clean_registry_passes_and_returns_the_chosen_record() -> None:
@@ -139,7 +141,8 @@ def test_consumers_given_as_a_generator_still_join_the_consensus(
 # --- what enters startup is re-validated; the probe without torch or its device ---------------
 @pytest.mark.filterwarnings("ignore::UserWarning")  # pydantic warns when it dumps the bad base
 def test_a_model_copied_record_is_refused_at_startup() -> None:
-    from attn_contracts import ContractError, validate_startup
+    from attn_contracts import ContractError
+    from attn_contracts import validate_startup
     from attn_contracts.findings import Code
 
     bad = bad_copy()

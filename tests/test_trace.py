@@ -22,10 +22,13 @@ import torch
 
 import attn_contracts
 from attn_contracts.backends import torch_ref
-from attn_contracts.backends.problem import DecodeProblem, make_problem
+from attn_contracts.backends.problem import DecodeProblem
+from attn_contracts.backends.problem import make_problem
 from attn_contracts.combine import merge
 from attn_contracts.combine import ops as combine_ops
-from attn_contracts.findings import Code, ContractError, Severity
+from attn_contracts.findings import Code
+from attn_contracts.findings import ContractError
+from attn_contracts.findings import Severity
 from attn_contracts.registry import Registry
 from attn_contracts.sources import parse_record
 from attn_contracts.tracing import Trace

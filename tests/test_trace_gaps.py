@@ -22,7 +22,8 @@ import torch
 import attn_contracts
 from attn_contracts import registry as registry_module
 from attn_contracts.backends import torch_ref
-from attn_contracts.backends.problem import DecodeProblem, make_problem
+from attn_contracts.backends.problem import DecodeProblem
+from attn_contracts.backends.problem import make_problem
 from attn_contracts.combine import merge
 from attn_contracts.findings import Code
 from attn_contracts.registry import Registry

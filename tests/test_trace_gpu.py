@@ -18,7 +18,8 @@ import pytest
 import torch
 
 import attn_contracts
-from attn_contracts.backends.problem import DecodeProblem, make_problem
+from attn_contracts.backends.problem import DecodeProblem
+from attn_contracts.backends.problem import make_problem
 from attn_contracts.combine import merge
 from attn_contracts.findings import Code
 from fixtures.sites import caller_line

@@ -9,8 +9,10 @@ import pytest
 
 from attn_contracts import validate_startup
 from attn_contracts.cli import main
-from attn_contracts.findings import Code, ContractError
-from fixtures.cli import one_line_usage_error, write
+from attn_contracts.findings import Code
+from attn_contracts.findings import ContractError
+from fixtures.cli import one_line_usage_error
+from fixtures.cli import write
 
 DISPATCHED = "flashinfer.mla.trtllm_gen"  # its call chooses the base: return_lse_base, backend
 KEYS = "backend, return_lse, return_lse_base, sparse_mla_top_k"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from attn_contracts.versions import in_range, ranges_overlap
+from attn_contracts.versions import in_range
+from attn_contracts.versions import ranges_overlap
 
 
 def test_in_range() -> None:
@@ -25,7 +26,8 @@ def test_ranges_overlap(a: str, b: str, meet: bool) -> None:
 
 def test_ranges_overlap_agrees_with_trying_every_release() -> None:
     """Against an independent reference: every version of a fine grid."""
-    from hypothesis import given, settings
+    from hypothesis import given
+    from hypothesis import settings
     from hypothesis import strategies as st
     from packaging.specifiers import SpecifierSet
 
@@ -49,7 +51,8 @@ def test_ranges_overlap_agrees_with_trying_every_release() -> None:
 
 
 def test_a_verified_release_reads_as_itself_without_a_note() -> None:
-    from attn_contracts.versions import resolve, verified_releases
+    from attn_contracts.versions import resolve
+    from attn_contracts.versions import verified_releases
 
     assert "0.33.0" in verified_releases("vllm") and "0.7.2.post1" in verified_releases(
         "flashinfer-python")  # one library under each spelling
@@ -59,7 +62,8 @@ def test_a_verified_release_reads_as_itself_without_a_note() -> None:
 
 
 def test_a_newer_release_reads_as_the_newest_verified_with_one_note_naming_the_command() -> None:
-    from attn_contracts.versions import resolve, verified_releases
+    from attn_contracts.versions import resolve
+    from attn_contracts.versions import verified_releases
 
     newest = verified_releases("vllm")[-1]
     r = resolve("vllm", "9.0.0")
@@ -79,8 +83,10 @@ def test_a_pinned_release_between_two_verified_reads_as_the_one_below() -> None:
 
 
 def test_lint_says_an_unverified_release_once_as_a_note() -> None:
-    from attn_contracts.findings import Code, Severity
-    from attn_contracts.lint import LintConfig, knowledge_for
+    from attn_contracts.findings import Code
+    from attn_contracts.findings import Severity
+    from attn_contracts.lint import LintConfig
+    from attn_contracts.lint import knowledge_for
 
     k, found = knowledge_for(LintConfig(), versions={"vllm": "9.0.0", "flashinfer": "0.7.3"})
     notes = [f for f in found if f.code is Code.AC034]

@@ -14,9 +14,13 @@ from typing import Any
 
 import pytest
 
-from attn_contracts.findings import Code, Finding
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
 from attn_contracts.integrations import vllm_cache
-from attn_contracts.integrations.vllm_source import STARTUP_SCOPE, Attr, Derived, MemberFacts
+from attn_contracts.integrations.vllm_source import STARTUP_SCOPE
+from attn_contracts.integrations.vllm_source import Attr
+from attn_contracts.integrations.vllm_source import Derived
+from attn_contracts.integrations.vllm_source import MemberFacts
 
 SCOPE = STARTUP_SCOPE
 

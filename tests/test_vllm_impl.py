@@ -14,7 +14,9 @@ from types import ModuleType
 import pytest
 
 from attn_contracts.integrations import vllm as iv
-from attn_contracts.integrations.vllm_impl import ImplFacts, MroClass, from_runtime
+from attn_contracts.integrations.vllm_impl import ImplFacts
+from attn_contracts.integrations.vllm_impl import MroClass
+from attn_contracts.integrations.vllm_impl import from_runtime
 
 _MODULE = "vllm.v1.attention.backends.mine"
 _REGISTRY = ("import enum\n\n\nclass AttentionBackendEnum(enum.Enum):\n"

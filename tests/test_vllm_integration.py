@@ -16,7 +16,9 @@ import pytest
 pytest.importorskip("vllm", reason="needs vLLM (make test-vllm)")
 
 from attn_contracts.cli import main
-from attn_contracts.findings import Code, ContractError, Severity
+from attn_contracts.findings import Code
+from attn_contracts.findings import ContractError
+from attn_contracts.findings import Severity
 from attn_contracts.integrations import vllm as iv
 from attn_contracts.integrations import vllm_plugin
 
@@ -47,8 +49,11 @@ def test_the_installed_release_ships_its_mapping_as_a_derivation_gives_it(
 
     import vllm
 
-    from attn_contracts.integrations import vllm_cache, vllm_source
-    from attn_contracts.integrations.vllm_source import STARTUP_SCOPE, _derive_now, derive
+    from attn_contracts.integrations import vllm_cache
+    from attn_contracts.integrations import vllm_source
+    from attn_contracts.integrations.vllm_source import STARTUP_SCOPE
+    from attn_contracts.integrations.vllm_source import _derive_now
+    from attn_contracts.integrations.vllm_source import derive
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # nothing cached: shipped or derived
     root = Path(vllm.__file__).resolve().parent.parent

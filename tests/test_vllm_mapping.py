@@ -106,7 +106,9 @@ def test_a_fault_of_the_checker_lets_the_start_go_on(monkeypatch: pytest.MonkeyP
     """The plugin is a guest: its own fault (not the contract's) is one warning and vLLM's own
     check's result; an error the peers were told of, or a refusal, still stops the start."""
     from attn_contracts import consensus
-    from attn_contracts.findings import Code, ContractError, Finding
+    from attn_contracts.findings import Code
+    from attn_contracts.findings import ContractError
+    from attn_contracts.findings import Finding
     from attn_contracts.integrations import vllm as iv
     from attn_contracts.integrations import vllm_plugin
 

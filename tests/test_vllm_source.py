@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from attn_contracts.cli import main
-from attn_contracts.findings import Code, Severity
+from attn_contracts.findings import Code
+from attn_contracts.findings import Severity
 from attn_contracts.integrations import vllm as iv
 from attn_contracts.integrations import vllm_source
 from tests.fixtures.vllm_0_32_table import VLLM_0_32

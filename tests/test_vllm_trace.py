@@ -21,7 +21,8 @@ from attn_contracts.backends import torch_ref
 from attn_contracts.backends.problem import make_problem
 from attn_contracts.combine import merge
 from attn_contracts.combine import ops as combine_ops
-from attn_contracts.findings import Code, ContractError
+from attn_contracts.findings import Code
+from attn_contracts.findings import ContractError
 from attn_contracts.integrations import vllm as iv
 from attn_contracts.integrations import vllm_trace
 
@@ -180,7 +181,8 @@ def test_the_plugin_arms_the_trace_only_in_trace_modes(vllm_worker_base: Any,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """vLLM's entry point (``vllm_plugin.register``, run in every vLLM process) installs the trace
     with ATTN_CONTRACTS_VLLM=trace or trace-warn, and in no other mode (an unknown one included)."""
-    from attn_contracts.integrations import vllm_mode, vllm_plugin
+    from attn_contracts.integrations import vllm_mode
+    from attn_contracts.integrations import vllm_plugin
 
     monkeypatch.setattr(vllm_mode, "_said", set())
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))  # the check's finder goes after

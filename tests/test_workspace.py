@@ -103,7 +103,8 @@ def test_two_slots_alternate_with_exact_results_over_gloo() -> None:
 
 def test_a2a_direct_is_refused_where_it_cannot_run() -> None:
     """No CUDA here: planning the direct all-to-all names why (AC026); a2a_best plans."""
-    from attn_contracts import Code, ContractError
+    from attn_contracts import Code
+    from attn_contracts import ContractError
     from attn_contracts.cli import main
 
     if torch.cuda.is_available():

@@ -35,21 +35,22 @@ import re
 import subprocess
 import sys
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
-from attn_contracts.consumer import ConsumerRecord, KeywordBase
+from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.consumer import KeywordBase
 from attn_contracts.facts import facts_file
-from attn_contracts.integrations.engine_data import Entry, engine_data
+from attn_contracts.integrations.engine_data import Entry
+from attn_contracts.integrations.engine_data import engine_data
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import Registry
-from attn_contracts.versions import (
-    effective_range,
-    in_range,
-    ranges_overlap,
-    verified_dists,
-    verified_releases,
-)
+from attn_contracts.versions import effective_range
+from attn_contracts.versions import in_range
+from attn_contracts.versions import ranges_overlap
+from attn_contracts.versions import verified_dists
+from attn_contracts.versions import verified_releases
 
 #: the releases read: distribution, version, top-level package, the record library it is; the
 #: verified list (``backends/catalog/facts/verified.toml``), which ``--release ... --write`` extends
@@ -392,8 +393,10 @@ def open_top(records: list[CapabilityRecord | ConsumerRecord]) -> list[dict[str,
     that is not a verified release of its library: a range closes only at a release where the
     check saw its citation fail, else it is open at the top (a newer release reads the newest
     verified facts, with a note). A library without a verified list is not judged."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion, Version
+    from packaging.specifiers import InvalidSpecifier
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion
+    from packaging.version import Version
 
     out = []
     for rec in records:
@@ -639,7 +642,11 @@ def check_release(spec: str, *, write: bool, out_dir: Path, releases: Path | Non
     print what changed, write ``<out_dir>/release-<dist>-<version>.md``; with ``write`` and no
     citation broken, add the release to the verified list and refresh the fingerprints."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-    from _releases import Release, ReleaseError, default_cache, parse_spec, source
+    from _releases import Release
+    from _releases import ReleaseError
+    from _releases import default_cache
+    from _releases import parse_spec
+    from _releases import source
 
     try:
         rel: Release = parse_spec(spec)

@@ -32,7 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from _releases import Release, ReleaseError, default_cache, parse_spec, source  # noqa: E402
+from _releases import Release  # noqa: E402
+from _releases import ReleaseError  # noqa: E402
+from _releases import default_cache  # noqa: E402
+from _releases import parse_spec  # noqa: E402
+from _releases import source  # noqa: E402
 
 from attn_contracts.versions import verified_dists  # noqa: E402
 

@@ -31,7 +31,10 @@ from pathlib import Path
 from pydantic import TypeAdapter
 
 from attn_contracts.integrations import vllm_cache
-from attn_contracts.integrations.vllm_source import STARTUP_SCOPE, Derived, derive, source_version
+from attn_contracts.integrations.vllm_source import STARTUP_SCOPE
+from attn_contracts.integrations.vllm_source import Derived
+from attn_contracts.integrations.vllm_source import derive
+from attn_contracts.integrations.vllm_source import source_version
 
 _RELEASE = re.compile(r"^vllm(-cpu)?-\d+\.\d+\.\d+$")
 
@@ -92,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     for name in sorted(have - set(want)):
         (args.out / name).unlink()
-    for name, root in sorted(want.items(), key=lambda kv: kv[1].name):
+    for _name, root in sorted(want.items(), key=lambda kv: kv[1].name):
         path = write(root, args.out)
         print(f"{root.name}: {path.name} ({path.stat().st_size} bytes)")
     return 0

@@ -14,14 +14,29 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from typing import NoReturn
 
-from attn_contracts import __version__, integrations, lint
-from attn_contracts.cli import catalog, engine, plan, validate, verify
-from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError
-from attn_contracts.cli._setting import non_negative, positive, positive_float
-from attn_contracts.findings import ContractError, RulesError, check_rules, printable
+from attn_contracts import __version__
+from attn_contracts import integrations
+from attn_contracts import lint
+from attn_contracts.cli import catalog
+from attn_contracts.cli import engine
+from attn_contracts.cli import plan
+from attn_contracts.cli import validate
+from attn_contracts.cli import verify
+from attn_contracts.cli._output import EXIT_FINDINGS
+from attn_contracts.cli._output import EXIT_OK
+from attn_contracts.cli._output import EXIT_USAGE
+from attn_contracts.cli._output import UsageError
+from attn_contracts.cli._setting import non_negative
+from attn_contracts.cli._setting import positive
+from attn_contracts.cli._setting import positive_float
+from attn_contracts.findings import ContractError
+from attn_contracts.findings import RulesError
+from attn_contracts.findings import check_rules
+from attn_contracts.findings import printable
 from attn_contracts.registry import UnknownRecordError
 from attn_contracts.sources import FileReadError
 

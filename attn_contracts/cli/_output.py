@@ -7,7 +7,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from attn_contracts.findings import Finding, Severity
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Severity
 
 __all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "UsageError", "console", "print_findings",
            "print_table"]

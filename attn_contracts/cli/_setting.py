@@ -8,7 +8,9 @@ import argparse
 from pydantic import ValidationError
 
 from attn_contracts.cli._output import UsageError
-from attn_contracts.setting import MODES, OUT_DTYPES, CombineSetting
+from attn_contracts.setting import MODES
+from attn_contracts.setting import OUT_DTYPES
+from attn_contracts.setting import CombineSetting
 
 __all__ = ["add_setting_arguments", "non_negative", "positive", "positive_float", "setting_from_args"]
 

@@ -8,11 +8,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from attn_contracts.cli._output import EXIT_OK, print_table
-from attn_contracts.consumer import ConsumerRecord, FixedBase
-from attn_contracts.findings import Code, Finding
-from attn_contracts.records import CapabilityRecord, LseSpec
-from attn_contracts.registry import Registry, UnknownRecordError
+from attn_contracts.cli._output import EXIT_OK
+from attn_contracts.cli._output import print_table
+from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.consumer import FixedBase
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import LseSpec
+from attn_contracts.registry import Registry
+from attn_contracts.registry import UnknownRecordError
 
 __all__ = ["CONSUMER_COLUMNS", "MATRIX_COLUMNS", "consumer_rows", "matrix_rows", "record_schema",
            "run_list", "run_matrix", "run_schema", "run_show"]

@@ -18,15 +18,20 @@ from typing import Any
 
 import torch
 
-from attn_contracts import CapabilityRecord, ContractError, get, validate_startup
-from attn_contracts.backends.problem import DecodeProblem, make_problem
+from attn_contracts import CapabilityRecord
+from attn_contracts import ContractError
+from attn_contracts import get
+from attn_contracts import validate_startup
+from attn_contracts.backends.problem import DecodeProblem
+from attn_contracts.backends.problem import make_problem
 from attn_contracts.backends.sharding import shard_problem
 from attn_contracts.backends.torch_ref import run as torch_decode
 from attn_contracts.cli._output import console as make_console
 from attn_contracts.cli._output import print_table
 from attn_contracts.combine.dcp import dcp_combine
 from attn_contracts.combine.plan import plan_combine
-from attn_contracts.testing.ranks import RankFailure, run_ranks
+from attn_contracts.testing.ranks import RankFailure
+from attn_contracts.testing.ranks import run_ranks
 
 __all__ = ["run"]
 

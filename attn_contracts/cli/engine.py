@@ -24,11 +24,16 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
-from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_table
+from attn_contracts.cli._output import EXIT_FINDINGS
+from attn_contracts.cli._output import EXIT_OK
+from attn_contracts.cli._output import UsageError
+from attn_contracts.cli._output import print_table
 from attn_contracts.facts import engine_attributes
-from attn_contracts.findings import Finding, Severity
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Severity
 
 __all__ = ["add_arguments", "run"]
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from attn_contracts.cli._output import EXIT_OK, UsageError, print_findings
-from attn_contracts.cli._setting import add_setting_arguments, setting_from_args
+from attn_contracts.cli._output import EXIT_OK
+from attn_contracts.cli._output import UsageError
+from attn_contracts.cli._output import print_findings
+from attn_contracts.cli._setting import add_setting_arguments
+from attn_contracts.cli._setting import setting_from_args
 from attn_contracts.findings import ContractError
-from attn_contracts.registry import Registry, UnknownRecordError
+from attn_contracts.registry import Registry
+from attn_contracts.registry import UnknownRecordError
 
 __all__ = ["add_arguments", "run"]
 

@@ -9,14 +9,20 @@ import argparse
 import ast
 
 from attn_contracts.checks import call_keys
-from attn_contracts.cli._output import UsageError, print_findings
-from attn_contracts.cli._setting import add_setting_arguments, setting_from_args
-from attn_contracts.findings import Code, Finding
+from attn_contracts.cli._output import UsageError
+from attn_contracts.cli._output import print_findings
+from attn_contracts.cli._setting import add_setting_arguments
+from attn_contracts.cli._setting import setting_from_args
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
 from attn_contracts.records import CapabilityRecord
-from attn_contracts.registry import Registry, UnknownRecordError
+from attn_contracts.registry import Registry
+from attn_contracts.registry import UnknownRecordError
 from attn_contracts.setting import CombineSetting
-from attn_contracts.sources import AnyRecord, read_file
-from attn_contracts.startup import ConsumerUse, check_startup
+from attn_contracts.sources import AnyRecord
+from attn_contracts.sources import read_file
+from attn_contracts.startup import ConsumerUse
+from attn_contracts.startup import check_startup
 
 __all__ = ["add_arguments", "run"]
 

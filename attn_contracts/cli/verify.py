@@ -33,15 +33,25 @@ import re
 from dataclasses import asdict
 from datetime import date
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
+from typing import NoReturn
 
-from attn_contracts.cli._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_table
+from attn_contracts.cli._output import EXIT_FINDINGS
+from attn_contracts.cli._output import EXIT_OK
+from attn_contracts.cli._output import UsageError
+from attn_contracts.cli._output import print_table
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, ContractError, Finding
-from attn_contracts.judge import VerifyResult, describe, describe_consumer
+from attn_contracts.findings import Code
+from attn_contracts.findings import ContractError
+from attn_contracts.findings import Finding
+from attn_contracts.judge import VerifyResult
+from attn_contracts.judge import describe
+from attn_contracts.judge import describe_consumer
 from attn_contracts.records import CapabilityRecord
-from attn_contracts.registry import Registry, UnknownRecordError
-from attn_contracts.sources import AnyRecord, read_file
+from attn_contracts.registry import Registry
+from attn_contracts.registry import UnknownRecordError
+from attn_contracts.sources import AnyRecord
+from attn_contracts.sources import read_file
 
 __all__ = ["add_arguments", "result_json", "run", "table_rows", "verdict", "verify_all"]
 
@@ -145,7 +155,8 @@ def _unavailable(args: argparse.Namespace, records: list[AnyRecord],
 def _results(args: argparse.Namespace, records: list[AnyRecord]) -> list[VerifyResult[Any]]:
     try:  # torch only now: a missing kernels extra is a usage error with the hint
         from attn_contracts.backends.adapter import device_unavailable
-        from attn_contracts.backends.runner import verify_consumer, verify_record
+        from attn_contracts.backends.runner import verify_consumer
+        from attn_contracts.backends.runner import verify_record
     except ImportError as err:
         return _unavailable(args, records, f"needs torch, {_KERNELS_HINT} ({err})")
     missing = device_unavailable(args.device)

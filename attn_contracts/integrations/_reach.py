@@ -16,10 +16,13 @@ the engine reads them; this module only sorts the findings.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
+from collections.abc import Sequence
 from dataclasses import replace
 
-from attn_contracts.findings import Code, Finding, Severity
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Severity
 
 __all__ = ["split_by_reach"]
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
-from attn_contracts.findings import Finding, Severity
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Severity
 
 __all__ = ["EngineReport"]
 

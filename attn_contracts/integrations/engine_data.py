@@ -14,27 +14,32 @@ silently). ``tools/check_catalog.py`` checks every entry against the releases it
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, overload
+from typing import Annotated
+from typing import Any
+from typing import ClassVar
+from typing import Literal
+from typing import TypeVar
+from typing import overload
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    StrictBool,
-    StrictFloat,
-    StrictInt,
-    StrictStr,
-    StringConstraints,
-    ValidationError,
-)
+from pydantic import AfterValidator
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import StrictBool
+from pydantic import StrictFloat
+from pydantic import StrictInt
+from pydantic import StrictStr
+from pydantic import StringConstraints
+from pydantic import ValidationError
 
 from attn_contracts._tables import as_pairs
-from attn_contracts.findings import RulesError, read_data_text
+from attn_contracts.findings import RulesError
+from attn_contracts.findings import read_data_text
 from attn_contracts.records import NAME_RE
 from attn_contracts.versions import in_range
 
@@ -60,7 +65,8 @@ class EngineDataError(RulesError):
 
 
 def _specifier(value: str) -> str:
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.specifiers import InvalidSpecifier
+    from packaging.specifiers import SpecifierSet
 
     try:
         if not list(SpecifierSet(value)):

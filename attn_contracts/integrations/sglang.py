@@ -35,26 +35,42 @@ from __future__ import annotations
 import ast
 import importlib.util
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attn_contracts.checks import check_edge
-from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
-from attn_contracts.findings import RULES, Code, Finding, Location, Severity
+from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.consumer import FixedBase
+from attn_contracts.consumer import KeywordBase
+from attn_contracts.findings import RULES
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
+from attn_contracts.findings import Severity
 from attn_contracts.integrations._report import EngineReport
-from attn_contracts.integrations.engine_data import DcpCombineEntry, RegistryEntry, engine_data
-from attn_contracts.records import CapabilityRecord, LseSpec
-from attn_contracts.registry import Registry, UnknownRecordError
-from attn_contracts.sources import FileReadError, read_bytes
-from attn_contracts.versions import in_range, package_version
+from attn_contracts.integrations.engine_data import DcpCombineEntry
+from attn_contracts.integrations.engine_data import RegistryEntry
+from attn_contracts.integrations.engine_data import engine_data
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import LseSpec
+from attn_contracts.registry import Registry
+from attn_contracts.registry import UnknownRecordError
+from attn_contracts.sources import FileReadError
+from attn_contracts.sources import read_bytes
+from attn_contracts.versions import in_range
+from attn_contracts.versions import package_version
 
 if TYPE_CHECKING:  # the program model's query API, read without importing the lint at start
     from attn_contracts.lint.classes import ClassInfo
     from attn_contracts.lint.model import ProgramModel
-    from attn_contracts.lint.program import Binding, Program
+    from attn_contracts.lint.program import Binding
+    from attn_contracts.lint.program import Program
 
 __all__ = ["Backend", "Built", "Combine", "Derived", "SglangReport", "derive", "find_root",
            "report"]
@@ -224,7 +240,8 @@ def _derive(pkg: Path, version: str | None) -> Derived:
 def _derive_now(pkg: Path, version: str | None) -> Derived:
     """The mapping as the files are now (a lint reads them afresh each run: a process that
     lints the same folder twice, edited between, sees the edit)."""
-    from attn_contracts.lint import LintConfig, lint_model
+    from attn_contracts.lint import LintConfig
+    from attn_contracts.lint import lint_model
 
     findings, model = lint_model(_read_paths(pkg, version), LintConfig())
     return _derive_on(pkg, version, model, findings)

@@ -31,22 +31,41 @@ vLLM and torch are imported only inside these functions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Literal
 
 from attn_contracts.bridge import declaration_findings
-from attn_contracts.checks import check_edge, resolve_call_base
-from attn_contracts.consumer import ConsumerRecord, KeywordBase
-from attn_contracts.findings import Code, ContractError, Finding, Severity
+from attn_contracts.checks import check_edge
+from attn_contracts.checks import resolve_call_base
+from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.consumer import KeywordBase
+from attn_contracts.findings import Code
+from attn_contracts.findings import ContractError
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Severity
 from attn_contracts.integrations import vllm_mode
 from attn_contracts.integrations._reach import split_by_reach
 from attn_contracts.integrations._report import EngineReport
-from attn_contracts.integrations.vllm_impl import ImplFacts, as_facts, from_source, read_attr
-from attn_contracts.integrations.vllm_mode import MODE_ENV, Mode, log, log_once
-from attn_contracts.records import CapabilityRecord, LseSpec
-from attn_contracts.registry import Registry, UnknownRecordError
+from attn_contracts.integrations.vllm_impl import ImplFacts
+from attn_contracts.integrations.vllm_impl import as_facts
+from attn_contracts.integrations.vllm_impl import from_source
+from attn_contracts.integrations.vllm_impl import read_attr
+from attn_contracts.integrations.vllm_mode import MODE_ENV
+from attn_contracts.integrations.vllm_mode import Mode
+from attn_contracts.integrations.vllm_mode import log
+from attn_contracts.integrations.vllm_mode import log_once
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import LseSpec
+from attn_contracts.registry import Registry
+from attn_contracts.registry import UnknownRecordError
 from attn_contracts.versions import in_range
 
 if TYPE_CHECKING:  # a derivation's type, read without importing the lint at start

@@ -21,7 +21,8 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Literal
+from typing import cast
 
 __all__ = ["ACCEPTED", "LOGGER", "MODE_ENV", "POLICIES", "TRACE_POLICY", "Mode", "log",
            "log_once", "read"]

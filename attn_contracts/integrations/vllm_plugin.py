@@ -37,11 +37,14 @@ import importlib.machinery
 import logging
 import sys
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 from attn_contracts.integrations import vllm_mode
-from attn_contracts.integrations.vllm_mode import Mode, log, log_once
+from attn_contracts.integrations.vllm_mode import Mode
+from attn_contracts.integrations.vllm_mode import log
+from attn_contracts.integrations.vllm_mode import log_once
 
 __all__ = ["CHECK_FUNCTION", "CHECK_MODULE", "install", "register"]
 

@@ -18,19 +18,25 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attn_contracts.findings import Finding, Location
-from attn_contracts.integrations.engine_data import DcpCallEntry, EngineData, VllmData
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
+from attn_contracts.integrations.engine_data import DcpCallEntry
+from attn_contracts.integrations.engine_data import EngineData
+from attn_contracts.integrations.engine_data import VllmData
 from attn_contracts.integrations.engine_data import engine_data as _engine_data
 from attn_contracts.versions import package_version
 
 if TYPE_CHECKING:  # the program model's query API, read without importing the lint at start
     from attn_contracts.lint.classes import ClassInfo
-    from attn_contracts.lint.inferred import Kernel, Use
+    from attn_contracts.lint.inferred import Kernel
+    from attn_contracts.lint.inferred import Use
     from attn_contracts.lint.model import ProgramModel
     from attn_contracts.lint.program import Program
 
@@ -202,7 +208,8 @@ def _derive_now(root: Path, version: str | None, scope: tuple[str, ...] | None) 
 
 
 def _derive_paused(root: Path, version: str | None, scope: tuple[str, ...] | None) -> Derived:
-    from attn_contracts.lint import LintConfig, lint_model
+    from attn_contracts.lint import LintConfig
+    from attn_contracts.lint import lint_model
 
     data = engine_data()
     notes: list[str] = []

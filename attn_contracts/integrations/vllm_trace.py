@@ -42,8 +42,10 @@ from collections.abc import Callable
 from typing import Any
 
 from attn_contracts.findings import ContractError
-from attn_contracts.integrations.vllm_mode import LOGGER, TRACE_POLICY
-from attn_contracts.tracing import Trace, TraceReport
+from attn_contracts.integrations.vllm_mode import LOGGER
+from attn_contracts.integrations.vllm_mode import TRACE_POLICY
+from attn_contracts.tracing import Trace
+from attn_contracts.tracing import TraceReport
 
 __all__ = [
     "GATE_POLICY",

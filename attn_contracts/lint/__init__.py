@@ -21,18 +21,20 @@ This package face re-exports the public names; the code lives by concept:
 
 from __future__ import annotations
 
-from attn_contracts.lint.cli import add_arguments, exit_code, main, run
+from attn_contracts.lint.cli import add_arguments
+from attn_contracts.lint.cli import exit_code
+from attn_contracts.lint.cli import main
+from attn_contracts.lint.cli import run
 from attn_contracts.lint.config import LintConfig
-from attn_contracts.lint.driver import (
-    EngineRule,
-    knowledge_for,
-    lint_model,
-    lint_paths,
-    worker_count,
-)
+from attn_contracts.lint.driver import EngineRule
+from attn_contracts.lint.driver import knowledge_for
+from attn_contracts.lint.driver import lint_model
+from attn_contracts.lint.driver import lint_paths
+from attn_contracts.lint.driver import worker_count
 from attn_contracts.lint.model import ProgramModel
 from attn_contracts.lint.record_index import Knowledge
-from attn_contracts.lint.report import sarif, statistics
+from attn_contracts.lint.report import sarif
+from attn_contracts.lint.report import statistics
 from attn_contracts.sources import MAX_FILE_BYTES
 
 __all__ = [

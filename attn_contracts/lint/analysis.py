@@ -11,35 +11,29 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from abc import ABC
+from abc import abstractmethod
+from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Protocol
 
 from attn_contracts.lint.bounds import Bounds
-from attn_contracts.lint.calls import (
-    CallArgs,
-    Changed,
-    Summary,
-    carries,
-)
-from attn_contracts.lint.inferred import (
-    Fact,
-    Kernel,
-    Use,
-)
+from attn_contracts.lint.calls import CallArgs
+from attn_contracts.lint.calls import Changed
+from attn_contracts.lint.calls import Summary
+from attn_contracts.lint.calls import carries
+from attn_contracts.lint.inferred import Fact
+from attn_contracts.lint.inferred import Kernel
+from attn_contracts.lint.inferred import Use
 from attn_contracts.lint.program import Program
-from attn_contracts.lint.record_index import (
-    Consumer,
-    Knowledge,
-)
-from attn_contracts.lint.values import (
-    Bound,
-    ClassKey,
-    Func,
-    Inst,
-    Lit,
-    Value,
-)
+from attn_contracts.lint.record_index import Consumer
+from attn_contracts.lint.record_index import Knowledge
+from attn_contracts.lint.values import Bound
+from attn_contracts.lint.values import ClassKey
+from attn_contracts.lint.values import Func
+from attn_contracts.lint.values import Inst
+from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Value
 
 NO_TAINT = 1 << 30  # no cycle cut below this analysis
 

@@ -12,43 +12,40 @@ import re
 from dataclasses import replace
 from typing import cast
 
-from attn_contracts.lint.calls import (
-    OPAQUE_ARGS,
-    CallArgs,
-    literal_value,
-    params_of,
-)
-from attn_contracts.lint.classes import ClassInfo, assignment, dotted_name, statements
+from attn_contracts.lint.calls import OPAQUE_ARGS
+from attn_contracts.lint.calls import CallArgs
+from attn_contracts.lint.calls import literal_value
+from attn_contracts.lint.calls import params_of
+from attn_contracts.lint.classes import ClassInfo
+from attn_contracts.lint.classes import assignment
+from attn_contracts.lint.classes import dotted_name
+from attn_contracts.lint.classes import statements
 from attn_contracts.lint.modules import ModuleResolver
 from attn_contracts.lint.program import FuncNode
-from attn_contracts.lint.torch_model import (
-    KEEPS_BASE_ATTRS,
-    SWAPS,
-    swap,
-)
-from attn_contracts.lint.values import (
-    NOT_SPECIAL,
-    Arg,
-    Bound,
-    ClassKey,
-    ClassRef,
-    Ext,
-    ExtInst,
-    Flag,
-    Func,
-    Inst,
-    Lit,
-    Lse,
-    Member,
-    ModuleRef,
-    Partial,
-    Super,
-    Tup,
-    Union_,
-    Value,
-    alternatives,
-    join,
-)
+from attn_contracts.lint.torch_model import KEEPS_BASE_ATTRS
+from attn_contracts.lint.torch_model import SWAPS
+from attn_contracts.lint.torch_model import swap
+from attn_contracts.lint.values import NOT_SPECIAL
+from attn_contracts.lint.values import Arg
+from attn_contracts.lint.values import Bound
+from attn_contracts.lint.values import ClassKey
+from attn_contracts.lint.values import ClassRef
+from attn_contracts.lint.values import Ext
+from attn_contracts.lint.values import ExtInst
+from attn_contracts.lint.values import Flag
+from attn_contracts.lint.values import Func
+from attn_contracts.lint.values import Inst
+from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Lse
+from attn_contracts.lint.values import Member
+from attn_contracts.lint.values import ModuleRef
+from attn_contracts.lint.values import Partial
+from attn_contracts.lint.values import Super
+from attn_contracts.lint.values import Tup
+from attn_contracts.lint.values import Union_
+from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import alternatives
+from attn_contracts.lint.values import join
 
 #: what generates a class's ``__init__`` from its annotated fields
 _FIELD_DECORATORS = frozenset({"dataclass", "define", "frozen", "mutable", "s", "attrs",

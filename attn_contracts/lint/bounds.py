@@ -27,11 +27,19 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
 from typing import Any
 
-from attn_contracts.findings import Code, Finding, Location
-from attn_contracts.lint.values import Union_, Value, children, lse_sources_of, widen_to
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
+from attn_contracts.lint.values import Union_
+from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import children
+from attn_contracts.lint.values import lse_sources_of
+from attn_contracts.lint.values import widen_to
 
 # The interpreter and its frames, which call in here (this module never imports them: the
 # interpreter depends on its bounds, not the other way round).

@@ -9,40 +9,35 @@ literals written in the code, and whether a value or a call carries what the flo
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from dataclasses import replace
 from typing import cast
 
 from attn_contracts.findings import Location
-from attn_contracts.lint.inferred import (
-    Kernel,
-)
+from attn_contracts.lint.inferred import Kernel
 from attn_contracts.lint.program import FuncNode
-from attn_contracts.lint.torch_model import (
-    constant_name,
-    convert,
-    map_lse,
-)
-from attn_contracts.lint.values import (
-    Arg,
-    Bound,
-    DictV,
-    Ext,
-    Flag,
-    Func,
-    Inst,
-    Lit,
-    Lse,
-    Num,
-    Partial,
-    Rec,
-    Seq,
-    Source,
-    Tup,
-    Value,
-    alternatives,
-    join,
-    lse_of,
-)
+from attn_contracts.lint.torch_model import constant_name
+from attn_contracts.lint.torch_model import convert
+from attn_contracts.lint.torch_model import map_lse
+from attn_contracts.lint.values import Arg
+from attn_contracts.lint.values import Bound
+from attn_contracts.lint.values import DictV
+from attn_contracts.lint.values import Ext
+from attn_contracts.lint.values import Flag
+from attn_contracts.lint.values import Func
+from attn_contracts.lint.values import Inst
+from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Lse
+from attn_contracts.lint.values import Num
+from attn_contracts.lint.values import Partial
+from attn_contracts.lint.values import Rec
+from attn_contracts.lint.values import Seq
+from attn_contracts.lint.values import Source
+from attn_contracts.lint.values import Tup
+from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import alternatives
+from attn_contracts.lint.values import join
+from attn_contracts.lint.values import lse_of
 
 
 def place(path: str, node: ast.AST) -> str:

@@ -26,20 +26,26 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+from collections.abc import Sequence
 from pathlib import Path
 
-from attn_contracts.findings import Finding, RulesError, Severity, check_rules, printable
-from attn_contracts.lint.config import (
-    ConfigError,
-    LintConfig,
-    config_for,
-    known_codes_text,
-    load_config,
-    unknown_codes,
-)
-from attn_contracts.lint.driver import EngineRule, default_jobs, lint_paths
-from attn_contracts.lint.report import render, statistics
+from attn_contracts.findings import Finding
+from attn_contracts.findings import RulesError
+from attn_contracts.findings import Severity
+from attn_contracts.findings import check_rules
+from attn_contracts.findings import printable
+from attn_contracts.lint.config import ConfigError
+from attn_contracts.lint.config import LintConfig
+from attn_contracts.lint.config import config_for
+from attn_contracts.lint.config import known_codes_text
+from attn_contracts.lint.config import load_config
+from attn_contracts.lint.config import unknown_codes
+from attn_contracts.lint.driver import EngineRule
+from attn_contracts.lint.driver import default_jobs
+from attn_contracts.lint.driver import lint_paths
+from attn_contracts.lint.report import render
+from attn_contracts.lint.report import statistics
 
 __all__ = ["add_arguments", "exit_code", "main", "run"]
 

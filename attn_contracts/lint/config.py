@@ -8,10 +8,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import ValidationError
+from pydantic import field_validator
 
-from attn_contracts.findings import Code, selected_codes, selectors_text
-from attn_contracts.sources import FileReadError, error_position, read_bytes
+from attn_contracts.findings import Code
+from attn_contracts.findings import selected_codes
+from attn_contracts.findings import selectors_text
+from attn_contracts.sources import FileReadError
+from attn_contracts.sources import error_position
+from attn_contracts.sources import read_bytes
 from attn_contracts.versions import library_key
 
 __all__ = ["ConfigError", "LintConfig", "config_for", "find_pyproject", "load_config",
@@ -68,7 +76,8 @@ class LintConfig(BaseModel):
     def _pep440_versions(cls, value: dict[str, str]) -> dict[str, str]:
         """Each key a distribution name (PEP 508), each value a PEP 440 version; keys are kept
         in the one spelling records use (:func:`~attn_contracts.versions.library_key`)."""
-        from packaging.version import InvalidVersion, Version
+        from packaging.version import InvalidVersion
+        from packaging.version import Version
 
         out: dict[str, str] = {}
         for name, version in value.items():

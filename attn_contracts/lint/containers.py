@@ -8,32 +8,30 @@ comparisons of literals (``kind != "log2"``, ``name in {"a", "b"}``).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
-from attn_contracts.lint.torch_model import (
-    lose_layout,
-    short_line,
-)
-from attn_contracts.lint.values import (
-    Arg,
-    Bound,
-    ClassRef,
-    DictV,
-    Ext,
-    Func,
-    Lit,
-    Lse,
-    ModuleRef,
-    Partial,
-    Seq,
-    Tup,
-    Union_,
-    Value,
-    alternatives,
-    join,
-)
+from attn_contracts.lint.torch_model import lose_layout
+from attn_contracts.lint.torch_model import short_line
+from attn_contracts.lint.values import Arg
+from attn_contracts.lint.values import Bound
+from attn_contracts.lint.values import ClassRef
+from attn_contracts.lint.values import DictV
+from attn_contracts.lint.values import Ext
+from attn_contracts.lint.values import Func
+from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Lse
+from attn_contracts.lint.values import ModuleRef
+from attn_contracts.lint.values import Partial
+from attn_contracts.lint.values import Seq
+from attn_contracts.lint.values import Tup
+from attn_contracts.lint.values import Union_
+from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import alternatives
+from attn_contracts.lint.values import join
 
 #: the methods that add elements to (or take them from) a list, set or deque
 GROWS = frozenset({"append", "extend", "insert", "add", "appendleft", "extendleft", "pop",

@@ -15,30 +15,48 @@ import multiprocessing as mp
 import os
 import re
 import tokenize
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field, replace
-from functools import cache, partial
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
+from functools import cache
+from functools import partial
 from pathlib import Path
 
 from attn_contracts.collector import paused
 from attn_contracts.consumer import ConsumerRecord
-from attn_contracts.findings import Code, Finding, Location
-from attn_contracts.lint.classes import (
-    ClassInfo,
-    ModuleInfo,
-    collect_classes,
-    module_info,
-    relevant_functions,
-)
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
+from attn_contracts.lint.classes import ClassInfo
+from attn_contracts.lint.classes import ModuleInfo
+from attn_contracts.lint.classes import collect_classes
+from attn_contracts.lint.classes import module_info
+from attn_contracts.lint.classes import relevant_functions
 from attn_contracts.lint.config import LintConfig
-from attn_contracts.lint.model import FileFacts, ProgramModel, build_model
-from attn_contracts.lint.provenance import Named, check_document, read_named, trusted
+from attn_contracts.lint.model import FileFacts
+from attn_contracts.lint.model import ProgramModel
+from attn_contracts.lint.model import build_model
+from attn_contracts.lint.provenance import Named
+from attn_contracts.lint.provenance import check_document
+from attn_contracts.lint.provenance import read_named
+from attn_contracts.lint.provenance import trusted
 from attn_contracts.lint.record_index import Knowledge
-from attn_contracts.lint.rules import could_fire, tree_findings
+from attn_contracts.lint.rules import could_fire
+from attn_contracts.lint.rules import tree_findings
 from attn_contracts.records import CapabilityRecord
-from attn_contracts.sources import AnyRecord, FileReadError, read_bytes, split_roles
-from attn_contracts.versions import library_key, resolve_all, tree_root, versions_of_tree
+from attn_contracts.sources import AnyRecord
+from attn_contracts.sources import FileReadError
+from attn_contracts.sources import read_bytes
+from attn_contracts.sources import split_roles
+from attn_contracts.versions import library_key
+from attn_contracts.versions import resolve_all
+from attn_contracts.versions import tree_root
+from attn_contracts.versions import versions_of_tree
 
 __all__ = ["EngineRule", "default_jobs", "knowledge_for", "lint_model", "lint_paths", "worker_count"]
 

@@ -37,24 +37,31 @@ unknown, ``AC029``.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from attn_contracts.findings import Code, Finding, Location
-from attn_contracts.lint.classes import ClassInfo, Hierarchy
-from attn_contracts.lint.inferred import (
-    BaseGiven,
-    Disagreed,
-    Dispatched,
-    Fact,
-    Kernel,
-    Omitted,
-    Use,
-    Weighed,
-)
-from attn_contracts.lint.record_index import Consumer, disagreement
-from attn_contracts.lint.values import ClassKey, Flag, Lit, Source
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
+from attn_contracts.lint.classes import ClassInfo
+from attn_contracts.lint.classes import Hierarchy
+from attn_contracts.lint.inferred import BaseGiven
+from attn_contracts.lint.inferred import Disagreed
+from attn_contracts.lint.inferred import Dispatched
+from attn_contracts.lint.inferred import Fact
+from attn_contracts.lint.inferred import Kernel
+from attn_contracts.lint.inferred import Omitted
+from attn_contracts.lint.inferred import Use
+from attn_contracts.lint.inferred import Weighed
+from attn_contracts.lint.record_index import Consumer
+from attn_contracts.lint.record_index import disagreement
+from attn_contracts.lint.values import ClassKey
+from attn_contracts.lint.values import Flag
+from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Source
 
 __all__ = ["Declaration", "class_findings", "declaration", "edge_findings", "fact_findings"]
 

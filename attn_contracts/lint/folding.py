@@ -22,7 +22,12 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from attn_contracts.lint.values import Lit, Seq, Tup, Value, alternatives, join
+from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Seq
+from attn_contracts.lint.values import Tup
+from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import alternatives
+from attn_contracts.lint.values import join
 
 __all__ = ["BUILTINS", "METHOD_NAMES", "UNKNOWN", "abstract", "concrete", "concrete_options", "fold_binop",
            "fold_builtin", "fold_method"]

@@ -13,78 +13,64 @@ from dataclasses import replace
 from typing import cast
 
 from attn_contracts import lse_ops
-from attn_contracts.lint.calls import (
-    OPAQUE_ARGS,
-    CallArgs,
-    call_matters,
-    callee_name,
-    nonlocal_names,
-    params_of,
-    place,
-)
+from attn_contracts.lint.calls import OPAQUE_ARGS
+from attn_contracts.lint.calls import CallArgs
+from attn_contracts.lint.calls import call_matters
+from attn_contracts.lint.calls import callee_name
+from attn_contracts.lint.calls import nonlocal_names
+from attn_contracts.lint.calls import params_of
+from attn_contracts.lint.calls import place
 from attn_contracts.lint.classes import dotted_name
-from attn_contracts.lint.containers import (
-    GROWS,
-    class_key,
-    dict_key,
-    iterate,
-    literal_keys,
-    literal_values,
-    merged,
-    table_entry,
-)
-from attn_contracts.lint.folding import (
-    BUILTINS,
-    METHOD_NAMES,
-    UNKNOWN,
-    fold_builtin,
-    fold_method,
-)
-from attn_contracts.lint.inferred import (
-    Weighed,
-)
+from attn_contracts.lint.containers import GROWS
+from attn_contracts.lint.containers import class_key
+from attn_contracts.lint.containers import dict_key
+from attn_contracts.lint.containers import iterate
+from attn_contracts.lint.containers import literal_keys
+from attn_contracts.lint.containers import literal_values
+from attn_contracts.lint.containers import merged
+from attn_contracts.lint.containers import table_entry
+from attn_contracts.lint.folding import BUILTINS
+from attn_contracts.lint.folding import METHOD_NAMES
+from attn_contracts.lint.folding import UNKNOWN
+from attn_contracts.lint.folding import fold_builtin
+from attn_contracts.lint.folding import fold_method
+from attn_contracts.lint.inferred import Weighed
 from attn_contracts.lint.record_calls import RecordCalls
-from attn_contracts.lint.record_index import (
-    Consumer,
-)
-from attn_contracts.lint.torch_model import (
-    EXPONENTIAL_NAMESPACES,
-    EXPONENTIALS,
-    IDENTITY_WRAPPERS,
-    KEEPS_BASE,
-    LN_REDUCTIONS,
-    TORCH_KEEPS,
-    constant_name,
-    lose_layout,
-    not_a_tensor_method,
-    through_function,
-    through_method,
-)
-from attn_contracts.lint.values import (
-    NOT_SPECIAL,
-    Arg,
-    Bound,
-    ClassRef,
-    DictV,
-    Ext,
-    ExtInst,
-    Func,
-    Inst,
-    Lit,
-    Lse,
-    ModuleRef,
-    Num,
-    Partial,
-    Rec,
-    Seq,
-    Super,
-    Tup,
-    Union_,
-    Value,
-    alternatives,
-    join,
-    lse_of,
-)
+from attn_contracts.lint.record_index import Consumer
+from attn_contracts.lint.torch_model import EXPONENTIAL_NAMESPACES
+from attn_contracts.lint.torch_model import EXPONENTIALS
+from attn_contracts.lint.torch_model import IDENTITY_WRAPPERS
+from attn_contracts.lint.torch_model import KEEPS_BASE
+from attn_contracts.lint.torch_model import LN_REDUCTIONS
+from attn_contracts.lint.torch_model import TORCH_KEEPS
+from attn_contracts.lint.torch_model import constant_name
+from attn_contracts.lint.torch_model import lose_layout
+from attn_contracts.lint.torch_model import not_a_tensor_method
+from attn_contracts.lint.torch_model import through_function
+from attn_contracts.lint.torch_model import through_method
+from attn_contracts.lint.values import NOT_SPECIAL
+from attn_contracts.lint.values import Arg
+from attn_contracts.lint.values import Bound
+from attn_contracts.lint.values import ClassRef
+from attn_contracts.lint.values import DictV
+from attn_contracts.lint.values import Ext
+from attn_contracts.lint.values import ExtInst
+from attn_contracts.lint.values import Func
+from attn_contracts.lint.values import Inst
+from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Lse
+from attn_contracts.lint.values import ModuleRef
+from attn_contracts.lint.values import Num
+from attn_contracts.lint.values import Partial
+from attn_contracts.lint.values import Rec
+from attn_contracts.lint.values import Seq
+from attn_contracts.lint.values import Super
+from attn_contracts.lint.values import Tup
+from attn_contracts.lint.values import Union_
+from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import alternatives
+from attn_contracts.lint.values import join
+from attn_contracts.lint.values import lse_of
 
 
 class Frame(RecordCalls):

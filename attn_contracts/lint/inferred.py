@@ -13,16 +13,12 @@ from dataclasses import dataclass
 
 from attn_contracts.call_base import CallBase
 from attn_contracts.findings import Finding
-from attn_contracts.lint.record_index import (
-    Consumer,
-    Producer,
-)
-from attn_contracts.lint.values import (
-    Flag,
-    Lse,
-    Param,
-    Source,
-)
+from attn_contracts.lint.record_index import Consumer
+from attn_contracts.lint.record_index import Producer
+from attn_contracts.lint.values import Flag
+from attn_contracts.lint.values import Lse
+from attn_contracts.lint.values import Param
+from attn_contracts.lint.values import Source
 
 __all__ = ["BaseGiven", "Disagreed", "Dispatched", "Fact", "Kernel", "Omitted", "Use",
            "Weighed"]

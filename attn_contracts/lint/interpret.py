@@ -33,52 +33,45 @@ import ast
 from collections.abc import Callable
 from typing import cast
 
-from attn_contracts.lint.analysis import NO_TAINT, RUN_BUDGET
+from attn_contracts.lint.analysis import NO_TAINT
+from attn_contracts.lint.analysis import RUN_BUDGET
 from attn_contracts.lint.attributes import Resolver
-from attn_contracts.lint.calls import (
-    CallArgs,
-    Changed,
-    Params,
-    Summary,
-    bind,
-    call_matters,
-    callee_name,
-    carries,
-    instantiate,
-    literal_value,
-    merge_summaries,
-    nonlocal_names,
-    params_of,
-)
+from attn_contracts.lint.calls import CallArgs
+from attn_contracts.lint.calls import Changed
+from attn_contracts.lint.calls import Params
+from attn_contracts.lint.calls import Summary
+from attn_contracts.lint.calls import bind
+from attn_contracts.lint.calls import call_matters
+from attn_contracts.lint.calls import callee_name
+from attn_contracts.lint.calls import carries
+from attn_contracts.lint.calls import instantiate
+from attn_contracts.lint.calls import literal_value
+from attn_contracts.lint.calls import merge_summaries
+from attn_contracts.lint.calls import nonlocal_names
+from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.frame import Frame
-from attn_contracts.lint.inferred import (
-    Kernel,
-    kernel_of,
-)
+from attn_contracts.lint.inferred import Kernel
+from attn_contracts.lint.inferred import kernel_of
 from attn_contracts.lint.program import FuncNode
-from attn_contracts.lint.torch_model import (
-    TENSOR_TYPES,
-    flatten,
-    tag_choice,
-    tag_impl,
-)
-from attn_contracts.lint.values import (
-    Arg,
-    Bound,
-    ClassRef,
-    Ext,
-    ExtInst,
-    Func,
-    Inst,
-    Lit,
-    Param,
-    Seq,
-    Value,
-    alternatives,
-    join,
-    lse_of,
-)
+from attn_contracts.lint.torch_model import TENSOR_TYPES
+from attn_contracts.lint.torch_model import flatten
+from attn_contracts.lint.torch_model import tag_choice
+from attn_contracts.lint.torch_model import tag_impl
+from attn_contracts.lint.values import Arg
+from attn_contracts.lint.values import Bound
+from attn_contracts.lint.values import ClassRef
+from attn_contracts.lint.values import Ext
+from attn_contracts.lint.values import ExtInst
+from attn_contracts.lint.values import Func
+from attn_contracts.lint.values import Inst
+from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Param
+from attn_contracts.lint.values import Seq
+from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import alternatives
+from attn_contracts.lint.values import join
+from attn_contracts.lint.values import lse_of
 
 __all__ = ["Interpreter"]
 

@@ -13,27 +13,38 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from attn_contracts.consumer import KeywordBase
-from attn_contracts.findings import Code, Finding, Location
-from attn_contracts.lint.classes import ClassInfo, Hierarchy, ModuleInfo
-from attn_contracts.lint.edges import (
-    Declaration,
-    attribute_declaration,
-    class_findings,
-    declaration,
-    edge_findings,
-    fact_findings,
-)
-from attn_contracts.lint.inferred import Fact, Kernel, Use
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
+from attn_contracts.lint.classes import ClassInfo
+from attn_contracts.lint.classes import Hierarchy
+from attn_contracts.lint.classes import ModuleInfo
+from attn_contracts.lint.edges import Declaration
+from attn_contracts.lint.edges import attribute_declaration
+from attn_contracts.lint.edges import class_findings
+from attn_contracts.lint.edges import declaration
+from attn_contracts.lint.edges import edge_findings
+from attn_contracts.lint.edges import fact_findings
+from attn_contracts.lint.inferred import Fact
+from attn_contracts.lint.inferred import Kernel
+from attn_contracts.lint.inferred import Use
 from attn_contracts.lint.interpret import Interpreter
 from attn_contracts.lint.program import Program
-from attn_contracts.lint.record_index import Consumer, Knowledge
-from attn_contracts.lint.values import ClassKey, Inst, Lit, Value
+from attn_contracts.lint.record_index import Consumer
+from attn_contracts.lint.record_index import Knowledge
+from attn_contracts.lint.values import ClassKey
+from attn_contracts.lint.values import Inst
+from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Value
 
 __all__ = ["ClassFacts", "FileFacts", "ProgramModel", "build_model", "model_findings"]
 

@@ -13,28 +13,27 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 from attn_contracts.lint.analysis import Analysis
-from attn_contracts.lint.calls import CallArgs, place
-from attn_contracts.lint.classes import dotted_name, module_level
-from attn_contracts.lint.containers import (
-    MUTATORS,
-)
-from attn_contracts.lint.values import (
-    NOT_SPECIAL,
-    Arg,
-    ClassRef,
-    Ext,
-    ExtInst,
-    Func,
-    Inst,
-    Lit,
-    ModuleRef,
-    Value,
-    alternatives,
-    join,
-)
+from attn_contracts.lint.calls import CallArgs
+from attn_contracts.lint.calls import place
+from attn_contracts.lint.classes import dotted_name
+from attn_contracts.lint.classes import module_level
+from attn_contracts.lint.containers import MUTATORS
+from attn_contracts.lint.values import NOT_SPECIAL
+from attn_contracts.lint.values import Arg
+from attn_contracts.lint.values import ClassRef
+from attn_contracts.lint.values import Ext
+from attn_contracts.lint.values import ExtInst
+from attn_contracts.lint.values import Func
+from attn_contracts.lint.values import Inst
+from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import ModuleRef
+from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import alternatives
+from attn_contracts.lint.values import join
 
 _WORD = re.compile(r"\w+")
 

@@ -20,17 +20,16 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
-from attn_contracts.lint.classes import (
-    ClassInfo,
-    Hierarchy,
-    ModuleInfo,
-    loop_bindings,
-    module_level,
-    statements,
-)
+from attn_contracts.lint.classes import ClassInfo
+from attn_contracts.lint.classes import Hierarchy
+from attn_contracts.lint.classes import ModuleInfo
+from attn_contracts.lint.classes import loop_bindings
+from attn_contracts.lint.classes import module_level
+from attn_contracts.lint.classes import statements
 
 __all__ = ["Binding", "Program"]
 

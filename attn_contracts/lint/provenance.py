@@ -19,23 +19,29 @@ of their library, or, where it is unknown, the two ranges overlap.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from attn_contracts.consumer import ConsumerCall, ConsumerRecord, FixedBase
-from attn_contracts.findings import Code, Finding
-from attn_contracts.records import CapabilityRecord, ProducerCall
-from attn_contracts.sources import (
-    AnyRecord,
-    FileReadError,
-    is_record_document,
-    looks_like_records,
-    parse_document,
-    read_file_located,
-    records_of,
-)
-from attn_contracts.versions import effective_range, in_range, ranges_overlap
+from attn_contracts.consumer import ConsumerCall
+from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.consumer import FixedBase
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import ProducerCall
+from attn_contracts.sources import AnyRecord
+from attn_contracts.sources import FileReadError
+from attn_contracts.sources import is_record_document
+from attn_contracts.sources import looks_like_records
+from attn_contracts.sources import parse_document
+from attn_contracts.sources import read_file_located
+from attn_contracts.sources import records_of
+from attn_contracts.versions import effective_range
+from attn_contracts.versions import in_range
+from attn_contracts.versions import ranges_overlap
 
 __all__ = ["Named", "check_document", "read_named", "trusted"]
 

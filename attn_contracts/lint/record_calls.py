@@ -13,49 +13,39 @@ from dataclasses import replace
 
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
-from attn_contracts.lint.calls import (
-    CallArgs,
-    place,
-    source_text,
-)
+from attn_contracts.lint.calls import CallArgs
+from attn_contracts.lint.calls import place
+from attn_contracts.lint.calls import source_text
 from attn_contracts.lint.classes import dotted_name
-from attn_contracts.lint.containers import (
-    literal_text,
-)
-from attn_contracts.lint.inferred import (
-    BaseGiven,
-    Disagreed,
-    Dispatched,
-    Kernel,
-    Omitted,
-    Use,
-    kernel_of,
-)
-from attn_contracts.lint.record_index import (
-    Consumer,
-    Producer,
-    agreed_consumer,
-    narrow_producers,
-)
+from attn_contracts.lint.containers import literal_text
+from attn_contracts.lint.inferred import BaseGiven
+from attn_contracts.lint.inferred import Disagreed
+from attn_contracts.lint.inferred import Dispatched
+from attn_contracts.lint.inferred import Kernel
+from attn_contracts.lint.inferred import Omitted
+from attn_contracts.lint.inferred import Use
+from attn_contracts.lint.inferred import kernel_of
+from attn_contracts.lint.record_index import Consumer
+from attn_contracts.lint.record_index import Producer
+from attn_contracts.lint.record_index import agreed_consumer
+from attn_contracts.lint.record_index import narrow_producers
 from attn_contracts.lint.scope import Scope
 from attn_contracts.lint.torch_model import short_line
-from attn_contracts.lint.values import (
-    MAX_UNION,
-    Bound,
-    Ext,
-    Flag,
-    Func,
-    Lit,
-    Lse,
-    Param,
-    Rec,
-    Source,
-    Tup,
-    Value,
-    alternatives,
-    join,
-    lse_of,
-)
+from attn_contracts.lint.values import MAX_UNION
+from attn_contracts.lint.values import Bound
+from attn_contracts.lint.values import Ext
+from attn_contracts.lint.values import Flag
+from attn_contracts.lint.values import Func
+from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Lse
+from attn_contracts.lint.values import Param
+from attn_contracts.lint.values import Rec
+from attn_contracts.lint.values import Source
+from attn_contracts.lint.values import Tup
+from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import alternatives
+from attn_contracts.lint.values import join
+from attn_contracts.lint.values import lse_of
 
 
 class RecordCalls(Scope):

@@ -13,24 +13,31 @@ feed the literal-base rule (``AC003``) and nothing else.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
-from attn_contracts.call_base import CallBase, literal_key
-from attn_contracts.consumer import ConsumerRecord, FixedBase, KeywordBase
-from attn_contracts.findings import Code, Finding
+from attn_contracts.call_base import CallBase
+from attn_contracts.call_base import literal_key
+from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.consumer import FixedBase
+from attn_contracts.consumer import KeywordBase
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
 from attn_contracts.records import CapabilityRecord
-from attn_contracts.sources import (
-    RECORD_TABLES,
-    FileReadError,
-    is_record_document,
-    read_file,
-    records_of,
-    split_roles,
-)
-from attn_contracts.versions import effective_range, in_range
+from attn_contracts.sources import RECORD_TABLES
+from attn_contracts.sources import FileReadError
+from attn_contracts.sources import is_record_document
+from attn_contracts.sources import read_file
+from attn_contracts.sources import records_of
+from attn_contracts.sources import split_roles
+from attn_contracts.versions import effective_range
+from attn_contracts.versions import in_range
 
 __all__ = ["Consumer", "Knowledge", "Producer", "agreed_consumer", "call_literals",
            "disagreement", "is_record_document", "narrow_producers", "read_record_document"]

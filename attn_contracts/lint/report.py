@@ -9,7 +9,12 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
-from attn_contracts.findings import RULES, Code, Finding, Rule, Severity, printable
+from attn_contracts.findings import RULES
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Rule
+from attn_contracts.findings import Severity
+from attn_contracts.findings import printable
 
 __all__ = ["SRCROOT", "render", "sarif", "statistics"]
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from attn_contracts.findings import Code, Finding, Location
+from attn_contracts.findings import Code
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
 from attn_contracts.lint.config import LintConfig
 
 __all__ = ["could_fire", "tree_findings"]

@@ -12,71 +12,66 @@ from __future__ import annotations
 import ast
 import itertools
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, TypeVar, cast
+from typing import Any
+from typing import TypeVar
+from typing import cast
 
 from attn_contracts.findings import Location
 from attn_contracts.lint.attributes import Resolver
 from attn_contracts.lint.bounds import FUNCTION_BUDGET
-from attn_contracts.lint.calls import (
-    literal_value,
-    nonlocal_names,
-    place,
-    source_text,
-)
+from attn_contracts.lint.calls import literal_value
+from attn_contracts.lint.calls import nonlocal_names
+from attn_contracts.lint.calls import place
+from attn_contracts.lint.calls import source_text
 from attn_contracts.lint.classes import dotted_name
-from attn_contracts.lint.containers import (
-    class_key,
-    dict_key,
-    element,
-    entries,
-    index_of,
-    iterate,
-    literal_keys,
-    literal_values,
-    members_of,
-    merge_items,
-    merged,
-    ordering,
-    rest_of,
-    truth,
-)
-from attn_contracts.lint.folding import UNKNOWN, concrete, fold_binop
-from attn_contracts.lint.inferred import (
-    Kernel,
-)
-from attn_contracts.lint.torch_model import (
-    VIEWS,
-    constant_name,
-    convert,
-    lose_layout,
-)
-from attn_contracts.lint.values import (
-    NOT_SPECIAL,
-    Arg,
-    Bound,
-    ClassKey,
-    ClassRef,
-    DictV,
-    Flag,
-    Func,
-    Inst,
-    Lit,
-    Lse,
-    Member,
-    ModuleRef,
-    Num,
-    Param,
-    Seq,
-    Source,
-    Tup,
-    Union_,
-    Value,
-    alternatives,
-    join,
-    lse_of,
-)
+from attn_contracts.lint.containers import class_key
+from attn_contracts.lint.containers import dict_key
+from attn_contracts.lint.containers import element
+from attn_contracts.lint.containers import entries
+from attn_contracts.lint.containers import index_of
+from attn_contracts.lint.containers import iterate
+from attn_contracts.lint.containers import literal_keys
+from attn_contracts.lint.containers import literal_values
+from attn_contracts.lint.containers import members_of
+from attn_contracts.lint.containers import merge_items
+from attn_contracts.lint.containers import merged
+from attn_contracts.lint.containers import ordering
+from attn_contracts.lint.containers import rest_of
+from attn_contracts.lint.containers import truth
+from attn_contracts.lint.folding import UNKNOWN
+from attn_contracts.lint.folding import concrete
+from attn_contracts.lint.folding import fold_binop
+from attn_contracts.lint.inferred import Kernel
+from attn_contracts.lint.torch_model import VIEWS
+from attn_contracts.lint.torch_model import constant_name
+from attn_contracts.lint.torch_model import convert
+from attn_contracts.lint.torch_model import lose_layout
+from attn_contracts.lint.values import NOT_SPECIAL
+from attn_contracts.lint.values import Arg
+from attn_contracts.lint.values import Bound
+from attn_contracts.lint.values import ClassKey
+from attn_contracts.lint.values import ClassRef
+from attn_contracts.lint.values import DictV
+from attn_contracts.lint.values import Flag
+from attn_contracts.lint.values import Func
+from attn_contracts.lint.values import Inst
+from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Lse
+from attn_contracts.lint.values import Member
+from attn_contracts.lint.values import ModuleRef
+from attn_contracts.lint.values import Num
+from attn_contracts.lint.values import Param
+from attn_contracts.lint.values import Seq
+from attn_contracts.lint.values import Source
+from attn_contracts.lint.values import Tup
+from attn_contracts.lint.values import Union_
+from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import alternatives
+from attn_contracts.lint.values import join
+from attn_contracts.lint.values import lse_of
 
 #: each frame's serial (:attr:`Scope.serial`): never reused, unlike an object's id
 _FRAME_SERIALS = itertools.count()

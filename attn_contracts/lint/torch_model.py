@@ -16,24 +16,23 @@ from dataclasses import replace
 
 from attn_contracts import lse_ops
 from attn_contracts.findings import Location
-from attn_contracts.lint.values import (
-    NOT_SPECIAL,
-    ClassKey,
-    ClassRef,
-    Ext,
-    ExtInst,
-    Inst,
-    Lse,
-    ModuleRef,
-    Num,
-    Seq,
-    Tup,
-    Union_,
-    Value,
-    alternatives,
-    join,
-)
-from attn_contracts.records import LN2, LOG2E
+from attn_contracts.lint.values import NOT_SPECIAL
+from attn_contracts.lint.values import ClassKey
+from attn_contracts.lint.values import ClassRef
+from attn_contracts.lint.values import Ext
+from attn_contracts.lint.values import ExtInst
+from attn_contracts.lint.values import Inst
+from attn_contracts.lint.values import Lse
+from attn_contracts.lint.values import ModuleRef
+from attn_contracts.lint.values import Num
+from attn_contracts.lint.values import Seq
+from attn_contracts.lint.values import Tup
+from attn_contracts.lint.values import Union_
+from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import alternatives
+from attn_contracts.lint.values import join
+from attn_contracts.records import LN2
+from attn_contracts.records import LOG2E
 
 # Calls and attributes that keep an LSE's base: the table the tracer reads too (``lse_ops``)
 KEEPS_BASE = lse_ops.lint_methods()

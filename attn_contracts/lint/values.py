@@ -17,8 +17,11 @@ source has there, after the conversions it went through.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
 from typing import Union
 
 __all__ = ["MAX_SOURCES", "MAX_UNION", "NOT_SPECIAL", "Arg", "Bound", "ClassKey", "ClassRef", "DictV", "Ext",

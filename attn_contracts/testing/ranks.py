@@ -21,7 +21,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import torch
 import torch.distributed as dist

@@ -15,6 +15,9 @@ call sites and the producer's record. Outside a trace nothing is wrapped and no 
 torch is imported when a trace starts, never when this package is imported.
 """
 
-from attn_contracts.tracing.session import Mismatch, Trace, TraceReport, trace
+from attn_contracts.tracing.session import Mismatch
+from attn_contracts.tracing.session import Trace
+from attn_contracts.tracing.session import TraceReport
+from attn_contracts.tracing.session import trace
 
 __all__ = ["Mismatch", "Trace", "TraceReport", "trace"]

@@ -33,25 +33,27 @@ from __future__ import annotations
 import math
 import time
 import types
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import replace
+from typing import Any
+from typing import Protocol
 
 from attn_contracts.lse_ops import LSE_OPS
-from attn_contracts.records import LN2, LOG2E
-from attn_contracts.tracing.tags import (
-    UNIT,
-    UNKNOWN,
-    Tag,
-    expand_axes,
-    index_axes,
-    permute_axes,
-    reduce_axes,
-    reshape_axes,
-    stack_axes,
-    transpose_axes,
-    union,
-)
+from attn_contracts.records import LN2
+from attn_contracts.records import LOG2E
+from attn_contracts.tracing.tags import UNIT
+from attn_contracts.tracing.tags import UNKNOWN
+from attn_contracts.tracing.tags import Tag
+from attn_contracts.tracing.tags import expand_axes
+from attn_contracts.tracing.tags import index_axes
+from attn_contracts.tracing.tags import permute_axes
+from attn_contracts.tracing.tags import reduce_axes
+from attn_contracts.tracing.tags import reshape_axes
+from attn_contracts.tracing.tags import stack_axes
+from attn_contracts.tracing.tags import transpose_axes
+from attn_contracts.tracing.tags import union
 
 __all__ = ["LN2", "LOG2E", "Follower", "conversion_of", "mode_class"]
 

@@ -37,26 +37,41 @@ import threading
 import time
 import weakref
 from collections import Counter
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from types import FrameType, TracebackType
-from typing import Any, Literal
+from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
+from types import FrameType
+from types import TracebackType
+from typing import Any
+from typing import Literal
 
 from attn_contracts.call_base import literal_key
-from attn_contracts.checks import check_edge, resolve_call_base
-from attn_contracts.consumer import ConsumerCall, ConsumerRecord, KeywordBase
-from attn_contracts.findings import Code, ContractError, Finding, Severity
-from attn_contracts.records import CapabilityRecord, LseSpec, ProducerCall
-from attn_contracts.registry import Registry, default_registry
-from attn_contracts.tracing.tags import Origin, Tag, TagMap, axes_for
-from attn_contracts.tracing.targets import (
-    ImportWatch,
-    Patches,
-    Target,
-    collect,
-    sweep,
-    watched_modules,
-)
+from attn_contracts.checks import check_edge
+from attn_contracts.checks import resolve_call_base
+from attn_contracts.consumer import ConsumerCall
+from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.consumer import KeywordBase
+from attn_contracts.findings import Code
+from attn_contracts.findings import ContractError
+from attn_contracts.findings import Finding
+from attn_contracts.findings import Severity
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import LseSpec
+from attn_contracts.records import ProducerCall
+from attn_contracts.registry import Registry
+from attn_contracts.registry import default_registry
+from attn_contracts.tracing.tags import Origin
+from attn_contracts.tracing.tags import Tag
+from attn_contracts.tracing.tags import TagMap
+from attn_contracts.tracing.tags import axes_for
+from attn_contracts.tracing.targets import ImportWatch
+from attn_contracts.tracing.targets import Patches
+from attn_contracts.tracing.targets import Target
+from attn_contracts.tracing.targets import collect
+from attn_contracts.tracing.targets import sweep
+from attn_contracts.tracing.targets import watched_modules
 
 __all__ = ["Mismatch", "Trace", "TraceReport", "trace"]
 

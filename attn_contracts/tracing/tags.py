@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 __all__ = ["Origin", "Tag", "TagMap", "axes_for", "expand_axes", "index_axes", "permute_axes",

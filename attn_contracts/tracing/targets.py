@@ -30,12 +30,19 @@ import inspect
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import TypeVar
+from typing import cast
 
-from attn_contracts.consumer import ConsumerCall, ConsumerRecord
-from attn_contracts.records import CapabilityRecord, ProducerCall
+from attn_contracts.consumer import ConsumerCall
+from attn_contracts.consumer import ConsumerRecord
+from attn_contracts.records import CapabilityRecord
+from attn_contracts.records import ProducerCall
 from attn_contracts.versions import in_range
 
 _T = TypeVar("_T")
