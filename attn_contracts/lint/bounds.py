@@ -32,9 +32,8 @@ from dataclasses import field
 from dataclasses import replace
 from typing import Any
 
-from attn_contracts.findings import Code
-from attn_contracts.findings import Finding
 from attn_contracts.findings import Location
+from attn_contracts.lint.inferred import BoundReached
 from attn_contracts.lint.values import Union_
 from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import children
@@ -147,12 +146,7 @@ class Bounds:
         line = getattr(at, "lineno", 1)
         col = getattr(at, "col_offset", 0) + 1
         name = func.rpartition(".<locals>.")[2].partition("@")[0]
-        self.interp.report(Finding(
-            Code.AC033, name, f"the analysis of {name} reached a bound ({kind}): {detail}",
-            hint="split the function, or lint it with the rest of its package; what was "
-                 "widened holds every LSE it may hold, but the bases it held are not read",
-            field="analysis", found=kind, allowed="within the bounds",
-            location=str(Location(path, line, col))))
+        self.interp.report(BoundReached(name, kind, detail, str(Location(path, line, col))))
 
     def value(self, frame: _Frame, value: Value, node: ast.AST | None = None) -> Value:
         """``value`` bounded in size (widened past :data:`MAX_SIZE`, with a note)."""

@@ -49,6 +49,7 @@ from attn_contracts.findings import Location
 from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import Hierarchy
 from attn_contracts.lint.inferred import BaseGiven
+from attn_contracts.lint.inferred import BoundReached
 from attn_contracts.lint.inferred import Disagreed
 from attn_contracts.lint.inferred import Dispatched
 from attn_contracts.lint.inferred import Fact
@@ -579,8 +580,13 @@ def _flag_finding(use: Use, g: BaseGiven, flag: Flag, d: Declaration, s: Source,
 def fact_findings(facts: Iterable[Fact]) -> Iterator[Finding]:
     """The findings of what the interpreter inferred besides the uses (one per fact)."""
     for f in facts:
-        if isinstance(f, Finding):  # a note about the analysis itself
-            yield f
+        if isinstance(f, BoundReached):  # a note about the analysis itself
+            yield Finding(
+                Code.AC033, f.function,
+                f"the analysis of {f.function} reached a bound ({f.kind}): {f.detail}",
+                hint="split the function, or lint it with the rest of its package; what was "
+                     "widened holds every LSE it may hold, but the bases it held are not read",
+                field="analysis", found=f.kind, allowed="within the bounds", location=f.where)
         elif isinstance(f, Weighed):
             first = f.sources[0]
             yield Finding(

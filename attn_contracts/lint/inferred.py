@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from attn_contracts.call_base import CallBase
-from attn_contracts.findings import Finding
 from attn_contracts.lint.record_index import Consumer
 from attn_contracts.lint.record_index import Producer
 from attn_contracts.lint.values import Flag
@@ -20,8 +19,8 @@ from attn_contracts.lint.values import Lse
 from attn_contracts.lint.values import Param
 from attn_contracts.lint.values import Source
 
-__all__ = ["BaseGiven", "Disagreed", "Dispatched", "Fact", "Kernel", "Omitted", "Use",
-           "Weighed"]
+__all__ = ["BaseGiven", "BoundReached", "Disagreed", "Dispatched", "Fact", "Kernel", "Omitted",
+           "Use", "Weighed"]
 
 
 @dataclass(frozen=True)
@@ -116,9 +115,19 @@ class Disagreed:
     where: str
 
 
-#: what the interpreter infers besides the uses, for :mod:`attn_contracts.lint.edges`; a
-#: ``Finding`` is a note about the analysis itself (a bound it hit), passed on as it is
-Fact = Weighed | Omitted | Dispatched | Disagreed | Finding
+@dataclass(frozen=True)
+class BoundReached:
+    """The analysis of a function stopped short of the whole: a bound (a budget, a value's
+    size, a loop's fixpoint) was reached, and what it widened is not read."""
+
+    function: str  # the function's name, as its ``def`` spells it
+    kind: str  # which bound: "run budget", "value size", ...
+    detail: str
+    where: str
+
+
+#: what the interpreter infers besides the uses, for :mod:`attn_contracts.lint.edges`
+Fact = Weighed | Omitted | Dispatched | Disagreed | BoundReached
 
 
 def kernel_of(src: Source) -> Kernel | None:
