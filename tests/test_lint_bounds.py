@@ -31,6 +31,7 @@ from attn_contracts.lint.values import Tup
 from attn_contracts.lint.values import Union_
 from attn_contracts.lint.values import join
 from attn_contracts.lint.values import lse_of
+from attn_contracts.lint.values import source_order
 from attn_contracts.lint.values import stable_key
 from fixtures.records import consumer_toml
 from fixtures.records import producer_toml
@@ -117,6 +118,16 @@ def test_the_output_is_the_same_bytes_under_three_seeds_two_job_counts_and_both_
     assert _run([str(a), str(b), *common], 1) == first
     assert _run([str(b), str(a), *common, "--jobs", "2"], 2) == first
     assert _run([str(b), str(a), *common], 3) == first
+
+
+def test_sources_sharing_a_key_are_read_in_one_order_whatever_the_sets_order() -> None:
+    """One call's LSE may be two sources of one key (its base pinned on one path, left to
+    dispatch on another): ordered by key alone, a set's iteration picked between them, and the
+    vLLM mapping's producer list changed with ``PYTHONHASHSEED``."""
+    pinned = Source("producer:f.py:3:1:r", "e", "the LSE of k()", record="lib.k")
+    unknown = Source("producer:f.py:3:1:r", None, "the LSE of k()", record="lib.k")
+    assert sorted([pinned, unknown], key=source_order) == \
+        sorted([unknown, pinned], key=source_order)
 
 
 def test_union_options_are_read_in_one_order_whatever_the_sets_order() -> None:

@@ -347,13 +347,15 @@ def _impl_class(program: Program, backend: ClassInfo) -> ClassInfo | str:
 
 def _edge(program: Program, use: Use, key: tuple[str, str], kernels: Sequence[Kernel],
           pinned: bool = False) -> EdgeFacts | None:
+    from attn_contracts.lint.values import source_order  # derivation only: the lint is loaded
+
     g = use.given
     if g.kind == "param":
         return None  # the combine's wrapper analysed alone: its callers are the edges
     wheres = {k.where for k in kernels}
     producers: list[tuple[str, str | None]] = []
     unrecorded: list[tuple[str | None, str]] = []
-    for s in sorted(use.lse.sources, key=lambda s: s.key):
+    for s in sorted(use.lse.sources, key=source_order):
         # a flow the interpreter followed with another impl class as self (a subclass that
         # converts the LSE of the kernel call it shares through super()) is that backend's
         ours = s.impl == key if s.impl is not None else any(

@@ -63,6 +63,7 @@ from attn_contracts.lint.values import ClassKey
 from attn_contracts.lint.values import Flag
 from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import Source
+from attn_contracts.lint.values import source_order
 
 __all__ = ["Declaration", "class_findings", "declaration", "edge_findings", "fact_findings"]
 
@@ -442,7 +443,7 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
         other = next(((u, b) for u, b in reads if b != first_base), None)
         if other is not None:
             u, b = other
-            s = min(first_use.lse.sources, key=_source_order)
+            s = min(first_use.lse.sources, key=source_order)
             yield Finding(
                 Code.AC023, u.consumer.last,
                 f"{s.what} reaches {first_use.consumer.label} as base {first_base} "
@@ -459,7 +460,7 @@ def _unread(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None]
     never silence either)."""
     known = sorted(((b, s, what) for s in use.lse.sources
                     for b, what in (_effective(s, declared),) if b in ("e", "2")),
-                   key=lambda k: (k[0], _source_order(k[1])))
+                   key=lambda k: (k[0], source_order(k[1])))
     if not known:
         return
     b, _, what = known[0]
@@ -475,11 +476,6 @@ def _unread(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None]
         location=g.where or use.where)
 
 
-def _source_order(s: Source) -> tuple[str, str]:
-    """Sources in a fixed order (a set's changes with ``PYTHONHASHSEED``): by key, then all."""
-    return s.key, repr(s)
-
-
 def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
            unknown_reads: dict[str, list[tuple[Use, str]]], settled: set[str],
            ) -> Iterator[Finding]:
@@ -489,7 +485,7 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
     if g.table and len({b for s in use.lse.sources
                         if (b := _effective(s, declared)[0]) is not None}) > 1:
         return  # a table keyed by what picks the producer: which entry applies is a dispatch
-    for s in sorted(use.lse.sources, key=_source_order):
+    for s in sorted(use.lse.sources, key=source_order):
         if s.dispatch:
             other = [b for b in s.bases if b != base]
             if other:
@@ -506,7 +502,7 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
             agree = True
     where = g.omitted or (g.where if (g.literal or g.how) and g.where else use.where)
     if contra:
-        contra.sort(key=lambda c: (c[0].dispatch, _source_order(c[0])))  # pinned names it best
+        contra.sort(key=lambda c: (c[0].dispatch, source_order(c[0])))  # pinned names it best
         s, b, what = contra[0]
         shown = f"{what}{f' (after {s.converted})' if s.converted else ''}"
         choice = f"; the LSE depends on a run-time choice: {s.choice}" if s.choice and \
@@ -549,7 +545,7 @@ def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None
         return
     owner = flag.owner
     exact = owner.cls if owner is not None and owner.exact else None
-    for s in sorted(use.lse.sources, key=_source_order):
+    for s in sorted(use.lse.sources, key=source_order):
         if not s.pinned or (s.impl is not None and not flag.negated):
             continue  # a backend's own method's LSE: its declaration is judged on the class
         key = s.impl if s.impl is not None else exact

@@ -71,6 +71,7 @@ from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import join
 from attn_contracts.lint.values import lse_of
+from attn_contracts.lint.values import source_order
 
 
 class Frame(RecordCalls):
@@ -289,7 +290,7 @@ class Frame(RecordCalls):
         if lse is None:
             return not_a_tensor_method(value, on_torch)
         other = sorted((s for s in lse.sources if s.base in ("e", "2") and s.base != op.base),
-                       key=lambda s: s.key)
+                       key=source_order)
         if other:
             fn = f"{namespace}.{func.attr}" if on_torch else f".{func.attr}()"
             self.i.report(Weighed(fn, func.attr, op.base, tuple(other), where))

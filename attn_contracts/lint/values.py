@@ -27,8 +27,8 @@ from typing import Union
 __all__ = ["MAX_SOURCES", "MAX_UNION", "NOT_SPECIAL", "Arg", "Bound", "ClassKey", "ClassRef", "DictV", "Ext",
            "ExtInst", "Flag", "Func", "Inst", "Lit", "Lse", "Member", "ModuleRef", "Num", "Param",
            "Partial", "Rec", "Seq", "Source", "Super", "Tup", "Union_", "Value", "alternatives",
-           "children", "collapse", "join", "lse_of", "lse_sources_of", "relabel", "stable_key",
-           "widen_to"]
+           "children", "collapse", "join", "lse_of", "lse_sources_of", "relabel", "source_order",
+           "stable_key", "widen_to"]
 
 #: the most alternatives a value keeps; a larger union is unknown (never a finding)
 MAX_UNION = 24
@@ -67,6 +67,13 @@ class Source:
     def pinned(self) -> bool:
         """A base the code fixes (not unknown, not left to dispatch)."""
         return self.base is not None and not self.dispatch
+
+
+def source_order(s: Source) -> tuple[str, str]:
+    """Sources in one fixed order (a set's iteration changes with ``PYTHONHASHSEED``, and two
+    sources may share a key: one call's LSE with its base pinned on one path, not on another):
+    by key, then by every field."""
+    return s.key, repr(s)
 
 
 @dataclass(frozen=True)
