@@ -88,6 +88,37 @@ def iterate(value: Value) -> Value:
     return join(options) if options else None
 
 
+#: Python's builtins over an iterable whose meaning is its elements' order alone: read on any
+#: tuple the flow holds (its items may be LSEs, not only literals), element by element
+ITERATION = frozenset({"iter", "reversed", "enumerate", "zip", "next"})
+
+
+def iteration(name: str, args: Sequence[Value], where: str) -> Value | None:
+    """``iter(t)``, ``reversed(t)``, ``enumerate(t)``, ``zip(a, b)``, ``next(t[, default])`` as
+    Python computes them on tuples of known positions (an iterator is read as the tuple of what
+    it yields); on a set, a grown list or a generator whose order is not known, what any of its
+    elements may be (``next``) or nothing known. A generator consumed once is read as fresh
+    again: what its second reader sees is not modelled."""
+    tuples = [a if isinstance(a, Tup) and not a.partial_items else None for a in args]
+    if name in ("iter", "reversed") and len(args) == 1:
+        t = tuples[0]
+        if t is None:
+            return Seq(iterate(args[0])) if args[0] is not None else None
+        return t if name == "iter" else Tup(tuple(reversed(t.items)))
+    if name == "enumerate" and len(args) == 1 and tuples[0] is not None:
+        return Tup(tuple(Tup((Lit(i, where), v)) for i, v in enumerate(tuples[0].items)))
+    if name == "zip" and args and all(t is not None for t in tuples):
+        return Tup(tuple(Tup(items) for items in zip(*(t.items for t in tuples if t is not None),
+                                                      strict=False)))
+    if name == "next" and len(args) in (1, 2):
+        t = tuples[0]
+        if t is not None:
+            return t.items[0] if t.items else (args[1] if len(args) == 2 else None)
+        first = iterate(args[0])
+        return join([first, args[1]]) if len(args) == 2 else first
+    return None
+
+
 def index_of(node: ast.expr) -> int | None:
     """A constant integer subscript (``x[1]``, ``x[-1]``)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and \
@@ -254,6 +285,11 @@ def _truth_of(value: Value) -> bool | None:
         return True
     if isinstance(value, Tup) and not value.partial_items:
         return bool(value.items)
+    if isinstance(value, Seq) and value.complete:  # a set of known elements, all of them
+        return value.item is not None
+    if isinstance(value, DictV):  # a key every path sets: not empty; no key at all: empty
+        return True if any(k not in value.maybe for k, _ in value.items) else \
+            (False if not value.items else None)
     return None
 
 

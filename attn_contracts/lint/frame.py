@@ -22,9 +22,11 @@ from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.calls import place
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.containers import GROWS
+from attn_contracts.lint.containers import ITERATION
 from attn_contracts.lint.containers import class_key
 from attn_contracts.lint.containers import dict_key
 from attn_contracts.lint.containers import iterate
+from attn_contracts.lint.containers import iteration
 from attn_contracts.lint.containers import literal_keys
 from attn_contracts.lint.containers import literal_values
 from attn_contracts.lint.containers import merged
@@ -129,9 +131,11 @@ class Frame(RecordCalls):
         if special is not NOT_SPECIAL:
             return cast(Value, special)
         call = self.args(node)
-        if callee is None and isinstance(func, ast.Name) and name in BUILTINS and \
-                not call.kw and not call.opaque:
-            return self.builtin(name, call, where)
+        if callee is None and isinstance(func, ast.Name) and not call.kw and not call.opaque:
+            if name in BUILTINS:
+                return self.builtin(name, call, where)
+            if name in ITERATION:
+                return iteration(name, [a.value for a in call.pos], where)
         return self.apply(callee, call, node, where, name)
 
     def container_method(self, func: ast.Attribute, node: ast.Call, name: str,
@@ -441,7 +445,8 @@ class Frame(RecordCalls):
         maps lie under the earlier ones. Unknown where any part is not a dict the flow holds."""
         if callee is None and isinstance(node.func, ast.Name) and name == "dict" and \
                 len(node.args) <= 1:
-            first = [self.expr(a) for a in node.args]
+            where = place(self.path, node)
+            first = [_pairs_dict(v, where) for a in node.args for v in (self.expr(a),)]
             call = self.args(ast.copy_location(ast.Call(node.func, [], node.keywords), node))
             if call.opaque or not all(isinstance(d, DictV) for d in first):
                 return None
@@ -815,3 +820,19 @@ def _viewed(node: ast.expr) -> tuple[ast.expr | None, bool]:
         else:
             return None, whole
 
+
+def _pairs_dict(value: Value, where: str) -> Value:
+    """``dict``'s positional argument: a dict as it is; a tuple of ``(key, value)`` pairs of
+    known string keys (``dict(zip(names, flags))``) as the dict Python builds of it, a later
+    pair over an earlier one of the same key; anything else as it is (not a dict)."""
+    if not isinstance(value, Tup) or value.partial_items:
+        return value
+    items: dict[str, Arg] = {}
+    for pair in value.items:
+        if not (isinstance(pair, Tup) and len(pair.items) == 2 and not pair.partial_items):
+            return value
+        key = pair.items[0]
+        if not (isinstance(key, Lit) and isinstance(key.value, str)):
+            return value
+        items[key.value] = Arg(pair.items[1], key.where or where)  # a repeated key keeps its place
+    return DictV(tuple(items.items()), frozenset())

@@ -668,10 +668,7 @@ class Scope:
     def e_unary(self, node: ast.UnaryOp) -> Value:
         inner = self.expr(node.operand)
         if isinstance(node.op, ast.Not):  # each value it may be, negated
-            opts = [Lit(not alt.value, alt.where, alt.how) if isinstance(alt, Lit) else
-                    replace(alt, negated=not alt.negated) if isinstance(alt, Flag) else None
-                    for alt in alternatives(inner)]
-            return join(opts)
+            return join([self.negated(alt, node) for alt in alternatives(inner)])
         if isinstance(node.op, (ast.Invert, ast.USub, ast.UAdd)):
             # ``~flag`` (an int: -1 or -2, both true), ``-1``: of known numbers, the number
             fold = _UNARY[type(node.op)]
@@ -680,6 +677,18 @@ class Scope:
                              isinstance(node.op, ast.Invert) and isinstance(alt.value, float))
                          else None for alt in alternatives(inner)])
         return None
+
+    def negated(self, alt: Value, node: ast.UnaryOp) -> Value:
+        """``not`` of one value: a literal's or a flag's negation; of any other value whose
+        truth Python decides one way (a tuple of known length, a set of known elements, a
+        function), the other way."""
+        if isinstance(alt, Lit):
+            return Lit(not alt.value, alt.where, alt.how)
+        if isinstance(alt, Flag):
+            return replace(alt, negated=not alt.negated)
+        known = truth(alt)
+        return None if known is None else \
+            Lit(not known, place(self.path, node), f" (the value of {source_text(node)})")
 
     @_on(_EXPR, ast.Compare)
     def e_compare(self, node: ast.Compare) -> Value:
