@@ -52,10 +52,22 @@ def element(value: Value, i: int, exact: bool = False) -> Value:
         if isinstance(alt, Tup):
             options.append(alt.get(i) if not (exact and alt.partial_items) else None)
         elif isinstance(alt, Seq):
-            options.append(alt.item)
+            options.append(one_of(alt.item))
         else:
             options.append(None)
     return join(options) if options else None
+
+
+def one_of(item: Value) -> Value:
+    """One element, at a position not known, of a container that may hold any of ``item``:
+    literals that differ are not known (which one is there is not a path the program takes,
+    as a branch is, but a place the analysis did not follow); anything else as it is (an LSE
+    of any of its sources, so that no source is lost)."""
+    options = list(alternatives(item))
+    literals = {(type(o.value), o.value) for o in options if isinstance(o, Lit)}
+    if len(options) > 1 and len(literals) > 1 and all(isinstance(o, Lit) for o in options):
+        return None
+    return item
 
 
 def rest_of(value: Value, start: int, after: int) -> Value:
@@ -114,7 +126,7 @@ def iteration(name: str, args: Sequence[Value], where: str) -> Value | None:
         t = tuples[0]
         if t is not None:
             return t.items[0] if t.items else (args[1] if len(args) == 2 else None)
-        first = iterate(args[0])
+        first = one_of(iterate(args[0]))
         return join([first, args[1]]) if len(args) == 2 else first
     return None
 

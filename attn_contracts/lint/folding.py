@@ -30,7 +30,7 @@ from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import join
 
 __all__ = ["BUILTINS", "METHOD_NAMES", "UNKNOWN", "abstract", "concrete", "concrete_options", "fold_binop",
-           "fold_builtin", "fold_method"]
+           "fold_builtin", "fold_format", "fold_method", "safe_format"]
 
 
 class _Unknown:
@@ -130,10 +130,71 @@ def fold_method(receiver: Value, name: str, args: list[Value], where: str) -> ob
 
 
 def fold_binop(left: Value, op: ast.operator, right: Value, where: str) -> object:
-    """``left OP right`` of two sets (``|``, ``&``, ``-``, ``^``) known exactly; else
+    """``left OP right`` of two sets (``|``, ``&``, ``-``, ``^``) or two scalars (``flag |
+    True``, ``"fa" + "3"``, ``"%s3" % "fa"``, ``2 ** 3``) known exactly; else
     :data:`UNKNOWN`."""
-    fn = _SET_OPS.get(type(op))
     a, b = concrete(left), concrete(right)
-    if fn is None or not isinstance(a, frozenset) or not isinstance(b, frozenset):
+    if isinstance(a, frozenset) and isinstance(b, frozenset) and type(op) in _SET_OPS:
+        return _call(_SET_OPS[type(op)], [a, b], where)
+    fn = _SCALAR_OPS.get(type(op))
+    if fn is None or not isinstance(a, _SCALARS) or not (
+            isinstance(b, _SCALARS) or (isinstance(op, ast.Mod) and isinstance(b, tuple))):
         return UNKNOWN
+    if not _bounded(a, op, b):
+        return UNKNOWN  # a result too large to build: not read
     return _call(fn, [a, b], where)
+
+
+_SCALAR_OPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+    ast.BitOr: operator.or_, ast.BitAnd: operator.and_, ast.BitXor: operator.xor}
+
+
+def _bounded(a: Any, op: ast.operator, b: Any) -> bool:
+    """Whether Python computes ``a OP b`` in bounded time and memory: no large power, shift or
+    repetition, no formatting with a large width, no operand of more than 1024 bits (``x = x *
+    x`` repeated stays small)."""
+    if any(isinstance(x, int) and x.bit_length() > 1024 for x in (a, b)):
+        return False
+    if isinstance(op, (ast.Pow, ast.LShift)):
+        return isinstance(b, (int, float)) and abs(b) <= 64 and (
+            not isinstance(a, int) or a.bit_length() <= 64)
+    if isinstance(op, ast.Mult) and isinstance(a, str | int) and isinstance(b, str | int):
+        text, times = (a, b) if isinstance(a, str) else (b, a)
+        return not isinstance(text, str) or not isinstance(times, int) or \
+            len(text) * max(times, 0) <= _MAX
+    if isinstance(op, ast.Mod) and isinstance(a, str):
+        return safe_format(a)
+    return True
+
+
+def safe_format(text: str) -> bool:
+    """A format string (``%`` or ``format``) with no width or precision of more than three
+    digits: formatting it with scalars stays small."""
+    run = 0
+    for ch in text:
+        run = run + 1 if ch.isdigit() else 0
+        if run > 3:
+            return False
+    return len(text) <= _MAX
+
+
+#: an f-string's ``!s``/``!r``/``!a`` (-1: none)
+_CONVERSIONS: dict[int, Callable[[Any], Any]] = {-1: lambda x: x, 115: str, 114: repr, 97: ascii}
+
+
+def fold_format(value: Value, conversion: int, spec: str | None, where: str) -> object:
+    """One ``{value!c:spec}`` of an f-string, where the value is one known scalar: the text
+    Python formats it to; else :data:`UNKNOWN`."""
+    v = concrete(value)
+    if not isinstance(v, _SCALARS) or (spec is not None and not safe_format(spec)):
+        return UNKNOWN
+    convert = _CONVERSIONS.get(conversion)
+    if convert is None:
+        return UNKNOWN
+    try:
+        return format(convert(v), spec or "")
+    except (TypeError, ValueError):
+        return UNKNOWN  # Python raises: no value

@@ -36,6 +36,7 @@ from attn_contracts.lint.folding import METHOD_NAMES
 from attn_contracts.lint.folding import UNKNOWN
 from attn_contracts.lint.folding import fold_builtin
 from attn_contracts.lint.folding import fold_method
+from attn_contracts.lint.folding import safe_format
 from attn_contracts.lint.inferred import Weighed
 from attn_contracts.lint.record_calls import RecordCalls
 from attn_contracts.lint.record_index import Consumer
@@ -176,6 +177,9 @@ class Frame(RecordCalls):
         kwargs = {k.arg: _one_literal(self.expr(k.value)) for k in node.keywords if k.arg}
         if any(a is NOT_SPECIAL for a in (*args, *kwargs.values())):
             return None  # an argument it does not know
+        if (name == "format" and not safe_format(texts[0])) or (
+                name == "zfill" and any(isinstance(a, int) and a > _FOLD_MAX for a in args)):
+            return None  # a result too large to build: not read
         try:
             result = getattr(texts[0], name)(*args, **kwargs)
         except (TypeError, ValueError, AttributeError):
@@ -506,6 +510,37 @@ class Frame(RecordCalls):
             values.append(value)  # set somewhere: its value (the default is for never-set ones)
         return join(values)
 
+    def dict_method_form(self, callee: Value, qual: str, name: str,
+                         node: ast.Call) -> Value | object:
+        """``d.items()``, ``d.values()``, ``d.keys()``, ``d.setdefault(k, v)``, ``d.pop(k[, v])``
+        on a dict the flow holds (every value it may be): what Python returns (a view as the
+        tuple of its entries in order, where every key is sure to be there; else any of them),
+        and the entry stored or removed."""
+        if callee is not None or name not in _DICT_METHODS or \
+                not isinstance(node.func, ast.Attribute) or node.keywords or \
+                any(isinstance(a, ast.Starred) for a in node.args):
+            return NOT_SPECIAL
+        table = self.expr(node.func.value)
+        alts = list(alternatives(table))
+        if not alts or not all(isinstance(a, DictV) for a in alts):
+            return NOT_SPECIAL
+        dicts = cast(list[DictV], alts)
+        if name in ("items", "values", "keys"):
+            return None if node.args else join([_view(d, name) for d in dicts])
+        if not 1 <= len(node.args) <= 2 or (name == "setdefault" and len(node.args) == 1):
+            return NOT_SPECIAL
+        value = self.dict_get(table, node)
+        key = dict_key(node.args[0]) if isinstance(node.args[0], ast.Constant) else None
+        d = dotted_name(node.func.value)
+        if d is not None and d in self.env:
+            default = Arg(self.expr(node.args[1]) if len(node.args) == 2 else
+                          Lit(None, place(self.path, node)), place(self.path, node))
+            # by a key it cannot read, any entry may be stored or gone: the dict is not known
+            self.env[d] = None if key is None else join([
+                _stored(t, key, default) if name == "setdefault" else _removed(t, key)
+                for t in dicts])
+        return value
+
     def dict_get(self, table: Value, node: ast.Call) -> Value:
         """``d.get(key, default)`` on a dict the flow holds: the entry, or the default where
         the key may be absent; by a key it cannot see, any entry or the default."""
@@ -705,7 +740,32 @@ class Frame(RecordCalls):
 #: call is not it)
 _SPECIAL_FORMS = (Frame.type_of, Frame.identity, Frame.partial, Frame.cast_, Frame.super_,
                   Frame.getattr_form, Frame.setattr_form, Frame.get_form, Frame.dict_form,
-                  Frame.replace_form)
+                  Frame.replace_form, Frame.dict_method_form)
+#: the methods of a dict :meth:`Frame.dict_method_form` reads
+_DICT_METHODS = frozenset({"items", "values", "keys", "setdefault", "pop"})
+
+
+def _view(d: DictV, name: str) -> Value:
+    """``d.items()``/``.values()``/``.keys()``: its entries in order, where every key is sure
+    to be there; else a container of any of them."""
+    parts: list[Value] = [Tup((Lit(k, a.where), a.value)) if name == "items" else
+                          a.value if name == "values" else Lit(k, a.where) for k, a in d.items]
+    return Tup(tuple(parts)) if not d.maybe else Seq(join(parts))
+
+
+def _stored(d: DictV, key: str, default: Arg) -> DictV:
+    """``d`` after ``d.setdefault(key, default)``: the key there for sure, its entry kept where
+    it had one."""
+    had = d.get(key)
+    if had is None:
+        return DictV((*d.items, (key, default)), d.maybe)
+    entry = had if key not in d.maybe else Arg(join([had.value, default.value]), had.where)
+    return DictV(tuple((k, entry if k == key else a) for k, a in d.items), d.maybe - {key})
+
+
+def _removed(d: DictV, key: str) -> DictV:
+    """``d`` after ``d.pop(key)``: without the key."""
+    return DictV(tuple((k, a) for k, a in d.items if k != key), d.maybe - {key})
 
 
 def _one_literal(value: Value) -> object:
@@ -737,7 +797,7 @@ _STR_METHODS = frozenset({
     "split", "rsplit", "splitlines", "strip", "lstrip", "rstrip", "lower", "upper", "casefold",
     "title", "capitalize", "replace", "startswith", "endswith", "removeprefix", "removesuffix",
     "partition", "rpartition", "count", "find", "rfind", "isdigit", "isalpha", "isalnum",
-    "isidentifier", "islower", "isupper", "join", "zfill"})
+    "isidentifier", "islower", "isupper", "join", "zfill", "format"})
 #: the largest folded string or list kept (a larger one is not read)
 _FOLD_MAX = 4096
 

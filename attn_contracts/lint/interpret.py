@@ -68,6 +68,7 @@ from attn_contracts.lint.values import Inst
 from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import Param
 from attn_contracts.lint.values import Seq
+from attn_contracts.lint.values import Tup
 from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import join
@@ -346,8 +347,11 @@ class Interpreter(Resolver):
         else:
             frame.block(node.body)
         if frame.yields:  # a generator: calling it returns an iterator of what it yields
-            return Summary(Seq(join(frame.yields)), frozenset(frame.kernels),
-                            frozenset(frame.produced))
+            # in order where each yield runs once, in the order written (no branch, loop or
+            # yield from): the iterator's positions are known, as a tuple's
+            yields = Tup(tuple(frame.yields)) if _straight_line(node) else \
+                Seq(join(frame.yields))
+            return Summary(yields, frozenset(frame.kernels), frozenset(frame.produced))
         changed = tuple((name, frame.env.get(name)) for name in names[start:]
                         if name in frame.inplace_names and name not in frame.rebound)
         nonlocals = tuple((name, frame.env.get(name)) for name in sorted(nonlocal_names(node)))
@@ -416,3 +420,24 @@ class Interpreter(Resolver):
 
     def new_frame(self, path: str) -> Frame:
         return Frame(self, path, None, None, None)
+
+
+#: statements after which a yield may run more than once, not at all, or out of order
+_FLOW = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith, ast.Match,
+         ast.YieldFrom, ast.Return, ast.Raise, ast.Break, ast.Continue, ast.IfExp, ast.BoolOp,
+         ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _straight_line(fn: ast.AST) -> bool:
+    """A generator function whose yields each run once, in the order written: its body has no
+    branch, loop, early exit or nested scope (what is nested in a function or class of its own
+    is that scope's)."""
+    def walk(node: ast.AST) -> bool:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                  ast.ClassDef)):
+                continue
+            if isinstance(child, _FLOW) or not walk(child):
+                return False
+        return True
+    return walk(fn)

@@ -44,6 +44,7 @@ from attn_contracts.lint.containers import truth
 from attn_contracts.lint.folding import UNKNOWN
 from attn_contracts.lint.folding import concrete
 from attn_contracts.lint.folding import fold_binop
+from attn_contracts.lint.folding import fold_format
 from attn_contracts.lint.inferred import Kernel
 from attn_contracts.lint.torch_model import VIEWS
 from attn_contracts.lint.torch_model import constant_name
@@ -163,6 +164,8 @@ def _on_base_test(test: ast.expr, base_attrs: frozenset[str]) -> bool:
 _UNROLLED = 8
 #: the most elements a comprehension is run once per element for (past it: any element)
 _COMPREHENDED = 32
+#: the longest f-string built (as the folded strings: a longer one is not read)
+_FSTRING_MAX = 4096
 
 
 def _unrollable(body: list[ast.stmt]) -> bool:
@@ -660,6 +663,34 @@ class Scope:
     def e_constant(self, node: ast.Constant) -> Value:
         return literal_value(self.path, node)
 
+    @_on(_EXPR, ast.JoinedStr)
+    def e_fstring(self, node: ast.JoinedStr) -> Value:
+        """An f-string whose every part is known: the text Python builds (each value
+        formatted as :func:`format` does it, after its ``!r``/``!s``/``!a``)."""
+        text = self.fstring_text(node)
+        return None if text is None else Lit(text, place(self.path, node))
+
+    def fstring_text(self, node: ast.JoinedStr) -> str | None:
+        out: list[str] = []
+        for part in node.values:
+            if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                out.append(part.value)
+                continue
+            if not isinstance(part, ast.FormattedValue):
+                return None
+            value = self.expr(part.value)
+            spec = None if part.format_spec is None else \
+                self.fstring_text(part.format_spec) if isinstance(part.format_spec,
+                                                                  ast.JoinedStr) else None
+            if part.format_spec is not None and spec is None:
+                return None
+            one = fold_format(value, part.conversion, spec, place(self.path, part))
+            if not isinstance(one, str):
+                return None
+            out.append(one)
+        text = "".join(out)
+        return text if len(text) <= _FSTRING_MAX else None  # a longer one is not read
+
     @_on(_EXPR, ast.BinOp)
     def e_binop(self, node: ast.BinOp) -> Value:
         return self.binop(node.left, self.expr(node.left), node.op, node.right)
@@ -697,9 +728,19 @@ class Scope:
         they decide it both ways, or something is not a literal."""
         left = self.expr(node.left)
         rights = [self.expr(c) for c in node.comparators]
-        if len(node.ops) != 1:
-            return None
-        op, right = node.ops[0], rights[0]
+        if len(node.ops) == 1:
+            return self.compare(node, left, node.ops[0], rights[0], node.comparators[0])
+        # ``a < b < c`` is ``a < b and b < c``, each operand read once: false where one link is
+        verdicts = [truth(self.compare(node, a, op, b, shown)) for a, op, b, shown in zip(
+            [left, *rights[:-1]], node.ops, rights, node.comparators, strict=True)]
+        if False in verdicts or all(v is True for v in verdicts):
+            return Lit(False not in verdicts, place(self.path, node),
+                       f" (the value of {source_text(node)})")
+        return None
+
+    def compare(self, node: ast.Compare, left: Value, op: ast.cmpop, right: Value,
+                shown: ast.expr) -> Value:
+        """One link ``left OP right`` of a comparison (``shown``: the right operand's node)."""
         members = _member_compare(left, op, right)
         if members is not None:
             return Lit(members, place(self.path, node), f" (the value of {source_text(node)})")
@@ -717,7 +758,7 @@ class Scope:
             # ``"mla" in name``: a substring test of known strings
             outcomes = {(str(a) in str(b)) == isinstance(op, ast.In) for a in lefts for b in texts}
         elif isinstance(op, (ast.In, ast.NotIn)):
-            outcomes = self._membership(node.comparators[0], right, lefts, isinstance(op, ast.In))
+            outcomes = self._membership(shown, right, lefts, isinstance(op, ast.In))
         else:
             outcomes = ordering(lefts, right, op)
         if outcomes is None or len(outcomes) != 1:
