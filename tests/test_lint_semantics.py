@@ -340,6 +340,44 @@ PAIRS.case("star-unpacked result", {"layer.py": """
         """}, {"layer.py": ("rest[0])", f"rest[0] * {LN2})")})
 
 
+# isinstance by the MRO of each class an object may be; a classmethod read from its class
+CLASSES = """
+        from mylib import combine, decode
+        class Base:
+            NATURAL = True
+            @classmethod
+            def natural(cls):
+                return cls.NATURAL
+        class FlashInfer(Base):
+            NATURAL = False
+        class Other:
+            pass
+        def step(q):
+            impl = FlashInfer()
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=TOLD)
+        """
+PAIRS.case("isinstance of an object is read from its class's MRO",
+           {"layer.py": CLASSES.replace("TOLD", "isinstance(impl, Base)")},
+           {"layer.py": ("isinstance(impl, Base)", "isinstance(impl, Other)")})
+PAIRS.case("a classmethod read from a class is bound to that class",
+           {"layer.py": CLASSES.replace("TOLD", "Base.natural()")},
+           {"layer.py": ("Base.natural()", "FlashInfer.natural()")})
+PAIRS.case("a partial with a ** that may not bind a keyword, called with that keyword", {
+    "layer.py": """
+        import functools
+        from mylib import combine, decode
+        def run(out, lse, is_lse_base_on_e=False):
+            return combine(out, lse, is_lse_base_on_e=is_lse_base_on_e)
+        def step(q, flag):
+            opts = {}
+            if flag:
+                opts["is_lse_base_on_e"] = False
+            told = functools.partial(run, **opts)
+            out, lse = decode(q, return_lse=True)
+            return told(out, lse, is_lse_base_on_e=True)
+        """}, {"layer.py": ("lse, is_lse_base_on_e=True)", "lse, is_lse_base_on_e=False)")})
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

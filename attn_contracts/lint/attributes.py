@@ -187,7 +187,13 @@ class Resolver(ModuleResolver):
             return self._type_attr(obj, cls, attr)
         owner = self.p.lookup(cls, attr)
         if owner is not None:
-            return Func(owner.path, f"{owner.name}.{attr}")
+            func = Func(owner.path, f"{owner.name}.{attr}")
+            node = self.p.methods(owner).get(attr)
+            if node is not None and any((dotted_name(d) or "").rpartition(".")[2] ==
+                                        "classmethod" for d in node.decorator_list):
+                # read from the class, a classmethod is bound to it: ``cls`` is the class
+                return Partial(func, (Arg(obj, f"{cls.path}:{node.lineno}:1"),))
+            return func
         if attr in cls.attrs and self._is_enum(cls) and not attr.startswith("_"):
             # an Enum's member is an object of its class; ``.value`` is what is assigned
             # (``auto()``: the value Python's enum generates for it)

@@ -20,6 +20,8 @@ from attn_contracts.lint.calls import callee_name
 from attn_contracts.lint.calls import nonlocal_names
 from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.calls import place
+from attn_contracts.lint.calls import source_text
+from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.containers import GROWS
 from attn_contracts.lint.containers import ITERATION
@@ -352,6 +354,58 @@ class Frame(RecordCalls):
                      not o.qualname.startswith("?") else None
                      for o in alternatives(self.expr(node.args[0]))])
 
+    def isinstance_form(self, callee: Value, qual: str, name: str,
+                        node: ast.Call) -> Value | object:
+        """``isinstance(obj, C)`` / ``issubclass(cls, C)`` (``C`` a class of the program, or a
+        tuple of them): whether each object it may be is one, from its class's MRO; an object
+        that may be of a subclass is one where its class is, is none where no class below it
+        is, and not known otherwise."""
+        if not (callee is None and isinstance(node.func, ast.Name) and len(node.args) == 2
+                and name in ("isinstance", "issubclass") and not node.keywords):
+            return NOT_SPECIAL
+        obj, spec = self.expr(node.args[0]), self.expr(node.args[1])
+        targets = [t for alt in alternatives(spec)
+                   for t in (alt.items if isinstance(alt, Tup) else (alt,))]
+        infos = [self.i.class_info(t.cls) if isinstance(t, ClassRef) and t.exact else None
+                 for t in targets]
+        verdicts: set[bool | None] = set()
+        for o in alternatives(obj):
+            held = o if name == "isinstance" and isinstance(o, Inst) else \
+                o if name == "issubclass" and isinstance(o, ClassRef) else None
+            cls = self.i.class_info(held.cls) if held is not None else None
+            if cls is None or not infos or None in infos:
+                return None
+            verdicts.add(self._is_subclass(cls, held.exact if held is not None else True,
+                                           [i for i in infos if i is not None]))
+        if len(verdicts) != 1 or None in verdicts:
+            return None
+        return Lit(verdicts.pop(), place(self.path, node), f" (the value of {source_text(node)})")
+
+    def _is_subclass(self, cls: ClassInfo, exact: bool, targets: list[ClassInfo]) -> bool | None:
+        """Whether ``cls`` (or, not ``exact``, any class below it) is a subclass of a target.
+        "No" only where every target is checked by its MRO alone: a target whose hierarchy
+        reaches outside the program (``typing.Protocol``, ``abc.ABC`` with ``register``) or
+        sets a metaclass or ``__subclasshook__``/``__instancecheck__`` may say yes to a class
+        that does not inherit it."""
+        if any(t in self.i.p.mro(cls) for t in targets):
+            return True
+        if not all(self._nominal(t) for t in targets):
+            return None
+        if exact:
+            return False
+        below = self.i.p.subclasses(cls)
+        return None if any(t in self.i.p.mro(sub) for sub in below for t in targets) else False
+
+    def _nominal(self, target: ClassInfo) -> bool:
+        h = self.i.p.hierarchy
+        for c in self.i.p.mro(target):
+            node = self.i.p.class_node(c)
+            if h.unresolved(c) or node is None or node.keywords or any(
+                    m in c.methods for m in ("__subclasshook__", "__instancecheck__",
+                                             "__subclasscheck__")):
+                return False
+        return True
+
     def identity(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
         """``torch.compiler.disable(fn)``: ``fn``."""
         if qual in IDENTITY_WRAPPERS and len(node.args) == 1:
@@ -585,7 +639,7 @@ class Frame(RecordCalls):
             # ``**`` it could not read stays unread
             merged = CallArgs([*callee.pos, *call.pos], {**dict(callee.kw), **call.kw},
                            call.opaque or callee.opaque,
-                           (callee.maybe - call.kw.keys()) | call.maybe, where)
+                           frozenset(callee.maybe - call.kw.keys()) | call.maybe, where)
             return self.apply(callee.target, merged, node, where, name)
         if name == "__new__" and call.pos and isinstance(call.pos[0].value, ClassRef):
             ref = call.pos[0].value  # super().__new__(cls), object.__new__(cls): the instance
@@ -738,9 +792,9 @@ class Frame(RecordCalls):
 
 #: the special forms :meth:`Frame.special` tries, in order (each returns NOT_SPECIAL where the
 #: call is not it)
-_SPECIAL_FORMS = (Frame.type_of, Frame.identity, Frame.partial, Frame.cast_, Frame.super_,
-                  Frame.getattr_form, Frame.setattr_form, Frame.get_form, Frame.dict_form,
-                  Frame.replace_form, Frame.dict_method_form)
+_SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.partial,
+                  Frame.cast_, Frame.super_, Frame.getattr_form, Frame.setattr_form,
+                  Frame.get_form, Frame.dict_form, Frame.replace_form, Frame.dict_method_form)
 #: the methods of a dict :meth:`Frame.dict_method_form` reads
 _DICT_METHODS = frozenset({"items", "values", "keys", "setdefault", "pop"})
 
