@@ -112,23 +112,29 @@ def iteration(name: str, args: Sequence[Value], where: str) -> Value | None:
     elements may be (``next``) or nothing known. A generator consumed once is read as fresh
     again: what its second reader sees is not modelled."""
     tuples = [a if isinstance(a, Tup) and not a.partial_items else None for a in args]
-    if name in ("iter", "reversed") and len(args) == 1:
-        t = tuples[0]
-        if t is None:
-            return Seq(iterate(args[0])) if args[0] is not None else None
-        return t if name == "iter" else Tup(tuple(reversed(t.items)))
-    if name == "enumerate" and len(args) == 1 and tuples[0] is not None:
-        return Tup(tuple(Tup((Lit(i, where), v)) for i, v in enumerate(tuples[0].items)))
-    if name == "zip" and args and all(t is not None for t in tuples):
-        return Tup(tuple(Tup(items) for items in zip(*(t.items for t in tuples if t is not None),
-                                                      strict=False)))
-    if name == "next" and len(args) in (1, 2):
-        t = tuples[0]
-        if t is not None:
-            return t.items[0] if t.items else (args[1] if len(args) == 2 else None)
-        first = one_of(iterate(args[0]))
-        return join([first, args[1]]) if len(args) == 2 else first
-    return None
+    if name == "next":
+        return _next(args, tuples[0]) if len(args) in (1, 2) else None
+    if name == "zip":
+        known = [t for t in tuples if t is not None]
+        return Tup(tuple(Tup(items) for items in zip(*(t.items for t in known), strict=False))) \
+            if args and len(known) == len(args) else None
+    if len(args) != 1:
+        return None
+    t = tuples[0]
+    if t is None:  # positions not known
+        return Seq(iterate(args[0])) if name != "enumerate" and args[0] is not None else None
+    if name == "enumerate":
+        return Tup(tuple(Tup((Lit(i, where), v)) for i, v in enumerate(t.items)))
+    return t if name == "iter" else Tup(tuple(reversed(t.items)))
+
+
+def _next(args: Sequence[Value], t: Tup | None) -> Value:
+    """``next(it[, default])``: the first element of a tuple (the default, or no value, where
+    it is empty); of a container whose positions are not known, one of its elements."""
+    if t is not None:
+        return t.items[0] if t.items else (args[1] if len(args) == 2 else None)
+    first = one_of(iterate(args[0]))
+    return join([first, args[1]]) if len(args) == 2 else first
 
 
 def index_of(node: ast.expr) -> int | None:

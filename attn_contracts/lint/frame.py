@@ -134,11 +134,9 @@ class Frame(RecordCalls):
         if special is not NOT_SPECIAL:
             return cast(Value, special)
         call = self.args(node)
-        if callee is None and isinstance(func, ast.Name) and not call.kw and not call.opaque:
-            if name in BUILTINS:
-                return self.builtin(name, call, where)
-            if name in ITERATION:
-                return iteration(name, [a.value for a in call.pos], where)
+        if callee is None and isinstance(func, ast.Name) and name in _BUILTIN_CALLS and \
+                not call.kw and not call.opaque:
+            return self.builtin(name, call, where)
         return self.apply(callee, call, node, where, name)
 
     def container_method(self, func: ast.Attribute, node: ast.Call, name: str,
@@ -155,6 +153,8 @@ class Frame(RecordCalls):
         where its arguments are known exactly (:mod:`.folding`); a conversion of a container
         (``list(t)``, ``frozenset(s)``) holds its elements; the rest is not known."""
         args = [a.value for a in call.pos]
+        if name in ITERATION:
+            return iteration(name, args, where)
         folded = fold_builtin(name, args, where)
         if folded is not UNKNOWN:
             return cast(Value, folded)
@@ -368,18 +368,21 @@ class Frame(RecordCalls):
                    for t in (alt.items if isinstance(alt, Tup) else (alt,))]
         infos = [self.i.class_info(t.cls) if isinstance(t, ClassRef) and t.exact else None
                  for t in targets]
-        verdicts: set[bool | None] = set()
-        for o in alternatives(obj):
-            held = o if name == "isinstance" and isinstance(o, Inst) else \
-                o if name == "issubclass" and isinstance(o, ClassRef) else None
-            cls = self.i.class_info(held.cls) if held is not None else None
-            if cls is None or not infos or None in infos:
-                return None
-            verdicts.add(self._is_subclass(cls, held.exact if held is not None else True,
-                                           [i for i in infos if i is not None]))
+        known = [i for i in infos if i is not None]
+        if not infos or len(known) != len(infos):
+            return None
+        verdicts = {self._is_instance(o, name, known) for o in alternatives(obj)}
         if len(verdicts) != 1 or None in verdicts:
             return None
         return Lit(verdicts.pop(), place(self.path, node), f" (the value of {source_text(node)})")
+
+    def _is_instance(self, obj: Value, name: str, targets: list[ClassInfo]) -> bool | None:
+        """One object (``isinstance``) or class (``issubclass``) against the targets."""
+        held = obj if isinstance(obj, Inst if name == "isinstance" else ClassRef) else None
+        if not isinstance(held, (Inst, ClassRef)):
+            return None
+        cls = self.i.class_info(held.cls)
+        return None if cls is None else self._is_subclass(cls, held.exact, targets)
 
     def _is_subclass(self, cls: ClassInfo, exact: bool, targets: list[ClassInfo]) -> bool | None:
         """Whether ``cls`` (or, not ``exact``, any class below it) is a subclass of a target.
@@ -584,16 +587,21 @@ class Frame(RecordCalls):
         if not 1 <= len(node.args) <= 2 or (name == "setdefault" and len(node.args) == 1):
             return NOT_SPECIAL
         value = self.dict_get(table, node)
-        key = dict_key(node.args[0]) if isinstance(node.args[0], ast.Constant) else None
         d = dotted_name(node.func.value)
         if d is not None and d in self.env:
-            default = Arg(self.expr(node.args[1]) if len(node.args) == 2 else
-                          Lit(None, place(self.path, node)), place(self.path, node))
-            # by a key it cannot read, any entry may be stored or gone: the dict is not known
-            self.env[d] = None if key is None else join([
-                _stored(t, key, default) if name == "setdefault" else _removed(t, key)
-                for t in dicts])
+            self.env[d] = self._dict_after(dicts, name, node)
         return value
+
+    def _dict_after(self, dicts: list[DictV], name: str, node: ast.Call) -> Value:
+        """The dict after ``setdefault``/``pop`` of a key; by a key it cannot read, any entry
+        may be stored or gone: not known."""
+        key = dict_key(node.args[0]) if isinstance(node.args[0], ast.Constant) else None
+        if key is None:
+            return None
+        default = Arg(self.expr(node.args[1]) if len(node.args) == 2 else
+                      Lit(None, place(self.path, node)), place(self.path, node))
+        return join([_stored(t, key, default) if name == "setdefault" else _removed(t, key)
+                     for t in dicts])
 
     def dict_get(self, table: Value, node: ast.Call) -> Value:
         """``d.get(key, default)`` on a dict the flow holds: the entry, or the default where
@@ -795,6 +803,8 @@ class Frame(RecordCalls):
 _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.partial,
                   Frame.cast_, Frame.super_, Frame.getattr_form, Frame.setattr_form,
                   Frame.get_form, Frame.dict_form, Frame.replace_form, Frame.dict_method_form)
+#: the builtins :meth:`Frame.builtin` reads
+_BUILTIN_CALLS = BUILTINS | ITERATION
 #: the methods of a dict :meth:`Frame.dict_method_form` reads
 _DICT_METHODS = frozenset({"items", "values", "keys", "setdefault", "pop"})
 
