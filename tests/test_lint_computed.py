@@ -527,45 +527,32 @@ PAIRS.case("a class is never equal to its name", {"layer.py": """
 
 
 # --- scalars, strings, dict methods and generators, as Python computes them ------------------
-def _told(before: str, told: str, module: str = "") -> dict[str, str]:
-    """A combine of mylib.decode's base-2 LSE told ``told``, after the lines ``before``."""
-    return {"layer.py": f"""
-        from mylib import combine, decode
-        {module}
-        def step(q):
-            out, lse = decode(q, return_lse=True)
-            {before}
-            return combine(out, lse, is_lse_base_on_e={told})
-        """}
-
-
-PAIRS.case("a chained comparison is each link, and-ed", _told(
-    "lo, hi = 1, 3", "lo < 2 < hi"), {"layer.py": ("lo < 2 < hi", "lo < 2 > hi")})
-PAIRS.case("operators on known scalars (an augmented |=)", _told(
-    "natural = False\n            natural |= 'fa' == 'fa'", "natural"),
-    {"layer.py": ("'fa' == 'fa'", "'fa' == 'fi'")})
-PAIRS.case("an f-string of known parts", _told(
-    "name = f'{\"fa\"}{3:d}'", "name == 'fa3'"), {"layer.py": ("== 'fa3'", "== 'fa2'")})
-PAIRS.case("str % and str.format of known parts", _told(
-    "a, b = '%s3' % 'fa', '{}3'.format('fa')", "a == b"),
-    {"layer.py": ("'{}3'.format", "'{}2'.format")})
-PAIRS.case("dict.setdefault stores only where the key is absent", _told(
-    "d = {'fi': True}\n            d.setdefault('fi', False)", "d['fi']"),
-    {"layer.py": ("{'fi': True}", "{}")})
-PAIRS.case("dict.pop removes its key; the default is what a missing key gives", _told(
-    "d = {'fi': True}\n            d.pop('fi')", "d.pop('fi', True)"),
-    {"layer.py": ("d.pop('fi', True)", "d.pop('fi', False)")})
-PAIRS.case("a dict's views in its order", _told(
-    "d = {'fa': True, 'fi': False}", "list(d.values())[0]"),
-    {"layer.py": ("list(d.values())[0]", "list(d.items())[1][1]")})
-PAIRS.case("a generator's yields, each run once, are in the order written", _told(
-    "", "list(bases())[0]", "def bases():\n            yield True\n            yield False"),
-    {"layer.py": ("list(bases())[0]", "list(bases())[1]")})
-# an element of a container whose positions are not known is one of its elements, not every
-# one of them on some path: differing flags there are not read (a warning), never an error
-PAIRS.case("an element at a position not known is not told on every path", _told(
-    "flags = []\n            flags.append(True)", "flags[0]"),
-    {"layer.py": ("flags.append(True)", "flags.append(True)\n            flags.append(False)")})
+NL = "\n            "  # a line break inside ``step``
+PAIRS.told([
+    ("a chained comparison is each link, and-ed", "lo, hi = 1, 3", "lo < 2 < hi",
+     ("lo < 2 < hi", "lo < 2 > hi")),
+    ("operators on known scalars (an augmented |=)", f"natural = False{NL}natural |= 'fa' == 'fa'",
+     "natural", ("'fa' == 'fa'", "'fa' == 'fi'")),
+    ("an f-string of known parts", "name = f'{\"fa\"}{3:d}'", "name == 'fa3'",
+     ("== 'fa3'", "== 'fa2'")),
+    ("str % and str.format of known parts", "a, b = '%s3' % 'fa', '{}3'.format('fa')", "a == b",
+     ("'{}3'.format", "'{}2'.format")),
+    ("dict.setdefault stores only where the key is absent",
+     f"d = {{'fi': True}}{NL}d.setdefault('fi', False)", "d['fi']", ("{'fi': True}", "{}")),
+    ("dict.pop removes its key; the default is what a missing key gives",
+     f"d = {{'fi': True}}{NL}d.pop('fi')", "d.pop('fi', True)",
+     ("d.pop('fi', True)", "d.pop('fi', False)")),
+    ("a dict's views in its order", "d = {'fa': True, 'fi': False}", "list(d.values())[0]",
+     ("list(d.values())[0]", "list(d.items())[1][1]")),
+    # an element of a container whose positions are not known is one of its elements, not
+    # every one of them on some path: differing flags there are not read, never an error
+    ("an element at a position not known is not told on every path",
+     f"flags = []{NL}flags.append(True)", "flags[0]",
+     ("flags.append(True)", f"flags.append(True){NL}flags.append(False)")),
+])
+PAIRS.told([("a generator's yields, each run once, are in the order written", "",
+             "list(bases())[0]", ("list(bases())[0]", "list(bases())[1]"))],
+           module="def bases():\n            yield True\n            yield False")
 
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

@@ -285,32 +285,18 @@ PAIRS.case("a list of bases grown by append", {"layer.py": """
 
 
 # --- Python's iteration builtins and the truth of containers, as Python computes them ----------
-def _told(before: str, told: str) -> dict[str, str]:
-    """A combine of mylib.decode's base-2 LSE told ``told``, after the lines ``before``."""
-    return {"layer.py": f"""
-        from mylib import combine, decode
-        FLAGS = {{"fa": True, "fi": False}}
-        def step(q):
-            out, lse = decode(q, return_lse=True)
-            {before}
-            return combine(out, lse, is_lse_base_on_e={told})
-        """}
-
-
-PAIRS.case("next() of an iterator is its first element", _told(
-    "order = (True, False)", "next(iter(order))"),
-    {"layer.py": ("next(iter(order))", "next(reversed(order))")})
-PAIRS.case("enumerate and zip pair elements by position", _told(
-    "names, flags = ('fa', 'fi'), (True, False)",
-    "[f for i, (n, f) in enumerate(zip(names, flags)) if n == 'fa'][0]"),
-    {"layer.py": ("if n == 'fa'", "if n == 'fi'")})
-PAIRS.case("dict() of (key, value) pairs", _told(
-    "table = dict(zip(('fa', 'fi'), (True, False)))", "table['fa']"),
-    {"layer.py": ("table['fa']", "table['fi']")})
-PAIRS.case("not of a container is whether it is empty", _told(
-    "kept = [n for n, e in FLAGS.items() if n == 'fi' and e]", "not kept"),
-    {"layer.py": ("if n == 'fi' and e]", "if n == 'fi' and not e]")})
-
+PAIRS.told([
+    ("next() of an iterator is its first element", "order = (True, False)", "next(iter(order))",
+     ("next(iter(order))", "next(reversed(order))")),
+    ("enumerate and zip pair elements by position", "names, flags = ('fa', 'fi'), (True, False)",
+     "[f for i, (n, f) in enumerate(zip(names, flags)) if n == 'fa'][0]",
+     ("if n == 'fa'", "if n == 'fi'")),
+    ("dict() of (key, value) pairs", "table = dict(zip(('fa', 'fi'), (True, False)))",
+     "table['fa']", ("table['fa']", "table['fi']")),
+    ("not of a container is whether it is empty",
+     "kept = [n for n, e in FLAGS.items() if n == 'fi' and e]", "not kept",
+     ("if n == 'fi' and e]", "if n == 'fi' and not e]")),
+], module='FLAGS = {"fa": True, "fi": False}')
 
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
