@@ -378,6 +378,27 @@ PAIRS.case("a partial with a ** that may not bind a keyword, called with that ke
             return told(out, lse, is_lse_base_on_e=True)
         """}, {"layer.py": ("lse, is_lse_base_on_e=True)", "lse, is_lse_base_on_e=False)")})
 
+# --- a combine's own body, read as its consumer record says it is called ------------------------
+#: ``ops.told_reduce`` is a combine a consumer record describes (``eng.told_reduce``: base 2 unless
+#: ``is_lse_base_on_e=True``); its callers are judged by the record, its body by what it does
+#: with an LSE of the base the record says it is given
+PAIRS.case("a combine's body converts the LSE of the base its record says it is not", {
+    "ops.py": f"""
+        from mylib import combine
+        LN2 = {LN2}
+        def told_reduce(out, lse, is_lse_base_on_e=False):
+            if is_lse_base_on_e:
+                lse = lse * LN2
+            return combine(out, lse, is_lse_base_on_e=True)
+        """}, {"ops.py": ("if is_lse_base_on_e:", "if not is_lse_base_on_e:")})
+PAIRS.case("a combine's body drops its base keyword on the way to the next combine", {
+    "ops.py": """
+        from mylib import reduce_default_e
+        def told_reduce(out, lse, is_lse_base_on_e=False):
+            return reduce_default_e(out, lse)
+        """}, {"ops.py": ("(out, lse)\n", "(out, lse, is_lse_base_on_e=is_lse_base_on_e)\n")})
+
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

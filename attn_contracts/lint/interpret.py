@@ -132,6 +132,17 @@ class Interpreter(Resolver):
         finally:
             self._memo, self._contexts, self._counted = memo, contexts, counted
 
+    def analyse_apart(self, func: Func, self_value: Inst | None, call: CallArgs) -> Summary:
+        """A call no caller in the program makes (a function read as its record says it is
+        called): its contexts, and those of what it calls, counted apart from the bound on the
+        program's own calls, so that they take no real caller's place."""
+        contexts, counted = self._contexts, self._counted
+        self._contexts, self._counted = {}, set()
+        try:
+            return self.analyse(func, self_value, call)
+        finally:
+            self._contexts, self._counted = contexts, counted
+
     def descriptor_get(self, value: Value, cls: ClassInfo) -> Value:
         """A class attribute read on an instance of ``cls``: where it is an object whose class
         defines ``__get__`` (a descriptor), what ``__get__(instance, type(instance))`` returns,
@@ -337,7 +348,7 @@ class Interpreter(Resolver):
             start = 1
         for name in names[start:]:
             if generic:
-                frame.env[name] = self._generic_param(func, params, name)
+                frame.env[name] = self.generic_param(func, params, name)
             else:
                 frame.env[name] = bound.get(name)
         for extra in params.var:
@@ -358,7 +369,7 @@ class Interpreter(Resolver):
         return Summary(join(frame.returns) if frame.returns else None,
                         frozenset(frame.kernels), frozenset(frame.produced), changed, nonlocals)
 
-    def _generic_param(self, func: Func, params: Params, name: str) -> Value:
+    def generic_param(self, func: Func, params: Params, name: str) -> Value:
         """A parameter of a function read on its own: an instance of its annotated class, else
         a parameter (what any caller passes)."""
         ann = params.annotations.get(name)

@@ -28,6 +28,7 @@ from attn_contracts.findings import Location
 from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import Hierarchy
 from attn_contracts.lint.classes import ModuleInfo
+from attn_contracts.lint.contracts import run_contract
 from attn_contracts.lint.edges import Declaration
 from attn_contracts.lint.edges import attribute_declaration
 from attn_contracts.lint.edges import class_findings
@@ -402,6 +403,7 @@ def _run_roots(interp: Interpreter, program: Program, f: FileFacts, lines: tuple
         done.add(id(node))
         self_value = Inst((f.path, owner), exact=False) if owner else None
         interp.run_function(f.path, qual, node, self_value)
+        run_contract(interp, f.path, qual, node, self_value)
 
 
 def _spans(node: ast.AST, lines: tuple[int, ...]) -> bool:

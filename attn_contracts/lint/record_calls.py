@@ -139,7 +139,8 @@ class RecordCalls(Scope):
             if arg is None:
                 continue
             lit = arg.value
-            if isinstance(lit, Lit) and not lit.omitted and (lit.where or arg.where):
+            if isinstance(lit, Lit) and not lit.omitted and not lit.assumed and \
+                    (lit.where or arg.where):
                 where = lit.where or arg.where
                 self.i.literal_sites.setdefault(where, (c, kw, lit))
 
@@ -267,7 +268,8 @@ class RecordCalls(Scope):
             if len(bases) == 1 and None not in bases:
                 lit = lits[0]
                 return BaseGiven("fixed", bases.pop(), lit.where or arg_where,
-                                 f"{kw}={lit.value!r}{lit.how}", literal=not lit.omitted,
+                                 f"{kw}={lit.value!r}{lit.how}",
+                                 literal=not (lit.omitted or lit.assumed),
                                  keyword=kw, omitted=lit.omitted, table=lit.table,
                                  rebound=lit.rebound)
         if len(options) > 1:

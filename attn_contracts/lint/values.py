@@ -99,6 +99,9 @@ class Lit:
     table: bool = field(default=False, compare=False)
     #: one of the values a module global may hold, a function rebinding it (``global``)
     rebound: bool = field(default=False, compare=False)
+    #: written nowhere: the value a consumer record says its callers pass, given to the
+    #: function's own body (:mod:`attn_contracts.lint.contracts`)
+    assumed: bool = False
 
 
 @dataclass(frozen=True)

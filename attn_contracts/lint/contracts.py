@@ -1,0 +1,123 @@
+"""A combine function's body, read as its own consumer record says it is called.
+
+A consumer record says what a function does with the LSE it is given: "``is_lse_base_on_e=False``
+reads base 2". The calls of that function are judged by the record; its body is another
+matter: a wrapper that converts the LSE the wrong way before the kernel it calls, or that drops
+the base keyword on its way to the next combine, contradicts its own record, and no caller can
+see that. Read on its own, the body's LSE parameter is of no known base, so nothing inside it
+contradicts anything.
+
+So a function a consumer record describes is also interpreted once per base the record lets a
+caller select (issue 37: a record must not make its own body opaque): its LSE parameter holds an
+LSE of that base, its base keyword the value that selects it, every other parameter what any
+caller passes. The combines it calls in turn are then uses like any other, and the rules of
+:mod:`attn_contracts.lint.edges` judge them; nothing here reports.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from attn_contracts.consumer import FixedBase
+from attn_contracts.consumer import KeywordBase
+from attn_contracts.lint.calls import CallArgs
+from attn_contracts.lint.calls import params_of
+from attn_contracts.lint.program import FuncNode
+from attn_contracts.lint.record_index import Consumer
+from attn_contracts.lint.record_index import agreed_consumer
+from attn_contracts.lint.values import Arg
+from attn_contracts.lint.values import Func
+from attn_contracts.lint.values import Inst
+from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Lse
+from attn_contracts.lint.values import Source
+
+if TYPE_CHECKING:
+    from attn_contracts.lint.interpret import Interpreter
+
+__all__ = ["run_contract"]
+
+
+def run_contract(interp: Interpreter, path: str, qualname: str, node: FuncNode,
+                 self_value: Inst | None) -> None:
+    """Interpret ``qualname`` once per base its consumer record lets a caller select (nothing
+    where no record describes it, or where its LSE parameter is not one of its own)."""
+    consumer = _described(interp, path, qualname, self_value)
+    if consumer is None:
+        return
+    params = params_of(node)
+    skip = 1 if self_value is not None and not params.static else 0
+    names = params.names[skip:]
+    lse_name = _lse_parameter(consumer, names)
+    if lse_name is None:
+        return
+    func = Func(path, qualname, node)
+    last = qualname.rpartition(".")[2]
+    for keyword, value, literal, base in _selections(consumer, names):
+        told = f" with {keyword}={literal}" if keyword else ""
+        source = Source(f"contract:{path}:{qualname}:{literal}", base,
+                        f"the LSE that {consumer.label} reads as base {base}{told}")
+        kw = {name: Arg(interp.generic_param(func, params, name)) for name in names
+              if name not in (lse_name, keyword)}
+        kw[lse_name] = Arg(Lse(frozenset({source})))
+        if keyword:
+            kw[keyword] = Arg(Lit(value, how=f" (what a caller of {last}() may pass)", assumed=True))
+        interp.analyse_apart(func, self_value, CallArgs(
+            [], kw, params.vararg is not None or params.kwarg is not None))
+
+
+def _described(interp: Interpreter, path: str, qualname: str,
+               self_value: Inst | None) -> Consumer | None:
+    """The consumer record(s) of the function, as one (what records of one name agree on)."""
+    last = qualname.rpartition(".")[2]
+    knowledge = interp.knowledge(path)
+    if last not in knowledge.consumers:
+        return None
+    owner = None
+    if self_value is not None:
+        cls = interp.class_info(self_value.cls)
+        owner = cls.name if cls is not None else None
+    consumers, _ = knowledge.find(f"{interp.module_name(path)}.{qualname}", last, owner)
+    found = [c for c in consumers if isinstance(c, Consumer) and c.record]
+    consumer, _ = agreed_consumer(found)
+    return consumer
+
+
+def _lse_parameter(consumer: Consumer, names: list[str]) -> str | None:
+    """The parameter the record says takes the LSE: by name, or by position (a caller's
+    position, the receiver not counted)."""
+    for spec in consumer.lse_args:
+        if spec.isdigit():
+            if int(spec) < len(names):
+                return names[int(spec)]
+        elif spec in names:
+            return spec
+    return None
+
+
+def _selections(consumer: Consumer, names: list[str],
+                ) -> list[tuple[str, bool | int | float | str | None, str, str]]:
+    """(base keyword, its value, that value as written, the base it selects) for each base a
+    caller can select; the keyword is "" for a fixed base. A value the records of one name do
+    not agree on selects nothing."""
+    records = consumer.agreed or (consumer,)
+    if all(isinstance(c.base, FixedBase) for c in records):
+        base = consumer.fixed_base
+        return [("", None, "", base)] if base is not None else []
+    keywords = [c.base.keyword for c in records if isinstance(c.base, KeywordBase)]
+    keyword = keywords[0] if keywords and len(set(keywords)) == 1 else None
+    if keyword is None or keyword not in names:
+        return []
+    literals = sorted({lit for c in records if isinstance(c.base, KeywordBase)
+                       for lit, _ in c.base.values})
+    out = []
+    for literal in literals:
+        base = consumer.base_of(literal)
+        try:
+            value = ast.literal_eval(literal)
+        except (ValueError, SyntaxError):
+            continue
+        if base is not None and isinstance(value, (bool, int, float, str, type(None))):
+            out.append((keyword, value, literal, base))
+    return out
