@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["EXPONENTIALS", "LSE_OPS", "Exponential", "LseOp", "by_kind", "exponential",
+__all__ = ["COLLECTIVES", "EXPONENTIALS", "LSE_OPS", "Collective", "Exponential", "LseOp",
+           "by_kind", "collective", "exponential",
            "lint_attributes", "lint_functions", "lint_methods", "named"]
 
 #: how the result's axes follow from the (first tagged) input's
@@ -201,3 +202,39 @@ _EXPONENTIALS = {op.name: op for op in EXPONENTIALS}
 def exponential(name: str) -> Exponential | None:
     """The exponential named ``name`` (None: not one)."""
     return _EXPONENTIALS.get(name)
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A collective that hands every rank the values the ranks gave it, gathered or exchanged,
+    never summed: an LSE sent through it keeps its base (every rank runs one program, so each
+    sends an LSE of one base). ``source``: the position of the tensor sent; ``out``: the
+    position of the buffer it is written into (None: the call returns it).
+
+    Spelled as a method of a process group (an engine's ``GroupCoordinator``) or a function of
+    ``torch.distributed``; the linter reads the name, whatever the receiver (a group the linted
+    files may not define). The tracer follows tensors through torch's ops, not through
+    collectives: these are the linter's alone. ``tests/test_lse_ops.py`` runs the
+    ``torch.distributed`` ones on one CPU rank (gloo)."""
+
+    name: str
+    source: int
+    out: int | None = None
+
+
+COLLECTIVES: tuple[Collective, ...] = (
+    # vLLM's and SGLang's GroupCoordinator.all_gather(input_, dim) returns the gathered tensor
+    # (vllm/distributed/parallel_state.py:L758 @ vllm 0.34.0; sglang/srt/distributed/
+    # parallel_state.py:L1374 @ sglang 0.5.23); torch.distributed.all_gather(list, tensor) fills a
+    # list instead, which is not read (its LSE is not the first argument)
+    Collective("all_gather", 0),
+    Collective("all_gather_into_tensor", 1, out=0),
+    Collective("all_gather_single", 1, out=0),  # its name from torch 2.13 on
+    Collective("all_to_all_single", 1, out=0),
+)
+_COLLECTIVES = {c.name: c for c in COLLECTIVES}
+
+
+def collective(name: str) -> Collective | None:
+    """The collective named ``name`` (None: not one)."""
+    return _COLLECTIVES.get(name)

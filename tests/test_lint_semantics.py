@@ -399,6 +399,25 @@ PAIRS.case("a combine's body drops its base keyword on the way to the next combi
         """}, {"ops.py": ("(out, lse)\n", "(out, lse, is_lse_base_on_e=is_lse_base_on_e)\n")})
 
 
+PAIRS.case("a combine's body gathers its LSE from the ranks and tells the next combine another base", {
+    "ops.py": """
+        from mylib import combine
+        def told_reduce(out, lse, group, is_lse_base_on_e=False):
+            lses = group.all_gather(lse, dim=0)
+            return combine(out, lses, is_lse_base_on_e=True)
+        """}, {"ops.py": ("is_lse_base_on_e=True)", "is_lse_base_on_e=is_lse_base_on_e)")})
+PAIRS.case("an LSE gathered into a buffer by torch.distributed keeps its base", {"layer.py": """
+        import torch
+        import torch.distributed as dist
+        from mylib import decode, merge
+        def step(q, world):
+            out, lse = decode(q, return_lse=True)
+            lses = torch.empty((world, *lse.shape))
+            dist.all_gather_into_tensor(lses, lse)
+            return merge(out, lses)
+        """}, {"layer.py": ("merge(out, lses)", f"merge(out, lses * {LN2})")})
+
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,6 +7,7 @@ and the linter read this table and no list of their own."""
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -305,3 +306,33 @@ def test_every_exponential_reads_its_input_in_its_base(op: lse_ops.Exponential) 
         got = fn(x, *args)
         torch.testing.assert_close(got, _weights(op.name, x, base))
         assert not torch.allclose(got, _weights(op.name, x, other))
+
+
+def test_each_collective_of_torch_distributed_hands_back_what_was_sent(tmp_path: Path) -> None:
+    """On one CPU rank (gloo) each collective of ``torch.distributed`` the table names writes
+    the tensor sent, unchanged, into its buffer: gathered or exchanged, never rescaled. The
+    others are an engine's group methods (``GroupCoordinator.all_gather``), cited in the table."""
+    import torch.distributed as dist
+
+    ran = []
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0,
+                            world_size=1)
+    try:
+        for c in lse_ops.COLLECTIVES:
+            fn = getattr(dist, c.name, None)
+            if c.out is None:
+                assert c.source == 0, c.name  # a group's method: (input_, dim)
+                continue
+            assert fn is not None, c.name
+            x = _lse()
+            buf = torch.full_like(x, 7.0)
+            args = [None, None]
+            args[c.source], args[c.out] = x.clone(), buf
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)  # all_gather_into_tensor's rename
+                fn(*args)
+            assert torch.equal(buf, x), c.name
+            ran.append(c.name)
+    finally:
+        dist.destroy_process_group()
+    assert ran, "no collective of torch.distributed was run"

@@ -219,7 +219,32 @@ class Frame(RecordCalls):
                 return reduced
         if name in KEEPS_BASE:
             return self.keeps_base(func, node, name)
+        if (gather := lse_ops.collective(name)) is not None:
+            return self.collective(gather, node)
         return NOT_SPECIAL
+
+    def collective(self, c: lse_ops.Collective, node: ast.Call) -> Value | object:
+        """``group.all_gather(lse, dim=0)``, ``dist.all_to_all_single(out, lse)``: the LSE every
+        rank sent, of its base, returned or in the buffer written (its layout not read: a rank
+        axis comes in); :data:`NOT_SPECIAL` where what is sent is no LSE (the call is then read
+        as any other)."""
+        if len(node.args) <= c.source or any(isinstance(a, ast.Starred) for a in node.args):
+            return NOT_SPECIAL
+        sent = lse_of(self.expr(node.args[c.source]))
+        if sent is None:
+            return NOT_SPECIAL
+        for i, a in enumerate(node.args):
+            if i != c.source:
+                self.expr(a)
+        for k in node.keywords:
+            self.expr(k.value)
+        gathered = lose_layout(sent)
+        if c.out is None:
+            return gathered
+        target = node.args[c.out]
+        if dotted_name(target) is not None:
+            self.in_place(target, gathered)
+        return None
 
     def in_place(self, target: ast.expr, value: Value) -> None:
         """The tensor ``target`` names now holds ``value``, changed in place: no rebinding (a
