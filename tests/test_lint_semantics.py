@@ -11,6 +11,7 @@ import pytest
 from fixtures.semantic_pairs import IMPL_BASE
 from fixtures.semantic_pairs import LN2
 from fixtures.semantic_pairs import Pairs
+from fixtures.semantic_pairs import lint_json
 
 PAIRS = Pairs()
 
@@ -418,7 +419,63 @@ PAIRS.case("an LSE gathered into a buffer by torch.distributed keeps its base", 
         """}, {"layer.py": ("merge(out, lses)", f"merge(out, lses * {LN2})")})
 
 
+PAIRS.case("type(obj).attr reads the class of an object that may be of any subclass", {
+    "layer.py": """
+        from mylib import combine, decode
+        class Impl:
+            can_return_lse_for_decode = False
+            lse_base_on_e = True
+            def forward(self, q):
+                raise NotImplementedError
+        class FiImpl(Impl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        class Layer:
+            def __init__(self, impl: Impl):
+                self.impl = impl
+            def step(self, q):
+                out, lse = self.impl.forward(q)
+                return combine(out, lse, is_lse_base_on_e=Impl.lse_base_on_e)
+        """}, {"layer.py": ("=Impl.lse_base_on_e", "=type(self.impl).lse_base_on_e")})
+PAIRS.case("super().m() runs the parent's method, not the override of the caller's subclass", {
+    "layer.py": """
+        from mylib import decode, merge
+        class Base:
+            def kernel(self, q):
+                out, lse = decode(q, return_lse=True)
+                return out, lse
+        class Child(Base):
+            def kernel(self, q):
+                out, lse = super().kernel(q)
+                return out, lse
+        def step(layer: Child, q):
+            out, lse = layer.kernel(q)
+            return merge(out, lse)
+        """}, {"layer.py": ("                return out, lse\n        def step",
+                            f"                return out, lse * {LN2}\n        def step")})
+
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     PAIRS.check(name, tmp_path, capsys)
+
+
+def test_a_conversion_of_an_lse_in_its_target_base_is_an_error_where_written_and_called(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A helper that converts base 2 into e, applied twice: AC016 at the conversion in the
+    helper and at the call that hands it the converted LSE (either may be the bug); the first
+    call, of a base-2 LSE, is right."""
+    found = lint_json(tmp_path, capsys, "twice", {"layer.py": f"""
+        from mylib import decode, merge
+        def to_ln(lse):
+            return lse * {LN2}
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            once = to_ln(lse)
+            return merge(out, to_ln(once))
+        """})
+    at = sorted(int(str(f["location"]).split(":")[-2]) for f in found if f["code"] == "AC016")
+    assert at == [4, 8], found

@@ -136,6 +136,10 @@ class Resolver(ModuleResolver):
         if isinstance(obj, Super):
             return self._super_attr(obj, attr)
         if isinstance(obj, ClassRef):
+            if not obj.exact and attr in self.base_attrs:
+                # ``type(self.impl).lse_base_on_e``: the class of an object that may be of any
+                # subclass declares its base as each of them does, as its instances read it
+                return Flag(attr, Inst(obj.cls, exact=False), where)
             return self._class_ref_attr(obj, attr)
         if isinstance(obj, Member):
             if attr == "value":
@@ -176,7 +180,7 @@ class Resolver(ModuleResolver):
         if owner is None:
             return None
         return Bound(Func(owner.path, f"{owner.name}.{attr}"), obj.self_value,
-                     (owner.path, owner.name))
+                     (owner.path, owner.name), static=True)
 
     def _class_ref_attr(self, obj: ClassRef, attr: str) -> Value:
         """``Class.attr``: a method, an Enum's member, or what every instance holds."""
@@ -481,6 +485,7 @@ class Resolver(ModuleResolver):
         shadowed = self._init_sets(cls, attr)
         if not shadowed:
             values += self._class_body_value(cls, attr)
+        runs = self.p.lookup(cls, "__init__")  # the ``__init__`` an instance of cls runs
         for c in self.p.mro(cls):
             if not (self.p.active(c.path) or c.path in self._carrier_lines):
                 # a module that names nothing the rules know: only the objects it builds
@@ -491,7 +496,15 @@ class Resolver(ModuleResolver):
                 stored = self._stored_attrs(fn)
                 if attr not in stored:
                     continue
-                self.analyse(Func(c.path, f"{c.name}.{name}", fn), generic, None, generic=True)
+                func = Func(c.path, f"{c.name}.{name}", fn)
+                if name == "__init__" and runs is not None and \
+                        (runs.path, runs.name) != (c.path, c.name) and self.p.active(runs.path):
+                    # a base's ``__init__`` runs for an instance of cls only as the one cls
+                    # runs calls it (``super().__init__(3)``): read from there, with what it is
+                    # passed; where nothing calls it, it stores nothing (an unknown value)
+                    func = Func(runs.path, f"{runs.name}.__init__",
+                                self.p.methods(runs).get("__init__"))
+                self.analyse(func, generic, None, generic=True)
                 # a store the analysis could not follow (``self = super().__new__(cls)`` in a
                 # branch it did not reach) is an unknown value, never the class default alone
                 values += self.stores.get((generic, attr), (None,))

@@ -54,6 +54,7 @@ from attn_contracts.lint.inferred import Disagreed
 from attn_contracts.lint.inferred import Dispatched
 from attn_contracts.lint.inferred import Fact
 from attn_contracts.lint.inferred import Kernel
+from attn_contracts.lint.inferred import Misconverted
 from attn_contracts.lint.inferred import Omitted
 from attn_contracts.lint.inferred import Use
 from attn_contracts.lint.inferred import Weighed
@@ -573,6 +574,29 @@ def _flag_finding(use: Use, g: BaseGiven, flag: Flag, d: Declaration, s: Source,
         field=g.keyword, found=told, allowed=s.base or "", location=flag.where)
 
 
+def _misconverted(f: Misconverted) -> Iterator[Finding]:
+    """AC016 where the conversion is written and, where it sits in a function, at the call that
+    handed that function the LSE: either may be the bug (a wrong constant, a helper applied twice)."""
+    first = f.sources[0]
+    more = f" (and {len(f.sources) - 1} more source(s))" if len(f.sources) > 1 else ""
+    other = "2" if f.target == "e" else "e"
+    hint = (f"drop the conversion: the LSE is base {f.target} already, or convert with the "
+            f"constant that turns base {other} into {f.target} only where the LSE is base {other}")
+    done = f" (after {first.converted})" if first.converted else ""
+    yield Finding(
+        Code.AC016, f.how,
+        f"{f.how} ({_short(f.where)}) turns base {other} into base {f.target}, but {first.what}"
+        f"{done} is base {f.target} already{more}: what comes out is no LSE of either base",
+        hint=hint, field="base", found=f.target, allowed=other, location=f.where)
+    if f.called_at and f.called_at != f.where:
+        yield Finding(
+            Code.AC016, f.how,
+            f"this call hands {first.what}{done}, base {f.target} already{more}, to {f.how} "
+            f"({_short(f.where)}), which turns base {other} into base {f.target}: what comes "
+            "out is no LSE of either base", hint=hint, field="base", found=f.target,
+            allowed=other, location=f.called_at)
+
+
 def fact_findings(facts: Iterable[Fact]) -> Iterator[Finding]:
     """The findings of what the interpreter inferred besides the uses (one per fact)."""
     for f in facts:
@@ -593,6 +617,8 @@ def fact_findings(facts: Iterable[Fact]) -> Iterator[Finding]:
                 hint="exponentiate in the LSE's own base (torch.exp for natural log, "
                      "torch.exp2 for base 2), or convert it first (× ln 2 or × log2 e)",
                 field="base", found=first.base, allowed=f.reads, location=f.where)
+        elif isinstance(f, Misconverted):
+            yield from _misconverted(f)
         elif isinstance(f, Omitted):
             c = f.consumer
             yield Finding(

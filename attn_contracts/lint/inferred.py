@@ -126,8 +126,22 @@ class BoundReached:
     where: str
 
 
+@dataclass(frozen=True)
+class Misconverted:
+    """A conversion between the bases (``lse * ln 2``) applied to an LSE already in the base it
+    converts into, whichever LSE reaches it here: what comes out is of neither base.
+    ``called_at``: the call that entered the function the conversion is written in (a helper
+    applied twice, or to the wrong LSE, is wrong there), "" at the top of an analysis."""
+
+    how: str  # "× ln 2", as the lint writes conversions
+    target: str  # the base it converts into
+    sources: tuple[Source, ...]
+    where: str
+    called_at: str = ""
+
+
 #: what the interpreter infers besides the uses, for :mod:`attn_contracts.lint.edges`
-Fact = Weighed | Omitted | Dispatched | Disagreed | BoundReached
+Fact = Weighed | Omitted | Dispatched | Disagreed | BoundReached | Misconverted
 
 
 def kernel_of(src: Source) -> Kernel | None:

@@ -390,7 +390,7 @@ class Interpreter(Resolver):
         method = bound.func.qualname.rpartition(".")[2]
         if cls is None:
             return None, frozenset(), frozenset(), []
-        if inst.exact:
+        if inst.exact or bound.static:
             targets = [(bound.func, inst, cls)]
         else:  # any subclass: every override the class hierarchy holds
             targets = []

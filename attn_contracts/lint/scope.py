@@ -46,6 +46,7 @@ from attn_contracts.lint.folding import concrete
 from attn_contracts.lint.folding import fold_binop
 from attn_contracts.lint.folding import fold_format
 from attn_contracts.lint.inferred import Kernel
+from attn_contracts.lint.inferred import Misconverted
 from attn_contracts.lint.torch_model import VIEWS
 from attn_contracts.lint.torch_model import constant_name
 from attn_contracts.lint.torch_model import convert
@@ -73,6 +74,7 @@ from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import join
 from attn_contracts.lint.values import lse_of
+from attn_contracts.lint.values import source_order
 
 #: each frame's serial (:attr:`Scope.serial`): never reused, unlike an object's id
 _FRAME_SERIALS = itertools.count()
@@ -1011,9 +1013,19 @@ class Scope:
         if c is None or not isinstance(op, (ast.Mult, ast.Div)):
             return lse if isinstance(op, (ast.Add, ast.Sub)) else None  # lse - max: same base
         to_e = (c == "ln2") == isinstance(op, ast.Mult)
-        return convert(lse, to_e, place(self.path, left_node),
-                        f"{'×' if isinstance(op, ast.Mult) else '÷'} "
-                        f"{'ln 2' if c == 'ln2' else 'log2 e'}")
+        how = f"{'×' if isinstance(op, ast.Mult) else '÷'} {'ln 2' if c == 'ln2' else 'log2 e'}"
+        where = place(self.path, left_node)
+        self.note_misconverted(lse, "e" if to_e else "2", how, where)
+        return convert(lse, to_e, where, how)
+
+    def note_misconverted(self, lse: Lse, target: str, how: str, where: str) -> None:
+        """A conversion into ``target`` of an LSE every known source of which is in it already
+        (an LSE whose base some path leaves unknown, or that holds another base on another
+        path, is no evidence: what is not read is not an error)."""
+        known = [s for s in lse.sources if s.base in ("e", "2") and not s.dispatch]
+        if known and len(known) == len(lse.sources) and all(s.base == target for s in known):
+            self.i.report(Misconverted(how, target, tuple(sorted(known, key=source_order)),
+                                       where, self.entry))
 
     def buffers(self, node: ast.expr) -> frozenset[tuple[int, ast.expr]]:
         """The variable ``node`` names, through the views of it (a slice ``buf[s:e]``,

@@ -180,6 +180,9 @@ class Bound:
     func: Func
     self_value: Inst
     owner: ClassKey  # the class whose body defines it (for super())
+    #: ``super().m``: the method found after the caller's class, called as it is (no override
+    #: of a subclass the instance may be of replaces it: Python looks it up once, statically)
+    static: bool = False
 
 
 @dataclass(frozen=True)
@@ -481,7 +484,7 @@ def stable_key(value: Value) -> str:
         return f"Inst({value.cls},{value.exact},{ctor})"
     if isinstance(value, Bound):
         return f"Bound({value.func.path},{value.func.qualname},{stable_key(value.self_value)}," \
-            f"{value.owner})"
+            f"{value.owner}{',static' if value.static else ''})"
     if isinstance(value, Super):
         return f"Super({value.after},{stable_key(value.self_value)})"
     if isinstance(value, Flag):
