@@ -103,6 +103,21 @@ def statements(tree: ast.Module) -> Iterator[ast.stmt]:
             stack.extend(reversed(case.body))
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node of ``body`` at any depth, statements and expressions, that belongs to the
+    scope ``body`` is in: a function, class or lambda nested in it is yielded, not entered
+    (what is inside it runs in a scope of its own, when that is called)."""
+    stack: list[ast.AST] = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, _SCOPES):
+            stack.extend(ast.iter_child_nodes(node))
+
+
 #: how many folders without ``__init__.py`` (PEP 420 namespace packages inside a regular
 #: package: SGLang's ``sglang/srt/``) may sit between a module and its top-level package
 _NAMESPACE_GAP = 4

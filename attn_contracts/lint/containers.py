@@ -329,3 +329,39 @@ def members_of(value: Value) -> tuple[list[bool | int | float | str | None], boo
         # ``name in table``: its keys (all of them, where no path may lack one)
         return [cast(Any, _key_value(k)) for k, _ in value.items], not value.maybe
     return None
+
+
+# --- a dict value after a change in place (``d[k] = v``, ``setdefault``, ``pop``) -------------
+def dict_stored(d: DictV, keys: list[str], stored: Arg) -> DictV:
+    """``d[k] = v`` where ``k`` is one of ``keys``: that entry replaced where the key is
+    known; else each key may now hold the value or what it held (``for k in NAMES: T[k] = f``
+    leaves every name's entry maybe set)."""
+    if len(set(keys)) == 1:
+        (k,) = set(keys)
+        return DictV((*((kk, a) for kk, a in d.items if kk != k), (k, stored)), d.maybe - {k})
+    items = dict(d.items)
+    maybe = set(d.maybe)
+    for k in sorted(set(keys)):
+        old = items.get(k)
+        if old is None:
+            items[k] = stored
+            maybe.add(k)
+        else:
+            items[k] = Arg(join([old.value, stored.value]), stored.where, stored.text,
+                           old.buffers | stored.buffers)
+    return DictV(tuple(items.items()), frozenset(maybe))
+
+
+def dict_setdefault(d: DictV, key: str, default: Arg) -> DictV:
+    """``d`` after ``d.setdefault(key, default)``: the key there for sure, its entry kept where
+    it had one."""
+    had = d.get(key)
+    if had is None:
+        return DictV((*d.items, (key, default)), d.maybe)
+    entry = had if key not in d.maybe else Arg(join([had.value, default.value]), had.where)
+    return DictV(tuple((k, entry if k == key else a) for k, a in d.items), d.maybe - {key})
+
+
+def dict_popped(d: DictV, key: str) -> DictV:
+    """``d`` after ``d.pop(key)``: without the key."""
+    return DictV(tuple((k, a) for k, a in d.items if k != key), d.maybe - {key})

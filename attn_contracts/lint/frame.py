@@ -27,6 +27,8 @@ from attn_contracts.lint.containers import GROWS
 from attn_contracts.lint.containers import ITERATION
 from attn_contracts.lint.containers import class_key
 from attn_contracts.lint.containers import dict_key
+from attn_contracts.lint.containers import dict_popped
+from attn_contracts.lint.containers import dict_setdefault
 from attn_contracts.lint.containers import iterate
 from attn_contracts.lint.containers import iteration
 from attn_contracts.lint.containers import literal_keys
@@ -625,7 +627,7 @@ class Frame(RecordCalls):
             return None
         default = Arg(self.expr(node.args[1]) if len(node.args) == 2 else
                       Lit(None, place(self.path, node)), place(self.path, node))
-        return join([_stored(t, key, default) if name == "setdefault" else _removed(t, key)
+        return join([dict_setdefault(t, key, default) if name == "setdefault" else dict_popped(t, key)
                      for t in dicts])
 
     def dict_get(self, table: Value, node: ast.Call) -> Value:
@@ -840,21 +842,6 @@ def _view(d: DictV, name: str) -> Value:
     parts: list[Value] = [Tup((Lit(k, a.where), a.value)) if name == "items" else
                           a.value if name == "values" else Lit(k, a.where) for k, a in d.items]
     return Tup(tuple(parts)) if not d.maybe else Seq(join(parts))
-
-
-def _stored(d: DictV, key: str, default: Arg) -> DictV:
-    """``d`` after ``d.setdefault(key, default)``: the key there for sure, its entry kept where
-    it had one."""
-    had = d.get(key)
-    if had is None:
-        return DictV((*d.items, (key, default)), d.maybe)
-    entry = had if key not in d.maybe else Arg(join([had.value, default.value]), had.where)
-    return DictV(tuple((k, entry if k == key else a) for k, a in d.items), d.maybe - {key})
-
-
-def _removed(d: DictV, key: str) -> DictV:
-    """``d`` after ``d.pop(key)``: without the key."""
-    return DictV(tuple((k, a) for k, a in d.items if k != key), d.maybe - {key})
 
 
 def _one_literal(value: Value) -> object:

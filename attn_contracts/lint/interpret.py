@@ -50,6 +50,7 @@ from attn_contracts.lint.calls import merge_summaries
 from attn_contracts.lint.calls import nonlocal_names
 from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.classes import ClassInfo
+from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.frame import Frame
 from attn_contracts.lint.inferred import Kernel
 from attn_contracts.lint.inferred import kernel_of
@@ -439,16 +440,9 @@ _FLOW = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncW
          ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
-def _straight_line(fn: ast.AST) -> bool:
+def _straight_line(fn: FuncNode | ast.Lambda) -> bool:
     """A generator function whose yields each run once, in the order written: its body has no
-    branch, loop, early exit or nested scope (what is nested in a function or class of its own
-    is that scope's)."""
-    def walk(node: ast.AST) -> bool:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                  ast.ClassDef)):
-                continue
-            if isinstance(child, _FLOW) or not walk(child):
-                return False
-        return True
-    return walk(fn)
+    branch, loop, early exit or nested comprehension (a function or class nested in it is a
+    scope of its own)."""
+    return isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+        not any(isinstance(n, _FLOW) for n in own_nodes(fn.body))

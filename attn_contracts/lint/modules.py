@@ -21,6 +21,7 @@ from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import place
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.classes import module_level
+from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.containers import MUTATORS
 from attn_contracts.lint.values import NOT_SPECIAL
 from attn_contracts.lint.values import Arg
@@ -64,22 +65,6 @@ def _registrations(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
         named = kw.get("op_name")
         if "op_func" in kw and isinstance(named, ast.Constant) and isinstance(named.value, str):
             yield f"*::{named.value}", kw["op_func"]
-
-
-def _own_statements(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.stmt]:
-    """The statements of a function's body at any depth, not those of functions or classes
-    nested in it (each is walked on its own)."""
-    stack = list(reversed(fn.body))
-    while stack:
-        st = stack.pop()
-        yield st
-        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        for child in ast.iter_child_nodes(st):
-            if isinstance(child, ast.stmt):
-                stack.append(child)
-            elif isinstance(child, (ast.excepthandler, ast.match_case)):
-                stack.extend(c for c in ast.iter_child_nodes(child) if isinstance(c, ast.stmt))
 
 
 def _mutated_name(st: ast.stmt) -> str | None:
@@ -412,7 +397,7 @@ def _function_mutations(fn: ast.FunctionDef | ast.AsyncFunctionDef,
     def entry(name: str) -> tuple[list[ast.stmt], list[ast.expr], bool]:
         return found.setdefault(name, ([], [], False))
 
-    body = list(_own_statements(fn))
+    body = [n for n in own_nodes(fn.body) if isinstance(n, ast.stmt)]
     declared = {n for g in body if isinstance(g, ast.Global) for n in g.names}
     # a name the function binds itself (a parameter, an assignment) is its own local
     local = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}

@@ -27,8 +27,10 @@ from attn_contracts.lint.calls import nonlocal_names
 from attn_contracts.lint.calls import place
 from attn_contracts.lint.calls import source_text
 from attn_contracts.lint.classes import dotted_name
+from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.containers import class_key
 from attn_contracts.lint.containers import dict_key
+from attn_contracts.lint.containers import dict_stored
 from attn_contracts.lint.containers import element
 from attn_contracts.lint.containers import entries
 from attn_contracts.lint.containers import index_of
@@ -175,28 +177,7 @@ def _unrollable(body: list[ast.stmt]) -> bool:
     at any depth of its own; a ``break`` or ``continue`` ends its pass): one pass per item is
     the loop."""
     return not any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom, ast.For, ast.AsyncFor,
-                                  ast.While))
-                   for st in body for n in ast.walk(st))
-
-
-def _stored(d: DictV, keys: list[str], stored: Arg) -> DictV:
-    """``d[k] = v`` where ``k`` is one of ``keys``: that entry replaced where the key is
-    known; else each key may now hold the value or what it held (``for k in NAMES: T[k] = f``
-    leaves every name's entry maybe set)."""
-    if len(set(keys)) == 1:
-        (k,) = set(keys)
-        return DictV((*((kk, a) for kk, a in d.items if kk != k), (k, stored)), d.maybe - {k})
-    items = dict(d.items)
-    maybe = set(d.maybe)
-    for k in sorted(set(keys)):
-        old = items.get(k)
-        if old is None:
-            items[k] = stored
-            maybe.add(k)
-        else:
-            items[k] = Arg(join([old.value, stored.value]), stored.where, stored.text,
-                           old.buffers | stored.buffers)
-    return DictV(tuple(items.items()), frozenset(maybe))
+                                  ast.While)) for n in own_nodes(body))
 
 
 def _ends(body: list[ast.stmt]) -> bool:
@@ -583,7 +564,7 @@ class Scope:
                 return
             stored = Arg(value, place(self.path, target),
                          buffers=self.buffers(source) if source is not None else frozenset())
-            self.env[dotted] = join([_stored(alt, cast(list[str], keys), stored)
+            self.env[dotted] = join([dict_stored(alt, cast(list[str], keys), stored)
                                      if isinstance(alt, DictV) else alt
                                      for alt in alternatives(current)])
         elif isinstance(current, Lse) and isinstance(value, Lse):
