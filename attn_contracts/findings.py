@@ -377,7 +377,8 @@ class Location:
         is a point, ``"path:line"`` a line (the path may hold colons itself), any other
         non-empty text a unit of that name; ``""`` is no place (None). ``str`` of the result is
         ``text`` again (numbers are read only as :class:`Location` writes them: ``"a.py:07"``
-        is a unit); a unit whose name ends in ``:<number>`` reads back as a line."""
+        is a unit). Text is read as the most specific place it spells: a unit whose name ends
+        in ``:<number>`` reads back as a line, a line whose path does as a point."""
         if not text:
             return None
         if (m := _POINT.fullmatch(text)) is not None:
