@@ -401,6 +401,13 @@ def _through(record: CapabilityRecord, transform: str) -> CapabilityRecord:
     return record.model_copy(update={"lse": lse})
 
 
+def _edge_site(edge: Edge) -> Location:
+    """Where an edge's findings are: a derived edge's call; a hand-written one's is what its
+    citation names first (``file.py:L10-L12 (what)``), the data's own text, a unit (no line
+    is read out of it)."""
+    return edge.at or Location("vllm/" + edge.source.split(" ", 1)[0])
+
+
 def _edge_findings(impl: ImplFacts, backend: str, kernels: Sequence[CapabilityRecord],
                    edge: Edge, consumers: dict[str, ConsumerRecord]) -> tuple[str, list[Finding]]:
     consumer = consumers.get(edge.consumer)
@@ -434,9 +441,7 @@ def _edge_findings(impl: ImplFacts, backend: str, kernels: Sequence[CapabilityRe
             extra = f" at vllm/{edge.source}"
             if edge.from_attr is not None and f.code is Code.AC016:
                 extra += f"; the keyword is {impl.name}.{edge.from_attr}"
-            # a derived edge's call; a hand-written one's is what its citation names first
-            # (``file.py:L10-L12 (what)``): the data's own text, a unit with no line read
-            where = edge.at or Location("vllm/" + edge.source.split(" ", 1)[0])
+            where = _edge_site(edge)
             findings.append(replace(f.escalated(None), message=f.message + extra,
                                     location=f.location or where))
     return label, findings
