@@ -28,9 +28,10 @@ from types import MappingProxyType
 from typing import Annotated
 from typing import Any
 
-__all__ = ["RULES", "Code", "ContractError", "Escalation", "Finding", "Location", "Rule", "RulesError",
-           "Severity", "check_rules", "error_text", "printable", "read_data_text", "rule_groups",
-           "rules_markdown", "selected_codes", "selectors_text"]
+__all__ = ["RULES", "Code", "ContractError", "Escalation", "Finding", "Location", "OptionalLocation",
+           "Rule", "RulesError", "Severity", "check_rules", "error_text", "location_text",
+           "printable", "read_data_text", "rule_groups", "rules_markdown", "selected_codes",
+           "selectors_text"]
 
 _ERROR_TEXT_LIMIT = 300  # characters of an exception a finding quotes (a tensor repr is MBs)
 
@@ -321,29 +322,112 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+#: a line or column number as :class:`Location` writes it (no sign, no leading zero, ASCII
+#: digits only): text read back into a place is the text it writes again
+_NUMBER = "0|[1-9][0-9]*"
+_POINT = re.compile(rf"(?P<path>.*):(?P<line>{_NUMBER}):(?P<col>{_NUMBER})", re.DOTALL)
+_LINE = re.compile(rf"(?P<path>.*):(?P<line>{_NUMBER})", re.DOTALL)
+
+
 @dataclass(frozen=True)
 class Location:
-    """A place in a source file: its path, 1-based line and 1-based column.
+    """Where a finding (or a fact the linter infers) is: a point in a source file, a line of
+    one, or a whole unit that has no line to name.
 
-    Written as ``"path:line:col"`` (``str(location)``): the linter builds its places and its
-    findings' :attr:`Finding.location` that way, and :meth:`parse` is the one reader of that
-    text back (the JSON, SARIF and GitHub formats, ``# noqa``, the integrations)."""
+    - ``Location(path, line, col)``: a point, 1-based line and column, as the parser gives
+      every node (``str``: ``"path:line:col"``);
+    - ``Location(path, line)``: a line, as an engine integration cites a declaration in the
+      engine's sources (``"vllm/v1/attention/backend.py:798"``) and the tracer a call site;
+    - ``Location(name)``: a whole unit: a file named without a line (a record file), or a
+      place that is no file at all (a plugin's entry point, the object vLLM built, a class
+      whose source cannot be read). ``path`` holds the file's path or the unit's name.
+
+    A column is only given with a line. A finding about no place at all has no Location
+    (``Finding.location is None``), never an empty one. Places are carried as Locations from
+    where they are made (the syntax node, the frame, the entry point) to where they are
+    written: the outputs read the fields (:mod:`attn_contracts.lint.report`), and the text
+    form (``str``) is what the text and JSON formats write. Text is read back into a place
+    only where it comes in from outside: :meth:`parse` (a finding read back from JSON, a
+    stored mapping)."""
 
     path: str
-    line: int
-    col: int
+    line: int | None = None
+    col: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.col is not None and self.line is None:
+            raise ValueError(f"a column ({self.col}) without a line in {self.path!r} "
+                             "(allowed: path; path, line; path, line, col)")
 
     def __str__(self) -> str:
+        if self.line is None:
+            return self.path
+        if self.col is None:
+            return f"{self.path}:{self.line}"
         return f"{self.path}:{self.line}:{self.col}"
+
+    @property
+    def point(self) -> tuple[int, int] | None:
+        """(line, column) where this is a point in a file, else None (a line, a unit)."""
+        return None if self.line is None or self.col is None else (self.line, self.col)
 
     @classmethod
     def parse(cls, text: str) -> Location | None:
-        """The place ``"path:line:col"`` names (the path may hold colons itself); None for any
-        other text (a release's note, a call site the tracer names by function)."""
-        parts = text.rsplit(":", 2)
-        if len(parts) != 3 or not (parts[1].isdecimal() and parts[2].isdecimal()):
+        """The place a text names, read at the boundary where text comes in: ``"path:line:col"``
+        is a point, ``"path:line"`` a line (the path may hold colons itself), any other
+        non-empty text a unit of that name; ``""`` is no place (None). ``str`` of the result is
+        ``text`` again (numbers are read only as :class:`Location` writes them: ``"a.py:07"``
+        is a unit). Text is read as the most specific place it spells: a unit whose name ends
+        in ``:<number>`` reads back as a line, a line whose path does as a point."""
+        if not text:
             return None
-        return cls(parts[0], int(parts[1]), int(parts[2]))
+        if (m := _POINT.fullmatch(text)) is not None:
+            return cls(m["path"], int(m["line"]), int(m["col"]))
+        if (m := _LINE.fullmatch(text)) is not None:
+            return cls(m["path"], int(m["line"]))
+        return cls(text)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """pydantic (a stored vLLM mapping) reads and writes a place as its text: the stored
+        bytes are those of the text form, and text coming back in is read by :meth:`parse`."""
+        return _text_schema(optional=False)
+
+
+def location_text(at: Location | None) -> str:
+    """The text a place is written as: ``str(at)``, ``""`` for no place."""
+    return "" if at is None else str(at)
+
+
+def _from_text(value: object, optional: bool) -> Location | None:
+    if isinstance(value, Location) or (value is None and optional):
+        return value
+    if isinstance(value, str) and (at := Location.parse(value)) is not None:
+        return at
+    if isinstance(value, str) and optional:  # "": no place
+        return None
+    raise ValueError(f"not a place: {value!r:.80} (allowed: 'path:line:col', 'path:line', a "
+                     f"name{', or empty' if optional else ''})")
+
+
+def _text_schema(optional: bool) -> Any:
+    from pydantic_core import core_schema
+
+    return core_schema.no_info_plain_validator_function(
+        lambda value: _from_text(value, optional),
+        serialization=core_schema.plain_serializer_function_ser_schema(location_text))
+
+
+class _AsText:
+    """pydantic metadata for an optional place (``Annotated[Location | None, _AsText()]``):
+    written as its text, ``""`` for none, as the JSON of a finding writes it."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        return _text_schema(optional=True)
+
+
+#: a place or none, stored by pydantic as its text (``""``: none)
+OptionalLocation = Annotated[Location | None, _AsText()]
 
 
 @dataclass(frozen=True)
@@ -372,7 +456,8 @@ class Finding:
     field: str = ""
     found: Any = None
     allowed: str = ""
-    location: str = ""  # "path:line:col" for file-based findings, else empty
+    #: where it is (None: about no place, as a catalog record's own finding)
+    location: OptionalLocation = None
 
     def __post_init__(self) -> None:
         rule = RULES[self.code]
@@ -407,16 +492,16 @@ class Finding:
                              f"{', '.join(allowed)}; rules.toml)")
         return cls(code, data["subject"], data["message"], escalation=allowed[severity],
                    hint=data["hint"], field=data["field"], found=data["found"],
-                   allowed=data["allowed"], location=data["location"])
+                   allowed=data["allowed"], location=Location.parse(data["location"]))
 
     @property
     def at(self) -> Location | None:
-        """The file place :attr:`location` names, where it names one."""
-        return Location.parse(self.location)
+        """:attr:`location` where it is a point in a file (a line and a column), else None."""
+        return self.location if self.location is not None and self.location.point else None
 
     def render(self) -> str:
         """One line of text (control characters escaped: :func:`printable`)."""
-        where = f"{self.location}: " if self.location else ""
+        where = f"{self.location}: " if self.location is not None else ""
         hint = f" (hint: {self.hint})" if self.hint else ""
         level = "" if self.severity is Severity.ERROR else f"[{self.severity}] "
         return printable(f"{where}{self.code} {level}{self.subject}: {self.message}{hint}")
@@ -431,7 +516,7 @@ class Finding:
             "allowed": self.allowed,
             "message": self.message,
             "hint": self.hint,
-            "location": self.location,
+            "location": location_text(self.location),
         }
 
 

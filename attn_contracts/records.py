@@ -50,6 +50,7 @@ from attn_contracts.call_layout import CallLayout
 from attn_contracts.facts import library_hint
 from attn_contracts.findings import Code
 from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
 
 __all__ = [
     "ADAPTER_RE",
@@ -362,7 +363,7 @@ class CapabilityRecord(RecordHeader):
 
 
 def findings_from_validation_error(
-    err: ValidationError, raw: Any, *, location: str = ""
+    err: ValidationError, raw: Any, *, location: Location | None = None
 ) -> list[Finding]:
     """Turn pydantic's errors on one record into findings; custom error types are our codes."""
     subject = _raw_name(raw)

@@ -22,6 +22,7 @@ from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code
 from attn_contracts.findings import ContractError
 from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
 from attn_contracts.findings import error_text
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.sources import AnyRecord
@@ -209,7 +210,7 @@ class Registry:
                                         f"group {ENTRY_POINT_GROUP}; installed: {_known(eps)}",
                                         found=name, allowed=_known(eps)))
                 continue
-            location = f"plugin {name} ({ep.value})"
+            location = Location(f"plugin {name} ({ep.value})")  # an entry point: no file
             try:
                 obj = ep.load()
             except KeyboardInterrupt:

@@ -28,6 +28,7 @@ from attn_contracts.collector import paused
 from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code
 from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
 from attn_contracts.findings import error_text
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.records import findings_from_validation_error
@@ -111,7 +112,7 @@ class FileReadError(OSError):
         return str(self.args[0])
 
 
-def parse_record(raw: Any, *, location: str = "") -> Loaded:
+def parse_record(raw: Any, *, location: Location | None = None) -> Loaded:
     """Validate one raw mapping (or re-validate a record) into a record or findings: the
     record's ``role`` picks the model (``"producer"`` when absent, ``"consumer"``)."""
     if isinstance(raw, (CapabilityRecord, ConsumerRecord)):
@@ -167,7 +168,7 @@ def _name_lines(text: str) -> dict[str, int]:
 
 
 #: a record with the ``path:line:col`` of its entry (the line of its ``name``)
-Located = tuple[AnyRecord, str]
+Located = tuple[AnyRecord, Location]
 
 
 def records_of(doc: Any, *, path: str, text: str = "", label: bool = False) -> Loaded:
@@ -186,7 +187,7 @@ def _located_records_of(doc: Any, *, path: str, text: str, label: bool,
     findings: list[Finding] = []
     for role, raw in _entries(doc):
         name = raw.get("name") if isinstance(raw, Mapping) else None
-        location = f"{path}:{lines.get(name, 1) if isinstance(name, str) else 1}:1"
+        location = Location(path, lines.get(name, 1) if isinstance(name, str) else 1, 1)
         recs, found = parse_record(raw, location=location)
         records += [(r, location) for r in recs]
         word = "consumer" if role == "consumer" else "record"
@@ -330,14 +331,14 @@ def read_file_located(path: str | Path, *, label: bool = False,
 
 
 
-def records_from_object(obj: Any, *, location: str, subject: str = "") -> Loaded:
+def records_from_object(obj: Any, *, location: Location, subject: str = "") -> Loaded:
     """What a plugin entry point may return: a record, a mapping, a path, an iterable of those, or
     a zero-argument callable returning any of them. ``subject`` names the plugin in findings.
 
     A plugin is someone else's code: whatever it raises (``SystemExit`` included) is an ``AC014``
     finding, and it may yield at most :data:`MAX_PLUGIN_RECORDS` entries, so an endless iterable
     ends as a finding too."""
-    subject = subject or location
+    subject = subject or str(location)
     records: list[AnyRecord] = []
     findings: list[Finding] = []
     try:
@@ -362,7 +363,7 @@ def records_from_object(obj: Any, *, location: str, subject: str = "") -> Loaded
     return records, findings
 
 
-def _flatten(obj: Any, location: str, subject: str, depth: int = 0) -> Iterator[Loaded]:
+def _flatten(obj: Any, location: Location, subject: str, depth: int = 0) -> Iterator[Loaded]:
     """The loaded records of each entry of a plugin's object, lazily (so a bound can stop it)."""
     if callable(obj) and not isinstance(obj, type):
         obj = obj()

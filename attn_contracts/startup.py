@@ -27,6 +27,7 @@ from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code
 from attn_contracts.findings import ContractError
 from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
 from attn_contracts.findings import Severity
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.registry import CONTRACT_ATTR
@@ -62,7 +63,7 @@ def _collect_one(item: Any) -> tuple[list[AnyRecord], list[Finding]]:
         try:
             return read_file(item)
         except FileReadError as err:
-            return [], [Finding(Code.AC000, str(item), str(err), location=str(item))]
+            return [], [Finding(Code.AC000, str(item), str(err), location=Location(str(item)))]
     if isinstance(item, (CapabilityRecord, ConsumerRecord)):
         item = item.model_dump()  # re-validated: model_copy(update=...) skips validation
     return parse_record(item)

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         rows = sglang.report(root=root)
         d = sglang.derive(root)
-        combine = ", ".join(f"{c.consumer} ({c.where.rsplit('/', 1)[-1]})" for c in d.combines) \
+        combine = ", ".join(f"{c.consumer} ({str(c.where).rsplit('/', 1)[-1]})" for c in d.combines) \
             or "none"
         errors = [(r, f) for r in rows for f in r.findings if f.severity is Severity.ERROR]
         live = sum(_kind(f.code) == "live" for _, f in errors)

@@ -42,6 +42,7 @@ from _releases import source
 
 from attn_contracts.findings import Finding
 from attn_contracts.findings import Severity
+from attn_contracts.findings import location_text
 from attn_contracts.integrations import vllm as iv
 from attn_contracts.integrations import vllm_source
 from attn_contracts.integrations._reach import split_by_reach
@@ -131,7 +132,7 @@ def release_section(rel: Release, root: Path) -> tuple[list[str], dict[str, int]
     if lint_errors:
         lines += ["| lint | at | covered by |", "|---|---|---|"]
         for f in lint_errors:
-            where = f.location.split("/vllm/", 1)[-1]
+            where = location_text(f.location).split("/vllm/", 1)[-1]
             cover = _cover(f, rows, errors)
             if cover == "missing" and f.code.value == "AC001" and not mapping.base_attrs:
                 cover = ("none, by design: this release has no base attribute (engines/vllm.toml), "
@@ -146,9 +147,11 @@ def _cover(f: Finding, rows: Sequence[iv.BackendReport], errors: list[tuple[str,
            ) -> str:
     """The engine errors that report lint's error: the same class's declaration, or the same
     edge location."""
-    where = "vllm/" + f.location.split("/vllm/", 1)[-1].rsplit(":", 1)[0]
+    at = f.location  # lint's: a point (path, line, column); the engine's: path and line
+    where = "" if at is None else f"vllm/{at.path.split('/vllm/', 1)[-1]}:{at.line}"
     hits = sorted({f"{b} {e.code.value} ({k})" for b, e, k, _ in errors
-                   if e.location == where or e.location.startswith(where + " ") or
+                   if location_text(e.location) == where or
+                   location_text(e.location).startswith(where + " ") or
                    (f.subject and f.subject in e.message and f.code.value in ("AC001", "AC002", "AC008")
                     and e.code.value in ("AC001", "AC002", "AC008"))})
     if hits:

@@ -1344,8 +1344,8 @@ def lint_items(ref: dict[str, Any]) -> dict[str, Any]:
             for rel, text in texts.items():
                 (root / rel).write_text(text)
             _, model = lint_model([root / "vllm"])
-            uses = [u for u in model.uses if f"{Path(MLA).name}:{I_COMBINE}:" in u.where
-                    or u.where.endswith(f"{Path(MLA).name}:{I_COMBINE}")]
+            uses = [u for u in model.uses if u.where.path.endswith(Path(MLA).name)
+                    and u.where.line == I_COMBINE]
         got, desc = set(), []
         for u in uses:
             g = u.given
@@ -1353,7 +1353,8 @@ def lint_items(ref: dict[str, Any]) -> dict[str, Any]:
             for w in ways:
                 got.add("True" if (w.kind == "fixed" and w.base == "e") else
                         "False" if w.kind == "fixed" else w.kind)
-                desc.append(f"{w.kind} base={w.base} from {Path(w.where).name if w.where else '?'}"
+                desc.append(f"{w.kind} base={w.base} from "
+                            f"{Path(str(w.where)).name if w.where else '?'}"
                             f"{' (' + w.how + ')' if w.how else ''}")
         rows.append(_item_row("lint", it, "at the combine", got,
                               "; ".join(sorted(set(desc))) or f"no use recorded at :{I_COMBINE}",

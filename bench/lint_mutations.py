@@ -346,16 +346,16 @@ _DIGITS = re.compile(r"(?<![A-Za-z_])[0-9]+")
 
 
 def _seen(f: Finding, root: Path) -> Seen | None:
-    path, sep, _col = f.location.rpartition(":")
-    path, _, line = path.rpartition(":")
-    if not sep or not line.isdigit():
+    at = f.location
+    if at is None or (point := at.point) is None:
         return None
+    path, line = at.path, point[0]
     try:
         rel = Path(path).resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         rel = path
     message = f.message.replace(str(root.resolve()), "<root>").replace(str(root), "<root>")
-    return Seen(rel, int(line), str(f.code), str(f.severity), _DIGITS.sub("#", message))
+    return Seen(rel, line, str(f.code), str(f.severity), _DIGITS.sub("#", message))
 
 
 def lint_scope(root: Path, scope: Sequence[str], jobs: int) -> tuple[list[Seen], float, float]:

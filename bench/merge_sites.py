@@ -36,6 +36,7 @@ from _releases import parse_spec
 from _releases import source
 from _timing import write_results
 
+from attn_contracts.findings import Location
 from attn_contracts.lint import LintConfig
 from attn_contracts.lint import lint_model
 
@@ -52,15 +53,14 @@ class Site:
     verdict: str = ""
 
 
-def _site(location: str, root: Path) -> str:
-    """``path:line`` inside the release of a ``path:line:col`` location."""
-    text = location
+def _site(at: Location | None, root: Path) -> str:
+    """``path:line`` inside the release of a place (a point's column left out)."""
+    if at is None:
+        return ""
+    path = at.path
     for prefix in (str(root.resolve()) + "/", str(root) + "/"):
-        text = text.replace(prefix, "")
-    if text.count(":") < 2:
-        return text
-    path, line, _col = text.rsplit(":", 2)
-    return f"{path}:{line}"
+        path = path.replace(prefix, "")
+    return path if at.line is None else f"{path}:{at.line}"
 
 
 def _is_merge(record: str) -> bool:
@@ -84,7 +84,8 @@ def merge_sites(root: Path, package: str, jobs: int) -> list[Site]:
         ways = use.given.options if use.given.kind == "choice" else (use.given,)
         for w in ways:
             row.reads.add(f"{w.base or '?'} ({w.how or w.kind})")
-            if w.where.count(":") >= 2:  # where the base is written (a literal): its findings
+            if w.where is not None and w.where.point is not None:  # where the base is written
+                # (a literal): its findings
                 row.codes |= at.get(_site(w.where, root), set())
         for s in use.lse.sources:
             base = "/".join(s.bases) if s.dispatch and s.bases else (s.base or "?")

@@ -66,7 +66,7 @@ def test_the_readme_check_fails_on_a_stale_table(tmp_path: Path) -> None:
 def test_sarif_rule_metadata_comes_from_the_rules() -> None:
     from attn_contracts.lint import sarif
 
-    f = Finding(Code.AC003, "s", "m", location="a.py:1:1")
+    f = Finding(Code.AC003, "s", "m", location=Location("a.py", 1, 1))
     (rule,) = sarif([f])["runs"][0]["tool"]["driver"]["rules"]  # type: ignore[index]
     r = RULES[Code.AC003]
     assert rule["shortDescription"]["text"] == r.title
@@ -79,7 +79,7 @@ def test_sarif_rule_metadata_comes_from_the_rules() -> None:
 def test_statistics_name_each_code_by_its_title() -> None:
     from attn_contracts.lint import statistics
 
-    line = statistics([Finding(Code.AC009, "s", "m", location="a.py:1:1")])
+    line = statistics([Finding(Code.AC009, "s", "m", location=Location("a.py", 1, 1))])
     assert line.endswith(f"\tAC009\t[warning]\t{RULES[Code.AC009].title}")
 
 
@@ -248,22 +248,22 @@ def test_an_unknown_escalation_is_refused_naming_the_allowed_ones() -> None:
 
 
 def test_a_severity_cannot_be_given_or_replaced() -> None:
-    f = Finding(Code.AC002, "s", "m", location="a.py:1:1")
+    f = Finding(Code.AC002, "s", "m", location=Location("a.py", 1, 1))
     with pytest.raises(TypeError, match="severity"):
         Finding(Code.AC002, "s", "m", severity=Severity.NOTE)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="severity"):
         replace(f, severity=Severity.NOTE)
     with pytest.raises(FrozenInstanceError):
         f.severity = Severity.NOTE  # type: ignore[misc]
-    moved = replace(f.escalated("confirmed"), location="b.py:2:2")  # keeps its escalation
-    assert moved.severity is Severity.NOTE and moved.location == "b.py:2:2"
+    moved = replace(f.escalated("confirmed"), location=Location("b.py", 2, 2))  # keeps its escalation
+    assert moved.severity is Severity.NOTE and moved.location == Location("b.py", 2, 2)
 
 
 def test_a_finding_reads_back_from_json_at_every_severity_its_rule_allows() -> None:
     for code, rule in RULES.items():
         for escalation in (None, *rule.escalations):
             f = Finding(code, "s", "m", escalation=escalation, hint="h", field="x", found=3,
-                        allowed="a", location="a.py:1:2")
+                        allowed="a", location=Location("a.py", 1, 2))
             back = Finding.from_json(json.loads(json.dumps(f.to_json())))
             assert back == f and back.to_json() == f.to_json()
     data = Finding(Code.AC029, "s", "m").to_json()
@@ -286,10 +286,18 @@ def test_a_location_reads_back_as_written(path: str, line: int, col: int) -> Non
     at = Location(path, line, col)
     assert str(at) == f"{path}:{line}:{col}"
     assert Location.parse(str(at)) == at
-    assert Finding(Code.AC001, "s", "m", location=str(at)).at == at
+    assert Finding(Code.AC001, "s", "m", location=at).at == at
 
 
-@pytest.mark.parametrize("text", ["", "a release's note", "a.py:12", "a.py:x:1", "a.py:1:x",
-                                  "a.py:\u00b2:1"])
-def test_text_that_names_no_file_place_is_no_location(text: str) -> None:
-    assert Location.parse(text) is None
+@pytest.mark.parametrize("text", ["a release's note", "a.py:1:x", "a.py:\u00b2", "a.py:07",
+                                  "a.py:-1", "plugin p (m:f)"])
+def test_text_that_names_no_line_is_a_unit_of_that_name(text: str) -> None:
+    """Text that is no ``path:line[:col]`` as :class:`Location` writes it is a whole unit:
+    no line is guessed from it, and it is written back as it came."""
+    at = Location.parse(text)
+    assert at == Location(text) and at.line is None and str(at) == text
+    assert Finding(Code.AC001, "s", "m", location=at).at is None  # no point of a file
+
+
+def test_empty_text_is_no_location() -> None:
+    assert Location.parse("") is None

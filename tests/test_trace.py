@@ -28,6 +28,7 @@ from attn_contracts.combine import merge
 from attn_contracts.combine import ops as combine_ops
 from attn_contracts.findings import Code
 from attn_contracts.findings import ContractError
+from attn_contracts.findings import Location
 from attn_contracts.findings import Severity
 from attn_contracts.registry import Registry
 from attn_contracts.sources import parse_record
@@ -39,7 +40,7 @@ LN2 = math.log(2.0)
 HERE = "tests/test_trace.py"
 
 
-def _line() -> str:
+def _line() -> Location:
     """The caller's line, as the trace names a call site."""
     return caller_line(HERE)
 
@@ -192,7 +193,7 @@ def test_the_tag_follows_view_transpose_contiguous_clone_to(reg: Registry) -> No
     assert [(m.code, m.argument) for m in t.report.mismatches] == [
         (Code.AC016, "prefix_lse"), (Code.AC016, "suffix_lse")]
     assert all(m.producer_sites == (produced,) for m in t.report.mismatches)
-    assert t.report.mismatches[0].site == f"{HERE}:{_HT_PAIR_LINE}"
+    assert t.report.mismatches[0].site == Location(HERE, _HT_PAIR_LINE)
     assert t.report.followed >= 8
 
 

@@ -26,6 +26,7 @@ from attn_contracts.backends.problem import DecodeProblem
 from attn_contracts.backends.problem import make_problem
 from attn_contracts.combine import merge
 from attn_contracts.findings import Code
+from attn_contracts.findings import Location
 from attn_contracts.registry import Registry
 from attn_contracts.sources import parse_record
 from attn_contracts.tracing import Trace
@@ -191,8 +192,8 @@ def test_a_buffer_of_base_e_values_merged_as_e_is_clean(reg: Registry, fill: Any
     assert t.report.findings == [] and t.report.untagged == {}
 
 
-def _where() -> str:
-    return f"tests/test_trace_gaps.py:{sys._getframe(1).f_lineno}"
+def _where() -> Location:
+    return Location("tests/test_trace_gaps.py", sys._getframe(1).f_lineno)
 
 
 # --- nothing of the trace outlives it ---------------------------------------------------------------

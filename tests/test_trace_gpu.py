@@ -22,6 +22,7 @@ from attn_contracts.backends.problem import DecodeProblem
 from attn_contracts.backends.problem import make_problem
 from attn_contracts.combine import merge
 from attn_contracts.findings import Code
+from attn_contracts.findings import Location
 from fixtures.sites import caller_line
 
 pytestmark = [pytest.mark.gpu,
@@ -31,7 +32,7 @@ LN2 = math.log(2.0)
 HERE = "tests/test_trace_gpu.py"
 
 
-def _line() -> str:
+def _line() -> Location:
     """The caller's line, as the trace names a call site."""
     return caller_line(HERE)
 
@@ -52,7 +53,7 @@ def _halves(batch: int, seed: int = 0) -> tuple[DecodeProblem, DecodeProblem]:
     return a, DecodeProblem(**{**vars(b), "q": a.q})
 
 
-_RUN: list[str] = []  # where _decode calls the kernel: the producer's call site the trace names
+_RUN: list[Location] = []  # where _decode calls the kernel: the producer's call site the trace names
 
 
 def _decode(fi: Any, p: DecodeProblem) -> tuple[torch.Tensor, torch.Tensor]:

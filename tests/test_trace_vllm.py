@@ -30,6 +30,7 @@ import attn_contracts
 from attn_contracts.backends import torch_ref
 from attn_contracts.backends.problem import make_problem
 from attn_contracts.findings import Code
+from attn_contracts.findings import Location
 from attn_contracts.integrations import vllm_trace
 from fixtures import lse_kernels as k
 
@@ -37,10 +38,10 @@ pytestmark = pytest.mark.vllm
 HERE = "tests/test_trace_vllm.py"
 
 
-def _line() -> str:
+def _line() -> Location:
     frame = inspect.currentframe()
     assert frame is not None and frame.f_back is not None
-    return f"{HERE}:{frame.f_back.f_lineno}"
+    return Location(HERE, frame.f_back.f_lineno)
 
 
 def _prefix_merge(lse_prefix: torch.Tensor, lse_suffix: torch.Tensor, o: torch.Tensor) -> None:

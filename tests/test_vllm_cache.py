@@ -16,6 +16,7 @@ import pytest
 
 from attn_contracts.findings import Code
 from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
 from attn_contracts.integrations import vllm_cache
 from attn_contracts.integrations.vllm_source import STARTUP_SCOPE
 from attn_contracts.integrations.vllm_source import Attr
@@ -44,9 +45,9 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _derived(root: Path, base: object = True) -> Derived:
     finding = Finding(Code.AC018, "vllm.x", "a row empty on every shard",
-                      found=["a", 1], location="vllm/v1/attention/backend.py:2:5")
+                      found=["a", 1], location=Location("vllm/v1/attention/backend.py", 2, 5))
     member = MemberFacts("FLASH_ATTN", "vllm.v1.attention.backends.x.B", "vllm.x.Impl",
-                         attrs={"lse_base_on_e": Attr(base, "vllm/x.py:2", "Impl", False)},
+                         attrs={"lse_base_on_e": Attr(base, Location("vllm/x.py", 2), "Impl", False)},
                          mro=(("vllm.x", "Impl"),), records=("flash_attn.fa3",),
                          observed=(("flash_attn.fa3", ("e",)),),
                          call=(("backend", "cute-dsl"), ("flag", True)))
@@ -165,7 +166,7 @@ def test_one_release_in_two_folders_is_one_entry_read_at_each(tree: Path, tmp_pa
 
     def at(root: Path) -> Derived:
         d = _derived(root)
-        where = f"{root}/vllm/v1/attention/backend.py:2:5"
+        where = Location(f"{root}/vllm/v1/attention/backend.py", 2, 5)
         return dataclasses.replace(d, lint=[dataclasses.replace(d.lint[0], location=where)])
 
     assert vllm_cache.cached(tree, "0.32.0", SCOPE, lambda: at(tree), Derived) == at(tree)

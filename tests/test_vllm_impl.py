@@ -13,6 +13,7 @@ from types import ModuleType
 
 import pytest
 
+from attn_contracts.findings import Location
 from attn_contracts.integrations import vllm as iv
 from attn_contracts.integrations.vllm_impl import ImplFacts
 from attn_contracts.integrations.vllm_impl import MroClass
@@ -64,7 +65,7 @@ def test_the_source_and_the_runtime_give_one_record(tree: Path,
     assert [c.key for c in parsed.mro] == [(_MODULE, "MineImpl"), (_MODULE, "MineBase")]
     base = parsed.attr(iv.BASE_ATTR)
     assert (base.value, base.owner_name, parsed.inherited(iv.BASE_ATTR)) == (True, "MineBase", True)
-    assert base.where == "vllm/v1/attention/backends/mine/__init__.py:3"
+    assert base.where == Location("vllm/v1/attention/backends/mine/__init__.py", 3)
     # what the base's owner says of itself: it returns no LSE (the AC002 hazard), read as such
     # both ways (unset in the sources' record, False in the running one)
     owner = base.owner or ("", "")
@@ -79,7 +80,8 @@ def test_an_objects_own_attribute_and_property_are_what_it_answers(
     impl.lse_base_on_e = False  # set on the object: its class's, not the base's default
     facts = from_runtime(impl, iv.DECLARATIONS)
     assert facts.value(iv.BASE_ATTR) is False and not facts.inherited(iv.BASE_ATTR)
-    assert facts.attr(iv.BASE_ATTR).where == "set on the MineImpl object vLLM built"
+    # no file: the object vLLM built, a unit named (no line)
+    assert facts.attr(iv.BASE_ATTR).where == Location("set on the MineImpl object vLLM built")
 
     class Prop(module.MineImpl):  # type: ignore[name-defined,misc]
         @property
@@ -96,8 +98,8 @@ def test_the_check_reads_the_record_alone() -> None:
                                   ("lse_base_on_e", True))),)
     facts = ImplFacts("m", "Impl", mro)
     assert facts.value(iv.BASE_ATTR) is None and not facts.is_set(iv.BASE_ATTR)
-    bent = facts.with_value(iv.RETURNS_ATTR, True, "m.py:2").with_value(
-        iv.BASE_ATTR, False, "m.py:3")
+    bent = facts.with_value(iv.RETURNS_ATTR, True, Location("m.py", 2)).with_value(
+        iv.BASE_ATTR, False, Location("m.py", 3))
     assert bent.value(iv.BASE_ATTR) is False and bent.attr(iv.BASE_ATTR).owner == ("m", "Impl")
     assert [c.key for c in bent.mro] == [("m", "Impl")]
     assert dict(bent.mro[0].sets) == {"can_return_lse_for_decode": True, "lse_base_on_e": False}

@@ -11,6 +11,7 @@ import pytest
 
 from attn_contracts.cli import main
 from attn_contracts.findings import Code
+from attn_contracts.findings import Location
 from attn_contracts.findings import Severity
 from attn_contracts.integrations import vllm as iv
 from attn_contracts.integrations import vllm_source
@@ -158,7 +159,7 @@ def test_the_startup_gate_on_a_release_it_has_never_seen_derives_the_checks(
         monkeypatch.setitem(sys.modules, name, module)
     monkeypatch.setattr(iv, "_installed_root", lambda: root)
     right = mapping.impls["FLASHINFER_MLA"]  # the record: lse_base_on_e = True (cute-dsl: e)
-    wrong = right.with_value("lse_base_on_e", False, "tests (bent)")
+    wrong = right.with_value("lse_base_on_e", False, Location("tests (bent)"))
     rows = iv.validate_vllm_startup(["FLASHINFER_MLA"], dcp_world_size=2,
                                     impls={"FLASHINFER_MLA": right})
     assert rows[0].records[0] == "flashinfer.mla.cute_dsl"  # (and the pre-0.7.2 one: both e)

@@ -124,7 +124,7 @@ def _parse(pkg: Path, rel: str) -> ast.Module:
         line, col, why = 1, 1, f"not UTF-8 (byte offset {err.start})"
     except (RecursionError, MemoryError) as err:
         line, col, why = 1, 1, f"nested too deeply to parse ({type(err).__name__})"
-    raise _Unparsable(Finding(Code.AC000, where, why, location=f"{where}:{line}:{col}"))
+    raise _Unparsable(Finding(Code.AC000, where, why, location=Location(where, line, col)))
 
 
 # --- the derived facts -----------------------------------------------------------------------------
@@ -133,7 +133,7 @@ class Built:
     """A class one name's factory returns."""
 
     cls: str  # its dotted path ("" when the return names no class of the sources)
-    where: str  # the ``return``, ``sglang/...py:LINE``
+    where: Location  # the ``return``, ``sglang/...py:LINE``
     mla: bool | None  # built for MLA models (True), for the others (False), for either (None)
     why: str = ""  # why no class was found
 
@@ -143,7 +143,7 @@ class Kernel:
     """A producer record the decode method reaches."""
 
     record: str
-    where: str
+    where: Location  # the call, ``sglang/...py:LINE``
     base: str | None  # the base the call pins (None: the library's dispatch chooses)
     #: the call's base is passed by an expression the flow does not read (``**kwargs`` from
     #: the caller): trusted, as the lint trusts it, so the record's own base is no evidence
@@ -158,14 +158,14 @@ class Combine:
     """One DCP combine call of the MLA layer and how it is told the base."""
 
     consumer: str  # the consumer record
-    where: str  # ``sglang/...py:LINE``
+    where: Location  # ``sglang/...py:LINE``
     keyword: str  # the record's base keyword ("" for a fixed-base record)
     #: how the call passes it: ``"omitted"`` (the default applies), ``"literal"``, ``"name"`` (a
     #: function of the backend's name), ``"unknown"`` (an expression this does not read)
     passes: str
     literal: str = ""  # the literal passed, for ``"literal"``
     function: str = ""  # the name function, for ``"name"``
-    function_at: str = ""
+    function_at: Location | None = None
     #: what the function answers for each registered name (``"True"``, ``"False"``, ``"?"``:
     #: not read), as the lint's interpreter reads its body called with that name
     answers: tuple[tuple[str, str], ...] = ()
@@ -190,7 +190,7 @@ class Backend:
     """One registered name, derived."""
 
     name: str
-    where: str  # the factory, ``sglang/...py:LINE``
+    where: Location  # the factory, ``sglang/...py:LINE``
     built: tuple[Built, ...]
     #: per MLA class (dotted): the LSE-returning kernel records its decode reaches
     kernels: dict[str, tuple[Kernel, ...]] = field(default_factory=dict)
@@ -219,10 +219,9 @@ def _rel(path: str) -> str:
     return "sglang/" + parts[1] if len(parts) == 2 else str(path)
 
 
-def _short(where: str) -> str:
+def _short(where: Location) -> Location:
     """``/x/sglang/a.py:12:5`` → ``sglang/a.py:12``."""
-    at = Location.parse(where)
-    return f"{_rel(at.path)}:{at.line}" if at is not None else _rel(where)
+    return Location(_rel(where.path), where.line)
 
 
 def derive(root: str | Path | None = None, *, version: str | None = None) -> Derived:
@@ -305,7 +304,7 @@ def _derive_on(pkg: Path, version: str | None, model: ProgramModel,
     backends: dict[str, Backend] = {}
     for name, (line, body, fn) in factories.items():
         built = tuple(_built(model, reg_path, body, fn))
-        backends[name] = _backend(model, name, f"sglang/{reg_rel}:{line}", built, decode,
+        backends[name] = _backend(model, name, Location(f"sglang/{reg_rel}", line), built, decode,
                                   registry, version, findings, assume)
     return Derived(pkg, version, backends, combines, notes, unparsed, reg.file)
 
@@ -333,21 +332,22 @@ def lint_rule(model: ProgramModel, linted: frozenset[Path]) -> list[Finding]:
         d = _derive_on(pkg, version, model, []) if pkg.parent / reg.file in linted else \
             _derive_now(pkg, version)
         registry = Registry()
-        hits: dict[tuple[Code, str], list[tuple[str, Finding]]] = {}
+        hits: dict[tuple[Code, Location], list[tuple[str, Finding]]] = {}
         for name, b in d.backends.items():
             for f in _row(b, d, registry).findings:
-                if f.severity is Severity.ERROR and f.code in _LINT_CODES and f.location:
+                if f.severity is Severity.ERROR and f.code in _LINT_CODES and \
+                        f.location is not None:
                     hits.setdefault((f.code, f.location), []).append((name, f))
         for (_, where), found in hits.items():
             f = found[0][1]
             names = list(dict.fromkeys(n for n, _ in found))
-            rel, _, line = where.rpartition(":")
             more = f" ({len(found) - 1} more such edge(s) here)" if len(found) > 1 else ""
             out.append(replace(
                 f, subject=", ".join(f"sglang.{n}" for n in names),
                 message=f"SGLang backend{'s' if len(names) > 1 else ''} "
                 f"{', '.join(map(repr, names))}: {f.message}{more}",
-                location=f"{pkg.parent / rel}:{line}:1"))
+                # the combine's line (``sglang/...py:LINE``), in the linted file, at column 1
+                location=replace(where, path=str(pkg.parent / where.path), col=1)))
     return out
 
 
@@ -490,7 +490,7 @@ def _built(model: ProgramModel, path: str, body: _Body, fn: ast.AST,
             value = assigned[value.id]
         if not isinstance(value, ast.Call):
             continue
-        where = f"{_rel(path)}:{st.lineno}"
+        where = Location(_rel(path), st.lineno)
         target = _resolve(program, path, ast.unparse(value.func), local)
         if target is None:
             yield Built("", where, mla, why=f"returns {ast.unparse(value.func)}(...), not a "
@@ -520,7 +520,7 @@ def _resolve(program: Program, path: str, dotted: str, local: dict[str, str]) ->
     return program.binding(path, head)
 
 
-def _backend(model: ProgramModel, name: str, where: str, built: tuple[Built, ...], decode: str,
+def _backend(model: ProgramModel, name: str, where: Location, built: tuple[Built, ...], decode: str,
              registry: Registry, version: str | None, findings: list[Finding],
              assume: Callable[[ast.expr], bool | None]) -> Backend:
     program = model.program
@@ -539,8 +539,9 @@ def _backend(model: ProgramModel, name: str, where: str, built: tuple[Built, ...
             continue
         # the kernels whose LSE the decode returns (a subclass's own DCP call, not the
         # parent's path it takes otherwise); all it reaches where the flow loses the LSE
+        # by the place's text (as when places were text: line 10 before line 9)
         found = sorted(model.kernels_of(cls, decode, returned=True, assume=assume),
-                       key=lambda k: (k.where, k.record))
+                       key=lambda k: (str(k.where), k.record))
         kept: dict[str, Kernel] = {}
         for k in found:
             rec = _record(registry, k.record)
@@ -581,9 +582,10 @@ def _findings_in(program: Program, cls: ClassInfo, findings: list[Finding]) -> I
     if node is None:
         return
     lo, hi = node.lineno, node.end_lineno or node.lineno
-    for f in findings:  # lint locates every finding at ``path:line:col``
-        at = f.at
-        if at is not None and at.path == cls.path and lo <= at.line <= hi:
+    for f in findings:  # lint locates every finding at a point: path, line, column
+        at = f.location
+        if at is not None and at.path == cls.path and (point := at.point) is not None and \
+                lo <= point[0] <= hi:
             yield f
 
 
@@ -678,7 +680,7 @@ def _combines(tree: ast.Module, rel: str, registry: Registry, version: str | Non
             continue
         assigned = _bound_once(fn)
         for node, consumer in _consumer_calls(fn, imported, by_last):
-            combine = _combine(consumer, node, f"sglang/{rel}:{node.lineno}", assigned,
+            combine = _combine(consumer, node, Location(f"sglang/{rel}", node.lineno), assigned,
                                functions, rel, asked)
             qualname = qualnames.get(id(fn))
             if combine.passes == "unknown" and qualname is not None:
@@ -716,7 +718,8 @@ def _read_in(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFu
         return combine
     answers, default = read
     return replace(combine, passes="name", function=qualname,
-                   function_at=f"sglang/{rel}:{fn.lineno}", answers=answers, default=default)
+                   function_at=Location(f"sglang/{rel}", fn.lineno), answers=answers,
+                   default=default)
 
 
 def _consumer_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],
@@ -750,7 +753,7 @@ def _consumers_by_last_name(registry: Registry, version: str | None,
     return by_last
 
 
-def _combine(consumer: ConsumerRecord, call: ast.Call, where: str,
+def _combine(consumer: ConsumerRecord, call: ast.Call, where: Location,
              assigned: dict[str, ast.expr], functions: dict[str, ast.FunctionDef],
              rel: str, asked: _Asked) -> Combine:
     base = consumer.base
@@ -760,7 +763,7 @@ def _combine(consumer: ConsumerRecord, call: ast.Call, where: str,
     if kw is None:
         return Combine(consumer.name, where, base.keyword, "omitted")
     # where the call tells the base: its keyword's line (a call written over several lines)
-    where = f"{where.rpartition(':')[0]}:{kw.lineno}"
+    where = replace(where, line=kw.lineno)
     if isinstance(kw, ast.Name) and kw.id in assigned:
         kw = assigned[kw.id]
     if isinstance(kw, ast.Constant):
@@ -770,7 +773,7 @@ def _combine(consumer: ConsumerRecord, call: ast.Call, where: str,
         fn = functions[kw.func.id]
         answers, default = asked.answers(fn.name)
         return Combine(consumer.name, where, base.keyword, "name", function=fn.name,
-                       function_at=f"sglang/{rel}:{fn.lineno}", answers=answers,
+                       function_at=Location(f"sglang/{rel}", fn.lineno), answers=answers,
                        default=default)
     return Combine(consumer.name, where, base.keyword, "unknown")
 
@@ -816,7 +819,7 @@ def _row(b: Backend, d: Derived, registry: Registry) -> SglangReport:
         row.findings += [f for f in findings if f not in row.findings]
     values = {c.where: c.value_for(b.name) for c in d.combines}
     row.declared = {"declared_at": ", ".join(dict.fromkeys(
-        c.function_at or c.where for c in d.combines)) or "no MLA DCP combine in this release"}
+        str(c.function_at or c.where) for c in d.combines)) or "no MLA DCP combine in this release"}
     for c in d.combines:
         literal, _ = values[c.where]
         if c.keyword:

@@ -50,7 +50,9 @@ from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code
 from attn_contracts.findings import ContractError
 from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
 from attn_contracts.findings import Severity
+from attn_contracts.findings import location_text
 from attn_contracts.integrations import vllm_mode
 from attn_contracts.integrations._reach import split_by_reach
 from attn_contracts.integrations._report import EngineReport
@@ -117,6 +119,10 @@ class Edge:
     producers: tuple[tuple[str, str | None], ...] = ()
     #: the call passes ``not self.impl.<from_attr>``
     negated: bool = False
+    #: the call, where the edge is derived from the sources (``source`` cites it as text); None
+    #: for an edge written by hand, whose ``source`` is its citation. Not compared: a derived
+    #: edge equals the same edge written by hand
+    at: Location | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -263,9 +269,10 @@ def _mapping(derived: Derived) -> VllmMapping:
             unmapped[name] = m.why
             continue
         edges = tuple(Edge(consumers.get(e.function, e.consumer),
-                           f"{e.where.removeprefix('vllm/')}", keyword=e.keyword,
+                           str(e.where).removeprefix("vllm/"), keyword=e.keyword,
                            from_attr=e.from_attr, transform="unread", row_mask=e.row_mask,
-                           producers=e.producers, negated=e.negated) for e in m.edges)
+                           producers=e.producers, negated=e.negated, at=e.where)
+                      for e in m.edges)
         where = m.call_source or ", ".join(w.removeprefix("vllm/") for w in
                                            m.kernels_at.split(", ") if w) or "no kernel call found"
         returns = m.attrs.get(RETURNS_ATTR)
@@ -275,7 +282,7 @@ def _mapping(derived: Derived) -> VllmMapping:
             # is combined under DCP (its prefill merges, edges below, still are)
             records, note = (), "declares no decode LSE: vLLM refuses it under DCP"
         backends[name] = BackendMap(
-            impl=m.impl, declared=", ".join(f"{a}: {v.where.removeprefix('vllm/')}"
+            impl=m.impl, declared=", ".join(f"{a}: {str(v.where).removeprefix('vllm/')}"
                                             for a, v in m.attrs.items()),
             dcp=Config(records, where, edges=edges, call=m.call, observed=m.observed,
                        note=note),
@@ -324,8 +331,8 @@ def _declaration(impl: ImplFacts, backend: str, kernels: Sequence[CapabilityReco
     base_value, owner, where = base.value, base.owner_name, base.where
     r_where = impl.attr(RETURNS_ATTR).where
     declared: dict[str, Any] = {
-        RETURNS_ATTR: returns, "returns_declared_at": r_where,
-        BASE_ATTR: base_value, "base_declared_at": where,
+        RETURNS_ATTR: returns, "returns_declared_at": location_text(r_where),
+        BASE_ATTR: base_value, "base_declared_at": location_text(where),
         "base_owner": owner,
         "base_inherited": impl.inherited(BASE_ATTR),
     }
@@ -343,7 +350,8 @@ def _declaration(impl: ImplFacts, backend: str, kernels: Sequence[CapabilityReco
     findings: list[Finding] = []
     if returns is not True:
         findings.append(Finding(
-            Code.AC006, subject, f"{impl.name}.{RETURNS_ATTR}={returns!r} ({r_where}), but under "
+            Code.AC006, subject, f"{impl.name}.{RETURNS_ATTR}={returns!r} "
+            f"({location_text(r_where)}), but under "
             f"DCP it returns the LSE of {', '.join(k.name for k in lse_kernels)}",
             field=RETURNS_ATTR, found=returns, allowed="True", location=r_where))
         return declared, findings
@@ -360,16 +368,17 @@ def _declaration(impl: ImplFacts, backend: str, kernels: Sequence[CapabilityReco
         findings.append(Finding(
             Code.AC008, subject,
             f"{impl.name}.{BASE_ATTR}={base_value!r} (base {declared_base}{inherited}, "
-            f"{where}) contradicts {k.name}, which emits base-{k.lse_base} LSE ({_cite(k)})",
+            f"{location_text(where)}) contradicts {k.name}, which emits base-{k.lse_base} LSE ({_cite(k)})",
             hint=f"set {BASE_ATTR} = {want} on {impl.name}", field=BASE_ATTR, found=base_value,
             allowed=want, location=where))
     for f in bridge:  # AC002: the base is only a default of a class that returns no LSE
         if wrong:  # an error: the default is wrong for the kernels it calls
-            findings.append(replace(f, message=f"{f.message} ({where})", location=where))
+            findings.append(replace(f, message=f"{f.message} ({location_text(where)})",
+                                    location=where))
         else:
             findings.append(replace(
                 f.escalated("confirmed"), location=where,
-                message=f"{f.message} ({where}); the mapped kernels "
+                message=f"{f.message} ({location_text(where)}); the mapped kernels "
                         f"({', '.join(k.name for k in lse_kernels)}) confirm base {declared_base}"))
     return declared, findings
 
@@ -390,6 +399,13 @@ def _through(record: CapabilityRecord, transform: str) -> CapabilityRecord:
         layout = "token_head" if spec.layout == "head_token" else "head_token"
     lse = spec.model_copy(update={"layout": layout, "q_len_axis": False})
     return record.model_copy(update={"lse": lse})
+
+
+def _edge_site(edge: Edge) -> Location:
+    """Where an edge's findings are: a derived edge's call; a hand-written one's is what its
+    citation names first (``file.py:L10-L12 (what)``), the data's own text, a unit (no line
+    is read out of it)."""
+    return edge.at or Location("vllm/" + edge.source.split(" ", 1)[0])
 
 
 def _edge_findings(impl: ImplFacts, backend: str, kernels: Sequence[CapabilityRecord],
@@ -425,7 +441,7 @@ def _edge_findings(impl: ImplFacts, backend: str, kernels: Sequence[CapabilityRe
             extra = f" at vllm/{edge.source}"
             if edge.from_attr is not None and f.code is Code.AC016:
                 extra += f"; the keyword is {impl.name}.{edge.from_attr}"
-            where = "vllm/" + edge.source.split(" ", 1)[0]
+            where = _edge_site(edge)
             findings.append(replace(f.escalated(None), message=f.message + extra,
                                     location=f.location or where))
     return label, findings

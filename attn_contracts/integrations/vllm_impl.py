@@ -24,6 +24,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 from typing import Any
 
+from attn_contracts.findings import Location
+
 if TYPE_CHECKING:
     from attn_contracts.integrations.vllm_source import MemberFacts
 
@@ -57,15 +59,16 @@ class Declared:
     #: the class whose namespace sets it (the impl's own class when the object sets it itself);
     #: None where nothing does
     owner: ClassKey | None
-    #: ``vllm/...py:LINE`` where it is set, ``set on the ... object vLLM built``; "" where unset
-    where: str
+    #: where it is set: ``vllm/...py:LINE``, or (no file) ``set on the ... object vLLM built``,
+    #: the class's dotted name where its source cannot be read; None where unset
+    where: Location | None
 
     @property
     def owner_name(self) -> str | None:
         return None if self.owner is None else self.owner[1].rsplit(".", 1)[-1]
 
 
-_UNSET = Declared(None, None, "")
+_UNSET = Declared(None, None, None)
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,7 @@ class ImplFacts:
                     return value
         return default
 
-    def with_value(self, attr: str, value: object, where: str) -> ImplFacts:
+    def with_value(self, attr: str, value: object, where: Location) -> ImplFacts:
         """The same impl with ``attr`` set to ``value`` on its own class at ``where`` (a test's
         bent declaration)."""
         head = self.mro[0] if self.mro and self.mro[0].key == self.key else None
@@ -146,18 +149,19 @@ def _vllm_path(path: str | None) -> str:
     return "vllm/" + parts[1] if len(parts) == 2 else path
 
 
-def _where_set(owner: type, attr: str) -> str:
+def _where_set(owner: type, attr: str) -> Location:
     """``file:line`` of the line of ``owner``'s source that sets ``attr`` (the class's own line
-    when the assignment cannot be found; its dotted name without a source)."""
+    when the assignment cannot be found; its dotted name, a unit with no file, without a
+    source)."""
     try:
         lines, start = inspect.getsourcelines(owner)
         path = _vllm_path(inspect.getsourcefile(owner))
     except (OSError, TypeError):
-        return f"{owner.__module__}.{owner.__qualname__}"
+        return Location(f"{owner.__module__}.{owner.__qualname__}")
     # an assignment (``attr = ...``), or a property's ``def attr(``
     pattern = re.compile(rf"^\s+({re.escape(attr)}\s*(:[^=]+)?=|def\s+{re.escape(attr)}\s*\()")
     line = next((start + i for i, text in enumerate(lines) if pattern.match(text)), start)
-    return f"{path}:{line}"
+    return Location(path, line)
 
 
 def _class_read(cls: type, attr: str) -> object:
@@ -180,7 +184,7 @@ def from_runtime(impl: type | object, attrs: Iterable[str]) -> ImplFacts:
     for attr in asked:
         if attr in own:
             declared[attr] = Declared(read_attr(impl, attr), (cls.__module__, cls.__qualname__),
-                                      f"set on the {cls.__qualname__} object vLLM built")
+                                      Location(f"set on the {cls.__qualname__} object vLLM built"))
             continue
         owner = next((k for k in cls.__mro__ if attr in vars(k)), None)
         if owner is not None:

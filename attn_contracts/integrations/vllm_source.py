@@ -77,7 +77,7 @@ class Attr:
     """One declaration attribute of an impl class, as its hierarchy sets it."""
 
     value: object  # the literal's value (None where it is no literal, or not set)
-    where: str  # ``vllm/...py:LINE`` of the assignment ("" when nothing sets it)
+    where: Location  # ``vllm/...py:LINE`` of the assignment
     owner: str  # the class that assigns it
     inherited: bool
 
@@ -88,7 +88,7 @@ class EdgeFacts:
 
     consumer: str  # the consumer record
     function: str  # the dotted function it calls
-    where: str  # the consumer call, ``vllm/...py:LINE``
+    where: Location  # the consumer call, ``vllm/...py:LINE``
     keyword: str | None  # the literal the call passes for the base ("False"), None: omitted
     from_attr: str | None  # the impl's own attribute is the keyword
     row_mask: bool
@@ -148,10 +148,9 @@ def _rel(path: str) -> str:
     return "vllm/" + parts[1] if len(parts) == 2 else path
 
 
-def _short(where: str) -> str:
+def _short(where: Location) -> Location:
     """``/x/vllm/a.py:12:5`` → ``vllm/a.py:12``."""
-    at = Location.parse(where)
-    return _rel(f"{at.path}:{at.line}" if at is not None else where)
+    return Location(_rel(where.path), where.line)
 
 
 def _enum_members(tree: ast.Module, name: str) -> list[tuple[str, str]]:
@@ -275,14 +274,16 @@ def _member(model: ProgramModel, name: str, value: str, returns: tuple[str, ...]
         if owner is None:
             continue
         node, line, _ = owner.attrs[attr]
-        attrs[attr] = Attr(_literal(node), f"{_rel(owner.path)}:{line}", owner.name,
+        attrs[attr] = Attr(_literal(node), Location(_rel(owner.path), line), owner.name,
                            owner is not impl)
     facts = model.facts(impl)
-    kernels = sorted(facts.kernels, key=lambda k: (k.where, k.record))
+    # by the place's text, as when places were text (line 10 before line 9): the stored
+    # mapping's bytes keep this order
+    kernels = sorted(facts.kernels, key=lambda k: (str(k.where), k.record))
     records = tuple(dict.fromkeys(k.record for k in kernels))
     observed = tuple((r, tuple(sorted({k.base for k in kernels if k.record == r and k.base
                                        and not k.dispatch}))) for r in records)
-    kernels_at = ", ".join(dict.fromkeys(_short(k.where) for k in kernels))
+    kernels_at = ", ".join(dict.fromkeys(str(_short(k.where)) for k in kernels))  # for the report
     call = None
     call_source = ""
     pinned = calls.get(impl.name)
@@ -352,14 +353,14 @@ def _edge(program: Program, use: Use, key: tuple[str, str], kernels: Sequence[Ke
     g = use.given
     if g.kind == "param":
         return None  # the combine's wrapper analysed alone: its callers are the edges
-    wheres = {k.where for k in kernels}
+    wheres = {k.where for k in kernels}  # its own kernels' calls: their LSEs are its
     producers: list[tuple[str, str | None]] = []
     unrecorded: list[tuple[str | None, str]] = []
     for s in sorted(use.lse.sources, key=source_order):
         # a flow the interpreter followed with another impl class as self (a subclass that
         # converts the LSE of the kernel call it shares through super()) is that backend's
-        ours = s.impl == key if s.impl is not None else any(
-            s.key.startswith(f"producer:{w}:") for w in wheres)
+        ours = s.impl == key if s.impl is not None else (
+            s.site in wheres and s.key.startswith("producer:"))
         if not ours:
             continue
         if s.record:
@@ -388,11 +389,11 @@ def _edge(program: Program, use: Use, key: tuple[str, str], kernels: Sequence[Ke
                      negated=flag_owner is not None and flag_owner.negated)
 
 
-def _row_mask(program: Program, where: str) -> bool:
+def _row_mask(program: Program, where: Location) -> bool:
     """The consumer call at ``where`` passes the local lengths (``seq_lens`` or
     ``query_start_loc``) that mask empty shards."""
-    at = Location.parse(where)
-    node = _calls(program, at.path).get((at.line, at.col - 1)) if at is not None else None
+    point = where.point
+    node = _calls(program, where.path).get((point[0], point[1] - 1)) if point else None
     return node is not None and any(k.arg in ("seq_lens", "query_start_loc")
                                     for k in node.keywords)
 

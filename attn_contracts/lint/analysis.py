@@ -17,6 +17,7 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Protocol
 
+from attn_contracts.findings import Location
 from attn_contracts.lint.bounds import Bounds
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import Changed
@@ -49,7 +50,7 @@ class FrameView(Protocol):
     env: dict[str, Value]
     module_level: bool
     param_ids: set[int]
-    entry: str
+    entry: Location | None
 
     def stmt(self, st: ast.stmt) -> None: ...
 
@@ -97,12 +98,12 @@ class Analysis(ABC):
         #: the functions (qualified names) found returning one
         self.carrier_funcs: set[str] = set()
         #: where a literal base is written for a consumer: the consumer, keyword and literal
-        self.literal_sites: dict[str, tuple[Consumer, str, Lit]] = {}
+        self.literal_sites: dict[Location, tuple[Consumer, str, Lit]] = {}
         #: (instance, attribute) → values stored (``self.x = ...``)
         self.stores: dict[tuple[Inst, str], set[Value]] = {}
         #: (class, attribute) → values stored on the class after its body, each with where
         #: (``Impl.x = v``, ``setattr(cls, "x", v)``, ``cls.x = v`` in a class decorator)
-        self.class_stores: dict[tuple[ClassKey, str], list[tuple[Value, str]]] = {}
+        self.class_stores: dict[tuple[ClassKey, str], list[tuple[Value, Location]]] = {}
         self._init_done: set[Inst] = set()
         self._class_attr_memo: dict[tuple[ClassKey, str], Value] = {}
         self._fields_memo: dict[ClassKey, list[str] | None] = {}
@@ -240,7 +241,7 @@ class Analysis(ABC):
         """A function's summary for one call (or on its own, ``generic``)."""
 
     @abstractmethod
-    def call_bound(self, bound: Bound, call: CallArgs, where: str,
+    def call_bound(self, bound: Bound, call: CallArgs, where: Location,
                    ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel], list[Changed]]:
         """A method call's result, the kernels it reaches and what it changed in place."""
 

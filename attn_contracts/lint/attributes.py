@@ -12,6 +12,7 @@ import re
 from dataclasses import replace
 from typing import cast
 
+from attn_contracts.findings import Location
 from attn_contracts.lint.calls import OPAQUE_ARGS
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import literal_value
@@ -113,13 +114,13 @@ class Resolver(ModuleResolver):
                 return True
         return False
 
-    def attribute(self, obj: Value, attr: str, where: str) -> Value:
+    def attribute(self, obj: Value, attr: str, where: Location) -> Value:
         options = []
         for alt in alternatives(obj):
             options.append(self._attribute(alt, attr, where))
         return join(options) if len(options) > 1 else (options[0] if options else None)
 
-    def _attribute(self, obj: Value, attr: str, where: str) -> Value:
+    def _attribute(self, obj: Value, attr: str, where: Location) -> Value:
         if isinstance(obj, Lse):
             if attr in KEEPS_BASE_ATTRS:
                 return swap(obj) if attr in SWAPS else obj
@@ -196,13 +197,13 @@ class Resolver(ModuleResolver):
             if node is not None and any((dotted_name(d) or "").rpartition(".")[2] ==
                                         "classmethod" for d in node.decorator_list):
                 # read from the class, a classmethod is bound to it: ``cls`` is the class
-                return Partial(func, (Arg(obj, f"{cls.path}:{node.lineno}:1"),))
+                return Partial(func, (Arg(obj, Location(cls.path, node.lineno, 1)),))
             return func
         if attr in cls.attrs and self._is_enum(cls) and not attr.startswith("_"):
             # an Enum's member is an object of its class; ``.value`` is what is assigned
             # (``auto()``: the value Python's enum generates for it)
             auto = _auto_value(cls, attr)
-            return Member(obj.cls, attr, Lit(auto, f"{cls.path}:{cls.attrs[attr][1]}:1")
+            return Member(obj.cls, attr, Lit(auto, Location(cls.path, cls.attrs[attr][1], 1))
                           if auto is not None else self.class_attr(cls, attr))
         return self.class_attr(cls, attr)
 
@@ -242,7 +243,7 @@ class Resolver(ModuleResolver):
         (not ``exact``), only what each subclass shares: nothing here."""
         if not obj.exact:
             return None
-        where = f"{cls.path}:{cls.line}:1"
+        where = Location(cls.path, cls.line, 1)
         if attr == "__name__":
             return Lit(cls.name, where)
         if attr == "__qualname__":
@@ -256,7 +257,7 @@ class Resolver(ModuleResolver):
         classes = [ClassRef((c.path, c.name), exact=True) for c in mro]
         return Tup(tuple(classes))
 
-    def inst_attr(self, inst: Inst, attr: str, where: str) -> Value:
+    def inst_attr(self, inst: Inst, attr: str, where: Location) -> Value:
         cls = self.class_info(inst.cls)
         if cls is not None and inst.ctor is not None:
             fields = self.fields(cls)
@@ -292,7 +293,7 @@ class Resolver(ModuleResolver):
         return join(values) if values else None
 
     def _method_attr(self, inst: Inst, cls: ClassInfo, owner: ClassInfo, attr: str,
-                     where: str) -> Value:
+                     where: Location) -> Value:
         """A method of an instance's class: bound to it; a property: its value."""
         func = Func(owner.path, f"{owner.name}.{attr}")
         if self._is_property(owner, attr):
@@ -306,7 +307,7 @@ class Resolver(ModuleResolver):
             return self.call_bound(bound, call, where)[0]
         return Bound(func, inst, (owner.path, owner.name))
 
-    def as_tuple(self, value: Value, where: str) -> Value:
+    def as_tuple(self, value: Value, where: Location) -> Value:
         """``value`` where it is used as a tuple (unpacked, indexed, iterated): an instance of
         a ``NamedTuple`` class is the tuple of its fields (each as the attribute reads it);
         anything else is itself."""

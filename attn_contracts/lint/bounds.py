@@ -146,7 +146,7 @@ class Bounds:
         line = getattr(at, "lineno", 1)
         col = getattr(at, "col_offset", 0) + 1
         name = func.rpartition(".<locals>.")[2].partition("@")[0]
-        self.interp.report(BoundReached(name, kind, detail, str(Location(path, line, col))))
+        self.interp.report(BoundReached(name, kind, detail, Location(path, line, col)))
 
     def value(self, frame: _Frame, value: Value, node: ast.AST | None = None) -> Value:
         """``value`` bounded in size (widened past :data:`MAX_SIZE`, with a note)."""

@@ -40,8 +40,8 @@ from attn_contracts.lint.values import join
 from attn_contracts.lint.values import lse_of
 
 
-def place(path: str, node: ast.AST) -> str:
-    return str(Location(path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1))
+def place(path: str, node: ast.AST) -> Location:
+    return Location(path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1)
 
 
 def source_text(node: ast.AST, limit: int = 60) -> str:
@@ -92,7 +92,7 @@ class CallArgs:
     opaque: bool  # *args or **kwargs the linter cannot read
     #: keywords a ``**dict`` may not carry (set on some paths only)
     maybe: frozenset[str] = frozenset()
-    where: str = ""
+    where: Location | None = None
     #: its positional arguments are also under their parameters' names (the callee's
     #: signature is in the linted program)
     by_signature: bool = False

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 from typing import cast
 
+from attn_contracts.findings import Location
 from attn_contracts.lint.torch_model import lose_layout
 from attn_contracts.lint.torch_model import short_line
 from attn_contracts.lint.values import Arg
@@ -105,7 +106,7 @@ def iterate(value: Value) -> Value:
 ITERATION = frozenset({"iter", "reversed", "enumerate", "zip", "next"})
 
 
-def iteration(name: str, args: Sequence[Value], where: str) -> Value | None:
+def iteration(name: str, args: Sequence[Value], where: Location) -> Value | None:
     """``iter(t)``, ``reversed(t)``, ``enumerate(t)``, ``zip(a, b)``, ``next(t[, default])`` as
     Python computes them on tuples of known positions (an iterator is read as the tuple of what
     it yields); on a set, a grown list or a generator whose order is not known, what any of its
@@ -187,7 +188,7 @@ def class_key(value: Value) -> str | None:
     return None
 
 
-def merge_items(items: dict[str, Arg], maybe: set[str], other: DictV, site: str) -> None:
+def merge_items(items: dict[str, Arg], maybe: set[str], other: DictV, site: Location) -> None:
     """``other``'s items laid over ``items`` as ``{**items, **other}`` does: its keys replace
     the same keys (in their place); one it may lack keeps the earlier value as an option. A
     literal that replaces another key's value was chosen by the merge at ``site``: it is
@@ -210,7 +211,7 @@ def merge_items(items: dict[str, Arg], maybe: set[str], other: DictV, site: str)
             maybe.discard(key)
 
 
-def merged(dicts: list[DictV], site: str) -> DictV:
+def merged(dicts: list[DictV], site: Location) -> DictV:
     """``{**a, **b, ...}`` at ``site``: each later dict's keys over the earlier ones'."""
     items: dict[str, Arg] = {}
     maybe: set[str] = set()

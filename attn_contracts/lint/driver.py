@@ -32,6 +32,7 @@ from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.findings import Code
 from attn_contracts.findings import Finding
 from attn_contracts.findings import Location
+from attn_contracts.findings import location_text
 from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import ModuleInfo
 from attn_contracts.lint.classes import collect_classes
@@ -104,8 +105,8 @@ def _read(path: Path) -> str:
 
 
 def _suppressed(finding: Finding, lines: list[str]) -> bool:
-    at = finding.at
-    line = at.line if at is not None else 0
+    at = finding.location
+    line = at.line if at is not None and at.line is not None else 0
     if not 0 < line <= len(lines):
         return False
     m = _NOQA.search(lines[line - 1])
@@ -139,7 +140,7 @@ def _parse(path: Path, text: str) -> ast.Module:
 def _ac000(path: Path | str, err: _Unreadable) -> Finding:
     line, col = (err.args[1], err.args[2]) if len(err.args) == 3 else (1, 1)
     return Finding(Code.AC000, Path(path).name, str(err.args[0]),
-                   location=str(Location(str(path), line, col)))
+                   location=Location(str(path), line, col))
 
 
 def _guarded(path: str, findings: Callable[[], Iterable[Finding]]) -> list[Finding]:
@@ -482,8 +483,8 @@ def _knowledge_per_tree(cfg: LintConfig, named: list[Named], python: list[_Found
                 more = [f for f in more if f.code is not Code.AC034]
                 if unverified:
                     more.append(replace(
-                        unverified[0], location=str(Location(str(root / "__init__.py"), 1, 1))
-                        if root is not None else "",
+                        unverified[0], location=Location(str(root / "__init__.py"), 1, 1)
+                        if root is not None else None,
                         message="; ".join(f.message for f in unverified),
                         found=", ".join(str(f.found) for f in unverified)))
                 by_versions[key] = len(knowledges)
@@ -502,10 +503,10 @@ def _kept(findings: list[Finding], cfg: LintConfig, texts: Mapping[str, list[str
           wide: Mapping[str, Mapping[int, str]]) -> list[Finding]:
     """The selected findings no ``# noqa`` silences, once per code and place, with their
     columns in characters, in path and line order."""
-    kept: dict[tuple[str, str], Finding] = {}
+    kept: dict[tuple[str, Location | None], Finding] = {}
     for f in findings:  # the direct-call rule and the flow rule may both see one literal
         if cfg.selects(f.code) and not _suppressed(
-                f, texts.get(at.path, []) if (at := f.at) is not None else []):
+                f, texts.get(at.path, []) if (at := f.location) is not None else []):
             kept.setdefault((f.code.value, f.location), f)
     return sorted((_in_characters(f, wide) for f in kept.values()), key=_order)
 
@@ -521,16 +522,19 @@ def _tree_of(path: Path, arg_tree: Path | None) -> Path | None:
 def _in_characters(f: Finding, wide: Mapping[str, Mapping[int, str]]) -> Finding:
     """The finding with its column in characters: the rules take ``col_offset`` from ``ast``,
     which counts UTF-8 bytes (``é`` is two), and every format reports characters, 1-based."""
-    at = f.at
-    text = wide.get(at.path, {}).get(at.line) if at is not None else None
-    if at is None or text is None:
+    at = f.location
+    point = at.point if at is not None else None
+    text = wide.get(at.path, {}).get(point[0]) if at is not None and point is not None else None
+    if at is None or point is None or text is None:
         return f
-    chars = len(text.encode("utf-8")[:at.col - 1].decode("utf-8", errors="ignore")) + 1
-    return replace(f, location=str(replace(at, col=chars)))
+    chars = len(text.encode("utf-8")[:point[1] - 1].decode("utf-8", errors="ignore")) + 1
+    return replace(f, location=replace(at, col=chars))
 
 
 def _order(f: Finding) -> tuple[str, int, int, str]:
-    at = f.at
-    if at is None:
-        return f.location, 0, 0, f.code  # a finding about no file line (a release's note)
-    return at.path, at.line, at.col, f.code
+    at = f.location
+    if at is None or (point := at.point) is None:
+        # a finding at no point of a file (a release's note): by its text, (text, 0, 0), as
+        # when every location was text, so the order of the output is what it was
+        return location_text(at), 0, 0, f.code
+    return at.path, point[0], point[1], f.code

@@ -64,6 +64,7 @@ from attn_contracts.lint.values import ClassKey
 from attn_contracts.lint.values import Flag
 from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import Source
+from attn_contracts.lint.values import repr_as_text
 from attn_contracts.lint.values import source_order
 
 __all__ = ["Declaration", "class_findings", "declaration", "edge_findings", "fact_findings"]
@@ -74,13 +75,13 @@ _NO_DEFAULTS = frozenset({"abc.ABC", "ABC", "object", "typing.Generic", "Generic
                           "typing.Protocol", "Protocol", "enum.Enum", "Enum"})
 
 
-def _at(path: str, line: int, col: int) -> str:
-    return str(Location(path, line, col + 1))
+def _at(path: str, line: int, col: int) -> Location:
+    return Location(path, line, col + 1)
 
 
-def _short(where: str) -> str:
-    at = Location.parse(where)
-    return f"{at.path}:{at.line}" if at is not None else where
+def _short(where: Location) -> str:
+    """A place as a message names it: ``path:line``."""
+    return f"{where.path}:{where.line}" if where.line is not None else str(where)
 
 
 def _meaning(attr: str, value: ast.expr) -> str | None:
@@ -107,7 +108,7 @@ class Declaration:
     owner: ClassInfo  # the class that assigns it (``cls`` for an own declaration)
     value: ast.expr
     base: str | None  # what the literal means; None for an expression
-    returns_where: str  # the ``can_return_lse_for_decode = True`` line
+    returns_where: Location  # the ``can_return_lse_for_decode = True`` line
     returns_attr: str
     #: the class it is inherited from says it returns an LSE too: a declaration, not a default
     owner_returns: bool = False
@@ -125,7 +126,7 @@ class Declaration:
         return self.own or self.owner_returns
 
     @property
-    def where(self) -> str:
+    def where(self) -> Location:
         _, line, col = self.owner.attrs[self.attr]
         return _at(self.owner.path, line, col)
 
@@ -251,7 +252,9 @@ def _judge(h: Hierarchy, d: Declaration, found: frozenset[Kernel], base_attrs: t
     cls = d.cls
     attr = base_attrs[0] if base_attrs else "lse_base_on_e"
     pinned = {k.base for k in found if k.base is not None}
-    kernels = sorted(found, key=repr)  # a fixed order: the message names the same first one
+    # a fixed order: the message names the same first one (the repr with places as text, as
+    # when they were text: values.repr_as_text)
+    kernels = sorted(found, key=repr_as_text)
     dispatch = [k for k in kernels if k.dispatch]
     if d.owner is cls and d.base is None and not isinstance(d.value, ast.Constant) and \
             d.attr in cls.attrs:
@@ -381,10 +384,10 @@ def _fix(given: BaseGiven, base: str) -> str:
 
 
 def edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | None],
-                  literal_sites: dict[str, tuple[Consumer, str, Lit]] | None = None,
+                  literal_sites: dict[Location, tuple[Consumer, str, Lit]] | None = None,
                   ) -> Iterator[Finding]:
-    seen: set[str] = set()
-    settled: set[str] = set()  # literal sites an LSE reaches and that need no finding
+    seen: set[Location | None] = set()
+    settled: set[Location | None] = set()  # literal sites an LSE reaches that need no finding
     for f in _edge_findings(uses, declared, settled):
         if f.code in (Code.AC003, Code.AC023):
             seen.add(f.location)
@@ -403,7 +406,7 @@ def edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | No
 
 
 def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | None],
-                   settled: set[str]) -> Iterator[Finding]:
+                   settled: set[Location | None]) -> Iterator[Finding]:
     unknown_reads: dict[str, list[tuple[Use, str]]] = {}
     for use in uses:
         g = use.given
@@ -478,7 +481,7 @@ def _unread(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None]
 
 
 def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
-           unknown_reads: dict[str, list[tuple[Use, str]]], settled: set[str],
+           unknown_reads: dict[str, list[tuple[Use, str]]], settled: set[Location | None],
            ) -> Iterator[Finding]:
     base = g.base or ""
     contra: list[tuple[Source, str, str]] = []

@@ -22,6 +22,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from attn_contracts.findings import Location
 from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import Seq
 from attn_contracts.lint.values import Tup
@@ -84,7 +85,7 @@ def concrete_options(value: Value) -> list[Any] | None:
     return None if not out or any(o is UNKNOWN for o in out) else out
 
 
-def abstract(obj: Any, where: str) -> Value:
+def abstract(obj: Any, where: Location) -> Value:
     """A folded result as a value (None where it is no constant the interpreter keeps)."""
     if isinstance(obj, _SCALARS):
         return Lit(obj, where) if not isinstance(obj, str) or len(obj) <= _MAX else None
@@ -99,14 +100,14 @@ def abstract(obj: Any, where: str) -> Value:
     return None
 
 
-def _call(fn: Callable[..., Any], args: list[Any], where: str) -> Value:
+def _call(fn: Callable[..., Any], args: list[Any], where: Location) -> Value:
     try:
         return abstract(fn(*args), where)
     except (TypeError, ValueError, AttributeError, KeyError, OverflowError):
         return None  # Python raises: no value
 
 
-def fold_builtin(name: str, args: list[Value], where: str) -> object:
+def fold_builtin(name: str, args: list[Value], where: Location) -> object:
     """``name(*args)`` of a builtin function, where every argument is known exactly; else
     :data:`UNKNOWN`."""
     if name not in BUILTINS:
@@ -117,7 +118,7 @@ def fold_builtin(name: str, args: list[Value], where: str) -> object:
     return _call(getattr(builtins, name), values, where)
 
 
-def fold_method(receiver: Value, name: str, args: list[Value], where: str) -> object:
+def fold_method(receiver: Value, name: str, args: list[Value], where: Location) -> object:
     """``receiver.name(*args)`` of a builtin container's pure method, where the receiver and
     every argument are known exactly; else :data:`UNKNOWN`."""
     obj = concrete(receiver)
@@ -129,7 +130,7 @@ def fold_method(receiver: Value, name: str, args: list[Value], where: str) -> ob
     return _call(getattr(obj, name), values, where)
 
 
-def fold_binop(left: Value, op: ast.operator, right: Value, where: str) -> object:
+def fold_binop(left: Value, op: ast.operator, right: Value, where: Location) -> object:
     """``left OP right`` of two sets (``|``, ``&``, ``-``, ``^``) or two scalars (``flag |
     True``, ``"fa" + "3"``, ``"%s3" % "fa"``, ``2 ** 3``) known exactly; else
     :data:`UNKNOWN`."""
@@ -185,7 +186,7 @@ def safe_format(text: str) -> bool:
 _CONVERSIONS: dict[int, Callable[[Any], Any]] = {-1: lambda x: x, 115: str, 114: repr, 97: ascii}
 
 
-def fold_format(value: Value, conversion: int, spec: str | None, where: str) -> object:
+def fold_format(value: Value, conversion: int, spec: str | None, where: Location) -> object:
     """One ``{value!c:spec}`` of an f-string, where the value is one known scalar: the text
     Python formats it to; else :data:`UNKNOWN`."""
     v = concrete(value)

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import cast
 
 from attn_contracts import lse_ops
+from attn_contracts.findings import Location
 from attn_contracts.lint.calls import OPAQUE_ARGS
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import call_matters
@@ -142,7 +143,7 @@ class Frame(RecordCalls):
         return self.apply(callee, call, node, where, name)
 
     def container_method(self, func: ast.Attribute, node: ast.Call, name: str,
-                         where: str) -> Value | object:
+                         where: Location) -> Value | object:
         """A pure method of a set or tuple known exactly (``S.union({"x"})``): Python's own
         value (:mod:`.folding`); :data:`~.folding.UNKNOWN` where it is none."""
         if not isinstance(func.value, _PURE_RECEIVERS) or node.keywords or \
@@ -150,7 +151,7 @@ class Frame(RecordCalls):
             return UNKNOWN
         return fold_method(self.expr(func.value), name, [self.expr(a) for a in node.args], where)
 
-    def builtin(self, name: str, call: CallArgs, where: str) -> Value:
+    def builtin(self, name: str, call: CallArgs, where: Location) -> Value:
         """A builtin function of Python's (the name bound to nothing in the program): folded
         where its arguments are known exactly (:mod:`.folding`); a conversion of a container
         (``list(t)``, ``frozenset(s)``) holds its elements; the rest is not known."""
@@ -167,7 +168,7 @@ class Frame(RecordCalls):
         return None
 
     def str_method(self, func: ast.Attribute, node: ast.Call, name: str,
-                   where: str) -> Value | object:
+                   where: Location) -> Value | object:
         """A method of ``str`` called on a known string with known arguments
         (``"a,b".split(",")``, ``name.endswith("_mla")``): its value, folded as Python computes
         it (the builtin's own code on literals the source writes; nothing of the linted program
@@ -191,7 +192,7 @@ class Frame(RecordCalls):
         return _folded(result, where)
 
     def tensor_method(self, func: ast.Attribute, node: ast.Call, name: str,
-                      where: str) -> Value | object:
+                      where: Location) -> Value | object:
         """``x.f(...)``/``torch.f(x, ...)`` of the torch model (:mod:`.torch_model`): an
         in-place scaling, an exponential, a natural-log reduction, an op that keeps the base;
         :data:`NOT_SPECIAL` where the call is none of them (or runs an object's own method)."""
@@ -302,7 +303,7 @@ class Frame(RecordCalls):
             return None
         return NOT_SPECIAL
 
-    def exponential(self, func: ast.Attribute, node: ast.Call, where: str) -> Value | object:
+    def exponential(self, func: ast.Attribute, node: ast.Call, where: Location) -> Value | object:
         """``torch.exp2(x)``/``x.exp2()``, ``torch.exp(x)``/``x.exp()``, ``x.softmax(dim)``,
         ``F.softmax(x, dim)``, ``torch.sigmoid(a - b)`` of an LSE (or of an LSE minus another, a
         hand-written merge's weight): each reads its operand in one base, so an LSE of the other
@@ -662,12 +663,12 @@ class Frame(RecordCalls):
             options.append(table_entry(default))
         return join(options)
 
-    def apply(self, callee: Value, call: CallArgs, node: ast.Call, where: str, name: str) -> Value:
+    def apply(self, callee: Value, call: CallArgs, node: ast.Call, where: Location, name: str) -> Value:
         options = list(alternatives(callee))
         results = [self.apply_one(alt, call, node, where, name) for alt in options]
         return join(results) if len(results) > 1 else (results[0] if results else None)
 
-    def apply_one(self, callee: Value, call: CallArgs, node: ast.Call, where: str,
+    def apply_one(self, callee: Value, call: CallArgs, node: ast.Call, where: Location,
                   name: str) -> Value:
         if isinstance(callee, Partial):
             # a keyword the call gives replaces the partial's; what the partial bound with a
@@ -734,7 +735,7 @@ class Frame(RecordCalls):
                 self.assign(ast.Name(name, ast.Store()), value)
         return s.returns if s.returns is not None else self.i.declared_return(callee)
 
-    def apply_inst(self, callee: Inst, call: CallArgs, node: ast.Call, where: str) -> Value:
+    def apply_inst(self, callee: Inst, call: CallArgs, node: ast.Call, where: Location) -> Value:
         """A call of an object: its class's ``__call__`` (or ``forward``, a module's)."""
         cls = self.i.class_info(callee.cls)
         if cls is None:
@@ -748,7 +749,7 @@ class Frame(RecordCalls):
         return None
 
     def apply_unknown_method(self, func: ast.Attribute, call: CallArgs, node: ast.Call,
-                             where: str) -> Value:
+                             where: Location) -> Value:
         """``x.m(...)`` on a receiver of unknown type: a producer its module imports, a
         container growing, or an object changed in place (what it held is forgotten)."""
         prod = self.fallback_producer(func.attr, call)
@@ -804,7 +805,7 @@ class Frame(RecordCalls):
         self.assign(receiver, Seq(join([*had, *added])))
         return None
 
-    def construct(self, ref: ClassRef, call: CallArgs, where: str) -> Value:
+    def construct(self, ref: ClassRef, call: CallArgs, where: Location) -> Value:
         cls = self.i.class_info(ref.cls)
         if cls is None:
             return None
@@ -855,7 +856,7 @@ def _one_literal(value: Value) -> object:
     return one[0] if one is not None and len(one) == 1 else NOT_SPECIAL
 
 
-def _replaced(obj: Inst, names: list[str], call: CallArgs, where: str) -> Inst:
+def _replaced(obj: Inst, names: list[str], call: CallArgs, where: Location) -> Inst:
     """``obj`` with the fields ``call`` gives replaced (by keyword), the rest as it holds them."""
     old = dict(obj.ctor[1]) if obj.ctor is not None else {}
     args = {f: old[str(i)] if str(i) in old else old[f]
@@ -878,7 +879,7 @@ _STR_METHODS = frozenset({
 _FOLD_MAX = 4096
 
 
-def _folded(result: object, where: str) -> Value:
+def _folded(result: object, where: Location) -> Value:
     """A folded str method's result as a value: a literal, or a tuple of literals (a list
     whose positions are known)."""
     if isinstance(result, (str, bool, int)) and (
@@ -957,7 +958,7 @@ def _viewed(node: ast.expr) -> tuple[ast.expr | None, bool]:
             return None, whole
 
 
-def _pairs_dict(value: Value, where: str) -> Value:
+def _pairs_dict(value: Value, where: Location) -> Value:
     """``dict``'s positional argument: a dict as it is; a tuple of ``(key, value)`` pairs of
     known string keys (``dict(zip(names, flags))``) as the dict Python builds of it, a later
     pair over an earlier one of the same key; anything else as it is (not a dict)."""

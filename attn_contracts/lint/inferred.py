@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from attn_contracts.call_base import CallBase
+from attn_contracts.findings import Location
 from attn_contracts.lint.record_index import Consumer
 from attn_contracts.lint.record_index import Producer
 from attn_contracts.lint.values import Flag
@@ -29,7 +30,7 @@ class Kernel:
 
     record: str
     name: str  # the call's last name
-    where: str
+    where: Location
     base: str | None  # pinned base, or None (dispatch, or an expression chooses)
     dispatch: bool = False
     bases: tuple[str, ...] = ()
@@ -49,13 +50,13 @@ class BaseGiven:
 
     kind: str
     base: str | None = None
-    where: str = ""  # where the base is written (a literal, a default), or the call
+    where: Location | None = None  # where the base is written (a literal, a default), or the call
     how: str = ""  # for messages
     literal: bool = False  # written as a literal in the linted code (AC003)
     keyword: str = ""
     flag: Flag | None = None
     param: Param | None = None
-    omitted: str = ""  # the call that left the keyword (or a wrapper's parameter) out
+    omitted: Location | None = None  # the call that left the keyword (or a wrapper's parameter) out
     table: bool = False  # a literal read from a table by a key the linter cannot see
     rebound: bool = False  # one of the values of a global a function rebinds
     #: ``"choice"``: the ways the value may tell the base (``x if c else True``, a table)
@@ -69,7 +70,7 @@ class Use:
     consumer: Consumer
     given: BaseGiven
     lse: Lse
-    where: str  # the consumer call
+    where: Location  # the consumer call
     dispatched: bool  # inside an ``if`` on the base: the branch is the dispatch
 
 
@@ -82,7 +83,7 @@ class Weighed:
     name: str  # ``exp2``
     reads: str
     sources: tuple[Source, ...]
-    where: str
+    where: Location
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class Omitted:
     consumer: Consumer
     keyword: str
     default: str | None
-    where: str
+    where: Location
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ class Dispatched:
 
     producer: Producer
     call_base: CallBase
-    where: str
+    where: Location
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ class Disagreed:
 
     consumer: Consumer
     versions: Mapping[str, str]  # the knowledge's library versions, for the message
-    where: str
+    where: Location
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ class BoundReached:
     function: str  # the function's name, as its ``def`` spells it
     kind: str  # which bound: "run budget", "value size", ...
     detail: str
-    where: str
+    where: Location
 
 
 @dataclass(frozen=True)
@@ -131,13 +132,13 @@ class Misconverted:
     """A conversion between the bases (``lse * ln 2``) applied to an LSE already in the base it
     converts into, whichever LSE reaches it here: what comes out is of neither base.
     ``called_at``: the call that entered the function the conversion is written in (a helper
-    applied twice, or to the wrong LSE, is wrong there), "" at the top of an analysis."""
+    applied twice, or to the wrong LSE, is wrong there), None at the top of an analysis."""
 
     how: str  # "× ln 2", as the lint writes conversions
     target: str  # the base it converts into
     sources: tuple[Source, ...]
-    where: str
-    called_at: str = ""
+    where: Location
+    called_at: Location | None = None
 
 
 #: what the interpreter infers besides the uses, for :mod:`attn_contracts.lint.edges`
@@ -147,10 +148,9 @@ Fact = Weighed | Omitted | Dispatched | Disagreed | BoundReached | Misconverted
 def kernel_of(src: Source) -> Kernel | None:
     """What a producer's LSE is where it ends up (used or returned), for the class rules;
     None for what no producer record made (a parameter, a merged LSE)."""
-    if not src.record or not src.key.startswith("producer:"):
+    if not src.record or not src.key.startswith("producer:") or src.site is None:
         return None
-    where = src.key.removeprefix("producer:").removesuffix(f":{src.record}")
     base = src.base if src.pinned else None
     name = src.what.partition("(")[0].removeprefix("the LSE of ").strip()
     choice = src.choice + (f", after {src.converted}" if src.converted else "")
-    return Kernel(src.record, name, where, base, src.dispatch, src.bases, choice)
+    return Kernel(src.record, name, src.site, base, src.dispatch, src.bases, choice)

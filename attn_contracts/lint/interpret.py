@@ -33,6 +33,7 @@ import ast
 from collections.abc import Callable
 from typing import cast
 
+from attn_contracts.findings import Location
 from attn_contracts.lint.analysis import NO_TAINT
 from attn_contracts.lint.analysis import RUN_BUDGET
 from attn_contracts.lint.attributes import Resolver
@@ -124,8 +125,8 @@ class Interpreter(Resolver):
         apart from the memo and the bound on contexts of the program's own calls (a question
         asked once per name of an engine's backends, say)."""
         func = Func(path, qualname, node)
-        call = CallArgs([Arg(Lit(a, f"{path}:{node.lineno}:1")) for a in args], {}, False,
-                        where=f"{path}:{node.lineno}:1")
+        call = CallArgs([Arg(Lit(a, Location(path, node.lineno, 1))) for a in args], {}, False,
+                        where=Location(path, node.lineno, 1))
         memo, contexts, counted = self._memo, self._contexts, self._counted
         self._memo, self._contexts, self._counted = {}, {}, set()
         try:
@@ -157,7 +158,7 @@ class Interpreter(Resolver):
                 options.append(alt)
                 continue
             key = (cls.path, cls.name)
-            where = f"{cls.path}:{cls.line}:1"
+            where = Location(cls.path, cls.line, 1)
             call = CallArgs([Arg(Inst(key, exact=True)), Arg(ClassRef(key, exact=True))], {},
                             False, where=where)
             memo, contexts, counted = self._memo, self._contexts, self._counted
@@ -254,7 +255,7 @@ class Interpreter(Resolver):
                 mark, changes = len(cycles.provisional), cycles.changes
                 try:
                     summary = self._interpret(func, node, params, self_value, bound,
-                                              generic or call is None, call.where if call else "")
+                                              generic or call is None, call.where if call else None)
                 except RecursionError:
                     summary = Summary()
                 head = self._taint >= pos
@@ -320,7 +321,7 @@ class Interpreter(Resolver):
 
     def _interpret(self, func: Func, node: FuncNode | ast.Lambda, params: Params,
                    self_value: Inst | None, bound: dict[str, Value], generic: bool,
-                   entry: str = "") -> Summary:
+                   entry: Location | None = None) -> Summary:
         owner = self_value.cls if self_value is not None else None
         frame = Frame(self, func.path, func, self_value, owner)
         frame.node = node
@@ -382,7 +383,7 @@ class Interpreter(Resolver):
         return typed if typed is not None else Param(
             name, func.qualname, lit if isinstance(lit, Lit) else None, func.path)
 
-    def call_bound(self, bound: Bound, call: CallArgs, where: str,
+    def call_bound(self, bound: Bound, call: CallArgs, where: Location,
                    ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel], list[Changed]]:
         """A method call: the method's (or, on an instance that may be of any subclass, every
         override's) result, the kernels it reaches, and what each changed in place."""

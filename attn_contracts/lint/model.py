@@ -133,18 +133,20 @@ class ProgramModel:
             found = self._kernels[id(cls)] = frozenset(kernels)
         key = (cls.path, cls.name)
         mro = {(c.path, c.name) for c in self.program.mro(cls)}
-        produced = tuple(f"producer:{k.where}:" for k in found)  # its own kernels' LSEs
+        produced = {k.where for k in found}  # its own kernels' calls: their LSEs are its
         uses = []
         for use in self._interp.uses.values():
             ways = use.given.options if use.given.kind == "choice" else (use.given,)
             flags = {w.flag.owner.cls for w in ways if w.flag is not None and
                      w.flag.owner is not None and (not w.flag.owner.exact or
                                                    w.flag.owner.cls == key)}
-            if any(s.impl == key or s.key.startswith(produced) for s in use.lse.sources) or \
+            if any(s.impl == key or (s.site in produced and s.key.startswith("producer:"))
+                   for s in use.lse.sources) or \
                     flags & mro:
                 uses.append(use)
         return ClassFacts(cls, declaration(h, cls, returns_attrs, base_attrs, own=False), found,
-                          tuple(sorted(uses, key=lambda u: u.where)))
+                          # by the place's text, as when places were text (line 10 before 9)
+                          tuple(sorted(uses, key=lambda u: str(u.where))))
 
     def kernels_of(self, cls: ClassInfo, method: str, *, returned: bool = False,
                    assume: Callable[[ast.expr], bool | None] | None = None,
@@ -194,7 +196,7 @@ class ProgramModel:
         owner = qualname.rpartition(".")[0]
         cls = self.program.cls((path, owner)) if owner else None
         self_value = Inst((cls.path, cls.name)) if cls is not None else None
-        where = f"{path}:{fn.lineno}:1"
+        where = Location(path, fn.lineno, 1)
         given: dict[str, Value] = {k: Lit(v, where) for k, v in attrs.items()}
         with self._quiet():
             value = self._interp.value_at(path, qualname, fn, self_value, keyword, given)
@@ -242,7 +244,7 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     out += edge_findings(interp.uses.values(), declared, interp.literal_sites)
     out += fact_findings(facts)
     out += _defaulted_definitions(program, knowledge, reported)
-    kept = [f for f in out if (at.path if (at := f.at) is not None else f.location) in reported]
+    kept = [f for f in out if f.location is not None and f.location.path in reported]
     return ProgramModel(program, interp, kept, kernels, returns_attrs, base_attrs)
 
 
@@ -261,9 +263,9 @@ def _changed_classes(interp: Interpreter, program: Program, attrs: tuple[str, ..
         values = {v.value for v, _ in stores if isinstance(v, Lit)}
         node: ast.expr = ast.Constant(values.pop()) if len(values) == 1 and all(
             isinstance(v, Lit) for v, _ in stores) else ast.Name("<set after the class body>")
-        at = Location.parse(stores[-1][1])
-        line, col = (at.line, at.col - 1) if at is not None and at.path == cls.path else (
-            cls.line, 0)
+        at = stores[-1][1]
+        line, col = (pt[0], pt[1] - 1) if (pt := at.point) is not None and at.path == cls.path \
+            else (cls.line, 0)
         cls.attrs[attr] = (node, line, col)
     if changed:  # what the class findings look up from now on is looked up again
         program.hierarchy.changed()
@@ -480,4 +482,4 @@ def _defaulted(program: Program, path: str, c: Consumer) -> list[Finding]:
         f"silently gets it (consumer record {c.record})",
         hint=f"make {kw} required (no default), so every caller states the base", field=kw,
         found=text, allowed="no default",
-        location=str(Location(path, default.lineno, default.col_offset + 1)))]
+        location=Location(path, default.lineno, default.col_offset + 1))]

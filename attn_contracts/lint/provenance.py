@@ -30,6 +30,7 @@ from attn_contracts.consumer import ConsumerRecord
 from attn_contracts.consumer import FixedBase
 from attn_contracts.findings import Code
 from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.records import ProducerCall
 from attn_contracts.sources import AnyRecord
@@ -51,7 +52,7 @@ class Named:
     """A record from a file the user named, where it was read and which option named it."""
 
     record: AnyRecord
-    location: str
+    location: Location
     via: str  # "record-files" or "--records"
 
 
@@ -73,7 +74,7 @@ def read_named(files: Iterable[tuple[str, str]]) -> tuple[list[Named], list[Find
         except FileReadError as err:
             findings.append(Finding(
                 Code.AC000, p.name, f"records file named by {via} cannot be read: {err}",
-                location=f"{p}:{err.line}:{err.col}"))
+                location=Location(str(p), err.line, err.col)))
             continue
         named += [Named(r, where, via) for r, where in located]
         findings += found
@@ -105,7 +106,7 @@ def check_document(path: Path, text: str, *, named: bool) -> list[Finding]:
         if not looks_like_records(text):
             return []
         return [Finding(Code.AC000, path.name, str(err).removeprefix(f"{path}: "),
-                        location=f"{path}:{err.line}:{err.col}")]
+                        location=Location(str(path), err.line, err.col))]
     if not is_record_document(doc):
         return []
     return records_of(doc, path=str(path), text=text, label=True)[1]

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
+from attn_contracts.findings import Location
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import place
 from attn_contracts.lint.calls import source_text
@@ -108,7 +109,7 @@ class RecordCalls(Scope):
         match = [p for p in found if p.owner_class is not None and p.owner_class in imported]
         return Rec(attr, (), tuple(match)) if match else None
 
-    def record_call(self, rec: Rec, call: CallArgs, node: ast.Call, where: str) -> Value:
+    def record_call(self, rec: Rec, call: CallArgs, node: ast.Call, where: Location) -> Value:
         consumers = [c for c in rec.consumers if isinstance(c, Consumer)]
         if consumers:
             consumer, disagreed = agreed_consumer(consumers)
@@ -140,11 +141,10 @@ class RecordCalls(Scope):
                 continue
             lit = arg.value
             if isinstance(lit, Lit) and not lit.omitted and not lit.assumed and \
-                    (lit.where or arg.where):
-                where = lit.where or arg.where
+                    (where := lit.where or arg.where):
                 self.i.literal_sites.setdefault(where, (c, kw, lit))
 
-    def consume(self, c: Consumer, call: CallArgs, node: ast.Call, where: str) -> Value:
+    def consume(self, c: Consumer, call: CallArgs, node: ast.Call, where: Location) -> Value:
         self.note_literal(c, call)
         given = self.base_given(c, call, node, where)
         read: set[str | None] = set()
@@ -174,10 +174,10 @@ class RecordCalls(Scope):
         merged = c.returns_base if c.returns_base in ("2", "e") else (
             given.base if given.base is not None else (read.pop() if len(read) == 1 else None))
         source = Source(f"merged:{where}", merged,
-                        f"the merged LSE of {c.label} ({short_line(where)})")
+                        f"the merged LSE of {c.label} ({short_line(where)})", site=where)
         return Tup((None, Lse(frozenset({source}))), partial_items=True)
 
-    def responsible(self, value: Value, where: str) -> str:
+    def responsible(self, value: Value, where: Location) -> Location:
         """Where an LSE meets its consumer: the consumer call, or, where the LSE came in
         unchanged from the callers (``self._merge(out, lse)`` handing it on), the outermost call
         that handed it on: the wrapper is generic, the call site gave it the wrong LSE."""
@@ -186,9 +186,9 @@ class RecordCalls(Scope):
         if level < 0 or frames[level] is not self:
             return where
         site = where
-        while level > 0 and id(value) in frames[level].param_ids and frames[level].entry and \
-                frames[level].single_consumer():
-            site = frames[level].entry
+        while level > 0 and id(value) in frames[level].param_ids and \
+                (entry := frames[level].entry) is not None and frames[level].single_consumer():
+            site = entry
             level -= 1
         return site
 
@@ -216,7 +216,7 @@ class RecordCalls(Scope):
             lse = Lse(extra | (lse.sources if lse is not None else frozenset()))
         return lse
 
-    def base_given(self, c: Consumer, call: CallArgs, node: ast.Call, where: str) -> BaseGiven:
+    def base_given(self, c: Consumer, call: CallArgs, node: ast.Call, where: Location) -> BaseGiven:
         if c.fixed_base is not None:  # the record's own base: the call is where it is read
             return BaseGiven("fixed", c.fixed_base, where)
         for kw in c.keywords:
@@ -254,11 +254,11 @@ class RecordCalls(Scope):
                 return True
         return False
 
-    def note_omitted(self, c: Consumer, kw: str, default: str | None, where: str) -> None:
+    def note_omitted(self, c: Consumer, kw: str, default: str | None, where: Location) -> None:
         self.i.report(Omitted(c, kw, default, where))
 
-    def _given_by(self, c: Consumer, kw: str, value: Value, arg_where: str,
-                  where: str, written: str = "") -> BaseGiven:
+    def _given_by(self, c: Consumer, kw: str, value: Value, arg_where: Location | None,
+                  where: Location, written: str = "") -> BaseGiven:
         """How the keyword's value tells the base: one way, or (a conditional expression, a
         table, two paths) each of the ways it may (:attr:`BaseGiven.options`)."""
         options = list(alternatives(value))
@@ -290,7 +290,7 @@ class RecordCalls(Scope):
         return c.base_of(repr(lit.value))
 
     def produce(self, producers: list[Producer], call: CallArgs, node: ast.Call,
-                where: str) -> Value:
+                where: Location) -> Value:
         given: dict[str, str] = {}
         for k, a in call.kw.items():
             texts = literal_text(a.value)
@@ -304,7 +304,8 @@ class RecordCalls(Scope):
             for base, dispatch, bases, choice in self.bases_of(p, call, node, where):
                 what = f"the LSE of {name}() (producer record {p.record}, {short_line(where)})"
                 src = Source(f"producer:{where}:{p.record}", base, what, record=p.record,
-                             choice=choice, dispatch=dispatch, bases=bases, layout=p.layout)
+                             choice=choice, dispatch=dispatch, bases=bases, layout=p.layout,
+                             site=where)
                 sources.add(src)
                 self.produced.add(Kernel(p.record, name, where, base if not dispatch else None,
                                          dispatch, bases, choice))
@@ -336,7 +337,7 @@ class RecordCalls(Scope):
             self.assign(target, join([self.env.get(name), lse])
                         if spec in call.maybe and name is not None else lse)
 
-    def bases_of(self, p: Producer, call: CallArgs, node: ast.Call, where: str,
+    def bases_of(self, p: Producer, call: CallArgs, node: ast.Call, where: Location,
                  ) -> Iterator[tuple[str | None, bool, tuple[str, ...], str]]:
         """(base, left to dispatch, the bases dispatch may pick, the choice) for each way the
         call's arguments may go."""
@@ -364,7 +365,7 @@ class RecordCalls(Scope):
         if dispatched:
             self.note_dispatched(p, cb, call, where)
 
-    def note_dispatched(self, p: Producer, cb: CallBase, call: CallArgs, where: str) -> None:
+    def note_dispatched(self, p: Producer, cb: CallBase, call: CallArgs, where: Location) -> None:
         self.i.report(Dispatched(p, cb, where))
 
     def _may_pass(self, node: ast.Call, keyword: str) -> bool:

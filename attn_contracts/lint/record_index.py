@@ -29,6 +29,7 @@ from attn_contracts.consumer import FixedBase
 from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code
 from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.sources import RECORD_TABLES
 from attn_contracts.sources import FileReadError
@@ -363,7 +364,7 @@ def load_project_records(files: Iterable[str]) -> tuple[list[CapabilityRecord],
             recs, found = read_file(p, label=True)
         except FileReadError as err:
             findings.append(Finding(Code.AC000, p.name, f"record file named in record-files "
-                                    f"cannot be read: {err}", location=f"{p}:1:1"))
+                                    f"cannot be read: {err}", location=Location(str(p), 1, 1)))
             continue
         prods, cons = split_roles(recs)
         producers += prods

@@ -14,18 +14,21 @@ from attn_contracts.findings import Code
 from attn_contracts.findings import Finding
 from attn_contracts.findings import Rule
 from attn_contracts.findings import Severity
+from attn_contracts.findings import location_text
 from attn_contracts.findings import printable
 
 __all__ = ["SRCROOT", "render", "sarif", "statistics"]
 
 
 def _where(f: Finding) -> tuple[str, int, int]:
-    """A lint finding's place: every one is at a file's ``path:line:col``."""
-    at = f.at
-    if at is None:
-        raise ValueError(f"{f.code} is located at {f.location!r}, not at a file's "
+    """A lint finding's place, read from its :class:`~attn_contracts.findings.Location`'s
+    fields: every one is a point of a file (path, line, column)."""
+    at = f.location
+    point = at.point if at is not None else None
+    if at is None or point is None:
+        raise ValueError(f"{f.code} is located at {location_text(at)!r}, not at a file's "
                          "path:line:col (allowed: the lint's findings only)")
-    return at.path, at.line, at.col
+    return at.path, point[0], point[1]
 
 
 #: GitHub workflow commands per severity (``::notice`` is GitHub's name for a note)
@@ -56,8 +59,8 @@ def render(findings: list[Finding], fmt: str) -> str:
             f"::{_GITHUB[f.severity]} file={_property(_where(f)[0])},line={_where(f)[1]},"
             f"col={_where(f)[2]},title={_property(f.code)}::{_data(f.message)}"
             for f in findings)
-    return "\n".join(printable(
-        f"{f.location}: {f.code} {'' if f.severity is Severity.ERROR else f'[{f.severity}] '}"
+    return "\n".join(printable(  # the place's text: path:line:col
+        f"{location_text(f.location)}: {f.code} {'' if f.severity is Severity.ERROR else f'[{f.severity}] '}"
         f"{f.message}") for f in findings)
 
 

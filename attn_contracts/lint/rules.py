@@ -20,8 +20,8 @@ _LSE_DETAILS = ("base", "layout", "q_len_axis", "padded_heads", "dtype", "empty_
                 "includes_sink")
 
 
-def _at(path: str, line: int, col: int) -> str:
-    return str(Location(path, line, col + 1))
+def _at(path: str, line: int, col: int) -> Location:
+    return Location(path, line, col + 1)
 
 
 def _unparse(node: ast.expr, limit: int = 80) -> str:

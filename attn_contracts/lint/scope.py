@@ -247,7 +247,7 @@ class Scope:
         self.module_level = func is None
         self.node: ast.AST | None = None  # the function's syntax node
         self.k = interp.knowledge(path)
-        self.entry = ""  # the call that started this frame
+        self.entry: Location | None = None  # the call that started this frame
         self._consumers: int | None = None
         self.param_ids: set[int] = set()  # the values its caller passed in
         self.yields: list[Value] = []  # a generator's yielded values
@@ -595,8 +595,8 @@ class Scope:
         in keeps the caller's place."""
         if not isinstance(value, Lit) or value.how or id(value) in self.param_ids:
             return value
-        at = Location.parse(value.where)
-        line = at.line if at is not None else "?"
+        at = value.where
+        line = at.line if at is not None and at.line is not None else "?"
         return replace(value, where=place(self.path, node), how=f" through the {what} (line {line})")
 
     @_on(_EXPR, ast.Name)
@@ -999,7 +999,7 @@ class Scope:
         self.note_misconverted(lse, "e" if to_e else "2", how, where)
         return convert(lse, to_e, where, how)
 
-    def note_misconverted(self, lse: Lse, target: str, how: str, where: str) -> None:
+    def note_misconverted(self, lse: Lse, target: str, how: str, where: Location) -> None:
         """A conversion into ``target`` of an LSE every known source of which is in it already
         (an LSE whose base some path leaves unknown, or that holds another base on another
         path, is no evidence: what is not read is not an error)."""

@@ -82,9 +82,10 @@ IDENTITY_WRAPPERS = frozenset({"torch.compiler.disable", "torch._dynamo.disable"
 TENSOR_TYPES = frozenset({"torch.Tensor", "torch.FloatTensor"})
 
 
-def short_line(where: str) -> str:
-    at = Location.parse(where)
-    return f"{at.path.rsplit('/', 1)[-1]}:{at.line}" if at is not None and at.path else where
+def short_line(where: Location) -> str:
+    """A place as a message names it: ``/x/y/f.py:12:5`` → ``f.py:12``."""
+    name = where.path.rsplit("/", 1)[-1]
+    return f"{name}:{where.line}" if where.path and where.line is not None else str(where)
 
 
 def constant_name(node: ast.expr, value: Value) -> str | None:
@@ -189,7 +190,7 @@ def tag_choice(value: Value, choice: str) -> Value:
         s if s.choice else replace(s, choice=choice) for s in lse.sources)))
 
 
-def convert(lse: Lse, to_e: bool, where: str, how: str) -> Lse:
+def convert(lse: Lse, to_e: bool, where: Location, how: str) -> Lse:
     """``x * ln 2`` (``to_e``) turns log2-sum-exp2 into ln-sum-exp; the inverse turns it back.
     A source already in the target base stops being an LSE of either base."""
     target = "e" if to_e else "2"

@@ -21,14 +21,19 @@ from collections.abc import Iterable
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import fields
+from dataclasses import is_dataclass
 from dataclasses import replace
 from typing import Union
+
+from attn_contracts.findings import Location
+from attn_contracts.findings import location_text
 
 __all__ = ["MAX_SOURCES", "MAX_UNION", "NOT_SPECIAL", "Arg", "Bound", "ClassKey", "ClassRef", "DictV", "Ext",
            "ExtInst", "Flag", "Func", "Inst", "Lit", "Lse", "Member", "ModuleRef", "Num", "Param",
            "Partial", "Rec", "Seq", "Source", "Super", "Tup", "Union_", "Value", "alternatives",
-           "children", "collapse", "join", "lse_of", "lse_sources_of", "relabel", "source_order",
-           "stable_key", "widen_to"]
+           "children", "collapse", "join", "lse_of", "lse_sources_of", "relabel", "repr_as_text",
+           "source_order", "stable_key", "widen_to"]
 
 #: the most alternatives a value keeps; a larger union is unknown (never a finding)
 MAX_UNION = 24
@@ -48,7 +53,9 @@ class Source:
     more: a base-e LSE converted as if it were base 2). ``dispatch``: the kernel library picks the
     base at run time (``backend="auto"``); ``bases`` then lists what it may pick."""
 
-    key: str  # identity: "producer:path:line:col", "param:path:func:name", "merged:path:line:col"
+    #: identity: "producer:path:line:col:record", "param:path:func:name", "merged:path:line:col"
+    #: (text: a key, never read back into a place: :attr:`site` is the place)
+    key: str
     base: str | None
     what: str  # for messages: "the LSE of decode_wrapper.run() (flashinfer.batch_decode, f.py:12)"
     record: str = ""  # the producer record, where one says the base
@@ -61,7 +68,10 @@ class Source:
     converted: str = ""  # the conversions it went through, for messages
     #: a parameter's LSE: each conversion since the parameter (the base it turns the LSE
     #: into, and where), in order, so that a caller's own LSE can be put through the same
-    shifts: tuple[tuple[str, str, str], ...] = ()
+    shifts: tuple[tuple[str, Location, str], ...] = ()
+    #: the call that made it (a producer's call, a combine's for its merged LSE); None for a
+    #: parameter's. Its key names the same place, so it is neither compared nor shown
+    site: Location | None = field(default=None, compare=False, repr=False)
 
     @property
     def pinned(self) -> bool:
@@ -73,7 +83,30 @@ def source_order(s: Source) -> tuple[str, str]:
     """Sources in one fixed order (a set's iteration changes with ``PYTHONHASHSEED``, and two
     sources may share a key: one call's LSE with its base pinned on one path, not on another):
     by key, then by every field."""
-    return s.key, repr(s)
+    return s.key, repr_as_text(s)
+
+
+def repr_as_text(value: object) -> str:
+    """``repr(value)`` as it read when the linter kept its places as text: each
+    :class:`Location` written as the repr of its text (``'path:line:col'``), a place left
+    out (None) as ``''``. The fixed orders that sort by a repr (sources, the kernels a
+    message names first, values by :func:`stable_key`) sort by this: a Location's own repr
+    orders its numbers (line 1 before line 10) where the text did not (``a:10:1`` before
+    ``a:1:5``), and the outputs are to stay byte for byte what they were."""
+    if isinstance(value, Location):
+        return repr(str(value))
+    if is_dataclass(value) and not isinstance(value, type):
+        parts = []
+        for f in fields(value):
+            if f.repr:
+                v = getattr(value, f.name)
+                place = v is None and f.type == "Location | None"  # a place left out
+                parts.append(f"{f.name}={repr('') if place else repr_as_text(v)}")
+        return f"{type(value).__qualname__}({', '.join(parts)})"
+    if isinstance(value, tuple) and type(value) is tuple:
+        inner = ", ".join(map(repr_as_text, value))
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    return repr(value)
 
 
 @dataclass(frozen=True)
@@ -92,9 +125,9 @@ class Lit:
     ``omitted``: the call that left a parameter out, so that its default is this literal."""
 
     value: bool | int | float | str | None
-    where: str = ""  # "path:line:col" of the literal
+    where: Location | None = None  # where the literal is written
     how: str = field(default="", compare=False)  # " through the local variable is_e"
-    omitted: str = ""
+    omitted: Location | None = None
     #: read from a table by a key the linter cannot see (which entry applies is a dispatch)
     table: bool = field(default=False, compare=False)
     #: one of the values a module global may hold, a function rebinding it (``global``)
@@ -128,7 +161,7 @@ class Flag:
 
     attr: str
     owner: Inst | None
-    where: str
+    where: Location
     #: ``not impl.lse_base_on_e``: the other base than the one it declares
     negated: bool = False
 
@@ -141,7 +174,7 @@ class Inst:
 
     cls: ClassKey
     exact: bool = True
-    ctor: tuple[str, tuple[tuple[str, Value], ...]] | None = None
+    ctor: tuple[Location, tuple[tuple[str, Value], ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -220,7 +253,7 @@ class Arg:
     """An argument as passed: its value and where it is written."""
 
     value: Value
-    where: str = ""
+    where: Location | None = None
     text: str = field(default="", compare=False)
     #: the buffers the argument is, or is a view of (``buf``, ``buf[s:e]``, ``self.buf``), each
     #: as (the frame it names a variable of, that name's expression): a kernel that writes into
@@ -237,7 +270,7 @@ class Partial:
     target: Value
     pos: tuple[Arg, ...] = ()
     kw: tuple[tuple[str, Arg], ...] = ()
-    where: str = ""
+    where: Location | None = None
     #: ``functools.partialmethod``: read from an instance, the target is bound to it first
     method: bool = False
     #: bound with a ``*``/``**`` the linter cannot read: any keyword may be bound (never
@@ -456,7 +489,7 @@ def collapse(sources: Iterable[Source]) -> list[Source]:
 
 
 def _source_key(s: Source) -> tuple[int, str]:
-    return len(s.converted) + len(s.choice), repr(s)
+    return len(s.converted) + len(s.choice), repr_as_text(s)
 
 
 def stable_key(value: Value) -> str:
@@ -465,21 +498,24 @@ def stable_key(value: Value) -> str:
     if value is None:
         return "0"
     if isinstance(value, Lse):
-        return "Lse(" + ",".join(sorted(repr(s) for s in value.sources)) + ")"
+        return "Lse(" + ",".join(sorted(repr_as_text(s) for s in value.sources)) + ")"
     if isinstance(value, Union_):
         return f"Union({value.widened}," + ",".join(sorted(map(stable_key, value.options))) + ")"
     if isinstance(value, Tup):
         return f"Tup({value.partial_items}," + ",".join(map(stable_key, value.items)) + ")"
     if isinstance(value, DictV):
-        return ("DictV(" + ",".join(f"{k}={stable_key(a.value)}@{a.where}" for k, a in value.items)
+        return ("DictV(" + ",".join(f"{k}={stable_key(a.value)}@{location_text(a.where)}"
+                                    for k, a in value.items)
                 + "|" + ",".join(sorted(value.maybe)) + ")")
     if isinstance(value, Partial):
         return (f"Partial({stable_key(value.target)},"
-                + ",".join(f"{stable_key(a.value)}@{a.where}" for a in value.pos) + ";"
-                + ",".join(f"{k}={stable_key(a.value)}@{a.where}" for k, a in value.kw)
-                + f",{value.where},{value.opaque}|" + ",".join(sorted(value.maybe)) + ")")
+                + ",".join(f"{stable_key(a.value)}@{location_text(a.where)}" for a in value.pos)
+                + ";" + ",".join(f"{k}={stable_key(a.value)}@{location_text(a.where)}"
+                                 for k, a in value.kw)
+                + f",{location_text(value.where)},{value.opaque}|" + ",".join(sorted(value.maybe))
+                + ")")
     if isinstance(value, Inst):
-        ctor = "" if value.ctor is None else value.ctor[0] + ":" + ",".join(
+        ctor = "" if value.ctor is None else str(value.ctor[0]) + ":" + ",".join(
             f"{k}={stable_key(v)}" for k, v in value.ctor[1])
         return f"Inst({value.cls},{value.exact},{ctor})"
     if isinstance(value, Bound):
@@ -497,12 +533,13 @@ def stable_key(value: Value) -> str:
     if isinstance(value, Member):
         return f"Member({value.cls},{value.name},{stable_key(value.value)})"
     if isinstance(value, Lit):
-        return f"Lit({type(value.value).__name__},{value.value!r},{value.where},{value.omitted}," \
+        return f"Lit({type(value.value).__name__},{value.value!r},{location_text(value.where)}," \
+            f"{location_text(value.omitted)}," \
             f"{value.table},{value.rebound})"
     if isinstance(value, Rec):
         return f"Rec({value.name}," + ",".join(
             getattr(r, "record", "?") for r in (*value.consumers, *value.producers)) + ")"
-    return repr(value)  # Param, Num, ClassRef, ModuleRef, Ext, ExtInst: plain fields
+    return repr_as_text(value)  # Param, Num, ClassRef, ModuleRef, Ext, ExtInst: plain fields
 
 
 #: what a special form's evaluation returns where it does not apply (the call is then read as

@@ -40,6 +40,7 @@ from dataclasses import replace
 from typing import Any
 from typing import Protocol
 
+from attn_contracts.findings import Location
 from attn_contracts.lse_ops import LSE_OPS
 from attn_contracts.records import LN2
 from attn_contracts.records import LOG2E
@@ -101,9 +102,9 @@ class Follower(Protocol):
 
     def following(self) -> bool: ...
 
-    def site_of_torch_call(self) -> str: ...
+    def site_of_torch_call(self) -> Location: ...
 
-    def converted(self, tag: Tag, conv: tuple[str, str, str], site: str) -> Tag: ...
+    def converted(self, tag: Tag, conv: tuple[str, str, str], site: Location) -> Tag: ...
 
     def trouble(self, where: str, err: Exception) -> None: ...
 

@@ -56,6 +56,7 @@ from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code
 from attn_contracts.findings import ContractError
 from attn_contracts.findings import Finding
+from attn_contracts.findings import Location
 from attn_contracts.findings import Severity
 from attn_contracts.records import CapabilityRecord
 from attn_contracts.records import LseSpec
@@ -81,6 +82,9 @@ _LITERALS = (bool, int, float, str, type(None))
 _KEEP_CODES = (Code.AC016, Code.AC017, Code.AC020)
 _FLOAT_DTYPES = ("float32", "bfloat16", "float16")
 _TRACED = "__attn_contracts_traced__"  # marks a wrapper (tests tell wrapped from original)
+#: the site of a call no frame outside the trace and torch made: a unit with no file, written
+#: as the tracer always wrote an unknown site
+_NO_SITE = Location("?")
 
 
 def _literal(value: object) -> str | None:
@@ -109,15 +113,15 @@ class Mismatch:
     and their call sites, and the conversions it went through."""
 
     code: Code
-    site: str
+    site: Location
     consumer: str
     argument: str
     producers: tuple[str, ...]
-    producer_sites: tuple[str, ...]
+    producer_sites: tuple[Location, ...]
     conversions: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, code: Code, site: str, consumer: str, argument: str, tag: Tag) -> Mismatch:
+    def of(cls, code: Code, site: Location, consumer: str, argument: str, tag: Tag) -> Mismatch:
         return cls(code, site, consumer, argument,
                    tuple(dict.fromkeys(r for o in tag.origins for r in o.records)),
                    tuple(dict.fromkeys(o.site for o in tag.origins)), tag.conversions)
@@ -213,7 +217,9 @@ class TraceReport:
         return {
             "verdict": self.verdict,
             "findings": [f.to_json() for f in self.findings],
-            "mismatches": [{**vars(m), "code": str(m.code)} for m in self.mismatches],
+            "mismatches": [{**vars(m), "code": str(m.code), "site": str(m.site),
+                            "producer_sites": [str(s) for s in m.producer_sites]}
+                           for m in self.mismatches],
             "wrapped": self.wrapped, "rebound": self.rebound,
             "wrapped_late": self.wrapped_late, "late_unchecked": self.late_unchecked,
             "unwrapped": self.unwrapped, "not_checked": self.not_checked,
@@ -280,7 +286,7 @@ class Trace:
         self._t0 = 0.0
         self._quiet: Any = None
         self._producers: dict[str, CapabilityRecord | None] = {}
-        self._seen: dict[tuple[str, ...], tuple[Finding, int, Mismatch | None]] = {}
+        self._seen: dict[tuple[object, ...], tuple[Finding, int, Mismatch | None]] = {}
         self._edges: dict[tuple[str | None, ...], list[Finding]] = {}
         self._bases: dict[tuple[Any, ...], tuple[str | None, list[Finding]]] = {}
         self._skip_dirs: tuple[str, ...] = (_HERE,)
@@ -512,13 +518,14 @@ class Trace:
         on this thread: a kernel's own arithmetic is not followed)."""
         return self._running and not getattr(self._local, "depth", 0)
 
-    def site(self, frame: FrameType | None) -> str:
-        """``file:line`` of the first frame outside the trace and torch."""
+    def site(self, frame: FrameType | None) -> Location:
+        """The file and line of the first frame outside the trace and torch (:data:`_NO_SITE`
+        where there is none)."""
         while frame is not None and frame.f_code.co_filename.startswith(self._skip_dirs):
             frame = frame.f_back
         if frame is None:
-            return "?"
-        return f"{_short(frame.f_code.co_filename)}:{frame.f_lineno}"
+            return _NO_SITE
+        return Location(_short(frame.f_code.co_filename), frame.f_lineno)
 
     def trouble(self, where: str, err: Exception) -> None:
         """The trace's own failure while following a call: a note (once per kind), never the
@@ -527,10 +534,10 @@ class Trace:
         if note not in self.report.notes:
             self.report.notes.append(note)
 
-    def site_of_torch_call(self) -> str:
+    def site_of_torch_call(self) -> Location:
         return self.site(sys._getframe(1))
 
-    def converted(self, tag: Tag, conv: tuple[str, str, str], site: str) -> Tag:
+    def converted(self, tag: Tag, conv: tuple[str, str, str], site: Location) -> Tag:
         """The tag after a conversion at ``site``; a conversion of the other base is AC016."""
         frm, to, how = conv
         self.report.conversions += 1
@@ -546,7 +553,7 @@ class Trace:
                 hint=f"drop the conversion, or convert base {'/'.join(tag.bases)} with the other "
                      "factor (× ln 2 for 2 → e, × log2 e for e → 2)",
                 field="base", found="/".join(tag.bases), allowed=frm, location=site),
-                (site, "conversion", ",".join(o.site for o in tag.origins)),
+                (site, "conversion", tuple(o.site for o in tag.origins)),
                 Mismatch.of(Code.AC016, site, "", how, tag))
         return replace(tag, bases=(),
                        conversions=(*tag.conversions, f"{site} ({how} of base "
@@ -635,7 +642,7 @@ class Trace:
 
     # --- producers ----------------------------------------------------------------------------
     def _after(self, target: Target, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
-               site: str) -> None:
+               site: Location) -> None:
         if not target.producers:
             return
         values = self._arguments(target, args, kwargs, defaults=True)
@@ -655,7 +662,7 @@ class Trace:
             self.report.tagged += 1
 
     def _produced_base(self, lse_records: list[tuple[CapabilityRecord, ProducerCall]],
-                       values: Mapping[str, Any], site: str) -> str | None:
+                       values: Mapping[str, Any], site: Location) -> str | None:
         """The base the call's records agree it returns (None: they disagree, or one leaves it
         to dispatch, which is an ``AC028`` at ``site``)."""
         literals = {k: v for k, v in values.items() if isinstance(v, _LITERALS)}
@@ -692,7 +699,7 @@ class Trace:
 
     # --- consumers ----------------------------------------------------------------------------
     def _before(self, target: Target, args: tuple[Any, ...], kwargs: dict[str, Any],
-                site: str) -> None:
+                site: Location) -> None:
         if not target.consumers:
             return
         self.report.consumer_calls[target.path] += 1
@@ -704,7 +711,7 @@ class Trace:
 
     def _check_consumer(self, record: ConsumerRecord, call: ConsumerCall,
                         given: Mapping[str, Any], positional: tuple[Any, ...],
-                        site: str) -> None:
+                        site: Location) -> None:
         import torch
 
         keyword: str | None = None
@@ -730,7 +737,7 @@ class Trace:
             self._compare(tag, record, keyword, value, name, site)
 
     def _compare(self, tag: Tag, consumer: ConsumerRecord, keyword: str | None, value: Any,
-                 arg: str, site: str) -> None:
+                 arg: str, site: Location) -> None:
         producer = self._producer_record(tag)
         if producer is None or not isinstance(producer.lse, LseSpec):
             return
@@ -745,7 +752,7 @@ class Trace:
                     f.escalated(None), location=site,
                     message=f"{f.message}; traced: {consumer.name} called at {site} ({arg}) "
                             f"with the LSE from {self._from(tag)}"),
-                    (site, arg, ",".join(o.site for o in tag.origins)),
+                    (site, arg, tuple(o.site for o in tag.origins)),
                     Mismatch.of(f.code, site, consumer.name, arg, tag))
         states = tag.states_axis()
         want = {"first": 0, "second": 1}.get(consumer.lse.states)
@@ -799,7 +806,7 @@ class Trace:
             text += ", converted at " + ", ".join(tag.conversions)
         return text
 
-    def _add(self, finding: Finding, key: tuple[str, ...],
+    def _add(self, finding: Finding, key: tuple[object, ...],
              mismatch: Mismatch | None = None) -> None:
         """One finding per rule and place (two records of one consumer say it once; a call site
         run once per layer is counted, not repeated)."""

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from dataclasses import replace
 from typing import Any
 
+from attn_contracts.findings import Location
+
 __all__ = ["Origin", "Tag", "TagMap", "axes_for", "expand_axes", "index_axes", "permute_axes",
            "reduce_axes", "reshape_axes", "stack_axes", "transpose_axes", "union"]
 
@@ -39,7 +41,7 @@ class Origin:
 
     records: tuple[str, ...]
     function: str
-    site: str
+    site: Location
     base: str | None
 
     def describe(self) -> str:
