@@ -228,6 +228,37 @@ def test_a_base_written_in_the_layer_is_read_with_each_registered_name(
         assert [c for c, _ in errors] == [Code.AC016]
 
 
+FORWARD_MLA_SPREAD = '''
+from sglang.srt.layers.dcp import cp_lse_ag_out_rs_mla
+
+
+def is_mla_dcp_lse_base_on_e(attention_backend):
+    return attention_backend in {{"flashmla"}}
+
+
+class Mixin:
+    def forward_core(self, out, lse, group, extra):
+        is_lse_base_on_e = is_mla_dcp_lse_base_on_e(self.current_attention_backend)
+        options = {options}
+        return cp_lse_ag_out_rs_mla(out, lse, group, **options)
+'''
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ('{"is_lse_base_on_e": is_lse_base_on_e}', []),  # the base read from the mapping: e
+    ("dict(is_lse_base_on_e=is_lse_base_on_e)", []),
+    ('{"ctx": None}', [Code.AC016]),  # the keyword is left out: the default, base 2
+    ("extra", []),  # keys not known: not read (a warning, never an error)
+])
+def test_a_base_keyword_given_through_a_mapping_is_read_from_it(
+        tmp_path: Path, options: str, expected: list[Code]) -> None:
+    root = _tree(tmp_path, "", forward=FORWARD_MLA_SPREAD.format(options=options))
+    rows = {r.backend: r for r in sglang.report(root=root)}
+    assert [c for c, _ in _errors(rows["flashmla"])] == expected
+    if options == "extra":
+        assert any(f.code is Code.AC028 for f in rows["flashmla"].findings)
+
+
 def test_the_combine_before_the_keyword_is_fixed_base_2(tmp_path: Path) -> None:
     root = _tree(tmp_path, "", version="0.5.16", forward=FORWARD_MLA_OLD)
     (row,) = sglang.report("flashmla", root=root)

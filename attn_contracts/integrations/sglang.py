@@ -43,6 +43,7 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
+from typing import cast
 
 from attn_contracts.checks import check_edge
 from attn_contracts.consumer import ConsumerRecord
@@ -712,7 +713,9 @@ def _read_in(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFu
     """A base keyword given by an expression (a loop over names, a set, a cached attribute):
     its value read where the call is, in the function that makes it, run with the layer's
     name attribute set to each registered name."""
-    kw = next(k.value for k in call.keywords if k.arg == combine.keyword)
+    kw = next((k.value for k in call.keywords if k.arg == combine.keyword), None)
+    if kw is None:  # carried by a ``**mapping`` whose keys are not read
+        return combine
     read = asked.answers_at(qualname, kw)
     if read is None or all(v == "?" for _, v in read[0]):
         return combine
@@ -753,6 +756,39 @@ def _consumers_by_last_name(registry: Registry, version: str | None,
     return by_last
 
 
+#: a ``**mapping`` whose keys are not read: whether it carries the keyword is not known
+_UNREAD = object()
+
+
+def _spread_keyword(call: ast.Call, keyword: str, assigned: dict[str, ast.expr],
+                    ) -> tuple[ast.expr, ast.expr] | object | None:
+    """The ``**mapping`` of the call that gives ``keyword`` (``**{"k": v}``, ``**dict(k=v)``,
+    or a name the function binds once to one of them), with the value it gives; None where
+    every mapping's keys are known and none is the keyword (it is left out); :data:`_UNREAD`
+    where a mapping's keys are not known."""
+    for k in call.keywords:
+        if k.arg is not None:
+            continue
+        mapping = k.value
+        if isinstance(mapping, ast.Name) and mapping.id in assigned:
+            mapping = assigned[mapping.id]
+        if isinstance(mapping, ast.Dict) and all(
+                isinstance(key, ast.Constant) and isinstance(key.value, str)
+                for key in mapping.keys):
+            pairs = {cast(ast.Constant, key).value: v for key, v in zip(mapping.keys,
+                                                                       mapping.values,
+                                                                       strict=True)}
+        elif isinstance(mapping, ast.Call) and isinstance(mapping.func, ast.Name) and \
+                mapping.func.id == "dict" and not mapping.args and \
+                all(kw.arg is not None for kw in mapping.keywords):
+            pairs = {kw.arg: kw.value for kw in mapping.keywords if kw.arg is not None}
+        else:
+            return _UNREAD
+        if keyword in pairs:
+            return k.value, pairs[keyword]
+    return None
+
+
 def _combine(consumer: ConsumerRecord, call: ast.Call, where: Location,
              assigned: dict[str, ast.expr], functions: dict[str, ast.FunctionDef],
              rel: str, asked: _Asked) -> Combine:
@@ -760,10 +796,18 @@ def _combine(consumer: ConsumerRecord, call: ast.Call, where: Location,
     if isinstance(base, FixedBase) or not isinstance(base, KeywordBase):
         return Combine(consumer.name, where, "", "omitted")
     kw = next((k.value for k in call.keywords if k.arg == base.keyword), None)
+    told_at = kw
     if kw is None:
+        spread = _spread_keyword(call, base.keyword, assigned)
+        if spread is _UNREAD:
+            return Combine(consumer.name, where, base.keyword, "unknown")
+        if spread is not None:
+            told_at, kw = cast(tuple[ast.expr, ast.expr], spread)
+    if kw is None or told_at is None:
         return Combine(consumer.name, where, base.keyword, "omitted")
-    # where the call tells the base: its keyword's line (a call written over several lines)
-    where = replace(where, line=kw.lineno)
+    # where the call tells the base: its keyword's line (a call written over several lines),
+    # or that of the ``**mapping`` that carries it
+    where = replace(where, line=told_at.lineno)
     if isinstance(kw, ast.Name) and kw.id in assigned:
         kw = assigned[kw.id]
     if isinstance(kw, ast.Constant):
