@@ -298,6 +298,18 @@ PAIRS.told([
      ("if n == 'fi' and e]", "if n == 'fi' and not e]")),
 ], module='FLAGS = {"fa": True, "fi": False}')
 
+PAIRS.case("copy.copy of a partial binds what the partial binds", {"layer.py": """
+        import copy
+        import functools
+        from mylib import combine, decode
+        REDUCE = functools.partial(combine, is_lse_base_on_e=True)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            reduce = copy.copy(REDUCE)
+            return reduce(out, lse)
+        """}, {"layer.py": ("is_lse_base_on_e=True)", "is_lse_base_on_e=False)")})
+
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

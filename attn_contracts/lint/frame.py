@@ -438,8 +438,11 @@ class Frame(RecordCalls):
         return True
 
     def identity(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
-        """``torch.compiler.disable(fn)``: ``fn``."""
-        if qual in IDENTITY_WRAPPERS and len(node.args) == 1:
+        """``torch.compiler.disable(fn)``: ``fn``; ``copy.copy(x)``, ``copy.deepcopy(x)``: what
+        ``x`` holds (a value here is never changed in place: a later store into the copy, or
+        into ``x``, rebinds that name's value alone)."""
+        if (qual in IDENTITY_WRAPPERS or qual in _COPIES) and len(node.args) == 1 and \
+                not node.keywords:
             return self.expr(node.args[0])
         return NOT_SPECIAL
 
@@ -831,6 +834,8 @@ class Frame(RecordCalls):
 _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.partial,
                   Frame.cast_, Frame.super_, Frame.getattr_form, Frame.setattr_form,
                   Frame.get_form, Frame.dict_form, Frame.replace_form, Frame.dict_method_form)
+#: the copies :meth:`Frame.identity` reads as the value copied
+_COPIES = frozenset({"copy.copy", "copy.deepcopy"})
 #: the builtins :meth:`Frame.builtin` reads
 _BUILTIN_CALLS = BUILTINS | ITERATION
 #: the methods of a dict :meth:`Frame.dict_method_form` reads
