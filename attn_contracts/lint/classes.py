@@ -118,6 +118,11 @@ def own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
             stack.extend(ast.iter_child_nodes(node))
 
 
+def own_statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements among :func:`own_nodes`."""
+    return [n for n in own_nodes(body) if isinstance(n, ast.stmt)]
+
+
 #: how many folders without ``__init__.py`` (PEP 420 namespace packages inside a regular
 #: package: SGLang's ``sglang/srt/``) may sit between a module and its top-level package
 _NAMESPACE_GAP = 4

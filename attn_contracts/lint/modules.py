@@ -21,7 +21,7 @@ from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import place
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.classes import module_level
-from attn_contracts.lint.classes import own_nodes
+from attn_contracts.lint.classes import own_statements
 from attn_contracts.lint.containers import MUTATORS
 from attn_contracts.lint.values import NOT_SPECIAL
 from attn_contracts.lint.values import Arg
@@ -397,7 +397,7 @@ def _function_mutations(fn: ast.FunctionDef | ast.AsyncFunctionDef,
     def entry(name: str) -> tuple[list[ast.stmt], list[ast.expr], bool]:
         return found.setdefault(name, ([], [], False))
 
-    body = [n for n in own_nodes(fn.body) if isinstance(n, ast.stmt)]
+    body = own_statements(fn.body)
     declared = {n for g in body if isinstance(g, ast.Global) for n in g.names}
     # a name the function binds itself (a parameter, an assignment) is its own local
     local = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
