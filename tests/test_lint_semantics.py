@@ -420,25 +420,23 @@ PAIRS.case("an LSE gathered into a buffer by torch.distributed keeps its base", 
 
 
 PAIRS.case("type(obj).attr reads the class of an object that may be of any subclass", {
-    "layer.py": """
+    "base.py": IMPL_BASE, "layer.py": """
+        from base import AttentionImpl
         from mylib import combine, decode
-        class Impl:
-            can_return_lse_for_decode = False
-            lse_base_on_e = True
+        class Decoding(AttentionImpl):
             def forward(self, q):
-                raise NotImplementedError
-        class FiImpl(Impl):
-            can_return_lse_for_decode = True
-            lse_base_on_e = False
+                return None, None
+        class FiImpl(Decoding):
+            can_return_lse_for_decode, lse_base_on_e = True, False
             def forward(self, q):
                 return decode(q, return_lse=True)
         class Layer:
-            def __init__(self, impl: Impl):
+            def __init__(self, impl: Decoding):
                 self.impl = impl
             def step(self, q):
                 out, lse = self.impl.forward(q)
-                return combine(out, lse, is_lse_base_on_e=Impl.lse_base_on_e)
-        """}, {"layer.py": ("=Impl.lse_base_on_e", "=type(self.impl).lse_base_on_e")})
+                return combine(out, lse, is_lse_base_on_e=Decoding.lse_base_on_e)
+        """}, {"layer.py": ("=Decoding.lse_base_on_e", "=type(self.impl).lse_base_on_e")})
 PAIRS.case("super().m() runs the parent's method, not the override of the caller's subclass", {
     "layer.py": """
         from mylib import decode, merge
