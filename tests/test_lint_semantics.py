@@ -455,6 +455,14 @@ PAIRS.case("super().m() runs the parent's method, not the override of the caller
                             f"                return out, lse * {LN2}\n        def step")})
 
 
+PAIRS.case("assert ends the path on which its test is false", {"ops.py": """
+        from mylib import merge
+        def told_reduce(out, lse, is_lse_base_on_e=False):
+            assert not is_lse_base_on_e
+            return merge(out, lse)
+        """}, {"ops.py": ("merge(out, lse)", f"merge(out, lse * {LN2})")})
+
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -464,7 +472,7 @@ def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
 def test_a_conversion_of_an_lse_in_its_target_base_is_an_error_where_written_and_called(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A helper that converts base 2 into e, applied twice: AC016 at the conversion in the
-    helper and at the call that hands it the converted LSE (either may be the bug); the first
+    helper and at each call that hands it the converted LSE (either may be the bug); the first
     call, of a base-2 LSE, is right."""
     found = lint_json(tmp_path, capsys, "twice", {"layer.py": f"""
         from mylib import decode, merge
@@ -473,7 +481,8 @@ def test_a_conversion_of_an_lse_in_its_target_base_is_an_error_where_written_and
         def step(q):
             out, lse = decode(q, return_lse=True)
             once = to_ln(lse)
+            again = to_ln(once)
             return merge(out, to_ln(once))
         """})
     at = sorted(int(str(f["location"]).split(":")[-2]) for f in found if f["code"] == "AC016")
-    assert at == [4, 8], found
+    assert at == [4, 8, 9], found  # the second call with one LSE too (a memoised summary)

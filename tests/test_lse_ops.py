@@ -323,7 +323,9 @@ def test_each_collective_of_torch_distributed_hands_back_what_was_sent(tmp_path:
             if c.out is None:
                 assert c.source == 0, c.name  # a group's method: (input_, dim)
                 continue
-            assert fn is not None, c.name
+            if fn is None:  # all_gather_single is torch 2.13's name; older ones lack it
+                assert tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 13), c.name
+                continue
             x = _lse()
             buf = torch.full_like(x, 7.0)
             args = [None, None]

@@ -249,12 +249,17 @@ class Mixin:
     ("dict(is_lse_base_on_e=is_lse_base_on_e)", []),
     ('{"ctx": None}', [Code.AC016]),  # the keyword is left out: the default, base 2
     ("extra", []),  # keys not known: not read (a warning, never an error)
+    # filled after its literal: which keys it holds at the call is not read from the literal
+    ('{"ctx": None}\n        options["is_lse_base_on_e"] = is_lse_base_on_e', []),
+    ('{"ctx": None}\n        options.update(is_lse_base_on_e=is_lse_base_on_e)', []),
 ])
 def test_a_base_keyword_given_through_a_mapping_is_read_from_it(
         tmp_path: Path, options: str, expected: list[Code]) -> None:
     root = _tree(tmp_path, "", forward=FORWARD_MLA_SPREAD.format(options=options))
     rows = {r.backend: r for r in sglang.report(root=root)}
     assert [c for c, _ in _errors(rows["flashmla"])] == expected
+    if not expected:
+        assert not any(f.code is Code.AC016 for f in rows["flashmla"].findings)
     if options == "extra":
         assert any(f.code is Code.AC028 for f in rows["flashmla"].findings)
 

@@ -689,13 +689,28 @@ def _combines(tree: ast.Module, rel: str, registry: Registry, version: str | Non
             yield combine
 
 
+#: a dict's methods that change it in place
+_DICT_CHANGES = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__",
+                           "__delitem__"})
+
+
 def _bound_once(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
-    """The names a function binds once, with their one value (one bound on several paths, a
-    loop, an ``else``: the interpreter reads which value reaches a call)."""
+    """The names a function binds once and never changes in place, with their one value (one
+    bound on several paths, a loop, an ``else``, or a dict filled after its literal,
+    ``d[k] = v``, ``d.update(...)``, ``d += ...``: the interpreter reads which value reaches a
+    call)."""
     stores = [(t.id, st.value) for st in ast.walk(fn) if isinstance(st, ast.Assign)
               for t in st.targets if isinstance(t, ast.Name)]
     once = Counter(n for n, _ in stores)
-    return {n: v for n, v in stores if once[n] == 1}
+    changed = {n.value.id for n in ast.walk(fn)
+               if isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del))
+               and isinstance(n.value, ast.Name)}
+    changed |= {n.func.value.id for n in ast.walk(fn)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name) and n.func.attr in _DICT_CHANGES}
+    changed |= {n.target.id for n in ast.walk(fn)
+                if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+    return {n: v for n, v in stores if once[n] == 1 and n not in changed}
 
 
 def _qualnames(tree: ast.Module) -> dict[int, str]:

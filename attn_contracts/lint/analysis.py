@@ -25,6 +25,7 @@ from attn_contracts.lint.calls import Summary
 from attn_contracts.lint.calls import carries
 from attn_contracts.lint.inferred import Fact
 from attn_contracts.lint.inferred import Kernel
+from attn_contracts.lint.inferred import Misconverted
 from attn_contracts.lint.inferred import Use
 from attn_contracts.lint.program import Program
 from attn_contracts.lint.record_index import Consumer
@@ -99,6 +100,8 @@ class Analysis(ABC):
         self.carrier_funcs: set[str] = set()
         #: where a literal base is written for a consumer: the consumer, keyword and literal
         self.literal_sites: dict[Location, tuple[Consumer, str, Lit]] = {}
+        #: (conversion, call) pairs reported (:meth:`Interpreter.analyse`)
+        self.misreported: set[tuple[Misconverted, Location]] = set()
         #: (instance, attribute) → values stored (``self.x = ...``)
         self.stores: dict[tuple[Inst, str], set[Value]] = {}
         #: (class, attribute) → values stored on the class after its body, each with where

@@ -15,6 +15,7 @@ from typing import cast
 
 from attn_contracts.findings import Location
 from attn_contracts.lint.inferred import Kernel
+from attn_contracts.lint.inferred import Misconverted
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import constant_name
 from attn_contracts.lint.torch_model import convert
@@ -63,6 +64,9 @@ class Summary:
     #: the enclosing function's variables its ``nonlocal`` statements rebind, with what they
     #: hold at its end
     nonlocals: tuple[tuple[str, Value], ...] = ()
+    #: conversions it applied to an LSE already in their target base: each call of it (a
+    #: memoised summary too) is reported where it hands the function that LSE
+    misconverted: tuple[Misconverted, ...] = ()
 
 
 #: a callee that changed its parameters' tensors in place (:attr:`Summary.changed`), and
@@ -74,7 +78,8 @@ def merge_summaries(a: object, b: object) -> Summary:
     """The summary of a call cycle's head over two passes (what either found)."""
     x, y = cast(Summary, a), cast(Summary, b)
     return Summary(join([x.returns, y.returns]), x.kernels | y.kernels, x.produced | y.produced,
-                   _joined(x.changed, y.changed), _joined(x.nonlocals, y.nonlocals))
+                   _joined(x.changed, y.changed), _joined(x.nonlocals, y.nonlocals),
+                   tuple(dict.fromkeys((*x.misconverted, *y.misconverted))))
 
 
 def _joined(a: tuple[tuple[str, Value], ...], b: tuple[tuple[str, Value], ...],

@@ -49,7 +49,7 @@ def run_contract(interp: Interpreter, path: str, qualname: str, node: FuncNode,
     params = params_of(node)
     skip = 1 if self_value is not None and not params.static else 0
     names = params.names[skip:]
-    lse_name = _lse_parameter(consumer, names)
+    lse_name = _lse_parameter(consumer, names, max(params.positional - skip, 0))
     if lse_name is None:
         return
     func = Func(path, qualname, node)
@@ -84,12 +84,13 @@ def _described(interp: Interpreter, path: str, qualname: str,
     return consumer
 
 
-def _lse_parameter(consumer: Consumer, names: list[str]) -> str | None:
+def _lse_parameter(consumer: Consumer, names: list[str], positional: int) -> str | None:
     """The parameter the record says takes the LSE: by name, or by position (a caller's
-    position, the receiver not counted)."""
+    position, the receiver not counted: one of the first ``positional`` of ``names``, never a
+    keyword-only one)."""
     for spec in consumer.lse_args:
         if spec.isdigit():
-            if int(spec) < len(names):
+            if int(spec) < positional:
                 return names[int(spec)]
         elif spec in names:
             return spec

@@ -578,20 +578,23 @@ def _flag_finding(use: Use, g: BaseGiven, flag: Flag, d: Declaration, s: Source,
 
 
 def _misconverted(f: Misconverted) -> Iterator[Finding]:
-    """AC016 where the conversion is written and, where it sits in a function, at the call that
-    handed that function the LSE: either may be the bug (a wrong constant, a helper applied twice)."""
+    """AC016 where the conversion is written, and at each call that hands the function it is
+    written in such an LSE (``called_at``): either may be the bug (a wrong constant, a helper
+    applied twice)."""
     first = f.sources[0]
     more = f" (and {len(f.sources) - 1} more source(s))" if len(f.sources) > 1 else ""
     other = "2" if f.target == "e" else "e"
     hint = (f"drop the conversion: the LSE is base {f.target} already, or convert with the "
             f"constant that turns base {other} into {f.target} only where the LSE is base {other}")
     done = f" (after {first.converted})" if first.converted else ""
-    yield Finding(
-        Code.AC016, f.how,
-        f"{f.how} ({_short(f.where)}) turns base {other} into base {f.target}, but {first.what}"
-        f"{done} is base {f.target} already{more}: what comes out is no LSE of either base",
-        hint=hint, field="base", found=f.target, allowed=other, location=f.where)
-    if f.called_at and f.called_at != f.where:
+    if f.called_at is None:
+        yield Finding(
+            Code.AC016, f.how,
+            f"{f.how} ({_short(f.where)}) turns base {other} into base {f.target}, but "
+            f"{first.what}{done} is base {f.target} already{more}: what comes out is no LSE of "
+            "either base", hint=hint, field="base", found=f.target, allowed=other,
+            location=f.where)
+    elif f.called_at != f.where:
         yield Finding(
             Code.AC016, f.how,
             f"this call hands {first.what}{done}, base {f.target} already{more}, to {f.how} "

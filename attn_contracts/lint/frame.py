@@ -231,7 +231,10 @@ class Frame(RecordCalls):
         rank sent, of its base, returned or in the buffer written (its layout not read: a rank
         axis comes in); :data:`NOT_SPECIAL` where what is sent is no LSE (the call is then read
         as any other)."""
-        if len(node.args) <= c.source or any(isinstance(a, ast.Starred) for a in node.args):
+        if len(node.args) <= c.source or any(isinstance(a, ast.Starred) for a in node.args) \
+                or not _plain(node.args[c.source]):
+            # read only what is read again at no cost where it is no LSE (the call is then
+            # read as any other): a call in it would be interpreted twice, nested ones 2**n times
             return NOT_SPECIAL
         sent = lse_of(self.expr(node.args[c.source]))
         if sent is None:
@@ -834,6 +837,22 @@ class Frame(RecordCalls):
 _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.partial,
                   Frame.cast_, Frame.super_, Frame.getattr_form, Frame.setattr_form,
                   Frame.get_form, Frame.dict_form, Frame.replace_form, Frame.dict_method_form)
+def _plain(node: ast.expr) -> bool:
+    """A name, an attribute or item of one, or a base-keeping tensor method of one
+    (``lse.contiguous()``): what evaluates without running a call of the program."""
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _plain(node.value)
+    if isinstance(node, ast.Subscript):
+        return _plain(node.value) and all(
+            isinstance(n, (ast.Constant, ast.Name, ast.Slice, ast.Tuple, ast.UnaryOp,
+                           ast.unaryop, ast.expr_context)) for n in ast.walk(node.slice))
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+        node.func.attr in KEEPS_BASE and _plain(node.func.value) and \
+        all(_plain(a) for a in node.args) and all(_plain(k.value) for k in node.keywords)
+
+
 #: the copies :meth:`Frame.identity` reads as the value copied
 _COPIES = frozenset({"copy.copy", "copy.deepcopy"})
 #: the builtins :meth:`Frame.builtin` reads

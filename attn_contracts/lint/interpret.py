@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from dataclasses import replace
 from typing import cast
 
 from attn_contracts.findings import Location
@@ -206,6 +207,19 @@ class Interpreter(Resolver):
 
     def analyse(self, func: Func, self_value: Inst | None, call: CallArgs | None, *,
                 generic: bool = False) -> Summary:
+        """What a call of ``func`` returns and does (its summary, memoised per context); a
+        conversion it applies to an LSE already in its target base is reported at this call
+        (a memoised summary's too: each call site that hands it such an LSE is one)."""
+        s = self._analyse(func, self_value, call, generic=generic)
+        if s.misconverted and call is not None and call.where is not None:
+            for m in s.misconverted:
+                if (m, call.where) not in self.misreported:
+                    self.misreported.add((m, call.where))
+                    self.report(replace(m, called_at=call.where))
+        return s
+
+    def _analyse(self, func: Func, self_value: Inst | None, call: CallArgs | None, *,
+                 generic: bool = False) -> Summary:
         node = func.node if func.node is not None else self.p.function(func.path, func.qualname)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             return Summary()
@@ -364,12 +378,14 @@ class Interpreter(Resolver):
             # yield from): the iterator's positions are known, as a tuple's
             yields = Tup(tuple(frame.yields)) if _straight_line(node) else \
                 Seq(join(frame.yields))
-            return Summary(yields, frozenset(frame.kernels), frozenset(frame.produced))
+            return Summary(yields, frozenset(frame.kernels), frozenset(frame.produced),
+                           misconverted=tuple(frame.misconverted))
         changed = tuple((name, frame.env.get(name)) for name in names[start:]
                         if name in frame.inplace_names and name not in frame.rebound)
         nonlocals = tuple((name, frame.env.get(name)) for name in sorted(nonlocal_names(node)))
         return Summary(join(frame.returns) if frame.returns else None,
-                        frozenset(frame.kernels), frozenset(frame.produced), changed, nonlocals)
+                        frozenset(frame.kernels), frozenset(frame.produced), changed, nonlocals,
+                        tuple(frame.misconverted))
 
     def generic_param(self, func: Func, params: Params, name: str) -> Value:
         """A parameter of a function read on its own: an instance of its annotated class, else

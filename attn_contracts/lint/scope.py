@@ -251,6 +251,7 @@ class Scope:
         self._consumers: int | None = None
         self.param_ids: set[int] = set()  # the values its caller passed in
         self.yields: list[Value] = []  # a generator's yielded values
+        self.misconverted: list[Misconverted] = []  # its conversions of the wrong base
         #: names an assignment rebinds, and those whose tensor a method changed in place (a
         #: parameter changed so and never rebound is the caller's argument, changed)
         self.rebound: set[str] = set()
@@ -328,6 +329,15 @@ class Scope:
             if child is not None:
                 self.expr(child)
         self.ended = True
+
+    @_on(_STMT, ast.Assert)
+    def s_assert(self, st: ast.Assert) -> None:
+        """``assert x``: ``if not x: raise`` (engines run without ``-O``): a path on which
+        ``x`` is false ends here; one where it is true or not known goes on."""
+        if truth(self.expr(st.test)) is False:
+            if st.msg is not None:
+                self.expr(st.msg)
+            self.ended = True
 
     @_on(_STMT, ast.If)
     def s_if(self, st: ast.If) -> None:
@@ -697,7 +707,7 @@ class Scope:
         truth Python decides one way (a tuple of known length, a set of known elements, a
         function), the other way."""
         if isinstance(alt, Lit):
-            return Lit(not alt.value, alt.where, alt.how)
+            return Lit(not alt.value, alt.where, alt.how, assumed=alt.assumed)
         if isinstance(alt, Flag):
             return replace(alt, negated=not alt.negated)
         known = truth(alt)
@@ -1002,11 +1012,13 @@ class Scope:
     def note_misconverted(self, lse: Lse, target: str, how: str, where: Location) -> None:
         """A conversion into ``target`` of an LSE every known source of which is in it already
         (an LSE whose base some path leaves unknown, or that holds another base on another
-        path, is no evidence: what is not read is not an error)."""
+        path, is no evidence: what is not read is not an error); the calls of this function
+        report it where they hand it the LSE (:attr:`~attn_contracts.lint.calls.Summary.misconverted`)."""
         known = [s for s in lse.sources if s.base in ("e", "2") and not s.dispatch]
         if known and len(known) == len(lse.sources) and all(s.base == target for s in known):
-            self.i.report(Misconverted(how, target, tuple(sorted(known, key=source_order)),
-                                       where, self.entry))
+            fact = Misconverted(how, target, tuple(sorted(known, key=source_order)), where)
+            self.i.report(fact)
+            self.misconverted.append(fact)
 
     def buffers(self, node: ast.expr) -> frozenset[tuple[int, ast.expr]]:
         """The variable ``node`` names, through the views of it (a slice ``buf[s:e]``,

@@ -213,8 +213,11 @@ class Bound:
     func: Func
     self_value: Inst
     owner: ClassKey  # the class whose body defines it (for super())
-    #: ``super().m``: the method found after the caller's class, called as it is (no override
-    #: of a subclass the instance may be of replaces it: Python looks it up once, statically)
+    #: ``super().m``: the method found after the caller's class, called as it is, not
+    #: dispatched again to an override of a subclass the instance may be of (Python looks
+    #: ``m`` up once, in ``type(self).__mro__`` past that class; not knowing ``self``'s exact
+    #: class, the lint takes the MRO of the class the call is written in, so a sibling that
+    #: multiple inheritance would put in between is missed)
     static: bool = False
 
 
