@@ -702,15 +702,22 @@ def _bound_once(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.exp
     stores = [(t.id, st.value) for st in ast.walk(fn) if isinstance(st, ast.Assign)
               for t in st.targets if isinstance(t, ast.Name)]
     once = Counter(n for n, _ in stores)
-    changed = {n.value.id for n in ast.walk(fn)
-               if isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del))
-               and isinstance(n.value, ast.Name)}
-    changed |= {n.func.value.id for n in ast.walk(fn)
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                and isinstance(n.func.value, ast.Name) and n.func.attr in _DICT_CHANGES}
-    changed |= {n.target.id for n in ast.walk(fn)
-                if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+    changed = {name for n in ast.walk(fn) if (name := _changed_in_place(n)) is not None}
     return {n: v for n, v in stores if once[n] == 1 and n not in changed}
+
+
+def _changed_in_place(node: ast.AST) -> str | None:
+    """The name ``node`` changes without rebinding it: ``d[k] = v``, ``del d[k]``,
+    ``d.update(...)`` and the other dict methods that change it, ``d += ...``."""
+    target: ast.expr | None = None
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        target = node.value
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in _DICT_CHANGES:
+        target = node.func.value
+    elif isinstance(node, ast.AugAssign):
+        target = node.target
+    return target.id if isinstance(target, ast.Name) else None
 
 
 def _qualnames(tree: ast.Module) -> dict[int, str]:
