@@ -128,12 +128,11 @@ class Interpreter(Resolver):
         func = Func(path, qualname, node)
         call = CallArgs([Arg(Lit(a, Location(path, node.lineno, 1))) for a in args], {}, False,
                         where=Location(path, node.lineno, 1))
-        memo, contexts, counted = self._memo, self._contexts, self._counted
-        self._memo, self._contexts, self._counted = {}, {}, set()
+        memo, self._memo = self._memo, {}
         try:
-            return self.analyse(func, None, call).returns
+            return self.analyse_apart(func, None, call).returns
         finally:
-            self._memo, self._contexts, self._counted = memo, contexts, counted
+            self._memo = memo
 
     def analyse_apart(self, func: Func, self_value: Inst | None, call: CallArgs) -> Summary:
         """A call no caller in the program makes (a function read as its record says it is
