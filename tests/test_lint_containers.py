@@ -309,6 +309,49 @@ PAIRS.case("copy.copy of a partial binds what the partial binds", {"layer.py": "
             return reduce(out, lse)
         """}, {"layer.py": ("is_lse_base_on_e=True)", "is_lse_base_on_e=False)")})
 
+PAIRS.case("a dict comprehension over nested fors keeps a key's last value", {"layer.py": """
+        from mylib import combine, decode
+        GROUPS = ((("fi", "mla"), False), (("fa", "mla"), True))
+        BASE_E = {name: on_e for names, on_e in GROUPS for name in names}
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=BASE_E.get("mla", True))
+        """}, {"layer.py": ('(("fa", "mla"), True)', '(("fa",), True)')}, quiet=True)
+PAIRS.case("isinstance of a constant is Python's answer (a bool is an int)", {"layer.py": """
+        from mylib import combine, decode
+        def as_flag(base):
+            if isinstance(base, (int, float)):
+                return base != 2
+            return base
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=as_flag(False))
+        """}, {"layer.py": ("isinstance(base, (int, float))",
+                            "isinstance(base, (int, float)) and not isinstance(base, bool)")},
+    quiet=True)
+
+PAIRS.case("an LSE stored into part of a tensor is held by the tensor", {"layer.py": """
+        import torch
+        from mylib import merge, decode
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            packed = torch.empty(lse.shape[0], 2)
+            packed[:, 0] = lse
+            return merge(out, packed[:, 0])
+        """}, {"layer.py": ("packed[:, 0] = lse", f"packed[:, 0] = lse * {LN2}")}, quiet=True)
+PAIRS.case("a helper that copies an LSE into its argument changes the caller's tensor", {
+    "layer.py": """
+        import torch
+        from mylib import merge, decode
+        def stage(src, dst):
+            dst.copy_(src)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            staged = torch.empty_like(lse)
+            stage(lse, staged)
+            return merge(out, staged)
+        """}, {"layer.py": ("stage(lse, staged)", f"stage(lse * {LN2}, staged)")}, quiet=True)
+
 
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

@@ -462,6 +462,65 @@ PAIRS.case("assert ends the path on which its test is false", {"ops.py": """
             return merge(out, lse)
         """}, {"ops.py": ("merge(out, lse)", f"merge(out, lse * {LN2})")})
 
+PAIRS.case("a flag read on self is what every class of its family declares", {"layer.py": """
+        from mylib import combine, decode
+        class Reducer:
+            lse_base_on_e = True
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return combine(out, lse, is_lse_base_on_e=self.lse_base_on_e)
+        class PagedReducer(Reducer):
+            page = 16
+        """}, {"layer.py": ("lse_base_on_e = True", "lse_base_on_e = False")}, quiet=True)
+PAIRS.case("a class body's tuple assignment binds each name to its item", {"layer.py": """
+        from mylib import combine, decode
+        class Config:
+            name, lse_base_on_e = "fi", True
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=Config().lse_base_on_e)
+        """}, {"layer.py": ('"fi", True', '"fi", False')}, quiet=True)
+
+PAIRS.case("an object is never None: the test of an options object decides the path", {
+    "layer.py": """
+        import dataclasses
+        from mylib import combine, decode
+        @dataclasses.dataclass(frozen=True)
+        class Options:
+            base_e: bool = True
+        class Reducer:
+            def __init__(self, base_e=True, options=None):
+                if options is not None:
+                    base_e = options.base_e
+                self.base_e = base_e
+            def __call__(self, out, lse):
+                return combine(out, lse, is_lse_base_on_e=self.base_e)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return Reducer(options=Options(base_e=True))(out, lse)
+        """}, {"layer.py": ("Options(base_e=True)", "Options(base_e=False)")}, quiet=True)
+PAIRS.case("a backend's flag is a bool: isinstance and a comparison of it are decided", {
+    "layer.py": """
+        from mylib import combine, decode
+        class Impl:
+            can_return_lse_for_decode = True
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        def as_flag(base):
+            if isinstance(base, (int, float)):
+                base = base != 2
+            return base
+        class Layer:
+            def __init__(self, impl: Impl):
+                self.impl = impl
+            def step(self, q):
+                out, lse = self.impl.forward(q)
+                return combine(out, lse, is_lse_base_on_e=as_flag(self.impl.lse_base_on_e))
+        """}, {"layer.py": ("isinstance(base, (int, float))",
+                            "isinstance(base, (int, float)) and not isinstance(base, bool)")},
+    quiet=True)
+
 
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

@@ -331,9 +331,25 @@ def _class_body(node: ast.ClassDef, info: ClassInfo) -> None:
                 info.returns[stmt.name] = stmt.returns
             if _is_property(stmt):
                 info.properties |= {stmt.name}
-        for t in targets:
-            if isinstance(t, ast.Name) and value is not None:
-                info.attrs[t.id] = (value, stmt.lineno, stmt.col_offset)
+        for t, v in _unpacked(targets, value):
+            if isinstance(t, ast.Name):
+                info.attrs[t.id] = (v, stmt.lineno, stmt.col_offset)
+
+
+def _unpacked(targets: list[ast.expr], value: ast.expr | None,
+              ) -> Iterator[tuple[ast.expr, ast.expr]]:
+    """Each target with the expression it is bound to: ``a, b = x, y`` binds ``a`` to ``x``
+    (a tuple unpacked item by item where both sides have as many items and no star)."""
+    if value is None:
+        return
+    for t in targets:
+        if isinstance(t, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                and len(t.elts) == len(value.elts) and \
+                not any(isinstance(e, ast.Starred) for e in (*t.elts, *value.elts)):
+            yield from (p for te, ve in zip(t.elts, value.elts, strict=True)
+                        for p in _unpacked([te], ve))
+        else:
+            yield t, value
 
 
 def _instance_attrs(node: ast.ClassDef, info: ClassInfo) -> None:
@@ -355,10 +371,10 @@ def _instance_attrs(node: ast.ClassDef, info: ClassInfo) -> None:
         me = stmt.args.args[0].arg
         for st in body:
             targets, value = assignment(st)
-            for t in targets:
+            for t, v in _unpacked(targets, value):
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
-                        t.value.id == me and value is not None:
-                    info.attrs[t.attr] = (value, st.lineno, st.col_offset)
+                        t.value.id == me:
+                    info.attrs[t.attr] = (v, st.lineno, st.col_offset)
 
 
 #: a resolved base: a linted class, or the qualified name of one that is not in the set

@@ -22,6 +22,7 @@ from attn_contracts.lint.values import Bound
 from attn_contracts.lint.values import ClassRef
 from attn_contracts.lint.values import DictV
 from attn_contracts.lint.values import Ext
+from attn_contracts.lint.values import Flag
 from attn_contracts.lint.values import Func
 from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import Lse
@@ -284,6 +285,20 @@ def literal_values(value: Value) -> list[bool | int | float | str | None] | None
     if not options or not all(isinstance(v, Lit) for v in options):
         return None
     return [cast(Lit, v).value for v in options]
+
+
+def flag_values(value: Value) -> list[object] | None:
+    """Every Python value ``value`` may be where each alternative is a literal or a backend's
+    base flag (a bool as its class declares it: either); None where one is neither."""
+    out: list[object] = []
+    for alt in alternatives(value):
+        if isinstance(alt, Lit):
+            out.append(alt.value)
+        elif isinstance(alt, Flag):
+            out += [True, False]
+        else:
+            return None
+    return out or None
 
 
 def truth(value: Value) -> bool | None:

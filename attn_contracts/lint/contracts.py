@@ -26,6 +26,7 @@ from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.record_index import Consumer
 from attn_contracts.lint.record_index import agreed_consumer
+from attn_contracts.lint.record_index import fitting_signature
 from attn_contracts.lint.values import Arg
 from attn_contracts.lint.values import Func
 from attn_contracts.lint.values import Inst
@@ -43,7 +44,7 @@ def run_contract(interp: Interpreter, path: str, qualname: str, node: FuncNode,
                  self_value: Inst | None) -> None:
     """Interpret ``qualname`` once per base its consumer record lets a caller select (nothing
     where no record describes it, or where its LSE parameter is not one of its own)."""
-    consumer = _described(interp, path, qualname, self_value)
+    consumer = _described(interp, path, qualname, node, self_value)
     if consumer is None:
         return
     params = params_of(node)
@@ -67,9 +68,10 @@ def run_contract(interp: Interpreter, path: str, qualname: str, node: FuncNode,
             [], kw, params.vararg is not None or params.kwarg is not None))
 
 
-def _described(interp: Interpreter, path: str, qualname: str,
+def _described(interp: Interpreter, path: str, qualname: str, node: FuncNode,
                self_value: Inst | None) -> Consumer | None:
-    """The consumer record(s) of the function, as one (what records of one name agree on)."""
+    """The consumer record(s) of the function that its signature fits, as one (what records of
+    one name agree on)."""
     last = qualname.rpartition(".")[2]
     knowledge = interp.knowledge(path)
     if last not in knowledge.consumers:
@@ -80,7 +82,9 @@ def _described(interp: Interpreter, path: str, qualname: str,
         owner = cls.name if cls is not None else None
     consumers, _ = knowledge.find(f"{interp.module_name(path)}.{qualname}", last, owner)
     found = [c for c in consumers if isinstance(c, Consumer) and c.record]
-    consumer, _ = agreed_consumer(found)
+    params = params_of(node)
+    consumer, _ = agreed_consumer(fitting_signature(found, params.names,
+                                                    params.kwarg is not None))
     return consumer
 
 

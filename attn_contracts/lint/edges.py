@@ -40,8 +40,10 @@ import ast
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from typing import cast
 
 from attn_contracts.findings import Code
 from attn_contracts.findings import Finding
@@ -385,10 +387,14 @@ def _fix(given: BaseGiven, base: str) -> str:
 
 def edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | None],
                   literal_sites: dict[Location, tuple[Consumer, str, Lit]] | None = None,
+                  families: Mapping[ClassKey, tuple[Declaration | None, ...]] | None = None,
                   ) -> Iterator[Finding]:
+    """The findings of the uses (an LSE reaching a consumer call) and of the literal bases no
+    LSE reaches; ``families``: what each class of a flag's owner's family declares, for a
+    flag read on an object that may be of any subclass."""
     seen: set[Location | None] = set()
     settled: set[Location | None] = set()  # literal sites an LSE reaches that need no finding
-    for f in _edge_findings(uses, declared, settled):
+    for f in _edge_findings(uses, declared, families or {}, settled):
         if f.code in (Code.AC003, Code.AC023):
             seen.add(f.location)
         yield f
@@ -406,6 +412,7 @@ def edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | No
 
 
 def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | None],
+                   families: Mapping[ClassKey, tuple[Declaration | None, ...]],
                    settled: set[Location | None]) -> Iterator[Finding]:
     unknown_reads: dict[str, list[tuple[Use, str]]] = {}
     for use in uses:
@@ -427,7 +434,7 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
             if way.kind == "fixed" and way.base is not None:
                 found.append(list(_fixed(use, way, declared, unknown_reads, settled)))
             elif way.kind == "flag" and way.flag is not None:
-                found.append(list(_flagged(use, way, declared)))
+                found.append(list(_flagged(use, way, declared, families)))
             elif way.kind == "unknown" and way.keyword:
                 found.append(list(_unread(use, way, declared)))
             else:
@@ -541,32 +548,50 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
 
 
 def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
+             families: Mapping[ClassKey, tuple[Declaration | None, ...]],
              ) -> Iterator[Finding]:
     """A combine told a backend's base flag (or ``not`` it: the other base) where the LSE it
-    combines has another base than that tells."""
+    combines has another base than that tells. Read on an object that may be of any subclass
+    (``self``, an annotated parameter), the flag may hold what each class of the family
+    declares: an error needs every one of them to contradict the LSE."""
     flag = g.flag
     if flag is None:
         return
     owner = flag.owner
-    exact = owner.cls if owner is not None and owner.exact else None
+    unread = False
     for s in sorted(use.lse.sources, key=source_order):
-        if not s.pinned or (s.impl is not None and not flag.negated):
-            continue  # a backend's own method's LSE: its declaration is judged on the class
-        key = s.impl if s.impl is not None else exact
-        d = declared.get(key) if key is not None else None
-        if d is None or d.base is None:
+        if not s.pinned:
             continue
-        told = {"e": "2", "2": "e"}.get(d.base) if flag.negated else d.base
-        if told is not None and told != s.base:
-            yield _flag_finding(use, g, flag, d, s, told)
+        own = declared.get(s.impl) if s.impl is not None else None
+        if own is not None and not flag.negated:
+            continue  # a backend's own method's LSE: its declaration is judged on the class
+        options: tuple[Declaration | None, ...] = (
+            (own,) if own is not None else () if owner is None else
+            (declared.get(owner.cls),) if owner.exact else families.get(owner.cls, ()))
+        told = [_told(d, flag) for d in options]
+        if options and all(t is not None and t != s.base for t in told):
+            d = next(d for d in options if d is not None)
+            yield _flag_finding(use, g, flag, d, s, cast(str, told[0]), len(options) - 1)
+        unread = unread or not options or None in told
+    if unread:
+        yield from _unread(use, g, declared)
+
+
+def _told(d: Declaration | None, flag: Flag) -> str | None:
+    """The base a flag tells read as ``d`` declares it (None: not read)."""
+    if d is None or d.base is None:
+        return None
+    return {"e": "2", "2": "e"}.get(d.base) if flag.negated else d.base
 
 
 def _flag_finding(use: Use, g: BaseGiven, flag: Flag, d: Declaration, s: Source,
-                  told: str) -> Finding:
+                  told: str, subclasses: int = 0) -> Finding:
     """A combine told ``told`` by a backend's flag (or its negation) for an LSE of another
-    base."""
+    base (``subclasses``: as many more classes of the family tell it the same)."""
     reads = (f"reads the other base than {d.cls.name}'s declared base {d.base}"
              if flag.negated else f"reads {d.cls.name}'s declared base {d.base}")
+    if subclasses:
+        reads += f" (as each of its {subclasses} subclass(es) declares it)"
     return Finding(
         Code.AC023, use.consumer.last,
         f"{use.consumer.last}({g.keyword}={'not ' if flag.negated else ''}...{flag.attr}) "

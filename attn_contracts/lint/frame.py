@@ -30,6 +30,7 @@ from attn_contracts.lint.containers import class_key
 from attn_contracts.lint.containers import dict_key
 from attn_contracts.lint.containers import dict_popped
 from attn_contracts.lint.containers import dict_setdefault
+from attn_contracts.lint.containers import flag_values
 from attn_contracts.lint.containers import iterate
 from attn_contracts.lint.containers import iteration
 from attn_contracts.lint.containers import literal_keys
@@ -212,6 +213,10 @@ class Frame(RecordCalls):
                 self.in_place(root, after if whole else join([before, after]))
             return scaled
 
+        if name == "copy_" and len(node.args) == 1 and not node.keywords:
+            copied = self.copy_into(func.value, node.args[0])
+            if copied is not NOT_SPECIAL:
+                return copied
         if name in EXPONENTIALS:
             weighed = self.exponential(func, node, where)
             if weighed is not NOT_SPECIAL:
@@ -225,6 +230,20 @@ class Frame(RecordCalls):
         if (gather := lse_ops.collective(name)) is not None:
             return self.collective(gather, node)
         return NOT_SPECIAL
+
+    def copy_into(self, dst: ast.expr, src: ast.expr) -> Value | object:
+        """``buf.copy_(lse)``, ``buf[:n].copy_(lse)``: the tensor ``buf`` holds the LSE now
+        (wholly, or in the part a slice names: either), and the call hands ``buf`` back;
+        :data:`NOT_SPECIAL` where what is copied is no LSE."""
+        copied = self.expr(src)
+        if lse_of(copied) is None:
+            return NOT_SPECIAL
+        root, whole = _viewed(dst)
+        if root is None:
+            return copied
+        before = self.expr(root)
+        self.in_place(root, copied if whole else join([before, copied]))
+        return self.expr(dst)
 
     def collective(self, c: lse_ops.Collective, node: ast.Call) -> Value | object:
         """``group.all_gather(lse, dim=0)``, ``dist.all_to_all_single(out, lse)``: the LSE every
@@ -251,17 +270,6 @@ class Frame(RecordCalls):
         if dotted_name(target) is not None:
             self.in_place(target, gathered)
         return None
-
-    def in_place(self, target: ast.expr, value: Value) -> None:
-        """The tensor ``target`` names now holds ``value``, changed in place: no rebinding (a
-        parameter changed so is its caller's argument, changed)."""
-        name = target.id if isinstance(target, ast.Name) else None
-        rebound = name in self.rebound
-        self.assign(target, value)
-        if name is not None:
-            self.inplace_names.add(name)
-            if not rebound:
-                self.rebound.discard(name)
 
     def changed_args(self, func: Func, changed: tuple[tuple[str, Value], ...], call: CallArgs,
                      method: bool, sure: bool = True) -> None:
@@ -395,6 +403,14 @@ class Frame(RecordCalls):
                 and name in ("isinstance", "issubclass") and not node.keywords):
             return NOT_SPECIAL
         obj, spec = self.expr(node.args[0]), self.expr(node.args[1])
+        types = self._builtin_types(node.args[1]) if name == "isinstance" else None
+        if types is not None:
+            return self._is_instance_of_builtin(obj, types, node)
+        return self._is_instance_of_classes(obj, spec, name, node)
+
+    def _is_instance_of_classes(self, obj: Value, spec: Value, name: str,
+                                node: ast.Call) -> Value:
+        """``isinstance``/``issubclass`` against classes of the program."""
         targets = [t for alt in alternatives(spec)
                    for t in (alt.items if isinstance(alt, Tup) else (alt,))]
         infos = [self.i.class_info(t.cls) if isinstance(t, ClassRef) and t.exact else None
@@ -406,6 +422,42 @@ class Frame(RecordCalls):
         if len(verdicts) != 1 or None in verdicts:
             return None
         return Lit(verdicts.pop(), place(self.path, node), f" (the value of {source_text(node)})")
+
+    def _builtin_types(self, spec: ast.expr) -> tuple[type, ...] | None:
+        """``int``, ``(int, float)``, ``type(None)``: the builtin scalar types a class spec
+        names (names the program does not bind); None where it names anything else."""
+        items = spec.elts if isinstance(spec, ast.Tuple) else [spec]
+        out: list[type] = []
+        for item in items:
+            if isinstance(item, ast.Tuple):
+                inner = self._builtin_types(item)
+                if inner is None:
+                    return None
+                out += inner
+            elif isinstance(item, ast.Name) and item.id in _SCALAR_TYPES and \
+                    self.expr(item) is None:
+                out.append(_SCALAR_TYPES[item.id])
+            elif isinstance(item, ast.Call) and isinstance(item.func, ast.Name) and \
+                    item.func.id == "type" and len(item.args) == 1 and not item.keywords and \
+                    isinstance(item.args[0], ast.Constant) and item.args[0].value is None and \
+                    self.expr(item.func) is None:
+                out.append(type(None))
+            else:
+                return None
+        return tuple(out)
+
+    def _is_instance_of_builtin(self, obj: Value, types: tuple[type, ...],
+                                node: ast.Call) -> Value:
+        """``isinstance(x, (int, float))`` of a value the flow knows exactly (a backend's base
+        flag: a bool): Python's own answer (``bool`` is an ``int``); not known where one value
+        it may be is not known."""
+        values = flag_values(obj)
+        if values is None or not all(isinstance(v, _SCALARS) for v in values):
+            return None
+        verdicts = {isinstance(v, types) for v in values}
+        where = place(self.path, node)
+        how = f" (the value of {source_text(node)})"
+        return join([Lit(v, where, how) for v in sorted(verdicts)])
 
     def _is_instance(self, obj: Value, name: str, targets: list[ClassInfo]) -> bool | None:
         """One object (``isinstance``) or class (``issubclass``) against the targets."""
@@ -824,8 +876,10 @@ class Frame(RecordCalls):
             if call.opaque:
                 args.append((OPAQUE_ARGS, None))
             return Inst(ref.cls, exact=ref.exact, ctor=(where, tuple(args)))
-        interesting = any(v is not None and not isinstance(v, (Inst, ExtInst))
-                          for _, v in args)
+        # an object built of what the flow holds (a literal, an LSE, an object built of them:
+        # a config object's options) keeps it; one built of bare objects only is its class
+        interesting = any(v is not None and not isinstance(v, ExtInst) and
+                          not (isinstance(v, Inst) and v.ctor is None) for _, v in args)
         ctor = (where, tuple(args)) if interesting and not call.opaque else None
         if ctor is not None and self.module_level:
             ctor = None  # module-level singletons: their attributes from the class
@@ -855,6 +909,11 @@ def _plain(node: ast.expr) -> bool:
 
 #: the copies :meth:`Frame.identity` reads as the value copied
 _COPIES = frozenset({"copy.copy", "copy.deepcopy"})
+#: the builtin types ``isinstance`` is answered for on constants
+_SCALAR_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str,
+                                  "bytes": bytes, "complex": complex}
+_SCALARS = (bool, int, float, str, bytes, complex, type(None))
+
 #: the builtins :meth:`Frame.builtin` reads
 _BUILTIN_CALLS = BUILTINS | ITERATION
 #: the methods of a dict :meth:`Frame.dict_method_form` reads

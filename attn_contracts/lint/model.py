@@ -241,7 +241,8 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     out += class_findings(h, backend_classes, kernels, returns_attrs=returns_attrs,
                           base_attrs=base_attrs, tree_declares_bases=tree_declares,
                           evaluate=_evaluator(interp))
-    out += edge_findings(interp.uses.values(), declared, interp.literal_sites)
+    out += edge_findings(interp.uses.values(), declared, interp.literal_sites,
+                         _families(interp, program, returns_attrs, base_attrs))
     out += fact_findings(facts)
     out += _defaulted_definitions(program, knowledge, reported)
     kept = [f for f in out if f.location is not None and f.location.path in reported]
@@ -323,6 +324,30 @@ def _declared(interp: Interpreter, program: Program, returns_attrs: tuple[str, .
                     h, owner, base_attrs, evaluate=evaluate)
                     if flag.owner.exact else None)
     return declared
+
+
+def _families(interp: Interpreter, program: Program, returns_attrs: tuple[str, ...],
+              base_attrs: tuple[str, ...]) -> dict[ClassKey, tuple[Declaration | None, ...]]:
+    """For each flag read on an object that may be of any subclass (``self``, an annotated
+    parameter): what the class and each class of the program below it declares, as an
+    instance of it reads the attribute (a family of more classes than the program bounds:
+    none, which is not read)."""
+    h = program.hierarchy
+    evaluate = _evaluator(interp)
+    families: dict[ClassKey, tuple[Declaration | None, ...]] = {}
+    for use in interp.uses.values():
+        ways = use.given.options if use.given.kind == "choice" else (use.given,)
+        for flag in (w.flag for w in ways):
+            if flag is None or flag.owner is None or flag.owner.exact or \
+                    flag.owner.cls in families:
+                continue
+            owner = program.cls(flag.owner.cls)
+            family = [] if owner is None else program.subclasses(owner)
+            families[flag.owner.cls] = tuple(
+                declaration(h, c, returns_attrs, base_attrs, own=False, evaluate=evaluate) or
+                attribute_declaration(h, c, base_attrs, evaluate=evaluate)
+                for c in family if len(family) > 1 or family[0] is owner)
+    return families
 
 
 #: rounds of "what the flow found carrying an LSE is a new place to start from"

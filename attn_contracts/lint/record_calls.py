@@ -15,6 +15,7 @@ from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Location
 from attn_contracts.lint.calls import CallArgs
+from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.calls import place
 from attn_contracts.lint.calls import source_text
 from attn_contracts.lint.classes import dotted_name
@@ -29,6 +30,7 @@ from attn_contracts.lint.inferred import kernel_of
 from attn_contracts.lint.record_index import Consumer
 from attn_contracts.lint.record_index import Producer
 from attn_contracts.lint.record_index import agreed_consumer
+from attn_contracts.lint.record_index import fitting_signature
 from attn_contracts.lint.record_index import narrow_producers
 from attn_contracts.lint.scope import Scope
 from attn_contracts.lint.torch_model import short_line
@@ -94,7 +96,20 @@ class RecordCalls(Scope):
                     break
         if not consumers and not producers:
             return None
-        return Rec(qual or name, tuple(consumers), tuple(producers))
+        return Rec(qual or name, tuple(self._fitting(callee, consumers)), tuple(producers))
+
+    def _fitting(self, callee: Value, consumers: list[Consumer]) -> list[Consumer]:
+        """The consumer records the callee's definition in the linted files fits (records of
+        a release before its base keyword, or after, describe another tree)."""
+        func = callee.func if isinstance(callee, Bound) else callee
+        if not isinstance(func, Func) or len(consumers) < 2:
+            return consumers
+        node = func.node if func.node is not None else self.i.p.function(func.path,
+                                                                          func.qualname)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return consumers
+        params = params_of(node)
+        return fitting_signature(consumers, params.names, params.kwarg is not None)
 
     def fallback_producer(self, attr: str, call: CallArgs) -> Rec | None:
         """``wrapper.run(..., return_lse=True)`` on a receiver of unknown type: a producer whose

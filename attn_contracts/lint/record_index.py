@@ -41,7 +41,8 @@ from attn_contracts.versions import effective_range
 from attn_contracts.versions import in_range
 
 __all__ = ["Consumer", "Knowledge", "Producer", "agreed_consumer", "call_literals",
-           "disagreement", "is_record_document", "narrow_producers", "read_record_document"]
+           "disagreement", "fitting_signature", "is_record_document", "narrow_producers",
+           "read_record_document"]
 
 RECORD_KEYS = RECORD_TABLES
 
@@ -194,6 +195,23 @@ def agreed_consumer(found: list[Consumer]) -> tuple[Consumer | None, bool]:
     return replace(found[0], record="", agreed=tuple(records.values()),
                    keywords=tuple(sorted({k for c in found for k in c.keywords})),
                    returns_base=returned.pop() if len(returned) == 1 else None), True
+
+
+def fitting_signature(found: list[Consumer], params: Iterable[str], open_kwargs: bool,
+                      ) -> list[Consumer]:
+    """Of the records of one function (releases apart: the tree's own is not known), those its
+    definition in the linted files fits: where it takes a base keyword a record names, the
+    records of that keyword, not one of a fixed base (a release before the keyword came); a
+    record of a keyword it does not take (and no ``**kwargs``) describes another release.
+    All of them where none fits, or only one was found."""
+    if len(found) < 2:
+        return found
+    names = set(params)
+    takes = any(isinstance(c.base, KeywordBase) and c.base.keyword in names for c in found)
+    fits = [c for c in found if isinstance(c.base, KeywordBase) and
+            (c.base.keyword in names or open_kwargs)] if takes else \
+        [c for c in found if not isinstance(c.base, KeywordBase) or open_kwargs]
+    return fits or found
 
 
 def narrow_producers(found: Iterable[Producer], given: Mapping[str, str], opaque: bool,

@@ -33,6 +33,7 @@ from attn_contracts.lint.containers import dict_key
 from attn_contracts.lint.containers import dict_stored
 from attn_contracts.lint.containers import element
 from attn_contracts.lint.containers import entries
+from attn_contracts.lint.containers import flag_values
 from attn_contracts.lint.containers import index_of
 from attn_contracts.lint.containers import iterate
 from attn_contracts.lint.containers import literal_keys
@@ -59,6 +60,7 @@ from attn_contracts.lint.values import Bound
 from attn_contracts.lint.values import ClassKey
 from attn_contracts.lint.values import ClassRef
 from attn_contracts.lint.values import DictV
+from attn_contracts.lint.values import ExtInst
 from attn_contracts.lint.values import Flag
 from attn_contracts.lint.values import Func
 from attn_contracts.lint.values import Inst
@@ -110,6 +112,29 @@ def _may_be_none(value: Value) -> bool:
     unknown); a tensor, an object, a function or a container is not."""
     return value is None or isinstance(value, Param) or (
         isinstance(value, Lit) and value.value is None)
+
+
+def _none_identity(left: Value, op: ast.cmpop, right: Value) -> bool | None:
+    """``x is None`` / ``x is not None`` where every value ``x`` may hold answers it one way:
+    ``None`` itself, or what is never ``None`` (an object built here, a tensor, a function, a
+    container, a constant); None where one of them may be either (not known, a parameter, an
+    object an annotation types)."""
+    if not isinstance(op, (ast.Is, ast.IsNot)):
+        return None
+    if isinstance(right, Lit) and right.value is None:
+        other = left
+    elif isinstance(left, Lit) and left.value is None:
+        other = right
+    else:
+        return None
+    options = list(alternatives(other))
+    if not options or any(o is None or isinstance(o, (Param, Flag, ExtInst)) or (
+            isinstance(o, Inst) and not o.exact) for o in options):
+        return None  # not known, or typed by an annotation (``X | None`` reads as an X)
+    nones = {isinstance(o, Lit) and o.value is None for o in options}
+    if len(nones) != 1:
+        return None
+    return nones.pop() == isinstance(op, ast.Is)
 
 
 #: the unary operators of numbers, as Python applies them
@@ -558,6 +583,17 @@ class Scope:
             else:
                 self.assign(t, element(value, i))
 
+    def in_place(self, target: ast.expr, value: Value) -> None:
+        """The tensor ``target`` names now holds ``value``, changed in place: no rebinding (a
+        parameter changed so is its caller's argument, changed)."""
+        name = target.id if isinstance(target, ast.Name) else None
+        rebound = name in self.rebound
+        self.assign(target, value)
+        if name is not None:
+            self.inplace_names.add(name)
+            if not rebound:
+                self.rebound.discard(name)
+
     def store_item(self, target: ast.Subscript, value: Value, source: ast.expr | None) -> None:
         """``d["k"] = value`` into a dict the flow holds (a computed key: no dict it can read
         any more); ``lse[mask] = other``: an LSE of both origins."""
@@ -577,8 +613,10 @@ class Scope:
             self.env[dotted] = join([dict_stored(alt, cast(list[str], keys), stored)
                                      if isinstance(alt, DictV) else alt
                                      for alt in alternatives(current)])
-        elif isinstance(current, Lse) and isinstance(value, Lse):
-            self.env[dotted] = join([current, value])  # lse[mask] = other: both origins
+        elif lse_of(value) is not None and not isinstance(current, (Tup, Seq)):
+            # ``lse[mask] = other``, ``buf[:, 0] = lse``: a tensor changed in part holds both
+            # what it held and what was stored (a parameter's is its caller's argument's)
+            self.in_place(target.value, join([current, value]))
 
     def needed(self, node: ast.expr) -> Value:
         """An expression whose value may be a base: its calls are read for their values."""
@@ -734,6 +772,9 @@ class Scope:
     def compare(self, node: ast.Compare, left: Value, op: ast.cmpop, right: Value,
                 shown: ast.expr) -> Value:
         """One link ``left OP right`` of a comparison (``shown``: the right operand's node)."""
+        identity = _none_identity(left, op, right)
+        if identity is not None:
+            return Lit(identity, place(self.path, node), f" (the value of {source_text(node)})")
         members = _member_compare(left, op, right)
         if members is not None:
             return Lit(members, place(self.path, node), f" (the value of {source_text(node)})")
@@ -741,7 +782,10 @@ class Scope:
             exact = _exact_membership(left, right, isinstance(op, ast.In))
             if exact is not None:
                 return Lit(exact, place(self.path, node), f" (the value of {source_text(node)})")
-        lefts = literal_values(left)
+        lefts: Sequence[object] | None = literal_values(left)
+        if lefts is None and isinstance(op, (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt,
+                                             ast.GtE)):
+            lefts = flag_values(left)  # ``is_lse_base_on_e != 2``: a declared flag is a bool
         if lefts is None:
             return None
         texts = literal_values(right)
@@ -830,100 +874,131 @@ class Scope:
             self.env = saved
 
     def dict_comprehension(self, node: ast.DictComp) -> Value | object:
-        """``{k: v for k, v in d.items() if ...}`` over a dict the flow holds whole (a
-        ``**kwargs``, a literal): run once per entry, as Python does, so an entry the condition
-        drops is absent from the result (the callee then gets its default), one it keeps is
-        there, and one it may keep is there on some paths only."""
-        if len(node.generators) != 1 or node.generators[0].is_async:
-            return NOT_SPECIAL
-        gen = node.generators[0]
-        source, pairs = self._comprehended(gen.iter)
-        if source is None:
-            return NOT_SPECIAL
-        saved = dict(self.env)
-        items: list[tuple[str, Arg]] = []
-        maybe = set()
-        try:
-            for key, arg in source.items:
-                self.env = dict(saved)
-                k_lit = Lit(key, arg.where)
-                self.assign(gen.target, Tup((k_lit, arg.value)) if pairs else k_lit)
-                tests = [self.expr(cond) for cond in gen.ifs]
-                verdicts = [literal_values(t) for t in tests]
-                if any(v is not None and not any(v) for v in verdicts):
-                    continue  # the condition drops it on every path
-                new_key = self.expr(node.key)
-                if not (isinstance(new_key, Lit) and isinstance(new_key.value, str)):
-                    return None  # keyed by what it cannot read: the dict is not known
-                items.append((new_key.value, Arg(self.expr(node.value), arg.where)))
-                if key in source.maybe or any(v is None or not all(v) for v in verdicts):
-                    maybe.add(new_key.value)
-        finally:
-            self.env = saved
-        return DictV(tuple(items), frozenset(maybe))
+        """``{k: v for k, v in d.items() if ...}`` over what the flow holds whole (a
+        ``**kwargs``, a literal, a tuple of pairs, nested ``for``s): run once per element, as
+        Python does, so an entry the condition drops is absent from the result (the callee
+        then gets its default), one it keeps is there, one it may keep is there on some paths
+        only, and a key made twice holds the later value."""
+        items: dict[str, Arg] = {}
+        maybe: set[str] = set()
+        unread = False
+
+        def entry(decided: bool, where: Location) -> None:
+            nonlocal unread
+            new_key = self.expr(node.key)
+            if not (isinstance(new_key, Lit) and isinstance(new_key.value, str)):
+                unread = True  # keyed by what it cannot read: the dict is not known
+                return
+            key, value = new_key.value, self.expr(node.value)
+            if decided or key not in items:
+                items.pop(key, None)  # a later entry replaces it (and takes the last place)
+                items[key] = Arg(value, where)
+                if decided:
+                    maybe.discard(key)
+                else:
+                    maybe.add(key)
+            else:  # kept on some paths only: the earlier value on the others
+                items[key] = Arg(join([items[key].value, value]), where)
+
+        if not self._each_run(node.generators, entry) or unread:
+            return None if unread else NOT_SPECIAL
+        return DictV(tuple(items.items()), frozenset(maybe))
 
     def seq_comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp
                           ) -> Value | object:
         """``[f(x) for x in t if c(x)]`` over a tuple, a set literal, an Enum or a dict the
-        flow holds whole: run once per element, as Python does, so an element the condition
-        drops is not in the result and one it keeps is; where every condition is decided the
-        result is known exactly (a list's positions too), else it holds any of the kept
-        elements."""
-        if len(node.generators) != 1 or node.generators[0].is_async:
-            return NOT_SPECIAL
-        gen = node.generators[0]
-        found = self._elements(gen.iter)
-        if found is None:
-            return NOT_SPECIAL
-        elements, ordered, exact = found
-        saved = dict(self.env)
+        flow holds whole (nested ``for``s too): run once per element, as Python does, so an
+        element the condition drops is not in the result and one it keeps is; where every
+        condition is decided the result is known exactly (a list's positions too), else it
+        holds any of the kept elements."""
         kept: list[Value] = []
-        try:
-            for element in elements:
-                self.env = dict(saved)
-                self.assign(gen.target, element)
-                verdicts = [truth(self.expr(cond)) for cond in gen.ifs]
-                if False in verdicts:
-                    continue  # the condition drops it
-                exact = exact and None not in verdicts
-                kept.append(self.expr(node.elt))
-        finally:
-            self.env = saved
-        if isinstance(node, ast.SetComp) or not ordered or not exact:
+        exact = True
+
+        def element(decided: bool, _: Location) -> None:
+            nonlocal exact
+            exact = exact and decided
+            kept.append(self.expr(node.elt))
+
+        ordered = self._each_run(node.generators, element, ordered=True)
+        if ordered is False:
+            return NOT_SPECIAL
+        if isinstance(node, ast.SetComp) or ordered is None or not exact:
             complete = exact and isinstance(node, ast.SetComp) and all(
                 isinstance(k, Lit) for k in kept)
             return Seq(join(kept), complete=complete) if kept else Seq(None, complete=exact)
         return Tup(tuple(kept))
 
-    def _elements(self, it: ast.expr) -> tuple[list[Value], bool, bool] | None:
+    def _each_run(self, gens: list[ast.comprehension], body: Callable[[bool, Location], None],
+                  *, ordered: bool = False) -> bool | None:
+        """Run ``body`` once per element the ``for``s of a comprehension bind, in their order
+        and scope (the names do not leak out), where each iterable is held whole; ``body`` is
+        told whether every condition on the way was decided. False where a ``for`` runs over
+        what the flow does not hold whole (or past :data:`_COMPREHENDED` runs in all); with
+        ``ordered``, None where the runs' order is not known."""
+        if any(g.is_async for g in gens):
+            return False
+        saved = dict(self.env)
+        runs = 0
+        in_order = True
+
+        def run(i: int, decided: bool) -> bool:
+            nonlocal runs, in_order
+            if i == len(gens):
+                runs += 1
+                if runs > _COMPREHENDED:
+                    return False
+                body(decided, place(self.path, gens[-1].iter))
+                return True
+            gen = gens[i]
+            found = self._elements(gen.iter)
+            if found is None:
+                return False
+            elements, known_order = found
+            in_order = in_order and known_order
+            scope = dict(self.env)
+            for item, whole in elements:
+                self.env = dict(scope)
+                self.assign(gen.target, item)
+                verdicts = [truth(self.expr(cond)) for cond in gen.ifs]
+                if False in verdicts:
+                    continue  # the condition drops it
+                if not run(i + 1, decided and whole and None not in verdicts):
+                    return False
+            return True
+
+        try:
+            done = run(0, True)
+        finally:
+            self.env = saved
+        if not done:
+            return False
+        return None if ordered and not in_order else True
+
+    def _elements(self, it: ast.expr) -> tuple[list[tuple[Value, bool]], bool] | None:
         """What a comprehension's ``for`` runs over, element by element, where the flow holds
-        it whole: the elements, whether their order is known, and whether they are all there
-        is (a dict with a key some path lacks: not); None where it is none of these (or
-        longer than :data:`_COMPREHENDED`)."""
+        it whole: each element with whether every path has it (a dict's key some path lacks:
+        not), and whether their order is known; None where it is none of these (or longer than
+        :data:`_COMPREHENDED`)."""
         pairs = isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
             it.func.attr == "items" and not it.args and not it.keywords
         read = self.expr(it.func.value if pairs and isinstance(it, ast.Call) and
                          isinstance(it.func, ast.Attribute) else it)
-        found: tuple[list[Value], bool, bool] | None = None
+        found: tuple[list[tuple[Value, bool]], bool] | None = None
         if isinstance(read, DictV):
-            found = ([Tup((Lit(k, a.where), a.value)) if pairs else Lit(k, a.where)
-                      for k, a in read.items], True, not read.maybe)
+            found = ([(Tup((Lit(k, a.where), a.value)) if pairs else Lit(k, a.where),
+                       k not in read.maybe) for k, a in read.items], True)
         elif not pairs:
-            iterable = self.i.enum_members(read)
-            if isinstance(iterable, Tup) and not iterable.partial_items:
-                found = (list(iterable.items), True, True)
-            elif isinstance(iterable, Seq) and iterable.complete and iterable.item is not None:
-                found = (list(alternatives(iterable.item)), False, True)
+            found = self._sequence_elements(read)
         return found if found is not None and len(found[0]) <= _COMPREHENDED else None
 
-    def _comprehended(self, it: ast.expr) -> tuple[DictV | None, bool]:
-        """The dict a comprehension runs over (``d`` or ``d.items()``: the second is True), where
-        the flow holds it whole."""
-        items = isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
-            it.func.attr == "items" and not it.args and not it.keywords
-        source = self.expr(it.func.value if items and isinstance(it, ast.Call)
-                           and isinstance(it.func, ast.Attribute) else it)
-        return (source if isinstance(source, DictV) else None), items
+    def _sequence_elements(self, read: Value) -> tuple[list[tuple[Value, bool]], bool] | None:
+        """A tuple's items (in order), a complete set's or an Enum's members (in no order)."""
+        iterable = self.i.enum_members(read)
+        if isinstance(iterable, Tup) and not iterable.partial_items:
+            return [(v, True) for v in iterable.items], True
+        if isinstance(iterable, Seq) and iterable.complete and iterable.item is not None:
+            return [(v, True) for v in alternatives(iterable.item)], False
+        return None
 
     @_on(_EXPR, ast.Yield, ast.YieldFrom)
     def e_yield(self, node: ast.Yield | ast.YieldFrom) -> Value:
