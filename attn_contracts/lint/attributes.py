@@ -390,7 +390,7 @@ class Resolver(ModuleResolver):
         func = callee.func if isinstance(callee, Bound) else callee
         if not isinstance(func, Func) or not call.pos:
             return call
-        node = func.node if func.node is not None else self.p.function(func.path, func.qualname)
+        node = self.p.definition(func)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return call
         params = params_of(node)

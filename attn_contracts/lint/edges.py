@@ -570,8 +570,8 @@ def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None
             (declared.get(owner.cls),) if owner.exact else families.get(owner.cls, ()))
         told = [_told(d, flag) for d in options]
         if options and all(t is not None and t != s.base for t in told):
-            d = next(d for d in options if d is not None)
-            yield _flag_finding(use, g, flag, d, s, cast(str, told[0]), len(options) - 1)
+            yield _flag_finding(use, g, flag, cast(Declaration, options[0]), s,
+                                cast(str, told[0]), len(options) - 1)
         unread = unread or not options or None in told
     if unread:
         yield from _unread(use, g, declared)

@@ -30,8 +30,9 @@ from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import join
 
-__all__ = ["BUILTINS", "METHOD_NAMES", "UNKNOWN", "abstract", "concrete", "concrete_options", "fold_binop",
-           "fold_builtin", "fold_format", "fold_method", "safe_format"]
+__all__ = ["BUILTINS", "METHOD_NAMES", "SCALARS", "UNKNOWN", "abstract", "concrete",
+           "concrete_options", "fold_binop", "fold_builtin", "fold_format", "fold_method",
+           "safe_format"]
 
 
 class _Unknown:
@@ -58,13 +59,14 @@ _SET_OPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.BitXor: operator.xor}
 #: the largest container folded (a larger one is not read)
 _MAX = 4096
-_SCALARS = (bool, int, float, str, type(None))
+#: the constants a literal holds (what the source can write)
+SCALARS = (bool, int, float, str, type(None))
 
 
 def concrete(value: Value) -> Any:
     """The one Python value ``value`` is, where it is known exactly; else :data:`UNKNOWN`."""
     if isinstance(value, Lit):
-        return value.value if isinstance(value.value, _SCALARS) else UNKNOWN
+        return value.value if isinstance(value.value, SCALARS) else UNKNOWN
     if isinstance(value, Tup) and not value.partial_items and len(value.items) <= _MAX:
         items = tuple(concrete(v) for v in value.items)
         return UNKNOWN if any(i is UNKNOWN for i in items) else items
@@ -72,7 +74,7 @@ def concrete(value: Value) -> Any:
         if value.item is None:
             return frozenset()
         options = list(alternatives(value.item))
-        if len(options) <= _MAX and all(isinstance(o, Lit) and isinstance(o.value, _SCALARS)
+        if len(options) <= _MAX and all(isinstance(o, Lit) and isinstance(o.value, SCALARS)
                                          for o in options):
             return frozenset(o.value for o in options if isinstance(o, Lit))
     return UNKNOWN
@@ -87,12 +89,12 @@ def concrete_options(value: Value) -> list[Any] | None:
 
 def abstract(obj: Any, where: Location) -> Value:
     """A folded result as a value (None where it is no constant the interpreter keeps)."""
-    if isinstance(obj, _SCALARS):
+    if isinstance(obj, SCALARS):
         return Lit(obj, where) if not isinstance(obj, str) or len(obj) <= _MAX else None
     if isinstance(obj, (tuple, list)) and len(obj) <= _MAX:
         return Tup(tuple(abstract(o, where) for o in obj))
     if isinstance(obj, (set, frozenset)) and len(obj) <= _MAX and \
-            all(isinstance(o, _SCALARS) for o in obj):
+            all(isinstance(o, SCALARS) for o in obj):
         if not obj:
             return Seq(None, complete=True)  # the empty set: no element, and that is all
         ordered = sorted(obj, key=lambda o: (type(o).__name__, repr(o)))  # any hash seed
@@ -138,8 +140,8 @@ def fold_binop(left: Value, op: ast.operator, right: Value, where: Location) -> 
     if isinstance(a, frozenset) and isinstance(b, frozenset) and type(op) in _SET_OPS:
         return _call(_SET_OPS[type(op)], [a, b], where)
     fn = _SCALAR_OPS.get(type(op))
-    if fn is None or not isinstance(a, _SCALARS) or not (
-            isinstance(b, _SCALARS) or (isinstance(op, ast.Mod) and isinstance(b, tuple))):
+    if fn is None or not isinstance(a, SCALARS) or not (
+            isinstance(b, SCALARS) or (isinstance(op, ast.Mod) and isinstance(b, tuple))):
         return UNKNOWN
     if not _bounded(a, op, b):
         return UNKNOWN  # a result too large to build: not read
@@ -190,7 +192,7 @@ def fold_format(value: Value, conversion: int, spec: str | None, where: Location
     """One ``{value!c:spec}`` of an f-string, where the value is one known scalar: the text
     Python formats it to; else :data:`UNKNOWN`."""
     v = concrete(value)
-    if not isinstance(v, _SCALARS) or (spec is not None and not safe_format(spec)):
+    if not isinstance(v, SCALARS) or (spec is not None and not safe_format(spec)):
         return UNKNOWN
     convert = _CONVERSIONS.get(conversion)
     if convert is None:

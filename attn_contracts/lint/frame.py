@@ -39,6 +39,7 @@ from attn_contracts.lint.containers import merged
 from attn_contracts.lint.containers import table_entry
 from attn_contracts.lint.folding import BUILTINS
 from attn_contracts.lint.folding import METHOD_NAMES
+from attn_contracts.lint.folding import SCALARS
 from attn_contracts.lint.folding import UNKNOWN
 from attn_contracts.lint.folding import fold_builtin
 from attn_contracts.lint.folding import fold_method
@@ -277,7 +278,7 @@ class Frame(RecordCalls):
         arguments name (wholly: what the parameter holds at the callee's end; a view or slice
         of them: either) hold that now; ``sure``: not only on some of the callees a call
         dispatches to."""
-        node = func.node if func.node is not None else self.i.p.function(func.path, func.qualname)
+        node = self.i.p.definition(func)
         if not changed or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return
         params = params_of(node)
@@ -452,7 +453,7 @@ class Frame(RecordCalls):
         flag: a bool): Python's own answer (``bool`` is an ``int``); not known where one value
         it may be is not known."""
         values = flag_values(obj)
-        if values is None or not all(isinstance(v, _SCALARS) for v in values):
+        if values is None or not all(isinstance(v, SCALARS) for v in values):
             return None
         verdicts = {isinstance(v, types) for v in values}
         where = place(self.path, node)
@@ -912,7 +913,6 @@ _COPIES = frozenset({"copy.copy", "copy.deepcopy"})
 #: the builtin types ``isinstance`` is answered for on constants
 _SCALAR_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str,
                                   "bytes": bytes, "complex": complex}
-_SCALARS = (bool, int, float, str, bytes, complex, type(None))
 
 #: the builtins :meth:`Frame.builtin` reads
 _BUILTIN_CALLS = BUILTINS | ITERATION

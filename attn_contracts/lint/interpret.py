@@ -219,7 +219,7 @@ class Interpreter(Resolver):
 
     def _analyse(self, func: Func, self_value: Inst | None, call: CallArgs | None, *,
                  generic: bool = False) -> Summary:
-        node = func.node if func.node is not None else self.p.function(func.path, func.qualname)
+        node = self.p.definition(func)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             return Summary()
         params = params_of(node)

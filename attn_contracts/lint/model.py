@@ -43,6 +43,7 @@ from attn_contracts.lint.program import Program
 from attn_contracts.lint.record_index import Consumer
 from attn_contracts.lint.record_index import Knowledge
 from attn_contracts.lint.values import ClassKey
+from attn_contracts.lint.values import Flag
 from attn_contracts.lint.values import Inst
 from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import Value
@@ -314,9 +315,8 @@ def _declared(interp: Interpreter, program: Program, returns_attrs: tuple[str, .
                 impl = program.cls(s.impl)
                 declared[s.impl] = None if impl is None else declaration(
                     h, impl, returns_attrs, base_attrs, own=False)
-        ways = use.given.options if use.given.kind == "choice" else (use.given,)
-        for flag in (w.flag for w in ways):
-            if flag is None or flag.owner is None or flag.owner.cls in declared:
+        for flag in _flags(use):
+            if flag.owner is None or flag.owner.cls in declared:
                 continue
             owner = program.cls(flag.owner.cls)
             declared[flag.owner.cls] = None if owner is None else declaration(
@@ -330,24 +330,28 @@ def _families(interp: Interpreter, program: Program, returns_attrs: tuple[str, .
               base_attrs: tuple[str, ...]) -> dict[ClassKey, tuple[Declaration | None, ...]]:
     """For each flag read on an object that may be of any subclass (``self``, an annotated
     parameter): what the class and each class of the program below it declares, as an
-    instance of it reads the attribute (a family of more classes than the program bounds:
-    none, which is not read)."""
+    instance of it reads the attribute (:meth:`Program.subclasses`: past its bound, the class
+    alone)."""
     h = program.hierarchy
     evaluate = _evaluator(interp)
     families: dict[ClassKey, tuple[Declaration | None, ...]] = {}
     for use in interp.uses.values():
-        ways = use.given.options if use.given.kind == "choice" else (use.given,)
-        for flag in (w.flag for w in ways):
-            if flag is None or flag.owner is None or flag.owner.exact or \
-                    flag.owner.cls in families:
+        for flag in _flags(use):
+            if flag.owner is None or flag.owner.exact or flag.owner.cls in families:
                 continue
             owner = program.cls(flag.owner.cls)
-            family = [] if owner is None else program.subclasses(owner)
             families[flag.owner.cls] = tuple(
                 declaration(h, c, returns_attrs, base_attrs, own=False, evaluate=evaluate) or
                 attribute_declaration(h, c, base_attrs, evaluate=evaluate)
-                for c in family if len(family) > 1 or family[0] is owner)
+                for c in ([] if owner is None else program.subclasses(owner)))
     return families
+
+
+def _flags(use: Use) -> Iterator[Flag]:
+    """The backend flags a use's combine is told its base by (one, or one per way a choice
+    may go)."""
+    ways = use.given.options if use.given.kind == "choice" else (use.given,)
+    yield from (w.flag for w in ways if w.flag is not None)
 
 
 #: rounds of "what the flow found carrying an LSE is a new place to start from"

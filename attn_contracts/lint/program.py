@@ -30,6 +30,7 @@ from attn_contracts.lint.classes import ModuleInfo
 from attn_contracts.lint.classes import loop_bindings
 from attn_contracts.lint.classes import module_level
 from attn_contracts.lint.classes import statements
+from attn_contracts.lint.values import Func
 
 __all__ = ["Binding", "Program"]
 
@@ -241,6 +242,12 @@ class Program:
             return self._mods[path].defs.get(fn)
         cls = self._classes.get((path, cls_name))
         return None if cls is None else self.methods(cls).get(fn)
+
+    def definition(self, func: Func) -> object:
+        """The node of a function value (a def, or a lambda; None where it is not found): the
+        one it carries (a lambda, a nested function), else its module's top-level function or
+        method."""
+        return func.node if func.node is not None else self.function(func.path, func.qualname)
 
     def span(self, path: str, qualname: str) -> tuple[int, int] | None:
         """The lines of a top-level function or a method, without parsing its module."""

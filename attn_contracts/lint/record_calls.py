@@ -104,8 +104,7 @@ class RecordCalls(Scope):
         func = callee.func if isinstance(callee, Bound) else callee
         if not isinstance(func, Func) or len(consumers) < 2:
             return consumers
-        node = func.node if func.node is not None else self.i.p.function(func.path,
-                                                                          func.qualname)
+        node = self.i.p.definition(func)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return consumers
         params = params_of(node)
