@@ -115,6 +115,7 @@ class Analysis(ABC):
         #: modules registering ops, with the words of their text
         self._op_texts: list[tuple[str, frozenset[str]]] | None = None
         self._op_names: set[str] = set()  # op names already looked for
+        self._op_regs: dict[str, list[tuple[str, ast.AST]]] = {}  # per module, walked once
         self._texts: dict[str, str] = {}  # module texts read for mutations of their globals
         self._mutation_index: dict[str, dict[str, tuple[list[ast.stmt], list[ast.expr],
                                                         bool]]] = {}

@@ -139,14 +139,24 @@ def nonlocal_names(node: ast.AST) -> frozenset[str]:
     """The names a function's own ``nonlocal`` statements declare (not a nested function's):
     its stores rebind the enclosing function's variables."""
     out: set[str] = set()
-    todo = list(ast.iter_child_nodes(node))
+    # a statement is only ever inside another's statement lists (an expression holds none),
+    # so only those lists are walked
+    todo: list[ast.AST] = [node]
     while todo:
         n = todo.pop()
         if isinstance(n, ast.Nonlocal):
             out.update(n.names)
-        elif not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            todo.extend(ast.iter_child_nodes(n))
+        elif n is node or not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                             ast.ClassDef)):
+            for field in _STATEMENT_LISTS:
+                held = getattr(n, field, None)
+                if isinstance(held, list):  # a lambda's body is one expression
+                    todo.extend(held)
     return frozenset(out)
+
+
+#: the fields that hold statements (``match``'s cases and ``try``'s handlers hold bodies)
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def carries(value: Value, depth: int = 0) -> bool:

@@ -93,6 +93,8 @@ def statements(tree: ast.Module) -> Iterator[ast.stmt]:
     while stack:
         node = stack.pop()
         yield node
+        if type(node) not in _COMPOUND:  # most statements hold no other (one set lookup)
+            continue
         for name in ("body", "orelse", "finalbody"):
             block = getattr(node, name, None)
             if block:
@@ -102,6 +104,12 @@ def statements(tree: ast.Module) -> Iterator[ast.stmt]:
         for case in getattr(node, "cases", ()):
             stack.extend(reversed(case.body))
 
+
+#: the statements that hold statements
+_COMPOUND = frozenset(
+    t for t in vars(ast).values()
+    if isinstance(t, type) and issubclass(t, ast.stmt) and
+    any(f in ("body", "orelse", "finalbody", "handlers", "cases") for f in t._fields))
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import re
 from collections.abc import Callable
+from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Mapping
@@ -375,18 +377,15 @@ def _run_rounds(interp: Interpreter, program: Program, files: list[FileFacts]) -
         if not found:
             return
         names |= found
-        pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, found))) + r")\b")
         # a module naming nothing the rules know is a root where it names a module-level
         # function found carrying an LSE (a helper module between a producer and a combine);
         # method names (``forward``) name too much there to follow everywhere
-        functions = sorted(interp.found_function_carriers() & found)
-        helpers = re.compile(r"\b(?:" + "|".join(map(re.escape, functions)) + r")\b") \
-            if functions else None
+        helpers = frozenset(interp.found_function_carriers() & found)
         lines = {}
         for f in files:
-            if f.module is None or (not f.module.trigger_lines and helpers is None):
+            if f.module is None or (not f.module.trigger_lines and not helpers):
                 continue
-            wanted = pattern if f.module.trigger_lines or helpers is None else helpers
+            wanted = found if f.module.trigger_lines or not helpers else helpers
             hits = _lines_matching(f.path, wanted)
             if hits:
                 lines[f.path] = hits
@@ -394,11 +393,17 @@ def _run_rounds(interp: Interpreter, program: Program, files: list[FileFacts]) -
         interp.set_carrier_lines({**interp.all_carrier_lines(), **merged})
 
 
-def _lines_matching(path: str, pattern: re.Pattern[str]) -> tuple[int, ...]:
+def _lines_matching(path: str, names: Collection[str]) -> tuple[int, ...]:
+    """The lines of a module that name one of ``names`` as a whole word."""
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ()
+    # most modules hold none of the names: a substring test rules them out at C speed
+    present = tuple(sorted(n for n in names if n in text))
+    if not present:
+        return ()
+    pattern = _words_pattern(present)
     out: list[int] = []
     pos, line = 0, 1
     for m in pattern.finditer(text):
@@ -407,6 +412,11 @@ def _lines_matching(path: str, pattern: re.Pattern[str]) -> tuple[int, ...]:
         if not out or out[-1] != line:
             out.append(line)
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=256)
+def _words_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
 
 
 def _run_roots(interp: Interpreter, program: Program, f: FileFacts, lines: tuple[int, ...],

@@ -255,16 +255,24 @@ class ModuleResolver(Analysis):
             for path, words in self._op_texts:
                 if name not in words:
                     continue
-                tree = self.p.tree(path)
-                for node in ast.walk(tree) if tree is not None else ():
-                    for key, fn in _registrations(node):
-                        if key.rpartition("::")[2] != name:
-                            continue
-                        func = self._registered_func(path, fn)
-                        if func is not None:
-                            self._ops.setdefault(key, func)
-                            self._op_funcs.add(func.qualname)
+                for key, fn in self._registrations_in(path):
+                    if key.rpartition("::")[2] != name:
+                        continue
+                    func = self._registered_func(path, fn)
+                    if func is not None:
+                        self._ops.setdefault(key, func)
+                        self._op_funcs.add(func.qualname)
         return self._ops.get(f"{namespace}::{name}") or self._ops.get(f"*::{name}")
+
+    def _registrations_in(self, path: str) -> list[tuple[str, ast.AST]]:
+        """Every op registration of a module, walked once (a module names many ops)."""
+        regs = self._op_regs.get(path)
+        if regs is None:
+            tree = self.p.tree(path)
+            regs = [r for node in (ast.walk(tree) if tree is not None else ())
+                    for r in _registrations(node)]
+            self._op_regs[path] = regs
+        return regs
 
     def _registered_func(self, path: str, fn: ast.AST) -> Func | None:
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
