@@ -209,7 +209,8 @@ class Collective:
     """A collective that hands every rank the values the ranks gave it, gathered or exchanged,
     never summed: an LSE sent through it keeps its base (every rank runs one program, so each
     sends an LSE of one base). ``source``: the position of the tensor sent; ``out``: the
-    position of the buffer it is written into (None: the call returns it).
+    position of the buffer it is written into (None: the call returns it); ``item``: where the
+    call returns a tuple of what it exchanged, the position of the LSE's.
 
     Spelled as a method of a process group (an engine's ``GroupCoordinator``) or a function of
     ``torch.distributed``; the linter reads the name, whatever the receiver (a group the linted
@@ -220,6 +221,7 @@ class Collective:
     name: str
     source: int
     out: int | None = None
+    item: int | None = None
 
 
 COLLECTIVES: tuple[Collective, ...] = (
@@ -231,6 +233,11 @@ COLLECTIVES: tuple[Collective, ...] = (
     Collective("all_gather_into_tensor", 1, out=0),
     Collective("all_gather_single", 1, out=0),  # its name from torch 2.13 on
     Collective("all_to_all_single", 1, out=0),
+    # FlashInfer's DCP all-to-all: decode_cp_a2a_alltoall(partial_o, softmax_stats, workspace,
+    # cp_rank, cp_size) -> (partial_o_out, softmax_stats_out), each rank's slices exchanged
+    # (flashinfer/comm/dcp_alltoall.py:L262 @ flashinfer-python 0.7.4); SGLang 0.5.23 sends the
+    # LSE in softmax_stats' slot 0 (the pack at sglang/srt/layers/dcp/comm.py:L573)
+    Collective("decode_cp_a2a_alltoall", 1, item=1),
 )
 _COLLECTIVES = {c.name: c for c in COLLECTIVES}
 

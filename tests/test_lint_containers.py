@@ -352,6 +352,38 @@ PAIRS.case("a helper that copies an LSE into its argument changes the caller's t
             return merge(out, staged)
         """}, {"layer.py": ("stage(lse, staged)", f"stage(lse * {LN2}, staged)")}, quiet=True)
 
+PAIRS.case("a Triton kernel's tl.store writes the tensor its pointer argument points into", {
+    "layer.py": """
+        import torch
+        import triton
+        import triton.language as tl
+        from mylib import merge, decode
+        @triton.jit
+        def _pack(lse_ptr, dst_ptr, stride, BLOCK: tl.constexpr):
+            i = tl.program_id(0)
+            dst = dst_ptr + i * stride
+            tl.store(dst, tl.load(lse_ptr + i))
+        def pack(lse, dst):
+            _pack[(lse.shape[0],)](lse, dst, dst.stride(0), BLOCK=1)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            packed = torch.empty(lse.shape[0], 2)
+            pack(lse, packed[:, 0])
+            return merge(out, packed[:, 0])
+        """}, {"layer.py": ("pack(lse, packed", f"pack(lse * {LN2}, packed")}, quiet=True)
+
+PAIRS.case("an LSE exchanged by a library's all-to-all comes back of its base", {"layer.py": """
+        import torch
+        from flashinfer.comm.dcp_alltoall import decode_cp_a2a_alltoall
+        from mylib import merge, decode
+        def step(q, workspace):
+            out, lse = decode(q, return_lse=True)
+            stats = torch.empty(lse.shape[0], 2)
+            stats[:, 0] = lse
+            out_x, stats_x = decode_cp_a2a_alltoall(out, stats, workspace, 0, 2)
+            return merge(out_x, stats_x[:, 0])
+        """}, {"layer.py": ("stats[:, 0] = lse", f"stats[:, 0] = lse * {LN2}")}, quiet=True)
+
 
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

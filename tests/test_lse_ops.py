@@ -320,6 +320,9 @@ def test_each_collective_of_torch_distributed_hands_back_what_was_sent(tmp_path:
     try:
         for c in lse_ops.COLLECTIVES:
             fn = getattr(dist, c.name, None)
+            if c.item is not None:
+                assert fn is None, c.name  # a library's exchange returning a tuple (cited)
+                continue
             if c.out is None:
                 assert c.source == 0, c.name  # a group's method: (input_, dim)
                 continue

@@ -58,6 +58,9 @@ from attn_contracts.lint.torch_model import lose_layout
 from attn_contracts.lint.torch_model import not_a_tensor_method
 from attn_contracts.lint.torch_model import through_function
 from attn_contracts.lint.torch_model import through_method
+from attn_contracts.lint.triton_model import LOAD
+from attn_contracts.lint.triton_model import STORE
+from attn_contracts.lint.triton_model import pointer_roots
 from attn_contracts.lint.values import NOT_SPECIAL
 from attn_contracts.lint.values import Arg
 from attn_contracts.lint.values import Bound
@@ -265,6 +268,9 @@ class Frame(RecordCalls):
         for k in node.keywords:
             self.expr(k.value)
         gathered = lose_layout(sent)
+        if c.item is not None:
+            return Tup(tuple(gathered if i == c.item else None for i in range(c.item + 1)),
+                       partial_items=True)
         if c.out is None:
             return gathered
         target = node.args[c.out]
@@ -626,6 +632,35 @@ class Frame(RecordCalls):
         return join([_replaced(cast(Inst, obj), names or [], call, place(self.path, node))
                      for obj, names in held])
 
+    def library_collective(self, callee: Value, qual: str, name: str,
+                           node: ast.Call) -> Value | object:
+        """A collective of a library imported by name (``decode_cp_a2a_alltoall(...)``); a
+        group's or ``torch.distributed``'s, called as a method, is a tensor method."""
+        if not (isinstance(callee, Ext) and isinstance(node.func, ast.Name)):
+            return NOT_SPECIAL
+        gather = lse_ops.collective(name)
+        return NOT_SPECIAL if gather is None else self.collective(gather, node)
+
+    def triton_memory(self, callee: Value, qual: str, name: str,
+                      node: ast.Call) -> Value | object:
+        """``tl.load(p)``: the elements of the tensor ``p`` points into; ``tl.store(p, v)``:
+        ``v`` written into part of the kernel argument ``p`` points into, which its launcher's
+        caller sees changed (:mod:`.triton_model`)."""
+        if qual not in (LOAD, STORE) or not node.args or \
+                any(isinstance(a, ast.Starred) for a in node.args):
+            return NOT_SPECIAL
+        pointed = self.expr(node.args[0])
+        rest = [self.expr(a) for a in node.args[1:]]
+        values = {k.arg: self.expr(k.value) for k in node.keywords}
+        if qual == LOAD:
+            return pointed
+        stored = rest[0] if rest else values.get("value")
+        if lse_of(stored) is None:
+            return None
+        for root in pointer_roots(self.node, node.args[0]):
+            self.in_place(root, join([self.expr(root), stored]))
+        return None
+
     def _fields_of(self, obj: Value) -> list[str] | None:
         """The fields of an object built here of a class whose constructor is generated."""
         cls = self.i.class_info(obj.cls) if isinstance(obj, Inst) and obj.ctor else None
@@ -891,7 +926,8 @@ class Frame(RecordCalls):
 #: call is not it)
 _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.partial,
                   Frame.cast_, Frame.super_, Frame.getattr_form, Frame.setattr_form,
-                  Frame.get_form, Frame.dict_form, Frame.replace_form, Frame.dict_method_form)
+                  Frame.get_form, Frame.dict_form, Frame.replace_form, Frame.dict_method_form,
+                  Frame.library_collective, Frame.triton_memory)
 def _plain(node: ast.expr) -> bool:
     """A name, an attribute or item of one, or a base-keeping tensor method of one
     (``lse.contiguous()``): what evaluates without running a call of the program."""

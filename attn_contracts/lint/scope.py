@@ -54,6 +54,7 @@ from attn_contracts.lint.torch_model import VIEWS
 from attn_contracts.lint.torch_model import constant_name
 from attn_contracts.lint.torch_model import convert
 from attn_contracts.lint.torch_model import lose_layout
+from attn_contracts.lint.triton_model import is_kernel
 from attn_contracts.lint.values import NOT_SPECIAL
 from attn_contracts.lint.values import Arg
 from attn_contracts.lint.values import Bound
@@ -686,6 +687,8 @@ class Scope:
                 options += entries(alt, key, class_keys)
             elif isinstance(alt, Param):
                 options.append(alt)
+            elif isinstance(alt, Func) and is_kernel(self.i.p.definition(alt)):
+                options.append(alt)  # ``kernel[grid]``: the launcher, which calls the kernel
             else:
                 options.append(None)
         return join(options) if options else None
