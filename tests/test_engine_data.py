@@ -44,7 +44,7 @@ _BROKEN = [
      "[[registry]] number 2 (register_attention_backend, versions >=0.5.3), field form"),
     ("sglang", 'decode_method = "forward_decode"', "decode_method = 3",
      "[[dcp_combine]] number 1 (sglang/srt/models/deepseek_common/attention_forward_methods/"
-     "forward_mla.py, versions >=0.5.15), field decode_method"),
+     "forward_mla.py, versions >=0.5.15,<0.5.20), field decode_method"),
 ]
 
 

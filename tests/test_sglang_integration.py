@@ -189,6 +189,35 @@ def test_lint_of_the_combine_alone_reads_the_packages_backends(
     assert not [f for f in json.loads(capsys.readouterr().out) if f["severity"] == "error"]
 
 
+FORWARD_MLA_ROCM = '''
+from sglang.srt.layers.dcp import cp_lse_ag_out_rs_mla
+
+_NATURAL = frozenset({{{names}}})
+
+
+class RocmMixin:
+    def forward_core_rocm(self, out, lse, group):
+        on_e = self.current_attention_backend in _NATURAL
+        return cp_lse_ag_out_rs_mla(out, lse, group, is_lse_base_on_e=on_e)
+'''
+
+
+@pytest.mark.parametrize(("names", "wrong"), [('"homemade"', True),
+                                             ('"flashmla", "alias", "homemade"', False)])
+def test_the_rocm_forward_is_read_like_the_cuda_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], names: str, wrong: bool) -> None:
+    """The same layer's ROCm forward hands its partial to the combine too (engine data,
+    ``also``): its base, told by its own table, is judged per backend as the CUDA one's."""
+    root = _tree(tmp_path, '"flashmla", "homemade", "alias"')
+    rocm = root / "sglang" / _FWD.replace("forward_mla.py", "forward_mla_rocm.py")
+    rocm.write_text(FORWARD_MLA_ROCM.format(names=names))
+    main(["lint", str(root / "sglang"), "--format", "json"])
+    found = [(Path(f["path"]).name, f["message"].partition(":")[0])
+             for f in json.loads(capsys.readouterr().out) if f["code"] == "AC016"]
+    assert found == ([("forward_mla_rocm.py", "SGLang backends 'flashmla', 'alias'")]
+                     if wrong else [])
+
+
 def test_a_backend_left_out_of_the_set_is_an_error(tmp_path: Path) -> None:
     rows = {r.backend: r for r in sglang.report(root=_tree(tmp_path, '"other"'))}
     (err,) = _errors(rows["flashmla"])

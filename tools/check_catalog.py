@@ -717,6 +717,10 @@ def check_engines(releases: Path) -> list[dict[str, object]]:
                     if not in_range(e.versions, version, unparsed=False):
                         continue
                     rows.append(_engine_row(kind, e, name, folder))
+                    for extra in getattr(e, "also", ()):  # the other files it cites exist too
+                        rows.append({"entry": f"{kind} {extra} ({e.versions})", "release": name,
+                                     "file": extra, "found": (folder / extra).is_file(),
+                                     "missing_attrs": []})
     return rows
 
 

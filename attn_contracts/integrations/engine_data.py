@@ -176,6 +176,14 @@ class DcpCombineEntry(Entry):
     #: the layer's attribute that holds the name its backend was registered under (the base
     #: keyword is read with it each registered name); None: only a function of the name is read
     name_attr: _Name | None = None
+    #: other files whose layers hand their partial to the combine the same way (the ROCm
+    #: forward of the same layer), each read where the release has it
+    also: tuple[_File, ...] = ()
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Every file where a layer hands its decode partial and LSE to the combine."""
+        return (self.file, *self.also)
 
 
 E = TypeVar("E", bound=Entry)

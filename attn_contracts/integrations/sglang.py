@@ -270,8 +270,8 @@ def _read_paths(pkg: Path, version: str | None) -> list[Path]:
     """What the mapping reads of the tree: the backends' folders, the registry, the combine."""
     reg, combine_entry, _, _ = _entries(version)
     paths = [pkg / p for p in SCOPE if (pkg / p).is_dir()]
-    for entry in (reg, combine_entry):
-        rel = entry.file.removeprefix("sglang/")
+    for file in (reg.file, *combine_entry.files):
+        rel = file.removeprefix("sglang/")
         if (pkg / rel).is_file():
             paths.append(pkg / rel)
     return paths
@@ -290,15 +290,17 @@ def _derive_on(pkg: Path, version: str | None, model: ProgramModel,
         unparsed.append(err.finding)
         factories = {}
     combines: tuple[Combine, ...] = ()
-    rel = combine_entry.file.removeprefix("sglang/")
-    if not older and (pkg / rel).is_file():
+    for file in () if older else combine_entry.files:
+        rel = file.removeprefix("sglang/")
+        if not (pkg / rel).is_file():
+            if file == combine_entry.file:  # the others are read where the release has them
+                notes.append(f"{file} is not in the tree: no MLA DCP combine is read")
+            continue
         try:
             asked = _Asked(model, str(pkg / rel), tuple(factories), combine_entry.name_attr)
-            combines = tuple(_combines(_parse(pkg, rel), rel, registry, version, asked))
+            combines += tuple(_combines(_parse(pkg, rel), rel, registry, version, asked))
         except _Unparsable as err:
             unparsed.append(err.finding)
-    elif not older:
-        notes.append(f"{combine_entry.file} is not in the tree: no MLA DCP combine is read")
     decode = combine_entry.decode_method
     assume = _under_dcp(frozenset(combine_entry.dcp_flags), frozenset(combine_entry.dcp_sizes))
     reg_path = str(pkg / reg_rel)
@@ -328,7 +330,7 @@ def lint_rule(model: ProgramModel, linted: frozenset[Path]) -> list[Finding]:
     for pkg in sorted({p for f in linted if (p := _package_of(f)) is not None}):
         version = package_version(pkg)
         reg, combine_entry, older, _ = _entries(version)
-        if older or pkg.parent / combine_entry.file not in linted:
+        if older or not any(pkg.parent / f in linted for f in combine_entry.files):
             continue
         d = _derive_on(pkg, version, model, []) if pkg.parent / reg.file in linted else \
             _derive_now(pkg, version)
@@ -337,7 +339,7 @@ def lint_rule(model: ProgramModel, linted: frozenset[Path]) -> list[Finding]:
         for name, b in d.backends.items():
             for f in _row(b, d, registry).findings:
                 if f.severity is Severity.ERROR and f.code in _LINT_CODES and \
-                        f.location is not None:
+                        f.location is not None and pkg.parent / f.location.path in linted:
                     hits.setdefault((f.code, f.location), []).append((name, f))
         for (_, where), found in hits.items():
             f = found[0][1]
