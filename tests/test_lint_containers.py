@@ -384,6 +384,24 @@ PAIRS.case("an LSE exchanged by a library's all-to-all comes back of its base", 
             return merge(out_x, stats_x[:, 0])
         """}, {"layer.py": ("stats[:, 0] = lse", f"stats[:, 0] = lse * {LN2}")}, quiet=True)
 
+PAIRS.case("itertools.zip_longest pads the shorter tuple with its fillvalue", {"layer.py": """
+        import itertools
+        from mylib import combine, decode
+        NAMES = ("fa", "fa3", "fi")
+        BASE_E = dict(itertools.zip_longest(NAMES, (True, True), fillvalue=True))
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=BASE_E["fi"])
+        """}, {"layer.py": ("fillvalue=True", "fillvalue=False")}, quiet=True)
+PAIRS.case("itertools.takewhile stops at the first element its predicate refuses", {"layer.py": """
+        import itertools
+        from mylib import combine, decode
+        PAIRS = (("fa", True), ("fi", False), ("fa3", True))
+        NATURAL = frozenset(n for n, e in itertools.takewhile(lambda p: p[1], PAIRS))
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e="fa3" not in NATURAL)
+        """}, {"layer.py": ('"fa3" not in NATURAL', '"fi" in NATURAL')}, quiet=True)
 
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

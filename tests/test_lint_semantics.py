@@ -521,6 +521,25 @@ PAIRS.case("a backend's flag is a bool: isinstance and a comparison of it are de
                             "isinstance(base, (int, float)) and not isinstance(base, bool)")},
     quiet=True)
 
+TRY_LOOKUP = """
+        from mylib import combine, decode
+        BASES = {"fi": False, "fa": True}
+        def on_e(name):
+            try:
+                return BASES[name]
+            except Exception:
+                return True
+            except KeyError:
+                return False
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=on_e(NAME))
+        """
+PAIRS.case("a lookup of a missing key raises KeyError: the first handler that catches it runs",
+           {"layer.py": TRY_LOOKUP.replace("NAME", '"mla"')},
+           {"layer.py": ("except Exception:", "except ValueError:")}, quiet=True)
+PAIRS.case("a lookup that finds its key runs no handler", {"layer.py": TRY_LOOKUP.replace(
+    "NAME", '"fa"')}, {"layer.py": ('on_e("fa")', 'on_e("fi")')}, quiet=True)
 
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

@@ -321,11 +321,12 @@ def lint_rule(model: ProgramModel, linted: frozenset[Path]) -> list[Finding]:
     """The mapping's base edges as ``attn-contracts lint`` findings, for each SGLang package
     whose registry and MLA DCP combine are among the linted files: every registered name's
     decode LSE against the base the combine is told for that name (``AC016``), told by an
-    expression this does not read (``AC028``), or an unconfirmed default (``AC002``); errors
-    only, at the combine call, each naming the backends it holds for. The mapping reads the
-    lint's own program model where the registry is linted too; where only the combine's file
-    is, the package's registry and backends are read for it (as a type checker reads the
-    modules a file imports: to judge the file named, never reported on themselves)."""
+    expression this does not read (``AC028``, a warning), or an unconfirmed default
+    (``AC002``), at the combine call, each naming the backends it holds for; the rest of the
+    mapping's findings stay its own. The mapping reads the lint's own program model where the
+    registry is linted too; where only the combine's file is, the package's registry and
+    backends are read for it (as a type checker reads the modules a file imports: to judge the
+    file named, never reported on themselves)."""
     out: list[Finding] = []
     for pkg in sorted({p for f in linted if (p := _package_of(f)) is not None}):
         version = package_version(pkg)
@@ -338,8 +339,11 @@ def lint_rule(model: ProgramModel, linted: frozenset[Path]) -> list[Finding]:
         hits: dict[tuple[Code, Location], list[tuple[str, Finding]]] = {}
         for name, b in d.backends.items():
             for f in _row(b, d, registry).findings:
-                if f.severity is Severity.ERROR and f.code in _LINT_CODES and \
-                        f.location is not None and pkg.parent / f.location.path in linted:
+                # errors, and the warning that a base is not read (never silence where a
+                # name's answer cannot be read: a bug that hides it must not drop the finding)
+                if (f.severity is Severity.ERROR or f.code is Code.AC028) and \
+                        f.code in _LINT_CODES and f.location is not None and \
+                        pkg.parent / f.location.path in linted:
                     hits.setdefault((f.code, f.location), []).append((name, f))
         for (_, where), found in hits.items():
             f = found[0][1]

@@ -130,6 +130,41 @@ def iteration(name: str, args: Sequence[Value], where: Location) -> Value | None
     return t if name == "iter" else Tup(tuple(reversed(t.items)))
 
 
+#: what :mod:`itertools` builds from tuples of known positions, read as Python computes it
+ITERTOOLS = frozenset({"zip_longest", "chain", "takewhile", "dropwhile"})
+
+
+def itertools_value(name: str, args: Sequence[Value], fill: Value,
+                    keep: Callable[[Value], bool | None] | None) -> Value:
+    """``itertools.zip_longest(a, b, fillvalue=fill)``, ``chain(a, b)``, ``takewhile(p, t)``,
+    ``dropwhile(p, t)`` over tuples of known positions (``keep``: ``p`` of an element, None where
+    it is not known): the tuple Python's iterator yields; None where a position or a
+    predicate's answer is not known."""
+    tuples = [a for a in args if isinstance(a, Tup) and not a.partial_items]
+    if len(tuples) != len(args) or not args:
+        return None
+    if name == "zip_longest":
+        longest = max(len(t.items) for t in tuples)
+        return Tup(tuple(Tup(tuple(t.items[i] if i < len(t.items) else fill for t in tuples))
+                         for i in range(longest)))
+    if name == "chain":
+        return Tup(tuple(v for t in tuples for v in t.items))
+    return _while(name, tuples, keep)
+
+
+def _while(name: str, tuples: list[Tup], keep: Callable[[Value], bool | None] | None) -> Value:
+    """``takewhile``/``dropwhile``: the elements before (after) the first one ``keep`` refuses;
+    None where its answer for one up to that is not known."""
+    if keep is None or len(tuples) != 1:
+        return None
+    answers = [keep(v) for v in tuples[0].items]
+    cut = next((i for i, a in enumerate(answers) if a is not True), len(answers))
+    if cut < len(answers) and answers[cut] is None:
+        return None  # where it stops is not known
+    items = tuples[0].items
+    return Tup(items[:cut] if name == "takewhile" else items[cut:])
+
+
 def _next(args: Sequence[Value], t: Tup | None) -> Value:
     """``next(it[, default])``: the first element of a tuple (the default, or no value, where
     it is empty); of a container whose positions are not known, one of its elements."""

@@ -26,6 +26,7 @@ from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.containers import GROWS
 from attn_contracts.lint.containers import ITERATION
+from attn_contracts.lint.containers import ITERTOOLS
 from attn_contracts.lint.containers import class_key
 from attn_contracts.lint.containers import dict_key
 from attn_contracts.lint.containers import dict_popped
@@ -33,10 +34,12 @@ from attn_contracts.lint.containers import dict_setdefault
 from attn_contracts.lint.containers import flag_values
 from attn_contracts.lint.containers import iterate
 from attn_contracts.lint.containers import iteration
+from attn_contracts.lint.containers import itertools_value
 from attn_contracts.lint.containers import literal_keys
 from attn_contracts.lint.containers import literal_values
 from attn_contracts.lint.containers import merged
 from attn_contracts.lint.containers import table_entry
+from attn_contracts.lint.containers import truth
 from attn_contracts.lint.folding import BUILTINS
 from attn_contracts.lint.folding import METHOD_NAMES
 from attn_contracts.lint.folding import SCALARS
@@ -641,6 +644,27 @@ class Frame(RecordCalls):
         gather = lse_ops.collective(name)
         return NOT_SPECIAL if gather is None else self.collective(gather, node)
 
+    def itertools_form(self, callee: Value, qual: str, name: str,
+                       node: ast.Call) -> Value | object:
+        """``itertools.zip_longest``, ``chain``, ``takewhile``, ``dropwhile`` over tuples of
+        known positions: what they yield (a predicate is called on each element, as Python
+        calls it)."""
+        module, _, fn = qual.rpartition(".")
+        if module != "itertools" or fn not in ITERTOOLS or \
+                any(isinstance(a, ast.Starred) for a in node.args):
+            return NOT_SPECIAL
+        where = place(self.path, node)
+        kw = {k.arg: self.expr(k.value) for k in node.keywords if k.arg is not None}
+        fill = kw.get("fillvalue", Lit(None, where))
+        if fn in ("takewhile", "dropwhile") and len(node.args) == 2:
+            pred = self.expr(node.args[0])
+
+            def keep(v: Value) -> bool | None:
+                return truth(self.apply(pred, CallArgs([Arg(v, where)], {}, False, where=where),
+                                        node, where, fn))
+            return itertools_value(fn, [self.expr(node.args[1])], fill, keep)
+        return itertools_value(fn, [self.expr(a) for a in node.args], fill, None)
+
     def triton_memory(self, callee: Value, qual: str, name: str,
                       node: ast.Call) -> Value | object:
         """``tl.load(p)``: the elements of the tensor ``p`` points into; ``tl.store(p, v)``:
@@ -927,7 +951,7 @@ class Frame(RecordCalls):
 _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.partial,
                   Frame.cast_, Frame.super_, Frame.getattr_form, Frame.setattr_form,
                   Frame.get_form, Frame.dict_form, Frame.replace_form, Frame.dict_method_form,
-                  Frame.library_collective, Frame.triton_memory)
+                  Frame.library_collective, Frame.triton_memory, Frame.itertools_form)
 def _plain(node: ast.expr) -> bool:
     """A name, an attribute or item of one, or a base-keeping tensor method of one
     (``lse.contiguous()``): what evaluates without running a call of the program."""

@@ -44,6 +44,8 @@ from attn_contracts.lint.containers import merged
 from attn_contracts.lint.containers import ordering
 from attn_contracts.lint.containers import rest_of
 from attn_contracts.lint.containers import truth
+from attn_contracts.lint.exceptions import catching
+from attn_contracts.lint.exceptions import outcome
 from attn_contracts.lint.folding import UNKNOWN
 from attn_contracts.lint.folding import concrete
 from attn_contracts.lint.folding import fold_binop
@@ -448,10 +450,34 @@ class Scope:
 
     @_on(_STMT, ast.Try, ast.TryStar)
     def s_try(self, st: ast.Try) -> None:
-        self.branches([[*st.body, *st.orelse], *([*h.body] for h in st.handlers)])
+        self.branches(self._try_paths(st))
         ended, self.ended = self.ended, False
         self.block(st.finalbody)  # runs on every path, returned ones too
         self.ended = ended or self.ended
+
+    def _try_paths(self, st: ast.Try) -> list[list[ast.stmt]]:
+        """The paths of a ``try``: its body (then ``else``) or any handler; the one Python
+        takes where its own rules decide it (:mod:`.exceptions`)."""
+        ended = outcome(st.body, self._lookup_found)
+        if ended is not None and ended.raised_at is None:
+            return [[*st.body, *st.orelse]]
+        handler = catching(st.handlers) if ended is not None else None
+        if ended is not None and ended.raised_at is not None and handler is not None:
+            return [[*st.body[:ended.raised_at], *handler.body]]
+        return [[*st.body, *st.orelse], *([*h.body] for h in st.handlers)]
+
+    def _lookup_found(self, lookup: ast.Subscript) -> bool | None:
+        """Whether a dict lookup finds its key: every key it may be in the one dict it
+        reads (True), none of them (False); None where the dict or the key is not known."""
+        table = self.expr(lookup.value)
+        keys = literal_keys(self.expr(lookup.slice))
+        if not isinstance(table, DictV) or not keys:
+            return None
+        have = {k for k, _ in table.items}
+        if any(k in table.maybe for k in keys):
+            return None
+        hits = {k in have for k in keys}
+        return hits.pop() if len(hits) == 1 else None
 
     @_on(_STMT, ast.Match)
     def s_match(self, st: ast.Match) -> None:
