@@ -218,6 +218,20 @@ def test_the_rocm_forward_is_read_like_the_cuda_one(
                      if wrong else [])
 
 
+def test_lint_warns_where_a_names_base_cannot_be_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A name function the interpreter cannot read is no error, and no silence either: the
+    combine's ``AC028`` warning names the backends whose base is not read."""
+    forward = FORWARD_MLA.replace("    return attention_backend in {{{names}}}",
+                                  "    return unknown_table().get(attention_backend)")
+    root = _tree(tmp_path, "", forward=forward)
+    main(["lint", str(root / "sglang"), "--format", "json"])
+    found = [(f["code"], f["severity"], f["message"].partition(":")[0])
+             for f in json.loads(capsys.readouterr().out)
+             if Path(f["path"]).name == "forward_mla.py"]
+    assert found == [("AC028", "warning", "SGLang backends 'flashmla', 'homemade', 'alias'")]
+
+
 def test_a_backend_left_out_of_the_set_is_an_error(tmp_path: Path) -> None:
     rows = {r.backend: r for r in sglang.report(root=_tree(tmp_path, '"other"'))}
     (err,) = _errors(rows["flashmla"])
