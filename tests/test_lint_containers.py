@@ -402,6 +402,16 @@ PAIRS.case("itertools.takewhile stops at the first element its predicate refuses
             out, lse = decode(q, return_lse=True)
             return combine(out, lse, is_lse_base_on_e="fa3" not in NATURAL)
         """}, {"layer.py": ('"fa3" not in NATURAL', '"fi" in NATURAL')}, quiet=True)
+PAIRS.case("math's constants and functions are the numbers Python computes", {"layer.py": """
+        import math
+        from mylib import combine, decode
+        class Impl:
+            lse_log = 2.0
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return combine(out, lse, is_lse_base_on_e=int(math.e) == int(self.lse_log))
+        """}, {"layer.py": ("int(math.e) == int(self.lse_log)",
+                            "not math.isclose(self.lse_log, 2)")}, quiet=True)
 
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

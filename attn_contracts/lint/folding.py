@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -30,8 +31,8 @@ from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import join
 
-__all__ = ["BUILTINS", "METHOD_NAMES", "SCALARS", "UNKNOWN", "abstract", "concrete",
-           "concrete_options", "fold_binop", "fold_builtin", "fold_format", "fold_method",
+__all__ = ["BUILTINS", "METHOD_NAMES", "MODULE_CONSTANTS", "SCALARS", "UNKNOWN", "abstract", "concrete",
+           "concrete_options", "fold_binop", "fold_builtin", "fold_format", "fold_math", "fold_method",
            "safe_format"]
 
 
@@ -61,6 +62,9 @@ _SET_OPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
 _MAX = 4096
 #: the constants a literal holds (what the source can write)
 SCALARS = (bool, int, float, str, type(None))
+#: the constants of the standard library a module holds, by their qualified name
+MODULE_CONSTANTS: dict[str, float] = {
+    f"math.{n}": getattr(math, n) for n in ("e", "pi", "tau", "inf", "nan")}
 
 
 def concrete(value: Value) -> Any:
@@ -118,6 +122,28 @@ def fold_builtin(name: str, args: list[Value], where: Location) -> object:
     if any(v is UNKNOWN for v in values):
         return UNKNOWN
     return _call(getattr(builtins, name), values, where)
+
+
+#: the pure functions of :mod:`math` folded on known numbers (``math.isclose(base, 2)``)
+MATH_FUNCTIONS = frozenset({"isclose", "log", "log2", "log10", "exp", "sqrt", "floor", "ceil",
+                            "trunc", "isinf", "isnan", "isfinite", "fabs"})
+
+
+def fold_math(name: str, args: list[Value], keywords: dict[str, Value],
+              where: Location) -> object:
+    """``math.name(*args, **keywords)`` where every argument is a known number; else
+    :data:`UNKNOWN`."""
+    if name not in MATH_FUNCTIONS:
+        return UNKNOWN
+    values = [concrete(a) for a in args]
+    named = {k: concrete(v) for k, v in keywords.items()}
+    if any(not isinstance(v, (int, float)) for v in (*values, *named.values())):
+        return UNKNOWN
+    try:
+        result = getattr(math, name)(*values, **named)
+    except (TypeError, ValueError, OverflowError):
+        return UNKNOWN  # Python raises: no value
+    return Lit(result, where)
 
 
 def fold_method(receiver: Value, name: str, args: list[Value], where: Location) -> object:

@@ -41,10 +41,12 @@ from attn_contracts.lint.containers import merged
 from attn_contracts.lint.containers import table_entry
 from attn_contracts.lint.containers import truth
 from attn_contracts.lint.folding import BUILTINS
+from attn_contracts.lint.folding import MATH_FUNCTIONS
 from attn_contracts.lint.folding import METHOD_NAMES
 from attn_contracts.lint.folding import SCALARS
 from attn_contracts.lint.folding import UNKNOWN
 from attn_contracts.lint.folding import fold_builtin
+from attn_contracts.lint.folding import fold_math
 from attn_contracts.lint.folding import fold_method
 from attn_contracts.lint.folding import safe_format
 from attn_contracts.lint.inferred import Weighed
@@ -644,6 +646,18 @@ class Frame(RecordCalls):
         gather = lse_ops.collective(name)
         return NOT_SPECIAL if gather is None else self.collective(gather, node)
 
+    def math_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """A pure function of :mod:`math` on known numbers: what Python computes."""
+        module, _, fn = qual.rpartition(".")
+        if module != "math" or fn not in MATH_FUNCTIONS or \
+                any(isinstance(a, ast.Starred) for a in node.args) or \
+                any(k.arg is None for k in node.keywords):
+            return NOT_SPECIAL
+        folded = fold_math(fn, [self.expr(a) for a in node.args],
+                           {k.arg: self.expr(k.value) for k in node.keywords if k.arg},
+                           place(self.path, node))
+        return None if folded is UNKNOWN else folded  # a number not known (never an LSE)
+
     def itertools_form(self, callee: Value, qual: str, name: str,
                        node: ast.Call) -> Value | object:
         """``itertools.zip_longest``, ``chain``, ``takewhile``, ``dropwhile`` over tuples of
@@ -951,7 +965,8 @@ class Frame(RecordCalls):
 _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.partial,
                   Frame.cast_, Frame.super_, Frame.getattr_form, Frame.setattr_form,
                   Frame.get_form, Frame.dict_form, Frame.replace_form, Frame.dict_method_form,
-                  Frame.library_collective, Frame.triton_memory, Frame.itertools_form)
+                  Frame.library_collective, Frame.triton_memory, Frame.itertools_form,
+                  Frame.math_form)
 def _plain(node: ast.expr) -> bool:
     """A name, an attribute or item of one, or a base-keeping tensor method of one
     (``lse.contiguous()``): what evaluates without running a call of the program."""

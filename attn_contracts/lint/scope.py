@@ -46,6 +46,7 @@ from attn_contracts.lint.containers import rest_of
 from attn_contracts.lint.containers import truth
 from attn_contracts.lint.exceptions import catching
 from attn_contracts.lint.exceptions import outcome
+from attn_contracts.lint.folding import MODULE_CONSTANTS
 from attn_contracts.lint.folding import UNKNOWN
 from attn_contracts.lint.folding import concrete
 from attn_contracts.lint.folding import fold_binop
@@ -63,6 +64,7 @@ from attn_contracts.lint.values import Bound
 from attn_contracts.lint.values import ClassKey
 from attn_contracts.lint.values import ClassRef
 from attn_contracts.lint.values import DictV
+from attn_contracts.lint.values import Ext
 from attn_contracts.lint.values import ExtInst
 from attn_contracts.lint.values import Flag
 from attn_contracts.lint.values import Func
@@ -689,6 +691,9 @@ class Scope:
             return self._named(self.env[dotted], node, f"attribute {dotted}")
         inner = self.expr(node.value)
         value = self.i.attribute(inner, node.attr, place(self.path, node))
+        if isinstance(value, Ext) and value.qualname in MODULE_CONSTANTS:
+            # ``math.e``: the number Python holds there (``int(math.e)`` is 2)
+            return Lit(MODULE_CONSTANTS[value.qualname], place(self.path, node))
         return self._named(value, node, f"attribute {node.attr}")
 
     @_on(_EXPR, ast.Subscript)
