@@ -540,6 +540,19 @@ PAIRS.case("a lookup of a missing key raises KeyError: the first handler that ca
            {"layer.py": ("except Exception:", "except ValueError:")}, quiet=True)
 PAIRS.case("a lookup that finds its key runs no handler", {"layer.py": TRY_LOOKUP.replace(
     "NAME", '"fa"')}, {"layer.py": ('on_e("fa")', 'on_e("fi")')}, quiet=True)
+PAIRS.case("a bare name in a case is a capture pattern: it matches anything", {"layer.py": """
+        from mylib import combine, decode
+        KERNEL = "trtllm"
+        NATURAL_KERNEL = "cute"
+        def on_e(kernel):
+            match kernel:
+                case NATURAL_KERNEL:
+                    return True
+            return False
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=on_e(KERNEL))
+        """}, {"layer.py": ("case NATURAL_KERNEL:", 'case "cute":')}, quiet=True)
 
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,

@@ -163,6 +163,42 @@ def _narrow(env: dict[str, Value], true_side: bool, narrowed: str | None,
         env[name] = join(keep) if keep else Lit(None)
 
 
+def _case_matches(pattern: ast.pattern, subject: Sequence[object] | None,
+                  evaluate: Callable[[ast.expr], Value]) -> bool | None:
+    """Whether a ``case`` pattern matches a subject that is one of the literals ``subject``
+    (None: not known): a capture or ``_`` always does (``case NAME:`` binds, never compares); a
+    value pattern compares with ``==``, ``None``/``True``/``False`` with ``is``; None where
+    it is not known."""
+    if isinstance(pattern, ast.MatchAs):
+        return True if pattern.pattern is None else _case_matches(pattern.pattern, subject,
+                                                                  evaluate)
+    if isinstance(pattern, ast.MatchOr):
+        each = [_case_matches(p, subject, evaluate) for p in pattern.patterns]
+        return True if True in each else (False if all(h is False for h in each) else None)
+    if subject is None:
+        return None
+    hits: set[bool]
+    if isinstance(pattern, ast.MatchSingleton):
+        hits = {s is pattern.value for s in subject}
+    elif isinstance(pattern, ast.MatchValue):
+        values = literal_values(evaluate(pattern.value))
+        if values is None or len(values) != 1:
+            return None
+        hits = {s == values[0] for s in subject}
+    else:
+        return None
+    return hits.pop() if len(hits) == 1 else None
+
+
+def _captures(pattern: ast.pattern, subject: ast.expr) -> list[ast.stmt]:
+    """``case NAME:`` binds the subject to NAME before the body runs (``case _:`` binds none;
+    the names of other patterns bind parts of it, which are not read)."""
+    if isinstance(pattern, ast.MatchAs) and pattern.pattern is None and pattern.name:
+        bind = ast.Assign([ast.Name(pattern.name, ast.Store())], subject)
+        return [ast.fix_missing_locations(ast.copy_location(bind, pattern))]
+    return []
+
+
 def _keys(key: ast.expr, value: Value) -> list[str] | None:
     """The table keys a subscript by a computed key may be: each class ``type(obj)`` may be
     (each one for sure), else each known literal (``TABLE[name]``, the name a known string)."""
@@ -483,8 +519,21 @@ class Scope:
 
     @_on(_STMT, ast.Match)
     def s_match(self, st: ast.Match) -> None:
-        self.expr(st.subject)
-        self.branches([c.body for c in st.cases] + [[]])
+        subject = literal_values(self.expr(st.subject))
+        paths: list[list[ast.stmt]] = []
+        for case in st.cases:
+            hit = _case_matches(case.pattern, subject, self.expr)
+            if hit is not False and case.guard is not None:
+                guard = truth(self.expr(case.guard))
+                hit = False if guard is False else (hit if guard is True else None)
+            if hit is False:
+                continue  # Python tries it and goes on: its body never runs
+            paths.append([*_captures(case.pattern, st.subject), *case.body])
+            if hit is True:
+                break  # the first case that surely matches: the later ones never run
+        else:
+            paths.append([])  # no case may match
+        self.branches(paths)
 
     @_on(_STMT, ast.FunctionDef, ast.AsyncFunctionDef)
     def s_def(self, st: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
