@@ -30,6 +30,9 @@ def paused() -> Iterator[None]:
             # after enabling would scan every object of it (seconds for a lint run). It is moved
             # to the oldest generation instead, where objects that lived that long would be:
             # the next full collection, whenever the host's allocations call for it, sees it.
-            gc.freeze()
-            gc.unfreeze()
+            # A host that froze its own heap (a server after start-up) keeps it frozen: the
+            # move is made only where nothing is frozen, as unfreeze thaws everything.
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()

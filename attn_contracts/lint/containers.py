@@ -157,11 +157,15 @@ def _while(name: str, tuples: list[Tup], keep: Callable[[Value], bool | None] | 
     None where its answer for one up to that is not known."""
     if keep is None or len(tuples) != 1:
         return None
-    answers = [keep(v) for v in tuples[0].items]
-    cut = next((i for i, a in enumerate(answers) if a is not True), len(answers))
-    if cut < len(answers) and answers[cut] is None:
-        return None  # where it stops is not known
     items = tuples[0].items
+    cut = len(items)
+    for i, v in enumerate(items):  # Python calls the predicate up to its first refusal only
+        answer = keep(v)
+        if answer is None:
+            return None  # where it stops is not known
+        if not answer:
+            cut = i
+            break
     return Tup(items[:cut] if name == "takewhile" else items[cut:])
 
 

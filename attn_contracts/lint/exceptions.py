@@ -36,8 +36,13 @@ def outcome(body: list[ast.stmt], found: Callable[[ast.Subscript], bool | None],
     """How the ``try`` body ends, where Python decides it: ``found(lookup)`` says whether a
     lookup's key is in its dict (None: not known). None where the body may raise something
     else, or a lookup's outcome is not known."""
+    stored: set[str] = set()
     for i, st in enumerate(body):
         nodes = list(ast.walk(st))
+        if any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in stored
+               for n in nodes):
+            return None  # a name the body rebound: its lookups are not read before it runs
+        stored |= {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         if not all(isinstance(n, _PLAIN) for n in nodes) or any(
                 isinstance(n, (ast.Subscript, ast.Tuple)) and not isinstance(n.ctx, ast.Load)
                 for n in nodes):

@@ -109,8 +109,8 @@ def abstract(obj: Any, where: Location) -> Value:
 def _call(fn: Callable[..., Any], args: list[Any], where: Location) -> Value:
     try:
         return abstract(fn(*args), where)
-    except (TypeError, ValueError, AttributeError, KeyError, OverflowError):
-        return None  # Python raises: no value
+    except (TypeError, ValueError, AttributeError, LookupError, ArithmeticError):
+        return None  # Python raises (``1 / 0``, ``"%s" % ()``): no value
 
 
 def fold_builtin(name: str, args: list[Value], where: Location) -> object:
@@ -141,8 +141,8 @@ def fold_math(name: str, args: list[Value], keywords: dict[str, Value],
         return UNKNOWN
     try:
         result = getattr(math, name)(*values, **named)
-    except (TypeError, ValueError, OverflowError):
-        return UNKNOWN  # Python raises: no value
+    except (TypeError, ValueError, ArithmeticError):
+        return UNKNOWN  # Python raises (``math.log(8, 1)``): no value
     return Lit(result, where)
 
 

@@ -643,7 +643,7 @@ class Frame(RecordCalls):
         group's or ``torch.distributed``'s, called as a method, is a tensor method."""
         if not (isinstance(callee, Ext) and isinstance(node.func, ast.Name)):
             return NOT_SPECIAL
-        gather = lse_ops.collective(name)
+        gather = lse_ops.collective(qual.rpartition(".")[2])  # its own name, under any alias
         return NOT_SPECIAL if gather is None else self.collective(gather, node)
 
     def math_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
@@ -665,7 +665,8 @@ class Frame(RecordCalls):
         calls it)."""
         module, _, fn = qual.rpartition(".")
         if module != "itertools" or fn not in ITERTOOLS or \
-                any(isinstance(a, ast.Starred) for a in node.args):
+                any(isinstance(a, ast.Starred) for a in node.args) or \
+                any(k.arg is None for k in node.keywords):
             return NOT_SPECIAL
         where = place(self.path, node)
         kw = {k.arg: self.expr(k.value) for k in node.keywords if k.arg is not None}

@@ -190,11 +190,12 @@ def _case_matches(pattern: ast.pattern, subject: Sequence[object] | None,
     return hits.pop() if len(hits) == 1 else None
 
 
-def _captures(pattern: ast.pattern, subject: ast.expr) -> list[ast.stmt]:
-    """``case NAME:`` binds the subject to NAME before the body runs (``case _:`` binds none;
-    the names of other patterns bind parts of it, which are not read)."""
+def _captures(pattern: ast.pattern, held: str) -> list[ast.stmt]:
+    """``case NAME:`` binds the subject (the value the frame holds under ``held``) to NAME
+    before the body runs (``case _:`` binds none; the names of other patterns bind parts of it,
+    which are not read)."""
     if isinstance(pattern, ast.MatchAs) and pattern.pattern is None and pattern.name:
-        bind = ast.Assign([ast.Name(pattern.name, ast.Store())], subject)
+        bind = ast.Assign([ast.Name(pattern.name, ast.Store())], ast.Name(held, ast.Load()))
         return [ast.fix_missing_locations(ast.copy_location(bind, pattern))]
     return []
 
@@ -508,8 +509,11 @@ class Scope:
         """Whether a dict lookup finds its key: every key it may be in the one dict it
         reads (True), none of them (False); None where the dict or the key is not known."""
         table = self.expr(lookup.value)
-        keys = literal_keys(self.expr(lookup.slice))
-        if not isinstance(table, DictV) or not keys:
+        keys = literal_values(self.expr(lookup.slice))
+        # a dict's keys here are strings; another key (``1``, ``True``) compares by Python's
+        # equality across types, which this does not model
+        if not isinstance(table, DictV) or not keys or \
+                not all(isinstance(k, str) for k in keys):
             return None
         have = {k for k, _ in table.items}
         if any(k in table.maybe for k in keys):
@@ -519,16 +523,24 @@ class Scope:
 
     @_on(_STMT, ast.Match)
     def s_match(self, st: ast.Match) -> None:
-        subject = literal_values(self.expr(st.subject))
+        value = self.expr(st.subject)
+        subject = literal_values(value)
+        # the subject, evaluated once, under a name no Python code can write: a capture binds it
+        held = f"match subject {st.lineno}:{st.col_offset}"
+        self.env[held] = value
         paths: list[list[ast.stmt]] = []
         for case in st.cases:
             hit = _case_matches(case.pattern, subject, self.expr)
             if hit is not False and case.guard is not None:
-                guard = truth(self.expr(case.guard))
+                # a guard reading a name the pattern binds is read after the binding: not here
+                bound = {n for p in ast.walk(case.pattern)
+                         for n in (getattr(p, "name", None), getattr(p, "rest", None)) if n}
+                guard = None if bound & _loaded_names(case.guard) else \
+                    truth(self.expr(case.guard))
                 hit = False if guard is False else (hit if guard is True else None)
             if hit is False:
                 continue  # Python tries it and goes on: its body never runs
-            paths.append([*_captures(case.pattern, st.subject), *case.body])
+            paths.append([*_captures(case.pattern, held), *case.body])
             if hit is True:
                 break  # the first case that surely matches: the later ones never run
         else:

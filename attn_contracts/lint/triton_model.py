@@ -40,27 +40,27 @@ def is_kernel(node: object) -> bool:
 
 
 def pointer_roots(fn: ast.AST | None, pointer: ast.expr) -> list[ast.Name]:
-    """The parameters of the kernel ``fn`` that the pointer expression points into: the
-    pointer operand of its arithmetic (the leftmost term of a sum: ``dst_ptr + off``, Triton's
-    way of writing it), followed through the kernel's locals assigned once (``dst = dst_ptr +
-    b * stride`` then ``tl.store(dst + offs, v)``). Empty where it is none of them."""
+    """The parameter of the kernel ``fn`` that the pointer expression points into: the leftmost
+    parameter among the terms of its sum (``dst_ptr + off``, ``i * stride + dst_ptr``), followed
+    through the kernel's locals assigned once (``dst = dst_ptr + b * stride`` then
+    ``tl.store(dst + offs, v)``). Empty where it is none of them."""
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return []
     params = set(params_of(fn).names)
     once = _assigned_once(fn)
     seen: set[str] = set()
-    node: ast.expr = pointer
-    while True:
-        while isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-            node = node.left
-        if not isinstance(node, ast.Name) or node.id in seen:
-            return []
-        if node.id in params:
-            return [node]
-        seen.add(node.id)
-        if node.id not in once:
-            return []
-        node = once[node.id]
+    todo: list[ast.expr] = [pointer]
+    while todo:  # the sum's terms, left to right, locals followed to what they were bound to
+        node = todo.pop(0)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            todo[:0] = [node.left, node.right]
+        elif isinstance(node, ast.Name) and node.id not in seen:
+            seen.add(node.id)
+            if node.id in params:
+                return [node]  # the leftmost parameter: Triton's ``ptr + offsets``
+            if node.id in once:
+                todo.insert(0, once[node.id])
+    return []
 
 
 def _assigned_once(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
