@@ -497,13 +497,14 @@ class Scope:
     def _try_paths(self, st: ast.Try) -> list[list[ast.stmt]]:
         """The paths of a ``try``: its body (then ``else``) or any handler; the one Python
         takes where its own rules decide it (:mod:`.exceptions`)."""
+        every = [[*st.body, *st.orelse], *([*h.body] for h in st.handlers)]
         ended = outcome(st.body, self._lookup_found)
-        if ended is not None and ended.raised_at is None:
-            return [[*st.body, *st.orelse]]
-        handler = catching(st.handlers) if ended is not None else None
-        if ended is not None and ended.raised_at is not None and handler is not None:
-            return [[*st.body[:ended.raised_at], *handler.body]]
-        return [[*st.body, *st.orelse], *([*h.body] for h in st.handlers)]
+        if ended is None:
+            return every
+        if ended.raised_at is None:
+            return every[:1]
+        handler = catching(st.handlers)
+        return every if handler is None else [[*st.body[:ended.raised_at], *handler.body]]
 
     def _lookup_found(self, lookup: ast.Subscript) -> bool | None:
         """Whether a dict lookup finds its key: every key it may be in the one dict it
