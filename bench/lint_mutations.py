@@ -527,16 +527,21 @@ def run(selected: list[tuple[Corpus, Mutation]], args: argparse.Namespace,
 
 
 # --- reports --------------------------------------------------------------------------------------
+def fix_id(bug_id: str) -> str:
+    """The id of a bug's matching fix: ``<id>-fix``, or ``<stem>-fix`` for ``<stem>-bug`` (set14
+    names its bugs so)."""
+    return (bug_id.removesuffix("-bug") if bug_id.endswith("-bug") else bug_id) + "-fix"
+
+
 def summary(results: list[Result]) -> dict[str, Any]:
     bugs = [r for r in results if not r.mutation.is_clean]
     errors = [r for r in bugs if r.mutation.expect == "error"]
     clean = [r for r in results if r.mutation.is_clean]
     flagged = [r for r in clean if r.status == "flagged"]
-    # a bug whose matching fix is in the corpus (``<id>-fix``, as the held-out corpora pair
+    # a bug whose matching fix is in the corpus (:func:`fix_id`, as the held-out corpora pair
     # them): the issue's measure is the bug found as an error AND its fix left clean
     by_id = {r.mutation.id: r for r in results}
-    paired = [(r, by_id[f"{r.mutation.id}-fix"]) for r in errors
-              if f"{r.mutation.id}-fix" in by_id]
+    paired = [(r, by_id[fix]) for r in errors if (fix := fix_id(r.mutation.id)) in by_id]
     return {
         "mutations": len(bugs), "expect_error": len(errors),
         "found_as_error": sum(r.status == "error" for r in errors),

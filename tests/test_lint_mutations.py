@@ -158,6 +158,13 @@ def test_a_clean_refactor_is_flagged_by_any_new_warning() -> None:
     assert lm.judge(m, [_seen(1)], [_seen(2)], texts)[0] == "clean"
 
 
+def test_a_bug_is_paired_with_its_fix_by_either_naming() -> None:
+    """``<id>-fix`` and, for a bug named ``<stem>-bug``, ``<stem>-fix``: a corpus that names its
+    bugs so was reported as having no pairs at all."""
+    assert lm.fix_id("h13-v34-x") == "h13-v34-x-fix"
+    assert lm.fix_id("h14-v34-x-bug") == "h14-v34-x-fix"
+
+
 def test_a_bug_that_removes_a_finding_it_did_not_edit_breaks_monotonicity() -> None:
     texts = {"pkg/a.py": ("a\nb\nc\n", "x\na\nb\nc2\n")}  # a line on top, line 3 edited
     # the finding of line 2 (now 3) is gone: lost; the one of the edited line 3 is not counted

@@ -36,6 +36,7 @@ from attn_contracts.lint.values import Func
 from attn_contracts.lint.values import Inst
 from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import stable_key
 
 NO_TAINT = 1 << 30  # no cycle cut below this analysis
 
@@ -106,7 +107,10 @@ class Analysis(ABC):
         self.stores: dict[tuple[Inst, str], set[Value]] = {}
         #: (class, attribute) → values stored on the class after its body, each with where
         #: (``Impl.x = v``, ``setattr(cls, "x", v)``, ``cls.x = v`` in a class decorator)
-        self.class_stores: dict[tuple[ClassKey, str], list[tuple[Value, Location]]] = {}
+        #: each with where, and whether a function stored it as the program runs (not the
+        #: module, a decorator or ``__init_subclass__`` as the class is defined)
+        self.class_stores: dict[tuple[ClassKey, str], list[tuple[Value, Location, bool]]] = {}
+        self.defining = 0  # depth of code a class statement runs (modules._class_definition)
         self._init_done: set[Inst] = set()
         self._class_attr_memo: dict[tuple[ClassKey, str], Value] = {}
         self._fields_memo: dict[ClassKey, list[str] | None] = {}
@@ -117,6 +121,8 @@ class Analysis(ABC):
         self._op_names: set[str] = set()  # op names already looked for
         self._op_regs: dict[str, list[tuple[str, ast.AST]]] = {}  # per module, walked once
         self._texts: dict[str, str] = {}  # module texts read for mutations of their globals
+        #: per module, the attributes stored on its names (modules.ModuleResolver.function_attr)
+        self._attr_stores: dict[str, dict[tuple[str, str], tuple[list[ast.expr], bool]]] = {}
         self._mutation_index: dict[str, dict[str, tuple[list[ast.stmt], list[ast.expr],
                                                         bool]]] = {}
         self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
@@ -189,6 +195,15 @@ class Analysis(ABC):
                 names.add(attr)
         names |= self._module_carriers
         return {n for n in names if n.isidentifier() and not n.startswith(("<", "__"))}
+
+    def instance_stores(self, attrs: tuple[str, ...]) -> dict[tuple[ClassKey, str], list[Value]]:
+        """Per class and attribute of ``attrs``, what its methods stored on an instance of
+        exactly it (``self.lse_base_on_e = False``), in a fixed order."""
+        found: dict[tuple[ClassKey, str], list[Value]] = {}
+        for (inst, attr), values in self.stores.items():
+            if attr in attrs and inst.exact:
+                found.setdefault((inst.cls, attr), []).extend(values)
+        return {k: sorted(v, key=stable_key) for k, v in found.items()}
 
     def found_function_carriers(self) -> set[str]:
         """Of :meth:`found_carriers`, the module-level functions' names."""

@@ -129,9 +129,8 @@ class Resolver(ModuleResolver):
             return self._module_attr(obj, attr)
         if isinstance(obj, Ext):
             return self._ext_attr(obj, attr)
-        if isinstance(obj, Func) and attr in ("default", "__wrapped__") and \
-                obj.qualname in self._op_funcs:
-            return obj  # ``torch.ops.ns.op.default``: the same overload
+        if isinstance(obj, (Func, Partial)):
+            return self._callable_attr(obj, attr)
         if isinstance(obj, ExtInst):
             return Ext(f"{obj.qualname}.{attr}")
         if isinstance(obj, Super):
@@ -153,6 +152,15 @@ class Resolver(ModuleResolver):
                 return self.given_attrs[attr]
             return self.inst_attr(obj, attr, where)
         return None
+
+    def _callable_attr(self, obj: Func | Partial, attr: str) -> Value:
+        if isinstance(obj, Func):
+            if attr in ("default", "__wrapped__") and obj.qualname in self._op_funcs:
+                return obj  # ``torch.ops.ns.op.default``: the same overload
+            return self.function_attr(obj, attr)[1]
+        # what a ``functools.partial`` object holds: its function (not the function's
+        # attributes: a partial has a ``__dict__`` of its own)
+        return obj.target if attr == "func" and not obj.method else None
 
     def _module_attr(self, obj: ModuleRef, attr: str) -> Value:
         b = self.p.member(obj.name, attr)
@@ -256,6 +264,29 @@ class Resolver(ModuleResolver):
             return None  # a base outside the program: where its classes stand, not known
         classes = [ClassRef((c.path, c.name), exact=True) for c in mro]
         return Tup(tuple(classes))
+
+    def lacks(self, obj: Value, attr: str) -> bool:
+        """Reading ``attr`` on ``obj`` raises ``AttributeError`` on every way it may be: a
+        ``getattr`` default is what it reads. An instance whose class and hierarchy never set it,
+        a module-level function nothing stores it on, a ``functools.partial`` object (which holds
+        ``func``, ``args`` and ``keywords``, not its function's attributes)."""
+        alts = list(alternatives(obj))
+        return bool(alts) and all(self._lacks(alt, attr) for alt in alts)
+
+    def _lacks(self, obj: Value, attr: str) -> bool:
+        if attr.startswith("__"):
+            return False
+        if isinstance(obj, Inst):
+            cls = self.class_info(obj.cls)
+            return cls is not None and self.p.lookup(cls, attr) is None and \
+                self.class_attr(cls, attr) is None
+        if isinstance(obj, Func):
+            known, value = self.function_attr(obj, attr)
+            return known and value is None and (obj.qualname, attr) not in \
+                self._attribute_stores(obj.path)
+        if isinstance(obj, Partial):
+            return not obj.method and attr not in ("func", "args", "keywords")
+        return False
 
     def inst_attr(self, inst: Inst, attr: str, where: Location) -> Value:
         cls = self.class_info(inst.cls)

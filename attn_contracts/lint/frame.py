@@ -719,12 +719,9 @@ class Frame(RecordCalls):
         for n in names:
             attr = str(cast(Lit, n).value)
             value = self.i.attribute(inner, attr, place(self.path, node))
-            if value is None and isinstance(default, Lit) and isinstance(inner, Inst):
-                cls = self.i.class_info(inner.cls)
-                if cls is not None and self.i.p.lookup(cls, attr) is None and \
-                        self.i.class_attr(cls, attr) is None:
-                    value = replace(default, how=f" through getattr(..., {attr!r}, "
-                                    f"{default.value!r}), whose attribute nothing sets")
+            if value is None and isinstance(default, Lit) and self.i.lacks(inner, attr):
+                value = replace(default, how=f" through getattr(..., {attr!r}, "
+                                f"{default.value!r}), whose attribute nothing sets")
             values.append(value)  # set somewhere: its value (the default is for never-set ones)
         return join(values)
 

@@ -128,12 +128,8 @@ class ProgramModel:
         returns_attrs, base_attrs = self._attrs
         found = self._kernels.get(id(cls))
         if found is None:
-            kernels: set[Kernel] = set()
-            exact = Inst((cls.path, cls.name), exact=True)
             with self._quiet():
-                for name, fn in self.program.methods(cls).items():
-                    kernels |= self._interp.run_function(cls.path, f"{cls.name}.{name}", fn, exact)
-            found = self._kernels[id(cls)] = frozenset(kernels)
+                found = self._kernels[id(cls)] = _own_kernels(self._interp, self.program, cls)
         key = (cls.path, cls.name)
         mro = {(c.path, c.name) for c in self.program.mro(cls)}
         produced = {k.where for k in found}  # its own kernels' calls: their LSEs are its
@@ -238,7 +234,7 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     backend_classes = _backend_classes(h, files, returns_attrs, base_attrs)
     kernels = {id(cls): _own_kernels(interp, program, cls) for cls in backend_classes}
     _run_rounds(interp, program, [f for f in files if f.report])
-    _changed_classes(interp, program, (*returns_attrs, *base_attrs))
+    _changed_classes(interp, program, (*returns_attrs, *base_attrs), base_attrs)
     declared = _declared(interp, program, returns_attrs, base_attrs)
     tree_declares = configured or any(a in c.attrs for c in classes for a in base_attrs)
     out += class_findings(h, backend_classes, kernels, returns_attrs=returns_attrs,
@@ -252,27 +248,43 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     return ProgramModel(program, interp, kept, kernels, returns_attrs, base_attrs)
 
 
-def _changed_classes(interp: Interpreter, program: Program, attrs: tuple[str, ...]) -> None:
+def _changed_classes(interp: Interpreter, program: Program, attrs: tuple[str, ...],
+                     base_attrs: tuple[str, ...]) -> None:
     """A returns or base attribute stored on a class after its body (``Impl.lse_base_on_e =
     False`` below it, ``setattr``, a class decorator) is the class's own, over its body's and
     its bases': the literal where every store agrees on one, else an expression (read from
-    code the class statement does not show). Where: the store, if in the class's own file,
-    else the class statement."""
-    changed = False
+    code the class statement does not show). A store a function makes as the program runs
+    (``type(self).lse_base_on_e = False`` in ``__init__``), and a base a method stores on the
+    instances under a condition, leave the class's own value in place until it runs, or on the
+    instances it does not run for: each may hold either, an expression too where they differ.
+    Where: the store, if in the class's own file, else the class statement."""
+    h = program.hierarchy
+    changed: dict[tuple[ClassInfo, str], tuple[list[Value], Location, bool]] = {}
     for (key, attr), stores in sorted(interp.class_stores.items(), key=lambda kv: kv[0]):
         cls = program.cls(key)
-        if cls is None or attr not in attrs:
-            continue
-        changed = True
-        values = {v.value for v, _ in stores if isinstance(v, Lit)}
-        node: ast.expr = ast.Constant(values.pop()) if len(values) == 1 and all(
-            isinstance(v, Lit) for v, _ in stores) else ast.Name("<set after the class body>")
-        at = stores[-1][1]
+        if cls is not None and attr in attrs:
+            changed[(cls, attr)] = ([v for v, _, _ in stores], stores[-1][1],
+                                    any(runtime for _, _, runtime in stores))
+    for (key, attr), values in sorted(interp.instance_stores(base_attrs).items(),
+                                       key=lambda kv: (kv[0][0], kv[0][1])):
+        cls = program.cls(key)
+        body = None if cls is None else h.value(cls, attr)
+        if cls is not None and (cls, attr) not in changed and not (
+                isinstance(body, ast.Constant) and
+                all(isinstance(v, Lit) and v.value == body.value for v in values)):
+            changed[(cls, attr)] = (values, Location(cls.path, cls.line, 1), True)
+    for (cls, attr), (values, at, runtime) in changed.items():
+        if runtime:  # the class's own value holds until the store runs, or where it does not
+            body = h.value(cls, attr)
+            values = [*values, Lit(body.value, at) if isinstance(body, ast.Constant) else None]
+        literals = {v.value for v in values if isinstance(v, Lit)}
+        node: ast.expr = ast.Constant(literals.pop()) if len(literals) == 1 and all(
+            isinstance(v, Lit) for v in values) else ast.Name("<set after the class body>", ast.Load())
         line, col = (pt[0], pt[1] - 1) if (pt := at.point) is not None and at.path == cls.path \
             else (cls.line, 0)
         cls.attrs[attr] = (node, line, col)
     if changed:  # what the class findings look up from now on is looked up again
-        program.hierarchy.changed()
+        h.changed()
 
 
 def _evaluator(interp: Interpreter) -> Callable[[ClassInfo, ast.expr, ClassInfo], object]:
@@ -296,10 +308,11 @@ def _backend_classes(h: Hierarchy, files: list[FileFacts], returns_attrs: tuple[
 
 
 def _own_kernels(interp: Interpreter, program: Program, cls: ClassInfo) -> frozenset[Kernel]:
-    """The kernels a backend class's own methods reach, run on an instance of exactly it."""
+    """The kernels a backend class's own methods reach, run on an instance of exactly it
+    (each method no other one calls: a helper's kernels are read through its caller)."""
     found: set[Kernel] = set()
     exact = Inst((cls.path, cls.name), exact=True)
-    for name, fn in program.methods(cls).items():
+    for name, fn in program.entry_methods(cls).items():
         found |= interp.run_function(cls.path, f"{cls.name}.{name}", fn, exact)
     return frozenset(found)
 

@@ -142,12 +142,14 @@ class ModuleResolver(Analysis):
         deep; one that recurses without end is left where it stopped."""
         need = self.need
         self.need = _DECORATOR_LEVELS
+        self.defining += 1
         try:
             yield
         except RecursionError:
             return
         finally:
             self.need = need
+            self.defining -= 1
 
     def global_value(self, path: str, name: str) -> Value:
         """A module-level name's value, evaluated when first asked (its assignment alone, not
@@ -234,6 +236,48 @@ class ModuleResolver(Analysis):
             value = join([replace(v, rebound=True) if isinstance(v, Lit) else v
                           for v in alternatives(value)])
         return value
+
+    def function_attr(self, func: Func, attr: str) -> tuple[bool, Value]:
+        """``f.attr`` on a function ``f`` defined at its module's top level, as Python reads
+        it after the module ran: (True, the value the module's own top level stored last),
+        (True, None) where nothing stores that attribute on ``f`` (reading it raises
+        ``AttributeError``: a ``getattr`` default applies), (False, None) where it cannot be
+        told (a function of the module stores it, ``setattr`` may, or ``f`` is nested)."""
+        if "." in func.qualname or "<" in func.qualname or attr.startswith("__"):
+            return False, None
+        stores = self._attribute_stores(func.path)
+        values, in_function = stores.get((func.qualname, attr), ([], False))
+        if in_function or re.search(r"\bsetattr\(\s*" + re.escape(func.qualname) + r"\b",
+                                    self._module_text(func.path)):
+            return False, None
+        if not values:
+            return True, None
+        return True, self.new_frame(func.path).expr(values[-1])
+
+    def _attribute_stores(self, path: str) -> dict[tuple[str, str], tuple[list[ast.expr], bool]]:
+        """Per (name, attribute), the values the module's top level stores (``f.tag = v``, in
+        order), and whether one of its functions stores it too."""
+        if path in self._attr_stores:
+            return self._attr_stores[path]
+        found: dict[tuple[str, str], tuple[list[ast.expr], bool]] = {}
+        self._attr_stores[path] = found
+        tree = self.p.tree(path)
+        if tree is None:
+            return found
+        top = {id(st) for st in module_level(tree.body)}
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
+                    values, in_function = found.get((t.value.id, t.attr), ([], False))
+                    if id(node) in top and isinstance(node, ast.Assign):
+                        values = [*values, node.value]
+                    else:
+                        in_function = True
+                    found[(t.value.id, t.attr)] = (values, in_function)
+        return found
 
     def custom_op(self, namespace: str, name: str) -> Func | None:
         """The function of the program registered as the torch op ``namespace::name``

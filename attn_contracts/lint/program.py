@@ -29,6 +29,7 @@ from attn_contracts.lint.classes import Hierarchy
 from attn_contracts.lint.classes import ModuleInfo
 from attn_contracts.lint.classes import loop_bindings
 from attn_contracts.lint.classes import module_level
+from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.classes import statements
 from attn_contracts.lint.values import Func
 
@@ -284,6 +285,25 @@ class Program:
                 st.name: st for st in node.body if isinstance(st, (ast.FunctionDef,
                                                                    ast.AsyncFunctionDef))}
         return self._methods[key]
+
+    def entry_methods(self, cls: ClassInfo) -> dict[str, FuncNode]:
+        """The methods of a class body that none of its other methods reaches through its
+        instance (``self._decode(...)``, ``self._decode``): where what the class hands out is
+        read. A helper one of them calls is read through that caller, after whatever the caller
+        does to its result (an LSE converted, a flag set beside it); read on its own it would
+        hand out what no caller returns. All of them where every one is so reached (a cycle)."""
+        methods = self.methods(cls)
+        reached: set[str] = set()
+        for name, fn in methods.items():
+            receiver = fn.args.posonlyargs[:1] or fn.args.args[:1]
+            if not receiver:
+                continue
+            me = receiver[0].arg
+            reached.update(n.attr for n in own_nodes(fn.body)
+                           if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and
+                           n.value.id == me and n.attr in methods and n.attr != name)
+        entries = {n: fn for n, fn in methods.items() if n not in reached}
+        return entries or methods
 
     def mro(self, cls: ClassInfo) -> list[ClassInfo]:
         return self.hierarchy.mro(cls)[0]

@@ -53,6 +53,9 @@ from attn_contracts.lint.folding import fold_binop
 from attn_contracts.lint.folding import fold_format
 from attn_contracts.lint.inferred import Kernel
 from attn_contracts.lint.inferred import Misconverted
+from attn_contracts.lint.partition import bound_names
+from attn_contracts.lint.partition import partitions
+from attn_contracts.lint.partition import tested_after
 from attn_contracts.lint.torch_model import VIEWS
 from attn_contracts.lint.torch_model import constant_name
 from attn_contracts.lint.torch_model import convert
@@ -333,16 +336,60 @@ class Scope:
         #: ``continue``
         self.breaks: list[list[dict[str, Value]]] = []
         self.continues: list[list[dict[str, Value]]] = []
+        #: the paths this frame keeps apart now (lint.partition): at most PATHS
+        self.paths = 1
 
-    def block(self, body: list[ast.stmt]) -> None:
+    def block(self, body: list[ast.stmt], tested: frozenset[str] = frozenset(),
+              ) -> list[dict[str, Value]]:
+        """The statements of ``body`` in order. ``tested``: the names the enclosing blocks
+        test after it (a side of an ``if`` whose paths are kept apart): where its paths differ
+        on one, they are returned apart (else an empty list; ``self.env`` is their join)."""
+        kept: list[dict[str, Value]] = []  # the paths kept apart (lint.partition), if several
+        after: list[frozenset[str]] = []
         for i, stmt in enumerate(body):
-            if self.ended:
-                return  # every path here returned or raised: the rest is dead code
-            if isinstance(stmt, ast.If) and _ends(stmt.body) and not stmt.orelse:
+            if kept:
+                kept = self._on_each(kept, stmt, after[i] | tested)
+            elif self.ended:
+                return []  # every path here returned or raised: the rest is dead code
+            elif isinstance(stmt, ast.If) and _ends(stmt.body) and not stmt.orelse:
                 # `if c: ...; return` — what follows runs only when c is false: the else side
                 self.branches([stmt.body, body[i + 1:]], stmt.test, truth(self.expr(stmt.test)))
-                return
-            self.stmt(stmt)
+                return []
+            elif isinstance(stmt, ast.If) and bound_names(stmt) and not bound_names(
+                    stmt).isdisjoint((after := after or tested_after(body))[i] | tested):
+                kept = self._on_each([self.env], stmt, after[i] | tested)
+            else:
+                self.stmt(stmt)
+                continue
+            if len(kept) <= 1:  # one path left (or none: each returned or raised)
+                self.env, self.ended, kept = (kept[0], False, []) if kept else (self.env, True, [])
+                if self.ended:
+                    return []
+        if kept:
+            self.env, self.ended = self._join(kept, kept[0]), False
+        return kept
+
+    def _on_each(self, paths: list[dict[str, Value]], st: ast.stmt,
+                 tested: frozenset[str]) -> list[dict[str, Value]]:
+        """``st`` run on each path kept apart; an ``if`` that binds a name a later test reads
+        (``tested``) keeps its sides apart too. The paths that went on, those that agree on
+        every name a later test reads joined (lint.partition)."""
+        results: list[dict[str, Value]] = []
+        outer = self.paths
+        self.paths = outer * len(paths)
+        try:
+            for env in paths:
+                self.env, self.ended = env, False
+                if isinstance(st, ast.If) and not bound_names(st).isdisjoint(tested):
+                    results += self.branches([st.body, st.orelse], st.test,
+                                             truth(self.expr(st.test)), tested=tested)
+                else:
+                    self.stmt(st)
+                    if not self.ended:
+                        results.append(self.env)
+        finally:
+            self.paths = outer
+        return [self._join(g, g[0]) for g in partitions(results, tested, outer)]
 
     def stmt(self, st: ast.stmt) -> None:
         self.own_steps += 1
@@ -586,11 +633,13 @@ class Scope:
         self.i.bounds.loop(self, body, node)
 
     def branches(self, bodies: list[list[ast.stmt]], test: ast.expr | None = None,
-                 decided: bool | None = None) -> None:
+                 decided: bool | None = None, *, tested: frozenset[str] | None = None,
+                 ) -> list[dict[str, Value]]:
         """Paths that join after (``if``/``else``, ``try`` and its handlers, ``match``
         cases). ``decided``: the ``if`` test's value where it is known (a literal a caller
         passed, a class attribute of the exact class the method runs on): only that side
-        runs, as in Python."""
+        runs, as in Python. ``tested`` (the names later tests read, lint.partition): the
+        paths that went on are returned apart, not joined."""
         before = dict(self.env)
         results = []
         on_base = test is not None and _on_base_test(test, self.i.base_attrs)
@@ -608,14 +657,19 @@ class Scope:
             if i < 2:
                 _narrow(self.env, i == 0, narrowed, none_test)
             self.on_base += on_base
-            self.block(body)
+            apart = self.block(body, tested) if tested is not None else []
+            if tested is None:
+                self.block(body)
             self.on_base -= on_base
             if self.ended:
                 stopped += 1  # returned or raised on every path of this side
             elif not _ends(body):
-                results.append(self.env)
-        self.env = self._join(results, before) if results else before
+                results += apart or [self.env]
         self.ended = ran > 0 and stopped == ran
+        if tested is not None:
+            return results
+        self.env = self._join(results, before) if results else before
+        return results
 
     def join_envs(self, results: list[dict[str, Value]], before: dict[str, Value],
                   ) -> dict[str, Value]:
@@ -652,7 +706,8 @@ class Scope:
                 elif isinstance(alt, ClassRef) and alt.exact:  # a class changed after its body
                     # (not ``cls: type[X]``'s any subclass: X itself keeps its attribute)
                     self.i.class_stores.setdefault((alt.cls, target.attr), []).append(
-                        (value, place(self.path, target)))
+                        (value, place(self.path, target),
+                         self.func is not None and not self.i.defining))
             dotted = dotted_name(target)
             if dotted is not None:
                 self.env[dotted] = value

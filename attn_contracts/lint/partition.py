@@ -1,0 +1,111 @@
+"""Trace partitioning: where the sides of an ``if`` are kept apart instead of joined.
+
+After ``if c: o, lse = a(); flag = True`` / ``else: o, lse = b(); flag = False``, a join holds
+``lse`` as either kernel's and ``flag`` as either value, independently: ``if flag: lse =
+convert(lse)`` then reads four combinations, two of which no run takes (``b``'s LSE converted,
+``a``'s left as it is). Python runs one side and then the rest of the block with that side's
+names. So where a later test of the same block reads a name the ``if`` binds, its sides go on
+apart: each later statement of the block runs once per path. Paths that agree on every name
+the rest of the block still tests are joined again (what tells them apart is no longer read),
+and all of them at the block's end.
+
+Bounded: a frame keeps at most :data:`PATHS` paths apart (nested blocks multiply); past it they
+join as before (a may-union: sound, only less precise). The names are read from the syntax
+alone, once per statement.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from collections.abc import Sequence
+
+from attn_contracts.lint.classes import dotted_name
+from attn_contracts.lint.classes import own_nodes
+from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import stable_key
+
+__all__ = ["PATHS", "bound_names", "correlated", "partitions", "tested_after", "tested_names"]
+
+#: the most paths one frame keeps apart (each ``if`` whose sides it keeps apart doubles them)
+PATHS = 8
+
+#: per statement (weakly: a tree linted and dropped takes its entries with it)
+_BOUND: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = weakref.WeakKeyDictionary()
+_TESTED: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def _name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    return dotted_name(node) if isinstance(node, ast.Attribute) else None
+
+
+def bound_names(st: ast.stmt) -> frozenset[str]:
+    """The names (``x``, ``self.flag``) a statement stores to anywhere in its own scope."""
+    found = _BOUND.get(st)
+    if found is None:
+        found = frozenset(n for node in own_nodes([st])
+                          if isinstance(node, (ast.Name, ast.Attribute)) and
+                          isinstance(node.ctx, ast.Store) and (n := _name(node)) is not None)
+        _BOUND[st] = found
+    return found
+
+
+def _tests(node: ast.AST) -> list[ast.expr]:
+    """The expressions whose truth picks a path at ``node``."""
+    if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+        return [node.test]
+    if isinstance(node, ast.comprehension):
+        return list(node.ifs)
+    if isinstance(node, ast.Match):
+        return [node.subject, *(c.guard for c in node.cases if c.guard is not None)]
+    return []
+
+
+def tested_names(st: ast.stmt) -> frozenset[str]:
+    """The names (and dotted names) read by the tests of a statement's own scope: what decides
+    which of its paths runs."""
+    found = _TESTED.get(st)
+    if found is None:
+        found = frozenset(n for node in own_nodes([st]) for test in _tests(node)
+                          for sub in ast.walk(test)
+                          if isinstance(sub, (ast.Name, ast.Attribute)) and
+                          isinstance(sub.ctx, ast.Load) and (n := _name(sub)) is not None)
+        _TESTED[st] = found
+    return found
+
+
+def correlated(st: ast.stmt, rest: Sequence[ast.stmt]) -> bool:
+    """A later test of the block reads a name ``st`` binds: the sides of ``st`` decide it."""
+    bound = bound_names(st)
+    return bool(bound) and any(not bound.isdisjoint(tested_names(r)) for r in rest)
+
+
+def tested_after(body: Sequence[ast.stmt]) -> list[frozenset[str]]:
+    """Per statement of ``body``, the names the statements after it test."""
+    after: list[frozenset[str]] = [frozenset()] * len(body)
+    seen: frozenset[str] = frozenset()
+    for i in range(len(body) - 1, -1, -1):
+        after[i] = seen
+        seen = seen | tested_names(body[i])
+    return after
+
+
+def partitions(paths: list[dict[str, Value]], tested: frozenset[str], outer: int,
+               ) -> list[list[dict[str, Value]]]:
+    """The paths grouped by the values of the names the rest of the block tests (in the order
+    the paths came); one group of all of them where the groups are more than :data:`PATHS`
+    (``outer``: the paths already kept apart around this block)."""
+    if len(paths) <= 1:
+        return [paths] if paths else []
+    first = paths[0]
+    differ = sorted(n for n in tested if any(p.get(n) != first.get(n) for p in paths[1:]))
+    if not differ:
+        return [paths]
+    groups: dict[tuple[str, ...], list[dict[str, Value]]] = {}
+    for p in paths:
+        groups.setdefault(tuple(stable_key(p.get(n)) for n in differ), []).append(p)
+    if outer * len(groups) > PATHS:
+        return [paths]
+    return list(groups.values())

@@ -1,0 +1,159 @@
+"""Paths kept apart (issue 37 item 1): a flag set beside the kernel that produced an LSE stays
+with that kernel's LSE (``lint.partition``), a helper method's LSE is read through the method
+that calls it, after what that caller does to it, and a tag stored on a function is read where
+Python reads it (not through a ``functools.partial`` that wraps it). Each pair: the bug is an error, the
+fix (the same program with the flag or conversion right) has none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from attn_contracts.lint import partition
+from fixtures.semantic_pairs import IMPL_BASE
+from fixtures.semantic_pairs import LN2
+from fixtures.semantic_pairs import Pairs
+from fixtures.semantic_pairs import lint_json
+
+PAIRS = Pairs()
+
+PAIRS.case("a flag set beside the kernel decides the conversion", {"layer.py": """
+        from mylib import decode, decode_e, merge
+        def step(q, fast):
+            log2 = False
+            if fast:
+                out, lse = decode(q, return_lse=True)
+                log2 = True
+            else:
+                out, lse = decode_e(q)
+            out = out + 0
+            if log2:
+                pass
+            return merge(out, lse)
+        """}, {"layer.py": ("                pass", f"                lse = lse * {LN2}")})
+
+PAIRS.case("an elif chain's flag: one side per kernel", {"layer.py": f"""
+        from mylib import decode, decode_e, merge
+        def step(q, mode):
+            if mode == "a":
+                out, lse = decode(q, return_lse=True)
+                natural = True
+            elif mode == "b":
+                out, lse = decode_e(q)
+                natural = True
+            else:
+                out, lse = decode_e(q)
+                natural = True
+            if not natural:
+                lse = lse * {LN2}
+            return merge(out, lse)
+        """}, {"layer.py": ("                natural = True\n            elif",
+                            "                natural = False\n            elif")})
+
+PAIRS.case("a backend name chosen beside the kernel decides the conversion", {"layer.py": f"""
+        from mylib import decode, decode_e, merge
+        def step(q, single):
+            backend = "auto"
+            if single:
+                backend = "trtllm"
+                out, lse = decode(q, return_lse=True)
+            else:
+                out, lse = decode_e(q)
+            lse = lse.view(-1)
+            lse = lse * {LN2}
+            return merge(out, lse)
+        """}, {"layer.py": (f"            lse = lse * {LN2}",
+                            f"            if backend == 'trtllm':\n                lse = lse * {LN2}")})
+
+PAIRS.case("a helper method's LSE is read after its caller converts it", {"impl.py": IMPL_BASE + """
+    from mylib import decode, decode_e
+    class Impl(AttentionImpl):
+        can_return_lse_for_decode = True
+        lse_base_on_e = True
+        def _fast(self, q):
+            return decode(q, return_lse=True)
+        def forward(self, q, fast):
+            if fast:
+                out, lse = self._fast(q)
+                lse = lse.float()
+            else:
+                out, lse = decode_e(q)
+            return out, lse
+        """}, {"impl.py": ("lse = lse.float()", f"lse = lse.float() * {LN2}")})
+
+
+# a function's attribute is what its module stores on it; a partial holds its function in .func
+PAIRS.case("a tag on a function, read through the partial that wraps it", {"layer.py": f"""
+        import functools
+        from mylib import decode, merge
+        def _decode(q, **kw):
+            return decode(q, **kw)
+        _decode.log2 = True
+        RUN = functools.partial(_decode, return_lse=True)
+        def step(q):
+            out, lse = RUN(q)
+            if getattr(RUN, "log2", False):
+                lse = lse * {LN2}
+            return merge(out, lse)
+        """}, {"layer.py": ('getattr(RUN, "log2", False)', 'getattr(RUN.func, "log2", False)')})
+
+# a base a method stores on the instance, or on its class as the program runs, under a
+# condition: an instance may hold it or the class body's value (an error needs every value wrong)
+for _store in ("self", "type(self)"):
+    PAIRS.case(f"{_store}.lse_base_on_e stored under a condition is one value of two", {
+        "impl.py": IMPL_BASE + f"""
+    from mylib import decode, decode_e
+    class Impl(AttentionImpl):
+        can_return_lse_for_decode = True
+        lse_base_on_e = True
+        def __init__(self, fast):
+            self.fast = fast
+            if fast:
+                {_store}.lse_base_on_e = True
+        def forward(self, q):
+            if self.fast:
+                return decode(q, return_lse=True)
+            return decode_e(q)
+        """}, {"impl.py": (f"{_store}.lse_base_on_e = True", f"{_store}.lse_base_on_e = False")})
+
+@pytest.mark.parametrize("name", PAIRS.names())
+def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    PAIRS.check(name, tmp_path, capsys)
+
+
+def test_the_names_read_from_the_syntax() -> None:
+    import ast
+    tree = ast.parse("if c:\n    x, self.f = 1, 2\nelse:\n    y = 3\n"
+                     "z = 1\nwhile self.f:\n    pass\nw = [a for a in b if x]\n")
+    st, z, loop, comp = tree.body
+    assert partition.bound_names(st) == {"x", "self.f", "y"}
+    assert partition.tested_names(loop) == {"self.f", "self"}
+    assert partition.tested_names(comp) == {"x"}
+    assert partition.correlated(st, [z, loop]) and partition.correlated(st, [comp])
+    assert not partition.correlated(st, [z])
+
+
+def test_past_the_bound_the_sides_join_and_a_contradiction_stays(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """More flags than paths kept apart: the later ones join, as before, and the base-2 LSE
+    left unconverted on one side is still an error (a bound never removes a finding)."""
+    flags = "".join(f"""
+            if c{i}:
+                f{i} = True
+            else:
+                f{i} = False
+            if f{i}:
+                out = out + 1""" for i in range(partition.PATHS.bit_length() + 2))
+    files = {"layer.py": f"""
+        from mylib import decode, merge
+        def step(q, {", ".join(f"c{i}" for i in range(partition.PATHS.bit_length() + 2))}, fast):
+            out, lse = decode(q, return_lse=True)
+            {flags}
+            if fast:
+                lse = lse * {LN2}
+            return merge(out, lse)
+        """}
+    found = [f for f in lint_json(tmp_path, capsys, "bound", files) if f["severity"] == "error"]
+    assert found
