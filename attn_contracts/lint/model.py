@@ -248,6 +248,11 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     return ProgramModel(program, interp, kept, kernels, returns_attrs, base_attrs)
 
 
+#: per class and attribute: the values stored after its body, where the last was stored, and
+#: whether the class's own value may still hold (a store made as the program runs)
+_Changes = dict[tuple[ClassInfo, str], tuple[list[Value], Location, bool]]
+
+
 def _changed_classes(interp: Interpreter, program: Program, attrs: tuple[str, ...],
                      base_attrs: tuple[str, ...]) -> None:
     """A returns or base attribute stored on a class after its body (``Impl.lse_base_on_e =
@@ -259,32 +264,47 @@ def _changed_classes(interp: Interpreter, program: Program, attrs: tuple[str, ..
     instances it does not run for: each may hold either, an expression too where they differ.
     Where: the store, if in the class's own file, else the class statement."""
     h = program.hierarchy
-    changed: dict[tuple[ClassInfo, str], tuple[list[Value], Location, bool]] = {}
-    for (key, attr), stores in sorted(interp.class_stores.items(), key=lambda kv: kv[0]):
-        cls = program.cls(key)
-        if cls is not None and attr in attrs:
-            changed[(cls, attr)] = ([v for v, _, _ in stores], stores[-1][1],
-                                    any(runtime for _, _, runtime in stores))
-    for (key, attr), values in sorted(interp.instance_stores(base_attrs).items(),
-                                       key=lambda kv: (kv[0][0], kv[0][1])):
-        cls = program.cls(key)
-        body = None if cls is None else h.value(cls, attr)
-        if cls is not None and (cls, attr) not in changed and not (
-                isinstance(body, ast.Constant) and
-                all(isinstance(v, Lit) and v.value == body.value for v in values)):
-            changed[(cls, attr)] = (values, Location(cls.path, cls.line, 1), True)
+    changed = _class_changes(interp, program, attrs) | _instance_changes(interp, program,
+                                                                         base_attrs)
     for (cls, attr), (values, at, runtime) in changed.items():
         if runtime:  # the class's own value holds until the store runs, or where it does not
             body = h.value(cls, attr)
-            values = [*values, Lit(body.value, at) if isinstance(body, ast.Constant) else None]
+            own = body.value if isinstance(body, ast.Constant) else ...
+            values = [*values, Lit(own, at) if isinstance(own, (bool, int, float, str)) or
+                      own is None else None]
         literals = {v.value for v in values if isinstance(v, Lit)}
         node: ast.expr = ast.Constant(literals.pop()) if len(literals) == 1 and all(
-            isinstance(v, Lit) for v in values) else ast.Name("<set after the class body>", ast.Load())
+            isinstance(v, Lit) for v in values) else ast.Name("<set after the class body>",
+                                                              ast.Load())
         line, col = (pt[0], pt[1] - 1) if (pt := at.point) is not None and at.path == cls.path \
             else (cls.line, 0)
         cls.attrs[attr] = (node, line, col)
     if changed:  # what the class findings look up from now on is looked up again
         h.changed()
+
+
+def _class_changes(interp: Interpreter, program: Program, attrs: tuple[str, ...]) -> _Changes:
+    changed: _Changes = {}
+    for (key, attr), stores in sorted(interp.class_stores.items(), key=lambda kv: kv[0]):
+        cls = program.cls(key)
+        if cls is not None and attr in attrs:
+            changed[(cls, attr)] = ([v for v, _, _ in stores], stores[-1][1],
+                                    any(runtime for _, _, runtime in stores))
+    return changed
+
+
+def _instance_changes(interp: Interpreter, program: Program, base_attrs: tuple[str, ...],
+                      ) -> _Changes:
+    """The classes whose instances a method gives another base than the class's own."""
+    changed: _Changes = {}
+    for (key, attr), values in sorted(interp.instance_stores(base_attrs).items(),
+                                      key=lambda kv: kv[0]):
+        cls = program.cls(key)
+        body = None if cls is None else program.hierarchy.value(cls, attr)
+        if cls is not None and not (isinstance(body, ast.Constant) and all(
+                isinstance(v, Lit) and v.value == body.value for v in values)):
+            changed[(cls, attr)] = (values, Location(cls.path, cls.line, 1), True)
+    return changed
 
 
 def _evaluator(interp: Interpreter) -> Callable[[ClassInfo, ast.expr, ClassInfo], object]:
