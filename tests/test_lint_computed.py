@@ -240,6 +240,15 @@ PAIRS.case("`if x is not None:` converts the tensor, and x is None on the other 
             return merge(out, lse)
         """}, {"layer.py": ("                pass", "                lse.mul_(math.log(2))")})
 
+# a tensor's arithmetic method is its operator: add_ shifts (same base), mul_ scales
+PAIRS.case("lse.add_(ln 2) is no conversion; lse.mul_(ln 2) is", {"layer.py": f"""
+        from mylib import decode, merge
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            lse.add_({LN2})
+            return merge(out, lse.sub(lse.amax()))
+        """}, {"layer.py": ("lse.add_(", "lse.mul_(")})
+
 # more subclasses of one base than the contexts one function gets
 SUBCLASSES = "".join(f"""
         class {c}(ImplBase):

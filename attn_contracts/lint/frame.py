@@ -206,8 +206,13 @@ class Frame(RecordCalls):
         """``x.f(...)``/``torch.f(x, ...)`` of the torch model (:mod:`.torch_model`): an
         in-place scaling, an exponential, a natural-log reduction, an op that keeps the base;
         :data:`NOT_SPECIAL` where the call is none of them (or runs an object's own method)."""
-        if name in ("mul_", "div_") and len(node.args) == 1:
-            op: ast.operator = ast.Mult() if name == "mul_" else ast.Div()
+        arith = _ARITHMETIC.get(name.removesuffix("_"))
+        if arith is not None and len(node.args) == 1 and not node.keywords and (
+                name in ("mul_", "div_") or (dotted_name(func.value) is not None and
+                                             lse_of(self.expr(func.value)) is not None)):
+            op: ast.operator = arith()
+            if not name.endswith("_"):  # ``lse.add(c)``: ``lse + c``, a new tensor
+                return self.binop(func.value, self.expr(func.value), op, node.args[0])
             if dotted_name(func.value) is not None:
                 current = self.expr(func.value)
                 self.in_place(func.value, self.binop(func.value, current, op, node.args[0]))
@@ -1095,6 +1100,13 @@ def _star_items(value: Value) -> list[Value] | None:
             len({len(t.items) for t in tuples}) == 1:
         return [join([t.items[i] for t in tuples]) for i in range(len(tuples[0].items))]
     return None
+
+
+#: a tensor's arithmetic methods and the operator each is (``x.mul_(c)`` is ``x *= c`` in
+#: place; ``x.add(c)`` is ``x + c``): read as the operator on an LSE
+_ARITHMETIC: dict[str, type[ast.operator]] = {
+    "mul": ast.Mult, "multiply": ast.Mult, "div": ast.Div, "divide": ast.Div,
+    "true_divide": ast.Div, "add": ast.Add, "sub": ast.Sub, "subtract": ast.Sub}
 
 
 def _viewed(node: ast.expr) -> tuple[ast.expr | None, bool]:

@@ -328,12 +328,20 @@ def _backend_classes(h: Hierarchy, files: list[FileFacts], returns_attrs: tuple[
 
 
 def _own_kernels(interp: Interpreter, program: Program, cls: ClassInfo) -> frozenset[Kernel]:
-    """The kernels a backend class's own methods reach, run on an instance of exactly it
-    (each method no other one calls: a helper's kernels are read through its caller)."""
+    """The kernels a backend class's own methods reach, run on an instance of exactly it: read
+    from the methods no other one calls (a helper's kernel is read through its caller, after
+    what the caller does to its LSE); a helper's own kernels only where its caller's run did
+    not reach them (a call the interpreter did not follow)."""
     found: set[Kernel] = set()
     exact = Inst((cls.path, cls.name), exact=True)
-    for name, fn in program.entry_methods(cls).items():
+    entries = program.entry_methods(cls)
+    for name, fn in entries.items():
         found |= interp.run_function(cls.path, f"{cls.name}.{name}", fn, exact)
+    seen = {(k.where, k.record) for k in found}
+    for name, fn in program.methods(cls).items():
+        if name not in entries:
+            found |= {k for k in interp.run_function(cls.path, f"{cls.name}.{name}", fn, exact)
+                      if (k.where, k.record) not in seen}
     return frozenset(found)
 
 
