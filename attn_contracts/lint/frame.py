@@ -201,6 +201,25 @@ class Frame(RecordCalls):
             return None  # Python raises: no value
         return _folded(result, where)
 
+    def arithmetic(self, func: ast.Attribute, node: ast.Call, op: ast.operator, *,
+                   in_place: bool) -> Value:
+        """``x.mul_(c)`` (``x *= c``, in place), ``x.add(c)`` (``x + c``): the operator."""
+        if not in_place:  # ``lse.add(c)``: ``lse + c``, a new tensor
+            return self.binop(func.value, self.expr(func.value), op, node.args[0])
+        if dotted_name(func.value) is not None:
+            current = self.expr(func.value)
+            self.in_place(func.value, self.binop(func.value, current, op, node.args[0]))
+            return self.expr(func.value)
+        # ``lse.view(-1, h).mul_(c)``: the view is scaled and handed back, and so is the
+        # tensor it views, whose storage it shares (wholly, or in part through a slice)
+        scaled = self.binop(func.value, self.expr(func.value), op, node.args[0])
+        root, whole = _viewed(func.value)
+        before = self.expr(root) if root is not None else None
+        if root is not None and lse_of(before) is not None:
+            after = self.binop(root, before, op, node.args[0])
+            self.in_place(root, after if whole else join([before, after]))
+        return scaled
+
     def tensor_method(self, func: ast.Attribute, node: ast.Call, name: str,
                       where: Location) -> Value | object:
         """``x.f(...)``/``torch.f(x, ...)`` of the torch model (:mod:`.torch_model`): an
@@ -210,22 +229,7 @@ class Frame(RecordCalls):
         if arith is not None and len(node.args) == 1 and not node.keywords and (
                 name in ("mul_", "div_") or (dotted_name(func.value) is not None and
                                              lse_of(self.expr(func.value)) is not None)):
-            op: ast.operator = arith()
-            if not name.endswith("_"):  # ``lse.add(c)``: ``lse + c``, a new tensor
-                return self.binop(func.value, self.expr(func.value), op, node.args[0])
-            if dotted_name(func.value) is not None:
-                current = self.expr(func.value)
-                self.in_place(func.value, self.binop(func.value, current, op, node.args[0]))
-                return self.expr(func.value)
-            # ``lse.view(-1, h).mul_(c)``: the view is scaled and handed back, and so is the
-            # tensor it views, whose storage it shares (wholly, or in part through a slice)
-            scaled = self.binop(func.value, self.expr(func.value), op, node.args[0])
-            root, whole = _viewed(func.value)
-            before = self.expr(root) if root is not None else None
-            if root is not None and lse_of(before) is not None:
-                after = self.binop(root, before, op, node.args[0])
-                self.in_place(root, after if whole else join([before, after]))
-            return scaled
+            return self.arithmetic(func, node, arith(), in_place=name.endswith("_"))
 
         if name == "copy_" and len(node.args) == 1 and not node.keywords:
             copied = self.copy_into(func.value, node.args[0])
