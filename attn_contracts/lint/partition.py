@@ -20,12 +20,14 @@ import ast
 import weakref
 from collections.abc import Sequence
 
-from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.classes import own_nodes
+from attn_contracts.lint.values import DictV
+from attn_contracts.lint.values import Seq
 from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import stable_key
 
-__all__ = ["PATHS", "bound_names", "correlated", "partitions", "tested_after", "tested_names"]
+__all__ = ["PATHS", "bound_names", "partitions", "tested_after", "tested_names"]
 
 #: the most paths one frame keeps apart (each ``if`` whose sides it keeps apart doubles them)
 PATHS = 8
@@ -36,18 +38,19 @@ _TESTED: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = weakref.WeakKeyDic
 
 
 def _name(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    return dotted_name(node) if isinstance(node, ast.Attribute) else None
+    """A plain name: an attribute's value may change behind the frame's back (a method, an
+    alias), so a path's own value of one is never trusted to decide a later test."""
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def bound_names(st: ast.stmt) -> frozenset[str]:
-    """The names (``x``, ``self.flag``) a statement stores to anywhere in its own scope."""
+    """The names (``x``, never ``self.flag``: :func:`_name`) a statement stores to anywhere
+    in its own scope."""
     found = _BOUND.get(st)
     if found is None:
         found = frozenset(n for node in own_nodes([st])
-                          if isinstance(node, (ast.Name, ast.Attribute)) and
-                          isinstance(node.ctx, ast.Store) and (n := _name(node)) is not None)
+                          if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and
+                          (n := _name(node)) is not None)
         _BOUND[st] = found
     return found
 
@@ -64,22 +67,16 @@ def _tests(node: ast.AST) -> list[ast.expr]:
 
 
 def tested_names(st: ast.stmt) -> frozenset[str]:
-    """The names (and dotted names) read by the tests of a statement's own scope: what decides
-    which of its paths runs."""
+    """The names read by the tests of a statement's own scope: what decides which of its paths
+    runs."""
     found = _TESTED.get(st)
     if found is None:
         found = frozenset(n for node in own_nodes([st]) for test in _tests(node)
                           for sub in ast.walk(test)
-                          if isinstance(sub, (ast.Name, ast.Attribute)) and
-                          isinstance(sub.ctx, ast.Load) and (n := _name(sub)) is not None)
+                          if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and
+                          (n := _name(sub)) is not None)
         _TESTED[st] = found
     return found
-
-
-def correlated(st: ast.stmt, rest: Sequence[ast.stmt]) -> bool:
-    """A later test of the block reads a name ``st`` binds: the sides of ``st`` decide it."""
-    bound = bound_names(st)
-    return bool(bound) and any(not bound.isdisjoint(tested_names(r)) for r in rest)
 
 
 def tested_after(body: Sequence[ast.stmt]) -> list[frozenset[str]]:
@@ -100,7 +97,10 @@ def partitions(paths: list[dict[str, Value]], tested: frozenset[str], outer: int
     if len(paths) <= 1:
         return [paths] if paths else []
     first = paths[0]
-    differ = sorted(n for n in tested if any(p.get(n) != first.get(n) for p in paths[1:]))
+    # a container a callee or an alias may change is never what tells paths apart
+    differ = sorted(n for n in tested if any(p.get(n) != first.get(n) for p in paths[1:]) and
+                    not any(isinstance(alt, (DictV, Seq)) for p in paths
+                            for alt in alternatives(p.get(n))))
     if not differ:
         return [paths]
     groups: dict[tuple[str, ...], list[dict[str, Value]]] = {}

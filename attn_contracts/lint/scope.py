@@ -366,7 +366,8 @@ class Scope:
                 if self.ended:
                     return []
         if kept:
-            self.env, self.ended = self._join(kept, kept[0]), False
+            # every path began as the same environment: a name one lacks, it lacked before
+            self.env, self.ended = self._join(kept, {}), False
         return kept
 
     def _on_each(self, paths: list[dict[str, Value]], st: ast.stmt,
@@ -381,24 +382,34 @@ class Scope:
             for env in paths:
                 self.env, self.ended = env, False
                 if isinstance(st, ast.If) and not bound_names(st).isdisjoint(tested):
-                    results += self.branches([st.body, st.orelse], st.test,
-                                             truth(self.expr(st.test)), tested=tested)
+                    if self.counted(st):
+                        results += self.branches([st.body, st.orelse], st.test,
+                                                 truth(self.expr(st.test)), tested=tested)
+                    else:
+                        results.append(self.env)
                 else:
                     self.stmt(st)
                     if not self.ended:
                         results.append(self.env)
         finally:
             self.paths = outer
-        return [self._join(g, g[0]) for g in partitions(results, tested, outer)]
+        return [self._join(g, {}) for g in partitions(results, tested, outer)]
 
-    def stmt(self, st: ast.stmt) -> None:
+    def counted(self, st: ast.stmt) -> bool:
+        """One more statement of the function's and the run's budgets; False past either (a
+        note names the function)."""
         self.own_steps += 1
         if self.own_steps > FUNCTION_BUDGET or self.i.budget <= 0:
             self.i.bounds.note(self, "function budget" if self.i.budget > 0 else "run budget",
                                "the statements after this one are not interpreted", st)
-            return
+            return False
         self.i.budget -= 1
         self.i.steps += 1
+        return True
+
+    def stmt(self, st: ast.stmt) -> None:
+        if not self.counted(st):
+            return
         handler = _STMT.get(type(st))
         if handler is not None:
             handler(self, st)
@@ -502,7 +513,8 @@ class Scope:
         if broke or not exits:
             self.ended = not ends and self.ended
             if ends:
-                self.env = self.join_envs(ends, ends[0]) if len(ends) > 1 else dict(ends[0])
+                # a name one path lacks is unbound (or the object's) there, never another's
+                self.env = self.join_envs(ends, {}) if len(ends) > 1 else dict(ends[0])
 
     @_on(_STMT, ast.While)
     def s_while(self, st: ast.While) -> None:
