@@ -117,6 +117,43 @@ for _store in ("self", "type(self)"):
             return decode_e(q)
         """}, {"impl.py": (f"{_store}.lse_base_on_e = True", f"{_store}.lse_base_on_e = False")})
 
+# a boolean computed from a condition is what a later test of that condition decided, while
+# the names it read hold what the test read (the fix computes it after the override)
+PAIRS.case("a flag derived from a condition the path has tested", {"layer.py": f"""
+        from mylib import decode, decode_e, merge
+        def step(q, is_decode, invariant):
+            log2 = not is_decode
+            if invariant:
+                is_decode = False
+            if not is_decode:
+                out, lse = decode(q, return_lse=True)
+                if log2:
+                    lse = lse * {LN2}
+                return merge(out, lse)
+            out, lse = decode_e(q)
+            return merge(out, lse)
+        """}, {"layer.py": ("""            log2 = not is_decode
+            if invariant:
+                is_decode = False
+""", """            if invariant:
+                is_decode = False
+            log2 = not is_decode
+""")})
+
+# ``a and b`` false where b holds: a did not (``lse is not None`` false: lse is None there)
+PAIRS.case("the false side of `lse is not None and flag` where the flag holds", {"layer.py": f"""
+        from mylib import decode, merge
+        def kernel(q, want):
+            out, lse = decode(q, return_lse=True)
+            return out, (lse if want else None)
+        def step(q, want):
+            convert = False
+            out, lse = kernel(q, want)
+            if lse is not None and convert:
+                lse = lse * {LN2}
+            return merge(out, lse)
+        """}, {"layer.py": ("convert = False", "convert = True")})
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

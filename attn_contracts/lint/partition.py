@@ -27,7 +27,8 @@ from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import stable_key
 
-__all__ = ["PATHS", "bound_names", "partitions", "tested_after", "tested_names"]
+__all__ = ["ALIAS", "FACT", "PATHS", "bound_names", "condition", "is_boolean", "operands",
+           "partitions", "settled", "tested_after", "tested_names"]
 
 #: the most paths one frame keeps apart (each ``if`` whose sides it keeps apart doubles them)
 PATHS = 8
@@ -109,3 +110,67 @@ def partitions(paths: list[dict[str, Value]], tested: frozenset[str], outer: int
     if outer * len(groups) > PATHS:
         return [paths]
     return list(groups.values())
+
+
+# --- conditions a path has decided ----------------------------------------------------------------
+# ``flag = not is_decode`` ... ``if not is_decode:`` ... ``if flag:``: Python knows ``flag`` there,
+# because the name it was computed from still holds what the test read. A test whose value is not
+# known leaves, on each side, a fact (its condition held or not); a boolean computed from names
+# is an alias of its condition. Both only where no statement of the function can rebind those
+# names afterwards, and never in a loop (a later pass rebinds what an earlier one tested).
+
+#: the frame's names that hold a fact and an alias (no Python name can hold these characters)
+FACT = "\x00fact:"
+ALIAS = "\x00alias:"
+
+_SHAPE = (ast.Name, ast.Constant, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.cmpop, ast.boolop,
+          ast.unaryop, ast.expr_context)
+_STABLE: weakref.WeakKeyDictionary[ast.AST, tuple[dict[str, int], list[tuple[int, int]],
+                                                  frozenset[str]]] = weakref.WeakKeyDictionary()
+
+
+def condition(test: ast.expr) -> tuple[str, bool] | None:
+    """A test of names and constants as (its key, the truth the key's expression has when the
+    test holds): ``not x`` → (key of ``x``, False). None for any other expression."""
+    held = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, held = test.operand, not held
+    if not all(isinstance(n, _SHAPE) for n in ast.walk(test)):
+        return None
+    return ast.dump(test, annotate_fields=False), held
+
+
+def is_boolean(value: ast.expr) -> bool:
+    """An expression Python evaluates to a bool: ``not x``, a comparison, ``and``/``or`` of
+    those."""
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+        return True
+    if isinstance(value, ast.BoolOp):
+        return all(is_boolean(v) for v in value.values)
+    return isinstance(value, ast.Compare)
+
+
+def settled(func: ast.AST | None, names: frozenset[str], line: int) -> bool:
+    """No statement of ``func``'s own scope binds any of ``names`` at or after ``line``, ``line``
+    is in none of its loops, and none of them is ``global`` or ``nonlocal`` anywhere in it."""
+    if func is None:
+        return False
+    known = _STABLE.get(func)
+    if known is None:
+        last: dict[str, int] = {}
+        loops: list[tuple[int, int]] = []
+        shared = frozenset(n for node in ast.walk(func)
+                           if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names)
+        for node in own_nodes(list(getattr(func, "body", []))):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                last[node.id] = max(last.get(node.id, 0), node.lineno)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                loops.append((node.lineno, getattr(node, "end_lineno", None) or node.lineno))
+        known = _STABLE[func] = (last, loops, shared)
+    last, loops, shared = known
+    return not any(a <= line <= b for a, b in loops) and not names & shared and all(
+        last.get(n, 0) < line for n in names)
+
+
+def operands(expr: ast.expr) -> frozenset[str]:
+    return frozenset(n.id for n in ast.walk(expr) if isinstance(n, ast.Name))

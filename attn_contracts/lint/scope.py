@@ -53,8 +53,14 @@ from attn_contracts.lint.folding import fold_binop
 from attn_contracts.lint.folding import fold_format
 from attn_contracts.lint.inferred import Kernel
 from attn_contracts.lint.inferred import Misconverted
+from attn_contracts.lint.partition import ALIAS
+from attn_contracts.lint.partition import FACT
 from attn_contracts.lint.partition import bound_names
+from attn_contracts.lint.partition import condition
+from attn_contracts.lint.partition import is_boolean
+from attn_contracts.lint.partition import operands
 from attn_contracts.lint.partition import partitions
+from attn_contracts.lint.partition import settled
 from attn_contracts.lint.partition import tested_after
 from attn_contracts.lint.torch_model import VIEWS
 from attn_contracts.lint.torch_model import constant_name
@@ -424,6 +430,12 @@ class Scope:
                                              for t in st.targets) else self.expr(st.value)
         for t in st.targets:
             self.assign(t, value, st.value)
+        target = st.targets[0]
+        if len(st.targets) == 1 and isinstance(target, ast.Name) and is_boolean(st.value) and \
+                truth(value) is None and (cond := condition(st.value)) is not None and \
+                settled(self.node, operands(st.value), st.lineno):
+            # ``flag = not is_decode``: what a later test of ``not is_decode`` decided, flag is
+            self.env[ALIAS + target.id] = Lit(f"{cond[0]}\x00{int(cond[1])}", None)
 
     @_on(_STMT, ast.AnnAssign)
     def s_annassign(self, st: ast.AnnAssign) -> None:
@@ -668,6 +680,9 @@ class Scope:
             self.env = dict(before)
             if i < 2:
                 _narrow(self.env, i == 0, narrowed, none_test)
+                if known is None and test is not None:
+                    self._hold(test, i == 0)
+                    self._narrow_parts(test, i == 0)
             self.on_base += on_base
             apart = self.block(body, tested) if tested is not None else []
             if tested is None:
@@ -682,6 +697,44 @@ class Scope:
             return results
         self.env = self._join(results, before) if results else before
         return results
+
+    def _hold(self, test: ast.expr, side: bool) -> None:
+        """On a side of a test whose value is not known: the fact that its condition held (or
+        not), where no later statement can rebind the names it read (lint.partition); on the
+        true side of ``a and b``, each of them held."""
+        cond = condition(test)
+        if cond is None or not settled(self.node, operands(test), test.lineno):
+            return
+        self.env[FACT + cond[0]] = Lit(cond[1] == side, None)
+        if side and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            for part in test.values:
+                self._hold(part, True)
+
+    def _narrow_parts(self, test: ast.expr, side: bool) -> None:
+        """``a and b``: on its true side each part held (``x is not None`` narrows ``x``); on
+        its false side, where every other part holds on this path, the one left did not. ``or``
+        the other way round."""
+        if not isinstance(test, ast.BoolOp):
+            return
+        conj = isinstance(test.op, ast.And)
+        if side == conj:
+            for part in test.values:
+                _narrow(self.env, side, _tuple_test(part), _none_test(part))
+            return
+        left = [p for p in test.values if condition(p) is None or truth(self.expr(p)) is not conj]
+        if len(left) == 1:
+            _narrow(self.env, side, _tuple_test(left[0]), _none_test(left[0]))
+
+    def _by_fact(self, name: str) -> Value:
+        """A boolean name computed from a condition a test on this path decided: its value."""
+        alias = self.env.get(ALIAS + name)
+        if not isinstance(alias, Lit) or not isinstance(alias.value, str):
+            return None
+        key, _, held = alias.value.rpartition("\x00")
+        fact = self.env.get(FACT + key)
+        if isinstance(fact, Lit) and isinstance(fact.value, bool):
+            return Lit(fact.value == (held == "1"), None)
+        return None
 
     def join_envs(self, results: list[dict[str, Value]], before: dict[str, Value],
                   ) -> dict[str, Value]:
@@ -708,6 +761,7 @@ class Scope:
         if isinstance(target, ast.Name):
             self.rebound.add(target.id)
             self.env[target.id] = value
+            self.env.pop(ALIAS + target.id, None)
         elif isinstance(target, (ast.Tuple, ast.List)):
             self.unpack(target, value)
         elif isinstance(target, ast.Attribute):
@@ -809,7 +863,10 @@ class Scope:
     def e_name(self, node: ast.Name) -> Value:
         name = node.id
         if name in self.env:
-            return self._named(self.env[name], node, f"{'local variable' if self.func else 'name'} "
+            value = self.env[name]
+            if truth(value) is None and ALIAS + name in self.env:
+                value = self._by_fact(name) or value
+            return self._named(value, node, f"{'local variable' if self.func else 'name'} "
                                f"{name}")
         return self._named(self.i.global_value(self.path, name), node, f"module constant {name}")
 
