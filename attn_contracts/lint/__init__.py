@@ -15,7 +15,8 @@ This package face re-exports the public names; the code lives by concept:
   read), bottom up: :mod:`.values` (the lattice), :mod:`.torch_model` (what tensor ops do to an
   LSE), :mod:`.containers`, :mod:`.calls` (arguments, parameters, summaries), :mod:`.analysis`
   (a run's state), :mod:`.modules` and :mod:`.attributes` (name, class and attribute resolution),
-  :mod:`.scope` (statements and expressions), :mod:`.record_calls` (producers and consumers),
+  :mod:`.partition` (which paths are kept apart, the conditions a path decided), :mod:`.scope`
+  (statements and expressions), :mod:`.record_calls` (producers and consumers),
   :mod:`.frame` (calls) and :mod:`.interpret` (the analysis of functions, the entry points).
 """
 
