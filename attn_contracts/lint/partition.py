@@ -80,13 +80,24 @@ def tested_names(st: ast.stmt) -> frozenset[str]:
     return found
 
 
+#: per block (by its first statement; the block's length and last statement checked)
+_AFTER: weakref.WeakKeyDictionary[ast.AST, tuple[int, ast.AST, list[frozenset[str]]]] = \
+    weakref.WeakKeyDictionary()
+
+
 def tested_after(body: Sequence[ast.stmt]) -> list[frozenset[str]]:
     """Per statement of ``body``, the names the statements after it test."""
+    if not body:
+        return []
+    known = _AFTER.get(body[0])
+    if known is not None and known[0] == len(body) and known[1] is body[-1]:
+        return known[2]
     after: list[frozenset[str]] = [frozenset()] * len(body)
     seen: frozenset[str] = frozenset()
     for i in range(len(body) - 1, -1, -1):
         after[i] = seen
         seen = seen | tested_names(body[i])
+    _AFTER[body[0]] = (len(body), body[-1], after)
     return after
 
 
@@ -129,9 +140,30 @@ _STABLE: weakref.WeakKeyDictionary[ast.AST, tuple[dict[str, int], list[tuple[int
                                                   frozenset[str]]] = weakref.WeakKeyDictionary()
 
 
+_CONDITIONS: weakref.WeakKeyDictionary[ast.AST, tuple[tuple[str, bool] | None, frozenset[str]]] \
+    = weakref.WeakKeyDictionary()
+
+
 def condition(test: ast.expr) -> tuple[str, bool] | None:
     """A test of names and constants as (its key, the truth the key's expression has when the
     test holds): ``not x`` → (key of ``x``, False). None for any other expression."""
+    return _condition(test)[0]
+
+
+def operands(expr: ast.expr) -> frozenset[str]:
+    """The names a test reads."""
+    return _condition(expr)[1]
+
+
+def _condition(test: ast.expr) -> tuple[tuple[str, bool] | None, frozenset[str]]:
+    known = _CONDITIONS.get(test)
+    if known is None:
+        known = _CONDITIONS[test] = (_read_condition(test), frozenset(
+            n.id for n in ast.walk(test) if isinstance(n, ast.Name)))
+    return known
+
+
+def _read_condition(test: ast.expr) -> tuple[str, bool] | None:
     held = True
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, held = test.operand, not held
@@ -171,6 +203,3 @@ def settled(func: ast.AST | None, names: frozenset[str], line: int) -> bool:
     return not any(a <= line <= b for a, b in loops) and not names & shared and all(
         last.get(n, 0) < line for n in names)
 
-
-def operands(expr: ast.expr) -> frozenset[str]:
-    return frozenset(n.id for n in ast.walk(expr) if isinstance(n, ast.Name))

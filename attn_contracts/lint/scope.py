@@ -344,6 +344,7 @@ class Scope:
         self.continues: list[list[dict[str, Value]]] = []
         #: the paths this frame keeps apart now (lint.partition): at most PATHS
         self.paths = 1
+        self.aliased = False  # a name holds a condition's alias (lint.partition.ALIAS)
 
     def block(self, body: list[ast.stmt], tested: frozenset[str] = frozenset(),
               ) -> list[dict[str, Value]]:
@@ -436,6 +437,7 @@ class Scope:
                 settled(self.node, operands(st.value), st.lineno):
             # ``flag = not is_decode``: what a later test of ``not is_decode`` decided, flag is
             self.env[ALIAS + target.id] = Lit(f"{cond[0]}\x00{int(cond[1])}", None)
+            self.aliased = True
 
     @_on(_STMT, ast.AnnAssign)
     def s_annassign(self, st: ast.AnnAssign) -> None:
@@ -761,7 +763,8 @@ class Scope:
         if isinstance(target, ast.Name):
             self.rebound.add(target.id)
             self.env[target.id] = value
-            self.env.pop(ALIAS + target.id, None)
+            if self.aliased:
+                self.env.pop(ALIAS + target.id, None)
         elif isinstance(target, (ast.Tuple, ast.List)):
             self.unpack(target, value)
         elif isinstance(target, ast.Attribute):
@@ -864,7 +867,7 @@ class Scope:
         name = node.id
         if name in self.env:
             value = self.env[name]
-            if truth(value) is None and ALIAS + name in self.env:
+            if self.aliased and truth(value) is None and ALIAS + name in self.env:
                 value = self._by_fact(name) or value
             return self._named(value, node, f"{'local variable' if self.func else 'name'} "
                                f"{name}")
