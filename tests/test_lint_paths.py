@@ -121,7 +121,7 @@ for _store in ("self", "type(self)"):
 # the names it read hold what the test read (the fix computes it after the override)
 PAIRS.case("a flag derived from a condition the path has tested", {"layer.py": f"""
         from mylib import decode, decode_e, merge
-        def step(q, is_decode, invariant):
+        def step(q, is_decode: bool, invariant):
             log2 = not is_decode
             if invariant:
                 is_decode = False
@@ -281,4 +281,131 @@ def test_a_feasible_path_keeps_its_error(name: str, tmp_path: Path,
         from mylib import decode, decode_e, merge
         LN2 = {LN2}
 """ + FEASIBLE[name]}
+    assert [f for f in lint_json(tmp_path, capsys, "case", files) if f["severity"] == "error"]
+
+
+def _derived(before: str, inner: str = "", params: str = "q, x: bool, c, g, items, m") -> str:
+    """``flag = not x`` then ``if x: ... if flag: merge(base-2 LSE)``: reachable in Python only
+    where ``before``/``inner`` rebind ``x`` or ``flag`` (each case does)."""
+    return f"""
+        def step({params}):
+            out, lse = decode(q, return_lse=True)
+            flag = not x
+{before}
+            if x:
+{inner}
+                if flag:
+                    return merge(out, lse)
+            return merge(out, lse * LN2)
+        """
+
+
+#: a fact, an alias, a function's attribute or a class's value decided where Python may hold
+#: another (each was silence in a first version: a second review)
+DECIDED_WRONG = {
+    "x rebound by except ... as x": _derived(
+        "            try:\n                g()\n            except Exception as x:\n                pass"),
+    "x rebound by a match capture": _derived(
+        "            match m:\n                case [x]:\n                    pass"),
+    "x rebound by an import": _derived("            if c:\n                from os import sep as x"),
+    "x a global a callee rebinds": """
+        x = False
+        def toggle():
+            global x
+            x = True
+""" + _derived("            toggle()", params="q, c, g, items, m"),
+    "a list changed in place": """
+        def step(q, items):
+            out, lse = decode(q, return_lse=True)
+            flag = not items
+            items.append(q)
+            if items:
+                if flag:
+                    return merge(out, lse)
+            return merge(out, lse * LN2)
+        """,
+    "flag rebound by an import": _derived(
+        "", "                from os import sep as flag"),
+    "flag rebound by except ... as flag": _derived(
+        "", "                try:\n                    g()\n                except Exception as flag:\n"
+        "                    pass"),
+    "a function's attribute a decorator sets": """
+        def tag(fn):
+            fn.natural = True
+            return fn
+        @tag
+        def _decode(q):
+            return decode(q, return_lse=True)
+        def step(q):
+            out, lse = _decode(q)
+            if getattr(_decode, "natural", False):
+                return merge(out, lse)
+            return merge(out, lse * LN2)
+        """,
+    "a partial's own attribute": """
+        import functools
+        P = functools.partial(decode, return_lse=True)
+        P.natural = True
+        def step(q):
+            out, lse = P(q)
+            if getattr(P, "natural", False):
+                return merge(out, lse)
+            return merge(out, lse * LN2)
+        """,
+    "a function's attribute stored under a condition": """
+        import os
+        def _decode(q):
+            return decode(q, return_lse=True)
+        if os.environ.get("X"):
+            _decode.natural = True
+        else:
+            _decode.natural = 0
+        def step(q):
+            out, lse = _decode(q)
+            if _decode.natural:
+                return merge(out, lse)
+            return merge(out, lse * LN2)
+        """,
+    "a public helper called from outside the class": """
+        class AttentionImpl:
+            can_return_lse_for_decode = False
+            lse_base_on_e = True
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = True
+            def forward_decode(self, q):
+                return decode(q, return_lse=True)
+            def forward(self, q):
+                out, lse = self.forward_decode(q)
+                return out, lse * LN2
+        def run(q):
+            return Impl().forward_decode(q)
+        """,
+    "a class store beside a conditional instance store": """
+        class AttentionImpl:
+            can_return_lse_for_decode = False
+            lse_base_on_e = True
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = False
+            def __init__(self, fast):
+                self.fast = fast
+                if fast:
+                    self.lse_base_on_e = True
+            def forward(self, q):
+                if self.fast:
+                    return decode(q, return_lse=True)
+                return decode_e(q)
+        Impl.lse_base_on_e = True
+        """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECIDED_WRONG))
+def test_what_python_may_change_is_never_decided(name: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    files = {"layer.py": f"""
+        from mylib import decode, decode_e, merge
+        LN2 = {LN2}
+""" + DECIDED_WRONG[name]}
     assert [f for f in lint_json(tmp_path, capsys, "case", files) if f["severity"] == "error"]

@@ -267,9 +267,8 @@ class Resolver(ModuleResolver):
 
     def lacks(self, obj: Value, attr: str) -> bool:
         """Reading ``attr`` on ``obj`` raises ``AttributeError`` on every way it may be: a
-        ``getattr`` default is what it reads. An instance whose class and hierarchy never set it,
-        a module-level function nothing stores it on, a ``functools.partial`` object (which holds
-        ``func``, ``args`` and ``keywords``, not its function's attributes)."""
+        ``getattr`` default is what it reads. An instance whose class and hierarchy never set
+        it."""
         alts = list(alternatives(obj))
         return bool(alts) and all(self._lacks(alt, attr) for alt in alts)
 
@@ -280,12 +279,8 @@ class Resolver(ModuleResolver):
             cls = self.class_info(obj.cls)
             return cls is not None and self.p.lookup(cls, attr) is None and \
                 self.class_attr(cls, attr) is None
-        if isinstance(obj, Func):
-            known, value = self.function_attr(obj, attr)
-            return known and value is None and (obj.qualname, attr) not in \
-                self._attribute_stores(obj.path)
-        if isinstance(obj, Partial):
-            return not obj.method and attr not in ("func", "args", "keywords")
+        # a function or a partial may be given the attribute anywhere (a decorator, another
+        # module, ``__dict__``, ``functools.wraps``): never read as lacking it
         return False
 
     def inst_attr(self, inst: Inst, attr: str, where: Location) -> Value:

@@ -264,8 +264,12 @@ def _changed_classes(interp: Interpreter, program: Program, attrs: tuple[str, ..
     instances it does not run for: each may hold either, an expression too where they differ.
     Where: the store, if in the class's own file, else the class statement."""
     h = program.hierarchy
-    changed = _class_changes(interp, program, attrs) | _instance_changes(interp, program,
-                                                                         base_attrs)
+    changed = _class_changes(interp, program, attrs)
+    for key, (values, at, runtime) in _instance_changes(interp, program, base_attrs).items():
+        # an instance's own store beside the class's: either may be what it reads
+        before = changed.get(key)
+        changed[key] = (values, at, runtime) if before is None else (
+            [*before[0], *values], before[1], before[2])
     for (cls, attr), (values, at, runtime) in changed.items():
         if runtime:  # the class's own value holds until the store runs, or where it does not
             body = h.value(cls, attr)

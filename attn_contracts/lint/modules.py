@@ -238,25 +238,28 @@ class ModuleResolver(Analysis):
         return value
 
     def function_attr(self, func: Func, attr: str) -> tuple[bool, Value]:
-        """``f.attr`` on a function ``f`` defined at its module's top level, as Python reads
-        it after the module ran: (True, the value the module's own top level stored last),
-        (True, None) where nothing stores that attribute on ``f`` (reading it raises
-        ``AttributeError``: a ``getattr`` default applies), (False, None) where it cannot be
-        told (a function of the module stores it, ``setattr`` may, or ``f`` is nested)."""
+        """``f.attr`` on an undecorated function ``f`` defined at its module's top level, where
+        one statement of that top level, outside any ``if`` or ``try``, stores it and nothing
+        else in the module may (no other store of that attribute, no ``setattr``, ``__dict__``,
+        ``vars`` or ``wraps`` naming ``f``): (True, the value stored). Else (False, None): not
+        read."""
         if "." in func.qualname or "<" in func.qualname or attr.startswith("__"):
             return False, None
+        node = self.p.function(func.path, func.qualname)
         stores = self._attribute_stores(func.path)
-        values, in_function = stores.get((func.qualname, attr), ([], False))
-        if in_function or re.search(r"\bsetattr\(\s*" + re.escape(func.qualname) + r"\b",
-                                    self._module_text(func.path)):
+        values, elsewhere = stores.get((func.qualname, attr), ([], True))
+        if elsewhere or len(values) != 1 or not isinstance(
+                node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list or \
+                sum(1 for (_, a) in stores if a == attr) != 1 or re.search(
+                    r"\b(?:setattr|vars|wraps|update_wrapper)\(|__dict__",
+                    self._module_text(func.path)):
             return False, None
-        if not values:
-            return True, None
-        return True, self.new_frame(func.path).expr(values[-1])
+        return True, self.new_frame(func.path).expr(values[0])
 
     def _attribute_stores(self, path: str) -> dict[tuple[str, str], tuple[list[ast.expr], bool]]:
-        """Per (name, attribute), the values the module's top level stores (``f.tag = v``, in
-        order), and whether one of its functions stores it too."""
+        """Per (name, attribute), the values the module's top level stores outside any ``if``
+        or ``try`` (``f.tag = v``), and whether it is stored anywhere else in the module (a
+        function, a branch)."""
         if path in self._attr_stores:
             return self._attr_stores[path]
         found: dict[tuple[str, str], tuple[list[ast.expr], bool]] = {}
@@ -264,19 +267,19 @@ class ModuleResolver(Analysis):
         tree = self.p.tree(path)
         if tree is None:
             return found
-        top = {id(st) for st in module_level(tree.body)}
+        top = {id(st) for st in tree.body}
         for node in ast.walk(tree):
             if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
-                    values, in_function = found.get((t.value.id, t.attr), ([], False))
+                    values, elsewhere = found.get((t.value.id, t.attr), ([], False))
                     if id(node) in top and isinstance(node, ast.Assign):
                         values = [*values, node.value]
                     else:
-                        in_function = True
-                    found[(t.value.id, t.attr)] = (values, in_function)
+                        elsewhere = True
+                    found[(t.value.id, t.attr)] = (values, elsewhere)
         return found
 
     def custom_op(self, namespace: str, name: str) -> Func | None:

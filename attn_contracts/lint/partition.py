@@ -27,8 +27,8 @@ from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import stable_key
 
-__all__ = ["ALIAS", "FACT", "PATHS", "bound_names", "condition", "is_boolean", "operands",
-           "partitions", "settled", "tested_after", "tested_names"]
+__all__ = ["ALIAS", "FACT", "PATHS", "bound_names", "condition", "is_boolean", "last_binding",
+           "operands", "partitions", "scalar_params", "settled", "tested_after", "tested_names"]
 
 #: the most paths one frame keeps apart (each ``if`` whose sides it keeps apart doubles them)
 PATHS = 8
@@ -136,8 +136,9 @@ ALIAS = "\x00alias:"
 
 _SHAPE = (ast.Name, ast.Constant, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.cmpop, ast.boolop,
           ast.unaryop, ast.expr_context)
-_STABLE: weakref.WeakKeyDictionary[ast.AST, tuple[dict[str, int], list[tuple[int, int]],
-                                                  frozenset[str]]] = weakref.WeakKeyDictionary()
+_Scan = tuple[dict[str, int], list[tuple[int, int]], frozenset[str], frozenset[str],
+              frozenset[str]]
+_STABLE: weakref.WeakKeyDictionary[ast.AST, _Scan] = weakref.WeakKeyDictionary()
 
 
 _CONDITIONS: weakref.WeakKeyDictionary[ast.AST, tuple[tuple[str, bool] | None, frozenset[str]]] \
@@ -182,11 +183,44 @@ def is_boolean(value: ast.expr) -> bool:
     return isinstance(value, ast.Compare)
 
 
-def settled(func: ast.AST | None, names: frozenset[str], line: int) -> bool:
-    """No statement of ``func``'s own scope binds any of ``names`` at or after ``line``, ``line``
-    is in none of its loops, and none of them is ``global`` or ``nonlocal`` anywhere in it."""
-    if func is None:
-        return False
+def _bound_by(node: ast.AST) -> list[str]:
+    """The names a node of a function's own scope binds, whatever the construct."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return [node.id]
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return [node.name]
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        return [node.name]
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return [node.rest]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).partition(".")[0] for a in node.names]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    return []
+
+
+#: the scalar types a parameter's annotation may name (an object of one never changes in place)
+_SCALARS = frozenset({"bool", "int", "float", "str"})
+
+
+def _scalar(annotation: ast.expr | None) -> bool:
+    if isinstance(annotation, ast.Name):
+        return annotation.id in _SCALARS
+    if isinstance(annotation, ast.Constant):
+        return annotation.value is None
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _scalar(annotation.left) and _scalar(annotation.right)
+    if isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name) and \
+            annotation.value.id == "Optional":
+        return _scalar(annotation.slice)
+    return False
+
+
+def _scan(func: ast.AST) -> _Scan:
+    """Per function: each local's last binding line, its loops' spans, the names ``global``
+    or ``nonlocal`` anywhere in it, its parameters, those of them annotated with a scalar
+    type."""
     known = _STABLE.get(func)
     if known is None:
         last: dict[str, int] = {}
@@ -194,12 +228,40 @@ def settled(func: ast.AST | None, names: frozenset[str], line: int) -> bool:
         shared = frozenset(n for node in ast.walk(func)
                            if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names)
         for node in own_nodes(list(getattr(func, "body", []))):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                last[node.id] = max(last.get(node.id, 0), node.lineno)
-            elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            for name in _bound_by(node):
+                last[name] = max(last.get(name, 0), getattr(node, "lineno", 0))
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
                 loops.append((node.lineno, getattr(node, "end_lineno", None) or node.lineno))
-        known = _STABLE[func] = (last, loops, shared)
-    last, loops, shared = known
-    return not any(a <= line <= b for a, b in loops) and not names & shared and all(
-        last.get(n, 0) < line for n in names)
+        args = getattr(func, "args", None)
+        params = [] if not isinstance(args, ast.arguments) else [
+            *args.posonlyargs, *args.args, *args.kwonlyargs,
+            *([args.vararg] if args.vararg else []), *([args.kwarg] if args.kwarg else [])]
+        known = _STABLE[func] = (last, loops, shared, frozenset(a.arg for a in params),
+                                 frozenset(a.arg for a in params if _scalar(a.annotation)))
+    return known
 
+
+def settled(func: ast.AST | None, names: frozenset[str], line: int) -> bool:
+    """Each of ``names`` is a local of ``func`` (a parameter, or bound in its own scope by any
+    construct) that nothing binds at or after ``line``; ``line`` is in none of its loops; none
+    of them is ``global`` or ``nonlocal`` anywhere in it."""
+    if func is None:
+        return False
+    last, loops, shared, params, _ = _scan(func)
+    return not any(a <= line <= b for a, b in loops) and not names & shared and all(
+        (n in params or n in last) and last.get(n, 0) < line for n in names)
+
+
+def last_binding(func: ast.AST | None, name: str, line: int) -> bool:
+    """``line`` is the last place ``func`` binds its local ``name``, in none of its loops, and
+    the name is neither ``global`` nor ``nonlocal``: what is bound there stays."""
+    if func is None:
+        return False
+    last, loops, shared, _, _ = _scan(func)
+    return last.get(name) == line and name not in shared and not any(
+        a <= line <= b for a, b in loops)
+
+
+def scalar_params(func: ast.AST | None) -> frozenset[str]:
+    """The parameters of ``func`` annotated with a scalar type (``bool``, ``int | None``)."""
+    return frozenset() if func is None else _scan(func)[4]

@@ -287,11 +287,12 @@ class Program:
         return self._methods[key]
 
     def entry_methods(self, cls: ClassInfo) -> dict[str, FuncNode]:
-        """The methods of a class body that none of its other methods reaches through its
-        instance (``self._decode(...)``, ``self._decode``): where what the class hands out is
-        read. A helper one of them calls is read through that caller, after whatever the caller
-        does to its result (an LSE converted, a flag set beside it); read on its own it would
-        hand out what no caller returns. All of them where every one is so reached (a cycle)."""
+        """The methods of a class body where what the class hands out is read: all but its
+        private helpers (``_decode``, not a dunder) another of its methods reaches through its
+        instance (``self._decode(...)``). Such a helper is read through its caller, after
+        whatever the caller does to its result (an LSE converted, a flag set beside it); read on
+        its own it would hand out what no caller returns. A public method may be called from
+        outside too: always an entry. All of them where every one is so reached (a cycle)."""
         methods = self.methods(cls)
         reached: set[str] = set()
         for name, fn in methods.items():
@@ -301,7 +302,8 @@ class Program:
             me = receiver[0].arg
             reached.update(n.attr for n in own_nodes(fn.body)
                            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and
-                           n.value.id == me and n.attr in methods and n.attr != name)
+                           n.value.id == me and n.attr in methods and n.attr != name and
+                           n.attr.startswith("_") and not n.attr.startswith("__"))
         entries = {n: fn for n, fn in methods.items() if n not in reached}
         return entries or methods
 

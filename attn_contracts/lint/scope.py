@@ -58,8 +58,10 @@ from attn_contracts.lint.partition import FACT
 from attn_contracts.lint.partition import bound_names
 from attn_contracts.lint.partition import condition
 from attn_contracts.lint.partition import is_boolean
+from attn_contracts.lint.partition import last_binding
 from attn_contracts.lint.partition import operands
 from attn_contracts.lint.partition import partitions
+from attn_contracts.lint.partition import scalar_params
 from attn_contracts.lint.partition import settled
 from attn_contracts.lint.partition import tested_after
 from attn_contracts.lint.torch_model import VIEWS
@@ -434,7 +436,8 @@ class Scope:
         target = st.targets[0]
         if len(st.targets) == 1 and isinstance(target, ast.Name) and is_boolean(st.value) and \
                 truth(value) is None and (cond := condition(st.value)) is not None and \
-                settled(self.node, operands(st.value), st.lineno):
+                self._stays(operands(st.value), st.lineno) and \
+                last_binding(self.node, target.id, st.lineno):
             # ``flag = not is_decode``: what a later test of ``not is_decode`` decided, flag is
             self.env[ALIAS + target.id] = Lit(f"{cond[0]}\x00{int(cond[1])}", None)
             self.aliased = True
@@ -705,12 +708,21 @@ class Scope:
         not), where no later statement can rebind the names it read (lint.partition); on the
         true side of ``a and b``, each of them held."""
         cond = condition(test)
-        if cond is None or not settled(self.node, operands(test), test.lineno):
+        if cond is None or not self._stays(operands(test), test.lineno):
             return
         self.env[FACT + cond[0]] = Lit(cond[1] == side, None)
         if side and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             for part in test.values:
                 self._hold(part, True)
+
+    def _stays(self, names: frozenset[str], line: int) -> bool:
+        """The names are locals nothing rebinds from ``line`` on (lint.partition.settled), each
+        holding a scalar (a literal, or a parameter annotated ``bool``, ``int``...): what a
+        test read of them stays true, as no method can change a scalar in place."""
+        scalars = scalar_params(self.node)
+        return settled(self.node, names, line) and all(
+            n in scalars or ((alts := list(alternatives(self.env.get(n)))) and
+                             all(isinstance(a, Lit) for a in alts)) for n in names)
 
     def _narrow_parts(self, test: ast.expr, side: bool) -> None:
         """``a and b``: on its true side each part held (``x is not None`` narrows ``x``); on
