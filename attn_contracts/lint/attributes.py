@@ -157,7 +157,7 @@ class Resolver(ModuleResolver):
         if isinstance(obj, Func):
             if attr in ("default", "__wrapped__") and obj.qualname in self._op_funcs:
                 return obj  # ``torch.ops.ns.op.default``: the same overload
-            return self.function_attr(obj, attr)[1]
+            return self.function_attr(obj, attr)
         # what a ``functools.partial`` object holds: its function (not the function's
         # attributes: a partial has a ``__dict__`` of its own)
         return obj.target if attr == "func" and not obj.method else None

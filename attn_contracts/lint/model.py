@@ -333,9 +333,9 @@ def _backend_classes(h: Hierarchy, files: list[FileFacts], returns_attrs: tuple[
 
 def _own_kernels(interp: Interpreter, program: Program, cls: ClassInfo) -> frozenset[Kernel]:
     """The kernels a backend class's own methods reach, run on an instance of exactly it: read
-    from the methods no other one calls (a helper's kernel is read through its caller, after
-    what the caller does to its LSE); a helper's own kernels only where its caller's run did
-    not reach them (a call the interpreter did not follow)."""
+    from its entry methods (``Program.entry_methods``: a private helper's kernel is read
+    through its caller, after what the caller does to its LSE); a helper's own kernels only
+    where its caller's run did not reach them (a call the interpreter did not follow)."""
     found: set[Kernel] = set()
     exact = Inst((cls.path, cls.name), exact=True)
     entries = program.entry_methods(cls)

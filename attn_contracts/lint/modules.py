@@ -237,14 +237,13 @@ class ModuleResolver(Analysis):
                           for v in alternatives(value)])
         return value
 
-    def function_attr(self, func: Func, attr: str) -> tuple[bool, Value]:
+    def function_attr(self, func: Func, attr: str) -> Value:
         """``f.attr`` on an undecorated function ``f`` defined at its module's top level, where
         one statement of that top level, outside any ``if`` or ``try``, stores it and nothing
         else in the module may (no other store of that attribute, no ``setattr``, ``__dict__``,
-        ``vars`` or ``wraps`` naming ``f``): (True, the value stored). Else (False, None): not
-        read."""
+        ``vars`` or ``wraps`` naming ``f``): the value stored. Else None: not read."""
         if "." in func.qualname or "<" in func.qualname or attr.startswith("__"):
-            return False, None
+            return None
         node = self.p.function(func.path, func.qualname)
         stores = self._attribute_stores(func.path)
         values, elsewhere = stores.get((func.qualname, attr), ([], True))
@@ -253,8 +252,8 @@ class ModuleResolver(Analysis):
                 sum(1 for (_, a) in stores if a == attr) != 1 or re.search(
                     r"\b(?:setattr|vars|wraps|update_wrapper)\(|__dict__",
                     self._module_text(func.path)):
-            return False, None
-        return True, self.new_frame(func.path).expr(values[0])
+            return None
+        return self.new_frame(func.path).expr(values[0])
 
     def _attribute_stores(self, path: str) -> dict[tuple[str, str], tuple[list[ast.expr], bool]]:
         """Per (name, attribute), the values the module's top level stores outside any ``if``

@@ -38,20 +38,14 @@ _BOUND: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = weakref.WeakKeyDict
 _TESTED: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
-def _name(node: ast.AST) -> str | None:
-    """A plain name: an attribute's value may change behind the frame's back (a method, an
-    alias), so a path's own value of one is never trusted to decide a later test."""
-    return node.id if isinstance(node, ast.Name) else None
-
-
 def bound_names(st: ast.stmt) -> frozenset[str]:
-    """The names (``x``, never ``self.flag``: :func:`_name`) a statement stores to anywhere
-    in its own scope."""
+    """The plain names (``x``, never ``self.flag``) a statement stores to anywhere in its own
+    scope: an attribute's value may change behind the frame's back (a method, an alias), so a
+    path's own value of one never decides a later test."""
     found = _BOUND.get(st)
     if found is None:
-        found = frozenset(n for node in own_nodes([st])
-                          if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and
-                          (n := _name(node)) is not None)
+        found = frozenset(node.id for node in own_nodes([st])
+                          if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store))
         _BOUND[st] = found
     return found
 
@@ -72,10 +66,9 @@ def tested_names(st: ast.stmt) -> frozenset[str]:
     runs."""
     found = _TESTED.get(st)
     if found is None:
-        found = frozenset(n for node in own_nodes([st]) for test in _tests(node)
+        found = frozenset(sub.id for node in own_nodes([st]) for test in _tests(node)
                           for sub in ast.walk(test)
-                          if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and
-                          (n := _name(sub)) is not None)
+                          if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load))
         _TESTED[st] = found
     return found
 
@@ -248,7 +241,7 @@ def settled(func: ast.AST | None, names: frozenset[str], line: int) -> bool:
     if func is None:
         return False
     last, loops, shared, params, _ = _scan(func)
-    return not any(a <= line <= b for a, b in loops) and not names & shared and all(
+    return not _in_loop(loops, line) and not names & shared and all(
         (n in params or n in last) and last.get(n, 0) < line for n in names)
 
 
@@ -258,8 +251,11 @@ def last_binding(func: ast.AST | None, name: str, line: int) -> bool:
     if func is None:
         return False
     last, loops, shared, _, _ = _scan(func)
-    return last.get(name) == line and name not in shared and not any(
-        a <= line <= b for a, b in loops)
+    return last.get(name) == line and name not in shared and not _in_loop(loops, line)
+
+
+def _in_loop(loops: list[tuple[int, int]], line: int) -> bool:
+    return any(a <= line <= b for a, b in loops)
 
 
 def scalar_params(func: ast.AST | None) -> frozenset[str]:
