@@ -12,6 +12,7 @@ from fixtures.semantic_pairs import HELD
 from fixtures.semantic_pairs import IMPL_BASE
 from fixtures.semantic_pairs import LN2
 from fixtures.semantic_pairs import Pairs
+from fixtures.semantic_pairs import lint_json
 
 PAIRS = Pairs()
 
@@ -417,3 +418,14 @@ PAIRS.case("math's constants and functions are the numbers Python computes", {"l
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     PAIRS.check(name, tmp_path, capsys)
+
+
+def test_a_decorator_of_another_file_is_named_at_its_line(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The store a decorator from another module makes is shown in the class's file by the
+    decorator's line (the line of the class statement that changed the class), not by the
+    ``class`` line below it, which shows only the body's value."""
+    files, _ = PAIRS.cases["a class decorator that sets the base"]
+    found = [f for f in lint_json(tmp_path, capsys, "bug", files) if f["severity"] == "error"]
+    where = {(Path(str(f["path"])).name, f["line"]) for f in found}
+    assert ("impl.py", 4) in where, found  # the decorator; the class line is 5

@@ -112,8 +112,20 @@ class ModuleResolver(Analysis):
                 applied = ast.copy_location(ast.Call(dec, [ast.Name(_CLASS, ast.Load())], []),
                                             dec)
                 ast.fix_missing_locations(applied)
+                before = {k: len(v) for k, v in self.class_stores.items()}
                 if not isinstance(frame.expr(applied), ClassRef):
                     frame.env[_CLASS] = ClassRef((path, node.name))  # what it cannot read
+                self._placed_at_decorator(before, path, dec)
+
+    def _placed_at_decorator(self, before: dict[Any, int], path: str, dec: ast.expr) -> None:
+        """A store a decorator of another file made while it was applied is shown, in the
+        class's own file, by the decorator's line: the line of the class statement that
+        changed the class (its ``class`` line is below it)."""
+        for key, stores in self.class_stores.items():
+            for i in range(before.get(key, 0), len(stores)):
+                value, at, runtime = stores[i]
+                if at.path != path:
+                    stores[i] = (value, place(path, dec), runtime)
 
     def run_init_subclass(self, path: str, node: ast.ClassDef) -> None:
         """The ``__init_subclass__`` of the class's nearest base that defines one, run as
