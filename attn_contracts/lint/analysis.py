@@ -137,6 +137,9 @@ class Analysis(ABC):
         #: object's attribute to be (the name an engine registered a backend under), and the
         #: values it records of one expression; empty outside such a question
         self.given_attrs: dict[str, Value] = {}
+        #: what such a question takes a call of a function to return, by the function's
+        #: dotted name (the backend object an engine's accessor returns)
+        self.given_calls: dict[str, Value] = {}
         self.watched: dict[int, list[Value]] = {}
         #: > 0 while an expression whose value may be a base is evaluated (a base keyword's
         #: argument, a base attribute's assignment, and the calls made there, down to

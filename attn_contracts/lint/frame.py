@@ -505,11 +505,18 @@ class Frame(RecordCalls):
 
     def _nominal(self, target: ClassInfo) -> bool:
         h = self.i.p.hierarchy
-        for c in self.i.p.mro(target):
+        mro = self.i.p.mro(target)
+        for c in mro:
             node = self.i.p.class_node(c)
-            if h.unresolved(c) or node is None or node.keywords or any(
+            outside = set(h.unresolved(c))
+            if outside - _PLAIN_BASES or node is None or node.keywords or any(
                     m in c.methods for m in ("__subclasshook__", "__instancecheck__",
                                              "__subclasscheck__")):
+                return False
+            if "abc.ABC" in outside and any(
+                    k.name in self.i.p.registered_virtual()
+                    for k in (*mro, *self.i.p.subclasses(target))):
+                # an ABC answers yes for a class registered with it or with a class below it
                 return False
         return True
 
@@ -809,6 +816,12 @@ class Frame(RecordCalls):
 
     def apply_one(self, callee: Value, call: CallArgs, node: ast.Call, where: Location,
                   name: str) -> Value:
+        if self.i.given_calls:  # a question's premise (Interpreter.value_at)
+            dotted = callee.qualname if isinstance(callee, Ext) else \
+                f"{self.i.module_name(callee.path)}.{callee.qualname}" \
+                if isinstance(callee, Func) else None
+            if dotted in self.i.given_calls:
+                return self.i.given_calls[dotted]
         if isinstance(callee, Partial):
             # a keyword the call gives replaces the partial's; what the partial bound with a
             # ``**`` it could not read stays unread
@@ -993,6 +1006,10 @@ def _plain(node: ast.expr) -> bool:
 #: the copies :meth:`Frame.identity` reads as the value copied
 _COPIES = frozenset({"copy.copy", "copy.deepcopy"})
 #: the builtin types ``isinstance`` is answered for on constants
+#: bases from outside the program that leave ``isinstance`` nominal: ``abc.ABC`` (where the
+#: program registers no virtual subclass), ``Generic``, ``object``
+_PLAIN_BASES = frozenset({"abc.ABC", "typing.Generic", "object", "builtins.object"})
+
 _SCALAR_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str,
                                   "bytes": bytes, "complex": complex}
 

@@ -19,6 +19,7 @@ re-exports through package ``__init__`` files.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
@@ -71,6 +72,10 @@ class _Module:
     class_nodes: dict[tuple[str, int], ast.ClassDef] = field(default_factory=dict)
 
 
+#: ``Name.register(`` (and ``Name .register (``): a virtual subclass made of some class
+_REGISTER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\.\s*register\s*\(")
+
+
 class Program:
     """Every module of the linted set (and of ``--project-root``), joined."""
 
@@ -93,6 +98,7 @@ class Program:
         self._subclasses: dict[int, list[ClassInfo]] | None = None
         self._lines: dict[str, list[str]] = {}
         self._methods: dict[int, dict[str, FuncNode]] = {}
+        self._registered: frozenset[str] | None = None
 
     # --- modules ------------------------------------------------------------------------------
     def info(self, path: str) -> ModuleInfo | None:
@@ -112,6 +118,21 @@ class Program:
 
     def infos(self) -> list[ModuleInfo]:
         return [m.info for m in self._mods.values()]
+
+    def registered_virtual(self) -> frozenset[str]:
+        """The names anything in the program calls ``.register(...)`` on, as its text has
+        them (``Base.register(Impl)`` makes ``Impl`` an ABC's virtual subclass, whatever its
+        bases): read once, on the first ``isinstance`` that needs it."""
+        if self._registered is None:
+            found: set[str] = set()
+            for path in sorted(self._mods):
+                try:
+                    text = Path(path).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                found.update(_REGISTER.findall(text))
+            self._registered = frozenset(found)
+        return self._registered
 
     def module(self, name: str, importer: str | None = None) -> str | None:
         """The path of the module ``name``: the one file that claims it, or the one beside the
