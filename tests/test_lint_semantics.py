@@ -395,6 +395,17 @@ PAIRS.case("a def's function is itself and no other; a bound method is never it"
             out, lse = impl.kernel(q)
             return combine(out, lse, is_lse_base_on_e=impl.natural())
         """}, {"layer.py": ("self.kernel is not", "type(self).kernel is not")})
+PAIRS.case("a local of any name that reaches the base keyword has its call read", {
+    "layer.py": """
+        from mylib import combine, decode
+        def natural(name):
+            return name in {"fa", "fa3"}
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            use_e = natural("fa")
+            flag = not not use_e
+            return combine(out, lse, is_lse_base_on_e=flag)
+        """}, {"layer.py": ('natural("fa")', 'natural("fi")')}, quiet=True)
 PAIRS.case("a partial with a ** that may not bind a keyword, called with that keyword", {
     "layer.py": """
         import functools

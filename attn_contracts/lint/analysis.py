@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+import weakref
 from abc import ABC
 from abc import abstractmethod
 from collections.abc import Callable
@@ -140,6 +141,9 @@ class Analysis(ABC):
         #: what such a question takes a call of a function to return, by the function's
         #: dotted name (the backend object an engine's accessor returns)
         self.given_calls: dict[str, Value] = {}
+        #: per function node: the local names whose value may reach a base (scope.told_names)
+        self.told_names: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = \
+            weakref.WeakKeyDictionary()
         self.watched: dict[int, list[Value]] = {}
         #: > 0 while an expression whose value may be a base is evaluated (a base keyword's
         #: argument, a base attribute's assignment, and the calls made there, down to

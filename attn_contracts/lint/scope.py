@@ -330,6 +330,41 @@ def _target_name(target: ast.expr) -> str | None:
         target.attr if isinstance(target, ast.Attribute) else None)
 
 
+def told_names(fn: ast.AST, base_word: Callable[[str | None], bool]) -> frozenset[str]:
+    """The local names whose value may reach a base in ``fn``'s own body: read in a base
+    keyword's argument or in what a base name or attribute is assigned, and, in turn, read in
+    what such a name is assigned (``natural = pick(name)`` before ``is_lse_base_on_e=natural``):
+    their assignments' calls are read for their values, whatever the names are."""
+    body = getattr(fn, "body", None)
+    if not isinstance(body, list):
+        return frozenset()  # a lambda: one expression, nothing assigned
+    sinks: list[ast.expr] = []
+    flows: list[tuple[frozenset[str], ast.expr]] = []
+    for node in own_nodes(body):
+        if isinstance(node, ast.keyword) and base_word(node.arg):
+            sinks.append(node.value)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and \
+                node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound = frozenset(n.id for t in targets for n in ast.walk(t)
+                              if isinstance(n, ast.Name))
+            if any(base_word(_target_name(t)) for t in targets):
+                sinks.append(node.value)
+            if bound:
+                flows.append((bound, node.value))
+    told = {n.id for e in sinks for n in ast.walk(e) if isinstance(n, ast.Name)}
+    changed = True
+    while changed:
+        changed = False
+        for bound, value in flows:
+            if bound & told:
+                read = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} - told
+                if read:
+                    told |= read
+                    changed = True
+    return frozenset(told)
+
+
 class Scope:
     """One function's (or a module's) interpretation."""
 
@@ -450,10 +485,21 @@ class Scope:
                 if isinstance(child, ast.expr):
                     self.expr(child)
 
+    def _told(self, targets: list[ast.expr]) -> bool:
+        """Whether an assignment binds what may reach a base (:func:`told_names`)."""
+        if any(self.i.base_word(_target_name(t)) for t in targets):
+            return True
+        if self.node is None:
+            return False
+        told = self.i.told_names.get(self.node)
+        if told is None:
+            told = self.i.told_names[self.node] = told_names(self.node, self.i.base_word)
+        return any(isinstance(n, ast.Name) and n.id in told
+                   for t in targets for n in ast.walk(t))
+
     @_on(_STMT, ast.Assign)
     def s_assign(self, st: ast.Assign) -> None:
-        value = self.needed(st.value) if any(self.i.base_word(_target_name(t))
-                                             for t in st.targets) else self.expr(st.value)
+        value = self.needed(st.value) if self._told(st.targets) else self.expr(st.value)
         for t in st.targets:
             self.assign(t, value, st.value)
         target = st.targets[0]
@@ -468,7 +514,7 @@ class Scope:
     @_on(_STMT, ast.AnnAssign)
     def s_annassign(self, st: ast.AnnAssign) -> None:
         if st.value is not None:
-            value = self.expr(st.value)
+            value = self.needed(st.value) if self._told([st.target]) else self.expr(st.value)
             if value is None and isinstance(st.target, ast.Attribute):
                 value = self.i.resolve_annotation(self.path, st.annotation)
             self.assign(st.target, value, st.value)
