@@ -406,6 +406,31 @@ PAIRS.case("a local of any name that reaches the base keyword has its call read"
             flag = not not use_e
             return combine(out, lse, is_lse_base_on_e=flag)
         """}, {"layer.py": ('natural("fa")', 'natural("fi")')}, quiet=True)
+PAIRS.case("an attribute of any name one method stores and another passes on has its call read", {
+    "layer.py": """
+        from mylib import combine, decode
+        def natural(name):
+            return name in {"fa", "fa3"}
+        class Base:
+            def __init__(self):
+                self._e = natural("fa")
+        class Layer(Base):
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return combine(out, lse, is_lse_base_on_e=self._e)
+        """}, {"layer.py": ('natural("fa")', 'natural("fi")')}, quiet=True)
+PAIRS.case("a class body's base computed by a call of a module function is read", {
+    "impl.py": IMPL_BASE + """
+    from mylib import decode_e
+    KERNEL = "cute-dsl"
+    def natural(kernel):
+        return bool(kernel.find("cute"))
+    class Impl(AttentionImpl):
+        can_return_lse_for_decode = True
+        lse_base_on_e = natural(KERNEL)
+        def forward(self, q):
+            return decode_e(q)
+    """}, {"impl.py": ('bool(kernel.find("cute"))', 'kernel.find("cute") == 0')})
 PAIRS.case("a partial with a ** that may not bind a keyword, called with that keyword", {
     "layer.py": """
         import functools

@@ -599,7 +599,9 @@ class Resolver(ModuleResolver):
             # and so are the names the body assigned above it (``unit = "log2"`` then
             # ``on_e = unit == "ln"``): the class body is a scope of its own, run in order
             frame.env.update(self._body_names(cls, node))
-            return frame.expr(node)
+            # what a class body assigns is asked for as a value (a base attribute's, an
+            # item of a table): its calls are read for their values
+            return frame.needed(node)
         except RecursionError:
             return None
 

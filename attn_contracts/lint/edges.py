@@ -134,6 +134,10 @@ class Declaration:
 
     @property
     def text(self) -> str:
+        """The value as it reads: the literal (an expression read to one, as Python writes
+        that value: where it is written is the finding's place)."""
+        if self.base is not None and not isinstance(self.value, ast.Constant):
+            return _attr_literal(self.attr, self.base)
         try:
             return ast.unparse(self.value)
         except (RecursionError, ValueError):
