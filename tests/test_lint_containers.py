@@ -413,6 +413,40 @@ PAIRS.case("math's constants and functions are the numbers Python computes", {"l
                 return combine(out, lse, is_lse_base_on_e=int(math.e) == int(self.lse_log))
         """}, {"layer.py": ("int(math.e) == int(self.lse_log)",
                             "not math.isclose(self.lse_log, 2)")}, quiet=True)
+PAIRS.case("zip(..., strict=True) pairs as zip does when the lengths agree", {"layer.py": """
+        from mylib import combine, decode
+        NAMES = ("fa", "fi")
+        NATURAL = (True, True)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            table = dict(zip(NAMES, NATURAL, strict=True))
+            return combine(out, lse, is_lse_base_on_e=table.get("fi", False))
+        """}, {"layer.py": ("NATURAL = (True, True)", "NATURAL = (True, False)")}, quiet=True)
+PAIRS.case("enumerate(t, start) counts from start", {"layer.py": """
+        from mylib import combine, decode
+        NAMES = ("fa", "fi", "fa3")
+        NATURAL = (True, False, True)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            i, name = tuple(enumerate(NAMES, 1))[1]
+            return combine(out, lse, is_lse_base_on_e=NATURAL[i])
+        """}, {"layer.py": ("NATURAL[i])", "NATURAL[i - 1])")}, quiet=True)
+PAIRS.case("a defaultdict's factory answers a key it lacks where indexed", {"layer.py": """
+        from collections import defaultdict
+        from mylib import combine, decode
+        NATURAL = defaultdict(lambda: True, {"fa": True})
+        def step(q, name="fi"):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=NATURAL["fi"])
+        """}, {"layer.py": ('{"fa": True}', '{"fa": True, "fi": False}')}, quiet=True)
+PAIRS.case("a defaultdict's .get never calls its factory", {"layer.py": """
+        import collections
+        from mylib import combine, decode
+        NATURAL = collections.defaultdict(bool, fa=True)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=NATURAL.get("fi", True))
+        """}, {"layer.py": ('NATURAL.get("fi", True)', 'NATURAL["fi"]')}, quiet=True)
 
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
@@ -429,3 +463,33 @@ def test_a_decorator_of_another_file_is_named_at_its_line(tmp_path: Path,
     found = [f for f in lint_json(tmp_path, capsys, "bug", files) if f["severity"] == "error"]
     where = {(Path(str(f["path"])).name, f["line"]) for f in found}
     assert ("impl.py", 4) in where, found  # the decorator; the class line is 5
+
+
+FOREIGN_TABLE = {"tables.py": """
+        NATURAL = ["fa", "fa3"]
+        """, "layer.py": """
+        from mylib import combine, decode
+        from tables import NATURAL
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e="fi" not in NATURAL)
+        """}
+
+
+@pytest.mark.parametrize(("plugin", "errors"), [
+    (None, 1),  # nothing else changes it: its literal, and "fi" is not in it (base e told)
+    ("from tables import NATURAL\nNATURAL.append('fi')\n", 0),
+    ("from tables import NATURAL\ndef load():\n    NATURAL[0] = 'fi'\n", 0),
+    ("from tables import OTHER\nOTHER.append('fi')\n", 1),  # another name: not this table
+])
+def test_a_table_another_module_changes_is_not_its_literal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], plugin: str | None,
+        errors: int) -> None:
+    """A module-level list another module imports and changes in place (at its import, or in
+    a function) holds at run time what that module did too: not read (a warning), never its
+    literal (a false error)."""
+    files = dict(FOREIGN_TABLE)
+    if plugin is not None:
+        files["plugin.py"] = plugin
+    found = [f for f in lint_json(tmp_path, capsys, "t", files) if f["severity"] == "error"]
+    assert len(found) == errors, found

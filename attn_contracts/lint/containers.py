@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -107,19 +108,32 @@ def iterate(value: Value) -> Value:
 ITERATION = frozenset({"iter", "reversed", "enumerate", "zip", "next"})
 
 
-def iteration(name: str, args: Sequence[Value], where: Location) -> Value | None:
-    """``iter(t)``, ``reversed(t)``, ``enumerate(t)``, ``zip(a, b)``, ``next(t[, default])`` as
-    Python computes them on tuples of known positions (an iterator is read as the tuple of what
-    it yields); on a set, a grown list or a generator whose order is not known, what any of its
-    elements may be (``next``) or nothing known. A generator consumed once is read as fresh
-    again: what its second reader sees is not modelled."""
+def iteration(name: str, args: Sequence[Value], where: Location,
+              keywords: Mapping[str, Value] | None = None) -> Value | None:
+    """``iter(t)``, ``reversed(t)``, ``enumerate(t[, start])``, ``zip(a, b[, strict=...])``,
+    ``next(t[, default])`` as Python computes them on tuples of known positions (an iterator is
+    read as the tuple of what it yields); on a set, a grown list or a generator whose order is
+    not known, what any of its elements may be (``next``) or nothing known. A generator consumed
+    once is read as fresh again: what its second reader sees is not modelled."""
+    keywords = keywords or {}
     tuples = [a if isinstance(a, Tup) and not a.partial_items else None for a in args]
     if name == "next":
         return _next(args, tuples[0]) if len(args) in (1, 2) else None
     if name == "zip":
+        strict = keywords.get("strict", Lit(False, where))
         known = [t for t in tuples if t is not None]
-        return Tup(tuple(Tup(items) for items in zip(*(t.items for t in known), strict=False))) \
-            if args and len(known) == len(args) else None
+        if not args or len(known) != len(args) or not isinstance(strict, Lit):
+            return None
+        if strict.value and len({len(t.items) for t in known}) > 1:
+            return None  # it raises ValueError: nothing is built
+        return Tup(tuple(Tup(items) for items in zip(*(t.items for t in known), strict=False)))
+    if name == "enumerate" and (len(args) == 2 or "start" in keywords):
+        start = args[1] if len(args) == 2 else keywords.get("start")
+        if len(args) > 2 or not (isinstance(start, Lit) and type(start.value) is int):
+            return None
+        t = tuples[0]
+        return None if t is None else Tup(tuple(Tup((Lit(i, where), v)) for i, v in
+                                                enumerate(t.items, start.value)))
     if len(args) != 1:
         return None
     t = tuples[0]
@@ -295,10 +309,14 @@ def entries(table: DictV, key: ast.expr, class_keys: list[str] | None) -> list[V
     see."""
     if isinstance(key, ast.Constant) and dict_key(key) is not None:
         arg = table.get(dict_key(key) or "")
-        return [arg.value if arg is not None else None]
+        return [arg.value if arg is not None else table.missing]
     if class_keys is not None:
-        return [a.value if (a := table.get(k)) is not None else None for k in class_keys]
-    return [join([table_entry(a.value) for _, a in table.items]) if table.items else None]
+        return [a.value if (a := table.get(k)) is not None else table.missing
+                for k in class_keys]
+    found = [table_entry(a.value) for _, a in table.items]
+    if table.missing is not None:
+        found.append(table.missing)  # a key it lacks: the factory's value
+    return [join(found) if found else None]
 
 
 def ordering(lefts: Sequence[object], right: Value, op: ast.cmpop) -> set[bool] | None:

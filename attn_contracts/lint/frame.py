@@ -148,7 +148,8 @@ class Frame(RecordCalls):
             return cast(Value, special)
         call = self.args(node)
         if callee is None and isinstance(func, ast.Name) and name in _BUILTIN_CALLS and \
-                not call.kw and not call.opaque:
+                not call.opaque and (not call.kw or set(call.kw) <= _ITERATION_KEYWORDS.get(
+                    name, frozenset())):
             return self.builtin(name, call, where)
         return self.apply(callee, call, node, where, name)
 
@@ -167,7 +168,7 @@ class Frame(RecordCalls):
         (``list(t)``, ``frozenset(s)``) holds its elements; the rest is not known."""
         args = [a.value for a in call.pos]
         if name in ITERATION:
-            return iteration(name, args, where)
+            return iteration(name, args, where, {k: a.value for k, a in call.kw.items()})
         folded = fold_builtin(name, args, where)
         if folded is not UNKNOWN:
             return cast(Value, folded)
@@ -627,6 +628,8 @@ class Frame(RecordCalls):
                 return None
             return merged([*cast(list[DictV], first),
                            DictV(tuple(call.kw.items()), call.maybe)], place(self.path, node))
+        if qual == "collections.defaultdict":
+            return self._defaultdict(node)
         if qual == "collections.ChainMap" and not node.keywords:
             maps = [self.expr(a) for a in node.args]
             if any(isinstance(a, ast.Starred) for a in node.args) or \
@@ -634,6 +637,29 @@ class Frame(RecordCalls):
                 return None
             return merged(cast(list[DictV], maps[::-1]), place(self.path, node))
         return NOT_SPECIAL
+
+    def _defaultdict(self, node: ast.Call) -> Value:
+        """``defaultdict(factory, mapping, k=v)``: the dict it starts with, and what a key
+        it lacks reads as where indexed: the factory called with nothing (``lambda: True``,
+        ``bool``); ``.get`` and ``in`` never call it. Unknown where a part is not read."""
+        where = place(self.path, node)
+        if len(node.args) > 2 or any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        start = [_pairs_dict(self.expr(a), where) for a in node.args[1:]]
+        call = self.args(ast.copy_location(ast.Call(node.func, [], node.keywords), node))
+        if call.opaque or not all(isinstance(d, DictV) for d in start):
+            return None
+        table = merged([*cast(list[DictV], start), DictV(tuple(call.kw.items()), call.maybe)],
+                       where)
+        if not node.args or not isinstance(table, DictV):
+            return table
+        factory, written = self.expr(node.args[0]), node.args[0]
+        missing: Value = None
+        if isinstance(written, ast.Name) and written.id in _FACTORY_BUILTINS and factory is None:
+            missing = Lit(_FACTORY_BUILTINS[written.id], where)
+        elif isinstance(factory, Func):
+            missing = self.apply(factory, CallArgs([], {}, False, where=where), node, where, "")
+        return replace(table, missing=missing)
 
     def replace_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
         """``nt._replace(f=v)``, ``dataclasses.replace(obj, f=v)``: a new object of the same
@@ -1006,6 +1032,14 @@ def _plain(node: ast.expr) -> bool:
 #: the copies :meth:`Frame.identity` reads as the value copied
 _COPIES = frozenset({"copy.copy", "copy.deepcopy"})
 #: the builtin types ``isinstance`` is answered for on constants
+#: what a builtin type called with nothing makes (a ``defaultdict``'s factory)
+_FACTORY_BUILTINS: dict[str, object] = {"bool": False, "int": 0, "float": 0.0, "str": ""}
+
+#: the keywords of an iteration builtin that it is folded with (``zip(a, b, strict=True)``,
+#: ``enumerate(t, start=1)``)
+_ITERATION_KEYWORDS: dict[str, frozenset[str]] = {"zip": frozenset({"strict"}),
+                                                  "enumerate": frozenset({"start"})}
+
 #: bases from outside the program that leave ``isinstance`` nominal: ``abc.ABC`` (where the
 #: program registers no virtual subclass), ``Generic``, ``object``
 _PLAIN_BASES = frozenset({"abc.ABC", "typing.Generic", "object", "builtins.object"})

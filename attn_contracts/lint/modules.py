@@ -88,6 +88,11 @@ def _mutated_name(st: ast.stmt) -> str | None:
     return None
 
 
+#: a name changed in place in a module's text: ``NAME[...] =`` or ``NAME.append(`` and the other
+#: mutating methods (a cheap first look; the binding is then checked)
+_CHANGED_NAME = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[[^\]\n]*\]\s*=(?!=)|\.\s*(?:"
+                           + "|".join(sorted(MUTATORS)) + r")\s*\()")
+
 #: the name a class is bound to while its decorators are applied (no Python name can clash)
 _CLASS = "\x00class"
 
@@ -177,12 +182,39 @@ class ModuleResolver(Analysis):
             b = self.p.binding(path, name)
             if b is not None and b.kind == "assign" and b.module == path:
                 value = self._mutated(path, name, value, getattr(b.node, "lineno", 0))
+                if value is not None and not all(
+                        isinstance(a, Lit) for a in alternatives(value)) and \
+                        self._changed_elsewhere(path, name):
+                    value = None  # what another module does to it is not read: unknown
         except RecursionError:
             value = None
         finally:
             self._module_busy.discard(key)
         self._globals[key] = value
         return value
+
+    def _changed_elsewhere(self, path: str, name: str) -> bool:
+        """Whether another module of the program imports the module-level ``name`` of
+        ``path`` and changes it in place (``from m import TABLE`` then ``TABLE.append(x)``,
+        ``TABLE[k] = v``): Python runs that when it imports the other module, or when its
+        function runs, so what the name holds at run time is not its own module's alone."""
+        if self._foreign_index is None:
+            index: dict[str, list[str]] = {}
+            for other in sorted(p.path for p in self.p.infos()):
+                try:
+                    text = Path(other).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                for found in dict.fromkeys(_CHANGED_NAME.findall(text)):
+                    index.setdefault(found, []).append(other)
+            self._foreign_index = index
+        for other in self._foreign_index.get(name, ()):
+            if other == path:
+                continue
+            b = self.p.binding(other, name)
+            if b is not None and b.module == path and b.name == name:
+                return True
+        return False
 
     def _module_text(self, path: str) -> str:
         if path not in self._texts:

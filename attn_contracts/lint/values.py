@@ -320,6 +320,9 @@ class DictV:
 
     items: tuple[tuple[str, Arg], ...]
     maybe: frozenset[str] = frozenset()
+    #: what a key it lacks reads as where indexed (a ``defaultdict``'s factory called with
+    #: nothing); None: not known, or a plain dict (which raises)
+    missing: Value = None
 
     def get(self, key: str) -> Arg | None:
         return next((a for k, a in self.items if k == key), None)
@@ -509,7 +512,7 @@ def stable_key(value: Value) -> str:
     if isinstance(value, DictV):
         return ("DictV(" + ",".join(f"{k}={stable_key(a.value)}@{location_text(a.where)}"
                                     for k, a in value.items)
-                + "|" + ",".join(sorted(value.maybe)) + ")")
+                + "|" + ",".join(sorted(value.maybe)) + "|" + stable_key(value.missing) + ")")
     if isinstance(value, Partial):
         return (f"Partial({stable_key(value.target)},"
                 + ",".join(f"{stable_key(a.value)}@{location_text(a.where)}" for a in value.pos)
