@@ -122,8 +122,8 @@ class Analysis(ABC):
         self._op_names: set[str] = set()  # op names already looked for
         self._op_regs: dict[str, list[tuple[str, ast.AST]]] = {}  # per module, walked once
         self._texts: dict[str, str] = {}  # module texts read for mutations of their globals
-        #: per name, the modules whose text changes a name so spelt in place (built once)
-        self._foreign_index: dict[str, list[str]] | None = None
+        #: per (module, name) imported, the modules importing it and the local name (built once)
+        self._foreign_index: dict[tuple[str, str], list[tuple[str, str]]] | None = None
         #: per module, the attributes stored on its names (modules.ModuleResolver.function_attr)
         self._attr_stores: dict[str, dict[tuple[str, str], tuple[list[ast.expr], bool]]] = {}
         self._mutation_index: dict[str, dict[str, tuple[list[ast.stmt], list[ast.expr],

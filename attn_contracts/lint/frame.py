@@ -515,8 +515,7 @@ class Frame(RecordCalls):
                                              "__subclasscheck__")):
                 return False
             if "abc.ABC" in outside and any(
-                    k.name in self.i.p.registered_virtual()
-                    for k in (*mro, *self.i.p.subclasses(target))):
+                    self.i.p.registers_virtual(k) for k in (*mro, *self.i.p.subclasses(target))):
                 # an ABC answers yes for a class registered with it or with a class below it
                 return False
         return True

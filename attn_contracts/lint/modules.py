@@ -88,10 +88,10 @@ def _mutated_name(st: ast.stmt) -> str | None:
     return None
 
 
-#: a name changed in place in a module's text: ``NAME[...] =`` or ``NAME.append(`` and the other
-#: mutating methods (a cheap first look; the binding is then checked)
-_CHANGED_NAME = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[[^\]\n]*\]\s*=(?!=)|\.\s*(?:"
-                           + "|".join(sorted(MUTATORS)) + r")\s*\()")
+#: what follows a name changed in place in a module's text: ``[...] =`` or ``.append(`` and the
+#: other mutating methods (a cheap look; the import is what ties it to the module's name)
+_CHANGED_AFTER = (r"\s*(?:\[[^\]\n]*\]\s*=(?!=)|\.\s*(?:" + "|".join(sorted(MUTATORS))
+                  + r")\s*\()")
 
 #: the name a class is bound to while its decorators are applied (no Python name can clash)
 _CLASS = "\x00class"
@@ -199,21 +199,20 @@ class ModuleResolver(Analysis):
         ``TABLE[k] = v``): Python runs that when it imports the other module, or when its
         function runs, so what the name holds at run time is not its own module's alone."""
         if self._foreign_index is None:
-            index: dict[str, list[str]] = {}
-            for other in sorted(p.path for p in self.p.infos()):
-                try:
-                    text = Path(other).read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    continue
-                for found in dict.fromkeys(_CHANGED_NAME.findall(text)):
-                    index.setdefault(found, []).append(other)
+            index: dict[tuple[str, str], list[tuple[str, str]]] = {}
+            for info in sorted(self.p.infos(), key=lambda i: i.path):
+                for local, source in sorted(info.from_imports.items()):
+                    index.setdefault(source, []).append((info.path, local))
             self._foreign_index = index
-        for other in self._foreign_index.get(name, ()):
-            if other == path:
-                continue
-            b = self.p.binding(other, name)
-            if b is not None and b.module == path and b.name == name:
-                return True
+        info = self.p.info(path)
+        if info is None:
+            return False
+        names = (info.name, *(alias for alias, _ in info.aliases))
+        for module in names:
+            for other, local in self._foreign_index.get((module, name), ()):
+                if other != path and re.search(
+                        r"\b" + re.escape(local) + _CHANGED_AFTER, self._module_text(other)):
+                    return True
         return False
 
     def _module_text(self, path: str) -> str:
