@@ -446,7 +446,7 @@ PAIRS.case("getattr with a name a helper is given reads that attribute", {"layer
                                                                            default=True))
         """}, {"layer.py": ("    lse_base_on_e = True", "    lse_base_on_e = False")}, quiet=True)
 PAIRS.case("super().attr of a class attribute is the parent's value, not the instance's", {
-    "impl.py": IMPL_BASE + f"""
+    "impl.py": IMPL_BASE + """
     from mylib import decode
     class Parent(AttentionImpl):
         can_return_lse_for_decode = True

@@ -8,6 +8,8 @@ comparisons of literals (``kind != "log2"``, ``name in {"a", "b"}``).
 from __future__ import annotations
 
 import ast
+import itertools
+import math
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -120,20 +122,10 @@ def iteration(name: str, args: Sequence[Value], where: Location,
     if name == "next":
         return _next(args, tuples[0]) if len(args) in (1, 2) else None
     if name == "zip":
-        strict = keywords.get("strict", Lit(False, where))
-        known = [t for t in tuples if t is not None]
-        if not args or len(known) != len(args) or not isinstance(strict, Lit):
-            return None
-        if strict.value and len({len(t.items) for t in known}) > 1:
-            return None  # it raises ValueError: nothing is built
-        return Tup(tuple(Tup(items) for items in zip(*(t.items for t in known), strict=False)))
+        return _zip(args, tuples, keywords.get("strict", Lit(False, where)))
     if name == "enumerate" and (len(args) == 2 or "start" in keywords):
         start = args[1] if len(args) == 2 else keywords.get("start")
-        if len(args) > 2 or not (isinstance(start, Lit) and type(start.value) is int):
-            return None
-        t = tuples[0]
-        return None if t is None else Tup(tuple(Tup((Lit(i, where), v)) for i, v in
-                                                enumerate(t.items, start.value)))
+        return _enumerate(tuples[0] if len(args) <= 2 else None, start, where)
     if len(args) != 1:
         return None
     t = tuples[0]
@@ -142,6 +134,24 @@ def iteration(name: str, args: Sequence[Value], where: Location,
     if name == "enumerate":
         return Tup(tuple(Tup((Lit(i, where), v)) for i, v in enumerate(t.items)))
     return t if name == "iter" else Tup(tuple(reversed(t.items)))
+
+
+def _zip(args: Sequence[Value], tuples: Sequence[Tup | None], strict: Value) -> Value | None:
+    """``zip(a, b[, strict=...])`` of tuples of known positions; with ``strict`` true and
+    lengths that differ, Python raises: nothing is built."""
+    known = [t for t in tuples if t is not None]
+    if not args or len(known) != len(args) or not isinstance(strict, Lit):
+        return None
+    if strict.value and len({len(t.items) for t in known}) > 1:
+        return None
+    return Tup(tuple(Tup(items) for items in zip(*(t.items for t in known), strict=False)))
+
+
+def _enumerate(t: Tup | None, start: Value, where: Location) -> Value | None:
+    """``enumerate(t, start)`` of a tuple of known positions, counted from a known int."""
+    if t is None or not (isinstance(start, Lit) and type(start.value) is int):
+        return None
+    return Tup(tuple(Tup((Lit(i, where), v)) for i, v in enumerate(t.items, start.value)))
 
 
 #: what :mod:`itertools` builds from tuples of known positions, read as Python computes it
@@ -215,15 +225,38 @@ def value_key(value: object) -> str | None:
         return value
     if value is None or isinstance(value, (bool, int, float)):
         return f"\x00{value!r}"
+    if isinstance(value, tuple) and all(v is None or isinstance(v, (str, bool, int, float))
+                                        for v in value):
+        return f"\x00{value!r}"  # ``TABLE[a2a, base]``: a tuple of constants
     return None
+
+
+#: the most tuple keys a subscript's parts may combine into before it is not read
+_TUPLE_KEYS = 16
 
 
 def literal_keys(value: Value) -> list[str] | None:
     """The DictV keys of every literal a value may be (``TABLE[name]`` with ``name`` a known
-    string); None where one is no literal."""
-    values = literal_values(value)
+    string, ``TABLE[a2a, base]`` with each part known); None where one is no literal."""
+    values: list[object] | None = cast(list[object] | None, literal_values(value))
+    if values is None:
+        values = _tuple_values(value)
     keys = [value_key(v) for v in values] if values is not None else None
     return None if keys is None or any(k is None for k in keys) else cast(list[str], keys)
+
+
+def _tuple_values(value: Value) -> list[object] | None:
+    """Every tuple of constants a value may be (each part any literal it may be)."""
+    out: list[object] = []
+    for alt in alternatives(value):
+        if not isinstance(alt, Tup) or alt.partial_items:
+            return None
+        parts = [literal_values(item) for item in alt.items]
+        if any(p is None for p in parts) or \
+                math.prod(len(p or ()) for p in parts) + len(out) > _TUPLE_KEYS:
+            return None
+        out += list(itertools.product(*cast(list[list[object]], parts)))
+    return out or None
 
 
 def _key_value(key: str) -> object:

@@ -756,10 +756,10 @@ class Frame(RecordCalls):
         default = self.expr(node.args[2]) if len(node.args) == 3 else None
         if not names or not all(isinstance(n, Lit) and isinstance(n.value, str) for n in names):
             return None
-        if default is not None or len(node.args) == 3:
-            if all(self.i.surely_has(inner, str(cast(Lit, n).value)) for n in names):
-                # its default can never be read (``AC009`` is not said of it)
-                self.i.defaults_unreached.add(place(self.path, node))
+        if len(node.args) == 3 and all(self.i.surely_has(inner, str(cast(Lit, n).value))
+                                       for n in names):
+            # its default can never be read (``AC009`` is not said of it)
+            self.i.defaults_unreached.add(place(self.path, node))
         values: list[Value] = []
         for n in names:
             attr = str(cast(Lit, n).value)
@@ -840,17 +840,22 @@ class Frame(RecordCalls):
 
     def apply(self, callee: Value, call: CallArgs, node: ast.Call, where: Location, name: str) -> Value:
         options = list(alternatives(callee))
-        results = [self.apply_one(alt, call, node, where, name) for alt in options]
+        results = [cast(Value, given) if (given := self.given_call(alt)) is not NOT_SPECIAL
+                   else self.apply_one(alt, call, node, where, name) for alt in options]
         return join(results) if len(results) > 1 else (results[0] if results else None)
+
+    def given_call(self, callee: Value) -> Value | object:
+        """What a question's premise (Interpreter.value_at) says a call of ``callee`` returns
+        (the backend object an engine's accessor returns); NOT_SPECIAL where it says nothing."""
+        if not self.i.given_calls:
+            return NOT_SPECIAL
+        dotted = callee.qualname if isinstance(callee, Ext) else \
+            f"{self.i.module_name(callee.path)}.{callee.qualname}" \
+            if isinstance(callee, Func) else None
+        return NOT_SPECIAL if dotted is None else self.i.given_calls.get(dotted, NOT_SPECIAL)
 
     def apply_one(self, callee: Value, call: CallArgs, node: ast.Call, where: Location,
                   name: str) -> Value:
-        if self.i.given_calls:  # a question's premise (Interpreter.value_at)
-            dotted = callee.qualname if isinstance(callee, Ext) else \
-                f"{self.i.module_name(callee.path)}.{callee.qualname}" \
-                if isinstance(callee, Func) else None
-            if dotted in self.i.given_calls:
-                return self.i.given_calls[dotted]
         if isinstance(callee, Partial):
             # a keyword the call gives replaces the partial's; what the partial bound with a
             # ``**`` it could not read stays unread
@@ -1036,7 +1041,8 @@ def _plain(node: ast.expr) -> bool:
 _COPIES = frozenset({"copy.copy", "copy.deepcopy"})
 #: the builtin types ``isinstance`` is answered for on constants
 #: what a builtin type called with nothing makes (a ``defaultdict``'s factory)
-_FACTORY_BUILTINS: dict[str, object] = {"bool": False, "int": 0, "float": 0.0, "str": ""}
+_FACTORY_BUILTINS: dict[str, bool | int | float | str] = {"bool": False, "int": 0, "float": 0.0,
+                                                          "str": ""}
 
 #: the keywords of an iteration builtin that it is folded with (``zip(a, b, strict=True)``,
 #: ``enumerate(t, start=1)``)

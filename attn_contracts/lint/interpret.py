@@ -178,8 +178,8 @@ class Interpreter(Resolver):
         value (an engine's question: the base a combine is told when the layer's backend is
         registered under a given name), and every call of a function of ``calls`` (by its
         dotted name) that value (the backend object the registry built for that name): what
-        every path gives it, None where no path reaches it. A context of its own, apart from the memo (whose summaries were read without the
-        premise)."""
+        every path gives it, None where no path reaches it. A context of its own, apart from
+        the memo (whose summaries were read without the premise)."""
         func = Func(path, qualname, node)
         memo, contexts, counted = self._memo, self._contexts, self._counted
         given, given_calls, watched = self.given_attrs, self.given_calls, self.watched

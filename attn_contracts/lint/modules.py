@@ -200,9 +200,9 @@ class ModuleResolver(Analysis):
         function runs, so what the name holds at run time is not its own module's alone."""
         if self._foreign_index is None:
             index: dict[tuple[str, str], list[tuple[str, str]]] = {}
-            for info in sorted(self.p.infos(), key=lambda i: i.path):
-                for local, source in sorted(info.from_imports.items()):
-                    index.setdefault(source, []).append((info.path, local))
+            for importer in sorted(self.p.infos(), key=lambda i: i.path):
+                for local, source in sorted(importer.from_imports.items()):
+                    index.setdefault(source, []).append((importer.path, local))
             self._foreign_index = index
         info = self.p.info(path)
         if info is None:

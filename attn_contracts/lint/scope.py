@@ -338,31 +338,41 @@ def told_names(fn: ast.AST, base_word: Callable[[str | None], bool]) -> frozense
     body = getattr(fn, "body", None)
     if not isinstance(body, list):
         return frozenset()  # a lambda: one expression, nothing assigned
+    sinks, flows = _sinks_and_flows(body, base_word)
+    told = set().union(*(_names_in(e) for e in sinks))
+    changed = True
+    while changed:
+        changed = False
+        for bound, value in flows:
+            read = _names_in(value) - told if bound & told else set()
+            if read:
+                told |= read
+                changed = True
+    return frozenset(told)
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _sinks_and_flows(body: list[ast.stmt], base_word: Callable[[str | None], bool],
+                     ) -> tuple[list[ast.expr], list[tuple[set[str], ast.expr]]]:
+    """The expressions a base is read from (a base keyword's argument, what a base name or
+    attribute is assigned), and each assignment's bound names with its value."""
     sinks: list[ast.expr] = []
-    flows: list[tuple[frozenset[str], ast.expr]] = []
+    flows: list[tuple[set[str], ast.expr]] = []
     for node in own_nodes(body):
         if isinstance(node, ast.keyword) and base_word(node.arg):
             sinks.append(node.value)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and \
                 node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            bound = frozenset(n.id for t in targets for n in ast.walk(t)
-                              if isinstance(n, ast.Name))
             if any(base_word(_target_name(t)) for t in targets):
                 sinks.append(node.value)
+            bound = set().union(*(_names_in(t) for t in targets))
             if bound:
                 flows.append((bound, node.value))
-    told = {n.id for e in sinks for n in ast.walk(e) if isinstance(n, ast.Name)}
-    changed = True
-    while changed:
-        changed = False
-        for bound, value in flows:
-            if bound & told:
-                read = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} - told
-                if read:
-                    told |= read
-                    changed = True
-    return frozenset(told)
+    return sinks, flows
 
 
 class Scope:
@@ -1191,11 +1201,11 @@ class Scope:
 
         def entry(decided: bool, where: Location) -> None:
             nonlocal unread
-            new_key = self.expr(node.key)
-            if not (isinstance(new_key, Lit) and isinstance(new_key.value, str)):
+            keys = literal_keys(self.expr(node.key))
+            if keys is None or len(keys) != 1:
                 unread = True  # keyed by what it cannot read: the dict is not known
                 return
-            key, value = new_key.value, self.expr(node.value)
+            key, value = keys[0], self.expr(node.value)
             if decided or key not in items:
                 items.pop(key, None)  # a later entry replaces it (and takes the last place)
                 items[key] = Arg(value, where)
@@ -1327,13 +1337,20 @@ class Scope:
                 if isinstance(value, DictV):
                     merge_items(items, maybe, value, place(self.path, node))
                 continue
-            name = dict_key(k) if isinstance(k, ast.Constant) else class_key(self.expr(k))
+            name = dict_key(k) if isinstance(k, ast.Constant) else self._computed_key(k)
             if name is None:
                 ok = False
                 continue
             maybe.discard(name)
             items[name] = Arg(value, place(self.path, v), buffers=self.buffers(v))
         return DictV(tuple(items.items()), frozenset(maybe)) if ok else None
+
+    def _computed_key(self, node: ast.expr) -> str | None:
+        """A dict display's key written as an expression: a class, or one known constant
+        (a tuple of them too)."""
+        value = self.expr(node)
+        keys = literal_keys(value)
+        return class_key(value) if keys is None else keys[0] if len(keys) == 1 else None
 
     @_on(_EXPR, ast.Lambda)
     def e_lambda(self, node: ast.Lambda) -> Value:
