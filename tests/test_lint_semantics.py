@@ -445,22 +445,6 @@ PAIRS.case("getattr with a name a helper is given reads that attribute", {"layer
                 return combine(out, lse, is_lse_base_on_e=self._impl_flag("lse_base_on_e",
                                                                            default=True))
         """}, {"layer.py": ("    lse_base_on_e = True", "    lse_base_on_e = False")}, quiet=True)
-PAIRS.case("super().attr of a class attribute is the parent's value, not the instance's", {
-    "impl.py": IMPL_BASE + """
-    from mylib import decode
-    class Parent(AttentionImpl):
-        can_return_lse_for_decode = True
-        lse_base_on_e = False
-        def forward(self, q):
-            return decode(q, return_lse=True)
-    class Child(Parent):
-        lse_base_on_e = True
-        def forward(self, q):
-            out, lse = super().forward(q)
-            if not super().lse_base_on_e:
-                pass
-            return out, lse
-    """}, {"impl.py": ("                pass", f"                lse = lse * {LN2}")})
 PAIRS.case("a partial with a ** that may not bind a keyword, called with that keyword", {
     "layer.py": """
         import functools
@@ -683,30 +667,3 @@ def test_an_abc_that_registers_a_virtual_subclass_is_not_read_by_its_mro(
     files = {"layer.py": ABC_CLASSES.rstrip(" ") + "        Log2.register(Natural)\n"}
     found = [f for f in lint_json(tmp_path, capsys, "bug", files) if f["severity"] == "error"]
     assert not found, found
-
-
-@pytest.mark.parametrize(("declared", "warned"), [
-    ("class Base:\n            lse_base_on_e = True\n", False),  # every impl has it
-    ("class Base:\n            pass\n", True),  # an impl may lack it: the default may be read
-])
-def test_a_getattr_default_is_said_only_where_it_may_be_read(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], declared: str, warned: bool) -> None:
-    """``AC009`` (a capability's ``getattr`` default) where the object may lack the attribute;
-    none where its class, or one above it, defines it: the default is never read there."""
-    files = {"layer.py": f"""
-        from mylib import combine, decode
-        {declared}
-        class Impl(Base):
-            @property
-            def lse_base_on_e(self):
-                return False
-        class Layer:
-            def __init__(self, impl: Base):
-                self.impl = impl
-            def step(self, q):
-                out, lse = decode(q, return_lse=True)
-                return combine(out, lse,
-                               is_lse_base_on_e=getattr(self.impl, "lse_base_on_e", False))
-        """}
-    found = [f["code"] for f in lint_json(tmp_path, capsys, "t", files)]
-    assert ("AC009" in found) is warned, found

@@ -145,9 +145,6 @@ class Analysis(ABC):
         #: what such a question takes a call of a function to return, by the function's
         #: dotted name (the backend object an engine's accessor returns)
         self.given_calls: dict[str, Value] = {}
-        #: ``getattr(obj, name, default)`` calls where ``obj`` surely has the attribute:
-        #: the default is never read there
-        self.defaults_unreached: set[Location] = set()
         #: per function node: the local names whose value may reach a base (scope.told_names)
         self.told_names: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = \
             weakref.WeakKeyDictionary()

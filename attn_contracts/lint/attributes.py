@@ -180,23 +180,16 @@ class Resolver(ModuleResolver):
         return Ext(f"{obj.qualname}.{attr}")
 
     def _super_attr(self, obj: Super, attr: str) -> Value:
-        """``super().attr``: what the first class after the one it is written in (in the
-        instance's MRO) defines: its method, bound to the instance, or its class-level value
-        (``super().lse_base_on_e``: the parent's declaration, not the instance's own)."""
+        """``super().attr``: the method of the first class after the one it is written in."""
         cls = self.class_info(obj.self_value.cls)
         after = self.class_info(obj.after)
         if cls is None or after is None:
             return None
-        order = self.p.mro(cls)
-        order = order[order.index(after) + 1:] if after in order else self.p.mro(after)[1:]
-        for c in order:
-            if attr in c.methods:
-                return Bound(Func(c.path, f"{c.name}.{attr}"), obj.self_value,
-                             (c.path, c.name), static=True)
-            if attr in c.attrs and attr not in c.properties:
-                value = self._body_value(c, c.attrs[attr][0])
-                return value if isinstance(value, Lit) else None
-        return None
+        owner = self.p.lookup(cls, attr, after=after)
+        if owner is None:
+            return None
+        return Bound(Func(owner.path, f"{owner.name}.{attr}"), obj.self_value,
+                     (owner.path, owner.name), static=True)
 
     def _class_ref_attr(self, obj: ClassRef, attr: str) -> Value:
         """``Class.attr``: a method, an Enum's member, or what every instance holds."""
@@ -278,21 +271,6 @@ class Resolver(ModuleResolver):
         it."""
         alts = list(alternatives(obj))
         return bool(alts) and all(self._lacks(alt, attr) for alt in alts)
-
-    def surely_has(self, obj: Value, attr: str) -> bool:
-        """Reading ``attr`` on ``obj`` never raises ``AttributeError``: every way it may be is
-        an instance whose class, or a class above it in its MRO, defines the attribute in its
-        body (inherited by any subclass it may be of; what an ``__init__`` stores is not
-        counted: a subclass's ``__init__`` may not run it)."""
-        alts = list(alternatives(obj))
-        if not alts or attr.startswith("__"):
-            return False
-        for alt in alts:
-            cls = self.class_info(alt.cls) if isinstance(alt, Inst) else None
-            if cls is None or not any(attr in c.attrs or attr in c.methods or
-                                      attr in c.properties for c in self.p.mro(cls)):
-                return False
-        return True
 
     def _lacks(self, obj: Value, attr: str) -> bool:
         if attr.startswith("__"):

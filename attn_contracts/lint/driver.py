@@ -415,10 +415,6 @@ def _lint_model(paths: Sequence[Path], config: LintConfig | None, project_root: 
     # per-file rule of the same code at that place could not (a literal base its producers
     # confirm is a note there, not the per-file rule's warning); _kept keeps the first
     findings = [*model.findings, *findings]
-    # a capability's getattr default (AC009, a per-file rule) where the flow shows the object
-    # surely has the attribute: the default is never read, nothing to say
-    unreached = model.defaults_unreached()
-    findings = [f for f in findings if f.code is not Code.AC009 or f.location not in unreached]
     linted = frozenset(path for path, report, _ in python if report)
     for rule in engine_rules:
         findings += rule(model, linted)

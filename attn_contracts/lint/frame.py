@@ -756,10 +756,6 @@ class Frame(RecordCalls):
         default = self.expr(node.args[2]) if len(node.args) == 3 else None
         if not names or not all(isinstance(n, Lit) and isinstance(n.value, str) for n in names):
             return None
-        if len(node.args) == 3 and all(self.i.surely_has(inner, str(cast(Lit, n).value))
-                                       for n in names):
-            # its default can never be read (``AC009`` is not said of it)
-            self.i.defaults_unreached.add(place(self.path, node))
         values: list[Value] = []
         for n in names:
             attr = str(cast(Lit, n).value)

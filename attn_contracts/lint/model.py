@@ -209,10 +209,6 @@ class ProgramModel:
                                           calls)
         return (True, value.value) if isinstance(value, Lit) else (False, None)
 
-    def defaults_unreached(self) -> frozenset[Location]:
-        """The ``getattr(obj, name, default)`` calls whose object surely has the attribute."""
-        return frozenset(self._interp.defaults_unreached)
-
     @contextmanager
     def _quiet(self) -> Iterator[None]:
         """What the interpreter finds while answering a question is not a lint finding."""
