@@ -307,43 +307,6 @@ def test_a_base_keyword_given_through_a_mapping_is_read_from_it(
         assert any(f.code is Code.AC028 for f in rows["flashmla"].findings)
 
 
-FORWARD_MLA_ASKS_BACKEND = '''
-from sglang.srt.layers.dcp import cp_lse_ag_out_rs_mla
-from sglang.srt.model_executor.forward_context import get_attn_backend
-
-
-class Mixin:
-    def forward_core(self, out, lse, group):
-        return cp_lse_ag_out_rs_mla(out, lse, group, is_lse_base_on_e={told})
-'''
-
-
-@pytest.mark.parametrize(("told", "natural", "wrong"), [
-    ('getattr(get_attn_backend(), "lse_natural", False)', "True", False),
-    ('getattr(get_attn_backend(), "lse_natural", False)', "False", True),
-    ("isinstance(get_attn_backend(), FlashMLABackend)", "True", False),
-    ("not isinstance(get_attn_backend(), FlashMLABackend)", "True", True),
-])
-def test_a_base_asked_of_the_backend_object_is_read_for_each_name(
-        tmp_path: Path, told: str, natural: str, wrong: bool) -> None:
-    """The base asked of the backend object itself (``get_attn_backend()``, engine data): read
-    with that call the object the registry builds for each name, as Python reads the
-    attribute or the ``isinstance`` on it."""
-    forward = FORWARD_MLA_ASKS_BACKEND.format(told=told)
-    if "FlashMLABackend" in told:
-        forward = forward.replace(
-            "class Mixin", "from sglang.srt.layers.attention.flashmla_backend import "
-            "FlashMLABackend\n\n\nclass Mixin")
-    root = _tree(tmp_path, "", forward=forward)
-    backend = root / "sglang" / _ATT / "flashmla_backend.py"
-    backend.write_text(backend.read_text().replace(
-        "class FlashMLABackend(Base):\n", f"class FlashMLABackend(Base):\n    lse_natural = {natural}\n"))
-    rows = {r.backend: r for r in sglang.report(root=root)}
-    found = [f.code for f in rows["flashmla"].findings
-             if f.code in (Code.AC016, Code.AC028, Code.AC002)]
-    assert found == ([Code.AC016] if wrong else [])
-
-
 def test_the_combine_before_the_keyword_is_fixed_base_2(tmp_path: Path) -> None:
     root = _tree(tmp_path, "", version="0.5.16", forward=FORWARD_MLA_OLD)
     (row,) = sglang.report("flashmla", root=root)

@@ -721,24 +721,7 @@ def check_engines(releases: Path) -> list[dict[str, object]]:
                         rows.append({"entry": f"{kind} {extra} ({e.versions})", "release": name,
                                      "file": extra, "found": (folder / extra).is_file(),
                                      "missing_attrs": []})
-                    for dotted in getattr(e, "backend_calls", ()):  # each is a def there
-                        rows.append(_function_row(kind, e, dotted, name, folder))
     return rows
-
-
-def _function_row(kind: str, e: Entry, dotted: str, release: str,
-                  folder: Path) -> dict[str, object]:
-    """A module-level function an entry names by its dotted name, in one release."""
-    module, _, function = dotted.rpartition(".")
-    file = module.replace(".", "/") + ".py"
-    try:
-        tree = ast.parse((folder / file).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
-        tree = ast.Module([], [])
-    found = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function
-                for n in tree.body)
-    return {"entry": f"{kind} {dotted} ({e.versions})", "release": release, "file": file,
-            "found": found, "missing_attrs": []}
 
 
 def _engine_row(kind: str, e: Entry, release: str, folder: Path) -> dict[str, object]:

@@ -84,8 +84,6 @@ _Versions = Annotated[str, AfterValidator(_specifier)]
 _Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 #: a module's path in the release, from its top-level package (``vllm/...py``)
 _File = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z0-9_]+)*\.py$")]
-#: a module-level function by its dotted name (``package.module.function``)
-_Dotted = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")]
 _Source = Annotated[str, StringConstraints(min_length=1)]
 _Record = Annotated[str, StringConstraints(pattern=NAME_RE)]
 _Literal = StrictBool | StrictInt | StrictFloat | StrictStr
@@ -178,9 +176,6 @@ class DcpCombineEntry(Entry):
     #: the layer's attribute that holds the name its backend was registered under (the base
     #: keyword is read with it each registered name); None: only a function of the name is read
     name_attr: _Name | None = None
-    #: the functions that return the layer's backend object, the one the registry built for
-    #: its name (the base keyword is read with their calls that object for each name)
-    backend_calls: tuple[_Dotted, ...] = ()
     #: other files whose layers hand their partial to the combine the same way (the ROCm
     #: forward of the same layer), each read where the release has it
     also: tuple[_File, ...] = ()

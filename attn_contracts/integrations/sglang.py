@@ -290,10 +290,6 @@ def _derive_on(pkg: Path, version: str | None, model: ProgramModel,
         unparsed.append(err.finding)
         factories = {}
     combines: tuple[Combine, ...] = ()
-    reg_path = str(pkg / reg_rel)
-    built = {name: tuple(_built(model, reg_path, body, fn))
-             for name, (_, body, fn) in factories.items()}
-    objects = {name: _mla_classes(model, b) for name, b in built.items()}
     for file in () if older else combine_entry.files:
         rel = file.removeprefix("sglang/")
         if not (pkg / rel).is_file():
@@ -301,17 +297,18 @@ def _derive_on(pkg: Path, version: str | None, model: ProgramModel,
                 notes.append(f"{file} is not in the tree: no MLA DCP combine is read")
             continue
         try:
-            asked = _Asked(model, str(pkg / rel), tuple(factories), combine_entry.name_attr,
-                           combine_entry.backend_calls, objects)
+            asked = _Asked(model, str(pkg / rel), tuple(factories), combine_entry.name_attr)
             combines += tuple(_combines(_parse(pkg, rel), rel, registry, version, asked))
         except _Unparsable as err:
             unparsed.append(err.finding)
     decode = combine_entry.decode_method
     assume = _under_dcp(frozenset(combine_entry.dcp_flags), frozenset(combine_entry.dcp_sizes))
+    reg_path = str(pkg / reg_rel)
     backends: dict[str, Backend] = {}
-    for name, (line, _, _) in factories.items():
-        backends[name] = _backend(model, name, Location(f"sglang/{reg_rel}", line), built[name],
-                                  decode, registry, version, findings, assume)
+    for name, (line, body, fn) in factories.items():
+        built = tuple(_built(model, reg_path, body, fn))
+        backends[name] = _backend(model, name, Location(f"sglang/{reg_rel}", line), built, decode,
+                                  registry, version, findings, assume)
     return Derived(pkg, version, backends, combines, notes, unparsed, reg.file)
 
 
@@ -518,17 +515,6 @@ def _built(model: ProgramModel, path: str, body: _Body, fn: ast.AST,
                                              f"{target.target or target.kind}")
 
 
-def _mla_classes(model: ProgramModel, built: tuple[Built, ...]) -> tuple[ClassInfo, ...]:
-    """The classes of the sources a name's factory builds for MLA models."""
-    out: list[ClassInfo] = []
-    for b in built:
-        module, _, name = b.cls.rpartition(".")
-        cls = model.find_class(module, name) if b.cls and b.mla is not False else None
-        if cls is not None and cls not in out:
-            out.append(cls)
-    return tuple(out)
-
-
 def _resolve(program: Program, path: str, dotted: str, local: dict[str, str]) -> Binding | None:
     """What ``dotted`` (as written in module ``path``, with its function-local imports) is."""
     head, _, rest = dotted.partition(".")
@@ -659,10 +645,6 @@ class _Asked:
     names: tuple[str, ...]
     #: the layer's attribute holding the registered name (engine data), where it is known
     name_attr: str | None = None
-    #: the functions that return the layer's backend object (engine data), and per name the
-    #: classes its factory builds for MLA (what such a call returns for it)
-    backend_calls: tuple[str, ...] = ()
-    built: dict[str, tuple[ClassInfo, ...]] = field(default_factory=dict)
 
     def answers(self, function: str) -> tuple[tuple[tuple[str, str], ...], str]:
         """Per name, the function's answer (``"True"``/``"False"``, ``"?"`` where it is not one
@@ -682,9 +664,7 @@ class _Asked:
         attr = self.name_attr
 
         def one(name: str) -> str:
-            objects = {f: self.built.get(name, ()) for f in self.backend_calls}
-            read, value = self.model.answer_at(self.path, qualname, keyword, {attr: name},
-                                               objects)
+            read, value = self.model.answer_at(self.path, qualname, keyword, {attr: name})
             return repr(value) if read and isinstance(value, bool) else "?"
         return tuple((n, one(n)) for n in self.names), one(_NO_NAME)
 

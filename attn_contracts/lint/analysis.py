@@ -142,9 +142,6 @@ class Analysis(ABC):
         #: object's attribute to be (the name an engine registered a backend under), and the
         #: values it records of one expression; empty outside such a question
         self.given_attrs: dict[str, Value] = {}
-        #: what such a question takes a call of a function to return, by the function's
-        #: dotted name (the backend object an engine's accessor returns)
-        self.given_calls: dict[str, Value] = {}
         #: per function node: the local names whose value may reach a base (scope.told_names)
         self.told_names: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = \
             weakref.WeakKeyDictionary()

@@ -506,17 +506,11 @@ class Frame(RecordCalls):
 
     def _nominal(self, target: ClassInfo) -> bool:
         h = self.i.p.hierarchy
-        mro = self.i.p.mro(target)
-        for c in mro:
+        for c in self.i.p.mro(target):
             node = self.i.p.class_node(c)
-            outside = set(h.unresolved(c))
-            if outside - _PLAIN_BASES or node is None or node.keywords or any(
+            if h.unresolved(c) or node is None or node.keywords or any(
                     m in c.methods for m in ("__subclasshook__", "__instancecheck__",
                                              "__subclasscheck__")):
-                return False
-            if "abc.ABC" in outside and any(
-                    self.i.p.registers_virtual(k) for k in (*mro, *self.i.p.subclasses(target))):
-                # an ABC answers yes for a class registered with it or with a class below it
                 return False
         return True
 
@@ -836,19 +830,8 @@ class Frame(RecordCalls):
 
     def apply(self, callee: Value, call: CallArgs, node: ast.Call, where: Location, name: str) -> Value:
         options = list(alternatives(callee))
-        results = [cast(Value, given) if (given := self.given_call(alt)) is not NOT_SPECIAL
-                   else self.apply_one(alt, call, node, where, name) for alt in options]
+        results = [self.apply_one(alt, call, node, where, name) for alt in options]
         return join(results) if len(results) > 1 else (results[0] if results else None)
-
-    def given_call(self, callee: Value) -> Value | object:
-        """What a question's premise (Interpreter.value_at) says a call of ``callee`` returns
-        (the backend object an engine's accessor returns); NOT_SPECIAL where it says nothing."""
-        if not self.i.given_calls:
-            return NOT_SPECIAL
-        dotted = callee.qualname if isinstance(callee, Ext) else \
-            f"{self.i.module_name(callee.path)}.{callee.qualname}" \
-            if isinstance(callee, Func) else None
-        return NOT_SPECIAL if dotted is None else self.i.given_calls.get(dotted, NOT_SPECIAL)
 
     def apply_one(self, callee: Value, call: CallArgs, node: ast.Call, where: Location,
                   name: str) -> Value:
@@ -1044,10 +1027,6 @@ _FACTORY_BUILTINS: dict[str, bool | int | float | str] = {"bool": False, "int": 
 #: ``enumerate(t, start=1)``)
 _ITERATION_KEYWORDS: dict[str, frozenset[str]] = {"zip": frozenset({"strict"}),
                                                   "enumerate": frozenset({"start"})}
-
-#: bases from outside the program that leave ``isinstance`` nominal: ``abc.ABC`` (where the
-#: program registers no virtual subclass), ``Generic``, ``object``
-_PLAIN_BASES = frozenset({"abc.ABC", "typing.Generic", "object", "builtins.object"})
 
 _SCALAR_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str,
                                   "bytes": bytes, "complex": complex}

@@ -171,27 +171,24 @@ class Interpreter(Resolver):
         return join(options) if options else None
 
     def value_at(self, path: str, qualname: str, node: FuncNode, self_value: Inst | None,
-                 keyword: ast.expr, attrs: dict[str, Value],
-                 calls: dict[str, Value] | None = None) -> Value:
+                 keyword: ast.expr, attrs: dict[str, Value]) -> Value:
         """The value a call's keyword argument (``keyword``, a node of ``node``'s body) takes
         when ``node`` runs on ``self_value`` with every object's attribute of ``attrs`` that
         value (an engine's question: the base a combine is told when the layer's backend is
-        registered under a given name), and every call of a function of ``calls`` (by its
-        dotted name) that value (the backend object the registry built for that name): what
-        every path gives it, None where no path reaches it. A context of its own, apart from
-        the memo (whose summaries were read without the premise)."""
+        registered under a given name): what every path gives it, None where no path reaches
+        it. A context of its own, apart from the memo (whose summaries were read without the
+        premise)."""
         func = Func(path, qualname, node)
         memo, contexts, counted = self._memo, self._contexts, self._counted
-        given, given_calls, watched = self.given_attrs, self.given_calls, self.watched
+        given, watched = self.given_attrs, self.watched
         self._memo, self._contexts, self._counted = {}, {}, set()
-        self.given_attrs, self.given_calls = attrs, dict(calls or {})
-        self.watched = {id(keyword): []}
+        self.given_attrs, self.watched = attrs, {id(keyword): []}
         try:
             self.analyse(func, self_value, None, generic=True)
             return join(self.watched[id(keyword)]) if self.watched[id(keyword)] else None
         finally:
             self._memo, self._contexts, self._counted = memo, contexts, counted
-            self.given_attrs, self.given_calls, self.watched = given, given_calls, watched
+            self.given_attrs, self.watched = given, watched
 
     def run_statements(self, path: str, body: list[ast.stmt]) -> None:
         """Module-level statements (a combine called at import time, a partial bound there)."""

@@ -49,7 +49,6 @@ from attn_contracts.lint.values import Flag
 from attn_contracts.lint.values import Inst
 from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import Value
-from attn_contracts.lint.values import join
 
 __all__ = ["ClassFacts", "FileFacts", "ProgramModel", "build_model", "model_findings"]
 
@@ -180,14 +179,11 @@ class ProgramModel:
         return (True, value.value) if isinstance(value, Lit) else (False, None)
 
     def answer_at(self, path: str, qualname: str, keyword: ast.expr,
-                  attrs: dict[str, str | bool | int | None],
-                  objects: dict[str, tuple[ClassInfo, ...]] | None = None,
-                  ) -> tuple[bool, object]:
+                  attrs: dict[str, str | bool | int | None]) -> tuple[bool, object]:
         """What the keyword argument ``keyword`` of a call in function ``qualname`` of ``path``
         (a method: ``Class.method``, run on an instance of its class) is, with every object's
-        attribute of ``attrs`` that literal, and every call of a function of ``objects`` (by
-        its dotted name) an instance of exactly one of its classes: (True, the literal) where
-        every path gives it one literal, (False, None) where it cannot be read."""
+        attribute of ``attrs`` that literal: (True, the literal) where every path gives it one
+        literal, (False, None) where it cannot be read."""
         fn = self.program.function(path, qualname)
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False, None
@@ -201,12 +197,8 @@ class ProgramModel:
         self_value = Inst((cls.path, cls.name)) if cls is not None else None
         where = Location(path, fn.lineno, 1)
         given: dict[str, Value] = {k: Lit(v, where) for k, v in attrs.items()}
-        calls: dict[str, Value] = {
-            f: join([Inst((c.path, c.name), exact=True) for c in classes])
-            for f, classes in (objects or {}).items() if classes}
         with self._quiet():
-            value = self._interp.value_at(path, qualname, fn, self_value, keyword, given,
-                                          calls)
+            value = self._interp.value_at(path, qualname, fn, self_value, keyword, given)
         return (True, value.value) if isinstance(value, Lit) else (False, None)
 
     @contextmanager

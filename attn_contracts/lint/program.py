@@ -19,7 +19,6 @@ re-exports through package ``__init__`` files.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
@@ -94,8 +93,6 @@ class Program:
         self._subclasses: dict[int, list[ClassInfo]] | None = None
         self._lines: dict[str, list[str]] = {}
         self._methods: dict[int, dict[str, FuncNode]] = {}
-        self._registered: dict[int, bool] = {}
-        self._importers: dict[object, set[str]] | None = None
 
     # --- modules ------------------------------------------------------------------------------
     def info(self, path: str) -> ModuleInfo | None:
@@ -115,37 +112,6 @@ class Program:
 
     def infos(self) -> list[ModuleInfo]:
         return [m.info for m in self._mods.values()]
-
-    def registers_virtual(self, cls: ClassInfo) -> bool:
-        """Whether the program may call ``cls.register(...)`` (making a class an ABC's virtual
-        subclass of it, whatever its bases): read from the text of the modules that can name
-        ``cls``: its own, and those that import it or its module."""
-        key = id(cls)
-        if key not in self._registered:
-            if self._importers is None:
-                importers: dict[object, set[str]] = {}
-                for i in self.infos():
-                    for source in i.from_imports.values():
-                        importers.setdefault(source, set()).add(i.path)
-                    for module in i.module_imports.values():
-                        importers.setdefault(module, set()).add(i.path)
-                self._importers = importers
-            info = self.info(cls.path)
-            module = info.name if info is not None else ""
-            paths = {cls.path} | self._importers.get((module, cls.name), set()) | \
-                self._importers.get(module, set())
-            pattern = re.compile(r"\b" + re.escape(cls.name) + r"\s*\.\s*register\s*\(")
-            found = False
-            for path in sorted(paths):
-                try:
-                    text = Path(path).read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    continue
-                if pattern.search(text):
-                    found = True
-                    break
-            self._registered[key] = found
-        return self._registered[key]
 
     def module(self, name: str, importer: str | None = None) -> str | None:
         """The path of the module ``name``: the one file that claims it, or the one beside the

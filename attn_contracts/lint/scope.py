@@ -130,29 +130,6 @@ def _may_be_none(value: Value) -> bool:
         isinstance(value, Lit) and value.value is None)
 
 
-def _function_identity(left: Value, op: ast.cmpop, right: Value) -> bool | None:
-    """``a is b`` / ``a is not b`` of functions: a function a ``def`` at module or class level
-    makes (one object per statement; a nested ``def`` or a lambda makes a new one on each run,
-    so is left alone) is itself and no other; a bound method (a new object each attribute
-    access) is never a function. None where a side may be anything else."""
-    if not isinstance(op, (ast.Is, ast.IsNot)):
-        return None
-    sides = [list(alternatives(left)), list(alternatives(right))]
-    if any(len(side) != 1 for side in sides):
-        return None
-    a, b = sides[0][0], sides[1][0]
-
-    def plain(v: Value) -> bool:
-        return isinstance(v, Func) and "<" not in v.qualname and not v.closure
-    if plain(a) and plain(b):
-        same = a == b
-    elif (plain(a) and isinstance(b, Bound)) or (isinstance(a, Bound) and plain(b)):
-        same = False
-    else:
-        return None
-    return same == isinstance(op, ast.Is)
-
-
 def _none_identity(left: Value, op: ast.cmpop, right: Value) -> bool | None:
     """``x is None`` / ``x is not None`` where every value ``x`` may hold answers it one way:
     ``None`` itself, or what is never ``None`` (an object built here, a tensor, a function, a
@@ -1087,8 +1064,6 @@ class Scope:
                 shown: ast.expr) -> Value:
         """One link ``left OP right`` of a comparison (``shown``: the right operand's node)."""
         identity = _none_identity(left, op, right)
-        if identity is None:
-            identity = _function_identity(left, op, right)
         if identity is not None:
             return Lit(identity, place(self.path, node), f" (the value of {source_text(node)})")
         members = _member_compare(left, op, right)
