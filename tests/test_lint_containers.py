@@ -461,6 +461,13 @@ PAIRS.case("a dict display keyed by tuples", {"layer.py": """
             out, lse = decode(q, return_lse=True)
             return combine(out, lse, is_lse_base_on_e=NATURAL[("fi", "decode")])
         """}, {"layer.py": ('("fi", "decode"): True', '("fi", "decode"): False')}, quiet=True)
+PAIRS.case("a dict key is the value Python hashes it as (True == 1)", {"layer.py": """
+        from mylib import combine, decode
+        NATURAL = {(1, "fa"): False, (True, "fi"): True}
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=NATURAL.get((1, "fi"), False))
+        """}, {"layer.py": ('(True, "fi"): True', '(True, "fi"): False')}, quiet=True)
 
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
@@ -495,6 +502,11 @@ FOREIGN_TABLE = {"tables.py": """
     ("from tables import NATURAL\nNATURAL.append('fi')\n", 0),
     ("from tables import NATURAL\ndef load():\n    NATURAL[0] = 'fi'\n", 0),
     ("from tables import OTHER\nOTHER.append('fi')\n", 1),  # another name: not this table
+    # a comment, a local of the same name, another object's attribute: not this table
+    ("from tables import NATURAL\n# NATURAL.append('fi')\n", 1),
+    ("from tables import NATURAL\ndef f():\n    NATURAL = []\n    NATURAL.append('fi')\n", 1),
+    ("from tables import NATURAL\nclass C:\n    def f(self):\n        self.NATURAL.append(1)\n", 1),
+    ("from tables import NATURAL as N\nN += ['fi']\n", 0),  # a list's += changes it in place
 ])
 def test_a_table_another_module_changes_is_not_its_literal(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], plugin: str | None,
@@ -505,5 +517,29 @@ def test_a_table_another_module_changes_is_not_its_literal(
     files = dict(FOREIGN_TABLE)
     if plugin is not None:
         files["plugin.py"] = plugin
+    found = [f for f in lint_json(tmp_path, capsys, "t", files) if f["severity"] == "error"]
+    assert len(found) == errors, found
+
+
+@pytest.mark.parametrize(("table", "errors"), [
+    # a factory that reads a name is called at the lookup, with what the name holds then
+    ("default = True\nNATURAL = defaultdict(lambda: default)\ndefault = False\n", 0),
+    # a factory replaced after the table is built
+    ("NATURAL = defaultdict(lambda: True)\nNATURAL.default_factory = bool\n", 0),
+    ("NATURAL = defaultdict(lambda: True)\n", 1),  # the factory's constant: base e told
+])
+def test_a_defaultdict_factory_is_read_only_where_its_value_is_sure(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], table: str, errors: int) -> None:
+    """A missing key of a ``defaultdict`` reads its factory's value where that value is the
+    same whenever it is called (a builtin type, a lambda of a constant) and nothing replaces
+    the factory; else it is not read (a warning), never a wrong literal."""
+    body = "".join(f"        {line}\n" for line in table.splitlines())
+    files = {"layer.py": f"""
+        from collections import defaultdict
+        from mylib import combine, decode
+{body}        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=NATURAL["fi"])
+        """}
     found = [f for f in lint_json(tmp_path, capsys, "t", files) if f["severity"] == "error"]
     assert len(found) == errors, found

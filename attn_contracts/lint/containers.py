@@ -220,15 +220,26 @@ def dict_key(node: ast.Constant) -> str | None:
 
 def value_key(value: object) -> str | None:
     """A literal as the DictV keys it: a string as itself (``**kwargs`` read it so), any other
-    constant by its repr, marked so it never equals a string."""
+    constant by the repr of the value Python hashes it as (``True``, ``1`` and ``1.0`` are one
+    key), marked so it never equals a string."""
     if isinstance(value, str):
         return value
     if value is None or isinstance(value, (bool, int, float)):
-        return f"\x00{value!r}"
+        return f"\x00{_hashed_as(value)!r}"
     if isinstance(value, tuple) and all(v is None or isinstance(v, (str, bool, int, float))
                                         for v in value):
-        return f"\x00{value!r}"  # ``TABLE[a2a, base]``: a tuple of constants
+        # ``TABLE[a2a, base]``: a tuple of constants
+        return f"\x00{tuple(_hashed_as(v) for v in value)!r}"
     return None
+
+
+def _hashed_as(value: object) -> object:
+    """The one value of those Python counts equal as a dict key (``True == 1 == 1.0``)."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 #: the most tuple keys a subscript's parts may combine into before it is not read

@@ -9,6 +9,7 @@ function, a bound method, a class, an object, or a record's producer or consumer
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 from typing import cast
 
@@ -648,10 +649,15 @@ class Frame(RecordCalls):
             return table
         factory, written = self.expr(node.args[0]), node.args[0]
         missing: Value = None
+        if re.search(r"\bdefault_factory\b", self.i.module_text(self.path)):
+            return table  # a factory replaced later: what a missing key reads is not known
         if isinstance(written, ast.Name) and written.id in _FACTORY_BUILTINS and factory is None:
             missing = Lit(_FACTORY_BUILTINS[written.id], where)
-        elif isinstance(factory, Func):
-            missing = self.apply(factory, CallArgs([], {}, False, where=where), node, where, "")
+        elif isinstance(written, ast.Lambda) and isinstance(written.body, ast.Constant) and \
+                not written.args.args:
+            # ``lambda: True``: its value is the same whenever it is called (one that reads a
+            # name is called at the lookup, with what the name holds then: not read)
+            missing = self.expr(written.body)
         return replace(table, missing=missing)
 
     def replace_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
@@ -821,6 +827,9 @@ class Frame(RecordCalls):
                 for known in keys:
                     arg = alt.get(known)
                     options.append(arg.value if arg is not None else default)
+                    if arg is None and alt.missing is not None:
+                        # a defaultdict indexed before by that key holds the factory's value
+                        options.append(alt.missing)
                     if arg is not None and known in alt.maybe:
                         options.append(default)
                 continue

@@ -21,6 +21,7 @@ from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import place
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.classes import module_level
+from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.classes import own_statements
 from attn_contracts.lint.containers import MUTATORS
 from attn_contracts.lint.values import NOT_SPECIAL
@@ -88,10 +89,36 @@ def _mutated_name(st: ast.stmt) -> str | None:
     return None
 
 
-#: what follows a name changed in place in a module's text: ``[...] =`` or ``.append(`` and the
-#: other mutating methods (a cheap look; the import is what ties it to the module's name)
-_CHANGED_AFTER = (r"\s*(?:\[[^\]\n]*\]\s*=(?!=)|\.\s*(?:" + "|".join(sorted(MUTATORS))
-                  + r")\s*\()")
+def _changes_import(tree: ast.Module | None, local: str) -> bool:
+    """Whether a module changes in place the object its top-level name ``local`` is bound to:
+    a statement of its top level, or of a function that does not bind ``local`` itself (one
+    that does holds another object, unless it declares the name ``global``)."""
+    if tree is None:
+        return True  # not read: it may
+    scopes: list[list[ast.stmt]] = [tree.body]
+    scopes += [fn.body for fn in ast.walk(tree)
+               if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and
+               not _binds_own(fn, local)]
+    return any(isinstance(st, ast.stmt) and (_mutated_name(st) == local or (
+                   isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and
+                   st.target.id == local))
+               for body in scopes for st in own_nodes(body))
+
+
+def _binds_own(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether a function binds ``name`` as its own local (a parameter, an assignment, a loop
+    or ``with`` target) without declaring it ``global``."""
+    if any(isinstance(st, ast.Global) and name in st.names for st in ast.walk(fn)):
+        return False
+    a = fn.args
+    params = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+              if x is not None}
+    return name in params or any(
+        isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store) and t.id == name
+        for st in own_nodes(fn.body) if isinstance(st, (ast.Assign, ast.AnnAssign, ast.For,
+                                                         ast.With))
+        for t in ast.walk(st))
+
 
 #: the name a class is bound to while its decorators are applied (no Python name can clash)
 _CLASS = "\x00class"
@@ -196,7 +223,8 @@ class ModuleResolver(Analysis):
     def _changed_elsewhere(self, path: str, name: str) -> bool:
         """Whether another module of the program imports the module-level ``name`` of
         ``path`` and changes it in place (``from m import TABLE`` then ``TABLE.append(x)``,
-        ``TABLE[k] = v``): Python runs that when it imports the other module, or when its
+        ``TABLE[k] = v``, ``TABLE += [...]``, at its top level or in a function that does not
+        bind the name itself): Python runs that when it imports the other module, or when its
         function runs, so what the name holds at run time is not its own module's alone."""
         if self._foreign_index is None:
             index: dict[tuple[str, str], list[tuple[str, str]]] = {}
@@ -208,14 +236,12 @@ class ModuleResolver(Analysis):
         if info is None:
             return False
         names = (info.name, *(alias for alias, _ in info.aliases))
-        for module in names:
-            for other, local in self._foreign_index.get((module, name), ()):
-                if other != path and re.search(
-                        r"\b" + re.escape(local) + _CHANGED_AFTER, self._module_text(other)):
-                    return True
-        return False
+        return any(other != path and local in self.module_text(other) and
+                   _changes_import(self.p.tree(other), local)
+                   for module in names
+                   for other, local in self._foreign_index.get((module, name), ()))
 
-    def _module_text(self, path: str) -> str:
+    def module_text(self, path: str) -> str:
         if path not in self._texts:
             try:
                 self._texts[path] = Path(path).read_text(encoding="utf-8", errors="replace")
@@ -257,7 +283,7 @@ class ModuleResolver(Analysis):
         """A module-level value with what the module does to it afterwards: its own statements
         run in order; a value a function may rebind it to is one more way it may be (which one
         holds depends on what runs first); changed in place by a function, it is unknown."""
-        text = self._module_text(path)
+        text = self.module_text(path)
         if not re.search(r"\bglobal\b[^\n]*\b" + re.escape(name) + r"\b|\b" + re.escape(name)
                          + r"\s*(?:\[|\.\s*(?:" + "|".join(sorted(MUTATORS)) + r")\s*\()",
                          text):
@@ -294,7 +320,7 @@ class ModuleResolver(Analysis):
                 node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list or \
                 sum(1 for (_, a) in stores if a == attr) != 1 or re.search(
                     r"\b(?:setattr|vars|wraps|update_wrapper)\(|__dict__",
-                    self._module_text(func.path)):
+                    self.module_text(func.path)):
             return None
         return self.new_frame(func.path).expr(values[0])
 
