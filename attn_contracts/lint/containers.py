@@ -8,8 +8,6 @@ comparisons of literals (``kind != "log2"``, ``name in {"a", "b"}``).
 from __future__ import annotations
 
 import ast
-import itertools
-import math
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -226,10 +224,6 @@ def value_key(value: object) -> str | None:
         return value
     if value is None or isinstance(value, (bool, int, float)):
         return f"\x00{_hashed_as(value)!r}"
-    if isinstance(value, tuple) and all(v is None or isinstance(v, (str, bool, int, float))
-                                        for v in value):
-        # ``TABLE[a2a, base]``: a tuple of constants
-        return f"\x00{tuple(_hashed_as(v) for v in value)!r}"
     return None
 
 
@@ -242,32 +236,12 @@ def _hashed_as(value: object) -> object:
     return value
 
 
-#: the most tuple keys a subscript's parts may combine into before it is not read
-_TUPLE_KEYS = 16
-
-
 def literal_keys(value: Value) -> list[str] | None:
     """The DictV keys of every literal a value may be (``TABLE[name]`` with ``name`` a known
-    string, ``TABLE[a2a, base]`` with each part known); None where one is no literal."""
-    values: list[object] | None = cast(list[object] | None, literal_values(value))
-    if values is None:
-        values = _tuple_values(value)
+    string); None where one is no literal."""
+    values = literal_values(value)
     keys = [value_key(v) for v in values] if values is not None else None
     return None if keys is None or any(k is None for k in keys) else cast(list[str], keys)
-
-
-def _tuple_values(value: Value) -> list[object] | None:
-    """Every tuple of constants a value may be (each part any literal it may be)."""
-    out: list[object] = []
-    for alt in alternatives(value):
-        if not isinstance(alt, Tup) or alt.partial_items:
-            return None
-        parts = [literal_values(item) for item in alt.items]
-        if any(p is None for p in parts) or \
-                math.prod(len(p or ()) for p in parts) + len(out) > _TUPLE_KEYS:
-            return None
-        out += list(itertools.product(*cast(list[list[object]], parts)))
-    return out or None
 
 
 def _key_value(key: str) -> object:
