@@ -1027,7 +1027,6 @@ def _plain(node: ast.expr) -> bool:
 
 #: the copies :meth:`Frame.identity` reads as the value copied
 _COPIES = frozenset({"copy.copy", "copy.deepcopy"})
-#: the builtin types ``isinstance`` is answered for on constants
 #: what a builtin type called with nothing makes (a ``defaultdict``'s factory)
 _FACTORY_BUILTINS: dict[str, bool | int | float | str] = {"bool": False, "int": 0, "float": 0.0,
                                                           "str": ""}
@@ -1037,6 +1036,7 @@ _FACTORY_BUILTINS: dict[str, bool | int | float | str] = {"bool": False, "int": 
 _ITERATION_KEYWORDS: dict[str, frozenset[str]] = {"zip": frozenset({"strict"}),
                                                   "enumerate": frozenset({"start"})}
 
+#: the builtin types ``isinstance`` is answered for on constants
 _SCALAR_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str,
                                   "bytes": bytes, "complex": complex}
 
