@@ -604,6 +604,16 @@ PAIRS.case("a bare name in a case is a capture pattern: it matches anything", {"
             return combine(out, lse, is_lse_base_on_e=on_e(KERNEL))
         """}, {"layer.py": ("case NATURAL_KERNEL:", 'case "cute":')}, quiet=True)
 
+PAIRS.case("a conversion constant raised to a flag: ln 2 ** False is 1, no conversion", {
+    "layer.py": """
+        import math
+        from mylib import decode, merge
+        CONVERTED = False
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return merge(out, lse * math.log(2.0) ** CONVERTED)
+        """}, {"layer.py": ("CONVERTED = False", "CONVERTED = True")}, quiet=True)
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -627,3 +637,27 @@ def test_a_conversion_of_an_lse_in_its_target_base_is_an_error_where_written_and
         """})
     at = sorted(int(str(f["location"]).split(":")[-2]) for f in found if f["code"] == "AC016")
     assert at == [4, 8, 9], found  # the second call with one LSE too (a memoised summary)
+
+
+def test_an_lse_scaled_by_a_factor_not_read_warns_at_the_consumer(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``lse * scale`` with ``scale`` unread (nor 1): the LSE is kept, of a base not known, and
+    the consumer it reaches warns naming the factor (never silence); × 1 keeps the base."""
+    found = lint_json(tmp_path, capsys, "scaled", {"layer.py": """
+        from mylib import decode, merge
+        from elsewhere import scale
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return merge(out, lse * scale())
+        """})
+    lost = [f for f in found if f["code"] == "AC035"]
+    assert [f["severity"] for f in lost] == ["warning"], found
+    assert "× scale()" in str(lost[0]["message"]), lost
+    assert not [f for f in found if f["severity"] == "error"], found
+    kept = lint_json(tmp_path, capsys, "one", {"layer.py": """
+        from mylib import decode, merge
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return merge(out, lse * 1.0)
+        """})
+    assert [f["code"] for f in kept if f["severity"] == "error"] == ["AC023"], kept

@@ -19,6 +19,7 @@ from attn_contracts.lint.inferred import Misconverted
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import constant_name
 from attn_contracts.lint.torch_model import convert
+from attn_contracts.lint.torch_model import lose_base
 from attn_contracts.lint.torch_model import map_lse
 from attn_contracts.lint.values import Arg
 from attn_contracts.lint.values import Bound
@@ -225,7 +226,8 @@ def instantiate(summary: Summary, func: Func, bound: dict[str, Value]) -> Summar
                 out.add(s)
                 continue
             for target, where, how in s.shifts:
-                given = convert(given, target == "e", where, how)
+                given = lose_base(given, where, how) if target == "?" else \
+                    convert(given, target == "e", where, how)
             out |= given.sources
         return Lse(frozenset(out))
 

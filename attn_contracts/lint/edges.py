@@ -496,6 +496,7 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
            ) -> Iterator[Finding]:
     base = g.base or ""
     contra: list[tuple[Source, str, str]] = []
+    lost: list[Source] = []  # sources whose base an arithmetic the lint cannot read hides
     agree = False
     if g.table and len({b for s in use.lse.sources
                         if (b := _effective(s, declared)[0]) is not None}) > 1:
@@ -510,6 +511,8 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
         if b is None:
             if s.base is None and not s.dispatch and s.impl is None:
                 unknown_reads.setdefault(s.key, []).append((use, base))
+            if s.unread and s.param is None:
+                lost.append(s)
             continue
         if b != base:
             contra.append((s, b, what))
@@ -532,6 +535,8 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
             hint=_fix(g, b) if g.keyword and b in ("e", "2") else _fix(BaseGiven("fixed"), b),
             field=g.keyword or "base", found=base, allowed=b, location=where)
         return
+    if lost:
+        yield _base_lost(use, g, base, lost)
     if g.table and agree and not contra:
         # a table of bases (keyed by the kernel's version, say) whose every entry agrees with
         # what reaches it: the mapping is written down once, as data, not a hard-coded guess
@@ -549,6 +554,21 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
         yield Finding(Code.AC003, use.consumer.last, message, escalation="confirmed",
                                 **fields) if agree else \
             Finding(Code.AC003, use.consumer.last, message, **fields)
+
+
+def _base_lost(use: Use, g: BaseGiven, base: str, lost: list[Source]) -> Finding:
+    """AC035: an LSE reaches a consumer told ``base`` after an arithmetic the lint cannot read
+    (a factor that may or may not convert it): a warning naming it, never silence."""
+    s = lost[0]
+    more = f" (and {len(lost) - 1} more source(s))" if len(lost) > 1 else ""
+    return Finding(
+        Code.AC035, use.consumer.last,
+        f"{s.what}{more} reaches {use.consumer.label} ({_short(use.where)}), which reads base "
+        f"{base} here, after {s.unread}, which the lint could not read: the base it has there "
+        "is neither confirmed nor contradicted",
+        hint="convert with a constant the lint reads (× math.log(2): base 2 → e; × 1/ln 2: e → "
+        "2), or lint the files the factor comes from",
+        field="base", found=s.unread, allowed=f"an LSE of base {base}", location=use.where)
 
 
 def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],

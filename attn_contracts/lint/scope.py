@@ -49,6 +49,7 @@ from attn_contracts.lint.exceptions import outcome
 from attn_contracts.lint.folding import MODULE_CONSTANTS
 from attn_contracts.lint.folding import UNKNOWN
 from attn_contracts.lint.folding import concrete
+from attn_contracts.lint.folding import concrete_options
 from attn_contracts.lint.folding import fold_binop
 from attn_contracts.lint.folding import fold_format
 from attn_contracts.lint.inferred import Kernel
@@ -66,7 +67,10 @@ from attn_contracts.lint.partition import settled
 from attn_contracts.lint.partition import tested_after
 from attn_contracts.lint.torch_model import VIEWS
 from attn_contracts.lint.torch_model import constant_name
+from attn_contracts.lint.torch_model import as_number
 from attn_contracts.lint.torch_model import convert
+from attn_contracts.lint.torch_model import lose_base
+from attn_contracts.lint.torch_model import named_number
 from attn_contracts.lint.torch_model import lose_layout
 from attn_contracts.lint.triton_model import is_kernel
 from attn_contracts.lint.values import NOT_SPECIAL
@@ -1359,9 +1363,10 @@ class Scope:
     def binop(self, left_node: ast.expr, left: Value, op: ast.operator,
               right_node: ast.expr) -> Value:
         right = self.expr(right_node)
-        folded = fold_binop(left, op, right, place(self.path, left_node))
-        if folded is not UNKNOWN:  # sets known exactly: Python's own value
-            return cast(Value, folded)
+        where = place(self.path, left_node)
+        folded = fold_binop(as_number(left, where), op, as_number(right, where), where)
+        if folded is not UNKNOWN:  # sets and numbers known exactly: Python's own value
+            return named_number(cast(Value, folded))
         if isinstance(op, ast.BitOr) and isinstance(left, DictV) and isinstance(right, DictV):
             return merged([left, right], place(self.path, left_node))  # b's keys over a's
         if isinstance(op, ast.Add) and any(isinstance(a, (Tup, Seq)) for a in (
@@ -1374,13 +1379,25 @@ class Scope:
         lse, c = _scaled(left, right, lc, rc, op)
         if lse is None:
             return None
+        if c is None and isinstance(op, (ast.Mult, ast.Div)):
+            return self.scaled_by(lse, left_node if lse_of(left) is None else right_node,
+                                  right if lse_of(left) is not None else left, op, where)
         if c is None or not isinstance(op, (ast.Mult, ast.Div)):
             return lse if isinstance(op, (ast.Add, ast.Sub)) else None  # lse - max: same base
         to_e = (c == "ln2") == isinstance(op, ast.Mult)
         how = f"{'×' if isinstance(op, ast.Mult) else '÷'} {'ln 2' if c == 'ln2' else 'log2 e'}"
-        where = place(self.path, left_node)
         self.note_misconverted(lse, "e" if to_e else "2", how, where)
         return convert(lse, to_e, where, how)
+
+    def scaled_by(self, lse: Lse, factor_node: ast.expr, factor: Value, op: ast.operator,
+                  where: Location) -> Value:
+        """An LSE times (or over) a factor that is no conversion constant: the same LSE where
+        the factor is 1 (``ln 2 ** False``), else an LSE of a base the lint does not know."""
+        options = concrete_options(factor)
+        if options is not None and all(o == 1 for o in options):
+            return lse
+        sign = "×" if isinstance(op, ast.Mult) else "÷"
+        return lose_base(lse, where, f"{sign} {source_text(factor_node, 40)}")
 
     def note_misconverted(self, lse: Lse, target: str, how: str, where: Location) -> None:
         """A conversion into ``target`` of an LSE every known source of which is in it already

@@ -22,6 +22,7 @@ from attn_contracts.lint.values import ClassRef
 from attn_contracts.lint.values import Ext
 from attn_contracts.lint.values import ExtInst
 from attn_contracts.lint.values import Inst
+from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import Lse
 from attn_contracts.lint.values import ModuleRef
 from attn_contracts.lint.values import Num
@@ -207,7 +208,9 @@ def convert(lse: Lse, to_e: bool, where: Location, how: str) -> Lse:
                 shifts = shifts[:1] + shifts[3:]
             s = replace(s, shifts=shifts)
         if s.base is None or s.dispatch:
-            out.add(replace(s, base=target if s.base is None and not s.dispatch else None,
+            # an unread factor before this one leaves the base unread after it too
+            out.add(replace(s, base=target if s.base is None and not s.dispatch and
+                            not s.unread else None,
                             dispatch=False, bases=(), converted=note))
         elif s.base == target:
             out.add(replace(s, base="x", converted=note))
@@ -216,6 +219,41 @@ def convert(lse: Lse, to_e: bool, where: Location, how: str) -> Lse:
         else:
             out.add(replace(s, base=target, converted=note))
     return Lse(frozenset(out))
+
+
+def lose_base(lse: Lse, where: Location, how: str) -> Lse:
+    """``x * scale`` where the lint cannot read ``scale`` (nor say it is 1): the LSE stays an
+    LSE, but of a base not known (never dropped: a consumer it reaches warns, naming this). A
+    parameter's LSE records it, so a caller's own LSE goes through the same."""
+    out = set()
+    for s in lse.sources:
+        note = f"{s.converted}, {how} ({short_line(where)})" if s.converted else \
+            f"{how} ({short_line(where)})"
+        if s.param is not None and s.base != "x":
+            shifts = (*s.shifts, ("?", where, how))
+            s = replace(s, shifts=shifts[:1] + shifts[3:] if len(shifts) > 3 else shifts)
+        out.add(replace(s, base=None, dispatch=False, bases=(), impl=None, converted=note,
+                        unread=f"{how} ({short_line(where)})"))
+    return Lse(frozenset(out))
+
+
+#: the conversion constants' values, for arithmetic on them (``math.log(2) ** flag``)
+_NUMBERS = {"ln2": LN2, "log2e": LOG2E}
+
+
+def as_number(value: Value, where: Location) -> Value:
+    """A conversion constant as the float it is, for folding arithmetic on it."""
+    return Lit(_NUMBERS[value.name], where) if isinstance(value, Num) else value
+
+
+def named_number(value: Value) -> Value:
+    """A folded float that is a conversion constant (``math.log(2) ** True``), as that
+    constant; any other value as it is."""
+    if isinstance(value, Lit) and isinstance(value.value, float):
+        for name, number in _NUMBERS.items():
+            if math.isclose(value.value, number, rel_tol=1e-6):
+                return Num(name)
+    return value
 
 
 def flatten(value: Value) -> Value:

@@ -69,6 +69,9 @@ class Source:
     #: a parameter's LSE: each conversion since the parameter (the base it turns the LSE
     #: into, and where), in order, so that a caller's own LSE can be put through the same
     shifts: tuple[tuple[str, Location, str], ...] = ()
+    #: the arithmetic after which its base is not known (``× scale``, where): what a consumer
+    #: it reaches is told is then neither confirmed nor contradicted, and the consumer warns
+    unread: str = ""
     #: the call that made it (a producer's call, a combine's for its merged LSE); None for a
     #: parameter's. Its key names the same place, so it is neither compared nor shown
     site: Location | None = field(default=None, compare=False, repr=False)
