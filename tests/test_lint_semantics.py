@@ -614,6 +614,34 @@ PAIRS.case("a conversion constant raised to a flag: ln 2 ** False is 1, no conve
             return merge(out, lse * math.log(2.0) ** CONVERTED)
         """}, {"layer.py": ("CONVERTED = False", "CONVERTED = True")}, quiet=True)
 
+PAIRS.case("a helper called in __init__ reads what __init__ set, a call cycle that settles", {
+    "layer.py": """
+        from mylib import combine, decode
+        class AttentionImpl:
+            can_return_lse_for_decode = False
+            lse_base_on_e = True
+        class FiImpl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = False
+            def forward(self, q):
+                out, lse = decode(q, return_lse=True)
+                return out, lse
+        class Manager:
+            def __init__(self, is_lse_base_on_e: bool):
+                self.is_lse_base_on_e = is_lse_base_on_e
+            def run(self, out, lse):
+                return combine(out, lse, is_lse_base_on_e=self.is_lse_base_on_e)
+        class Layer:
+            def __init__(self):
+                self.impl = FiImpl()
+                self.manager = Manager(is_lse_base_on_e=self.impl_flag("lse_base_on_e", True))
+            def impl_flag(self, name, default):
+                return not getattr(self.impl, name, default)
+            def step(self, q):
+                out, lse = self.impl.forward(q)
+                return self.manager.run(out, lse)
+        """}, {"layer.py": ("return not getattr", "return getattr")}, quiet=True)
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

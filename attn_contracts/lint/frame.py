@@ -68,6 +68,7 @@ from attn_contracts.lint.triton_model import LOAD
 from attn_contracts.lint.triton_model import STORE
 from attn_contracts.lint.triton_model import pointer_roots
 from attn_contracts.lint.values import NOT_SPECIAL
+from attn_contracts.lint.values import NOTHING_YET
 from attn_contracts.lint.values import Arg
 from attn_contracts.lint.values import Bound
 from attn_contracts.lint.values import ClassRef
@@ -985,6 +986,11 @@ class Frame(RecordCalls):
             return None
         args: list[tuple[str, Value]] = [(str(i), a.value) for i, a in enumerate(call.pos)]
         args += sorted(((k, a.value) for k, a in call.kw.items()), key=lambda kv: kv[0])
+        if any(v == NOTHING_YET for _, v in args):
+            # built of what a call cycle has not found yet: the object is not found yet
+            # either (the cycle's later pass builds it of the value found), and an instance
+            # kept with an unknown argument would stay beside that one for good
+            return NOTHING_YET
         if self.i.fields(cls) is not None and (args or call.opaque):
             # a dataclass or NamedTuple holds what its constructor was given, wherever it is
             # built: each field its argument (unknown where not read), the default only where

@@ -61,6 +61,7 @@ from attn_contracts.lint.torch_model import TENSOR_TYPES
 from attn_contracts.lint.torch_model import flatten
 from attn_contracts.lint.torch_model import tag_choice
 from attn_contracts.lint.torch_model import tag_impl
+from attn_contracts.lint.values import NOTHING_YET
 from attn_contracts.lint.values import Arg
 from attn_contracts.lint.values import Bound
 from attn_contracts.lint.values import ClassRef
@@ -244,7 +245,7 @@ class Interpreter(Resolver):
             # a cycle: the call gets the summary found so far for its head, which is
             # interpreted again until that summary no longer changes (bounds.Bounds)
             self._taint = min(self._taint, self._stack.index(key))
-            return cast(Summary, cycles.recursive(key, Summary))
+            return cast(Summary, cycles.recursive(key, lambda: Summary(NOTHING_YET)))
         if ctx != ("generic",) and key not in self._counted and \
                 not self._new_context(func, self_value, call, key):
             # enough contexts: the generic one serves the rest

@@ -66,12 +66,12 @@ from attn_contracts.lint.partition import scalar_params
 from attn_contracts.lint.partition import settled
 from attn_contracts.lint.partition import tested_after
 from attn_contracts.lint.torch_model import VIEWS
-from attn_contracts.lint.torch_model import constant_name
 from attn_contracts.lint.torch_model import as_number
+from attn_contracts.lint.torch_model import constant_name
 from attn_contracts.lint.torch_model import convert
 from attn_contracts.lint.torch_model import lose_base
-from attn_contracts.lint.torch_model import named_number
 from attn_contracts.lint.torch_model import lose_layout
+from attn_contracts.lint.torch_model import named_number
 from attn_contracts.lint.triton_model import is_kernel
 from attn_contracts.lint.values import NOT_SPECIAL
 from attn_contracts.lint.values import Arg

@@ -355,6 +355,11 @@ class Union_:
 Value = Union[Lse, Lit, Param, Num, Flag, Inst, ExtInst, ClassRef, Func, Bound, Super,  # noqa: UP007
               ModuleRef, Ext, Rec, Partial, Tup, Seq, Member, DictV, Union_, None]
 
+#: "nothing found yet": what a call cycle's head returns to a call of itself before its first
+#: pass ends. A join drops it (the paths that found something are what the value is); alone
+#: it reads as unknown (no alternative a rule could judge), never as a value
+NOTHING_YET = Union_(frozenset())
+
 
 def alternatives(value: Value) -> Iterator[Value]:
     """The values a value may be (itself, or each option of a union)."""
@@ -373,7 +378,9 @@ def join(values: Iterable[Value]) -> Value:
     flat: set[Value] = set()
     lse: set[Source] = set()
     widened = False
+    pending = False  # every path so far is a cycle's "nothing found yet"
     for v in values:
+        pending = pending or (isinstance(v, Union_) and not v.options)
         widened = widened or (isinstance(v, Union_) and v.widened)
         for alt in alternatives(v):
             if isinstance(alt, Lse):
@@ -388,6 +395,8 @@ def join(values: Iterable[Value]) -> Value:
         flat.add(Lse(frozenset(lse)))
     if len(flat) > MAX_UNION:
         flat = _widen(flat)
+    if not flat and pending:
+        return NOTHING_YET  # still nothing: a later pass of the cycle finds what it is
     if not flat or flat == {None} or len(flat) > MAX_UNION:
         return None
     if len(flat) == 1:
