@@ -642,6 +642,31 @@ PAIRS.case("a helper called in __init__ reads what __init__ set, a call cycle th
                 return self.manager.run(out, lse)
         """}, {"layer.py": ("return not getattr", "return getattr")}, quiet=True)
 
+PAIRS.case("a list appended to holds its items in order: the last one is the appended", {
+    "layer.py": """
+        from mylib import combine, decode
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            told = [False]
+            told.append(True)
+            return combine(out, lse, is_lse_base_on_e=told[-1])
+        """}, {"layer.py": ("told.append(True)", "told.append(False)")}, quiet=True)
+PAIRS.case("a table another module appends to at its top level holds its own items either way", {
+    "bases.py": """
+        NATURAL = ["fa", "fi"]
+        """,
+    "platform.py": """
+        from bases import NATURAL
+        NATURAL.append("flashmla")
+        """,
+    "layer.py": """
+        from mylib import combine, decode
+        from bases import NATURAL
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e="fi" in NATURAL)
+        """}, {"bases.py": ('["fa", "fi"]', '["fa"]')}, quiet=True)
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

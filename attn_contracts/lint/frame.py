@@ -38,6 +38,7 @@ from attn_contracts.lint.containers import iteration
 from attn_contracts.lint.containers import itertools_value
 from attn_contracts.lint.containers import literal_keys
 from attn_contracts.lint.containers import literal_values
+from attn_contracts.lint.containers import members_of
 from attn_contracts.lint.containers import merged
 from attn_contracts.lint.containers import table_entry
 from attn_contracts.lint.containers import truth
@@ -46,6 +47,7 @@ from attn_contracts.lint.folding import MATH_FUNCTIONS
 from attn_contracts.lint.folding import METHOD_NAMES
 from attn_contracts.lint.folding import SCALARS
 from attn_contracts.lint.folding import UNKNOWN
+from attn_contracts.lint.folding import abstract
 from attn_contracts.lint.folding import fold_builtin
 from attn_contracts.lint.folding import fold_math
 from attn_contracts.lint.folding import fold_method
@@ -966,12 +968,17 @@ class Frame(RecordCalls):
         current = self.env[d] if d is not None and d in self.env else self.expr(receiver)
         if not any(isinstance(a, (Tup, Seq)) for a in alternatives(current)):
             return NOT_SPECIAL
+        exact = _grown_exactly(current, method, call)
+        if exact is not None:
+            after, returned = exact
+            self.assign(receiver, after)
+            return returned
         had = [iterate(a) for a in alternatives(current)
                if not (isinstance(a, Tup) and not a.items)]
-        if method in ("pop", "popleft"):
-            return join(had) if had else None
-        if method in ("discard", "remove", "clear"):
-            return None  # still a subset of what it held
+        if method in ("pop", "popleft", "discard", "remove", "clear"):
+            # still a subset of what it held, but no element is sure to be left
+            self.assign(receiver, Seq(join(had)) if had else Tup(()))
+            return join(had) if had and method in ("pop", "popleft") else None
         added = [a.value for a in call.pos[-1:]]
         if method in ("extend", "update", "extendleft"):
             added = [iterate(a.value) for a in call.pos]
@@ -1006,6 +1013,37 @@ class Frame(RecordCalls):
         if ctor is not None and self.module_level:
             ctor = None  # module-level singletons: their attributes from the class
         return Inst(ref.cls, exact=ref.exact, ctor=ctor)
+
+
+def _grown_exactly(current: Value, method: str, call: CallArgs) -> tuple[Value, Value] | None:
+    """A change in place of a list or set the flow knows exactly, as Python makes it: (the
+    container after, what the call returns). ``xs.append(x)`` and ``xs.extend(t)`` of a list
+    whose positions are known, ``xs.pop()`` of its last item; ``s.add(x)``/``s.update(t)`` of a
+    set every element of which is sure, with elements that are sure too. None elsewhere."""
+    if call.opaque or call.kw or call.where is None or not isinstance(current, (Tup, Seq)):
+        return None
+    args = [a.value for a in call.pos]
+    if isinstance(current, Tup) and not current.partial_items:
+        if method == "append" and len(args) == 1:
+            return Tup((*current.items, args[0])), Lit(None)
+        if method == "extend" and len(args) == 1 and isinstance(args[0], Tup) and \
+                not args[0].partial_items:
+            return Tup((*current.items, *args[0].items)), Lit(None)
+        if method == "pop" and not args and current.items:
+            return Tup(current.items[:-1]), current.items[-1]
+        return None
+    if isinstance(current, Seq) and current.complete and method in ("add", "update") and \
+            len(args) == 1:
+        added = members_of(args[0]) if method == "update" else (
+            (one, True) if (one := literal_values(args[0])) is not None and len(one) == 1
+            else None)
+        if added is None or not added[1]:
+            return None
+        sure = members_of(current)
+        if sure is None:
+            return None
+        return abstract(frozenset((*sure[0], *added[0])), call.where), Lit(None)
+    return None
 
 
 #: the special forms :meth:`Frame.special` tries, in order (each returns NOT_SPECIAL where the

@@ -105,6 +105,16 @@ def _changes_import(tree: ast.Module | None, local: str) -> bool:
                for body in scopes for st in own_nodes(body))
 
 
+def _changes_in_function(tree: ast.Module, local: str) -> bool:
+    """Whether a function of the module changes in place the object its top-level name
+    ``local`` is bound to (one that does not bind ``local`` itself)."""
+    return any(isinstance(st, ast.stmt) and _mutated_name(st) == local
+               for fn in ast.walk(tree)
+               if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and
+               not _binds_own(fn, local)
+               for st in own_nodes(fn.body))
+
+
 def _binds_own(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     """Whether a function binds ``name`` as its own local (a parameter, an assignment, a loop
     or ``with`` target) without declaring it ``global``."""
@@ -210,9 +220,8 @@ class ModuleResolver(Analysis):
             if b is not None and b.kind == "assign" and b.module == path:
                 value = self._mutated(path, name, value, getattr(b.node, "lineno", 0))
                 if value is not None and not all(
-                        isinstance(a, Lit) for a in alternatives(value)) and \
-                        self._changed_elsewhere(path, name):
-                    value = None  # what another module does to it is not read: unknown
+                        isinstance(a, Lit) for a in alternatives(value)):
+                    value = self._changed_elsewhere(path, name, value)
         except RecursionError:
             value = None
         finally:
@@ -220,12 +229,35 @@ class ModuleResolver(Analysis):
         self._globals[key] = value
         return value
 
-    def _changed_elsewhere(self, path: str, name: str) -> bool:
-        """Whether another module of the program imports the module-level ``name`` of
-        ``path`` and changes it in place (``from m import TABLE`` then ``TABLE.append(x)``,
-        ``TABLE[k] = v``, ``TABLE += [...]``, at its top level or in a function that does not
-        bind the name itself): Python runs that when it imports the other module, or when its
-        function runs, so what the name holds at run time is not its own module's alone."""
+    def _changed_elsewhere(self, path: str, name: str, value: Value) -> Value:
+        """The module-level container ``name`` of ``path`` with what the other modules of the
+        program that import it change in place (``from m import TABLE`` then
+        ``TABLE.append(x)``, ``TABLE[k] = v``): Python runs an importer's top level when the
+        importer is imported, which may or may not happen first, so the value is either the
+        module's own or the one after those statements, run in order. A change in a function
+        that does not bind the name itself (run whenever it is called), ``TABLE += ...``, or an
+        importer not parsed: unknown."""
+        changed = value
+        ways = [value]
+        for other, local in self._importers(path, name):
+            tree = self.p.tree(other)
+            if tree is None or _changes_in_function(tree, local):
+                return None
+            frame = self.new_frame(other)
+            frame.env[local] = changed
+            for st in module_level(tree.body):
+                if _mutated_name(st) == local:
+                    frame.stmt(st)
+                elif isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and \
+                        st.target.id == local:
+                    return None  # ``+=`` of a list changes it, of a tuple rebinds a copy
+            changed = frame.env.get(local)
+            ways.append(changed)
+        return join(ways)
+
+    def _importers(self, path: str, name: str) -> list[tuple[str, str]]:
+        """(module, local name) of each other module that imports the module-level ``name``
+        of ``path`` and may change it in place (its text names a mutation of it)."""
         if self._foreign_index is None:
             index: dict[tuple[str, str], list[tuple[str, str]]] = {}
             for importer in sorted(self.p.infos(), key=lambda i: i.path):
@@ -234,12 +266,12 @@ class ModuleResolver(Analysis):
             self._foreign_index = index
         info = self.p.info(path)
         if info is None:
-            return False
+            return []
         names = (info.name, *(alias for alias, _ in info.aliases))
-        return any(other != path and local in self.module_text(other) and
-                   _changes_import(self.p.tree(other), local)
-                   for module in names
-                   for other, local in self._foreign_index.get((module, name), ()))
+        return [(other, local) for module in names
+                for other, local in self._foreign_index.get((module, name), ())
+                if other != path and local in self.module_text(other) and
+                _changes_import(self.p.tree(other), local)]
 
     def module_text(self, path: str) -> str:
         if path not in self._texts:

@@ -1104,17 +1104,18 @@ class Scope:
         if isinstance(shown, (ast.Set, ast.List, ast.Tuple)) and not any(
                 isinstance(e, ast.Starred) for e in shown.elts):
             right = Tup(tuple(self.expr(e) for e in shown.elts))  # a literal's every element
-        members = members_of(right)
-        if members is None:
-            return None
-        known, complete = members
         outcomes: set[bool] = set()
-        for v in lefts:
-            found = any(type(v) is type(m) and v == m for m in known)
-            if found and not complete:
-                return None  # one of the values it may hold: whether it does, not known
-            outcomes.add(found if is_in else not found)
-        return outcomes
+        for container in alternatives(right):  # a list one path grew: each way it may be
+            members = members_of(container)
+            if members is None:
+                return None
+            known, complete = members
+            for v in lefts:
+                found = any(type(v) is type(m) and v == m for m in known)
+                if found and not complete:
+                    return None  # one of the values it may hold: whether it does, not known
+                outcomes.add(found if is_in else not found)
+        return outcomes or None
 
     @_on(_EXPR, ast.BoolOp)
     def e_boolop(self, node: ast.BoolOp) -> Value:
