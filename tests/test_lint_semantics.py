@@ -667,6 +667,20 @@ PAIRS.case("a table another module appends to at its top level holds its own ite
             return combine(out, lse, is_lse_base_on_e="fi" in NATURAL)
         """}, {"bases.py": ('["fa", "fi"]', '["fa"]')}, quiet=True)
 
+PAIRS.case("a class attribute a method changes through the class name holds either value", {
+    "layer.py": """
+        from mylib import combine, decode
+        class Mixin:
+            natural: tuple = ("fa", "fi")
+            def register(self, name):
+                Mixin.natural += (name,)
+            def step(self, q, other):
+                if other:
+                    self.register(other)
+                out, lse = decode(q, return_lse=True)
+                return combine(out, lse, is_lse_base_on_e="fi" in Mixin.natural)
+        """}, {"layer.py": ('("fa", "fi")', '("fa",)')})
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -714,3 +728,21 @@ def test_an_lse_scaled_by_a_factor_not_read_warns_at_the_consumer(
             return merge(out, lse * 1.0)
         """})
     assert [f["code"] for f in kept if f["severity"] == "error"] == ["AC023"], kept
+
+
+def test_a_class_attribute_changed_in_a_method_is_not_read_as_its_literal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``Mixin.natural += (name,)`` in a method: a name the literal lacks may be in it after
+    that (not read: a warning), never "not in it" read from the literal alone."""
+    found = lint_json(tmp_path, capsys, "grown", {"layer.py": """
+        from mylib import combine, decode
+        class Mixin:
+            natural: tuple = ("fa",)
+            def register(self, name):
+                Mixin.natural += (name,)
+            def step(self, q, other):
+                self.register(other)
+                out, lse = decode(q, return_lse=True)
+                return combine(out, lse, is_lse_base_on_e="fi" not in Mixin.natural)
+        """})
+    assert [(f["code"], f["severity"]) for f in found] == [("AC035", "warning")], found

@@ -538,9 +538,64 @@ class Resolver(ModuleResolver):
                 ann = stored[attr]
                 if ann is not None:
                     values.append(self.resolve_annotation(c.path, ann))
+        if values:
+            # a store that reads the attribute (``X.t += (name,)``) reads what it holds
+            # without that store: the value so far
+            self._class_attr_memo[key] = join(values)
+            values += self._changed_on_class(cls, attr)
         value = join(values) if values else None
         self._class_attr_memo[key] = value
         return value
+
+    def _changed_on_class(self, cls: ClassInfo, attr: str) -> list[Value]:
+        """What functions store into the class's own attribute after its body ran
+        (``Mixin.TABLE += (name,)``, ``cls.flag = x``, ``setattr(Mixin, "flag", x)``): every
+        instance then reads it, so each stored value is one more it may hold. A store through
+        the class's name is read by analysing its function (the value it stores there); one
+        through ``cls``, ``type(self)`` or ``self.__class__`` (any subclass too), or that the
+        analysis does not reach, is unknown."""
+        sites = self._class_store_sites(cls, attr)
+        if not sites:
+            return []
+        out: list[Value] = []
+        key = (cls.path, cls.name)
+        for path, qualname, by_name in sites:
+            if not by_name or not qualname:
+                out.append(None)
+                continue
+            func = Func(path, qualname)
+            before = len(self.class_stores.get((key, attr), []))
+            self.analyse(func, None, None, generic=True)
+            stored = self.class_stores.get((key, attr), [])[before:]
+            out += [v for v, _, _ in stored] if stored else [None]
+        return out
+
+    def _class_store_sites(self, cls: ClassInfo, attr: str) -> list[tuple[str, str, bool]]:
+        """(module, enclosing function's qualname or "" at module level, whether through the
+        class's own name) of each store into ``<class>.attr`` outside the class body, found in
+        the modules that can name the class: its own and those importing it, and (``cls.x``,
+        ``type(self).x``) its hierarchy's."""
+        info = self.p.info(cls.path)
+        if info is None:
+            return []
+        names_in: dict[str, set[str]] = {cls.path: {cls.name}}
+        for other in self.p.infos():
+            for local, (module, name) in other.from_imports.items():
+                if name == cls.name and module in (info.name, *(a for a, _ in info.aliases)):
+                    names_in.setdefault(other.path, set()).add(local)
+        for c in (cls, *self.p.subclasses(cls)):
+            names_in.setdefault(c.path, set())
+        # read from the text first: a store names the attribute before ``=``, or ``setattr``
+        pattern = re.compile(r"\.\s*" + re.escape(attr) +
+                             r"\s*(?:[-+*/%|&^@]|//|\*\*|<<|>>)?=(?!=)|\bsetattr\(")
+        out: list[tuple[str, str, bool]] = []
+        for path, names in sorted(names_in.items()):
+            if not pattern.search(self.p.text(path, 1, 10**9)):
+                continue
+            tree = self.p.tree(path)
+            if tree is not None:
+                out += _class_stores_in(path, tree, names, attr, cls)
+        return out
 
     def _init_sets(self, cls: ClassInfo, attr: str) -> bool:
         """Whether the ``__init__`` instances of ``cls`` run stores ``self.<attr>`` in its
@@ -640,6 +695,58 @@ class Resolver(ModuleResolver):
                             found.setdefault(sub.attr, None)
             self._assigns_attr[key] = found
         return self._assigns_attr[key]
+
+
+def _class_stores_in(path: str, tree: ast.Module, names: set[str], attr: str,
+                     cls: ClassInfo) -> list[tuple[str, str, bool]]:
+    """The stores into ``<X>.attr`` of a module, outside the class body of ``cls`` (whose
+    own assignments are its value): (module, enclosing function, through one of ``names``)."""
+    out: list[tuple[str, str, bool]] = []
+
+    def target_of(node: ast.AST) -> list[ast.expr]:
+        if isinstance(node, ast.Assign):
+            return [t for tt in node.targets for t in ast.walk(tt) if isinstance(t, ast.expr)]
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            return [node.target]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "setattr" and len(node.args) == 3 and \
+                isinstance(node.args[1], ast.Constant) and node.args[1].value == attr:
+            return [ast.Attribute(node.args[0], attr, ast.Store())]
+        return []
+
+    def visit(body: list[ast.stmt], qualname: str) -> None:
+        for st in body:
+            if isinstance(st, ast.ClassDef):
+                inner = f"{qualname}.{st.name}" if qualname else st.name
+                if (st.name, st.lineno) == (cls.name, cls.line) and not qualname:
+                    # its own body: methods only (the body's assignments are its value)
+                    for fn in st.body:
+                        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                            visit([fn], inner)
+                    continue
+                visit(st.body, inner)
+                continue
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(st.body, f"{qualname}.{st.name}" if qualname else st.name)
+                continue
+            for node in ast.walk(st):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                     ast.Lambda)) and node is not st:
+                    continue
+                for t in target_of(node):
+                    if isinstance(t, ast.Attribute) and t.attr == attr and \
+                            not (isinstance(t.value, ast.Name) and t.value.id == "self"):
+                        base = t.value
+                        by_name = isinstance(base, ast.Name) and base.id in names
+                        other = (isinstance(base, ast.Name) and base.id == "cls") or \
+                            (isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and
+                             base.func.id == "type") or \
+                            (isinstance(base, ast.Attribute) and base.attr == "__class__")
+                        if by_name or other:
+                            out.append((path, qualname, by_name))
+
+    visit(tree.body, "")
+    return out
 
 
 def _in_init(cls: ClassInfo, line: int) -> bool:

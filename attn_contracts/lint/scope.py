@@ -1107,6 +1107,16 @@ class Scope:
         outcomes: set[bool] = set()
         for container in alternatives(right):  # a list one path grew: each way it may be
             members = members_of(container)
+            if members is None and isinstance(container, Tup) and \
+                    not container.partial_items:
+                # a tuple with items not read: one equal to ``x`` makes ``x in t`` true
+                # whatever the others are; no such one, and whether it is in is not known
+                sure = [one[0] for item in container.items
+                        if (one := literal_values(item)) is not None and len(one) == 1]
+                if not all(any(type(v) is type(m) and v == m for m in sure) for v in lefts):
+                    return None
+                outcomes.add(is_in)
+                continue
             if members is None:
                 return None
             known, complete = members
