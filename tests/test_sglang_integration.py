@@ -412,3 +412,18 @@ def test_lint_reads_the_combine_as_it_is_now(tmp_path: Path) -> None:
                 if f.code is Code.AC016]
     combine.write_text(FORWARD_MLA.format(names='"other"'))
     assert [f for f in lint_paths([combine], engine_rules=lint_rules()) if f.code is Code.AC016]
+
+
+def test_a_name_function_of_another_attribute_is_not_read_as_the_backends_name(
+        tmp_path: Path) -> None:
+    """``is_mla_dcp_lse_base_on_e(self.partial_backend)``: the function answers for the name
+    it is given, and the layer's name attribute is not what it is given here (an attribute set
+    on some batches only): not read, a warning, never the answer for the backend's own name."""
+    forward = FORWARD_MLA.format(names='"homemade"').replace(
+        "is_mla_dcp_lse_base_on_e(self.current_attention_backend)",
+        "is_mla_dcp_lse_base_on_e(self.partial_backend)")
+    rows = {r.backend: r for r in sglang.report(root=_tree(tmp_path, "", forward=forward))}
+    assert _errors(rows["flashmla"]) == []
+    assert any(f.code is Code.AC028 for f in rows["flashmla"].findings)
+    told = {r.backend: r for r in sglang.report(root=_tree(tmp_path / "own", '"homemade"'))}
+    assert [c for c, _ in _errors(told["flashmla"])] == [Code.AC016]  # its own name: read

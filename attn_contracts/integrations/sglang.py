@@ -841,13 +841,22 @@ def _combine(consumer: ConsumerRecord, call: ast.Call, where: Location,
     if isinstance(kw, ast.Constant):
         return Combine(consumer.name, where, base.keyword, "literal", literal=repr(kw.value))
     if isinstance(kw, ast.Call) and isinstance(kw.func, ast.Name) and len(kw.args) == 1 and \
-            kw.func.id in functions:
+            kw.func.id in functions and _names_backend(kw.args[0], asked.name_attr):
         fn = functions[kw.func.id]
         answers, default = asked.answers(fn.name)
         return Combine(consumer.name, where, base.keyword, "name", function=fn.name,
                        function_at=Location(f"sglang/{rel}", fn.lineno), answers=answers,
                        default=default)
     return Combine(consumer.name, where, base.keyword, "unknown")
+
+
+def _names_backend(arg: ast.expr, name_attr: str | None) -> bool:
+    """Whether a name function's argument is the layer's name attribute
+    (``self.current_attention_backend``): only then is its answer for a backend's name what
+    the call passes for that backend. Any other argument (an attribute set elsewhere, on
+    some batches only) is read where the call is, as the program runs it."""
+    return name_attr is not None and isinstance(arg, ast.Attribute) and \
+        arg.attr == name_attr and isinstance(arg.value, ast.Name) and arg.value.id == "self"
 
 
 # --- the report ------------------------------------------------------------------------------------
