@@ -681,6 +681,17 @@ PAIRS.case("a class attribute a method changes through the class name holds eith
                 return combine(out, lse, is_lse_base_on_e="fi" in Mixin.natural)
         """}, {"layer.py": ('("fa", "fi")', '("fa",)')})
 
+PAIRS.case("a class body's table changed by a later statement of the body reads as changed", {
+    "layer.py": """
+        from mylib import combine, decode
+        class Layer:
+            BASES = {"fi": False}
+            BASES["fi"] = True
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return combine(out, lse, is_lse_base_on_e=self.BASES["fi"])
+        """}, {"layer.py": ('BASES["fi"] = True', 'BASES["fi"] = False')}, quiet=True)
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -744,5 +755,21 @@ def test_a_class_attribute_changed_in_a_method_is_not_read_as_its_literal(
                 self.register(other)
                 out, lse = decode(q, return_lse=True)
                 return combine(out, lse, is_lse_base_on_e="fi" not in Mixin.natural)
+        """})
+    assert [(f["code"], f["severity"]) for f in found] == [("AC035", "warning")], found
+
+
+def test_a_store_into_a_nested_item_leaves_the_table_not_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``T["b"]["on_e"] = False`` where ``dict.fromkeys`` made one inner dict for every key:
+    ``T["a"]["on_e"]`` is False too. Which entries share the object is not followed, so the
+    table is not read after such a store (a warning), never its literal (a false error)."""
+    found = lint_json(tmp_path, capsys, "nested", {"layer.py": """
+        from mylib import combine, decode
+        def step(q):
+            table = dict.fromkeys(("a", "b"), {"on_e": True})
+            table["b"]["on_e"] = False
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=table["a"]["on_e"])
         """})
     assert [(f["code"], f["severity"]) for f in found] == [("AC035", "warning")], found

@@ -21,7 +21,9 @@ from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import assignment
 from attn_contracts.lint.classes import dotted_name
+from attn_contracts.lint.classes import module_level
 from attn_contracts.lint.classes import statements
+from attn_contracts.lint.containers import MUTATORS
 from attn_contracts.lint.modules import ModuleResolver
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import KEEPS_BASE_ATTRS
@@ -492,7 +494,7 @@ class Resolver(ModuleResolver):
                 continue
             value: Value = None
             if assigned:
-                value = self._body_value(c, c.attrs[attr][0])
+                value = self._changed_in_body(c, attr, self._body_value(c, c.attrs[attr][0]))
             unset = not assigned or (isinstance(value, Lit) and value.value is None)
             if attr in c.annotations and unset:
                 return [self.resolve_annotation(c.path, c.annotations[attr])]
@@ -661,7 +663,27 @@ class Resolver(ModuleResolver):
         except RecursionError:
             return None
 
-    def _body_names(self, cls: ClassInfo, node: ast.expr) -> dict[str, Value]:
+    def _changed_in_body(self, cls: ClassInfo, attr: str, value: Value) -> Value:
+        """A class body's value with what the body's later statements do to it in place
+        (``TABLE["k"] = v``, ``TABLE.update(...)``, ``TABLE["a"]["b"] = v``), run in order
+        as the class statement runs them."""
+        body = self.p.class_node(cls)
+        line = cls.attrs[attr][1]
+        later = [st for st in module_level(body.body) if st.lineno > line and
+                 _changes_name(st, attr)] if body is not None else []
+        if not later:
+            return value
+        frame = self.new_frame(cls.path)
+        frame.env.update(self._body_names(cls, later[0]))
+        frame.env[attr] = value
+        try:
+            for st in later:
+                frame.stmt(st)
+        except RecursionError:
+            return None
+        return frame.env.get(attr)
+
+    def _body_names(self, cls: ClassInfo, node: ast.expr | ast.stmt) -> dict[str, Value]:
         """The names ``node`` reads that its class body assigned above it, with their values
         (each read the same way, so a chain of them is followed)."""
         body = self.p.class_node(cls)
@@ -748,6 +770,28 @@ def _class_stores_in(path: str, tree: ast.Module, names: set[str], attr: str,
 
     visit(tree.body, "")
     return out
+
+
+def _changes_name(st: ast.stmt, name: str) -> bool:
+    """Whether a statement changes in place what ``name`` holds: a store into an item or an
+    attribute below it (``name["a"]["b"] = v``), ``del name[k]``, a mutating method call."""
+    targets: list[ast.expr] = []
+    if isinstance(st, ast.Assign):
+        targets = list(st.targets)
+    elif isinstance(st, (ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        targets = [st.target] if not isinstance(st, ast.Delete) else list(st.targets)
+    elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and \
+            isinstance(st.value.func, ast.Attribute) and st.value.func.attr in MUTATORS:
+        targets = [st.value.func]
+    for t in targets:
+        if not isinstance(t, (ast.Subscript, ast.Attribute)):
+            continue
+        root: ast.expr = t
+        while isinstance(root, (ast.Subscript, ast.Attribute)):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id == name:
+            return True
+    return False
 
 
 def _in_init(cls: ClassInfo, line: int) -> bool:

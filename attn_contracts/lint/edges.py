@@ -563,9 +563,9 @@ def _base_lost(use: Use, g: BaseGiven, base: str, lost: list[Source]) -> Finding
     more = f" (and {len(lost) - 1} more source(s))" if len(lost) > 1 else ""
     return Finding(
         Code.AC035, use.consumer.last,
-        f"{s.what}{more} reaches {use.consumer.label} ({_short(use.where)}), which reads base "
-        f"{base} here, after {s.unread}, which the lint could not read: the base it has there "
-        "is neither confirmed nor contradicted",
+        f"{s.what}{more} reaches {use.consumer.label} ({_short(use.where)}), which reads "
+        f"{'base ' if len(base) == 1 else ''}{base} here, after {s.unread}, which the lint could "
+        "not read: the base it has there is neither confirmed nor contradicted",
         hint="convert with a constant the lint reads (× math.log(2): base 2 → e; × 1/ln 2: e → "
         "2), or lint the files the factor comes from",
         field="base", found=s.unread, allowed=f"an LSE of base {base}", location=use.where)
@@ -583,6 +583,9 @@ def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None
         return
     owner = flag.owner
     unread = False
+    lost = [s for s in sorted(use.lse.sources, key=source_order) if s.unread and s.param is None]
+    if lost:
+        yield _base_lost(use, g, f"<{flag.attr} of the backend>", lost)
     for s in sorted(use.lse.sources, key=source_order):
         if not s.pinned:
             continue

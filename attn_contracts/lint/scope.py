@@ -886,6 +886,17 @@ class Scope:
         any more); ``lse[mask] = other``: an LSE of both origins."""
         dotted = dotted_name(target.value)
         if dotted is None:
+            # ``d["a"]["b"] = v``: the dict held under ``d["a"]`` changed, and any other entry
+            # (or name) holding that same object with it (``dict.fromkeys(ks, {})`` shares
+            # one): which ones is not known here, so what ``d`` holds is no longer read
+            root = target.value
+            while isinstance(root, (ast.Subscript, ast.Attribute)) and \
+                    dotted_name(root) is None:
+                root = root.value
+            name = dotted_name(root)
+            if name is not None and name in self.env and \
+                    not isinstance(self.env[name], Lse):
+                self.env[name] = None
             return
         current = self.env.get(dotted)
         key = target.slice
