@@ -692,6 +692,25 @@ PAIRS.case("a class body's table changed by a later statement of the body reads 
                 return combine(out, lse, is_lse_base_on_e=self.BASES["fi"])
         """}, {"layer.py": ('BASES["fi"] = True', 'BASES["fi"] = False')}, quiet=True)
 
+PAIRS.case("inspect.getattr_static of a plain class attribute reads what getattr reads", {
+    "base.py": IMPL_BASE, "layer.py": """
+        import inspect
+        from base import AttentionImpl
+        from mylib import combine, decode
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        class Layer:
+            def __init__(self):
+                self.impl = Impl()
+            def step(self, q):
+                out, lse = self.impl.forward(q)
+                on_e = inspect.getattr_static(type(self.impl), "lse_base_on_e")
+                return combine(out, lse, is_lse_base_on_e=not on_e)
+        """}, {"layer.py": ("is_lse_base_on_e=not on_e", "is_lse_base_on_e=on_e")}, quiet=True)
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

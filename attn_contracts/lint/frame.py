@@ -588,7 +588,20 @@ class Frame(RecordCalls):
         if callee is None and isinstance(node.func, ast.Name) and name == "getattr" and \
                 len(node.args) in (2, 3) and not node.keywords:
             return self.getattr_(node)
+        if qual == "inspect.getattr_static" and len(node.args) in (2, 3) and \
+                not node.keywords and not self._descriptor_named(node):
+            # the attribute as it is stored (no property run, no ``__getattr__``): for one
+            # that is no descriptor, what ``getattr`` reads
+            return self.getattr_(node)
         return NOT_SPECIAL
+
+    def _descriptor_named(self, node: ast.Call) -> bool:
+        """Whether ``getattr_static``'s name may be a property or another descriptor of a
+        class of the program (it then returns the descriptor object, not its value)."""
+        names = literal_values(self.expr(node.args[1]))
+        if not names:
+            return True
+        return any(n in c.properties for c in self.i.p.hierarchy.classes for n in names)
 
     def setattr_form(self, callee: Value, qual: str, name: str,
                      node: ast.Call) -> Value | object:
