@@ -711,6 +711,24 @@ PAIRS.case("inspect.getattr_static of a plain class attribute reads what getattr
                 return combine(out, lse, is_lse_base_on_e=not on_e)
         """}, {"layer.py": ("is_lse_base_on_e=not on_e", "is_lse_base_on_e=on_e")}, quiet=True)
 
+PAIRS.told([
+    ("a slice of a tuple is the items Python slices out", "flags = (True, False, True)",
+     "flags[1:][1]", ("flags[1:][1]", "flags[1:][0]")),
+    ("two tuples that differ in an item are unequal", "", "(1, 2) != (2, 1)",
+     ("(1, 2) != (2, 1)", "(1, 2) == (2, 1)")),
+    ("round and divmod fold as Python computes them", "", "round(0.4) == 1 or divmod(3, 2)[1] == 1",
+     ("divmod(3, 2)[1] == 1", "divmod(3, 2)[1] == 0")),
+    ("a number in a range", "", "5 in range(3, 9, 2)", ("5 in range", "6 in range")),
+])
+PAIRS.case("a name a module-level star assignment unpacks is read from its part", {
+    "layer.py": """
+        from mylib import combine, decode
+        FIRST, *REST = (False, True, True)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=REST[0])
+        """}, {"layer.py": ("(False, True, True)", "(True, False, True)")}, quiet=True)
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

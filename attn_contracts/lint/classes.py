@@ -208,6 +208,10 @@ def _module_defs(info: ModuleInfo, tree: ast.Module) -> None:
                 info.returns[st.name] = st.returns
         elif isinstance(st, ast.Assign):
             assigned.update(t.id for t in st.targets if isinstance(t, ast.Name))
+            assigned.update(e.id for t in st.targets if isinstance(t, (ast.Tuple, ast.List))
+                            for sub in t.elts
+                            for e in (sub.value if isinstance(sub, ast.Starred) else sub,)
+                            if isinstance(e, ast.Name))
         elif isinstance(st, ast.AnnAssign) and st.value is not None and \
                 isinstance(st.target, ast.Name):
             assigned.add(st.target.id)

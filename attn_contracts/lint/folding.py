@@ -46,7 +46,8 @@ UNKNOWN: object = _Unknown()
 
 #: the builtin functions folded: pure (their value is all they do) on constants
 BUILTINS = frozenset({"frozenset", "set", "tuple", "list", "sorted", "len", "bool", "any", "all",
-                      "min", "max", "str", "int", "float", "abs", "sum"})
+                      "min", "max", "str", "int", "float", "abs", "sum", "round", "divmod",
+                      "ord", "chr", "range"})
 #: the methods of builtin containers folded on constants (none changes its receiver)
 _METHODS: dict[type, frozenset[str]] = {
     frozenset: frozenset({"union", "intersection", "difference", "symmetric_difference",
@@ -121,6 +122,15 @@ def fold_builtin(name: str, args: list[Value], where: Location) -> object:
     values = [concrete(a) for a in args]
     if any(v is UNKNOWN for v in values):
         return UNKNOWN
+    if name == "range":
+        # its numbers as a tuple (iterated, indexed, ``x in range(n)``), where they are few
+        if not all(isinstance(v, int) and abs(v) <= 1 << 30 for v in values):
+            return UNKNOWN
+        try:
+            span = range(*values)
+        except (TypeError, ValueError):
+            return None  # Python raises (``range(0, 3, 0)``)
+        return _call(tuple, [span], where) if len(span) <= _MAX else UNKNOWN
     return _call(getattr(builtins, name), values, where)
 
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
+from typing import cast
 
 from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import Hierarchy
@@ -147,6 +148,8 @@ class Program:
                     for t in st.targets:
                         if isinstance(t, ast.Name):
                             m.assigns[t.id] = st.value
+                        elif isinstance(t, (ast.Tuple, ast.List)):
+                            m.assigns.update(_unpacked_items(t, st.value))
                 elif isinstance(st, ast.AnnAssign) and st.value is not None and \
                         isinstance(st.target, ast.Name):
                     m.assigns[st.target.id] = st.value
@@ -348,3 +351,33 @@ class Program:
         if info is None:
             return expr
         return self.hierarchy.resolve(info, expr)
+
+
+def _unpacked_items(target: ast.Tuple | ast.List, value: ast.expr) -> dict[str, ast.expr]:
+    """``a, *rest, b = value`` at a module's top level: each name with the expression of its
+    part (``tuple(value)[0]``, ``list(tuple(value)[1:-1])``, ``tuple(value)[-1]``), read like
+    any assignment; a
+    nested target or two starred ones bind nothing read."""
+    elts = target.elts
+    starred = [i for i, e in enumerate(elts) if isinstance(e, ast.Starred)]
+    if len(starred) > 1 or not all(isinstance(e.value if isinstance(e, ast.Starred) else e,
+                                              ast.Name) for e in elts):
+        return {}
+    star = starred[0] if starred else None
+    out: dict[str, ast.expr] = {}
+    for i, e in enumerate(elts):
+        if star is None or i < star:
+            index: ast.expr = ast.Constant(i)
+        elif i > star:
+            index = ast.Constant(i - len(elts))
+        else:
+            after = len(elts) - star - 1
+            index = ast.Slice(ast.Constant(star), ast.Constant(-after) if after else None)
+        # unpacking iterates the value (a dict's keys, a set's elements): tuple() does too
+        whole = ast.Call(ast.Name("tuple", ast.Load()), [value], [])
+        part: ast.expr = ast.Subscript(whole, index, ast.Load())
+        if i == star:
+            part = ast.Call(ast.Name("list", ast.Load()), [part], [])
+        name = e.value if isinstance(e, ast.Starred) else e
+        out[cast(ast.Name, name).id] = ast.fix_missing_locations(ast.copy_location(part, value))
+    return out

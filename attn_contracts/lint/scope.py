@@ -981,9 +981,14 @@ class Scope:
             return join([element(inner, i) for i in indices])
         class_keys = _keys(key, key_value)
         options: list[Value] = []
+        bounds = self._slice_bounds(key) if isinstance(key, ast.Slice) else None
         for alt in alternatives(inner):
-            if isinstance(alt, (Tup, Seq)):  # a position the linter cannot see: any element
-                options.append(alt if isinstance(key, ast.Slice) else iterate(alt))
+            if isinstance(alt, Tup) and bounds is not None and not alt.partial_items:
+                options.append(Tup(alt.items[slice(*bounds)]))  # ``t[1:]``: Python's slice
+            elif isinstance(alt, (Tup, Seq)) and isinstance(key, ast.Slice):
+                options.append(Seq(iterate(alt)))  # some of its elements, positions not known
+            elif isinstance(alt, (Tup, Seq)):  # a position the linter cannot see: any element
+                options.append(iterate(alt))
             elif isinstance(alt, Lse):
                 options.append(lose_layout(alt))  # lse[:n], lse[..., i]: same base
             elif isinstance(alt, DictV):
@@ -995,6 +1000,20 @@ class Scope:
             else:
                 options.append(None)
         return join(options) if options else None
+
+    def _slice_bounds(self, key: ast.Slice) -> tuple[int | None, int | None, int | None] | None:
+        """A slice's start, stop and step where each is absent or one known int (not 0 for
+        the step); None where one is not known."""
+        out: list[int | None] = []
+        for part in (key.lower, key.upper, key.step):
+            if part is None:
+                out.append(None)
+                continue
+            one = concrete(self.expr(part))
+            if not isinstance(one, int) or isinstance(one, bool) or abs(one) > 1 << 30:
+                return None
+            out.append(one)
+        return None if out[2] == 0 else (out[0], out[1], out[2])
 
     @_on(_EXPR, ast.Constant)
     def e_constant(self, node: ast.Constant) -> Value:
@@ -1084,6 +1103,9 @@ class Scope:
         members = _member_compare(left, op, right)
         if members is not None:
             return Lit(members, place(self.path, node), f" (the value of {source_text(node)})")
+        folded = _fold_compare(left, op, right)
+        if folded is not None:  # ``(1, 2) == t``: two values known exactly, as Python compares
+            return Lit(folded, place(self.path, node), f" (the value of {source_text(node)})")
         if isinstance(op, (ast.In, ast.NotIn)):
             exact = _exact_membership(left, right, isinstance(op, ast.In))
             if exact is not None:
@@ -1474,6 +1496,24 @@ def _member_compare(left: Value, op: ast.cmpop, right: Value) -> bool | None:
             else:
                 return None
     return answers.pop() if len(answers) == 1 else None
+
+
+def _fold_compare(left: Value, op: ast.cmpop, right: Value) -> bool | None:
+    """``a == b`` / ``a != b`` of two sequences known exactly that differ in an item or their
+    length, or of a sequence and a scalar: Python's answer; None for anything else (scalars are compared by
+    the caller, which keeps where each was read). Equal items do not make two sequences
+    equal: a list and a tuple of them differ, and which one a value is, is not kept."""
+    if not isinstance(op, (ast.Eq, ast.NotEq)):
+        return None
+    a, b = concrete(left), concrete(right)
+    if a is UNKNOWN or b is UNKNOWN:
+        return None
+    if isinstance(a, tuple) and isinstance(b, tuple) and a != b:
+        return not isinstance(op, ast.Eq)
+    if isinstance(a, tuple) != isinstance(b, tuple) and not isinstance(
+            a, frozenset) and not isinstance(b, frozenset):
+        return not isinstance(op, ast.Eq)  # a sequence never equals a scalar
+    return None
 
 
 def _exact_membership(left: Value, right: Value, is_in: bool) -> bool | None:
