@@ -729,6 +729,14 @@ PAIRS.case("a name a module-level star assignment unpacks is read from its part"
             return combine(out, lse, is_lse_base_on_e=REST[0])
         """}, {"layer.py": ("(False, True, True)", "(True, False, True)")}, quiet=True)
 
+PAIRS.told([
+    ("an Enum member looked up by its name", "", 'Unit["NATURAL"].value',
+     ('Unit["NATURAL"]', 'Unit["LOG2"]')),
+    ("an Enum member looked up by its value (True finds the member whose value is 1)", "",
+     "Unit(1) is Unit.NATURAL", ("Unit(1)", "Unit(0)")),
+], module="import enum\n        class Unit(enum.Enum):\n            NATURAL = True\n"
+          "            LOG2 = False")
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -24,6 +24,8 @@ from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.classes import module_level
 from attn_contracts.lint.classes import statements
 from attn_contracts.lint.containers import MUTATORS
+from attn_contracts.lint.containers import literal_values
+from attn_contracts.lint.containers import value_key
 from attn_contracts.lint.modules import ModuleResolver
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import KEEPS_BASE_ATTRS
@@ -217,6 +219,31 @@ class Resolver(ModuleResolver):
             return Member(obj.cls, attr, Lit(auto, Location(cls.path, cls.attrs[attr][1], 1))
                           if auto is not None else self.class_attr(cls, attr))
         return self.class_attr(cls, attr)
+
+    def enum_lookup(self, ref: ClassRef, key: Value, by_value: bool) -> Value | object:
+        """``E["A"]`` (``by_value`` false: a member by its name) or ``E(v)`` (by its value), of
+        an Enum class of the program, as Python's enum answers them: the member, where the key
+        is one known literal and a member has it; NOT_SPECIAL where ``ref`` is no such Enum
+        (``None`` where the key is not known, or no member has it: Python raises)."""
+        cls = self.class_info(ref.cls)
+        if cls is None or not self._is_enum(cls):
+            return NOT_SPECIAL
+        keys = literal_values(key)
+        if keys is None or len(keys) != 1:
+            return None
+        if not by_value:
+            name = keys[0]
+            found = self._class_ref_attr(ref, name) if isinstance(name, str) and \
+                name in cls.attrs else None
+            return found if isinstance(found, Member) else None
+        members = self.enum_members(ref)
+        wanted = value_key(keys[0])
+        for m in members.items if isinstance(members, Tup) else ():
+            if not isinstance(m, Member) or not isinstance(m.value, Lit):
+                return None  # a member whose value is not known may be the one
+            if wanted is not None and value_key(m.value.value) == wanted:
+                return m  # equal as Python's enum looks values up (True finds 1)
+        return None
 
     def enum_members(self, value: Value) -> Value:
         """What iterating ``value`` yields where it is an Enum class of the program: its

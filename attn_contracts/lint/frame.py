@@ -1004,6 +1004,9 @@ class Frame(RecordCalls):
         cls = self.i.class_info(ref.cls)
         if cls is None:
             return None
+        if len(call.pos) == 1 and not call.kw and not call.opaque and \
+                (member := self.i.enum_lookup(ref, call.pos[0].value, True)) is not NOT_SPECIAL:
+            return cast(Value, member)  # ``E(v)``: the member whose value is v
         args: list[tuple[str, Value]] = [(str(i), a.value) for i, a in enumerate(call.pos)]
         args += sorted(((k, a.value) for k, a in call.kw.items()), key=lambda kv: kv[0])
         if any(v == NOTHING_YET for _, v in args):

@@ -995,6 +995,9 @@ class Scope:
                 options += entries(alt, key, class_keys)
             elif isinstance(alt, Param):
                 options.append(alt)
+            elif isinstance(alt, ClassRef) and (
+                    member := self.i.enum_lookup(alt, key_value, False)) is not NOT_SPECIAL:
+                options.append(cast(Value, member))  # ``E["A"]``: the member named so
             elif isinstance(alt, Func) and is_kernel(self.i.p.definition(alt)):
                 options.append(alt)  # ``kernel[grid]``: the launcher, which calls the kernel
             else:
