@@ -126,6 +126,8 @@ class Analysis(ABC):
         self._texts: dict[str, str] = {}  # module texts read for mutations of their globals
         #: per (module, name) imported, the modules importing it and the local name (built once)
         self._foreign_index: dict[tuple[str, str], list[tuple[str, str]]] | None = None
+        #: per module, the attributes it stores through anything but ``self.``
+        self._outside_stores: dict[str, frozenset[str]] = {}
         #: per module, the attributes stored on its names (modules.ModuleResolver.function_attr)
         self._attr_stores: dict[str, dict[tuple[str, str], tuple[list[ast.expr], bool]]] = {}
         self._mutation_index: dict[str, dict[str, tuple[list[ast.stmt], list[ast.expr],

@@ -600,27 +600,35 @@ class Resolver(ModuleResolver):
             out += [v for v, _, _ in stored] if stored else [None]
         return out
 
+    def _stored_elsewhere(self, path: str) -> frozenset[str]:
+        """The attribute names a module stores through anything but ``self.`` (``X.a = v``,
+        ``X.a += v``, ``setattr(X, "a", v)``), read from its text once: where a class's
+        attribute may be changed from outside its body."""
+        found = self._outside_stores.get(path)
+        if found is None:
+            text = self.module_text(path)
+            names: set[str] = set()
+            for m in _ATTR_STORE.finditer(text):
+                start = text.rfind("\n", 0, m.start()) + 1
+                if not _SELF_BASE.search(text, start, m.start() + 1):
+                    names.add(m.group(1))
+            names.update(m.group(1) for m in _SETATTR.finditer(text))
+            found = self._outside_stores[path] = frozenset(names)
+        return found
+
     def _class_store_sites(self, cls: ClassInfo, attr: str) -> list[tuple[str, str, bool]]:
         """(module, enclosing function's qualname or "" at module level, whether through the
         class's own name) of each store into ``<class>.attr`` outside the class body, found in
         the modules that can name the class: its own and those importing it, and (``cls.x``,
         ``type(self).x``) its hierarchy's."""
-        info = self.p.info(cls.path)
-        if info is None:
-            return []
         names_in: dict[str, set[str]] = {cls.path: {cls.name}}
-        for other in self.p.infos():
-            for local, (module, name) in other.from_imports.items():
-                if name == cls.name and module in (info.name, *(a for a, _ in info.aliases)):
-                    names_in.setdefault(other.path, set()).add(local)
+        for other, local in self.imported_as(cls.path, cls.name):
+            names_in.setdefault(other, set()).add(local)
         for c in (cls, *self.p.subclasses(cls)):
             names_in.setdefault(c.path, set())
-        # read from the text first: a store names the attribute before ``=``, or ``setattr``
-        pattern = re.compile(r"\.\s*" + re.escape(attr) +
-                             r"\s*(?:[-+*/%|&^@]|//|\*\*|<<|>>)?=(?!=)|\bsetattr\(")
         out: list[tuple[str, str, bool]] = []
         for path, names in sorted(names_in.items()):
-            if not pattern.search(self.p.text(path, 1, 10**9)):
+            if attr not in self._stored_elsewhere(path):
                 continue
             tree = self.p.tree(path)
             if tree is not None:
@@ -745,6 +753,13 @@ class Resolver(ModuleResolver):
                             found.setdefault(sub.attr, None)
             self._assigns_attr[key] = found
         return self._assigns_attr[key]
+
+
+#: a store into an attribute (``X.attr = v``, ``X.attr += v``; not ``==``)
+_ATTR_STORE = re.compile(r"\.[ \t]*([A-Za-z_]\w*)[ \t]*(?:[-+*/%|&^@]|//|\*\*|<<|>>)?=(?!=)")
+#: a target that is ``self.<attr>`` itself, up to the dot before the attribute
+_SELF_BASE = re.compile(r"(?<![\w.])self[ \t]*\.\Z")
+_SETATTR = re.compile(r"\bsetattr\([^,\n]+,\s*[\"']([A-Za-z_]\w*)[\"']")
 
 
 def _class_stores_in(path: str, tree: ast.Module, names: set[str], attr: str,

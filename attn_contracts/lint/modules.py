@@ -258,6 +258,14 @@ class ModuleResolver(Analysis):
     def _importers(self, path: str, name: str) -> list[tuple[str, str]]:
         """(module, local name) of each other module that imports the module-level ``name``
         of ``path`` and may change it in place (its text names a mutation of it)."""
+        return [(other, local) for other, local in self.imported_as(path, name)
+                if local in self.module_text(other) and
+                _changes_import(self.p.tree(other), local)]
+
+    def imported_as(self, path: str, name: str) -> list[tuple[str, str]]:
+        """(module, local name) of each other module of the program that imports the
+        module-level ``name`` of ``path`` (``from m import name as local``), from an index of
+        every module's imports made once."""
         if self._foreign_index is None:
             index: dict[tuple[str, str], list[tuple[str, str]]] = {}
             for importer in sorted(self.p.infos(), key=lambda i: i.path):
@@ -270,8 +278,7 @@ class ModuleResolver(Analysis):
         names = (info.name, *(alias for alias, _ in info.aliases))
         return [(other, local) for module in names
                 for other, local in self._foreign_index.get((module, name), ())
-                if other != path and local in self.module_text(other) and
-                _changes_import(self.p.tree(other), local)]
+                if other != path]
 
     def module_text(self, path: str) -> str:
         if path not in self._texts:
