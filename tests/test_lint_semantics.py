@@ -737,6 +737,12 @@ PAIRS.told([
 ], module="import enum\n        class Unit(enum.Enum):\n            NATURAL = True\n"
           "            LOG2 = False")
 
+PAIRS.told([
+    ("hasattr of an attribute the class assigns, or of a method, is true", "impl = Impl()",
+     'hasattr(impl, "fast") and hasattr(impl, "run")', ('hasattr(impl, "fast") and ', "not ")),
+], module="class Impl:\n            fast = True\n            def run(self):\n"
+          "                return None")
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

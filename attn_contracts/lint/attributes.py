@@ -295,6 +295,31 @@ class Resolver(ModuleResolver):
         classes = [ClassRef((c.path, c.name), exact=True) for c in mro]
         return Tup(tuple(classes))
 
+    def has_surely(self, obj: Value, attr: str) -> bool:
+        """``hasattr(obj, attr)`` is true on every way ``obj`` may be: an instance or class of
+        the program whose class (or an ancestor) assigns it in its body or defines it as a
+        method, ``__init__`` too for an instance, and where no class of the family makes it a
+        property (whose getter may raise ``AttributeError``: ``hasattr`` is then false)."""
+        alts = list(alternatives(obj))
+        if not alts or attr.startswith("__"):
+            return False
+        for alt in alts:
+            if not isinstance(alt, (Inst, ClassRef)):
+                return False
+            cls = self.class_info(alt.cls)
+            if cls is None:
+                return False
+            family = [cls] if alt.exact else self.p.subclasses(cls)
+            if any(attr in above.properties for member in family
+                   for above in self.p.mro(member)):
+                return False
+            owner = self.p.hierarchy.definer(cls, attr)
+            in_body = owner is not None and (isinstance(alt, Inst) or
+                                             not _in_init(owner, owner.attrs[attr][1]))
+            if not in_body and self.p.lookup(cls, attr) is None:
+                return False
+        return True
+
     def lacks(self, obj: Value, attr: str) -> bool:
         """Reading ``attr`` on ``obj`` raises ``AttributeError`` on every way it may be: a
         ``getattr`` default is what it reads. An instance whose class and hierarchy never set

@@ -603,6 +603,24 @@ class Frame(RecordCalls):
             return True
         return any(n in c.properties for c in self.i.p.hierarchy.classes for n in names)
 
+    def hasattr_form(self, callee: Value, qual: str, name: str,
+                     node: ast.Call) -> Value | object:
+        """``hasattr(obj, "name")``: true where every way ``obj`` may be surely has it, false
+        where none may (no class of the program sets it); else not known."""
+        if not (callee is None and isinstance(node.func, ast.Name) and name == "hasattr" and
+                len(node.args) == 2 and not node.keywords):
+            return NOT_SPECIAL
+        obj = self.expr(node.args[0])
+        names = literal_values(self.expr(node.args[1]))
+        if not names or len(names) != 1 or not isinstance(names[0], str):
+            return None
+        where = place(self.path, node)
+        if self.i.has_surely(obj, names[0]):
+            return Lit(True, where)
+        if self.i.lacks(obj, names[0]):
+            return Lit(False, where)
+        return None
+
     def setattr_form(self, callee: Value, qual: str, name: str,
                      node: ast.Call) -> Value | object:
         """``setattr(obj, "name", value)``: the store ``obj.name = value`` it is."""
@@ -1065,7 +1083,8 @@ def _grown_exactly(current: Value, method: str, call: CallArgs) -> tuple[Value, 
 #: the special forms :meth:`Frame.special` tries, in order (each returns NOT_SPECIAL where the
 #: call is not it)
 _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.partial,
-                  Frame.cast_, Frame.super_, Frame.getattr_form, Frame.setattr_form,
+                  Frame.cast_, Frame.super_, Frame.getattr_form, Frame.hasattr_form,
+                  Frame.setattr_form,
                   Frame.get_form, Frame.dict_form, Frame.replace_form, Frame.dict_method_form,
                   Frame.library_collective, Frame.triton_memory, Frame.itertools_form,
                   Frame.math_form)
