@@ -21,12 +21,11 @@ from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import assignment
 from attn_contracts.lint.classes import dotted_name
-from attn_contracts.lint.classes import module_level
 from attn_contracts.lint.classes import statements
-from attn_contracts.lint.containers import MUTATORS
 from attn_contracts.lint.containers import literal_values
 from attn_contracts.lint.containers import value_key
 from attn_contracts.lint.modules import ModuleResolver
+from attn_contracts.lint.modules import changes_of
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import KEEPS_BASE_ATTRS
 from attn_contracts.lint.torch_model import SWAPS
@@ -603,26 +602,36 @@ class Resolver(ModuleResolver):
         return value
 
     def _changed_on_class(self, cls: ClassInfo, attr: str) -> list[Value]:
-        """What functions store into the class's own attribute after its body ran
-        (``Mixin.TABLE += (name,)``, ``cls.flag = x``, ``setattr(Mixin, "flag", x)``): every
-        instance then reads it, so each stored value is one more it may hold. A store through
-        the class's name is read by analysing its function (the value it stores there); one
-        through ``cls``, ``type(self)`` or ``self.__class__`` (any subclass too), or that the
-        analysis does not reach, is unknown."""
-        sites = self._class_store_sites(cls, attr)
-        if not sites:
-            return []
+        """What functions store into the class attribute an instance of ``cls`` reads, after
+        the class bodies ran (``Mixin.TABLE += (name,)``, ``Base.flag = x`` read on a subclass
+        that does not assign it, ``setattr(Mixin, "flag", x)``): each stored value is one
+        more it may hold (whether the function ran first is not known: a value it may not
+        hold, as a global a function rebinds). A store through a class's name is read by
+        analysing its function (the values stored there); one through ``cls``, ``type(self)``
+        or ``self.__class__`` (any subclass too), or one the analysis does not reach, is
+        unknown."""
         out: list[Value] = []
-        key = (cls.path, cls.name)
+        for c in self.p.mro(cls):
+            out += self._stored_on(c, attr)
+            if attr in c.attrs and not _in_init(c, c.attrs[attr][1]):
+                break  # the class Python reads it from: the ones above are not read
+        return out
+
+    def _stored_on(self, c: ClassInfo, attr: str) -> list[Value]:
+        sites = self._class_store_sites(c, attr)
+        out: list[Value] = []
+        key = (c.path, c.name)
         for path, qualname, by_name in sites:
-            if not by_name or not qualname:
+            span = self.p.span(path, qualname) if by_name and qualname else None
+            if span is None:
                 out.append(None)
                 continue
-            func = Func(path, qualname)
-            before = len(self.class_stores.get((key, attr), []))
-            self.analyse(func, None, None, generic=True)
-            stored = self.class_stores.get((key, attr), [])[before:]
-            out += [v for v, _, _ in stored] if stored else [None]
+            self.analyse(Func(path, qualname), None, None, generic=True)
+            stored = [v for v, at, _ in self.class_stores.get((key, attr), [])
+                      if at.path == path and at.line is not None and
+                      span[0] <= at.line <= span[1]]
+            out += [replace(v, rebound=True) if isinstance(v, Lit) else v
+                    for v in stored] if stored else [None]
         return out
 
     def _stored_elsewhere(self, path: str) -> frozenset[str]:
@@ -729,8 +738,8 @@ class Resolver(ModuleResolver):
         as the class statement runs them."""
         body = self.p.class_node(cls)
         line = cls.attrs[attr][1]
-        later = [st for st in module_level(body.body) if st.lineno > line and
-                 _changes_name(st, attr)] if body is not None else []
+        later = [st for st in changes_of(body.body, attr) if st.lineno > line] \
+            if body is not None else []
         if not later:
             return value
         frame = self.new_frame(cls.path)
@@ -837,28 +846,6 @@ def _class_stores_in(path: str, tree: ast.Module, names: set[str], attr: str,
 
     visit(tree.body, "")
     return out
-
-
-def _changes_name(st: ast.stmt, name: str) -> bool:
-    """Whether a statement changes in place what ``name`` holds: a store into an item or an
-    attribute below it (``name["a"]["b"] = v``), ``del name[k]``, a mutating method call."""
-    targets: list[ast.expr] = []
-    if isinstance(st, ast.Assign):
-        targets = list(st.targets)
-    elif isinstance(st, (ast.AugAssign, ast.AnnAssign, ast.Delete)):
-        targets = [st.target] if not isinstance(st, ast.Delete) else list(st.targets)
-    elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and \
-            isinstance(st.value.func, ast.Attribute) and st.value.func.attr in MUTATORS:
-        targets = [st.value.func]
-    for t in targets:
-        if not isinstance(t, (ast.Subscript, ast.Attribute)):
-            continue
-        root: ast.expr = t
-        while isinstance(root, (ast.Subscript, ast.Attribute)):
-            root = root.value
-        if isinstance(root, ast.Name) and root.id == name:
-            return True
-    return False
 
 
 def _in_init(cls: ClassInfo, line: int) -> bool:

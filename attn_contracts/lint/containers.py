@@ -42,7 +42,7 @@ GROWS = frozenset({"append", "extend", "insert", "add", "appendleft", "extendlef
 
 
 #: the methods that change a container in place
-MUTATORS = GROWS | {"setdefault", "popitem", "__setitem__"}
+MUTATORS = GROWS | {"setdefault", "popitem", "__setitem__", "reverse", "sort"}
 
 
 def element(value: Value, i: int, exact: bool = False) -> Value:

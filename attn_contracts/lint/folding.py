@@ -122,6 +122,10 @@ def fold_builtin(name: str, args: list[Value], where: Location) -> object:
     values = [concrete(a) for a in args]
     if any(v is UNKNOWN for v in values):
         return UNKNOWN
+    if name in _ORDERED and any(isinstance(v, frozenset) for v in values):
+        # a set's order is its hash order, which changes with PYTHONHASHSEED (``str``'s
+        # text, ``list``'s positions): not read (``sorted``, ``len``, ``min``... are)
+        return UNKNOWN
     if name == "range":
         # its numbers as a tuple (iterated, indexed, ``x in range(n)``), where they are few
         if not all(isinstance(v, int) and abs(v) <= 1 << 30 for v in values):
@@ -130,9 +134,14 @@ def fold_builtin(name: str, args: list[Value], where: Location) -> object:
             span = range(*values)
         except (TypeError, ValueError):
             return None  # Python raises (``range(0, 3, 0)``)
-        return _call(tuple, [span], where) if len(span) <= _MAX else UNKNOWN
+        return _call(tuple, [span], where) if len(span) <= _RANGE_MAX else UNKNOWN
     return _call(getattr(builtins, name), values, where)
 
+
+#: the longest ``range`` folded into its numbers (a longer one is a loop's count, not a table)
+_RANGE_MAX = 64
+#: the builtins whose result shows the order their argument iterates in
+_ORDERED = frozenset({"tuple", "list", "str"})
 
 #: the pure functions of :mod:`math` folded on known numbers (``math.isclose(base, 2)``)
 MATH_FUNCTIONS = frozenset({"isclose", "log", "log2", "log10", "exp", "sqrt", "floor", "ceil",

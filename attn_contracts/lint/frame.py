@@ -601,7 +601,11 @@ class Frame(RecordCalls):
         names = literal_values(self.expr(node.args[1]))
         if not names:
             return True
-        return any(n in c.properties for c in self.i.p.hierarchy.classes for n in names)
+        for c in self.i.p.hierarchy.classes:
+            slots = _slots(c)
+            if slots is None or any(n in c.properties or n in slots for n in names):
+                return True
+        return False
 
     def hasattr_form(self, callee: Value, qual: str, name: str,
                      node: ast.Call) -> Value | object:
@@ -967,6 +971,17 @@ class Frame(RecordCalls):
             grown = self.grow(func.value, func.attr, call)
             if grown is not NOT_SPECIAL:
                 return cast(Value, grown)
+        d = dotted_name(func.value)
+        if func.attr in ("reverse", "sort") and d is not None and d in self.env and any(
+                isinstance(alt, (Tup, Seq)) for alt in alternatives(self.env[d])):
+            # reordered in place: a known list reversed as Python reverses it; sorted (by a
+            # key not followed), its elements at positions not known
+            self.env[d] = join([
+                Tup(alt.items[::-1]) if isinstance(alt, Tup) and func.attr == "reverse" and
+                not alt.partial_items and not call.pos and not call.kw else
+                Seq(iterate(alt)) if isinstance(alt, (Tup, Seq)) else alt
+                for alt in alternatives(self.env[d])])
+            return Lit(None, where)
         # x.add_(...), kwargs.update(...): changed in place; forget what it was
         d = dotted_name(func.value)
         if d is not None and (func.attr.endswith("_") or isinstance(self.env.get(d), DictV)):
@@ -999,7 +1014,9 @@ class Frame(RecordCalls):
         current = self.env[d] if d is not None and d in self.env else self.expr(receiver)
         if not any(isinstance(a, (Tup, Seq)) for a in alternatives(current)):
             return NOT_SPECIAL
-        exact = _grown_exactly(current, method, call)
+        # in a loop, positions would grow with each pass and never settle: an element
+        # added there is at a position not known
+        exact = _grown_exactly(current, method, call) if not self.breaks else None
         if exact is not None:
             after, returned = exact
             self.assign(receiver, after)
@@ -1047,6 +1064,17 @@ class Frame(RecordCalls):
         if ctor is not None and self.module_level:
             ctor = None  # module-level singletons: their attributes from the class
         return Inst(ref.cls, exact=ref.exact, ctor=ctor)
+
+
+def _slots(cls: ClassInfo) -> frozenset[str] | None:
+    """The names a class's ``__slots__`` makes descriptors of; None where it is not a literal
+    (any name may be one)."""
+    if "__slots__" not in cls.attrs:
+        return frozenset()
+    node = cls.attrs["__slots__"][0]
+    elts = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    names = [e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return frozenset(names) if len(names) == len(elts) else None
 
 
 def _grown_exactly(current: Value, method: str, call: CallArgs) -> tuple[Value, Value] | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -69,8 +70,8 @@ def _registrations(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
 
 
 def _mutated_name(st: ast.stmt) -> str | None:
-    """The name a statement changes in place: ``NAME[k] = v``, ``del NAME[k]``,
-    ``NAME.update(...)``, ``NAME.append(x)`` and the other mutating methods."""
+    """The name a statement changes in place: ``NAME[k] = v``, ``NAME[a][b] = v``, ``del
+    NAME[k]``, ``NAME.update(...)``, ``NAME[k].append(x)`` and the other mutating methods."""
     targets: list[ast.expr] = []
     if isinstance(st, ast.Assign):
         targets = list(st.targets)
@@ -79,14 +80,85 @@ def _mutated_name(st: ast.stmt) -> str | None:
     elif isinstance(st, ast.Delete):
         targets = list(st.targets)
     for t in targets:
-        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-            return t.value.id
+        if isinstance(t, ast.Subscript) and (root := _root_name(t.value)) is not None:
+            return root
     if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
         f = st.value.func
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
-                f.attr in MUTATORS:
-            return f.value.id
+        if isinstance(f, ast.Attribute) and f.attr in MUTATORS:
+            return _root_name(f.value)
     return None
+
+
+def _root_name(node: ast.expr) -> str | None:
+    """The name below items and attributes (``T`` of ``T["a"]["b"]``), None for anything
+    else (a call's result, a literal)."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def changes_of(body: list[ast.stmt], name: str) -> list[ast.stmt]:
+    """The statements of a block (a module's top level, a class body) that change what
+    ``name`` holds, with the control flow around them kept (an ``if`` and its test, a
+    ``try`` and its handlers, a loop, a ``match``, and ``break``/``continue`` in them), so
+    that they run as Python runs them: a branch that may not run is one way of two. A
+    rebinding of ``name`` (``name = ...``, ``name += ...``) is kept too: what follows changes
+    another object. Functions and classes defined there are left out."""
+    out: list[ast.stmt] = []
+    for st in body:
+        kept = _kept(st, name)
+        if kept is not None:
+            out.append(kept)
+    return out
+
+
+def _kept(st: ast.stmt, name: str) -> ast.stmt | None:
+    if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return None
+    if _mutated_name(st) == name or _rebinds(st, name):
+        return st
+    if isinstance(st, (ast.Break, ast.Continue)):
+        return st
+    blocks = [f for f in ("body", "orelse", "finalbody") if isinstance(getattr(st, f, None), list)]
+    if not blocks and not isinstance(st, (ast.Try, ast.Match)):
+        return None
+    copy_ = copy.copy(st)
+    changed = False
+    for f in blocks:
+        inner = changes_of(getattr(st, f), name)
+        changed = changed or any(not isinstance(x, (ast.Break, ast.Continue)) for x in inner)
+        setattr(copy_, f, inner or ([ast.Pass()] if f == "body" else []))
+    if isinstance(st, ast.Try) or (hasattr(ast, "TryStar") and isinstance(st, ast.TryStar)):
+        handlers = []
+        for h in st.handlers:
+            hc = copy.copy(h)
+            hc.body = changes_of(h.body, name) or [ast.Pass()]
+            changed = changed or any(not isinstance(x, ast.Pass) for x in hc.body)
+            handlers.append(hc)
+        copy_.handlers = handlers  # type: ignore[attr-defined]
+    if isinstance(st, ast.Match):
+        cases = []
+        for c in st.cases:
+            cc = copy.copy(c)
+            cc.body = changes_of(c.body, name) or [ast.Pass()]
+            changed = changed or any(not isinstance(x, ast.Pass) for x in cc.body)
+            cases.append(cc)
+        copy_.cases = cases  # type: ignore[attr-defined]
+    if not changed:
+        return None
+    return ast.fix_missing_locations(copy_)
+
+
+def _rebinds(st: ast.stmt, name: str) -> bool:
+    """Whether a statement binds ``name`` anew (``name = ...``, ``name += ...``, a ``for``
+    or ``with`` target)."""
+    targets: list[ast.expr] = []
+    if isinstance(st, ast.Assign):
+        targets = list(st.targets)
+    elif isinstance(st, (ast.AugAssign, ast.AnnAssign)):
+        targets = [st.target]
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+               for t in targets for n in ast.walk(t))
 
 
 def _changes_import(tree: ast.Module | None, local: str) -> bool:
@@ -237,23 +309,24 @@ class ModuleResolver(Analysis):
         module's own or the one after those statements, run in order. A change in a function
         that does not bind the name itself (run whenever it is called), ``TABLE += ...``, or an
         importer not parsed: unknown."""
-        changed = value
-        ways = [value]
-        for other, local in self._importers(path, name):
-            tree = self.p.tree(other)
-            if tree is None or _changes_in_function(tree, local):
-                return None
-            frame = self.new_frame(other)
-            frame.env[local] = changed
-            for st in module_level(tree.body):
-                if _mutated_name(st) == local:
-                    frame.stmt(st)
-                elif isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and \
-                        st.target.id == local:
-                    return None  # ``+=`` of a list changes it, of a tuple rebinds a copy
-            changed = frame.env.get(local)
-            ways.append(changed)
-        return join(ways)
+        importers = self._importers(path, name)
+        if not importers:
+            return value
+        if len(importers) > 1:
+            return None  # which runs first, and what one reads of another's change: not known
+        other, local = importers[0]
+        tree = self.p.tree(other)
+        if tree is None or _changes_in_function(tree, local):
+            return None
+        kept = changes_of(tree.body, local)
+        if any(_rebinds(st, local) for top in kept for st in ast.walk(top)
+               if isinstance(st, ast.stmt)):
+            return None  # ``+=`` of a list changes it, of a tuple rebinds a copy
+        frame = self.new_frame(other)
+        frame.env[local] = value
+        for st in kept:
+            frame.stmt(st)
+        return join([value, frame.env.get(local)])
 
     def _importers(self, path: str, name: str) -> list[tuple[str, str]]:
         """(module, local name) of each other module that imports the module-level ``name``
@@ -330,7 +403,9 @@ class ModuleResolver(Analysis):
         stmts, rebinds, in_function = self._mutations(path).get(name, ([], [], False))
         if in_function:
             return None
-        later = [st for st in stmts if st.lineno > line]
+        tree = self.p.tree(path)
+        later = [st for st in changes_of(tree.body, name) if st.lineno > line] \
+            if stmts and tree is not None else []
         if later:
             frame = self.new_frame(path)
             frame.env[name] = value

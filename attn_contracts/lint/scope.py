@@ -716,6 +716,13 @@ class Scope:
         for t in st.targets:
             if isinstance(t, ast.Name):
                 self.env.pop(t.id, None)
+            elif isinstance(t, ast.Subscript) and (d := dotted_name(t.value)) is not None and \
+                    d in self.env:
+                # ``del xs[i]``, ``del d[k]``: some element gone, which one not followed
+                current = self.env[d]
+                self.env[d] = join([Seq(iterate(alt)) if isinstance(alt, (Tup, Seq)) else None
+                                    for alt in alternatives(current)]) \
+                    if not isinstance(current, Lse) else current
 
     def loop(self, body: list[ast.stmt], node: ast.stmt) -> None:
         """A loop body to a fixpoint, joined with not running it (bounds.Bounds.loop)."""
@@ -900,6 +907,14 @@ class Scope:
             return
         current = self.env.get(dotted)
         key = target.slice
+        if any(isinstance(alt, (Tup, Seq)) for alt in alternatives(current)):
+            # ``xs[i] = v``, ``xs[a:b] = ys``: its elements and the ones stored, at positions
+            # not followed (nothing of it is sure any more)
+            put = iterate(value) if isinstance(key, ast.Slice) else value
+            self.env[dotted] = join([Seq(join([iterate(alt), put]))
+                                     if isinstance(alt, (Tup, Seq)) else alt
+                                     for alt in alternatives(current)])
+            return
         if any(isinstance(alt, DictV) for alt in alternatives(current)):
             keys = [key.value] if isinstance(key, ast.Constant) else literal_values(
                 self.expr(key))
