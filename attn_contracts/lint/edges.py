@@ -556,6 +556,13 @@ def _fixed(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],
             Finding(Code.AC003, use.consumer.last, message, **fields)
 
 
+def _lost_at(use: Use, g: BaseGiven, told: str) -> Iterator[Finding]:
+    """AC035 where an LSE whose base an unread factor hid reaches a consumer told ``told``."""
+    lost = [s for s in sorted(use.lse.sources, key=source_order) if s.unread and s.param is None]
+    if lost:
+        yield _base_lost(use, g, told, lost)
+
+
 def _base_lost(use: Use, g: BaseGiven, base: str, lost: list[Source]) -> Finding:
     """AC035: an LSE reaches a consumer told ``base`` after an arithmetic the lint cannot read
     (a factor that may or may not convert it): a warning naming it, never silence."""
@@ -583,9 +590,7 @@ def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None
         return
     owner = flag.owner
     unread = False
-    lost = [s for s in sorted(use.lse.sources, key=source_order) if s.unread and s.param is None]
-    if lost:
-        yield _base_lost(use, g, f"<{flag.attr} of the backend>", lost)
+    yield from _lost_at(use, g, f"<{flag.attr} of the backend>")
     for s in sorted(use.lse.sources, key=source_order):
         if not s.pinned:
             continue

@@ -1035,12 +1035,19 @@ class Frame(RecordCalls):
         self.assign(receiver, Seq(join([*had, *added])))
         return None
 
+    def enum_call(self, ref: ClassRef, call: CallArgs) -> Value | object:
+        """``E(v)`` of an Enum class of the program (:meth:`~.attributes.Resolver.enum_lookup`);
+        NOT_SPECIAL for any other call of a class."""
+        if len(call.pos) != 1 or call.kw or call.opaque:
+            return NOT_SPECIAL
+        return self.i.enum_lookup(ref, call.pos[0].value, True)
+
     def construct(self, ref: ClassRef, call: CallArgs, where: Location) -> Value:
         cls = self.i.class_info(ref.cls)
         if cls is None:
             return None
-        if len(call.pos) == 1 and not call.kw and not call.opaque and \
-                (member := self.i.enum_lookup(ref, call.pos[0].value, True)) is not NOT_SPECIAL:
+        member = self.enum_call(ref, call)
+        if member is not NOT_SPECIAL:
             return cast(Value, member)  # ``E(v)``: the member whose value is v
         args: list[tuple[str, Value]] = [(str(i), a.value) for i, a in enumerate(call.pos)]
         args += sorted(((k, a.value) for k, a in call.kw.items()), key=lambda kv: kv[0])
@@ -1086,26 +1093,33 @@ def _grown_exactly(current: Value, method: str, call: CallArgs) -> tuple[Value, 
         return None
     args = [a.value for a in call.pos]
     if isinstance(current, Tup) and not current.partial_items:
-        if method == "append" and len(args) == 1:
-            return Tup((*current.items, args[0])), Lit(None)
-        if method == "extend" and len(args) == 1 and isinstance(args[0], Tup) and \
-                not args[0].partial_items:
-            return Tup((*current.items, *args[0].items)), Lit(None)
-        if method == "pop" and not args and current.items:
-            return Tup(current.items[:-1]), current.items[-1]
-        return None
+        return _list_changed(current, method, args)
     if isinstance(current, Seq) and current.complete and method in ("add", "update") and \
             len(args) == 1:
-        added = members_of(args[0]) if method == "update" else (
-            (one, True) if (one := literal_values(args[0])) is not None and len(one) == 1
-            else None)
-        if added is None or not added[1]:
-            return None
-        sure = members_of(current)
-        if sure is None:
-            return None
-        return abstract(frozenset((*sure[0], *added[0])), call.where), Lit(None)
+        return _set_grown(current, method, args[0], call.where)
     return None
+
+
+def _list_changed(current: Tup, method: str, args: list[Value]) -> tuple[Value, Value] | None:
+    if method == "append" and len(args) == 1:
+        return Tup((*current.items, args[0])), Lit(None)
+    if method == "extend" and len(args) == 1 and isinstance(args[0], Tup) and \
+            not args[0].partial_items:
+        return Tup((*current.items, *args[0].items)), Lit(None)
+    if method == "pop" and not args and current.items:
+        return Tup(current.items[:-1]), current.items[-1]
+    return None
+
+
+def _set_grown(current: Seq, method: str, arg: Value,
+               where: Location) -> tuple[Value, Value] | None:
+    one = literal_values(arg) if method == "add" else None
+    added = members_of(arg) if method == "update" else (
+        (one, True) if one is not None and len(one) == 1 else None)
+    sure = members_of(current)
+    if added is None or not added[1] or sure is None:
+        return None
+    return abstract(frozenset((*sure[0], *added[0])), where), Lit(None)
 
 
 #: the special forms :meth:`Frame.special` tries, in order (each returns NOT_SPECIAL where the

@@ -128,25 +128,27 @@ def _kept(st: ast.stmt, name: str) -> ast.stmt | None:
         inner = changes_of(getattr(st, f), name)
         changed = changed or any(not isinstance(x, (ast.Break, ast.Continue)) for x in inner)
         setattr(copy_, f, inner or ([ast.Pass()] if f == "body" else []))
-    if isinstance(st, ast.Try) or (hasattr(ast, "TryStar") and isinstance(st, ast.TryStar)):
-        handlers = []
-        for h in st.handlers:
-            hc = copy.copy(h)
-            hc.body = changes_of(h.body, name) or [ast.Pass()]
-            changed = changed or any(not isinstance(x, ast.Pass) for x in hc.body)
-            handlers.append(hc)
-        copy_.handlers = handlers  # type: ignore[attr-defined]
-    if isinstance(st, ast.Match):
-        cases = []
-        for c in st.cases:
-            cc = copy.copy(c)
-            cc.body = changes_of(c.body, name) or [ast.Pass()]
-            changed = changed or any(not isinstance(x, ast.Pass) for x in cc.body)
-            cases.append(cc)
-        copy_.cases = cases  # type: ignore[attr-defined]
-    if not changed:
-        return None
-    return ast.fix_missing_locations(copy_)
+    for f in ("handlers", "cases"):  # a ``try``'s handlers, a ``match``'s cases
+        if isinstance(getattr(st, f, None), list):
+            parts = _kept_parts(getattr(st, f), name)
+            changed = changed or parts[1]
+            setattr(copy_, f, parts[0])
+    return ast.fix_missing_locations(copy_) if changed else None
+
+
+def _kept_parts(parts: list[ast.ExceptHandler | ast.match_case],
+                name: str) -> tuple[list[ast.ExceptHandler | ast.match_case], bool]:
+    """Handlers or cases, each with its body's changes of ``name`` kept (``pass`` where it
+    has none), and whether one has any."""
+    out: list[ast.ExceptHandler | ast.match_case] = []
+    changed = False
+    for part in parts:
+        kept = copy.copy(part)
+        body = changes_of(part.body, name)
+        changed = changed or any(not isinstance(x, (ast.Break, ast.Continue)) for x in body)
+        kept.body = body or [ast.Pass()]
+        out.append(kept)
+    return out, changed
 
 
 def _rebinds(st: ast.stmt, name: str) -> bool:

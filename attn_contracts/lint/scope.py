@@ -893,17 +893,7 @@ class Scope:
         any more); ``lse[mask] = other``: an LSE of both origins."""
         dotted = dotted_name(target.value)
         if dotted is None:
-            # ``d["a"]["b"] = v``: the dict held under ``d["a"]`` changed, and any other entry
-            # (or name) holding that same object with it (``dict.fromkeys(ks, {})`` shares
-            # one): which ones is not known here, so what ``d`` holds is no longer read
-            root = target.value
-            while isinstance(root, (ast.Subscript, ast.Attribute)) and \
-                    dotted_name(root) is None:
-                root = root.value
-            name = dotted_name(root)
-            if name is not None and name in self.env and \
-                    not isinstance(self.env[name], Lse):
-                self.env[name] = None
+            self.nested_store(target.value)
             return
         current = self.env.get(dotted)
         key = target.slice
@@ -930,6 +920,17 @@ class Scope:
             # ``lse[mask] = other``, ``buf[:, 0] = lse``: a tensor changed in part holds both
             # what it held and what was stored (a parameter's is its caller's argument's)
             self.in_place(target.value, join([current, value]))
+
+    def nested_store(self, holder: ast.expr) -> None:
+        """``d["a"]["b"] = v``: the object held under ``d["a"]`` changed, and any other entry
+        (or name) holding that same object with it (``dict.fromkeys(ks, {})`` shares one):
+        which ones is not known here, so what ``d`` holds is no longer read."""
+        root = holder
+        while isinstance(root, (ast.Subscript, ast.Attribute)) and dotted_name(root) is None:
+            root = root.value
+        name = dotted_name(root)
+        if name is not None and name in self.env and not isinstance(self.env[name], Lse):
+            self.env[name] = None
 
     def needed(self, node: ast.expr) -> Value:
         """An expression whose value may be a base: its calls are read for their values."""
@@ -998,12 +999,8 @@ class Scope:
         options: list[Value] = []
         bounds = self._slice_bounds(key) if isinstance(key, ast.Slice) else None
         for alt in alternatives(inner):
-            if isinstance(alt, Tup) and bounds is not None and not alt.partial_items:
-                options.append(Tup(alt.items[slice(*bounds)]))  # ``t[1:]``: Python's slice
-            elif isinstance(alt, (Tup, Seq)) and isinstance(key, ast.Slice):
-                options.append(Seq(iterate(alt)))  # some of its elements, positions not known
-            elif isinstance(alt, (Tup, Seq)):  # a position the linter cannot see: any element
-                options.append(iterate(alt))
+            if isinstance(alt, (Tup, Seq)):
+                options.append(_part(alt, key, bounds))
             elif isinstance(alt, Lse):
                 options.append(lose_layout(alt))  # lse[:n], lse[..., i]: same base
             elif isinstance(alt, DictV):
@@ -1158,13 +1155,9 @@ class Scope:
         outcomes: set[bool] = set()
         for container in alternatives(right):  # a list one path grew: each way it may be
             members = members_of(container)
-            if members is None and isinstance(container, Tup) and \
-                    not container.partial_items:
-                # a tuple with items not read: one equal to ``x`` makes ``x in t`` true
-                # whatever the others are; no such one, and whether it is in is not known
-                sure = [one[0] for item in container.items
-                        if (one := literal_values(item)) is not None and len(one) == 1]
-                if not all(any(type(v) is type(m) and v == m for m in sure) for v in lefts):
+            if members is None and isinstance(container, Tup):
+                found = _surely_in(container, lefts)
+                if found is None:
                     return None
                 outcomes.add(is_in)
                 continue
@@ -1438,7 +1431,14 @@ class Scope:
         if isinstance(op, ast.Div) and isinstance(left_node, ast.Constant) and \
                 left_node.value in (1, 1.0) and rc:
             return Num("log2e" if rc == "ln2" else "ln2")
-        lse, c = _scaled(left, right, lc, rc, op)
+        return self.lse_arithmetic(left_node, left, op, right_node, right, (lc, rc), where)
+
+    def lse_arithmetic(self, left_node: ast.expr, left: Value, op: ast.operator,
+                       right_node: ast.expr, right: Value, named: tuple[str | None, str | None],
+                       where: Location) -> Value:
+        """Arithmetic of which one side may be an LSE: ``lse - max`` keeps its base, ``lse *
+        ln 2`` converts it, ``lse * s`` of another factor leaves its base not known."""
+        lse, c = _scaled(left, right, named[0], named[1], op)
         if lse is None:
             return None
         if c is None and isinstance(op, (ast.Mult, ast.Div)):
@@ -1514,6 +1514,30 @@ def _member_compare(left: Value, op: ast.cmpop, right: Value) -> bool | None:
             else:
                 return None
     return answers.pop() if len(answers) == 1 else None
+
+
+def _part(container: Tup | Seq, key: ast.expr,
+          bounds: tuple[int | None, int | None, int | None] | None) -> Value:
+    """An item or slice of a container at a position the subscript does not give exactly
+    (``t[1:]`` of a known tuple: Python's slice; another slice: some of its elements, positions
+    not known; an item: any element)."""
+    if isinstance(container, Tup) and bounds is not None and not container.partial_items:
+        return Tup(container.items[slice(*bounds)])
+    if isinstance(key, ast.Slice):
+        return Seq(iterate(container))
+    return iterate(container)
+
+
+def _surely_in(container: Tup, lefts: Sequence[object]) -> bool | None:
+    """A tuple with items not read: an item equal to each value ``x`` may be makes ``x in
+    t`` true whatever the others are (True); no such item, and whether it is in is not
+    known (None)."""
+    if container.partial_items:
+        return None
+    sure = [one[0] for item in container.items
+            if (one := literal_values(item)) is not None and len(one) == 1]
+    return True if all(any(type(v) is type(m) and v == m for m in sure) for v in lefts) \
+        else None
 
 
 def _fold_compare(left: Value, op: ast.cmpop, right: Value) -> bool | None:
