@@ -427,3 +427,37 @@ def test_a_name_function_of_another_attribute_is_not_read_as_the_backends_name(
     assert any(f.code is Code.AC028 for f in rows["flashmla"].findings)
     told = {r.backend: r for r in sglang.report(root=_tree(tmp_path / "own", '"homemade"'))}
     assert [c for c, _ in _errors(told["flashmla"])] == [Code.AC016]  # its own name: read
+
+
+FORWARD_MLA_HELPER = '''
+from sglang.srt.layers.dcp import cp_lse_ag_out_rs_mla
+
+
+def is_mla_dcp_lse_base_on_e(attention_backend):
+    return attention_backend in {{"homemade"}}
+
+
+def _merge(attention_backend, out, lse, group):
+    is_lse_base_on_e = is_mla_dcp_lse_base_on_e(attention_backend)
+    return cp_lse_ag_out_rs_mla(out, lse, group, is_lse_base_on_e=is_lse_base_on_e)
+
+
+class Mixin:
+    def forward_core(self, out, lse, group):
+        return _merge({given}, out, lse, group)
+'''
+
+
+@pytest.mark.parametrize(("given", "read"), [("self.current_attention_backend", True),
+                                             ("self.partial_backend", False)])
+def test_a_helper_given_the_layers_name_attribute_answers_for_each_name(
+        tmp_path: Path, given: str, read: bool) -> None:
+    """A module-level helper that makes the combine and takes the backend's name: read as the
+    name where every call of it passes the layer's name attribute; else not read."""
+    forward = FORWARD_MLA_HELPER.format(given=given)
+    rows = {r.backend: r for r in sglang.report(root=_tree(tmp_path, "", forward=forward))}
+    if read:
+        assert [c for c, _ in _errors(rows["flashmla"])] == [Code.AC016]
+    else:
+        assert _errors(rows["flashmla"]) == []
+        assert any(f.code is Code.AC028 for f in rows["flashmla"].findings)

@@ -688,7 +688,7 @@ def _combines(tree: ast.Module, rel: str, registry: Registry, version: str | Non
         assigned = _bound_once(fn)
         for node, consumer in _consumer_calls(fn, imported, by_last):
             combine = _combine(consumer, node, Location(f"sglang/{rel}", node.lineno), assigned,
-                               functions, rel, asked)
+                               functions, rel, asked, _NameArg(fn, tree, asked.name_attr))
             qualname = qualnames.get(id(fn))
             if combine.passes == "unknown" and qualname is not None:
                 combine = _read_in(combine, node, fn, qualname, rel, asked)
@@ -819,7 +819,7 @@ def _spread_keyword(call: ast.Call, keyword: str, assigned: dict[str, ast.expr],
 
 def _combine(consumer: ConsumerRecord, call: ast.Call, where: Location,
              assigned: dict[str, ast.expr], functions: dict[str, ast.FunctionDef],
-             rel: str, asked: _Asked) -> Combine:
+             rel: str, asked: _Asked, names: _NameArg) -> Combine:
     base = consumer.base
     if isinstance(base, FixedBase) or not isinstance(base, KeywordBase):
         return Combine(consumer.name, where, "", "omitted")
@@ -841,7 +841,7 @@ def _combine(consumer: ConsumerRecord, call: ast.Call, where: Location,
     if isinstance(kw, ast.Constant):
         return Combine(consumer.name, where, base.keyword, "literal", literal=repr(kw.value))
     if isinstance(kw, ast.Call) and isinstance(kw.func, ast.Name) and len(kw.args) == 1 and \
-            kw.func.id in functions and _names_backend(kw.args[0], asked.name_attr):
+            kw.func.id in functions and names.is_name(kw.args[0]):
         fn = functions[kw.func.id]
         answers, default = asked.answers(fn.name)
         return Combine(consumer.name, where, base.keyword, "name", function=fn.name,
@@ -850,13 +850,44 @@ def _combine(consumer: ConsumerRecord, call: ast.Call, where: Location,
     return Combine(consumer.name, where, base.keyword, "unknown")
 
 
-def _names_backend(arg: ast.expr, name_attr: str | None) -> bool:
-    """Whether a name function's argument is the layer's name attribute
-    (``self.current_attention_backend``): only then is its answer for a backend's name what
-    the call passes for that backend. Any other argument (an attribute set elsewhere, on
-    some batches only) is read where the call is, as the program runs it."""
-    return name_attr is not None and isinstance(arg, ast.Attribute) and \
-        arg.attr == name_attr and isinstance(arg.value, ast.Name) and arg.value.id == "self"
+@dataclass(frozen=True)
+class _NameArg:
+    """Whether a name function's argument, in the function ``fn`` of ``tree`` that makes the
+    combine call, is the layer's name attribute (``self.current_attention_backend``): only
+    then is the function's answer for a backend's name what the call passes for that backend.
+    A parameter of a module-level ``fn`` is, where every call of ``fn`` in the module gives it
+    the name attribute. Any other argument (an attribute set on some batches only) is read
+    where the call is, as the program runs it."""
+
+    fn: ast.FunctionDef | ast.AsyncFunctionDef
+    tree: ast.Module
+    name_attr: str | None
+
+    def is_name(self, arg: ast.expr) -> bool:
+        if self.name_attr is None:
+            return False
+        if self._attr(arg):
+            return True
+        params = [a.arg for a in (*self.fn.args.posonlyargs, *self.fn.args.args)]
+        if not isinstance(arg, ast.Name) or arg.id not in params or \
+                self.fn not in self.tree.body or _rebound(self.fn, arg.id):
+            return False
+        at = params.index(arg.id)
+        given = [c.args[at] if at < len(c.args) else next(
+                     (k.value for k in c.keywords if k.arg == arg.id), None)
+                 for c in ast.walk(self.tree) if isinstance(c, ast.Call) and
+                 isinstance(c.func, ast.Name) and c.func.id == self.fn.name]
+        return bool(given) and all(g is not None and self._attr(g) for g in given)
+
+    def _attr(self, arg: ast.expr) -> bool:
+        return isinstance(arg, ast.Attribute) and arg.attr == self.name_attr and \
+            isinstance(arg.value, ast.Name) and arg.value.id == "self"
+
+
+def _rebound(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether a function binds one of its parameters again in its body."""
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+               for n in ast.walk(fn))
 
 
 # --- the report ------------------------------------------------------------------------------------

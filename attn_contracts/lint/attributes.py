@@ -16,7 +16,6 @@ from attn_contracts.findings import Location
 from attn_contracts.lint.calls import OPAQUE_ARGS
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import literal_value
-from attn_contracts.lint.calls import omission_place
 from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import assignment
@@ -488,7 +487,7 @@ class Resolver(ModuleResolver):
                 if name not in kw and name not in call.maybe and name in defaults:
                     lit = literal_value(func.path, defaults[name])
                     if isinstance(lit, Lit):
-                        kw[name] = Arg(replace(lit, omitted=omission_place(call)), call.where)
+                        kw[name] = Arg(replace(lit, omitted=call.where), call.where)
         return CallArgs(call.pos, kw, call.opaque, call.maybe, call.where, by_signature=True)
 
     def declared_return(self, func: Func) -> Value:

@@ -75,14 +75,6 @@ class Summary:
 Changed = tuple[Func, tuple[tuple[str, Value], ...], bool]
 
 
-def omission_place(call: CallArgs) -> Location | None:
-    """Where a call leaves a parameter out: its last argument (the keyword would be written
-    after it: in a call over several lines, that argument's line), else the call itself."""
-    places = [a.where for a in (*call.pos, *call.kw.values())
-              if a.where is not None and a.where.line is not None]
-    return max(places, key=lambda w: (w.line or 0, w.col or 0)) if places else call.where
-
-
 def merge_summaries(a: object, b: object) -> Summary:
     """The summary of a call cycle's head over two passes (what either found)."""
     x, y = cast(Summary, a), cast(Summary, b)
@@ -291,7 +283,7 @@ def bind(func: Func, params: Params, call: CallArgs, method: bool) -> dict[str, 
         lit = literal_value(func.path, default)
         if isinstance(lit, Lit):
             out[name] = replace(lit, how=f" (the default of {func.qualname.rpartition('.')[2]}"
-                                f"({name}=...), left out)", omitted=omission_place(call))
+                                f"({name}=...), left out)", omitted=call.where)
         else:
             out[name] = lit
     return out

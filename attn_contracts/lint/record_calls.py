@@ -15,7 +15,6 @@ from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Location
 from attn_contracts.lint.calls import CallArgs
-from attn_contracts.lint.calls import omission_place
 from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.calls import place
 from attn_contracts.lint.calls import source_text
@@ -238,8 +237,7 @@ class RecordCalls(Scope):
             arg = call.kw.get(kw)
             if arg is None:
                 continue
-            if isinstance(arg.value, Lit) and arg.value.omitted is not None and \
-                    arg.value.omitted == omission_place(call):
+            if isinstance(arg.value, Lit) and arg.value.omitted == where:
                 self.note_omitted(c, kw, self._lit_base(c, arg.value), where)
             written = next((f"{kw}={source_text(k.value)}" for k in node.keywords if k.arg == kw),
                            kw)
@@ -257,7 +255,7 @@ class RecordCalls(Scope):
         kw = c.keywords[0]
         self.note_omitted(c, kw, default, where)
         return BaseGiven("fixed", default, where, f"{c.last}'s default for {kw} (left out here)",
-                         keyword=kw, omitted=omission_place(call) or where)
+                         keyword=kw, omitted=where)
 
     def _base_by_position(self, c: Consumer, call: CallArgs) -> bool:
         """A combine whose signature is not in the linted files, given past its LSE a
