@@ -868,3 +868,69 @@ def test_a_value_is_read_as_python_computes_it_or_not_at_all(
         assert ("AC023", "error") in codes, found
     else:
         assert not any(sev == "error" for _, sev in codes), found
+
+
+#: (name, module, told expression, whether the lint must read it): Python itself computes the
+#: told value (the reference: the module and the expression are run here), and the lint must
+#: read it as Python does (an error where it is true, none where false), or, where the last
+#: column is False, at least not wrongly (a warning).
+_AS_PYTHON = [
+    ("a generator is true even where it yields nothing", "", "bool(x for x in ())", True),
+    ("a filter object is true even where it keeps nothing", "", "bool(filter(None, ()))",
+     True),
+    ("any of a filter by a bound __eq__", "", "any(filter('a'.__eq__, ('b', 'a')))", True),
+    ("any of a filter that keeps nothing", "", "any(filter('c'.__eq__, ('b', 'a')))", True),
+    ("map over a tuple", "", "tuple(map(str.upper, ('a',))) == ('A',)", False),
+    ("iter of an empty tuple is true", "", "bool(iter(()))", True),
+    ("list of an empty generator is false", "", "bool(list(x for x in ()))", True),
+    ("a starred list in a tuple display", "C = ['x']", "'x' in ('y', *C)", True),
+    ("a starred list, the name not in it", "C = ['x']", "'z' in ('y', *C)", True),
+    ("a subset of a set", "N = frozenset({'a', 'b'})", "{'a'} <= N", True),
+    ("a superset asked the wrong way round", "N = frozenset({'a', 'b'})", "N <= {'a'}", True),
+    ("frozenset of a dict holds its keys as they were", "D = {'a': 1}\nN = frozenset(D)\n"
+     "D.update(b=2)", "'b' in N", True),
+    ("a kept keys view sees later inserts", "D = {'a': 1}\nN = D.keys()\nD.update(b=2)",
+     "'b' in N", True),
+    ("a list of keys is a copy", "D = {'a': 1}\nN = list(D.keys())\nD['b'] = 2", "'b' in N",
+     True),
+    ("a list appended to through a second name", "def f():\n    c = ['x']\n    g = c\n"
+     "    g.append('y')\n    return c", "'y' in f()", True),
+    ("a list copied then appended to", "def f():\n    c = ['x']\n    g = c + []\n"
+     "    g.append('y')\n    return c", "'y' in f()", True),
+    ("a list in a tuple appended to", "def f():\n    c = ['x']\n    t = (c, 1)\n"
+     "    c.append('y')\n    return t[0]", "'y' in f()", False),
+    ("a module list extended through a second name", "C = ['x']\nF = C\nF += ['y']",
+     "'y' in C", False),
+    ("an unanchored regex search", "import re\nR = re.compile(r'(flash)?mla')",
+     "bool(R.search('trtllm_mla'))", True),
+    ("a regex fullmatch", "import re\nR = re.compile(r'(?:flash)mla')",
+     "bool(R.fullmatch('trtllm_mla'))", True),
+    ("re.match at the start only", "import re", "re.match('mla', 'flashmla') is None", True),
+    ("a return inside nested loops", "G = ((True, ('a',)), (False, ('b', '*')))\n"
+     "def p(x):\n    for g, bs in G:\n        for y in bs:\n            if y in (x, '*'):\n"
+     "                return g\n    return False", "p('a')", True),
+    ("a break leaves the inner loop only", "G = ((True, ('a',)), (False, ('b', '*')))\n"
+     "def p(x):\n    r = False\n    for g, bs in G:\n        for y in bs:\n"
+     "            if y in (x, '*'):\n                r = g\n                break\n    return r",
+     "p('a')", True),
+]
+
+
+@pytest.mark.parametrize(("name", "module", "told", "reads"), _AS_PYTHON,
+                         ids=[c[0] for c in _AS_PYTHON])
+def test_a_value_is_read_as_python_runs_it(name: str, module: str, told: str, reads: bool,
+                                          tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    namespace: dict[str, object] = {}
+    exec(compile(module or "pass", name, "exec"), namespace)  # the reference: Python itself
+    python = bool(eval(told, namespace))
+    src = "from mylib import combine, decode\n" + module + "\ndef step(q):\n" \
+        "    out, lse = decode(q, return_lse=True)\n" \
+        f"    return combine(out, lse, is_lse_base_on_e={told})\n"
+    found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
+    codes = {(f["code"], f["severity"]) for f in found}
+    errors = ("AC023", "error") in codes
+    if reads or not codes & {("AC035", "warning")}:
+        assert errors == python, found  # read, and read as Python computes it
+    else:
+        assert not errors, found  # not read: a warning, never a wrong error

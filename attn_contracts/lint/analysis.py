@@ -52,6 +52,7 @@ class FrameView(Protocol):
 
     env: dict[str, Value]
     module_level: bool
+    stored: ast.expr | None
     param_ids: set[int]
     entry: Location | None
 
@@ -95,6 +96,11 @@ class Analysis(ABC):
         #: the bounds' state: call cycles' summaries so far, the notes of a bound hit
         self.bounds = Bounds(self)
         self._globals: dict[tuple[str, str], Value] = {}
+        #: per ``filter``/``map`` call node, the generator expression it is (calls.as_generator)
+        self.generators: dict[int, tuple[ast.Call, ast.GeneratorExp | None]] = {}
+        #: a module-level name as the module's own top level reads it at a line, where a later
+        #: statement changes it (modules.ModuleResolver.global_value_at)
+        self._globals_at: dict[tuple[str, str, int], Value] = {}
         self._module_busy: set[tuple[str, str]] = set()
         #: names the flow found carrying an LSE or a combine (methods returning one, attributes
         #: holding one): their call sites are where more flow starts
@@ -132,6 +138,9 @@ class Analysis(ABC):
         self._attr_stores: dict[str, dict[tuple[str, str], tuple[list[ast.expr], bool]]] = {}
         self._mutation_index: dict[str, dict[str, tuple[list[ast.stmt], list[ast.expr],
                                                         bool]]] = {}
+        #: per module, the top-level names that share one object with another (``B = A``)
+        #: and are changed in place or by ``+=`` somewhere in it
+        self._shared_changed: dict[str, frozenset[str]] = {}
         self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
         self._noted_agreed: set[tuple[str, str]] = set()
         self._carrier_lines: dict[str, tuple[int, ...]] = {}

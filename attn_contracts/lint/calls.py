@@ -287,3 +287,35 @@ def bind(func: Func, params: Params, call: CallArgs, method: bool) -> dict[str, 
         else:
             out[name] = lit
     return out
+
+
+def as_generator(node: ast.Call,
+                 kept: dict[int, tuple[ast.Call, ast.GeneratorExp | None]]
+                 ) -> ast.GeneratorExp | None:
+    """``filter(f, xs)`` as the generator ``(x for x in xs if f(x))`` (``filter(None,
+    xs)``: ``if x``), ``map(f, xs)`` as ``(f(x) for x in xs)``: what Python's builtins
+    compute, read by the comprehension's own semantics. None for another form (keywords,
+    ``*args``, ``map`` over several iterables). ``kept``: the nodes built, by the call's id
+    (each built once, and kept alive with the tree: a cache keyed by a node's id never sees
+    a freed node's id again)."""
+    known = kept.get(id(node))
+    if known is not None:
+        return known[1]
+    gen: ast.GeneratorExp | None = None
+    name = node.func.id if isinstance(node.func, ast.Name) else ""
+    if len(node.args) == 2 and not node.keywords and \
+            not any(isinstance(a, ast.Starred) for a in node.args):
+        fn, items = node.args
+        item = ast.Name(id="<item>", ctx=ast.Load())
+        applied = ast.Call(func=fn, args=[item], keywords=[])
+        none = isinstance(fn, ast.Constant) and fn.value is None
+        elt: ast.expr = item if name == "filter" or none else applied
+        ifs: list[ast.expr] = [item if none else applied] if name == "filter" else []
+        gen = ast.GeneratorExp(elt=elt, generators=[ast.comprehension(
+            target=ast.Name(id="<item>", ctx=ast.Store()), iter=items, ifs=ifs, is_async=0)])
+        for sub in ast.walk(gen):
+            if sub not in (fn, items) and isinstance(sub, (ast.expr, ast.comprehension)) \
+                    and not hasattr(sub, "lineno"):
+                ast.copy_location(sub, node)
+    kept[id(node)] = (node, gen)
+    return gen

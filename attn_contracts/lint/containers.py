@@ -23,6 +23,7 @@ from attn_contracts.lint.values import Bound
 from attn_contracts.lint.values import ClassRef
 from attn_contracts.lint.values import DictV
 from attn_contracts.lint.values import Ext
+from attn_contracts.lint.values import ExtInst
 from attn_contracts.lint.values import Flag
 from attn_contracts.lint.values import Func
 from attn_contracts.lint.values import Lit
@@ -128,10 +129,12 @@ def iteration(name: str, args: Sequence[Value], where: Location,
         return None
     t = tuples[0]
     if t is None:  # positions not known
-        return Seq(iterate(args[0])) if name != "enumerate" and args[0] is not None else None
+        return Seq(iterate(args[0]), iterator=True) if name != "enumerate" and \
+            args[0] is not None else None
     if name == "enumerate":
-        return Tup(tuple(Tup((Lit(i, where), v)) for i, v in enumerate(t.items)))
-    return t if name == "iter" else Tup(tuple(reversed(t.items)))
+        return Tup(tuple(Tup((Lit(i, where), v)) for i, v in enumerate(t.items)), iterator=True)
+    return replace(t, iterator=True) if name == "iter" else \
+        Tup(tuple(reversed(t.items)), iterator=True)
 
 
 def _zip(args: Sequence[Value], tuples: Sequence[Tup | None], strict: Value) -> Value | None:
@@ -142,14 +145,16 @@ def _zip(args: Sequence[Value], tuples: Sequence[Tup | None], strict: Value) -> 
         return None
     if strict.value and len({len(t.items) for t in known}) > 1:
         return None
-    return Tup(tuple(Tup(items) for items in zip(*(t.items for t in known), strict=False)))
+    return Tup(tuple(Tup(items) for items in zip(*(t.items for t in known), strict=False)),
+               iterator=True)
 
 
 def _enumerate(t: Tup | None, start: Value, where: Location) -> Value | None:
     """``enumerate(t, start)`` of a tuple of known positions, counted from a known int."""
     if t is None or not (isinstance(start, Lit) and type(start.value) is int):
         return None
-    return Tup(tuple(Tup((Lit(i, where), v)) for i, v in enumerate(t.items, start.value)))
+    return Tup(tuple(Tup((Lit(i, where), v)) for i, v in enumerate(t.items, start.value)),
+               iterator=True)
 
 
 #: what :mod:`itertools` builds from tuples of known positions, read as Python computes it
@@ -390,8 +395,10 @@ def truth(value: Value) -> bool | None:
 def _truth_of(value: Value) -> bool | None:
     if isinstance(value, Lit):
         return bool(value.value)
-    if isinstance(value, (Func, Bound, Partial, ClassRef, ModuleRef)):
-        return True
+    if isinstance(value, (Func, Bound, Partial, ClassRef, ModuleRef)) or \
+            (isinstance(value, (Tup, Seq)) and value.iterator) or \
+            (isinstance(value, ExtInst) and value.qualname.startswith(("re.Match", "re.Pattern"))):
+        return True  # an iterator is true even where it yields nothing; so is a match
     if isinstance(value, Tup) and not value.partial_items:
         return bool(value.items)
     if isinstance(value, Seq) and value.complete:  # a set of known elements, all of them

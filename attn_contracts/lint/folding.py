@@ -20,6 +20,7 @@ import ast
 import builtins
 import math
 import operator
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -31,9 +32,9 @@ from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import join
 
-__all__ = ["BUILTINS", "METHOD_NAMES", "MODULE_CONSTANTS", "SCALARS", "UNKNOWN", "abstract", "concrete",
-           "concrete_options", "fold_binop", "fold_builtin", "fold_format", "fold_math", "fold_method",
-           "safe_format"]
+__all__ = ["BUILTINS", "METHOD_NAMES", "MODULE_CONSTANTS", "PATTERN", "REGEX_FUNCTIONS", "SCALARS",
+           "UNKNOWN", "abstract", "compiled", "concrete", "concrete_options", "fold_binop",
+           "fold_builtin", "fold_format", "fold_math", "fold_method", "fold_regex", "safe_format"]
 
 
 class _Unknown:
@@ -74,7 +75,9 @@ def concrete(value: Value) -> Any:
         return value.value if isinstance(value.value, SCALARS) else UNKNOWN
     if isinstance(value, Tup) and not value.partial_items and len(value.items) <= _MAX:
         items = tuple(concrete(v) for v in value.items)
-        return UNKNOWN if any(i is UNKNOWN for i in items) else items
+        if any(i is UNKNOWN for i in items):
+            return UNKNOWN
+        return iter(items) if value.iterator else items  # a fresh one per read
     if isinstance(value, Seq) and value.complete:
         if value.item is None:
             return frozenset()
@@ -163,6 +166,42 @@ def fold_math(name: str, args: list[Value], keywords: dict[str, Value],
     except (TypeError, ValueError, ArithmeticError):
         return UNKNOWN  # Python raises (``math.log(8, 1)``): no value
     return Lit(result, where)
+
+
+#: what ``re`` folds: a compiled pattern's or the module's matching functions
+REGEX_FUNCTIONS = frozenset({"match", "fullmatch", "search"})
+#: the prefix of the value a compiled pattern is (an external instance naming its source)
+PATTERN = "re.Pattern:"
+#: the longest pattern and string matched (a longer one is not read)
+_REGEX_MAX = 64
+#: a group with a quantifier inside, itself repeated (``(a+)+``): a pattern whose matching
+#: may backtrack without end on a short string; not run
+_NESTED_REPEAT = re.compile(r"\([^()]*[+*}][^()]*\)\s*[+*{]")
+
+
+def compiled(pattern: Value, flags: Value | None) -> str | None:
+    """The name of the value ``re.compile(pattern, flags)`` is, where both are known and the
+    pattern compiles; None elsewhere."""
+    text, bits = concrete(pattern), 0 if flags is None else concrete(flags)
+    if not isinstance(text, str) or type(bits) is not int or len(text) > _REGEX_MAX or \
+            _NESTED_REPEAT.search(text):
+        return None
+    try:
+        re.compile(text, bits)
+    except (re.error, ValueError, TypeError, OverflowError):
+        return None
+    return f"{PATTERN}{bits}:{text}"
+
+
+def fold_regex(name: str, pattern: str, subject: Value) -> object:
+    """``p.match(s)`` / ``fullmatch`` / ``search`` of a pattern named by :func:`compiled` on a
+    known string: whether Python finds a match (True: a match object, always true; False:
+    None); :data:`UNKNOWN` where the string is not known or too long."""
+    bits, _, text = pattern.removeprefix(PATTERN).partition(":")
+    value = concrete(subject)
+    if name not in REGEX_FUNCTIONS or not isinstance(value, str) or len(value) > _REGEX_MAX:
+        return UNKNOWN
+    return getattr(re.compile(text, int(bits)), name)(value) is not None
 
 
 def fold_method(receiver: Value, name: str, args: list[Value], where: Location) -> object:

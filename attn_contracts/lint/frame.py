@@ -17,6 +17,7 @@ from attn_contracts import lse_ops
 from attn_contracts.findings import Location
 from attn_contracts.lint.calls import OPAQUE_ARGS
 from attn_contracts.lint.calls import CallArgs
+from attn_contracts.lint.calls import as_generator
 from attn_contracts.lint.calls import call_matters
 from attn_contracts.lint.calls import callee_name
 from attn_contracts.lint.calls import nonlocal_names
@@ -45,12 +46,16 @@ from attn_contracts.lint.containers import truth
 from attn_contracts.lint.folding import BUILTINS
 from attn_contracts.lint.folding import MATH_FUNCTIONS
 from attn_contracts.lint.folding import METHOD_NAMES
+from attn_contracts.lint.folding import PATTERN
+from attn_contracts.lint.folding import REGEX_FUNCTIONS
 from attn_contracts.lint.folding import SCALARS
 from attn_contracts.lint.folding import UNKNOWN
 from attn_contracts.lint.folding import abstract
+from attn_contracts.lint.folding import compiled
 from attn_contracts.lint.folding import fold_builtin
 from attn_contracts.lint.folding import fold_math
 from attn_contracts.lint.folding import fold_method
+from attn_contracts.lint.folding import fold_regex
 from attn_contracts.lint.folding import safe_format
 from attn_contracts.lint.inferred import Weighed
 from attn_contracts.lint.record_calls import RecordCalls
@@ -132,7 +137,7 @@ class Frame(RecordCalls):
         name = func.attr if isinstance(func, ast.Attribute) else (
             func.id if isinstance(func, ast.Name) else "")
         if isinstance(func, ast.Attribute) and name in _STR_METHODS and \
-                isinstance(func.value, (ast.Constant, ast.Name)):
+                isinstance(func.value, (ast.Constant, ast.Name, ast.Attribute)):
             folded = self.str_method(func, node, name, where)
             if folded is not NOT_SPECIAL:
                 return cast(Value, folded)
@@ -171,13 +176,19 @@ class Frame(RecordCalls):
         where its arguments are known exactly (:mod:`.folding`); a conversion of a container
         (``list(t)``, ``frozenset(s)``) holds its elements; the rest is not known."""
         args = [a.value for a in call.pos]
+        if name in _ITERATES_FIRST and args and isinstance(args[0], DictV) and \
+                not args[0].maybe:
+            # a dict iterates over its keys, in the order they were first stored
+            args[0] = Tup(tuple(Lit(k, where) for k, _ in args[0].items))
         if name in ITERATION:
             return iteration(name, args, where, {k: a.value for k, a in call.kw.items()})
         folded = fold_builtin(name, args, where)
         if folded is not UNKNOWN:
             return cast(Value, folded)
+        if name == "bool" and len(args) == 1 and (known := truth(args[0])) is not None:
+            return Lit(known, where)  # an object whose truth is known (a match, an iterator)
         if name in ("tuple", "list") and len(args) == 1 and isinstance(args[0], Tup):
-            return args[0]  # positions kept
+            return replace(args[0], iterator=False)  # positions kept
         if name in ("tuple", "list", "set", "frozenset", "sorted") and len(args) == 1:
             return Seq(iterate(args[0]))
         return None
@@ -737,6 +748,36 @@ class Frame(RecordCalls):
                            place(self.path, node))
         return None if folded is UNKNOWN else folded  # a number not known (never an LSE)
 
+    def generator_form(self, callee: Value, qual: str, name: str,
+                       node: ast.Call) -> Value | object:
+        """``filter(f, xs)``, ``map(f, xs)`` of Python's builtins: the generator expression
+        each is (:func:`~.calls.as_generator`)."""
+        if callee is not None or not isinstance(node.func, ast.Name) or \
+                name not in ("filter", "map"):
+            return NOT_SPECIAL
+        generator = as_generator(node, self.i.generators)
+        return NOT_SPECIAL if generator is None else self.expr(generator)
+
+    def regex_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``re.compile(p)`` of a known pattern (a value naming it), and ``p.match(s)``,
+        ``fullmatch``, ``search`` of it, or ``re.search(p, s)``, on a known string: whether
+        Python's ``re`` finds a match (a match object, always true, or None)."""
+        method = qual.startswith(PATTERN) and qual.endswith(f".{name}")  # ``p.search``
+        if not (qual in ("re.compile", *(f"re.{f}" for f in REGEX_FUNCTIONS)) or method) or \
+                any(isinstance(a, ast.Starred) for a in node.args) or node.keywords:
+            return NOT_SPECIAL
+        args = [self.expr(a) for a in node.args]
+        if qual == "re.compile":
+            pattern = compiled(args[0], args[1] if len(args) == 2 else None) \
+                if len(args) in (1, 2) else None
+            return None if pattern is None else ExtInst(pattern)
+        if method and len(args) == 1:
+            return _matched(name, qual.removesuffix(f".{name}"), args[0], place(self.path, node))
+        if not method and len(args) in (2, 3):
+            return _matched(name, compiled(args[0], args[2] if len(args) == 3 else None),
+                            args[1], place(self.path, node))
+        return None
+
     def itertools_form(self, callee: Value, qual: str, name: str,
                        node: ast.Call) -> Value | object:
         """``itertools.zip_longest``, ``chain``, ``takewhile``, ``dropwhile`` over tuples of
@@ -814,7 +855,7 @@ class Frame(RecordCalls):
                 not isinstance(node.func, ast.Attribute) or node.keywords or \
                 any(isinstance(a, ast.Starred) for a in node.args):
             return NOT_SPECIAL
-        table = self.expr(node.func.value)
+        table = self._viewed_table(node, node.func.value, name)
         alts = list(alternatives(table))
         if not alts or not all(isinstance(a, DictV) for a in alts):
             return NOT_SPECIAL
@@ -828,6 +869,15 @@ class Frame(RecordCalls):
         if d is not None and d in self.env:
             self.env[d] = self._dict_after(dicts, name, node)
         return value
+
+    def _viewed_table(self, node: ast.Call, held: ast.expr, name: str) -> Value:
+        """The dict ``held`` names, for ``held.name(...)``: a view kept sees the dict as it is
+        when read, not as it was here, so a module-level dict's view bound to a name (``S =
+        T.keys()`` then ``T.update(...)``) is read as the dict ends."""
+        if name in ("items", "values", "keys") and self.func is None and \
+                node is self.stored and isinstance(held, ast.Name) and held.id not in self.env:
+            return self.i.global_value(self.path, held.id)
+        return self.expr(held)
 
     def _dict_after(self, dicts: list[DictV], name: str, node: ast.Call) -> Value:
         """The dict after ``setdefault``/``pop`` of a key; by a key it cannot read, any entry
@@ -1006,6 +1056,7 @@ class Frame(RecordCalls):
                                 for alt in alternatives(current)])
         elif not isinstance(current, Lse):
             self.env[d] = None
+        self.same_object_changed(d, current, self.env.get(d))
 
     def grow(self, receiver: ast.expr, method: str, call: CallArgs) -> Value | object:
         """``xs.append(x)``, ``xs.extend(ys)``, ``s.add(x)``, ``xs.pop()`` on a list, tuple or
@@ -1019,20 +1070,20 @@ class Frame(RecordCalls):
         exact = _grown_exactly(current, method, call) if not self.breaks else None
         if exact is not None:
             after, returned = exact
-            self.assign(receiver, after)
+            self.changed_to(receiver, d, current, after)
             return returned
         had = [iterate(a) for a in alternatives(current)
                if not (isinstance(a, Tup) and not a.items)]
         if method in ("pop", "popleft", "discard", "remove", "clear"):
             # still a subset of what it held, but no element is sure to be left
-            self.assign(receiver, Seq(join(had)) if had else Tup(()))
+            self.changed_to(receiver, d, current, Seq(join(had)) if had else Tup(()))
             return join(had) if had and method in ("pop", "popleft") else None
         added = [a.value for a in call.pos[-1:]]
         if method in ("extend", "update", "extendleft"):
             added = [iterate(a.value) for a in call.pos]
         if call.opaque:
             added.append(None)
-        self.assign(receiver, Seq(join([*had, *added])))
+        self.changed_to(receiver, d, current, Seq(join([*had, *added])))
         return None
 
     def enum_call(self, ref: ClassRef, call: CallArgs) -> Value | object:
@@ -1084,6 +1135,11 @@ def _slots(cls: ClassInfo) -> frozenset[str] | None:
     return frozenset(names) if len(names) == len(elts) else None
 
 
+#: the builtins that iterate over their first argument (a dict: its keys)
+_ITERATES_FIRST = frozenset({"frozenset", "set", "tuple", "list", "sorted", "len", "any", "all",
+                             "min", "max", "sum", "iter", "enumerate", "reversed", "zip"})
+
+
 def _grown_exactly(current: Value, method: str, call: CallArgs) -> tuple[Value, Value] | None:
     """A change in place of a list or set the flow knows exactly, as Python makes it: (the
     container after, what the call returns). ``xs.append(x)`` and ``xs.extend(t)`` of a list
@@ -1129,7 +1185,16 @@ _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.pa
                   Frame.setattr_form,
                   Frame.get_form, Frame.dict_form, Frame.replace_form, Frame.dict_method_form,
                   Frame.library_collective, Frame.triton_memory, Frame.itertools_form,
-                  Frame.math_form)
+                  Frame.math_form, Frame.regex_form, Frame.generator_form)
+def _matched(name: str, pattern: str | None, subject: Value, where: Location) -> Value:
+    """What ``re``'s ``name`` returns for a known pattern and string: a match object (always
+    true) or None; unknown where either is not known."""
+    matched = UNKNOWN if pattern is None else fold_regex(name, pattern, subject)
+    if matched is UNKNOWN:
+        return None
+    return ExtInst("re.Match") if matched else Lit(None, where)
+
+
 def _plain(node: ast.expr) -> bool:
     """A name, an attribute or item of one, or a base-keeping tensor method of one
     (``lse.contiguous()``): what evaluates without running a call of the program."""
@@ -1204,7 +1269,9 @@ _STR_METHODS = frozenset({
     "split", "rsplit", "splitlines", "strip", "lstrip", "rstrip", "lower", "upper", "casefold",
     "title", "capitalize", "replace", "startswith", "endswith", "removeprefix", "removesuffix",
     "partition", "rpartition", "count", "find", "rfind", "isdigit", "isalpha", "isalnum",
-    "isidentifier", "islower", "isupper", "join", "zfill", "format"})
+    "isidentifier", "islower", "isupper", "join", "zfill", "format",
+    # its comparisons, called as methods (``filter(name.__eq__, names)``)
+    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__"})
 #: the largest folded string or list kept (a larger one is not read)
 _FOLD_MAX = 4096
 

@@ -393,10 +393,35 @@ class ModuleResolver(Analysis):
                 _function_mutations(fn, found)
         return found
 
-    def _mutated(self, path: str, name: str, value: Value, line: int) -> Value:
+    def global_value_at(self, path: str, name: str, line: int) -> Value:
+        """A module-level name as the module's own top level (or a class body there) reads it
+        at ``line``: Python has run the statements above that line only, so a change the module
+        makes further down (``T.update(...)`` after ``S = frozenset(T)``) is not seen yet, nor
+        one an importer makes (it runs later)."""
+        value = self.global_value(path, name)
+        b = self.p.binding(path, name)
+        if b is None or b.kind != "assign" or b.module != path:
+            return value
+        defined = getattr(b.node, "lineno", 0)
+        stmts, _, in_function = self._mutations(path).get(name, ([], [], False))
+        if line <= defined or in_function or all(st.lineno < line for st in stmts):
+            return value
+        key = (path, name, line)
+        if key not in self._globals_at:
+            self._globals_at[key] = None  # read while being computed: not known
+            with contextlib.suppress(RecursionError):
+                self._globals_at[key] = self._mutated(
+                    path, name, self.binding_value(path, name), defined, upto=line)
+        return self._globals_at[key]
+
+    def _mutated(self, path: str, name: str, value: Value, line: int,
+                 upto: int | None = None) -> Value:
         """A module-level value with what the module does to it afterwards: its own statements
         run in order; a value a function may rebind it to is one more way it may be (which one
-        holds depends on what runs first); changed in place by a function, it is unknown."""
+        holds depends on what runs first); changed in place by a function, it is unknown.
+        ``upto``: only the statements above that line."""
+        if name in self._shared_names(path):
+            return None  # another name for the same object changed it: not followed
         text = self.module_text(path)
         if not re.search(r"\bglobal\b[^\n]*\b" + re.escape(name) + r"\b|\b" + re.escape(name)
                          + r"\s*(?:\[|\.\s*(?:" + "|".join(sorted(MUTATORS)) + r")\s*\()",
@@ -406,7 +431,8 @@ class ModuleResolver(Analysis):
         if in_function:
             return None
         tree = self.p.tree(path)
-        later = [st for st in changes_of(tree.body, name) if st.lineno > line] \
+        later = [st for st in changes_of(tree.body, name)
+                 if st.lineno > line and (upto is None or st.lineno < upto)] \
             if stmts and tree is not None else []
         if later:
             frame = self.new_frame(path)
@@ -421,6 +447,37 @@ class ModuleResolver(Analysis):
             value = join([replace(v, rebound=True) if isinstance(v, Lit) else v
                           for v in alternatives(value)])
         return value
+
+    def _shared_names(self, path: str) -> frozenset[str]:
+        """The top-level names of a module bound to another one's object (``B = A``, ``A = B =
+        []``, transitively) where some name of the group other than itself is changed in place
+        (``B.append(x)``, ``B[k] = v``, ``B += [x]``, anywhere in the module): its object
+        changed through a name the flow of ``A`` does not follow."""
+        if path in self._shared_changed:
+            return self._shared_changed[path]
+        tree = self.p.tree(path)
+        groups: dict[str, set[str]] = {}
+        for st in module_level(tree.body) if tree is not None else ():
+            if not isinstance(st, ast.Assign):
+                continue
+            names = {t.id for t in st.targets if isinstance(t, ast.Name)}
+            if isinstance(st.value, ast.Name):
+                names.add(st.value.id)
+            if len(names) < 2:
+                continue
+            merged = set().union(names, *(groups.get(n, set()) for n in names))
+            for n in merged:
+                groups[n] = merged
+        changed: set[str] = set()
+        if groups and tree is not None:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.stmt) and (hit := _mutated_name(node)) is not None:
+                    changed.add(hit)
+                if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                    changed.add(node.target.id)
+        found = frozenset(n for n, group in groups.items() if (group - {n}) & changed)
+        self._shared_changed[path] = found
+        return found
 
     def function_attr(self, func: Func, attr: str) -> Value:
         """``f.attr`` on an undecorated function ``f`` defined at its module's top level, where
@@ -532,6 +589,7 @@ class ModuleResolver(Analysis):
                 return self.global_value(b.module, b.name)
             frame = self.new_frame(path)
             frame.module_level = False  # names it reads are module globals, asked one by one
+            frame.stored = b.node
             return frame.expr(b.node)
         return None
 

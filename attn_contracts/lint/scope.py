@@ -248,6 +248,9 @@ def _on_base_test(test: ast.expr, base_attrs: frozenset[str]) -> bool:
 
 #: the most items of a literal tuple whose loop is run once per item
 _UNROLLED = 8
+#: the most passes of nested loops run once per item (the product of their lengths): an inner
+#: loop past it is run to a fixpoint instead
+_UNROLLED_NESTED = 64
 #: the most elements a comprehension is run once per element for (past it: any element)
 _COMPREHENDED = 32
 #: the longest f-string built (as the folded strings: a longer one is not read)
@@ -255,11 +258,43 @@ _FSTRING_MAX = 4096
 
 
 def _unrollable(body: list[ast.stmt]) -> bool:
-    """A loop body run once per item as it is written (no ``return``, ``yield`` or nested loop
-    at any depth of its own; a ``break`` or ``continue`` ends its pass): one pass per item is
-    the loop."""
-    return not any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom, ast.For, ast.AsyncFor,
-                                  ast.While)) for n in own_nodes(body))
+    """A loop body run once per item as it is written (no ``yield`` or ``while`` at any depth
+    of its own; a ``break`` or ``continue`` ends its pass, a ``return`` its path; an inner
+    ``for`` is unrolled in its turn while the passes stay few): one pass per item is the
+    loop."""
+    return not any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.While))
+                   for n in own_nodes(body))
+
+
+def _holds(container: Value, item: Value) -> bool:
+    """``item`` (that very object) is among the items ``container`` holds, at any depth."""
+    for alt in alternatives(container):
+        inner: tuple[Value, ...] = ()
+        if isinstance(alt, Tup):
+            inner = alt.items
+        elif isinstance(alt, Seq):
+            inner = (alt.item,)
+        elif isinstance(alt, DictV):
+            inner = tuple(a.value for _, a in alt.items)
+        if any(x is item or (x is not None and _holds(x, item)) for x in inner):
+            return True
+    return False
+
+
+def _spliced(elts: list[ast.expr], values: list[Value]) -> list[Value] | None:
+    """The items of a display with ``*x`` where each ``x`` is a tuple known item by item (a
+    list literal, a tuple): the starred one's items in its place; None where one is not."""
+    if not any(isinstance(e, ast.Starred) for e in elts):
+        return None
+    out: list[Value] = []
+    for e, v in zip(elts, values, strict=True):
+        if not isinstance(e, ast.Starred):
+            out.append(v)
+        elif isinstance(v, Tup) and not v.partial_items:
+            out.extend(v.items)
+        else:
+            return None
+    return out
 
 
 def _ends(body: list[ast.stmt]) -> bool:
@@ -393,6 +428,12 @@ class Scope:
         #: ``continue``
         self.breaks: list[list[dict[str, Value]]] = []
         self.continues: list[list[dict[str, Value]]] = []
+        #: passes of the loops being unrolled around this point (the product of their lengths)
+        self.unrolled = 1
+        #: the value expression of the assignment being run (what is bound to a name)
+        self.stored: ast.expr | None = None
+        #: per name, the names that hold the same container object (``ys = xs``)
+        self.same: dict[str, frozenset[str]] = {}
         #: the paths this frame keeps apart now (lint.partition): at most PATHS
         self.paths = 1
         self.aliased = False  # a name holds a condition's alias (lint.partition.ALIAS)
@@ -490,9 +531,11 @@ class Scope:
 
     @_on(_STMT, ast.Assign)
     def s_assign(self, st: ast.Assign) -> None:
+        self.stored = st.value
         value = self.needed(st.value) if self._told(st.targets) else self.expr(st.value)
         for t in st.targets:
             self.assign(t, value, st.value)
+        self._aliased(st.targets, st.value, value)
         target = st.targets[0]
         if len(st.targets) == 1 and isinstance(target, ast.Name) and is_boolean(st.value) and \
                 truth(value) is None and (cond := condition(st.value)) is not None and \
@@ -505,6 +548,7 @@ class Scope:
     @_on(_STMT, ast.AnnAssign)
     def s_annassign(self, st: ast.AnnAssign) -> None:
         if st.value is not None:
+            self.stored = st.value
             value = self.needed(st.value) if self._told([st.target]) else self.expr(st.value)
             if value is None and isinstance(st.target, ast.Attribute):
                 value = self.i.resolve_annotation(self.path, st.annotation)
@@ -513,7 +557,16 @@ class Scope:
     @_on(_STMT, ast.AugAssign)
     def s_augassign(self, st: ast.AugAssign) -> None:
         current = self.expr(st.target)
+        name = st.target.id if isinstance(st.target, ast.Name) else None
+        shared = self.same.get(name, frozenset()) if name is not None else frozenset()
         self.assign(st.target, self.binop(st.target, current, st.op, st.value))
+        if shared:
+            # ``ys += more`` extends a list in place (every name holding it sees that) but
+            # rebinds a tuple: which one ``ys`` holds is not followed, so the others are not
+            # read any more
+            for other in shared - {name}:
+                if self.env.get(other) is current:
+                    self.env[other] = None
 
     @_on(_STMT, ast.Expr)
     def s_expr(self, st: ast.Expr) -> None:
@@ -551,7 +604,9 @@ class Scope:
         self.breaks.append([])
         try:
             if isinstance(iterable, Tup) and not iterable.partial_items and \
-                    0 < len(iterable.items) <= _UNROLLED and _unrollable(st.body):
+                    0 < len(iterable.items) <= _UNROLLED and \
+                    self.unrolled * len(iterable.items) <= _UNROLLED_NESTED and \
+                    _unrollable(st.body):
                 # a loop over a literal tuple runs its body once per item, in order, as
                 # Python does: what one pass stores under its key keeps that pass's values
                 # (``for name, base in (("FI", False), ("FA", True)): T[name] = ...``); a
@@ -569,6 +624,14 @@ class Scope:
                   body: list[ast.stmt]) -> bool:
         """The body once per item; whether a path runs past the last item (not every path
         broke or returned on the way)."""
+        self.unrolled *= len(items)
+        try:
+            return self._passes(target, items, body)
+        finally:
+            self.unrolled //= len(items)
+
+    def _passes(self, target: ast.expr, items: tuple[Value, ...],
+                body: list[ast.stmt]) -> bool:
         for item in items:
             self.assign(target, item)
             self.continues.append([])
@@ -842,6 +905,8 @@ class Scope:
         if isinstance(target, ast.Name):
             self.rebound.add(target.id)
             self.env[target.id] = value
+            if self.same:
+                self._unaliased(target.id)
             if self.aliased:
                 self.env.pop(ALIAS + target.id, None)
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -888,6 +953,55 @@ class Scope:
             if not rebound:
                 self.rebound.discard(name)
 
+    def same_object_changed(self, name: str | None, before: Value, after: Value) -> None:
+        """The container ``before`` that ``name`` held was changed in place into ``after``:
+        every other name holding that very object (``ys = xs``, ``a = b = []``) sees the change
+        as Python's names do; a container holding it as an item (``t = (xs, 1)``) is no longer
+        read (where among its items is not followed)."""
+        if not isinstance(before, (Tup, Seq, DictV)):
+            return
+        same = self.same.get(name, frozenset()) if name is not None else frozenset()
+        for other, held in list(self.env.items()):
+            if other == name:
+                continue
+            if held is before and other in same:
+                self.env[other] = after
+            elif held is not None and _holds(held, before):
+                self.env[other] = None
+
+    def changed_to(self, receiver: ast.expr, name: str | None, before: Value,
+                   after: Value) -> None:
+        """``receiver`` (named ``name``) changed in place from ``before`` to ``after``: the
+        same object still, for it and the names that share it."""
+        group = self.same.get(name) if name is not None else None
+        self.assign(receiver, after)
+        if group is not None:
+            for n in group:
+                self.same[n] = group
+        self.same_object_changed(name, before, after)
+
+    def _aliased(self, targets: list[ast.expr], source: ast.expr, value: Value) -> None:
+        """``ys = xs`` or ``a = b = []`` of a container: the names hold one object (its changes
+        in place are seen through each, :meth:`same_object_changed`)."""
+        names = {t.id for t in targets if isinstance(t, ast.Name)}
+        src = dotted_name(source)
+        if src is not None and src in self.env:
+            names |= {src, *self.same.get(src, ())}
+        if len(names) < 2 or not any(isinstance(a, (Tup, Seq, DictV))
+                                     for a in alternatives(value)):
+            return
+        group = frozenset(names)
+        for n in group:
+            self.same[n] = group
+
+    def _unaliased(self, name: str) -> None:
+        """``name`` rebound: it no longer holds the object its group shares."""
+        group = self.same.pop(name, None)
+        if group is not None:
+            rest = group - {name}
+            for n in rest:
+                self.same[n] = rest
+
     def store_item(self, target: ast.Subscript, value: Value, source: ast.expr | None) -> None:
         """``d["k"] = value`` into a dict the flow holds (a computed key: no dict it can read
         any more); ``lse[mask] = other``: an LSE of both origins."""
@@ -904,18 +1018,21 @@ class Scope:
             self.env[dotted] = join([Seq(join([iterate(alt), put]))
                                      if isinstance(alt, (Tup, Seq)) else alt
                                      for alt in alternatives(current)])
+            self.same_object_changed(dotted, current, self.env[dotted])
             return
         if any(isinstance(alt, DictV) for alt in alternatives(current)):
             keys = [key.value] if isinstance(key, ast.Constant) else literal_values(
                 self.expr(key))
             if not keys or not all(isinstance(k, str) for k in keys):
                 self.env[dotted] = None  # a computed key: no longer a dict it can read
+                self.same_object_changed(dotted, current, None)
                 return
             stored = Arg(value, place(self.path, target),
                          buffers=self.buffers(source) if source is not None else frozenset())
             self.env[dotted] = join([dict_stored(alt, cast(list[str], keys), stored)
                                      if isinstance(alt, DictV) else alt
                                      for alt in alternatives(current)])
+            self.same_object_changed(dotted, current, self.env[dotted])
         elif lse_of(value) is not None and not isinstance(current, (Tup, Seq)):
             # ``lse[mask] = other``, ``buf[:, 0] = lse``: a tensor changed in part holds both
             # what it held and what was stored (a parameter's is its caller's argument's)
@@ -970,7 +1087,10 @@ class Scope:
                 value = self._by_fact(name) or value
             return self._named(value, node, f"{'local variable' if self.func else 'name'} "
                                f"{name}")
-        return self._named(self.i.global_value(self.path, name), node, f"module constant {name}")
+        line = getattr(node, "lineno", None)  # none on a node the analysis built
+        value = self.i.global_value(self.path, name) if self.func is not None or \
+            line is None else self.i.global_value_at(self.path, name, line)
+        return self._named(value, node, f"module constant {name}")
 
     @_on(_EXPR, ast.Attribute)
     def e_attribute(self, node: ast.Attribute) -> Value:
@@ -1191,6 +1311,12 @@ class Scope:
     @_on(_EXPR, ast.Tuple, ast.List, ast.Set)
     def e_tuple(self, node: ast.Tuple | ast.List | ast.Set) -> Value:
         values = [self.expr(e) for e in node.elts]
+        spliced = _spliced(node.elts, values)
+        if spliced is not None:
+            # ``(a, *t)`` of a known tuple: its items in their places, as Python builds it
+            if isinstance(node, ast.Set):
+                return Seq(join(spliced), complete=all(isinstance(v, Lit) for v in spliced))
+            return Tup(tuple(spliced))
         if isinstance(node, ast.Set) or any(isinstance(e, ast.Starred) for e in node.elts):
             # ``[*a, b]``, ``{a, b}``: elements known, positions not (a set of literals holds
             # every one of them)
@@ -1219,7 +1345,7 @@ class Scope:
                 self.expr(node.key)
                 self.expr(node.value)
                 return None
-            return Seq(self.expr(node.elt))
+            return Seq(self.expr(node.elt), iterator=isinstance(node, ast.GeneratorExp))
         finally:
             self.env = saved
 
@@ -1275,8 +1401,10 @@ class Scope:
         if isinstance(node, ast.SetComp) or ordered is None or not exact:
             complete = exact and isinstance(node, ast.SetComp) and all(
                 isinstance(k, Lit) for k in kept)
-            return Seq(join(kept), complete=complete) if kept else Seq(None, complete=exact)
-        return Tup(tuple(kept))
+            gen = isinstance(node, ast.GeneratorExp)
+            return Seq(join(kept), complete=complete and not gen, iterator=gen) if kept else \
+                Seq(None, complete=exact and not gen, iterator=gen)
+        return Tup(tuple(kept), iterator=isinstance(node, ast.GeneratorExp))
 
     def _each_run(self, gens: list[ast.comprehension], body: Callable[[bool, Location], None],
                   *, ordered: bool = False) -> bool | None:
@@ -1540,15 +1668,23 @@ def _surely_in(container: Tup, lefts: Sequence[object]) -> bool | None:
         else None
 
 
+_SET_ORDER: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge}
+
+
 def _fold_compare(left: Value, op: ast.cmpop, right: Value) -> bool | None:
     """``a == b`` / ``a != b`` of two sequences known exactly that differ in an item or their
-    length, or of a sequence and a scalar: Python's answer; None for anything else (scalars are compared by
+    length, or of a sequence and a scalar, and any order of two sets known exactly (``a <= b``
+    is a subset): Python's answer; None for anything else (scalars are compared by
     the caller, which keeps where each was read). Equal items do not make two sequences
     equal: a list and a tuple of them differ, and which one a value is, is not kept."""
-    if not isinstance(op, (ast.Eq, ast.NotEq)):
-        return None
     a, b = concrete(left), concrete(right)
     if a is UNKNOWN or b is UNKNOWN:
+        return None
+    if isinstance(a, frozenset) and isinstance(b, frozenset) and type(op) in _SET_ORDER:
+        return bool(_SET_ORDER[type(op)](a, b))  # equality, subset, superset of two sets
+    if not isinstance(op, (ast.Eq, ast.NotEq)):
         return None
     if isinstance(a, tuple) and isinstance(b, tuple) and a != b:
         return not isinstance(op, ast.Eq)

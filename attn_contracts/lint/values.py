@@ -290,6 +290,9 @@ class Tup:
     items: tuple[Value, ...]
     #: a call's result whose other elements are not known (a producer's ``(out, lse)``)
     partial_items: bool = False
+    #: an iterator that yields the items (a generator expression, ``filter(...)``,
+    #: ``iter(t)``): always true, whatever it yields
+    iterator: bool = False
 
     def get(self, i: int) -> Value:
         if i < 0 and not self.partial_items:  # from the end, as Python indexes
@@ -305,6 +308,8 @@ class Seq:
     item: Value
     #: every value ``item`` may be is surely an element (a set literal of literals)
     complete: bool = False
+    #: an iterator (a generator, ``filter(...)``): always true, whatever it yields
+    iterator: bool = False
 
 
 @dataclass(frozen=True)
