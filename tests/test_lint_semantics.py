@@ -743,6 +743,19 @@ PAIRS.told([
 ], module="class Impl:\n            fast = True\n            def run(self):\n"
           "                return None")
 
+PAIRS.case("an instance attribute over a method of the same name", {"layer.py": """
+        from mylib import combine, decode, merge
+        class Impl:
+            def __init__(self):
+                self.merge = merge
+            def merge(self, out, lse):
+                return combine(out, lse, is_lse_base_on_e=False)
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return self.merge(out, lse)
+        """}, {"layer.py": ("self.merge = merge", "self.fixed = merge")})
+
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -913,6 +926,20 @@ _AS_PYTHON = [
      "def p(x):\n    r = False\n    for g, bs in G:\n        for y in bs:\n"
      "            if y in (x, '*'):\n                r = g\n                break\n    return r",
      "p('a')", True),
+    ("a class body's comprehension skips the class's names",
+     "P = False\nclass C:\n    P = True\n"
+     "    T = {ph: P if ph == 'prefill' else True for ph in ('decode', 'prefill')}\n"
+     "    on_e = all(T.values())", "C.on_e", True),
+    ("a class body's call reads the class's names", "P = False\nclass C:\n    P = True\n"
+     "    T = dict(decode=True, prefill=P)\n    on_e = all(T.values())", "C.on_e", True),
+    ("a class body's comprehension iterates the class's name first",
+     "class C:\n    NAMES = ('a',)\n    T = [n == 'a' for n in NAMES]", "C.T[0]", True),
+    ("an instance attribute over a method of the same name",
+     "def raw(out, lse, on_e=True):\n    return on_e\nclass Impl:\n    def __init__(self):\n"
+     "        self.pick = raw\n    def pick(self, out, lse, on_e=False):\n        return on_e",
+     "Impl().pick(1, 2)", True),
+    ("a property over an instance attribute's store", "class Impl:\n"
+     "    @property\n    def on_e(self):\n        return False\n", "Impl().on_e", True),
 ]
 
 

@@ -53,6 +53,7 @@ class FrameView(Protocol):
     env: dict[str, Value]
     module_level: bool
     stored: ast.expr | None
+    class_names: frozenset[str]
     param_ids: set[int]
     entry: Location | None
 
@@ -96,8 +97,9 @@ class Analysis(ABC):
         #: the bounds' state: call cycles' summaries so far, the notes of a bound hit
         self.bounds = Bounds(self)
         self._globals: dict[tuple[str, str], Value] = {}
-        #: per ``filter``/``map`` call node, the generator expression it is (calls.as_generator)
-        self.generators: dict[int, tuple[ast.Call, ast.GeneratorExp | None]] = {}
+        #: syntax the analysis builds from a node (``filter(f, xs)``'s generator expression,
+        #: calls.as_generator), by the node's id, with the node (kept alive with the tree)
+        self.synthetic: dict[int, tuple[ast.AST, ast.AST | None]] = {}
         #: a module-level name as the module's own top level reads it at a line, where a later
         #: statement changes it (modules.ModuleResolver.global_value_at)
         self._globals_at: dict[tuple[str, str, int], Value] = {}

@@ -355,7 +355,24 @@ class Resolver(ModuleResolver):
             return None
         owner = self.p.lookup(cls, attr)
         if owner is not None:
-            return self._method_attr(inst, cls, owner, attr, where)
+            method = self._method_attr(inst, cls, owner, attr, where)
+            if self._is_property(owner, attr) or not self._stores_self(cls, attr):
+                return method
+            # ``self.combine = f`` over a method ``combine``: the instance's own attribute
+            # wins (a function in the class is no data descriptor); where ``__init__`` sets
+            # it, always, else once it is set
+            stored = self._instance_value(inst, cls, attr)
+            return stored if self._init_sets(cls, attr) else join([method, stored])
+        return self._instance_value(inst, cls, attr)
+
+    def _stores_self(self, cls: ClassInfo, attr: str) -> bool:
+        """A method of ``cls``'s hierarchy stores ``self.<attr>``."""
+        return any(attr in self._stored_attrs(fn) for c in self.p.mro(cls)
+                   for fn in self.p.methods(c).values())
+
+    def _instance_value(self, inst: Inst, cls: ClassInfo, attr: str) -> Value:
+        """What an instance holds under ``attr``: what its construction stored, else what
+        any instance of its class holds (:meth:`class_attr`)."""
         values: list[Value] = []
         if inst.ctor is not None:
             self._ensure_init(inst)
@@ -725,6 +742,7 @@ class Resolver(ModuleResolver):
             # and so are the names the body assigned above it (``unit = "log2"`` then
             # ``on_e = unit == "ln"``): the class body is a scope of its own, run in order
             frame.env.update(self._body_names(cls, node))
+            frame.class_names = frozenset(frame.env)
             # what a class body assigns is asked for as a value (a base attribute's, an
             # item of a table): its calls are read for their values
             return frame.needed(node)
@@ -744,6 +762,7 @@ class Resolver(ModuleResolver):
         frame = self.new_frame(cls.path)
         frame.env.update(self._body_names(cls, later[0]))
         frame.env[attr] = value
+        frame.class_names = frozenset(frame.env)
         try:
             for st in later:
                 frame.stmt(st)

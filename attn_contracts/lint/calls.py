@@ -9,6 +9,7 @@ literals written in the code, and whether a value or a call carries what the flo
 from __future__ import annotations
 
 import ast
+import copy
 from dataclasses import dataclass
 from dataclasses import replace
 from typing import cast
@@ -289,8 +290,11 @@ def bind(func: Func, params: Params, call: CallArgs, method: bool) -> dict[str, 
     return out
 
 
-def as_generator(node: ast.Call,
-                 kept: dict[int, tuple[ast.Call, ast.GeneratorExp | None]]
+#: a comprehension's syntax node
+ComprehensionNode = ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+
+
+def as_generator(node: ast.Call, kept: dict[int, tuple[ast.AST, ast.AST | None]]
                  ) -> ast.GeneratorExp | None:
     """``filter(f, xs)`` as the generator ``(x for x in xs if f(x))`` (``filter(None,
     xs)``: ``if x``), ``map(f, xs)`` as ``(f(x) for x in xs)``: what Python's builtins
@@ -300,7 +304,7 @@ def as_generator(node: ast.Call,
     a freed node's id again)."""
     known = kept.get(id(node))
     if known is not None:
-        return known[1]
+        return cast(ast.GeneratorExp | None, known[1])
     gen: ast.GeneratorExp | None = None
     name = node.func.id if isinstance(node.func, ast.Name) else ""
     if len(node.args) == 2 and not node.keywords and \
@@ -319,3 +323,19 @@ def as_generator(node: ast.Call,
                 ast.copy_location(sub, node)
     kept[id(node)] = (node, gen)
     return gen
+
+
+def first_iterable_named(node: ComprehensionNode, name: str,
+                         kept: dict[int, tuple[ast.AST, ast.AST | None]]) -> ComprehensionNode:
+    """``node`` with its first iterable replaced by the name ``name`` (a class body's
+    comprehension, whose first iterable is evaluated apart). ``kept``: as in
+    :func:`as_generator`."""
+    known = kept.get(id(node))
+    if known is not None:
+        return cast(ComprehensionNode, known[1])
+    first = copy.copy(node.generators[0])
+    first.iter = ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node.generators[0].iter)
+    renamed = copy.copy(node)
+    renamed.generators = [first, *node.generators[1:]]
+    kept[id(node)] = (node, renamed)
+    return renamed

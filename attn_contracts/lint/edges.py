@@ -398,9 +398,16 @@ def edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | No
     flag read on an object that may be of any subclass."""
     seen: set[Location | None] = set()
     settled: set[Location | None] = set()  # literal sites an LSE reaches that need no finding
-    for f in _edge_findings(uses, declared, families or {}, settled):
+    found = list(_edge_findings(uses, declared, families or {}, settled))
+    # a literal some producer that reaches it confirms is not unconfirmed on another path
+    # (a method read for any caller, its LSE a parameter): the note says what is known
+    confirmed = {f.location for f in found
+                 if f.code is Code.AC003 and f.escalation == "confirmed"}
+    for f in found:
         if f.code in (Code.AC003, Code.AC023):
             seen.add(f.location)
+        if f.code is Code.AC003 and f.escalation != "confirmed" and f.location in confirmed:
+            continue
         yield f
     seen |= settled
     for where, (c, kw, lit) in (literal_sites or {}).items():

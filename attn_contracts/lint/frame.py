@@ -755,7 +755,7 @@ class Frame(RecordCalls):
         if callee is not None or not isinstance(node.func, ast.Name) or \
                 name not in ("filter", "map"):
             return NOT_SPECIAL
-        generator = as_generator(node, self.i.generators)
+        generator = as_generator(node, self.i.synthetic)
         return NOT_SPECIAL if generator is None else self.expr(generator)
 
     def regex_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:

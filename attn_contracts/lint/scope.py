@@ -22,6 +22,7 @@ from typing import cast
 from attn_contracts.findings import Location
 from attn_contracts.lint.attributes import Resolver
 from attn_contracts.lint.bounds import FUNCTION_BUDGET
+from attn_contracts.lint.calls import first_iterable_named
 from attn_contracts.lint.calls import literal_value
 from attn_contracts.lint.calls import nonlocal_names
 from attn_contracts.lint.calls import place
@@ -266,6 +267,10 @@ def _unrollable(body: list[ast.stmt]) -> bool:
                    for n in own_nodes(body))
 
 
+#: the name a class body's comprehension reads its first iterable by (run in the class scope)
+_FIRST_ITERABLE = "<first iterable>"
+
+
 def _holds(container: Value, item: Value) -> bool:
     """``item`` (that very object) is among the items ``container`` holds, at any depth."""
     for alt in alternatives(container):
@@ -430,6 +435,10 @@ class Scope:
         self.continues: list[list[dict[str, Value]]] = []
         #: passes of the loops being unrolled around this point (the product of their lengths)
         self.unrolled = 1
+        #: the names a class body binds, where this frame runs one (a comprehension there
+        #: does not see them)
+        self.class_names: frozenset[str] = frozenset()
+        self.in_class_comprehension = False
         #: the value expression of the assignment being run (what is bound to a name)
         self.stored: ast.expr | None = None
         #: per name, the names that hold the same container object (``ys = xs``)
@@ -1331,6 +1340,29 @@ class Scope:
                         | ast.DictComp) -> Value:
         """Each ``for`` binds its target to the elements of its iterable, in a scope of its
         own (the names do not leak out, as in Python 3); the result holds the element."""
+        if self.class_names and not self.in_class_comprehension:
+            return self._class_body_comprehension(node)
+        return self._comprehension(node)
+
+    def _class_body_comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp
+                                  | ast.DictComp) -> Value:
+        """A comprehension in a class body: Python runs its first iterable in the class's
+        scope, and the rest in a function scope of its own that skips the class's names (a
+        name the body assigned is read as the module's global there)."""
+        first = self.expr(node.generators[0].iter)
+        saved = self.env
+        self.env = {k: v for k, v in saved.items() if k not in self.class_names}
+        self.env[_FIRST_ITERABLE] = first
+        self.in_class_comprehension = True
+        try:
+            return self._comprehension(first_iterable_named(node, _FIRST_ITERABLE,
+                                                            self.i.synthetic))
+        finally:
+            self.in_class_comprehension = False
+            self.env = saved
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp
+                       | ast.DictComp) -> Value:
         unrolled = self.dict_comprehension(node) if isinstance(node, ast.DictComp) else \
             self.seq_comprehension(node)
         if unrolled is not NOT_SPECIAL:
