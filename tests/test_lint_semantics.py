@@ -938,6 +938,15 @@ _AS_PYTHON = [
      "def raw(out, lse, on_e=True):\n    return on_e\nclass Impl:\n    def __init__(self):\n"
      "        self.pick = raw\n    def pick(self, out, lse, on_e=False):\n        return on_e",
      "Impl().pick(1, 2)", True),
+    ("one list repeated by [[]] * 2, extended through one item",
+     "X = [[]] * 2\nX[0].extend(('a', 'b'))\nX[1].extend(('c',))", "'a' in X[1]", True),
+    ("a list per item of a comprehension, extended through one",
+     "X = [[] for _ in range(2)]\nX[0].extend(('a', 'b'))\nX[1].extend(('c',))",
+     "'a' in X[1]", True),
+    ("a function's lists extended through an item", "def f():\n    X = [[], []]\n"
+     "    X[1].append('c')\n    return X", "'c' in f()[1]", True),
+    ("a dict in a list updated through an item", "def f():\n    X = [{'k': False}]\n"
+     "    X[0].update(k=True)\n    return X", "f()[0]['k']", False),
     ("a property over an instance attribute's store", "class Impl:\n"
      "    @property\n    def on_e(self):\n        return False\n", "Impl().on_e", True),
 ]

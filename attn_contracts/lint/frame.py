@@ -29,6 +29,7 @@ from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.containers import GROWS
 from attn_contracts.lint.containers import ITERATION
 from attn_contracts.lint.containers import ITERTOOLS
+from attn_contracts.lint.containers import MUTATORS
 from attn_contracts.lint.containers import class_key
 from attn_contracts.lint.containers import dict_key
 from attn_contracts.lint.containers import dict_popped
@@ -1017,26 +1018,34 @@ class Frame(RecordCalls):
         prod = self.fallback_producer(func.attr, call)
         if prod is not None:
             return self.record_call(prod, call, node, where)
-        if func.attr in GROWS and dotted_name(func.value) is not None:
+        if func.attr in GROWS and (dotted_name(func.value) is not None or
+                                   isinstance(func.value, ast.Subscript)):
             grown = self.grow(func.value, func.attr, call)
             if grown is not NOT_SPECIAL:
                 return cast(Value, grown)
         d = dotted_name(func.value)
+        if d is None and func.attr in MUTATORS and isinstance(func.value, ast.Subscript):
+            # ``T["k"].update(...)``: an item changed in place that the flow does not hold as
+            # a list it can grow; what holds it is no longer read (never its old value)
+            self.nested_store(func.value)
+            return None
         if func.attr in ("reverse", "sort") and d is not None and d in self.env and any(
                 isinstance(alt, (Tup, Seq)) for alt in alternatives(self.env[d])):
-            # reordered in place: a known list reversed as Python reverses it; sorted (by a
-            # key not followed), its elements at positions not known
-            self.env[d] = join([
-                Tup(alt.items[::-1]) if isinstance(alt, Tup) and func.attr == "reverse" and
-                not alt.partial_items and not call.pos and not call.kw else
-                Seq(iterate(alt)) if isinstance(alt, (Tup, Seq)) else alt
-                for alt in alternatives(self.env[d])])
+            self._reordered(d, func.attr, call)
             return Lit(None, where)
         # x.add_(...), kwargs.update(...): changed in place; forget what it was
-        d = dotted_name(func.value)
         if d is not None and (func.attr.endswith("_") or isinstance(self.env.get(d), DictV)):
             self.changed_in_place(d, func.attr, call)
         return None
+
+    def _reordered(self, d: str, method: str, call: CallArgs) -> None:
+        """``xs.reverse()``/``xs.sort()``: reordered in place: a known list reversed as Python
+        reverses it; sorted (by a key not followed), its elements at positions not known."""
+        self.env[d] = join([
+            Tup(alt.items[::-1]) if isinstance(alt, Tup) and method == "reverse" and
+            not alt.partial_items and not call.pos and not call.kw else
+            Seq(iterate(alt)) if isinstance(alt, (Tup, Seq)) else alt
+            for alt in alternatives(self.env[d])])
 
     def changed_in_place(self, d: str, method: str, call: CallArgs) -> None:
         """``d.update(...)`` of a dict the flow holds, with what it can read: the entries

@@ -271,6 +271,26 @@ def _unrollable(body: list[ast.stmt]) -> bool:
 _FIRST_ITERABLE = "<first iterable>"
 
 
+#: the longest list ``[x] * n`` built item by item
+_REPEATED_MAX = 64
+
+
+def _repeated(left: Value, op: ast.operator, right: Value) -> Tup | None:
+    """``[x] * n`` / ``n * [x]`` of a list of known positions holding a container: the same
+    objects repeated, as Python repeats them (``[[]] * 2`` is one list twice: a change through
+    one item is seen through the other). None for anything else (numbers, strings and lists
+    of them are folded as values)."""
+    if not isinstance(op, ast.Mult):
+        return None
+    seq, n = (left, right) if isinstance(left, Tup) else (right, left)
+    count = concrete(n)
+    if not isinstance(seq, Tup) or seq.partial_items or type(count) is not int or \
+            not any(isinstance(x, (Tup, Seq, DictV)) for x in seq.items) or \
+            len(seq.items) * max(count, 0) > _REPEATED_MAX:
+        return None
+    return Tup(seq.items * max(count, 0))
+
+
 def _holds(container: Value, item: Value) -> bool:
     """``item`` (that very object) is among the items ``container`` holds, at any depth."""
     for alt in alternatives(container):
@@ -982,12 +1002,38 @@ class Scope:
                    after: Value) -> None:
         """``receiver`` (named ``name``) changed in place from ``before`` to ``after``: the
         same object still, for it and the names that share it."""
+        if name is None and isinstance(receiver, ast.Subscript) and \
+                self._item_changed(receiver.value, before, after):
+            return
         group = self.same.get(name) if name is not None else None
         self.assign(receiver, after)
         if group is not None:
             for n in group:
                 self.same[n] = group
         self.same_object_changed(name, before, after)
+
+    def _item_changed(self, holder: ast.expr, before: Value, after: Value) -> bool:
+        """``xs[i].append(v)`` where the name ``xs`` holds a tuple of known positions (or a
+        dict) whose item ``xs[i]`` is the object ``before``: that object changed, in every
+        position holding it (``[[]] * 2`` repeats one list; ``[[] for _ in t]`` makes one
+        each), and wherever else it is held. False where the holder is none of these."""
+        base = dotted_name(holder)
+        held = self.env.get(base) if base is not None else None
+        if isinstance(held, Tup) and not held.partial_items and \
+                any(x is before for x in held.items):
+            changed: Value = replace(held, items=tuple(after if x is before else x
+                                                       for x in held.items))
+        elif isinstance(held, DictV) and any(a.value is before for _, a in held.items):
+            changed = replace(held, items=tuple((k, replace(a, value=after) if a.value is before
+                                                 else a) for k, a in held.items))
+        else:
+            return False
+        self.env[cast(str, base)] = changed
+        self.same_object_changed(base, held, changed)
+        for other, value in list(self.env.items()):  # the item itself, held by another name
+            if other != base and value is before:
+                self.env[other] = after
+        return True
 
     def _aliased(self, targets: list[ast.expr], source: ast.expr, value: Value) -> None:
         """``ys = xs`` or ``a = b = []`` of a container: the names hold one object (its changes
@@ -1579,6 +1625,9 @@ class Scope:
               right_node: ast.expr) -> Value:
         right = self.expr(right_node)
         where = place(self.path, left_node)
+        repeated = _repeated(left, op, right)
+        if repeated is not None:
+            return repeated
         folded = fold_binop(as_number(left, where), op, as_number(right, where), where)
         if folded is not UNKNOWN:  # sets and numbers known exactly: Python's own value
             return named_number(cast(Value, folded))
