@@ -913,7 +913,13 @@ _AS_PYTHON = [
     ("a list in a tuple appended to", "def f():\n    c = ['x']\n    t = (c, 1)\n"
      "    c.append('y')\n    return t[0]", "'y' in f()", False),
     ("a module list extended through a second name", "C = ['x']\nF = C\nF += ['y']",
+     "'y' in C", True),
+    ("a module list extended through a second name, read through it",
+     "C = ['x']\nF = C\nC.append('y')", "'y' in F", True),
+    ("a module tuple rebound by += through a second name", "C = ('x',)\nF = C\nF += ('y',)",
      "'y' in C", False),
+    ("a function's list extended by += through a second name", "def f():\n    c = ['x']\n"
+     "    g = c\n    g += ['y']\n    return c", "'y' in f()", True),
     ("an unanchored regex search", "import re\nR = re.compile(r'(flash)?mla')",
      "bool(R.search('trtllm_mla'))", True),
     ("a regex fullmatch", "import re\nR = re.compile(r'(?:flash)mla')",

@@ -54,6 +54,7 @@ class FrameView(Protocol):
     module_level: bool
     stored: ast.expr | None
     class_names: frozenset[str]
+    same: dict[str, frozenset[str]]
     param_ids: set[int]
     entry: Location | None
 
@@ -142,7 +143,7 @@ class Analysis(ABC):
                                                         bool]]] = {}
         #: per module, the top-level names that share one object with another (``B = A``)
         #: and are changed in place or by ``+=`` somewhere in it
-        self._shared_changed: dict[str, frozenset[str]] = {}
+        self._shared_changed: dict[str, dict[str, frozenset[str]]] = {}
         self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
         self._noted_agreed: set[tuple[str, str]] = set()
         self._carrier_lines: dict[str, tuple[int, ...]] = {}

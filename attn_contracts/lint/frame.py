@@ -1167,12 +1167,12 @@ def _grown_exactly(current: Value, method: str, call: CallArgs) -> tuple[Value, 
 
 def _list_changed(current: Tup, method: str, args: list[Value]) -> tuple[Value, Value] | None:
     if method == "append" and len(args) == 1:
-        return Tup((*current.items, args[0])), Lit(None)
+        return replace(current, items=(*current.items, args[0])), Lit(None)
     if method == "extend" and len(args) == 1 and isinstance(args[0], Tup) and \
             not args[0].partial_items:
-        return Tup((*current.items, *args[0].items)), Lit(None)
+        return replace(current, items=(*current.items, *args[0].items)), Lit(None)
     if method == "pop" and not args and current.items:
-        return Tup(current.items[:-1]), current.items[-1]
+        return replace(current, items=current.items[:-1]), current.items[-1]
     return None
 
 

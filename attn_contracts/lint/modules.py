@@ -97,25 +97,27 @@ def _root_name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def changes_of(body: list[ast.stmt], name: str) -> list[ast.stmt]:
+def changes_of(body: list[ast.stmt], name: str | frozenset[str]) -> list[ast.stmt]:
     """The statements of a block (a module's top level, a class body) that change what
     ``name`` holds, with the control flow around them kept (an ``if`` and its test, a
     ``try`` and its handlers, a loop, a ``match``, and ``break``/``continue`` in them), so
     that they run as Python runs them: a branch that may not run is one way of two. A
     rebinding of ``name`` (``name = ...``, ``name += ...``) is kept too: what follows changes
-    another object. Functions and classes defined there are left out."""
+    another object. Functions and classes defined there are left out. ``name`` may be several
+    names (those that share one object)."""
+    names = frozenset({name}) if isinstance(name, str) else name
     out: list[ast.stmt] = []
     for st in body:
-        kept = _kept(st, name)
+        kept = _kept(st, names)
         if kept is not None:
             out.append(kept)
     return out
 
 
-def _kept(st: ast.stmt, name: str) -> ast.stmt | None:
+def _kept(st: ast.stmt, name: frozenset[str]) -> ast.stmt | None:
     if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return None
-    if _mutated_name(st) == name or _rebinds(st, name):
+    if _mutated_name(st) in name or any(_rebinds(st, n) for n in name):
         return st
     if isinstance(st, (ast.Break, ast.Continue)):
         return st
@@ -137,7 +139,7 @@ def _kept(st: ast.stmt, name: str) -> ast.stmt | None:
 
 
 def _kept_parts(parts: list[ast.ExceptHandler | ast.match_case],
-                name: str) -> tuple[list[ast.ExceptHandler | ast.match_case], bool]:
+                name: frozenset[str]) -> tuple[list[ast.ExceptHandler | ast.match_case], bool]:
     """Handlers or cases, each with its body's changes of ``name`` kept (``pass`` where it
     has none), and whether one has any."""
     out: list[ast.ExceptHandler | ast.match_case] = []
@@ -420,8 +422,9 @@ class ModuleResolver(Analysis):
         run in order; a value a function may rebind it to is one more way it may be (which one
         holds depends on what runs first); changed in place by a function, it is unknown.
         ``upto``: only the statements above that line."""
-        if name in self._shared_names(path):
-            return None  # another name for the same object changed it: not followed
+        group = self._shared(path).get(name)
+        if group is not None:  # another name for the same object changes it
+            return self._changed_together(path, name, group, value, line, upto)
         text = self.module_text(path)
         if not re.search(r"\bglobal\b[^\n]*\b" + re.escape(name) + r"\b|\b" + re.escape(name)
                          + r"\s*(?:\[|\.\s*(?:" + "|".join(sorted(MUTATORS)) + r")\s*\()",
@@ -448,11 +451,34 @@ class ModuleResolver(Analysis):
                           for v in alternatives(value)])
         return value
 
-    def _shared_names(self, path: str) -> frozenset[str]:
+    def _changed_together(self, path: str, name: str, group: frozenset[str], value: Value,
+                          line: int, upto: int | None) -> Value:
+        """``name``'s value with what the module's top level does afterwards to it and to the
+        names that may share its object (``F = C`` then ``F += [x]``: ``C`` is extended too, a
+        list being changed in place), run in order as Python runs them; a change in a function
+        of any of them: not followed."""
+        index = self._mutations(path)
+        tree = self.p.tree(path)
+        if tree is None or any(index.get(n, ([], [], False))[2] or index.get(n, ([], [], False))[1]
+                               for n in group):
+            return None
+        frame = self.new_frame(path)
+        frame.env[name] = value
+        b = self.p.binding(path, name)
+        source = b.node if b is not None and isinstance(b.node, ast.Name) else None
+        if source is not None and source.id in group:  # ``F = C``: F starts as C's object
+            frame.env[source.id] = value
+            frame.same.update(dict.fromkeys((name, source.id), frozenset({name, source.id})))
+        for st in changes_of(tree.body, group):
+            if st.lineno > line and (upto is None or st.lineno < upto):
+                frame.stmt(st)
+        return frame.env.get(name)
+
+    def _shared(self, path: str) -> dict[str, frozenset[str]]:
         """The top-level names of a module bound to another one's object (``B = A``, ``A = B =
         []``, transitively) where some name of the group other than itself is changed in place
-        (``B.append(x)``, ``B[k] = v``, ``B += [x]``, anywhere in the module): its object
-        changed through a name the flow of ``A`` does not follow."""
+        (``B.append(x)``, ``B[k] = v``, ``B += [x]``, anywhere in the module), each with its
+        group: its object may change through a name other than its own."""
         if path in self._shared_changed:
             return self._shared_changed[path]
         tree = self.p.tree(path)
@@ -475,7 +501,7 @@ class ModuleResolver(Analysis):
                     changed.add(hit)
                 if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                     changed.add(node.target.id)
-        found = frozenset(n for n, group in groups.items() if (group - {n}) & changed)
+        found = {n: frozenset(group) for n, group in groups.items() if (group - {n}) & changed}
         self._shared_changed[path] = found
         return found
 

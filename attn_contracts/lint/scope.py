@@ -288,7 +288,7 @@ def _repeated(left: Value, op: ast.operator, right: Value) -> Tup | None:
             not any(isinstance(x, (Tup, Seq, DictV)) for x in seq.items) or \
             len(seq.items) * max(count, 0) > _REPEATED_MAX:
         return None
-    return Tup(seq.items * max(count, 0))
+    return Tup(seq.items * max(count, 0), mutable=seq.mutable)
 
 
 def _holds(container: Value, item: Value) -> bool:
@@ -588,14 +588,19 @@ class Scope:
         current = self.expr(st.target)
         name = st.target.id if isinstance(st.target, ast.Name) else None
         shared = self.same.get(name, frozenset()) if name is not None else frozenset()
-        self.assign(st.target, self.binop(st.target, current, st.op, st.value))
+        after = self.binop(st.target, current, st.op, st.value)
+        self.assign(st.target, after)
         if shared:
             # ``ys += more`` extends a list in place (every name holding it sees that) but
-            # rebinds a tuple: which one ``ys`` holds is not followed, so the others are not
+            # rebinds a tuple: where ``ys`` is not known to hold a list, the others are not
             # read any more
+            in_place = isinstance(current, Tup) and current.mutable and isinstance(after, Tup)
+            if in_place:
+                for n in shared:
+                    self.same[n] = shared
             for other in shared - {name}:
                 if self.env.get(other) is current:
-                    self.env[other] = None
+                    self.env[other] = self.env.get(cast(str, name)) if in_place else None
 
     @_on(_STMT, ast.Expr)
     def s_expr(self, st: ast.Expr) -> None:
@@ -1371,7 +1376,7 @@ class Scope:
             # ``(a, *t)`` of a known tuple: its items in their places, as Python builds it
             if isinstance(node, ast.Set):
                 return Seq(join(spliced), complete=all(isinstance(v, Lit) for v in spliced))
-            return Tup(tuple(spliced))
+            return Tup(tuple(spliced), mutable=isinstance(node, ast.List))
         if isinstance(node, ast.Set) or any(isinstance(e, ast.Starred) for e in node.elts):
             # ``[*a, b]``, ``{a, b}``: elements known, positions not (a set of literals holds
             # every one of them)
@@ -1379,7 +1384,7 @@ class Scope:
             return Seq(join([iterate(v) if isinstance(e, ast.Starred) else v
                              for e, v in zip(node.elts, values, strict=True)]),
                        complete=not starred and all(isinstance(v, Lit) for v in values))
-        return Tup(tuple(values))
+        return Tup(tuple(values), mutable=isinstance(node, ast.List))
 
     @_on(_EXPR, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
     def e_comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp
@@ -1482,7 +1487,8 @@ class Scope:
             gen = isinstance(node, ast.GeneratorExp)
             return Seq(join(kept), complete=complete and not gen, iterator=gen) if kept else \
                 Seq(None, complete=exact and not gen, iterator=gen)
-        return Tup(tuple(kept), iterator=isinstance(node, ast.GeneratorExp))
+        return Tup(tuple(kept), iterator=isinstance(node, ast.GeneratorExp),
+                   mutable=isinstance(node, ast.ListComp))
 
     def _each_run(self, gens: list[ast.comprehension], body: Callable[[bool, Location], None],
                   *, ordered: bool = False) -> bool | None:
@@ -1800,7 +1806,7 @@ def _concat(left: Value, right: Value) -> Value:
     """``a + b`` of tuples or lists: a tuple of both's items where positions are known, else
     a list of either's elements."""
     if isinstance(left, Tup) and isinstance(right, Tup) and not left.partial_items:
-        return Tup(left.items + right.items, right.partial_items)
+        return Tup(left.items + right.items, right.partial_items, mutable=left.mutable)
     return Seq(join([iterate(left), iterate(right)]))
 
 

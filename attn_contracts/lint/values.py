@@ -293,6 +293,9 @@ class Tup:
     #: an iterator that yields the items (a generator expression, ``filter(...)``,
     #: ``iter(t)``): always true, whatever it yields
     iterator: bool = False
+    #: a list (built by a list display or comprehension): ``+=`` changes it in place; where
+    #: not set, a tuple, or a list not known to be one
+    mutable: bool = False
 
     def get(self, i: int) -> Value:
         if i < 0 and not self.partial_items:  # from the end, as Python indexes
