@@ -756,6 +756,27 @@ PAIRS.case("an instance attribute over a method of the same name", {"layer.py": 
         """}, {"layer.py": ("self.merge = merge", "self.fixed = merge")})
 
 
+PAIRS.case("a method reads what its caller stored on self, not the class default", {
+    "layer.py": """
+        from functools import partial
+        from mylib import combine, decode
+        class Manager:
+            on_e: bool = True
+            def __init__(self, impl_on_e):
+                self._setup(impl_on_e)
+            def _setup(self, on_e):
+                self.on_e = on_e
+                self._bind()
+            def _bind(self):
+                self.merge = partial(combine, is_lse_base_on_e=self.on_e)
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return self.merge(out, lse)
+        def go(q):
+            return Manager(True).step(q)
+        """}, {"layer.py": ("Manager(True)", "Manager(False)")})
+
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -145,6 +145,8 @@ class Analysis(ABC):
         #: and are changed in place or by ``+=`` somewhere in it
         self._shared_changed: dict[str, dict[str, frozenset[str]]] = {}
         self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
+        #: per method, the attributes it reads on its ``self`` (attributes.Resolver.self_reads)
+        self._self_reads: dict[Func, frozenset[str]] = {}
         self._noted_agreed: set[tuple[str, str]] = set()
         self._carrier_lines: dict[str, tuple[int, ...]] = {}
         self._calls_memo: dict[tuple[str, str], bool] = {}

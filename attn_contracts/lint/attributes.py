@@ -97,6 +97,20 @@ _ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
 _TYPE_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__mro__"})
 
 
+#: how many calls of ``self``'s methods deep ``__init__``'s unconditional stores are read
+_INIT_CALLS_DEEP = 3
+
+
+def _self_method_called(st: ast.stmt, me: str) -> str | None:
+    """The method a statement calls on ``me`` as the whole of it (``self.m(...)``, ``x =
+    self.m(...)``), run whenever the statement is; None for any other statement."""
+    value = st.value if isinstance(st, (ast.Expr, ast.Assign)) else None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            isinstance(value.func.value, ast.Name) and value.func.value.id == me:
+        return value.func.attr
+    return None
+
+
 def _is_classvar(annotation: ast.expr) -> bool:
     head = annotation.value if isinstance(annotation, ast.Subscript) else annotation
     return (dotted_name(head) or "").rpartition(".")[2] == "ClassVar"
@@ -108,6 +122,20 @@ class Resolver(ModuleResolver):
 
     def class_info(self, key: ClassKey) -> ClassInfo | None:
         return self.p.cls(key)
+
+    def self_reads(self, func: Func) -> frozenset[str]:
+        """The attributes a method reads on its first parameter (``self.base``)."""
+        if func not in self._self_reads:
+            node = self.p.definition(func)
+            reads: frozenset[str] = frozenset()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args:
+                me = node.args.args[0].arg
+                reads = frozenset(n.attr for n in ast.walk(node)
+                                  if isinstance(n, ast.Attribute) and
+                                  isinstance(n.ctx, ast.Load) and
+                                  isinstance(n.value, ast.Name) and n.value.id == me)
+            self._self_reads[func] = reads
+        return self._self_reads[func]
 
     def returns_lse(self, cls: ClassInfo) -> bool:
         h = self.p.hierarchy
@@ -687,10 +715,16 @@ class Resolver(ModuleResolver):
 
     def _init_sets(self, cls: ClassInfo, attr: str) -> bool:
         """Whether the ``__init__`` instances of ``cls`` run stores ``self.<attr>`` in its
-        body's top level (not under an ``if``), as its first parameter is ``self``."""
+        body's top level (not under an ``if``), as its first parameter is ``self``, or in the
+        top level of a method of ``self`` it calls there (``self._init_combine(...)``), a few
+        calls deep."""
         owner = self.p.lookup(cls, "__init__")
         fn = self.p.methods(owner).get("__init__") if owner is not None else None
-        if fn is None or not fn.args.args:
+        return fn is not None and self._sets_always(cls, fn, attr, _INIT_CALLS_DEEP)
+
+    def _sets_always(self, cls: ClassInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                     attr: str, deep: int) -> bool:
+        if not fn.args.args:
             return False
         me = fn.args.args[0].arg
         for st in fn.body:
@@ -700,6 +734,11 @@ class Resolver(ModuleResolver):
                 if isinstance(t, ast.Attribute) and t.attr == attr and \
                         isinstance(t.value, ast.Name) and t.value.id == me:
                     return True
+            called = _self_method_called(st, me) if deep > 0 else None
+            owner = self.p.lookup(cls, called) if called is not None else None
+            method = self.p.methods(owner).get(called) if owner and called else None
+            if method is not None and self._sets_always(cls, method, attr, deep - 1):
+                return True
         return False
 
     def _built(self, cls: ClassInfo, attr: str) -> list[Value]:

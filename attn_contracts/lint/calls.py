@@ -103,6 +103,9 @@ class CallArgs:
     #: its positional arguments are also under their parameters' names (the callee's
     #: signature is in the linted program)
     by_signature: bool = False
+    #: a method called on the caller's own ``self``: the attributes the caller stored on it
+    #: that the method reads (``self.base = b`` then ``self._bind()``), as the method sees them
+    self_attrs: tuple[tuple[str, Value], ...] = ()
 
 
 _FUNC_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -194,8 +197,9 @@ def _built_with_base(inst: Inst) -> bool:
 def call_matters(call: CallArgs) -> bool:
     """An argument carries an LSE, a backend's base attribute or a bound combine: the callee
     matters whatever its text names."""
-    for arg in (*call.pos, *call.kw.values()):
-        for alt in alternatives(arg.value):
+    for value in (*(a.value for a in (*call.pos, *call.kw.values())),
+                  *(v for _, v in call.self_attrs)):
+        for alt in alternatives(value):
             if isinstance(alt, (Lse, Flag, Partial)):
                 return True
     return False

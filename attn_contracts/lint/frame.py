@@ -949,12 +949,7 @@ class Frame(RecordCalls):
         if isinstance(callee, Func):
             return self.apply_func(callee, call)
         if isinstance(callee, Bound):
-            value, kernels, produced, changed = self.i.call_bound(callee, call, where)
-            self.kernels |= kernels
-            self.produced |= produced
-            for func, params, sure in changed:
-                self.changed_args(func, params, call, method=True, sure=sure)
-            return value
+            return self.apply_bound(callee, call, where)
         if isinstance(callee, ClassRef):
             return self.construct(callee, call, where)
         if isinstance(callee, Inst):
@@ -997,6 +992,37 @@ class Frame(RecordCalls):
             for name, value in s.nonlocals:  # a nested function rebinding this one's variable
                 self.assign(ast.Name(name, ast.Store()), value)
         return s.returns if s.returns is not None else self.i.declared_return(callee)
+
+    def apply_bound(self, callee: Bound, call: CallArgs, where: Location) -> Value:
+        """A method call: its result; the kernels it reaches and what it changes in place are
+        this frame's too."""
+        attrs = self.own_attrs(callee)
+        if attrs:
+            call = replace(call, self_attrs=attrs)
+        value, kernels, produced, changed = self.i.call_bound(callee, call, where)
+        self.kernels |= kernels
+        self.produced |= produced
+        for func, params, sure in changed:
+            self.changed_args(func, params, call, method=True, sure=sure)
+        return value
+
+    def own_attrs(self, callee: Bound) -> tuple[tuple[str, Value], ...]:
+        """``self.m(...)`` in a method: the attributes this frame stored on ``self`` before
+        the call (``self.base = b``) that ``m`` reads, with their values here: Python's
+        ``m`` reads the object as it is now, not as any instance of its class may be."""
+        node = self.node
+        if self.self_value is None or callee.self_value != self.self_value or \
+                not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                not node.args.args:
+            return ()
+        prefix = node.args.args[0].arg + "."
+        stored = {k[len(prefix):]: v for k, v in self.env.items()
+                  if k.startswith(prefix) and "." not in k[len(prefix):] and v is not None}
+        if not stored:
+            return ()
+        read = self.i.self_reads(callee.func)
+        return tuple(sorted(((a, v) for a, v in stored.items() if a in read),
+                            key=lambda av: av[0]))
 
     def apply_inst(self, callee: Inst, call: CallArgs, node: ast.Call, where: Location) -> Value:
         """A call of an object: its class's ``__call__`` (or ``forward``, a module's)."""

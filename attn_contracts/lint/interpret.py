@@ -224,12 +224,7 @@ class Interpreter(Resolver):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             return Summary()
         params = params_of(node)
-        if generic or call is None:
-            bound: dict[str, Value] = {}
-            ctx: tuple[object, ...] = ("generic",)
-        else:
-            bound = bind(func, params, call, self_value is not None)
-            ctx = tuple((name, bound[name]) for name in sorted(bound))
+        bound, ctx = _bound(func, params, None if generic else call, self_value)
         # a function read for its value (:attr:`need`) follows calls its other analyses skip,
         # so that summary is kept apart
         key = (func, self_value, ctx if self.need <= 0 else (ctx, "need"))
@@ -351,6 +346,30 @@ class Interpreter(Resolver):
                    params: Params, self_value: Inst | None, bound: dict[str, Value],
                    generic: bool) -> Summary:
         names = params.names
+        start = self._bind_params(frame, func, params, self_value, bound, generic)
+        if isinstance(node, ast.Lambda):
+            frame.returns.append(frame.expr(node.body))
+        else:
+            frame.block(node.body)
+        if frame.yields:  # a generator: calling it returns an iterator of what it yields
+            # in order where each yield runs once, in the order written (no branch, loop or
+            # yield from): the iterator's positions are known, as a tuple's
+            yields = Tup(tuple(frame.yields)) if _straight_line(node) else \
+                Seq(join(frame.yields))
+            return Summary(yields, frozenset(frame.kernels), frozenset(frame.produced),
+                           misconverted=tuple(frame.misconverted))
+        changed = tuple((name, frame.env.get(name)) for name in names[start:]
+                        if name in frame.inplace_names and name not in frame.rebound)
+        nonlocals = tuple((name, frame.env.get(name)) for name in sorted(nonlocal_names(node)))
+        return Summary(join(frame.returns) if frame.returns else None,
+                        frozenset(frame.kernels), frozenset(frame.produced), changed, nonlocals,
+                        tuple(frame.misconverted))
+
+    def _bind_params(self, frame: Frame, func: Func, params: Params, self_value: Inst | None,
+                     bound: dict[str, Value], generic: bool) -> int:
+        """The frame's names at the call: the closure, ``self``, each parameter (what any
+        caller passes, where read for any); how many leading parameters ``self`` took."""
+        names = params.names
         start = 0
         frame.env.update(func.closure)
         if self_value is not None and names and not params.static:
@@ -369,23 +388,9 @@ class Interpreter(Resolver):
                 frame.env[name] = bound.get(name)
         for extra in params.var:
             frame.env[extra] = None if generic else bound.get(extra)
-        if isinstance(node, ast.Lambda):
-            frame.returns.append(frame.expr(node.body))
-        else:
-            frame.block(node.body)
-        if frame.yields:  # a generator: calling it returns an iterator of what it yields
-            # in order where each yield runs once, in the order written (no branch, loop or
-            # yield from): the iterator's positions are known, as a tuple's
-            yields = Tup(tuple(frame.yields)) if _straight_line(node) else \
-                Seq(join(frame.yields))
-            return Summary(yields, frozenset(frame.kernels), frozenset(frame.produced),
-                           misconverted=tuple(frame.misconverted))
-        changed = tuple((name, frame.env.get(name)) for name in names[start:]
-                        if name in frame.inplace_names and name not in frame.rebound)
-        nonlocals = tuple((name, frame.env.get(name)) for name in sorted(nonlocal_names(node)))
-        return Summary(join(frame.returns) if frame.returns else None,
-                        frozenset(frame.kernels), frozenset(frame.produced), changed, nonlocals,
-                        tuple(frame.misconverted))
+        if not generic:  # ``self.base`` as the caller stored it (Frame.own_attrs)
+            frame.env.update({k: v for k, v in bound.items() if "." in k})
+        return start
 
     def generic_param(self, func: Func, params: Params, name: str) -> Value:
         """A parameter of a function read on its own: an instance of its annotated class, else
@@ -449,6 +454,20 @@ class Interpreter(Resolver):
 
     def new_frame(self, path: str) -> Frame:
         return Frame(self, path, None, None, None)
+
+
+def _bound(func: Func, params: Params, call: CallArgs | None, self_value: Inst | None
+           ) -> tuple[dict[str, Value], tuple[object, ...]]:
+    """A call's arguments by parameter name, and the context they make (None: read for any
+    caller, the generic context)."""
+    if call is None:
+        return {}, ("generic",)
+    bound = bind(func, params, call, self_value is not None)
+    if call.self_attrs and self_value is not None and params.names and not params.static:
+        # what the caller stored on ``self`` before the call, under the dotted names the
+        # method reads it by
+        bound.update({f"{params.names[0]}.{a}": v for a, v in call.self_attrs})
+    return bound, tuple((name, bound[name]) for name in sorted(bound))
 
 
 #: statements after which a yield may run more than once, not at all, or out of order
