@@ -974,6 +974,27 @@ _AS_PYTHON = [
      "    X[1].append('c')\n    return X", "'c' in f()[1]", True),
     ("a dict in a list updated through an item", "def f():\n    X = [{'k': False}]\n"
      "    X[0].update(k=True)\n    return X", "f()[0]['k']", False),
+    ("a module's for-else after a loop that breaks", "r = 'start'\nfor x in [1, 2, 3]:\n"
+     "    if x == 2:\n        break\nelse:\n    r = 'no break'", "r == 'no break'", True),
+    ("a module's for-else after an empty loop", "r = 'start'\nfor x in []:\n    break\n"
+     "else:\n    r = 'no break'", "r == 'no break'", True),
+    ("a module's while-else after a break", "n = 0\nwhile n < 5:\n    n += 1\n"
+     "    if n == 3:\n        break\nelse:\n    n = 100", "n == 100", False),
+    ("a module's except clauses in order", "try:\n    raise KeyError('k')\n"
+     "except LookupError:\n    r = 'lookup'\nexcept KeyError:\n    r = 'key'",
+     "r == 'key'", True),
+    ("a module's match capture rebinds the name", "RED = 'red'\ncolor = 'blue'\n"
+     "match color:\n    case RED:\n        r = 'matched'", "RED == 'red'", True),
+    ("a module's mapping pattern matches a larger dict", "r = False\n"
+     "match {'a': 1, 'b': 2}:\n    case {'a': 1}:\n        r = True", "r", True),
+    ("except* runs every matching handler", "a = b = False\ntry:\n"
+     "    raise ExceptionGroup('g', [ValueError(), TypeError()])\nexcept* ValueError:\n"
+     "    a = True\nexcept* TypeError:\n    b = True", "a and b", False),
+    ("a class's __getattribute__ answers every read", "class A:\n    x = 1\n"
+     "    def __getattribute__(self, name):\n        return 7", "A().x == 1", False),
+    ("a dataclass field __post_init__ changes", "from dataclasses import dataclass\n"
+     "@dataclass\nclass C:\n    x: int\n    def __post_init__(self):\n"
+     "        self.x = self.x * 2", "C(1).x == 1", False),
     ("a property over an instance attribute's store", "class Impl:\n"
      "    @property\n    def on_e(self):\n        return False\n", "Impl().on_e", True),
 ]

@@ -14,6 +14,7 @@ import re
 import weakref
 from abc import ABC
 from abc import abstractmethod
+from collections import Counter
 from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Protocol
@@ -144,6 +145,8 @@ class Analysis(ABC):
         #: per module, the top-level names that share one object with another (``B = A``)
         #: and are changed in place or by ``+=`` somewhere in it
         self._shared_changed: dict[str, dict[str, frozenset[str]]] = {}
+        #: per module, how many top-level statements bind each name (modules.top_bindings)
+        self._top_bindings: dict[str, Counter[str]] = {}
         self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
         #: per method, the attributes it reads on its ``self`` (attributes.Resolver.self_reads)
         self._self_reads: dict[Func, frozenset[str]] = {}

@@ -366,8 +366,14 @@ class Resolver(ModuleResolver):
 
     def inst_attr(self, inst: Inst, attr: str, where: Location) -> Value:
         cls = self.class_info(inst.cls)
+        if cls is not None and self.p.lookup(cls, "__getattribute__") is not None:
+            return None  # every attribute read runs the class's own code: not followed
         if cls is not None and inst.ctor is not None:
             fields = self.fields(cls)
+            post = self.p.lookup(cls, "__post_init__")
+            if fields is not None and attr in fields and post is not None and \
+                    attr in self._stored_attrs(self.p.methods(post)["__post_init__"]):
+                return None  # ``__post_init__`` stores it after the constructor: not followed
             if fields is not None and attr in fields:
                 # a dataclass, NamedTuple or model: the constructor's argument for the field,
                 # over the class's default (which is what any other instance holds)

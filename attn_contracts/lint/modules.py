@@ -11,6 +11,7 @@ import ast
 import contextlib
 import copy
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -106,36 +107,58 @@ def changes_of(body: list[ast.stmt], name: str | frozenset[str]) -> list[ast.stm
     another object. Functions and classes defined there are left out. ``name`` may be several
     names (those that share one object)."""
     names = frozenset({name}) if isinstance(name, str) else name
+    return [st for st, real in (_kept(st, names) for st in body) if st is not None and real]
+
+
+def _pruned(body: list[ast.stmt], name: frozenset[str]) -> tuple[list[ast.stmt], bool]:
+    """A block's statements that change ``name`` or steer the loop around them (an ``if``
+    that breaks), and whether any changes it."""
     out: list[ast.stmt] = []
+    real = False
     for st in body:
-        kept = _kept(st, names)
+        kept, changes = _kept(st, name)
         if kept is not None:
             out.append(kept)
-    return out
+            real = real or changes
+    return out, real
 
 
-def _kept(st: ast.stmt, name: frozenset[str]) -> ast.stmt | None:
+def _kept(st: ast.stmt, name: frozenset[str]) -> tuple[ast.stmt | None, bool]:
+    """The statement as kept (None: dropped), and whether it changes ``name`` (else it only
+    steers a loop: a ``break``, an ``if`` around one)."""
     if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return None
+        return None, False
     if _mutated_name(st) in name or any(_rebinds(st, n) for n in name):
-        return st
+        return st, True
     if isinstance(st, (ast.Break, ast.Continue)):
-        return st
+        return st, False
     blocks = [f for f in ("body", "orelse", "finalbody") if isinstance(getattr(st, f, None), list)]
     if not blocks and not isinstance(st, (ast.Try, ast.Match)):
-        return None
+        return None, False
+    copy_, real, steers = _kept_compound(st, blocks, name)
+    if real and isinstance(st, (ast.Try, ast.TryStar)):
+        cast(ast.Try, copy_).body = st.body  # whether a handler runs: what all of it raises
+    if not (real or steers):
+        return None, False
+    return ast.fix_missing_locations(copy_), real
+
+
+def _kept_compound(st: ast.stmt, blocks: list[str], name: frozenset[str]
+                   ) -> tuple[ast.stmt, bool, bool]:
+    """A compound statement with each block pruned; whether one changes ``name``, and
+    whether one steers a loop."""
     copy_ = copy.copy(st)
-    changed = False
+    real = steers = False
     for f in blocks:
-        inner = changes_of(getattr(st, f), name)
-        changed = changed or any(not isinstance(x, (ast.Break, ast.Continue)) for x in inner)
+        inner, changes = _pruned(getattr(st, f), name)
+        real, steers = real or changes, steers or bool(inner)
         setattr(copy_, f, inner or ([ast.Pass()] if f == "body" else []))
     for f in ("handlers", "cases"):  # a ``try``'s handlers, a ``match``'s cases
         if isinstance(getattr(st, f, None), list):
-            parts = _kept_parts(getattr(st, f), name)
-            changed = changed or parts[1]
-            setattr(copy_, f, parts[0])
-    return ast.fix_missing_locations(copy_) if changed else None
+            parts, changes = _kept_parts(getattr(st, f), name)
+            real = real or changes
+            setattr(copy_, f, parts)
+    return copy_, real, steers
 
 
 def _kept_parts(parts: list[ast.ExceptHandler | ast.match_case],
@@ -146,11 +169,44 @@ def _kept_parts(parts: list[ast.ExceptHandler | ast.match_case],
     changed = False
     for part in parts:
         kept = copy.copy(part)
-        body = changes_of(part.body, name)
-        changed = changed or any(not isinstance(x, (ast.Break, ast.Continue)) for x in body)
+        body, changes = _pruned(part.body, name)
+        changed = changed or changes or (
+            isinstance(part, ast.match_case) and bool(_captured(part.pattern) & name))
         kept.body = body or [ast.Pass()]
         out.append(kept)
     return out, changed
+
+
+def _captured(pattern: ast.pattern) -> frozenset[str]:
+    """The names a ``case`` pattern binds where it matches (``case RED:`` binds ``RED``)."""
+    return frozenset(n.name for n in ast.walk(pattern)
+                     if isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name) | frozenset(
+        n.rest for n in ast.walk(pattern) if isinstance(n, ast.MatchMapping) and n.rest)
+
+
+def top_bindings(tree: ast.Module) -> Counter[str]:
+    """Per name, how many statements of a module's top level (inside its ``if``/``for``/
+    ``while``/``try``/``with``/``match`` too, not in functions or classes) bind it."""
+    count: Counter[str] = Counter()
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        st = stack.pop()
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        targets: list[ast.expr] = []
+        if isinstance(st, ast.Assign):
+            targets = list(st.targets)
+        elif isinstance(st, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+            targets = [st.target]
+        count.update({n.id for t in targets for n in ast.walk(t)
+                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)})
+        for f in ("body", "orelse", "finalbody"):
+            stack.extend(getattr(st, f, None) or [])
+        for part in [*getattr(st, "handlers", []), *getattr(st, "cases", [])]:
+            stack.extend(part.body)
+            if isinstance(part, ast.match_case):
+                count.update(_captured(part.pattern))
+    return count
 
 
 def _rebinds(st: ast.stmt, name: str) -> bool:
@@ -159,7 +215,7 @@ def _rebinds(st: ast.stmt, name: str) -> bool:
     targets: list[ast.expr] = []
     if isinstance(st, ast.Assign):
         targets = list(st.targets)
-    elif isinstance(st, (ast.AugAssign, ast.AnnAssign)):
+    elif isinstance(st, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
         targets = [st.target]
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
                for t in targets for n in ast.walk(t))
@@ -293,7 +349,12 @@ class ModuleResolver(Analysis):
         try:
             value = self.binding_value(path, name)
             b = self.p.binding(path, name)
-            if b is not None and b.kind == "assign" and b.module == path:
+            if b is not None and b.kind == "assign" and b.module == path and \
+                    self._bound_often(path, name):
+                # bound more than once: the top level's statements that bind or change it,
+                # run in order with their control flow (a loop's else, a match's cases)
+                value = self._from_functions(path, name, self._run_top(path, name, None))
+            elif b is not None and b.kind == "assign" and b.module == path:
                 value = self._mutated(path, name, value, getattr(b.node, "lineno", 0))
                 if value is not None and not all(
                         isinstance(a, Lit) for a in alternatives(value)):
@@ -404,6 +465,13 @@ class ModuleResolver(Analysis):
         b = self.p.binding(path, name)
         if b is None or b.kind != "assign" or b.module != path:
             return value
+        if self._bound_often(path, name):
+            key = (path, name, line)
+            if key not in self._globals_at:
+                self._globals_at[key] = None  # read while being computed: not known
+                with contextlib.suppress(RecursionError):
+                    self._globals_at[key] = self._run_top(path, name, line)
+            return self._globals_at[key]
         defined = getattr(b.node, "lineno", 0)
         stmts, _, in_function = self._mutations(path).get(name, ([], [], False))
         if line <= defined or in_function or all(st.lineno < line for st in stmts):
@@ -443,6 +511,11 @@ class ModuleResolver(Analysis):
             for st in later:
                 frame.stmt(st)
             value = frame.env.get(name)
+        return self._rebound_by_functions(path, value, rebinds)
+
+    def _rebound_by_functions(self, path: str, value: Value, rebinds: list[ast.expr]) -> Value:
+        """A value with those functions may rebind it to (``global x; x = ...``): one more
+        way it may be each, which one holds depending on what runs first."""
         if rebinds:
             frame = self.new_frame(path)
             frame.module_level = False
@@ -450,6 +523,31 @@ class ModuleResolver(Analysis):
             value = join([replace(v, rebound=True) if isinstance(v, Lit) else v
                           for v in alternatives(value)])
         return value
+
+    def _from_functions(self, path: str, name: str, value: Value) -> Value:
+        """A module-level value with what functions do to it: changed in place by one, not
+        known; rebound by one (``global``), one more way it may be."""
+        _, rebinds, in_function = self._mutations(path).get(name, ([], [], False))
+        return None if in_function else self._rebound_by_functions(path, value, rebinds)
+
+    def _bound_often(self, path: str, name: str) -> bool:
+        """The module's top level binds ``name`` in more than one statement."""
+        if path not in self._top_bindings:
+            tree = self.p.tree(path)
+            self._top_bindings[path] = top_bindings(tree) if tree is not None else Counter()
+        return self._top_bindings[path][name] > 1
+
+    def _run_top(self, path: str, name: str, upto: int | None) -> Value:
+        """``name`` after the module's top-level statements that bind or change it (above
+        ``upto``), run in order from the start with the control flow around them."""
+        tree = self.p.tree(path)
+        if tree is None:
+            return None
+        frame = self.new_frame(path)
+        for st in changes_of(tree.body, name):
+            if upto is None or st.lineno < upto:
+                frame.stmt(st)
+        return frame.env.get(name)
 
     def _changed_together(self, path: str, name: str, group: frozenset[str], value: Value,
                           line: int, upto: int | None) -> Value:

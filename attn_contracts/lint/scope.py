@@ -638,6 +638,9 @@ class Scope:
         self.breaks.append([])
         try:
             if isinstance(iterable, Tup) and not iterable.partial_items and \
+                    not iterable.items:
+                exits = True  # nothing to iterate: the body never runs, the else does
+            elif isinstance(iterable, Tup) and not iterable.partial_items and \
                     0 < len(iterable.items) <= _UNROLLED and \
                     self.unrolled * len(iterable.items) <= _UNROLLED_NESTED and \
                     _unrollable(st.body):
@@ -722,7 +725,14 @@ class Scope:
 
     @_on(_STMT, ast.Try, ast.TryStar)
     def s_try(self, st: ast.Try) -> None:
-        self.branches(self._try_paths(st))
+        if isinstance(st, ast.TryStar):
+            # ``except*``: every handler whose type matches a part of the group runs, one
+            # after the other: each one may or may not
+            self.branches([[*st.body, *st.orelse], []])
+            for handler in st.handlers:
+                self.branches([handler.body, []])
+        else:
+            self.branches(self._try_paths(st))
         ended, self.ended = self.ended, False
         self.block(st.finalbody)  # runs on every path, returned ones too
         self.ended = ended or self.ended
