@@ -995,6 +995,14 @@ _AS_PYTHON = [
     ("a dataclass field __post_init__ changes", "from dataclasses import dataclass\n"
      "@dataclass\nclass C:\n    x: int\n    def __post_init__(self):\n"
      "        self.x = self.x * 2", "C(1).x == 1", False),
+    ("a closure reads a name rebound after it is made", "def outer():\n    x = True\n"
+     "    def inner():\n        return x\n    x = False\n    return inner", "outer()()",
+     False),
+    ("lambdas made in a loop read its last value", "def outer():\n    fns = []\n"
+     "    for b in (True, False):\n        fns.append(lambda: b)\n    return fns",
+     "outer()[0]()", False),
+    ("lambdas made in a comprehension read its last value",
+     "def outer():\n    return [lambda: b for b in (True, False)]", "outer()[0]()", False),
     ("a property over an instance attribute's store", "class Impl:\n"
      "    @property\n    def on_e(self):\n        return False\n", "Impl().on_e", True),
 ]

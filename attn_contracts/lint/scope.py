@@ -291,6 +291,33 @@ def _repeated(left: Value, op: ast.operator, right: Value) -> Tup | None:
     return Tup(seq.items * max(count, 0), mutable=seq.mutable)
 
 
+_STORES: dict[int, tuple[list[tuple[int, str]], list[tuple[int, int, frozenset[str]]]]] = {}
+
+
+def _rebound_after(enclosing: ast.AST | None, inner: ast.AST) -> frozenset[str]:
+    """The names the function ``enclosing`` binds after the line where ``inner`` (a nested
+    function or lambda) is made, or anywhere in a loop around it."""
+    if not isinstance(enclosing, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return frozenset()
+    key = id(enclosing)
+    if key not in _STORES:
+        body: list[ast.stmt] = enclosing.body if isinstance(enclosing.body, list) else \
+            [ast.Expr(enclosing.body)]
+        stores = [(n.lineno, n.id) for n in own_nodes(body) if isinstance(n, ast.Name) and
+                  isinstance(n.ctx, ast.Store)]
+        loops = [(n.lineno, n.end_lineno or n.lineno, frozenset(
+            m.id for m in ast.walk(n) if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Store)))
+            for n in own_nodes(body) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))]
+        _STORES[key] = (stores, loops)
+    stores, loops = _STORES[key]
+    line = getattr(inner, "lineno", 0)
+    after = {name for at, name in stores if at > line}
+    for start, end, names in loops:
+        if start <= line <= end:
+            after |= names
+    return frozenset(after)
+
+
 def _holds(container: Value, item: Value) -> bool:
     """``item`` (that very object) is among the items ``container`` holds, at any depth."""
     for alt in alternatives(container):
@@ -459,6 +486,9 @@ class Scope:
         #: does not see them)
         self.class_names: frozenset[str] = frozenset()
         self.in_class_comprehension = False
+        #: the variables of the comprehensions being run (a lambda made there reads their
+        #: last value when it runs)
+        self.comprehended: frozenset[str] = frozenset()
         #: the value expression of the assignment being run (what is bound to a name)
         self.stored: ast.expr | None = None
         #: per name, the names that hold the same container object (``ys = xs``)
@@ -802,8 +832,13 @@ class Scope:
         if self.func is None:
             return ()
         free = _loaded_names(node)
+        # Python reads them when the function runs, not where it is made: a name the
+        # enclosing function binds again after this point (or in a loop around it, a
+        # comprehension's variable) holds what was bound last, which is not followed
+        late = self.comprehended | _rebound_after(self.node, node)
         return tuple(sorted(((n, self.env[n]) for n in free if n in self.env
-                             and self.env[n] is not None), key=lambda kv: kv[0]))
+                             and self.env[n] is not None and n not in late),
+                            key=lambda kv: kv[0]))
 
     @_on(_STMT, ast.ClassDef)
     def s_class(self, st: ast.ClassDef) -> None:
@@ -1528,9 +1563,11 @@ class Scope:
             elements, known_order = found
             in_order = in_order and known_order
             scope = dict(self.env)
+            bound = frozenset(n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name))
             for item, whole in elements:
                 self.env = dict(scope)
                 self.assign(gen.target, item)
+                self.comprehended |= bound
                 verdicts = [truth(self.expr(cond)) for cond in gen.ifs]
                 if False in verdicts:
                     continue  # the condition drops it
@@ -1538,10 +1575,12 @@ class Scope:
                     return False
             return True
 
+        comprehended = self.comprehended
         try:
             done = run(0, True)
         finally:
             self.env = saved
+            self.comprehended = comprehended
         if not done:
             return False
         return None if ordered and not in_order else True
