@@ -1003,6 +1003,10 @@ _AS_PYTHON = [
      "outer()[0]()", False),
     ("lambdas made in a comprehension read its last value",
      "def outer():\n    return [lambda: b for b in (True, False)]", "outer()[0]()", False),
+    ("a dict's update keeps each key's place", "d = {'a': 1, 'b': 2}\nd.update(b=0, a=3)",
+     "list(d) == ['a', 'b']", True),
+    ("a dict's item store keeps the key's place", "def f():\n    d = {'a': 1, 'b': 2}\n"
+     "    d['a'] = 3\n    return d", "list(f())[0] == 'a'", True),
     ("a property over an instance attribute's store", "class Impl:\n"
      "    @property\n    def on_e(self):\n        return False\n", "Impl().on_e", True),
 ]

@@ -436,7 +436,7 @@ def dict_stored(d: DictV, keys: list[str], stored: Arg) -> DictV:
     leaves every name's entry maybe set)."""
     if len(set(keys)) == 1:
         (k,) = set(keys)
-        return DictV((*((kk, a) for kk, a in d.items if kk != k), (k, stored)), d.maybe - {k})
+        return replace(d, items=_put(d.items, k, stored), maybe=d.maybe - {k})
     items = dict(d.items)
     maybe = set(d.maybe)
     for k in sorted(set(keys)):
@@ -455,11 +455,21 @@ def dict_setdefault(d: DictV, key: str, default: Arg) -> DictV:
     it had one."""
     had = d.get(key)
     if had is None:
-        return DictV((*d.items, (key, default)), d.maybe)
+        return replace(d, items=(*d.items, (key, default)))
     entry = had if key not in d.maybe else Arg(join([had.value, default.value]), had.where)
-    return DictV(tuple((k, entry if k == key else a) for k, a in d.items), d.maybe - {key})
+    return replace(d, items=_put(d.items, key, entry), maybe=d.maybe - {key})
+
+
+def _put(items: tuple[tuple[str, Arg], ...], key: str, value: Arg
+         ) -> tuple[tuple[str, Arg], ...]:
+    """A dict's entries with ``key`` set: in its place where it is there (a dict keeps the
+    order keys were first inserted in), else last."""
+    if any(k == key for k, _ in items):
+        return tuple((k, value if k == key else a) for k, a in items)
+    return (*items, (key, value))
 
 
 def dict_popped(d: DictV, key: str) -> DictV:
     """``d`` after ``d.pop(key)``: without the key."""
-    return DictV(tuple((k, a) for k, a in d.items if k != key), d.maybe - {key})
+    return replace(d, items=tuple((k, a) for k, a in d.items if k != key),
+                   maybe=d.maybe - {key})

@@ -100,7 +100,7 @@ def abstract(obj: Any, where: Location) -> Value:
     if isinstance(obj, SCALARS):
         return Lit(obj, where) if not isinstance(obj, str) or len(obj) <= _MAX else None
     if isinstance(obj, (tuple, list)) and len(obj) <= _MAX:
-        return Tup(tuple(abstract(o, where) for o in obj))
+        return Tup(tuple(abstract(o, where) for o in obj), mutable=isinstance(obj, list))
     if isinstance(obj, (set, frozenset)) and len(obj) <= _MAX and \
             all(isinstance(o, SCALARS) for o in obj):
         if not obj:

@@ -189,7 +189,8 @@ class Frame(RecordCalls):
         if name == "bool" and len(args) == 1 and (known := truth(args[0])) is not None:
             return Lit(known, where)  # an object whose truth is known (a match, an iterator)
         if name in ("tuple", "list") and len(args) == 1 and isinstance(args[0], Tup):
-            return replace(args[0], iterator=False)  # positions kept
+            # positions kept; a list is known as one
+            return replace(args[0], iterator=False, mutable=name == "list")
         if name in ("tuple", "list", "set", "frozenset", "sorted") and len(args) == 1:
             return Seq(iterate(args[0]))
         return None
@@ -1084,10 +1085,7 @@ class Frame(RecordCalls):
                 not other.maybe else None
         if method == "update" and given is not None and not call.opaque and any(
                 isinstance(alt, DictV) for alt in alternatives(current)):
-            self.env[d] = join([DictV((*((k, a) for k, a in alt.items
-                                         if k not in given), *given.items()),
-                                      alt.maybe - set(given))
-                                if isinstance(alt, DictV) else alt
+            self.env[d] = join([_updated(alt, given) if isinstance(alt, DictV) else alt
                                 for alt in alternatives(current)])
         elif not isinstance(current, Lse):
             self.env[d] = None
@@ -1173,6 +1171,14 @@ def _slots(cls: ClassInfo) -> frozenset[str] | None:
 #: the builtins that iterate over their first argument (a dict: its keys)
 _ITERATES_FIRST = frozenset({"frozenset", "set", "tuple", "list", "sorted", "len", "any", "all",
                              "min", "max", "sum", "iter", "enumerate", "reversed", "zip"})
+
+
+def _updated(d: DictV, given: dict[str, Arg]) -> DictV:
+    """``d.update(given)``: each key in its place where ``d`` has it, the new ones after, in
+    order (as a dict keeps the order keys were first inserted in)."""
+    items = dict(d.items)
+    items.update(given)
+    return replace(d, items=tuple(items.items()), maybe=d.maybe - set(given))
 
 
 def _grown_exactly(current: Value, method: str, call: CallArgs) -> tuple[Value, Value] | None:
