@@ -21,6 +21,7 @@ from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import assignment
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.classes import statements
+from attn_contracts.lint.containers import MUTATORS
 from attn_contracts.lint.containers import literal_values
 from attn_contracts.lint.containers import value_key
 from attn_contracts.lint.modules import ModuleResolver
@@ -697,6 +698,7 @@ class Resolver(ModuleResolver):
                 if not _SELF_BASE.search(text, start, m.start() + 1):
                     names.add(m.group(1))
             names.update(m.group(1) for m in _SETATTR.finditer(text))
+            names.update(m.group(1) for m in _ATTR_MUTATED.finditer(text))
             found = self._outside_stores[path] = frozenset(names)
         return found
 
@@ -716,7 +718,8 @@ class Resolver(ModuleResolver):
                 continue
             tree = self.p.tree(path)
             if tree is not None:
-                out += _class_stores_in(path, tree, names, attr, cls)
+                out += _class_stores_in(path, tree, names, attr, cls,
+                                        shared=not self._stores_self(cls, attr))
         return out
 
     def _init_sets(self, cls: ClassInfo, attr: str) -> bool:
@@ -857,13 +860,30 @@ _ATTR_STORE = re.compile(r"\.[ \t]*([A-Za-z_]\w*)[ \t]*(?:[-+*/%|&^@]|//|\*\*|<<
 #: a target that is ``self.<attr>`` itself, up to the dot before the attribute
 _SELF_BASE = re.compile(r"(?<![\w.])self[ \t]*\.\Z")
 _SETATTR = re.compile(r"\bsetattr\([^,\n]+,\s*[\"']([A-Za-z_]\w*)[\"']")
+#: ``X.attr.append(...)``, ``X.attr[k] = v``: the object a class attribute holds changed in
+#: place, through its class or any instance
+_ATTR_MUTATED = re.compile(r"\.[ \t]*([A-Za-z_]\w*)[ \t]*(?:\.[ \t]*(?:" + "|".join(
+    sorted(MUTATORS | {"update", "remove", "discard", "clear"})) +
+    r")[ \t]*\(|\[[^\]\n]*\][ \t]*(?:[-+*/%|&^@]|//|\*\*|<<|>>)?=(?!=))")
 
 
 def _class_stores_in(path: str, tree: ast.Module, names: set[str], attr: str,
-                     cls: ClassInfo) -> list[tuple[str, str, bool]]:
+                     cls: ClassInfo, *, shared: bool = False) -> list[tuple[str, str, bool]]:
     """The stores into ``<X>.attr`` of a module, outside the class body of ``cls`` (whose
-    own assignments are its value): (module, enclosing function, through one of ``names``)."""
+    own assignments are its value): (module, enclosing function, through one of ``names``).
+    ``shared``: no instance holds ``attr`` of its own, so a change in place of ``<X>.attr``
+    through anything (an instance, ``self``) changes the class's object: such a site too
+    (through no name: its value not read)."""
     out: list[tuple[str, str, bool]] = []
+
+    def mutated(node: ast.AST) -> bool:
+        """``<X>.attr.append(...)`` / ``<X>.attr[k] = v``, through anything."""
+        holder = node.func.value if isinstance(node, ast.Call) and isinstance(
+            node.func, ast.Attribute) and node.func.attr in _CHANGES else None
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            holder = next((t.value for t in targets if isinstance(t, ast.Subscript)), None)
+        return isinstance(holder, ast.Attribute) and holder.attr == attr
 
     def target_of(node: ast.AST) -> list[ast.expr]:
         if isinstance(node, ast.Assign):
@@ -895,6 +915,9 @@ def _class_stores_in(path: str, tree: ast.Module, names: set[str], attr: str,
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                                      ast.Lambda)) and node is not st:
                     continue
+                if shared and mutated(node):
+                    out.append((path, qualname, False))
+                    continue
                 for t in target_of(node):
                     if isinstance(t, ast.Attribute) and t.attr == attr and \
                             not (isinstance(t.value, ast.Name) and t.value.id == "self"):
@@ -909,6 +932,10 @@ def _class_stores_in(path: str, tree: ast.Module, names: set[str], attr: str,
 
     visit(tree.body, "")
     return out
+
+
+#: the methods that change a container in place
+_CHANGES = MUTATORS | {"update", "remove", "discard", "clear"}
 
 
 def _in_init(cls: ClassInfo, line: int) -> bool:

@@ -1824,9 +1824,6 @@ def _fold_compare(left: Value, op: ast.cmpop, right: Value) -> bool | None:
         return None
     if isinstance(a, tuple) and isinstance(b, tuple) and a != b:
         return not isinstance(op, ast.Eq)
-    if a == b and isinstance(left, Tup) and isinstance(right, Tup) and left.mutable and \
-            right.mutable:
-        return isinstance(op, ast.Eq)  # two lists known as lists, item by item equal
     if isinstance(a, tuple) != isinstance(b, tuple) and not isinstance(
             a, frozenset) and not isinstance(b, frozenset):
         return not isinstance(op, ast.Eq)  # a sequence never equals a scalar
