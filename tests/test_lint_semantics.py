@@ -1023,7 +1023,7 @@ def test_a_value_is_read_as_python_runs_it(name: str, module: str, told: str, re
                                           tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     namespace: dict[str, object] = {}
-    exec(compile(module or "pass", name, "exec"), namespace)  # the reference: Python itself
+    exec(compile(module or "pass", name, "exec", dont_inherit=True), namespace)  # Python itself
     python = bool(eval(told, namespace))
     src = "from mylib import combine, decode\n" + module + "\ndef step(q):\n" \
         "    out, lse = decode(q, return_lse=True)\n" \
