@@ -4,10 +4,14 @@ the containers and the values Python computes have files of their own."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+from attn_contracts.lint.folding import compiled
+from attn_contracts.lint.folding import fold_regex
+from attn_contracts.lint.values import Lit
 from fixtures.semantic_pairs import IMPL_BASE
 from fixtures.semantic_pairs import LN2
 from fixtures.semantic_pairs import Pairs
@@ -926,7 +930,26 @@ _AS_PYTHON = [
     ("a kept keys view sees later inserts", "D = {'a': 1}\nN = D.keys()\nD.update(b=2)",
      "'b' in N", True),
     ("a list of keys is a copy", "D = {'a': 1}\nN = list(D.keys())\nD['b'] = 2", "'b' in N",
-     True),
+     False),
+    ("a view kept in an expression sees later inserts",
+     "T = {'a': 1}\nK = T.keys() if True else ()\nT['b'] = 2", "'b' in K", False),
+    ("a dict comprehension keeps a repeated key's first place",
+     "d = {k: 1 for k in ('a', 'b', 'a')}", "list(d)[0] == 'a'", True),
+    ("a module list changed through a second name, read as of a line",
+     "A = []\nB = A\nN = len(A)\nB.append(1)", "N == 0", True),
+    ("a module list changed once through a second name", "A = []\nB = A\nB.append(1)",
+     "len(B) == 1", True),
+    ("a loop that rebinds another name it reads",
+     "A = True\nX = False\nfor i in (1, 2):\n    X = A\n    A = not A", "X", False),
+    ("a generator kept sees a later append", "L = []\nG = (x for x in L)\nL.append(1)",
+     "any(G)", False),
+    ("a map kept sees a later append", "def f():\n    xs = []\n    m = map(bool, xs)\n"
+     "    xs.append(1)\n    return any(m)", "f()", False),
+    ("a regex function under another name", "from re import search as match",
+     "bool(match('a', 'ba'))", True),
+    ("a memoised list in two places, one changed", "def mk():\n    return []\ndef f():\n"
+     "    xs = [mk() for _ in (1, 2)]\n    xs[0].append(1)\n    return xs", "bool(f()[1])",
+     False),
     ("a list appended to through a second name", "def f():\n    c = ['x']\n    g = c\n"
      "    g.append('y')\n    return c", "'y' in f()", True),
     ("a list copied then appended to", "def f():\n    c = ['x']\n    g = c + []\n"
@@ -1035,3 +1058,20 @@ def test_a_value_is_read_as_python_runs_it(name: str, module: str, told: str, re
         assert errors == python, found  # read, and read as Python computes it
     else:
         assert not errors, found  # not read: a warning, never a wrong error
+
+
+@pytest.mark.parametrize(("pattern", "flags"), [
+    ("(a|a)*b", 0), ("(a+)+b", 0), ("(ab){2,}", 0), ("a*a*a*a*b", 0),  # may backtrack long
+    ("a", int(re.DEBUG)), ("a", 1 << 20),  # prints its parse; a flag Python does not define
+])
+def test_a_pattern_that_may_not_finish_or_prints_is_never_compiled(pattern: str,
+                                                                    flags: int) -> None:
+    assert compiled(Lit(pattern), Lit(flags)) is None
+
+
+def test_a_pattern_that_is_safe_is_compiled_and_matched_as_python_matches() -> None:
+    name = compiled(Lit("(flash|cutedsl_)?mla|aiter"), Lit(int(re.IGNORECASE)))
+    assert name is not None
+    assert fold_regex("fullmatch", name, Lit("CUTEDSL_MLA")) is True
+    assert fold_regex("match", name, Lit("trtllm_mla")) is False
+    assert fold_regex("search", name, Lit("trtllm_mla")) is True

@@ -54,6 +54,7 @@ class FrameView(Protocol):
     env: dict[str, Value]
     module_level: bool
     stored: ast.expr | None
+    lazy: ast.expr | None
     class_names: frozenset[str]
     same: dict[str, frozenset[str]]
     param_ids: set[int]

@@ -834,6 +834,10 @@ class Resolver(ModuleResolver):
                          if isinstance(t, ast.Name) and t.id in loaded and value is not None)
         return {name: self._body_value(cls, value) for name, value in found.items()}
 
+    def stored_attrs(self, fn: FuncNode) -> frozenset[str]:
+        """The attributes a method stores on ``self``."""
+        return frozenset(self._stored_attrs(fn))
+
     def _stored_attrs(self, fn: FuncNode) -> dict[str, ast.expr | None]:
         """The attributes a method stores on ``self``, each with its annotation (if any)."""
         key = id(fn)

@@ -174,17 +174,23 @@ REGEX_FUNCTIONS = frozenset({"match", "fullmatch", "search"})
 PATTERN = "re.Pattern:"
 #: the longest pattern and string matched (a longer one is not read)
 _REGEX_MAX = 64
-#: a group with a quantifier inside, itself repeated (``(a+)+``): a pattern whose matching
-#: may backtrack without end on a short string; not run
-_NESTED_REPEAT = re.compile(r"\([^()]*[+*}][^()]*\)\s*[+*{]")
+#: a group repeated (``(a+)+``, ``(a|a)*``): a pattern whose matching may backtrack without
+#: end on a short string; not run (an optional group, ``(x)?``, is two ways at most)
+_REPEATED_GROUP = re.compile(r"\)\s*[+*{]")
+#: repetitions in all (``a*a*a*a*b`` backtracks as the string's length to their number)
+_REPEATS = re.compile(r"[+*]|\{\d")
+_MAX_REPEATS = 3
+#: the flags a folded pattern may carry (``re.DEBUG`` prints; others are unknown here)
+_SAFE_FLAGS = int(re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE | re.ASCII | re.UNICODE)
 
 
 def compiled(pattern: Value, flags: Value | None) -> str | None:
     """The name of the value ``re.compile(pattern, flags)`` is, where both are known and the
     pattern compiles; None elsewhere."""
     text, bits = concrete(pattern), 0 if flags is None else concrete(flags)
-    if not isinstance(text, str) or type(bits) is not int or len(text) > _REGEX_MAX or \
-            _NESTED_REPEAT.search(text):
+    if not isinstance(text, str) or type(bits) is not int or bits & ~_SAFE_FLAGS or \
+            len(text) > _REGEX_MAX or _REPEATED_GROUP.search(text) or \
+            len(_REPEATS.findall(text)) > _MAX_REPEATS:
         return None
     try:
         re.compile(text, bits)

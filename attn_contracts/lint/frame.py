@@ -758,13 +758,15 @@ class Frame(RecordCalls):
                 name not in ("filter", "map"):
             return NOT_SPECIAL
         generator = as_generator(node, self.i.synthetic)
+        if generator is not None and node is self.stored:
+            self.lazy = generator  # ``m = map(f, xs)``: run when consumed
         return NOT_SPECIAL if generator is None else self.expr(generator)
 
     def regex_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
         """``re.compile(p)`` of a known pattern (a value naming it), and ``p.match(s)``,
         ``fullmatch``, ``search`` of it, or ``re.search(p, s)``, on a known string: whether
         Python's ``re`` finds a match (a match object, always true, or None)."""
-        method = qual.startswith(PATTERN) and qual.endswith(f".{name}")  # ``p.search``
+        method = qual.startswith(PATTERN) and qual.rpartition(".")[2] in REGEX_FUNCTIONS
         if not (qual in ("re.compile", *(f"re.{f}" for f in REGEX_FUNCTIONS)) or method) or \
                 any(isinstance(a, ast.Starred) for a in node.args) or node.keywords:
             return NOT_SPECIAL
@@ -773,10 +775,12 @@ class Frame(RecordCalls):
             pattern = compiled(args[0], args[1] if len(args) == 2 else None) \
                 if len(args) in (1, 2) else None
             return None if pattern is None else ExtInst(pattern)
+        function = qual.rpartition(".")[2]  # under any local name (``import search as m``)
         if method and len(args) == 1:
-            return _matched(name, qual.removesuffix(f".{name}"), args[0], place(self.path, node))
+            return _matched(function, qual.removesuffix(f".{function}"), args[0],
+                            place(self.path, node))
         if not method and len(args) in (2, 3):
-            return _matched(name, compiled(args[0], args[2] if len(args) == 3 else None),
+            return _matched(function, compiled(args[0], args[2] if len(args) == 3 else None),
                             args[1], place(self.path, node))
         return None
 
@@ -877,8 +881,11 @@ class Frame(RecordCalls):
         when read, not as it was here, so a module-level dict's view bound to a name (``S =
         T.keys()`` then ``T.update(...)``) is read as the dict ends."""
         if name in ("items", "values", "keys") and self.func is None and \
-                node is self.stored and isinstance(held, ast.Name) and held.id not in self.env:
-            return self.i.global_value(self.path, held.id)
+                isinstance(held, ast.Name) and held.id not in self.env:
+            if node is self.stored:
+                return self.i.global_value(self.path, held.id)
+            if self.i.changed_after(self.path, held.id, node.lineno):
+                return None  # a view that may be kept somewhere: read where it is, not here
         return self.expr(held)
 
     def _dict_after(self, dicts: list[DictV], name: str, node: ast.Call) -> Value:
@@ -950,7 +957,7 @@ class Frame(RecordCalls):
         if isinstance(callee, Func):
             return self.apply_func(callee, call)
         if isinstance(callee, Bound):
-            return self.apply_bound(callee, call, where)
+            return self.apply_bound(callee, call, where, node)
         if isinstance(callee, ClassRef):
             return self.construct(callee, call, where)
         if isinstance(callee, Inst):
@@ -994,18 +1001,38 @@ class Frame(RecordCalls):
                 self.assign(ast.Name(name, ast.Store()), value)
         return s.returns if s.returns is not None else self.i.declared_return(callee)
 
-    def apply_bound(self, callee: Bound, call: CallArgs, where: Location) -> Value:
+    def apply_bound(self, callee: Bound, call: CallArgs, where: Location,
+                    node: ast.Call) -> Value:
         """A method call: its result; the kernels it reaches and what it changes in place are
         this frame's too."""
-        attrs = self.own_attrs(callee)
+        me = self.own_attrs_prefix(node)
+        attrs = self.own_attrs(callee) if me is not None else ()
         if attrs:
             call = replace(call, self_attrs=attrs)
         value, kernels, produced, changed = self.i.call_bound(callee, call, where)
+        if me is not None:
+            # what the method stores on ``self`` is what this frame reads there afterwards,
+            # not what it stored before the call
+            fn = self.i.p.definition(callee.func)
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for attr in self.i.stored_attrs(fn):
+                    self.env.pop(f"{me}{attr}", None)
         self.kernels |= kernels
         self.produced |= produced
         for func, params, sure in changed:
             self.changed_args(func, params, call, method=True, sure=sure)
         return value
+
+    def own_attrs_prefix(self, node: ast.Call) -> str | None:
+        """``self.`` where the call is ``self.m(...)`` on this method's own ``self`` (its first
+        parameter, as written); None for any other receiver."""
+        fn = self.node
+        if self.self_value is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                or not fn.args.args or not isinstance(node.func, ast.Attribute):
+            return None
+        me = fn.args.args[0].arg
+        held = node.func.value
+        return f"{me}." if isinstance(held, ast.Name) and held.id == me else None
 
     def own_attrs(self, callee: Bound) -> tuple[tuple[str, Value], ...]:
         """``self.m(...)`` in a method: the attributes this frame stored on ``self`` before

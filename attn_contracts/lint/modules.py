@@ -177,6 +177,30 @@ def _kept_parts(parts: list[ast.ExceptHandler | ast.match_case],
     return out, changed
 
 
+def _carried(body: list[ast.stmt], name: str) -> bool:
+    """A top-level loop that changes ``name`` also binds another name it reads (``for ...:
+    X = A; A = not A``): the statements kept for ``name`` alone would read that other name
+    as the module ends, not as the pass left it."""
+    stack = list(body)
+    while stack:
+        st = stack.pop()
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(st, (ast.For, ast.AsyncFor, ast.While)) and changes_of([st], name):
+            nodes = [n for n in ast.walk(st) if isinstance(n, ast.Name)]
+            targets = {n.id for n in ast.walk(st.target) if isinstance(n, ast.Name)} \
+                if isinstance(st, (ast.For, ast.AsyncFor)) else set()
+            stored = {n.id for n in nodes if isinstance(n.ctx, ast.Store)} - targets - {name}
+            if stored & {n.id for n in nodes if isinstance(n.ctx, ast.Load)}:
+                return True
+            continue
+        for f in ("body", "orelse", "finalbody"):
+            stack.extend(getattr(st, f, None) or [])
+        for part in [*getattr(st, "handlers", []), *getattr(st, "cases", [])]:
+            stack.extend(part.body)
+    return False
+
+
 def _captured(pattern: ast.pattern) -> frozenset[str]:
     """The names a ``case`` pattern binds where it matches (``case RED:`` binds ``RED``)."""
     return frozenset(n.name for n in ast.walk(pattern)
@@ -473,6 +497,15 @@ class ModuleResolver(Analysis):
                     self._globals_at[key] = self._run_top(path, name, line)
             return self._globals_at[key]
         defined = getattr(b.node, "lineno", 0)
+        group = self._shared(path).get(name)
+        if group is not None and line > defined:  # changed through another name too
+            key = (path, name, line)
+            if key not in self._globals_at:
+                self._globals_at[key] = None
+                with contextlib.suppress(RecursionError):
+                    self._globals_at[key] = self._changed_together(
+                        path, name, group, self.binding_value(path, name), defined, line)
+            return self._globals_at[key]
         stmts, _, in_function = self._mutations(path).get(name, ([], [], False))
         if line <= defined or in_function or all(st.lineno < line for st in stmts):
             return value
@@ -483,6 +516,13 @@ class ModuleResolver(Analysis):
                 self._globals_at[key] = self._mutated(
                     path, name, self.binding_value(path, name), defined, upto=line)
         return self._globals_at[key]
+
+    def changed_after(self, path: str, name: str, line: int) -> bool:
+        """The module changes its top-level name ``name`` in place after ``line`` (or in a
+        function, or through another name)."""
+        stmts, _, in_function = self._mutations(path).get(name, ([], [], False))
+        return in_function or name in self._shared(path) or \
+            any(st.lineno > line for st in stmts)
 
     def _mutated(self, path: str, name: str, value: Value, line: int,
                  upto: int | None = None) -> Value:
@@ -541,7 +581,7 @@ class ModuleResolver(Analysis):
         """``name`` after the module's top-level statements that bind or change it (above
         ``upto``), run in order from the start with the control flow around them."""
         tree = self.p.tree(path)
-        if tree is None:
+        if tree is None or _carried(tree.body, name):
             return None
         frame = self.new_frame(path)
         for st in changes_of(tree.body, name):
@@ -713,7 +753,7 @@ class ModuleResolver(Analysis):
                 return self.global_value(b.module, b.name)
             frame = self.new_frame(path)
             frame.module_level = False  # names it reads are module globals, asked one by one
-            frame.stored = b.node
+            frame.stored = frame.lazy = b.node
             return frame.expr(b.node)
         return None
 

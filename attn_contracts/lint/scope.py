@@ -247,6 +247,9 @@ def _on_base_test(test: ast.expr, base_attrs: frozenset[str]) -> bool:
     return False
 
 
+#: the longest ``try`` body whose handlers are run after each of its prefixes (a longer one:
+#: from the state before the body)
+_TRY_PREFIXES = 6
 #: the most items of a literal tuple whose loop is run once per item
 _UNROLLED = 8
 #: the most passes of nested loops run once per item (the product of their lengths): an inner
@@ -288,7 +291,7 @@ def _repeated(left: Value, op: ast.operator, right: Value) -> Tup | None:
             not any(isinstance(x, (Tup, Seq, DictV)) for x in seq.items) or \
             len(seq.items) * max(count, 0) > _REPEATED_MAX:
         return None
-    return Tup(seq.items * max(count, 0), mutable=seq.mutable)
+    return Tup(seq.items * max(count, 0), mutable=seq.mutable, repeated=True)
 
 
 _STORES: dict[int, tuple[list[tuple[int, str]], list[tuple[int, int, frozenset[str]]]]] = {}
@@ -316,6 +319,24 @@ def _rebound_after(enclosing: ast.AST | None, inner: ast.AST) -> frozenset[str]:
         if start <= line <= end:
             after |= names
     return frozenset(after)
+
+
+def _with_item(held: Value, before: Value, after: Value) -> Value | object:
+    """``held`` (a tuple of known positions or a dict) with its item ``before`` changed into
+    ``after`` where it holds it: every position holding that object where they are known to
+    be one (``[[]] * 2``); not known where two positions hold one value that may be two
+    objects; NOT_SPECIAL where it does not hold it."""
+    if isinstance(held, Tup) and not held.partial_items and \
+            any(x is before for x in held.items):
+        if sum(x is before for x in held.items) > 1 and not held.repeated:
+            return None
+        return replace(held, items=tuple(after if x is before else x for x in held.items))
+    if isinstance(held, DictV) and any(a.value is before for _, a in held.items):
+        if sum(a.value is before for _, a in held.items) > 1:
+            return None
+        return replace(held, items=tuple((k, replace(a, value=after) if a.value is before
+                                          else a) for k, a in held.items))
+    return NOT_SPECIAL
 
 
 def _holds(container: Value, item: Value) -> bool:
@@ -491,6 +512,8 @@ class Scope:
         self.comprehended: frozenset[str] = frozenset()
         #: the value expression of the assignment being run (what is bound to a name)
         self.stored: ast.expr | None = None
+        #: a generator expression bound to a name (run later, when consumed)
+        self.lazy: ast.expr | None = None
         #: per name, the names that hold the same container object (``ys = xs``)
         self.same: dict[str, frozenset[str]] = {}
         #: the paths this frame keeps apart now (lint.partition): at most PATHS
@@ -590,7 +613,7 @@ class Scope:
 
     @_on(_STMT, ast.Assign)
     def s_assign(self, st: ast.Assign) -> None:
-        self.stored = st.value
+        self.stored = self.lazy = st.value
         value = self.needed(st.value) if self._told(st.targets) else self.expr(st.value)
         for t in st.targets:
             self.assign(t, value, st.value)
@@ -607,7 +630,7 @@ class Scope:
     @_on(_STMT, ast.AnnAssign)
     def s_annassign(self, st: ast.AnnAssign) -> None:
         if st.value is not None:
-            self.stored = st.value
+            self.stored = self.lazy = st.value
             value = self.needed(st.value) if self._told([st.target]) else self.expr(st.value)
             if value is None and isinstance(st.target, ast.Attribute):
                 value = self.i.resolve_annotation(self.path, st.annotation)
@@ -772,6 +795,10 @@ class Scope:
         takes where its own rules decide it (:mod:`.exceptions`)."""
         every = [[*st.body, *st.orelse], *([*h.body] for h in st.handlers)]
         ended = outcome(st.body, self._lookup_found)
+        if ended is None and len(st.body) <= _TRY_PREFIXES and st.handlers:
+            # any statement of the body may raise: a handler runs after the ones before it
+            return [every[0], *([*st.body[:k], *h.body] for h in st.handlers
+                                for k in range(len(st.body)))]
         if ended is None:
             return every
         if ended.raised_at is None:
@@ -1069,20 +1096,17 @@ class Scope:
         each), and wherever else it is held. False where the holder is none of these."""
         base = dotted_name(holder)
         held = self.env.get(base) if base is not None else None
-        if isinstance(held, Tup) and not held.partial_items and \
-                any(x is before for x in held.items):
-            changed: Value = replace(held, items=tuple(after if x is before else x
-                                                       for x in held.items))
-        elif isinstance(held, DictV) and any(a.value is before for _, a in held.items):
-            changed = replace(held, items=tuple((k, replace(a, value=after) if a.value is before
-                                                 else a) for k, a in held.items))
-        else:
+        found = _with_item(held, before, after)
+        if found is NOT_SPECIAL:
             return False
+        changed = cast(Value, found)
         self.env[cast(str, base)] = changed
         self.same_object_changed(base, held, changed)
-        for other, value in list(self.env.items()):  # the item itself, held by another name
+        for other, value in list(self.env.items()):
             if other != base and value is before:
-                self.env[other] = after
+                # another name holding one value: the same object, or one equal to it (a
+                # memoised call's): which is not followed
+                self.env[other] = None
         return True
 
     def _aliased(self, targets: list[ast.expr], source: ast.expr, value: Value) -> None:
@@ -1495,8 +1519,7 @@ class Scope:
                 return
             key, value = keys[0], self.expr(node.value)
             if decided or key not in items:
-                items.pop(key, None)  # a later entry replaces it (and takes the last place)
-                items[key] = Arg(value, where)
+                items[key] = Arg(value, where)  # a later entry replaces it, in its place
                 if decided:
                     maybe.discard(key)
                 else:
@@ -1526,6 +1549,10 @@ class Scope:
         ordered = self._each_run(node.generators, element, ordered=True)
         if ordered is False:
             return NOT_SPECIAL
+        if isinstance(node, ast.GeneratorExp) and node is self.lazy:
+            # a generator kept runs when consumed, over what its iterable holds then: what it
+            # yields may be any of these, or what a later change put there
+            return Seq(join([*kept, None]), iterator=True)
         if isinstance(node, ast.SetComp) or ordered is None or not exact:
             complete = exact and isinstance(node, ast.SetComp) and all(
                 isinstance(k, Lit) for k in kept)

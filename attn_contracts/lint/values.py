@@ -296,6 +296,9 @@ class Tup:
     #: a list (built by a list display or comprehension): ``+=`` changes it in place; where
     #: not set, a tuple, or a list not known to be one
     mutable: bool = False
+    #: items that are one value are one object (``[[]] * 2``); where not set, which items
+    #: share an object is not known (two calls may give one memoised value)
+    repeated: bool = False
 
     def get(self, i: int) -> Value:
         if i < 0 and not self.partial_items:  # from the end, as Python indexes
