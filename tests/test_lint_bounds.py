@@ -9,13 +9,11 @@ counted in steps, never in seconds. Every engine here is written for the tests.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -33,22 +31,11 @@ from attn_contracts.lint.values import join
 from attn_contracts.lint.values import lse_of
 from attn_contracts.lint.values import source_order
 from attn_contracts.lint.values import stable_key
+from fixtures.bench import load
 from fixtures.records import consumer_toml
 from fixtures.records import producer_toml
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-lp = _load("lint_pathological")
+lp = load("lint_pathological")
 
 # six combines of one kind (base by keyword, default e): which one a message names depends on
 # the order a set of them is read in, unless that order is fixed

@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+from fixtures.bench import load
 
-
-def _load(name: str) -> ModuleType:
-    sys.path.insert(0, str(BENCH))  # it imports the pathological benchmark's records
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-lp = _load("lint_probes")
+lp = load("lint_probes")
 
 
 def test_every_probe_is_a_program_whose_expression_python_answers_with_a_bool() -> None:
