@@ -5,13 +5,12 @@ finding counts as found only at an accepted line and only when the release lacks
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from fixtures.bench import load
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 #: slim copies of the releases (<dist>-<version>/ with the .py files and the dist-info)
@@ -20,17 +19,8 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
 RELEASES = Path(os.environ.get("ATTN_CONTRACTS_RELEASES", "/nonexistent"))
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
-
-lm = _load("lint_mutations")
-lr = _load("lint_releases")
+lm = load("lint_mutations")
+lr = load("lint_releases")
 
 
 def test_the_corpus_covers_the_issue() -> None:
