@@ -12,7 +12,6 @@ import pytest
 
 from fixtures.bench import load
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
 #: slim copies of the releases (<dist>-<version>/ with the .py files and the dist-info)
 #: the slim release copies (bench/_releases.py keeps them in ~/.cache/attn-contracts/releases);
 #: the patch check runs only where this names them
