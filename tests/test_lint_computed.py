@@ -272,6 +272,63 @@ PAIRS.case("__init_subclass__ runs with the class statement's keywords", {"base.
                 return decode(q, return_lse=True)
         """}, {"impl.py": ('log_base="e"', 'log_base="2"')})
 
+# a base's hook that stamps its base on subclasses, unless the subclass's own body names one
+# (``cls.__dict__``: the names its body binds, not its bases'): the stamp over a subclass's
+# own declaration is the bug, reported at that declaration in the subclass's file
+STAMPING_BASE = {"base.py": """
+        class ImplBase:
+            can_return_lse_for_decode = True
+            lse_base_on_e = True
+            def __init_subclass__(cls, **kwargs):
+                super().__init_subclass__(**kwargs)
+                cls.lse_base_on_e = False
+        """, "impl.py": """
+        import math
+        from base import ImplBase
+        from mylib import decode
+        class Impl(ImplBase):
+            lse_base_on_e = True
+            def forward(self, q):
+                out, lse = decode(q, return_lse=True)
+                return out, lse * math.log(2)
+        """}
+PAIRS.case("__init_subclass__ stamps only a subclass whose own body lacks the name",
+           STAMPING_BASE, {"base.py": ("                cls.lse_base_on_e = False",
+                                       "                if 'lse_base_on_e' not in cls.__dict__:"
+                                       "\n                    cls.lse_base_on_e = False")})
+
+
+# a mixin's ``__init__`` declares the base on the instance: it holds only where that
+# ``__init__`` runs (``super().__init__``), not past an explicit ``Base.__init__(self)``
+PAIRS.case("a mixin's __init__ store holds only where the __init__ chain runs it", {
+    "impl.py": """
+        from mylib import decode
+        class AttentionImpl:
+            can_return_lse_for_decode = False
+            lse_base_on_e = True
+            def __init__(self, n):
+                self.n = n
+        class Log2Mixin:
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.lse_base_on_e = False
+        class Impl(Log2Mixin, AttentionImpl):
+            can_return_lse_for_decode = True
+            def __init__(self, n):
+                AttentionImpl.__init__(self, n)
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("AttentionImpl.__init__(self, n)", "super().__init__(n)")})
+
+
+def test_a_base_hooks_stamp_is_reported_at_the_declaration_it_replaces(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    found = [f for f in lint_json(tmp_path, capsys, "bug", STAMPING_BASE)
+             if f["severity"] == "error"]
+    assert [(f["code"], Path(f["path"]).name, f["line"]) for f in found] == \
+        [("AC008", "impl.py", 6)], found  # ``lse_base_on_e = True``, replaced
+
+
 # `not` of a backend's base flag, through a property that negates it: read per subclass an
 # instance may be (the other base than each declares: an error), never "could not be read"
 NEGATED = """

@@ -912,6 +912,23 @@ def test_a_value_is_read_as_python_computes_it_or_not_at_all(
 #: told value (the reference: the module and the expression are run here), and the lint must
 #: read it as Python does (an error where it is true, none where false), or, where the last
 #: column is False, at least not wrongly (a warning).
+#: a mixin whose ``__init__`` stores a base, run by ``super().__init__`` and skipped by an
+#: explicit ``Base.__init__(self)``
+_MIXED_INITS = """class Base:
+    on_e = True
+    def __init__(self, n):
+        self.n = n
+class Mixin:
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.on_e = False
+class Explicit(Mixin, Base):
+    def __init__(self, n):
+        Base.__init__(self, n)
+class Cooperative(Mixin, Base):
+    def __init__(self, n):
+        super().__init__(n)"""
+
 _AS_PYTHON = [
     ("a generator is true even where it yields nothing", "", "bool(x for x in ())", True),
     ("a filter object is true even where it keeps nothing", "", "bool(filter(None, ()))",
@@ -1037,6 +1054,67 @@ _AS_PYTHON = [
      "class C(Base):\n    pass", "len(Base.registry) == 1", False),
     ("a property over an instance attribute's store", "class Impl:\n"
      "    @property\n    def on_e(self):\n        return False\n", "Impl().on_e", True),
+    # 2026-12-05, ninth session (from set19, read as a learning set)
+    ("a str method on an `or` of a name and a literal",
+     "def fam(b):\n    return (b or '').rpartition('_')[0]", "fam('aiter') == 'aiter'", True),
+    ("str.partition keeps a name without the separator",
+     "def fam(b):\n    return (b or '').partition('_')[0]", "fam('aiter') == 'aiter'", True),
+    ("a str method chained on a str method", "N = 'Cutedsl_MLA'",
+     "N.lower().rpartition('_')[0] == 'cutedsl'", True),
+    ("fnmatchcase of a glob that matches more than it should",
+     "import fnmatch\nP = ('flashmla', '*_mla')",
+     "any(fnmatch.fnmatchcase('trtllm_mla', p) for p in P)", True),
+    ("fnmatch imported by name", "from fnmatch import fnmatchcase",
+     "fnmatchcase('trtllm_mla', 'cutedsl_*')", True),
+    ("operator.contains of a tuple", "import operator\nT = ('a', 'b')",
+     "operator.contains(T, 'c')", True),
+    ("os.path.splitext of a known name", "import os.path",
+     "os.path.splitext('a.log2')[1] == '.log2'", True),
+    ("dict.fromkeys maps every key to None", "T = dict.fromkeys(('aiter', 'flashmla'))",
+     "bool(T.get('aiter'))", True),
+    ("dict.fromkeys with a value", "T = dict.fromkeys(('aiter', 'flashmla'), True)",
+     "bool(T.get('aiter'))", True),
+    ("dict.fromkeys keys are in it", "T = dict.fromkeys('ab')", "'b' in T", True),
+    ("a key every path stores is in a dict", "D = {'a': 1}\nif len(D) > 5:\n    D['b'] = 2",
+     "'a' in D", True),
+    ("a StrEnum's auto value is the lower-case name",
+     "from enum import StrEnum, auto\nclass U(StrEnum):\n    LOG2 = auto()",
+     "U.LOG2 != 'LOG2'", True),
+    ("a StrEnum member compares equal to its value",
+     "from enum import StrEnum, auto\nclass U(StrEnum):\n    LOG2 = auto()",
+     "U.LOG2 == 'log2'", True),
+    ("a str-mixin Enum member is in a tuple of its value",
+     "from enum import Enum\nclass U(str, Enum):\n    E = 'e'", "U.E in ('e',)", True),
+    ("an IntEnum member equals another class's member of its value",
+     "from enum import IntEnum\nclass A(IntEnum):\n    X = 1\nclass B(IntEnum):\n    Y = 1",
+     "A.X == B.Y", True),
+    ("a plain Enum member is no string", "from enum import Enum\nclass U(Enum):\n    E = 'e'",
+     "U.E == 'e'", True),
+    ("a dataclass object is true", "from dataclasses import dataclass\n@dataclass\n"
+     "class B:\n    natural: bool", "bool(B(natural=False))", True),
+    ("an object's __bool__ decides its truth", "class B:\n    def __init__(self, n):\n"
+     "        self.n = n\n    def __bool__(self):\n        return self.n", "bool(B(False))",
+     True),
+    ("an object's __len__ decides its truth", "class L:\n    def __len__(self):\n"
+     "        return 0", "True if L() else False", True),
+    ("not of a plain object", "class P:\n    pass", "not P()", True),
+    ("attrgetter of two names gives them in order",
+     "import operator\nclass I:\n    a = False\n    b = True",
+     "operator.attrgetter('b', 'a')(I())[0]", True),
+    ("attrgetter kept and called later", "from operator import attrgetter\nclass I:\n"
+     "    a = True\nG = attrgetter('a')", "G(I())", True),
+    ("a name in a class's own namespace", "class A:\n    x = True",
+     "'x' in A.__dict__", True),
+    ("a base's name is not in a subclass's namespace",
+     "class A:\n    x = True\nclass B(A):\n    pass", "'x' in B.__dict__", True),
+    ("an explicit Base.__init__(self) skips a mixin's __init__", _MIXED_INITS,
+     "Explicit(1).on_e", True),
+    ("a cooperative super().__init__ runs a mixin's __init__", _MIXED_INITS,
+     "Cooperative(1).on_e", True),
+    ("__init_subclass__ skips a subclass that declares the name",
+     "class A:\n    on_e = True\n    def __init_subclass__(cls, **kw):\n"
+     "        super().__init_subclass__(**kw)\n        if 'on_e' not in cls.__dict__:\n"
+     "            cls.on_e = False\nclass B(A):\n    on_e = True", "B().on_e", True),
 ]
 
 

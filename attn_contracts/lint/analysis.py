@@ -25,6 +25,7 @@ from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import Changed
 from attn_contracts.lint.calls import Summary
 from attn_contracts.lint.calls import carries
+from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.inferred import Fact
 from attn_contracts.lint.inferred import Kernel
 from attn_contracts.lint.inferred import Misconverted
@@ -151,6 +152,8 @@ class Analysis(ABC):
         self._assigns_attr: dict[int, dict[str, ast.expr | None]] = {}
         #: per method, the attributes it reads on its ``self`` (attributes.Resolver.self_reads)
         self._self_reads: dict[Func, frozenset[str]] = {}
+        #: per class, the classes whose ``__init__`` runs for its instances (Resolver.init_chain)
+        self._init_chains: dict[ClassKey, list[ClassInfo] | None] = {}
         self._noted_agreed: set[tuple[str, str]] = set()
         self._carrier_lines: dict[str, tuple[int, ...]] = {}
         self._calls_memo: dict[tuple[str, str], bool] = {}

@@ -23,6 +23,7 @@ from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.classes import statements
 from attn_contracts.lint.containers import MUTATORS
 from attn_contracts.lint.containers import literal_values
+from attn_contracts.lint.containers import truth
 from attn_contracts.lint.containers import value_key
 from attn_contracts.lint.modules import ModuleResolver
 from attn_contracts.lint.modules import changes_of
@@ -35,6 +36,7 @@ from attn_contracts.lint.values import Arg
 from attn_contracts.lint.values import Bound
 from attn_contracts.lint.values import ClassKey
 from attn_contracts.lint.values import ClassRef
+from attn_contracts.lint.values import DictV
 from attn_contracts.lint.values import Ext
 from attn_contracts.lint.values import ExtInst
 from attn_contracts.lint.values import Flag
@@ -94,6 +96,38 @@ def _auto_value(cls: ClassInfo, attr: str) -> int | str | None:
 
 
 _ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
+#: the names ``type`` puts in every class's namespace, and those it (or ``abc``, ``typing``)
+#: may put there, by the class's bases and ``__slots__``
+_TYPE_ADDS = ("__module__", "__qualname__", "__doc__")
+_TYPE_MAY_ADD = frozenset({"__dict__", "__weakref__", "__annotations__", "_abc_impl",
+                           "__orig_bases__", "__parameters__", "__abstractmethods__"})
+
+
+def _body_names(node: ast.ClassDef) -> list[str] | None:
+    """The names a class body binds, in order, where every statement of it is a definition,
+    an assignment to names, an import or an expression; None where one may bind a name or
+    not (an ``if``, a loop, a ``try``, a ``del``)."""
+    names: list[str] = []
+    for st in node.body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(st.name)
+        elif isinstance(st, ast.Assign) and all(isinstance(t, ast.Name) for t in st.targets):
+            names += [cast(ast.Name, t).id for t in st.targets]
+        elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+            names += [st.target.id] if st.value is not None else []
+        elif isinstance(st, (ast.Import, ast.ImportFrom)) and \
+                not any(a.name == "*" for a in st.names):
+            names += [(a.asname or a.name).partition(".")[0] for a in st.names]
+        elif not isinstance(st, (ast.Expr, ast.Pass)) or any(
+                isinstance(n, ast.NamedExpr) for n in ast.walk(st)):
+            return None
+    return names
+
+
+#: bases from outside the program that give an object no truth of its own
+_PLAIN_BASES = frozenset({"ABC", "Generic", "Protocol", "object"})
+#: what makes an Enum's members compare as their values: a data type mixed in
+_DATA_ENUM_BASES = frozenset({"IntEnum", "StrEnum", "IntFlag", "str", "int", "float"})
 #: what ``type`` gives every class (:meth:`Resolver._type_attr`)
 _TYPE_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__mro__"})
 
@@ -230,6 +264,8 @@ class Resolver(ModuleResolver):
             return None
         if attr in _TYPE_ATTRS:
             return self._type_attr(obj, cls, attr)
+        if attr == "__dict__":
+            return self._namespace(obj, cls)
         owner = self.p.lookup(cls, attr)
         if owner is not None:
             func = Func(owner.path, f"{owner.name}.{attr}")
@@ -246,6 +282,23 @@ class Resolver(ModuleResolver):
             return Member(obj.cls, attr, Lit(auto, Location(cls.path, cls.attrs[attr][1], 1))
                           if auto is not None else self.class_attr(cls, attr))
         return self.class_attr(cls, attr)
+
+    def _namespace(self, obj: ClassRef, cls: ClassInfo) -> Value:
+        """``C.__dict__``: the names ``C``'s own body binds (not its bases'), with those
+        ``type`` adds (``__module__``, ``__qualname__``, ``__doc__``), as Python builds the
+        class; a name stored on ``C`` since may be there too. Its values are not read. Unknown
+        for a class that may be a subclass, a body with statements other than definitions
+        and assignments (an ``if``, a loop), or a decorated class read after its decorators
+        ran (they may add names)."""
+        node = self.p.class_node(cls)
+        names = _body_names(node) if node is not None and obj.exact else None
+        if names is None or (cls.decorators and not self.defining):
+            return None
+        where = Location(cls.path, cls.line, 1)
+        stored = {attr for (key, attr) in self.class_stores if key == obj.cls} - set(names)
+        maybe = (_TYPE_MAY_ADD | stored) - set(names)
+        keys = [*dict.fromkeys([*names, *_TYPE_ADDS]), *sorted(maybe)]
+        return DictV(tuple((k, Arg(None, where)) for k in keys), frozenset(maybe))
 
     def enum_lookup(self, ref: ClassRef, key: Value, by_value: bool) -> Value | object:
         """``E["A"]`` (``by_value`` false: a member by its name) or ``E(v)`` (by its value), of
@@ -563,6 +616,62 @@ class Resolver(ModuleResolver):
         return any(b.rpartition(".")[2] in _ENUM_BASES
                    for c in self.p.mro(cls) for b in c.bases)
 
+    def truth(self, value: Value) -> bool | None:
+        """What ``bool(value)`` is (:func:`~.containers.truth`), and of an object of a class
+        of the program as Python decides it: its ``__bool__``'s result, else its
+        ``__len__``'s, else true (a plain object, a dataclass); not known where a base is
+        outside the program (it may define either), or the object may be of a subclass that
+        decides otherwise."""
+        known = truth(value)
+        options = list(alternatives(value))
+        if known is not None or not any(isinstance(a, Inst) for a in options):
+            return known
+        answers = {self._instance_truth(a) if isinstance(a, Inst) else truth(a)
+                   for a in options}
+        return answers.pop() if len(answers) == 1 else None
+
+    def _instance_truth(self, inst: Inst) -> bool | None:
+        cls = self.class_info(inst.cls)
+        if cls is None:
+            return None
+        classes = [cls] if inst.exact else self.p.subclasses(cls)
+        answers: set[bool | None] = set()
+        for c in classes:
+            if any(isinstance(b, str) and b.rpartition(".")[2] not in _PLAIN_BASES
+                   for k in self.p.mro(c) for b in self.p.hierarchy.bases(k)) or any(
+                    dotted_name(b.value if isinstance(b, ast.Subscript) else b) is None
+                    for k in self.p.mro(c) for b in k.base_nodes):
+                return None  # a base outside the program may define ``__bool__``/``__len__``
+            owner = next((o for name in ("__bool__", "__len__")
+                          if (o := self.p.lookup(c, name)) is not None), None)
+            if owner is None:
+                answers.add(True)
+                continue
+            name = "__bool__" if "__bool__" in owner.methods else "__len__"
+            this = inst if inst.exact else Inst((c.path, c.name), exact=True)
+            result = self.analyse(Func(owner.path, f"{owner.name}.{name}"), this,
+                                  CallArgs([], {}, False, where=Location(c.path, 1, 1))).returns
+            answers.add(truth(result))
+        return answers.pop() if len(answers) == 1 else None
+
+    def as_data(self, value: Value) -> Value:
+        """``value`` as ``==``, ``in`` and ``<`` see it: a member of an Enum that mixes in a
+        data type (``StrEnum``, ``IntEnum``, ``IntFlag``, ``class U(str, Enum)``) compares as
+        its value (``StrEnum`` ``LOG2 == "log2"``); a tuple's items likewise; anything else
+        as it is."""
+        if isinstance(value, Tup):
+            items = tuple(self.as_data(v) for v in value.items)
+            return value if items == value.items else replace(value, items=items)
+        if isinstance(value, Union_):
+            return join([self.as_data(v) for v in value.ordered()]) \
+                if not value.widened else value
+        if not isinstance(value, Member) or not isinstance(value.value, Lit):
+            return value
+        cls = self.class_info(value.cls)
+        mixed = cls is not None and any(b.rpartition(".")[2] in _DATA_ENUM_BASES
+                                        for c in self.p.mro(cls) for b in c.bases)
+        return value.value if mixed else value
+
     @staticmethod
     def _is_property(owner: ClassInfo, attr: str) -> bool:
         return attr in owner.properties
@@ -618,6 +727,7 @@ class Resolver(ModuleResolver):
         if not shadowed:
             values += self._class_body_value(cls, attr)
         runs = self.p.lookup(cls, "__init__")  # the ``__init__`` an instance of cls runs
+        chain = self.init_chain(cls)  # and those it calls
         for c in self.p.mro(cls):
             if not (self.p.active(c.path) or c.path in self._carrier_lines):
                 # a module that names nothing the rules know: only the objects it builds
@@ -629,6 +739,8 @@ class Resolver(ModuleResolver):
                 if attr not in stored:
                     continue
                 func = Func(c.path, f"{c.name}.{name}", fn)
+                if name == "__init__" and chain is not None and not any(c is d for d in chain):
+                    continue  # an ``__init__`` no instance of cls runs: it stores nothing
                 if name == "__init__" and runs is not None and \
                         (runs.path, runs.name) != (c.path, c.name) and self.p.active(runs.path):
                     # a base's ``__init__`` runs for an instance of cls only as the one cls
@@ -743,12 +855,94 @@ class Resolver(ModuleResolver):
                 if isinstance(t, ast.Attribute) and t.attr == attr and \
                         isinstance(t.value, ast.Name) and t.value.id == me:
                     return True
-            called = _self_method_called(st, me) if deep > 0 else None
-            owner = self.p.lookup(cls, called) if called is not None else None
-            method = self.p.methods(owner).get(called) if owner and called else None
-            if method is not None and self._sets_always(cls, method, attr, deep - 1):
+            if deep > 0 and any(self._sets_always(cls, f, attr, deep - 1)
+                                for f in self._always_called(cls, fn, st, me)):
                 return True
         return False
+
+    def _always_called(self, cls: ClassInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                       st: ast.stmt, me: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """The methods a statement of ``fn``'s body runs on ``me`` as the whole of it: a
+        method of ``self`` it calls, or the ``__init__`` it calls (``super().__init__()``)."""
+        called = _self_method_called(st, me)
+        owner = self.p.lookup(cls, called) if called is not None else None
+        method = self.p.methods(owner).get(called) if owner and called else None
+        base = self._init_called(cls, fn, st, me)
+        init = self.p.methods(base).get("__init__") if isinstance(base, ClassInfo) else None
+        return [f for f in (method, init) if f is not None]
+
+    def _init_called(self, cls: ClassInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                     st: ast.stmt, me: str) -> ClassInfo | object | None:
+        """The class whose ``__init__`` a statement of ``fn``'s body calls as the whole of it
+        (:meth:`_init_target`); None where it is no such call."""
+        value = st.value if isinstance(st, (ast.Expr, ast.Assign)) else None
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and
+                value.func.attr == "__init__"):
+            return None
+        return self._init_target(cls, fn, value, me)
+
+    def _init_target(self, cls: ClassInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                     call: ast.Call, me: str) -> ClassInfo | object | None:
+        """The class whose ``__init__`` ``call`` (``x.__init__(...)`` in ``fn``, an
+        ``__init__`` an instance of ``cls`` runs) runs: ``super().__init__(...)``, the next
+        in ``cls``'s MRO after ``fn``'s class; ``Base.__init__(self, ...)``, ``Base``'s; None
+        for one outside the program (``object``'s); NOT_SPECIAL where it cannot name it."""
+        owner = next((c for c in self.p.mro(cls) if self.p.methods(c).get("__init__") is fn),
+                     None)
+        on = cast(ast.Attribute, call.func).value
+        if owner is None:
+            return NOT_SPECIAL
+        if isinstance(on, ast.Call) and isinstance(on.func, ast.Name) and \
+                on.func.id == "super" and not on.args:
+            return self.p.lookup(cls, "__init__", after=owner)
+        named = dotted_name(on)
+        if named is not None and call.args and isinstance(call.args[0], ast.Name) and \
+                call.args[0].id == me:
+            base = self.p.resolve_base(owner, named)
+            return self.p.lookup(base, "__init__") if isinstance(base, ClassInfo) else \
+                NOT_SPECIAL
+        return NOT_SPECIAL
+
+    def init_runs(self, cls: ClassInfo, c: ClassInfo) -> bool:
+        """Whether ``c``'s ``__init__`` may run for an instance of ``cls``
+        (:meth:`init_chain`; true where the chain is not known)."""
+        key = (cls.path, cls.name)
+        if key not in self._init_chains:
+            self._init_chains[key] = self.init_chain(cls)
+        chain = self._init_chains[key]
+        return chain is None or any(c is d for d in chain)
+
+    def init_chain(self, cls: ClassInfo) -> list[ClassInfo] | None:
+        """The classes whose ``__init__`` may run for an instance of ``cls``: the one it looks
+        up, and each one of them calls (``super().__init__(...)``, ``Base.__init__(self,
+        ...)``), in turn; None where one calls an ``__init__`` it cannot name (an instance of
+        ``cls`` may then run any of them)."""
+        owner = self.p.lookup(cls, "__init__")
+        chain: list[ClassInfo] = []
+        todo = [owner] if owner is not None else []
+        while todo:
+            c = todo.pop()
+            if any(c is d for d in chain):
+                continue
+            chain.append(c)
+            fn = self.p.methods(c).get("__init__")
+            if fn is None or not fn.args.args:
+                return None
+            for node in ast.walk(fn):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr == "__init__"):
+                    continue
+                called = self._init_target(cls, fn, node, fn.args.args[0].arg)
+                if called is NOT_SPECIAL:
+                    return None
+                if isinstance(called, ClassInfo):
+                    todo.append(called)
+            if sum(isinstance(n, ast.Attribute) and n.attr == "__init__"
+                   for n in ast.walk(fn)) != sum(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
+                    n.func.attr == "__init__" for n in ast.walk(fn)):
+                return None  # ``__init__`` read without a call (``f = Base.__init__``)
+        return chain
 
     def _built(self, cls: ClassInfo, attr: str) -> list[Value]:
         """``self.<attr> = Class(...)`` in ``cls``'s methods: an instance of that class (its

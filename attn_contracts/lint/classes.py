@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from collections.abc import Callable
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
@@ -408,6 +409,10 @@ class Hierarchy:
         self._definer: dict[str, dict[int, ClassInfo | None]] = {}
         self._unresolved: dict[int, tuple[str, ...]] = {}
         self._linear: dict[int, list[ClassInfo]] = {}
+        #: whether ``c``'s ``__init__`` runs for an instance of ``cls`` (``init_runs(cls, c)``),
+        #: as the interpreter follows ``super().__init__`` and ``Base.__init__(self)``; None:
+        #: every one is taken to run
+        self.init_runs: Callable[[ClassInfo, ClassInfo], bool] | None = None
 
     # --- resolution -------------------------------------------------------------------------------
     def bases(self, cls: ClassInfo) -> list[Base]:
@@ -494,8 +499,19 @@ class Hierarchy:
         the class Python reads ``cls.attr`` from."""
         memo = self._definer.setdefault(attr, {})
         if id(cls) not in memo:
-            memo[id(cls)] = next((c for c in self.linear(cls) if attr in c.attrs), None)
+            memo[id(cls)] = next((c for c in self.linear(cls) if attr in c.attrs and
+                                  self._stored_for(cls, c, attr)), None)
         return memo[id(cls)]
+
+    def _stored_for(self, cls: ClassInfo, c: ClassInfo, attr: str) -> bool:
+        """Whether ``c``'s ``attr`` is there for an instance of ``cls``: a class body's
+        always; a store in ``c``'s ``__init__`` only where that ``__init__`` runs for it (a
+        mixin whose ``__init__`` an explicit ``Base.__init__(self)`` skips stores nothing)."""
+        span = c.methods.get("__init__")
+        line = c.attrs[attr][1]
+        if self.init_runs is None or span is None or not span[0] <= line <= span[1]:
+            return True
+        return self.init_runs(cls, c)
 
     def changed(self) -> None:
         """A class's attributes changed after its body was read (a store below it, a class

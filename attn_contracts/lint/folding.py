@@ -18,9 +18,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import fnmatch
+import functools
+import keyword
 import math
 import operator
+import posixpath
 import re
+import string
 from collections.abc import Callable
 from typing import Any
 
@@ -32,9 +37,11 @@ from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import join
 
-__all__ = ["BUILTINS", "METHOD_NAMES", "MODULE_CONSTANTS", "PATTERN", "REGEX_FUNCTIONS", "SCALARS",
+__all__ = ["BUILTINS", "LIBRARY_FUNCTIONS", "METHOD_NAMES", "MODULE_CONSTANTS", "PATTERN",
+           "REGEX_FUNCTIONS", "SCALARS",
            "UNKNOWN", "abstract", "compiled", "concrete", "concrete_options", "fold_binop",
-           "fold_builtin", "fold_format", "fold_math", "fold_method", "fold_regex", "safe_format"]
+           "fold_builtin", "fold_format", "fold_library", "fold_math", "fold_method", "fold_regex",
+           "safe_format"]
 
 
 class _Unknown:
@@ -149,6 +156,49 @@ _ORDERED = frozenset({"tuple", "list", "str"})
 #: the pure functions of :mod:`math` folded on known numbers (``math.isclose(base, 2)``)
 MATH_FUNCTIONS = frozenset({"isclose", "log", "log2", "log10", "exp", "sqrt", "floor", "ceil",
                             "trunc", "isinf", "isnan", "isfinite", "fabs"})
+
+
+#: the pure functions of other standard modules folded on constants, by module: their value
+#: is all they do, and none calls back into the program (``fnmatch.fnmatchcase(name, "*_mla")``,
+#: ``operator.contains(names, name)``, ``os.path.splitext(path)``)
+LIBRARY_FUNCTIONS: dict[str, frozenset[str]] = {
+    "fnmatch": frozenset({"fnmatch", "fnmatchcase", "filter"}),
+    "operator": frozenset({"eq", "ne", "lt", "le", "gt", "ge", "not_", "truth", "is_",
+                           "is_not", "contains", "countOf", "indexOf", "concat", "or_", "and_",
+                           "xor", "neg", "pos", "abs"}),
+    "os.path": frozenset({"basename", "dirname", "splitext", "split", "join", "normpath"}),
+    "posixpath": frozenset({"basename", "dirname", "splitext", "split", "join", "normpath"}),
+    "keyword": frozenset({"iskeyword", "issoftkeyword"}),
+    "string": frozenset({"capwords"}),
+}
+_LIBRARY_MODULES = {"fnmatch": fnmatch, "operator": operator, "os.path": posixpath,
+                    "posixpath": posixpath, "keyword": keyword, "string": string}
+#: the longest text or tuple a library function folds (``fnmatch`` compiles its pattern)
+_LIBRARY_ARG_MAX = 256
+
+
+def _small(value: Any) -> bool:
+    """A constant, tuple or set short enough for a library function to fold."""
+    if isinstance(value, str | tuple | frozenset):
+        return len(value) <= _LIBRARY_ARG_MAX
+    return value is not UNKNOWN and isinstance(value, SCALARS)
+
+
+def fold_library(module: str, name: str, args: list[Value], keywords: dict[str, Value],
+                 where: Location) -> object:
+    """``module.name(*args, **keywords)`` of :data:`LIBRARY_FUNCTIONS` (or of :mod:`math`)
+    where every argument is known exactly: what Python computes (paths as on POSIX, where the
+    engines run); else :data:`UNKNOWN`."""
+    if module == "math":
+        return fold_math(name, args, keywords, where)
+    if name not in LIBRARY_FUNCTIONS.get(module, frozenset()):
+        return UNKNOWN
+    values = [concrete(a) for a in args]
+    named = {k: concrete(v) for k, v in keywords.items()}
+    if not all(_small(v) for v in (*values, *named.values())):
+        return UNKNOWN  # not known, an iterator, or an argument too long to fold
+    return _call(functools.partial(getattr(_LIBRARY_MODULES[module], name), **named),
+                 values, where)
 
 
 def fold_math(name: str, args: list[Value], keywords: dict[str, Value],

@@ -44,7 +44,9 @@ from attn_contracts.lint.containers import members_of
 from attn_contracts.lint.containers import merged
 from attn_contracts.lint.containers import table_entry
 from attn_contracts.lint.containers import truth
+from attn_contracts.lint.containers import value_key
 from attn_contracts.lint.folding import BUILTINS
+from attn_contracts.lint.folding import LIBRARY_FUNCTIONS
 from attn_contracts.lint.folding import MATH_FUNCTIONS
 from attn_contracts.lint.folding import METHOD_NAMES
 from attn_contracts.lint.folding import PATTERN
@@ -53,8 +55,9 @@ from attn_contracts.lint.folding import SCALARS
 from attn_contracts.lint.folding import UNKNOWN
 from attn_contracts.lint.folding import abstract
 from attn_contracts.lint.folding import compiled
+from attn_contracts.lint.folding import concrete
 from attn_contracts.lint.folding import fold_builtin
-from attn_contracts.lint.folding import fold_math
+from attn_contracts.lint.folding import fold_library
 from attn_contracts.lint.folding import fold_method
 from attn_contracts.lint.folding import fold_regex
 from attn_contracts.lint.folding import safe_format
@@ -138,7 +141,7 @@ class Frame(RecordCalls):
         name = func.attr if isinstance(func, ast.Attribute) else (
             func.id if isinstance(func, ast.Name) else "")
         if isinstance(func, ast.Attribute) and name in _STR_METHODS and \
-                isinstance(func.value, (ast.Constant, ast.Name, ast.Attribute)):
+                _reevaluable(func.value):
             folded = self.str_method(func, node, name, where)
             if folded is not NOT_SPECIAL:
                 return cast(Value, folded)
@@ -167,8 +170,7 @@ class Frame(RecordCalls):
                          where: Location) -> Value | object:
         """A pure method of a set or tuple known exactly (``S.union({"x"})``): Python's own
         value (:mod:`.folding`); :data:`~.folding.UNKNOWN` where it is none."""
-        if not isinstance(func.value, _PURE_RECEIVERS) or node.keywords or \
-                name not in METHOD_NAMES:
+        if not _reevaluable(func.value) or node.keywords or name not in METHOD_NAMES:
             return UNKNOWN
         return fold_method(self.expr(func.value), name, [self.expr(a) for a in node.args], where)
 
@@ -186,7 +188,7 @@ class Frame(RecordCalls):
         folded = fold_builtin(name, args, where)
         if folded is not UNKNOWN:
             return cast(Value, folded)
-        if name == "bool" and len(args) == 1 and (known := truth(args[0])) is not None:
+        if name == "bool" and len(args) == 1 and (known := self.i.truth(args[0])) is not None:
             return Lit(known, where)  # an object whose truth is known (a match, an iterator)
         if name in ("tuple", "list") and len(args) == 1 and isinstance(args[0], Tup):
             # positions kept; a list is known as one
@@ -683,6 +685,30 @@ class Frame(RecordCalls):
             return merged(cast(list[DictV], maps[::-1]), place(self.path, node))
         return NOT_SPECIAL
 
+    def fromkeys_form(self, callee: Value, qual: str, name: str,
+                      node: ast.Call) -> Value | object:
+        """``dict.fromkeys(keys, value=None)``: each key of a known iterable, in its order,
+        mapped to the one value (None where none is given); unknown where a key is not
+        known."""
+        if not (name == "fromkeys" and callee is None and isinstance(node.func, ast.Attribute)
+                and dotted_name(node.func.value) == "dict" and
+                self.expr(node.func.value) is None):
+            return NOT_SPECIAL
+        where = place(self.path, node)
+        if not 1 <= len(node.args) <= 2 or node.keywords or \
+                any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        keys = concrete(self.expr(node.args[0]))
+        if isinstance(keys, frozenset) and len(keys) <= 1:
+            keys = tuple(keys)
+        value = self.expr(node.args[1]) if len(node.args) == 2 else Lit(None, where)
+        if not isinstance(keys, tuple | str) or len(keys) > _FOLD_MAX:
+            return None  # not known, or a set (whose order, the dict's, is its hash order)
+        names = [value_key(k) for k in keys]
+        if any(k is None for k in names):
+            return None
+        return DictV(tuple((k, Arg(value, where)) for k in dict.fromkeys(cast(list[str], names))))
+
     def _defaultdict(self, node: ast.Call) -> Value:
         """``defaultdict(factory, mapping, k=v)``: the dict it starts with, and what a key
         it lacks reads as where indexed: the factory called with nothing (``lambda: True``,
@@ -738,17 +764,27 @@ class Frame(RecordCalls):
         gather = lse_ops.collective(qual.rpartition(".")[2])  # its own name, under any alias
         return NOT_SPECIAL if gather is None else self.collective(gather, node)
 
-    def math_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
-        """A pure function of :mod:`math` on known numbers: what Python computes."""
+    def library_form(self, callee: Value, qual: str, name: str,
+                     node: ast.Call) -> Value | object:
+        """A pure function of the standard library (:mod:`math`, ``fnmatch``, ``operator``...,
+        :data:`~.folding.LIBRARY_FUNCTIONS`) on known constants: what Python computes."""
         module, _, fn = qual.rpartition(".")
-        if module != "math" or fn not in MATH_FUNCTIONS or \
+        if not (fn in MATH_FUNCTIONS if module == "math" else
+                fn in LIBRARY_FUNCTIONS.get(module, frozenset())) or \
                 any(isinstance(a, ast.Starred) for a in node.args) or \
                 any(k.arg is None for k in node.keywords):
             return NOT_SPECIAL
-        folded = fold_math(fn, [self.expr(a) for a in node.args],
-                           {k.arg: self.expr(k.value) for k in node.keywords if k.arg},
-                           place(self.path, node))
-        return None if folded is UNKNOWN else folded  # a number not known (never an LSE)
+        if module != "math" and not all(
+                _reevaluable(a) for a in (*node.args, *(k.value for k in node.keywords))):
+            return NOT_SPECIAL  # read as any other call: its arguments are evaluated once
+        folded = fold_library(module, fn, [self.expr(a) for a in node.args],
+                              {k.arg: self.expr(k.value) for k in node.keywords if k.arg},
+                              place(self.path, node))
+        if folded is UNKNOWN:
+            # a number :mod:`math` gives is never an LSE; another function's result is
+            # read as any other call's (``operator.neg(lse)`` keeps what it is handed)
+            return None if module == "math" else NOT_SPECIAL
+        return folded
 
     def generator_form(self, callee: Value, qual: str, name: str,
                        node: ast.Call) -> Value | object:
@@ -783,6 +819,30 @@ class Frame(RecordCalls):
             return _matched(function, compiled(args[0], args[2] if len(args) == 3 else None),
                             args[1], place(self.path, node))
         return None
+
+    def attrgetter_form(self, callee: Value, qual: str, name: str,
+                        node: ast.Call) -> Value | object:
+        """``operator.attrgetter("a", "b.c")`` of known names: an object naming them; called
+        on an object, what Python gives: ``obj.a``, or the tuple ``(obj.a, obj.b.c)`` in the
+        order the names are written."""
+        if any(isinstance(a, ast.Starred) for a in node.args) or node.keywords:
+            return NOT_SPECIAL
+        if qual == "operator.attrgetter" and node.args:
+            names = [concrete(self.expr(a)) for a in node.args]
+            if not all(isinstance(n, str) and n and "\x1f" not in n for n in names):
+                return None
+            return ExtInst(_ATTRGETTER + "\x1f".join(cast(list[str], names)))
+        if not (isinstance(callee, ExtInst) and callee.qualname.startswith(_ATTRGETTER)) or \
+                len(node.args) != 1:
+            return NOT_SPECIAL
+        obj, where = self.expr(node.args[0]), place(self.path, node)
+        got: list[Value] = []
+        for dotted in callee.qualname.removeprefix(_ATTRGETTER).split("\x1f"):
+            value = obj
+            for attr in dotted.split("."):
+                value = self.i.attribute(value, attr, where)
+            got.append(value)
+        return got[0] if len(got) == 1 else Tup(tuple(got))
 
     def itertools_form(self, callee: Value, qual: str, name: str,
                        node: ast.Call) -> Value | object:
@@ -1251,9 +1311,14 @@ def _set_grown(current: Seq, method: str, arg: Value,
 _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.partial,
                   Frame.cast_, Frame.super_, Frame.getattr_form, Frame.hasattr_form,
                   Frame.setattr_form,
-                  Frame.get_form, Frame.dict_form, Frame.replace_form, Frame.dict_method_form,
+                  Frame.get_form, Frame.dict_form, Frame.fromkeys_form,
+                  Frame.replace_form, Frame.dict_method_form,
                   Frame.library_collective, Frame.triton_memory, Frame.itertools_form,
-                  Frame.math_form, Frame.regex_form, Frame.generator_form)
+                  Frame.library_form, Frame.regex_form, Frame.generator_form,
+                  Frame.attrgetter_form)
+#: the value ``operator.attrgetter("a", "b.c")`` is: an external object naming its attributes
+_ATTRGETTER = "operator.attrgetter:"
+
 def _matched(name: str, pattern: str | None, subject: Value, where: Location) -> Value:
     """What ``re``'s ``name`` returns for a known pattern and string: a match object (always
     true) or None; unknown where either is not known."""
@@ -1330,8 +1395,23 @@ def _replaced(obj: Inst, names: list[str], call: CallArgs, where: Location) -> I
     return Inst(obj.cls, obj.exact, (where, tuple(sorted(args.items(), key=lambda kv: kv[0]))))
 
 
-#: receivers of a folded container method: names and literals, read without side effects
-_PURE_RECEIVERS = (ast.Name, ast.Attribute, ast.Constant, ast.Set, ast.Tuple)
+#: what evaluating an expression may run or bind besides reading: a call, a binding
+_EFFECTS = (ast.Call, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)
+
+
+def _reevaluable(node: ast.expr) -> bool:
+    """Whether ``node`` may be evaluated twice with nothing changed by the first time (it
+    calls nothing and binds nothing: names, attributes, literals, operators, ``a or b``), so a
+    method's receiver is read once to fold it and again where it is not folded; a call in it
+    counts only where it is itself a folded method of ``str`` on such a receiver
+    (``name.lower().rpartition("_")``)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
+                sub.func.attr in _STR_METHODS and not sub.keywords:
+            continue  # its receiver and arguments are walked in turn
+        if isinstance(sub, _EFFECTS):
+            return False
+    return True
 #: the methods of ``str`` folded on known strings (pure: their value is all they do)
 _STR_METHODS = frozenset({
     "split", "rsplit", "splitlines", "strip", "lstrip", "rstrip", "lower", "upper", "casefold",

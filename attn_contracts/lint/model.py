@@ -231,6 +231,8 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     interp = Interpreter(program, knowledge, base_attrs=base_attrs, returns_attrs=returns_attrs,
                          report=facts.append)
     h = program.hierarchy
+    h.init_runs = interp.init_runs
+    h.changed()
     backend_classes = _backend_classes(h, files, returns_attrs, base_attrs)
     kernels = {id(cls): _own_kernels(interp, program, cls) for cls in backend_classes}
     _run_rounds(interp, program, [f for f in files if f.report])
@@ -261,8 +263,7 @@ def _changed_classes(interp: Interpreter, program: Program, attrs: tuple[str, ..
     code the class statement does not show). A store a function makes as the program runs
     (``type(self).lse_base_on_e = False`` in ``__init__``), and a base a method stores on the
     instances under a condition, leave the class's own value in place until it runs, or on the
-    instances it does not run for: each may hold either, an expression too where they differ.
-    Where: the store, if in the class's own file, else the class statement."""
+    instances it does not run for: each may hold either, an expression too where they differ."""
     h = program.hierarchy
     changed = _class_changes(interp, program, attrs)
     for key, (values, at, runtime) in _instance_changes(interp, program, base_attrs).items():
@@ -280,8 +281,11 @@ def _changed_classes(interp: Interpreter, program: Program, attrs: tuple[str, ..
         node: ast.expr = ast.Constant(literals.pop()) if len(literals) == 1 and all(
             isinstance(v, Lit) for v in values) else ast.Name("<set after the class body>",
                                                               ast.Load())
+        # where: the store in the class's own file; else (a base's ``__init_subclass__``
+        # elsewhere) the class's own declaration it replaces, or the class statement
+        declared = cls.attrs.get(attr)
         line, col = (pt[0], pt[1] - 1) if (pt := at.point) is not None and at.path == cls.path \
-            else (cls.line, 0)
+            else (declared[1], declared[2]) if declared is not None else (cls.line, 0)
         cls.attrs[attr] = (node, line, col)
     if changed:  # what the class findings look up from now on is looked up again
         h.changed()

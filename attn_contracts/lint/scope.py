@@ -45,6 +45,7 @@ from attn_contracts.lint.containers import merged
 from attn_contracts.lint.containers import ordering
 from attn_contracts.lint.containers import rest_of
 from attn_contracts.lint.containers import truth
+from attn_contracts.lint.containers import value_key
 from attn_contracts.lint.exceptions import catching
 from attn_contracts.lint.exceptions import outcome
 from attn_contracts.lint.folding import MODULE_CONSTANTS
@@ -534,7 +535,7 @@ class Scope:
                 return []  # every path here returned or raised: the rest is dead code
             elif isinstance(stmt, ast.If) and _ends(stmt.body) and not stmt.orelse:
                 # `if c: ...; return` — what follows runs only when c is false: the else side
-                self.branches([stmt.body, body[i + 1:]], stmt.test, truth(self.expr(stmt.test)))
+                self.branches([stmt.body, body[i + 1:]], stmt.test, self.i.truth(self.expr(stmt.test)))
                 return []
             elif isinstance(stmt, ast.If) and bound_names(stmt) and not bound_names(
                     stmt).isdisjoint((after := after or tested_after(body))[i] | tested):
@@ -565,7 +566,7 @@ class Scope:
                 if isinstance(st, ast.If) and not bound_names(st).isdisjoint(tested):
                     if self.counted(st):
                         results += self.branches([st.body, st.orelse], st.test,
-                                                 truth(self.expr(st.test)), tested=tested)
+                                                 self.i.truth(self.expr(st.test)), tested=tested)
                     else:
                         results.append(self.env)
                 else:
@@ -676,14 +677,14 @@ class Scope:
     def s_assert(self, st: ast.Assert) -> None:
         """``assert x``: ``if not x: raise`` (engines run without ``-O``): a path on which
         ``x`` is false ends here; one where it is true or not known goes on."""
-        if truth(self.expr(st.test)) is False:
+        if self.i.truth(self.expr(st.test)) is False:
             if st.msg is not None:
                 self.expr(st.msg)
             self.ended = True
 
     @_on(_STMT, ast.If)
     def s_if(self, st: ast.If) -> None:
-        self.branches([st.body, st.orelse], st.test, truth(self.expr(st.test)))
+        self.branches([st.body, st.orelse], st.test, self.i.truth(self.expr(st.test)))
 
     @_on(_STMT, ast.For, ast.AsyncFor)
     def s_for(self, st: ast.For | ast.AsyncFor) -> None:
@@ -837,7 +838,7 @@ class Scope:
                 bound = {n for p in ast.walk(case.pattern)
                          for n in (getattr(p, "name", None), getattr(p, "rest", None)) if n}
                 guard = None if bound & _loaded_names(case.guard) else \
-                    truth(self.expr(case.guard))
+                    self.i.truth(self.expr(case.guard))
                 hit = False if guard is False else (hit if guard is True else None)
             if hit is False:
                 continue  # Python tries it and goes on: its body never runs
@@ -971,7 +972,7 @@ class Scope:
             for part in test.values:
                 _narrow(self.env, side, _tuple_test(part), _none_test(part))
             return
-        left = [p for p in test.values if condition(p) is None or truth(self.expr(p)) is not conj]
+        left = [p for p in test.values if condition(p) is None or self.i.truth(self.expr(p)) is not conj]
         if len(left) == 1:
             _narrow(self.env, side, _tuple_test(left[0]), _none_test(left[0]))
 
@@ -1337,7 +1338,7 @@ class Scope:
             return Lit(not alt.value, alt.where, alt.how, assumed=alt.assumed)
         if isinstance(alt, Flag):
             return replace(alt, negated=not alt.negated)
-        known = truth(alt)
+        known = self.i.truth(alt)
         return None if known is None else \
             Lit(not known, place(self.path, node), f" (the value of {source_text(node)})")
 
@@ -1361,6 +1362,8 @@ class Scope:
     def compare(self, node: ast.Compare, left: Value, op: ast.cmpop, right: Value,
                 shown: ast.expr) -> Value:
         """One link ``left OP right`` of a comparison (``shown``: the right operand's node)."""
+        if not isinstance(op, (ast.Is, ast.IsNot)):
+            left, right = self.i.as_data(left), self.i.as_data(right)
         identity = _none_identity(left, op, right)
         if identity is not None:
             return Lit(identity, place(self.path, node), f" (the value of {source_text(node)})")
@@ -1400,9 +1403,16 @@ class Scope:
         members are not all known and one of them might be ``x``."""
         if isinstance(shown, (ast.Set, ast.List, ast.Tuple)) and not any(
                 isinstance(e, ast.Starred) for e in shown.elts):
-            right = Tup(tuple(self.expr(e) for e in shown.elts))  # a literal's every element
+            # a literal's every element
+            right = self.i.as_data(Tup(tuple(self.expr(e) for e in shown.elts)))
         outcomes: set[bool] = set()
         for container in alternatives(right):  # a list one path grew: each way it may be
+            if isinstance(container, DictV) and not _class_keyed(container):
+                keyed = _keyed_in(container, lefts, is_in)
+                if keyed is None:
+                    return None
+                outcomes |= keyed
+                continue
             members = members_of(container)
             if members is None and isinstance(container, Tup):
                 found = _surely_in(container, lefts)
@@ -1430,7 +1440,7 @@ class Scope:
         results: list[Value] = []
         for i, operand in enumerate(node.values):
             value = self.expr(operand)
-            known = truth(value)
+            known = self.i.truth(value)
             if known is None or known is stops or i == len(node.values) - 1:
                 results.append(value)
             if known is stops:
@@ -1595,7 +1605,7 @@ class Scope:
                 self.env = dict(scope)
                 self.assign(gen.target, item)
                 self.comprehended |= bound
-                verdicts = [truth(self.expr(cond)) for cond in gen.ifs]
+                verdicts = [self.i.truth(self.expr(cond)) for cond in gen.ifs]
                 if False in verdicts:
                     continue  # the condition drops it
                 if not run(i + 1, decided and whole and None not in verdicts):
@@ -1682,7 +1692,7 @@ class Scope:
     @_on(_EXPR, ast.IfExp)
     def e_ifexp(self, node: ast.IfExp) -> Value:
         test = self.expr(node.test)
-        decided = truth(test)
+        decided = self.i.truth(test)
         if decided is not None:  # the side Python evaluates; the other is never run
             return self.expr(node.body if decided else node.orelse)
         body, orelse = self.expr(node.body), self.expr(node.orelse)
@@ -1855,6 +1865,22 @@ def _fold_compare(left: Value, op: ast.cmpop, right: Value) -> bool | None:
             a, frozenset) and not isinstance(b, frozenset):
         return not isinstance(op, ast.Eq)  # a sequence never equals a scalar
     return None
+
+
+def _keyed_in(table: DictV, lefts: Sequence[object], is_in: bool) -> set[bool] | None:
+    """``x in table`` for each literal ``x`` may be: a key every path stores is in it, one
+    no path stores is not; None where one may be stored or not."""
+    outcomes: set[bool] = set()
+    for v in lefts:
+        key = value_key(v)
+        if key is None or key in table.maybe:
+            return None
+        outcomes.add((table.get(key) is not None) == is_in)
+    return outcomes
+
+
+def _class_keyed(table: DictV) -> bool:
+    return any(k.startswith("\x00class ") for k, _ in table.items)
 
 
 def _exact_membership(left: Value, right: Value, is_in: bool) -> bool | None:
