@@ -1111,6 +1111,19 @@ _AS_PYTHON = [
      "Explicit(1).on_e", True),
     ("a cooperative super().__init__ runs a mixin's __init__", _MIXED_INITS,
      "Cooperative(1).on_e", True),
+    ("a class-body alias binds the function it named, not an override",
+     "class Base:\n    def run(self, x):\n        return x\n    legacy = run\n"
+     "class Sub(Base):\n    def run(self, x):\n        return not x", "Sub().legacy(True)",
+     True),
+    ("a class-body alias called from a method of the base",
+     "class Base:\n    def run(self, x):\n        return x\n    legacy = run\n"
+     "    def go(self, x):\n        return self.legacy(x)\n"
+     "class Sub(Base):\n    def run(self, x):\n        return not x", "Sub().go(True)",
+     True),
+    ("what __new__ stores on the object it makes", "class Base:\n    flag = False\n"
+     "    def __new__(cls, *args, **kwargs):\n        self = super().__new__(cls)\n"
+     "        self.flag = True\n        return self\nclass Impl(Base):\n"
+     "    def __init__(self, n):\n        self.n = n", "Impl(1).flag", True),
     ("__init_subclass__ skips a subclass that declares the name",
      "class A:\n    on_e = True\n    def __init_subclass__(cls, **kw):\n"
      "        super().__init_subclass__(**kw)\n        if 'on_e' not in cls.__dict__:\n"

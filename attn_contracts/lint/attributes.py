@@ -136,6 +136,17 @@ _TYPE_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__mro__"})
 _INIT_CALLS_DEEP = 3
 
 
+def _made_by_new(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The name ``__new__``'s body binds, at its top level, to the object a ``__new__`` call
+    makes (``self = super().__new__(cls)``); None where it binds none."""
+    for st in fn.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and \
+                isinstance(st.targets[0], ast.Name) and isinstance(st.value, ast.Call) and \
+                isinstance(st.value.func, ast.Attribute) and st.value.func.attr == "__new__":
+            return st.targets[0].id
+    return None
+
+
 def _self_method_called(st: ast.stmt, me: str) -> str | None:
     """The method a statement calls on ``me`` as the whole of it (``self.m(...)``, ``x =
     self.m(...)``), run whenever the statement is; None for any other statement."""
@@ -442,6 +453,9 @@ class Resolver(ModuleResolver):
         if cls is None:
             return None
         owner = self.p.lookup(cls, attr)
+        aliased = self._aliased_method(inst, cls, attr) if owner is None else None
+        if aliased is not None:
+            return aliased
         if owner is not None:
             method = self._method_attr(inst, cls, owner, attr, where)
             if self._is_property(owner, attr) or not self._stores_self(cls, attr):
@@ -452,6 +466,19 @@ class Resolver(ModuleResolver):
             stored = self._instance_value(inst, cls, attr)
             return stored if self._init_sets(cls, attr) else join([method, stored])
         return self._instance_value(inst, cls, attr)
+
+    def _aliased_method(self, inst: Inst, cls: ClassInfo, attr: str) -> Value:
+        """``obj.legacy`` where a class body of ``obj``'s MRO assigns a function to
+        ``legacy`` (``legacy = run``) and no method stores it on the instance: Python binds
+        that function object to ``obj`` (a function is a descriptor); None elsewhere."""
+        body = next((c for c in self.p.mro(cls) if attr in c.attrs and
+                     not _in_init(c, c.attrs[attr][1])), None)
+        if body is None or self._stores_self(cls, attr):
+            return None
+        value = self.class_body_function(body, attr)
+        if not isinstance(value, Func) or self.p.definition(value) is None:
+            return None
+        return Bound(value, inst, (body.path, body.name), looked_up=attr)
 
     def _stores_self(self, cls: ClassInfo, attr: str) -> bool:
         """A method of ``cls``'s hierarchy stores ``self.<attr>``."""
@@ -841,13 +868,21 @@ class Resolver(ModuleResolver):
         calls deep."""
         owner = self.p.lookup(cls, "__init__")
         fn = self.p.methods(owner).get("__init__") if owner is not None else None
-        return fn is not None and self._sets_always(cls, fn, attr, _INIT_CALLS_DEEP)
+        if fn is not None and self._sets_always(cls, fn, attr, _INIT_CALLS_DEEP):
+            return True
+        # ``__new__`` runs for every instance too: what it stores on the object
+        # ``super().__new__(cls)`` makes (``self = super().__new__(cls)``)
+        owner = self.p.lookup(cls, "__new__")
+        fn = self.p.methods(owner).get("__new__") if owner is not None else None
+        made = _made_by_new(fn) if fn is not None else None
+        return made is not None and self._sets_always(cls, cast(FuncNode, fn), attr,
+                                                      _INIT_CALLS_DEEP, made)
 
     def _sets_always(self, cls: ClassInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef,
-                     attr: str, deep: int) -> bool:
+                     attr: str, deep: int, me: str | None = None) -> bool:
         if not fn.args.args:
             return False
-        me = fn.args.args[0].arg
+        me = me or fn.args.args[0].arg
         for st in fn.body:
             targets = st.targets if isinstance(st, ast.Assign) else (
                 [st.target] if isinstance(st, ast.AnnAssign) and st.value is not None else [])
@@ -969,6 +1004,14 @@ class Resolver(ModuleResolver):
     def class_level_value(self, cls: ClassInfo, node: ast.expr) -> Value:
         """What an expression of ``cls``'s body evaluates to (``_Unit.NATURAL.value``)."""
         return self._class_level(cls, node)
+
+    def class_body_function(self, cls: ClassInfo, name: str) -> Value | object:
+        """What ``cls``'s own body (not its ``__init__``) assigns to ``name``, evaluated there
+        (``legacy = run``: the function ``run`` is at that point); NOT_SPECIAL where it
+        assigns nothing to it."""
+        if name not in cls.attrs or _in_init(cls, cls.attrs[name][1]):
+            return NOT_SPECIAL
+        return self._body_value(cls, cls.attrs[name][0])
 
     def _body_value(self, cls: ClassInfo, node: ast.expr) -> Value:
         """An expression a class body assigns: its literal, else what it evaluates to there."""

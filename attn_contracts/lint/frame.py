@@ -820,6 +820,15 @@ class Frame(RecordCalls):
                             args[1], place(self.path, node))
         return None
 
+    def new_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``super().__new__(cls)``, ``object.__new__(cls)`` in the ``__new__`` an instance
+        is created by: that instance (what ``__new__`` stores on it, every instance holds)."""
+        if name != "__new__" or self.self_value is None or self.func is None or \
+                not self.func.qualname.endswith(".__new__"):
+            return NOT_SPECIAL
+        self.args(node)
+        return self.self_value
+
     def attrgetter_form(self, callee: Value, qual: str, name: str,
                         node: ast.Call) -> Value | object:
         """``operator.attrgetter("a", "b.c")`` of known names: an object naming them; called
@@ -1315,7 +1324,7 @@ _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.pa
                   Frame.replace_form, Frame.dict_method_form,
                   Frame.library_collective, Frame.triton_memory, Frame.itertools_form,
                   Frame.library_form, Frame.regex_form, Frame.generator_form,
-                  Frame.attrgetter_form)
+                  Frame.attrgetter_form, Frame.new_form)
 #: the value ``operator.attrgetter("a", "b.c")`` is: an external object naming its attributes
 _ATTRGETTER = "operator.attrgetter:"
 

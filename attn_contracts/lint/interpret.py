@@ -61,6 +61,7 @@ from attn_contracts.lint.torch_model import TENSOR_TYPES
 from attn_contracts.lint.torch_model import flatten
 from attn_contracts.lint.torch_model import tag_choice
 from attn_contracts.lint.torch_model import tag_impl
+from attn_contracts.lint.values import NOT_SPECIAL
 from attn_contracts.lint.values import NOTHING_YET
 from attn_contracts.lint.values import Arg
 from attn_contracts.lint.values import Bound
@@ -374,6 +375,10 @@ class Interpreter(Resolver):
         frame.env.update(func.closure)
         if self_value is not None and names and not params.static:
             frame.env[names[0]] = self_value
+            if func.qualname.endswith(".__new__"):
+                # ``__new__(cls, ...)`` runs on the class; what ``super().__new__(cls)``
+                # creates there is the instance (Frame.new_form)
+                frame.env[names[0]] = ClassRef(self_value.cls, exact=self_value.exact)
             ann = params.annotations.get(names[0])
             if ann is not None and generic and not self_value.exact:
                 # ``self: DeepseekV2AttentionMLA`` on a mixin's method: the class it runs in
@@ -404,13 +409,26 @@ class Interpreter(Resolver):
         return typed if typed is not None else Param(
             name, func.qualname, lit if isinstance(lit, Lit) else None, func.path)
 
+    def _dispatched(self, sub: ClassInfo, method: str) -> Func | None:
+        """What ``obj.<method>`` of an instance of exactly ``sub`` runs: the first class of
+        its MRO whose body binds the name, a ``def`` there, or a function the body assigns
+        to it (``legacy = run``: the function object it held then, not an override of
+        ``run`` below); None where it is neither."""
+        for c in self.p.mro(sub):
+            if method in c.methods:
+                return Func(c.path, f"{c.name}.{method}")
+            value = self.class_body_function(c, method)
+            if value is not NOT_SPECIAL:
+                return value if isinstance(value, Func) else None
+        return None
+
     def call_bound(self, bound: Bound, call: CallArgs, where: Location,
                    ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel], list[Changed]]:
         """A method call: the method's (or, on an instance that may be of any subclass, every
         override's) result, the kernels it reaches, and what each changed in place."""
         inst = bound.self_value
         cls = self.class_info(inst.cls)
-        method = bound.func.qualname.rpartition(".")[2]
+        method = bound.looked_up or bound.func.qualname.rpartition(".")[2]
         if cls is None:
             return None, frozenset(), frozenset(), []
         if inst.exact or bound.static:
@@ -420,11 +438,9 @@ class Interpreter(Resolver):
             # every subclass, also where it inherits the method: what ``self.<m>(...)`` inside
             # it dispatches to is the subclass's (AttentionBackend.forward -> forward_extend)
             for sub in self.p.subclasses(cls):
-                owner = self.p.lookup(sub, method)
-                if owner is None:
-                    continue
-                targets.append((Func(owner.path, f"{owner.name}.{method}"),
-                                Inst((sub.path, sub.name), exact=True), sub))
+                target = self._dispatched(sub, method)
+                if target is not None:
+                    targets.append((target, Inst((sub.path, sub.name), exact=True), sub))
         results: list[Value] = []
         kernels: set[Kernel] = set()
         produced: set[Kernel] = set()

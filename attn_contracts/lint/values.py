@@ -222,6 +222,10 @@ class Bound:
     #: class, the lint takes the MRO of the class the call is written in, so a sibling that
     #: multiple inheritance would put in between is missed)
     static: bool = False
+    #: the name it was read under where that is not its own (``legacy = run`` in a class
+    #: body, read as ``obj.legacy``): an instance of a subclass runs what that name finds
+    #: in its MRO, not an override of ``run``
+    looked_up: str = ""
 
 
 @dataclass(frozen=True)
