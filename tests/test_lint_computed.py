@@ -364,6 +364,31 @@ for which, instance in (("any subclass an instance may be", "impl"), ("one subcl
                {"impl.py": NEGATED.replace("INSTANCE", instance)},
                {"impl.py": ("=self.impl.lse_is_log2", "=not self.impl.lse_is_log2")}, quiet=True)
 
+# a name a module does not bind is its ``__getattr__``'s answer (PEP 562), imported or read
+# as the module's attribute; ``globals()[name]`` is the module's own binding
+MODULE_GETATTR = {"ops.py": """
+        import functools
+        from mylib import combine
+        _SPELLINGS = {"combine_log2": "combine"}
+        def __getattr__(name):
+            if name in _SPELLINGS:
+                return functools.partial(globals()[_SPELLINGS[name]],
+                                         is_lse_base_on_e=name.endswith("_log2"))
+            raise AttributeError(name)
+        """, "layer.py": """
+        import ops
+        from mylib import decode
+        from ops import combine_log2
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine_log2(out, lse)
+        def step2(q):
+            out, lse = decode(q, return_lse=True)
+            return ops.combine_log2(out, lse)
+        """}
+PAIRS.case("a module's __getattr__ answers the names it does not bind", MODULE_GETATTR,
+           {"ops.py": ("is_lse_base_on_e=name", "is_lse_base_on_e=not name")})
+
 PAIRS.case("a nested function rebinds the enclosing variable only where it says nonlocal", {
     "layer.py": """
         from mylib import combine, decode

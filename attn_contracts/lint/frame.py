@@ -820,6 +820,15 @@ class Frame(RecordCalls):
                             args[1], place(self.path, node))
         return None
 
+    def globals_form(self, callee: Value, qual: str, name: str,
+                     node: ast.Call) -> Value | object:
+        """``globals()`` (the builtin, bound to nothing else): the module's namespace, read
+        by a known key as the module's attribute (``globals()["f"]`` is ``f``)."""
+        if name != "globals" or callee is not None or not isinstance(node.func, ast.Name) or \
+                node.args or node.keywords:
+            return NOT_SPECIAL
+        return ModuleRef(self.path)
+
     def new_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
         """``super().__new__(cls)``, ``object.__new__(cls)`` in the ``__new__`` an instance
         is created by: that instance (what ``__new__`` stores on it, every instance holds)."""
@@ -1324,7 +1333,7 @@ _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.pa
                   Frame.replace_form, Frame.dict_method_form,
                   Frame.library_collective, Frame.triton_memory, Frame.itertools_form,
                   Frame.library_form, Frame.regex_form, Frame.generator_form,
-                  Frame.attrgetter_form, Frame.new_form)
+                  Frame.attrgetter_form, Frame.new_form, Frame.globals_form)
 #: the value ``operator.attrgetter("a", "b.c")`` is: an external object naming its attributes
 _ATTRGETTER = "operator.attrgetter:"
 

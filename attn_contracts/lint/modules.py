@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from typing import cast
 
+from attn_contracts.findings import Location
 from attn_contracts.lint.analysis import Analysis
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import place
@@ -748,6 +749,10 @@ class ModuleResolver(Analysis):
             return ModuleRef(b.target)
         if b.kind == "external":
             return Ext(b.target)
+        if b.kind == "getattr":
+            where = Location(b.module, 1, 1)
+            return self.analyse(Func(b.module, "__getattr__"), None, CallArgs(
+                [Arg(Lit(b.name, where), where)], {}, False, where=where)).returns
         if b.kind == "assign" and isinstance(b.node, ast.expr):
             if b.module != path:
                 return self.global_value(b.module, b.name)

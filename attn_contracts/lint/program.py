@@ -50,7 +50,8 @@ class Binding:
 
     ``kind``: ``"def"`` (``node`` a function), ``"class"`` (``cls``), ``"module"`` (``target``, a
     module of the program), ``"external"`` (``target``, a qualified name outside it),
-    ``"assign"`` (``node`` the assigned expression, ``module`` where it is)."""
+    ``"assign"`` (``node`` the assigned expression, ``module`` where it is), ``"getattr"`` (a
+    name ``module`` does not bind, which its ``__getattr__`` answers)."""
 
     kind: str
     module: str  # the path of the module that binds it
@@ -185,6 +186,10 @@ class Program:
                 if target is not None:
                     return Binding("module", path, name, target=target)
                 return Binding("external", path, name, target=dotted)
+            if "__getattr__" in info.defs and not name.startswith("__"):
+                # a name the module does not bind, looked up through its ``__getattr__``
+                # (PEP 562), called with the name
+                return Binding("getattr", path, name)
             return None
         return None
 
@@ -213,7 +218,8 @@ class Program:
             return Binding("external", path, name, target=f"{source}.{orig}")
         t = self._mods[target].info
         if orig not in t.classes and orig not in t.defs and orig not in t.assigns and \
-                orig not in t.from_imports and orig not in t.module_imports:
+                orig not in t.from_imports and orig not in t.module_imports and \
+                not ("__getattr__" in t.defs and not orig.startswith("__")):
             sub = self.module(f"{source}.{orig}", path)
             if sub is not None:
                 return Binding("module", path, name, target=sub)

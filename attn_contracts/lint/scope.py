@@ -1257,6 +1257,8 @@ class Scope:
                 options += entries(alt, key, class_keys)
             elif isinstance(alt, Param):
                 options.append(alt)
+            elif isinstance(alt, ModuleRef):
+                options.append(self._namespace_entry(alt, key_value, node))
             elif isinstance(alt, ClassRef) and (
                     member := self.i.enum_lookup(alt, key_value, False)) is not NOT_SPECIAL:
                 options.append(cast(Value, member))  # ``E["A"]``: the member named so
@@ -1265,6 +1267,15 @@ class Scope:
             else:
                 options.append(None)
         return join(options) if options else None
+
+    def _namespace_entry(self, module: ModuleRef, key: Value, node: ast.Subscript) -> Value:
+        """``globals()[name]``: the module's binding of each name ``name`` may be; unknown
+        where it is not a known string."""
+        names = literal_values(key)
+        if not names or not all(isinstance(n, str) for n in names):
+            return None
+        return join([self.i.attribute(module, cast(str, n), place(self.path, node))
+                     for n in names])
 
     def _slice_bounds(self, key: ast.Slice) -> tuple[int | None, int | None, int | None] | None:
         """A slice's start, stop and step where each is absent or one known int (not 0 for
