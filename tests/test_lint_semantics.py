@@ -912,6 +912,29 @@ def test_a_value_is_read_as_python_computes_it_or_not_at_all(
 #: told value (the reference: the module and the expression are run here), and the lint must
 #: read it as Python does (an error where it is true, none where false), or, where the last
 #: column is False, at least not wrongly (a warning).
+#: decorators of the program: a wrapper that forwards its arguments, and a factory whose
+#: wrapper forces a keyword
+_DECORATORS = """import functools
+def passthrough(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+@passthrough
+def g(x):
+    return x
+def force(value):
+    def outer(fn):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            kwargs["x"] = value
+            return fn(*args, **kwargs)
+        return inner
+    return outer
+@force(False)
+def h(x=True):
+    return x"""
+
 #: a mixin whose ``__init__`` stores a base, run by ``super().__init__`` and skipped by an
 #: explicit ``Base.__init__(self)``
 _MIXED_INITS = """class Base:
@@ -1120,6 +1143,12 @@ _AS_PYTHON = [
      "    def go(self, x):\n        return self.legacy(x)\n"
      "class Sub(Base):\n    def run(self, x):\n        return not x", "Sub().go(True)",
      True),
+    ("a decorator that replaces the function", "def deco(fn):\n    return lambda *a: False\n"
+     "@deco\ndef f():\n    return True", "f()", True),
+    ("a decorator's wrapper forwards its arguments", _DECORATORS, "g(True)", True),
+    ("a decorator factory's wrapper forces a keyword", _DECORATORS, "h(x=True)", True),
+    ("a decorator returning None makes the name None", "def deco(fn):\n    pass\n@deco\n"
+     "def f():\n    return True", "f is None", False),
     ("what __new__ stores on the object it makes", "class Base:\n    flag = False\n"
      "    def __new__(cls, *args, **kwargs):\n        self = super().__new__(cls)\n"
      "        self.flag = True\n        return self\nclass Impl(Base):\n"

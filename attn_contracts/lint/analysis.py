@@ -108,6 +108,10 @@ class Analysis(ABC):
         #: statement changes it (modules.ModuleResolver.global_value_at)
         self._globals_at: dict[tuple[str, str, int], Value] = {}
         self._module_busy: set[tuple[str, str]] = set()
+        #: a decorated module-level function's value (modules.decorated), and the calls of
+        #: its decorators built to read it (kept: the analysis keys on their nodes)
+        self._decorated: dict[tuple[str, str], Value] = {}
+        self._decorator_calls: list[ast.Call] = []
         #: names the flow found carrying an LSE or a combine (methods returning one, attributes
         #: holding one): their call sites are where more flow starts
         self.carrier_names: set[str] = set()

@@ -29,6 +29,7 @@ from attn_contracts.lint.classes import own_statements
 from attn_contracts.lint.containers import MUTATORS
 from attn_contracts.lint.values import NOT_SPECIAL
 from attn_contracts.lint.values import Arg
+from attn_contracts.lint.values import Bound
 from attn_contracts.lint.values import ClassRef
 from attn_contracts.lint.values import Ext
 from attn_contracts.lint.values import ExtInst
@@ -36,6 +37,7 @@ from attn_contracts.lint.values import Func
 from attn_contracts.lint.values import Inst
 from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import ModuleRef
+from attn_contracts.lint.values import Partial
 from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import join
@@ -744,7 +746,7 @@ class ModuleResolver(Analysis):
         if b.kind == "class" and b.cls is not None:
             return ClassRef((b.cls.path, b.cls.name))
         if b.kind == "def":
-            return Func(b.module, b.name)
+            return self.decorated(b.module, b.name)
         if b.kind == "module":
             return ModuleRef(b.target)
         if b.kind == "external":
@@ -761,6 +763,39 @@ class ModuleResolver(Analysis):
             frame.stored = frame.lazy = b.node
             return frame.expr(b.node)
         return None
+
+    def decorated(self, path: str, name: str) -> Value:
+        """What a module's ``def name`` binds: the function, with its decorators applied,
+        innermost first, as Python applies them (``@deco`` is ``name = deco(name)``). A
+        decorator of the program is followed (its wrapper, or whatever it returns, is the
+        name's value); one from outside it (``functools.cache``, ``torch.compile``) is read as
+        handing the function back."""
+        func = Func(path, name)
+        node = self.p.function(path, name)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                not node.decorator_list:
+            return func
+        key = (path, name)
+        if key in self._decorated:
+            return self._decorated[key]
+        self._decorated[key] = func  # read while its decorators run: the function itself
+        frame = self.new_frame(path)
+        value: Value = func
+        for dec in reversed(node.decorator_list):
+            decorator = frame.expr(dec)
+            if not alternatives(decorator) or not all(
+                    isinstance(d, (Func, Partial, Bound)) for d in alternatives(decorator)):
+                continue  # from outside the program (or not known): the function kept
+            frame.env[_DECORATOR], frame.env[_DECORATED] = decorator, value
+            call = ast.copy_location(ast.Call(ast.Name(_DECORATOR, ast.Load()),
+                                              [ast.Name(_DECORATED, ast.Load())], []), dec)
+            ast.fix_missing_locations(call)
+            self._decorator_calls.append(call)
+            with self._class_definition():  # followed whatever it names, as a class's are
+                applied = frame.expr(call)
+            value = applied if alternatives(applied) else func  # cut short: left as it was
+        self._decorated[key] = value
+        return value
 
     def import_value(self, path: str, node: ast.ImportFrom | ast.Import, alias: ast.alias,
                      ) -> tuple[str, Value]:
@@ -854,6 +889,10 @@ class ModuleResolver(Analysis):
         if b.kind == "module":
             return ModuleRef(b.target)
         return self.binding_value(b.module, b.name)
+
+
+#: the names a decorator and the function it decorates are bound to, to apply one
+_DECORATOR, _DECORATED = "<decorator>", "<decorated>"
 
 
 def _function_mutations(fn: ast.FunctionDef | ast.AsyncFunctionDef,
