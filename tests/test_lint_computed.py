@@ -389,6 +389,32 @@ MODULE_GETATTR = {"ops.py": """
 PAIRS.case("a module's __getattr__ answers the names it does not bind", MODULE_GETATTR,
            {"ops.py": ("is_lse_base_on_e=name", "is_lse_base_on_e=not name")})
 
+# what an instance of a subclass runs through a base's class-body alias (``legacy = run``)
+# is the base's ``run``, not its own override: its LSE is judged against the subclass's
+# declaration where the combine is told that subclass's flag
+PAIRS.case("a class-body alias runs the function it named, not a subclass's override", {
+    "impl.py": """
+        import math
+        from mylib import combine, decode
+        class AttentionImpl:
+            can_return_lse_for_decode = True
+            lse_base_on_e = False
+            def run(self, q):
+                return decode(q, return_lse=True)
+            legacy = run
+        class Converted(AttentionImpl):
+            lse_base_on_e = True
+            def run(self, q):
+                out, lse = decode(q, return_lse=True)
+                return out, lse * math.log(2)
+        class Layer:
+            def __init__(self, impl: AttentionImpl):
+                self.impl = impl
+            def step(self, q):
+                out, lse = self.impl.legacy(q)
+                return combine(out, lse, is_lse_base_on_e=self.impl.lse_base_on_e)
+        """}, {"impl.py": ("self.impl.legacy(q)", "self.impl.run(q)")})
+
 PAIRS.case("a nested function rebinds the enclosing variable only where it says nonlocal", {
     "layer.py": """
         from mylib import combine, decode

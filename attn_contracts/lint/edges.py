@@ -602,8 +602,11 @@ def _flagged(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None
         if not s.pinned:
             continue
         own = declared.get(s.impl) if s.impl is not None else None
-        if own is not None and not flag.negated:
-            continue  # a backend's own method's LSE: its declaration is judged on the class
+        if own is not None and not flag.negated and own.base in (None, s.base):
+            # a backend's own method's LSE that agrees with its declaration (one that does
+            # not is judged here: the method an instance dispatches to may not be the class's
+            # own, ``legacy = run`` in a base, and the class's check reads its own methods)
+            continue
         options: tuple[Declaration | None, ...] = (
             (own,) if own is not None else () if owner is None else
             (declared.get(owner.cls),) if owner.exact else families.get(owner.cls, ()))
