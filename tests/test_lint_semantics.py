@@ -1126,10 +1126,13 @@ _AS_PYTHON = [
      "operator.attrgetter('b', 'a')(I())[0]", True),
     ("attrgetter kept and called later", "from operator import attrgetter\nclass I:\n"
      "    a = True\nG = attrgetter('a')", "G(I())", True),
-    ("a name in a class's own namespace", "class A:\n    x = True",
-     "'x' in A.__dict__", True),
-    ("a base's name is not in a subclass's namespace",
-     "class A:\n    x = True\nclass B(A):\n    pass", "'x' in B.__dict__", True),
+    # read after the class is made, its namespace may have changed since: not read
+    ("a name in a class's own namespace", "class A:\n    x = True\nA.y = 1",
+     "'y' in A.__dict__", False),
+    ("a private name in a class's namespace is mangled",
+     "class A:\n    __x = 1\n    def __init_subclass__(cls):\n"
+     "        cls.mangled = '_B__x' in cls.__dict__\nclass B(A):\n    __x = 2", "B.mangled",
+     False),
     ("an explicit Base.__init__(self) skips a mixin's __init__", _MIXED_INITS,
      "Explicit(1).on_e", True),
     ("a cooperative super().__init__ runs a mixin's __init__", _MIXED_INITS,

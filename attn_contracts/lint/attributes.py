@@ -20,6 +20,7 @@ from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import assignment
 from attn_contracts.lint.classes import dotted_name
+from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.classes import statements
 from attn_contracts.lint.containers import MUTATORS
 from attn_contracts.lint.containers import literal_values
@@ -98,36 +99,61 @@ def _auto_value(cls: ClassInfo, attr: str) -> int | str | None:
 _ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
 #: the names ``type`` puts in every class's namespace, and those it (or ``abc``, ``typing``)
 #: may put there, by the class's bases and ``__slots__``
-_TYPE_ADDS = ("__module__", "__qualname__", "__doc__")
+_TYPE_ADDS = ("__module__", "__doc__")
 _TYPE_MAY_ADD = frozenset({"__dict__", "__weakref__", "__annotations__", "_abc_impl",
                            "__orig_bases__", "__parameters__", "__abstractmethods__"})
 
 
 def _body_names(node: ast.ClassDef) -> list[str] | None:
-    """The names a class body binds, in order, where every statement of it is a definition,
-    an assignment to names, an import or an expression; None where one may bind a name or
-    not (an ``if``, a loop, a ``try``, a ``del``)."""
+    """The names a class body binds, in order (private ones mangled), where every statement
+    of it is a definition, an assignment to names, an import, a docstring or ``pass``; None
+    where one may bind a name or not (an ``if``, a loop, a ``try``, a ``del``, a call, a
+    walrus) or the body has ``__slots__`` (each slot is a descriptor in the namespace)."""
     names: list[str] = []
     for st in node.body:
-        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.append(st.name)
-        elif isinstance(st, ast.Assign) and all(isinstance(t, ast.Name) for t in st.targets):
-            names += [cast(ast.Name, t).id for t in st.targets]
-        elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
-            names += [st.target.id] if st.value is not None else []
-        elif isinstance(st, (ast.Import, ast.ImportFrom)) and \
-                not any(a.name == "*" for a in st.names):
-            names += [(a.asname or a.name).partition(".")[0] for a in st.names]
-        elif not isinstance(st, (ast.Expr, ast.Pass)) or any(
-                isinstance(n, ast.NamedExpr) for n in ast.walk(st)):
+        bound = _statement_names(st)
+        if bound is None:
             return None
-    return names
+        names += bound
+    if "__slots__" in names:
+        return None
+    private = "_" + node.name.lstrip("_")
+    return [private + n if n.startswith("__") and not n.endswith("__") else n for n in names]
 
 
+def _statement_names(st: ast.stmt) -> list[str] | None:
+    if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [st.name]
+    if any(isinstance(n, (ast.NamedExpr, ast.Call)) for n in ast.walk(st)):
+        return None  # a walrus binds a name; a call may (``vars().update``, a descriptor)
+    if isinstance(st, ast.Assign) and all(isinstance(t, ast.Name) for t in st.targets):
+        return [cast(ast.Name, t).id for t in st.targets]
+    if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+        return [st.target.id] if st.value is not None else []
+    if isinstance(st, (ast.Import, ast.ImportFrom)) and not any(a.name == "*" for a in st.names):
+        return [(a.asname or a.name).partition(".")[0] for a in st.names]
+    if isinstance(st, ast.Pass) or (isinstance(st, ast.Expr) and
+                                    isinstance(st.value, ast.Constant)):
+        return []
+    return None
+
+
+#: what decides an object's truth, in the order Python asks
+_TRUTH = ("__bool__", "__len__")
+#: class decorators of the standard library that add neither
+_PLAIN_DECORATORS = frozenset({"dataclass", "final", "total_ordering", "unique",
+                               "runtime_checkable"})
+
+
+def _decorator_name(node: ast.expr) -> str:
+    """``@dataclasses.dataclass(frozen=True)``: "dataclass"."""
+    return (dotted_name(node.func if isinstance(node, ast.Call) else node) or "").rpartition(
+        ".")[2]
 #: bases from outside the program that give an object no truth of its own
 _PLAIN_BASES = frozenset({"ABC", "Generic", "Protocol", "object"})
-#: what makes an Enum's members compare as their values: a data type mixed in
-_DATA_ENUM_BASES = frozenset({"IntEnum", "StrEnum", "IntFlag", "str", "int", "float"})
+#: what an Enum class may define that changes how its members are made or compare
+_MEMBER_MAKING = ("__new__", "_generate_next_value_", "__eq__", "__ne__", "__lt__", "__le__",
+                  "__gt__", "__ge__", "__hash__", "_missing_")
 #: what ``type`` gives every class (:meth:`Resolver._type_attr`)
 _TYPE_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__mro__"})
 
@@ -136,15 +162,21 @@ _TYPE_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__mro__"})
 _INIT_CALLS_DEEP = 3
 
 
-def _made_by_new(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-    """The name ``__new__``'s body binds, at its top level, to the object a ``__new__`` call
-    makes (``self = super().__new__(cls)``); None where it binds none."""
-    for st in fn.body:
-        if isinstance(st, ast.Assign) and len(st.targets) == 1 and \
-                isinstance(st.targets[0], ast.Name) and isinstance(st.value, ast.Call) and \
-                isinstance(st.value.func, ast.Attribute) and st.value.func.attr == "__new__":
-            return st.targets[0].id
-    return None
+def made_by_new(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The name ``__new__``'s body binds, at its top level, to the one object a ``__new__``
+    call makes there (``self = super().__new__(cls)``) and returns wherever it returns; None
+    where it makes none, more than one, or may return something else."""
+    made = [st.targets[0].id for st in fn.body
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and
+            isinstance(st.targets[0], ast.Name) and isinstance(st.value, ast.Call) and
+            isinstance(st.value.func, ast.Attribute) and st.value.func.attr == "__new__"]
+    calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and
+             isinstance(n.func, ast.Attribute) and n.func.attr == "__new__"]
+    returns = [n for n in own_nodes(fn.body) if isinstance(n, ast.Return)]
+    if len(made) != 1 or len(calls) != 1 or not returns or not all(
+            isinstance(r.value, ast.Name) and r.value.id == made[0] for r in returns):
+        return None  # it makes more than one, or may return something else
+    return made[0]
 
 
 def _self_method_called(st: ast.stmt, me: str) -> str | None:
@@ -295,15 +327,21 @@ class Resolver(ModuleResolver):
         return self.class_attr(cls, attr)
 
     def _namespace(self, obj: ClassRef, cls: ClassInfo) -> Value:
-        """``C.__dict__``: the names ``C``'s own body binds (not its bases'), with those
-        ``type`` adds (``__module__``, ``__qualname__``, ``__doc__``), as Python builds the
-        class; a name stored on ``C`` since may be there too. Its values are not read. Unknown
-        for a class that may be a subclass, a body with statements other than definitions
-        and assignments (an ``if``, a loop), or a decorated class read after its decorators
-        ran (they may add names)."""
+        """``C.__dict__`` read as ``C`` is made (by a base's ``__init_subclass__``): the names
+        ``C``'s own body binds (not its bases', private ones mangled), with those ``type``
+        adds (``__module__``, ``__doc__``), as Python builds the class; a name stored on ``C``
+        since may be there too. Its values are not read. Unknown read later (a store, a
+        ``del``, ``setattr`` may have changed it), for a class that may be a subclass, one with
+        a metaclass or a base from outside the program, or a body with statements other than
+        definitions and plain assignments (an ``if``, a loop, ``__slots__``, a call that may
+        be a descriptor's ``__set_name__``)."""
         node = self.p.class_node(cls)
-        names = _body_names(node) if node is not None and obj.exact else None
-        if names is None or (cls.decorators and not self.defining):
+        names = _body_names(node) if node is not None and obj.exact and self.defining and \
+            not node.keywords else None
+        if names is None or any(isinstance(b, str) and b.rpartition(".")[2] not in _PLAIN_BASES
+                                for k in self.p.mro(cls) for b in self.p.hierarchy.bases(k)):
+            # read after the class is made (a store, a ``del`` or ``setattr`` since may have
+            # changed it), or a metaclass (a base's from outside the program) may add to it
             return None
         where = Location(cls.path, cls.line, 1)
         stored = {attr for (key, attr) in self.class_stores if key == obj.cls} - set(names)
@@ -473,8 +511,8 @@ class Resolver(ModuleResolver):
         that function object to ``obj`` (a function is a descriptor); None elsewhere."""
         body = next((c for c in self.p.mro(cls) if attr in c.attrs and
                      not _in_init(c, c.attrs[attr][1])), None)
-        if body is None or self._stores_self(cls, attr):
-            return None
+        if body is None or self._stores_self(cls, attr) or self._class_store_sites(body, attr):
+            return None  # stored on the instance, or on the class since: not this function
         value = self.class_body_function(body, attr)
         if not isinstance(value, Func) or self.p.definition(value) is None:
             return None
@@ -662,24 +700,35 @@ class Resolver(ModuleResolver):
         if cls is None:
             return None
         classes = [cls] if inst.exact else self.p.subclasses(cls)
-        answers: set[bool | None] = set()
-        for c in classes:
-            if any(isinstance(b, str) and b.rpartition(".")[2] not in _PLAIN_BASES
-                   for k in self.p.mro(c) for b in self.p.hierarchy.bases(k)) or any(
-                    dotted_name(b.value if isinstance(b, ast.Subscript) else b) is None
-                    for k in self.p.mro(c) for b in k.base_nodes):
-                return None  # a base outside the program may define ``__bool__``/``__len__``
-            owner = next((o for name in ("__bool__", "__len__")
-                          if (o := self.p.lookup(c, name)) is not None), None)
-            if owner is None:
-                answers.add(True)
-                continue
-            name = "__bool__" if "__bool__" in owner.methods else "__len__"
-            this = inst if inst.exact else Inst((c.path, c.name), exact=True)
-            result = self.analyse(Func(owner.path, f"{owner.name}.{name}"), this,
-                                  CallArgs([], {}, False, where=Location(c.path, 1, 1))).returns
-            answers.add(truth(result))
+        answers = {self._class_truth(inst, c) for c in classes}
         return answers.pop() if len(answers) == 1 else None
+
+    def _class_truth(self, inst: Inst, c: ClassInfo) -> bool | None:
+        """The truth of an object of exactly ``c`` (``inst`` where it is one)."""
+        if self._truth_not_read(c):
+            return None
+        owner = next((o for name in _TRUTH if (o := self.p.lookup(c, name)) is not None), None)
+        if owner is None:
+            return True
+        name = "__bool__" if "__bool__" in owner.methods else "__len__"
+        this = inst if inst.exact else Inst((c.path, c.name), exact=True)
+        result = self.analyse(Func(owner.path, f"{owner.name}.{name}"), this,
+                              CallArgs([], {}, False, where=Location(c.path, 1, 1))).returns
+        return truth(result) if name == "__bool__" else (
+            None if (n := literal_values(result)) is None or len(n) != 1 else bool(n[0]))
+
+    def _truth_not_read(self, c: ClassInfo) -> bool:
+        """Whether ``c``'s truth may come from where the lint does not read it: a base from
+        outside the program, a class decorator, or ``__bool__``/``__len__`` set other than by a
+        ``def`` in a class body (an assignment, a property, a store from outside)."""
+        mro = self.p.mro(c)
+        return any(isinstance(b, str) and b.rpartition(".")[2] not in _PLAIN_BASES
+                   for k in mro for b in self.p.hierarchy.bases(k)) or any(
+            dotted_name(b.value if isinstance(b, ast.Subscript) else b) is None
+            for k in mro for b in k.base_nodes) or any(
+            any(_decorator_name(d) not in _PLAIN_DECORATORS for d in k.decorators) or
+            any(n in k.attrs or n in k.properties or n in self._stored_elsewhere(k.path)
+                for n in _TRUTH) for k in mro)
 
     def as_data(self, value: Value) -> Value:
         """``value`` as ``==``, ``in`` and ``<`` see it: a member of an Enum that mixes in a
@@ -695,9 +744,30 @@ class Resolver(ModuleResolver):
         if not isinstance(value, Member) or not isinstance(value.value, Lit):
             return value
         cls = self.class_info(value.cls)
-        mixed = cls is not None and any(b.rpartition(".")[2] in _DATA_ENUM_BASES
-                                        for c in self.p.mro(cls) for b in c.bases)
-        return value.value if mixed else value
+        kind = self._data_kind(cls) if cls is not None else None
+        written = value.value.value
+        if kind is None or type(written) not in kind:
+            # a value the mixed-in type converts (``IntEnum`` ``A = "5"`` is 5; a ``str``
+            # Enum's ``A = 1`` is "1"): not what the body writes
+            return value
+        return value.value
+
+    def _data_kind(self, cls: ClassInfo) -> tuple[type, ...] | None:
+        """The types of the written values an Enum class's members compare as, where it
+        mixes in a data type and changes nothing of how they are made or compared (no
+        ``__new__``, ``_generate_next_value_``, comparison or hash of its own or of a base of
+        the program); None elsewhere."""
+        mro = self.p.mro(cls)
+        names = {b.rpartition(".")[2] for c in mro for b in c.bases}
+        if any(n in c.methods or n in c.attrs for c in mro for n in _MEMBER_MAKING):
+            return None
+        if names & {"StrEnum", "str"}:
+            return (str,)
+        if names & {"IntEnum", "IntFlag", "int"}:
+            return (int, bool)
+        if "float" in names:
+            return (int, float)
+        return None
 
     @staticmethod
     def _is_property(owner: ClassInfo, attr: str) -> bool:
@@ -874,7 +944,7 @@ class Resolver(ModuleResolver):
         # ``super().__new__(cls)`` makes (``self = super().__new__(cls)``)
         owner = self.p.lookup(cls, "__new__")
         fn = self.p.methods(owner).get("__new__") if owner is not None else None
-        made = _made_by_new(fn) if fn is not None else None
+        made = made_by_new(fn) if fn is not None else None
         return made is not None and self._sets_always(cls, cast(FuncNode, fn), attr,
                                                       _INIT_CALLS_DEEP, made)
 
@@ -951,7 +1021,9 @@ class Resolver(ModuleResolver):
         """The classes whose ``__init__`` may run for an instance of ``cls``: the one it looks
         up, and each one of them calls (``super().__init__(...)``, ``Base.__init__(self,
         ...)``), in turn; None where one calls an ``__init__`` it cannot name (an instance of
-        ``cls`` may then run any of them)."""
+        ``cls`` may then run any of them), or a class body assigns ``__init__``."""
+        if any("__init__" in c.attrs for c in self.p.mro(cls)):
+            return None
         owner = self.p.lookup(cls, "__init__")
         chain: list[ClassInfo] = []
         todo = [owner] if owner is not None else []
@@ -960,24 +1032,30 @@ class Resolver(ModuleResolver):
             if any(c is d for d in chain):
                 continue
             chain.append(c)
-            fn = self.p.methods(c).get("__init__")
-            if fn is None or not fn.args.args:
+            called = self._inits_called(cls, self.p.methods(c).get("__init__"))
+            if called is None:
                 return None
-            for node in ast.walk(fn):
-                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                        and node.func.attr == "__init__"):
-                    continue
+            todo += called
+        return chain
+
+    def _inits_called(self, cls: ClassInfo, fn: FuncNode | None) -> list[ClassInfo] | None:
+        """The classes whose ``__init__`` an ``__init__`` (of an instance of ``cls``) calls;
+        None where one it calls or reads cannot be named."""
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args:
+            return None
+        out: list[ClassInfo] = []
+        reads = calls = 0
+        for node in ast.walk(fn):
+            reads += isinstance(node, ast.Attribute) and node.attr == "__init__"
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr == "__init__":
+                calls += 1
                 called = self._init_target(cls, fn, node, fn.args.args[0].arg)
                 if called is NOT_SPECIAL:
                     return None
                 if isinstance(called, ClassInfo):
-                    todo.append(called)
-            if sum(isinstance(n, ast.Attribute) and n.attr == "__init__"
-                   for n in ast.walk(fn)) != sum(
-                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
-                    n.func.attr == "__init__" for n in ast.walk(fn)):
-                return None  # ``__init__`` read without a call (``f = Base.__init__``)
-        return chain
+                    out.append(called)
+        return out if reads == calls else None  # ``f = Base.__init__``: not followed
 
     def _built(self, cls: ClassInfo, attr: str) -> list[Value]:
         """``self.<attr> = Class(...)`` in ``cls``'s methods: an instance of that class (its

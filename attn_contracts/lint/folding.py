@@ -163,9 +163,10 @@ MATH_FUNCTIONS = frozenset({"isclose", "log", "log2", "log10", "exp", "sqrt", "f
 #: ``operator.contains(names, name)``, ``os.path.splitext(path)``)
 LIBRARY_FUNCTIONS: dict[str, frozenset[str]] = {
     "fnmatch": frozenset({"fnmatch", "fnmatchcase", "filter"}),
-    "operator": frozenset({"eq", "ne", "lt", "le", "gt", "ge", "not_", "truth", "is_",
-                           "is_not", "contains", "countOf", "indexOf", "concat", "or_", "and_",
-                           "xor", "neg", "pos", "abs"}),
+    # (not ``is_``/``is_not``: which equal constants are one object is CPython's choice)
+    "operator": frozenset({"eq", "ne", "lt", "le", "gt", "ge", "not_", "truth", "contains",
+                           "countOf", "indexOf", "concat", "or_", "and_", "xor", "neg", "pos",
+                           "abs"}),
     "os.path": frozenset({"basename", "dirname", "splitext", "split", "join", "normpath"}),
     "posixpath": frozenset({"basename", "dirname", "splitext", "split", "join", "normpath"}),
     "keyword": frozenset({"iskeyword", "issoftkeyword"}),

@@ -15,6 +15,7 @@ from typing import cast
 
 from attn_contracts import lse_ops
 from attn_contracts.findings import Location
+from attn_contracts.lint.attributes import made_by_new
 from attn_contracts.lint.calls import OPAQUE_ARGS
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import as_generator
@@ -685,14 +686,27 @@ class Frame(RecordCalls):
             return merged(cast(list[DictV], maps[::-1]), place(self.path, node))
         return NOT_SPECIAL
 
+    def builtin_name(self, name: str) -> bool:
+        """Whether ``name`` read here is Python's builtin: no local, parameter or global of
+        the module binds it anywhere (a ``global`` statement in a function included), and the
+        module has no ``__getattr__`` that could stand in for it."""
+        if name in self.env:
+            return False
+        info = self.i.p.info(self.path)
+        text = self.i.module_text(self.path)
+        return info is not None and name not in info.defs and name not in info.classes and \
+            name not in info.assigns and name not in info.from_imports and \
+            name not in info.module_imports and re.search(
+                rf"\b{re.escape(name)}\s*(?::[^=\n]*)?=(?!=)|\bglobal\b[^\n]*\b{re.escape(name)}\b",
+                text) is None
+
     def fromkeys_form(self, callee: Value, qual: str, name: str,
                       node: ast.Call) -> Value | object:
         """``dict.fromkeys(keys, value=None)``: each key of a known iterable, in its order,
         mapped to the one value (None where none is given); unknown where a key is not
         known."""
         if not (name == "fromkeys" and callee is None and isinstance(node.func, ast.Attribute)
-                and dotted_name(node.func.value) == "dict" and
-                self.expr(node.func.value) is None):
+                and dotted_name(node.func.value) == "dict" and self.builtin_name("dict")):
             return NOT_SPECIAL
         where = place(self.path, node)
         if not 1 <= len(node.args) <= 2 or node.keywords or \
@@ -835,6 +849,9 @@ class Frame(RecordCalls):
         if name != "__new__" or self.self_value is None or self.func is None or \
                 not self.func.qualname.endswith(".__new__"):
             return NOT_SPECIAL
+        fn = self.i.p.definition(self.func)
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or made_by_new(fn) is None:
+            return NOT_SPECIAL  # it makes more than one, or may hand out something else
         self.args(node)
         return self.self_value
 

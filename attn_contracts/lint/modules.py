@@ -752,9 +752,7 @@ class ModuleResolver(Analysis):
         if b.kind == "external":
             return Ext(b.target)
         if b.kind == "getattr":
-            where = Location(b.module, 1, 1)
-            return self.analyse(Func(b.module, "__getattr__"), None, CallArgs(
-                [Arg(Lit(b.name, where), where)], {}, False, where=where)).returns
+            return self.module_getattr(b.module, b.name)
         if b.kind == "assign" and isinstance(b.node, ast.expr):
             if b.module != path:
                 return self.global_value(b.module, b.name)
@@ -888,7 +886,16 @@ class ModuleResolver(Analysis):
     def _binding(self, b: Any) -> Value:
         if b.kind == "module":
             return ModuleRef(b.target)
+        if b.kind == "getattr":
+            return self.module_getattr(b.module, b.name)
         return self.binding_value(b.module, b.name)
+
+    def module_getattr(self, path: str, name: str) -> Value:
+        """``m.name`` (or ``from m import name``) of a name module ``path`` does not bind:
+        what its ``__getattr__`` returns for it (PEP 562)."""
+        where = Location(path, 1, 1)
+        return self.analyse(Func(path, "__getattr__"), None, CallArgs(
+            [Arg(Lit(name, where), where)], {}, False, where=where)).returns
 
 
 #: the names a decorator and the function it decorates are bound to, to apply one

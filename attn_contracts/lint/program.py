@@ -162,9 +162,11 @@ class Program:
         return m.tree
 
     # --- names --------------------------------------------------------------------------------
-    def binding(self, path: str, name: str) -> Binding | None:
+    def binding(self, path: str, name: str, *, foreign: bool = False) -> Binding | None:
         """What ``name`` is bound to at the top of module ``path``, following imports into the
-        program (re-exports included) and naming what lies outside it."""
+        program (re-exports included) and naming what lies outside it. ``foreign``: asked from
+        outside the module (``m.name``), where a name it does not bind is its ``__getattr__``'s
+        answer (PEP 562); its own code never asks that (its globals, then the builtins)."""
         for _ in range(_MAX_HOPS):
             m = self._mods.get(path)
             if m is None:
@@ -179,6 +181,7 @@ class Program:
                 if isinstance(found, Binding):
                     return found
                 path, name = found  # a name of the program's: follow the re-export
+                foreign = True
                 continue
             if name in info.module_imports:
                 dotted = info.module_imports[name]
@@ -186,7 +189,7 @@ class Program:
                 if target is not None:
                     return Binding("module", path, name, target=target)
                 return Binding("external", path, name, target=dotted)
-            if "__getattr__" in info.defs and not name.startswith("__"):
+            if foreign and "__getattr__" in info.defs and not name.startswith("__"):
                 # a name the module does not bind, looked up through its ``__getattr__``
                 # (PEP 562), called with the name
                 return Binding("getattr", path, name)
@@ -233,7 +236,7 @@ class Program:
 
     def member(self, module_path: str, attr: str) -> Binding | None:
         """``module.attr`` for a module of the program: a binding, or a submodule."""
-        b = self.binding(module_path, attr)
+        b = self.binding(module_path, attr, foreign=True)
         if b is not None:
             return b
         info = self.info(module_path)

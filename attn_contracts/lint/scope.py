@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import itertools
 import operator
+import re
 from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import replace
@@ -1272,8 +1273,13 @@ class Scope:
         """``globals()[name]``: the module's binding of each name ``name`` may be; unknown
         where it is not a known string."""
         names = literal_values(key)
-        if not names or not all(isinstance(n, str) for n in names):
-            return None
+        if not names or not all(isinstance(n, str) for n in names) or \
+                _GLOBALS_CHANGED.search(self.i.module_text(module.name)):
+            return None  # (a module that changes its namespace through ``globals()``: not read)
+        if module.name == self.path and self.func is None:
+            # at the module's top level: each name as it is bound at this line
+            return join([self.expr(ast.copy_location(ast.Name(cast(str, n), ast.Load()), node))
+                         for n in names])
         return join([self.i.attribute(module, cast(str, n), place(self.path, node))
                      for n in names])
 
@@ -1878,14 +1884,21 @@ def _fold_compare(left: Value, op: ast.cmpop, right: Value) -> bool | None:
     return None
 
 
+#: a module changing its own namespace through ``globals()`` (``globals()[k] = v``, ``del``,
+#: ``update``...)
+_GLOBALS_CHANGED = re.compile(r"\bglobals\(\)\s*(?:\[[^\]\n]*\]\s*(?:[-+*/%|&^@]|//|\*\*|<<|>>)?=(?!=)"
+                              r"|\.(?:update|setdefault|pop|popitem|clear|__setitem__|"
+                              r"__delitem__)\b)|\bdel\s+globals\(\)")
+
+
 def _keyed_in(table: DictV, lefts: Sequence[object], is_in: bool) -> set[bool] | None:
     """``x in table`` for each literal ``x`` may be: a key every path stores is in it, one
     no path stores is not; None where one may be stored or not."""
     outcomes: set[bool] = set()
     for v in lefts:
         key = value_key(v)
-        if key is None or key in table.maybe:
-            return None
+        if key is None or key in table.maybe or (isinstance(v, float) and v != v):
+            return None  # (a NaN is found only as the very object stored: not known here)
         outcomes.add((table.get(key) is not None) == is_in)
     return outcomes
 
