@@ -511,11 +511,12 @@ class Resolver(ModuleResolver):
         that function object to ``obj`` (a function is a descriptor); None elsewhere."""
         body = next((c for c in self.p.mro(cls) if attr in c.attrs and
                      not _in_init(c, c.attrs[attr][1])), None)
-        if body is None or self._stores_self(cls, attr) or self._class_store_sites(body, attr):
-            return None  # stored on the instance, or on the class since: not this function
+        if body is None or not isinstance(body.attrs[attr][0], (ast.Name, ast.Attribute)):
+            return None  # no name of a function (the common case, a constant: cheap to tell)
         value = self.class_body_function(body, attr)
-        if not isinstance(value, Func) or self.p.definition(value) is None:
-            return None
+        if not isinstance(value, Func) or self.p.definition(value) is None or \
+                self._stores_self(cls, attr) or self._class_store_sites(body, attr):
+            return None  # stored on the instance, or on the class since: not this function
         return Bound(value, inst, (body.path, body.name), looked_up=attr)
 
     def _stores_self(self, cls: ClassInfo, attr: str) -> bool:
