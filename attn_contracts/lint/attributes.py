@@ -149,6 +149,8 @@ def _decorator_name(node: ast.expr) -> str:
     """``@dataclasses.dataclass(frozen=True)``: "dataclass"."""
     return (dotted_name(node.func if isinstance(node, ast.Call) else node) or "").rpartition(
         ".")[2]
+
+
 #: bases from outside the program that give an object no truth of its own
 _PLAIN_BASES = frozenset({"ABC", "Generic", "Protocol", "object"})
 #: what an Enum class may define that changes how its members are made or compare
@@ -338,8 +340,7 @@ class Resolver(ModuleResolver):
         node = self.p.class_node(cls)
         names = _body_names(node) if node is not None and obj.exact and self.defining and \
             not node.keywords else None
-        if names is None or any(isinstance(b, str) and b.rpartition(".")[2] not in _PLAIN_BASES
-                                for k in self.p.mro(cls) for b in self.p.hierarchy.bases(k)):
+        if names is None or self._outside_bases(cls):
             # read after the class is made (a store, a ``del`` or ``setattr`` since may have
             # changed it), or a metaclass (a base's from outside the program) may add to it
             return None
@@ -723,13 +724,19 @@ class Resolver(ModuleResolver):
         outside the program, a class decorator, or ``__bool__``/``__len__`` set other than by a
         ``def`` in a class body (an assignment, a property, a store from outside)."""
         mro = self.p.mro(c)
-        return any(isinstance(b, str) and b.rpartition(".")[2] not in _PLAIN_BASES
-                   for k in mro for b in self.p.hierarchy.bases(k)) or any(
+        return self._outside_bases(c) or any(
             dotted_name(b.value if isinstance(b, ast.Subscript) else b) is None
             for k in mro for b in k.base_nodes) or any(
             any(_decorator_name(d) not in _PLAIN_DECORATORS for d in k.decorators) or
             any(n in k.attrs or n in k.properties or n in self._stored_elsewhere(k.path)
                 for n in _TRUTH) for k in mro)
+
+    def _outside_bases(self, cls: ClassInfo) -> bool:
+        """Whether a class of ``cls``'s MRO has a base from outside the program other than
+        those that add nothing to a class (``ABC``, ``Generic``...): its metaclass, or its
+        ``__bool__``, may come from there."""
+        return any(isinstance(b, str) and b.rpartition(".")[2] not in _PLAIN_BASES
+                   for k in self.p.mro(cls) for b in self.p.hierarchy.bases(k))
 
     def as_data(self, value: Value) -> Value:
         """``value`` as ``==``, ``in`` and ``<`` see it: a member of an Enum that mixes in a
@@ -825,7 +832,6 @@ class Resolver(ModuleResolver):
         if not shadowed:
             values += self._class_body_value(cls, attr)
         runs = self.p.lookup(cls, "__init__")  # the ``__init__`` an instance of cls runs
-        chain = self.init_chain(cls)  # and those it calls
         for c in self.p.mro(cls):
             if not (self.p.active(c.path) or c.path in self._carrier_lines):
                 # a module that names nothing the rules know: only the objects it builds
@@ -837,7 +843,7 @@ class Resolver(ModuleResolver):
                 if attr not in stored:
                     continue
                 func = Func(c.path, f"{c.name}.{name}", fn)
-                if name == "__init__" and chain is not None and not any(c is d for d in chain):
+                if name == "__init__" and not self.init_runs(cls, c):
                     continue  # an ``__init__`` no instance of cls runs: it stores nothing
                 if name == "__init__" and runs is not None and \
                         (runs.path, runs.name) != (c.path, c.name) and self.p.active(runs.path):

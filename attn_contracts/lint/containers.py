@@ -255,6 +255,11 @@ def _key_value(key: str) -> object:
         key.startswith("\x00class ") else key
 
 
+def class_keyed(table: DictV) -> bool:
+    """Whether a dict has a class among its keys (:func:`class_key`)."""
+    return any(k.startswith("\x00class ") for k, _ in table.items)
+
+
 def class_key(value: Value) -> str | None:
     """A class used as a dict key, as the DictV keys it (never equal to a string's or another
     constant's key); None where it is not one class for sure."""
@@ -423,7 +428,7 @@ def members_of(value: Value) -> tuple[list[bool | int | float | str | None], boo
     if isinstance(value, Seq):
         many = literal_values(value.item)
         return (many, value.complete) if many is not None else None
-    if isinstance(value, DictV) and not any(k.startswith("\x00class ") for k, _ in value.items):
+    if isinstance(value, DictV) and not class_keyed(value):
         # ``name in table``: its keys (all of them, where no path may lack one)
         return [cast(Any, _key_value(k)) for k, _ in value.items], not value.maybe
     return None

@@ -688,8 +688,7 @@ class Frame(RecordCalls):
 
     def builtin_name(self, name: str) -> bool:
         """Whether ``name`` read here is Python's builtin: no local, parameter or global of
-        the module binds it anywhere (a ``global`` statement in a function included), and the
-        module has no ``__getattr__`` that could stand in for it."""
+        the module binds it anywhere (a ``global`` statement in a function included)."""
         if name in self.env:
             return False
         info = self.i.p.info(self.path)
@@ -1354,6 +1353,7 @@ _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.pa
 #: the value ``operator.attrgetter("a", "b.c")`` is: an external object naming its attributes
 _ATTRGETTER = "operator.attrgetter:"
 
+
 def _matched(name: str, pattern: str | None, subject: Value, where: Location) -> Value:
     """What ``re``'s ``name`` returns for a known pattern and string: a match object (always
     true) or None; unknown where either is not known."""
@@ -1447,6 +1447,8 @@ def _reevaluable(node: ast.expr) -> bool:
         if isinstance(sub, _EFFECTS):
             return False
     return True
+
+
 #: the methods of ``str`` folded on known strings (pure: their value is all they do)
 _STR_METHODS = frozenset({
     "split", "rsplit", "splitlines", "strip", "lstrip", "rstrip", "lower", "upper", "casefold",

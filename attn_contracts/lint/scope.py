@@ -31,6 +31,7 @@ from attn_contracts.lint.calls import source_text
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.containers import class_key
+from attn_contracts.lint.containers import class_keyed
 from attn_contracts.lint.containers import dict_key
 from attn_contracts.lint.containers import dict_stored
 from attn_contracts.lint.containers import element
@@ -1424,7 +1425,7 @@ class Scope:
             right = self.i.as_data(Tup(tuple(self.expr(e) for e in shown.elts)))
         outcomes: set[bool] = set()
         for container in alternatives(right):  # a list one path grew: each way it may be
-            if isinstance(container, DictV) and not _class_keyed(container):
+            if isinstance(container, DictV) and not class_keyed(container):
                 keyed = _keyed_in(container, lefts, is_in)
                 if keyed is None:
                     return None
@@ -1901,10 +1902,6 @@ def _keyed_in(table: DictV, lefts: Sequence[object], is_in: bool) -> set[bool] |
             return None  # (a NaN is found only as the very object stored: not known here)
         outcomes.add((table.get(key) is not None) == is_in)
     return outcomes
-
-
-def _class_keyed(table: DictV) -> bool:
-    return any(k.startswith("\x00class ") for k, _ in table.items)
 
 
 def _exact_membership(left: Value, right: Value, is_in: bool) -> bool | None:
