@@ -1159,7 +1159,15 @@ _AS_PYTHON = [
     ("__init_subclass__ skips a subclass that declares the name",
      "class A:\n    on_e = True\n    def __init_subclass__(cls, **kw):\n"
      "        super().__init_subclass__(**kw)\n        if 'on_e' not in cls.__dict__:\n"
-     "            cls.on_e = False\nclass B(A):\n    on_e = True", "B().on_e", True),
+     "            cls.on_e = False\nclass B(A):\n    on_e = True", "B().on_e", True),    ("a return in finally replaces the try's return",
+     "T = {'a': True}\ndef f(name):\n    try:\n        return T[name]\n    finally:\n"
+     "        return False", "f('a')", True),
+    ("a finally that returns on one path only keeps the try's return",
+     "def f(name, quiet):\n    try:\n        return name == 'a'\n    finally:\n"
+     "        if quiet:\n            return False", "f('a', False)", False),
+    ("a finally that falls through keeps the try's return",
+     "def f(name):\n    try:\n        return name == 'a'\n    finally:\n        pass",
+     "f('a')", True),
 ]
 
 

@@ -781,6 +781,7 @@ class Scope:
 
     @_on(_STMT, ast.Try, ast.TryStar)
     def s_try(self, st: ast.Try) -> None:
+        before_try = len(self.returns)
         if isinstance(st, ast.TryStar):
             # ``except*``: every handler whose type matches a part of the group runs, one
             # after the other: each one may or may not
@@ -789,8 +790,13 @@ class Scope:
                 self.branches([handler.body, []])
         else:
             self.branches(self._try_paths(st))
+        pending = len(self.returns)
         ended, self.ended = self.ended, False
         self.block(st.finalbody)  # runs on every path, returned ones too
+        if self.ended and st.finalbody:
+            # a ``finally`` that itself returns or raises on every path replaces what the
+            # ``try`` was returning: those values never reach the caller
+            self.returns = self.returns[:before_try] + self.returns[pending:]
         self.ended = ended or self.ended
 
     def _try_paths(self, st: ast.Try) -> list[list[ast.stmt]]:
