@@ -23,6 +23,8 @@ difference does (``on_mismatch = "hang"``): startup compares those values across
 
 from __future__ import annotations
 
+import ast
+
 from typing import Annotated
 from typing import Literal
 
@@ -86,13 +88,36 @@ class KeywordBase(Frozen):
         """The base a keyword literal selects (None for a literal the record does not list).
 
         Literals are compared as the Python values they spell (``"2"`` and ``'2'`` are one
-        string; ``True`` is not ``1``), not as text."""
+        string; ``True`` is not ``1``), not as text. A flag (a keyword whose values are
+        ``True`` and ``False``) is read by its truth, as the combine's ``if`` reads it: ``2.0``
+        selects what ``True`` selects, ``None`` and ``0`` what ``False`` does."""
         want = literal_key(literal)
-        return next((b for lit, b in self.values if literal_key(lit) == want), None)
+        found = next((b for lit, b in self.values if literal_key(lit) == want), None)
+        if found is not None or not self.is_flag:
+            return found
+        truth = _truth(want)
+        return None if truth is None else self.base_of(repr(truth))
+
+    @property
+    def is_flag(self) -> bool:
+        """Its values are the two booleans (the combine tests the keyword's truth)."""
+        return {literal_key(lit) for lit, _ in self.values} == {"True", "False"}
 
     @property
     def default_base(self) -> str | None:
         return None if self.default is None else self.base_of(self.default)
+
+
+def _truth(literal: str) -> bool | None:
+    """The truth of a literal of a type whose truth Python fixes (a number, a string,
+    ``None``); None for text that is no such literal."""
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return bool(value)
+    return None
 
 
 ConsumerBase = Annotated[FixedBase | KeywordBase, Field(discriminator="kind")]

@@ -647,11 +647,11 @@ class _Asked:
     name_attr: str | None = None
 
     def answers(self, function: str) -> tuple[tuple[tuple[str, str], ...], str]:
-        """Per name, the function's answer (``"True"``/``"False"``, ``"?"`` where it is not one
-        boolean literal), and its answer for a name no backend has (the default)."""
+        """Per name, the function's answer (the literal it returns, ``"True"``, ``"2.0"``;
+        ``"?"`` where it is not one literal), and its answer for a name no backend has (the default)."""
         def one(name: str) -> str:
             read, value = self.model.answer(self.path, function, (name,))
-            return repr(value) if read and isinstance(value, bool) else "?"
+            return _answer(read, value)
         return tuple((n, one(n)) for n in self.names), one(_NO_NAME)
 
     def answers_at(self, qualname: str, keyword: ast.expr,
@@ -665,8 +665,15 @@ class _Asked:
 
         def one(name: str) -> str:
             read, value = self.model.answer_at(self.path, qualname, keyword, {attr: name})
-            return repr(value) if read and isinstance(value, bool) else "?"
+            return _answer(read, value)
         return tuple((n, one(n)) for n in self.names), one(_NO_NAME)
+
+
+def _answer(read: bool, value: object) -> str:
+    """An answer as the literal the call passes (a float or ``None`` too: the consumer record
+    says what each selects), ``"?"`` where it is not one literal of a plain type."""
+    plain = value is None or isinstance(value, (bool, int, float, str))
+    return repr(value) if read and plain else "?"
 
 
 #: a name no backend is registered under (what a name function answers by default)
@@ -833,9 +840,8 @@ def _combine(consumer: ConsumerRecord, call: ast.Call, where: Location,
             told_at, kw = cast(tuple[ast.expr, ast.expr], spread)
     if kw is None or told_at is None:
         return Combine(consumer.name, where, base.keyword, "omitted")
-    # where the call tells the base: its keyword's line (a call written over several lines),
-    # or that of the ``**mapping`` that carries it
-    where = replace(where, line=told_at.lineno)
+    # reported at the call's line, whichever of its lines the keyword (or the ``**mapping``
+    # that carries it) is on, as the lint reports a base written inside the call
     if isinstance(kw, ast.Name) and kw.id in assigned:
         kw = assigned[kw.id]
     if isinstance(kw, ast.Constant):

@@ -143,7 +143,7 @@ class RecordCalls(Scope):
         self.i._noted_agreed.add(key)
         self.i.report(Disagreed(c, self.k.versions, place(self.path, node)))
 
-    def note_literal(self, c: Consumer, call: CallArgs) -> None:
+    def note_literal(self, c: Consumer, call: CallArgs, node: ast.Call | None = None) -> None:
         """Where a literal base is written for a consumer (``AC003`` unless the rules find it
         contradicting a producer, ``AC023``); a literal inside an ``if`` on the base is the
         dispatch itself."""
@@ -156,10 +156,13 @@ class RecordCalls(Scope):
             lit = arg.value
             if isinstance(lit, Lit) and not lit.omitted and not lit.assumed and \
                     (where := lit.where or arg.where):
+                if node is not None:  # where the edge's finding would be (_at_call)
+                    where = _at_call(BaseGiven("fixed", where=where), node,
+                                     place(self.path, node)).where or where
                 self.i.literal_sites.setdefault(where, (c, kw, lit))
 
     def consume(self, c: Consumer, call: CallArgs, node: ast.Call, where: Location) -> Value:
-        self.note_literal(c, call)
+        self.note_literal(c, call, node)
         given = self.base_given(c, call, node, where)
         read: set[str | None] = set()
         for spec in c.lse_args:
@@ -241,7 +244,8 @@ class RecordCalls(Scope):
                 self.note_omitted(c, kw, self._lit_base(c, arg.value), where)
             written = next((f"{kw}={source_text(k.value)}" for k in node.keywords if k.arg == kw),
                            kw)
-            return self._given_by(c, kw, arg.value, arg.where, where, written)
+            return _at_call(self._given_by(c, kw, arg.value, arg.where, where, written), node,
+                            where)
         if call.opaque or c.base is None:
             return BaseGiven("unknown")
         if not call.by_signature and self._base_by_position(c, call):
@@ -431,3 +435,17 @@ def _left_to_dispatch(cb: CallBase, combo: dict[str, str]) -> str:
             f", {cb.default_by} {shown}"
     chosen = "not passed" if cb.keyword not in combo else f"= {combo[cb.keyword]}"
     return f"{cb.keyword} {chosen}{by}: left to dispatch"
+
+
+def _at_call(given: BaseGiven, node: ast.Call, where: Location) -> BaseGiven:
+    """A base written inside the call itself (its keyword's value, on a line of a call written
+    over several) is reported at the call: one place names the call whichever of its lines
+    the base is on. A base written elsewhere (a constant, a default) keeps its own place."""
+    at = given.where
+    inside = at is not None and at.path == where.path and at.line is not None and \
+        node.lineno <= at.line <= (node.end_lineno or node.lineno)
+    options = tuple(_at_call(o, node, where) for o in given.options)
+    if inside or options != given.options:
+        return replace(given, where=where if inside else at, options=options)
+    return given
+

@@ -118,7 +118,7 @@ def _call(node: ast.Call, path: str, cfg: LintConfig, caps: frozenset[str]) -> I
                     "base; it must come from the backend's record or class",
                     hint=f"pass {kw.arg}=<backend>.lse_base_on_e or plan from the record",
                     field=kw.arg, found=kw.value.value, allowed="an expression read from the backend",
-                    location=_at(path, kw.value.lineno, kw.value.col_offset))
+                    location=where)  # at the call, as the flow reports a base written in it
         record_arg = node.args[0] if node.args else next(
             (k.value for k in node.keywords if k.arg == "record"), None)
         if name == "plan_combine" and isinstance(record_arg, ast.Dict):
