@@ -1168,6 +1168,15 @@ _AS_PYTHON = [
     ("a finally that falls through keeps the try's return",
      "def f(name):\n    try:\n        return name == 'a'\n    finally:\n        pass",
      "f('a')", True),
+    ("list.extend of a string adds its characters",
+     "L = ['flashmla']\nL.extend('aiter')", "'aiter' in L", True),
+    ("list.extend of a tuple holding the string adds the string",
+     "L = ['flashmla']\nL.extend(('aiter',))", "'aiter' in L", True),
+    ("set.update of a string adds its characters",
+     "S = {'flashmla'}\nS.update('aiter')", "'a' in S and 'aiter' not in S", True),
+    ("a loop over a string binds its characters",
+     "def f():\n    seen = False\n    for c in 'ab':\n        if c == 'ab':\n"
+     "            seen = True\n    return seen", "f()", True),
 ]
 
 

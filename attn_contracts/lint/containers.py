@@ -99,9 +99,25 @@ def iterate(value: Value) -> Value:
             options.append(alt.item)
         elif isinstance(alt, Lse):
             options.append(lose_layout(alt))
+        elif (letters := characters(alt)) is not None:
+            if letters.items:
+                options.append(join(letters.items))
         else:
             options.append(None)
     return join(options) if options else None
+
+
+#: a string iterated character by character is known to this length (a longer one: unknown)
+_MAX_CHARACTERS = 64
+
+
+def characters(value: Value) -> Tup | None:
+    """What iterating a string literal gives, as Python iterates it: its characters, one
+    position each (``list.extend("aiter")`` adds five one-letter strings, not the word)."""
+    if isinstance(value, Lit) and isinstance(value.value, str) and \
+            len(value.value) <= _MAX_CHARACTERS:
+        return Tup(tuple(Lit(c, value.where) for c in value.value))
+    return None
 
 
 #: Python's builtins over an iterable whose meaning is its elements' order alone: read on any

@@ -29,6 +29,7 @@ from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.containers import GROWS
 from attn_contracts.lint.containers import ITERATION
+from attn_contracts.lint.containers import characters
 from attn_contracts.lint.containers import ITERTOOLS
 from attn_contracts.lint.containers import MUTATORS
 from attn_contracts.lint.containers import class_key
@@ -1321,9 +1322,10 @@ def _grown_exactly(current: Value, method: str, call: CallArgs) -> tuple[Value, 
 def _list_changed(current: Tup, method: str, args: list[Value]) -> tuple[Value, Value] | None:
     if method == "append" and len(args) == 1:
         return replace(current, items=(*current.items, args[0])), Lit(None)
-    if method == "extend" and len(args) == 1 and isinstance(args[0], Tup) and \
-            not args[0].partial_items:
-        return replace(current, items=(*current.items, *args[0].items)), Lit(None)
+    more = characters(args[0]) if len(args) == 1 else None
+    more = args[0] if more is None and len(args) == 1 and isinstance(args[0], Tup) else more
+    if method == "extend" and isinstance(more, Tup) and not more.partial_items:
+        return replace(current, items=(*current.items, *more.items)), Lit(None)
     if method == "pop" and not args and current.items:
         return replace(current, items=current.items[:-1]), current.items[-1]
     return None
@@ -1332,7 +1334,7 @@ def _list_changed(current: Tup, method: str, args: list[Value]) -> tuple[Value, 
 def _set_grown(current: Seq, method: str, arg: Value,
                where: Location) -> tuple[Value, Value] | None:
     one = literal_values(arg) if method == "add" else None
-    added = members_of(arg) if method == "update" else (
+    added = members_of(characters(arg) or arg) if method == "update" else (
         (one, True) if one is not None and len(one) == 1 else None)
     sure = members_of(current)
     if added is None or not added[1] or sure is None:
