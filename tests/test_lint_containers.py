@@ -507,6 +507,27 @@ def test_a_table_another_module_changes_is_not_its_literal(
     assert len(found) == errors, found
 
 
+@pytest.mark.parametrize(("table", "plugin", "errors"), [
+    # ``|=`` of a frozenset (or ``+=`` of a tuple) rebinds the importer's name to a copy: the
+    # table the layer reads is unchanged, and "fi" is not in it (base e told, an error)
+    ('frozenset({"fa", "fa3"})', "N |= {'fi'}\nN.add('x')\n", 1),
+    ('("fa", "fa3")', "N += ('fi',)\n", 1),
+    # of a set or a list it changes the table in place: "fi" may be in it (not read)
+    ('{"fa", "fa3"}', "N |= {'fi'}\n", 0),
+    ('["fa", "fa3"]', "N += ['fi']\n", 0),
+    # what the table is built by is not known: not read
+    ('make({"fa", "fa3"})', "N |= {'fi'}\n", 0),
+])
+def test_an_importer_rebinding_an_immutable_table_leaves_it_as_it_was(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], table: str, plugin: str,
+        errors: int) -> None:
+    files = dict(FOREIGN_TABLE)
+    files["tables.py"] = f"from elsewhere import make\nNATURAL = {table}\n"
+    files["plugin.py"] = "from tables import NATURAL as N\n" + plugin
+    found = [f for f in lint_json(tmp_path, capsys, "t", files) if f["severity"] == "error"]
+    assert len(found) == errors, found
+
+
 @pytest.mark.parametrize(("table", "errors"), [
     # a factory that reads a name is called at the lookup, with what the name holds then
     ("default = True\nNATURAL = defaultdict(lambda: default)\ndefault = False\n", 0),

@@ -385,7 +385,8 @@ class ModuleResolver(Analysis):
                 value = self._mutated(path, name, value, getattr(b.node, "lineno", 0))
                 if value is not None and not all(
                         isinstance(a, Lit) for a in alternatives(value)):
-                    value = self._changed_elsewhere(path, name, value)
+                    value = self._changed_elsewhere(path, name, value,
+                                                    self._mutability(path, b.node))
         except RecursionError:
             value = None
         finally:
@@ -393,7 +394,24 @@ class ModuleResolver(Analysis):
         self._globals[key] = value
         return value
 
-    def _changed_elsewhere(self, path: str, name: str, value: Value) -> Value:
+    def _mutability(self, path: str, node: ast.AST | None) -> bool | None:
+        """Whether the object an expression builds can change in place (a list, set or dict
+        display or comprehension, ``list``/``set``/``dict`` of the builtins), cannot (a
+        tuple display, a constant, ``frozenset``/``tuple`` of the builtins); None where the
+        expression does not say."""
+        if isinstance(node, (ast.List, ast.Set, ast.Dict, ast.ListComp, ast.SetComp,
+                             ast.DictComp)):
+            return True
+        if isinstance(node, (ast.Tuple, ast.Constant, ast.JoinedStr)):
+            return False
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                self.new_frame(path).builtin_name(node.func.id):
+            return {"list": True, "set": True, "dict": True, "frozenset": False,
+                    "tuple": False, "str": False}.get(node.func.id)
+        return None
+
+    def _changed_elsewhere(self, path: str, name: str, value: Value,
+                           mutable: bool | None = None) -> Value:
         """The module-level container ``name`` of ``path`` with what the other modules of the
         program that import it change in place (``from m import TABLE`` then
         ``TABLE.append(x)``, ``TABLE[k] = v``): Python runs an importer's top level when the
@@ -411,9 +429,18 @@ class ModuleResolver(Analysis):
         if tree is None or _changes_in_function(tree, local):
             return None
         kept = changes_of(tree.body, local)
-        if any(_rebinds(st, local) for top in kept for st in ast.walk(top)
-               if isinstance(st, ast.stmt)):
-            return None  # ``+=`` of a list changes it, of a tuple rebinds a copy
+        for at, top in enumerate(kept):
+            rebinds = [st for st in ast.walk(top) if isinstance(st, ast.stmt) and
+                       _rebinds(st, local)]
+            if not rebinds:
+                continue
+            # ``+=`` of a list changes it, of a tuple rebinds a copy: the importer's name
+            # holds another object from then on (a top-level ``|=`` of a frozenset)
+            if mutable is False and rebinds == [top] and isinstance(top, ast.AugAssign):
+                kept = kept[:at]
+                break
+            if not (mutable and all(isinstance(st, ast.AugAssign) for st in rebinds)):
+                return None
         frame = self.new_frame(other)
         frame.env[local] = value
         for st in kept:
