@@ -1168,6 +1168,20 @@ _AS_PYTHON = [
     ("a finally that falls through keeps the try's return",
      "def f(name):\n    try:\n        return name == 'a'\n    finally:\n        pass",
      "f('a')", True),
+    ("super() reads the parent's class attribute, not the subclass's",
+     "class P:\n    flag = False\nclass C(P):\n    flag = True\n    def h(self):\n"
+     "        return super().flag", "C().h()", True),
+    ("super() skips what the instance itself holds",
+     "class P:\n    flag = True\nclass C(P):\n    def __init__(self):\n"
+     "        self.flag = False\n    def h(self):\n        return super().flag",
+     "C().h()", True),
+    ("super() in a middle class reads past it",
+     "class A:\n    flag = False\nclass B(A):\n    flag = True\n    def h(self):\n"
+     "        return super().flag\nclass C(B):\n    flag = True", "C().h()", True),
+    ("super() in a middle class calls the method past it",
+     "class A:\n    def f(self):\n        return False\nclass B(A):\n    def f(self):\n"
+     "        return True\n    def h(self):\n        return super().f()\n"
+     "class C(B):\n    pass", "C().h()", True),
     ("list.extend of a string adds its characters",
      "L = ['flashmla']\nL.extend('aiter')", "'aiter' in L", True),
     ("list.extend of a tuple holding the string adds the string",

@@ -291,16 +291,26 @@ class Resolver(ModuleResolver):
         return Ext(f"{obj.qualname}.{attr}")
 
     def _super_attr(self, obj: Super, attr: str) -> Value:
-        """``super().attr``: the method of the first class after the one it is written in."""
+        """``super().attr``: what the first class after the one it is written in (in the
+        instance's MRO) binds in its body: a method, bound to the instance, or a class
+        attribute's value (``super()`` skips what the instance itself holds). Not read where
+        that class's attribute is a property, or a base outside the program may bind it."""
         cls = self.class_info(obj.self_value.cls)
         after = self.class_info(obj.after)
         if cls is None or after is None:
             return None
-        owner = self.p.lookup(cls, attr, after=after)
-        if owner is None:
-            return None
-        return Bound(Func(owner.path, f"{owner.name}.{attr}"), obj.self_value,
-                     (owner.path, owner.name), static=True)
+        order = self.p.mro(cls)
+        order = order[order.index(after) + 1:] if after in order else self.p.mro(after)[1:]
+        for owner in order:
+            if attr in owner.methods:
+                return Bound(Func(owner.path, f"{owner.name}.{attr}"), obj.self_value,
+                             (owner.path, owner.name), static=True)
+            if attr in owner.properties or self._outside_bases(cls):
+                return None
+            if attr in owner.attrs and not _in_init(owner, owner.attrs[attr][1]):
+                return self._changed_in_body(owner, attr,
+                                             self._body_value(owner, owner.attrs[attr][0]))
+        return None
 
     def _class_ref_attr(self, obj: ClassRef, attr: str) -> Value:
         """``Class.attr``: a method, an Enum's member, or what every instance holds."""

@@ -596,7 +596,13 @@ class Frame(RecordCalls):
                                              isinstance(node.func, ast.Name))):
             return NOT_SPECIAL
         if self.self_value is not None and self.owner is not None:
-            return Super(self.owner, self.self_value)
+            # the class the method is written in (its ``__class__`` cell), not the class of
+            # the instance it runs on: a subclass's instance calling it looks past that class
+            written = self.func.qualname.partition("@")[0].rpartition(".")[0] \
+                if self.func is not None else ""
+            here = (self.func.path, written) if self.func is not None else self.owner
+            return Super(here if written and self.i.class_info(here) is not None
+                         else self.owner, self.self_value)
         return None
 
     def getattr_form(self, callee: Value, qual: str, name: str,
