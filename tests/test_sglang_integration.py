@@ -341,6 +341,26 @@ class Child(FlashMLABackend):
     assert err[0] is Code.AC016 and "base-2" in err[1]
 
 
+@pytest.mark.parametrize(("convert", "errors"), [
+    ("        if q.shape[0] > 1:\n            lse = lse * 1.4426950408889634\n", 1),
+    ("        lse = lse * 1.4426950408889634\n", 1),  # every path converts: base 2, told e
+    ("        if q.shape[0] > 1:\n            pass\n", 0),  # none does: base e, told e
+])
+def test_a_conversion_on_one_path_leaves_the_other_paths_base(tmp_path: Path, convert: str,
+                                                              errors: int) -> None:
+    """A decode that converts its LSE on one path only returns the kernel's base on the
+    other: each base a path gives is an edge of its own, and one the combine is not told is
+    an error (two bases of one kernel are not read as "either", which nothing would judge)."""
+    root = _tree(tmp_path, '"flashmla"')
+    (root / "sglang" / _ATT / "flashmla_backend.py").write_text(FLASHMLA.replace(
+        "        if get_parallel().dcp_enabled:\n",
+        convert + "        if get_parallel().dcp_enabled:\n"))
+    rows = {r.backend: r for r in sglang.report(root=root)}
+    found = _errors(rows["flashmla"])
+    assert len(found) == errors and all(c is Code.AC016 and "base-2" in m
+                                        for c, m in found), found
+
+
 def test_engine_sglang_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = _tree(tmp_path, '"homemade"')
     assert main(["engine", "sglang", "--root", str(root), "--format", "json"]) == 1

@@ -549,21 +549,20 @@ def _backend(model: ProgramModel, name: str, where: Location, built: tuple[Built
         # by the place's text (as when places were text: line 10 before line 9)
         found = sorted(model.kernels_of(cls, decode, returned=True, assume=assume),
                        key=lambda k: (str(k.where), k.record))
-        kept: dict[str, Kernel] = {}
+        kept: dict[tuple[str, str | None], Kernel] = {}
         for k in found:
             rec = _record(registry, k.record)
             if rec is None or not rec.returns_lse or not _holds(rec, version):
                 continue
-            entry = kept.get(k.record)
             base = None if k.dispatch else k.base
+            # each base a path pins is an edge of its own (a conversion on one path only: the
+            # other path's LSE reaches the combine in the kernel's base); the paths that pin
+            # none are one: trusted only where every such path's base is an expression the
+            # flow does not read (one that leaves it to the dispatch may run each kernel)
+            entry = kept.get((k.record, base))
             dispatch = k.dispatch or (entry is not None and entry.dispatch)
-            # trusted only where every path's base is an expression the flow does not read: a
-            # path that leaves it to the dispatch may run each of the record's kernels, and
-            # two paths that pin different bases are checked on the record's own
             unread = base is None and not dispatch and (entry is None or entry.unread)
-            if entry is not None and entry.base != base:
-                base = None  # two calls (or paths) of one record that pin different bases
-            kept[k.record] = Kernel(k.record, _short(k.where), base, unread, dispatch)
+            kept[(k.record, base)] = Kernel(k.record, _short(k.where), base, unread, dispatch)
         kernels[b.cls] = tuple(kept.values())
         returns[b.cls] = _returns_pair(program, cls, decode)
     return Backend(name, where, built, kernels, returns, lint)
