@@ -642,6 +642,23 @@ PAIRS.case("a class is never equal to its name", {"layer.py": """
         """}, {"layer.py": ("type(impl) not in", "type(impl).__name__ not in")})
 
 
+PAIRS.case("an or whose other operand is known false narrows as its first", {"layer.py": f"""
+        from mylib import combine, decode
+        class Parent:
+            converts = True
+        class Impl(Parent):
+            converts = False
+            def run(self, q, wanted):
+                out, lse = decode(q, return_lse=True)
+                lse = lse if wanted else None
+                if lse is None or super().converts:
+                    return out, lse
+                return out, lse * {LN2}
+        def step(q):
+            out, lse = Impl().run(q, q.wanted)
+            return combine(out, lse, is_lse_base_on_e=True)
+        """}, {"layer.py": ("    converts = True", "    converts = False")})
+
 
 # --- scalars, strings, dict methods and generators, as Python computes them ------------------
 NL = "\n            "  # a line break inside ``step``

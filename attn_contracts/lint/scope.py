@@ -120,6 +120,16 @@ def _tuple_test(test: ast.expr | None) -> str | None:
     return None
 
 
+def _calls_nothing(node: ast.expr) -> bool:
+    """An expression evaluated again without running code of the program: no call but
+    ``super()``, no comprehension, lambda or walrus."""
+    return not any(isinstance(n, (ast.comprehension, ast.Lambda, ast.NamedExpr, ast.Await,
+                                  ast.Yield, ast.YieldFrom)) or
+                   (isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and
+                                                     n.func.id == "super" and not n.args))
+                   for n in ast.walk(node))
+
+
 def _none_test(test: ast.expr | None) -> tuple[str, bool] | None:
     """``x is None`` (True) or ``x is not None`` (False): the name (dotted) it narrows."""
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
@@ -906,6 +916,16 @@ class Scope:
         """A loop body to a fixpoint, joined with not running it (bounds.Bounds.loop)."""
         self.i.bounds.loop(self, body, node)
 
+    def _deciding(self, test: ast.expr | None) -> ast.expr | None:
+        """The operand of an ``or`` (``and``) whose others are all known false (true): the
+        side the test takes is that operand's, which narrows as it alone does (``lse is None
+        or flag`` with ``flag`` false: ``lse`` is None where the branch runs)."""
+        if not isinstance(test, ast.BoolOp) or not _calls_nothing(test):
+            return test
+        inert = isinstance(test.op, ast.And)  # the value an operand that decides nothing has
+        left = [v for v in test.values if self.i.truth(self.expr(v)) is not inert]
+        return self._deciding(left[0]) if len(left) == 1 else test
+
     def branches(self, bodies: list[list[ast.stmt]], test: ast.expr | None = None,
                  decided: bool | None = None, *, tested: frozenset[str] | None = None,
                  ) -> list[dict[str, Value]]:
@@ -917,8 +937,9 @@ class Scope:
         before = dict(self.env)
         results = []
         on_base = test is not None and _on_base_test(test, self.i.base_attrs)
-        narrowed = _tuple_test(test)
-        none_test = _none_test(test)
+        deciding = self._deciding(test)
+        narrowed = _tuple_test(deciding)
+        none_test = _none_test(deciding)
         known = None if test is None or self.i.assume is None else self.i.assume(test)
         known = decided if known is None else known
         ran = stopped = 0
