@@ -24,7 +24,6 @@ difference does (``on_mismatch = "hang"``): startup compares those values across
 from __future__ import annotations
 
 import ast
-
 from typing import Annotated
 from typing import Literal
 

@@ -29,9 +29,9 @@ from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.containers import GROWS
 from attn_contracts.lint.containers import ITERATION
-from attn_contracts.lint.containers import characters
 from attn_contracts.lint.containers import ITERTOOLS
 from attn_contracts.lint.containers import MUTATORS
+from attn_contracts.lint.containers import characters
 from attn_contracts.lint.containers import class_key
 from attn_contracts.lint.containers import dict_key
 from attn_contracts.lint.containers import dict_popped
@@ -696,15 +696,7 @@ class Frame(RecordCalls):
     def builtin_name(self, name: str) -> bool:
         """Whether ``name`` read here is Python's builtin: no local, parameter or global of
         the module binds it anywhere (a ``global`` statement in a function included)."""
-        if name in self.env:
-            return False
-        info = self.i.p.info(self.path)
-        text = self.i.module_text(self.path)
-        return info is not None and name not in info.defs and name not in info.classes and \
-            name not in info.assigns and name not in info.from_imports and \
-            name not in info.module_imports and re.search(
-                rf"\b{re.escape(name)}\s*(?::[^=\n]*)?=(?!=)|\bglobal\b[^\n]*\b{re.escape(name)}\b",
-                text) is None
+        return name not in self.env and self.i.builtin_at(self.path, name)
 
     def fromkeys_form(self, callee: Value, qual: str, name: str,
                       node: ast.Call) -> Value | object:

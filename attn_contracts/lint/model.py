@@ -200,7 +200,7 @@ class ProgramModel:
         cls = self.program.cls((path, owner)) if owner else None
         where = Location(path, fn.lineno, 1)
         given: dict[str, Value] = {k: Lit(v, where) for k, v in attrs.items()}
-        answers: set[object] = set()
+        answers: set[tuple[type, object]] = set()
         # a method runs on an instance of its class or of any subclass (a mixin's, on the
         # classes that mix it in): read on each class the program derives no other from, it
         # is one literal where every one of them gives the same

@@ -394,6 +394,18 @@ class ModuleResolver(Analysis):
         self._globals[key] = value
         return value
 
+    def builtin_at(self, path: str, name: str) -> bool:
+        """Whether ``name`` read in module ``path`` (outside any function binding it) is
+        Python's builtin: no global of the module binds it anywhere (a ``global`` statement in
+        a function included)."""
+        info = self.p.info(path)
+        text = self.module_text(path)
+        return info is not None and name not in info.defs and name not in info.classes and \
+            name not in info.assigns and name not in info.from_imports and \
+            name not in info.module_imports and re.search(
+                rf"\b{re.escape(name)}\s*(?::[^=\n]*)?=(?!=)|\bglobal\b[^\n]*\b{re.escape(name)}\b",
+                text) is None
+
     def _mutability(self, path: str, node: ast.AST | None) -> bool | None:
         """Whether the object an expression builds can change in place (a list, set or dict
         display or comprehension, ``list``/``set``/``dict`` of the builtins), cannot (a
@@ -405,7 +417,7 @@ class ModuleResolver(Analysis):
         if isinstance(node, (ast.Tuple, ast.Constant, ast.JoinedStr)):
             return False
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                self.new_frame(path).builtin_name(node.func.id):
+                self.builtin_at(path, node.func.id):
             return {"list": True, "set": True, "dict": True, "frozenset": False,
                     "tuple": False, "str": False}.get(node.func.id)
         return None
