@@ -38,7 +38,9 @@ Corpus format (TOML; validated by the pydantic models below, unknown keys refuse
 Rules of the benchmark (decided here; the issue left them open):
 
 - ``expect = "error"``: found when the mutated tree has a finding of severity ``error`` at one of
-  the ``at`` locations (file and line; the column is ignored) that the unmutated tree does not
+  the ``at`` locations (file and line; the column is ignored; a line stands for its logical
+  line, Python's unit: a call written over several physical lines is one, so the call's first
+  line and its keyword's line name the same place) that the unmutated tree does not
   have. ``at`` lists every line a fair report may name: the declaration, the consumer call, the
   edited line. ``expect = "any"`` (the rules make the shape a warning): an error or a warning
   there. Notes never count, neither as a hit nor as a false finding.
@@ -395,8 +397,54 @@ class Result:
                                                                                   "warning")
 
 
+def logical_lines(text: str) -> dict[int, range]:
+    """Per physical line of a Python source, the physical lines of the logical line it is part
+    of (the language reference's "logical line": what one NEWLINE token ends, a call written
+    over several lines included); lines the tokenizer cannot read are their own."""
+    import io
+    import tokenize
+
+    spans: dict[int, range] = {}
+    start: int | None = None
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT,
+                            tokenize.ENCODING, tokenize.ENDMARKER):
+                continue
+            if start is None:
+                start = tok.start[0]
+            if tok.type == tokenize.NEWLINE:
+                span = range(start, tok.start[0] + 1)
+                spans.update(dict.fromkeys(span, span))
+                start = None
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return spans
+
+
+def accepted_lines(m: Mutation, texts: dict[str, tuple[str, str]],
+                   root: Path | None = None) -> set[tuple[str, int]]:
+    """The (file, line) pairs a finding of the bug may be at: each ``at`` line, widened to its
+    logical line (a report that names the call ``f(`` and one that names its keyword's line
+    name one statement)."""
+    out: set[tuple[str, int]] = set()
+    spans: dict[str, dict[int, range]] = {}
+    for loc in m.at:
+        where, _, number = loc.rpartition(":")
+        line = int(number)
+        out.add((where, line))
+        if where not in spans:
+            text = texts[where][1] if where in texts else ""
+            if not text and root is not None and (root / where).is_file():
+                text = (root / where).read_text(encoding="utf-8", errors="replace")
+            spans[where] = logical_lines(text) if text else {}
+        out |= {(where, n) for n in spans[where].get(line, ())}
+    return out
+
+
 def judge(m: Mutation, baseline: list[Seen], after: list[Seen],
-          texts: dict[str, tuple[str, str]]) -> tuple[str, list[Seen], list[Seen]]:
+          texts: dict[str, tuple[str, str]], root: Path | None = None,
+          ) -> tuple[str, list[Seen], list[Seen]]:
     """(status, findings at the accepted lines, every new warning or error)."""
     mapped = _mapped(baseline, texts)
     keys = {s.key() for s in mapped}
@@ -408,10 +456,7 @@ def judge(m: Mutation, baseline: list[Seen], after: list[Seen],
            and (s.path, s.code, s.severity, s.message) not in moved]
     if m.is_clean:
         return ("flagged" if new else "clean"), [], new
-    accepted = set()
-    for loc in m.at:
-        where, _, number = loc.rpartition(":")
-        accepted.add((where, int(number)))
+    accepted = accepted_lines(m, texts, root)
     matched = [s for s in after if _counted(s) and (s.path, s.line) in accepted
                and (*s.key(), s.message) not in exact]
     severities = {s.severity for s in matched}
@@ -518,7 +563,7 @@ def run(selected: list[tuple[Corpus, Mutation]], args: argparse.Namespace,
                 finally:
                     for file, (released, _) in texts.items():
                         (root / file).write_text(released, encoding="utf-8")
-                status, matched, new = judge(m, baselines[tuple(own)], after, texts)
+                status, matched, new = judge(m, baselines[tuple(own)], after, texts, root)
                 results.append(Result(m, status, matched, new, lost(baselines[tuple(own)],
                                                                     after, texts), cpu, wall))
                 progress.advance(task)
@@ -638,8 +683,9 @@ def to_markdown(report: dict[str, Any]) -> str:
                f"`{f['path']}:{f['line']}` {f['code']} [{f['severity']}]" for f in m["lost"])
                for m in report["mutations"] if m.get("lost") and m["expect"] != "clean")
               if s.get("monotonicity_violations") else "") + ".", "",
-           "A mutation is found when a new finding of the expected severity stands at one of "
-           "its accepted lines (`at` in the corpus); a correct refactor is flagged by any new "
+           "A mutation is found when a new finding of the expected severity stands on the "
+           "logical line of one of its accepted lines (`at` in the corpus: a call written over "
+           "several physical lines is one logical line); a correct refactor is flagged by any new "
            "warning or error. Notes never count. Each mutation is linted in the scope below "
            "(`--scope package`: the whole package; what the scope misses is in the script's "
            "docstring).", "",

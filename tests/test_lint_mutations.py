@@ -136,6 +136,20 @@ def test_found_only_at_an_accepted_line_and_only_when_new() -> None:
     assert lm.judge(m, [], [_seen(3, severity="note")], texts)[0] == "missed"
 
 
+def test_an_accepted_line_stands_for_its_logical_line() -> None:
+    """A call written over several physical lines is one logical line (Python's own unit):
+    a report at the call's first line and one at its keyword's line name the same statement,
+    whichever of the two the corpus lists; the next statement is another."""
+    mutated = "x = 1\nout = combine(\n    a,\n    base=b,\n)\ny = 2\n"
+    texts = {"pkg/a.py": ("x = 1\n", mutated)}
+    for at, hit in (("pkg/a.py:4", 2), ("pkg/a.py:2", 4)):
+        m = _mutation("error", [at])
+        assert lm.judge(m, [], [_seen(hit)], texts)[0] == "error"
+        assert lm.judge(m, [], [_seen(6)], texts)[0] == "missed"
+        assert lm.judge(m, [], [_seen(1)], texts)[0] == "missed"
+    assert lm.logical_lines("def f(:\n") == {}  # not Python: each line is its own
+
+
 def test_a_clean_refactor_is_flagged_by_any_new_warning() -> None:
     texts = {"pkg/a.py": ("a\nb\n", "a\nb2\n")}
     m = _mutation("clean", [])
