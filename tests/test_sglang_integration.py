@@ -361,49 +361,6 @@ def test_a_conversion_on_one_path_leaves_the_other_paths_base(tmp_path: Path, co
                                         for c, m in found), found
 
 
-FORWARD_BY_METHOD = """
-from sglang.srt.layers.dcp import cp_lse_ag_out_rs_mla
-
-
-def is_mla_dcp_lse_base_on_e(attention_backend):
-    return attention_backend in {"flashmla", "homemade", "alias"}
-
-
-class Mixin:
-    def forward_core(self, out, lse, group):
-        return cp_lse_ag_out_rs_mla(out, lse, group, is_lse_base_on_e=self.lse_base_e())
-"""
-
-
-@pytest.mark.parametrize(("bound", "errors"), [
-    # partial evaluates its argument when it is made, in __init__: the name is None there
-    ("functools.partial(is_mla_dcp_lse_base_on_e, self.current_attention_backend)", True),
-    # a lambda reads the attribute when it is called, in the forward: the batch's name
-    ("lambda: is_mla_dcp_lse_base_on_e(self.current_attention_backend)", False),
-])
-def test_a_mixins_method_is_read_on_the_class_that_mixes_it_in(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], bound: str, errors: bool) -> None:
-    """The layer's forward is a mixin's method: it runs on the class that mixes it in, whose
-    ``__init__`` (in a module that names no kernel or combine) binds what the forward calls."""
-    root = _tree(tmp_path, "", forward=FORWARD_BY_METHOD)
-    layer = root / "sglang" / "srt" / "models" / "layer.py"
-    layer.write_text(f"""import functools
-from sglang.srt.models.deepseek_common.attention_forward_methods.forward_mla import (
-    Mixin, is_mla_dcp_lse_base_on_e)
-
-
-class Layer(Mixin):
-    def __init__(self):
-        self.current_attention_backend = None
-        self.lse_base_e = {bound}
-""")
-    main(["lint", str(root / "sglang"), "--format", "json"])
-    found = [f for f in json.loads(capsys.readouterr().out)
-             if f["code"] in ("AC016", "AC028") and f["path"].endswith("forward_mla.py")]
-    assert bool([f for f in found if f["severity"] == "error"]) is errors, found
-    assert errors or not found, found
-
-
 def test_engine_sglang_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = _tree(tmp_path, '"homemade"')
     assert main(["engine", "sglang", "--root", str(root), "--format", "json"]) == 1

@@ -830,9 +830,7 @@ class Resolver(ModuleResolver):
     def class_attr(self, cls: ClassInfo, attr: str) -> Value:
         """An attribute of every instance of ``cls``: its class-level value or annotation, and
         what any method of its class hierarchy stores into ``self.<attr>``."""
-        # a question asked of the program (``given_attrs``) reads every module's methods
-        asked = bool(self.given_attrs)
-        key = ((cls.path, cls.name), attr if not asked else f"{attr}\x00asked")
+        key = ((cls.path, cls.name), attr)
         if key in self._class_attr_memo:
             return self._class_attr_memo[key]
         self._class_attr_memo[key] = None  # a read while computing it sees nothing
@@ -845,7 +843,7 @@ class Resolver(ModuleResolver):
             values += self._class_body_value(cls, attr)
         runs = self.p.lookup(cls, "__init__")  # the ``__init__`` an instance of cls runs
         for c in self.p.mro(cls):
-            if not (self.p.active(c.path) or c.path in self._carrier_lines or asked):
+            if not (self.p.active(c.path) or c.path in self._carrier_lines):
                 # a module that names nothing the rules know: only the objects it builds
                 # (``self.attn_mha = RadixAttention(...)``), read from the syntax, no flow
                 values += self._built(c, attr)

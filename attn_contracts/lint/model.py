@@ -94,10 +94,6 @@ class ClassFacts:
     uses: tuple[Use, ...]
 
 
-#: the most subclasses a method's answer is read on, one by one
-_MAX_LEAVES = 8
-
-
 class ProgramModel:
     """The model of one linted program after the rules ran: ``findings`` (what lint reports)
     and :meth:`facts` per class. Asking for a class the rules did not judge interprets its
@@ -198,31 +194,12 @@ class ProgramModel:
                         (type(n), n.lineno, n.col_offset) == at), keyword)
         owner = qualname.rpartition(".")[0]
         cls = self.program.cls((path, owner)) if owner else None
+        self_value = Inst((cls.path, cls.name)) if cls is not None else None
         where = Location(path, fn.lineno, 1)
         given: dict[str, Value] = {k: Lit(v, where) for k, v in attrs.items()}
-        answers: set[tuple[type, object]] = set()
-        # a method runs on an instance of its class or of any subclass (a mixin's, on the
-        # classes that mix it in): read on each class the program derives no other from, it
-        # is one literal where every one of them gives the same
-        for runs_on in self._leaves(cls) if cls is not None else [None]:
-            self_value = Inst((runs_on.path, runs_on.name)) if runs_on is not None else None
-            with self._quiet():
-                value = self._interp.value_at(path, qualname, fn, self_value, keyword, given)
-            if not isinstance(value, Lit):
-                return False, None
-            answers.add((type(value.value), value.value))
-        if len(answers) != 1:
-            return False, None
-        return True, next(iter(answers))[1]
-
-    def _leaves(self, cls: ClassInfo) -> list[ClassInfo]:
-        """The classes of the program below ``cls`` (itself included) that none derives
-        from; ``cls`` alone where there are too many to read one by one."""
-        below = self.program.subclasses(cls)
-        derived = {id(b) for c in below for b in self.program.hierarchy.bases(c)
-                   if isinstance(b, ClassInfo)}
-        leaves = [c for c in below if id(c) not in derived]
-        return leaves if 0 < len(leaves) <= _MAX_LEAVES else [cls]
+        with self._quiet():
+            value = self._interp.value_at(path, qualname, fn, self_value, keyword, given)
+        return (True, value.value) if isinstance(value, Lit) else (False, None)
 
     @contextmanager
     def _quiet(self) -> Iterator[None]:
