@@ -93,6 +93,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import fnmatch
+import io
 import itertools
 import json
 import re
@@ -100,6 +101,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tokenize
 import tomllib
 from collections.abc import Iterable
 from collections.abc import Sequence
@@ -401,9 +403,6 @@ def logical_lines(text: str) -> dict[int, range]:
     """Per physical line of a Python source, the physical lines of the logical line it is part
     of (the language reference's "logical line": what one NEWLINE token ends, a call written
     over several lines included); lines the tokenizer cannot read are their own."""
-    import io
-    import tokenize
-
     spans: dict[int, range] = {}
     start: int | None = None
     try:

@@ -167,8 +167,8 @@ class Combine:
     literal: str = ""  # the literal passed, for ``"literal"``
     function: str = ""  # the name function, for ``"name"``
     function_at: Location | None = None
-    #: what the function answers for each registered name (``"True"``, ``"False"``, ``"?"``:
-    #: not read), as the lint's interpreter reads its body called with that name
+    #: what the function answers for each registered name (the literal, ``"True"``, ``"2.0"``;
+    #: ``"?"``: not read), as the lint's interpreter reads its body called with that name
     answers: tuple[tuple[str, str], ...] = ()
     #: what it answers for a name it does not know (its default)
     default: str = "?"
@@ -830,14 +830,13 @@ def _combine(consumer: ConsumerRecord, call: ast.Call, where: Location,
     if isinstance(base, FixedBase) or not isinstance(base, KeywordBase):
         return Combine(consumer.name, where, "", "omitted")
     kw = next((k.value for k in call.keywords if k.arg == base.keyword), None)
-    told_at = kw
     if kw is None:
         spread = _spread_keyword(call, base.keyword, assigned)
         if spread is _UNREAD:
             return Combine(consumer.name, where, base.keyword, "unknown")
         if spread is not None:
-            told_at, kw = cast(tuple[ast.expr, ast.expr], spread)
-    if kw is None or told_at is None:
+            _, kw = cast(tuple[ast.expr, ast.expr], spread)
+    if kw is None:
         return Combine(consumer.name, where, base.keyword, "omitted")
     # reported at the call's line, whichever of its lines the keyword (or the ``**mapping``
     # that carries it) is on, as the lint reports a base written inside the call

@@ -301,11 +301,14 @@ class Resolver(ModuleResolver):
             return None
         order = self.p.mro(cls)
         order = order[order.index(after) + 1:] if after in order else self.p.mro(after)[1:]
+        outside: bool | None = None  # asked once, at the first data attribute met
         for owner in order:
             if attr in owner.methods:
                 return Bound(Func(owner.path, f"{owner.name}.{attr}"), obj.self_value,
                              (owner.path, owner.name), static=True)
-            if attr in owner.properties or self._outside_bases(cls):
+            if outside is None:
+                outside = self._outside_bases(cls)
+            if attr in owner.properties or outside:
                 return None
             if attr in owner.attrs and not _in_init(owner, owner.attrs[attr][1]):
                 return self._changed_in_body(owner, attr,

@@ -1320,9 +1320,8 @@ def _grown_exactly(current: Value, method: str, call: CallArgs) -> tuple[Value, 
 def _list_changed(current: Tup, method: str, args: list[Value]) -> tuple[Value, Value] | None:
     if method == "append" and len(args) == 1:
         return replace(current, items=(*current.items, args[0])), Lit(None)
-    more = characters(args[0]) if len(args) == 1 else None
-    more = args[0] if more is None and len(args) == 1 and isinstance(args[0], Tup) else more
-    if method == "extend" and isinstance(more, Tup) and not more.partial_items:
+    more = (characters(args[0]) or args[0]) if method == "extend" and len(args) == 1 else None
+    if isinstance(more, Tup) and not more.partial_items:
         return replace(current, items=(*current.items, *more.items)), Lit(None)
     if method == "pop" and not args and current.items:
         return replace(current, items=current.items[:-1]), current.items[-1]

@@ -143,7 +143,8 @@ class RecordCalls(Scope):
         self.i._noted_agreed.add(key)
         self.i.report(Disagreed(c, self.k.versions, place(self.path, node)))
 
-    def note_literal(self, c: Consumer, call: CallArgs, node: ast.Call | None = None) -> None:
+    def note_literal(self, c: Consumer, call: CallArgs, node: ast.Call | None = None,
+                     call_at: Location | None = None) -> None:
         """Where a literal base is written for a consumer (``AC003`` unless the rules find it
         contradicting a producer, ``AC023``); a literal inside an ``if`` on the base is the
         dispatch itself."""
@@ -156,13 +157,12 @@ class RecordCalls(Scope):
             lit = arg.value
             if isinstance(lit, Lit) and not lit.omitted and not lit.assumed and \
                     (where := lit.where or arg.where):
-                if node is not None:  # where the edge's finding would be (_at_call)
-                    where = _at_call(BaseGiven("fixed", where=where), node,
-                                     place(self.path, node)).where or where
+                if node is not None and call_at is not None and _inside(where, node, call_at):
+                    where = call_at  # where the edge's finding is (_at_call)
                 self.i.literal_sites.setdefault(where, (c, kw, lit))
 
     def consume(self, c: Consumer, call: CallArgs, node: ast.Call, where: Location) -> Value:
-        self.note_literal(c, call, node)
+        self.note_literal(c, call, node, where)
         given = self.base_given(c, call, node, where)
         read: set[str | None] = set()
         for spec in c.lse_args:
@@ -441,11 +441,15 @@ def _at_call(given: BaseGiven, node: ast.Call, where: Location) -> BaseGiven:
     """A base written inside the call itself (its keyword's value, on a line of a call written
     over several) is reported at the call: one place names the call whichever of its lines
     the base is on. A base written elsewhere (a constant, a default) keeps its own place."""
-    at = given.where
-    inside = at is not None and at.path == where.path and at.line is not None and \
-        node.lineno <= at.line <= (node.end_lineno or node.lineno)
+    inside = given.where is not None and _inside(given.where, node, where)
     options = tuple(_at_call(o, node, where) for o in given.options)
     if inside or options != given.options:
-        return replace(given, where=where if inside else at, options=options)
+        return replace(given, where=where if inside else given.where, options=options)
     return given
+
+
+def _inside(at: Location, node: ast.Call, call_at: Location) -> bool:
+    """Whether ``at`` is on one of the lines of the call ``node`` (at ``call_at``)."""
+    return at.path == call_at.path and at.line is not None and \
+        node.lineno <= at.line <= (node.end_lineno or node.lineno)
 

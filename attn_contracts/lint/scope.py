@@ -130,6 +130,13 @@ def _calls_nothing(node: ast.expr) -> bool:
                    for n in ast.walk(node))
 
 
+def _narrowing_operand(test: ast.BoolOp) -> bool:
+    """Whether an operand of an ``and``/``or`` (at any depth) narrows a name alone
+    (``x is None``, ``isinstance(x, tuple)``)."""
+    return any(_narrowing_operand(v) if isinstance(v, ast.BoolOp) else
+               _none_test(v) is not None or _tuple_test(v) is not None for v in test.values)
+
+
 def _none_test(test: ast.expr | None) -> tuple[str, bool] | None:
     """``x is None`` (True) or ``x is not None`` (False): the name (dotted) it narrows."""
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
@@ -920,8 +927,9 @@ class Scope:
         """The operand of an ``or`` (``and``) whose others are all known false (true): the
         side the test takes is that operand's, which narrows as it alone does (``lse is None
         or flag`` with ``flag`` false: ``lse`` is None where the branch runs)."""
-        if not isinstance(test, ast.BoolOp) or not _calls_nothing(test):
-            return test
+        if not isinstance(test, ast.BoolOp) or not _narrowing_operand(test) or \
+                not _calls_nothing(test):
+            return test  # no operand that narrows: nothing to evaluate again
         inert = isinstance(test.op, ast.And)  # the value an operand that decides nothing has
         left = [v for v in test.values if self.i.truth(self.expr(v)) is not inert]
         return self._deciding(left[0]) if len(left) == 1 else test
