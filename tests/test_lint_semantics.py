@@ -453,6 +453,19 @@ PAIRS.case("a combine's body drops its base keyword on the way to the next combi
             return reduce_default_e(out, lse)
         """}, {"ops.py": ("(out, lse)\n", "(out, lse, is_lse_base_on_e=is_lse_base_on_e)\n")})
 
+# the call the record describes passes the LSE and its base keyword: another parameter with a
+# default holds it (a conversion a default skips is skipped for the record's callers; one a
+# caller could skip by passing another value is no path they take)
+PAIRS.case("a combine's body skips its conversion under a default its record's callers get", {
+    "ops.py": f"""
+        from mylib import combine
+        LN2 = {LN2}
+        def told_reduce(out, lse, is_lse_base_on_e=False, prescaled=True):
+            if not is_lse_base_on_e and not prescaled:
+                lse = lse * LN2
+            return combine(out, lse, is_lse_base_on_e=True)
+        """}, {"ops.py": ("prescaled=True)", "prescaled=False)")})
+
 
 PAIRS.case("a combine's body gathers its LSE from the ranks and tells the next combine another base", {
     "ops.py": """
@@ -952,6 +965,14 @@ class Cooperative(Mixin, Base):
     def __init__(self, n):
         super().__init__(n)"""
 
+_POST_INIT = ("import dataclasses\n@dataclasses.dataclass\nclass Spec:\n    backend: str = ''\n"
+              "    on_e: bool = False\n    def __post_init__(self):\n"
+              "        self.on_e = self.backend in ('x',)\n")
+_WRITTEN_INIT = "    def __init__(self, backend):\n        self.backend = backend\n"
+_FROZEN = ("import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass Spec:\n"
+           "    on_e: bool = True\nclass Impl:\n    lse_base_on_e = False\n")
+_NAT = "import enum\nclass Nat(enum.Enum):\n    A = 'x'\n    B = 'y'\n    C = 'x'\n"
+
 _AS_PYTHON = [
     ("a generator is true even where it yields nothing", "", "bool(x for x in ())", True),
     ("a filter object is true even where it keeps nothing", "", "bool(filter(None, ()))",
@@ -1191,6 +1212,33 @@ _AS_PYTHON = [
     ("a loop over a string binds its characters",
      "def f():\n    seen = False\n    for c in 'ab':\n        if c == 'ab':\n"
      "            seen = True\n    return seen", "f()", True),
+    # a class body is a namespace run in order: a loop's target of the attribute's name is
+    # the attribute after it (on the class and as an instance's declared base)
+    ("a class body's for target rebinds the attribute (instance)",
+     "class C:\n    lse_base_on_e = False\n    for _k, lse_base_on_e in (('a', False), ('b', True)):"
+     "\n        pass", "C().lse_base_on_e", True),
+    ("a class body's for target rebinds the attribute (class)",
+     "class C:\n    lse_base_on_e = True\n    for lse_base_on_e in (True, False):\n        pass",
+     "not C.lse_base_on_e", True),
+    # a dataclass calls __post_init__ from the __init__ it generates, never from a written one
+    ("a generated __init__ runs __post_init__", _POST_INIT, "Spec('x').on_e", True),
+    ("a written __init__ that calls __post_init__", _POST_INIT.replace(
+        "    def __post_init__", _WRITTEN_INIT + "        self.__post_init__()\n"
+        "    def __post_init__"), "Spec('x').on_e", True),
+    ("a written __init__ never runs __post_init__", _POST_INIT.replace(
+        "    def __post_init__", _WRITTEN_INIT + "    def __post_init__"), "not Spec('x').on_e", True),
+    # a try body Python decides: a frozen dataclass refuses a store (FrozenInstanceError is an
+    # AttributeError); a class's declared attribute is found and a generated __init__ given
+    # its fields raises nothing (the handler never runs)
+    ("a store on a frozen dataclass raises AttributeError", _FROZEN +
+     "def f():\n    s = Spec()\n    try:\n        s.on_e = Impl.lse_base_on_e\n"
+     "    except AttributeError:\n        pass\n    return s.on_e", "f()", True),
+    ("a frozen dataclass built from a declared attribute raises nothing", _FROZEN +
+     "def f():\n    try:\n        s = Spec(on_e=Impl().lse_base_on_e)\n"
+     "    except AttributeError:\n        s = Spec()\n    return s.on_e", "f()", True),
+    # an Enum's __members__ maps the members' names (never their values) to the members
+    ("Enum.__members__ is keyed by the names", _NAT, "'x' not in Nat.__members__", True),
+    ("Enum.__members__ holds an alias's name", _NAT, "'C' in Nat.__members__", True),
 ]
 
 

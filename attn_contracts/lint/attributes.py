@@ -145,6 +145,23 @@ _PLAIN_DECORATORS = frozenset({"dataclass", "final", "total_ordering", "unique",
                                "runtime_checkable"})
 
 
+def _takes(fields: list[str], defaults: set[str], node: ast.Call) -> bool:
+    """A generated ``__init__`` of ``fields`` (those of ``defaults`` have one) takes the
+    call's arguments: none starred, no field twice or unknown, every one without a default."""
+    if any(isinstance(a, ast.Starred) for a in node.args) or len(node.args) > len(fields):
+        return False
+    given = [*fields[:len(node.args)], *(k.arg for k in node.keywords)]
+    return None not in given and len(given) == len(set(given)) and \
+        set(given) <= set(fields) and all(f in given or f in defaults for f in fields)
+
+
+def _frozen_dataclass(cls: ClassInfo) -> bool:
+    """``@dataclass(frozen=True)`` on the class itself."""
+    return any(isinstance(d, ast.Call) and _decorator_name(d) == "dataclass" and any(
+        k.arg == "frozen" and isinstance(k.value, ast.Constant) and k.value.value is True
+        for k in d.keywords) for d in cls.decorators)
+
+
 def _decorator_name(node: ast.expr) -> str:
     """``@dataclasses.dataclass(frozen=True)``: "dataclass"."""
     return (dotted_name(node.func if isinstance(node, ast.Call) else node) or "").rpartition(
@@ -324,6 +341,8 @@ class Resolver(ModuleResolver):
             return self._type_attr(obj, cls, attr)
         if attr == "__dict__":
             return self._namespace(obj, cls)
+        if attr == "__members__" and self._is_enum(cls):
+            return self._members_by_name(obj, cls)
         owner = self.p.lookup(cls, attr)
         if owner is not None:
             func = Func(owner.path, f"{owner.name}.{attr}")
@@ -387,6 +406,21 @@ class Resolver(ModuleResolver):
             if wanted is not None and value_key(m.value.value) == wanted:
                 return m  # equal as Python's enum looks values up (True finds 1)
         return None
+
+    def _members_by_name(self, ref: ClassRef, cls: ClassInfo) -> Value:
+        """``E.__members__``: the mapping of every member's name (an alias's too) to the
+        member, in definition order, as Python's enum builds it; its keys are names, never
+        values."""
+        items: list[tuple[str, Arg]] = []
+        for name, (_, line, _) in sorted(cls.attrs.items(), key=lambda kv: kv[1][1:]):
+            if name.startswith("_") or name in cls.methods or name in cls.properties or \
+                    _in_init(cls, line):
+                continue
+            member = self._class_ref_attr(ref, name)
+            if not isinstance(member, Member):
+                return None  # a name of the body that may or may not be a member
+            items.append((name, Arg(member, Location(cls.path, line, 1))))
+        return DictV(tuple(items))
 
     def enum_members(self, value: Value) -> Value:
         """What iterating ``value`` yields where it is an Enum class of the program: its
@@ -463,6 +497,42 @@ class Resolver(ModuleResolver):
                 return False
         return True
 
+    def store_refused(self, obj: Value, attr: str) -> bool | None:
+        """Whether ``obj.attr = v`` raises, on every way ``obj`` may be: an instance of a
+        frozen dataclass (``FrozenInstanceError``, an ``AttributeError``: True), an instance
+        of a program class that takes any store (no ``__setattr__``, ``__slots__``,
+        property or descriptor in its hierarchy: False); None where not known."""
+        verdicts: set[bool] = set()
+        for alt in alternatives(obj):
+            cls = self.class_info(alt.cls) if isinstance(alt, Inst) else None
+            if not isinstance(alt, Inst) or cls is None or self._outside_bases(cls):
+                return None
+            family = [cls] if alt.exact else self.p.subclasses(cls)
+            for member in family:
+                mro = self.p.mro(member)
+                if any(_frozen_dataclass(c) for c in mro):
+                    verdicts.add(True)
+                elif any("__setattr__" in c.methods or "__slots__" in c.attrs or
+                         attr in c.properties or attr in c.attrs for c in mro):
+                    return None  # its own store, slots, a property or a class-level object
+                else:
+                    verdicts.add(False)
+        return verdicts.pop() if len(verdicts) == 1 else None
+
+    def builds_quietly(self, func: Value, node: ast.Call) -> bool:
+        """``C(a=x)`` where ``C`` is one program class whose generated ``__init__`` (no
+        ``__post_init__``, no ``__new__``) takes these arguments, every field without a
+        default given, or ``C()`` of a class whose hierarchy defines neither ``__init__`` nor
+        ``__new__`` (``object``'s run): it raises nothing."""
+        cls = self.class_info(func.cls) if isinstance(func, ClassRef) and func.exact else None
+        if cls is None or self._outside_bases(cls) or any(
+                "__post_init__" in c.methods or "__new__" in c.methods for c in self.p.mro(cls)):
+            return False
+        fields = self.fields(cls)
+        if fields is None:
+            return not node.args and not node.keywords and self.p.lookup(cls, "__init__") is None
+        return _takes(fields, {a for c in self.p.mro(cls) for a in c.attrs}, node)
+
     def lacks(self, obj: Value, attr: str) -> bool:
         """Reading ``attr`` on ``obj`` raises ``AttributeError`` on every way it may be: a
         ``getattr`` default is what it reads. An instance whose class and hierarchy never set
@@ -486,20 +556,9 @@ class Resolver(ModuleResolver):
         if cls is not None and self.p.lookup(cls, "__getattribute__") is not None:
             return None  # every attribute read runs the class's own code: not followed
         if cls is not None and inst.ctor is not None:
-            fields = self.fields(cls)
-            post = self.p.lookup(cls, "__post_init__")
-            if fields is not None and attr in fields and post is not None and \
-                    attr in self._stored_attrs(self.p.methods(post)["__post_init__"]):
-                return None  # ``__post_init__`` stores it after the constructor: not followed
-            if fields is not None and attr in fields:
-                # a dataclass, NamedTuple or model: the constructor's argument for the field,
-                # over the class's default (which is what any other instance holds)
-                given = self._field_arg(inst, fields, attr)
-                if given is not NOT_SPECIAL:
-                    return cast(Value, given)
-                # left out of the call: the field's default, which this object holds (a
-                # base attribute's name on it says nothing about a backend's declaration)
-                return self._field_default(cls, attr)
+            field = self._field_value(inst, cls, attr)
+            if field is not NOT_SPECIAL:
+                return cast(Value, field)
         if attr in self.base_attrs:
             return Flag(attr, inst, where)
         if cls is None:
@@ -803,11 +862,53 @@ class Resolver(ModuleResolver):
             return
         owner = self.p.lookup(cls, "__init__")
         if owner is None:
+            # a generated ``__init__`` binds the fields (read from the call where asked), then
+            # calls ``__post_init__``, whose stores are this object's
+            post = self._plain_post_init(cls)
+            if post is not None:
+                self.analyse(post, inst, CallArgs([], {}, False, where=inst.ctor[0]))
             return
         where, args = inst.ctor
         call = CallArgs([Arg(v) for k, v in args if k.isdigit()],
                      {k: Arg(v) for k, v in args if not k.isdigit()}, False, where=where)
         self.analyse(Func(owner.path, f"{owner.name}.__init__"), inst, call)
+
+    def _field_value(self, inst: Inst, cls: ClassInfo, attr: str) -> Value | object:
+        """A field of an object a generated ``__init__`` built (a dataclass, NamedTuple or
+        model): the constructor's argument for it, over the class's default (which is what
+        any other instance holds); what ``__post_init__`` stores there after, where it does;
+        NOT_SPECIAL where ``attr`` is no such field."""
+        fields = self.fields(cls)
+        if fields is None or attr not in fields:
+            return NOT_SPECIAL
+        post = self.p.lookup(cls, "__post_init__")
+        if post is not None and attr in self._stored_attrs(self.p.methods(post)["__post_init__"]):
+            return self._instance_value(inst, cls, attr) \
+                if self._plain_post_init(cls) is not None else None
+        given = self._field_arg(inst, fields, attr)
+        if given is not NOT_SPECIAL:
+            return given
+        # left out of the call: the field's default, which this object holds (a base
+        # attribute's name on it says nothing about a backend's declaration)
+        return self._field_default(cls, attr)
+
+    def _plain_post_init(self, cls: ClassInfo) -> Func | None:
+        """The ``__post_init__`` a generated ``__init__`` of ``cls`` calls, where it takes
+        ``self`` alone (an ``InitVar`` argument is not followed); None where there is none."""
+        if self.fields(cls) is None:
+            return None
+        owner = self.p.lookup(cls, "__post_init__")
+        fn = self.p.methods(owner).get("__post_init__") if owner is not None else None
+        if fn is None or owner is None or len(params_of(fn).names) != 1:
+            return None
+        return Func(owner.path, f"{owner.name}.__post_init__", fn)
+
+    def _post_init_runs(self, cls: ClassInfo) -> bool:
+        """Whether ``__post_init__`` may run on an instance of ``cls``: Python calls it only
+        from a generated ``__init__``; under a written one, only where the hierarchy's code
+        names it (``self.__post_init__()``, ``super().__post_init__()``)."""
+        return self.fields(cls) is not None or any(
+            _CALLS_POST_INIT.search(self.module_text(c.path)) for c in self.p.mro(cls))
 
     def _class_body_value(self, cls: ClassInfo, attr: str) -> list[Value]:
         """What the nearest class body in ``cls``'s MRO that names ``attr`` says it is: its
@@ -858,6 +959,8 @@ class Resolver(ModuleResolver):
                 func = Func(c.path, f"{c.name}.{name}", fn)
                 if name == "__init__" and not self.init_runs(cls, c):
                     continue  # an ``__init__`` no instance of cls runs: it stores nothing
+                if name == "__post_init__" and not self._post_init_runs(cls):
+                    continue  # under a written ``__init__`` that never calls it
                 if name == "__init__" and runs is not None and \
                         (runs.path, runs.name) != (c.path, c.name) and self.p.active(runs.path):
                     # a base's ``__init__`` runs for an instance of cls only as the one cls
@@ -1099,9 +1202,14 @@ class Resolver(ModuleResolver):
                 out.append(Inst(ref.cls, exact=ref.exact) if isinstance(ref, ClassRef) else None)
         return out
 
-    def class_level_value(self, cls: ClassInfo, node: ast.expr) -> Value:
-        """What an expression of ``cls``'s body evaluates to (``_Unit.NATURAL.value``)."""
-        return self._class_level(cls, node)
+    def class_body_attr(self, cls: ClassInfo, attr: str) -> Value:
+        """What ``cls``'s own body leaves in ``attr`` once it has run: the value assigned,
+        with what the statements after it do to the name (a ``for`` target, ``+=``, an
+        in-place change): a class body is a namespace, run in order."""
+        node, line, _ = cls.attrs[attr]
+        if _in_init(cls, line):
+            return self._class_level(cls, node)
+        return self._changed_in_body(cls, attr, self._body_value(cls, node))
 
     def class_body_function(self, cls: ClassInfo, name: str) -> Value | object:
         """What ``cls``'s own body (not its ``__init__``) assigns to ``name``, evaluated there
@@ -1139,7 +1247,7 @@ class Resolver(ModuleResolver):
         body = self.p.class_node(cls)
         line = cls.attrs[attr][1]
         later = [st for st in changes_of(body.body, attr) if st.lineno > line] \
-            if body is not None else []
+            if body is not None and attr not in cls.set_after else []
         if not later:
             return value
         frame = self.new_frame(cls.path)
@@ -1198,6 +1306,8 @@ class Resolver(ModuleResolver):
 _ATTR_STORE = re.compile(r"\.[ \t]*([A-Za-z_]\w*)[ \t]*(?:[-+*/%|&^@]|//|\*\*|<<|>>)?=(?!=)")
 #: a target that is ``self.<attr>`` itself, up to the dot before the attribute
 _SELF_BASE = re.compile(r"(?<![\w.])self[ \t]*\.\Z")
+#: ``__post_init__`` named anywhere but its own ``def`` (a call of it, a reference)
+_CALLS_POST_INIT = re.compile(r"(?<!def )\b__post_init__\b")
 _SETATTR = re.compile(r"\bsetattr\([^,\n]+,\s*[\"']([A-Za-z_]\w*)[\"']")
 #: ``X.attr.append(...)``, ``X.attr[k] = v``: the object a class attribute holds changed in
 #: place, through its class or any instance

@@ -55,6 +55,9 @@ class ClassInfo:
     properties: frozenset[str] = frozenset()
     #: their return annotations (what a call the linter does not follow returns)
     returns: dict[str, ast.expr] = field(default_factory=dict)
+    #: the attributes of ``attrs`` whose entry is a store made after the class body ran
+    #: (read from the program, no statement of the body: later body statements precede it)
+    set_after: set[str] = field(default_factory=set)
 
 
 @dataclass(eq=False)

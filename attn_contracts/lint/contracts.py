@@ -9,7 +9,8 @@ contradicts anything.
 
 So a function a consumer record describes is also interpreted once per base the record lets a
 caller select (issue 37: a record must not make its own body opaque): its LSE parameter holds an
-LSE of that base, its base keyword the value that selects it, every other parameter what any
+LSE of that base, its base keyword the value that selects it, a parameter with a default that
+default (the call the record describes passes nothing else), every other parameter what any
 caller passes. The combines it calls in turn are then uses like any other, and the rules of
 :mod:`attn_contracts.lint.edges` judge them; nothing here reports.
 """
@@ -59,8 +60,12 @@ def run_contract(interp: Interpreter, path: str, qualname: str, node: FuncNode,
         told = f" with {keyword}={literal}" if keyword else ""
         source = Source(f"contract:{path}:{qualname}:{literal}", base,
                         f"the LSE that {consumer.label} reads as base {base}{told}")
+        # the call the record describes passes the LSE and its base keyword: a parameter
+        # with a default takes it (``if not is_lse_base_on_e: lse *= ln 2`` under a
+        # default True is no conversion the record's callers get), any other is what any
+        # caller passes
         kw = {name: Arg(interp.generic_param(func, params, name)) for name in names
-              if name not in (lse_name, keyword)}
+              if name not in (lse_name, keyword) and name not in params.defaults}
         kw[lse_name] = Arg(Lse(frozenset({source})))
         if keyword:
             kw[keyword] = Arg(Lit(value, how=f" (what a caller of {last}() may pass)", assumed=True))

@@ -136,7 +136,8 @@ class Declaration:
     def text(self) -> str:
         """The value as it reads: the literal (an expression read to one, as Python writes
         that value: where it is written is the finding's place)."""
-        if self.base is not None and not isinstance(self.value, ast.Constant):
+        if self.base is not None and _meaning(self.attr, self.value) != self.base:
+            # an expression, or a literal the body's later statements rebound
             return _attr_literal(self.attr, self.base)
         try:
             return ast.unparse(self.value)
@@ -160,24 +161,22 @@ def _registered_with_record(cls: ClassInfo) -> bool:
     return False
 
 
-#: what the interpreter reads an expression of a class's body as: the constant it evaluates
-#: to (``_Unit.NATURAL.value`` → True), None where it is not one constant
-#: what a class body's expression (of the first class, the one that assigns it) is read on an
-#: instance of the second class: its one constant, else None
-Evaluate = Callable[[ClassInfo, ast.expr, ClassInfo], object]
+#: what the first class's body leaves in an attribute (the one that assigns it: its value
+#: with what the body's later statements do to it), read on an instance of the second class:
+#: its one constant (``_Unit.NATURAL.value`` → True), else None
+Evaluate = Callable[[ClassInfo, str, ClassInfo], object]
 
 
 def _read_meaning(attr: str, owner: ClassInfo, value: ast.expr,
                   evaluate: Evaluate | None, cls: ClassInfo) -> str | None:
-    """The base a base attribute's value means on an instance of ``cls``: its literal, else
-    the constant the interpreter evaluates it to (an Enum member's value, a module constant,
-    what a descriptor's ``__get__`` returns for ``cls``)."""
-    base = _meaning(attr, value)
-    if base is None and evaluate is not None and not isinstance(value, ast.Constant):
-        known = evaluate(owner, value, cls)
-        if isinstance(known, (bool, str)):
-            base = _meaning(attr, ast.Constant(known))
-    return base
+    """The base a base attribute's value means on an instance of ``cls``: the constant the
+    interpreter reads the owner's class body to leave in it (an Enum member's value, a module
+    constant, what a descriptor's ``__get__`` returns for ``cls``, a later ``for`` target of
+    the same name), else (no interpreter) its literal."""
+    if evaluate is None:
+        return _meaning(attr, value)
+    known = evaluate(owner, attr, cls)
+    return _meaning(attr, ast.Constant(known)) if isinstance(known, (bool, str)) else None
 
 
 def declaration(h: Hierarchy, cls: ClassInfo, returns_attrs: Iterable[str],

@@ -287,6 +287,7 @@ def _changed_classes(interp: Interpreter, program: Program, attrs: tuple[str, ..
         line, col = (pt[0], pt[1] - 1) if (pt := at.point) is not None and at.path == cls.path \
             else (declared[1], declared[2]) if declared is not None else (cls.line, 0)
         cls.attrs[attr] = (node, line, col)
+        cls.set_after.add(attr)
     if changed:  # what the class findings look up from now on is looked up again
         h.changed()
 
@@ -315,11 +316,11 @@ def _instance_changes(interp: Interpreter, program: Program, base_attrs: tuple[s
     return changed
 
 
-def _evaluator(interp: Interpreter) -> Callable[[ClassInfo, ast.expr, ClassInfo], object]:
-    """A class body's expression as the interpreter reads it on an instance of a class (a
-    descriptor's ``__get__`` run for it): its one constant, else None."""
-    def evaluate(owner: ClassInfo, node: ast.expr, cls: ClassInfo) -> object:
-        value = interp.descriptor_get(interp.class_level_value(owner, node), cls)
+def _evaluator(interp: Interpreter) -> Callable[[ClassInfo, str, ClassInfo], object]:
+    """What a class body leaves in an attribute, as the interpreter reads it on an instance
+    of a class (a descriptor's ``__get__`` run for it): its one constant, else None."""
+    def evaluate(owner: ClassInfo, attr: str, cls: ClassInfo) -> object:
+        value = interp.descriptor_get(interp.class_body_attr(owner, attr), cls)
         return value.value if isinstance(value, Lit) else None
     return evaluate
 

@@ -48,6 +48,7 @@ from attn_contracts.lint.containers import ordering
 from attn_contracts.lint.containers import rest_of
 from attn_contracts.lint.containers import truth
 from attn_contracts.lint.containers import value_key
+from attn_contracts.lint.exceptions import Oracle
 from attn_contracts.lint.exceptions import catching
 from attn_contracts.lint.exceptions import outcome
 from attn_contracts.lint.folding import MODULE_CONSTANTS
@@ -820,7 +821,8 @@ class Scope:
         """The paths of a ``try``: its body (then ``else``) or any handler; the one Python
         takes where its own rules decide it (:mod:`.exceptions`)."""
         every = [[*st.body, *st.orelse], *([*h.body] for h in st.handlers)]
-        ended = outcome(st.body, self._lookup_found)
+        ended = outcome(st.body, Oracle(self._lookup_found, self._attr_found,
+                                        self._store_refused, self._call_quiet))
         if ended is None and len(st.body) <= _TRY_PREFIXES and st.handlers:
             # any statement of the body may raise: a handler runs after the ones before it
             return [every[0], *([*st.body[:k], *h.body] for h in st.handlers
@@ -829,8 +831,25 @@ class Scope:
             return every
         if ended.raised_at is None:
             return every[:1]
-        handler = catching(st.handlers)
+        handler = catching(st.handlers, ended.raised)
         return every if handler is None else [[*st.body[:ended.raised_at], *handler.body]]
+
+    def _attr_found(self, node: ast.Attribute) -> bool | None:
+        """Whether an attribute read finds it: the object surely has it (True), surely lacks
+        it (False); None where not known."""
+        obj = self.expr(node.value)
+        return True if self.i.has_surely(obj, node.attr) else \
+            False if self.i.lacks(obj, node.attr) else None
+
+    def _store_refused(self, node: ast.Attribute) -> bool | None:
+        """Whether an attribute store raises: on every way the object may be, a frozen
+        dataclass (True), or an instance that takes any store (False); None where not known."""
+        return self.i.store_refused(self.expr(node.value), node.attr)
+
+    def _call_quiet(self, node: ast.Call) -> bool:
+        """A call that surely raises nothing: a class built by a generated ``__init__`` from
+        arguments it takes."""
+        return self.i.builds_quietly(self.expr(node.func), node)
 
     def _lookup_found(self, lookup: ast.Subscript) -> bool | None:
         """Whether a dict lookup finds its key: every key it may be in the one dict it
