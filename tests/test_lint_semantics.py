@@ -320,6 +320,35 @@ PAIRS.case("closure", {"layer.py": """
             out, lse = decode(q, return_lse=True)
             return make(True)(out, lse)
         """}, {"layer.py": ("make(True)", "make(False)")})
+# a @contextmanager generator: ``as`` binds what it yields; on exit it runs on from the yield,
+# and what it does there in place to the object it yielded, the caller's name holds too
+PAIRS.case("a context manager yields the base its with binds", {"layer.py": """
+        from contextlib import contextmanager
+        from mylib import combine, decode
+        @contextmanager
+        def merge_region(backend):
+            on_e = backend in ("fa3", "flashinfer")
+            yield on_e
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            with merge_region("flashinfer") as on_e:
+                return combine(out, lse, is_lse_base_on_e=on_e)
+        """}, {"layer.py": ('("fa3", "flashinfer")', '("fa3",)')})
+PAIRS.case("a context manager converts the LSE it yielded on exit", {"layer.py": f"""
+        from contextlib import contextmanager
+        import torch
+        from mylib import decode_into, merge
+        LN2 = {LN2}
+        @contextmanager
+        def natural_lse(shape):
+            lse = torch.empty(shape)
+            yield lse
+            lse = lse * LN2
+        def step(q):
+            with natural_lse(q.shape) as lse:
+                out = decode_into(q, lse=lse)
+            return merge(out, lse)
+        """}, {"layer.py": ("lse = lse * LN2", "lse.mul_(LN2)")})
 PAIRS.case("lambda", {"layer.py": """
         from mylib import merge, decode
         reduce = lambda o, l: merge(o, l)

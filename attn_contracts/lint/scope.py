@@ -70,6 +70,7 @@ from attn_contracts.lint.partition import partitions
 from attn_contracts.lint.partition import scalar_params
 from attn_contracts.lint.partition import settled
 from attn_contracts.lint.partition import tested_after
+from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import VIEWS
 from attn_contracts.lint.torch_model import as_number
 from attn_contracts.lint.torch_model import constant_name
@@ -482,7 +483,30 @@ def _sinks_and_flows(body: list[ast.stmt], base_word: Callable[[str | None], boo
             bound = set().union(*(_names_in(t) for t in targets))
             if bound:
                 flows.append((bound, node.value))
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            # ``with cm(x) as name``: name is bound to what the manager's call gives
+            flows.append((_names_in(node.optional_vars), node.context_expr))
     return sinks, flows
+
+
+#: decorators that make a generator function a context manager (``contextlib``'s)
+_MANAGER_DECORATORS = frozenset({"contextmanager", "asynccontextmanager"})
+
+
+def _after_yield(body: list[ast.stmt]) -> tuple[str, list[ast.stmt]] | None:
+    """A context manager's ``yield name`` (at its body's top level, or in a ``with`` or
+    ``try`` there) and the statements that run after it when the block exits; None where it
+    yields otherwise."""
+    for i, st in enumerate(body):
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Yield):
+            value = st.value.value
+            return (value.id, body[i + 1:]) if isinstance(value, ast.Name) else None
+        if isinstance(st, (ast.With, ast.AsyncWith, ast.Try)):
+            inner = _after_yield(st.body)
+            if inner is not None:
+                tail = st.finalbody if isinstance(st, ast.Try) else []
+                return inner[0], [*inner[1], *tail, *body[i + 1:]]
+    return None
 
 
 class Scope:
@@ -791,11 +815,54 @@ class Scope:
 
     @_on(_STMT, ast.With, ast.AsyncWith)
     def s_with(self, st: ast.With | ast.AsyncWith) -> None:
+        resumed: list[tuple[ast.expr, str, FuncNode]] = []
         for item in st.items:
-            self.expr(item.context_expr)
-            if item.optional_vars is not None:
-                self.assign(item.optional_vars, None)
+            told = item.optional_vars is not None and self._told([item.optional_vars])
+            value = self.needed(item.context_expr) if told else self.expr(item.context_expr)
+            manager = self._generator_manager(item.context_expr)
+            if item.optional_vars is None:
+                continue
+            # ``with cm(...) as x``: of a ``@contextmanager`` generator, what it yields first
+            # (its body runs to the yield on entering); of any other manager, what its
+            # ``__enter__`` returns, not followed
+            self.assign(item.optional_vars, None if manager is None else
+                        element(value, 0) if isinstance(value, Tup) else iterate(value))
+            if manager is not None:
+                resumed.append((item.optional_vars, *manager))
         self.block(st.body)
+        for target, path, node in reversed(resumed):  # exits run innermost first
+            self._resume(target, path, node, st.body)
+
+    def _generator_manager(self, expr: ast.expr) -> tuple[str, FuncNode] | None:
+        """The generator function a ``@contextmanager`` call runs (its file and node); None
+        where ``expr`` is no such call."""
+        if not isinstance(expr, ast.Call):
+            return None
+        funcs = list(alternatives(self.expr(expr.func)))
+        func = funcs[0] if len(funcs) == 1 and isinstance(funcs[0], Func) else None
+        node = None if func is None else func.node or self.i.p.function(func.path, func.qualname)
+        if func is None or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                not any((dotted_name(d) or "").rpartition(".")[2] in _MANAGER_DECORATORS
+                        for d in node.decorator_list):
+            return None
+        return func.path, node
+
+    def _resume(self, target: ast.expr, path: str, node: FuncNode, body: list[ast.stmt]) -> None:
+        """The ``with`` block exits: the generator runs on from its ``yield name``. What it
+        does there to the object it yielded in place (``lse.mul_(c)``), the ``as`` target
+        holds too, where the block did not rebind the name (another object then)."""
+        after = _after_yield(node.body)
+        if after is None or not isinstance(target, ast.Name) or any(
+                isinstance(n, ast.Name) and n.id == target.id and not isinstance(n.ctx, ast.Load)
+                for st in body for n in ast.walk(st)):
+            return
+        yielded, rest = after
+        frame = type(self)(self.i, path, None, None, None)  # the rest of the generator's code
+        frame.env[yielded] = self.env.get(target.id)
+        for st in rest:
+            frame.stmt(st)
+        if yielded in frame.inplace_names and yielded not in frame.rebound:
+            self.in_place(target, frame.env.get(yielded))
 
     @_on(_STMT, ast.Try, ast.TryStar)
     def s_try(self, st: ast.Try) -> None:
