@@ -1265,6 +1265,13 @@ _AS_PYTHON = [
     ("a frozen dataclass built from a declared attribute raises nothing", _FROZEN +
      "def f():\n    try:\n        s = Spec(on_e=Impl().lse_base_on_e)\n"
      "    except AttributeError:\n        s = Spec()\n    return s.on_e", "f()", True),
+    # a path that runs off a function's end returns None (a docstring-only stub of a plain
+    # mixin too: an @abstractmethod only an ABC enforces)
+    ("a function that runs off its end returns None",
+     "def pick(b):\n    if b == 'x':\n        return True", "not pick('y')", True),
+    ("an abstract stub of a plain class returns None",
+     "import abc\nclass Mixin:\n    @abc.abstractmethod\n    def on_e(self):\n"
+     "        'provided by the class'\nclass Layer(Mixin):\n    pass", "not Layer().on_e()", True),
     # an Enum's __members__ maps the members' names (never their values) to the members
     ("Enum.__members__ is keyed by the names", _NAT, "'x' not in Nat.__members__", True),
     ("Enum.__members__ holds an alias's name", _NAT, "'C' in Nat.__members__", True),

@@ -52,6 +52,7 @@ from attn_contracts.lint.calls import merge_summaries
 from attn_contracts.lint.calls import nonlocal_names
 from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.classes import ClassInfo
+from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.frame import Frame
 from attn_contracts.lint.inferred import Kernel
@@ -359,12 +360,31 @@ class Interpreter(Resolver):
                 Seq(join(frame.yields))
             return Summary(yields, frozenset(frame.kernels), frozenset(frame.produced),
                            misconverted=tuple(frame.misconverted))
+        if not isinstance(node, ast.Lambda) and not frame.ended and not frame.cut and \
+                self._runs_when_called(func, node):
+            # a path that runs off the function's end returns None, as Python's does
+            frame.returns.append(Lit(None, Location(func.path, node.end_lineno or node.lineno, 1)))
         changed = tuple((name, frame.env.get(name)) for name in names[start:]
                         if name in frame.inplace_names and name not in frame.rebound)
         nonlocals = tuple((name, frame.env.get(name)) for name in sorted(nonlocal_names(node)))
         return Summary(join(frame.returns) if frame.returns else None,
                         frozenset(frame.kernels), frozenset(frame.produced), changed, nonlocals,
                         tuple(frame.misconverted))
+
+    def _runs_when_called(self, func: Func, node: FuncNode) -> bool:
+        """Whether a call runs the function's own body: not an ``@abstractmethod`` of a class
+        whose hierarchy may be an ABC (``ABC``, ``Protocol``, a metaclass, a base from outside
+        the program: an instance calls an override); a stub of a plain class runs."""
+        if not any((dotted_name(d) or "").rpartition(".")[2] == "abstractmethod"
+                   for d in node.decorator_list):
+            return True
+        cls = self.p.cls((func.path, func.qualname.rpartition(".")[0]))
+        if cls is None:
+            return False
+        mro, outside = self.p.hierarchy.mro(cls)
+        nodes = [self.p.class_node(c) for c in mro]
+        return not outside and all(n is not None and not n.keywords for n in nodes) and not any(
+            b.rpartition(".")[2] in ("ABC", "Protocol") for c in mro for b in c.bases)
 
     def _bind_params(self, frame: Frame, func: Func, params: Params, self_value: Inst | None,
                      bound: dict[str, Value], generic: bool) -> int:

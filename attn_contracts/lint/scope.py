@@ -537,6 +537,7 @@ class Scope:
         self.rebound: set[str] = set()
         self.inplace_names: set[str] = set()
         self.own_steps = 0  # its own statements (its budget: bounds.FUNCTION_BUDGET)
+        self.cut = False  # a statement was left out past the budget
         #: the path being interpreted has returned or raised: what follows it never runs
         self.ended = False
         #: each loop's passes already interpreted, by their entry values (bounds.Bounds.loop)
@@ -628,6 +629,7 @@ class Scope:
         if self.own_steps > FUNCTION_BUDGET or self.i.budget <= 0:
             self.i.bounds.note(self, "function budget" if self.i.budget > 0 else "run budget",
                                "the statements after this one are not interpreted", st)
+            self.cut = True
             return False
         self.i.budget -= 1
         self.i.steps += 1
