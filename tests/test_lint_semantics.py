@@ -482,18 +482,19 @@ PAIRS.case("a combine's body drops its base keyword on the way to the next combi
             return reduce_default_e(out, lse)
         """}, {"ops.py": ("(out, lse)\n", "(out, lse, is_lse_base_on_e=is_lse_base_on_e)\n")})
 
-# the call the record describes passes the LSE and its base keyword: another parameter with a
-# default holds it (a conversion a default skips is skipped for the record's callers; one a
-# caller could skip by passing another value is no path they take)
-PAIRS.case("a combine's body skips its conversion under a default its record's callers get", {
-    "ops.py": f"""
-        from mylib import combine
+# the call the record describes passes the LSE (and its base keyword): a base parameter the
+# record does not know takes its default (``mylib.merge`` reads base e; a flag added to it that
+# converts a base-2 LSE by default converts the base-e LSE its callers pass)
+PAIRS.case("a fixed-base combine grows a base flag whose default converts", {
+    "mylib.py": f"""
         LN2 = {LN2}
-        def told_reduce(out, lse, is_lse_base_on_e=False, prescaled=True):
-            if not is_lse_base_on_e and not prescaled:
+        def merge(out, lse, is_lse_base_on_e=False):
+            if not is_lse_base_on_e:
                 lse = lse * LN2
-            return combine(out, lse, is_lse_base_on_e=True)
-        """}, {"ops.py": ("prescaled=True)", "prescaled=False)")})
+            return out
+        def decode(q, return_lse=False, lse=None):
+            return q, q
+        """}, {"mylib.py": ("is_lse_base_on_e=False)", "is_lse_base_on_e=True)")})
 
 
 PAIRS.case("a combine's body gathers its LSE from the ranks and tells the next combine another base", {

@@ -9,9 +9,9 @@ contradicts anything.
 
 So a function a consumer record describes is also interpreted once per base the record lets a
 caller select (issue 37: a record must not make its own body opaque): its LSE parameter holds an
-LSE of that base, its base keyword the value that selects it, a parameter with a default that
-default (the call the record describes passes nothing else), every other parameter what any
-caller passes. The combines it calls in turn are then uses like any other, and the rules of
+LSE of that base, its base keyword the value that selects it, another parameter named as a base
+its default (the call the record describes passes no other base), every other parameter what
+any caller passes. The combines it calls in turn are then uses like any other, and the rules of
 :mod:`attn_contracts.lint.edges` judge them; nothing here reports.
 """
 
@@ -61,11 +61,12 @@ def run_contract(interp: Interpreter, path: str, qualname: str, node: FuncNode,
         source = Source(f"contract:{path}:{qualname}:{literal}", base,
                         f"the LSE that {consumer.label} reads as base {base}{told}")
         # the call the record describes passes the LSE and its base keyword: a parameter
-        # with a default takes it (``if not is_lse_base_on_e: lse *= ln 2`` under a
-        # default True is no conversion the record's callers get), any other is what any
-        # caller passes
+        # named as a base (one the record does not know) takes its default (``if not
+        # is_lse_base_on_e: lse *= ln 2`` under a default True is no conversion the record's
+        # callers get); any other is what any caller passes (``comm_backend="fi_a2a"``)
         kw = {name: Arg(interp.generic_param(func, params, name)) for name in names
-              if name not in (lse_name, keyword) and name not in params.defaults}
+              if name not in (lse_name, keyword) and not (
+                  name in params.defaults and interp.base_word(name))}
         kw[lse_name] = Arg(Lse(frozenset({source})))
         if keyword:
             kw[keyword] = Arg(Lit(value, how=f" (what a caller of {last}() may pass)", assumed=True))
