@@ -1273,6 +1273,10 @@ _AS_PYTHON = [
     ("an abstract stub of a plain class returns None",
      "import abc\nclass Mixin:\n    @abc.abstractmethod\n    def on_e(self):\n"
      "        'provided by the class'\nclass Layer(Mixin):\n    pass", "not Layer().on_e()", True),
+    ("a frozen dataclass's store is caught as FrozenInstanceError", _FROZEN.replace(
+        "import dataclasses\n", "import dataclasses\nfrom dataclasses import FrozenInstanceError\n")
+     + "s = Spec()\nchanged = True\ntry:\n    s.on_e = False\nexcept FrozenInstanceError:\n"
+     "    changed = False", "changed", True),
     # an Enum's __members__ maps the members' names (never their values) to the members
     ("Enum.__members__ is keyed by the names", _NAT, "'x' not in Nat.__members__", True),
     ("Enum.__members__ holds an alias's name", _NAT, "'C' in Nat.__members__", True),
@@ -1314,3 +1318,17 @@ def test_a_pattern_that_is_safe_is_compiled_and_matched_as_python_matches() -> N
     assert fold_regex("fullmatch", name, Lit("CUTEDSL_MLA")) is True
     assert fold_regex("match", name, Lit("trtllm_mla")) is False
     assert fold_regex("search", name, Lit("trtllm_mla")) is True
+
+
+def test_a_value_a_function_may_rebind_is_a_warning_never_silence(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A global some function rebinds (``global flag``) may hold either value, depending on
+    whether the function ran first: where one value agrees and the other contradicts the LSE,
+    no error, and a warning that says so (it was silent)."""
+    src = ("from mylib import combine, decode\nflag = True\ndef reset():\n    global flag\n"
+           "    flag = False\ndef step(q):\n    out, lse = decode(q, return_lse=True)\n"
+           "    return combine(out, lse, is_lse_base_on_e=flag)\n")
+    found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
+    codes = {(f["code"], f["severity"]) for f in found}
+    assert ("AC023", "error") not in codes, found
+    assert ("AC035", "warning") in codes, found

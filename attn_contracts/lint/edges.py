@@ -454,8 +454,9 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
                 for w, fs in zip(ways, found, strict=True)):
             # a global a function rebinds: which value holds depends on whether it ran first;
             # one value agrees with every LSE reaching the call, so the others contradict
-            # nothing shown to reach it (an error needs every value it may be told wrong)
-            found = [[f for f in fs if not (w.rebound and f.code is Code.AC023)]
+            # nothing shown to reach it (an error needs every value it may be told wrong):
+            # each is a warning, never silence
+            found = [[_maybe(f) if w.rebound and f.code is Code.AC023 else f for f in fs]
                      for w, fs in zip(ways, found, strict=True)]
         for fs in found:
             yield from fs
@@ -472,6 +473,19 @@ def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | N
                 "is wrong",
                 hint="convert it between the two, or select both bases from the producer's record",
                 field="base", found=b, allowed=first_base, location=u.where)
+
+
+def _maybe(f: Finding) -> Finding:
+    """An error on one value of a global some function rebinds, where another value it may
+    hold agrees: not read which holds (a warning)."""
+    return Finding(
+        Code.AC035, f.subject,
+        f"{f.message}; the base is one of the values of a global a function rebinds, and another "
+        "agrees: which holds depends on whether that function ran first, which the lint cannot "
+        "read",
+        hint="bind the base once (a constant, or the backend's record), not in a function that "
+        "may or may not have run", field=f.field, found=f.found, allowed=f.allowed,
+        location=f.location)
 
 
 def _unread(use: Use, g: BaseGiven, declared: dict[ClassKey, Declaration | None],

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
@@ -63,7 +64,8 @@ def _raises(n: ast.AST, oracle: Oracle) -> type[BaseException] | object | None:
         return _UNKNOWN if found is None else (None if found else AttributeError)
     if isinstance(n, ast.Attribute):
         refused = oracle.store_refused(n) if isinstance(n.ctx, ast.Store) else None  # a del
-        return _UNKNOWN if refused is None else (AttributeError if refused else None)
+        return _UNKNOWN if refused is None else (
+            dataclasses.FrozenInstanceError if refused else None)
     if isinstance(n, ast.Call):
         return None if oracle.call_quiet(n) else _UNKNOWN
     if isinstance(n, ast.Tuple) and not isinstance(n.ctx, ast.Load):
@@ -108,15 +110,28 @@ def catching(handlers: list[ast.ExceptHandler], raised: type[BaseException] = Ke
     return None
 
 
+#: the standard library's exception classes a body here may raise, besides the builtins
+_LIBRARY = {"FrozenInstanceError": dataclasses.FrozenInstanceError,
+            "dataclasses.FrozenInstanceError": dataclasses.FrozenInstanceError}
+
+
+def _exception_class(node: ast.expr) -> object:
+    """The class an ``except`` names: a builtin one, or one of :data:`_LIBRARY`; None for
+    another (the program's, whose bases are not read here)."""
+    name = ast.unparse(node) if isinstance(node, (ast.Name, ast.Attribute)) else ""
+    return getattr(builtins, name, None) if isinstance(node, ast.Name) and \
+        hasattr(builtins, name) else _LIBRARY.get(name)
+
+
 def _catches(handler: ast.ExceptHandler, raised: type[BaseException]) -> bool | None:
     """Whether ``handler`` catches ``raised``: a bare ``except:``, or one naming a builtin
     exception class it is an instance of (``KeyError``, ``LookupError``, ``Exception``), alone
-    or in a tuple; None where it names a class that is not a builtin one (its bases are the
-    program's)."""
+    or in a tuple (``FrozenInstanceError`` too); None where it names a class of the program (its
+    bases are not read here)."""
     if handler.type is None:
         return True
     names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    classes = [getattr(builtins, n.id, None) if isinstance(n, ast.Name) else None for n in names]
+    classes = [_exception_class(n) for n in names]
     if any(isinstance(c, type) and issubclass(raised, c) for c in classes):
         return True
     if all(isinstance(c, type) and issubclass(c, BaseException) for c in classes):
