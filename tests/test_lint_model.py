@@ -309,3 +309,39 @@ def test_a_tree_without_any_base_attribute_gets_no_ac001(
     records.write_text(RECORDS)
     assert main([str(root), "--records", str(records), "--format", "json"]) == 0
     assert "AC001" not in {f["code"] for f in json.loads(capsys.readouterr().out)}
+
+
+@pytest.mark.parametrize(("layer", "answer"), [
+    ("class Layer(Mixin):\n    def on_e(self):\n        return False\n", False),
+    ("class Layer(Mixin):\n    pass\n", None),  # no class below provides it: the stub runs
+])
+def test_a_mixin_method_asked_on_its_own_reads_what_the_class_below_provides(
+        tmp_path: Path, layer: str, answer: object) -> None:
+    """A question asked of a mixin's method (the SGLang mapping's base per backend) runs it on
+    an object of the mixin's class: ``self.on_e()`` of an ``@abstractmethod`` there is what the
+    class below that mixes it in provides (its stub, returning None, where none does)."""
+    import ast
+
+    from attn_contracts.lint import LintConfig
+    from attn_contracts.lint import lint_model
+    src = textwrap.dedent('''
+        import abc
+        from mylib import combine, decode
+        class Mixin:
+            @abc.abstractmethod
+            def on_e(self):
+                "provided by the layer"
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return combine(out, lse, is_lse_base_on_e=self.on_e())
+        ''') + layer
+    root = tmp_path / "engine"
+    root.mkdir()
+    path = root / "layer.py"
+    path.write_text(src)
+    records = tmp_path / "records.toml"
+    records.write_text(RECORDS)
+    _, model = lint_model([root], LintConfig(), records=[records])
+    keyword = next(n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.keyword) and
+                   n.arg == "is_lse_base_on_e")
+    assert model.answer_at(str(path), "Mixin.step", keyword.value, {}) == (True, answer)

@@ -375,8 +375,7 @@ class Interpreter(Resolver):
         """Whether a call runs the function's own body: not an ``@abstractmethod`` of a class
         whose hierarchy may be an ABC (``ABC``, ``Protocol``, a metaclass, a base from outside
         the program: an instance calls an override); a stub of a plain class runs."""
-        if not any((dotted_name(d) or "").rpartition(".")[2] == "abstractmethod"
-                   for d in node.decorator_list):
+        if not _abstract(node):
             return True
         cls = self.p.cls((func.path, func.qualname.rpartition(".")[0]))
         if cls is None:
@@ -442,6 +441,29 @@ class Interpreter(Resolver):
                 return value if isinstance(value, Func) else None
         return None
 
+    def _bound_targets(self, bound: Bound, inst: Inst, cls: ClassInfo, method: str,
+                       ) -> list[tuple[Func, Inst, ClassInfo]]:
+        """What a method call on ``inst`` runs: the method, or (on an instance that may be of
+        any subclass) every override the class hierarchy holds."""
+        # an object built here of what the flow holds runs what its class runs; one of a
+        # class that declares the method abstract, not seen built so (the ``self`` of a
+        # mixin's method; also one built with no arguments, which is not told apart), is read
+        # as an object of a class below that provides it: the class is made to be subclassed
+        if (inst.exact and (inst.ctor is not None or not _abstract(
+                self.p.definition(bound.func)))) or bound.static:
+            return [(bound.func, inst, cls)]
+        targets = []
+        # every subclass, also where it inherits the method: what ``self.<m>(...)`` inside it
+        # dispatches to is the subclass's (AttentionBackend.forward -> forward_extend)
+        for sub in self.p.subclasses(cls):
+            target = self._dispatched(sub, method)
+            if target is not None:
+                targets.append((target, Inst((sub.path, sub.name), exact=True), sub))
+        provided = [t for t in targets if not _abstract(self.p.definition(t[0]))]
+        # the classes that declare it abstract (or inherit only that) are the ones below them
+        # made to provide it: their stub is no way it runs, unless none does
+        return provided if provided else targets
+
     def call_bound(self, bound: Bound, call: CallArgs, where: Location,
                    ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel], list[Changed]]:
         """A method call: the method's (or, on an instance that may be of any subclass, every
@@ -451,16 +473,7 @@ class Interpreter(Resolver):
         method = bound.looked_up or bound.func.qualname.rpartition(".")[2]
         if cls is None:
             return None, frozenset(), frozenset(), []
-        if inst.exact or bound.static:
-            targets = [(bound.func, inst, cls)]
-        else:  # any subclass: every override the class hierarchy holds
-            targets = []
-            # every subclass, also where it inherits the method: what ``self.<m>(...)`` inside
-            # it dispatches to is the subclass's (AttentionBackend.forward -> forward_extend)
-            for sub in self.p.subclasses(cls):
-                target = self._dispatched(sub, method)
-                if target is not None:
-                    targets.append((target, Inst((sub.path, sub.name), exact=True), sub))
+        targets = self._bound_targets(bound, inst, cls, method)
         results: list[Value] = []
         kernels: set[Kernel] = set()
         produced: set[Kernel] = set()
@@ -490,6 +503,12 @@ class Interpreter(Resolver):
 
     def new_frame(self, path: str) -> Frame:
         return Frame(self, path, None, None, None)
+
+
+def _abstract(node: object) -> bool:
+    """A function decorated ``@abstractmethod`` (a class below is to provide it)."""
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+        (dotted_name(d) or "").rpartition(".")[2] == "abstractmethod" for d in node.decorator_list)
 
 
 def _bound(func: Func, params: Params, call: CallArgs | None, self_value: Inst | None
