@@ -349,6 +349,32 @@ PAIRS.case("a context manager converts the LSE it yielded on exit", {"layer.py":
                 out = decode_into(q, lse=lse)
             return merge(out, lse)
         """}, {"layer.py": ("lse = lse * LN2", "lse.mul_(LN2)")})
+# an object's __init__ read first where no base is wanted (``spec.comm``) is read again where
+# one is (``spec.on_e``): its calls then followed (``self.__post_init__()`` storing the base)
+PAIRS.case("a written __init__ calls __post_init__, the object read before the base", {
+    "layer.py": """
+        import dataclasses
+        from mylib import combine, decode
+        def natural(backend):
+            return backend in ("fa3", "flashinfer")
+        @dataclasses.dataclass
+        class Spec:
+            backend: str = ""
+            comm: str = "ag"
+            on_e: bool = False
+            def __init__(self, backend):
+                self.backend = backend
+                self.comm = "a2a"
+                self.__post_init__()
+            def __post_init__(self):
+                self.on_e = natural(self.backend)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            spec = Spec("flashinfer")
+            if spec.comm == "a2a":
+                return combine(out, lse, is_lse_base_on_e=spec.on_e)
+            return out
+        """}, {"layer.py": ('("fa3", "flashinfer")', '("fa3",)')})
 PAIRS.case("lambda", {"layer.py": """
         from mylib import merge, decode
         reduce = lambda o, l: merge(o, l)

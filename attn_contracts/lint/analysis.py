@@ -130,7 +130,8 @@ class Analysis(ABC):
         #: module, a decorator or ``__init_subclass__`` as the class is defined)
         self.class_stores: dict[tuple[ClassKey, str], list[tuple[Value, Location, bool]]] = {}
         self.defining = 0  # depth of code a class statement runs (modules._class_definition)
-        self._init_done: set[Inst] = set()
+        #: the objects whose ``__init__`` ran, and whether it ran reading calls for a base
+        self._init_done: dict[Inst, bool] = {}
         self._class_attr_memo: dict[tuple[ClassKey, str], Value] = {}
         self._fields_memo: dict[ClassKey, list[str] | None] = {}
         self._ops: dict[str, Func] = {}

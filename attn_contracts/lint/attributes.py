@@ -854,9 +854,14 @@ class Resolver(ModuleResolver):
         return attr in owner.properties
 
     def _ensure_init(self, inst: Inst) -> None:
-        if inst in self._init_done:
+        """Run the ``__init__`` that built ``inst`` once, its stores kept; again, once, where
+        a base is now being read and the first run was not (its calls then read for their
+        values: ``self.__post_init__()`` storing the base)."""
+        deep = self.need > 0
+        done = self._init_done.get(inst)
+        if done is not None and (done or not deep):
             return
-        self._init_done.add(inst)
+        self._init_done[inst] = deep
         cls = self.class_info(inst.cls)
         if cls is None or inst.ctor is None:
             return
