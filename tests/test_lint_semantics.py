@@ -1294,6 +1294,13 @@ _AS_PYTHON = [
      "    except AttributeError:\n        s = Spec()\n    return s.on_e", "f()", True),
     # a path that runs off a function's end returns None (a docstring-only stub of a plain
     # mixin too: an @abstractmethod only an ABC enforces)
+    ("a property read runs its getter, not its setter",
+     "class C:\n    def __init__(self):\n        self._on_e = True\n    @property\n"
+     "    def on_e(self):\n        return self._on_e\n    @on_e.setter\n"
+     "    def on_e(self, v):\n        self._on_e = v", "C().on_e", True),
+    ("unpacking goes on only with what can be unpacked (None raises TypeError)",
+     "def f(b):\n    if b:\n        return True, False\ndef g():\n    a, _ = f(1)\n"
+     "    return a", "g()", True),
     ("a function that runs off its end returns None",
      "def pick(b):\n    if b == 'x':\n        return True", "not pick('y')", True),
     ("an abstract stub of a plain class returns None",

@@ -73,6 +73,12 @@ class _Module:
     class_nodes: dict[tuple[str, int], ast.ClassDef] = field(default_factory=dict)
 
 
+def _accessor(fn: FuncNode) -> bool:
+    """``@name.setter`` / ``@name.deleter`` over ``def name``: a property's other accessor."""
+    return any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") and
+               isinstance(d.value, ast.Name) and d.value.id == fn.name for d in fn.decorator_list)
+
+
 class Program:
     """Every module of the linted set (and of ``--project-root``), joined."""
 
@@ -289,13 +295,15 @@ class Program:
         return self._mods[cls.path].class_nodes.get((cls.name, cls.line))
 
     def methods(self, cls: ClassInfo) -> dict[str, FuncNode]:
-        """The functions a class body defines itself."""
+        """The functions a class body defines itself: of a property, its getter (what reading
+        it runs; ``@name.setter`` and ``@name.deleter`` define the same property again)."""
         key = id(cls)
         if key not in self._methods:
             node = self.class_node(cls)
             self._methods[key] = {} if node is None else {
                 st.name: st for st in node.body if isinstance(st, (ast.FunctionDef,
-                                                                   ast.AsyncFunctionDef))}
+                                                                   ast.AsyncFunctionDef))
+                and not _accessor(st)}
         return self._methods[key]
 
     def entry_methods(self, cls: ClassInfo) -> dict[str, FuncNode]:
