@@ -1301,6 +1301,12 @@ _AS_PYTHON = [
     ("unpacking goes on only with what can be unpacked (None raises TypeError)",
      "def f(b):\n    if b:\n        return True, False\ndef g():\n    a, _ = f(1)\n"
      "    return a", "g()", True),
+    ("a while True loop leaves only by its return (no None)",
+     "def f(xs):\n    while True:\n        for x in xs:\n            if x:\n"
+     "                return True", "not f([1])", True),
+    ("a while True loop left by break runs on",
+     "def f():\n    on_e = False\n    while True:\n        on_e = True\n        break\n"
+     "    return on_e", "f()", True),
     ("a function that runs off its end returns None",
      "def pick(b):\n    if b == 'x':\n        return True", "not pick('y')", True),
     ("an abstract stub of a plain class returns None",

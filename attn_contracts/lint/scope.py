@@ -788,7 +788,7 @@ class Scope:
             self.block(orelse)
         ends = ([] if self.ended or not exits else [self.env]) + broke
         if broke or not exits:
-            self.ended = not ends and self.ended
+            self.ended = not ends  # no path runs out of it, and none broke: none goes on
             if ends:
                 # a name one path lacks is unbound (or the object's) there, never another's
                 self.env = self.join_envs(ends, {}) if len(ends) > 1 else dict(ends[0])
@@ -801,7 +801,10 @@ class Scope:
             self.loop(st.body, st)
         finally:
             broke = self.breaks.pop()
-        self._after_loop(True, st.orelse, broke)
+        # ``while True:`` (a constant true test) leaves only by ``break`` (or a return or
+        # raise inside): no path runs out of it
+        forever = isinstance(st.test, ast.Constant) and bool(st.test.value)
+        self._after_loop(not forever, st.orelse, broke)
 
     @_on(_STMT, ast.Break)
     def s_break(self, st: ast.Break) -> None:
