@@ -1307,6 +1307,10 @@ _AS_PYTHON = [
     ("a while True loop left by break runs on",
      "def f():\n    on_e = False\n    while True:\n        on_e = True\n        break\n"
      "    return on_e", "f()", True),
+    ("a call of a function that raises on every path ends the path (no None)",
+     "import os\nX = os.environ.get('ATTN_CONTRACTS_PROBE_UNSET', 'a')\n"
+     "def unsupported(x):\n    raise ValueError(x)\ndef pick(x):\n    if x == 'a':\n"
+     "        return True\n    unsupported(x)", "not pick(X)", False),
     ("a function that runs off its end returns None",
      "def pick(b):\n    if b == 'x':\n        return True", "not pick('y')", True),
     ("an abstract stub of a plain class returns None",

@@ -69,6 +69,8 @@ class Summary:
     #: conversions it applied to an LSE already in their target base: each call of it (a
     #: memoised summary too) is reported where it hands the function that LSE
     misconverted: tuple[Misconverted, ...] = ()
+    #: every path raises (or never leaves a loop): a call of it does not return
+    never: bool = False
 
 
 #: a callee that changed its parameters' tensors in place (:attr:`Summary.changed`), and
@@ -81,7 +83,8 @@ def merge_summaries(a: object, b: object) -> Summary:
     x, y = cast(Summary, a), cast(Summary, b)
     return Summary(join([x.returns, y.returns]), x.kernels | y.kernels, x.produced | y.produced,
                    _joined(x.changed, y.changed), _joined(x.nonlocals, y.nonlocals),
-                   tuple(dict.fromkeys((*x.misconverted, *y.misconverted))))
+                   tuple(dict.fromkeys((*x.misconverted, *y.misconverted))),
+                   x.never and y.never)
 
 
 def _joined(a: tuple[tuple[str, Value], ...], b: tuple[tuple[str, Value], ...],

@@ -1048,7 +1048,7 @@ class Frame(RecordCalls):
         if rec is not None:
             return self.record_call(rec, self.i.by_name(callee, call), node, where)
         if isinstance(callee, Func):
-            return self.apply_func(callee, call)
+            return self.apply_func(callee, call, node)
         if isinstance(callee, Bound):
             return self.apply_bound(callee, call, where, node)
         if isinstance(callee, ClassRef):
@@ -1075,7 +1075,7 @@ class Frame(RecordCalls):
             rec = self.records_for(callee, name, node)  # a stub bound under the record's name
         return rec
 
-    def apply_func(self, callee: Func, call: CallArgs) -> Value:
+    def apply_func(self, callee: Func, call: CallArgs, node: ast.Call | None = None) -> Value:
         """A call of a function of the program: followed where it can matter, else what its
         annotation says it returns."""
         # a closure's enclosing values are arguments too (``bind(lse)(out)``)
@@ -1088,6 +1088,8 @@ class Frame(RecordCalls):
         self.kernels |= s.kernels
         self.produced |= s.produced
         self.changed_args(callee, s.changed, call, method=False)
+        if s.never and node is not None:
+            self.never_returned.add(id(node))  # it raises on every path
         if s.nonlocals and self.node is not None and callee.node is not None and any(
                 n is callee.node for n in ast.walk(self.node)):
             for name, value in s.nonlocals:  # a nested function rebinding this one's variable

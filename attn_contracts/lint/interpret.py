@@ -369,7 +369,8 @@ class Interpreter(Resolver):
         nonlocals = tuple((name, frame.env.get(name)) for name in sorted(nonlocal_names(node)))
         return Summary(join(frame.returns) if frame.returns else None,
                         frozenset(frame.kernels), frozenset(frame.produced), changed, nonlocals,
-                        tuple(frame.misconverted))
+                        tuple(frame.misconverted),
+                        never=frame.ended and not frame.returns and not frame.cut)
 
     def _runs_when_called(self, func: Func, node: FuncNode) -> bool:
         """Whether a call runs the function's own body: not an ``@abstractmethod`` of a class

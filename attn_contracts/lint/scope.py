@@ -538,6 +538,8 @@ class Scope:
         self.inplace_names: set[str] = set()
         self.own_steps = 0  # its own statements (its budget: bounds.FUNCTION_BUDGET)
         self.cut = False  # a statement was left out past the budget
+        #: the call nodes found calling a function that raises on every path
+        self.never_returned: set[int] = set()
         #: the path being interpreted has returned or raised: what follows it never runs
         self.ended = False
         #: each loop's passes already interpreted, by their entry values (bounds.Bounds.loop)
@@ -705,6 +707,11 @@ class Scope:
     @_on(_STMT, ast.Expr)
     def s_expr(self, st: ast.Expr) -> None:
         self.expr(st.value)
+        if id(st.value) in self.never_returned:
+            # a call statement of a function that raises on every path (``unsupported(x)``
+            # closing an ``if`` chain): nothing after it runs, the function does not run off
+            # its end there
+            self.ended = True
 
     @_on(_STMT, ast.Return)
     def s_return(self, st: ast.Return) -> None:
