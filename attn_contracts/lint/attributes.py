@@ -145,6 +145,15 @@ _PLAIN_DECORATORS = frozenset({"dataclass", "final", "total_ordering", "unique",
                                "runtime_checkable"})
 
 
+def _member_names(cls: ClassInfo) -> list[tuple[str, int]]:
+    """The names an Enum class's body binds that may be members (not private, no method,
+    property or ``__init__`` store), with their lines, in definition order."""
+    return [(name, line) for name, (_, line, _) in sorted(cls.attrs.items(),
+                                                           key=lambda kv: kv[1][1:])
+            if not (name.startswith("_") or name in cls.methods or name in cls.properties or
+                    _in_init(cls, line))]
+
+
 def _takes(fields: list[str], defaults: set[str], node: ast.Call) -> bool:
     """A generated ``__init__`` of ``fields`` (those of ``defaults`` have one) takes the
     call's arguments: none starred, no field twice or unknown, every one without a default."""
@@ -412,10 +421,7 @@ class Resolver(ModuleResolver):
         member, in definition order, as Python's enum builds it; its keys are names, never
         values."""
         items: list[tuple[str, Arg]] = []
-        for name, (_, line, _) in sorted(cls.attrs.items(), key=lambda kv: kv[1][1:]):
-            if name.startswith("_") or name in cls.methods or name in cls.properties or \
-                    _in_init(cls, line):
-                continue
+        for name, line in _member_names(cls):
             member = self._class_ref_attr(ref, name)
             if not isinstance(member, Member):
                 return None  # a name of the body that may or may not be a member
@@ -436,10 +442,7 @@ class Resolver(ModuleResolver):
                    for c in self.p.mro(cls) for b in c.bases)
         members: list[Value] = []
         seen: list[object] = []
-        for name, (_, line, _) in sorted(cls.attrs.items(), key=lambda kv: kv[1][1:]):
-            if name.startswith("_") or name in cls.methods or name in cls.properties or \
-                    _in_init(cls, line):
-                continue
+        for name, _ in _member_names(cls):
             member = self._class_ref_attr(value, name)
             if not isinstance(member, Member):
                 continue
