@@ -295,6 +295,10 @@ class Mixin:
     # filled after its literal: which keys it holds at the call is not read from the literal
     ('{"ctx": None}\n        options["is_lse_base_on_e"] = is_lse_base_on_e', []),
     ('{"ctx": None}\n        options.update(is_lse_base_on_e=is_lse_base_on_e)', []),
+    # a mapping chosen per name, read as the interpreter runs the method for each name: empty
+    # for flashmla, so the default (base 2) applies to its base-e LSE
+    ('{} if is_lse_base_on_e else {"is_lse_base_on_e": False}', [Code.AC016]),
+    ('{"is_lse_base_on_e": True} if is_lse_base_on_e else {}', []),
 ])
 def test_a_base_keyword_given_through_a_mapping_is_read_from_it(
         tmp_path: Path, options: str, expected: list[Code]) -> None:
@@ -305,6 +309,8 @@ def test_a_base_keyword_given_through_a_mapping_is_read_from_it(
         assert not any(f.code is Code.AC016 for f in rows["flashmla"].findings)
     if options == "extra":
         assert any(f.code is Code.AC028 for f in rows["flashmla"].findings)
+    elif " if " in options:  # read from the method as it runs: no warning either
+        assert not any(f.code is Code.AC028 for f in rows["flashmla"].findings)
 
 
 def test_the_combine_before_the_keyword_is_fixed_base_2(tmp_path: Path) -> None:

@@ -183,7 +183,8 @@ class Combine:
         if self.passes != "name":
             return "?", False
         literal = dict(self.answers).get(name, "?")
-        return literal, literal != "?" and literal != self.default
+        named = literal != "?" and literal != self.default
+        return (None, named) if literal == _OMITTED else (literal, named)
 
 
 @dataclass(frozen=True)
@@ -653,18 +654,23 @@ class _Asked:
             return _answer(read, value)
         return tuple((n, one(n)) for n in self.names), one(_NO_NAME)
 
-    def answers_at(self, qualname: str, keyword: ast.expr,
+    def answers_at(self, qualname: str, keyword: ast.expr, key: str | None = None,
                    ) -> tuple[tuple[tuple[str, str], ...], str] | None:
         """Per name, the keyword's value in function ``qualname`` run with the layer's name
         attribute that name (its body read as Python runs it: a loop, a set, a helper), and for
-        a name no backend has; None without a name attribute to set."""
+        a name no backend has; None without a name attribute to set. With ``key``,
+        ``keyword`` is the call's ``**mapping`` and the answer what it gives ``key``
+        (:data:`_OMITTED` where it gives nothing)."""
+        from attn_contracts.lint.model import OMITTED
+
         if self.name_attr is None:
             return None
         attr = self.name_attr
 
         def one(name: str) -> str:
-            read, value = self.model.answer_at(self.path, qualname, keyword, {attr: name})
-            return _answer(read, value)
+            read, value = self.model.answer_at(self.path, qualname, keyword, {attr: name},
+                                               key=key)
+            return _OMITTED if read and value is OMITTED else _answer(read, value)
         return tuple((n, one(n)) for n in self.names), one(_NO_NAME)
 
 
@@ -674,6 +680,9 @@ def _answer(read: bool, value: object) -> str:
     plain = value is None or isinstance(value, (bool, int, float, str))
     return repr(value) if read and plain else "?"
 
+
+#: an answer: the call's ``**mapping`` does not give the keyword (the callee's default applies)
+_OMITTED = "(omitted)"
 
 #: a name no backend is registered under (what a name function answers by default)
 _NO_NAME = "\x00 a name no backend has"
@@ -748,15 +757,38 @@ def _read_in(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFu
     its value read where the call is, in the function that makes it, run with the layer's
     name attribute set to each registered name."""
     kw = next((k.value for k in call.keywords if k.arg == combine.keyword), None)
-    if kw is None:  # carried by a ``**mapping`` whose keys are not read
-        return combine
-    read = asked.answers_at(qualname, kw)
+    if kw is not None:
+        read = asked.answers_at(qualname, kw)
+    else:  # carried by ``**mapping``s: what each gives the keyword, as the interpreter reads it
+        read = _spread_answers([asked.answers_at(qualname, k.value, combine.keyword)
+                                for k in call.keywords if k.arg is None])
     if read is None or all(v == "?" for _, v in read[0]):
         return combine
     answers, default = read
     return replace(combine, passes="name", function=qualname,
                    function_at=Location(f"sglang/{rel}", fn.lineno), answers=answers,
                    default=default)
+
+
+def _spread_answers(reads: list[tuple[tuple[tuple[str, str], ...], str] | None],
+                    ) -> tuple[tuple[tuple[str, str], ...], str] | None:
+    """Per name, what a call's ``**mapping``s give the keyword together: the one that gives it
+    (Python refuses a keyword given twice), :data:`_OMITTED` where none does, ``"?"`` where
+    one is not read."""
+    if not reads or any(r is None for r in reads):
+        return None
+
+    def merged(answers: list[str]) -> str:
+        if "?" in answers:
+            return "?"
+        given = [a for a in answers if a != _OMITTED]
+        return given[0] if len(given) == 1 else _OMITTED if not given else "?"
+
+    done = [r for r in reads if r is not None]
+    names = [n for n, _ in done[0][0]]
+    per = [dict(r[0]) for r in done]
+    return (tuple((n, merged([p[n] for p in per])) for n in names),
+            merged([r[1] for r in done]))
 
 
 def _consumer_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],

@@ -45,10 +45,13 @@ from attn_contracts.lint.program import Program
 from attn_contracts.lint.record_index import Consumer
 from attn_contracts.lint.record_index import Knowledge
 from attn_contracts.lint.values import ClassKey
+from attn_contracts.lint.values import DictV
 from attn_contracts.lint.values import Flag
 from attn_contracts.lint.values import Inst
 from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Union_
 from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import alternatives
 
 __all__ = ["ClassFacts", "FileFacts", "ProgramModel", "build_model", "model_findings"]
 
@@ -179,11 +182,14 @@ class ProgramModel:
         return (True, value.value) if isinstance(value, Lit) else (False, None)
 
     def answer_at(self, path: str, qualname: str, keyword: ast.expr,
-                  attrs: dict[str, str | bool | int | None]) -> tuple[bool, object]:
+                  attrs: dict[str, str | bool | int | None], *,
+                  key: str | None = None) -> tuple[bool, object]:
         """What the keyword argument ``keyword`` of a call in function ``qualname`` of ``path``
         (a method: ``Class.method``, run on an instance of its class) is, with every object's
         attribute of ``attrs`` that literal: (True, the literal) where every path gives it one
-        literal, (False, None) where it cannot be read."""
+        literal, (False, None) where it cannot be read. With ``key``, ``keyword`` is a call's
+        ``**mapping`` and the answer is the value it gives ``key``: :data:`OMITTED` where every
+        path's dict lacks it (the callee's default applies)."""
         fn = self.program.function(path, qualname)
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False, None
@@ -199,6 +205,8 @@ class ProgramModel:
         given: dict[str, Value] = {k: Lit(v, where) for k, v in attrs.items()}
         with self._quiet():
             value = self._interp.value_at(path, qualname, fn, self_value, keyword, given)
+        if key is not None:
+            return _keyed(value, key)
         return (True, value.value) if isinstance(value, Lit) else (False, None)
 
     @contextmanager
@@ -209,6 +217,30 @@ class ProgramModel:
             yield
         finally:
             self._interp.report = report
+
+
+#: what :meth:`ProgramModel.answer_at` answers for a ``**mapping`` that does not give the key
+OMITTED = object()
+
+
+def _keyed(value: Value, key: str) -> tuple[bool, object]:
+    """What a ``**mapping`` of ``value`` gives ``key`` on every path: one literal, or
+    :data:`OMITTED` where no path's dict has it; (False, None) where the paths differ or a
+    mapping is not a dict whose keys are read."""
+    found: set[object] = set()
+    for alt in alternatives(value) if value is not None else ():
+        if not isinstance(alt, DictV) or key in alt.maybe:
+            return False, None
+        arg = alt.get(key)
+        if arg is None:
+            found.add(OMITTED)
+        elif isinstance(arg.value, Lit):
+            found.add(arg.value.value)
+        else:
+            return False, None
+    if len(found) != 1 or (isinstance(value, Union_) and value.widened):
+        return False, None
+    return True, found.pop()
 
 
 def _discard(_: Fact) -> None:
