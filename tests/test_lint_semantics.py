@@ -1323,6 +1323,37 @@ _AS_PYTHON = [
     # an Enum's __members__ maps the members' names (never their values) to the members
     ("Enum.__members__ is keyed by the names", _NAT, "'x' not in Nat.__members__", True),
     ("Enum.__members__ holds an alias's name", _NAT, "'C' in Nat.__members__", True),
+    # a builtin type's method looked up on the type binds its first argument as the receiver
+    ("map of str.lower, frozen", "", "'flashmla' in frozenset(map(str.lower, ('FLASHMLA', "
+     "'b')))", True),
+    ("str.startswith called on the type", "", "not str.startswith('ab', 'b')", True),
+    ("a module's own str is not the builtin", "class str:\n    @staticmethod\n"
+     "    def lower(x):\n        return 'zz'", "str.lower('A') == 'a'", False),
+    # a generator expression runs when consumed: its condition reads the names as they are then
+    ("a generator's condition reads a name rebound before it runs",
+     "def f(b):\n    g = (n for n in ('x', 'y') if n == b)\n    b = 'zz'\n    return any(g)",
+     "not f('x')", True),
+    ("a generator's first iterable is taken when it is made",
+     "def f():\n    xs = ('x',)\n    g = (n for n in xs)\n    xs = ()\n    return any(g)",
+     "f()", True),
+    ("a generator is spent once consumed",
+     "def f():\n    g = (n for n in ('x',))\n    any(g)\n    return any(g)", "not f()", False),
+    ("a generator consumed on one path", "def f(b, c):\n    g = (n for n in ('x',) if n == b)\n"
+     "    if c:\n        any(g)\n    return any(g)", "not f('x', True)", False),
+    ("a generator not consumed on the path taken",
+     "def f(b, c):\n    g = (n for n in ('x',) if n == b)\n    if c:\n        any(g)\n"
+     "    return any(g)", "f('x', False)", True),
+    ("map's function is taken when it is made",
+     "def f(b):\n    m = map(b.__eq__, ('x',))\n    b = 'y'\n    return any(m)", "f('x')", False),
+    # PEP 572: a ``:=`` in a comprehension binds in the enclosing function, the last run's value
+    ("a walrus in a comprehension's condition keeps the last run's value",
+     "def f(b):\n    hits = [n for n in ('aiter', 'flashmla', 'cute') if (hit := n == b)]\n"
+     "    return hit", "not f('aiter')", True),
+    ("a walrus in a comprehension's element keeps the last element",
+     "def f():\n    [(y := n) for n in ('a', 'b')]\n    return y == 'b'", "f()", True),
+    ("a walrus after a false condition of a comprehension never runs",
+     "def f():\n    x = True\n    [n for n in ('a',) if n == 'z' if (x := False)]\n"
+     "    return x", "f()", True),
 ]
 
 

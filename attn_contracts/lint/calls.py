@@ -332,6 +332,23 @@ def as_generator(node: ast.Call, kept: dict[int, tuple[ast.AST, ast.AST | None]]
     return gen
 
 
+def as_bound_call(node: ast.Call, kept: dict[int, tuple[ast.AST, ast.AST | None]]
+                  ) -> ast.Call:
+    """``str.lower(x, *rest)`` (a builtin type's method looked up on the type) as
+    ``x.lower(*rest)``: Python binds the first argument as the receiver, so the method reads
+    as it does called on the object. ``kept``: as in :func:`as_generator`."""
+    known = kept.get(id(node))
+    if known is not None:
+        return cast(ast.Call, known[1])
+    func = cast(ast.Attribute, node.func)
+    bound = ast.Call(func=ast.copy_location(ast.Attribute(value=node.args[0], attr=func.attr,
+                                                          ctx=ast.Load()), func),
+                     args=node.args[1:], keywords=node.keywords)
+    ast.copy_location(bound, node)
+    kept[id(node)] = (node, bound)
+    return bound
+
+
 def first_iterable_named(node: ComprehensionNode, name: str,
                          kept: dict[int, tuple[ast.AST, ast.AST | None]]) -> ComprehensionNode:
     """``node`` with its first iterable replaced by the name ``name`` (a class body's

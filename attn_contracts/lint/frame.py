@@ -18,6 +18,7 @@ from attn_contracts.findings import Location
 from attn_contracts.lint.attributes import made_by_new
 from attn_contracts.lint.calls import OPAQUE_ARGS
 from attn_contracts.lint.calls import CallArgs
+from attn_contracts.lint.calls import as_bound_call
 from attn_contracts.lint.calls import as_generator
 from attn_contracts.lint.calls import call_matters
 from attn_contracts.lint.calls import callee_name
@@ -142,6 +143,12 @@ class Frame(RecordCalls):
             return Num(c)
         name = func.attr if isinstance(func, ast.Attribute) else (
             func.id if isinstance(func, ast.Name) else "")
+        if isinstance(func, ast.Attribute) and name in _STR_METHODS and \
+                isinstance(func.value, ast.Name) and func.value.id == "str" and node.args and \
+                not isinstance(node.args[0], ast.Starred) and self.builtin_name("str"):
+            # ``str.lower(x)``: the method of the builtin type, bound to its first argument
+            node = as_bound_call(node, self.i.synthetic)
+            func = cast(ast.Attribute, node.func)
         if isinstance(func, ast.Attribute) and name in _STR_METHODS and \
                 _reevaluable(func.value):
             folded = self.str_method(func, node, name, where)

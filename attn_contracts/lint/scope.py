@@ -294,6 +294,8 @@ def _unrollable(body: list[ast.stmt]) -> bool:
 
 #: the name a class body's comprehension reads its first iterable by (run in the class scope)
 _FIRST_ITERABLE = "<first iterable>"
+#: the prefix of the environment's key marking a generator bound to a name and not consumed
+LAZY = "\x00lazy:"
 
 
 #: the longest list ``[x] * n`` built item by item
@@ -558,10 +560,18 @@ class Scope:
         #: the variables of the comprehensions being run (a lambda made there reads their
         #: last value when it runs)
         self.comprehended: frozenset[str] = frozenset()
+        #: what the ``:=`` of the comprehensions being run bind (PEP 572: in the enclosing
+        #: function's scope, so the last run's value outlives the comprehension); None outside
+        self.walrus: dict[str, Value] | None = None
         #: the value expression of the assignment being run (what is bound to a name)
         self.stored: ast.expr | None = None
         #: a generator expression bound to a name (run later, when consumed)
         self.lazy: ast.expr | None = None
+        #: the generator the assignment being run binds, with its first iterable's value
+        self.pending_lazy: tuple[ast.GeneratorExp, Value] | None = None
+        #: the generators bound to names and not yet consumed, by the id of the value bound
+        #: (kept with it); ``env[LAZY + name]`` is that value on the paths it is unconsumed on
+        self.lazies: dict[int, tuple[ast.GeneratorExp, Value, Value]] = {}
         #: per name, the names that hold the same container object (``ys = xs``)
         self.same: dict[str, frozenset[str]] = {}
         #: the paths this frame keeps apart now (lint.partition): at most PATHS
@@ -663,9 +673,11 @@ class Scope:
     @_on(_STMT, ast.Assign)
     def s_assign(self, st: ast.Assign) -> None:
         self.stored = self.lazy = st.value
+        self.pending_lazy = None
         value = self.needed(st.value) if self._told(st.targets) else self.expr(st.value)
         for t in st.targets:
             self.assign(t, value, st.value)
+        self._kept_lazy(st.targets)
         self._aliased(st.targets, st.value, value)
         target = st.targets[0]
         if len(st.targets) == 1 and isinstance(target, ast.Name) and is_boolean(st.value) and \
@@ -675,6 +687,35 @@ class Scope:
             # ``flag = not is_decode``: what a later test of ``not is_decode`` decided, flag is
             self.env[ALIAS + target.id] = Lit(f"{cond[0]}\x00{int(cond[1])}", None)
             self.aliased = True
+
+    def _kept_lazy(self, targets: list[ast.expr]) -> None:
+        """A generator just bound to one name: run when that name is first read."""
+        pending, self.pending_lazy = self.pending_lazy, None
+        if pending is None or len(targets) != 1 or not isinstance(targets[0], ast.Name) or \
+                targets[0].id not in self.env:
+            return
+        bound = self.env[targets[0].id]
+        self.lazies[id(bound)] = (*pending, bound)
+        self.env[LAZY + targets[0].id] = bound
+
+    def _consumed(self, name: str, value: Value) -> Value:
+        """The generator bound to ``name``, read for the first time on this path: Python runs
+        it now, so its conditions and elements read the names of the function as they are
+        here (a name rebound since it was made included). Read again, it is spent: what it
+        may yield is not known."""
+        if self.env.get(LAZY + name) is not value or id(value) not in self.lazies:
+            return value
+        node, first, _ = self.lazies[id(value)]
+        self.env[LAZY + name] = None  # spent on this path (kept, so a join says so)
+        renamed = cast(ast.GeneratorExp, first_iterable_named(node, _FIRST_ITERABLE,
+                                                              self.i.synthetic))
+        lazy, self.lazy = self.lazy, None
+        self.env[_FIRST_ITERABLE] = first
+        try:
+            return self._comprehension(renamed)
+        finally:
+            self.env.pop(_FIRST_ITERABLE, None)
+            self.lazy = lazy
 
     @_on(_STMT, ast.AnnAssign)
     def s_annassign(self, st: ast.AnnAssign) -> None:
@@ -1348,6 +1389,8 @@ class Scope:
         name = node.id
         if name in self.env:
             value = self.env[name]
+            if self.lazies:
+                value = self._consumed(name, value)
             if self.aliased and truth(value) is None and ALIAS + name in self.env:
                 value = self._by_fact(name) or value
             return self._named(value, node, f"{'local variable' if self.func else 'name'} "
@@ -1621,9 +1664,17 @@ class Scope:
                         | ast.DictComp) -> Value:
         """Each ``for`` binds its target to the elements of its iterable, in a scope of its
         own (the names do not leak out, as in Python 3); the result holds the element."""
-        if self.class_names and not self.in_class_comprehension:
-            return self._class_body_comprehension(node)
-        return self._comprehension(node)
+        outer, self.walrus = self.walrus, {}
+        try:
+            if self.class_names and not self.in_class_comprehension:
+                return self._class_body_comprehension(node)
+            return self._comprehension(node)
+        finally:
+            bound, self.walrus = self.walrus, outer
+            for name, value in bound.items():  # the scope the comprehension runs in binds them
+                self.env[name] = value
+                if outer is not None:
+                    outer[name] = value
 
     def _class_body_comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp
                                   | ast.DictComp) -> Value:
@@ -1660,6 +1711,8 @@ class Scope:
                 return None
             return Seq(self.expr(node.elt), iterator=isinstance(node, ast.GeneratorExp))
         finally:
+            # an element not known: its ``:=`` may bind any value, or none (no element)
+            self._walrus_maybe({k: saved[k] for k in (self.walrus or {}) if k in saved})
             self.env = saved
 
     def dict_comprehension(self, node: ast.DictComp) -> Value | object:
@@ -1712,7 +1765,14 @@ class Scope:
             return NOT_SPECIAL
         if isinstance(node, ast.GeneratorExp) and node is self.lazy:
             # a generator kept runs when consumed, over what its iterable holds then: what it
-            # yields may be any of these, or what a later change put there
+            # yields may be any of these, or what a later change put there; where its first
+            # iterable (evaluated now, as Python does) is read again without running code, it
+            # is run where its name is first read in this function (:meth:`_consumed`)
+            # (not ``map(f, xs)``'s generator: Python evaluates its ``f`` when it is made)
+            first, target = node.generators[0].iter, node.generators[0].target
+            made_by_map = isinstance(target, ast.Name) and target.id.startswith("<")
+            self.pending_lazy = (node, self.expr(first)) \
+                if _calls_nothing(first) and not made_by_map else None
             return Seq(join([*kept, None]), iterator=True)
         if isinstance(node, ast.SetComp) or ordered is None or not exact:
             complete = exact and isinstance(node, ast.SetComp) and all(
@@ -1756,7 +1816,14 @@ class Scope:
                 self.env = dict(scope)
                 self.assign(gen.target, item)
                 self.comprehended |= bound
-                verdicts = [self.i.truth(self.expr(cond)) for cond in gen.ifs]
+                before = dict(self.walrus or {})
+                verdicts: list[bool | None] = []
+                for cond in gen.ifs:  # in order: one found false stops the rest, as in Python
+                    verdicts.append(self.i.truth(self.expr(cond)))
+                    if verdicts[-1] is False:
+                        break
+                if not (whole and None not in verdicts):
+                    self._walrus_maybe(before)  # this run may not happen
                 if False in verdicts:
                     continue  # the condition drops it
                 if not run(i + 1, decided and whole and None not in verdicts):
@@ -1772,6 +1839,15 @@ class Scope:
         if not done:
             return False
         return None if ordered and not in_order else True
+
+    def _walrus_maybe(self, before: dict[str, Value]) -> None:
+        """What a ``:=`` bound in a comprehension run that may not happen: either its value or
+        the one it had before (unknown where it had none)."""
+        if self.walrus is None:
+            return
+        for name, value in self.walrus.items():
+            if before.get(name) is not value:
+                self.walrus[name] = join([before.get(name), value])
 
     def _elements(self, it: ast.expr) -> tuple[list[tuple[Value, bool]], bool] | None:
         """What a comprehension's ``for`` runs over, element by element, where the flow holds
@@ -1858,6 +1934,8 @@ class Scope:
         value = self.expr(node.value)
         if isinstance(node, ast.NamedExpr):
             self.assign(node.target, value)
+            if self.walrus is not None:  # in a comprehension: bound in the function's scope
+                self.walrus[node.target.id] = value
         return value
 
     @_on(_EXPR, ast.Call)
