@@ -1345,6 +1345,12 @@ _AS_PYTHON = [
      "    return any(g)", "f('x', False)", True),
     ("map's function is taken when it is made",
      "def f(b):\n    m = map(b.__eq__, ('x',))\n    b = 'y'\n    return any(m)", "f('x')", False),
+    # an object typed by a base class may be of any subclass: it holds what any of them holds
+    ("a subclass's override of a class attribute read through a base-typed attribute",
+     "import math\nclass A:\n    lse_log_base: float = math.e\nclass B(A):\n"
+     "    lse_log_base: float = 2.0\nclass L:\n    def __init__(self, a: A):\n        self.a = a\n"
+     "    def get(self):\n        return math.isclose(self.a.lse_log_base, math.e)",
+     "L(B()).get()", False),
     # PEP 572: a ``:=`` in a comprehension binds in the enclosing function, the last run's value
     ("a walrus in a comprehension's condition keeps the last run's value",
      "def f(b):\n    hits = [n for n in ('aiter', 'flashmla', 'cute') if (hit := n == b)]\n"

@@ -608,7 +608,11 @@ class Resolver(ModuleResolver):
             self._ensure_init(inst)
             values += self.stores.get((inst, attr), ())
         if not values:
-            generic = self.class_attr(cls, attr)
+            # an object that may be of any subclass holds what any of them holds (a class
+            # attribute a subclass overrides: either value)
+            family = [cls] if inst.exact or inst.ctor is not None else self.p.subclasses(cls)
+            generic = join([self.class_attr(c, attr) for c in family]) if len(family) > 1 \
+                else self.class_attr(cls, attr)
             if generic is not None:
                 values.append(generic)
         # ``m = partialmethod(f, ...)`` read from an instance: ``f`` bound to it
