@@ -1351,6 +1351,13 @@ _AS_PYTHON = [
      "    lse_log_base: float = 2.0\nclass L:\n    def __init__(self, a: A):\n        self.a = a\n"
      "    def get(self):\n        return math.isclose(self.a.lse_log_base, math.e)",
      "L(B()).get()", False),
+    # ``a or b`` whose last operand is true: a bool ``a`` was either true or passed on
+    ("a comparison not known or true", "import os\nU = os.environ.get('ATTN_CONTRACTS_UNSET')",
+     "U is None or not False", True),
+    ("a comparison not known and false", "import os\nU = os.environ.get('ATTN_CONTRACTS_UNSET')",
+     "not (U == 'x' and False)", True),
+    ("a value not known or true", "import os\nU = os.environ.get('ATTN_CONTRACTS_UNSET')",
+     "bool(U or True)", False),
     # PEP 572: a ``:=`` in a comprehension binds in the enclosing function, the last run's value
     ("a walrus in a comprehension's condition keeps the last run's value",
      "def f(b):\n    hits = [n for n in ('aiter', 'flashmla', 'cute') if (hit := n == b)]\n"
@@ -1412,3 +1419,58 @@ def test_a_value_a_function_may_rebind_is_a_warning_never_silence(
     codes = {(f["code"], f["severity"]) for f in found}
     assert ("AC023", "error") not in codes, found
     assert ("AC035", "warning") in codes, found
+
+
+_PAIR_HELPERS = {
+    "returned whole": "def g(pair):\n    return pair",
+    "unpacked and repacked": "def g(pair):\n    o, l = pair\n    return o, l",
+    "indexed": "def g(pair):\n    return pair[0], pair[1]",
+    "in a dict": "def g(pair):\n    d = {'o': pair[0], 'l': pair[1]}\n    return d['o'], d['l']",
+}
+
+
+@pytest.mark.parametrize("helper", sorted(_PAIR_HELPERS))
+@pytest.mark.parametrize("display", ["(out, lse)", "[out, lse]"])
+def test_an_lse_passed_inside_a_container_is_followed_through_the_helper(
+        helper: str, display: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A helper given the ``(out, lse)`` pair whole (not the LSE itself) is followed: what it
+    returns holds the argument's LSE (it was an LSE nothing could follow: no finding)."""
+    src = ("from mylib import combine, decode\n" + _PAIR_HELPERS[helper] + "\n"
+           "def step(q):\n    out, lse = decode(q, return_lse=True)\n"
+           f"    o2, l2 = g({display})\n    return combine(o2, l2, is_lse_base_on_e=True)\n")
+    found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
+    assert ("AC023", "error") in {(f["code"], f["severity"]) for f in found}, found
+
+
+def test_a_pair_converted_by_a_static_helper_agrees(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A static method told which branch is base 2 converts that pair only: the combine told
+    base e gets base e (it was an LSE nothing could follow: a warning on a correct change)."""
+    src = ("import math\nfrom mylib import combine, decode\nclass K:\n    @staticmethod\n"
+           "    def nat(pair, from_log2):\n        out, lse = pair\n"
+           "        if lse is None or not from_log2:\n            return out, lse\n"
+           "        return out, lse * math.log(2.0)\n    def run(self, q):\n"
+           "        out, lse = decode(q, return_lse=True)\n"
+           "        return self.nat((out, lse), from_log2=True)\n"
+           "def step(q):\n    out, lse = K().run(q)\n"
+           "    return combine(out, lse, is_lse_base_on_e=True)\n")
+    found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
+    assert not [f for f in found if f["severity"] in ("error", "warning")], found
+
+
+@pytest.mark.parametrize("told", ["U is None or not False", "not (U == 'x' and False)",
+                                  "(U is None) or (1 < 2)"])
+def test_a_bool_chain_ended_by_its_last_operand_is_read_whole(
+        told: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``a or True`` where ``a`` is a comparison not known: either ``a`` is True or it passes
+    on to True, so the value is True, read (no warning that it is not), as Python has it."""
+    module = "import os\nU = os.environ.get('ATTN_CONTRACTS_UNSET')\n"
+    namespace: dict[str, object] = {}
+    exec(module, namespace)
+    assert eval(told, namespace) is True
+    src = ("from mylib import combine, decode\n" + module + "def step(q):\n"
+           "    out, lse = decode(q, return_lse=True)\n"
+           f"    return combine(out, lse, is_lse_base_on_e={told})\n")
+    codes = {(f["code"], f["severity"]) for f in lint_json(tmp_path, capsys, "case",
+                                                           {"layer.py": src})}
+    assert ("AC023", "error") in codes and ("AC035", "warning") not in codes, codes

@@ -200,11 +200,24 @@ def _built_with_base(inst: Inst) -> bool:
 def call_matters(call: CallArgs) -> bool:
     """An argument carries an LSE, a backend's base attribute or a bound combine: the callee
     matters whatever its text names."""
-    for value in (*(a.value for a in (*call.pos, *call.kw.values())),
-                  *(v for _, v in call.self_attrs)):
-        for alt in alternatives(value):
-            if isinstance(alt, (Lse, Flag, Partial)):
-                return True
+    return any(_matters(value) for value in (*(a.value for a in (*call.pos, *call.kw.values())),
+                                             *(v for _, v in call.self_attrs)))
+
+
+def _matters(value: Value, depth: int = 0) -> bool:
+    """The value is, or a container holds, an LSE, a base attribute or a bound callable (an
+    ``(out, lse)`` pair passed whole to a helper that unpacks it)."""
+    if depth > 3:
+        return False
+    for alt in alternatives(value):
+        if isinstance(alt, (Lse, Flag, Partial)):
+            return True
+        if isinstance(alt, Tup) and any(_matters(v, depth + 1) for v in alt.items):
+            return True
+        if isinstance(alt, Seq) and _matters(alt.item, depth + 1):
+            return True
+        if isinstance(alt, DictV) and any(_matters(a.value, depth + 1) for _, a in alt.items):
+            return True
     return False
 
 

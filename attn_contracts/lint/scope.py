@@ -1632,11 +1632,17 @@ class Scope:
         passed is True; unknown ``flag``: either)."""
         stops = isinstance(node.op, ast.Or)  # the truth that ends the chain
         results: list[Value] = []
+        bools = True  # every operand not known so far is a bool (a comparison, a ``not``)
         for i, operand in enumerate(node.values):
             value = self.expr(operand)
             known = self.i.truth(value)
+            if known is stops and bools and isinstance(value, Lit) and value.value is stops:
+                # ``lse is None or not flag`` with ``flag`` False: each earlier operand was
+                # either the bool that ends the chain, or false and passed on: True either way
+                return value
             if known is None or known is stops or i == len(node.values) - 1:
                 results.append(value)
+            bools = bools and (known is not None or is_boolean(operand))
             if known is stops:
                 break
         return join(results)
