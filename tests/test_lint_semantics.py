@@ -1474,3 +1474,35 @@ def test_a_bool_chain_ended_by_its_last_operand_is_read_whole(
     codes = {(f["code"], f["severity"]) for f in lint_json(tmp_path, capsys, "case",
                                                            {"layer.py": src})}
     assert ("AC023", "error") in codes and ("AC035", "warning") not in codes, codes
+
+
+_DEFAULTED = """
+import functools
+from mylib import combine, decode
+class Mgr:
+    def NAME(self, out, lse, *, is_lse_base_on_e=False):
+        return combine(out, lse, is_lse_base_on_e=is_lse_base_on_e)
+    def run(self, q):
+        out, lse = decode(q, return_lse=True)
+        CALL
+"""
+
+
+@pytest.mark.parametrize(("name", "call", "warned"), [
+    ("_combine", "return self._combine(out, lse, is_lse_base_on_e=False)", False),
+    ("_combine", "f = functools.partial(self._combine, is_lse_base_on_e=False)\n"
+     "        return f(out, lse)", False),
+    ("_combine", "return self._combine(out, lse)", True),  # a caller takes the default
+    ("_combine", "f = self._combine\n        return f(out, lse, is_lse_base_on_e=False)",
+     True),  # handed on: what its callers pass is not read from the references
+    ("_combine", "return self._combine(out, lse, **{'is_lse_base_on_e': False})", True),
+    ("combine_here", "return self.combine_here(out, lse, is_lse_base_on_e=False)", True),
+])
+def test_a_default_no_caller_of_a_private_function_takes_is_not_a_hazard(
+        name: str, call: str, warned: bool, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """AC021 warns that a caller forgetting a defaulted base parameter gets the default: where
+    the function is private (``_name``) and every reference states it, none can."""
+    src = _DEFAULTED.replace("NAME", name).replace("CALL", call)
+    found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
+    assert ("AC021" in {f["code"] for f in found}) is warned, found

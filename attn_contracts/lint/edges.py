@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Mapping
@@ -391,13 +392,15 @@ def _fix(given: BaseGiven, base: str) -> str:
 def edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | None],
                   literal_sites: dict[Location, tuple[Consumer, str, Lit]] | None = None,
                   families: Mapping[ClassKey, tuple[Declaration | None, ...]] | None = None,
+                  stated: Collection[tuple[str, str, str]] = (),
                   ) -> Iterator[Finding]:
     """The findings of the uses (an LSE reaching a consumer call) and of the literal bases no
     LSE reaches; ``families``: what each class of a flag's owner's family declares, for a
-    flag read on an object that may be of any subclass."""
+    flag read on an object that may be of any subclass; ``stated``: the defaulted base
+    parameters (path, function, name) every caller states (their default is never taken)."""
     seen: set[Location | None] = set()
     settled: set[Location | None] = set()  # literal sites an LSE reaches that need no finding
-    found = list(_edge_findings(uses, declared, families or {}, settled))
+    found = list(_edge_findings(uses, declared, families or {}, settled, frozenset(stated)))
     # a literal some producer that reaches it confirms is not unconfirmed on another path
     # (a method read for any caller, its LSE a parameter): the note says what is known
     confirmed = {f.location for f in found
@@ -423,11 +426,13 @@ def edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | No
 
 def _edge_findings(uses: Iterable[Use], declared: dict[ClassKey, Declaration | None],
                    families: Mapping[ClassKey, tuple[Declaration | None, ...]],
-                   settled: set[Location | None]) -> Iterator[Finding]:
+                   settled: set[Location | None],
+                   stated: frozenset[tuple[str, str, str]]) -> Iterator[Finding]:
     unknown_reads: dict[str, list[tuple[Use, str]]] = {}
     for use in uses:
         g = use.given
-        if g.kind == "param" and g.param is not None and g.param.default is not None:
+        if g.kind == "param" and g.param is not None and g.param.default is not None and \
+                (g.param.path, g.param.func, g.param.name) not in stated:
             d = g.param.default
             yield Finding(
                 Code.AC021, g.param.func.rpartition(".")[2],

@@ -27,6 +27,8 @@ from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code
 from attn_contracts.findings import Finding
 from attn_contracts.findings import Location
+from attn_contracts.lint.calls import Params
+from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import Hierarchy
 from attn_contracts.lint.classes import ModuleInfo
@@ -219,6 +221,66 @@ class ProgramModel:
             self._interp.report = report
 
 
+def _stated(interp: Interpreter, program: Program, uses: Iterable[Use],
+            ) -> frozenset[tuple[str, str, str]]:
+    """The defaulted base parameters (path, function, name) of private functions (``_name``,
+    a module's or a class's own) that every reference in the program calls with the parameter
+    stated, or binds it in a ``partial``: the default is never taken, so no caller can forget
+    it. A reference that is neither (the function handed on, called with ``*args`` or
+    ``**kwargs``) leaves the default reachable."""
+    out: set[tuple[str, str, str]] = set()
+    for use in uses:
+        param = use.given.param
+        if use.given.kind != "param" or param is None or param.default is None:
+            continue
+        key = (param.path, param.func, param.name)
+        last = param.func.rpartition(".")[2]
+        if key in out or not last.startswith("_") or last.endswith("__"):
+            continue
+        fn = program.function(param.path, param.func)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and all(
+                _states(program.tree(info.path), last, param.name, params_of(fn),
+                        method="." in param.func)
+                for info in program.infos()
+                if re.search(rf"\b{re.escape(last)}\b", interp.module_text(info.path))):
+            out.add(key)
+    return frozenset(out)
+
+
+def _states(tree: ast.Module | None, last: str, name: str, params: Params, *,
+            method: bool) -> bool:
+    """Every reference to ``last`` in ``tree`` is a call, or a ``partial`` of it, that gives
+    parameter ``name`` (by keyword, or by position where it takes one)."""
+    if tree is None:
+        return False
+    def refers(n: ast.AST) -> bool:
+        return (isinstance(n, ast.Name) and n.id == last) or (
+            isinstance(n, ast.Attribute) and n.attr == last)
+
+    refs = sum(1 for n in ast.walk(tree) if refers(n))
+    stated = 0
+    skip = 1 if method and not params.static else 0
+    index = params.names.index(name) - skip if name in params.names[:params.positional] \
+        else None
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        if refers(n.func):
+            args, keywords = n.args, n.keywords
+        elif n.args and refers(n.args[0]) and (
+                (isinstance(n.func, ast.Name) and n.func.id == "partial") or
+                (isinstance(n.func, ast.Attribute) and n.func.attr == "partial")):
+            args, keywords = n.args[1:], n.keywords
+        else:
+            continue
+        if any(isinstance(a, ast.Starred) for a in args) or \
+                any(k.arg is None for k in keywords):
+            return False
+        if any(k.arg == name for k in keywords) or (index is not None and len(args) > index):
+            stated += 1
+    return stated == refs
+
+
 #: what :meth:`ProgramModel.answer_at` answers for a ``**mapping`` that does not give the key
 OMITTED = object()
 
@@ -275,7 +337,8 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
                           base_attrs=base_attrs, tree_declares_bases=tree_declares,
                           evaluate=_evaluator(interp))
     out += edge_findings(interp.uses.values(), declared, interp.literal_sites,
-                         _families(interp, program, returns_attrs, base_attrs))
+                         _families(interp, program, returns_attrs, base_attrs),
+                         _stated(interp, program, interp.uses.values()))
     out += fact_findings(facts)
     out += _defaulted_definitions(program, knowledge, reported)
     kept = [f for f in out if f.location is not None and f.location.path in reported]
