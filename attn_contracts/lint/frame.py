@@ -89,6 +89,7 @@ from attn_contracts.lint.values import ClassRef
 from attn_contracts.lint.values import DictV
 from attn_contracts.lint.values import Ext
 from attn_contracts.lint.values import ExtInst
+from attn_contracts.lint.values import Flag
 from attn_contracts.lint.values import Func
 from attn_contracts.lint.values import Inst
 from attn_contracts.lint.values import Lit
@@ -199,6 +200,9 @@ class Frame(RecordCalls):
             return cast(Value, folded)
         if name == "bool" and len(args) == 1 and (known := self.i.truth(args[0])) is not None:
             return Lit(known, where)  # an object whose truth is known (a match, an iterator)
+        if name == "bool" and len(args) == 1 and args[0] is not None and all(
+                isinstance(a, Flag) for a in alternatives(args[0])):
+            return args[0]  # a backend's declared flag is a bool: ``bool(impl.lse_base_on_e)``
         if name in ("tuple", "list") and len(args) == 1 and isinstance(args[0], Tup):
             # positions kept; a list is known as one
             return replace(args[0], iterator=False, mutable=name == "list")
