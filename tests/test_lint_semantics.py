@@ -1524,3 +1524,22 @@ def test_bool_of_a_declared_flag_is_the_flag(tmp_path: Path,
            "        return combine(out, lse, is_lse_base_on_e=self.flag)\n")
     found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
     assert not [f for f in found if f["severity"] in ("error", "warning")], found
+
+
+def test_a_class_attribute_each_subclass_sets_is_read_per_class_never_as_the_bases(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``not self.impl.is_sparse`` on an impl that may be of any subclass: each subclass holds
+    its own value, so which the combine is told follows the impl, as the LSE does (a dispatch:
+    no error for a pairing Python never makes; it was read as the base class's value alone, a
+    false error for the sparse impl's base-2 LSE)."""
+    src = ("from mylib import combine, decode, decode_e\n"
+           "class AttentionImpl:\n    is_sparse = False\n    def run(self, q):\n"
+           "        return decode_e(q)\n"
+           "class Sparse(AttentionImpl):\n    is_sparse = True\n    def run(self, q):\n"
+           "        return decode(q, return_lse=True)\n"
+           "class Layer:\n    def __init__(self, impl: AttentionImpl):\n        self.impl = impl\n"
+           "        self.flag = not self.impl.is_sparse\n    def step(self, q):\n"
+           "        out, lse = self.impl.run(q)\n"
+           "        return combine(out, lse, is_lse_base_on_e=self.flag)\n")
+    found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
+    assert not [f for f in found if f["severity"] == "error"], found

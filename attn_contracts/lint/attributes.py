@@ -611,8 +611,8 @@ class Resolver(ModuleResolver):
             # an object that may be of any subclass holds what any of them holds (a class
             # attribute a subclass overrides: either value)
             family = [cls] if inst.exact or inst.ctor is not None else self.p.subclasses(cls)
-            generic = join([self.class_attr(c, attr) for c in family]) if len(family) > 1 \
-                else self.class_attr(cls, attr)
+            generic = _by_class([self.class_attr(c, attr) for c in family]) \
+                if len(family) > 1 else self.class_attr(cls, attr)
             if generic is not None:
                 values.append(generic)
         # ``m = partialmethod(f, ...)`` read from an instance: ``f`` bound to it
@@ -1403,3 +1403,13 @@ def _in_init(cls: ClassInfo, line: int) -> bool:
     """Whether line ``line`` of ``cls``'s module lies in its ``__init__``."""
     span = cls.methods.get("__init__")
     return span is not None and span[0] <= line <= span[1]
+
+
+def _by_class(values: list[Value]) -> Value:
+    """What an object of any of several classes holds, each class its own value: where they
+    are literals that differ, which one applies is the object's class, a dispatch the flow
+    does not follow (each literal is read as a table's entry, :attr:`Lit.table`)."""
+    joined = join(values)
+    if not isinstance(joined, Union_) or joined.widened:
+        return joined
+    return join([replace(o, table=True) if isinstance(o, Lit) else o for o in joined.ordered()])

@@ -1378,6 +1378,11 @@ class Scope:
         """A literal read through a name or attribute: where the flow uses it is here (the
         argument that hands it on), where it is written goes into ``how``; one its caller passed
         in keeps the caller's place."""
+        if isinstance(value, Union_) and not value.widened and id(value) not in self.param_ids \
+                and value.options and all(isinstance(o, Lit) for o in value.options):
+            # the literals an object of any subclass may hold (``self.impl.is_sparse``): each
+            # is used here, as one literal would be
+            return join([self._named(o, node, what) for o in value.ordered()])
         if not isinstance(value, Lit) or value.how or id(value) in self.param_ids:
             return value
         at = value.where
@@ -1529,7 +1534,9 @@ class Scope:
         truth Python decides one way (a tuple of known length, a set of known elements, a
         function), the other way."""
         if isinstance(alt, Lit):
-            return Lit(not alt.value, alt.where, alt.how, assumed=alt.assumed)
+            # which of several a table entry or a rebound global is stays as open negated
+            return Lit(not alt.value, alt.where, alt.how, assumed=alt.assumed, table=alt.table,
+                       rebound=alt.rebound)
         if isinstance(alt, Flag):
             return replace(alt, negated=not alt.negated)
         known = self.i.truth(alt)
