@@ -1543,3 +1543,19 @@ def test_a_class_attribute_each_subclass_sets_is_read_per_class_never_as_the_bas
            "        return combine(out, lse, is_lse_base_on_e=self.flag)\n")
     found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
     assert not [f for f in found if f["severity"] == "error"], found
+
+
+@pytest.mark.parametrize(("state", "severity"), [
+    ("State()", "note"),  # its class declares the attribute: the default is never taken
+    ("threading.local()", "warning"),  # nothing declares it: a missing one gets the default
+])
+def test_a_getattr_default_no_object_takes_is_a_note(
+        state: str, severity: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = ("import threading\nfrom mylib import combine, decode\n"
+           "class State(threading.local):\n    lse_base_on_e = False\n"
+           f"class W:\n    def __init__(self):\n        self.state = {state}\n"
+           "    def step(self, q):\n        out, lse = decode(q, return_lse=True)\n"
+           "        return combine(out, lse, is_lse_base_on_e=getattr(self.state, "
+           "'lse_base_on_e', True))\n")
+    found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
+    assert [f["severity"] for f in found if f["code"] == "AC009"] == [severity], found

@@ -120,6 +120,9 @@ class Analysis(ABC):
         self.carrier_funcs: set[str] = set()
         #: where a literal base is written for a consumer: the consumer, keyword and literal
         self.literal_sites: dict[Location, tuple[Consumer, str, Lit]] = {}
+        #: ``getattr(obj, "name", default)`` calls, by place: (the attribute, whether every
+        #: object it was read on so far surely has it, so the default was never taken)
+        self.getattr_defaults: dict[Location, tuple[str, bool]] = {}
         #: (conversion, call) pairs reported (:meth:`Interpreter.analyse`)
         self.misreported: set[tuple[Misconverted, Location]] = set()
         #: (instance, attribute) → values stored (``self.x = ...``)

@@ -410,7 +410,8 @@ def _lint_model(paths: Sequence[Path], config: LintConfig | None, project_root: 
              for r in results]
     knowledge_at = {str(p): knowledges[k] for p, _, k in items}
     model = build_model(facts, knowledge_at, returns_attrs=cfg.returns_attrs,
-                        base_attrs=cfg.base_attrs, configured="base_attrs" in cfg.model_fields_set)
+                        base_attrs=cfg.base_attrs, configured="base_attrs" in cfg.model_fields_set,
+                        capabilities=cfg.capabilities)
     # the program model's finding of a code at a place goes first: it read the flow that the
     # per-file rule of the same code at that place could not (a literal base its producers
     # confirm is a note there, not the per-file rule's warning); _kept keeps the first

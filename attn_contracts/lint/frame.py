@@ -946,8 +946,12 @@ class Frame(RecordCalls):
         if not names or not all(isinstance(n, Lit) and isinstance(n.value, str) for n in names):
             return None
         values: list[Value] = []
+        where = place(self.path, node)
         for n in names:
             attr = str(cast(Lit, n).value)
+            if len(node.args) == 3 and len(names) == 1:  # is the default ever taken here?
+                _, dead = self.i.getattr_defaults.get(where, (attr, True))
+                self.i.getattr_defaults[where] = (attr, dead and self.i.has_surely(inner, attr))
             value = self.i.attribute(inner, attr, place(self.path, node))
             if value is None and isinstance(default, Lit) and self.i.lacks(inner, attr):
                 value = replace(default, how=f" through getattr(..., {attr!r}, "

@@ -221,6 +221,21 @@ class ProgramModel:
             self._interp.report = report
 
 
+def _dead_defaults(interp: Interpreter, capabilities: frozenset[str]) -> Iterator[Finding]:
+    """AC009 as a note where a ``getattr(obj, "name", default)`` reads, on every object the
+    flow found there, an attribute its class declares (in its body, a method, ``__init__``):
+    the default is never taken, so a misspelt or missing declaration cannot hide behind it
+    (the per-file rule, which cannot tell, warns)."""
+    for where, (attr, dead) in sorted(interp.getattr_defaults.items(),
+                                      key=lambda kv: (kv[0].path, kv[0].line, kv[0].col)):
+        if dead and attr in capabilities:
+            yield Finding(Code.AC009, attr, f"getattr(..., {attr!r}, ...): every object it "
+                          f"reads here declares {attr}, so the default is never taken",
+                          hint=f"read it as an attribute (obj.{attr})", field=attr,
+                          found="a default never taken", allowed="no default",
+                          escalation="never-taken", location=where)
+
+
 def _stated(interp: Interpreter, program: Program, uses: Iterable[Use],
             ) -> frozenset[tuple[str, str, str]]:
     """The defaulted base parameters (path, function, name) of private functions (``_name``,
@@ -311,7 +326,7 @@ def _discard(_: Fact) -> None:
 
 def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
                 returns_attrs: tuple[str, ...], base_attrs: tuple[str, ...],
-                configured: bool = False) -> ProgramModel:
+                configured: bool = False, capabilities: Collection[str] = ()) -> ProgramModel:
     """The program of ``files``, interpreted, with the rules' findings (:func:`model_findings`)."""
     # in path order, whatever order they were named in: which function is interpreted first
     # decides which calls get a context of their own (and so what may be found)
@@ -340,6 +355,7 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
                          _families(interp, program, returns_attrs, base_attrs),
                          _stated(interp, program, interp.uses.values()))
     out += fact_findings(facts)
+    out += _dead_defaults(interp, frozenset((*returns_attrs, *base_attrs, *capabilities)))
     out += _defaulted_definitions(program, knowledge, reported)
     kept = [f for f in out if f.location is not None and f.location.path in reported]
     return ProgramModel(program, interp, kept, kernels, returns_attrs, base_attrs)
