@@ -1029,6 +1029,11 @@ _FROZEN = ("import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass Spec:
            "    on_e: bool = True\nclass Impl:\n    lse_base_on_e = False\n")
 _NAT = "import enum\nclass Nat(enum.Enum):\n    A = 'x'\n    B = 'y'\n    C = 'x'\n"
 
+_DISPATCH = ("import functools\n@functools.singledispatch\ndef natural(spec):\n"
+             "    raise TypeError(spec)\n@natural.register\ndef _(spec: int) -> bool:\n"
+             "    return spec != 2\n@natural.register\ndef _(spec: float) -> bool:\n"
+             "    return spec != 2.0\n")
+
 _AS_PYTHON = [
     ("a generator is true even where it yields nothing", "", "bool(x for x in ())", True),
     ("a filter object is true even where it keeps nothing", "", "bool(filter(None, ()))",
@@ -1358,6 +1363,15 @@ _AS_PYTHON = [
      "not (U == 'x' and False)", True),
     ("a value not known or true", "import os\nU = os.environ.get('ATTN_CONTRACTS_UNSET')",
      "bool(U or True)", False),
+    # functools.singledispatch picks by the first argument's type's MRO: bool before int
+    ("singledispatch of a bool runs the int implementation", _DISPATCH, "natural(False)", True),
+    ("singledispatch of a bool runs the bool implementation", _DISPATCH +
+     "\n@natural.register\ndef _(spec: bool) -> bool:\n    return spec", "not natural(False)",
+     True),
+    ("singledispatch of a float", _DISPATCH, "not natural(2.0)", True),
+    ("singledispatch registered by an argument", _DISPATCH.replace(
+        "@natural.register\ndef _(spec: int)", "@natural.register(int)\ndef _(spec)"),
+     "natural(3)", True),
     # PEP 572: a ``:=`` in a comprehension binds in the enclosing function, the last run's value
     ("a walrus in a comprehension's condition keeps the last run's value",
      "def f(b):\n    hits = [n for n in ('aiter', 'flashmla', 'cute') if (hit := n == b)]\n"

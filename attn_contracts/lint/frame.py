@@ -1063,6 +1063,9 @@ class Frame(RecordCalls):
         if rec is not None:
             return self.record_call(rec, self.i.by_name(callee, call), node, where)
         if isinstance(callee, Func):
+            chosen = self.single_dispatch(callee, call)
+            if chosen is not None:
+                return join([self.apply_func(f, call, node) for f in chosen])
             return self.apply_func(callee, call, node)
         if isinstance(callee, Bound):
             return self.apply_bound(callee, call, where, node)
@@ -1089,6 +1092,32 @@ class Frame(RecordCalls):
         if rec is None and own != name:
             rec = self.records_for(callee, name, node)  # a stub bound under the record's name
         return rec
+
+    def single_dispatch(self, callee: Func, call: CallArgs) -> list[Func] | None:
+        """What a call of a ``functools.singledispatch`` function runs: the implementation
+        registered for the first class in the first argument's type's MRO (``bool`` before
+        ``int``), else the function itself; every one of them where the argument's type is
+        not known. None for a function that is no such dispatcher."""
+        fn = self.i.p.definition(callee)
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or "." in \
+                callee.qualname or not any(_is_singledispatch(d) for d in fn.decorator_list):
+            return None
+        tree = self.i.p.tree(callee.path)
+        registered = _registrations(tree, fn.name) if tree is not None else []
+        funcs = {id(d): Func(callee.path, f"{d.name}@{d.lineno}", d) for _, d in registered}
+        if not call.pos or any(types is None for types, _ in registered):
+            return [callee, *funcs.values()]  # the argument, or a registered type, not read
+        chosen: list[Func] = []
+        for alt in alternatives(call.pos[0].value):
+            mro = _builtin_mro(alt)
+            if mro is None:
+                return [callee, *funcs.values()]
+            hit = next((d for name in mro for types, d in registered
+                        if name in cast(frozenset[str], types)), None)
+            pick = callee if hit is None else funcs[id(hit)]
+            if pick not in chosen:
+                chosen.append(pick)
+        return chosen or [callee]
 
     def apply_func(self, callee: Func, call: CallArgs, node: ast.Call | None = None) -> Value:
         """A call of a function of the program: followed where it can matter, else what its
@@ -1578,3 +1607,59 @@ def _pairs_dict(value: Value, where: Location) -> Value:
             return value
         items[key.value] = Arg(pair.items[1], key.where or where)  # a repeated key keeps its place
     return DictV(tuple(items.items()), frozenset())
+
+
+#: the builtin types a literal may be, each with the classes of its MRO (``bool`` is an ``int``)
+_BUILTIN_MRO = {bool: ("bool", "int", "object"), int: ("int", "object"),
+                float: ("float", "object"), str: ("str", "object"),
+                type(None): ("NoneType", "None", "object")}
+
+
+def _builtin_mro(value: Value) -> tuple[str, ...] | None:
+    """The names of the classes of a value's type, in MRO order, for a literal or a backend's
+    declared flag (a bool); None for any other value."""
+    if isinstance(value, Flag):
+        return _BUILTIN_MRO[bool]
+    if isinstance(value, Lit):
+        return _BUILTIN_MRO.get(type(value.value))
+    return None
+
+
+def _is_singledispatch(dec: ast.expr) -> bool:
+    return (dotted_name(dec) or "").rpartition(".")[2] == "singledispatch"
+
+
+def _registrations(tree: ast.Module, name: str,
+                   ) -> list[tuple[frozenset[str] | None, ast.FunctionDef]]:
+    """The module-level functions registered on the dispatcher ``name`` (``@name.register``
+    with the first parameter's annotation, or ``@name.register(T)``), each with the names of
+    the classes it is registered for (None: a class not read, an ``A | B`` of them)."""
+    out: list[tuple[frozenset[str] | None, ast.FunctionDef]] = []
+    for st in tree.body:
+        if not isinstance(st, ast.FunctionDef):
+            continue
+        for d in st.decorator_list:
+            on = d.func if isinstance(d, ast.Call) else d
+            if not (isinstance(on, ast.Attribute) and on.attr == "register" and
+                    isinstance(on.value, ast.Name) and on.value.id == name):
+                continue
+            if isinstance(d, ast.Call):
+                typed = d.args[0] if d.args else None
+            else:
+                params = [*st.args.posonlyargs, *st.args.args]
+                typed = params[0].annotation if params else None
+            out.append((_type_names(typed), st))
+    return out
+
+
+def _type_names(node: ast.expr | None) -> frozenset[str] | None:
+    """``int``, ``int | float``, ``None``: the builtin classes an annotation names; None where
+    it names another (a class whose place in a literal's MRO is not read)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        left, right = _type_names(node.left), _type_names(node.right)
+        return None if left is None or right is None else left | right
+    if isinstance(node, ast.Constant) and node.value is None:
+        return frozenset({"NoneType"})
+    if isinstance(node, ast.Name) and node.id in ("bool", "int", "float", "str", "object"):
+        return frozenset({node.id})
+    return None
