@@ -326,9 +326,11 @@ def _analyse_all(items: list[tuple[Path, bool, int]], cfg: LintConfig, knowledge
 
 _CHUNK = 32
 #: the text (characters) of the files without a flow start whose trees a run keeps for its
-#: program model: about 8 MB of source, some 250 MB of trees (vLLM's attention code, the
-#: startup scope, is 3 MB)
-KEEP_TREES_CHARS = 8_000_000
+#: program model: about 2 MB of source, some 60 MB of trees (vLLM's attention code, the
+#: startup scope, is 3 MB). At 8 MB vLLM 0.34.0 whole peaked at 1.03 GiB (issue 37's bound is
+#: 1 GiB), at 2 MB 0.91 GiB for the same CPU time: a tree parsed again is cheap beside one kept
+#: that nothing reads
+KEEP_TREES_CHARS = 2_000_000
 
 
 def worker_count(jobs: int, files: int) -> int:
