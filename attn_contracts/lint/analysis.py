@@ -17,6 +17,7 @@ from abc import abstractmethod
 from collections import Counter
 from collections.abc import Callable
 from collections.abc import Mapping
+from typing import Any
 from typing import Protocol
 
 from attn_contracts.findings import Location
@@ -148,6 +149,9 @@ class Analysis(ABC):
         self._foreign_index: dict[tuple[str, str], list[tuple[str, str]]] | None = None
         #: per module, the attributes it stores through anything but ``self.``
         self._outside_stores: dict[str, frozenset[str]] = {}
+        #: per module, its stores into ``<X>.attr`` outside ``self.``, by attribute, walked
+        #: once (attributes.store_index)
+        self._store_index: dict[str, dict[str, list[Any]]] = {}
         #: per module, the attributes stored on its names (modules.ModuleResolver.function_attr)
         self._attr_stores: dict[str, dict[tuple[str, str], tuple[list[ast.expr], bool]]] = {}
         self._mutation_index: dict[str, dict[str, tuple[list[ast.stmt], list[ast.expr],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 from dataclasses import replace
 from typing import cast
 
@@ -1060,10 +1061,12 @@ class Resolver(ModuleResolver):
         for path, names in sorted(names_in.items()):
             if attr not in self._stored_elsewhere(path):
                 continue
-            tree = self.p.tree(path)
-            if tree is not None:
-                out += _class_stores_in(path, tree, names, attr, cls,
-                                        shared=not self._stores_self(cls, attr))
+            index = self._store_index.get(path)
+            if index is None:
+                tree = self.p.tree(path)
+                index = self._store_index[path] = store_index(tree) if tree is not None else {}
+            out += _class_stores_in(path, index.get(attr, []), names, cls,
+                                    shared=not self._stores_self(cls, attr))
         return out
 
     def _init_sets(self, cls: ClassInfo, attr: str) -> bool:
@@ -1328,70 +1331,102 @@ _ATTR_MUTATED = re.compile(r"\.[ \t]*([A-Za-z_]\w*)[ \t]*(?:\.[ \t]*(?:" + "|".j
     r")[ \t]*\(|\[[^\]\n]*\][ \t]*(?:[-+*/%|&^@]|//|\*\*|<<|>>)?=(?!=))")
 
 
-def _class_stores_in(path: str, tree: ast.Module, names: set[str], attr: str,
-                     cls: ClassInfo, *, shared: bool = False) -> list[tuple[str, str, bool]]:
-    """The stores into ``<X>.attr`` of a module, outside the class body of ``cls`` (whose
-    own assignments are its value): (module, enclosing function, through one of ``names``).
-    ``shared``: no instance holds ``attr`` of its own, so a change in place of ``<X>.attr``
-    through anything (an instance, ``self``) changes the class's object: such a site too
-    (through no name: its value not read)."""
-    out: list[tuple[str, str, bool]] = []
+@dataclass(frozen=True)
+class _Store:
+    """A statement (or expression) of a module that may store into ``<X>.attr``: where it is
+    (the enclosing function's qualname, "" at module level; the top-level class whose own
+    body holds it directly), whether it changes ``<X>.attr`` in place, and the objects
+    ``<X>`` it assigns the attribute of."""
 
-    def mutated(node: ast.AST) -> bool:
-        """``<X>.attr.append(...)`` / ``<X>.attr[k] = v``, through anything."""
+    qualname: str
+    body_of: tuple[str, int] | None
+    mutated: bool
+    bases: tuple[ast.expr, ...]
+
+
+def store_index(tree: ast.Module) -> dict[str, list[_Store]]:
+    """Every store into ``<X>.attr`` of a module but through ``self.``, by attribute: each
+    statement's assignment targets, ``setattr(X, "attr", v)``, ``<X>.attr.append(...)`` and
+    ``<X>.attr[k] = v``; one walk of the module for every class and attribute asked."""
+    out: dict[str, list[_Store]] = {}
+
+    def holder_attr(node: ast.AST) -> str | None:
         holder = node.func.value if isinstance(node, ast.Call) and isinstance(
             node.func, ast.Attribute) and node.func.attr in _CHANGES else None
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             holder = next((t.value for t in targets if isinstance(t, ast.Subscript)), None)
-        return isinstance(holder, ast.Attribute) and holder.attr == attr
+        return holder.attr if isinstance(holder, ast.Attribute) else None
 
-    def target_of(node: ast.AST) -> list[ast.expr]:
+    def targets(node: ast.AST) -> list[ast.expr]:
         if isinstance(node, ast.Assign):
             return [t for tt in node.targets for t in ast.walk(tt) if isinstance(t, ast.expr)]
         if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
             return [node.target]
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 node.func.id == "setattr" and len(node.args) == 3 and \
-                isinstance(node.args[1], ast.Constant) and node.args[1].value == attr:
-            return [ast.Attribute(node.args[0], attr, ast.Store())]
+                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            return [ast.Attribute(node.args[0], node.args[1].value, ast.Store())]
         return []
 
-    def visit(body: list[ast.stmt], qualname: str) -> None:
+    def visit(body: list[ast.stmt], qualname: str, body_of: tuple[str, int] | None) -> None:
         for st in body:
             if isinstance(st, ast.ClassDef):
                 inner = f"{qualname}.{st.name}" if qualname else st.name
-                if (st.name, st.lineno) == (cls.name, cls.line) and not qualname:
-                    # its own body: methods only (the body's assignments are its value)
+                if not qualname:  # a top-level class: its own body's statements are marked
                     for fn in st.body:
                         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                            visit([fn], inner)
+                            visit([fn], inner, None)
+                    visit([x for x in st.body if not isinstance(
+                        x, (ast.FunctionDef, ast.AsyncFunctionDef))], inner,
+                        (st.name, st.lineno))
                     continue
-                visit(st.body, inner)
+                visit(st.body, inner, None)
                 continue
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                visit(st.body, f"{qualname}.{st.name}" if qualname else st.name)
+                visit(st.body, f"{qualname}.{st.name}" if qualname else st.name, None)
                 continue
             for node in ast.walk(st):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                                      ast.Lambda)) and node is not st:
                     continue
-                if shared and mutated(node):
-                    out.append((path, qualname, False))
-                    continue
-                for t in target_of(node):
-                    if isinstance(t, ast.Attribute) and t.attr == attr and \
-                            not (isinstance(t.value, ast.Name) and t.value.id == "self"):
-                        base = t.value
-                        by_name = isinstance(base, ast.Name) and base.id in names
-                        other = (isinstance(base, ast.Name) and base.id == "cls") or \
-                            (isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and
-                             base.func.id == "type") or \
-                            (isinstance(base, ast.Attribute) and base.attr == "__class__")
-                        if by_name or other:
-                            out.append((path, qualname, by_name))
+                changed = holder_attr(node)
+                bases: dict[str, list[ast.expr]] = {}
+                for t in targets(node):
+                    if isinstance(t, ast.Attribute) and not (
+                            isinstance(t.value, ast.Name) and t.value.id == "self"):
+                        bases.setdefault(t.attr, []).append(t.value)
+                for attr in {*bases, *([changed] if changed else [])}:
+                    out.setdefault(attr, []).append(_Store(
+                        qualname, body_of, attr == changed, tuple(bases.get(attr, ()))))
 
-    visit(tree.body, "")
+    visit(tree.body, "", None)
+    return out
+
+
+def _class_stores_in(path: str, stores: list[_Store], names: set[str], cls: ClassInfo, *,
+                     shared: bool = False) -> list[tuple[str, str, bool]]:
+    """The stores into ``<X>.attr`` of a module (its :func:`store_index` entries for
+    ``attr``), outside the class body of ``cls`` (whose own assignments are its value):
+    (module, enclosing function, through one of ``names``). ``shared``: no instance holds
+    ``attr`` of its own, so a change in place of ``<X>.attr`` through anything (an instance,
+    ``self``) changes the class's object: such a site too (through no name: its value not
+    read)."""
+    out: list[tuple[str, str, bool]] = []
+    for st in stores:
+        if st.body_of == (cls.name, cls.line):
+            continue  # its own body: the class's value, not a change of it
+        if shared and st.mutated:
+            out.append((path, st.qualname, False))
+            continue
+        for base in st.bases:
+            by_name = isinstance(base, ast.Name) and base.id in names
+            other = (isinstance(base, ast.Name) and base.id == "cls") or \
+                (isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and
+                 base.func.id == "type") or \
+                (isinstance(base, ast.Attribute) and base.attr == "__class__")
+            if by_name or other:
+                out.append((path, st.qualname, by_name))
     return out
 
 
