@@ -1363,6 +1363,11 @@ _AS_PYTHON = [
      "not (U == 'x' and False)", True),
     ("a value not known or true", "import os\nU = os.environ.get('ATTN_CONTRACTS_UNSET')",
      "bool(U or True)", False),
+    # a keyword that names a positional-only parameter is collected by ``**kwargs``
+    ("a keyword never binds a positional-only parameter",
+     "def f(x=True, /, **kw):\n    return x", "f(x=False)", True),
+    ("a positional-only parameter given by position", "def f(x=True, /, **kw):\n    return x",
+     "not f(False)", True),
     # functools.singledispatch picks by the first argument's type's MRO: bool before int
     ("singledispatch of a bool runs the int implementation", _DISPATCH, "natural(False)", True),
     ("singledispatch of a bool runs the bool implementation", _DISPATCH +

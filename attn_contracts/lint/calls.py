@@ -125,6 +125,8 @@ class Params:
     positional: int = 0
     vararg: str | None = None  # ``*args``
     kwarg: str | None = None  # ``**kwargs``
+    #: how many of ``names`` are positional-only (before ``/``): a keyword never binds them
+    posonly: int = 0
 
 
 def params_of(node: FuncNode | ast.Lambda) -> Params:
@@ -140,7 +142,7 @@ def params_of(node: FuncNode | ast.Lambda) -> Params:
         isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
     return Params(positional + [k.arg for k in a.kwonlyargs], defaults, anns, var, static,
                    len(positional), a.vararg.arg if a.vararg else None,
-                   a.kwarg.arg if a.kwarg else None)
+                   a.kwarg.arg if a.kwarg else None, len(a.posonlyargs))
 
 
 def nonlocal_names(node: ast.AST) -> frozenset[str]:
@@ -287,8 +289,9 @@ def bind(func: Func, params: Params, call: CallArgs, method: bool) -> dict[str, 
         out[params.vararg] = None if call.opaque else Tup(
             tuple(a.value for a in call.pos[len(positional):]))
     extra: list[tuple[str, Arg]] = []
+    by_keyword = set(names) - set(params.names[:params.posonly])
     for name, arg in call.kw.items():
-        if name in names:
+        if name in by_keyword:  # a positional-only parameter's name goes to ``**kwargs``
             out[name] = arg.value
         else:
             extra.append((name, arg))

@@ -291,7 +291,9 @@ def _states(tree: ast.Module | None, last: str, name: str, params: Params, *,
         if any(isinstance(a, ast.Starred) for a in args) or \
                 any(k.arg is None for k in keywords):
             return False
-        if any(k.arg == name for k in keywords) or (index is not None and len(args) > index):
+        keyword = name not in params.names[:params.posonly]  # ``/``: by position only
+        if (keyword and any(k.arg == name for k in keywords)) or (
+                index is not None and len(args) > index):
             stated += 1
     return stated == refs
 
