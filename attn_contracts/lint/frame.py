@@ -144,24 +144,14 @@ class Frame(RecordCalls):
             return Num(c)
         name = func.attr if isinstance(func, ast.Attribute) else (
             func.id if isinstance(func, ast.Name) else "")
-        if isinstance(func, ast.Attribute) and name in _STR_METHODS and \
-                isinstance(func.value, ast.Name) and func.value.id == "str" and node.args and \
-                not isinstance(node.args[0], ast.Starred) and self.builtin_name("str"):
+        if self._str_type_method(func, name, node):
             # ``str.lower(x)``: the method of the builtin type, bound to its first argument
             node = as_bound_call(node, self.i.synthetic)
             func = cast(ast.Attribute, node.func)
-        if isinstance(func, ast.Attribute) and name in _STR_METHODS and \
-                _reevaluable(func.value):
-            folded = self.str_method(func, node, name, where)
-            if folded is not NOT_SPECIAL:
-                return cast(Value, folded)
         if isinstance(func, ast.Attribute):
-            on_tensor = self.tensor_method(func, node, name, where)
-            if on_tensor is not NOT_SPECIAL:
-                return cast(Value, on_tensor)
-            folded = self.container_method(func, node, name, where)
-            if folded is not UNKNOWN:
-                return cast(Value, folded)
+            method = self._method_value(func, node, name, where)
+            if method is not NOT_SPECIAL:
+                return cast(Value, method)
         callee = self.expr(func)
         if name in ("empty_like", "zeros_like", "full_like", "ones_like") and node.args:
             self.args(node)
@@ -175,6 +165,26 @@ class Frame(RecordCalls):
                     name, frozenset())):
             return self.builtin(name, call, where)
         return self.apply(callee, call, node, where, name)
+
+    def _method_value(self, func: ast.Attribute, node: ast.Call, name: str,
+                      where: Location) -> Value | object:
+        """A method call read without its callee: a ``str`` method folded, a tensor method,
+        a pure container method folded; :data:`NOT_SPECIAL` where it is none of these."""
+        if name in _STR_METHODS and _reevaluable(func.value):
+            folded = self.str_method(func, node, name, where)
+            if folded is not NOT_SPECIAL:
+                return folded
+        on_tensor = self.tensor_method(func, node, name, where)
+        if on_tensor is not NOT_SPECIAL:
+            return on_tensor
+        folded = self.container_method(func, node, name, where)
+        return NOT_SPECIAL if folded is UNKNOWN else folded
+
+    def _str_type_method(self, func: ast.expr, name: str, node: ast.Call) -> bool:
+        """``str.<method>(x, ...)`` of the builtin ``str`` (no name of the program binds it)."""
+        return isinstance(func, ast.Attribute) and name in _STR_METHODS and \
+            isinstance(func.value, ast.Name) and func.value.id == "str" and bool(node.args) \
+            and not isinstance(node.args[0], ast.Starred) and self.builtin_name("str")
 
     def container_method(self, func: ast.Attribute, node: ast.Call, name: str,
                          where: Location) -> Value | object:
@@ -198,16 +208,23 @@ class Frame(RecordCalls):
         folded = fold_builtin(name, args, where)
         if folded is not UNKNOWN:
             return cast(Value, folded)
-        if name == "bool" and len(args) == 1 and (known := self.i.truth(args[0])) is not None:
-            return Lit(known, where)  # an object whose truth is known (a match, an iterator)
-        if name == "bool" and len(args) == 1 and args[0] is not None and all(
-                isinstance(a, Flag) for a in alternatives(args[0])):
-            return args[0]  # a backend's declared flag is a bool: ``bool(impl.lse_base_on_e)``
+        if name == "bool" and len(args) == 1:
+            return self._bool_of(args[0], where)
         if name in ("tuple", "list") and len(args) == 1 and isinstance(args[0], Tup):
             # positions kept; a list is known as one
             return replace(args[0], iterator=False, mutable=name == "list")
         if name in ("tuple", "list", "set", "frozenset", "sorted") and len(args) == 1:
             return Seq(iterate(args[0]))
+        return None
+
+    def _bool_of(self, value: Value, where: Location) -> Value:
+        """``bool(x)``: the truth of an object whose truth is known (a match, an iterator); a
+        backend's declared flag itself (``bool(impl.lse_base_on_e)``: it is a bool)."""
+        known = self.i.truth(value)
+        if known is not None:
+            return Lit(known, where)
+        if value is not None and all(isinstance(a, Flag) for a in alternatives(value)):
+            return value
         return None
 
     def str_method(self, func: ast.Attribute, node: ast.Call, name: str,
@@ -1063,10 +1080,7 @@ class Frame(RecordCalls):
         if rec is not None:
             return self.record_call(rec, self.i.by_name(callee, call), node, where)
         if isinstance(callee, Func):
-            chosen = self.single_dispatch(callee, call)
-            if chosen is not None:
-                return join([self.apply_func(f, call, node) for f in chosen])
-            return self.apply_func(callee, call, node)
+            return self.call_func(callee, call, node)
         if isinstance(callee, Bound):
             return self.apply_bound(callee, call, where, node)
         if isinstance(callee, ClassRef):
@@ -1092,6 +1106,14 @@ class Frame(RecordCalls):
         if rec is None and own != name:
             rec = self.records_for(callee, name, node)  # a stub bound under the record's name
         return rec
+
+    def call_func(self, callee: Func, call: CallArgs, node: ast.Call) -> Value:
+        """A call of a function of the program: the implementation a ``singledispatch``
+        function picks (:meth:`single_dispatch`), else the function."""
+        chosen = self.single_dispatch(callee, call)
+        if chosen is not None:
+            return join([self.apply_func(f, call, node) for f in chosen])
+        return self.apply_func(callee, call, node)
 
     def single_dispatch(self, callee: Func, call: CallArgs) -> list[Func] | None:
         """What a call of a ``functools.singledispatch`` function runs: the implementation

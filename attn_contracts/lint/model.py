@@ -277,25 +277,32 @@ def _states(tree: ast.Module | None, last: str, name: str, params: Params, *,
     skip = 1 if method and not params.static else 0
     index = params.names.index(name) - skip if name in params.names[:params.positional] \
         else None
+    keyword = name not in params.names[:params.posonly]  # ``/``: by position only
     for n in ast.walk(tree):
-        if not isinstance(n, ast.Call):
+        given = _call_args(n, refers) if isinstance(n, ast.Call) else None
+        if given is None:
             continue
-        if refers(n.func):
-            args, keywords = n.args, n.keywords
-        elif n.args and refers(n.args[0]) and (
-                (isinstance(n.func, ast.Name) and n.func.id == "partial") or
-                (isinstance(n.func, ast.Attribute) and n.func.attr == "partial")):
-            args, keywords = n.args[1:], n.keywords
-        else:
-            continue
+        args, keywords = given
         if any(isinstance(a, ast.Starred) for a in args) or \
                 any(k.arg is None for k in keywords):
             return False
-        keyword = name not in params.names[:params.posonly]  # ``/``: by position only
         if (keyword and any(k.arg == name for k in keywords)) or (
                 index is not None and len(args) > index):
             stated += 1
     return stated == refs
+
+
+def _call_args(n: ast.Call, refers: Callable[[ast.AST], bool],
+               ) -> tuple[list[ast.expr], list[ast.keyword]] | None:
+    """The arguments a call gives the function ``refers`` names: its own call's, or a
+    ``partial``'s past the function; None for another call."""
+    if refers(n.func):
+        return n.args, n.keywords
+    if n.args and refers(n.args[0]) and (
+            (isinstance(n.func, ast.Name) and n.func.id == "partial") or
+            (isinstance(n.func, ast.Attribute) and n.func.attr == "partial")):
+        return n.args[1:], n.keywords
+    return None
 
 
 #: what :meth:`ProgramModel.answer_at` answers for a ``**mapping`` that does not give the key
