@@ -1531,16 +1531,26 @@ def test_bool_of_a_declared_flag_is_the_flag(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     """``bool(self.impl.lse_base_on_e)`` (in an override of a hook) is the backend's own flag,
     read per backend as the flag itself is (it was a value not read: a warning)."""
-    src = ("from mylib import combine, decode, decode_e\n"
-           "class AttentionImpl:\n    lse_base_on_e = True\n    def run(self, q):\n"
-           "        return decode_e(q)\n"
-           "class FI(AttentionImpl):\n    lse_base_on_e = False\n    def run(self, q):\n"
-           "        return decode(q, return_lse=True)\n"
-           "class Layer:\n    def __init__(self, impl: AttentionImpl):\n        self.impl = impl\n"
-           "        self.flag = self.base()\n    def base(self):\n"
-           "        return bool(self.impl.lse_base_on_e)\n    def step(self, q):\n"
-           "        out, lse = self.impl.run(q)\n"
-           "        return combine(out, lse, is_lse_base_on_e=self.flag)\n")
+    src = """
+        from mylib import combine, decode, decode_e
+        class AttentionImpl:
+            lse_base_on_e = True
+            def run(self, q):
+                return decode_e(q)
+        class FI(AttentionImpl):
+            lse_base_on_e = False
+            def run(self, q):
+                return decode(q, return_lse=True)
+        class Layer:
+            def __init__(self, impl: AttentionImpl):
+                self.impl = impl
+                self.flag = self.base()
+            def base(self):
+                return bool(self.impl.lse_base_on_e)
+            def step(self, q):
+                out, lse = self.impl.run(q)
+                return combine(out, lse, is_lse_base_on_e=self.flag)
+        """
     found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
     assert not [f for f in found if f["severity"] in ("error", "warning")], found
 
