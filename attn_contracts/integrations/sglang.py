@@ -775,7 +775,8 @@ def _spread_answers(reads: list[tuple[tuple[tuple[str, str], ...], str] | None],
     """Per name, what a call's ``**mapping``s give the keyword together: the one that gives it
     (Python refuses a keyword given twice), :data:`_OMITTED` where none does, ``"?"`` where
     one is not read."""
-    if not reads or any(r is None for r in reads):
+    done = [r for r in reads if r is not None]
+    if not done or len(done) != len(reads):
         return None
 
     def merged(answers: list[str]) -> str:
@@ -784,7 +785,6 @@ def _spread_answers(reads: list[tuple[tuple[tuple[str, str], ...], str] | None],
         given = [a for a in answers if a != _OMITTED]
         return given[0] if len(given) == 1 else _OMITTED if not given else "?"
 
-    done = [r for r in reads if r is not None]
     names = [n for n, _ in done[0][0]]
     per = [dict(r[0]) for r in done]
     return (tuple((n, merged([p[n] for p in per])) for n in names),

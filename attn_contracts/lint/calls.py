@@ -313,6 +313,10 @@ def bind(func: Func, params: Params, call: CallArgs, method: bool) -> dict[str, 
     return out
 
 
+#: the variable of the generator :func:`as_generator` writes for ``map``/``filter`` (no name a
+#: source can bind)
+GENERATED_ITEM = "<item>"
+
 #: a comprehension's syntax node
 ComprehensionNode = ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
 
@@ -333,13 +337,13 @@ def as_generator(node: ast.Call, kept: dict[int, tuple[ast.AST, ast.AST | None]]
     if len(node.args) == 2 and not node.keywords and \
             not any(isinstance(a, ast.Starred) for a in node.args):
         fn, items = node.args
-        item = ast.Name(id="<item>", ctx=ast.Load())
+        item = ast.Name(id=GENERATED_ITEM, ctx=ast.Load())
         applied = ast.Call(func=fn, args=[item], keywords=[])
         none = isinstance(fn, ast.Constant) and fn.value is None
         elt: ast.expr = item if name == "filter" or none else applied
         ifs: list[ast.expr] = [item if none else applied] if name == "filter" else []
         gen = ast.GeneratorExp(elt=elt, generators=[ast.comprehension(
-            target=ast.Name(id="<item>", ctx=ast.Store()), iter=items, ifs=ifs, is_async=0)])
+            target=ast.Name(id=GENERATED_ITEM, ctx=ast.Store()), iter=items, ifs=ifs, is_async=0)])
         for sub in ast.walk(gen):
             if sub not in (fn, items) and isinstance(sub, (ast.expr, ast.comprehension)) \
                     and not hasattr(sub, "lineno"):

@@ -969,7 +969,7 @@ class Frame(RecordCalls):
             if len(node.args) == 3 and len(names) == 1:  # is the default ever taken here?
                 _, dead = self.i.getattr_defaults.get(where, (attr, True))
                 self.i.getattr_defaults[where] = (attr, dead and self.i.has_surely(inner, attr))
-            value = self.i.attribute(inner, attr, place(self.path, node))
+            value = self.i.attribute(inner, attr, where)
             if value is None and isinstance(default, Lit) and self.i.lacks(inner, attr):
                 value = replace(default, how=f" through getattr(..., {attr!r}, "
                                 f"{default.value!r}), whose attribute nothing sets")
@@ -1634,7 +1634,7 @@ def _pairs_dict(value: Value, where: Location) -> Value:
 #: the builtin types a literal may be, each with the classes of its MRO (``bool`` is an ``int``)
 _BUILTIN_MRO = {bool: ("bool", "int", "object"), int: ("int", "object"),
                 float: ("float", "object"), str: ("str", "object"),
-                type(None): ("NoneType", "None", "object")}
+                type(None): ("NoneType", "object")}
 
 
 def _builtin_mro(value: Value) -> tuple[str, ...] | None:

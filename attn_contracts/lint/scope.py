@@ -23,6 +23,7 @@ from typing import cast
 from attn_contracts.findings import Location
 from attn_contracts.lint.attributes import Resolver
 from attn_contracts.lint.bounds import FUNCTION_BUDGET
+from attn_contracts.lint.calls import GENERATED_ITEM
 from attn_contracts.lint.calls import first_iterable_named
 from attn_contracts.lint.calls import literal_value
 from attn_contracts.lint.calls import nonlocal_names
@@ -1783,7 +1784,7 @@ class Scope:
             # is run where its name is first read in this function (:meth:`_consumed`)
             # (not ``map(f, xs)``'s generator: Python evaluates its ``f`` when it is made)
             first, target = node.generators[0].iter, node.generators[0].target
-            made_by_map = isinstance(target, ast.Name) and target.id.startswith("<")
+            made_by_map = isinstance(target, ast.Name) and target.id == GENERATED_ITEM
             self.pending_lazy = (node, self.expr(first)) \
                 if _calls_nothing(first) and not made_by_map else None
             return Seq(join([*kept, None]), iterator=True)
