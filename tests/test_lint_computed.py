@@ -685,6 +685,28 @@ PAIRS.told([
      f"flags = []{NL}flags.append(True)", "flags[0]",
      ("flags.append(True)", f"flags.append(True){NL}flags.insert(0, False)")),
 ])
+# functions of the standard library called as Python calls them: a key function, a folding
+# function, a table for str.translate (keyed by code points, so a string key changes nothing)
+PAIRS.told([
+    ("itertools.groupby over unsorted rows: a later run of a key replaces the first",
+     f"import itertools{NL}rows = (('fi', False), ('fa', True), ('fi', True)){NL}"
+     f"by = {{k: [b for _, b in g] for k, g in itertools.groupby(rows, key=lambda r: r[0])}}",
+     "by['fi'][0]", ("('fi', True))", "('fi', False))")),
+    ("operator.itemgetter as a sort key and a groupby key",
+     f"import itertools, operator{NL}rows = (('fa', 'ln'), ('fi', 'ln'), ('fm', 'log2')){NL}"
+     f"ln = {{u: {{n for n, _ in g}} for u, g in itertools.groupby(sorted(rows, "
+     f"key=operator.itemgetter(1)), key=operator.itemgetter(1))}}['ln']",
+     "'fi' in ln", ("('fi', 'ln')", "('fi', 'log2')")),
+    ("functools.reduce calls its function on the running value",
+     "import functools, operator", "functools.reduce(operator.eq, (False, False))",
+     ("operator.eq, (False", "operator.and_, (False")),
+    ("min and max with a key pick the element, not the key",
+     "rows = (('fa', 2), ('fi', 1))", "max(rows, key=lambda r: r[1])[0] == 'fa'",
+     ("== 'fa'", "== 'fi'")),
+    ("str.translate maps code points: a string-keyed table changes nothing",
+     "name = 'cute-dsl'.translate({'-': '_'})", "name == 'cute-dsl'",
+     ("{'-': '_'}", "{ord('-'): '_'}")),
+])
 PAIRS.told([("a generator's yields, each run once, are in the order written", "",
              "list(bases())[0]", ("list(bases())[0]", "list(bases())[1]"))],
            module="def bases():\n            yield True\n            yield False")

@@ -352,6 +352,31 @@ def as_generator(node: ast.Call, kept: dict[int, tuple[ast.AST, ast.AST | None]]
     return gen
 
 
+def as_itemgetter(node: ast.Call, kept: dict[int, tuple[ast.AST, ast.AST | None]]
+                  ) -> ast.Lambda | None:
+    """``operator.itemgetter(k)`` as ``lambda x: x[k]`` (``itemgetter(a, b)``: ``lambda x:
+    (x[a], x[b])``), for constant keys: the function Python builds, read by subscription's
+    own semantics. None for another form. ``kept``: as in :func:`as_generator`."""
+    known = kept.get(id(node))
+    if known is not None:
+        return cast(ast.Lambda | None, known[1])
+    lam: ast.Lambda | None = None
+    if node.args and not node.keywords and all(isinstance(a, ast.Constant) for a in node.args):
+        items: list[ast.expr] = [
+            ast.Subscript(value=ast.Name(id=GENERATED_ITEM, ctx=ast.Load()), slice=key,
+                          ctx=ast.Load()) for key in node.args]
+        body = items[0] if len(items) == 1 else ast.Tuple(elts=items, ctx=ast.Load())
+        lam = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=GENERATED_ITEM)],
+                                            kwonlyargs=[], kw_defaults=[], defaults=[]),
+                         body=body)
+        for sub in ast.walk(lam):
+            if sub not in node.args and hasattr(sub, "_attributes") and \
+                    "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+                ast.copy_location(sub, node)
+    kept[id(node)] = (node, lam)
+    return lam
+
+
 def as_bound_call(node: ast.Call, kept: dict[int, tuple[ast.AST, ast.AST | None]]
                   ) -> ast.Call:
     """``str.lower(x, *rest)`` (a builtin type's method looked up on the type) as

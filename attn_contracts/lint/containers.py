@@ -174,7 +174,7 @@ def _enumerate(t: Tup | None, start: Value, where: Location) -> Value | None:
 
 
 #: what :mod:`itertools` builds from tuples of known positions, read as Python computes it
-ITERTOOLS = frozenset({"zip_longest", "chain", "takewhile", "dropwhile"})
+ITERTOOLS = frozenset({"zip_longest", "chain", "takewhile", "dropwhile", "groupby"})
 
 
 def itertools_value(name: str, args: Sequence[Value], fill: Value,
@@ -210,6 +210,30 @@ def _while(name: str, tuples: list[Tup], keep: Callable[[Value], bool | None] | 
             cut = i
             break
     return Tup(items[:cut] if name == "takewhile" else items[cut:])
+
+
+def grouped(items: Sequence[Value], keys: Sequence[Value]) -> Value:
+    """``itertools.groupby``: one ``(key, group)`` pair per run of consecutive elements whose
+    keys are equal (``keys``: each element's key, as the key function gives it), as Python
+    yields them: an unsorted input gives a key once per run; each group an iterator. None
+    where a key is not one known literal (where the runs break is not known)."""
+    known = [literal_values(k) for k in keys]
+    if any(k is None or len(k) != 1 for k in known):
+        return None
+    runs: list[tuple[Value, list[Value]]] = []
+    previous: object = _NO_KEY
+    for item, key, value in zip(items, keys, known, strict=True):
+        one = cast(list[object], value)[0]
+        if not runs or previous != one:  # keys compared by value, as Python does
+            runs.append((key, []))
+        runs[-1][1].append(item)
+        previous = one
+    return Tup(tuple(Tup((key, Tup(tuple(run), iterator=True))) for key, run in runs),
+               iterator=True)
+
+
+#: no key seen yet (:func:`grouped`)
+_NO_KEY = object()
 
 
 def _next(args: Sequence[Value], t: Tup | None) -> Value:
@@ -265,7 +289,7 @@ def literal_keys(value: Value) -> list[str] | None:
     return None if keys is None or any(k is None for k in keys) else cast(list[str], keys)
 
 
-def _key_value(key: str) -> object:
+def key_value(key: str) -> object:
     """The Python value a DictV key stands for."""
     return ast.literal_eval(key[1:]) if key.startswith("\x00") and not \
         key.startswith("\x00class ") else key
@@ -446,7 +470,7 @@ def members_of(value: Value) -> tuple[list[bool | int | float | str | None], boo
         return (many, value.complete) if many is not None else None
     if isinstance(value, DictV) and not class_keyed(value):
         # ``name in table``: its keys (all of them, where no path may lack one)
-        return [cast(Any, _key_value(k)) for k, _ in value.items], not value.maybe
+        return [cast(Any, key_value(k)) for k, _ in value.items], not value.maybe
     return None
 
 

@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING
 
 from attn_contracts.consumer import FixedBase
 from attn_contracts.consumer import KeywordBase
+from attn_contracts.findings import Location
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import params_of
+from attn_contracts.lint.inferred import Returned
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.record_index import Consumer
 from attn_contracts.lint.record_index import agreed_consumer
@@ -34,6 +36,9 @@ from attn_contracts.lint.values import Inst
 from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import Lse
 from attn_contracts.lint.values import Source
+from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import lse_sources_of
+from attn_contracts.lint.values import source_order
 
 if TYPE_CHECKING:
     from attn_contracts.lint.interpret import Interpreter
@@ -70,8 +75,29 @@ def run_contract(interp: Interpreter, path: str, qualname: str, node: FuncNode,
         kw[lse_name] = Arg(Lse(frozenset({source})))
         if keyword:
             kw[keyword] = Arg(Lit(value, how=f" (what a caller of {last}() may pass)", assumed=True))
-        interp.analyse_apart(func, self_value, CallArgs(
-            [], kw, params.vararg is not None or params.kwarg is not None))
+        outer, interp.returned = interp.returned, []
+        try:
+            summary = interp.analyse_apart(func, self_value, CallArgs(
+                [], kw, params.vararg is not None or params.kwarg is not None))
+        finally:
+            returned, interp.returned = interp.returned, outer
+        expected = consumer.returns_base if consumer.returns_base in ("2", "e") else (
+            base if consumer.returns_base == "input" else None)
+        if expected is not None:
+            _judge_returned(interp, consumer, f"{keyword}={literal}" if keyword else "",
+                            expected, summary.returns, returned)
+
+
+def _judge_returned(interp: Interpreter, consumer: Consumer, told: str, expected: str,
+                    returns: Value, returned: list[tuple[Location, Value]]) -> None:
+    """A :class:`~.inferred.Returned` fact for each LSE of a known base other than
+    ``expected`` the body returns, at the first ``return`` that returns it."""
+    for src in sorted(lse_sources_of([returns]), key=source_order):
+        if src.base not in ("2", "e") or src.dispatch or src.base == expected:
+            continue
+        where = next((at for at, value in returned if src in lse_sources_of([value])), None)
+        if where is not None:
+            interp.report(Returned(consumer, told, expected, src, where))
 
 
 def _described(interp: Interpreter, path: str, qualname: str, node: FuncNode,

@@ -31,7 +31,8 @@ Facts the interpreter infers on its way (:data:`~attn_contracts.lint.inferred.Fa
 findings here too (:func:`fact_findings`): an LSE exponentiated in the other base is ``AC023``; a
 combine call that leaves its base keyword to the default, ``AC022``; a producer call that leaves
 its base to the library's dispatch, ``AC028``; a combine whose records disagree, the versions
-unknown, ``AC029``.
+unknown, ``AC029``; a combine whose body returns its merged LSE in another base than its record
+says, ``AC008``.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from attn_contracts.lint.inferred import Fact
 from attn_contracts.lint.inferred import Kernel
 from attn_contracts.lint.inferred import Misconverted
 from attn_contracts.lint.inferred import Omitted
+from attn_contracts.lint.inferred import Returned
 from attn_contracts.lint.inferred import Use
 from attn_contracts.lint.inferred import Weighed
 from attn_contracts.lint.record_index import Consumer
@@ -688,6 +690,20 @@ def _misconverted(f: Misconverted) -> Iterator[Finding]:
             allowed=other, location=f.called_at)
 
 
+def _returned_finding(f: Returned) -> Finding:
+    """AC008 where a combine's body returns an LSE of another base than its record says."""
+    c, src = f.consumer, f.source
+    told = f" with {f.told}" if f.told else ""
+    done = f" (after {src.converted})" if src.converted else ""
+    return Finding(
+        Code.AC008, c.last,
+        f"{c.last}{told} returns {src.what}{done}, base {src.base}, but its record "
+        f"({c.label}) says the LSE it returns is base {f.expected}: its callers convert by the "
+        "record", hint=f"convert the returned LSE back to base {f.expected} (or correct the "
+        "record to what the function returns)", field="output.lse_base", found=src.base,
+        allowed=f.expected, location=f.where)
+
+
 def fact_findings(facts: Iterable[Fact]) -> Iterator[Finding]:
     """The findings of what the interpreter inferred besides the uses (one per fact)."""
     for f in facts:
@@ -710,6 +726,8 @@ def fact_findings(facts: Iterable[Fact]) -> Iterator[Finding]:
                 field="base", found=first.base, allowed=f.reads, location=f.where)
         elif isinstance(f, Misconverted):
             yield from _misconverted(f)
+        elif isinstance(f, Returned):
+            yield _returned_finding(f)
         elif isinstance(f, Omitted):
             c = f.consumer
             yield Finding(

@@ -20,6 +20,7 @@ from attn_contracts.lint.calls import OPAQUE_ARGS
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import as_bound_call
 from attn_contracts.lint.calls import as_generator
+from attn_contracts.lint.calls import as_itemgetter
 from attn_contracts.lint.calls import call_matters
 from attn_contracts.lint.calls import callee_name
 from attn_contracts.lint.calls import nonlocal_names
@@ -34,13 +35,16 @@ from attn_contracts.lint.containers import ITERTOOLS
 from attn_contracts.lint.containers import MUTATORS
 from attn_contracts.lint.containers import characters
 from attn_contracts.lint.containers import class_key
+from attn_contracts.lint.containers import class_keyed
 from attn_contracts.lint.containers import dict_key
 from attn_contracts.lint.containers import dict_popped
 from attn_contracts.lint.containers import dict_setdefault
 from attn_contracts.lint.containers import flag_values
+from attn_contracts.lint.containers import grouped
 from attn_contracts.lint.containers import iterate
 from attn_contracts.lint.containers import iteration
 from attn_contracts.lint.containers import itertools_value
+from attn_contracts.lint.containers import key_value
 from attn_contracts.lint.containers import literal_keys
 from attn_contracts.lint.containers import literal_values
 from attn_contracts.lint.containers import members_of
@@ -163,7 +167,7 @@ class Frame(RecordCalls):
         if callee is None and isinstance(func, ast.Name) and name in _BUILTIN_CALLS and \
                 not call.opaque and (not call.kw or set(call.kw) <= _ITERATION_KEYWORDS.get(
                     name, frozenset())):
-            return self.builtin(name, call, where)
+            return self.builtin(name, call, where, node)
         return self.apply(callee, call, node, where, name)
 
     def _method_value(self, func: ast.Attribute, node: ast.Call, name: str,
@@ -194,7 +198,7 @@ class Frame(RecordCalls):
             return UNKNOWN
         return fold_method(self.expr(func.value), name, [self.expr(a) for a in node.args], where)
 
-    def builtin(self, name: str, call: CallArgs, where: Location) -> Value:
+    def builtin(self, name: str, call: CallArgs, where: Location, node: ast.Call) -> Value:
         """A builtin function of Python's (the name bound to nothing in the program): folded
         where its arguments are known exactly (:mod:`.folding`); a conversion of a container
         (``list(t)``, ``frozenset(s)``) holds its elements; the rest is not known."""
@@ -205,6 +209,8 @@ class Frame(RecordCalls):
             args[0] = Tup(tuple(Lit(k, where) for k, _ in args[0].items))
         if name in ITERATION:
             return iteration(name, args, where, {k: a.value for k, a in call.kw.items()})
+        if call.kw:
+            return self._keyed(name, args, call, where, node)
         folded = fold_builtin(name, args, where)
         if folded is not UNKNOWN:
             return cast(Value, folded)
@@ -216,6 +222,33 @@ class Frame(RecordCalls):
         if name in ("tuple", "list", "set", "frozenset", "sorted") and len(args) == 1:
             return Seq(iterate(args[0]))
         return None
+
+    def _keyed(self, name: str, args: list[Value], call: CallArgs, where: Location,
+               node: ast.Call) -> Value:
+        """``sorted(t, key=f, reverse=r)``, ``min(t, key=f)``, ``max(t, key=f)`` over a tuple
+        of known positions: ``f`` called on each element, as Python calls it, and the elements
+        ordered by what it returns (a stable sort; the first of equal extremes); not known where
+        a key is not one known value, or keys do not compare."""
+        items = args[0] if len(args) == 1 else None
+        if not isinstance(items, Tup) or items.partial_items:
+            return None
+        key = call.kw["key"].value if "key" in call.kw else None
+        keys = [self.apply(key, CallArgs([Arg(v, where)], {}, False, where=where), node,
+                           where, name) if key is not None else v for v in items.items]
+        known = [concrete(k) for k in keys]
+        reverse = concrete(call.kw["reverse"].value) if "reverse" in call.kw else False
+        if any(k is UNKNOWN for k in known) or reverse is UNKNOWN or not items.items:
+            return None
+        try:
+            order = sorted(range(len(known)), key=known.__getitem__, reverse=bool(reverse))
+            if name == "min":
+                return items.items[min(range(len(known)), key=known.__getitem__)]
+            if name == "max":
+                return items.items[max(range(len(known)), key=known.__getitem__)]
+        except TypeError:
+            return None  # Python raises: no value
+        return replace(items, items=tuple(items.items[i] for i in order), iterator=False,
+                       mutable=True)
 
     def _bool_of(self, value: Value, where: Location) -> Value:
         """``bool(x)``: the truth of an object whose truth is known (a match, an iterator); a
@@ -243,7 +276,7 @@ class Frame(RecordCalls):
         if any(a is NOT_SPECIAL for a in (*args, *kwargs.values())):
             return None  # an argument it does not know
         if (name == "format" and not safe_format(texts[0])) or (
-                name == "zfill" and any(isinstance(a, int) and a > _FOLD_MAX for a in args)):
+                name in _WIDENS and any(isinstance(a, int) and a > _FOLD_MAX for a in args)):
             return None  # a result too large to build: not read
         try:
             result = getattr(texts[0], name)(*args, **kwargs)
@@ -883,11 +916,15 @@ class Frame(RecordCalls):
 
     def attrgetter_form(self, callee: Value, qual: str, name: str,
                         node: ast.Call) -> Value | object:
-        """``operator.attrgetter("a", "b.c")`` of known names: an object naming them; called
+        """``operator.itemgetter(k)``: the function it builds (:func:`~.calls.as_itemgetter`).
+        ``operator.attrgetter("a", "b.c")`` of known names: an object naming them; called
         on an object, what Python gives: ``obj.a``, or the tuple ``(obj.a, obj.b.c)`` in the
         order the names are written."""
         if any(isinstance(a, ast.Starred) for a in node.args) or node.keywords:
             return NOT_SPECIAL
+        if qual == "operator.itemgetter":
+            getter = as_itemgetter(node, self.i.synthetic)
+            return None if getter is None else self.expr(getter)
         if qual == "operator.attrgetter" and node.args:
             names = [concrete(self.expr(a)) for a in node.args]
             if not all(isinstance(n, str) and n and "\x1f" not in n for n in names):
@@ -925,7 +962,48 @@ class Frame(RecordCalls):
                 return truth(self.apply(pred, CallArgs([Arg(v, where)], {}, False, where=where),
                                         node, where, fn))
             return itertools_value(fn, [self.expr(node.args[1])], fill, keep)
+        if fn == "groupby":
+            return self._groupby(node, kw, where)
         return itertools_value(fn, [self.expr(a) for a in node.args], fill, None)
+
+    def _groupby(self, node: ast.Call, kw: dict[str, Value], where: Location) -> Value:
+        """``itertools.groupby(t, key=f)`` over a tuple of known positions: its runs, each
+        element's key as ``f`` (called as Python calls it) gives it, or the element itself."""
+        if not node.args or len(node.args) > 2 or set(kw) - {"key"}:
+            return None
+        items = self.expr(node.args[0])
+        given = len(node.args) == 2 or "key" in kw
+        key = self.expr(node.args[1]) if len(node.args) == 2 else kw.get("key")
+        if not isinstance(items, Tup) or items.partial_items or (given and key is None):
+            return None  # the elements, or the key function, not known
+        if not given or (isinstance(key, Lit) and key.value is None):
+            keys = list(items.items)
+        else:
+            keys = [self.apply(key, CallArgs([Arg(v, where)], {}, False, where=where), node,
+                               where, "groupby") for v in items.items]
+        return grouped(items.items, keys)
+
+    def reduce_form(self, callee: Value, qual: str, name: str,
+                    node: ast.Call) -> Value | object:
+        """``functools.reduce(f, t[, initial])`` over a tuple of known positions: ``f`` called
+        on the running value and each element in turn, as Python calls it; the initial value
+        of an empty tuple (no value where it has none: Python raises)."""
+        if qual != "functools.reduce" or not 2 <= len(node.args) <= 3 or node.keywords or \
+                any(isinstance(a, ast.Starred) for a in node.args):
+            return NOT_SPECIAL
+        where = place(self.path, node)
+        fn, items = self.expr(node.args[0]), self.expr(node.args[1])
+        initial = [self.expr(node.args[2])] if len(node.args) == 3 else []
+        if not isinstance(items, Tup) or items.partial_items:
+            return None
+        values = [*initial, *items.items]
+        if not values:
+            return None
+        acc = values[0]
+        for item in values[1:]:
+            acc = self.apply(fn, CallArgs([Arg(acc, where), Arg(item, where)], {}, False,
+                                          where=where), node, where, "reduce")
+        return acc
 
     def triton_memory(self, callee: Value, qual: str, name: str,
                       node: ast.Call) -> Value | object:
@@ -1088,8 +1166,7 @@ class Frame(RecordCalls):
         if isinstance(callee, Inst):
             return self.apply_inst(callee, call, node, where)
         if isinstance(callee, Ext):
-            return ExtInst(callee.qualname) if callee.qualname.rpartition(".")[2][:1].isupper() \
-                else None
+            return _library_call(callee, call, where)
         if callee is None and isinstance(node.func, ast.Name) and node.func.id[:1].isupper() \
                 and node.func.id not in self.env:
             return ExtInst(f"?{node.func.id}")  # a class bound nowhere it sees: by its name
@@ -1415,6 +1492,7 @@ _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.pa
                   Frame.get_form, Frame.dict_form, Frame.fromkeys_form,
                   Frame.replace_form, Frame.dict_method_form,
                   Frame.library_collective, Frame.triton_memory, Frame.itertools_form,
+                  Frame.reduce_form,
                   Frame.library_form, Frame.regex_form, Frame.generator_form,
                   Frame.attrgetter_form, Frame.new_form, Frame.globals_form)
 #: the value ``operator.attrgetter("a", "b.c")`` is: an external object naming its attributes
@@ -1455,7 +1533,10 @@ _FACTORY_BUILTINS: dict[str, bool | int | float | str] = {"bool": False, "int": 
 #: the keywords of an iteration builtin that it is folded with (``zip(a, b, strict=True)``,
 #: ``enumerate(t, start=1)``)
 _ITERATION_KEYWORDS: dict[str, frozenset[str]] = {"zip": frozenset({"strict"}),
-                                                  "enumerate": frozenset({"start"})}
+                                                  "enumerate": frozenset({"start"}),
+                                                  "sorted": frozenset({"key", "reverse"}),
+                                                  "min": frozenset({"key"}),
+                                                  "max": frozenset({"key"})}
 
 #: the builtin types ``isinstance`` is answered for on constants
 _SCALAR_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str,
@@ -1475,6 +1556,21 @@ def _view(d: DictV, name: str) -> Value:
     return Tup(tuple(parts)) if not d.maybe else Seq(join(parts))
 
 
+def _library_call(callee: Ext, call: CallArgs, where: Location) -> Value:
+    """A function of another package called through a value (``reduce(operator.eq, t)``
+    calls ``operator.eq``): a pure function of the standard library folded on known
+    arguments, as written at a call (:meth:`Frame.library_form`); an instance of a class by
+    its name; else not known."""
+    module, _, fn = callee.qualname.rpartition(".")
+    if not call.opaque and (fn in MATH_FUNCTIONS if module == "math" else
+                            fn in LIBRARY_FUNCTIONS.get(module, frozenset())):
+        folded = fold_library(module, fn, [a.value for a in call.pos],
+                              {k: a.value for k, a in call.kw.items()}, where)
+        if folded is not UNKNOWN:
+            return cast(Value, folded)
+    return ExtInst(callee.qualname) if fn[:1].isupper() else None
+
+
 def _one_literal(value: Value) -> object:
     """The one Python value a value is: a literal's, or a tuple of literals' (``",".join(t)``);
     :data:`NOT_SPECIAL` where it may be several, or is not known."""
@@ -1482,6 +1578,13 @@ def _one_literal(value: Value) -> object:
         items = [literal_values(v) for v in value.items]
         if all(i is not None and len(i) == 1 for i in items):
             return tuple(cast(list[object], i)[0] for i in items)
+    if isinstance(value, DictV) and not value.maybe:
+        # a dict of literals (``str.translate``'s table), keyed by the values written
+        if class_keyed(value):
+            return NOT_SPECIAL
+        entries = {key_value(k): _one_literal(a.value) for k, a in value.items}
+        if all(v is not NOT_SPECIAL for v in entries.values()):
+            return entries
     one = literal_values(value)
     return one[0] if one is not None and len(one) == 1 else NOT_SPECIAL
 
@@ -1521,9 +1624,13 @@ _STR_METHODS = frozenset({
     "split", "rsplit", "splitlines", "strip", "lstrip", "rstrip", "lower", "upper", "casefold",
     "title", "capitalize", "replace", "startswith", "endswith", "removeprefix", "removesuffix",
     "partition", "rpartition", "count", "find", "rfind", "isdigit", "isalpha", "isalnum",
-    "isidentifier", "islower", "isupper", "join", "zfill", "format",
+    "isidentifier", "islower", "isupper", "join", "zfill", "format", "translate", "center",
+    "ljust", "rjust", "swapcase", "index", "rindex", "isspace", "isnumeric", "isdecimal",
+    "istitle", "isascii", "isprintable", "expandtabs",
     # its comparisons, called as methods (``filter(name.__eq__, names)``)
     "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__"})
+#: the str methods whose integer argument is the result's width (a huge one is not built)
+_WIDENS = frozenset({"zfill", "center", "ljust", "rjust", "expandtabs"})
 #: the largest folded string or list kept (a larger one is not read)
 _FOLD_MAX = 4096
 

@@ -21,7 +21,7 @@ from attn_contracts.lint.values import Param
 from attn_contracts.lint.values import Source
 
 __all__ = ["BaseGiven", "BoundReached", "Disagreed", "Dispatched", "Fact", "Kernel", "Omitted",
-           "Use", "Weighed"]
+           "Returned", "Use", "Weighed"]
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,21 @@ class Misconverted:
     called_at: Location | None = None
 
 
+@dataclass(frozen=True)
+class Returned:
+    """A combine's body, read as its consumer record says it is called
+    (:mod:`.contracts`), returns an LSE of another base than the record says its merged LSE
+    is (the base it was given, or a fixed one): the record's callers convert by the record."""
+
+    consumer: Consumer
+    told: str  # how the call selects the base (``is_lse_base_on_e=False``); "" for a fixed one
+    expected: str  # the base the record says the returned LSE is in
+    source: Source  # the returned LSE of the other base
+    where: Location  # the first ``return`` of it (the innermost function's)
+
+
 #: what the interpreter infers besides the uses, for :mod:`attn_contracts.lint.edges`
-Fact = Weighed | Omitted | Dispatched | Disagreed | BoundReached | Misconverted
+Fact = Weighed | Omitted | Dispatched | Disagreed | BoundReached | Misconverted | Returned
 
 
 def kernel_of(src: Source) -> Kernel | None:

@@ -757,8 +757,10 @@ class Scope:
 
     @_on(_STMT, ast.Return)
     def s_return(self, st: ast.Return) -> None:
-        self.returns.append(None if st.value is None else self.i.bounds.value(
-            self, self.expr(st.value), st))
+        value = None if st.value is None else self.i.bounds.value(self, self.expr(st.value), st)
+        self.returns.append(value)
+        if self.i.returned is not None and value is not None:
+            self.i.returned.append((place(self.path, st), value))
         self.ended = True
 
     @_on(_STMT, ast.Raise)
