@@ -707,6 +707,18 @@ PAIRS.told([
      "name = 'cute-dsl'.translate({'-': '_'})", "name == 'cute-dsl'",
      ("{'-': '_'}", "{ord('-'): '_'}")),
 ])
+# an object's subscript and membership test run its class's own methods
+_TABLE = """class Table:
+            _NATURAL = frozenset({"fa", "fm"})
+            def __getitem__(self, name):
+                return name in self._NATURAL
+            def __contains__(self, name):
+                return name in self._NATURAL
+        TABLE = Table()"""
+PAIRS.told([("obj[k] runs its class's __getitem__", "", "TABLE['fa']",
+             ("TABLE['fa']", "TABLE['fi']")),
+            ("k in obj runs its class's __contains__", "", "'fi' not in TABLE",
+             ("'fi' not in", "'fi' in"))], module=_TABLE)
 PAIRS.told([("a generator's yields, each run once, are in the order written", "",
              "list(bases())[0]", ("list(bases())[0]", "list(bases())[1]"))],
            module="def bases():\n            yield True\n            yield False")

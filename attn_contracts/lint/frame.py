@@ -1303,6 +1303,16 @@ class Frame(RecordCalls):
                 return self.apply_one(bound, call, node, where, method)
         return None
 
+    def dunder(self, obj: Inst, method: str, arg: Value, node: ast.expr) -> Value | object:
+        cls = self.i.class_info(obj.cls)
+        owner = self.i.p.lookup(cls, method) if cls is not None else None
+        if owner is None or not isinstance(node, (ast.Subscript, ast.Compare)):
+            return NOT_SPECIAL
+        where = place(self.path, node)
+        bound = Bound(Func(owner.path, f"{owner.name}.{method}"), obj, (owner.path, owner.name))
+        return self.apply_one(bound, CallArgs([Arg(arg, where)], {}, False, where=where),
+                              _dunder_call(node, method, self.i.synthetic), where, method)
+
     def apply_unknown_method(self, func: ast.Attribute, call: CallArgs, node: ast.Call,
                              where: Location) -> Value:
         """``x.m(...)`` on a receiver of unknown type: a producer its module imports, a
@@ -1554,6 +1564,24 @@ def _view(d: DictV, name: str) -> Value:
     parts: list[Value] = [Tup((Lit(k, a.where), a.value)) if name == "items" else
                           a.value if name == "values" else Lit(k, a.where) for k, a in d.items]
     return Tup(tuple(parts)) if not d.maybe else Seq(join(parts))
+
+
+def _dunder_call(node: ast.Subscript | ast.Compare, method: str,
+                 kept: dict[int, tuple[ast.AST, ast.AST | None]]) -> ast.Call:
+    """The call a subscript or a membership test makes (``obj[k]`` is
+    ``obj.__getitem__(k)``; ``k in obj`` is ``obj.__contains__(k)``), as a node placed where
+    it is written (built once per node, kept alive with the tree)."""
+    known = kept.get(id(node))
+    if known is not None:
+        return cast(ast.Call, known[1])
+    receiver, arg = (node.value, node.slice) if isinstance(node, ast.Subscript) else (
+        node.comparators[0], node.left)
+    call = ast.Call(func=ast.Attribute(value=receiver, attr=method, ctx=ast.Load()),
+                    args=[arg], keywords=[])
+    ast.copy_location(call, node)
+    ast.copy_location(call.func, node)
+    kept[id(node)] = (node, call)
+    return call
 
 
 def _library_call(callee: Ext, call: CallArgs, where: Location) -> Value:

@@ -1450,9 +1450,18 @@ class Scope:
                 options.append(cast(Value, member))  # ``E["A"]``: the member named so
             elif isinstance(alt, Func) and is_kernel(self.i.p.definition(alt)):
                 options.append(alt)  # ``kernel[grid]``: the launcher, which calls the kernel
+            elif isinstance(alt, Inst) and (got := self.dunder(
+                    alt, "__getitem__", key_value, node)) is not NOT_SPECIAL:
+                options.append(cast(Value, got))  # ``obj[k]``: its class's ``__getitem__(k)``
             else:
                 options.append(None)
         return join(options) if options else None
+
+    def dunder(self, obj: Inst, method: str, arg: Value, node: ast.expr) -> Value | object:
+        """What ``obj.<method>(arg)`` returns where the object's class in the program defines
+        the method (``obj[k]`` runs ``__getitem__``, ``k in obj`` ``__contains__``);
+        :data:`NOT_SPECIAL` where it does not (the frame calls it)."""
+        return NOT_SPECIAL
 
     def _namespace_entry(self, module: ModuleRef, key: Value, node: ast.Subscript) -> Value:
         """``globals()[name]``: the module's binding of each name ``name`` may be; unknown
@@ -1578,6 +1587,10 @@ class Scope:
         if folded is not None:  # ``(1, 2) == t``: two values known exactly, as Python compares
             return Lit(folded, place(self.path, node), f" (the value of {source_text(node)})")
         if isinstance(op, (ast.In, ast.NotIn)):
+            contained = self._contains(left, right, node)
+            if contained is not None:
+                return Lit(contained == isinstance(op, ast.In), place(self.path, node),
+                           f" (the value of {source_text(node)})")
             exact = _exact_membership(left, right, isinstance(op, ast.In))
             if exact is not None:
                 return Lit(exact, place(self.path, node), f" (the value of {source_text(node)})")
@@ -1600,6 +1613,18 @@ class Scope:
         if outcomes is None or len(outcomes) != 1:
             return None
         return Lit(outcomes.pop(), place(self.path, node), f" (the value of {source_text(node)})")
+
+    def _contains(self, left: Value, right: Value, node: ast.Compare) -> bool | None:
+        """``x in obj`` of objects whose class defines ``__contains__``: the truth of what it
+        returns, where every object ``obj`` may be gives one answer; None otherwise."""
+        options = list(alternatives(right))
+        if not options or not all(isinstance(o, Inst) for o in options):
+            return None
+        answers: set[bool | None] = set()
+        for obj in options:
+            got = self.dunder(cast(Inst, obj), "__contains__", left, node)
+            answers.add(None if got is NOT_SPECIAL else truth(cast(Value, got)))
+        return answers.pop() if len(answers) == 1 else None
 
     def _membership(self, shown: ast.expr, right: Value, lefts: Sequence[object],
                     is_in: bool) -> set[bool] | None:
