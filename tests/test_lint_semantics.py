@@ -253,6 +253,29 @@ PAIRS.case("a backend's base declared by a property", {"base.py": IMPL_BASE, "im
             def forward(self, q):
                 return decode(q, return_lse=True)
         """}, {"impl.py": ("return True", "return False")})
+PAIRS.case("dataclasses.field() outside a dataclass is a Field object, which is true", {
+    "base.py": IMPL_BASE, "impl.py": """
+        from dataclasses import field
+        from base import AttentionImpl
+        from mylib import decode
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e: bool = field(default=False)
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("field(default=False)", "False")})
+PAIRS.case("a dataclass replaces a field() on the class with its default", {
+    "base.py": IMPL_BASE, "impl.py": """
+        from dataclasses import dataclass, field
+        from base import AttentionImpl
+        from mylib import decode
+        @dataclass
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e: bool = field(default=True)
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("field(default=True)", "field(default=False)")})
 PAIRS.case("a backend's base declared by an Enum member's value", {"base.py": IMPL_BASE, "impl.py": """
         import enum
         from base import AttentionImpl

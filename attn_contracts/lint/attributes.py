@@ -1224,7 +1224,12 @@ class Resolver(ModuleResolver):
         node, line, _ = cls.attrs[attr]
         if _in_init(cls, line):
             return self._class_level(cls, node)
-        return self._changed_in_body(cls, attr, self._body_value(cls, node))
+        value = self._changed_in_body(cls, attr, self._body_value(cls, node))
+        if isinstance(value, ExtInst) and value.qualname == "dataclasses.Field" and \
+                attr in (self.fields(cls) or ()):
+            # the dataclass decorator replaces a field() with its default on the class
+            return self._field_default(cls, attr)
+        return value
 
     def class_body_function(self, cls: ClassInfo, name: str) -> Value | object:
         """What ``cls``'s own body (not its ``__init__``) assigns to ``name``, evaluated there

@@ -437,12 +437,18 @@ def truth(value: Value) -> bool | None:
     return answers.pop() if options and len(answers) == 1 else None
 
 
+#: classes of the standard library whose objects define neither ``__bool__`` nor ``__len__``:
+#: every one is true (a match, a compiled pattern, the ``Field`` that ``dataclasses.field()``
+#: returns outside a dataclass)
+_ALWAYS_TRUE = ("re.Match", "re.Pattern", "dataclasses.Field")
+
+
 def _truth_of(value: Value) -> bool | None:
     if isinstance(value, Lit):
         return bool(value.value)
     if isinstance(value, (Func, Bound, Partial, ClassRef, ModuleRef)) or \
             (isinstance(value, (Tup, Seq)) and value.iterator) or \
-            (isinstance(value, ExtInst) and value.qualname.startswith(("re.Match", "re.Pattern"))):
+            (isinstance(value, ExtInst) and value.qualname.startswith(_ALWAYS_TRUE)):
         return True  # an iterator is true even where it yields nothing; so is a match
     if isinstance(value, Tup) and not value.partial_items:
         return bool(value.items)

@@ -1596,7 +1596,15 @@ def _library_call(callee: Ext, call: CallArgs, where: Location) -> Value:
                               {k: a.value for k, a in call.kw.items()}, where)
         if folded is not UNKNOWN:
             return cast(Value, folded)
+    made = _FACTORIES.get(callee.qualname)
+    if made is not None:
+        return ExtInst(made)
     return ExtInst(callee.qualname) if fn[:1].isupper() else None
+
+
+#: functions of the standard library that return an object of a class of theirs (read as that
+#: object: ``field()`` outside a dataclass body stays a ``Field``, which is true)
+_FACTORIES = {"dataclasses.field": "dataclasses.Field"}
 
 
 def _one_literal(value: Value) -> object:

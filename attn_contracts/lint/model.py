@@ -32,6 +32,7 @@ from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import Hierarchy
 from attn_contracts.lint.classes import ModuleInfo
+from attn_contracts.lint.containers import truth
 from attn_contracts.lint.contracts import run_contract
 from attn_contracts.lint.edges import Declaration
 from attn_contracts.lint.edges import attribute_declaration
@@ -48,6 +49,7 @@ from attn_contracts.lint.record_index import Consumer
 from attn_contracts.lint.record_index import Knowledge
 from attn_contracts.lint.values import ClassKey
 from attn_contracts.lint.values import DictV
+from attn_contracts.lint.values import ExtInst
 from attn_contracts.lint.values import Flag
 from attn_contracts.lint.values import Inst
 from attn_contracts.lint.values import Lit
@@ -441,7 +443,10 @@ def _evaluator(interp: Interpreter) -> Callable[[ClassInfo, str, ClassInfo], obj
     of a class (a descriptor's ``__get__`` run for it): its one constant, else None."""
     def evaluate(owner: ClassInfo, attr: str, cls: ClassInfo) -> object:
         value = interp.descriptor_get(interp.class_body_attr(owner, attr), cls)
-        return value.value if isinstance(value, Lit) else None
+        if isinstance(value, Lit):
+            return value.value
+        # an object: a flag it is read as by its truth (``if impl.lse_base_on_e:``)
+        return truth(value) if isinstance(value, ExtInst) else None
     return evaluate
 
 
