@@ -1437,25 +1437,29 @@ class Scope:
         for alt in alternatives(inner):
             if isinstance(alt, (Tup, Seq)):
                 options.append(_part(alt, key, bounds))
-            elif isinstance(alt, Lse):
-                options.append(lose_layout(alt))  # lse[:n], lse[..., i]: same base
             elif isinstance(alt, DictV):
                 options += entries(alt, key, class_keys)
-            elif isinstance(alt, Param):
-                options.append(alt)
-            elif isinstance(alt, ModuleRef):
-                options.append(self._namespace_entry(alt, key_value, node))
-            elif isinstance(alt, ClassRef) and (
-                    member := self.i.enum_lookup(alt, key_value, False)) is not NOT_SPECIAL:
-                options.append(cast(Value, member))  # ``E["A"]``: the member named so
-            elif isinstance(alt, Func) and is_kernel(self.i.p.definition(alt)):
-                options.append(alt)  # ``kernel[grid]``: the launcher, which calls the kernel
-            elif isinstance(alt, Inst) and (got := self.dunder(
-                    alt, "__getitem__", key_value, node)) is not NOT_SPECIAL:
-                options.append(cast(Value, got))  # ``obj[k]``: its class's ``__getitem__(k)``
             else:
-                options.append(None)
+                options.append(self._item_of(alt, key_value, node))
         return join(options) if options else None
+
+    def _item_of(self, alt: Value, key_value: Value, node: ast.Subscript) -> Value:
+        """``alt[key]`` for one object that is no tuple, list or dict."""
+        if isinstance(alt, Lse):
+            return lose_layout(alt)  # lse[:n], lse[..., i]: same base
+        if isinstance(alt, Param):
+            return alt
+        if isinstance(alt, ModuleRef):
+            return self._namespace_entry(alt, key_value, node)
+        if isinstance(alt, ClassRef) and (
+                member := self.i.enum_lookup(alt, key_value, False)) is not NOT_SPECIAL:
+            return cast(Value, member)  # ``E["A"]``: the member named so
+        if isinstance(alt, Func) and is_kernel(self.i.p.definition(alt)):
+            return alt  # ``kernel[grid]``: the launcher, which calls the kernel
+        if isinstance(alt, Inst) and (got := self.dunder(
+                alt, "__getitem__", key_value, node)) is not NOT_SPECIAL:
+            return cast(Value, got)  # ``obj[k]``: its class's ``__getitem__(k)``
+        return None
 
     def dunder(self, obj: Inst, method: str, arg: Value, node: ast.expr) -> Value | object:
         """What ``obj.<method>(arg)`` returns where the object's class in the program defines
