@@ -240,6 +240,42 @@ def test_a_backend_left_out_of_the_set_is_an_error(tmp_path: Path) -> None:
     assert [c for c, _ in _errors(rows["homemade"])] == [Code.AC002]
 
 
+FORWARD_MLA_TABLE = '''
+from sglang.srt.layers.dcp import cp_lse_ag_out_rs_mla
+
+
+class _Natural:
+    _NAMES = frozenset({{{names}}})
+
+    def __getitem__(self, name):
+        return name in self._NAMES
+
+
+NATURAL = _Natural()
+
+
+def is_mla_dcp_lse_base_on_e(attention_backend):
+    return NATURAL[attention_backend]
+
+
+class Mixin:
+    def forward_core(self, out, lse, group):
+        is_lse_base_on_e = is_mla_dcp_lse_base_on_e(self.current_attention_backend)
+        return cp_lse_ag_out_rs_mla(out, lse, group, is_lse_base_on_e=is_lse_base_on_e)
+'''
+
+
+@pytest.mark.parametrize(("names", "errors"), [('"flashmla"', []), ('"other"', [Code.AC016])])
+def test_the_predicate_asked_per_name_reads_the_calls_it_makes(
+        tmp_path: Path, names: str, errors: list[Code]) -> None:
+    """The base per registered name is what the predicate returns, its own calls read for
+    their values (an object's ``__getitem__``, not an annotation): flashmla's natural-log
+    LSE is told base e where the table holds its name, base 2 where it does not."""
+    root = _tree(tmp_path, "", forward=FORWARD_MLA_TABLE.format(names=names))
+    rows = {r.backend: r for r in sglang.report(root=root)}
+    assert [c for c, _ in _errors(rows["flashmla"])] == errors
+
+
 FORWARD_MLA_INLINE = '''
 from sglang.srt.layers.dcp import cp_lse_ag_out_rs_mla
 

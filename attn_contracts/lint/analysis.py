@@ -48,6 +48,9 @@ NO_TAINT = 1 << 30  # no cycle cut below this analysis
 #: statements interpreted in one run before the interpreter stops following calls (a bound on
 #: pathological programs; the released engines need a fraction of it)
 RUN_BUDGET = 3_000_000
+#: how many levels of calls an expression that may be a base is read through (the function
+#: it calls, the ones that calls, ...): a base computed by a helper of a helper
+NEED_LEVELS = 3
 
 
 class FrameView(Protocol):
@@ -187,7 +190,7 @@ class Analysis(ABC):
         self.watched: dict[int, list[Value]] = {}
         #: > 0 while an expression whose value may be a base is evaluated (a base keyword's
         #: argument, a base attribute's assignment, and the calls made there, down to
-        #: :data:`_NEED_LEVELS` levels): a call there is interpreted for its return value even
+        #: :data:`NEED_LEVELS` levels): a call there is interpreted for its return value even
         #: where its function names no producer or consumer (``is_lse_base_on_e=base()``);
         #: the levels keep it from following a constructor into the whole engine
         self.need = 0

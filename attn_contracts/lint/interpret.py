@@ -35,6 +35,7 @@ from dataclasses import replace
 from typing import cast
 
 from attn_contracts.findings import Location
+from attn_contracts.lint.analysis import NEED_LEVELS
 from attn_contracts.lint.analysis import NO_TAINT
 from attn_contracts.lint.analysis import RUN_BUDGET
 from attn_contracts.lint.attributes import Resolver
@@ -131,11 +132,12 @@ class Interpreter(Resolver):
         func = Func(path, qualname, node)
         call = CallArgs([Arg(Lit(a, Location(path, node.lineno, 1))) for a in args], {}, False,
                         where=Location(path, node.lineno, 1))
-        memo, self._memo = self._memo, {}
+        # the value is what is asked for: the calls it makes are read for theirs
+        memo, need, self._memo, self.need = self._memo, self.need, {}, NEED_LEVELS + 1
         try:
             return self.analyse_apart(func, None, call).returns
         finally:
-            self._memo = memo
+            self._memo, self.need = memo, need
 
     def analyse_apart(self, func: Func, self_value: Inst | None, call: CallArgs) -> Summary:
         """A call no caller in the program makes (a function read as its record says it is

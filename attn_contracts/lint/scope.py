@@ -21,6 +21,7 @@ from typing import TypeVar
 from typing import cast
 
 from attn_contracts.findings import Location
+from attn_contracts.lint.analysis import NEED_LEVELS
 from attn_contracts.lint.attributes import Resolver
 from attn_contracts.lint.bounds import FUNCTION_BUDGET
 from attn_contracts.lint.calls import GENERATED_ITEM
@@ -431,11 +432,6 @@ def _on(table: dict[type, Any], *types: type) -> Callable[[_H], _H]:
         return fn
 
     return register
-
-
-#: how many levels of calls an expression that may be a base is read through (the function
-#: it calls, the ones that calls, ...): a base computed by a helper of a helper
-_NEED_LEVELS = 3
 
 
 def _target_name(target: ast.expr) -> str | None:
@@ -1361,7 +1357,7 @@ class Scope:
     def needed(self, node: ast.expr) -> Value:
         """An expression whose value may be a base: its calls are read for their values."""
         need = self.i.need
-        self.i.need = _NEED_LEVELS
+        self.i.need = NEED_LEVELS
         try:
             return self.expr(node)
         finally:
