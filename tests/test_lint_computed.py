@@ -13,6 +13,7 @@ from fixtures.semantic_pairs import IMPL_BASE
 from fixtures.semantic_pairs import LN2
 from fixtures.semantic_pairs import Pairs
 from fixtures.semantic_pairs import lint_json
+from fixtures.semantic_pairs import told_files
 
 PAIRS = Pairs()
 
@@ -742,3 +743,13 @@ def test_an_init_store_is_not_read_again_at_class_level(tmp_path: Path,
     fixed = PAIRS.fixed("an __init__ store is read in __init__'s frame, its locals included")
     found = lint_json(tmp_path, capsys, "fix", fixed)
     assert [f for f in found if f["severity"] != "note"] == []
+
+
+def test_a_key_function_not_read_leaves_the_order_unread(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``sorted(t, key=len)`` with a key function the lint does not call (a builtin) is an
+    order not known: never the order of the elements themselves (``'aa'`` before ``'b'``),
+    which would tell the combine True here where Python tells it False."""
+    found = lint_json(tmp_path, capsys, "key", told_files("", "sorted(('b', 'aa'), key=len)[0] == 'aa'"))
+    assert [f["code"] for f in found if f["severity"] == "error"] == []
+    assert any(f["code"] == "AC035" for f in found)

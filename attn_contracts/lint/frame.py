@@ -232,9 +232,12 @@ class Frame(RecordCalls):
         items = args[0] if len(args) == 1 else None
         if not isinstance(items, Tup) or items.partial_items:
             return None
-        key = call.kw["key"].value if "key" in call.kw else None
+        key = call.kw["key"].value if "key" in call.kw else Lit(None)
+        if key is None:
+            return None  # a key function not known
+        given = not (isinstance(key, Lit) and key.value is None)
         keys = [self.apply(key, CallArgs([Arg(v, where)], {}, False, where=where), node,
-                           where, name) if key is not None else v for v in items.items]
+                           where, name) if given else v for v in items.items]
         known = [concrete(k) for k in keys]
         reverse = concrete(call.kw["reverse"].value) if "reverse" in call.kw else False
         if any(k is UNKNOWN for k in known) or reverse is UNKNOWN or not items.items:
