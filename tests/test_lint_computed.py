@@ -701,6 +701,8 @@ PAIRS.told([
     ("functools.reduce calls its function on the running value",
      "import functools, operator", "functools.reduce(operator.eq, (False, False))",
      ("operator.eq, (False", "operator.and_, (False")),
+    ("a builtin as the key function is called as Python calls it",
+     "", "sorted(('bb', 'a'), key=len)[0] == 'a'", ("== 'a'", "== 'bb'")),
     ("min and max with a key pick the element, not the key",
      "rows = (('fa', 2), ('fi', 1))", "max(rows, key=lambda r: r[1])[0] == 'fa'",
      ("== 'fa'", "== 'fi'")),
@@ -747,9 +749,10 @@ def test_an_init_store_is_not_read_again_at_class_level(tmp_path: Path,
 
 def test_a_key_function_not_read_leaves_the_order_unread(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``sorted(t, key=len)`` with a key function the lint does not call (a builtin) is an
-    order not known: never the order of the elements themselves (``'aa'`` before ``'b'``),
-    which would tell the combine True here where Python tells it False."""
-    found = lint_json(tmp_path, capsys, "key", told_files("", "sorted(('b', 'aa'), key=len)[0] == 'aa'"))
+    """``sorted(t, key=f)`` with a key function the lint does not see is an order not known:
+    never the order of the elements themselves (``'aa'`` before ``'b'``), which would tell
+    the combine True here where Python (with ``f=len``) tells it False."""
+    found = lint_json(tmp_path, capsys, "key", told_files(
+        "", "sorted(('b', 'aa'), key=rank)[0] == 'aa'", "from elsewhere import rank"))
     assert [f["code"] for f in found if f["severity"] == "error"] == []
     assert any(f["code"] == "AC035" for f in found)

@@ -233,11 +233,10 @@ class Frame(RecordCalls):
         if not isinstance(items, Tup) or items.partial_items:
             return None
         key = call.kw["key"].value if "key" in call.kw else Lit(None)
-        if key is None:
-            return None  # a key function not known
+        key_node = next((k.value for k in node.keywords if k.arg == "key"), None)
         given = not (isinstance(key, Lit) and key.value is None)
-        keys = [self.apply(key, CallArgs([Arg(v, where)], {}, False, where=where), node,
-                           where, name) if given else v for v in items.items]
+        keys = [self.call_with(key, key_node, [v], node, where, name) if given else v
+                for v in items.items]
         known = [concrete(k) for k in keys]
         reverse = concrete(call.kw["reverse"].value) if "reverse" in call.kw else False
         if any(k is UNKNOWN for k in known) or reverse is UNKNOWN or not items.items:
@@ -252,6 +251,17 @@ class Frame(RecordCalls):
             return None  # Python raises: no value
         return replace(items, items=tuple(items.items[i] for i in order), iterator=False,
                        mutable=True)
+
+    def call_with(self, fn: Value, fn_node: ast.expr | None, args: list[Value], node: ast.Call,
+                  where: Location, name: str) -> Value:
+        """``fn(*args)`` for a function handed as a value (a key function, a folding
+        function): one of Python's builtins written by its name, folded as a call of it is;
+        any other function called as Python calls it."""
+        call = CallArgs([Arg(a, where) for a in args], {}, False, where=where)
+        if fn is None and isinstance(fn_node, ast.Name) and fn_node.id in BUILTINS and \
+                self.builtin_name(fn_node.id):
+            return self.builtin(fn_node.id, call, where, node)
+        return self.apply(fn, call, node, where, name)
 
     def _bool_of(self, value: Value, where: Location) -> Value:
         """``bool(x)``: the truth of an object whose truth is known (a match, an iterator); a
@@ -977,13 +987,15 @@ class Frame(RecordCalls):
         items = self.expr(node.args[0])
         given = len(node.args) == 2 or "key" in kw
         key = self.expr(node.args[1]) if len(node.args) == 2 else kw.get("key")
-        if not isinstance(items, Tup) or items.partial_items or (given and key is None):
-            return None  # the elements, or the key function, not known
+        if not isinstance(items, Tup) or items.partial_items:
+            return None  # the elements not known
+        key_node = node.args[1] if len(node.args) == 2 else next(
+            (k.value for k in node.keywords if k.arg == "key"), None)
         if not given or (isinstance(key, Lit) and key.value is None):
             keys = list(items.items)
         else:
-            keys = [self.apply(key, CallArgs([Arg(v, where)], {}, False, where=where), node,
-                               where, "groupby") for v in items.items]
+            keys = [self.call_with(key, key_node, [v], node, where, "groupby")
+                    for v in items.items]
         return grouped(items.items, keys)
 
     def environ_form(self, callee: Value, qual: str, name: str,
@@ -1020,8 +1032,7 @@ class Frame(RecordCalls):
             return None
         acc = values[0]
         for item in values[1:]:
-            acc = self.apply(fn, CallArgs([Arg(acc, where), Arg(item, where)], {}, False,
-                                          where=where), node, where, "reduce")
+            acc = self.call_with(fn, node.args[0], [acc, item], node, where, "reduce")
         return acc
 
     def triton_memory(self, callee: Value, qual: str, name: str,
