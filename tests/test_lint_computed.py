@@ -722,11 +722,6 @@ PAIRS.told([("obj[k] runs its class's __getitem__", "", "TABLE['fa']",
              ("TABLE['fa']", "TABLE['fi']")),
             ("k in obj runs its class's __contains__", "", "'fi' not in TABLE",
              ("'fi' not in", "'fi' in"))], module=_TABLE)
-# an environment variable with a default reads as the default: the program where it is unset
-PAIRS.told([("an unset environment variable is its default: ''.split(',') is ['']", "",
-             "'fa3'.startswith(PREFIXES)",
-             ("startswith(PREFIXES)", "startswith(tuple(p for p in PREFIXES if p))"))],
-           module="import os\n        PREFIXES = tuple(os.environ.get('ENG_LOG2', '').split(','))")
 PAIRS.told([("a generator's yields, each run once, are in the order written", "",
              "list(bases())[0]", ("list(bases())[0]", "list(bases())[1]"))],
            module="def bases():\n            yield True\n            yield False")

@@ -998,22 +998,6 @@ class Frame(RecordCalls):
                     for v in items.items]
         return grouped(items.items, keys)
 
-    def environ_form(self, callee: Value, qual: str, name: str,
-                     node: ast.Call) -> Value | object:
-        """``os.environ.get(NAME, default)``, ``os.getenv(NAME, default)`` of a constant name:
-        the default, which is what the program reads where the variable is unset (as it is
-        unless a deployment sets it: the configuration a finding then speaks of)."""
-        if qual not in _ENV_READS or node.keywords or len(node.args) not in (1, 2) or \
-                any(isinstance(a, ast.Starred) for a in node.args):
-            return NOT_SPECIAL
-        key = concrete(self.expr(node.args[0]))
-        if not isinstance(key, str):
-            return NOT_SPECIAL
-        default = self.expr(node.args[1]) if len(node.args) == 2 else Lit(None)
-        if not isinstance(default, Lit):
-            return default
-        return Lit(default.value, default.where or place(self.path, node), f" (with {key} unset)")
-
     def reduce_form(self, callee: Value, qual: str, name: str,
                     node: ast.Call) -> Value | object:
         """``functools.reduce(f, t[, initial])`` over a tuple of known positions: ``f`` called
@@ -1532,7 +1516,7 @@ _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.pa
                   Frame.get_form, Frame.dict_form, Frame.fromkeys_form,
                   Frame.replace_form, Frame.dict_method_form,
                   Frame.library_collective, Frame.triton_memory, Frame.itertools_form,
-                  Frame.reduce_form, Frame.environ_form,
+                  Frame.reduce_form,
                   Frame.library_form, Frame.regex_form, Frame.generator_form,
                   Frame.attrgetter_form, Frame.new_form, Frame.globals_form)
 #: the value ``operator.attrgetter("a", "b.c")`` is: an external object naming its attributes
@@ -1632,10 +1616,6 @@ def _library_call(callee: Ext, call: CallArgs, where: Location) -> Value:
     return ExtInst(callee.qualname) if fn[:1].isupper() else None
 
 
-#: the reads of an environment variable with a default (:meth:`Frame.environ_form`)
-_ENV_READS = frozenset({"os.environ.get", "os.getenv"})
-#: how such a read is written (``os.getenv``, ``environ.get`` imported from ``os``)
-_ENV_WRITTEN = re.compile(r"^(os\.)?(environ\.get|getenv)$")
 #: functions of the standard library that return an object of a class of theirs (read as that
 #: object: ``field()`` outside a dataclass body stays a ``Field``, which is true)
 _FACTORIES = {"dataclasses.field": "dataclasses.Field"}
@@ -1679,13 +1659,11 @@ def _reevaluable(node: ast.expr) -> bool:
     calls nothing and binds nothing: names, attributes, literals, operators, ``a or b``), so a
     method's receiver is read once to fold it and again where it is not folded; a call in it
     counts only where it is itself a folded method of ``str`` on such a receiver
-    (``name.lower().rpartition("_")``), or a read of an environment variable."""
+    (``name.lower().rpartition("_")``)."""
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
                 sub.func.attr in _STR_METHODS and not sub.keywords:
             continue  # its receiver and arguments are walked in turn
-        if isinstance(sub, ast.Call) and _ENV_WRITTEN.search(dotted_name(sub.func) or ""):
-            continue
         if isinstance(sub, _EFFECTS):
             return False
     return True
