@@ -9,6 +9,7 @@ counted in steps, never in seconds. Every engine here is written for the tests.
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -23,6 +24,8 @@ from attn_contracts.lint import LintConfig
 from attn_contracts.lint import ProgramModel
 from attn_contracts.lint import bounds
 from attn_contracts.lint import lint_model
+from attn_contracts.lint.modules import _changes_import
+from attn_contracts.lint.modules import _may_change
 from attn_contracts.lint.values import Lse
 from attn_contracts.lint.values import Source
 from attn_contracts.lint.values import Tup
@@ -264,3 +267,21 @@ def test_the_cycle_collector_is_off_for_a_run_and_as_it_was_after(
     assert seen == [False]
     assert after is enabled
     assert any(f.code == Code.AC023 for f in findings)
+
+
+@pytest.mark.parametrize("text", [
+    "T[k] = v", "T.append(x)", "T.a[k] = 1", "T[k].append(1)", "T += [1]", "del T[k]",
+    "T.a.b.update(x)", "def f():\n    T.setdefault(k, [])", "T[\n    k\n] = v"])
+def test_a_module_that_changes_an_imported_name_is_read(text: str) -> None:
+    """The text filter read before an importer's tree (a name many modules import, a
+    registry used as a decorator, is changed by none) passes every statement the tree's own
+    reading counts as a change: it may skip work, never a change."""
+    assert _changes_import(ast.parse(text), "T")
+    assert _may_change(text, "T")
+
+
+@pytest.mark.parametrize("text", ["@T.register(x)\nclass A: ...", "x = T.get(1)",
+                                  "if T == 1: pass", "f(T)", "TT[k] = v"])
+def test_a_module_that_only_reads_an_imported_name_is_not_parsed_for_it(text: str) -> None:
+    assert not _changes_import(ast.parse(text), "T")
+    assert not _may_change(text, "T")

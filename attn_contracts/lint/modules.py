@@ -10,9 +10,12 @@ from __future__ import annotations
 import ast
 import contextlib
 import copy
+import functools
 import re
+import weakref
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -248,45 +251,86 @@ def _rebinds(st: ast.stmt, name: str) -> bool:
                for t in targets for n in ast.walk(t))
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """What one function of a module does to names in place (:func:`_changes`): the names it
+    changes in place (``_mutated_name``), those it augments (``x += ...``), those it binds as
+    its own locals (parameters, assignment, loop and ``with`` targets), those it declares
+    ``global``."""
+
+    mutated: frozenset[str]
+    augmented: frozenset[str]
+    binds: frozenset[str]
+    globals: frozenset[str]
+
+    def own(self, name: str) -> bool:
+        """Whether the function binds ``name`` as its own local (not declared global)."""
+        return name not in self.globals and name in self.binds
+
+
+#: each module's scopes, read once (the questions below are asked per imported name)
+_SCOPES_OF: weakref.WeakKeyDictionary[ast.Module, tuple[_Scope, tuple[_Scope, ...]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _scope_of(body: list[ast.stmt], fn: ast.FunctionDef | ast.AsyncFunctionDef | None) -> _Scope:
+    statements = [st for st in own_nodes(body) if isinstance(st, ast.stmt)]
+    mutated = {m for st in statements if (m := _mutated_name(st)) is not None}
+    augmented = {st.target.id for st in statements
+                 if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name)}
+    if fn is None:
+        return _Scope(frozenset(mutated), frozenset(augmented), frozenset(), frozenset())
+    declared = {n for st in ast.walk(fn) if isinstance(st, ast.Global) for n in st.names}
+    a = fn.args
+    binds = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+             if x is not None}
+    binds |= {t.id for st in statements
+              if isinstance(st, (ast.Assign, ast.AnnAssign, ast.For, ast.With))
+              for t in ast.walk(st) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+    return _Scope(frozenset(mutated), frozenset(augmented), frozenset(binds),
+                  frozenset(declared))
+
+
+def _changes(tree: ast.Module) -> tuple[_Scope, tuple[_Scope, ...]]:
+    """The module's top level and each of its functions (at any depth), as :class:`_Scope`."""
+    known = _SCOPES_OF.get(tree)
+    if known is None:
+        known = (_scope_of(tree.body, None), tuple(
+            _scope_of(fn.body, fn) for fn in ast.walk(tree)
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))))
+        _SCOPES_OF[tree] = known
+    return known
+
+
+def _may_change(text: str, name: str) -> bool:
+    """Whether a module's text may change ``name`` in place or augment it (read before its
+    tree: a name imported by many modules, a registry used as a decorator, is changed by
+    none): ``name[...]``, ``name.<mutator>(...)``, either below attributes and items
+    (``name.a[k] = v``, ``name[k].append(x)``), ``name += ...``."""
+    return name in text and _mutation_pattern(name).search(text) is not None
+
+
+@functools.cache
+def _mutation_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(r"\b" + re.escape(name) + r"\s*(?:(?:\.\s*\w+|\[[^\n]*?\])\s*)*(?:\[|\.\s*(?:"
+                      + "|".join(sorted(MUTATORS)) + r")\s*\(|(?:[-+*/%&|^@]|<<|>>|//|\*\*)=)")
+
+
 def _changes_import(tree: ast.Module | None, local: str) -> bool:
     """Whether a module changes in place the object its top-level name ``local`` is bound to:
     a statement of its top level, or of a function that does not bind ``local`` itself (one
     that does holds another object, unless it declares the name ``global``)."""
     if tree is None:
         return True  # not read: it may
-    scopes: list[list[ast.stmt]] = [tree.body]
-    scopes += [fn.body for fn in ast.walk(tree)
-               if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and
-               not _binds_own(fn, local)]
-    return any(isinstance(st, ast.stmt) and (_mutated_name(st) == local or (
-                   isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and
-                   st.target.id == local))
-               for body in scopes for st in own_nodes(body))
+    top, functions = _changes(tree)
+    return any(local in s.mutated or local in s.augmented
+               for s in (top, *(f for f in functions if not f.own(local))))
 
 
 def _changes_in_function(tree: ast.Module, local: str) -> bool:
     """Whether a function of the module changes in place the object its top-level name
     ``local`` is bound to (one that does not bind ``local`` itself)."""
-    return any(isinstance(st, ast.stmt) and _mutated_name(st) == local
-               for fn in ast.walk(tree)
-               if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and
-               not _binds_own(fn, local)
-               for st in own_nodes(fn.body))
-
-
-def _binds_own(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
-    """Whether a function binds ``name`` as its own local (a parameter, an assignment, a loop
-    or ``with`` target) without declaring it ``global``."""
-    if any(isinstance(st, ast.Global) and name in st.names for st in ast.walk(fn)):
-        return False
-    a = fn.args
-    params = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
-              if x is not None}
-    return name in params or any(
-        isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store) and t.id == name
-        for st in own_nodes(fn.body) if isinstance(st, (ast.Assign, ast.AnnAssign, ast.For,
-                                                         ast.With))
-        for t in ast.walk(st))
+    return any(local in f.mutated and not f.own(local) for f in _changes(tree)[1])
 
 
 #: the name a class is bound to while its decorators are applied (no Python name can clash)
@@ -463,7 +507,7 @@ class ModuleResolver(Analysis):
         """(module, local name) of each other module that imports the module-level ``name``
         of ``path`` and may change it in place (its text names a mutation of it)."""
         return [(other, local) for other, local in self.imported_as(path, name)
-                if local in self.module_text(other) and
+                if _may_change(self.module_text(other), local) and
                 _changes_import(self.p.tree(other), local)]
 
     def imported_as(self, path: str, name: str) -> list[tuple[str, str]]:
