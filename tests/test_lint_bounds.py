@@ -271,7 +271,8 @@ def test_the_cycle_collector_is_off_for_a_run_and_as_it_was_after(
 
 @pytest.mark.parametrize("text", [
     "T[k] = v", "T.append(x)", "T.a[k] = 1", "T[k].append(1)", "T += [1]", "del T[k]",
-    "T.a.b.update(x)", "def f():\n    T.setdefault(k, [])", "T[\n    k\n] = v"])
+    "T.a.b.update(x)", "def f():\n    T.setdefault(k, [])", "T[\n    k\n] = v", "(T)[k] = v",
+    "(T).append(1)", "(T) += [1]", "del (T)[k]", "T \\\n[k] = v", "(T  # note\n .update(x))"])
 def test_a_module_that_changes_an_imported_name_is_read(text: str) -> None:
     """The text filter read before an importer's tree (a name many modules import, a
     registry used as a decorator, is changed by none) passes every statement the tree's own

@@ -276,6 +276,26 @@ PAIRS.case("a dataclass replaces a field() on the class with its default", {
             def forward(self, q):
                 return decode(q, return_lse=True)
         """}, {"impl.py": ("field(default=True)", "field(default=False)")})
+PAIRS.case("@dataclass replaces field() on the class whatever __init__ it writes", {
+    "base.py": IMPL_BASE.replace("lse_base_on_e = True", "lse_base_on_e = True\n"
+                                 "        def __init__(self):\n"
+                                 "            pass"), "impl.py": """
+        from dataclasses import dataclass, field
+        from base import AttentionImpl
+        from mylib import decode
+        @dataclass(init=False)
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e: bool = field(default=True)
+            def __init__(self):
+                pass
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """}, {"impl.py": ("field(default=True)", "field(default=False)")})
+PAIRS.told([("a dataclass's field() read through the class is its default", "",
+             "bool(Settings.natural)", ("field(default=True)", "field(default=False)"))],
+           module="from dataclasses import dataclass, field\n        @dataclass\n"
+                  "        class Settings:\n            natural: bool = field(default=True)")
 PAIRS.case("a backend's base declared by an Enum member's value", {"base.py": IMPL_BASE, "impl.py": """
         import enum
         from base import AttentionImpl

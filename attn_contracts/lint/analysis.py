@@ -128,7 +128,7 @@ class Analysis(ABC):
         #: object it was read on so far surely has it, so the default was never taken)
         self.getattr_defaults: dict[Location, tuple[str, bool]] = {}
         #: while a combine's body is read as its record says it is called
-        #: (:mod:`.contracts`): each ``return`` of an LSE, in the order they run (innermost
+        #: (:mod:`.contracts`): each ``return`` of a value, in the order they run (innermost
         #: function first), with where
         self.returned: list[tuple[Location, Value]] | None = None
         #: (conversion, call) pairs reported (:meth:`Interpreter.analyse`)

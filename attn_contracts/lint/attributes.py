@@ -1224,12 +1224,7 @@ class Resolver(ModuleResolver):
         node, line, _ = cls.attrs[attr]
         if _in_init(cls, line):
             return self._class_level(cls, node)
-        value = self._changed_in_body(cls, attr, self._body_value(cls, node))
-        if isinstance(value, ExtInst) and value.qualname == "dataclasses.Field" and \
-                attr in (self.fields(cls) or ()):
-            # the dataclass decorator replaces a field() with its default on the class
-            return self._field_default(cls, attr)
-        return value
+        return self._changed_in_body(cls, attr, self._body_value(cls, node))
 
     def class_body_function(self, cls: ClassInfo, name: str) -> Value | object:
         """What ``cls``'s own body (not its ``__init__``) assigns to ``name``, evaluated there
@@ -1240,9 +1235,17 @@ class Resolver(ModuleResolver):
         return self._body_value(cls, cls.attrs[name][0])
 
     def _body_value(self, cls: ClassInfo, node: ast.expr) -> Value:
-        """An expression a class body assigns: its literal, else what it evaluates to there."""
-        return literal_value(cls.path, node) if isinstance(node, ast.Constant) else \
-            self._class_level(cls, node)
+        """An expression a class body assigns: its literal, else what it evaluates to there;
+        a ``field()`` of a class ``@dataclass`` decorates, the default the decorator leaves
+        on the class in its place (none for a ``default_factory``: it deletes the name)."""
+        if isinstance(node, ast.Constant):
+            return literal_value(cls.path, node)
+        value = self._class_level(cls, node)
+        if isinstance(value, ExtInst) and value.qualname == "dataclasses.Field" and \
+                isinstance(node, ast.Call) and _dataclass_decorated(cls):
+            default = next((k.value for k in node.keywords if k.arg == "default"), None)
+            return None if default is None else self._body_value(cls, default)
+        return value
 
     def _class_level(self, cls: ClassInfo, node: ast.expr) -> Value:
         frame = self.new_frame(cls.path)
@@ -1437,6 +1440,14 @@ def _class_stores_in(path: str, stores: list[_Store], names: set[str], cls: Clas
 
 #: the methods that change a container in place
 _CHANGES = MUTATORS | {"update", "remove", "discard", "clear"}
+
+
+def _dataclass_decorated(cls: ClassInfo) -> bool:
+    """Whether a decorator of the class is a ``dataclass`` (``@dataclass``,
+    ``@dataclasses.dataclass(init=False)``, pydantic's): it processes the class's own
+    ``field()``s, whatever ``__init__`` the class or its bases write."""
+    return any((dotted_name(d.func if isinstance(d, ast.Call) else d) or "").rpartition(".")[2]
+               == "dataclass" for d in cls.decorators)
 
 
 def _in_init(cls: ClassInfo, line: int) -> bool:

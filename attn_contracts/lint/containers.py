@@ -212,28 +212,24 @@ def _while(name: str, tuples: list[Tup], keep: Callable[[Value], bool | None] | 
     return Tup(items[:cut] if name == "takewhile" else items[cut:])
 
 
-def grouped(items: Sequence[Value], keys: Sequence[Value]) -> Value:
+def grouped(keys: Sequence[Value]) -> Value:
     """``itertools.groupby``: one ``(key, group)`` pair per run of consecutive elements whose
     keys are equal (``keys``: each element's key, as the key function gives it), as Python
-    yields them: an unsorted input gives a key once per run; each group an iterator. None
+    yields them: an unsorted input gives a key once per run. A group's elements are not read:
+    the iterator the groups share empties one once it moves on, and whether a group is read
+    before that (in its step) or after (kept, ``list(groupby(...))``) is not modelled. None
     where a key is not one known literal (where the runs break is not known)."""
     known = [literal_values(k) for k in keys]
     if any(k is None or len(k) != 1 for k in known):
         return None
-    runs: list[tuple[Value, list[Value]]] = []
-    previous: object = _NO_KEY
-    for item, key, value in zip(items, keys, known, strict=True):
+    runs: list[Value] = []
+    previous: object = None  # compared only once a run has begun
+    for key, value in zip(keys, known, strict=True):
         one = cast(list[object], value)[0]
         if not runs or previous != one:  # keys compared by value, as Python does
-            runs.append((key, []))
-        runs[-1][1].append(item)
+            runs.append(key)
         previous = one
-    return Tup(tuple(Tup((key, Tup(tuple(run), iterator=True))) for key, run in runs),
-               iterator=True)
-
-
-#: no key seen yet (:func:`grouped`)
-_NO_KEY = object()
+    return Tup(tuple(Tup((key, None)) for key in runs), iterator=True)
 
 
 def _next(args: Sequence[Value], t: Tup | None) -> Value:

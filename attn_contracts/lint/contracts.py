@@ -12,7 +12,9 @@ caller select (issue 37: a record must not make its own body opaque): its LSE pa
 LSE of that base, its base keyword the value that selects it, another parameter named as a base
 its default (the call the record describes passes no other base), every other parameter what
 any caller passes. The combines it calls in turn are then uses like any other, and the rules of
-:mod:`attn_contracts.lint.edges` judge them; nothing here reports.
+:mod:`attn_contracts.lint.edges` judge them. What the body returns is judged here against the
+record's output (``output.lse_base``): a merged LSE of another base is a
+:class:`~attn_contracts.lint.inferred.Returned` fact, which the rules make ``AC008``.
 """
 
 from __future__ import annotations
@@ -85,19 +87,21 @@ def run_contract(interp: Interpreter, path: str, qualname: str, node: FuncNode,
             base if consumer.returns_base == "input" else None)
         if expected is not None:
             _judge_returned(interp, consumer, f"{keyword}={literal}" if keyword else "",
-                            expected, summary.returns, returned)
+                            expected, summary.returns, returned,
+                            Location(path, node.lineno, node.col_offset + 1))
 
 
 def _judge_returned(interp: Interpreter, consumer: Consumer, told: str, expected: str,
-                    returns: Value, returned: list[tuple[Location, Value]]) -> None:
+                    returns: Value, returned: list[tuple[Location, Value]],
+                    defined: Location) -> None:
     """A :class:`~.inferred.Returned` fact for each LSE of a known base other than
     ``expected`` the body returns, at the first ``return`` that returns it."""
     for src in sorted(lse_sources_of([returns]), key=source_order):
         if src.base not in ("2", "e") or src.dispatch or src.base == expected:
             continue
+        # (a body that hands it back otherwise, a generator's ``yield``: its ``def``)
         where = next((at for at, value in returned if src in lse_sources_of([value])), None)
-        if where is not None:
-            interp.report(Returned(consumer, told, expected, src, where))
+        interp.report(Returned(consumer, told, expected, src, where or defined))
 
 
 def _described(interp: Interpreter, path: str, qualname: str, node: FuncNode,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import replace
+from typing import Any
 from typing import cast
 
 from attn_contracts import lse_ops
@@ -204,9 +205,10 @@ class Frame(RecordCalls):
         (``list(t)``, ``frozenset(s)``) holds its elements; the rest is not known."""
         args = [a.value for a in call.pos]
         if name in _ITERATES_FIRST and args and isinstance(args[0], DictV) and \
-                not args[0].maybe:
-            # a dict iterates over its keys, in the order they were first stored
-            args[0] = Tup(tuple(Lit(k, where) for k, _ in args[0].items))
+                not args[0].maybe and not class_keyed(args[0]):
+            # a dict iterates over its keys (their values, not as the DictV keys them), in the
+            # order they were first stored
+            args[0] = Tup(tuple(Lit(cast(Any, key_value(k)), where) for k, _ in args[0].items))
         if name in ITERATION:
             return iteration(name, args, where, {k: a.value for k, a in call.kw.items()})
         if call.kw:
@@ -996,7 +998,7 @@ class Frame(RecordCalls):
         else:
             keys = [self.call_with(key, key_node, [v], node, where, "groupby")
                     for v in items.items]
-        return grouped(items.items, keys)
+        return grouped(keys)
 
     def reduce_form(self, callee: Value, qual: str, name: str,
                     node: ast.Call) -> Value | object:

@@ -307,13 +307,18 @@ def _may_change(text: str, name: str) -> bool:
     tree: a name imported by many modules, a registry used as a decorator, is changed by
     none): ``name[...]``, ``name.<mutator>(...)``, either below attributes and items
     (``name.a[k] = v``, ``name[k].append(x)``), ``name += ...``."""
+    if not text.isascii():
+        return True  # a name Python normalises (NFKC) may be spelt otherwise: read the tree
     return name in text and _mutation_pattern(name).search(text) is not None
 
 
 @functools.cache
 def _mutation_pattern(name: str) -> re.Pattern[str]:
-    return re.compile(r"\b" + re.escape(name) + r"\s*(?:(?:\.\s*\w+|\[[^\n]*?\])\s*)*(?:\[|\.\s*(?:"
-                      + "|".join(sorted(MUTATORS)) + r")\s*\(|(?:[-+*/%&|^@]|<<|>>|//|\*\*)=)")
+    # between the parts: spaces, line breaks, a backslash continuation, a closing
+    # parenthesis (``(name)[k] = v``), a comment in parentheses
+    gap = r"(?:[\s)\\]|#[^\n]*)*"
+    return re.compile(r"\b" + re.escape(name) + gap + r"(?:\.\s*\w+" + gap + r")*(?:\[|\.\s*(?:"
+                      + "|".join(sorted(MUTATORS)) + r")" + gap + r"\(|(?:[-+*/%&|^@]|<<|>>|//|\*\*)=)")
 
 
 def _changes_import(tree: ast.Module | None, local: str) -> bool:
