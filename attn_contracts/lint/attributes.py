@@ -667,10 +667,8 @@ class Resolver(ModuleResolver):
         generated = False
         names: list[str] = []
         for c in reversed(self.p.mro(cls)):
-            marks = [dotted_name(d.func if isinstance(d, ast.Call) else d) or ""
-                     for d in c.decorators]
             bases = [b.rpartition(".")[2] for b in c.bases]
-            if any(m.rpartition(".")[2] in _FIELD_DECORATORS for m in marks) or any(
+            if any(_decorator_name(d) in _FIELD_DECORATORS for d in c.decorators) or any(
                     b in _FIELD_BASES for b in bases):
                 generated = True
             elif "__init__" in c.methods:
@@ -1446,8 +1444,7 @@ def _dataclass_decorated(cls: ClassInfo) -> bool:
     """Whether a decorator of the class is a ``dataclass`` (``@dataclass``,
     ``@dataclasses.dataclass(init=False)``, pydantic's): it processes the class's own
     ``field()``s, whatever ``__init__`` the class or its bases write."""
-    return any((dotted_name(d.func if isinstance(d, ast.Call) else d) or "").rpartition(".")[2]
-               == "dataclass" for d in cls.decorators)
+    return any(_decorator_name(d) == "dataclass" for d in cls.decorators)
 
 
 def _in_init(cls: ClassInfo, line: int) -> bool:

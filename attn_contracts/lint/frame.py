@@ -234,25 +234,34 @@ class Frame(RecordCalls):
         items = args[0] if len(args) == 1 else None
         if not isinstance(items, Tup) or items.partial_items:
             return None
-        key = call.kw["key"].value if "key" in call.kw else Lit(None)
-        key_node = next((k.value for k in node.keywords if k.arg == "key"), None)
-        given = not (isinstance(key, Lit) and key.value is None)
-        keys = [self.call_with(key, key_node, [v], node, where, name) if given else v
-                for v in items.items]
-        known = [concrete(k) for k in keys]
+        key = call.kw["key"].value if "key" in call.kw else NOT_SPECIAL
+        known = [concrete(k) for k in self._keys_by(items.items, key, node, where, name)]
         reverse = concrete(call.kw["reverse"].value) if "reverse" in call.kw else False
         if any(k is UNKNOWN for k in known) or reverse is UNKNOWN or not items.items:
             return None
+        positions = range(len(known))
         try:
-            order = sorted(range(len(known)), key=known.__getitem__, reverse=bool(reverse))
             if name == "min":
-                return items.items[min(range(len(known)), key=known.__getitem__)]
+                return items.items[min(positions, key=known.__getitem__)]
             if name == "max":
-                return items.items[max(range(len(known)), key=known.__getitem__)]
+                return items.items[max(positions, key=known.__getitem__)]
+            order = sorted(positions, key=known.__getitem__, reverse=bool(reverse))
         except TypeError:
             return None  # Python raises: no value
         return replace(items, items=tuple(items.items[i] for i in order), iterator=False,
                        mutable=True)
+
+    def _keys_by(self, items: tuple[Value, ...], key: Value | object, node: ast.Call,
+                 where: Location, name: str) -> list[Value]:
+        """Each element's key as the call's key function gives it (the ``key=`` keyword, or
+        ``key`` as given by position: :data:`NOT_SPECIAL` where the call gives none); the
+        element itself where there is none, or it is ``None``."""
+        if key is NOT_SPECIAL or (isinstance(key, Lit) and key.value is None):
+            return list(items)
+        key_node = next((k.value for k in node.keywords if k.arg == "key"), None) \
+            if len(node.args) < 2 else node.args[1]
+        return [self.call_with(cast(Value, key), key_node, [v], node, where, name)
+                for v in items]
 
     def call_with(self, fn: Value, fn_node: ast.expr | None, args: list[Value], node: ast.Call,
                   where: Location, name: str) -> Value:
@@ -857,8 +866,7 @@ class Frame(RecordCalls):
         """A pure function of the standard library (:mod:`math`, ``fnmatch``, ``operator``...,
         :data:`~.folding.LIBRARY_FUNCTIONS`) on known constants: what Python computes."""
         module, _, fn = qual.rpartition(".")
-        if not (fn in MATH_FUNCTIONS if module == "math" else
-                fn in LIBRARY_FUNCTIONS.get(module, frozenset())) or \
+        if not _library_function(module, fn) or \
                 any(isinstance(a, ast.Starred) for a in node.args) or \
                 any(k.arg is None for k in node.keywords):
             return NOT_SPECIAL
@@ -987,18 +995,10 @@ class Frame(RecordCalls):
         if not node.args or len(node.args) > 2 or set(kw) - {"key"}:
             return None
         items = self.expr(node.args[0])
-        given = len(node.args) == 2 or "key" in kw
-        key = self.expr(node.args[1]) if len(node.args) == 2 else kw.get("key")
+        key = self.expr(node.args[1]) if len(node.args) == 2 else kw.get("key", NOT_SPECIAL)
         if not isinstance(items, Tup) or items.partial_items:
             return None  # the elements not known
-        key_node = node.args[1] if len(node.args) == 2 else next(
-            (k.value for k in node.keywords if k.arg == "key"), None)
-        if not given or (isinstance(key, Lit) and key.value is None):
-            keys = list(items.items)
-        else:
-            keys = [self.call_with(key, key_node, [v], node, where, "groupby")
-                    for v in items.items]
-        return grouped(keys)
+        return grouped(self._keys_by(items.items, key, node, where, "groupby"))
 
     def reduce_form(self, callee: Value, qual: str, name: str,
                     node: ast.Call) -> Value | object:
@@ -1600,14 +1600,20 @@ def _dunder_call(node: ast.Subscript | ast.Compare, method: str,
     return call
 
 
+def _library_function(module: str, fn: str) -> bool:
+    """A pure function of the standard library the lint folds (:mod:`math`'s, or one of
+    :data:`~.folding.LIBRARY_FUNCTIONS`)."""
+    return fn in MATH_FUNCTIONS if module == "math" else \
+        fn in LIBRARY_FUNCTIONS.get(module, frozenset())
+
+
 def _library_call(callee: Ext, call: CallArgs, where: Location) -> Value:
     """A function of another package called through a value (``reduce(operator.eq, t)``
     calls ``operator.eq``): a pure function of the standard library folded on known
     arguments, as written at a call (:meth:`Frame.library_form`); an instance of a class by
     its name; else not known."""
     module, _, fn = callee.qualname.rpartition(".")
-    if not call.opaque and (fn in MATH_FUNCTIONS if module == "math" else
-                            fn in LIBRARY_FUNCTIONS.get(module, frozenset())):
+    if not call.opaque and _library_function(module, fn):
         folded = fold_library(module, fn, [a.value for a in call.pos],
                               {k: a.value for k, a in call.kw.items()}, where)
         if folded is not UNKNOWN:
