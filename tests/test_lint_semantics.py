@@ -253,6 +253,58 @@ PAIRS.case("a backend's base declared by a property", {"base.py": IMPL_BASE, "im
             def forward(self, q):
                 return decode(q, return_lse=True)
         """}, {"impl.py": ("return True", "return False")})
+PAIRS.case("a property of several statements is run on the object it is read on", {
+    "base.py": IMPL_BASE, "impl.py": """
+        from base import AttentionImpl
+        from mylib import decode
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            @property
+            def lse_base_on_e(self):
+                from sub import Natural
+                return issubclass(Natural, type(self))
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        """, "sub.py": """
+        from impl import Impl
+        from mylib import decode_e
+        class Natural(Impl):
+            def forward(self, q):
+                return decode_e(q)
+        """}, {"impl.py": ("issubclass(Natural, type(self))", "issubclass(type(self), Natural)")})
+PAIRS.case("super(type(self), self) looks past the class of the object, not the method's", {
+    "base.py": IMPL_BASE, "impl.py": f"""
+        from base import AttentionImpl
+        from mylib import decode
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = False
+            def forward(self, q):
+                out, lse = decode(q, return_lse=True)
+                if self.lse_base_on_e != super(type(self), self).lse_base_on_e:
+                    lse = lse * {LN2}
+                return out, lse
+        """, "sub.py": """
+        from impl import Impl
+        class Natural(Impl):
+            lse_base_on_e = True
+        """}, {"impl.py": ("super(type(self), self).lse_base_on_e", "Impl.lse_base_on_e")})
+PAIRS.case("a combine whose record's base keyword its definition no longer takes is read", {
+    "mylib.py": """
+        from ops import told_reduce
+        def decode(q, return_lse=False):
+            return q, q
+        def combine(out, lse, lse_base="e"):
+            return told_reduce(out, lse, is_lse_base_on_e=lse_base == "e")
+        """, "layer.py": """
+        from mylib import combine, decode
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, lse_base="e")
+        """, "ops.py": """
+        def told_reduce(out, lse, is_lse_base_on_e=False):
+            return out
+        """}, {"layer.py": ('lse_base="e")\n', 'lse_base="2")\n')})
 PAIRS.case("dataclasses.field() outside a dataclass is a Field object, which is true", {
     "base.py": IMPL_BASE, "impl.py": """
         from dataclasses import field

@@ -349,6 +349,42 @@ def test_a_base_keyword_given_through_a_mapping_is_read_from_it(
         assert not any(f.code is Code.AC028 for f in rows["flashmla"].findings)
 
 
+FORWARD_MLA_MOVED = '''
+from sglang.srt.layers.dcp import cp_lse_ag_out_rs_mla
+
+
+def is_mla_dcp_lse_base_on_e(attention_backend):
+    return attention_backend in {{"flashmla"}}
+
+
+class Mixin:
+    def _merge(self, out, lse, group, is_lse_base_on_e):
+        return cp_lse_ag_out_rs_mla(out, lse, group, is_lse_base_on_e=is_lse_base_on_e)
+
+    def forward_core(self, out, lse, group):
+        on_e = is_mla_dcp_lse_base_on_e(self.current_attention_backend)
+        return {call}
+'''
+
+
+@pytest.mark.parametrize(("call", "expected", "unread"), [
+    ("self._merge(out, lse, group, on_e)", [], False),  # by position: the predicate, read
+    ("self._merge(out, lse, group, is_lse_base_on_e=on_e)", [], False),  # by keyword
+    ("self._merge(out, lse, group, not on_e)", [Code.AC016], False),  # read, and wrong
+    ("self._merge(out, lse, group, *extra)", [], True),  # spread: not read, a warning
+    # two calls that disagree: not read
+    ("self._merge(out, lse, group, on_e) or self._merge(out, lse, group, False)", [], True),
+])
+def test_a_merge_moved_into_a_helper_reads_the_base_its_callers_pass(
+        tmp_path: Path, call: str, expected: list[Code], unread: bool) -> None:
+    """The call's base keyword is a parameter of the function that makes it: what each call
+    of that function in the module binds to it, read there per registered name."""
+    root = _tree(tmp_path, "", forward=FORWARD_MLA_MOVED.format(call=call))
+    rows = {r.backend: r for r in sglang.report(root=root)}
+    assert [c for c, _ in _errors(rows["flashmla"])] == expected
+    assert any(f.code is Code.AC028 for f in rows["flashmla"].findings) == unread
+
+
 def test_the_combine_before_the_keyword_is_fixed_base_2(tmp_path: Path) -> None:
     root = _tree(tmp_path, "", version="0.5.16", forward=FORWARD_MLA_OLD)
     (row,) = sglang.report("flashmla", root=root)

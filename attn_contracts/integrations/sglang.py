@@ -706,7 +706,7 @@ def _combines(tree: ast.Module, rel: str, registry: Registry, version: str | Non
                                functions, rel, asked, _NameArg(fn, tree, asked.name_attr))
             qualname = qualnames.get(id(fn))
             if combine.passes == "unknown" and qualname is not None:
-                combine = _read_in(combine, node, fn, qualname, rel, asked)
+                combine = _read_in(combine, node, fn, qualname, rel, asked, tree, qualnames)
             yield combine
 
 
@@ -752,13 +752,18 @@ def _qualnames(tree: ast.Module) -> dict[int, str]:
 
 
 def _read_in(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef,
-             qualname: str, rel: str, asked: _Asked) -> Combine:
+             qualname: str, rel: str, asked: _Asked, tree: ast.Module | None = None,
+             qualnames: dict[int, str] | None = None) -> Combine:
     """A base keyword given by an expression (a loop over names, a set, a cached attribute):
     its value read where the call is, in the function that makes it, run with the layer's
-    name attribute set to each registered name."""
+    name attribute set to each registered name; a parameter of that function, read at each
+    call of it in the module (a helper the merge was moved into), where they all agree."""
     kw = next((k.value for k in call.keywords if k.arg == combine.keyword), None)
     if kw is not None:
         read = asked.answers_at(qualname, kw)
+        if (read is None or all(v == "?" for _, v in read[0])) and tree is not None and \
+                qualnames is not None and isinstance(kw, ast.Name):
+            read = _read_at_callers(fn, kw.id, tree, qualnames, asked) or read
     else:  # carried by ``**mapping``s: what each gives the keyword, as the interpreter reads it
         read = _spread_answers([asked.answers_at(qualname, k.value, combine.keyword)
                                 for k in call.keywords if k.arg is None])
@@ -768,6 +773,73 @@ def _read_in(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFu
     return replace(combine, passes="name", function=qualname,
                    function_at=Location(f"sglang/{rel}", fn.lineno), answers=answers,
                    default=default)
+
+
+def _read_at_callers(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str, tree: ast.Module,
+                     qualnames: dict[int, str], asked: _Asked,
+                     ) -> tuple[tuple[tuple[str, str], ...], str] | None:
+    """What a parameter of ``fn`` is per name: the argument each call of ``fn`` in the module
+    binds to it (``self.fn(...)`` for a method, ``fn(...)`` for a function), read in the
+    caller; per name the one answer every call gives, ``"?"`` where they differ. None where
+    the parameter is none of ``fn``'s, no call of it is found, or one is not read."""
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if param not in params and param not in (a.arg for a in fn.args.kwonlyargs):
+        return None
+    reads = list(_caller_reads(fn, params, param, tree, qualnames, asked))
+    done = [r for r in reads if r is not None]
+    if not done or len(done) != len(reads):
+        return None
+
+    def agreed(answers: list[str]) -> str:
+        return answers[0] if len(set(answers)) == 1 else "?"
+    names = [n for n, _ in done[0][0]]
+    per = [dict(r[0]) for r in done]
+    return (tuple((n, agreed([p[n] for p in per])) for n in names),
+            agreed([r[1] for r in done]))
+
+
+def _caller_reads(fn: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str], param: str,
+                  tree: ast.Module, qualnames: dict[int, str], asked: _Asked,
+                  ) -> Iterator[tuple[tuple[tuple[str, str], ...], str] | None]:
+    """Per call of ``fn`` in the module, what it binds to ``param``, read in its caller per
+    name (None: a call that leaves it to its default, or spreads its arguments)."""
+    method = qualnames.get(id(fn), "").count(".") == 1
+    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
+    callers = [c for c in ast.walk(tree)
+               if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(c) in qualnames]
+    for caller in callers:
+        for node in ast.walk(caller):
+            if _calls(node, fn.name, method):
+                arg = _argument_for(cast(ast.Call, node), method and not static, params, param)
+                yield None if arg is None else asked.answers_at(qualnames[id(caller)], arg)
+
+
+def _calls(node: ast.AST, name: str, method: bool) -> bool:
+    """Whether ``node`` calls function ``name`` (a method: as ``self.name(...)``)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if method:
+        return isinstance(func, ast.Attribute) and func.attr == name and \
+            isinstance(func.value, ast.Name) and func.value.id == "self"
+    return isinstance(func, ast.Name) and func.id == name
+
+
+def _argument_for(node: ast.Call, method: bool, params: list[str],
+                  param: str) -> ast.expr | None:
+    """The argument a call of a function binds to ``param``: by keyword, else by position
+    (past ``self`` for a method); None where it binds none, or spreads ``*args``/
+    ``**kwargs``."""
+    if method:
+        params = params[1:]
+    if any(isinstance(a, ast.Starred) for a in node.args) or \
+            any(k.arg is None for k in node.keywords):
+        return None
+    given = next((k.value for k in node.keywords if k.arg == param), None)
+    if given is not None:
+        return given
+    index = params.index(param) if param in params else -1
+    return node.args[index] if 0 <= index < len(node.args) else None
 
 
 def _spread_answers(reads: list[tuple[tuple[tuple[str, str], ...], str] | None],

@@ -188,6 +188,9 @@ class Analysis(ABC):
         self.told_names: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = \
             weakref.WeakKeyDictionary()
         self.watched: dict[int, list[Value]] = {}
+        #: per function node (by id), its told names with what a question watches
+        #: (scope.told_names): kept for one question only
+        self.asked_told: dict[int, frozenset[str]] = {}
         #: > 0 while an expression whose value may be a base is evaluated (a base keyword's
         #: argument, a base attribute's assignment, and the calls made there, down to
         #: :data:`NEED_LEVELS` levels): a call there is interpreted for its return value even
@@ -313,6 +316,10 @@ class Analysis(ABC):
     def call_bound(self, bound: Bound, call: CallArgs, where: Location,
                    ) -> tuple[Value, frozenset[Kernel], frozenset[Kernel], list[Changed]]:
         """A method call's result, the kernels it reaches and what it changed in place."""
+
+    @abstractmethod
+    def property_get(self, owner: ClassInfo, attr: str, cls: ClassInfo) -> Value:
+        """What ``owner``'s property ``attr`` returns on an object of exactly ``cls``."""
 
     @abstractmethod
     def new_frame(self, path: str) -> FrameView:

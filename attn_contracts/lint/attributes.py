@@ -330,11 +330,16 @@ class Resolver(ModuleResolver):
         order = order[order.index(after) + 1:] if after in order else self.p.mro(after)[1:]
         outside: bool | None = None  # asked once, at the first data attribute met
         for owner in order:
-            if attr in owner.methods:
+            if attr in owner.methods and attr not in owner.properties:
                 return Bound(Func(owner.path, f"{owner.name}.{attr}"), obj.self_value,
                              (owner.path, owner.name), static=True)
             if outside is None:
                 outside = self._outside_bases(cls)
+            if attr in owner.properties and not outside and obj.self_value.exact and \
+                    obj.self_value.ctor is None:
+                # ``super().base``: the property run on the instance, where it is of exactly
+                # its class (else a subclass's MRO may put another class here)
+                return self.property_get(owner, attr, cls)
             if attr in owner.properties or outside:
                 return None
             if attr in owner.attrs and not _in_init(owner, owner.attrs[attr][1]):
@@ -761,12 +766,39 @@ class Resolver(ModuleResolver):
         return any(b.rpartition(".")[2] in _ENUM_BASES
                    for c in self.p.mro(cls) for b in c.bases)
 
+    def known_flags(self, value: Value) -> Value:
+        """``value`` with each read of a base attribute on an object of exactly one class
+        (``self.lse_base_on_e`` in a method run for that class) replaced by the bool that
+        class holds there, where it holds one: a test of it (``if self.lse_base_on_e:``,
+        ``self.lse_base_on_e != Parent.lse_base_on_e``) then goes the one way Python takes.
+        Other reads stay flags (a class's base, judged per class by the rules)."""
+        if not any(isinstance(a, Flag) for a in alternatives(value)):
+            return value
+        return join([self._known_flag(a) if isinstance(a, Flag) else a
+                     for a in alternatives(value)])
+
+    def _known_flag(self, flag: Flag) -> Value:
+        inst = flag.owner
+        cls = self.class_info(inst.cls) if inst is not None and inst.exact and \
+            inst.ctor is None else None
+        if cls is None or inst is None:
+            return flag
+        owner = self.p.lookup(cls, flag.attr)
+        if owner is not None:  # a method of that name: a property's value, run for cls
+            value = self.property_get(owner, flag.attr, cls)
+        else:
+            value = self._instance_value(inst, cls, flag.attr)
+        if not isinstance(value, Lit) or not isinstance(value.value, bool):
+            return flag
+        return Lit(value.value != flag.negated, flag.where, value.how)
+
     def truth(self, value: Value) -> bool | None:
         """What ``bool(value)`` is (:func:`~.containers.truth`), and of an object of a class
         of the program as Python decides it: its ``__bool__``'s result, else its
         ``__len__``'s, else true (a plain object, a dataclass); not known where a base is
         outside the program (it may define either), or the object may be of a subclass that
         decides otherwise."""
+        value = self.known_flags(value)
         known = truth(value)
         options = list(alternatives(value))
         if known is not None or not any(isinstance(a, Inst) for a in options):

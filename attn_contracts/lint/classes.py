@@ -370,7 +370,7 @@ def _unpacked(targets: list[ast.expr], value: ast.expr | None,
 
 def _instance_attrs(node: ast.ClassDef, info: ClassInfo) -> None:
     """What every instance of the class reads as an attribute besides its class body's
-    assignments: a property whose body is one ``return <expr>`` (its value), and what
+    assignments: a property (:func:`_property_value`), and what
     ``__init__`` stores on ``self`` unconditionally (it shadows the class's own assignment, as
     an instance attribute does)."""
     for stmt in node.body:
@@ -378,10 +378,8 @@ def _instance_attrs(node: ast.ClassDef, info: ClassInfo) -> None:
             continue
         body = stmt.body[1:] if stmt.body and isinstance(stmt.body[0], ast.Expr) and \
             isinstance(stmt.body[0].value, ast.Constant) else stmt.body
-        if stmt.name in info.properties and len(body) == 1 and \
-                isinstance(body[0], ast.Return) and body[0].value is not None:
-            info.attrs.setdefault(stmt.name, (body[0].value, body[0].lineno,
-                                              body[0].col_offset))
+        if stmt.name in info.properties:
+            info.attrs.setdefault(stmt.name, _property_value(stmt, body))
         if stmt.name != "__init__" or not stmt.args.args:
             continue
         me = stmt.args.args[0].arg
@@ -391,6 +389,22 @@ def _instance_attrs(node: ast.ClassDef, info: ClassInfo) -> None:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
                         t.value.id == me:
                     info.attrs[t.attr] = (v, st.lineno, st.col_offset)
+
+
+def _property_value(fn: ast.FunctionDef | ast.AsyncFunctionDef, body: list[ast.stmt],
+                    ) -> tuple[ast.expr, int, int]:
+    """What a property's name holds for the class body's readers, with its place: the
+    expression of a body that is one ``return <expr>``; for any other its name, the object
+    the class body binds (a read on an instance runs it; it shadows a base class's value all
+    the same), placed at its one ``return``, where its value is decided."""
+    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+        return body[0].value, body[0].lineno, body[0].col_offset
+    returns = [st for st in statements(ast.Module(body, [])) if
+               isinstance(st, ast.Return) and st.value is not None]
+    at: ast.stmt = returns[0] if len(returns) == 1 else fn
+    name = ast.Name(fn.name, ast.Load(), lineno=at.lineno, col_offset=at.col_offset,
+                    end_lineno=at.lineno, end_col_offset=at.col_offset + len(fn.name))
+    return name, at.lineno, at.col_offset
 
 
 #: a resolved base: a linted class, or the qualified name of one that is not in the set

@@ -128,7 +128,12 @@ class Frame(RecordCalls):
                 else:
                     call.opaque = True
                 continue
-            call.pos.append(Arg(self.expr(a), place(self.path, a), "", self.buffers(a)))
+            watched = self.i.watched.get(id(a)) if self.i.watched else None
+            # an argument a question asks for (a base passed by position): read for its value
+            value = self.expr(a) if watched is None else self.needed(a)
+            if watched is not None:
+                watched.append(value)
+            call.pos.append(Arg(value, place(self.path, a), "", self.buffers(a)))
         maybe: set[str] = set()
         for kw in node.keywords:
             value = self.needed(kw.value) if self.i.base_word(kw.arg) else self.expr(kw.value)
@@ -680,6 +685,8 @@ class Frame(RecordCalls):
         if not (qual == "builtins.super" or (callee is None and name == "super" and
                                              isinstance(node.func, ast.Name))):
             return NOT_SPECIAL
+        if node.args or node.keywords:
+            return self._super_of(node)
         if self.self_value is not None and self.owner is not None:
             # the class the method is written in (its ``__class__`` cell), not the class of
             # the instance it runs on: a subclass's instance calling it looks past that class
@@ -688,6 +695,19 @@ class Frame(RecordCalls):
             here = (self.func.path, written) if self.func is not None else self.owner
             return Super(here if written and self.i.class_info(here) is not None
                          else self.owner, self.self_value)
+        return None
+
+    def _super_of(self, node: ast.Call) -> Value:
+        """``super(T, obj)``: lookups in ``obj``'s MRO after ``T``, where ``T`` is one class
+        known exactly (``type(self)`` of an object of exactly one class too) and ``obj`` one
+        instance; unknown otherwise (never the argument-less form's class)."""
+        if len(node.args) != 2 or node.keywords or \
+                any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        after, obj = self.expr(node.args[0]), self.expr(node.args[1])
+        if isinstance(after, ClassRef) and after.exact and isinstance(obj, Inst) and \
+                self.i.class_info(after.cls) is not None:
+            return Super(after.cls, obj)
         return None
 
     def getattr_form(self, callee: Value, qual: str, name: str,

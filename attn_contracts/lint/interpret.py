@@ -175,6 +175,23 @@ class Interpreter(Resolver):
                 self._memo, self._contexts, self._counted = memo, contexts, counted
         return join(options) if options else None
 
+    def property_get(self, owner: ClassInfo, attr: str, cls: ClassInfo) -> Value:
+        """What ``owner``'s property ``attr`` returns read on an object of exactly ``cls``
+        (``type(self)`` is ``cls`` in it), run in a context of its own; None where ``owner``
+        defines no such property."""
+        fn = self.p.methods(owner).get(attr)
+        if fn is None or attr not in owner.properties:
+            return None
+        key = (cls.path, cls.name)
+        call = CallArgs([], {}, False, where=Location(cls.path, cls.line, 1))
+        memo, contexts, counted = self._memo, self._contexts, self._counted
+        self._memo, self._contexts, self._counted = {}, {}, set()
+        try:
+            return self.analyse(Func(owner.path, f"{owner.name}.{attr}", fn),
+                                Inst(key, exact=True), call).returns
+        finally:
+            self._memo, self._contexts, self._counted = memo, contexts, counted
+
     def value_at(self, path: str, qualname: str, node: FuncNode, self_value: Inst | None,
                  keyword: ast.expr, attrs: dict[str, Value]) -> Value:
         """The value a call's keyword argument (``keyword``, a node of ``node``'s body) takes
@@ -188,12 +205,14 @@ class Interpreter(Resolver):
         given, watched = self.given_attrs, self.watched
         self._memo, self._contexts, self._counted = {}, {}, set()
         self.given_attrs, self.watched = attrs, {id(keyword): []}
+        self.asked_told = {}
         try:
             self.analyse(func, self_value, None, generic=True)
             return join(self.watched[id(keyword)]) if self.watched[id(keyword)] else None
         finally:
             self._memo, self._contexts, self._counted = memo, contexts, counted
             self.given_attrs, self.watched = given, watched
+            self.asked_told = {}
 
     def run_statements(self, path: str, body: list[ast.stmt]) -> None:
         """Module-level statements (a combine called at import time, a partial bound there)."""

@@ -442,7 +442,10 @@ def _evaluator(interp: Interpreter) -> Callable[[ClassInfo, str, ClassInfo], obj
     """What a class body leaves in an attribute, as the interpreter reads it on an instance
     of a class (a descriptor's ``__get__`` run for it): its one constant, else None."""
     def evaluate(owner: ClassInfo, attr: str, cls: ClassInfo) -> object:
-        value = interp.descriptor_get(interp.class_body_attr(owner, attr), cls)
+        # a property is run on the object (``type(self)`` is ``cls`` there), never read as
+        # its body's expression evaluated in the class's namespace
+        value = interp.property_get(owner, attr, cls) if attr in owner.properties else \
+            interp.descriptor_get(interp.class_body_attr(owner, attr), cls)
         if isinstance(value, Lit):
             return value.value
         # an object: a flag it is read as by its truth (``if impl.lse_base_on_e:``)
@@ -491,15 +494,15 @@ def _declared(interp: Interpreter, program: Program, returns_attrs: tuple[str, .
             if s.impl is not None and s.impl not in declared:
                 impl = program.cls(s.impl)
                 declared[s.impl] = None if impl is None else declaration(
-                    h, impl, returns_attrs, base_attrs, own=False)
+                    h, impl, returns_attrs, base_attrs, own=False, evaluate=evaluate)
         for flag in _flags(use):
             if flag.owner is None or flag.owner.cls in declared:
                 continue
             owner = program.cls(flag.owner.cls)
             declared[flag.owner.cls] = None if owner is None else declaration(
-                h, owner, returns_attrs, base_attrs, own=False) or (attribute_declaration(
-                    h, owner, base_attrs, evaluate=evaluate)
-                    if flag.owner.exact else None)
+                h, owner, returns_attrs, base_attrs, own=False, evaluate=evaluate) or (
+                attribute_declaration(h, owner, base_attrs, evaluate=evaluate)
+                if flag.owner.exact else None)
     return declared
 
 

@@ -94,20 +94,28 @@ class RecordCalls(Scope):
                                                       base.rpartition(".")[2])
                 if consumers or producers:
                     break
-        if not consumers and not producers:
-            return None
-        return Rec(qual or name, tuple(self._fitting(callee, consumers)), tuple(producers))
+        fitting = self._fitting(callee, consumers)
+        if not fitting and not producers:
+            return None  # no record describes this tree's function: it is read as code
+        return Rec(qual or name, tuple(fitting), tuple(producers))
 
     def _fitting(self, callee: Value, consumers: list[Consumer]) -> list[Consumer]:
         """The consumer records the callee's definition in the linted files fits (records of
-        a release before its base keyword, or after, describe another tree)."""
+        a release before its base keyword, or after, describe another tree); none where its
+        one record tells the base by a keyword the definition does not take (a call passing
+        it would raise ``TypeError``): the function is then read from its body."""
         func = callee.func if isinstance(callee, Bound) else callee
-        if not isinstance(func, Func) or len(consumers) < 2:
+        if not isinstance(func, Func) or not consumers:
             return consumers
         node = self.i.p.definition(func)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return consumers
         params = params_of(node)
+        if len(consumers) == 1:
+            base = consumers[0].base
+            takes = not isinstance(base, KeywordBase) or params.kwarg is not None or \
+                base.keyword in params.names
+            return consumers if takes else []
         return fitting_signature(consumers, params.names, params.kwarg is not None)
 
     def fallback_producer(self, attr: str, call: CallArgs) -> Rec | None:

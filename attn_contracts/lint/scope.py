@@ -14,6 +14,7 @@ import itertools
 import operator
 import re
 from collections.abc import Callable
+from collections.abc import Collection
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -440,15 +441,20 @@ def _target_name(target: ast.expr) -> str | None:
         target.attr if isinstance(target, ast.Attribute) else None)
 
 
-def told_names(fn: ast.AST, base_word: Callable[[str | None], bool]) -> frozenset[str]:
+def told_names(fn: ast.AST, base_word: Callable[[str | None], bool],
+               asked: Collection[int] = ()) -> frozenset[str]:
     """The local names whose value may reach a base in ``fn``'s own body: read in a base
     keyword's argument or in what a base name or attribute is assigned, and, in turn, read in
     what such a name is assigned (``natural = pick(name)`` before ``is_lse_base_on_e=natural``):
-    their assignments' calls are read for their values, whatever the names are."""
+    their assignments' calls are read for their values, whatever the names are. ``asked``:
+    the ids of expressions a question asks the value of (an argument passed by position),
+    read like a base keyword's argument."""
     body = getattr(fn, "body", None)
     if not isinstance(body, list):
         return frozenset()  # a lambda: one expression, nothing assigned
     sinks, flows = _sinks_and_flows(body, base_word)
+    if asked:
+        sinks += [n for n in own_nodes(body) if isinstance(n, ast.expr) and id(n) in asked]
     told = set().union(*(_names_in(e) for e in sinks))
     changed = True
     while changed:
@@ -661,8 +667,13 @@ class Scope:
             return True
         if self.node is None:
             return False
-        told = self.i.told_names.get(self.node)
-        if told is None:
+        if self.i.watched:  # a question's: what reaches the expression it asks of too
+            key = id(self.node)
+            told = self.i.asked_told.get(key)
+            if told is None:
+                told = self.i.asked_told[key] = told_names(self.node, self.i.base_word,
+                                                           self.i.watched.keys())
+        elif (told := self.i.told_names.get(self.node)) is None:
             told = self.i.told_names[self.node] = told_names(self.node, self.i.base_word)
         return any(isinstance(n, ast.Name) and n.id in told
                    for t in targets for n in ast.walk(t))
@@ -1575,6 +1586,7 @@ class Scope:
     def compare(self, node: ast.Compare, left: Value, op: ast.cmpop, right: Value,
                 shown: ast.expr) -> Value:
         """One link ``left OP right`` of a comparison (``shown``: the right operand's node)."""
+        left, right = self.i.known_flags(left), self.i.known_flags(right)
         if not isinstance(op, (ast.Is, ast.IsNot)):
             left, right = self.i.as_data(left), self.i.as_data(right)
         identity = _none_identity(left, op, right)
