@@ -289,6 +289,29 @@ PAIRS.case("super(type(self), self) looks past the class of the object, not the 
         class Natural(Impl):
             lse_base_on_e = True
         """}, {"impl.py": ("super(type(self), self).lse_base_on_e", "Impl.lse_base_on_e")})
+PAIRS.case("a method runs on the classes that inherit it, a private one on its callers", {
+    "base.py": IMPL_BASE, "impl.py": f"""
+        from base import AttentionImpl
+        from mylib import decode, decode_e
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = True
+            def forward(self, q):
+                return self._decode_dcp(q)
+            def _decode_dcp(self, q):
+                out, lse = self._kernel(q)
+                return out, lse * {LN2}
+            def _kernel(self, q):
+                return decode(q, return_lse=True)
+        class Natural(Impl):
+            def forward(self, q):
+                return self._decode_dcp(q)
+            def _kernel(self, q):
+                return decode_e(q)
+        """}, {"impl.py": ("return self._decode_dcp(q)\n            def _kernel(self, q):\n"
+                           "                return decode_e",
+                           "return self._kernel(q)\n            def _kernel(self, q):\n"
+                           "                return decode_e")})
 PAIRS.case("a combine whose record's base keyword its definition no longer takes is read", {
     "mylib.py": """
         from ops import told_reduce

@@ -621,8 +621,63 @@ def _run_roots(interp: Interpreter, program: Program, f: FileFacts, lines: tuple
             continue
         done.add(id(node))
         self_value = Inst((f.path, owner), exact=False) if owner else None
-        interp.run_function(f.path, qual, node, self_value)
+        cls = program.cls((f.path, owner)) if owner else None
+        runs = _runs_on(program, cls, qual.rpartition(".")[2]) if cls is not None else None
+        for on in runs if runs is not None else [self_value]:
+            interp.run_function(f.path, qual, node, on)
         run_contract(interp, f.path, qual, node, self_value)
+
+
+#: the most classes a private method's run is made for, one by one (past it: one run, on an
+#: object of any class of the family)
+_MAX_RUNS_ON = 4
+
+
+def _runs_on(program: Program, cls: ClassInfo, name: str) -> list[Inst] | None:
+    """The objects a method of ``cls`` runs on when the lint runs it on its own: one of
+    exactly each class of the family that inherits it (a subclass that overrides it runs it
+    only through ``super()``, from its own method's run); of a private one (``_name``),
+    only those that reach one of its callers, where the family calls it as
+    ``self._name(...)`` alone (a subclass that overrides the caller never calls it). None,
+    for one run on an object of any class of the family, for a dunder method, where the
+    family is past its bound, or it runs on too many classes."""
+    if name.startswith("__"):
+        return None
+    family = program.subclasses(cls)
+    if len(family) == 1 and program.has_subclasses(cls):
+        return None  # past the bound on subclasses: not enumerated
+    runs = [c for c in family if program.lookup(c, name) is cls]
+    callers = _self_callers(program, [*program.mro(cls), *family[1:]], name) \
+        if name.startswith("_") else None
+    if callers:
+        runs = [c for c in runs if any(program.lookup(c, m) is owner for owner, m in callers)]
+    if not runs or len(runs) > _MAX_RUNS_ON:
+        return None
+    return [Inst((c.path, c.name), exact=True) for c in runs]
+
+
+def _self_callers(program: Program, classes: list[ClassInfo], name: str,
+                  ) -> list[tuple[ClassInfo, str]] | None:
+    """The methods of ``classes`` that call ``self.<name>(...)``; None where one of them
+    names it another way (an attribute not called on ``self``, a string of the name)."""
+    out: list[tuple[ClassInfo, str]] = []
+    for c in classes:
+        for method, fn in program.methods(c).items():
+            called: set[int] = set()
+            named: list[ast.Attribute] = []
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Attribute) and node.attr == name:
+                    named.append(node)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                        isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
+                    called.add(id(node.func))
+                elif isinstance(node, ast.Constant) and node.value == name:
+                    return None
+            if any(id(n) not in called for n in named):
+                return None
+            if named:
+                out.append((c, method))
+    return out
 
 
 def _spans(node: ast.AST, lines: tuple[int, ...]) -> bool:

@@ -362,6 +362,11 @@ class Program:
             i += 1
         return out
 
+    def has_subclasses(self, cls: ClassInfo) -> bool:
+        """Whether a class of the program derives from ``cls`` directly."""
+        self.subclasses(cls)  # builds the index
+        return bool(self._subclasses and self._subclasses.get(id(cls)))
+
     def resolve_base(self, cls: ClassInfo, expr: str) -> ClassInfo | str:
         """A dotted class name as written in module ``cls.path`` (for annotations)."""
         info = self.info(cls.path)
