@@ -613,6 +613,12 @@ def _run_roots(interp: Interpreter, program: Program, f: FileFacts, lines: tuple
             interp.run_init_subclass(f.path, st)
             if st.decorator_list:
                 interp.run_decorators(f.path, st)
+    _run_functions(interp, program, f, tree, lines, done)
+
+
+def _run_functions(interp: Interpreter, program: Program, f: FileFacts, tree: ast.Module,
+                   lines: tuple[int, ...], done: set[int]) -> None:
+    """Each function of the file that spans a carrier line or calls one, run on its own."""
     if f.functions is None:
         f.functions = list(_functions(tree))
     relevant = f.module.relevant if f.module is not None else frozenset()
