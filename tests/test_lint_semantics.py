@@ -312,6 +312,28 @@ PAIRS.case("a method runs on the classes that inherit it, a private one on its c
                            "                return decode_e",
                            "return self._kernel(q)\n            def _kernel(self, q):\n"
                            "                return decode_e")})
+PAIRS.case("a function object is equal to no literal and keys no entry of a literal table", {
+    "layer.py": """
+        from mylib import combine, decode
+        class Backend:
+            @staticmethod
+            def get_name():
+                return "FLASHINFER"
+        BASE_ON_E = {"FLASHINFER": True}
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            on_e = BASE_ON_E.get(Backend.get_name(), False)
+            return combine(out, lse, is_lse_base_on_e=on_e or Backend.get_name == "FLASHINFER")
+        """}, {"layer.py": ("get(Backend.get_name(), False)", "get(Backend.get_name, False)")})
+PAIRS.case("a set of a table's items holds pairs, which equal no name", {"layer.py": """
+        from mylib import combine, decode
+        BASE_ON_E = {"flashinfer": False, "flash_attn": True}
+        BASE_2 = frozenset(entry for entry in BASE_ON_E.items() if not entry[1])
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e="flashinfer" not in BASE_2)
+        """}, {"layer.py": ("frozenset(entry for entry in BASE_ON_E.items() if not entry[1])",
+                            "frozenset(name for name, on_e in BASE_ON_E.items() if not on_e)")})
 PAIRS.case("a combine whose record's base keyword its definition no longer takes is read", {
     "mylib.py": """
         from ops import told_reduce

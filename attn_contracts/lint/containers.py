@@ -338,6 +338,15 @@ def merged(dicts: list[DictV], site: Location) -> DictV:
     return DictV(tuple(items.items()), frozenset(maybe))
 
 
+def by_identity(value: Value) -> bool:
+    """Whether every object ``value`` may be is one Python compares and hashes by identity (a
+    function, a bound method, a ``partial``, a module): equal to no literal, so no dict of
+    literal keys holds it."""
+    options = list(alternatives(value))
+    return bool(options) and all(isinstance(o, (Func, Bound, Partial, ModuleRef))
+                                 for o in options)
+
+
 def table_entry(value: Value) -> Value:
     """A value read from a table by a key the linter cannot see: which entry applies is a
     dispatch."""

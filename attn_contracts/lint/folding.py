@@ -108,12 +108,13 @@ def abstract(obj: Any, where: Location) -> Value:
         return Lit(obj, where) if not isinstance(obj, str) or len(obj) <= _MAX else None
     if isinstance(obj, (tuple, list)) and len(obj) <= _MAX:
         return Tup(tuple(abstract(o, where) for o in obj), mutable=isinstance(obj, list))
-    if isinstance(obj, (set, frozenset)) and len(obj) <= _MAX and \
-            all(isinstance(o, SCALARS) for o in obj):
+    if isinstance(obj, (set, frozenset)) and len(obj) <= _MAX:
         if not obj:
             return Seq(None, complete=True)  # the empty set: no element, and that is all
         ordered = sorted(obj, key=lambda o: (type(o).__name__, repr(o)))  # any hash seed
-        return Seq(join([Lit(o, where) for o in ordered]), complete=True)
+        # its elements: constants, or tuples of them (``set(table.items())``)
+        members = [abstract(o, where) for o in ordered]
+        return Seq(join(members), complete=True) if None not in members else None
     return None
 
 

@@ -34,6 +34,7 @@ from attn_contracts.lint.containers import GROWS
 from attn_contracts.lint.containers import ITERATION
 from attn_contracts.lint.containers import ITERTOOLS
 from attn_contracts.lint.containers import MUTATORS
+from attn_contracts.lint.containers import by_identity
 from attn_contracts.lint.containers import characters
 from attn_contracts.lint.containers import class_key
 from attn_contracts.lint.containers import class_keyed
@@ -1153,13 +1154,15 @@ class Frame(RecordCalls):
             value = self.expr(key)
             classes = [class_key(k) for k in alternatives(value)]
             keys = [k for k in classes if k is not None] if classes and None not in classes \
-                else literal_keys(value)
+                else [] if by_identity(value) else literal_keys(value)
         options: list[Value] = []
         for alt in alternatives(table):
             if not isinstance(alt, DictV):
                 options.append(None)
                 continue
             if keys is not None:
+                if not keys:  # a key equal to none of a literal table's (a function)
+                    options.append(default)
                 for known in keys:
                     arg = alt.get(known)
                     options.append(arg.value if arg is not None else default)

@@ -33,6 +33,7 @@ from attn_contracts.lint.calls import place
 from attn_contracts.lint.calls import source_text
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.classes import own_nodes
+from attn_contracts.lint.containers import by_identity
 from attn_contracts.lint.containers import class_key
 from attn_contracts.lint.containers import class_keyed
 from attn_contracts.lint.containers import dict_key
@@ -158,6 +159,18 @@ def _may_be_none(value: Value) -> bool:
     unknown); a tensor, an object, a function or a container is not."""
     return value is None or isinstance(value, Param) or (
         isinstance(value, Lit) and value.value is None)
+
+
+def _identity_equality(left: Value, op: ast.cmpop, right: Value) -> bool | None:
+    """``f == "name"`` / ``f != "name"`` of an object Python compares by identity (a function,
+    a bound method, a ``partial``, a module) with a literal: never equal (neither defines an
+    ``__eq__`` that answers the other); None for any other pair."""
+    if not isinstance(op, (ast.Eq, ast.NotEq)):
+        return None
+    for one, other in ((left, right), (right, left)):
+        if by_identity(one) and literal_values(other) is not None:
+            return isinstance(op, ast.NotEq)
+    return None
 
 
 def _none_identity(left: Value, op: ast.cmpop, right: Value) -> bool | None:
@@ -1590,6 +1603,8 @@ class Scope:
         if not isinstance(op, (ast.Is, ast.IsNot)):
             left, right = self.i.as_data(left), self.i.as_data(right)
         identity = _none_identity(left, op, right)
+        if identity is None:
+            identity = _identity_equality(left, op, right)
         if identity is not None:
             return Lit(identity, place(self.path, node), f" (the value of {source_text(node)})")
         members = _member_compare(left, op, right)
@@ -1655,6 +1670,8 @@ class Scope:
                 outcomes |= keyed
                 continue
             members = members_of(container)
+            if members is None:
+                members = _scalar_members(container)
             if members is None and isinstance(container, Tup):
                 found = _surely_in(container, lefts)
                 if found is None:
@@ -2109,6 +2126,26 @@ def _part(container: Tup | Seq, key: ast.expr,
     if isinstance(key, ast.Slice):
         return Seq(iterate(container))
     return iterate(container)
+
+
+def _scalar_members(container: Value) -> tuple[list[object], bool] | None:
+    """A container's members as a constant (``x in C``, ``x`` a string or number) sees them:
+    its literals, and its tuples, which equal no constant (``set(table.items())`` holds
+    pairs); None where one member is neither."""
+    if isinstance(container, Seq):
+        items: list[Value] = [container.item]
+        complete = container.complete
+    elif isinstance(container, Tup) and not container.partial_items:
+        items, complete = list(container.items), True
+    else:
+        return None
+    out: list[object] = []
+    for alt in (a for item in items for a in alternatives(item)):
+        if isinstance(alt, Lit):
+            out.append(alt.value)
+        elif not isinstance(alt, Tup):
+            return None
+    return out, complete
 
 
 def _surely_in(container: Tup, lefts: Sequence[object]) -> bool | None:
