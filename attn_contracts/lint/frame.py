@@ -1142,19 +1142,9 @@ class Frame(RecordCalls):
     def dict_get(self, table: Value, node: ast.Call) -> Value:
         """``d.get(key, default)`` on a dict the flow holds: the entry, or the default where
         the key may be absent; by a key it cannot see, any entry or the default."""
-        key = node.args[0]
         default = self.expr(node.args[1]) if len(node.args) == 2 else \
             Lit(None, place(self.path, node))
-        keys: list[str] | None = None
-        if isinstance(key, ast.Constant):
-            one = dict_key(key)
-            keys = [one] if one is not None else None
-        else:  # a class (``type(obj)``): each class it may be, where each is one for sure;
-            # a known literal (``name`` a caller's string): each value it may be
-            value = self.expr(key)
-            classes = [class_key(k) for k in alternatives(value)]
-            keys = [k for k in classes if k is not None] if classes and None not in classes \
-                else [] if by_identity(value) else literal_keys(value)
+        keys = self._table_keys(node.args[0])
         options: list[Value] = []
         for alt in alternatives(table):
             if not isinstance(alt, DictV):
@@ -1175,6 +1165,20 @@ class Frame(RecordCalls):
             options += [table_entry(a.value) for _, a in alt.items]
             options.append(table_entry(default))
         return join(options)
+
+    def _table_keys(self, key: ast.expr) -> list[str] | None:
+        """The DictV keys a key expression may be: a constant's; each class a class (``type
+        (obj)``) may be, where each is one for sure; each value a known literal may be (a
+        caller's string); none for an object equal to no constant (a function); None where
+        it is not known."""
+        if isinstance(key, ast.Constant):
+            one = dict_key(key)
+            return [one] if one is not None else None
+        value = self.expr(key)
+        classes = [class_key(k) for k in alternatives(value)]
+        if classes and None not in classes:
+            return [k for k in classes if k is not None]
+        return [] if by_identity(value) else literal_keys(value)
 
     def apply(self, callee: Value, call: CallArgs, node: ast.Call, where: Location, name: str) -> Value:
         options = list(alternatives(callee))

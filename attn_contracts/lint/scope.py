@@ -161,6 +161,14 @@ def _may_be_none(value: Value) -> bool:
         isinstance(value, Lit) and value.value is None)
 
 
+def _identity(left: Value, op: ast.cmpop, right: Value) -> bool | None:
+    """A comparison decided by what the objects are, not their values: ``is None``
+    (:func:`_none_identity`), an object compared by identity with a constant
+    (:func:`_identity_equality`)."""
+    found = _none_identity(left, op, right)
+    return found if found is not None else _identity_equality(left, op, right)
+
+
 def _identity_equality(left: Value, op: ast.cmpop, right: Value) -> bool | None:
     """``f == "name"`` / ``f != "name"`` of an object Python compares by identity (a function,
     a bound method, a ``partial``, a module) with a literal: never equal (neither defines an
@@ -1602,9 +1610,7 @@ class Scope:
         left, right = self.i.known_flags(left), self.i.known_flags(right)
         if not isinstance(op, (ast.Is, ast.IsNot)):
             left, right = self.i.as_data(left), self.i.as_data(right)
-        identity = _none_identity(left, op, right)
-        if identity is None:
-            identity = _identity_equality(left, op, right)
+        identity = _identity(left, op, right)
         if identity is not None:
             return Lit(identity, place(self.path, node), f" (the value of {source_text(node)})")
         members = _member_compare(left, op, right)
@@ -1663,29 +1669,10 @@ class Scope:
             right = self.i.as_data(Tup(tuple(self.expr(e) for e in shown.elts)))
         outcomes: set[bool] = set()
         for container in alternatives(right):  # a list one path grew: each way it may be
-            if isinstance(container, DictV) and not class_keyed(container):
-                keyed = _keyed_in(container, lefts, is_in)
-                if keyed is None:
-                    return None
-                outcomes |= keyed
-                continue
-            members = members_of(container)
-            if members is None:
-                members = _scalar_members(container)
-            if members is None and isinstance(container, Tup):
-                found = _surely_in(container, lefts)
-                if found is None:
-                    return None
-                outcomes.add(is_in)
-                continue
-            if members is None:
+            found = _contained(container, lefts, is_in)
+            if found is None:
                 return None
-            known, complete = members
-            for v in lefts:
-                found = any(type(v) is type(m) and v == m for m in known)
-                if found and not complete:
-                    return None  # one of the values it may hold: whether it does, not known
-                outcomes.add(found if is_in else not found)
+            outcomes |= found
         return outcomes or None
 
     @_on(_EXPR, ast.BoolOp)
@@ -2126,6 +2113,28 @@ def _part(container: Tup | Seq, key: ast.expr,
     if isinstance(key, ast.Slice):
         return Seq(iterate(container))
     return iterate(container)
+
+
+def _contained(container: Value, lefts: Sequence[object], is_in: bool) -> set[bool] | None:
+    """``x in container`` / ``x not in container`` for each literal ``x`` may be: None where
+    a member is not known and one of them might be ``x``."""
+    if isinstance(container, DictV) and not class_keyed(container):
+        return _keyed_in(container, lefts, is_in)
+    members: tuple[Sequence[object], bool] | None = members_of(container)
+    if members is None:
+        members = _scalar_members(container)
+    if members is None and isinstance(container, Tup):
+        return None if _surely_in(container, lefts) is None else {is_in}
+    if members is None:
+        return None
+    known, complete = members
+    outcomes: set[bool] = set()
+    for v in lefts:
+        found = any(type(v) is type(m) and v == m for m in known)
+        if found and not complete:
+            return None  # one of the values it may hold: whether it does, not known
+        outcomes.add(found if is_in else not found)
+    return outcomes
 
 
 def _scalar_members(container: Value) -> tuple[list[object], bool] | None:
