@@ -218,6 +218,24 @@ def test_the_rocm_forward_is_read_like_the_cuda_one(
                      if wrong else [])
 
 
+def test_one_combines_findings_of_one_code_name_each_problem_with_its_backends() -> None:
+    """The lint keeps one finding per code and place: where backends break one combine in
+    different ways, the message names each problem with its own backends (a new backend's
+    mismatch is never folded into another's message, where a new bug would read as old)."""
+    from attn_contracts.findings import Finding
+
+    def one(message: str) -> Finding:
+        return Finding(Code.AC016, "x", message)
+    merged = sglang._merged_message([("trtllm_mla", one("dispatch may pick cute-dsl")),
+                                     ("cutedsl_mla", one("cute-dsl told base 2 (why: "
+                                                         "cutedsl_mla)")),
+                                     ("trtllm_mla", one("dispatch may pick cute-dsl")),
+                                     ("flashmla", one("cute-dsl told base 2 (why: flashmla)"))])
+    assert merged == ("SGLang backend 'trtllm_mla': dispatch may pick cute-dsl (1 more such "
+                      "edge(s) here); SGLang backends 'cutedsl_mla', 'flashmla': cute-dsl told "
+                      "base 2")
+
+
 def test_lint_warns_where_a_names_base_cannot_be_read(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A name function the interpreter cannot read is no error, and no silence either: the

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 from collections import Counter
 from collections.abc import Callable
 from collections.abc import Iterator
@@ -349,14 +350,32 @@ def lint_rule(model: ProgramModel, linted: frozenset[Path]) -> list[Finding]:
         for (_, where), found in hits.items():
             f = found[0][1]
             names = list(dict.fromkeys(n for n, _ in found))
-            more = f" ({len(found) - 1} more such edge(s) here)" if len(found) > 1 else ""
             out.append(replace(
                 f, subject=", ".join(f"sglang.{n}" for n in names),
-                message=f"SGLang backend{'s' if len(names) > 1 else ''} "
-                f"{', '.join(map(repr, names))}: {f.message}{more}",
+                message=_merged_message(found),
                 # the combine's line (``sglang/...py:LINE``), in the linted file, at column 1
                 location=replace(where, path=str(pkg.parent / where.path), col=1)))
     return out
+
+
+def _merged_message(found: list[tuple[str, Finding]]) -> str:
+    """One combine's findings of one code, as one message (the lint keeps one finding per
+    code and place): each problem with the backends it holds for, so a backend whose edge
+    breaks in another way is named with its own problem, never folded into another's."""
+    by_problem: dict[str, list[tuple[str, str]]] = {}
+    for name, f in found:
+        # the problem as it reads for any backend (a message names its own backend's answer)
+        problem = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", "\x00", f.message)
+        by_problem.setdefault(problem, []).append((name, f.message))
+    parts: list[str] = []
+    for edges in by_problem.values():
+        named = list(dict.fromkeys(n for n, _ in edges))
+        more = f" ({len(edges) - 1} more such edge(s) here)" if len(edges) > 1 else ""
+        # the first problem in full, each other one by its first clause (what feeds what)
+        told = edges[0][1] if not parts else edges[0][1].split(" (", 1)[0]
+        parts.append(f"SGLang backend{'s' if len(named) > 1 else ''} "
+                     f"{', '.join(map(repr, named))}: {told}{more if not parts else ''}")
+    return "; ".join(parts)
 
 
 def _package_of(path: Path) -> Path | None:
