@@ -1728,3 +1728,136 @@ def test_a_getattr_default_no_object_takes_is_a_note(
            "'lse_base_on_e', True))\n")
     found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
     assert [f["severity"] for f in found if f["code"] == "AC009"] == [severity], found
+
+
+#: a backend whose decode converts its base-2 LSE twice where its flag says e: a bug wherever
+#: the flag may be True on an object (the review's cases, each a way the flag is set)
+_SET_FLAG = f"""
+    from base import AttentionImpl
+    from mylib import decode
+    class Impl(AttentionImpl):
+        can_return_lse_for_decode = True
+        lse_base_on_e = False
+        def __init__(self, natural=False, **kw):
+            {{init}}
+        def forward(self, q):
+            out, lse = decode(q, return_lse=True)
+            if self.lse_base_on_e:
+                lse = lse * {LN2} * {LN2}
+            return out, lse
+    """
+
+
+@pytest.mark.parametrize("init", [
+    'setattr(self, "lse_base_on_e", natural)',  # stored by a constant name
+    "self.__dict__.update(kw)",  # by names computed at run time
+    "setattr(self, kw['name'], natural)",
+])
+def test_a_flag_an_instance_may_hold_otherwise_is_never_its_class_value(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], init: str) -> None:
+    """A test of ``self.<base>`` is decided by the class's value only where nothing can store
+    another on the object: a store by name, ``__dict__``, ``vars()``, ``setattr``."""
+    found = lint_json(tmp_path, capsys, "case", {
+        "base.py": IMPL_BASE, "impl.py": _SET_FLAG.format(init=init)})
+    assert [f for f in found if f["severity"] == "error"], found
+
+
+def test_a_flag_stored_on_an_instance_from_outside_is_never_its_class_value(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    found = lint_json(tmp_path, capsys, "case", {
+        "base.py": IMPL_BASE, "impl.py": _SET_FLAG.format(init="pass"),
+        "setup.py": "from impl import Impl\nIMPL = Impl()\nIMPL.lse_base_on_e = True\n"})
+    assert [f for f in found if f["severity"] == "error"], found
+
+
+@pytest.mark.parametrize("shadow", [
+    # a class attribute of a subclass shadows the base's property
+    "class Sub(Impl):\n    lse_base_on_e = True\n",
+    # a cached_property a method overwrites on the instance
+    None,
+])
+def test_the_first_class_that_binds_the_flag_decides_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], shadow: str | None) -> None:
+    """Python reads an attribute from the first class of the MRO that binds it (a class
+    attribute over an inherited property); a ``cached_property`` holds what is stored on the
+    instance: neither is the property's value."""
+    if shadow is not None:
+        impl = ("from base import AttentionImpl\nfrom mylib import decode\n"
+                "class Impl(AttentionImpl):\n    can_return_lse_for_decode = True\n"
+                "    @property\n    def lse_base_on_e(self):\n        return False\n"
+                "    def forward(self, q):\n        out, lse = decode(q, return_lse=True)\n"
+                f"        if not self.lse_base_on_e:\n            lse = lse * {LN2}\n"
+                "        return out, lse\n" + shadow)
+    else:
+        impl = ("import functools\nfrom base import AttentionImpl\nfrom mylib import decode\n"
+                "class Impl(AttentionImpl):\n    can_return_lse_for_decode = True\n"
+                "    @functools.cached_property\n    def lse_base_on_e(self):\n"
+                "        return False\n    def natural(self):\n"
+                "        self.lse_base_on_e = True\n"
+                "    def forward(self, q):\n        out, lse = decode(q, return_lse=True)\n"
+                f"        if self.lse_base_on_e:\n            lse = lse * {LN2} * {LN2}\n"
+                "        return out, lse\n")
+    found = lint_json(tmp_path, capsys, "case", {"base.py": IMPL_BASE, "impl.py": impl})
+    assert [f for f in found if f["severity"] == "error"], found
+
+
+@pytest.mark.parametrize("definition", [
+    # the definition read is a fallback; what runs is imported
+    "try:\n    from _ext import combine\nexcept ImportError:\n"
+    "    def combine(out, lse):\n        raise NotImplementedError\n",
+    # a decorator's wrapper takes what the call passes
+    "import wrapping\n@wrapping.register\ndef combine(out, lse):\n    return out\n",
+    # bound again after its def
+    "import wrapping\ndef combine(out, lse):\n    return out\ncombine = wrapping.wrap(combine)\n",
+])
+def test_a_record_is_kept_where_the_definition_read_may_not_be_what_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], definition: str) -> None:
+    """A consumer record whose base keyword the definition read lacks still describes the call
+    where that definition may not be the function that runs, or the call passes the keyword
+    (Python would raise ``TypeError`` on the definition read): the wrong base is an error."""
+    found = lint_json(tmp_path, capsys, "case", {
+        "mylib.py": "def decode(q, return_lse=False):\n    return q, q\n" + definition,
+        "layer.py": "from mylib import combine, decode\ndef step(q):\n"
+                    "    out, lse = decode(q, return_lse=True)\n"
+                    "    return combine(out, lse, is_lse_base_on_e=True)\n"})
+    assert [f for f in found if f["severity"] == "error"], found
+
+
+def test_a_private_method_looked_up_by_a_computed_name_runs_on_every_class(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``getattr(self, "_decode_" + mode)`` may reach a private method from any class: its run
+    is not narrowed to the classes of its ``self._name(...)`` callers."""
+    impl = f"""
+        from base import AttentionImpl
+        from mylib import decode, decode_e
+        class Impl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = True
+            def forward(self, q):
+                return self._decode_dcp(q)
+            def _decode_dcp(self, q):
+                out, lse = self._kernel(q)
+                return out, lse * {LN2}
+            def _kernel(self, q):
+                return decode(q, return_lse=True)
+        class Natural(Impl):
+            def forward(self, q, mode):
+                return getattr(self, "_decode_" + mode)(q)
+            def _kernel(self, q):
+                return decode_e(q)
+        """
+    found = lint_json(tmp_path, capsys, "case", {"base.py": IMPL_BASE, "impl.py": impl})
+    assert [f for f in found if f["code"] == "AC016"], found
+
+
+def test_a_function_an_unknown_decorator_replaces_may_equal_a_constant(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What an unknown decorator returns may be a name (``@registered`` giving the string):
+    a table's key, never read as an object that keys no entry."""
+    src = ("import registry\nfrom mylib import combine, decode\n"
+           "@registry.backend_name\ndef BACKEND():\n    return None\n"
+           "BASE_ON_E = {'FLASHINFER': True}\n"
+           "def step(q):\n    out, lse = decode(q, return_lse=True)\n"
+           "    return combine(out, lse, is_lse_base_on_e=BASE_ON_E.get(BACKEND, False))\n")
+    found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
+    assert [f for f in found if f["severity"] == "error"], found

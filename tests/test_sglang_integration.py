@@ -218,6 +218,15 @@ def test_the_rocm_forward_is_read_like_the_cuda_one(
                      if wrong else [])
 
 
+def test_a_helper_that_rebinds_its_base_parameter_is_not_read_at_its_callers(
+        tmp_path: Path) -> None:
+    forward = FORWARD_MLA_MOVED.format(call="self._merge(out, lse, group, on_e)").replace(
+        "        return cp_lse_ag_out_rs_mla(",
+        "        is_lse_base_on_e = not is_lse_base_on_e\n        return cp_lse_ag_out_rs_mla(")
+    rows = {r.backend: r for r in sglang.report(root=_tree(tmp_path, "", forward=forward))}
+    assert any(f.code is Code.AC028 for f in rows["flashmla"].findings)
+
+
 def test_one_combines_findings_of_one_code_name_each_problem_with_its_backends() -> None:
     """The lint keeps one finding per code and place: where backends break one combine in
     different ways, the message names each problem with its own backends (a new backend's
@@ -392,6 +401,9 @@ class Mixin:
     ("self._merge(out, lse, group, *extra)", [], True),  # spread: not read, a warning
     # two calls that disagree: not read
     ("self._merge(out, lse, group, on_e) or self._merge(out, lse, group, False)", [], True),
+    # a call whose argument is not read (through another object, a partial): not read
+    ("self._merge(out, lse, group, on_e) or other._merge(out, lse, group, False)", [], True),
+    ("functools.partial(self._merge, out, lse)(group, on_e)", [], True),
 ])
 def test_a_merge_moved_into_a_helper_reads_the_base_its_callers_pass(
         tmp_path: Path, call: str, expected: list[Code], unread: bool) -> None:

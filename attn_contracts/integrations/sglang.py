@@ -802,7 +802,8 @@ def _read_at_callers(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str, tre
     caller; per name the one answer every call gives, ``"?"`` where they differ. None where
     the parameter is none of ``fn``'s, no call of it is found, or one is not read."""
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    if param not in params and param not in (a.arg for a in fn.args.kwonlyargs):
+    if (param not in params and param not in (a.arg for a in fn.args.kwonlyargs)) or \
+            _rebinds(fn, param) or _named_otherwise(fn, tree, qualnames):
         return None
     reads = list(_caller_reads(fn, params, param, tree, qualnames, asked))
     done = [r for r in reads if r is not None]
@@ -831,6 +832,34 @@ def _caller_reads(fn: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str],
             if _calls(node, fn.name, method):
                 arg = _argument_for(cast(ast.Call, node), method and not static, params, param)
                 yield None if arg is None else asked.answers_at(qualnames[id(caller)], arg)
+
+
+def _rebinds(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether ``fn`` binds ``name`` again (an assignment, ``del``, ``global``/``nonlocal``):
+    what a caller passes is then not what it holds everywhere."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id == name and \
+                isinstance(node.ctx, (ast.Store, ast.Del)):
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return True
+    return False
+
+
+def _named_otherwise(fn: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Module,
+                     qualnames: dict[int, str]) -> bool:
+    """Whether the module names ``fn`` other than in the calls :func:`_caller_reads` reads
+    (``m._merge(...)``, a ``partial`` of it, a callback, a call at module level): a caller
+    whose argument is not read."""
+    method = qualnames.get(id(fn), "").count(".") == 1
+    read: set[int] = set()
+    for caller in ast.walk(tree):
+        if isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(caller) in qualnames:
+            read |= {id(cast(ast.Call, n).func) for n in ast.walk(caller)
+                     if _calls(n, fn.name, method)}
+    return any(id(n) not in read for n in ast.walk(tree)
+               if (isinstance(n, ast.Attribute) and n.attr == fn.name) or
+               (isinstance(n, ast.Name) and n.id == fn.name))
 
 
 def _calls(node: ast.AST, name: str, method: bool) -> bool:

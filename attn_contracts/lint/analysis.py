@@ -156,6 +156,10 @@ class Analysis(ABC):
         self._foreign_index: dict[tuple[str, str], list[tuple[str, str]]] | None = None
         #: per module, the attributes it stores through anything but ``self.``
         self._outside_stores: dict[str, frozenset[str]] = {}
+        #: the base attributes stored through anything but ``self.`` anywhere in the program
+        self._outside_base_stores: frozenset[str] | None = None
+        #: per (property's class, its name, the class read on): what the property returns
+        self._property_values: dict[tuple[ClassKey, str, ClassKey], Value] = {}
         #: per module, its stores into ``<X>.attr`` outside ``self.``, by attribute, walked
         #: once (attributes.store_index)
         self._store_index: dict[str, dict[str, list[Any]]] = {}

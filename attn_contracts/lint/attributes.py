@@ -25,6 +25,7 @@ from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.classes import statements
 from attn_contracts.lint.containers import MUTATORS
 from attn_contracts.lint.containers import literal_values
+from attn_contracts.lint.containers import one_bool
 from attn_contracts.lint.containers import truth
 from attn_contracts.lint.containers import value_key
 from attn_contracts.lint.modules import ModuleResolver
@@ -766,6 +767,23 @@ class Resolver(ModuleResolver):
         return any(b.rpartition(".")[2] in _ENUM_BASES
                    for c in self.p.mro(cls) for b in c.bases)
 
+    def by_identity(self, value: Value) -> bool:
+        """Whether every object ``value`` may be is one Python compares and hashes by identity,
+        equal to no constant (so no dict of constant keys holds it): a module, a ``partial``,
+        a function of the program (bound or not) whose ``def`` no decorator but one that
+        keeps a function replaces (an unknown decorator may return anything)."""
+        options = list(alternatives(value))
+        for o in options:
+            if isinstance(o, (ModuleRef, Partial)):
+                continue
+            func = o.func if isinstance(o, Bound) else o
+            node = self.p.definition(func) if isinstance(func, Func) else None
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or any(
+                    _decorator_name(d).rpartition(".")[2] not in _KEEPS_FUNCTION
+                    for d in node.decorator_list):
+                return False
+        return bool(options)
+
     def known_flags(self, value: Value) -> Value:
         """``value`` with each read of a base attribute on an object of exactly one class
         (``self.lse_base_on_e`` in a method run for that class) replaced by the bool that
@@ -781,16 +799,46 @@ class Resolver(ModuleResolver):
         inst = flag.owner
         cls = self.class_info(inst.cls) if inst is not None and inst.exact and \
             inst.ctor is None else None
-        if cls is None or inst is None:
+        if cls is None or inst is None or not self._flag_foldable(cls, flag.attr):
             return flag
-        owner = self.p.lookup(cls, flag.attr)
-        if owner is not None:  # a method of that name: a property's value, run for cls
-            value = self.property_get(owner, flag.attr, cls)
-        else:
-            value = self._instance_value(inst, cls, flag.attr)
-        if not isinstance(value, Lit) or not isinstance(value.value, bool):
-            return flag
-        return Lit(value.value != flag.negated, flag.where, value.how)
+        known = one_bool(self._class_bound(inst, cls, flag.attr))
+        return flag if known is None else Lit(known != flag.negated, flag.where)
+
+    def _class_bound(self, inst: Inst, cls: ClassInfo, attr: str) -> Value:
+        """What an object of exactly ``cls`` reads under ``attr`` as its classes bind it: the
+        first class of its MRO that binds the name decides (a property, run for ``cls``; a
+        class attribute, with what methods store on the instance); None for a method, or a
+        ``cached_property`` (a store on the instance replaces its value)."""
+        for c in self.p.mro(cls):
+            if attr in c.properties:
+                fn = self.p.methods(c).get(attr)
+                cached = fn is None or any(_decorator_name(d).endswith("cached_property")
+                                           for d in fn.decorator_list)
+                return None if cached else self.property_get(c, attr, cls)
+            if attr in c.methods:
+                return None
+            if attr in c.attrs and not _in_init(c, c.attrs[attr][1]):
+                break
+        return self._instance_value(inst, cls, attr)
+
+    def _flag_foldable(self, cls: ClassInfo, attr: str) -> bool:
+        """Whether an object of ``cls`` holds under ``attr`` only what its classes bind and
+        their methods store on ``self``: no module stores the name through another object
+        (``impl.lse_base_on_e = True``, ``setattr(x, "lse_base_on_e", v)``), and no module of
+        its hierarchy writes an instance's attributes by a name it computes (``__dict__``,
+        ``vars()``, ``setattr`` of a name that is no constant)."""
+        if attr in self._stored_outside():
+            return False
+        return not any(_DYNAMIC_STORE.search(self.module_text(c.path)) for c in self.p.mro(cls))
+
+    def _stored_outside(self) -> frozenset[str]:
+        """The base attributes some module of the program stores through anything but
+        ``self.`` (only a module that names one can)."""
+        if self._outside_base_stores is None:
+            self._outside_base_stores = frozenset(
+                a for m in self.p.infos() if m.trigger_lines
+                for a in self._stored_elsewhere(m.path) & set(self.base_attrs))
+        return self._outside_base_stores
 
     def truth(self, value: Value) -> bool | None:
         """What ``bool(value)`` is (:func:`~.containers.truth`), and of an object of a class
@@ -1360,6 +1408,13 @@ _ATTR_STORE = re.compile(r"\.[ \t]*([A-Za-z_]\w*)[ \t]*(?:[-+*/%|&^@]|//|\*\*|<<
 #: a target that is ``self.<attr>`` itself, up to the dot before the attribute
 _SELF_BASE = re.compile(r"(?<![\w.])self[ \t]*\.\Z")
 #: ``__post_init__`` named anywhere but its own ``def`` (a call of it, a reference)
+#: decorators that leave a function a function (compared by identity)
+_KEEPS_FUNCTION = frozenset({"staticmethod", "classmethod", "cache", "lru_cache", "wraps",
+                             "abstractmethod", "override", "final"})
+
+#: an instance's attribute written by a name computed at run time
+_DYNAMIC_STORE = re.compile(r"__dict__|\bvars\(|\bsetattr\(\s*[^,]+,\s*(?![\s\"'])")
+
 _CALLS_POST_INIT = re.compile(r"(?<!def )\b__post_init__\b")
 _SETATTR = re.compile(r"\bsetattr\([^,\n]+,\s*[\"']([A-Za-z_]\w*)[\"']")
 #: ``X.attr.append(...)``, ``X.attr[k] = v``: the object a class attribute holds changed in

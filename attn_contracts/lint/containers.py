@@ -338,15 +338,6 @@ def merged(dicts: list[DictV], site: Location) -> DictV:
     return DictV(tuple(items.items()), frozenset(maybe))
 
 
-def by_identity(value: Value) -> bool:
-    """Whether every object ``value`` may be is one Python compares and hashes by identity (a
-    function, a bound method, a ``partial``, a module): equal to no literal, so no dict of
-    literal keys holds it."""
-    options = list(alternatives(value))
-    return bool(options) and all(isinstance(o, (Func, Bound, Partial, ModuleRef))
-                                 for o in options)
-
-
 def table_entry(value: Value) -> Value:
     """A value read from a table by a key the linter cannot see: which entry applies is a
     dispatch."""
@@ -407,6 +398,15 @@ def ordering(lefts: Sequence[object], right: Value, op: ast.cmpop) -> set[bool] 
             except TypeError:  # ``None < 1``: Python raises; nothing to read
                 return None
     return outcomes
+
+
+def one_bool(value: Value) -> bool | None:
+    """The one bool every value ``value`` may be is (two paths that both return ``True``);
+    None where it may be anything else."""
+    values = literal_values(value)
+    found = {v for v in values if isinstance(v, bool)} if values is not None and \
+        all(type(v) is bool for v in values) else set()
+    return found.pop() if len(found) == 1 else None
 
 
 def literal_values(value: Value) -> list[bool | int | float | str | None] | None:

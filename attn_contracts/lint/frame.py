@@ -34,7 +34,6 @@ from attn_contracts.lint.containers import GROWS
 from attn_contracts.lint.containers import ITERATION
 from attn_contracts.lint.containers import ITERTOOLS
 from attn_contracts.lint.containers import MUTATORS
-from attn_contracts.lint.containers import by_identity
 from attn_contracts.lint.containers import characters
 from attn_contracts.lint.containers import class_key
 from attn_contracts.lint.containers import class_keyed
@@ -706,10 +705,12 @@ class Frame(RecordCalls):
                 any(isinstance(a, ast.Starred) for a in node.args):
             return None
         after, obj = self.expr(node.args[0]), self.expr(node.args[1])
-        if isinstance(after, ClassRef) and after.exact and isinstance(obj, Inst) and \
-                self.i.class_info(after.cls) is not None:
-            return Super(after.cls, obj)
-        return None
+        if not (isinstance(after, ClassRef) and after.exact and isinstance(obj, Inst)):
+            return None
+        above, cls = self.i.class_info(after.cls), self.i.class_info(obj.cls)
+        if above is None or cls is None or above not in self.i.p.mro(cls):
+            return None  # Python raises where T is not in the object's MRO
+        return Super(after.cls, obj)
 
     def getattr_form(self, callee: Value, qual: str, name: str,
                      node: ast.Call) -> Value | object:
@@ -1178,7 +1179,7 @@ class Frame(RecordCalls):
         classes = [class_key(k) for k in alternatives(value)]
         if classes and None not in classes:
             return [k for k in classes if k is not None]
-        return [] if by_identity(value) else literal_keys(value)
+        return [] if self.i.by_identity(value) else literal_keys(value)
 
     def apply(self, callee: Value, call: CallArgs, node: ast.Call, where: Location, name: str) -> Value:
         options = list(alternatives(callee))

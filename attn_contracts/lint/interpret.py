@@ -183,14 +183,20 @@ class Interpreter(Resolver):
         if fn is None or attr not in owner.properties:
             return None
         key = (cls.path, cls.name)
+        memo_key = ((owner.path, owner.name), attr, key)
+        if not self.given_attrs and memo_key in self._property_values:
+            return self._property_values[memo_key]
         call = CallArgs([], {}, False, where=Location(cls.path, cls.line, 1))
         memo, contexts, counted = self._memo, self._contexts, self._counted
         self._memo, self._contexts, self._counted = {}, {}, set()
         try:
-            return self.analyse(Func(owner.path, f"{owner.name}.{attr}", fn),
-                                Inst(key, exact=True), call).returns
+            value = self.analyse(Func(owner.path, f"{owner.name}.{attr}", fn),
+                                 Inst(key, exact=True), call).returns
         finally:
             self._memo, self._contexts, self._counted = memo, contexts, counted
+        if not self.given_attrs:  # a question's premise may change what it returns
+            self._property_values[memo_key] = value
+        return value
 
     def value_at(self, path: str, qualname: str, node: FuncNode, self_value: Inst | None,
                  keyword: ast.expr, attrs: dict[str, Value]) -> Value:

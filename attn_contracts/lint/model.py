@@ -14,6 +14,7 @@ import ast
 import bisect
 import functools
 import re
+import weakref
 from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
@@ -32,6 +33,7 @@ from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import Hierarchy
 from attn_contracts.lint.classes import ModuleInfo
+from attn_contracts.lint.containers import one_bool
 from attn_contracts.lint.containers import truth
 from attn_contracts.lint.contracts import run_contract
 from attn_contracts.lint.edges import Declaration
@@ -448,6 +450,9 @@ def _evaluator(interp: Interpreter) -> Callable[[ClassInfo, str, ClassInfo], obj
             interp.descriptor_get(interp.class_body_attr(owner, attr), cls)
         if isinstance(value, Lit):
             return value.value
+        known = one_bool(value)  # one bool on every path (two ``return True``)
+        if known is not None:
+            return known
         # an object: a flag it is read as by its truth (``if impl.lse_base_on_e:``)
         return truth(value) if isinstance(value, ExtInst) else None
     return evaluate
@@ -634,23 +639,24 @@ def _run_functions(interp: Interpreter, program: Program, f: FileFacts, tree: as
         run_contract(interp, f.path, qual, node, self_value)
 
 
-#: the most classes a private method's run is made for, one by one (past it: one run, on an
-#: object of any class of the family)
+#: the most classes a method's run on its own is made for, one by one (past it: one run, on
+#: an object of any class of the family)
 _MAX_RUNS_ON = 4
 
 
 def _runs_on(program: Program, cls: ClassInfo, name: str) -> list[Inst] | None:
     """The objects a method of ``cls`` runs on when the lint runs it on its own: one of
-    exactly each class of the family that inherits it (a subclass that overrides it runs it
-    only through ``super()``, from its own method's run); of a private one (``_name``),
-    only those that reach one of its callers, where the family calls it as
-    ``self._name(...)`` alone (a subclass that overrides the caller never calls it). None,
-    for one run on an object of any class of the family, for a dunder method, where the
-    family is past its bound, or it runs on too many classes."""
+    exactly each class of the family that inherits it (for a subclass that overrides it, the
+    override's own run follows its ``super()`` call); of a private one (``_name``), only
+    those that reach one of its callers, where the family calls it as ``self._name(...)``
+    alone (a subclass that overrides the caller reaches it only through the override's
+    ``super()`` call, which that override's run follows). None, for one run on an object of
+    any class of the family, for a dunder method, where the family is past its bound, or it
+    runs on too many classes."""
     if name.startswith("__"):
         return None
-    family = program.subclasses(cls)
-    if len(family) == 1 and program.has_subclasses(cls):
+    family = program.family(cls)
+    if family is None:
         return None  # past the bound on subclasses: not enumerated
     runs = [c for c in family if program.lookup(c, name) is cls]
     callers = _self_callers(program, [*program.mro(cls), *family[1:]], name) \
@@ -665,25 +671,64 @@ def _runs_on(program: Program, cls: ClassInfo, name: str) -> list[Inst] | None:
 def _self_callers(program: Program, classes: list[ClassInfo], name: str,
                   ) -> list[tuple[ClassInfo, str]] | None:
     """The methods of ``classes`` that call ``self.<name>(...)``; None where one of them
-    names it another way (an attribute not called on ``self``, a string of the name)."""
+    may reach it another way: names it otherwise (a callback, ``super()._name``), holds its
+    name as a string, or looks an attribute up by a name it computes (``getattr(self, x)``)."""
     out: list[tuple[ClassInfo, str]] = []
     for c in classes:
-        for method, fn in program.methods(c).items():
-            called: set[int] = set()
-            named: list[ast.Attribute] = []
-            for node in ast.walk(fn):
-                if isinstance(node, ast.Attribute) and node.attr == name:
-                    named.append(node)
-                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                        isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
-                    called.add(id(node.func))
-                elif isinstance(node, ast.Constant) and node.value == name:
-                    return None
-            if any(id(n) not in called for n in named):
+        for method, uses in _attribute_uses(program, c).items():
+            if uses.dynamic or name in uses.named or name in uses.strings:
                 return None
-            if named:
+            if name in uses.self_calls:
                 out.append((c, method))
     return out
+
+
+@dataclass(frozen=True)
+class _Uses:
+    """How one method names attributes: called on ``self``, named any other way, the strings
+    it holds, and whether it looks one up by a computed name."""
+
+    self_calls: frozenset[str]
+    named: frozenset[str]
+    strings: frozenset[str]
+    dynamic: bool
+
+
+#: per class (by identity), its methods' attribute uses: read once per lint
+_USES: weakref.WeakKeyDictionary[ClassInfo, dict[str, _Uses]] = weakref.WeakKeyDictionary()
+
+
+def _attribute_uses(program: Program, cls: ClassInfo) -> dict[str, _Uses]:
+    found = _USES.get(cls)
+    if found is None:
+        found = _USES[cls] = {m: _uses(fn) for m, fn in program.methods(cls).items()}
+    return found
+
+
+def _uses(fn: ast.AST) -> _Uses:
+    called: set[int] = set()
+    self_calls: set[str] = set()
+    attrs: list[ast.Attribute] = []
+    strings: set[str] = set()
+    dynamic = False
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Attribute):
+            attrs.append(node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            strings.add(node.value)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+                    func.value.id == "self":
+                called.add(id(func))
+                self_calls.add(func.attr)
+            last = func.attr if isinstance(func, ast.Attribute) else \
+                func.id if isinstance(func, ast.Name) else ""
+            looked_up = node.args[1:2] if last == "getattr" else \
+                node.args[:1] if last in ("methodcaller", "attrgetter") else []
+            dynamic = dynamic or any(not isinstance(a, ast.Constant) for a in looked_up)
+    named = frozenset(a.attr for a in attrs if id(a) not in called)
+    return _Uses(frozenset(self_calls), named, frozenset(strings), dynamic)
 
 
 def _spans(node: ast.AST, lines: tuple[int, ...]) -> bool:

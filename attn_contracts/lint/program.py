@@ -99,6 +99,8 @@ class Program:
         for c in classes:
             self._classes.setdefault((c.path, c.name), c)
         self._subclasses: dict[int, list[ClassInfo]] | None = None
+        #: per class (by identity), it and the classes below it (None: past the bound)
+        self._families: dict[int, list[ClassInfo] | None] = {}
         self._lines: dict[str, list[str]] = {}
         self._methods: dict[int, dict[str, FuncNode]] = {}
 
@@ -342,6 +344,18 @@ class Program:
     def subclasses(self, cls: ClassInfo) -> list[ClassInfo]:
         """``cls`` and every class of the program below it (any depth), ``cls`` first; only
         ``cls`` where there are more than :data:`MAX_SUBCLASSES`."""
+        family = self.family(cls)
+        return [cls] if family is None else family
+
+    def family(self, cls: ClassInfo) -> list[ClassInfo] | None:
+        """``cls`` and every class of the program below it (any depth), ``cls`` first; None
+        where there are more than :data:`MAX_SUBCLASSES`."""
+        key = id(cls)
+        if key not in self._families:
+            self._families[key] = self._below(cls)
+        return self._families[key]
+
+    def _below(self, cls: ClassInfo) -> list[ClassInfo] | None:
         if self._subclasses is None:
             below: dict[int, list[ClassInfo]] = {}
             for c in self.hierarchy.classes:
@@ -358,14 +372,9 @@ class Program:
                     seen.add(id(sub))
                     out.append(sub)
                     if len(out) > MAX_SUBCLASSES:
-                        return [cls]
+                        return None
             i += 1
         return out
-
-    def has_subclasses(self, cls: ClassInfo) -> bool:
-        """Whether a class of the program derives from ``cls`` directly."""
-        self.subclasses(cls)  # builds the index
-        return bool(self._subclasses and self._subclasses.get(id(cls)))
 
     def resolve_base(self, cls: ClassInfo, expr: str) -> ClassInfo | str:
         """A dotted class name as written in module ``cls.path`` (for annotations)."""

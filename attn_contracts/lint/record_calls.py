@@ -94,16 +94,19 @@ class RecordCalls(Scope):
                                                       base.rpartition(".")[2])
                 if consumers or producers:
                     break
-        fitting = self._fitting(callee, consumers)
+        fitting = self._fitting(callee, consumers, node)
         if not fitting and not producers:
             return None  # no record describes this tree's function: it is read as code
         return Rec(qual or name, tuple(fitting), tuple(producers))
 
-    def _fitting(self, callee: Value, consumers: list[Consumer]) -> list[Consumer]:
+    def _fitting(self, callee: Value, consumers: list[Consumer],
+                 call: ast.Call) -> list[Consumer]:
         """The consumer records the callee's definition in the linted files fits (records of
         a release before its base keyword, or after, describe another tree); none where its
-        one record tells the base by a keyword the definition does not take (a call passing
-        it would raise ``TypeError``): the function is then read from its body."""
+        one record tells the base by a keyword that a plain definition (no decorator, bound
+        once at its scope's top) does not take and the call does not pass: the function is
+        then read from its body. A call that passes the keyword says the definition read is
+        not the one that runs (a fallback of an ``ImportError``, a decorator's wrapper)."""
         func = callee.func if isinstance(callee, Bound) else callee
         if not isinstance(func, Func) or not consumers:
             return consumers
@@ -113,10 +116,27 @@ class RecordCalls(Scope):
         params = params_of(node)
         if len(consumers) == 1:
             base = consumers[0].base
-            takes = not isinstance(base, KeywordBase) or params.kwarg is not None or \
-                base.keyword in params.names
-            return consumers if takes else []
+            if not isinstance(base, KeywordBase) or params.kwarg is not None or \
+                    base.keyword in params.names or node.decorator_list or \
+                    any(k.arg == base.keyword for k in call.keywords) or \
+                    not self._bound_once(func, node):
+                return consumers
+            return []
         return fitting_signature(consumers, params.names, params.kwarg is not None)
+
+    def _bound_once(self, func: Func, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether a function's ``def`` is at its module's (or its class's) top level and its
+        name bound nowhere else there (no ``try``/``if`` alternative)."""
+        owner, _, name = func.qualname.partition("@")[0].rpartition(".")
+        if owner:
+            cls = self.i.p.cls((func.path, owner))
+            body = self.i.p.class_node(cls) if cls is not None else None
+            stmts = body.body if body is not None else []
+        else:
+            tree = self.i.p.tree(func.path)
+            stmts = tree.body if tree is not None else []
+        return any(st is node for st in stmts) and \
+            not any(st is not node and name in _bound_names(st) for st in _scope_statements(stmts))
 
     def fallback_producer(self, attr: str, call: CallArgs) -> Rec | None:
         """``wrapper.run(..., return_lse=True)`` on a receiver of unknown type: a producer whose
@@ -461,3 +481,35 @@ def _inside(at: Location, node: ast.Call, call_at: Location) -> bool:
     return at.path == call_at.path and at.line is not None and \
         node.lineno <= at.line <= (node.end_lineno or node.lineno)
 
+
+def _scope_statements(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of a scope's body at any depth of its blocks (``if``, ``try``...), not
+    those of the functions and classes it defines."""
+    stack = list(stmts)
+    while stack:
+        st = stack.pop()
+        yield st
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for child in ast.iter_child_nodes(st):
+            if isinstance(child, ast.stmt):
+                stack.append(child)
+            elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                stack.extend(child.body)
+
+
+def _bound_names(st: ast.stmt) -> set[str]:
+    """The names one statement binds in its scope (a ``def``, a class, an import, an
+    assignment's or a loop's or ``with``'s targets)."""
+    if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {st.name}
+    if isinstance(st, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).partition(".")[0] for a in st.names}
+    targets: list[ast.expr] = []
+    if isinstance(st, ast.Assign):
+        targets = list(st.targets)
+    elif isinstance(st, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        targets = [st.target]
+    elif isinstance(st, (ast.With, ast.AsyncWith)):
+        targets = [i.optional_vars for i in st.items if i.optional_vars is not None]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}

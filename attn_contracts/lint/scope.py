@@ -33,7 +33,6 @@ from attn_contracts.lint.calls import place
 from attn_contracts.lint.calls import source_text
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.classes import own_nodes
-from attn_contracts.lint.containers import by_identity
 from attn_contracts.lint.containers import class_key
 from attn_contracts.lint.containers import class_keyed
 from attn_contracts.lint.containers import dict_key
@@ -161,22 +160,24 @@ def _may_be_none(value: Value) -> bool:
         isinstance(value, Lit) and value.value is None)
 
 
-def _identity(left: Value, op: ast.cmpop, right: Value) -> bool | None:
+def _identity(left: Value, op: ast.cmpop, right: Value,
+              by_identity: Callable[[Value], bool]) -> bool | None:
     """A comparison decided by what the objects are, not their values: ``is None``
     (:func:`_none_identity`), an object compared by identity with a constant
     (:func:`_identity_equality`)."""
     found = _none_identity(left, op, right)
-    return found if found is not None else _identity_equality(left, op, right)
+    return found if found is not None else _identity_equality(left, op, right, by_identity)
 
 
-def _identity_equality(left: Value, op: ast.cmpop, right: Value) -> bool | None:
+def _identity_equality(left: Value, op: ast.cmpop, right: Value,
+                       by_identity: Callable[[Value], bool]) -> bool | None:
     """``f == "name"`` / ``f != "name"`` of an object Python compares by identity (a function,
-    a bound method, a ``partial``, a module) with a literal: never equal (neither defines an
-    ``__eq__`` that answers the other); None for any other pair."""
+    a bound method, a ``partial``, a module: ``by_identity``) with a literal: never equal
+    (neither defines an ``__eq__`` that answers the other); None for any other pair."""
     if not isinstance(op, (ast.Eq, ast.NotEq)):
         return None
     for one, other in ((left, right), (right, left)):
-        if by_identity(one) and literal_values(other) is not None:
+        if literal_values(other) is not None and by_identity(one):
             return isinstance(op, ast.NotEq)
     return None
 
@@ -1610,7 +1611,7 @@ class Scope:
         left, right = self.i.known_flags(left), self.i.known_flags(right)
         if not isinstance(op, (ast.Is, ast.IsNot)):
             left, right = self.i.as_data(left), self.i.as_data(right)
-        identity = _identity(left, op, right)
+        identity = _identity(left, op, right, self.i.by_identity)
         if identity is not None:
             return Lit(identity, place(self.path, node), f" (the value of {source_text(node)})")
         members = _member_compare(left, op, right)
@@ -2141,10 +2142,13 @@ def _scalar_members(container: Value) -> tuple[list[object], bool] | None:
     """A container's members as a constant (``x in C``, ``x`` a string or number) sees them:
     its literals, and its tuples, which equal no constant (``set(table.items())`` holds
     pairs); None where one member is neither."""
-    if isinstance(container, Seq):
+    if isinstance(container, Seq):  # any of its element's values: a set's members
         items: list[Value] = [container.item]
         complete = container.complete
-    elif isinstance(container, Tup) and not container.partial_items:
+    elif isinstance(container, Tup) and not container.partial_items and \
+            all(len(list(alternatives(i))) == 1 for i in container.items):
+        # a tuple's positions each one value for sure (``(name,)`` with ``name`` either of
+        # two holds only one of them)
         items, complete = list(container.items), True
     else:
         return None
