@@ -289,8 +289,9 @@ PAIRS.case("super(type(self), self) looks past the class of the object, not the 
         class Natural(Impl):
             lse_base_on_e = True
         """}, {"impl.py": ("super(type(self), self).lse_base_on_e", "Impl.lse_base_on_e")})
-PAIRS.case("a method runs on the classes that inherit it, a private one on its callers", {
-    "base.py": IMPL_BASE, "impl.py": f"""
+#: a backend that converts its helper's base-2 LSE, and a subclass whose own decode is base e
+#: and whose ``forward`` is ``{forward}`` (the pair below, and the computed-name test)
+TWO_DECODES = f"""
         from base import AttentionImpl
         from mylib import decode, decode_e
         class Impl(AttentionImpl):
@@ -304,14 +305,17 @@ PAIRS.case("a method runs on the classes that inherit it, a private one on its c
             def _kernel(self, q):
                 return decode(q, return_lse=True)
         class Natural(Impl):
-            def forward(self, q):
-                return self._decode_dcp(q)
+            {{forward}}
             def _kernel(self, q):
                 return decode_e(q)
-        """}, {"impl.py": ("return self._decode_dcp(q)\n            def _kernel(self, q):\n"
-                           "                return decode_e",
-                           "return self._kernel(q)\n            def _kernel(self, q):\n"
-                           "                return decode_e")})
+        """
+PAIRS.case("a method runs on the classes that inherit it, a private one on its callers", {
+    "base.py": IMPL_BASE, "impl.py": TWO_DECODES.format(
+        forward="def forward(self, q):\n                return self._decode_dcp(q)")},
+    {"impl.py": ("return self._decode_dcp(q)\n            def _kernel(self, q):\n"
+                 "                return decode_e",
+                 "return self._kernel(q)\n            def _kernel(self, q):\n"
+                 "                return decode_e")})
 PAIRS.case("a function object is equal to no literal and keys no entry of a literal table", {
     "layer.py": """
         from mylib import combine, decode
@@ -1827,25 +1831,8 @@ def test_a_private_method_looked_up_by_a_computed_name_runs_on_every_class(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``getattr(self, "_decode_" + mode)`` may reach a private method from any class: its run
     is not narrowed to the classes of its ``self._name(...)`` callers."""
-    impl = f"""
-        from base import AttentionImpl
-        from mylib import decode, decode_e
-        class Impl(AttentionImpl):
-            can_return_lse_for_decode = True
-            lse_base_on_e = True
-            def forward(self, q):
-                return self._decode_dcp(q)
-            def _decode_dcp(self, q):
-                out, lse = self._kernel(q)
-                return out, lse * {LN2}
-            def _kernel(self, q):
-                return decode(q, return_lse=True)
-        class Natural(Impl):
-            def forward(self, q, mode):
-                return getattr(self, "_decode_" + mode)(q)
-            def _kernel(self, q):
-                return decode_e(q)
-        """
+    impl = TWO_DECODES.format(forward='def forward(self, q, mode):\n'
+                              '                return getattr(self, "_decode_" + mode)(q)')
     found = lint_json(tmp_path, capsys, "case", {"base.py": IMPL_BASE, "impl.py": impl})
     assert [f for f in found if f["code"] == "AC016"], found
 
