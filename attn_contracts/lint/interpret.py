@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import cast
 
@@ -143,12 +145,22 @@ class Interpreter(Resolver):
         """A call no caller in the program makes (a function read as its record says it is
         called): its contexts, and those of what it calls, counted apart from the bound on the
         program's own calls, so that they take no real caller's place."""
-        contexts, counted = self._contexts, self._counted
+        with self._apart(memo=False):
+            return self.analyse(func, self_value, call)
+
+    @contextmanager
+    def _apart(self, *, memo: bool = True) -> Iterator[None]:
+        """A context of its own: the bound on call contexts counted apart from the program's
+        own calls, and (``memo``) a memo of its own (summaries read under another premise, an
+        object of exactly one class, take no place in the program's)."""
+        saved = self._memo, self._contexts, self._counted
+        if memo:
+            self._memo = {}
         self._contexts, self._counted = {}, set()
         try:
-            return self.analyse(func, self_value, call)
+            yield
         finally:
-            self._contexts, self._counted = contexts, counted
+            self._memo, self._contexts, self._counted = saved
 
     def descriptor_get(self, value: Value, cls: ClassInfo) -> Value:
         """A class attribute read on an instance of ``cls``: where it is an object whose class
@@ -166,13 +178,9 @@ class Interpreter(Resolver):
             where = Location(cls.path, cls.line, 1)
             call = CallArgs([Arg(Inst(key, exact=True)), Arg(ClassRef(key, exact=True))], {},
                             False, where=where)
-            memo, contexts, counted = self._memo, self._contexts, self._counted
-            self._memo, self._contexts, self._counted = {}, {}, set()
-            try:
+            with self._apart():
                 options.append(self.analyse(Func(owner.path, f"{owner.name}.__get__", fn), alt,
                                             call).returns)
-            finally:
-                self._memo, self._contexts, self._counted = memo, contexts, counted
         return join(options) if options else None
 
     def property_get(self, owner: ClassInfo, attr: str, cls: ClassInfo) -> Value:
@@ -187,13 +195,9 @@ class Interpreter(Resolver):
         if not self.given_attrs and memo_key in self._property_values:
             return self._property_values[memo_key]
         call = CallArgs([], {}, False, where=Location(cls.path, cls.line, 1))
-        memo, contexts, counted = self._memo, self._contexts, self._counted
-        self._memo, self._contexts, self._counted = {}, {}, set()
-        try:
+        with self._apart():
             value = self.analyse(Func(owner.path, f"{owner.name}.{attr}", fn),
                                  Inst(key, exact=True), call).returns
-        finally:
-            self._memo, self._contexts, self._counted = memo, contexts, counted
         if not self.given_attrs:  # a question's premise may change what it returns
             self._property_values[memo_key] = value
         return value
@@ -207,16 +211,14 @@ class Interpreter(Resolver):
         it. A context of its own, apart from the memo (whose summaries were read without the
         premise)."""
         func = Func(path, qualname, node)
-        memo, contexts, counted = self._memo, self._contexts, self._counted
         given, watched = self.given_attrs, self.watched
-        self._memo, self._contexts, self._counted = {}, {}, set()
         self.given_attrs, self.watched = attrs, {id(keyword): []}
         self.asked_told = {}
         try:
-            self.analyse(func, self_value, None, generic=True)
+            with self._apart():
+                self.analyse(func, self_value, None, generic=True)
             return join(self.watched[id(keyword)]) if self.watched[id(keyword)] else None
         finally:
-            self._memo, self._contexts, self._counted = memo, contexts, counted
             self.given_attrs, self.watched = given, watched
             self.asked_told = {}
 
