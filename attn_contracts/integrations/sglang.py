@@ -771,8 +771,8 @@ def _qualnames(tree: ast.Module) -> dict[int, str]:
 
 
 def _read_in(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef,
-             qualname: str, rel: str, asked: _Asked, tree: ast.Module | None = None,
-             qualnames: dict[int, str] | None = None) -> Combine:
+             qualname: str, rel: str, asked: _Asked, tree: ast.Module,
+             qualnames: dict[int, str]) -> Combine:
     """A base keyword given by an expression (a loop over names, a set, a cached attribute):
     its value read where the call is, in the function that makes it, run with the layer's
     name attribute set to each registered name; a parameter of that function, read at each
@@ -780,8 +780,7 @@ def _read_in(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFu
     kw = next((k.value for k in call.keywords if k.arg == combine.keyword), None)
     if kw is not None:
         read = asked.answers_at(qualname, kw)
-        if (read is None or all(v == "?" for _, v in read[0])) and tree is not None and \
-                qualnames is not None and isinstance(kw, ast.Name):
+        if (read is None or all(v == "?" for _, v in read[0])) and isinstance(kw, ast.Name):
             read = _read_at_callers(fn, kw.id, tree, qualnames, asked) or read
     else:  # carried by ``**mapping``s: what each gives the keyword, as the interpreter reads it
         read = _spread_answers([asked.answers_at(qualname, k.value, combine.keyword)
@@ -795,43 +794,44 @@ def _read_in(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFu
 
 
 def _read_at_callers(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str, tree: ast.Module,
-                     qualnames: dict[int, str], asked: _Asked,
-                     ) -> tuple[tuple[tuple[str, str], ...], str] | None:
+                     qualnames: dict[int, str], asked: _Asked) -> _Answers | None:
     """What a parameter of ``fn`` is per name: the argument each call of ``fn`` in the module
     binds to it (``self.fn(...)`` for a method, ``fn(...)`` for a function), read in the
     caller; per name the one answer every call gives, ``"?"`` where they differ. None where
-    the parameter is none of ``fn``'s, no call of it is found, or one is not read."""
+    the parameter is none of ``fn``'s or ``fn`` rebinds it, the module names ``fn`` other
+    than in such a call (``m._merge(...)``, a ``partial`` of it, a callback, a call at module
+    level), no call of it is found, or one call's argument is not read (left to its default,
+    spread)."""
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     if (param not in params and param not in (a.arg for a in fn.args.kwonlyargs)) or \
-            _rebinds(fn, param) or _named_otherwise(fn, tree, qualnames):
+            _rebinds(fn, param):
         return None
-    reads = list(_caller_reads(fn, params, param, tree, qualnames, asked))
-    done = [r for r in reads if r is not None]
-    if not done or len(done) != len(reads):
-        return None
-
-    def agreed(answers: list[str]) -> str:
-        return answers[0] if len(set(answers)) == 1 else "?"
-    names = [n for n, _ in done[0][0]]
-    per = [dict(r[0]) for r in done]
-    return (tuple((n, agreed([p[n] for p in per])) for n in names),
-            agreed([r[1] for r in done]))
-
-
-def _caller_reads(fn: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str], param: str,
-                  tree: ast.Module, qualnames: dict[int, str], asked: _Asked,
-                  ) -> Iterator[tuple[tuple[tuple[str, str], ...], str] | None]:
-    """Per call of ``fn`` in the module, what it binds to ``param``, read in its caller per
-    name (None: a call that leaves it to its default, or spreads its arguments)."""
     method = qualnames.get(id(fn), "").count(".") == 1
-    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
-    callers = [c for c in ast.walk(tree)
-               if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(c) in qualnames]
-    for caller in callers:
-        for node in ast.walk(caller):
-            if _calls(node, fn.name, method):
-                arg = _argument_for(cast(ast.Call, node), method and not static, params, param)
-                yield None if arg is None else asked.answers_at(qualnames[id(caller)], arg)
+    calls = _direct_calls(fn.name, method, tree, qualnames)
+    if calls is None:
+        return None
+    past_self = method and not any(isinstance(d, ast.Name) and d.id == "staticmethod"
+                                   for d in fn.decorator_list)
+    reads = [None if (arg := _argument_for(call, past_self, params, param)) is None
+             else asked.answers_at(caller, arg) for caller, call in calls]
+    return _merged_answers(reads, lambda answers: answers[0] if len(set(answers)) == 1
+                           else "?")
+
+
+def _direct_calls(name: str, method: bool, tree: ast.Module, qualnames: dict[int, str],
+                  ) -> list[tuple[str, ast.Call]] | None:
+    """Each call of function ``name`` (a method: ``self.name(...)``) in the module's functions
+    and methods, with its caller's qualified name; None where the module names it any other
+    way."""
+    calls = [(qualnames[id(caller)], cast(ast.Call, n)) for caller in ast.walk(tree)
+             if isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)) and
+             id(caller) in qualnames for n in ast.walk(caller) if _calls(n, name, method)]
+    read = {id(call.func) for _, call in calls}
+    if any(id(n) not in read for n in ast.walk(tree)
+           if (isinstance(n, ast.Attribute) and n.attr == name) or
+           (isinstance(n, ast.Name) and n.id == name)):
+        return None
+    return calls
 
 
 def _rebinds(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
@@ -844,22 +844,6 @@ def _rebinds(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
         if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
             return True
     return False
-
-
-def _named_otherwise(fn: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Module,
-                     qualnames: dict[int, str]) -> bool:
-    """Whether the module names ``fn`` other than in the calls :func:`_caller_reads` reads
-    (``m._merge(...)``, a ``partial`` of it, a callback, a call at module level): a caller
-    whose argument is not read."""
-    method = qualnames.get(id(fn), "").count(".") == 1
-    read: set[int] = set()
-    for caller in ast.walk(tree):
-        if isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(caller) in qualnames:
-            read |= {id(cast(ast.Call, n).func) for n in ast.walk(caller)
-                     if _calls(n, fn.name, method)}
-    return any(id(n) not in read for n in ast.walk(tree)
-               if (isinstance(n, ast.Attribute) and n.attr == fn.name) or
-               (isinstance(n, ast.Name) and n.id == fn.name))
 
 
 def _calls(node: ast.AST, name: str, method: bool) -> bool:
@@ -890,25 +874,33 @@ def _argument_for(node: ast.Call, method: bool, params: list[str],
     return node.args[index] if 0 <= index < len(node.args) else None
 
 
-def _spread_answers(reads: list[tuple[tuple[tuple[str, str], ...], str] | None],
-                    ) -> tuple[tuple[tuple[str, str], ...], str] | None:
-    """Per name, what a call's ``**mapping``s give the keyword together: the one that gives it
-    (Python refuses a keyword given twice), :data:`_OMITTED` where none does, ``"?"`` where
-    one is not read."""
+#: per registered name, a question's answer, and the answer for a name no backend has
+_Answers = tuple[tuple[tuple[str, str], ...], str]
+
+
+def _merged_answers(reads: list[_Answers | None],
+                    merge: Callable[[list[str]], str]) -> _Answers | None:
+    """Several questions' answers as one, per name by ``merge``; None where there is none,
+    or one was not asked (None)."""
     done = [r for r in reads if r is not None]
     if not done or len(done) != len(reads):
         return None
+    names = [n for n, _ in done[0][0]]
+    per = [dict(r[0]) for r in done]
+    return (tuple((n, merge([p[n] for p in per])) for n in names),
+            merge([r[1] for r in done]))
 
+
+def _spread_answers(reads: list[_Answers | None]) -> _Answers | None:
+    """Per name, what a call's ``**mapping``s give the keyword together: the one that gives it
+    (Python refuses a keyword given twice), :data:`_OMITTED` where none does, ``"?"`` where
+    one is not read."""
     def merged(answers: list[str]) -> str:
         if "?" in answers:
             return "?"
         given = [a for a in answers if a != _OMITTED]
         return given[0] if len(given) == 1 else _OMITTED if not given else "?"
-
-    names = [n for n, _ in done[0][0]]
-    per = [dict(r[0]) for r in done]
-    return (tuple((n, merged([p[n] for p in per])) for n in names),
-            merged([r[1] for r in done]))
+    return _merged_answers(reads, merged)
 
 
 def _consumer_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],

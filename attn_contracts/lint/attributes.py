@@ -1407,14 +1407,12 @@ class Resolver(ModuleResolver):
 _ATTR_STORE = re.compile(r"\.[ \t]*([A-Za-z_]\w*)[ \t]*(?:[-+*/%|&^@]|//|\*\*|<<|>>)?=(?!=)")
 #: a target that is ``self.<attr>`` itself, up to the dot before the attribute
 _SELF_BASE = re.compile(r"(?<![\w.])self[ \t]*\.\Z")
-#: ``__post_init__`` named anywhere but its own ``def`` (a call of it, a reference)
 #: decorators that leave a function a function (compared by identity)
 _KEEPS_FUNCTION = frozenset({"staticmethod", "classmethod", "cache", "lru_cache", "wraps",
                              "abstractmethod", "override", "final"})
-
 #: an instance's attribute written by a name computed at run time
 _DYNAMIC_STORE = re.compile(r"__dict__|\bvars\(|\bsetattr\(\s*[^,]+,\s*(?![\s\"'])")
-
+#: ``__post_init__`` named anywhere but its own ``def`` (a call of it, a reference)
 _CALLS_POST_INIT = re.compile(r"(?<!def )\b__post_init__\b")
 _SETATTR = re.compile(r"\bsetattr\([^,\n]+,\s*[\"']([A-Za-z_]\w*)[\"']")
 #: ``X.attr.append(...)``, ``X.attr[k] = v``: the object a class attribute holds changed in

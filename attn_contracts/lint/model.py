@@ -14,7 +14,6 @@ import ast
 import bisect
 import functools
 import re
-import weakref
 from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
@@ -675,60 +674,12 @@ def _self_callers(program: Program, classes: list[ClassInfo], name: str,
     name as a string, or looks an attribute up by a name it computes (``getattr(self, x)``)."""
     out: list[tuple[ClassInfo, str]] = []
     for c in classes:
-        for method, uses in _attribute_uses(program, c).items():
+        for method, uses in program.attribute_uses(c).items():
             if uses.dynamic or name in uses.named or name in uses.strings:
                 return None
             if name in uses.self_calls:
                 out.append((c, method))
     return out
-
-
-@dataclass(frozen=True)
-class _Uses:
-    """How one method names attributes: called on ``self``, named any other way, the strings
-    it holds, and whether it looks one up by a computed name."""
-
-    self_calls: frozenset[str]
-    named: frozenset[str]
-    strings: frozenset[str]
-    dynamic: bool
-
-
-#: per class (by identity), its methods' attribute uses: read once per lint
-_USES: weakref.WeakKeyDictionary[ClassInfo, dict[str, _Uses]] = weakref.WeakKeyDictionary()
-
-
-def _attribute_uses(program: Program, cls: ClassInfo) -> dict[str, _Uses]:
-    found = _USES.get(cls)
-    if found is None:
-        found = _USES[cls] = {m: _uses(fn) for m, fn in program.methods(cls).items()}
-    return found
-
-
-def _uses(fn: ast.AST) -> _Uses:
-    called: set[int] = set()
-    self_calls: set[str] = set()
-    attrs: list[ast.Attribute] = []
-    strings: set[str] = set()
-    dynamic = False
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Attribute):
-            attrs.append(node)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            strings.add(node.value)
-        elif isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
-                    func.value.id == "self":
-                called.add(id(func))
-                self_calls.add(func.attr)
-            last = func.attr if isinstance(func, ast.Attribute) else \
-                func.id if isinstance(func, ast.Name) else ""
-            looked_up = node.args[1:2] if last == "getattr" else \
-                node.args[:1] if last in ("methodcaller", "attrgetter") else []
-            dynamic = dynamic or any(not isinstance(a, ast.Constant) for a in looked_up)
-    named = frozenset(a.attr for a in attrs if id(a) not in called)
-    return _Uses(frozenset(self_calls), named, frozenset(strings), dynamic)
 
 
 def _spans(node: ast.AST, lines: tuple[int, ...]) -> bool:

@@ -34,7 +34,7 @@ from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.classes import statements
 from attn_contracts.lint.values import Func
 
-__all__ = ["Binding", "Program"]
+__all__ = ["AttributeUses", "Binding", "Program"]
 
 #: how many re-export hops are followed (``from a import X`` in b, ``from b import X`` in c, ...)
 _MAX_HOPS = 32
@@ -103,6 +103,7 @@ class Program:
         self._families: dict[int, list[ClassInfo] | None] = {}
         self._lines: dict[str, list[str]] = {}
         self._methods: dict[int, dict[str, FuncNode]] = {}
+        self._uses: dict[int, dict[str, AttributeUses]] = {}
 
     # --- modules ------------------------------------------------------------------------------
     def info(self, path: str) -> ModuleInfo | None:
@@ -329,6 +330,14 @@ class Program:
         entries = {n: fn for n, fn in methods.items() if n not in reached}
         return entries or methods
 
+    def attribute_uses(self, cls: ClassInfo) -> dict[str, AttributeUses]:
+        """Per method of a class body, how it names attributes (:class:`AttributeUses`),
+        read once."""
+        key = id(cls)
+        if key not in self._uses:
+            self._uses[key] = {m: _attribute_uses(fn) for m, fn in self.methods(cls).items()}
+        return self._uses[key]
+
     def mro(self, cls: ClassInfo) -> list[ClassInfo]:
         return self.hierarchy.mro(cls)[0]
 
@@ -412,3 +421,40 @@ def _unpacked_items(target: ast.Tuple | ast.List, value: ast.expr) -> dict[str, 
         name = e.value if isinstance(e, ast.Starred) else e
         out[cast(ast.Name, name).id] = ast.fix_missing_locations(ast.copy_location(part, value))
     return out
+
+
+@dataclass(frozen=True)
+class AttributeUses:
+    """How one method names attributes: called on ``self``, named any other way, the strings
+    it holds, and whether it looks one up by a name it computes (``getattr(self, x)``)."""
+
+    self_calls: frozenset[str]
+    named: frozenset[str]
+    strings: frozenset[str]
+    dynamic: bool
+
+
+def _attribute_uses(fn: ast.AST) -> AttributeUses:
+    called: set[int] = set()
+    self_calls: set[str] = set()
+    attrs: list[ast.Attribute] = []
+    strings: set[str] = set()
+    dynamic = False
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Attribute):
+            attrs.append(node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            strings.add(node.value)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+                    func.value.id == "self":
+                called.add(id(func))
+                self_calls.add(func.attr)
+            last = func.attr if isinstance(func, ast.Attribute) else \
+                func.id if isinstance(func, ast.Name) else ""
+            looked_up = node.args[1:2] if last == "getattr" else \
+                node.args[:1] if last in ("methodcaller", "attrgetter") else []
+            dynamic = dynamic or any(not isinstance(a, ast.Constant) for a in looked_up)
+    named = frozenset(a.attr for a in attrs if id(a) not in called)
+    return AttributeUses(frozenset(self_calls), named, frozenset(strings), dynamic)

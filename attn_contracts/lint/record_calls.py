@@ -19,6 +19,7 @@ from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.calls import place
 from attn_contracts.lint.calls import source_text
 from attn_contracts.lint.classes import dotted_name
+from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.containers import literal_text
 from attn_contracts.lint.inferred import BaseGiven
 from attn_contracts.lint.inferred import Disagreed
@@ -135,8 +136,7 @@ class RecordCalls(Scope):
         else:
             tree = self.i.p.tree(func.path)
             stmts = tree.body if tree is not None else []
-        return any(st is node for st in stmts) and \
-            not any(st is not node and name in _bound_names(st) for st in _scope_statements(stmts))
+        return any(st is node for st in stmts) and not _binds_again(stmts, name, node)
 
     def fallback_producer(self, attr: str, call: CallArgs) -> Rec | None:
         """``wrapper.run(..., return_lse=True)`` on a receiver of unknown type: a producer whose
@@ -482,34 +482,21 @@ def _inside(at: Location, node: ast.Call, call_at: Location) -> bool:
         node.lineno <= at.line <= (node.end_lineno or node.lineno)
 
 
-def _scope_statements(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """The statements of a scope's body at any depth of its blocks (``if``, ``try``...), not
-    those of the functions and classes it defines."""
-    stack = list(stmts)
-    while stack:
-        st = stack.pop()
-        yield st
-        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+
+def _binds_again(body: list[ast.stmt], name: str, node: ast.AST) -> bool:
+    """Whether ``body``'s scope binds ``name`` anywhere but at ``node`` (an assignment, a
+    ``def``, a class, an import, at any depth of its blocks: an ``if``/``try`` alternative)."""
+    for n in own_nodes(body):
+        if n is node:
             continue
-        for child in ast.iter_child_nodes(st):
-            if isinstance(child, ast.stmt):
-                stack.append(child)
-            elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
-                stack.extend(child.body)
-
-
-def _bound_names(st: ast.stmt) -> set[str]:
-    """The names one statement binds in its scope (a ``def``, a class, an import, an
-    assignment's or a loop's or ``with``'s targets)."""
-    if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {st.name}
-    if isinstance(st, (ast.Import, ast.ImportFrom)):
-        return {(a.asname or a.name).partition(".")[0] for a in st.names}
-    targets: list[ast.expr] = []
-    if isinstance(st, ast.Assign):
-        targets = list(st.targets)
-    elif isinstance(st, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
-        targets = [st.target]
-    elif isinstance(st, (ast.With, ast.AsyncWith)):
-        targets = [i.optional_vars for i in st.items if i.optional_vars is not None]
-    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            bound = n.id
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound = n.name
+        elif isinstance(n, ast.alias):
+            bound = (n.asname or n.name).partition(".")[0]
+        else:
+            continue
+        if bound == name:
+            return True
+    return False

@@ -44,7 +44,6 @@ from attn_contracts.lint.containers import index_of
 from attn_contracts.lint.containers import iterate
 from attn_contracts.lint.containers import literal_keys
 from attn_contracts.lint.containers import literal_values
-from attn_contracts.lint.containers import members_of
 from attn_contracts.lint.containers import merge_items
 from attn_contracts.lint.containers import merged
 from attn_contracts.lint.containers import ordering
@@ -2121,9 +2120,7 @@ def _contained(container: Value, lefts: Sequence[object], is_in: bool) -> set[bo
     a member is not known and one of them might be ``x``."""
     if isinstance(container, DictV) and not class_keyed(container):
         return _keyed_in(container, lefts, is_in)
-    members: tuple[Sequence[object], bool] | None = members_of(container)
-    if members is None:
-        members = _scalar_members(container)
+    members = _scalar_members(container)
     if members is None and isinstance(container, Tup):
         return None if _surely_in(container, lefts) is None else {is_in}
     if members is None:
@@ -2139,7 +2136,8 @@ def _contained(container: Value, lefts: Sequence[object], is_in: bool) -> set[bo
 
 
 def _scalar_members(container: Value) -> tuple[list[object], bool] | None:
-    """A container's members as a constant (``x in C``, ``x`` a string or number) sees them:
+    """A container's members as a constant (``x in C``, ``x`` a string or number) sees them
+    (:func:`~.containers.members_of`, whose members must all be literals, with tuples too):
     its literals, and its tuples, which equal no constant (``set(table.items())`` holds
     pairs); None where one member is neither."""
     if isinstance(container, Seq):  # any of its element's values: a set's members
