@@ -26,7 +26,7 @@ from typing import Literal
 
 __all__ = ["COLLECTIVES", "EXPONENTIALS", "LSE_OPS", "Collective", "Exponential", "LseOp",
            "by_kind", "collective", "exponential",
-           "lint_attributes", "lint_functions", "lint_methods", "named"]
+           "lint_attributes", "lint_functions", "lint_methods", "lint_views", "named"]
 
 #: how the result's axes follow from the (first tagged) input's
 Axes = Literal[
@@ -60,7 +60,10 @@ Layout = Literal["kept", "swap", "moved", "lost"]
 class LseOp:
     """One op that keeps an LSE's base. ``method``: ``Tensor.name(...)``; ``function``:
     ``torch.name(...)``; ``attribute``: ``Tensor.name``; ``in_place``: the op writes into its
-    receiver; ``device``: the device it needs to run (None: any, the CPU included)."""
+    receiver; ``device``: the device it needs to run (None: any, the CPU included); ``view``:
+    on a contiguous input its result is a view of it (one storage: a write into either is
+    seen through the other, ``w = buf.view(torch.float32)`` then a kernel storing into
+    ``w[:, 0]`` changes ``buf``)."""
 
     name: str
     axes: Axes
@@ -71,6 +74,7 @@ class LseOp:
     in_place: bool = False
     only_base: str | None = None
     device: str | None = None
+    view: bool = False
 
 
 def _ops(axes: Axes, layout: Layout, spec: str, **kw: object) -> list[LseOp]:
@@ -89,33 +93,37 @@ def _ops(axes: Axes, layout: Layout, spec: str, **kw: object) -> list[LseOp]:
 
 LSE_OPS: tuple[LseOp, ...] = (
     # casts, copies and moves: the same values, or their rounding to another dtype
-    *_ops("same", "kept", "contiguous clone:mf detach:mf detach_ to float double half bfloat16 "
-                          "cpu type type_as requires_grad_"),
+    *_ops("same", "kept", "clone:mf detach_ to float double half bfloat16 cpu type type_as "
+                          "requires_grad_"),
+    *_ops("same", "kept", "contiguous detach:mf", view=True),
     *_ops("same", "kept", "cuda pin_memory", device="cuda"),
-    *_ops("same", "kept", "data:a"),
+    *_ops("same", "kept", "data:a", view=True),
     # fills and clamps: values kept or replaced by a constant the call names (-inf rows, bounds)
     *_ops("same", "kept", "masked_fill:mf masked_fill_ nan_to_num:mf nan_to_num_ clamp:mf "
                           "clamp_ clamp_min:mf clamp_min_ clamp_max:mf clamp_max_ clip:mf clip_"),
     # rows or columns picked along one axis
-    *_ops("same", "kept", "narrow:mf index_select:mf"),
+    *_ops("same", "kept", "narrow:mf", view=True),
+    *_ops("same", "kept", "index_select:mf"),
     *_ops("same", "lost", "repeat_interleave:mf"),
     *_ops("copy", "kept", "copy_"),
     *_ops("setitem", "kept", "__setitem__"),
-    *_ops("index", "lost", "__getitem__"),
+    *_ops("index", "lost", "__getitem__", view=True),
     # the same memory in another shape
-    *_ops("reshape", "lost", "view reshape:mf flatten:mf unflatten:mf squeeze:mf squeeze_ "
-                             "unsqueeze:mf unsqueeze_ view_as reshape_as ravel:mf"),
-    *_ops("expand", "lost", "expand expand_as broadcast_to:mf"),
-    *_ops("opaque", "lost", "as_strided:mf"),
+    *_ops("reshape", "lost", "view reshape:mf flatten:mf unflatten:mf squeeze:mf unsqueeze:mf "
+                             "view_as reshape_as ravel:mf", view=True),
+    *_ops("reshape", "lost", "squeeze_ unsqueeze_"),
+    *_ops("expand", "lost", "expand expand_as broadcast_to:mf", view=True),
+    *_ops("opaque", "lost", "as_strided:mf diagonal:mf", view=True),
     # axes reordered
-    *_ops("transpose", "swap", "transpose:mf transpose_ swapaxes:mf swapaxes_ swapdims:mf "
-                               "swapdims_"),
-    *_ops("reverse", "swap", "t:mf t_ T:a"),
-    *_ops("mt", "swap", "mT:a mH:a adjoint:mf"),
-    *_ops("permute", "moved", "permute:mf"),
-    *_ops("movedim", "moved", "movedim:mf moveaxis:mf"),
+    *_ops("transpose", "swap", "transpose:mf swapaxes:mf swapdims:mf", view=True),
+    *_ops("transpose", "swap", "transpose_ swapaxes_ swapdims_"),
+    *_ops("reverse", "swap", "t:mf T:a", view=True),
+    *_ops("reverse", "swap", "t_"),
+    *_ops("mt", "swap", "mT:a mH:a adjoint:mf", view=True),
+    *_ops("permute", "moved", "permute:mf", view=True),
+    *_ops("movedim", "moved", "movedim:mf moveaxis:mf", view=True),
     # pieces
-    *_ops("select", "lost", "select:mf"),
+    *_ops("select", "lost", "select:mf", view=True),
     *_ops("parts", "lost", "split:mf chunk:mf tensor_split:mf split_with_sizes:mf unsafe_split:mf "
                            "hsplit:mf vsplit:mf"),
     *_ops("unbind", "lost", "unbind:mf"),
@@ -161,6 +169,12 @@ def lint_methods() -> frozenset[str]:
 def lint_functions() -> frozenset[str]:
     """``torch.name(x, ...)`` that keeps the base of an LSE ``x``."""
     return frozenset(op.name for op in LSE_OPS if op.function and _lint(op))
+
+
+def lint_views() -> frozenset[str]:
+    """The spellings (method, function or attribute) of the ops whose result is a view of
+    their input (:attr:`LseOp.view`)."""
+    return frozenset(op.name for op in LSE_OPS if op.view)
 
 
 def lint_attributes() -> frozenset[str]:

@@ -116,3 +116,41 @@ def test_a_combine_returning_another_base_than_its_record_says_is_ac008(
         "out, merged = _merge(out, lse)\n"
         "        return out, merged * (1.0 if is_lse_base_on_e else math.log2(math.e))")}
     assert _errors(_lint(tmp_path, capsys, "fix", fixed)) == []
+
+
+#: a combine that packs its LSE into a send buffer through a view bound to a name (a copy
+#: into the view writes the buffer), exchanges the buffer over ``all_to_all_single`` through
+#: reinterpreting views, and reads the LSE back out of the received buffer's view
+PACKED_BUG = {"ops.py": RETURNED_BUG["ops.py"], "mylib.py": """
+    import torch
+    from ops import told_reduce
+    def _merge(out, lse, is_lse_base_on_e=True):
+        o, _ = told_reduce(out, lse, is_lse_base_on_e=is_lse_base_on_e)
+        return o
+    def _pack(o, lse, dst_o, dst_lse):
+        dst_o.copy_(o)
+        dst_lse.copy_(lse)
+    def combine(out, lse, is_lse_base_on_e, group=None):
+        send = torch.empty(4, 8)
+        words = send.view(torch.float32)
+        _pack(out, lse, send[:, :4], words[:, 5])
+        recv = torch.empty_like(send)
+        group.all_to_all_single(recv.reshape(-1).view(torch.uint8),
+                                send.reshape(-1).view(torch.uint8))
+        received = recv.view(torch.float32)[:, 5]
+        return _merge(recv, received)
+    def decode(q, return_lse=False):
+        return q, q
+    """, "layer.py": CALLER}
+
+
+def test_an_lse_packed_through_views_and_exchanged_is_followed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The LSE written into a view of the send buffer is in the buffer; the collective hands
+    it to the received buffer it writes through views; read back, it reaches the merge told
+    the helper's default (natural log) whatever the combine was told: an error where the
+    helper is called. Passing the base on, it is clean."""
+    assert _errors(_lint(tmp_path, capsys, "bug", PACKED_BUG)) == [("AC023", "mylib.py", 18)]
+    fixed = {**PACKED_BUG, "mylib.py": PACKED_BUG["mylib.py"].replace(
+        "return _merge(recv, received)", "return _merge(recv, received, is_lse_base_on_e)")}
+    assert _errors(_lint(tmp_path, capsys, "fix", fixed)) == []

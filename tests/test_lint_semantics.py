@@ -39,6 +39,17 @@ PAIRS.case("positional base to a combine whose signature is not linted", {"layer
             out, lse = decode(q, return_lse=True)
             return reduce_default_e(out, lse, g)
         """}, {"layer.py": ("lse, g)", "lse, g, None, False, False)")})
+PAIRS.case("a conversion held as a methodcaller class attribute, read through self", {
+    "layer.py": """
+        import math
+        import operator
+        from mylib import combine, decode
+        class Impl:
+            _to_ln = operator.methodcaller("div", math.log(2.0))
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return combine(out, self._to_ln(lse), is_lse_base_on_e=True)
+        """}, {"layer.py": ('methodcaller("div"', 'methodcaller("mul"')})
 PAIRS.case("base forwarded through **kwargs", {"layer.py": """
         from mylib import combine, decode
         def reduce(out, lse, **kwargs):

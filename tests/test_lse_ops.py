@@ -46,7 +46,7 @@ _CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any], tuple[float, ...]]] = {
     "view_as": ((torch.empty(24),), {}, ()), "reshape_as": ((torch.empty(8, 3),), {}, ()),
     "ravel": ((), {}, ()), "expand": (((3, 4, 6),), {}, ()),
     "expand_as": ((torch.empty(2, 4, 6),), {}, ()), "broadcast_to": (((2, 4, 6),), {}, ()),
-    "as_strided": (((3, 2), (1, 6)), {}, ()),
+    "as_strided": (((3, 2), (1, 6)), {}, ()), "diagonal": ((), {}, ()),
     "transpose": ((0, 1), {}, ()), "transpose_": ((0, 1), {}, ()), "swapaxes": ((0, 1), {}, ()),
     "swapaxes_": ((0, 1), {}, ()), "swapdims": ((0, 1), {}, ()), "swapdims_": ((0, 1), {}, ()),
     "t": ((), {}, ()), "t_": ((), {}, ()), "T": ((), {}, ()), "mT": ((), {}, ()),
@@ -186,6 +186,28 @@ def test_each_device_op_keeps_the_values_of_its_input(op: LseOp, form: str) -> N
     x = _lse()
     out = getattr(x, op.name)()
     _values_from(out.cpu(), [x], ())
+
+
+@pytest.mark.parametrize(("op", "form"), [
+    pytest.param(op, form, id=f"{op.name}-{form}") for op in LSE_OPS for form in _forms(op)
+    if op.device is None and op.only_base is None and op.axes not in (
+        "stack", "cat", "where", "pick", "copy", "setitem")])
+def test_a_view_shares_its_inputs_storage_and_nothing_else_is_called_one(op: LseOp,
+                                                                         form: str) -> None:
+    """``view`` says the result is a view of a contiguous input (one storage: the linter
+    lets a write into a name bound to it reach the input's name); every other entry of one
+    tensor in and one out makes a new tensor, or hands back its receiver (in place)."""
+    x = _lse().clone()  # a tensor of its own (``_lse()`` hands back a view)
+    out = _run(op, form, x, _other())
+    pieces = list(out) if isinstance(out, (tuple, list)) else [out]
+    shared = all(p.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+                 for p in pieces)
+    if op.view:
+        assert shared  # (``contiguous`` of a contiguous tensor: the tensor itself)
+    elif op.axes not in ("parts", "unbind") and not op.in_place and op.name != "requires_grad_":
+        # a cast to the dtype it has already, ``x.to(torch.float32)``, hands x back: it is
+        # listed by what it does to another dtype (a copy)
+        assert not shared or op.name in ("to", "float", "type", "type_as", "cpu")
 
 
 def test_the_check_refuses_a_rescale() -> None:

@@ -377,6 +377,68 @@ def as_itemgetter(node: ast.Call, kept: dict[int, tuple[ast.AST, ast.AST | None]
     return lam
 
 
+def as_methodcaller(node: ast.Call, kept: dict[int, tuple[ast.AST, ast.AST | None]]
+                    ) -> ast.Lambda | None:
+    """``operator.methodcaller("name", a, k=b)`` as ``lambda p0, p1, x: x.name(p0, k=p1)``, to
+    be bound to the arguments as given (a ``partial`` of it: they are evaluated once, where
+    the call is, and the object is no descriptor, as ``methodcaller``'s is not): the function
+    Python builds, read by the method call's own semantics. None for another form (a name
+    that is not a constant string, ``*args``/``**kwargs``). ``kept``: as in
+    :func:`as_generator`."""
+    known = kept.get(id(node))
+    if known is not None:
+        return cast(ast.Lambda | None, known[1])
+    lam: ast.Lambda | None = None
+    first = node.args[0] if node.args else None
+    if isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+            first.value.isidentifier() and \
+            not any(isinstance(a, ast.Starred) for a in node.args) and \
+            all(k.arg is not None for k in node.keywords):
+        bound = [f"{GENERATED_ITEM}{i}" for i in range(len(node.args) - 1 + len(node.keywords))]
+        given = len(node.args) - 1
+        call = ast.Call(
+            func=ast.Attribute(value=ast.Name(id=GENERATED_ITEM, ctx=ast.Load()),
+                               attr=first.value, ctx=ast.Load()),
+            args=[ast.Name(id=b, ctx=ast.Load()) for b in bound[:given]],
+            keywords=[ast.keyword(arg=k.arg, value=ast.Name(id=b, ctx=ast.Load()))
+                      for k, b in zip(node.keywords, bound[given:], strict=True)])
+        lam = ast.Lambda(args=ast.arguments(
+            posonlyargs=[], args=[ast.arg(arg=b) for b in (*bound, GENERATED_ITEM)],
+            kwonlyargs=[], kw_defaults=[], defaults=[]), body=call)
+        for sub in ast.walk(lam):
+            if hasattr(sub, "_attributes") and "lineno" in sub._attributes and \
+                    not hasattr(sub, "lineno"):
+                ast.copy_location(sub, node)
+    kept[id(node)] = (node, lam)
+    return lam
+
+
+#: the methods of Python's containers and strings that are their operators, by the
+#: expression each is, of the receiver ``r`` and the argument ``v``
+PROTOCOL_METHODS = {"__contains__": "v in r", "__getitem__": "r[v]"}
+
+
+def as_protocol_method(name: str, node: ast.AST,
+                       kept: dict[int, tuple[ast.AST, ast.AST | None]]) -> ast.Lambda:
+    """``r.__contains__`` of a container, as ``lambda r, v: v in r`` (bound to the receiver
+    by the caller): the operator the method is. ``kept``: as in :func:`as_generator`."""
+    known = kept.get(id(node))
+    if known is not None:
+        return cast(ast.Lambda, known[1])
+    body = ast.parse(PROTOCOL_METHODS[name], mode="eval").body
+    for sub in ast.walk(body):
+        if isinstance(sub, ast.Name):
+            sub.id = f"{GENERATED_ITEM}{sub.id}"
+    lam = ast.Lambda(args=ast.arguments(
+        posonlyargs=[], args=[ast.arg(arg=f"{GENERATED_ITEM}r"), ast.arg(arg=f"{GENERATED_ITEM}v")],
+        kwonlyargs=[], kw_defaults=[], defaults=[]), body=body)
+    for sub in ast.walk(lam):
+        if hasattr(sub, "_attributes") and "lineno" in sub._attributes:
+            ast.copy_location(sub, node)
+    kept[id(node)] = (node, lam)
+    return lam
+
+
 def as_bound_call(node: ast.Call, kept: dict[int, tuple[ast.AST, ast.AST | None]]
                   ) -> ast.Call:
     """``str.lower(x, *rest)`` (a builtin type's method looked up on the type) as

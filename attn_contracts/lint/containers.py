@@ -174,15 +174,17 @@ def _enumerate(t: Tup | None, start: Value, where: Location) -> Value | None:
 
 
 #: what :mod:`itertools` builds from tuples of known positions, read as Python computes it
-ITERTOOLS = frozenset({"zip_longest", "chain", "takewhile", "dropwhile", "groupby"})
+ITERTOOLS = frozenset({"zip_longest", "chain", "takewhile", "dropwhile", "groupby", "compress",
+                       "filterfalse", "pairwise"})
 
 
 def itertools_value(name: str, args: Sequence[Value], fill: Value,
                     keep: Callable[[Value], bool | None] | None) -> Value:
     """``itertools.zip_longest(a, b, fillvalue=fill)``, ``chain(a, b)``, ``takewhile(p, t)``,
-    ``dropwhile(p, t)`` over tuples of known positions (``keep``: ``p`` of an element, None where
-    it is not known): the tuple Python's iterator yields; None where a position or a
-    predicate's answer is not known."""
+    ``dropwhile(p, t)``, ``filterfalse(p, t)``, ``compress(t, selectors)``, ``pairwise(t)`` over
+    tuples of known positions (``keep``: ``p`` of an element, None where it is not known): the
+    tuple Python's iterator yields; None where a position or a predicate's answer is not
+    known."""
     tuples = [a for a in args if isinstance(a, Tup) and not a.partial_items]
     if len(tuples) != len(args) or not args:
         return None
@@ -192,7 +194,32 @@ def itertools_value(name: str, args: Sequence[Value], fill: Value,
                          for i in range(longest)))
     if name == "chain":
         return Tup(tuple(v for t in tuples for v in t.items))
+    if name == "pairwise" and len(tuples) == 1:
+        items = tuples[0].items
+        return Tup(tuple(Tup((a, b)) for a, b in zip(items, items[1:])), iterator=True)
+    if name == "compress" and len(tuples) == 2:
+        return _compressed(*tuples)
+    if name == "filterfalse" and keep is not None and len(tuples) == 1:
+        answers = [keep(v) for v in tuples[0].items]  # Python asks of every element
+        if any(a is None for a in answers):
+            return None
+        return Tup(tuple(v for v, a in zip(tuples[0].items, answers, strict=True) if not a),
+                   iterator=True)
     return _while(name, tuples, keep)
+
+
+def _compressed(data: Tup, selectors: Tup) -> Value:
+    """``itertools.compress(data, selectors)``: each element whose selector (paired as
+    ``zip`` pairs them, the shorter ending it) is true; None where a selector's truth is not
+    known."""
+    kept: list[Value] = []
+    for v, sel in zip(data.items, selectors.items):
+        answer = truth(sel)
+        if answer is None:
+            return None
+        if answer:
+            kept.append(v)
+    return Tup(tuple(kept), iterator=True)
 
 
 def _while(name: str, tuples: list[Tup], keep: Callable[[Value], bool | None] | None) -> Value:

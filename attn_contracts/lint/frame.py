@@ -22,6 +22,7 @@ from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import as_bound_call
 from attn_contracts.lint.calls import as_generator
 from attn_contracts.lint.calls import as_itemgetter
+from attn_contracts.lint.calls import as_methodcaller
 from attn_contracts.lint.calls import call_matters
 from attn_contracts.lint.calls import callee_name
 from attn_contracts.lint.calls import nonlocal_names
@@ -399,9 +400,10 @@ class Frame(RecordCalls):
                        partial_items=True)
         if c.out is None:
             return gathered
-        target = node.args[c.out]
-        if dotted_name(target) is not None:
-            self.in_place(target, gathered)
+        # the buffer written, through its views (``recv.reshape(-1).view(torch.uint8)``)
+        root, whole = _viewed(node.args[c.out])
+        if root is not None:
+            self.in_place(root, gathered if whole else join([self.expr(root), gathered]))
         return None
 
     def changed_args(self, func: Func, changed: tuple[tuple[str, Value], ...], call: CallArgs,
@@ -961,7 +963,8 @@ class Frame(RecordCalls):
 
     def attrgetter_form(self, callee: Value, qual: str, name: str,
                         node: ast.Call) -> Value | object:
-        """``operator.itemgetter(k)``: the function it builds (:func:`~.calls.as_itemgetter`).
+        """``operator.itemgetter(k)``, ``operator.methodcaller("m", ...)``: the function each
+        builds (:func:`~.calls.as_itemgetter`, :func:`~.calls.as_methodcaller`).
         ``operator.attrgetter("a", "b.c")`` of known names: an object naming them; called
         on an object, what Python gives: ``obj.a``, or the tuple ``(obj.a, obj.b.c)`` in the
         order the names are written."""
@@ -969,7 +972,17 @@ class Frame(RecordCalls):
             return NOT_SPECIAL
         if qual == "operator.itemgetter":
             getter = as_itemgetter(node, self.i.synthetic)
-            return None if getter is None else self.expr(getter)
+            # a ``partial`` of it: no descriptor (a class attribute read through ``self``
+            # is not bound to it), as ``itemgetter``'s object is not
+            return None if getter is None else Partial(self.expr(getter))
+        if qual == "operator.methodcaller":
+            caller = as_methodcaller(node, self.i.synthetic)
+            if caller is None:
+                return None
+            where = place(self.path, node)
+            given = [*node.args[1:], *(k.value for k in node.keywords)]
+            return Partial(self.expr(caller), tuple(Arg(self.expr(a), where) for a in given),
+                           where=where)
         if qual == "operator.attrgetter" and node.args:
             names = [concrete(self.expr(a)) for a in node.args]
             if not all(isinstance(n, str) and n and "\x1f" not in n for n in names):
@@ -989,9 +1002,10 @@ class Frame(RecordCalls):
 
     def itertools_form(self, callee: Value, qual: str, name: str,
                        node: ast.Call) -> Value | object:
-        """``itertools.zip_longest``, ``chain``, ``takewhile``, ``dropwhile`` over tuples of
-        known positions: what they yield (a predicate is called on each element, as Python
-        calls it)."""
+        """``itertools.zip_longest``, ``chain``, ``takewhile``, ``dropwhile``, ``filterfalse``,
+        ``compress``, ``pairwise`` over tuples of known positions: what they yield (a
+        predicate is called on each element, as Python calls it; ``filterfalse(None, t)``
+        tests each element's truth)."""
         module, _, fn = qual.rpartition(".")
         if module != "itertools" or fn not in ITERTOOLS or \
                 any(isinstance(a, ast.Starred) for a in node.args) or \
@@ -1000,8 +1014,10 @@ class Frame(RecordCalls):
         where = place(self.path, node)
         kw = {k.arg: self.expr(k.value) for k in node.keywords if k.arg is not None}
         fill = kw.get("fillvalue", Lit(None, where))
-        if fn in ("takewhile", "dropwhile") and len(node.args) == 2:
+        if fn in ("takewhile", "dropwhile", "filterfalse") and len(node.args) == 2:
             pred = self.expr(node.args[0])
+            if fn == "filterfalse" and isinstance(pred, Lit) and pred.value is None:
+                return itertools_value(fn, [self.expr(node.args[1])], fill, truth)
 
             def keep(v: Value) -> bool | None:
                 return truth(self.apply(pred, CallArgs([Arg(v, where)], {}, False, where=where),
@@ -1567,6 +1583,8 @@ def _plain(node: ast.expr) -> bool:
     (``lse.contiguous()``): what evaluates without running a call of the program."""
     if isinstance(node, (ast.Name, ast.Constant)):
         return True
+    if isinstance(node, ast.UnaryOp):  # ``-1``
+        return isinstance(node.operand, ast.Constant)
     if isinstance(node, ast.Attribute):
         return _plain(node.value)
     if isinstance(node, ast.Subscript):

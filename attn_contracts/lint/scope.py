@@ -26,6 +26,8 @@ from attn_contracts.lint.analysis import NEED_LEVELS
 from attn_contracts.lint.attributes import Resolver
 from attn_contracts.lint.bounds import FUNCTION_BUDGET
 from attn_contracts.lint.calls import GENERATED_ITEM
+from attn_contracts.lint.calls import PROTOCOL_METHODS as _PROTOCOL_METHODS
+from attn_contracts.lint.calls import as_protocol_method
 from attn_contracts.lint.calls import first_iterable_named
 from attn_contracts.lint.calls import literal_value
 from attn_contracts.lint.calls import nonlocal_names
@@ -98,6 +100,7 @@ from attn_contracts.lint.values import Member
 from attn_contracts.lint.values import ModuleRef
 from attn_contracts.lint.values import Num
 from attn_contracts.lint.values import Param
+from attn_contracts.lint.values import Partial
 from attn_contracts.lint.values import Seq
 from attn_contracts.lint.values import Source
 from attn_contracts.lint.values import Tup
@@ -598,6 +601,9 @@ class Scope:
         self.lazies: dict[int, tuple[ast.GeneratorExp, Value, Value]] = {}
         #: per name, the names that hold the same container object (``ys = xs``)
         self.same: dict[str, frozenset[str]] = {}
+        #: per name, the names whose tensors share its storage (``w = buf.view(torch.float32)``,
+        #: ``w = buf[:, 0]``): a write into one is seen, in part, through the others
+        self.storage: dict[str, frozenset[str]] = {}
         #: the paths this frame keeps apart now (lint.partition): at most PATHS
         self.paths = 1
         self.aliased = False  # a name holds a condition's alias (lint.partition.ALIAS)
@@ -708,6 +714,7 @@ class Scope:
             self.assign(t, value, st.value)
         self._kept_lazy(st.targets)
         self._aliased(st.targets, st.value, value)
+        self._viewing(st.targets, st.value)
         target = st.targets[0]
         if len(st.targets) == 1 and isinstance(target, ast.Name) and is_boolean(st.value) and \
                 truth(value) is None and (cond := condition(st.value)) is not None and \
@@ -1221,6 +1228,8 @@ class Scope:
             self.env[target.id] = value
             if self.same:
                 self._unaliased(target.id)
+            if self.storage:
+                self._unviewed(target.id)
             if self.aliased:
                 self.env.pop(ALIAS + target.id, None)
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -1261,11 +1270,18 @@ class Scope:
         parameter changed so is its caller's argument, changed)."""
         name = target.id if isinstance(target, ast.Name) else None
         rebound = name in self.rebound
+        group = self.storage.get(name) if name is not None else None
         self.assign(target, value)
         if name is not None:
             self.inplace_names.add(name)
             if not rebound:
                 self.rebound.discard(name)
+        if group is not None:
+            for n in group:
+                self.storage[n] = group  # changed in place: still the same storage
+                if n != name and n in self.env:
+                    # a view of a part, or of the same bytes as another dtype: either value
+                    self.env[n] = join([self.env[n], value])
 
     def same_object_changed(self, name: str | None, before: Value, after: Value) -> None:
         """The container ``before`` that ``name`` held was changed in place into ``after``:
@@ -1330,6 +1346,39 @@ class Scope:
         group = frozenset(names)
         for n in group:
             self.same[n] = group
+
+    def _viewing(self, targets: list[ast.expr], source: ast.expr) -> None:
+        """``w = buf.view(torch.float32)``, ``w = buf[:, 0]`` (a chain of views,
+        :data:`~.torch_model.VIEWS`): the two names' tensors share storage."""
+        if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+            return
+        node, steps = source, 0
+        while True:
+            if isinstance(node, ast.Subscript):
+                node = node.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in VIEWS:
+                node = node.func.value
+            elif isinstance(node, ast.Attribute) and node.attr in VIEWS:  # ``buf.T``
+                node = node.value
+            else:
+                break
+            steps += 1
+        root = node.id if isinstance(node, ast.Name) else None
+        name = targets[0].id
+        if not steps or root is None or root == name:
+            return
+        group = frozenset({name, root, *self.storage.get(root, ())})
+        for n in group:
+            self.storage[n] = group
+
+    def _unviewed(self, name: str) -> None:
+        """``name`` rebound: it no longer views the storage its group shares."""
+        group = self.storage.pop(name, None)
+        if group is not None:
+            rest = group - {name}
+            for n in rest:
+                self.storage[n] = rest
 
     def _unaliased(self, name: str) -> None:
         """``name`` rebound: it no longer holds the object its group shares."""
@@ -1443,6 +1492,15 @@ class Scope:
             return self._named(self.env[dotted], node, f"attribute {dotted}")
         inner = self.expr(node.value)
         value = self.i.attribute(inner, node.attr, place(self.path, node))
+        if value is None and node.attr in _PROTOCOL_METHODS and inner is not None and all(
+                isinstance(a, (Tup, Seq, DictV)) or (isinstance(a, Lit) and
+                                                     isinstance(a.value, str))
+                for a in alternatives(inner)):
+            # ``names.__contains__`` of a container: the method bound to it, which is its
+            # operator (``partial(lambda r, v: v in r, names)``: no descriptor, as a bound
+            # method is not)
+            return Partial(self.expr(as_protocol_method(node.attr, node, self.i.synthetic)),
+                           (Arg(inner, place(self.path, node)),), where=place(self.path, node))
         if isinstance(value, Ext) and value.qualname in MODULE_CONSTANTS:
             # ``math.e``: the number Python holds there (``int(math.e)`` is 2)
             return Lit(MODULE_CONSTANTS[value.qualname], place(self.path, node))

@@ -70,8 +70,7 @@ EXPONENTIAL_NAMESPACES = frozenset(ns for op in lse_ops.EXPONENTIALS for ns in o
 
 #: tensor methods that return a view of their receiver (its storage, not a copy): a kernel
 #: writing into the view writes the receiver
-VIEWS = frozenset({"view", "narrow", "select", "unsqueeze", "squeeze", "transpose", "permute",
-                    "as_strided", "view_as", "unflatten", "diagonal", "t"})
+VIEWS = lse_ops.lint_views()
 
 
 #: wrappers that return the function they are given (``torch.compiler.disable(fn)``)
