@@ -61,9 +61,9 @@ class LseOp:
     """One op that keeps an LSE's base. ``method``: ``Tensor.name(...)``; ``function``:
     ``torch.name(...)``; ``attribute``: ``Tensor.name``; ``in_place``: the op writes into its
     receiver; ``device``: the device it needs to run (None: any, the CPU included); ``view``:
-    on a contiguous input its result is a view of it (one storage: a write into either is
-    seen through the other, ``w = buf.view(torch.float32)`` then a kernel storing into
-    ``w[:, 0]`` changes ``buf``)."""
+    its result is always a view of its input (one storage: a write into either is seen
+    through the other, ``w = buf.view(torch.float32)`` then a kernel storing into ``w[:, 0]``
+    changes ``buf``); not where it copies on some inputs (``reshape``, ``contiguous``)."""
 
     name: str
     axes: Axes
@@ -93,9 +93,9 @@ def _ops(axes: Axes, layout: Layout, spec: str, **kw: object) -> list[LseOp]:
 
 LSE_OPS: tuple[LseOp, ...] = (
     # casts, copies and moves: the same values, or their rounding to another dtype
-    *_ops("same", "kept", "clone:mf detach_ to float double half bfloat16 cpu type type_as "
-                          "requires_grad_"),
-    *_ops("same", "kept", "contiguous detach:mf", view=True),
+    *_ops("same", "kept", "contiguous clone:mf detach_ to float double half bfloat16 cpu type "
+                          "type_as requires_grad_"),
+    *_ops("same", "kept", "detach:mf", view=True),
     *_ops("same", "kept", "cuda pin_memory", device="cuda"),
     *_ops("same", "kept", "data:a", view=True),
     # fills and clamps: values kept or replaced by a constant the call names (-inf rows, bounds)
@@ -109,9 +109,9 @@ LSE_OPS: tuple[LseOp, ...] = (
     *_ops("setitem", "kept", "__setitem__"),
     *_ops("index", "lost", "__getitem__", view=True),
     # the same memory in another shape
-    *_ops("reshape", "lost", "view reshape:mf flatten:mf unflatten:mf squeeze:mf unsqueeze:mf "
-                             "view_as reshape_as ravel:mf", view=True),
-    *_ops("reshape", "lost", "squeeze_ unsqueeze_"),
+    *_ops("reshape", "lost", "view unflatten:mf squeeze:mf unsqueeze:mf view_as", view=True),
+    # (a view where the strides allow it, else a copy: no sure view)
+    *_ops("reshape", "lost", "reshape:mf flatten:mf reshape_as ravel:mf squeeze_ unsqueeze_"),
     *_ops("expand", "lost", "expand expand_as broadcast_to:mf", view=True),
     *_ops("opaque", "lost", "as_strided:mf diagonal:mf", view=True),
     # axes reordered

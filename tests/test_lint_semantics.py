@@ -1670,13 +1670,18 @@ class Mgr:
     ("_combine", "f = self._combine\n        return f(out, lse, is_lse_base_on_e=False)",
      True),  # handed on: what its callers pass is not read from the references
     ("_combine", "return self._combine(out, lse, **{'is_lse_base_on_e': False})", True),
-    ("combine_here", "return self.combine_here(out, lse, is_lse_base_on_e=False)", True),
+    # a public one: where the program calls it, and every call states the base, as a private
+    # one; where nothing in the program calls it, it is there for callers outside: warned
+    ("combine_here", "return self.combine_here(out, lse, is_lse_base_on_e=False)", False),
+    ("combine_here", "return self.combine_here(out, lse)", True),
+    ("combine_here", "return out, lse", True),
 ])
 def test_a_default_no_caller_of_a_private_function_takes_is_not_a_hazard(
         name: str, call: str, warned: bool, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     """AC021 warns that a caller forgetting a defaulted base parameter gets the default: where
-    the function is private (``_name``) and every reference states it, none can."""
+    every reference in the program states it (and one does, for a public function), none
+    can."""
     src = _DEFAULTED.replace("NAME", name).replace("CALL", call)
     found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
     assert ("AC021" in {f["code"] for f in found}) is warned, found

@@ -63,12 +63,26 @@ _CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any], tuple[float, ...]]] = {
 }
 
 
+#: the entries that copy whatever the strides (a fresh tensor of new values or a new dtype)
+_SURE_COPIES = frozenset({"clone", "index_select", "repeat_interleave", "masked_fill",
+                          "nan_to_num", "clamp", "clip", "clamp_min", "clamp_max", "double",
+                          "half", "bfloat16"})
+
+
 def _lse() -> torch.Tensor:
     """A [4, 6] LSE of distinct values (a rescale of it shares none of them), -inf in one row."""
     x = (torch.randperm(24, generator=torch.Generator().manual_seed(0)).float() - 11.5) / 7.0
     x = x.view(4, 6)
     x[3, 5] = -math.inf
     return x
+
+
+def _strided() -> torch.Tensor:
+    """``_lse()``'s values in a [4, 6] tensor that is not contiguous (the first columns of a
+    wider one: its rows cannot be merged without a copy)."""
+    wide = torch.zeros(4, 12)
+    wide[:, :6] = _lse()
+    return wide[:, :6]
 
 
 def _other() -> torch.Tensor:
@@ -203,11 +217,24 @@ def test_a_view_shares_its_inputs_storage_and_nothing_else_is_called_one(op: Lse
     shared = all(p.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
                  for p in pieces)
     if op.view:
-        assert shared  # (``contiguous`` of a contiguous tensor: the tensor itself)
+        assert shared and all(p is not x for p in pieces)
+        # of a non-contiguous input too: a view whatever the strides (or no result: ``view``
+        # refuses strides it cannot view, it never copies)
+        y = _strided()
+        try:
+            again = _run(op, form, y, _other())
+        except RuntimeError:
+            return
+        assert again.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
     elif op.axes not in ("parts", "unbind") and not op.in_place and op.name != "requires_grad_":
-        # a cast to the dtype it has already, ``x.to(torch.float32)``, hands x back: it is
-        # listed by what it does to another dtype (a copy)
-        assert not shared or op.name in ("to", "float", "type", "type_as", "cpu")
+        # a cast to the dtype it has already (``x.to(torch.float32)``, ``contiguous()`` of a
+        # contiguous tensor) hands x back, and a reshape of one is a view: each is listed by
+        # what it does where it must copy; a non-contiguous input makes them copy
+        y = _strided()
+        again = _run(op, form, y.contiguous() if op.name in _SURE_COPIES else y, _other())
+        pieces = list(again) if isinstance(again, (tuple, list)) else [again]
+        assert not all(p.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
+                       for p in pieces) or op.name in ("to", "float", "type", "type_as", "cpu")
 
 
 def test_the_check_refuses_a_rescale() -> None:

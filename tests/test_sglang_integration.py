@@ -218,6 +218,64 @@ def test_the_rocm_forward_is_read_like_the_cuda_one(
                      if wrong else [])
 
 
+#: the merge moved into a public module-level helper of the CUDA forward, with a base default,
+#: which the ROCm forward imports and calls too
+FORWARD_MLA_FACADE = '''
+from sglang.srt.layers.dcp import cp_lse_ag_out_rs_mla
+
+
+def is_mla_dcp_lse_base_on_e(attention_backend):
+    return attention_backend in {"flashmla", "alias"}
+
+
+def merge_partials(out, lse, group, *, is_lse_base_on_e=False):
+    return cp_lse_ag_out_rs_mla(out, lse, group, is_lse_base_on_e=is_lse_base_on_e)
+
+
+class Mixin:
+    def forward_core(self, out, lse, group):
+        return merge_partials(out, lse, group, is_lse_base_on_e=is_mla_dcp_lse_base_on_e(
+            self.current_attention_backend))
+'''
+
+FORWARD_MLA_ROCM_FACADE = '''
+from sglang.srt.models.deepseek_common.attention_forward_methods.forward_mla import (
+    is_mla_dcp_lse_base_on_e,
+    merge_partials,
+)
+
+
+class RocmMixin:
+    def forward_core_rocm(self, out, lse, group):
+        return merge_partials(out, lse, group{told})
+'''
+
+
+@pytest.mark.parametrize(("told", "wrong"), [
+    ("", True),  # the helper's default (base 2) for flashmla's natural-log LSE
+    (", is_lse_base_on_e=is_mla_dcp_lse_base_on_e(self.current_attention_backend)", False)])
+def test_a_helper_of_another_file_is_told_the_base_by_each_call(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], told: str, wrong: bool) -> None:
+    """A merge moved into a helper that both forwards call, one from the file that imports
+    it: each call tells the combine in the helper its base (one that leaves it out, the
+    helper's default), read in the caller as a base written there; the error is at the
+    combine, the reason names the way. Where every call passes the base, the default is
+    never taken: no AC021 either, and the combine reads as it did inline."""
+    root = _tree(tmp_path, "", forward=FORWARD_MLA_FACADE)
+    rocm = root / "sglang" / _FWD.replace("forward_mla.py", "forward_mla_rocm.py")
+    rocm.write_text(FORWARD_MLA_ROCM_FACADE.format(told=told))
+    main(["lint", str(root / "sglang"), "--format", "json"])
+    found = [(Path(f["path"]).name, f["line"], f["code"], f["message"])
+             for f in json.loads(capsys.readouterr().out) if f["severity"] != "note"]
+    errors = [(n, line, code) for n, line, code, _ in found if code == "AC016"]
+    assert errors == ([("forward_mla.py", 10, "AC016")] if wrong else [])
+    assert any(code == "AC021" for _, _, code, _ in found) == wrong
+    if wrong:
+        message = next(m for _, _, code, m in found if code == "AC016")
+        assert "SGLang backends 'flashmla', 'alias'" in message and \
+            "is_lse_base_on_e=False" in message
+
+
 def test_a_helper_that_rebinds_its_base_parameter_is_not_read_at_its_callers(
         tmp_path: Path) -> None:
     forward = FORWARD_MLA_MOVED.format(call="self._merge(out, lse, group, on_e)").replace(
@@ -239,10 +297,13 @@ def test_one_combines_findings_of_one_code_name_each_problem_with_its_backends()
                                      ("cutedsl_mla", one("cute-dsl told base 2 (why: "
                                                          "cutedsl_mla)")),
                                      ("trtllm_mla", one("dispatch may pick cute-dsl")),
-                                     ("flashmla", one("cute-dsl told base 2 (why: flashmla)"))])
+                                     ("flashmla", one("cute-dsl told base 2 (why: flashmla)")),
+                                     ("aiter", one("fa told base 2 (why: aiter)"))])
+    # each problem with its reason where the reason is new (the way a helper's caller tells
+    # the base), else by what feeds what
     assert merged == ("SGLang backend 'trtllm_mla': dispatch may pick cute-dsl (1 more such "
                       "edge(s) here); SGLang backends 'cutedsl_mla', 'flashmla': cute-dsl told "
-                      "base 2")
+                      "base 2 (why: cutedsl_mla); SGLang backend 'aiter': fa told base 2")
 
 
 def test_lint_warns_where_a_names_base_cannot_be_read(
@@ -399,8 +460,9 @@ class Mixin:
     ("self._merge(out, lse, group, is_lse_base_on_e=on_e)", [], False),  # by keyword
     ("self._merge(out, lse, group, not on_e)", [Code.AC016], False),  # read, and wrong
     ("self._merge(out, lse, group, *extra)", [], True),  # spread: not read, a warning
-    # two calls that disagree: not read
-    ("self._merge(out, lse, group, on_e) or self._merge(out, lse, group, False)", [], True),
+    # two calls that disagree: each is a way the combine is told, one wrong for flashmla
+    ("self._merge(out, lse, group, on_e) or self._merge(out, lse, group, False)",
+     [Code.AC016], False),
     # a call whose argument is not read (through another object, a partial): not read
     ("self._merge(out, lse, group, on_e) or other._merge(out, lse, group, False)", [], True),
     ("functools.partial(self._merge, out, lse)(group, on_e)", [], True),

@@ -291,7 +291,7 @@ def _derive_on(pkg: Path, version: str | None, model: ProgramModel,
     except _Unparsable as err:
         unparsed.append(err.finding)
         factories = {}
-    combines: tuple[Combine, ...] = ()
+    modules: dict[str, _Module] = {}
     for file in () if older else combine_entry.files:
         rel = file.removeprefix("sglang/")
         if not (pkg / rel).is_file():
@@ -299,10 +299,15 @@ def _derive_on(pkg: Path, version: str | None, model: ProgramModel,
                 notes.append(f"{file} is not in the tree: no MLA DCP combine is read")
             continue
         try:
-            asked = _Asked(model, str(pkg / rel), tuple(factories), combine_entry.name_attr)
-            combines += tuple(_combines(_parse(pkg, rel), rel, registry, version, asked))
+            tree = _parse(pkg, rel)
         except _Unparsable as err:
             unparsed.append(err.finding)
+            continue
+        modules[rel] = _Module(rel, tree, _Asked(model, str(pkg / rel), tuple(factories),
+                                                 combine_entry.name_attr), _qualnames(tree))
+    combines: tuple[Combine, ...] = ()
+    for m in modules.values():
+        combines += tuple(_combines(m, modules, registry, version))
     decode = combine_entry.decode_method
     assume = _under_dcp(frozenset(combine_entry.dcp_flags), frozenset(combine_entry.dcp_sizes))
     reg_path = str(pkg / reg_rel)
@@ -368,13 +373,19 @@ def _merged_message(found: list[tuple[str, Finding]]) -> str:
         problem = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", "\x00", f.message)
         by_problem.setdefault(problem, []).append((name, f.message))
     parts: list[str] = []
-    for edges in by_problem.values():
+    causes: set[str] = set()  # the reasons given in full so far, as they read for any backend
+    for problem, edges in by_problem.items():
         named = list(dict.fromkeys(n for n, _ in edges))
         more = f" ({len(edges) - 1} more such edge(s) here)" if len(edges) > 1 else ""
-        # the first problem in full, each other one by its first clause (what feeds what)
-        told = edges[0][1] if not parts else edges[0][1].split(" (", 1)[0]
-        parts.append(f"SGLang backend{'s' if len(named) > 1 else ''} "
-                     f"{', '.join(map(repr, named))}: {told}{more if not parts else ''}")
+        # a problem in full where its reason (what tells the base, which kernel) is new,
+        # else by its first clause (what feeds what); one said twice once
+        cause = problem.partition(" (")[2]
+        told = edges[0][1] if cause not in causes else edges[0][1].split(" (", 1)[0]
+        causes.add(cause)
+        part = (f"SGLang backend{'s' if len(named) > 1 else ''} "
+                f"{', '.join(map(repr, named))}: {told}{more if not parts else ''}")
+        if part not in parts:
+            parts.append(part)
     return "; ".join(parts)
 
 
@@ -707,26 +718,144 @@ _OMITTED = "(omitted)"
 _NO_NAME = "\x00 a name no backend has"
 
 
-def _combines(tree: ast.Module, rel: str, registry: Registry, version: str | None,
-              asked: _Asked) -> Iterator[Combine]:
+@dataclass(frozen=True)
+class _Module:
+    """A file of the combine, parsed, with what reads it: the program model's questions of
+    it and its functions' qualified names."""
+
+    rel: str  # inside the package (``srt/models/...py``)
+    tree: ast.Module
+    asked: _Asked
+    qualnames: dict[int, str]
+
+    def functions(self, modules: dict[str, _Module]) -> dict[str, tuple[ast.FunctionDef, _Module]]:
+        """The module-level functions a name of the module calls: its own, and those it
+        imports by name from another file of the combine (its ``from ... import f``)."""
+        out = {n.name: (n, self) for n in self.tree.body if isinstance(n, ast.FunctionDef)}
+        for n in self.tree.body:
+            if not isinstance(n, ast.ImportFrom):
+                continue
+            source = modules.get(_imported_rel(self.rel, n))
+            if source is None:
+                continue
+            own = {f.name: f for f in source.tree.body if isinstance(f, ast.FunctionDef)}
+            for a in n.names:
+                if a.name in own:
+                    out.setdefault(a.asname or a.name, (own[a.name], source))
+        return out
+
+
+def _imported_rel(rel: str, node: ast.ImportFrom) -> str:
+    """The package-relative file a ``from X import ...`` of the file ``rel`` reads (its
+    module as a path; ``""`` where it is outside the package)."""
+    if node.level:
+        parts = rel.split("/")[:-node.level]
+        dotted = "/".join([*parts, *(node.module or "").split(".")]).strip("/")
+        return f"{dotted}.py"
+    if node.module is None or not node.module.startswith("sglang."):
+        return ""
+    return node.module.removeprefix("sglang.").replace(".", "/") + ".py"
+
+
+def _combines(m: _Module, modules: dict[str, _Module], registry: Registry,
+              version: str | None) -> Iterator[Combine]:
     """The calls of the file to a consumer record of SGLang at ``version``, each with how it
-    passes the base."""
-    imported = {a.asname or a.name: f"{n.module}.{a.name}" for n in ast.walk(tree)
+    passes the base (a helper's parameter: as each call of the helper passes it, one
+    combine per way)."""
+    imported = {a.asname or a.name: f"{n.module}.{a.name}" for n in ast.walk(m.tree)
                 if isinstance(n, ast.ImportFrom) and n.module and not n.level for a in n.names}
     by_last = _consumers_by_last_name(registry, version)
-    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    qualnames = _qualnames(tree)
-    for fn in ast.walk(tree):
+    for fn in ast.walk(m.tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        assigned = _bound_once(fn)
         for node, consumer in _consumer_calls(fn, imported, by_last):
-            combine = _combine(consumer, node, Location(f"sglang/{rel}", node.lineno), assigned,
-                               functions, rel, asked, _NameArg(fn, tree, asked.name_attr))
-            qualname = qualnames.get(id(fn))
-            if combine.passes == "unknown" and qualname is not None:
-                combine = _read_in(combine, node, fn, qualname, rel, asked, tree, qualnames)
-            yield combine
+            where = Location(f"sglang/{m.rel}", node.lineno)
+            yield from dict.fromkeys(_ways_told(consumer, node, where, fn, m, modules, 0))
+
+
+#: how many helpers deep a base parameter is followed to the calls that give it
+_HELPER_DEPTH = 3
+
+
+def _ways_told(consumer: ConsumerRecord, node: ast.Call, where: Location,
+          fn: ast.FunctionDef | ast.AsyncFunctionDef, m: _Module, modules: dict[str, _Module],
+          depth: int) -> list[Combine]:
+    """How ``node`` (a call in ``fn`` of ``m`` that carries the base keyword) tells the
+    combine at ``where`` its base: as written; an expression read where it is, the function
+    run with the layer's name attribute set to each name; a parameter of ``fn``, as each
+    call of ``fn`` passes it (one way per call: a helper the merge was moved into)."""
+    combine = _combine(consumer, node, where, _bound_once(fn), m.functions(modules),
+                       _NameArg(fn, m.tree, m.asked.name_attr))
+    qualname = m.qualnames.get(id(fn))
+    if combine.passes != "unknown" or qualname is None:
+        return [combine]
+    read = _read_in(combine, node, fn, qualname, m)
+    if read.passes != "unknown" or depth >= _HELPER_DEPTH:
+        return [read]
+    kw = next((k.value for k in node.keywords if k.arg == combine.keyword), None)
+    if not isinstance(kw, ast.Name):
+        return [read]
+    ways = _at_callers(consumer, combine.keyword, kw.id, where, fn, m, modules, depth)
+    return ways if ways else [read]
+
+
+def _at_callers(consumer: ConsumerRecord, keyword: str, param: str, where: Location,
+                fn: ast.FunctionDef | ast.AsyncFunctionDef, m: _Module,
+                modules: dict[str, _Module], depth: int) -> list[Combine] | None:
+    """A parameter of ``fn`` that tells the combine its base, as each call of ``fn`` in the
+    combine's files gives it (by keyword or position; left out: ``fn``'s default for it),
+    read in the caller as a base written there is. None where the parameter is none of
+    ``fn``'s or ``fn`` rebinds it, a file names ``fn`` other than in such a call, or a call
+    spreads ``*args``/``**kwargs``."""
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if (param not in params and param not in (a.arg for a in fn.args.kwonlyargs)) or \
+            _rebinds(fn, param):
+        return None
+    qualname = m.qualnames.get(id(fn), "")
+    method = qualname.count(".") == 1
+    past_self = method and not any(isinstance(d, ast.Name) and d.id == "staticmethod"
+                                   for d in fn.decorator_list)
+    default = _default_of(fn, param)
+    ways: list[Combine] = []
+    for caller_module in modules.values():
+        calls = _direct_calls(fn.name, method, caller_module.tree, caller_module.qualnames)
+        if calls is None or _renamed(fn.name, caller_module.tree):
+            return None
+        for caller, call in calls:
+            caller_fn = next(n for n in ast.walk(caller_module.tree) if
+                             caller_module.qualnames.get(id(n)) == caller)
+            spread = any(isinstance(a, ast.Starred) for a in call.args) or \
+                any(k.arg is None for k in call.keywords)
+            arg = None if spread else _argument_for(call, past_self, params, param)
+            if spread or (arg is None and default is None):
+                return None
+            if arg is None:  # left out: the helper's default, read where it is defined
+                told = ast.copy_location(ast.Call(func=call.func, args=[], keywords=[
+                    ast.keyword(arg=keyword, value=cast(ast.expr, default))]), call)
+                ways += _ways_told(consumer, told, where, fn, m, modules, _HELPER_DEPTH)
+                continue
+            told = ast.copy_location(ast.Call(func=call.func, args=[], keywords=[
+                ast.keyword(arg=keyword, value=arg)]), call)
+            ways += _ways_told(consumer, told, where, cast(ast.FunctionDef, caller_fn),
+                               caller_module, modules, depth + 1)
+    return ways or None
+
+
+def _default_of(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> ast.expr | None:
+    """The default expression of parameter ``param`` of ``fn`` (None: it has none)."""
+    a = fn.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True))
+    defaults.update({k.arg: d for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
+                     if d is not None})
+    return defaults.get(param)
+
+
+def _renamed(name: str, tree: ast.Module) -> bool:
+    """Whether the module imports ``name`` under another name (its calls are not found by
+    the name)."""
+    return any(a.name == name and a.asname not in (None, name)
+               for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names)
 
 
 #: a dict's methods that change it in place
@@ -771,51 +900,22 @@ def _qualnames(tree: ast.Module) -> dict[int, str]:
 
 
 def _read_in(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef,
-             qualname: str, rel: str, asked: _Asked, tree: ast.Module,
-             qualnames: dict[int, str]) -> Combine:
+             qualname: str, m: _Module) -> Combine:
     """A base keyword given by an expression (a loop over names, a set, a cached attribute):
     its value read where the call is, in the function that makes it, run with the layer's
-    name attribute set to each registered name; a parameter of that function, read at each
-    call of it in the module (a helper the merge was moved into), where they all agree."""
+    name attribute set to each registered name."""
     kw = next((k.value for k in call.keywords if k.arg == combine.keyword), None)
     if kw is not None:
-        read = asked.answers_at(qualname, kw)
-        if (read is None or all(v == "?" for _, v in read[0])) and isinstance(kw, ast.Name):
-            read = _read_at_callers(fn, kw.id, tree, qualnames, asked) or read
+        read = m.asked.answers_at(qualname, kw)
     else:  # carried by ``**mapping``s: what each gives the keyword, as the interpreter reads it
-        read = _spread_answers([asked.answers_at(qualname, k.value, combine.keyword)
+        read = _spread_answers([m.asked.answers_at(qualname, k.value, combine.keyword)
                                 for k in call.keywords if k.arg is None])
     if read is None or all(v == "?" for _, v in read[0]):
         return combine
     answers, default = read
     return replace(combine, passes="name", function=qualname,
-                   function_at=Location(f"sglang/{rel}", fn.lineno), answers=answers,
+                   function_at=Location(f"sglang/{m.rel}", fn.lineno), answers=answers,
                    default=default)
-
-
-def _read_at_callers(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str, tree: ast.Module,
-                     qualnames: dict[int, str], asked: _Asked) -> _Answers | None:
-    """What a parameter of ``fn`` is per name: the argument each call of ``fn`` in the module
-    binds to it (``self.fn(...)`` for a method, ``fn(...)`` for a function), read in the
-    caller; per name the one answer every call gives, ``"?"`` where they differ. None where
-    the parameter is none of ``fn``'s or ``fn`` rebinds it, the module names ``fn`` other
-    than in such a call (``m._merge(...)``, a ``partial`` of it, a callback, a call at module
-    level), no call of it is found, or one call's argument is not read (left to its default,
-    spread)."""
-    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    if (param not in params and param not in (a.arg for a in fn.args.kwonlyargs)) or \
-            _rebinds(fn, param):
-        return None
-    method = qualnames.get(id(fn), "").count(".") == 1
-    calls = _direct_calls(fn.name, method, tree, qualnames)
-    if calls is None:
-        return None
-    past_self = method and not any(isinstance(d, ast.Name) and d.id == "staticmethod"
-                                   for d in fn.decorator_list)
-    reads = [None if (arg := _argument_for(call, past_self, params, param)) is None
-             else asked.answers_at(caller, arg) for caller, call in calls]
-    return _merged_answers(reads, lambda answers: answers[0] if len(set(answers)) == 1
-                           else "?")
 
 
 def _direct_calls(name: str, method: bool, tree: ast.Module, qualnames: dict[int, str],
@@ -968,8 +1068,9 @@ def _spread_keyword(call: ast.Call, keyword: str, assigned: dict[str, ast.expr],
 
 
 def _combine(consumer: ConsumerRecord, call: ast.Call, where: Location,
-             assigned: dict[str, ast.expr], functions: dict[str, ast.FunctionDef],
-             rel: str, asked: _Asked, names: _NameArg) -> Combine:
+             assigned: dict[str, ast.expr],
+             functions: dict[str, tuple[ast.FunctionDef, _Module]],
+             names: _NameArg) -> Combine:
     base = consumer.base
     if isinstance(base, FixedBase) or not isinstance(base, KeywordBase):
         return Combine(consumer.name, where, "", "omitted")
@@ -990,11 +1091,11 @@ def _combine(consumer: ConsumerRecord, call: ast.Call, where: Location,
         return Combine(consumer.name, where, base.keyword, "literal", literal=repr(kw.value))
     if isinstance(kw, ast.Call) and isinstance(kw.func, ast.Name) and len(kw.args) == 1 and \
             kw.func.id in functions and names.is_name(kw.args[0]):
-        fn = functions[kw.func.id]
-        answers, default = asked.answers(fn.name)
+        fn, defined = functions[kw.func.id]
+        answers, default = defined.asked.answers(fn.name)
         return Combine(consumer.name, where, base.keyword, "name", function=fn.name,
-                       function_at=Location(f"sglang/{rel}", fn.lineno), answers=answers,
-                       default=default)
+                       function_at=Location(f"sglang/{defined.rel}", fn.lineno),
+                       answers=answers, default=default)
     return Combine(consumer.name, where, base.keyword, "unknown")
 
 
@@ -1077,14 +1178,17 @@ def _row(b: Backend, d: Derived, registry: Registry) -> SglangReport:
             "no class"
     for findings in b.lint.values():
         row.findings += [f for f in findings if f not in row.findings]
-    values = {c.where: c.value_for(b.name) for c in d.combines}
+    # (a combine a helper makes is one per way its callers tell it the base: several a place)
+    values = {c: c.value_for(b.name) for c in d.combines}
     row.declared = {"declared_at": ", ".join(dict.fromkeys(
         str(c.function_at or c.where) for c in d.combines)) or "no MLA DCP combine in this release"}
+    told_by: dict[str, list[str]] = {}
     for c in d.combines:
-        literal, _ = values[c.where]
+        literal, _ = values[c]
         if c.keyword:
-            row.declared[f"{c.keyword} ({c.consumer.rsplit('.', 1)[-1]})"] = \
-                "(default)" if literal is None else literal
+            told_by.setdefault(f"{c.keyword} ({c.consumer.rsplit('.', 1)[-1]})", []).append(
+                "(default)" if literal is None else literal)
+    row.declared.update({k: " | ".join(dict.fromkeys(v)) for k, v in told_by.items()})
     if not d.combines:
         row.note = row.note or f"no MLA DCP combine in SGLang {d.version or '(version unknown)'}"
         return row
@@ -1101,7 +1205,7 @@ def _row(b: Backend, d: Derived, registry: Registry) -> SglangReport:
             continue
         for c in d.combines:
             consumer = registry.consumer(c.consumer)
-            literal, named = values[c.where]
+            literal, named = values[c]
             told = _told(consumer, literal)
             row.edges.append(f"{c.consumer} [{c.keyword or 'base'}="
                              f"{'(default)' if literal is None else literal} → base {told}, "

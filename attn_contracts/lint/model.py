@@ -241,10 +241,12 @@ def _dead_defaults(interp: Interpreter, capabilities: frozenset[str]) -> Iterato
 
 def _stated(interp: Interpreter, program: Program, uses: Iterable[Use],
             ) -> frozenset[tuple[str, str, str]]:
-    """The defaulted base parameters (path, function, name) of private functions (``_name``,
-    a module's or a class's own) that every reference in the program calls with the parameter
-    stated, or binds it in a ``partial``: the default is never taken, so no caller can forget
-    it. A reference that is neither (the function handed on, called with ``*args`` or
+    """The defaulted base parameters (path, function, name) of functions that every reference
+    in the program calls with the parameter stated, or binds it in a ``partial``: the default
+    is never taken in the program, so no caller linted can forget it (a caller that forgets
+    it brings the finding back). A public function needs one such reference (one nothing in
+    the program calls is there for callers outside it); a private one (``_name``) none. A
+    reference that is neither (the function handed on, called with ``*args`` or
     ``**kwargs``) leaves the default reachable."""
     out: set[tuple[str, str, str]] = set()
     for use in uses:
@@ -253,24 +255,28 @@ def _stated(interp: Interpreter, program: Program, uses: Iterable[Use],
             continue
         key = (param.path, param.func, param.name)
         last = param.func.rpartition(".")[2]
-        if key in out or not last.startswith("_") or last.endswith("__"):
+        if key in out or last.endswith("__"):
             continue
         fn = program.function(param.path, param.func)
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and all(
-                _states(program.tree(info.path), last, param.name, params_of(fn),
-                        method="." in param.func)
-                for info in program.infos()
-                if re.search(rf"\b{re.escape(last)}\b", interp.module_text(info.path))):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        counts = [_states(program.tree(info.path), last, param.name, params_of(fn),
+                          method="." in param.func)
+                  for info in program.infos()
+                  if re.search(rf"\b{re.escape(last)}\b", interp.module_text(info.path))]
+        if all(c is not None for c in counts) and (
+                last.startswith("_") or sum(c or 0 for c in counts)):
             out.add(key)
     return frozenset(out)
 
 
 def _states(tree: ast.Module | None, last: str, name: str, params: Params, *,
-            method: bool) -> bool:
-    """Every reference to ``last`` in ``tree`` is a call, or a ``partial`` of it, that gives
-    parameter ``name`` (by keyword, or by position where it takes one)."""
+            method: bool) -> int | None:
+    """How many references to ``last`` ``tree`` has, where every one is a call, or a
+    ``partial`` of it, that gives parameter ``name`` (by keyword, or by position where it
+    takes one); None where one is not."""
     if tree is None:
-        return False
+        return None
     def refers(n: ast.AST) -> bool:
         return (isinstance(n, ast.Name) and n.id == last) or (
             isinstance(n, ast.Attribute) and n.attr == last)
@@ -288,11 +294,11 @@ def _states(tree: ast.Module | None, last: str, name: str, params: Params, *,
         args, keywords = given
         if any(isinstance(a, ast.Starred) for a in args) or \
                 any(k.arg is None for k in keywords):
-            return False
+            return None
         if (keyword and any(k.arg == name for k in keywords)) or (
                 index is not None and len(args) > index):
             stated += 1
-    return stated == refs
+    return refs if stated == refs else None
 
 
 def _call_args(n: ast.Call, refers: Callable[[ast.AST], bool],
