@@ -811,34 +811,44 @@ def _at_callers(consumer: ConsumerRecord, keyword: str, param: str, where: Locat
     if (param not in params and param not in (a.arg for a in fn.args.kwonlyargs)) or \
             _rebinds(fn, param):
         return None
-    qualname = m.qualnames.get(id(fn), "")
-    method = qualname.count(".") == 1
+    method = m.qualnames.get(id(fn), "").count(".") == 1
     past_self = method and not any(isinstance(d, ast.Name) and d.id == "staticmethod"
                                    for d in fn.decorator_list)
-    default = _default_of(fn, param)
     ways: list[Combine] = []
     for caller_module in modules.values():
         calls = _direct_calls(fn.name, method, caller_module.tree, caller_module.qualnames)
         if calls is None or _renamed(fn.name, caller_module.tree):
             return None
         for caller, call in calls:
-            caller_fn = next(n for n in ast.walk(caller_module.tree) if
-                             caller_module.qualnames.get(id(n)) == caller)
-            spread = any(isinstance(a, ast.Starred) for a in call.args) or \
-                any(k.arg is None for k in call.keywords)
-            arg = None if spread else _argument_for(call, past_self, params, param)
-            if spread or (arg is None and default is None):
+            told = _told_by(call, keyword, _argument_for(call, past_self, params, param),
+                            _default_of(fn, param))
+            if told is None:
                 return None
-            if arg is None:  # left out: the helper's default, read where it is defined
-                told = ast.copy_location(ast.Call(func=call.func, args=[], keywords=[
-                    ast.keyword(arg=keyword, value=cast(ast.expr, default))]), call)
-                ways += _ways_told(consumer, told, where, fn, m, modules, _HELPER_DEPTH)
-                continue
-            told = ast.copy_location(ast.Call(func=call.func, args=[], keywords=[
-                ast.keyword(arg=keyword, value=arg)]), call)
-            ways += _ways_told(consumer, told, where, cast(ast.FunctionDef, caller_fn),
-                               caller_module, modules, depth + 1)
+            node, given = told
+            if given:  # read in the caller
+                by = next(n for n in ast.walk(caller_module.tree)
+                          if caller_module.qualnames.get(id(n)) == caller)
+                ways += _ways_told(consumer, node, where, cast(ast.FunctionDef, by),
+                                   caller_module, modules, depth + 1)
+            else:  # left out: the helper's default, read where it is defined
+                ways += _ways_told(consumer, node, where, fn, m, modules, _HELPER_DEPTH)
     return ways or None
+
+
+def _told_by(call: ast.Call, keyword: str, arg: ast.expr | None, default: ast.expr | None,
+             ) -> tuple[ast.Call, bool] | None:
+    """The call of a helper as a call that gives the combine's ``keyword`` what the helper's
+    parameter holds (the argument, or the default where it is left out), and whether the
+    argument was given; None where a ``*args``/``**kwargs`` may give it, or it is left out
+    with no default (Python raises)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or \
+            any(k.arg is None for k in call.keywords):
+        return None
+    value = arg if arg is not None else default
+    if value is None:
+        return None
+    return ast.copy_location(ast.Call(func=call.func, args=[], keywords=[
+        ast.keyword(arg=keyword, value=value)]), call), arg is not None
 
 
 def _default_of(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> ast.expr | None:

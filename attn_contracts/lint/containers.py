@@ -8,6 +8,7 @@ comparisons of literals (``kind != "log2"``, ``name in {"a", "b"}``).
 from __future__ import annotations
 
 import ast
+import itertools
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -188,38 +189,48 @@ def itertools_value(name: str, args: Sequence[Value], fill: Value,
     tuples = [a for a in args if isinstance(a, Tup) and not a.partial_items]
     if len(tuples) != len(args) or not args:
         return None
-    if name == "zip_longest":
-        longest = max(len(t.items) for t in tuples)
-        return Tup(tuple(Tup(tuple(t.items[i] if i < len(t.items) else fill for t in tuples))
-                         for i in range(longest)))
-    if name == "chain":
-        return Tup(tuple(v for t in tuples for v in t.items))
-    if name == "pairwise" and len(tuples) == 1:
-        items = tuples[0].items
-        return Tup(tuple(Tup((a, b)) for a, b in zip(items, items[1:])), iterator=True)
-    if name == "compress" and len(tuples) == 2:
-        return _compressed(*tuples)
-    if name == "filterfalse" and keep is not None and len(tuples) == 1:
-        answers = [keep(v) for v in tuples[0].items]  # Python asks of every element
-        if any(a is None for a in answers):
-            return None
-        return Tup(tuple(v for v, a in zip(tuples[0].items, answers, strict=True) if not a),
-                   iterator=True)
-    return _while(name, tuples, keep)
+    built = _ITERTOOLS_BUILT.get(name)  # (``groupby`` is read apart: :func:`grouped`)
+    return None if built is None else built(tuples, fill, keep)
 
 
-def _compressed(data: Tup, selectors: Tup) -> Value:
+def _zip_longest(tuples: list[Tup], fill: Value, _: object) -> Value:
+    longest = max(len(t.items) for t in tuples)
+    return Tup(tuple(Tup(tuple(t.items[i] if i < len(t.items) else fill for t in tuples))
+                     for i in range(longest)))
+
+
+def _pairwise(tuples: list[Tup], *_: object) -> Value:
+    if len(tuples) != 1:
+        return None
+    return Tup(tuple(Tup(pair) for pair in itertools.pairwise(tuples[0].items)), iterator=True)
+
+
+def _compressed(tuples: list[Tup], *_: object) -> Value:
     """``itertools.compress(data, selectors)``: each element whose selector (paired as
     ``zip`` pairs them, the shorter ending it) is true; None where a selector's truth is not
     known."""
+    if len(tuples) != 2:
+        return None
     kept: list[Value] = []
-    for v, sel in zip(data.items, selectors.items):
+    for v, sel in zip(tuples[0].items, tuples[1].items, strict=False):  # the shorter ends it
         answer = truth(sel)
         if answer is None:
             return None
         if answer:
             kept.append(v)
     return Tup(tuple(kept), iterator=True)
+
+
+def _filtered_false(tuples: list[Tup], _: Value,
+                    keep: Callable[[Value], bool | None] | None) -> Value:
+    """``itertools.filterfalse(p, t)``: the elements ``p`` refuses (Python asks of each)."""
+    if keep is None or len(tuples) != 1:
+        return None
+    answers = [keep(v) for v in tuples[0].items]
+    if any(a is None for a in answers):
+        return None
+    return Tup(tuple(v for v, a in zip(tuples[0].items, answers, strict=True) if not a),
+               iterator=True)
 
 
 def _while(name: str, tuples: list[Tup], keep: Callable[[Value], bool | None] | None) -> Value:
@@ -237,6 +248,19 @@ def _while(name: str, tuples: list[Tup], keep: Callable[[Value], bool | None] | 
             cut = i
             break
     return Tup(items[:cut] if name == "takewhile" else items[cut:])
+
+
+#: each :data:`ITERTOOLS` function's value, of its tuples, fill value and predicate
+_ITERTOOLS_BUILT: dict[str, Callable[[list[Tup], Value, Callable[[Value], bool | None] | None],
+                                     Value]] = {
+    "zip_longest": _zip_longest,
+    "chain": lambda tuples, *_: Tup(tuple(v for t in tuples for v in t.items)),
+    "takewhile": lambda tuples, _, keep: _while("takewhile", tuples, keep),
+    "dropwhile": lambda tuples, _, keep: _while("dropwhile", tuples, keep),
+    "pairwise": _pairwise,
+    "compress": _compressed,
+    "filterfalse": _filtered_false,
+}
 
 
 def grouped(keys: Sequence[Value]) -> Value:

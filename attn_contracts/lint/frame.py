@@ -963,8 +963,7 @@ class Frame(RecordCalls):
 
     def attrgetter_form(self, callee: Value, qual: str, name: str,
                         node: ast.Call) -> Value | object:
-        """``operator.itemgetter(k)``, ``operator.methodcaller("m", ...)``: the function each
-        builds (:func:`~.calls.as_itemgetter`, :func:`~.calls.as_methodcaller`).
+        """``operator.itemgetter(k)``: the function it builds (:func:`~.calls.as_itemgetter`).
         ``operator.attrgetter("a", "b.c")`` of known names: an object naming them; called
         on an object, what Python gives: ``obj.a``, or the tuple ``(obj.a, obj.b.c)`` in the
         order the names are written."""
@@ -975,14 +974,6 @@ class Frame(RecordCalls):
             # a ``partial`` of it: no descriptor (a class attribute read through ``self``
             # is not bound to it), as ``itemgetter``'s object is not
             return None if getter is None else Partial(self.expr(getter))
-        if qual == "operator.methodcaller":
-            caller = as_methodcaller(node, self.i.synthetic)
-            if caller is None:
-                return None
-            where = place(self.path, node)
-            given = [*node.args[1:], *(k.value for k in node.keywords)]
-            return Partial(self.expr(caller), tuple(Arg(self.expr(a), where) for a in given),
-                           where=where)
         if qual == "operator.attrgetter" and node.args:
             names = [concrete(self.expr(a)) for a in node.args]
             if not all(isinstance(n, str) and n and "\x1f" not in n for n in names):
@@ -999,6 +990,20 @@ class Frame(RecordCalls):
                 value = self.i.attribute(value, attr, where)
             got.append(value)
         return got[0] if len(got) == 1 else Tup(tuple(got))
+
+    def methodcaller_form(self, callee: Value, qual: str, name: str,
+                          node: ast.Call) -> Value | object:
+        """``operator.methodcaller("m", a, k=b)``: the function it builds
+        (:func:`~.calls.as_methodcaller`), bound to the arguments as they are here."""
+        if qual != "operator.methodcaller":
+            return NOT_SPECIAL
+        caller = as_methodcaller(node, self.i.synthetic)
+        if caller is None:
+            return None
+        where = place(self.path, node)
+        given = [*node.args[1:], *(k.value for k in node.keywords)]
+        return Partial(self.expr(caller), tuple(Arg(self.expr(a), where) for a in given),
+                       where=where)
 
     def itertools_form(self, callee: Value, qual: str, name: str,
                        node: ast.Call) -> Value | object:
@@ -1564,7 +1569,8 @@ _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.pa
                   Frame.library_collective, Frame.triton_memory, Frame.itertools_form,
                   Frame.reduce_form,
                   Frame.library_form, Frame.regex_form, Frame.generator_form,
-                  Frame.attrgetter_form, Frame.new_form, Frame.globals_form)
+                  Frame.attrgetter_form, Frame.methodcaller_form, Frame.new_form,
+                  Frame.globals_form)
 #: the value ``operator.attrgetter("a", "b.c")`` is: an external object naming its attributes
 _ATTRGETTER = "operator.attrgetter:"
 

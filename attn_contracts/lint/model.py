@@ -265,7 +265,7 @@ def _stated(interp: Interpreter, program: Program, uses: Iterable[Use],
                   for info in program.infos()
                   if re.search(rf"\b{re.escape(last)}\b", interp.module_text(info.path))]
         if all(c is not None for c in counts) and (
-                last.startswith("_") or sum(c or 0 for c in counts)):
+                last.startswith("_") or any(c for c in counts)):
             out.add(key)
     return frozenset(out)
 
