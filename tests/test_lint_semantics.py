@@ -5,6 +5,7 @@ the containers and the values Python computes have files of their own."""
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,26 @@ PAIRS.case("a conversion held as a methodcaller class attribute, read through se
                 out, lse = decode(q, return_lse=True)
                 return combine(out, self._to_ln(lse), is_lse_base_on_e=True)
         """}, {"layer.py": ('methodcaller("div"', 'methodcaller("mul"')})
+PAIRS.case("getattr of a flag an object never has is its default (a manager built from its layer)",
+    {"layer.py": """
+        import torch
+        from mylib import combine, decode
+        class Mgr:
+            def __init__(self, flag):
+                self.flag = flag
+            @classmethod
+            def for_layer(cls, layer):
+                return cls(getattr(layer, "lse_base_on_e", True))
+            def merge(self, out, lse):
+                return combine(out, lse, is_lse_base_on_e=self.flag)
+        class Layer(torch.nn.Module):
+            def __init__(self):
+                self.mgr = Mgr.for_layer(self)
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return self.mgr.merge(out, lse)
+        """}, {"layer.py": ("class Layer(torch.nn.Module):\n",
+                            "class Layer(torch.nn.Module):\n            lse_base_on_e = False\n")})
 PAIRS.case("base forwarded through **kwargs", {"layer.py": """
         from mylib import combine, decode
         def reduce(out, lse, **kwargs):
@@ -1685,6 +1706,21 @@ def test_a_default_no_caller_of_a_private_function_takes_is_not_a_hazard(
     src = _DEFAULTED.replace("NAME", name).replace("CALL", call)
     found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
     assert ("AC021" in {f["code"] for f in found}) is warned, found
+
+
+@pytest.mark.parametrize("elsewhere", [
+    "def tune(layer):\n    layer.lse_base_on_e = False",  # stored from outside the class
+    "def tune(layer):\n    setattr(layer, 'lse_base_on_e', False)",
+])
+def test_getattr_reads_its_default_only_where_no_object_may_have_the_attribute(
+        elsewhere: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``getattr(obj, "flag", True)`` is True where no class of ``obj``'s family has the
+    attribute and nothing stores it from outside; else the flag is not read (no error)."""
+    src = PAIRS.cases["getattr of a flag an object never has is its default (a manager built "
+                      "from its layer)"][0]["layer.py"]
+    src = textwrap.dedent(src) + "\n" + elsewhere + "\n"
+    found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
+    assert not [f for f in found if f["severity"] == "error"], found
 
 
 def test_bool_of_a_declared_flag_is_the_flag(tmp_path: Path,

@@ -181,6 +181,9 @@ def _decorator_name(node: ast.expr) -> str:
 
 #: bases from outside the program that give an object no truth of its own
 _PLAIN_BASES = frozenset({"ABC", "Generic", "Protocol", "object"})
+#: of them, and the bases whose instances get no attribute of a name the program does not set
+#: (``torch.nn.Module``'s ``__getattr__`` reads its registered parameters, buffers and modules)
+_ATTRIBUTE_FREE_BASES = _PLAIN_BASES | {"Module"}
 #: what an Enum class may define that changes how its members are made or compare
 _MEMBER_MAKING = ("__new__", "_generate_next_value_", "__eq__", "__ne__", "__lt__", "__le__",
                   "__gt__", "__ge__", "__hash__", "_missing_")
@@ -551,15 +554,21 @@ class Resolver(ModuleResolver):
         return bool(alts) and all(self._lacks(alt, attr) for alt in alts)
 
     def _lacks(self, obj: Value, attr: str) -> bool:
-        if attr.startswith("__"):
+        if attr.startswith("__") or not isinstance(obj, Inst):
+            # a function or a partial may be given the attribute anywhere (a decorator,
+            # another module, ``__dict__``, ``functools.wraps``): never read as lacking it
             return False
-        if isinstance(obj, Inst):
-            cls = self.class_info(obj.cls)
-            return cls is not None and self.p.lookup(cls, attr) is None and \
-                self.class_attr(cls, attr) is None
-        # a function or a partial may be given the attribute anywhere (a decorator, another
-        # module, ``__dict__``, ``functools.wraps``): never read as lacking it
-        return False
+        cls = self.class_info(obj.cls)
+        # of any class of the family, for an object that may be of a subclass; none whose
+        # class has a base from outside the program that may give it (``nn.Module`` gives
+        # its instances parameters, buffers and modules only: no flag); none stored from
+        # outside a class (``obj.attr = v``, ``setattr``) in any module
+        classes = [cls] if cls is not None and obj.exact else \
+            self.p.family(cls) if cls is not None else None
+        return classes is not None and all(
+            self.p.lookup(c, attr) is None and self.class_attr(c, attr) is None and
+            not self._outside_bases(c, plain=_ATTRIBUTE_FREE_BASES) for c in classes) and \
+            not any(attr in self._stored_elsewhere(i.path) for i in self.p.infos())
 
     def inst_attr(self, inst: Inst, attr: str, where: Location) -> Value:
         cls = self.class_info(inst.cls)
@@ -889,11 +898,11 @@ class Resolver(ModuleResolver):
             any(n in k.attrs or n in k.properties or n in self._stored_elsewhere(k.path)
                 for n in _TRUTH) for k in mro)
 
-    def _outside_bases(self, cls: ClassInfo) -> bool:
+    def _outside_bases(self, cls: ClassInfo, plain: frozenset[str] = _PLAIN_BASES) -> bool:
         """Whether a class of ``cls``'s MRO has a base from outside the program other than
-        those that add nothing to a class (``ABC``, ``Generic``...): its metaclass, or its
-        ``__bool__``, may come from there."""
-        return any(isinstance(b, str) and b.rpartition(".")[2] not in _PLAIN_BASES
+        those that add nothing to a class (``ABC``, ``Generic``...; ``plain``): its metaclass,
+        or its ``__bool__``, may come from there."""
+        return any(isinstance(b, str) and b.rpartition(".")[2] not in plain
                    for k in self.p.mro(cls) for b in self.p.hierarchy.bases(k))
 
     def as_data(self, value: Value) -> Value:

@@ -1107,7 +1107,9 @@ class Frame(RecordCalls):
                 _, dead = self.i.getattr_defaults.get(where, (attr, True))
                 self.i.getattr_defaults[where] = (attr, dead and self.i.has_surely(inner, attr))
             value = self.i.attribute(inner, attr, where)
-            if value is None and isinstance(default, Lit) and self.i.lacks(inner, attr):
+            # (a base attribute reads as the object's flag, which it may not have at all)
+            if (value is None or isinstance(value, Flag)) and isinstance(default, Lit) and \
+                    self.i.lacks(inner, attr):
                 value = replace(default, how=f" through getattr(..., {attr!r}, "
                                 f"{default.value!r}), whose attribute nothing sets")
             values.append(value)  # set somewhere: its value (the default is for never-set ones)
