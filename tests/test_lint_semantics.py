@@ -1711,6 +1711,12 @@ def test_a_default_no_caller_of_a_private_function_takes_is_not_a_hazard(
 @pytest.mark.parametrize("elsewhere", [
     "def tune(layer):\n    layer.lse_base_on_e = False",  # stored from outside the class
     "def tune(layer):\n    setattr(layer, 'lse_base_on_e', False)",
+    # stored on itself: in __init__, by computed names, through its __dict__ or vars()
+    "def _own(self):\n    self.lse_base_on_e = False\nLayer._own = _own",
+    "def _own(self):\n    for k, v in dict(lse_base_on_e=False).items():\n"
+    "        setattr(self, k, v)",
+    "def _own(self):\n    self.__dict__.update(lse_base_on_e=False)",
+    "def _own(self):\n    vars(self)['lse_base_on_e'] = False",
 ])
 def test_getattr_reads_its_default_only_where_no_object_may_have_the_attribute(
         elsewhere: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -1900,3 +1906,101 @@ def test_a_function_an_unknown_decorator_replaces_may_equal_a_constant(
            "    return combine(out, lse, is_lse_base_on_e=BASE_ON_E.get(BACKEND, False))\n")
     found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
     assert [f for f in found if f["severity"] == "error"], found
+
+
+#: each a correct function where a name bound to a view (or something that reads as one) must
+#: not carry a write it does not see: two items of one list; a whole view of a buffer
+#: converted in place after the view was made; a view made on a side that returns; a mask
+#: index (which copies)
+_NOT_VIEWS = {
+    "two items of one list": """
+        import torch
+        from mylib import decode, decode_e, merge
+        def step(q):
+            o1, l1 = decode_e(q)
+            o2, l2 = decode(q, return_lse=True)
+            lses = [l1.clone(), torch.empty_like(l1)]
+            a = lses[0]
+            b = lses[1]
+            b.copy_(l2)
+            return merge(o1, a)
+        """,
+    "a whole view of a buffer converted after": """
+        import math
+        import torch
+        from mylib import decode, merge
+        def step(q):
+            o, l2 = decode(q, return_lse=True)
+            buf = torch.empty_like(l2)
+            w = buf.view(-1)
+            buf.copy_(l2)
+            buf.mul_(math.log(2.0))
+            return merge(o, w)
+        """,
+    "a view made on a side that returns": """
+        import torch
+        from mylib import decode, decode_e, merge
+        def step(q, early):
+            o, l2 = decode(q, return_lse=True)
+            oe, le = decode_e(q)
+            a = torch.empty_like(le)
+            b = torch.empty_like(le)
+            if early:
+                b = a.view(-1)
+                return o
+            a.copy_(le)
+            b.copy_(l2)
+            return merge(oe, a)
+        """,
+    "a mask index copies": """
+        import math
+        from mylib import combine, decode
+        def step(q, keep):
+            out, lse = decode(q, return_lse=True)
+            sel = lse[keep]
+            sel.mul_(math.log(2.0))
+            a = combine(out[keep], sel, is_lse_base_on_e=True)
+            return a, combine(out, lse, is_lse_base_on_e=False)
+        """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NOT_VIEWS))
+def test_a_write_reaches_only_the_tensors_that_share_its_storage(
+        name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    found = lint_json(tmp_path, capsys, "case", {"layer.py": _NOT_VIEWS[name]})
+    assert not [f for f in found if f["severity"] == "error"], found
+
+
+@pytest.mark.parametrize(("src", "line"), [
+    # a view of a view, bound to the same name
+    ("""
+        import torch
+        from mylib import decode, merge
+        def step(q):
+            o, l2 = decode(q, return_lse=True)
+            send = torch.empty(4, 8)
+            w = send.view(torch.float32)
+            w = w[:, 5]
+            w.copy_(l2)
+            return merge(o, send[:, 5])
+        """, 10),
+    # a parameter written through a view: the caller's tensor holds the LSE
+    ("""
+        import torch
+        from mylib import decode, merge
+        def _pack(dst, lse):
+            w = dst.view(-1)
+            w.copy_(lse)
+        def step(q):
+            o, l2 = decode(q, return_lse=True)
+            buf = torch.empty(8)
+            _pack(buf, l2)
+            return merge(o, buf)
+        """, 11),
+])
+def test_a_write_through_a_view_reaches_the_tensor_viewed(
+        src: str, line: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    found = lint_json(tmp_path, capsys, "case", {"layer.py": src})
+    assert [(f["code"], f["line"]) for f in found if f["severity"] == "error"] == \
+        [("AC023", line)], found

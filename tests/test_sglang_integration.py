@@ -276,6 +276,24 @@ def test_a_helper_of_another_file_is_told_the_base_by_each_call(
             "is_lse_base_on_e=False" in message
 
 
+@pytest.mark.parametrize("rocm", [
+    # another class's own method of the same name: a call of it is no call of the helper
+    "class RocmMixin:\n    def _merge(self, a, b, c, keep_fp32):\n        return a\n"
+    "    def forward_core_rocm(self, out, lse, group):\n"
+    "        return self._merge(out, lse, group, False)\n",
+    # another file's own function of the same name
+    "def _merge(a, b, c, d):\n    return a\n\ndef run(out, lse, group):\n"
+    "    return _merge(out, lse, group, False)\n",
+])
+def test_a_call_of_another_function_of_the_helpers_name_is_not_its_call(
+        tmp_path: Path, rocm: str) -> None:
+    root = _tree(tmp_path, "", forward=FORWARD_MLA_MOVED.format(
+        call="self._merge(out, lse, group, on_e)"))
+    (root / "sglang" / _FWD.replace("forward_mla.py", "forward_mla_rocm.py")).write_text(rocm)
+    rows = {r.backend: r for r in sglang.report(root=root)}
+    assert _errors(rows["flashmla"]) == []
+
+
 def test_a_helper_that_rebinds_its_base_parameter_is_not_read_at_its_callers(
         tmp_path: Path) -> None:
     forward = FORWARD_MLA_MOVED.format(call="self._merge(out, lse, group, on_e)").replace(

@@ -173,6 +173,9 @@ class Combine:
     answers: tuple[tuple[str, str], ...] = ()
     #: what it answers for a name it does not know (its default)
     default: str = "?"
+    #: the call of the helper that makes the combine which tells it so (a helper's parameter
+    #: read at each of its calls), where the base is told there
+    via: Location | None = None
 
     def value_for(self, name: str) -> tuple[str | None, bool]:
         """The keyword's literal for ``name`` (None: omitted; ``"?"``: cannot be read), and
@@ -814,25 +817,49 @@ def _at_callers(consumer: ConsumerRecord, keyword: str, param: str, where: Locat
     method = m.qualnames.get(id(fn), "").count(".") == 1
     past_self = method and not any(isinstance(d, ast.Name) and d.id == "staticmethod"
                                    for d in fn.decorator_list)
+    owner = m.qualnames.get(id(fn), "").rpartition(".")[0]
     ways: list[Combine] = []
     for caller_module in modules.values():
         calls = _direct_calls(fn.name, method, caller_module.tree, caller_module.qualnames)
         if calls is None or _renamed(fn.name, caller_module.tree):
             return None
-        for caller, call in calls:
+        for caller, call, by in calls:
+            calls_it = _calls_helper(fn, owner, m, caller, caller_module, modules)
+            if calls_it is None:
+                return None  # a call that may or may not reach it: what it passes is not read
+            if not calls_it:
+                continue  # another function of that name
             told = _told_by(call, keyword, _argument_for(call, past_self, params, param),
                             _default_of(fn, param))
             if told is None:
                 return None
             node, given = told
             if given:  # read in the caller
-                by = next(n for n in ast.walk(caller_module.tree)
-                          if caller_module.qualnames.get(id(n)) == caller)
-                ways += _ways_told(consumer, node, where, cast(ast.FunctionDef, by),
-                                   caller_module, modules, depth + 1)
+                ways += [replace(w, via=Location(f"sglang/{caller_module.rel}", call.lineno))
+                         for w in _ways_told(consumer, node, where, cast(ast.FunctionDef, by),
+                                             caller_module, modules, depth + 1)]
             else:  # left out: the helper's default, read where it is defined
-                ways += _ways_told(consumer, node, where, fn, m, modules, _HELPER_DEPTH)
+                ways += [replace(w, via=Location(f"sglang/{caller_module.rel}", call.lineno))
+                         for w in _ways_told(consumer, node, where, fn, m, modules,
+                                             _HELPER_DEPTH)]
     return ways or None
+
+
+def _calls_helper(fn: ast.FunctionDef | ast.AsyncFunctionDef, owner: str, m: _Module,
+                  caller: str, caller_module: _Module, modules: dict[str, _Module],
+                  ) -> bool | None:
+    """Whether a call of ``fn``'s name made in ``caller`` (of ``caller_module``) calls
+    ``fn`` (a method of class ``owner``, or a function of ``m``): a function called by the
+    name the caller's module defines or imports it under; a method called as ``self.name``
+    in its own class. False where the name is another function (the module's own, one
+    imported from elsewhere, a method the caller's class defines itself); None where it
+    may or may not be ``fn`` (a method called from another class, which may inherit it)."""
+    if not owner:
+        return caller_module.functions(modules).get(fn.name, (None, None))[0] is fn
+    klass = caller.rpartition(".")[0]
+    if caller_module is m and klass == owner:
+        return True
+    return False if f"{klass}.{fn.name}" in caller_module.qualnames.values() else None
 
 
 def _told_by(call: ast.Call, keyword: str, arg: ast.expr | None, default: ast.expr | None,
@@ -929,14 +956,14 @@ def _read_in(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFu
 
 
 def _direct_calls(name: str, method: bool, tree: ast.Module, qualnames: dict[int, str],
-                  ) -> list[tuple[str, ast.Call]] | None:
+                  ) -> list[tuple[str, ast.Call, ast.FunctionDef | ast.AsyncFunctionDef]] | None:
     """Each call of function ``name`` (a method: ``self.name(...)``) in the module's functions
-    and methods, with its caller's qualified name; None where the module names it any other
-    way."""
-    calls = [(qualnames[id(caller)], cast(ast.Call, n)) for caller in ast.walk(tree)
+    and methods, with its caller's qualified name and definition; None where the module
+    names it any other way."""
+    calls = [(qualnames[id(caller)], cast(ast.Call, n), caller) for caller in ast.walk(tree)
              if isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)) and
              id(caller) in qualnames for n in ast.walk(caller) if _calls(n, name, method)]
-    read = {id(call.func) for _, call in calls}
+    read = {id(call.func) for _, call, _ in calls}
     if any(id(n) not in read for n in ast.walk(tree)
            if (isinstance(n, ast.Attribute) and n.attr == name) or
            (isinstance(n, ast.Name) and n.id == name)):
@@ -1257,9 +1284,10 @@ def _row(b: Backend, d: Derived, registry: Registry) -> SglangReport:
                     # trtllm-gen's empty rows after the kernel, a fix-up AC030 cannot see)
                     escalation = None if f.code is Code.AC016 or \
                         RULES[f.code].severity is Severity.WARNING else "call-site-unread"
-                    said = f"{c.function}({b.name!r}) = {literal}, {c.function_at}" \
-                        if c.function else f"{c.keyword or 'base'}=" \
-                        f"{'(default)' if literal is None else literal}"
+                    said = (f"{c.function}({b.name!r}) = {literal}, {c.function_at}"
+                            if c.function else f"{c.keyword or 'base'}="
+                            f"{'(default)' if literal is None else literal}") + (
+                        f", given by the call at {c.via}" if c.via else "")
                     chosen = " (the call leaves the base to the library's dispatch, which " \
                         "may pick this kernel: pin the base at the call)" if k.dispatch else ""
                     row.findings.append(Finding(

@@ -565,9 +565,17 @@ class Resolver(ModuleResolver):
         # outside a class (``obj.attr = v``, ``setattr``) in any module
         classes = [cls] if cls is not None and obj.exact else \
             self.p.family(cls) if cls is not None else None
-        return classes is not None and all(
+        if classes is None:
+            return False
+        # a store through ``self`` in the classes' modules, or a computed one (``setattr``,
+        # ``__dict__``, ``vars``), may set it on the object
+        stores = re.compile(rf"\.\s*{re.escape(attr)}\b\s*(?::[^=\n]*)?=(?!=)|"
+                            r"\bsetattr\s*\(|__dict__|\bvars\s*\(")
+        return all(
             self.p.lookup(c, attr) is None and self.class_attr(c, attr) is None and
-            not self._outside_bases(c, plain=_ATTRIBUTE_FREE_BASES) for c in classes) and \
+            not self._outside_bases(c, plain=_ATTRIBUTE_FREE_BASES) and
+            not any(stores.search(self.module_text(k.path)) for k in self.p.mro(c))
+            for c in classes) and \
             not any(attr in self._stored_elsewhere(i.path) for i in self.p.infos())
 
     def inst_attr(self, inst: Inst, attr: str, where: Location) -> Value:

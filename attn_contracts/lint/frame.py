@@ -79,6 +79,7 @@ from attn_contracts.lint.torch_model import IDENTITY_WRAPPERS
 from attn_contracts.lint.torch_model import KEEPS_BASE
 from attn_contracts.lint.torch_model import LN_REDUCTIONS
 from attn_contracts.lint.torch_model import TORCH_KEEPS
+from attn_contracts.lint.torch_model import VIEWS
 from attn_contracts.lint.torch_model import constant_name
 from attn_contracts.lint.torch_model import lose_layout
 from attn_contracts.lint.torch_model import not_a_tensor_method
@@ -400,10 +401,15 @@ class Frame(RecordCalls):
                        partial_items=True)
         if c.out is None:
             return gathered
-        # the buffer written, through its views (``recv.reshape(-1).view(torch.uint8)``)
-        root, whole = _viewed(node.args[c.out])
+        # the buffer written, through its views (``recv.reshape(-1).view(torch.uint8)``): all
+        # of it where every step is a sure view of all of it, else (a step that may copy)
+        # either value
+        target = node.args[c.out]
+        root, whole = _viewed(target)
         if root is not None:
-            self.in_place(root, gathered if whole else join([self.expr(root), gathered]))
+            sure = whole and all(not isinstance(n, ast.Call) or cast(ast.Attribute, n.func).attr
+                                 in VIEWS for n in _chain(target))
+            self.in_place(root, gathered if sure else join([self.expr(root), gathered]))
         return None
 
     def changed_args(self, func: Func, changed: tuple[tuple[str, Value], ...], call: CallArgs,
@@ -1814,6 +1820,18 @@ def _star_items(value: Value) -> list[Value] | None:
 _ARITHMETIC: dict[str, type[ast.operator]] = {
     "mul": ast.Mult, "multiply": ast.Mult, "div": ast.Div, "divide": ast.Div,
     "true_divide": ast.Div, "add": ast.Add, "sub": ast.Sub, "subtract": ast.Sub}
+
+
+def _chain(node: ast.expr) -> list[ast.expr]:
+    """The steps of a chain of views and subscripts, outermost first (the name it starts at
+    not included)."""
+    out: list[ast.expr] = []
+    while isinstance(node, ast.Subscript) or (isinstance(node, ast.Call) and
+                                              isinstance(node.func, ast.Attribute)):
+        out.append(node)
+        node = node.value if isinstance(node, ast.Subscript) else \
+            cast(ast.Attribute, node.func).value
+    return out
 
 
 def _viewed(node: ast.expr) -> tuple[ast.expr | None, bool]:

@@ -323,6 +323,8 @@ def _unrollable(body: list[ast.stmt]) -> bool:
 _FIRST_ITERABLE = "<first iterable>"
 #: the prefix of the environment's key marking a generator bound to a name and not consumed
 LAZY = "\x00lazy:"
+#: ``env[VIEW + name]``: the name's tensor a view of another's (:func:`_view_lit`)
+VIEW = "\x00view:"
 
 
 #: the longest list ``[x] * n`` built item by item
@@ -601,9 +603,8 @@ class Scope:
         self.lazies: dict[int, tuple[ast.GeneratorExp, Value, Value]] = {}
         #: per name, the names that hold the same container object (``ys = xs``)
         self.same: dict[str, frozenset[str]] = {}
-        #: per name, the names whose tensors share its storage (``w = buf.view(torch.float32)``,
-        #: ``w = buf[:, 0]``): a write into one is seen, in part, through the others
-        self.storage: dict[str, frozenset[str]] = {}
+        #: a name was bound to a view of another's tensor here (``env[VIEW + name]``)
+        self.viewing = False
         #: the paths this frame keeps apart now (lint.partition): at most PATHS
         self.paths = 1
         self.aliased = False  # a name holds a condition's alias (lint.partition.ALIAS)
@@ -710,11 +711,13 @@ class Scope:
         self.stored = self.lazy = st.value
         self.pending_lazy = None
         value = self.needed(st.value) if self._told(st.targets) else self.expr(st.value)
+        prior = self.env.get(VIEW + st.targets[0].id) \
+            if self.viewing and isinstance(st.targets[0], ast.Name) else None
         for t in st.targets:
             self.assign(t, value, st.value)
         self._kept_lazy(st.targets)
         self._aliased(st.targets, st.value, value)
-        self._viewing(st.targets, st.value)
+        self._viewing(st.targets, st.value, prior)
         target = st.targets[0]
         if len(st.targets) == 1 and isinstance(target, ast.Name) and is_boolean(st.value) and \
                 truth(value) is None and (cond := condition(st.value)) is not None and \
@@ -1228,7 +1231,7 @@ class Scope:
             self.env[target.id] = value
             if self.same:
                 self._unaliased(target.id)
-            if self.storage:
+            if self.viewing:
                 self._unviewed(target.id)
             if self.aliased:
                 self.env.pop(ALIAS + target.id, None)
@@ -1270,18 +1273,24 @@ class Scope:
         parameter changed so is its caller's argument, changed)."""
         name = target.id if isinstance(target, ast.Name) else None
         rebound = name in self.rebound
-        group = self.storage.get(name) if name is not None else None
-        self.assign(target, value)
+        viewing = self.viewing
+        views = self._views_of(name) if name is not None and viewing else []
+        viewed = self.env.get(VIEW + name) if name is not None and viewing else None
+        self.viewing = False  # changed in place, not rebound: the views stay views
+        try:
+            self.assign(target, value)
+        finally:
+            self.viewing = viewing
         if name is not None:
             self.inplace_names.add(name)
             if not rebound:
                 self.rebound.discard(name)
-        if group is not None:
-            for n in group:
-                self.storage[n] = group  # changed in place: still the same storage
-                if n != name and n in self.env:
-                    # a view of a part, or of the same bytes as another dtype: either value
-                    self.env[n] = join([self.env[n], value])
+        # the tensors that share its storage see the change: a whole view (or the tensor a
+        # whole view views) holds the value now, a part of it either value
+        for other, whole in [*views, *_viewed_roots(viewed)]:
+            if other in self.env:
+                self.env[other] = value if whole else join([self.env[other], value])
+                self.inplace_names.add(other)
 
     def same_object_changed(self, name: str | None, before: Value, after: Value) -> None:
         """The container ``before`` that ``name`` held was changed in place into ``after``:
@@ -1347,38 +1356,46 @@ class Scope:
         for n in group:
             self.same[n] = group
 
-    def _viewing(self, targets: list[ast.expr], source: ast.expr) -> None:
-        """``w = buf.view(torch.float32)``, ``w = buf[:, 0]`` (a chain of views,
-        :data:`~.torch_model.VIEWS`): the two names' tensors share storage."""
+    def _viewing(self, targets: list[ast.expr], source: ast.expr, prior: Value) -> None:
+        """``w = buf.view(torch.float32)``, ``w = buf[:, 0]`` (a chain of sure views,
+        :data:`~.torch_model.VIEWS`, and basic indexing): the name's tensor is a view of the
+        other's, wholly or in part (kept in ``env`` under :data:`VIEW`, so a path that did not
+        make it joins as "maybe"); ``prior``: what the name viewed before (``w = w[:, 5]``)."""
         if len(targets) != 1 or not isinstance(targets[0], ast.Name):
             return
-        node, steps = source, 0
+        node, steps, whole = source, 0, True
         while True:
-            if isinstance(node, ast.Subscript):
-                node = node.value
+            if isinstance(node, ast.Subscript) and _basic_index(node.slice):
+                node, whole = node.value, False
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                     node.func.attr in VIEWS:
                 node = node.func.value
-            elif isinstance(node, ast.Attribute) and node.attr in VIEWS:  # ``buf.T``
-                node = node.value
             else:
                 break
             steps += 1
-        root = node.id if isinstance(node, ast.Name) else None
         name = targets[0].id
-        if not steps or root is None or root == name:
+        if not steps or not isinstance(node, ast.Name):
             return
-        group = frozenset({name, root, *self.storage.get(root, ())})
-        for n in group:
-            self.storage[n] = group
+        if node.id == name:  # ``w = w[:, 5]``: a view of what the old ``w`` viewed
+            roots = _viewed_roots(prior)
+            if len(roots) == 1:
+                self.env[VIEW + name] = _view_lit(roots[0][0], roots[0][1] and whole)
+        elif node.id in self.env:
+            self.env[VIEW + name] = _view_lit(node.id, whole)
+            self.viewing = True
+
+    def _views_of(self, root: str) -> list[tuple[str, bool]]:
+        """The names bound to a view of ``root``'s tensor (on some path: not whole), each
+        with whether it views all of it."""
+        return [(key[len(VIEW):], whole) for key, held in self.env.items()
+                if key.startswith(VIEW) for r, whole in _viewed_roots(held) if r == root]
 
     def _unviewed(self, name: str) -> None:
-        """``name`` rebound: it no longer views the storage its group shares."""
-        group = self.storage.pop(name, None)
-        if group is not None:
-            rest = group - {name}
-            for n in rest:
-                self.storage[n] = rest
+        """``name`` rebound: it views nothing now, and what viewed its old tensor is no view
+        of its new one."""
+        self.env.pop(VIEW + name, None)
+        for other, _ in self._views_of(name):
+            self.env.pop(VIEW + other, None)
 
     def _unaliased(self, name: str) -> None:
         """``name`` rebound: it no longer holds the object its group shares."""
@@ -2316,3 +2333,25 @@ def _scaled(left: Value, right: Value, lc: str | None, rc: str | None,
                                     f"parameter {left.name!r}", param=left.name)}))
         c = rc  # the parameter's conversion, which its callers' LSEs go through
     return lse, c
+
+
+def _viewed_roots(viewed: Value) -> list[tuple[str, bool]]:
+    """The tensors a name bound to a view views (``env[VIEW + name]``), each with whether
+    the view is surely all of it (a view on one path only is not)."""
+    if viewed is None:
+        return []
+    alts = list(alternatives(viewed))
+    sure = [str(a.value).partition("\x00") for a in alts if isinstance(a, Lit)]
+    return [(r, whole == "1" and len(sure) == len(alts) == 1) for r, _, whole in sure]
+
+
+def _view_lit(root: str, whole: bool) -> Lit:
+    """``env[VIEW + name]``'s value: the tensor ``root`` the name views, and whether all."""
+    return Lit(f"{root}\x00{int(whole)}", None)
+
+
+def _basic_index(key: ast.expr) -> bool:
+    """Whether a subscript's key is basic indexing (slices, integers, ``None``, ``...``:
+    a view); a name or a call may be a tensor index, which copies."""
+    parts = key.elts if isinstance(key, ast.Tuple) else [key]
+    return all(isinstance(p, (ast.Slice, ast.Constant, ast.UnaryOp, ast.BinOp)) for p in parts)
