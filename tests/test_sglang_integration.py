@@ -273,7 +273,8 @@ def test_a_helper_of_another_file_is_told_the_base_by_each_call(
     if wrong:
         message = next(m for _, _, code, m in found if code == "AC016")
         assert "SGLang backends 'flashmla', 'alias'" in message and \
-            "is_lse_base_on_e=False" in message
+            "is_lse_base_on_e=False, given by the call at " in message and \
+            "forward_mla_rocm.py:10" in message
 
 
 @pytest.mark.parametrize("rocm", [

@@ -1284,10 +1284,12 @@ def _row(b: Backend, d: Derived, registry: Registry) -> SglangReport:
                     # trtllm-gen's empty rows after the kernel, a fix-up AC030 cannot see)
                     escalation = None if f.code is Code.AC016 or \
                         RULES[f.code].severity is Severity.WARNING else "call-site-unread"
-                    said = (f"{c.function}({b.name!r}) = {literal}, {c.function_at}"
-                            if c.function else f"{c.keyword or 'base'}="
-                            f"{'(default)' if literal is None else literal}") + (
-                        f", given by the call at {c.via}" if c.via else "")
+                    # (a way a helper's caller tells: where, unless a name function, which
+                    # says where it is, tells it; the finding then reads as it did inline)
+                    said = f"{c.function}({b.name!r}) = {literal}, {c.function_at}" \
+                        if c.function else f"{c.keyword or 'base'}=" \
+                        f"{'(default)' if literal is None else literal}" + (
+                            f", given by the call at {c.via}" if c.via else "")
                     chosen = " (the call leaves the base to the library's dispatch, which " \
                         "may pick this kernel: pin the base at the call)" if k.dispatch else ""
                     row.findings.append(Finding(
