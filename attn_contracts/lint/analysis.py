@@ -156,6 +156,11 @@ class Analysis(ABC):
         self._foreign_index: dict[tuple[str, str], list[tuple[str, str]]] | None = None
         #: per module, the attributes it stores through anything but ``self.``
         self._outside_stores: dict[str, frozenset[str]] = {}
+        #: per module: the attribute names it stores through any object, and whether it
+        #: stores by computed names; per (class, exact, attribute): whether an object lacks it
+        self._module_stores: dict[str, tuple[frozenset[str], bool]] = {}
+        self._lacks_memo: dict[tuple[ClassKey, bool, str], bool] = {}
+        self._outside_anywhere: dict[str, bool] = {}
         #: the base attributes stored through anything but ``self.`` anywhere in the program
         self._outside_base_stores: frozenset[str] | None = None
         #: per (property's class, its name, the class read on): what the property returns

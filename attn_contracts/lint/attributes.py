@@ -563,20 +563,41 @@ class Resolver(ModuleResolver):
         # class has a base from outside the program that may give it (``nn.Module`` gives
         # its instances parameters, buffers and modules only: no flag); none stored from
         # outside a class (``obj.attr = v``, ``setattr``) in any module
-        classes = [cls] if cls is not None and obj.exact else \
-            self.p.family(cls) if cls is not None else None
-        if classes is None:
-            return False
-        # a store through ``self`` in the classes' modules, or a computed one (``setattr``,
-        # ``__dict__``, ``vars``), may set it on the object
-        stores = re.compile(rf"\.\s*{re.escape(attr)}\b\s*(?::[^=\n]*)?=(?!=)|"
-                            r"\bsetattr\s*\(|__dict__|\bvars\s*\(")
-        return all(
-            self.p.lookup(c, attr) is None and self.class_attr(c, attr) is None and
-            not self._outside_bases(c, plain=_ATTRIBUTE_FREE_BASES) and
-            not any(stores.search(self.module_text(k.path)) for k in self.p.mro(c))
-            for c in classes) and \
-            not any(attr in self._stored_elsewhere(i.path) for i in self.p.infos())
+        key = (obj.cls, obj.exact, attr)
+        if key not in self._lacks_memo:
+            classes = [cls] if cls is not None and obj.exact else \
+                self.p.family(cls) if cls is not None else None
+            # a store through ``self`` in the classes' modules, or a computed one
+            # (``setattr``, ``__dict__``, ``vars``), may set it on the object
+            self._lacks_memo[key] = classes is not None and all(
+                self.p.lookup(c, attr) is None and self.class_attr(c, attr) is None and
+                not self._outside_bases(c, plain=_ATTRIBUTE_FREE_BASES) and
+                not any(self._may_store(k.path, attr) for k in self.p.mro(c))
+                for c in classes) and not self._stored_outside_anywhere(attr)
+        return self._lacks_memo[key]
+
+    def _may_store(self, path: str, attr: str) -> bool:
+        """Whether a module stores ``attr`` through any object (``self.`` included), or
+        stores attributes by computed names (``setattr``, ``__dict__``, ``vars``), read from
+        its text once."""
+        found = self._module_stores.get(path)
+        if found is None:
+            text = self.module_text(path)
+            dynamic = _COMPUTED_STORE.search(text) is not None
+            found = self._module_stores[path] = (
+                frozenset(m.group(1) for m in _ATTR_STORE.finditer(text)), dynamic)
+        names, dynamic = found
+        return dynamic or attr in names
+
+    def _stored_outside_anywhere(self, attr: str) -> bool:
+        """Whether any module of the program stores ``attr`` through anything but ``self.``
+        (:meth:`_stored_elsewhere`; a module whose text never names it is not read)."""
+        found = self._outside_anywhere.get(attr)
+        if found is None:
+            found = self._outside_anywhere[attr] = any(
+                attr in self.module_text(i.path) and attr in self._stored_elsewhere(i.path)
+                for i in self.p.infos())
+        return found
 
     def inst_attr(self, inst: Inst, attr: str, where: Location) -> Value:
         cls = self.class_info(inst.cls)
@@ -1431,6 +1452,9 @@ _KEEPS_FUNCTION = frozenset({"staticmethod", "classmethod", "cache", "lru_cache"
 _DYNAMIC_STORE = re.compile(r"__dict__|\bvars\(|\bsetattr\(\s*[^,]+,\s*(?![\s\"'])")
 #: ``__post_init__`` named anywhere but its own ``def`` (a call of it, a reference)
 _CALLS_POST_INIT = re.compile(r"(?<!def )\b__post_init__\b")
+#: an attribute stored by a computed name (``setattr(obj, name, v)``, ``obj.__dict__``,
+#: ``vars(obj)``)
+_COMPUTED_STORE = re.compile(r"\bsetattr\s*\(|__dict__|\bvars\s*\(")
 _SETATTR = re.compile(r"\bsetattr\([^,\n]+,\s*[\"']([A-Za-z_]\w*)[\"']")
 #: ``X.attr.append(...)``, ``X.attr[k] = v``: the object a class attribute holds changed in
 #: place, through its class or any instance

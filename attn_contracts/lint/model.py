@@ -249,21 +249,24 @@ def _stated(interp: Interpreter, program: Program, uses: Iterable[Use],
     reference that is neither (the function handed on, called with ``*args`` or
     ``**kwargs``) leaves the default reachable."""
     out: set[tuple[str, str, str]] = set()
+    asked: set[tuple[str, str, str]] = set()  # each parameter read once, stated or not
     for use in uses:
         param = use.given.param
         if use.given.kind != "param" or param is None or param.default is None:
             continue
         key = (param.path, param.func, param.name)
         last = param.func.rpartition(".")[2]
-        if key in out or last.endswith("__"):
+        if key in asked or last.endswith("__"):
             continue
+        asked.add(key)
         fn = program.function(param.path, param.func)
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         counts = [_states(program.tree(info.path), last, param.name, params_of(fn),
                           method="." in param.func)
                   for info in program.infos()
-                  if re.search(rf"\b{re.escape(last)}\b", interp.module_text(info.path))]
+                  if last in (text := interp.module_text(info.path)) and
+                  re.search(rf"\b{re.escape(last)}\b", text)]
         if all(c is not None for c in counts) and (
                 last.startswith("_") or any(c for c in counts)):
             out.add(key)

@@ -603,8 +603,10 @@ class Scope:
         self.lazies: dict[int, tuple[ast.GeneratorExp, Value, Value]] = {}
         #: per name, the names that hold the same container object (``ys = xs``)
         self.same: dict[str, frozenset[str]] = {}
-        #: a name was bound to a view of another's tensor here (``env[VIEW + name]``)
+        #: a name was bound to a view of another's tensor here (``env[VIEW + name]``), and
+        #: the names viewed so (on some path)
         self.viewing = False
+        self.viewed: set[str] = set()
         #: the paths this frame keeps apart now (lint.partition): at most PATHS
         self.paths = 1
         self.aliased = False  # a name holds a condition's alias (lint.partition.ALIAS)
@@ -1274,7 +1276,7 @@ class Scope:
         name = target.id if isinstance(target, ast.Name) else None
         rebound = name in self.rebound
         viewing = self.viewing
-        views = self._views_of(name) if name is not None and viewing else []
+        views = self._views_of(name) if name is not None and name in self.viewed else []
         viewed = self.env.get(VIEW + name) if name is not None and viewing else None
         self.viewing = False  # changed in place, not rebound: the views stay views
         try:
@@ -1380,9 +1382,11 @@ class Scope:
             roots = _viewed_roots(prior)
             if len(roots) == 1:
                 self.env[VIEW + name] = _view_lit(roots[0][0], roots[0][1] and whole)
+                self.viewed.add(roots[0][0])
         elif node.id in self.env:
             self.env[VIEW + name] = _view_lit(node.id, whole)
             self.viewing = True
+            self.viewed.add(node.id)
 
     def _views_of(self, root: str) -> list[tuple[str, bool]]:
         """The names bound to a view of ``root``'s tensor (on some path: not whole), each
@@ -1394,8 +1398,9 @@ class Scope:
         """``name`` rebound: it views nothing now, and what viewed its old tensor is no view
         of its new one."""
         self.env.pop(VIEW + name, None)
-        for other, _ in self._views_of(name):
-            self.env.pop(VIEW + other, None)
+        if name in self.viewed:
+            for other, _ in self._views_of(name):
+                self.env.pop(VIEW + other, None)
 
     def _unaliased(self, name: str) -> None:
         """``name`` rebound: it no longer holds the object its group shares."""
