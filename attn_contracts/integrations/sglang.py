@@ -810,13 +810,13 @@ def _at_callers(consumer: ConsumerRecord, keyword: str, param: str, where: Locat
     read in the caller as a base written there is. None where the parameter is none of
     ``fn``'s or ``fn`` rebinds it, a file names ``fn`` other than in such a call, or a call
     spreads ``*args``/``**kwargs``."""
-    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    if (param not in params and param not in (a.arg for a in fn.args.kwonlyargs)) or \
-            _rebinds(fn, param):
+    from attn_contracts.lint.calls import params_of  # the lint's binding, read when asked
+
+    params = params_of(fn)
+    if param not in params.names or _rebinds(fn, param):
         return None
     method = m.qualnames.get(id(fn), "").count(".") == 1
-    past_self = method and not any(isinstance(d, ast.Name) and d.id == "staticmethod"
-                                   for d in fn.decorator_list)
+    past_self = method and not params.static
     owner = m.qualnames.get(id(fn), "").rpartition(".")[0]
     ways: list[Combine] = []
     for caller_module in modules.values():
@@ -829,19 +829,19 @@ def _at_callers(consumer: ConsumerRecord, keyword: str, param: str, where: Locat
                 return None  # a call that may or may not reach it: what it passes is not read
             if not calls_it:
                 continue  # another function of that name
-            told = _told_by(call, keyword, _argument_for(call, past_self, params, param),
-                            _default_of(fn, param))
+            told = _told_by(call, keyword, _argument_for(
+                call, past_self, params.names[:params.positional], param),
+                params.defaults.get(param))
             if told is None:
                 return None
             node, given = told
-            if given:  # read in the caller
-                ways += [replace(w, via=Location(f"sglang/{caller_module.rel}", call.lineno))
-                         for w in _ways_told(consumer, node, where, cast(ast.FunctionDef, by),
-                                             caller_module, modules, depth + 1)]
-            else:  # left out: the helper's default, read where it is defined
-                ways += [replace(w, via=Location(f"sglang/{caller_module.rel}", call.lineno))
-                         for w in _ways_told(consumer, node, where, fn, m, modules,
-                                             _HELPER_DEPTH)]
+            # given: read in the caller; left out: the helper's default, read where it is
+            # defined
+            read = _ways_told(consumer, node, where, cast(ast.FunctionDef, by), caller_module,
+                              modules, depth + 1) if given else \
+                _ways_told(consumer, node, where, fn, m, modules, _HELPER_DEPTH)
+            via = Location(f"sglang/{caller_module.rel}", call.lineno)
+            ways += [replace(w, via=via) for w in read]
     return ways or None
 
 
@@ -876,16 +876,6 @@ def _told_by(call: ast.Call, keyword: str, arg: ast.expr | None, default: ast.ex
         return None
     return ast.copy_location(ast.Call(func=call.func, args=[], keywords=[
         ast.keyword(arg=keyword, value=value)]), call), arg is not None
-
-
-def _default_of(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> ast.expr | None:
-    """The default expression of parameter ``param`` of ``fn`` (None: it has none)."""
-    a = fn.args
-    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
-    defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True))
-    defaults.update({k.arg: d for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
-                     if d is not None})
-    return defaults.get(param)
 
 
 def _renamed(name: str, tree: ast.Module) -> bool:
@@ -1015,29 +1005,22 @@ def _argument_for(node: ast.Call, method: bool, params: list[str],
 _Answers = tuple[tuple[tuple[str, str], ...], str]
 
 
-def _merged_answers(reads: list[_Answers | None],
-                    merge: Callable[[list[str]], str]) -> _Answers | None:
-    """Several questions' answers as one, per name by ``merge``; None where there is none,
-    or one was not asked (None)."""
-    done = [r for r in reads if r is not None]
-    if not done or len(done) != len(reads):
-        return None
-    names = [n for n, _ in done[0][0]]
-    per = [dict(r[0]) for r in done]
-    return (tuple((n, merge([p[n] for p in per])) for n in names),
-            merge([r[1] for r in done]))
-
-
 def _spread_answers(reads: list[_Answers | None]) -> _Answers | None:
     """Per name, what a call's ``**mapping``s give the keyword together: the one that gives it
     (Python refuses a keyword given twice), :data:`_OMITTED` where none does, ``"?"`` where
-    one is not read."""
+    one is not read; None where there is no mapping, or one was not asked (None)."""
     def merged(answers: list[str]) -> str:
         if "?" in answers:
             return "?"
         given = [a for a in answers if a != _OMITTED]
         return given[0] if len(given) == 1 else _OMITTED if not given else "?"
-    return _merged_answers(reads, merged)
+    done = [r for r in reads if r is not None]
+    if not done or len(done) != len(reads):
+        return None
+    names = [n for n, _ in done[0][0]]
+    per = [dict(r[0]) for r in done]
+    return (tuple((n, merged([p[n] for p in per])) for n in names),
+            merged([r[1] for r in done]))
 
 
 def _consumer_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],
@@ -1286,10 +1269,12 @@ def _row(b: Backend, d: Derived, registry: Registry) -> SglangReport:
                         RULES[f.code].severity is Severity.WARNING else "call-site-unread"
                     # (a way a helper's caller tells: where, unless a name function, which
                     # says where it is, tells it; the finding then reads as it did inline)
-                    said = f"{c.function}({b.name!r}) = {literal}, {c.function_at}" \
-                        if c.function else f"{c.keyword or 'base'}=" \
-                        f"{'(default)' if literal is None else literal}" + (
-                            f", given by the call at {c.via}" if c.via else "")
+                    if c.function:
+                        said = f"{c.function}({b.name!r}) = {literal}, {c.function_at}"
+                    else:
+                        said = f"{c.keyword or 'base'}=" \
+                            f"{'(default)' if literal is None else literal}" + (
+                                f", given by the call at {c.via}" if c.via else "")
                     chosen = " (the call leaves the base to the library's dispatch, which " \
                         "may pick this kernel: pin the base at the call)" if k.dispatch else ""
                     row.findings.append(Finding(

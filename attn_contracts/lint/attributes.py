@@ -578,12 +578,12 @@ class Resolver(ModuleResolver):
 
     def _may_store(self, path: str, attr: str) -> bool:
         """Whether a module stores ``attr`` through any object (``self.`` included), or
-        stores attributes by computed names (``setattr``, ``__dict__``, ``vars``), read from
-        its text once."""
+        stores attributes by computed names (:data:`_DYNAMIC_STORE`; ``setattr`` by a literal
+        name is one :meth:`_stored_elsewhere` reads), read from its text once."""
         found = self._module_stores.get(path)
         if found is None:
             text = self.module_text(path)
-            dynamic = _COMPUTED_STORE.search(text) is not None
+            dynamic = _DYNAMIC_STORE.search(text) is not None
             found = self._module_stores[path] = (
                 frozenset(m.group(1) for m in _ATTR_STORE.finditer(text)), dynamic)
         names, dynamic = found
@@ -1452,9 +1452,6 @@ _KEEPS_FUNCTION = frozenset({"staticmethod", "classmethod", "cache", "lru_cache"
 _DYNAMIC_STORE = re.compile(r"__dict__|\bvars\(|\bsetattr\(\s*[^,]+,\s*(?![\s\"'])")
 #: ``__post_init__`` named anywhere but its own ``def`` (a call of it, a reference)
 _CALLS_POST_INIT = re.compile(r"(?<!def )\b__post_init__\b")
-#: an attribute stored by a computed name (``setattr(obj, name, v)``, ``obj.__dict__``,
-#: ``vars(obj)``)
-_COMPUTED_STORE = re.compile(r"\bsetattr\s*\(|__dict__|\bvars\s*\(")
 _SETATTR = re.compile(r"\bsetattr\([^,\n]+,\s*[\"']([A-Za-z_]\w*)[\"']")
 #: ``X.attr.append(...)``, ``X.attr[k] = v``: the object a class attribute holds changed in
 #: place, through its class or any instance

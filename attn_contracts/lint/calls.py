@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import replace
 from typing import cast
@@ -321,6 +323,15 @@ GENERATED_ITEM = "<item>"
 ComprehensionNode = ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
 
 
+def _placed(built: ast.AST, at: ast.AST, kept: Sequence[ast.AST] = ()) -> None:
+    """Every node of ``built`` (a synthetic tree) that has no place yet takes ``at``'s (those
+    in ``kept``, the source's own, keep theirs)."""
+    for sub in ast.walk(built):
+        if "lineno" in getattr(sub, "_attributes", ()) and not hasattr(sub, "lineno") and \
+                not any(sub is k for k in kept):
+            ast.copy_location(sub, at)
+
+
 def as_generator(node: ast.Call, kept: dict[int, tuple[ast.AST, ast.AST | None]]
                  ) -> ast.GeneratorExp | None:
     """``filter(f, xs)`` as the generator ``(x for x in xs if f(x))`` (``filter(None,
@@ -344,10 +355,7 @@ def as_generator(node: ast.Call, kept: dict[int, tuple[ast.AST, ast.AST | None]]
         ifs: list[ast.expr] = [item if none else applied] if name == "filter" else []
         gen = ast.GeneratorExp(elt=elt, generators=[ast.comprehension(
             target=ast.Name(id=GENERATED_ITEM, ctx=ast.Store()), iter=items, ifs=ifs, is_async=0)])
-        for sub in ast.walk(gen):
-            if sub not in (fn, items) and isinstance(sub, (ast.expr, ast.comprehension)) \
-                    and not hasattr(sub, "lineno"):
-                ast.copy_location(sub, node)
+        _placed(gen, node, (fn, items))
     kept[id(node)] = (node, gen)
     return gen
 
@@ -369,10 +377,7 @@ def as_itemgetter(node: ast.Call, kept: dict[int, tuple[ast.AST, ast.AST | None]
         lam = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=GENERATED_ITEM)],
                                             kwonlyargs=[], kw_defaults=[], defaults=[]),
                          body=body)
-        for sub in ast.walk(lam):
-            if sub not in node.args and hasattr(sub, "_attributes") and \
-                    "lineno" in sub._attributes and not hasattr(sub, "lineno"):
-                ast.copy_location(sub, node)
+        _placed(lam, node, node.args)
     kept[id(node)] = (node, lam)
     return lam
 
@@ -405,17 +410,17 @@ def as_methodcaller(node: ast.Call, kept: dict[int, tuple[ast.AST, ast.AST | Non
         lam = ast.Lambda(args=ast.arguments(
             posonlyargs=[], args=[ast.arg(arg=b) for b in (*bound, GENERATED_ITEM)],
             kwonlyargs=[], kw_defaults=[], defaults=[]), body=call)
-        for sub in ast.walk(lam):
-            if hasattr(sub, "_attributes") and "lineno" in sub._attributes and \
-                    not hasattr(sub, "lineno"):
-                ast.copy_location(sub, node)
+        _placed(lam, node)
     kept[id(node)] = (node, lam)
     return lam
 
 
 #: the methods of Python's containers and strings that are their operators, by the
 #: expression each is, of the receiver ``r`` and the argument ``v``
-PROTOCOL_METHODS = {"__contains__": "v in r", "__getitem__": "r[v]"}
+PROTOCOL_METHODS: dict[str, Callable[[ast.expr, ast.expr], ast.expr]] = {
+    "__contains__": lambda r, v: ast.Compare(left=v, ops=[ast.In()], comparators=[r]),
+    "__getitem__": lambda r, v: ast.Subscript(value=r, slice=v, ctx=ast.Load()),
+}
 
 
 def as_protocol_method(name: str, node: ast.AST,
@@ -425,16 +430,12 @@ def as_protocol_method(name: str, node: ast.AST,
     known = kept.get(id(node))
     if known is not None:
         return cast(ast.Lambda, known[1])
-    body = ast.parse(PROTOCOL_METHODS[name], mode="eval").body
-    for sub in ast.walk(body):
-        if isinstance(sub, ast.Name):
-            sub.id = f"{GENERATED_ITEM}{sub.id}"
+    r, v = f"{GENERATED_ITEM}r", f"{GENERATED_ITEM}v"
     lam = ast.Lambda(args=ast.arguments(
-        posonlyargs=[], args=[ast.arg(arg=f"{GENERATED_ITEM}r"), ast.arg(arg=f"{GENERATED_ITEM}v")],
-        kwonlyargs=[], kw_defaults=[], defaults=[]), body=body)
-    for sub in ast.walk(lam):
-        if hasattr(sub, "_attributes") and "lineno" in sub._attributes:
-            ast.copy_location(sub, node)
+        posonlyargs=[], args=[ast.arg(arg=r), ast.arg(arg=v)], kwonlyargs=[], kw_defaults=[],
+        defaults=[]), body=PROTOCOL_METHODS[name](ast.Name(id=r, ctx=ast.Load()),
+                                                  ast.Name(id=v, ctx=ast.Load())))
+    _placed(lam, node)
     kept[id(node)] = (node, lam)
     return lam
 

@@ -73,13 +73,13 @@ from attn_contracts.lint.folding import safe_format
 from attn_contracts.lint.inferred import Weighed
 from attn_contracts.lint.record_calls import RecordCalls
 from attn_contracts.lint.record_index import Consumer
+from attn_contracts.lint.scope import sure_view
 from attn_contracts.lint.torch_model import EXPONENTIAL_NAMESPACES
 from attn_contracts.lint.torch_model import EXPONENTIALS
 from attn_contracts.lint.torch_model import IDENTITY_WRAPPERS
 from attn_contracts.lint.torch_model import KEEPS_BASE
 from attn_contracts.lint.torch_model import LN_REDUCTIONS
 from attn_contracts.lint.torch_model import TORCH_KEEPS
-from attn_contracts.lint.torch_model import VIEWS
 from attn_contracts.lint.torch_model import constant_name
 from attn_contracts.lint.torch_model import lose_layout
 from attn_contracts.lint.torch_model import not_a_tensor_method
@@ -405,11 +405,11 @@ class Frame(RecordCalls):
         # of it where every step is a sure view of all of it, else (a step that may copy)
         # either value
         target = node.args[c.out]
-        root, whole = _viewed(target)
+        root, _ = _viewed(target)
         if root is not None:
-            sure = whole and all(not isinstance(n, ast.Call) or cast(ast.Attribute, n.func).attr
-                                 in VIEWS for n in _chain(target))
-            self.in_place(root, gathered if sure else join([self.expr(root), gathered]))
+            start, sure, _ = sure_view(target)
+            self.in_place(root, gathered if sure and start is root else
+                          join([self.expr(root), gathered]))
         return None
 
     def changed_args(self, func: Func, changed: tuple[tuple[str, Value], ...], call: CallArgs,
@@ -1820,18 +1820,6 @@ def _star_items(value: Value) -> list[Value] | None:
 _ARITHMETIC: dict[str, type[ast.operator]] = {
     "mul": ast.Mult, "multiply": ast.Mult, "div": ast.Div, "divide": ast.Div,
     "true_divide": ast.Div, "add": ast.Add, "sub": ast.Sub, "subtract": ast.Sub}
-
-
-def _chain(node: ast.expr) -> list[ast.expr]:
-    """The steps of a chain of views and subscripts, outermost first (the name it starts at
-    not included)."""
-    out: list[ast.expr] = []
-    while isinstance(node, ast.Subscript) or (isinstance(node, ast.Call) and
-                                              isinstance(node.func, ast.Attribute)):
-        out.append(node)
-        node = node.value if isinstance(node, ast.Subscript) else \
-            cast(ast.Attribute, node.func).value
-    return out
 
 
 def _viewed(node: ast.expr) -> tuple[ast.expr | None, bool]:

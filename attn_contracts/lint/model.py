@@ -750,12 +750,7 @@ def _defaulted(program: Program, path: str, c: Consumer) -> list[Finding]:
     if fn is None or not isinstance(c.base, KeywordBase):
         return []
     kw = c.base.keyword
-    a = fn.args
-    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
-    defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True))
-    defaults.update({k.arg: d for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
-                     if d is not None})
-    default = defaults.get(kw)
+    default = params_of(fn).defaults.get(kw)
     if default is None:
         return []
     text = ast.unparse(default)

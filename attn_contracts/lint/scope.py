@@ -1365,16 +1365,7 @@ class Scope:
         make it joins as "maybe"); ``prior``: what the name viewed before (``w = w[:, 5]``)."""
         if len(targets) != 1 or not isinstance(targets[0], ast.Name):
             return
-        node, steps, whole = source, 0, True
-        while True:
-            if isinstance(node, ast.Subscript) and _basic_index(node.slice):
-                node, whole = node.value, False
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr in VIEWS:
-                node = node.func.value
-            else:
-                break
-            steps += 1
+        node, whole, steps = sure_view(source)
         name = targets[0].id
         if not steps or not isinstance(node, ast.Name):
             return
@@ -2353,6 +2344,22 @@ def _viewed_roots(viewed: Value) -> list[tuple[str, bool]]:
 def _view_lit(root: str, whole: bool) -> Lit:
     """``env[VIEW + name]``'s value: the tensor ``root`` the name views, and whether all."""
     return Lit(f"{root}\x00{int(whole)}", None)
+
+
+def sure_view(node: ast.expr) -> tuple[ast.expr, bool, int]:
+    """Where a chain of sure views (:data:`~.torch_model.VIEWS`, basic indexing) of ``node``
+    starts, whether it is all of that tensor (no subscript on the way), and how many steps it
+    has (none: ``node`` is no view)."""
+    whole, steps = True, 0
+    while True:
+        if isinstance(node, ast.Subscript) and _basic_index(node.slice):
+            node, whole = node.value, False
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in VIEWS:
+            node = node.func.value
+        else:
+            return node, whole, steps
+        steps += 1
 
 
 def _basic_index(key: ast.expr) -> bool:
