@@ -750,6 +750,63 @@ PAIRS.told([("a generator's yields, each run once, are in the order written", ""
              "list(bases())[0]", ("list(bases())[0]", "list(bases())[1]"))],
            module="def bases():\n            yield True\n            yield False")
 
+# an expression of a backend's flag the flow does not fold (an IntEnum built of it, a default
+# that swallows its falsy member) is read where the flag reads True and where it reads False
+_LSE_BASE = """
+    from enum import IntEnum
+    from mylib import combine, decode, decode_e
+    class LseBase(IntEnum):
+        TWO = 0
+        E = 1
+    class AttentionImpl:
+        can_return_lse_for_decode = False
+        lse_base_on_e = True
+        def forward(self, q):
+            raise NotImplementedError
+    class EImpl(AttentionImpl):
+        can_return_lse_for_decode = True
+        def forward(self, q):
+            return decode_e(q)
+    class TwoImpl(AttentionImpl):
+        can_return_lse_for_decode = True
+        lse_base_on_e = False
+        def forward(self, q):
+            return decode(q, return_lse=True)
+    class Manager:
+        def __init__(self, lse_base=None):
+            lse_base = lse_base or LseBase.E
+            self.on_e = lse_base is LseBase.E
+        def merge(self, out, lse):
+            return combine(out, lse, is_lse_base_on_e=self.on_e)
+    class Layer:
+        def __init__(self, impl: AttentionImpl):
+            self.impl = impl
+            self.m = Manager(lse_base=LseBase(self.impl.lse_base_on_e))
+        def forward(self, q):
+            out, lse = self.impl.forward(q)
+            return self.m.merge(out, lse)
+    """
+PAIRS.case("an IntEnum of a backend's flag whose falsy member a default swallows",
+           {"layer.py": _LSE_BASE},
+           {"layer.py": ("lse_base = lse_base or LseBase.E",
+                         "lse_base = LseBase.E if lse_base is None else lse_base")}, quiet=True)
+# a lambda reads a comprehension's variable when it runs: its last value (a default is
+# evaluated where the lambda is made); at module level too, where the rest are globals
+_LATE = """
+    from mylib import combine, decode
+    REDUCERS = {name: lambda out, lse: combine(out, lse, is_lse_base_on_e=on_e)
+                for name, on_e in (("fi", False), ("fa", True))}
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return REDUCERS["fi"](out, lse)
+    """
+PAIRS.case("a lambda made in a comprehension reads the variable's last value",
+           {"layer.py": _LATE}, {"layer.py": ("lambda out, lse:", "lambda out, lse, on_e=on_e:")})
+PAIRS.case("a lambda made in a function's comprehension reads the variable's last value",
+           {"layer.py": _LATE.replace("    REDUCERS = {", "    def table():\n        return {")
+            .replace("REDUCERS[", "table()[")},
+           {"layer.py": ("lambda out, lse:", "lambda out, lse, on_e=on_e:")})
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -786,3 +843,36 @@ def test_groupby_pairs_taken_at_once_hold_spent_groups(
         "gs = [(k, g) for k, g in itertools.groupby((1, 1, 2))]", "len(list(gs[0][1])) == 2",
         "import itertools"))
     assert [f["code"] for f in found if f["severity"] == "error"] == []
+
+
+def test_an_omitted_base_every_lse_confirms_is_a_note(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A combine call that leaves its base keyword to the default, where every LSE the flow
+    follows to it is of that base (converted first here): the producers confirm the default,
+    so ``AC022`` is a note there; where one LSE of the other base reaches it, a warning (and
+    the edge an error)."""
+    found = lint_json(tmp_path, capsys, "omitted", {"layer.py": f"""
+        from mylib import decode, reduce_default_e
+        def converted(q):
+            out, lse = decode(q, return_lse=True)
+            return reduce_default_e(out, lse * {LN2})
+        def raw(q):
+            out, lse = decode(q, return_lse=True)
+            return reduce_default_e(out, lse)
+        """})
+    omitted = {(f["line"], f["severity"]) for f in found if f["code"] == "AC022"}
+    assert omitted == {(5, "note"), (8, "warning")}, found
+    assert [f["line"] for f in found if f["code"] == "AC023"] == [8]
+
+
+@pytest.mark.parametrize(("cls", "member", "truth"), [
+    ("IntEnum", "TWO", False), ("IntEnum", "E", True), ("Enum", "TWO", True),
+    ("IntFlag", "TWO", False)])
+def test_an_enum_members_truth_is_pythons(cls: str, member: str, truth: bool, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A member of an Enum that mixes in a data type (or a Flag) is as true as its value; a
+    plain Enum's member is always true: ``bool(M)`` tells the combine that bool."""
+    module = f"import enum\n        class B(enum.{cls}):\n            TWO = 0\n            E = 1"
+    found = lint_json(tmp_path, capsys, "truth", told_files("", f"bool(B.{member})", module))
+    errors = [f["code"] for f in found if f["severity"] == "error"]
+    assert errors == ([] if truth is False else ["AC023"]), found

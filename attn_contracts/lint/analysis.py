@@ -88,7 +88,10 @@ class Analysis(ABC):
         self.base_attrs = frozenset(base_attrs)
         self.returns_attrs = returns_attrs
         #: receives each fact the interpreter infers that the rules turn into a finding
-        self.report = report
+        self.report_to = report
+        #: expressions of a flag being read case by case (:mod:`.flag_cases`): what is read
+        #: under an assumed flag reports nothing
+        self.by_case = 0
         self.uses: dict[tuple[object, ...], Use] = {}
         self._memo: dict[tuple[object, ...], Summary] = {}
         self._contexts: dict[object, int] = {}
@@ -207,6 +210,11 @@ class Analysis(ABC):
         #: the levels keep it from following a constructor into the whole engine
         self.need = 0
         self._base_words: frozenset[str] | None = None
+
+    def report(self, fact: Fact) -> None:
+        """A fact the rules turn into a finding; none while a flag is assumed."""
+        if not self.by_case:
+            self.report_to(fact)
 
     def knowledge(self, path: str) -> Knowledge:
         return self._knowledge.get(path, self._default)

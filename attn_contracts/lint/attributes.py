@@ -801,6 +801,11 @@ class Resolver(ModuleResolver):
         typed = self.resolve_annotation(func.path, ann)
         return typed if isinstance(typed, (Inst, Union_)) else None
 
+    def is_enum_class(self, ref: ClassRef) -> bool:
+        """Whether ``ref`` is an Enum class of the program."""
+        cls = self.class_info(ref.cls)
+        return cls is not None and self._is_enum(cls)
+
     def _is_enum(self, cls: ClassInfo) -> bool:
         return any(b.rpartition(".")[2] in _ENUM_BASES
                    for c in self.p.mro(cls) for b in c.bases)
@@ -887,11 +892,29 @@ class Resolver(ModuleResolver):
         value = self.known_flags(value)
         known = truth(value)
         options = list(alternatives(value))
-        if known is not None or not any(isinstance(a, Inst) for a in options):
+        if known is not None or not any(isinstance(a, (Inst, Member)) for a in options):
             return known
-        answers = {self._instance_truth(a) if isinstance(a, Inst) else truth(a)
+        answers = {self._instance_truth(a) if isinstance(a, Inst) else
+                   self._member_truth(a) if isinstance(a, Member) else truth(a)
                    for a in options}
         return answers.pop() if len(answers) == 1 else None
+
+    def _member_truth(self, member: Member) -> bool | None:
+        """An Enum member's truth: its value's where the class is a ``Flag`` or mixes in a
+        data type (``IntEnum``'s zero member is false), else true; not known where a class
+        of its MRO defines ``__bool__``/``__len__`` itself."""
+        cls = self.class_info(member.cls)
+        if cls is None:
+            return None
+        mro = self.p.mro(cls)
+        if any(n in k.methods or n in k.attrs or n in k.properties
+               for k in mro for n in _TRUTH):
+            return None
+        names = {b.rpartition(".")[2] for k in mro for b in k.bases}
+        if not names & {"Flag", "IntFlag"} and self._data_kind(cls) is None:
+            return True
+        data = self.as_data(member) if not names & {"Flag"} else member.value
+        return truth(data) if isinstance(data, Lit) else None
 
     def _instance_truth(self, inst: Inst) -> bool | None:
         cls = self.class_info(inst.cls)

@@ -300,11 +300,25 @@ def bind(func: Func, params: Params, call: CallArgs, method: bool) -> dict[str, 
     if params.kwarg is not None:
         out[params.kwarg] = None if call.opaque else DictV(
             tuple(sorted(extra, key=lambda kv: kv[0])), call.maybe & {k for k, _ in extra})
+    if not call.opaque:
+        _defaulted(out, func, params, call, names)
+    return out
+
+
+def _defaulted(out: dict[str, Value], func: Func, params: Params, call: CallArgs,
+               names: Sequence[str]) -> None:
+    """Each parameter the call leaves out (surely) gets its default: the value it had where
+    the function was made (a nested function's, kept in its closure), else the literal or
+    module constant its ``def`` writes."""
+    made = dict(func.closure)
     for name in names:
-        if name in out:
+        if name in out or name in call.maybe:
+            continue
+        if DEFAULT + name in made:
+            out[name] = made[DEFAULT + name]
             continue
         default = params.defaults.get(name)
-        if default is None or call.opaque or name in call.maybe:
+        if default is None:
             continue
         lit = literal_value(func.path, default)
         if isinstance(lit, Lit):
@@ -312,8 +326,11 @@ def bind(func: Func, params: Params, call: CallArgs, method: bool) -> dict[str, 
                                 f"({name}=...), left out)", omitted=call.where)
         else:
             out[name] = lit
-    return out
 
+
+#: the prefix of a nested function's default in its closure (:meth:`~.scope.Scope.closure`):
+#: no name a source can bind
+DEFAULT = "=default:"
 
 #: the variable of the generator :func:`as_generator` writes for ``map``/``filter`` (no name a
 #: source can bind)

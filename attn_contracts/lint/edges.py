@@ -704,8 +704,10 @@ def _returned_finding(f: Returned) -> Finding:
         allowed=f.expected, location=f.where)
 
 
-def fact_findings(facts: Iterable[Fact]) -> Iterator[Finding]:
-    """The findings of what the interpreter inferred besides the uses (one per fact)."""
+def fact_findings(facts: Iterable[Fact], confirmed: Collection[Location] = ()
+                  ) -> Iterator[Finding]:
+    """The findings of what the interpreter inferred besides the uses (one per fact);
+    ``confirmed``: the calls whose omitted base keyword every LSE reaching them confirms."""
     for f in facts:
         if isinstance(f, BoundReached):  # a note about the analysis itself
             yield Finding(
@@ -734,7 +736,8 @@ def fact_findings(facts: Iterable[Fact]) -> Iterator[Finding]:
                 Code.AC022, c.last, f"{c.last}(...) omits {f.keyword} and silently gets the "
                 f"default base {f.default} ({c.label})",
                 hint=f"pass {f.keyword}= read from the backend (e.g. impl.lse_base_on_e)",
-                field=f.keyword, allowed=f"{f.keyword}=<backend's base>", location=f.where)
+                field=f.keyword, allowed=f"{f.keyword}=<backend's base>", location=f.where,
+                escalation="confirmed" if f.where in confirmed else None)
         elif isinstance(f, Dispatched):
             p, cb = f.producer, f.call_base
             yield Finding(

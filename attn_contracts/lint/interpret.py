@@ -41,6 +41,7 @@ from attn_contracts.lint.analysis import NEED_LEVELS
 from attn_contracts.lint.analysis import NO_TAINT
 from attn_contracts.lint.analysis import RUN_BUDGET
 from attn_contracts.lint.attributes import Resolver
+from attn_contracts.lint.calls import DEFAULT
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import Changed
 from attn_contracts.lint.calls import Params
@@ -421,7 +422,7 @@ class Interpreter(Resolver):
         caller passes, where read for any); how many leading parameters ``self`` took."""
         names = params.names
         start = 0
-        frame.env.update(func.closure)
+        frame.env.update((k, v) for k, v in func.closure if not k.startswith(DEFAULT))
         if self_value is not None and names and not params.static:
             frame.env[names[0]] = self_value
             if func.qualname.endswith(".__new__"):

@@ -217,11 +217,11 @@ class ProgramModel:
     @contextmanager
     def _quiet(self) -> Iterator[None]:
         """What the interpreter finds while answering a question is not a lint finding."""
-        report, self._interp.report = self._interp.report, _discard
+        report, self._interp.report_to = self._interp.report_to, _discard
         try:
             yield
         finally:
-            self._interp.report = report
+            self._interp.report_to = report
 
 
 def _dead_defaults(interp: Interpreter, capabilities: frozenset[str]) -> Iterator[Finding]:
@@ -375,11 +375,28 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     out += edge_findings(interp.uses.values(), declared, interp.literal_sites,
                          _families(interp, program, returns_attrs, base_attrs),
                          _stated(interp, program, interp.uses.values()))
-    out += fact_findings(facts)
+    out += fact_findings(facts, _confirmed_defaults(interp.uses.values()))
     out += _dead_defaults(interp, frozenset((*returns_attrs, *base_attrs, *capabilities)))
     out += _defaulted_definitions(program, knowledge, reported)
     kept = [f for f in out if f.location is not None and f.location.path in reported]
     return ProgramModel(program, interp, kept, kernels, returns_attrs, base_attrs)
+
+
+def _confirmed_defaults(uses: Iterable[Use]) -> frozenset[Location]:
+    """The calls that leave a combine's base keyword to its default where every LSE that
+    reaches them, on every path the lint followed, is of that base: the default is confirmed
+    by the producers (``AC022`` is a note there, as ``AC003`` is for a confirmed literal)."""
+    verdict: dict[Location, bool] = {}
+    for use in uses:
+        g = use.given
+        if g.omitted is None:
+            continue
+        sources = use.lse.sources
+        agrees = g.kind == "fixed" and g.base is not None and bool(sources) and all(
+            s.base == g.base and not s.unread and not s.dispatch and s.param is None
+            for s in sources)
+        verdict[g.omitted] = verdict.get(g.omitted, True) and agrees
+    return frozenset(where for where, ok in verdict.items() if ok)
 
 
 #: per class and attribute: the values stored after its body, where the last was stored, and

@@ -187,7 +187,8 @@ class RecordCalls(Scope):
                     (where := lit.where or arg.where):
                 if node is not None and call_at is not None and _inside(where, node, call_at):
                     where = call_at  # where the edge's finding is (_at_call)
-                self.i.literal_sites.setdefault(where, (c, kw, lit))
+                if not self.i.by_case:
+                    self.i.literal_sites.setdefault(where, (c, kw, lit))
 
     def consume(self, c: Consumer, call: CallArgs, node: ast.Call, where: Location) -> Value:
         self.note_literal(c, call, node, where)
@@ -212,7 +213,9 @@ class RecordCalls(Scope):
                     settled = given.kind == "fixed" and (bool(src.converted)
                                                          or "merge" in c.record)
                     self.kernels.add(replace(k, settled=True) if settled else k)
-            self.i.uses.setdefault((c.record, c.function, given, lse, where, use.dispatched), use)
+            if not self.i.by_case:  # a flag assumed one way: its read is what is judged
+                self.i.uses.setdefault((c.record, c.function, given, lse, where,
+                                        use.dispatched), use)
             read |= {s.base for s in lse.sources}
         if c.returns_base is None:
             return None

@@ -25,6 +25,7 @@ from attn_contracts.findings import Location
 from attn_contracts.lint.analysis import NEED_LEVELS
 from attn_contracts.lint.attributes import Resolver
 from attn_contracts.lint.bounds import FUNCTION_BUDGET
+from attn_contracts.lint.calls import DEFAULT
 from attn_contracts.lint.calls import GENERATED_ITEM
 from attn_contracts.lint.calls import PROTOCOL_METHODS as _PROTOCOL_METHODS
 from attn_contracts.lint.calls import as_protocol_method
@@ -55,6 +56,13 @@ from attn_contracts.lint.containers import value_key
 from attn_contracts.lint.exceptions import Oracle
 from attn_contracts.lint.exceptions import catching
 from attn_contracts.lint.exceptions import outcome
+from attn_contracts.lint.flag_cases import PURE_BUILTINS
+from attn_contracts.lint.flag_cases import FlagKey
+from attn_contracts.lint.flag_cases import assumed
+from attn_contracts.lint.flag_cases import case as flag_case
+from attn_contracts.lint.flag_cases import flag_in
+from attn_contracts.lint.flag_cases import key_of
+from attn_contracts.lint.flag_cases import unsettled
 from attn_contracts.lint.folding import MODULE_CONSTANTS
 from attn_contracts.lint.folding import UNKNOWN
 from attn_contracts.lint.folding import concrete
@@ -449,6 +457,12 @@ _STMT: dict[type, Callable[[Scope, Any], None]] = {}
 
 
 _EXPR: dict[type, Callable[[Scope, Any], Value]] = {}
+#: the expressions read case by case where a flag they hold leaves them unread
+_BY_CASE = (ast.Call, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.IfExp, ast.BinOp, ast.Subscript,
+            ast.Attribute)
+#: what may bind a name or make a function where it is read again
+_IMPURE = (ast.NamedExpr, ast.Lambda, ast.Yield, ast.YieldFrom, ast.Await, ast.ListComp,
+           ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def _on(table: dict[type, Any], *types: type) -> Callable[[_H], _H]:
@@ -586,9 +600,14 @@ class Scope:
         #: does not see them)
         self.class_names: frozenset[str] = frozenset()
         self.in_class_comprehension = False
+        #: the first flag an expression being read holds (:mod:`.flag_cases`), and the bool
+        #: each flag is assumed to read while an expression of it is read case by case
+        self.flag_read: Flag | None = None
+        self.flags_assumed: dict[FlagKey, bool] = {}
         #: the variables of the comprehensions being run (a lambda made there reads their
-        #: last value when it runs)
+        #: last value when it runs), and that last value where it is known
         self.comprehended: frozenset[str] = frozenset()
+        self.late_final: dict[str, Value] = {}
         #: what the ``:=`` of the comprehensions being run bind (PEP 572: in the enclosing
         #: function's scope, so the last run's value outlives the comprehension); None outside
         self.walrus: dict[str, Value] | None = None
@@ -1063,17 +1082,46 @@ class Scope:
 
     def closure(self, node: ast.AST) -> tuple[tuple[str, Value], ...]:
         """The values of this function's names that a nested function or lambda reads (Python
-        looks them up in the enclosing scope); none at module level, where they are globals."""
-        if self.func is None:
-            return ()
+        looks them up in the enclosing scope: at module level, a comprehension's variables
+        only, the rest are globals), and its parameters' defaults, evaluated where it is made
+        (``DEFAULT`` + the parameter's name)."""
         free = _loaded_names(node)
+        if self.func is None:
+            free = free & self.comprehended
         # Python reads them when the function runs, not where it is made: a name the
-        # enclosing function binds again after this point (or in a loop around it, a
-        # comprehension's variable) holds what was bound last, which is not followed
-        late = self.comprehended | _rebound_after(self.node, node)
-        return tuple(sorted(((n, self.env[n]) for n in free if n in self.env
-                             and self.env[n] is not None and n not in late),
-                            key=lambda kv: kv[0]))
+        # enclosing function binds again after this point (or in a loop around it) holds what
+        # was bound last, which is not followed; a comprehension's variable holds its last
+        # element's value once the comprehension is done, where that is known
+        rebound = _rebound_after(self.node, node) if self.func is not None else frozenset()
+        out: list[tuple[str, Value]] = []
+        for n in sorted(free):
+            value = self.env.get(n)
+            if n in self.comprehended:  # the comprehension's own variable, whatever else
+                value = self.late_final.get(n)  # the function binds under that name
+            elif n in rebound:
+                continue
+            if value is not None:
+                out.append((n, value))
+        return tuple(out) + self._made_defaults(node)
+
+    def _made_defaults(self, node: ast.AST) -> tuple[tuple[str, Value], ...]:
+        """A nested function's or lambda's defaults that are no literal (``lambda x,
+        on_e=on_e: ...`` in a comprehension): their values where it is made."""
+        args = getattr(node, "args", None)
+        if not isinstance(args, ast.arguments) or (self.func is None and not self.comprehended):
+            return ()
+        names = [*args.posonlyargs, *args.args]
+        pairs = list(zip(names[len(names) - len(args.defaults):], args.defaults, strict=True))
+        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+                  if d is not None]
+        out: list[tuple[str, Value]] = []
+        for arg, default in pairs:
+            if isinstance(default, ast.Constant):
+                continue
+            value = self.expr(default)
+            if value is not None:
+                out.append((DEFAULT + arg.arg, value))
+        return tuple(out)
 
     @_on(_STMT, ast.ClassDef)
     def s_class(self, st: ast.ClassDef) -> None:
@@ -1460,12 +1508,57 @@ class Scope:
     def expr(self, node: ast.expr) -> Value:
         self.i.steps += 1
         handler = _EXPR.get(type(node))
-        if handler is not None:
-            return handler(self, node)
-        for child in ast.iter_child_nodes(node):  # Compare, f-strings, comprehensions...
-            if isinstance(child, ast.expr):
-                self.expr(child)
-        return None
+        if handler is None:
+            for child in ast.iter_child_nodes(node):  # f-strings' parts...
+                if isinstance(child, ast.expr):
+                    self.expr(child)
+            return None
+        outer, self.flag_read = self.flag_read, None
+        try:
+            value = handler(self, node)
+        finally:
+            read, self.flag_read = self.flag_read, outer
+        if self.flags_assumed:
+            value = assumed(value, self.flags_assumed)
+        if read is not None and not self.flags_assumed and unsettled(value) and \
+                type(node) in _BY_CASE and self._pure(node):
+            # one flag at a time (a second one read under it stays as it is): bounded
+            value = self._by_case(node, read)
+        if outer is None:
+            self.flag_read = flag_in(value)
+        return value
+
+    def _by_case(self, node: ast.expr, flag: Flag) -> Value:
+        """An expression of a backend's flag the flow does not fold, read where the flag reads
+        True and where it reads False (:mod:`.flag_cases`); what it reads there reports
+        nothing (the flag's own read is what the rules judge)."""
+        results: list[Value] = []
+        self.i.by_case += 1
+        try:
+            for held in (True, False):
+                self.flags_assumed = {key_of(flag): held}
+                results.append(self.expr(node))
+        finally:
+            self.flags_assumed = {}
+            self.i.by_case -= 1
+        return flag_case(flag, results[0], results[1])
+
+    def _pure(self, node: ast.expr) -> bool:
+        """Whether reading ``node`` again runs no code that may change anything: no binding,
+        no function made, its calls only of pure builtins or an Enum's lookup ``E(v)``."""
+        for sub in ast.walk(node):
+            if isinstance(sub, _IMPURE):
+                return False
+            if isinstance(sub, ast.Call):
+                if not isinstance(sub.func, ast.Name):
+                    return False
+                outer, self.flag_read = self.flag_read, None
+                callee = self.e_name(sub.func)
+                self.flag_read = outer
+                if not (callee is None and sub.func.id in PURE_BUILTINS) and not (
+                        isinstance(callee, ClassRef) and self.i.is_enum_class(callee)):
+                    return False
+        return True
 
     def _named(self, value: Value, node: ast.expr, what: str) -> Value:
         """A literal read through a name or attribute: where the flow uses it is here (the
@@ -1958,15 +2051,33 @@ class Scope:
                     return False
             return True
 
-        comprehended = self.comprehended
+        comprehended, late_final = self.comprehended, self.late_final
+        self.late_final = {**late_final, **self._last_bound(gens)}
         try:
             done = run(0, True)
         finally:
             self.env = saved
-            self.comprehended = comprehended
+            self.comprehended, self.late_final = comprehended, late_final
         if not done:
             return False
         return None if ordered and not in_order else True
+
+    def _last_bound(self, gens: list[ast.comprehension]) -> dict[str, Value]:
+        """What a comprehension's variables hold once it is done: each ``for``'s last
+        element (bound whatever its ``if`` decides), where the order is known and every path
+        has it; nothing where one is not known."""
+        saved = self.env
+        self.env = dict(saved)
+        try:
+            for gen in gens:
+                found = self._elements(gen.iter)
+                if found is None or not found[1] or not found[0] or not found[0][-1][1]:
+                    return {}
+                self.assign(gen.target, found[0][-1][0])
+            return {n.id: self.env.get(n.id) for gen in gens for n in ast.walk(gen.target)
+                    if isinstance(n, ast.Name)}
+        finally:
+            self.env = saved
 
     def _walrus_maybe(self, before: dict[str, Value]) -> None:
         """What a ``:=`` bound in a comprehension run that may not happen: either its value or

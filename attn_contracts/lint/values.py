@@ -30,7 +30,7 @@ from attn_contracts.findings import Location
 from attn_contracts.findings import location_text
 
 __all__ = ["MAX_SOURCES", "MAX_UNION", "NOT_SPECIAL", "Arg", "Bound", "ClassKey", "ClassRef", "DictV", "Ext",
-           "ExtInst", "Flag", "Func", "Inst", "Lit", "Lse", "Member", "ModuleRef", "Num", "Param",
+           "ExtInst", "Flag", "FlagCase", "Func", "Inst", "Lit", "Lse", "Member", "ModuleRef", "Num", "Param",
            "Partial", "Rec", "Seq", "Source", "Super", "Tup", "Union_", "Value", "alternatives",
            "children", "collapse", "join", "lse_of", "lse_sources_of", "relabel", "repr_as_text",
            "source_order", "stable_key", "widen_to"]
@@ -167,6 +167,17 @@ class Flag:
     where: Location
     #: ``not impl.lse_base_on_e``: the other base than the one it declares
     negated: bool = False
+
+
+@dataclass(frozen=True)
+class FlagCase:
+    """A value computed from a backend's base flag (``LseBase(impl.lse_base_on_e)``,
+    ``TABLE[impl.lse_base_on_e]``): ``on_true`` for a class whose flag reads True,
+    ``on_false`` for one whose flag reads False. ``flag``: the read, never negated."""
+
+    flag: Flag
+    on_true: Value
+    on_false: Value
 
 
 @dataclass(frozen=True)
@@ -367,7 +378,7 @@ class Union_:
         return self.order
 
 
-Value = Union[Lse, Lit, Param, Num, Flag, Inst, ExtInst, ClassRef, Func, Bound, Super,  # noqa: UP007
+Value = Union[Lse, Lit, Param, Num, Flag, FlagCase, Inst, ExtInst, ClassRef, Func, Bound, Super,  # noqa: UP007
               ModuleRef, Ext, Rec, Partial, Tup, Seq, Member, DictV, Union_, None]
 
 #: "nothing found yet": what a call cycle's head returns to a call of itself before its first
@@ -491,6 +502,8 @@ def children(v: Value) -> Iterator[Value]:
         yield v.self_value
     elif isinstance(v, Flag) and v.owner is not None:
         yield v.owner
+    elif isinstance(v, FlagCase):
+        yield from (v.flag, v.on_true, v.on_false)
     elif isinstance(v, Seq):
         yield v.item
     elif isinstance(v, Member):
@@ -558,6 +571,9 @@ def stable_key(value: Value) -> str:
         return f"Super({value.after},{stable_key(value.self_value)})"
     if isinstance(value, Flag):
         return f"Flag({value.attr},{stable_key(value.owner)},{value.where},{value.negated})"
+    if isinstance(value, FlagCase):
+        return f"FlagCase({stable_key(value.flag)},{stable_key(value.on_true)}," \
+            f"{stable_key(value.on_false)})"
     if isinstance(value, Func):
         closure = ",".join(f"{k}={stable_key(v)}" for k, v in value.closure)
         return f"Func({value.path},{value.qualname},{closure})"

@@ -1,0 +1,99 @@
+"""Values computed from a backend's base flag, read case by case.
+
+A read of a backend's base attribute (``self.impl.lse_base_on_e``) is a :class:`~.values.Flag`:
+a bool each class of the backend's family declares, judged per class by the rules. An
+expression of it that the interpreter cannot fold (``LseBase(impl.lse_base_on_e)``, ``TABLE[
+impl.lse_base_on_e]``, ``flag or default``) is a function of that one bool, so it is read twice,
+once where the flag reads True and once where it reads False (the scope's ``expr``); the two
+results make a :class:`~.values.FlagCase`, or fold back into the flag itself (``x is E`` of such
+a member), its negation, or one value both ways (a default that swallows a falsy member).
+Nothing here reads the program: only values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from attn_contracts.lint.values import Flag
+from attn_contracts.lint.values import FlagCase
+from attn_contracts.lint.values import Inst
+from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Union_
+from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import join
+
+__all__ = ["PURE_BUILTINS", "FlagKey", "assumed", "case", "flag_in", "key_of", "unsettled"]
+
+#: a flag's identity, whatever the place it was read at: the attribute and its owner
+FlagKey = tuple[str, Inst | None]
+
+#: builtins whose call runs no code of the program and changes nothing: an expression made
+#: of them may be read again under each value of a flag
+PURE_BUILTINS = frozenset({"bool", "int", "float", "str", "len", "isinstance", "issubclass",
+                           "getattr", "hasattr", "type", "tuple", "frozenset", "abs", "min",
+                           "max", "any", "all", "repr"})
+
+
+def key_of(flag: Flag) -> FlagKey:
+    return flag.attr, flag.owner
+
+
+def flag_in(value: Value) -> Flag | None:
+    """The first flag ``value`` may be, or be computed from (a union's, in its fixed order);
+    None where it holds none."""
+    if isinstance(value, Flag):
+        return value
+    if isinstance(value, FlagCase):
+        return value.flag
+    if isinstance(value, Union_) and any(isinstance(o, (Flag, FlagCase)) for o in value.options):
+        return next(f for o in value.ordered() if (f := flag_in(o)) is not None)
+    return None
+
+
+def unsettled(value: Value) -> bool:
+    """Whether an expression's value may be sharper read case by case: not known, or one of
+    several values that are no flags (what a test of the flag chose between), or of which
+    one is a case; never a flag or a case itself, nor flags and literals (each judged as it
+    is: a property of each class of a family, say)."""
+    if value is None:
+        return True
+    if not isinstance(value, Union_) or value.widened:
+        return False
+    return any(isinstance(o, FlagCase) for o in value.options) or \
+        not any(isinstance(o, Flag) for o in value.options)
+
+
+def assumed(value: Value, assumptions: Mapping[FlagKey, bool]) -> Value:
+    """``value`` where each flag of ``assumptions`` reads the bool it is assumed to: a flag
+    becomes that literal (its negation the other), a case its branch."""
+    if isinstance(value, Flag):
+        held = assumptions.get(key_of(value))
+        return value if held is None else Lit(
+            held != value.negated, value.where,
+            f" (where {value.attr} reads {held}, as a class of the backend may declare it)")
+    if isinstance(value, FlagCase):
+        held = assumptions.get(key_of(value.flag))
+        return value if held is None else assumed(
+            value.on_true if held else value.on_false, assumptions)
+    if isinstance(value, Union_) and not value.widened and flag_in(value) is not None:
+        return join([assumed(o, assumptions) for o in value.ordered()])
+    return value
+
+
+def case(flag: Flag, on_true: Value, on_false: Value) -> Value:
+    """The value an expression of ``flag`` has, from what it is where the flag reads True
+    and where it reads False: the flag itself where those are True and False, its negation
+    where False and True, the one value where both agree, else a :class:`FlagCase`."""
+    flag = replace(flag, negated=False)
+    if isinstance(on_true, Lit) and isinstance(on_false, Lit) and \
+            type(on_true.value) is type(on_false.value):
+        if on_true.value == on_false.value:
+            return on_true
+        if isinstance(on_true.value, bool):
+            return replace(flag, negated=not on_true.value)
+    if on_true == on_false:
+        return on_true
+    if on_true is None or on_false is None:
+        return None  # not read one way: the expression is not read
+    return FlagCase(flag, on_true, on_false)
