@@ -171,6 +171,18 @@ def lint_functions() -> frozenset[str]:
     return frozenset(op.name for op in LSE_OPS if op.function and _lint(op))
 
 
+def lint_pieces() -> frozenset[str]:
+    """``x.name(...)`` / ``torch.name(x, ...)`` that cut an LSE ``x`` into a sequence of LSEs of
+    its base (``unbind``, ``split``, ``chunk``...)."""
+    return frozenset(op.name for op in LSE_OPS if op.axes in ("parts", "unbind"))
+
+
+def lint_gathers() -> frozenset[str]:
+    """``torch.name(seq, ...)`` that makes one LSE of a sequence of LSEs of one base
+    (``stack``, ``cat``...)."""
+    return frozenset(op.name for op in LSE_OPS if op.axes in ("stack", "cat"))
+
+
 def lint_views() -> frozenset[str]:
     """The spellings (method, function or attribute) of the ops whose result is a view of
     their input (:attr:`LseOp.view`)."""

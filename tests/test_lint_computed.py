@@ -807,6 +807,48 @@ PAIRS.case("a lambda made in a function's comprehension reads the variable's las
             .replace("REDUCERS[", "table()[")},
            {"layer.py": ("lambda out, lse:", "lambda out, lse, on_e=on_e:")})
 
+# a dataclass's fields copied out (``asdict``, ``astuple``) or into a new object
+# (``replace``) of an object built with no arguments: the defaults it holds
+_CONF = """import dataclasses
+        @dataclasses.dataclass
+        class Conf:
+            on_e: bool = True
+            chunk: int = 0"""
+PAIRS.told([("dataclasses.asdict of a defaulted object", "", "dataclasses.asdict(Conf())['on_e']",
+             ("Conf())['on_e']", "Conf(on_e=False))['on_e']")),
+            ("dataclasses.astuple of a defaulted object", "", "dataclasses.astuple(Conf())[0]",
+             ("astuple(Conf())", "astuple(Conf(False))")),
+            ("dataclasses.replace keeps the fields it is not given", "",
+             "dataclasses.replace(Conf(), chunk=4).on_e", ("Conf(), chunk", "Conf(False), chunk"))],
+           module=_CONF)
+
+# an LSE reduced in one base (``torch.logaddexp2`` base 2), called by name or through
+# ``functools.reduce`` over a tensor's rows; cut into pieces and stacked back, its base kept
+_FOLD = """
+    import functools
+    import torch
+    from mylib import combine, decode_e
+    def merged(qs):
+        lses = torch.stack([decode_e(q)[1] for q in qs])
+        return functools.reduce(torch.logaddexp2, lses.unbind(0))
+    def pair(q1, q2):
+        return torch.logaddexp2(decode_e(q1)[1], decode_e(q2)[1])
+    """
+PAIRS.case("functools.reduce of torch.logaddexp2 over a natural-log LSE's rows",
+           {"layer.py": _FOLD.partition("    def pair")[0]},
+           {"layer.py": ("reduce(torch.logaddexp2", "reduce(torch.logaddexp")})
+PAIRS.case("torch.logaddexp2 of two natural-log LSEs",
+           {"layer.py": _FOLD.replace("reduce(torch.logaddexp2", "reduce(torch.logaddexp")},
+           {"layer.py": ("return torch.logaddexp2", "return torch.logaddexp")})
+PAIRS.case("an LSE cut into pieces and concatenated keeps its base", {"layer.py": """
+    import torch
+    from mylib import combine, decode
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        head, tail = lse.split(2)
+        return combine(out, torch.cat([tail, head]), is_lse_base_on_e=True)
+    """}, {"layer.py": ("is_lse_base_on_e=True", "is_lse_base_on_e=False")})
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -876,3 +918,26 @@ def test_an_enum_members_truth_is_pythons(cls: str, member: str, truth: bool, tm
     found = lint_json(tmp_path, capsys, "truth", told_files("", f"bool(B.{member})", module))
     errors = [f["code"] for f in found if f["severity"] == "error"]
     assert errors == ([] if truth is False else ["AC023"]), found
+
+
+def test_a_partials_keyword_every_call_replaces_is_no_literal_site(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A base a ``partial`` binds that every call of it gives itself never reaches the
+    combine (the call's keyword replaces the partial's): no ``AC003`` for the bound literal,
+    whose LSE is never there to confirm it. A partial called without the keyword keeps it."""
+    wrapper = """
+        from functools import partial
+        from mylib import combine, decode, decode_e
+        class Wrapper:
+            def __init__(self):
+                self._combine = partial(combine, is_lse_base_on_e=False)
+            def run(self, q, natural):
+                out, lse = decode_e(q) if natural else decode(q, return_lse=True)
+                return self._combine(out, lse, is_lse_base_on_e=natural)
+        """
+    found = lint_json(tmp_path, capsys, "replaced", {"layer.py": wrapper})
+    assert [f for f in found if f["severity"] != "note"] == [], found
+    kept = lint_json(tmp_path, capsys, "kept", {"layer.py": wrapper.replace(
+        "return self._combine(out, lse, is_lse_base_on_e=natural)",
+        "return self._combine(out, lse)")})
+    assert any(f["code"] == "AC023" and f["line"] == 6 for f in kept), kept

@@ -127,6 +127,11 @@ class Analysis(ABC):
         self.carrier_funcs: set[str] = set()
         #: where a literal base is written for a consumer: the consumer, keyword and literal
         self.literal_sites: dict[Location, tuple[Consumer, str, Lit]] = {}
+        #: the literal sites a partial binds (the partial's place, the keyword), and per
+        #: partial and keyword whether each call of it kept that keyword (False: the call
+        #: gave its own, which replaces it)
+        self.bound_literals: dict[Location, set[tuple[Location, str]]] = {}
+        self.partial_keywords: dict[tuple[Location, str], set[bool]] = {}
         #: ``getattr(obj, "name", default)`` calls, by place: (the attribute, whether every
         #: object it was read on so far surely has it, so the default was never taken)
         self.getattr_defaults: dict[Location, tuple[str, bool]] = {}
@@ -210,6 +215,16 @@ class Analysis(ABC):
         #: the levels keep it from following a constructor into the whole engine
         self.need = 0
         self._base_words: frozenset[str] | None = None
+
+    def live_literal_sites(self) -> dict[Location, tuple[Consumer, str, Lit]]:
+        """The literal sites, less those only partials bind whose every call seen gives the
+        keyword itself (the literal never reaches the consumer: Python's partial lets the
+        call's keyword replace the bound one)."""
+        def dead(site: Location) -> bool:
+            bound = self.bound_literals.get(site)
+            return bound is not None and all(
+                self.partial_keywords.get(key) == {False} for key in bound)
+        return {k: v for k, v in self.literal_sites.items() if not dead(k)}
 
     def report(self, fact: Fact) -> None:
         """A fact the rules turn into a finding; none while a flag is assumed."""

@@ -74,11 +74,13 @@ from attn_contracts.lint.inferred import Weighed
 from attn_contracts.lint.record_calls import RecordCalls
 from attn_contracts.lint.record_index import Consumer
 from attn_contracts.lint.scope import sure_view
+from attn_contracts.lint.torch_model import BASE_REDUCTIONS
 from attn_contracts.lint.torch_model import EXPONENTIAL_NAMESPACES
 from attn_contracts.lint.torch_model import EXPONENTIALS
+from attn_contracts.lint.torch_model import GATHERS
 from attn_contracts.lint.torch_model import IDENTITY_WRAPPERS
 from attn_contracts.lint.torch_model import KEEPS_BASE
-from attn_contracts.lint.torch_model import LN_REDUCTIONS
+from attn_contracts.lint.torch_model import PIECES
 from attn_contracts.lint.torch_model import TORCH_KEEPS
 from attn_contracts.lint.torch_model import constant_name
 from attn_contracts.lint.torch_model import lose_layout
@@ -353,12 +355,14 @@ class Frame(RecordCalls):
             weighed = self.exponential(func, node, where)
             if weighed is not NOT_SPECIAL:
                 return weighed
-        if name in LN_REDUCTIONS:
-            reduced = self.ln_reduction(func, node)
+        if name in BASE_REDUCTIONS:
+            reduced = self.base_reduction(func, node, where)
             if reduced is not NOT_SPECIAL:
                 return reduced
         if name in KEEPS_BASE:
             return self.keeps_base(func, node, name)
+        if name in PIECES or name in GATHERS:
+            return self.pieces(func, node, name)
         if (gather := lse_ops.collective(name)) is not None:
             return self.collective(gather, node)
         return NOT_SPECIAL
@@ -455,6 +459,27 @@ class Frame(RecordCalls):
             return None
         return NOT_SPECIAL
 
+    def pieces(self, func: ast.Attribute, node: ast.Call, name: str) -> Value | object:
+        """``lse.unbind(0)``, ``torch.split(lse, 2)``: LSEs of its base, how many not known;
+        ``torch.stack(parts)``, ``torch.cat(parts)``: one LSE of theirs; the layout lost
+        either way. Of what holds no LSE, nothing (an object's own method: any call)."""
+        on_torch = isinstance(func.value, ast.Name) and func.value.id == "torch"
+        if on_torch and not node.args:
+            return NOT_SPECIAL
+        if not on_torch and name not in PIECES:
+            return NOT_SPECIAL
+        first = self.expr(node.args[0] if on_torch else func.value)
+        lse = lse_of(iterate(first) if name in GATHERS else first)
+        if lse is None and not on_torch:  # ``name.split(",")``: read as any call
+            return NOT_SPECIAL
+        for a in node.args[1 if on_torch else 0:]:
+            self.expr(a)
+        for k in node.keywords:
+            self.expr(k.value)
+        if lse is None:
+            return None
+        return Seq(lose_layout(lse)) if name in PIECES else lose_layout(lse)
+
     def exponential(self, func: ast.Attribute, node: ast.Call, where: Location) -> Value | object:
         """``torch.exp2(x)``/``x.exp2()``, ``torch.exp(x)``/``x.exp()``, ``x.softmax(dim)``,
         ``F.softmax(x, dim)``, ``torch.sigmoid(a - b)`` of an LSE (or of an LSE minus another, a
@@ -498,20 +523,32 @@ class Frame(RecordCalls):
         return (found.qualname if isinstance(found, Ext) and
                 found.qualname in EXPONENTIAL_NAMESPACES else None), found
 
-    def ln_reduction(self, func: ast.Attribute, node: ast.Call) -> Value | object:
-        """``torch.logsumexp(x, ...)``, ``x.logsumexp(...)``, ``torch.logaddexp(a, b)``: the
-        natural-log sources of the LSEs reduced (no layout); anything else is not this."""
+    def base_reduction(self, func: ast.Attribute, node: ast.Call,
+                       where: Location) -> Value | object:
+        """``torch.logsumexp(x, ...)``, ``x.logsumexp(...)``, ``torch.logaddexp(a, b)``,
+        ``torch.logaddexp2(a, b)``: :meth:`reduced`; anything else is not this."""
         on_torch = isinstance(func.value, ast.Name) and func.value.id == "torch"
         operands = list(node.args) if on_torch else [func.value, *node.args]
         values = [self.expr(a) for a in operands]
-        found = [lse_of(v) for v in values]
         for k in node.keywords:
             self.expr(k.value)
-        reduced = [s for lse in found if lse is not None for s in lse.sources
-                   if s.base == "e"]
-        if not any(lse is not None for lse in found):
+        if not any(lse_of(v) is not None for v in values):
             return not_a_tensor_method(values[0] if values else None, on_torch)
-        return lose_layout(Lse(frozenset(reduced))) if reduced else None
+        fn = f"torch.{func.attr}" if on_torch else f".{func.attr}()"
+        return self.reduced(func.attr, fn, values, where)
+
+    def reduced(self, name: str, fn: str, values: list[Value], where: Location) -> Value:
+        """A reduction of LSEs in one base (:data:`~.torch_model.BASE_REDUCTIONS`): the
+        sources of that base, reduced (no layout); one of the other base is weighed in the
+        wrong base there (``AC023``), and no LSE of either base comes of it."""
+        base = BASE_REDUCTIONS[name]
+        sources = [s for v in values if (lse := lse_of(v)) is not None for s in lse.sources]
+        other = sorted((s for s in sources if s.base in ("e", "2") and s.base != base),
+                       key=source_order)
+        if other:
+            self.i.report(Weighed(fn, name, base, tuple(other), where))
+        kept = [s for s in sources if s.base == base]
+        return lose_layout(Lse(frozenset(kept))) if kept else None
 
     def special(self, callee: Value, name: str, node: ast.Call) -> Value | object:
         """The value of a special form (:data:`_SPECIAL_FORMS`, tried in order);
@@ -657,7 +694,7 @@ class Frame(RecordCalls):
         first = node.args[0]
         written = first.attr if isinstance(first, ast.Attribute) else (
             first.id if isinstance(first, ast.Name) else "")
-        self.note_bound_literals(target, written, rest, call)
+        self.note_bound_literals(target, written, rest, call, place(self.path, node))
         return join([Partial(t.target if isinstance(t, Partial) else t,
                              (*(t.pos if isinstance(t, Partial) else ()), *call.pos),
                              tuple({**dict(t.kw if isinstance(t, Partial) else ()),
@@ -668,14 +705,15 @@ class Frame(RecordCalls):
                       for t in alternatives(target)])
 
     def note_bound_literals(self, target: Value, written: str, rest: ast.Call,
-                            call: CallArgs) -> None:
-        """A literal base bound by a partial of a consumer is one for every call of it."""
+                            call: CallArgs, made: Location) -> None:
+        """A literal base bound by a partial of a consumer (made at ``made``) is one for every
+        call of it that does not give the keyword itself."""
         for t in alternatives(target):
             rec = t if isinstance(t, Rec) else self.records_for(
                 t, callee_name(t, written), rest)
             for c in rec.consumers if rec is not None else ():
                 if isinstance(c, Consumer):
-                    self.note_literal(c, call)
+                    self.note_literal(c, call, bound_by=made)
 
     def cast_(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
         """``typing.cast(T, x)``: an instance of ``T`` where it names a class, else ``x``."""
@@ -879,8 +917,45 @@ class Frame(RecordCalls):
         if not held or any(names is None for _, names in held) or \
                 (node.args and name == "_replace"):
             return None  # an object whose fields it does not hold: the copy is unknown
-        return join([_replaced(cast(Inst, obj), names or [], call, place(self.path, node))
-                     for obj, names in held])
+        where = place(self.path, node)
+        return join([_replaced(self._held_fields(cast(Inst, obj), names or [], where),
+                               names or [], call, where) for obj, names in held])
+
+    def _held_fields(self, obj: Inst, names: list[str], where: Location) -> Inst:
+        """``obj`` as built with each field it holds (an object built elsewhere, not here:
+        each field as any instance holds it, read like ``obj.f``)."""
+        if obj.ctor is not None:
+            return obj
+        return Inst(obj.cls, obj.exact, (where, tuple(
+            sorted(((f, self.i.inst_attr(obj, f, where)) for f in names),
+                   key=lambda kv: kv[0]))))
+
+    def fields_form(self, callee: Value, qual: str, name: str, node: ast.Call
+                    ) -> Value | object:
+        """``dataclasses.asdict(obj)``, ``nt._asdict()`` (a dict of the fields, in order) and
+        ``dataclasses.astuple(obj)`` (a tuple): each field as the object holds it; a field
+        holding another such object is not read (``asdict`` copies it into a dict too)."""
+        if name == "_asdict" and isinstance(node.func, ast.Attribute) and not node.args and \
+                _reevaluable(node.func.value):
+            receiver, as_dict = self.expr(node.func.value), True
+        elif qual in ("dataclasses.asdict", "dataclasses.astuple") and len(node.args) == 1 \
+                and not node.keywords:
+            receiver, as_dict = self.expr(node.args[0]), qual.endswith("asdict")
+        else:
+            return NOT_SPECIAL
+        where = place(self.path, node)
+        out: list[Value] = []
+        for obj in alternatives(receiver):
+            names = self._fields_of(obj) if isinstance(obj, Inst) else None
+            if names is None:
+                return None
+            held = self._held_fields(cast(Inst, obj), names, where)
+            values = [None if isinstance(v, Inst) and self._fields_of(v) is not None else v
+                      for v in (self.i.inst_attr(held, f, where) for f in names)]
+            out.append(DictV(tuple((f, Arg(v, where)) for f, v in zip(names, values,
+                                                                       strict=True)))
+                       if as_dict else Tup(tuple(values)))
+        return join(out)
 
     def library_collective(self, callee: Value, qual: str, name: str,
                            node: ast.Call) -> Value | object:
@@ -1060,6 +1135,13 @@ class Frame(RecordCalls):
         where = place(self.path, node)
         fn, items = self.expr(node.args[0]), self.expr(node.args[1])
         initial = [self.expr(node.args[2])] if len(node.args) == 3 else []
+        if isinstance(items, (Seq, Lse)) and (item := iterate(items)) is not None:
+            # elements not known one by one (a list grown, a tensor's rows): the first alone,
+            # or folded once or twice with any of them (a longer run is read as the same)
+            first = join([*initial, item]) if initial else item
+            once = self.call_with(fn, node.args[0], [first, item], node, where, "reduce")
+            twice = self.call_with(fn, node.args[0], [once, item], node, where, "reduce")
+            return join([first, once, twice])
         if not isinstance(items, Tup) or items.partial_items:
             return None
         values = [*initial, *items.items]
@@ -1091,8 +1173,10 @@ class Frame(RecordCalls):
         return None
 
     def _fields_of(self, obj: Value) -> list[str] | None:
-        """The fields of an object built here of a class whose constructor is generated."""
-        cls = self.i.class_info(obj.cls) if isinstance(obj, Inst) and obj.ctor else None
+        """The fields of an object of a class whose constructor is generated (exactly that
+        class: a subclass may add fields)."""
+        cls = self.i.class_info(obj.cls) if isinstance(obj, Inst) and (
+            obj.ctor or obj.exact) else None
         return self.i.fields(cls) if cls is not None else None
 
     def getattr_(self, node: ast.Call) -> Value:
@@ -1218,12 +1302,7 @@ class Frame(RecordCalls):
     def apply_one(self, callee: Value, call: CallArgs, node: ast.Call, where: Location,
                   name: str) -> Value:
         if isinstance(callee, Partial):
-            # a keyword the call gives replaces the partial's; what the partial bound with a
-            # ``**`` it could not read stays unread
-            merged = CallArgs([*callee.pos, *call.pos], {**dict(callee.kw), **call.kw},
-                           call.opaque or callee.opaque,
-                           frozenset(callee.maybe - call.kw.keys()) | call.maybe, where)
-            return self.apply(callee.target, merged, node, where, name)
+            return self._apply_partial(callee, call, node, where, name)
         if name == "__new__" and call.pos and isinstance(call.pos[0].value, ClassRef):
             ref = call.pos[0].value  # super().__new__(cls), object.__new__(cls): the instance
             return Inst(ref.cls, exact=ref.exact)
@@ -1239,7 +1318,7 @@ class Frame(RecordCalls):
         if isinstance(callee, Inst):
             return self.apply_inst(callee, call, node, where)
         if isinstance(callee, Ext):
-            return _library_call(callee, call, where)
+            return self._apply_ext(callee, call, where)
         if callee is None and isinstance(node.func, ast.Name) and node.func.id[:1].isupper() \
                 and node.func.id not in self.env:
             return ExtInst(f"?{node.func.id}")  # a class bound nowhere it sees: by its name
@@ -1247,6 +1326,27 @@ class Frame(RecordCalls):
             return self.apply_unknown_method(node.func, call, node, where)
         return None
 
+
+    def _apply_partial(self, callee: Partial, call: CallArgs, node: ast.Call, where: Location,
+                       name: str) -> Value:
+        # a keyword the call gives replaces the partial's; what the partial bound with a
+        # ``**`` it could not read stays unread
+        if not self.i.by_case and callee.where is not None:
+            for kw, _ in callee.kw:  # whether this call keeps what the partial bound
+                self.i.partial_keywords.setdefault((callee.where, kw), set()).add(
+                    call.opaque or kw not in call.kw)
+        merged = CallArgs([*callee.pos, *call.pos], {**dict(callee.kw), **call.kw},
+                       call.opaque or callee.opaque,
+                       frozenset(callee.maybe - call.kw.keys()) | call.maybe, where)
+        return self.apply(callee.target, merged, node, where, name)
+
+    def _apply_ext(self, callee: Ext, call: CallArgs, where: Location) -> Value:
+        module, _, fn = callee.qualname.rpartition(".")
+        if module == "torch" and fn in BASE_REDUCTIONS and not call.opaque and any(
+                lse_of(a.value) is not None for a in call.pos):
+            # ``reduce(torch.logaddexp2, parts)``: the reduction, called through a value
+            return self.reduced(fn, callee.qualname, [a.value for a in call.pos], where)
+        return _library_call(callee, call, where)
     def record_of(self, callee: Value, name: str, node: ast.Call) -> Rec | None:
         """The records of a callee: its own, by its name or the name the call is written with."""
         if isinstance(callee, Rec):
@@ -1573,7 +1673,7 @@ _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.pa
                   Frame.cast_, Frame.super_, Frame.getattr_form, Frame.hasattr_form,
                   Frame.setattr_form,
                   Frame.get_form, Frame.dict_form, Frame.fromkeys_form,
-                  Frame.replace_form, Frame.dict_method_form,
+                  Frame.replace_form, Frame.fields_form, Frame.dict_method_form,
                   Frame.library_collective, Frame.triton_memory, Frame.itertools_form,
                   Frame.reduce_form,
                   Frame.library_form, Frame.regex_form, Frame.generator_form,

@@ -372,7 +372,7 @@ def build_model(files: list[FileFacts], knowledge: Mapping[str, Knowledge], *,
     out += class_findings(h, backend_classes, kernels, returns_attrs=returns_attrs,
                           base_attrs=base_attrs, tree_declares_bases=tree_declares,
                           evaluate=_evaluator(interp))
-    out += edge_findings(interp.uses.values(), declared, interp.literal_sites,
+    out += edge_findings(interp.uses.values(), declared, interp.live_literal_sites(),
                          _families(interp, program, returns_attrs, base_attrs),
                          _stated(interp, program, interp.uses.values()))
     out += fact_findings(facts, _confirmed_defaults(interp.uses.values()))

@@ -172,10 +172,11 @@ class RecordCalls(Scope):
         self.i.report(Disagreed(c, self.k.versions, place(self.path, node)))
 
     def note_literal(self, c: Consumer, call: CallArgs, node: ast.Call | None = None,
-                     call_at: Location | None = None) -> None:
+                     call_at: Location | None = None, bound_by: Location | None = None) -> None:
         """Where a literal base is written for a consumer (``AC003`` unless the rules find it
         contradicting a producer, ``AC023``); a literal inside an ``if`` on the base is the
-        dispatch itself."""
+        dispatch itself. ``bound_by``: the partial that binds it (a call of that partial
+        that gives the keyword itself replaces it)."""
         if self.on_base:
             return
         for kw in c.keywords:
@@ -189,6 +190,8 @@ class RecordCalls(Scope):
                     where = call_at  # where the edge's finding is (_at_call)
                 if not self.i.by_case:
                     self.i.literal_sites.setdefault(where, (c, kw, lit))
+                    if bound_by is not None:
+                        self.i.bound_literals.setdefault(where, set()).add((bound_by, kw))
 
     def consume(self, c: Consumer, call: CallArgs, node: ast.Call, where: Location) -> Value:
         self.note_literal(c, call, node, where)

@@ -1552,10 +1552,10 @@ class Scope:
             if isinstance(sub, ast.Call):
                 if not isinstance(sub.func, ast.Name):
                     return False
-                outer, self.flag_read = self.flag_read, None
-                callee = self.e_name(sub.func)
-                self.flag_read = outer
-                if not (callee is None and sub.func.id in PURE_BUILTINS) and not (
+                name = sub.func.id  # read without running anything (a generator kept)
+                callee = self.env.get(name) if name in self.env else \
+                    self.i.global_value(self.path, name)
+                if not (callee is None and name in PURE_BUILTINS) and not (
                         isinstance(callee, ClassRef) and self.i.is_enum_class(callee)):
                     return False
         return True

@@ -39,6 +39,12 @@ from attn_contracts.records import LOG2E
 KEEPS_BASE = lse_ops.lint_methods()
 
 
+#: ops that cut an LSE into a sequence of LSEs (``x.unbind(0)``, ``torch.split(x, 2)``), and
+#: torch functions that make one LSE of a sequence of them (``torch.stack(parts)``): the base
+#: kept, the layout not
+PIECES = lse_ops.lint_pieces()
+GATHERS = lse_ops.lint_gathers()
+
 #: of those, the ones that swap a 2-D LSE's two axes; the rest keep the layout or lose it
 TRANSPOSES = frozenset(op.name for op in lse_ops.LSE_OPS if op.layout in ("swap", "moved"))
 
@@ -55,10 +61,11 @@ KEEPS_BASE_ATTRS = lse_ops.lint_attributes()
 TORCH_KEEPS = lse_ops.lint_functions()
 
 
-#: natural-log reductions of LSEs (``torch.logsumexp(lse, dim=-1)`` over a split axis,
-#: ``torch.logaddexp(a, b)``): a natural-log LSE comes out, without its layout; a base-2 one
-#: does not (what comes out of it is no LSE of either base)
-LN_REDUCTIONS = frozenset(op.name for op in lse_ops.LSE_OPS if op.only_base == "e")
+#: reductions of LSEs in one base, by name: the base (``torch.logsumexp(lse, dim=-1)`` over a
+#: split axis and ``torch.logaddexp(a, b)`` natural-log, ``torch.logaddexp2`` base 2): an LSE
+#: of that base comes out, without its layout; one of the other base is weighed in the wrong
+#: base (what comes out of it is no LSE of either base)
+BASE_REDUCTIONS = {op.name: op.only_base for op in lse_ops.LSE_OPS if op.only_base is not None}
 
 
 #: exponentials a hand-written merge weighs LSEs with (``torch.exp2(lse - m)``,
