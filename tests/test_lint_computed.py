@@ -849,6 +849,37 @@ PAIRS.case("an LSE cut into pieces and concatenated keeps its base", {"layer.py"
         return combine(out, torch.cat([tail, head]), is_lse_base_on_e=True)
     """}, {"layer.py": ("is_lse_base_on_e=True", "is_lse_base_on_e=False")})
 
+# an expression of an object that may be of any class of a small family (an annotated
+# backend), not folded: read once per class; ``not isinstance(impl, TwoImpl)`` is each class's
+# declared flag, so it is judged as the flag is
+_BY_CLASS = """
+    from mylib import combine, decode, decode_e
+    class AttentionImpl:
+        can_return_lse_for_decode = False
+        lse_base_on_e = True
+        def forward(self, q):
+            raise NotImplementedError
+    class EImpl(AttentionImpl):
+        can_return_lse_for_decode = True
+        def forward(self, q):
+            return decode_e(q)
+    class TwoImpl(AttentionImpl):
+        can_return_lse_for_decode = True
+        lse_base_on_e = False
+        def forward(self, q):
+            return decode(q, return_lse=True)
+    class Layer:
+        def __init__(self, impl: AttentionImpl):
+            self.impl = impl
+            self.on_e = isinstance(self.impl, TwoImpl)
+        def forward(self, q):
+            out, lse = self.impl.forward(q)
+            return combine(out, lse, is_lse_base_on_e=self.on_e)
+    """
+PAIRS.case("isinstance of an object of any class of a family, read per class",
+           {"layer.py": _BY_CLASS},
+           {"layer.py": ("= isinstance(self.impl", "= not isinstance(self.impl")}, quiet=True)
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,5 @@
-"""Values computed from a backend's base flag, read case by case.
+"""Values computed from a backend's base flag, or from an object of any class of a family, read
+case by case.
 
 A read of a backend's base attribute (``self.impl.lse_base_on_e``) is a :class:`~.values.Flag`:
 a bool each class of the backend's family declares, judged per class by the rules. An
@@ -7,6 +8,10 @@ impl.lse_base_on_e]``, ``flag or default``) is a function of that one bool, so i
 once where the flag reads True and once where it reads False (the scope's ``expr``); the two
 results make a :class:`~.values.FlagCase`, or fold back into the flag itself (``x is E`` of such
 a member), its negation, or one value both ways (a default that swallows a falsy member).
+The same holds for an object that may be of any class of a family (``self.impl``): an expression
+of it the interpreter cannot fold (``isinstance(self.impl, TwoImpl)``) is read once per class,
+the object of exactly that class; where each class's result is the bool it declares for a base
+attribute, the expression is that flag (judged per class by the rules), or its negation.
 Nothing here reads the program: only values.
 """
 
@@ -23,7 +28,11 @@ from attn_contracts.lint.values import Union_
 from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import join
 
-__all__ = ["PURE_BUILTINS", "FlagKey", "assumed", "case", "flag_in", "key_of", "unsettled"]
+__all__ = ["MAX_CLASS_CASES", "PURE_BUILTINS", "FlagKey", "as_class", "assumed", "case", "family_in",
+           "flag_in", "key_of", "one_value", "unsettled"]
+
+#: the most classes an object of a family is read as, one by one (a larger family: not split)
+MAX_CLASS_CASES = 8
 
 #: a flag's identity, whatever the place it was read at: the attribute and its owner
 FlagKey = tuple[str, Inst | None]
@@ -97,3 +106,35 @@ def case(flag: Flag, on_true: Value, on_false: Value) -> Value:
     if on_true is None or on_false is None:
         return None  # not read one way: the expression is not read
     return FlagCase(flag, on_true, on_false)
+
+
+def family_in(value: Value) -> Inst | None:
+    """The object ``value`` is where it may be of any class of a family (no constructor call
+    known: an annotated parameter, a ``cast``); None for anything else."""
+    if isinstance(value, Inst) and not value.exact and value.ctor is None:
+        return value
+    return None
+
+
+def as_class(value: Value, owner: Inst, exact: Inst) -> Value:
+    """``value`` where the object ``owner`` is ``exact`` (an object of exactly one class of its
+    family): the object itself, and a flag read on it (then read as that class holds it)."""
+    if value == owner:
+        return exact
+    if isinstance(value, Flag) and value.owner == owner:
+        return replace(value, owner=exact)
+    if isinstance(value, Union_) and not value.widened and any(
+            o == owner or (isinstance(o, Flag) and o.owner == owner) for o in value.options):
+        return join([as_class(o, owner, exact) for o in value.ordered()])
+    return value
+
+
+def one_value(results: list[Value]) -> Value:
+    """The one value every result is (literals of one type and value, wherever written);
+    None where they differ."""
+    first = results[0] if results else None
+    if all(isinstance(r, Lit) and isinstance(first, Lit) and type(r.value) is
+           type(first.value) and r.value == first.value for r in results) or \
+            all(r == first for r in results):
+        return first
+    return None

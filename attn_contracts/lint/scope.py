@@ -34,6 +34,7 @@ from attn_contracts.lint.calls import literal_value
 from attn_contracts.lint.calls import nonlocal_names
 from attn_contracts.lint.calls import place
 from attn_contracts.lint.calls import source_text
+from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.containers import class_key
@@ -56,12 +57,16 @@ from attn_contracts.lint.containers import value_key
 from attn_contracts.lint.exceptions import Oracle
 from attn_contracts.lint.exceptions import catching
 from attn_contracts.lint.exceptions import outcome
+from attn_contracts.lint.flag_cases import MAX_CLASS_CASES
 from attn_contracts.lint.flag_cases import PURE_BUILTINS
 from attn_contracts.lint.flag_cases import FlagKey
+from attn_contracts.lint.flag_cases import as_class
 from attn_contracts.lint.flag_cases import assumed
 from attn_contracts.lint.flag_cases import case as flag_case
+from attn_contracts.lint.flag_cases import family_in
 from attn_contracts.lint.flag_cases import flag_in
 from attn_contracts.lint.flag_cases import key_of
+from attn_contracts.lint.flag_cases import one_value
 from attn_contracts.lint.flag_cases import unsettled
 from attn_contracts.lint.folding import MODULE_CONSTANTS
 from attn_contracts.lint.folding import UNKNOWN
@@ -602,8 +607,10 @@ class Scope:
         self.in_class_comprehension = False
         #: the first flag an expression being read holds (:mod:`.flag_cases`), and the bool
         #: each flag is assumed to read while an expression of it is read case by case
-        self.flag_read: Flag | None = None
+        self.flag_read: Flag | Inst | None = None
         self.flags_assumed: dict[FlagKey, bool] = {}
+        #: the object of a family being read as one of exactly one class of it
+        self.class_assumed: tuple[Inst, Inst] | None = None
         #: the variables of the comprehensions being run (a lambda made there reads their
         #: last value when it runs), and that last value where it is known
         self.comprehended: frozenset[str] = frozenset()
@@ -1520,13 +1527,57 @@ class Scope:
             read, self.flag_read = self.flag_read, outer
         if self.flags_assumed:
             value = assumed(value, self.flags_assumed)
-        if read is not None and not self.flags_assumed and unsettled(value) and \
+        if self.class_assumed is not None:
+            value = self.i.known_flags(as_class(value, *self.class_assumed))
+        elif read is not None and not self.flags_assumed and unsettled(value) and \
                 type(node) in _BY_CASE and self._pure(node):
-            # one flag at a time (a second one read under it stays as it is): bounded
-            value = self._by_case(node, read)
+            # one flag (or object) at a time, nothing read under it split again: bounded
+            value = self._by_case(node, read) if isinstance(read, Flag) else \
+                self._by_class(node, read, value)
         if outer is None:
-            self.flag_read = flag_in(value)
+            self.flag_read = flag_in(value) or family_in(value)
         return value
+
+    def _by_class(self, node: ast.expr, owner: Inst, value: Value) -> Value:
+        """An expression of an object that may be of any class of a small family, not folded
+        (``isinstance(self.impl, TwoImpl)``): read once per class (the object of exactly it);
+        where the results are one value, that value; where each class's is the bool it holds
+        for a base attribute (or the other), that flag (or its negation), judged per class
+        by the rules; else what it was."""
+        cls = self.i.class_info(owner.cls)
+        family = self.i.p.family(cls) if cls is not None else None
+        if not family or not 1 < len(family) <= MAX_CLASS_CASES:
+            return value
+        results: list[Value] = []
+        self.i.by_case += 1
+        try:
+            for c in family:
+                self.class_assumed = (owner, Inst((c.path, c.name), exact=True))
+                results.append(self.expr(node))
+        finally:
+            self.class_assumed = None
+            self.i.by_case -= 1
+        same = one_value(results)
+        if same is not None:
+            return same
+        if not all(isinstance(r, Lit) and isinstance(r.value, bool) for r in results):
+            return value
+        return self._declared_by(owner, family, results, place(self.path, node)) or value
+
+    def _declared_by(self, owner: Inst, family: list[ClassInfo], results: list[Value],
+                     where: Location) -> Flag | None:
+        """The base flag of ``owner`` (or its negation) each class of ``family`` holds as its
+        bool in ``results``; None where no base attribute does."""
+        for attr in sorted(self.i.base_attrs):
+            held = [self.i.known_flags(Flag(attr, Inst((c.path, c.name), exact=True), where))
+                    for c in family]
+            if not all(isinstance(h, Lit) for h in held):
+                continue
+            same = [cast(Lit, h).value == cast(Lit, r).value for h, r in zip(held, results,
+                                                                          strict=True)]
+            if all(same) or not any(same):
+                return Flag(attr, owner, where, negated=not all(same))
+        return None
 
     def _by_case(self, node: ast.expr, flag: Flag) -> Value:
         """An expression of a backend's flag the flow does not fold, read where the flag reads
