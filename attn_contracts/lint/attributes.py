@@ -911,8 +911,15 @@ class Resolver(ModuleResolver):
                for k in mro for n in _TRUTH):
             return None
         names = {b.rpartition(".")[2] for k in mro for b in k.bases}
-        if not names & {"Flag", "IntFlag"} and self._data_kind(cls) is None:
-            return True
+        # bases from outside the program other than the enum module's: a mixed-in type
+        # (``int``, ``tuple``...), whose truth the member has
+        mixed = {b.rpartition(".")[2] for k in mro for b in self.p.hierarchy.bases(k)
+                 if isinstance(b, str)} - _ENUM_BASES - {"Enum", "ReprEnum", "object"}
+        if not names & {"Flag", "IntFlag"} and not names & {"IntEnum", "StrEnum"} and \
+                not mixed:
+            return True  # a plain Enum's member: true
+        if self._data_kind(cls) is None and not names & {"Flag"}:
+            return None  # a mixed-in type it changes (``_missing_``, ``__new__``) or no data
         data = self.as_data(member) if not names & {"Flag"} else member.value
         return truth(data) if isinstance(data, Lit) else None
 

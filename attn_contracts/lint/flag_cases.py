@@ -24,6 +24,8 @@ from attn_contracts.lint.values import Flag
 from attn_contracts.lint.values import FlagCase
 from attn_contracts.lint.values import Inst
 from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Member
+from attn_contracts.lint.values import Tup
 from attn_contracts.lint.values import Union_
 from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import join
@@ -103,9 +105,19 @@ def case(flag: Flag, on_true: Value, on_false: Value) -> Value:
             return replace(flag, negated=not on_true.value)
     if on_true == on_false:
         return on_true
-    if on_true is None or on_false is None:
-        return None  # not read one way: the expression is not read
+    if not (_data(on_true) and _data(on_false)):
+        # not read one way, or an object, a tensor (an LSE picked by the flag): a case would
+        # hide what it holds from every rule; the caller keeps what it read unsplit
+        return None
     return FlagCase(flag, on_true, on_false)
+
+
+def _data(value: Value) -> bool:
+    """Whether ``value`` is plain data a case may hold: a literal, an Enum member, a tuple of
+    them."""
+    if isinstance(value, (Lit, Member)):
+        return True
+    return isinstance(value, Tup) and not value.partial_items and all(map(_data, value.items))
 
 
 def family_in(value: Value) -> Inst | None:

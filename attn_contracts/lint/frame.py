@@ -476,7 +476,9 @@ class Frame(RecordCalls):
             self.expr(a)
         for k in node.keywords:
             self.expr(k.value)
-        if lse is None:
+        if lse is None or (name in GATHERS and {"e", "2"} <= {s.base for s in lse.sources}):
+            # tensors of both bases in one: no LSE of either base (a row converted later,
+            # ``stacked[1] *= ln 2``, is not followed row by row)
             return None
         return Seq(lose_layout(lse)) if name in PIECES else lose_layout(lse)
 
@@ -906,9 +908,11 @@ class Frame(RecordCalls):
         """``nt._replace(f=v)``, ``dataclasses.replace(obj, f=v)``: a new object of the same
         class, with the fields given replaced and the others as the old one holds them."""
         if name == "_replace" and isinstance(node.func, ast.Attribute):
-            receiver, given = self.expr(node.func.value), node
+            shown = node.func.value
+            receiver, given = self.expr(shown), node
         elif qual == "dataclasses.replace" and len(node.args) == 1:
-            receiver = self.expr(node.args[0])
+            shown = node.args[0]
+            receiver = self.expr(shown)
             given = ast.copy_location(ast.Call(node.func, [], node.keywords), node)
         else:
             return NOT_SPECIAL
@@ -918,12 +922,21 @@ class Frame(RecordCalls):
                 (node.args and name == "_replace"):
             return None  # an object whose fields it does not hold: the copy is unknown
         where = place(self.path, node)
-        return join([_replaced(self._held_fields(cast(Inst, obj), names or [], where),
+        return join([_replaced(self._held_fields(cast(Inst, obj), names or [], where,
+                                                 shown if len(held) == 1 else None),
                                names or [], call, where) for obj, names in held])
 
-    def _held_fields(self, obj: Inst, names: list[str], where: Location) -> Inst:
-        """``obj`` as built with each field it holds (an object built elsewhere, not here:
-        each field as any instance holds it, read like ``obj.f``)."""
+    def _held_fields(self, obj: Inst, names: list[str], where: Location,
+                     shown: ast.expr | None = None) -> Inst:
+        """``obj`` as built with each field it holds now: read as ``obj.f`` is where the
+        object is named (a store since it was built, ``c.on_e = False``, is seen); else as it
+        was built, or (built elsewhere) as any instance holds it."""
+        if shown is not None and dotted_name(shown) is not None:
+            reads = []
+            for f in names:
+                read = ast.Attribute(value=shown, attr=f, ctx=ast.Load())
+                reads.append((f, self.expr(ast.copy_location(read, shown))))
+            return Inst(obj.cls, obj.exact, (where, tuple(sorted(reads, key=lambda kv: kv[0]))))
         if obj.ctor is not None:
             return obj
         return Inst(obj.cls, obj.exact, (where, tuple(
@@ -937,19 +950,22 @@ class Frame(RecordCalls):
         holding another such object is not read (``asdict`` copies it into a dict too)."""
         if name == "_asdict" and isinstance(node.func, ast.Attribute) and not node.args and \
                 _reevaluable(node.func.value):
-            receiver, as_dict = self.expr(node.func.value), True
+            shown, as_dict = node.func.value, True
         elif qual in ("dataclasses.asdict", "dataclasses.astuple") and len(node.args) == 1 \
                 and not node.keywords:
-            receiver, as_dict = self.expr(node.args[0]), qual.endswith("asdict")
+            shown, as_dict = node.args[0], qual.endswith("asdict")
         else:
             return NOT_SPECIAL
+        receiver = self.expr(shown)
         where = place(self.path, node)
         out: list[Value] = []
-        for obj in alternatives(receiver):
+        options = list(alternatives(receiver))
+        for obj in options:
             names = self._fields_of(obj) if isinstance(obj, Inst) else None
             if names is None:
                 return None
-            held = self._held_fields(cast(Inst, obj), names, where)
+            held = self._held_fields(cast(Inst, obj), names, where,
+                                     shown if len(options) == 1 else None)
             values = [None if isinstance(v, Inst) and self._fields_of(v) is not None else v
                       for v in (self.i.inst_attr(held, f, where) for f in names)]
             out.append(DictV(tuple((f, Arg(v, where)) for f, v in zip(names, values,
@@ -1138,7 +1154,9 @@ class Frame(RecordCalls):
         if isinstance(items, (Seq, Lse)) and (item := iterate(items)) is not None:
             # elements not known one by one (a list grown, a tensor's rows): the first alone,
             # or folded once or twice with any of them (a longer run is read as the same)
-            first = join([*initial, item]) if initial else item
+            # with an initial value, Python starts from it alone (no element is ever the
+            # result, nor folded with another element first)
+            first = initial[0] if initial else item
             once = self.call_with(fn, node.args[0], [first, item], node, where, "reduce")
             twice = self.call_with(fn, node.args[0], [once, item], node, where, "reduce")
             return join([first, once, twice])
@@ -1317,6 +1335,7 @@ class Frame(RecordCalls):
             return self.construct(callee, call, where)
         if isinstance(callee, Inst):
             return self.apply_inst(callee, call, node, where)
+        self._escapes(call)
         if isinstance(callee, Ext):
             return self._apply_ext(callee, call, where)
         if callee is None and isinstance(node.func, ast.Name) and node.func.id[:1].isupper() \
@@ -1326,6 +1345,17 @@ class Frame(RecordCalls):
             return self.apply_unknown_method(node.func, call, node, where)
         return None
 
+
+    def _escapes(self, call: CallArgs) -> None:
+        """A ``partial`` handed to code the lint does not follow may be called there without
+        the keyword it binds: that literal is one for a call (:meth:`_apply_partial`)."""
+        if self.i.by_case:
+            return
+        for arg in (*call.pos, *call.kw.values()):
+            for alt in alternatives(arg.value):
+                if isinstance(alt, Partial) and alt.where is not None:
+                    for kw, _ in alt.kw:
+                        self.i.partial_keywords.setdefault((alt.where, kw), set()).add(True)
 
     def _apply_partial(self, callee: Partial, call: CallArgs, node: ast.Call, where: Location,
                        name: str) -> Value:

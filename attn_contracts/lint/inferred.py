@@ -72,6 +72,8 @@ class Use:
     lse: Lse
     where: Location  # the consumer call
     dispatched: bool  # inside an ``if`` on the base: the branch is the dispatch
+    #: the argument is that LSE on every path the lint followed (not also something unread)
+    whole: bool = True
 
 
 @dataclass(frozen=True)

@@ -392,7 +392,7 @@ def _confirmed_defaults(uses: Iterable[Use]) -> frozenset[Location]:
         if g.omitted is None:
             continue
         sources = use.lse.sources
-        agrees = g.kind == "fixed" and g.base is not None and bool(sources) and all(
+        agrees = use.whole and g.kind == "fixed" and g.base is not None and bool(sources) and all(
             s.base == g.base and not s.unread and not s.dispatch and s.param is None
             for s in sources)
         verdict[g.omitted] = verdict.get(g.omitted, True) and agrees

@@ -205,7 +205,8 @@ class RecordCalls(Scope):
             lse = self.as_lse(arg.value)
             if lse is None:
                 continue
-            use = Use(c, given, lse, self.responsible(arg.value, where), self.on_base > 0)
+            use = Use(c, given, lse, self.responsible(arg.value, where), self.on_base > 0,
+                      whole=isinstance(arg.value, Lse))
             # what the function's LSEs are where they are used (after their conversions): the
             # kernels a backend class's declaration is judged by
             for src in lse.sources:

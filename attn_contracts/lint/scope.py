@@ -615,6 +615,8 @@ class Scope:
         #: last value when it runs), and that last value where it is known
         self.comprehended: frozenset[str] = frozenset()
         self.late_final: dict[str, Value] = {}
+        #: the comprehensions being run, innermost last (:meth:`_runs_when`)
+        self.comprehending: list[ast.AST] = []
         #: what the ``:=`` of the comprehensions being run bind (PEP 572: in the enclosing
         #: function's scope, so the last run's value outlives the comprehension); None outside
         self.walrus: dict[str, Value] | None = None
@@ -1100,16 +1102,45 @@ class Scope:
         # was bound last, which is not followed; a comprehension's variable holds its last
         # element's value once the comprehension is done, where that is known
         rebound = _rebound_after(self.node, node) if self.func is not None else frozenset()
+        when = self._runs_when(node)
         out: list[tuple[str, Value]] = []
         for n in sorted(free):
             value = self.env.get(n)
             if n in self.comprehended:  # the comprehension's own variable, whatever else
-                value = self.late_final.get(n)  # the function binds under that name
+                # the function binds under that name: now, its last value; not read where it
+                # may be either
+                final = self.late_final.get(n)
+                value = value if when == "now" else final if when == "after" else \
+                    (value if final == value else None)
             elif n in rebound:
                 continue
             if value is not None:
                 out.append((n, value))
         return tuple(out) + self._made_defaults(node)
+
+    def _runs_when(self, fn: ast.AST) -> str:
+        """When a function made in the comprehension being run is called: ``"now"`` (called
+        where it is made, ``(lambda: x)()``), ``"after"`` (an element of a list, set or dict
+        the comprehension builds: read once it is done), else ``"either"`` (handed to a call,
+        or yielded by a generator its consumer may call at once or later: not read where the
+        two differ)."""
+        if not self.comprehending:
+            return "now"
+        comp = self.comprehending[-1]
+        if any(isinstance(c, ast.Call) and c.func is fn for c in ast.walk(comp)):
+            return "now"
+        if isinstance(comp, ast.GeneratorExp):
+            return "either"
+        roots: list[ast.AST] = [comp.key, comp.value] if isinstance(comp, ast.DictComp) else \
+            [comp.elt] if isinstance(comp, (ast.ListComp, ast.SetComp)) else []
+        while roots:  # through containers and choices only, never into a call
+            sub = roots.pop()
+            if sub is fn:
+                return "after"
+            if not isinstance(sub, (ast.Call, ast.Lambda, ast.ListComp, ast.SetComp,
+                                    ast.DictComp, ast.GeneratorExp)):
+                roots.extend(ast.iter_child_nodes(sub))
+        return "either"
 
     def _made_defaults(self, node: ast.AST) -> tuple[tuple[str, Value], ...]:
         """A nested function's or lambda's defaults that are no literal (``lambda x,
@@ -1532,7 +1563,7 @@ class Scope:
         elif read is not None and not self.flags_assumed and unsettled(value) and \
                 type(node) in _BY_CASE and self._pure(node):
             # one flag (or object) at a time, nothing read under it split again: bounded
-            value = self._by_case(node, read) if isinstance(read, Flag) else \
+            value = (self._by_case(node, read) or value) if isinstance(read, Flag) else \
                 self._by_class(node, read, value)
         if outer is None:
             self.flag_read = flag_in(value) or family_in(value)
@@ -1967,8 +1998,12 @@ class Scope:
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp
                        | ast.DictComp) -> Value:
-        unrolled = self.dict_comprehension(node) if isinstance(node, ast.DictComp) else \
-            self.seq_comprehension(node)
+        self.comprehending.append(node)
+        try:
+            unrolled = self.dict_comprehension(node) if isinstance(node, ast.DictComp) else \
+                self.seq_comprehension(node)
+        finally:
+            self.comprehending.pop()
         if unrolled is not NOT_SPECIAL:
             return cast(Value, unrolled)
         saved = dict(self.env)
@@ -2084,6 +2119,9 @@ class Scope:
             in_order = in_order and known_order
             scope = dict(self.env)
             bound = frozenset(n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name))
+            if len(gens) == 1:
+                self.late_final = {**self.late_final, **self._last_bound(
+                    gen.target, elements if known_order else [], bound)}
             for item, whole in elements:
                 self.env = dict(scope)
                 self.assign(gen.target, item)
@@ -2103,7 +2141,6 @@ class Scope:
             return True
 
         comprehended, late_final = self.comprehended, self.late_final
-        self.late_final = {**late_final, **self._last_bound(gens)}
         try:
             done = run(0, True)
         finally:
@@ -2113,20 +2150,18 @@ class Scope:
             return False
         return None if ordered and not in_order else True
 
-    def _last_bound(self, gens: list[ast.comprehension]) -> dict[str, Value]:
-        """What a comprehension's variables hold once it is done: each ``for``'s last
-        element (bound whatever its ``if`` decides), where the order is known and every path
-        has it; nothing where one is not known."""
+    def _last_bound(self, target: ast.expr, elements: list[tuple[Value, bool]],
+                    bound: frozenset[str]) -> dict[str, Value]:
+        """What a comprehension's variables hold once it is done (its one ``for``): the last
+        element's (bound whatever the ``if`` decides), where the order is known and every
+        path has it; nothing where it is not known."""
+        if not elements or not elements[-1][1]:
+            return {}
         saved = self.env
         self.env = dict(saved)
         try:
-            for gen in gens:
-                found = self._elements(gen.iter)
-                if found is None or not found[1] or not found[0] or not found[0][-1][1]:
-                    return {}
-                self.assign(gen.target, found[0][-1][0])
-            return {n.id: self.env.get(n.id) for gen in gens for n in ast.walk(gen.target)
-                    if isinstance(n, ast.Name)}
+            self.assign(target, elements[-1][0])
+            return {n: self.env.get(n) for n in bound}
         finally:
             self.env = saved
 
