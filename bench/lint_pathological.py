@@ -6,7 +6,9 @@ small package (20-80 lines at the sizes that used to take minutes) of one shape,
 - ``branches``: n ``if``/``else`` blocks, each rebinding a tuple that holds the LSE;
 - ``conversions``: n ``if``/``else`` blocks, one side converting an element of such a tuple
   (2**n paths, each with its own conversions: the LSE used to be dropped past 8);
-- ``tuples``: ``x = (x, x)`` n times, the LSE inside.
+- ``tuples``: ``x = (x, x)`` n times, the LSE inside;
+- ``flag_terms``: a combine told ``int(flag) + ... > -1`` of n terms of a backend's flag, each
+  read with the flag True and False (the sum is always positive: told base e).
 
 Every input ends in a combine told base e of a base-2 LSE, so each run must still report that
 AC023 error: a bound may widen a value to "unknown", never drop the LSE it may hold. The table
@@ -37,7 +39,8 @@ from attn_contracts.findings import Code
 from attn_contracts.lint import LintConfig
 from attn_contracts.lint import lint_model
 
-__all__ = ["SHAPES", "branches", "clique", "conversions", "lint_one", "loops", "tuples"]
+__all__ = ["SHAPES", "branches", "clique", "conversions", "flag_terms", "lint_one", "loops",
+           "tuples"]
 
 # A producer of a base-2 LSE (second of its results) and a combine told the base by a keyword,
 # written for this benchmark (records of no real library).
@@ -127,6 +130,21 @@ def tuples(n: int) -> str:
     return HEAD + "".join(body)
 
 
+def flag_terms(n: int) -> str:
+    """A combine told ``(int(impl.flag) + ... ) > -1`` of n terms of an annotated backend's
+    flag: each term, and each sum, read case by case (True on both sides: base e)."""
+    classes = textwrap.dedent("""\
+        class Base:
+            lse_base_on_e = True
+        class Two(Base):
+            lse_base_on_e = False
+        """)
+    terms = " + ".join(["int(impl.lse_base_on_e)"] * n)
+    body = ["def run(q, impl: Base):\n", "    o, lse = decode(q)\n",
+            f"    return combine(o, lse, is_lse_base_on_e=({terms}) > -1)\n"]
+    return HEAD + classes + "".join(body)
+
+
 #: shape -> (generator, sizes, the unit its work is linear in: a clique of n has n² calls)
 SHAPES: dict[str, tuple[Callable[[int], str], tuple[int, ...], Callable[[int], int]]] = {
     "clique": (clique, (2, 4, 6, 8, 10, 12), lambda n: n * n),
@@ -134,6 +152,7 @@ SHAPES: dict[str, tuple[Callable[[int], str], tuple[int, ...], Callable[[int], i
     "branches": (branches, (1, 5, 10, 20, 26, 30, 40), lambda n: n),
     "conversions": (conversions, (1, 5, 10, 20, 26, 30, 40), lambda n: n),
     "tuples": (tuples, (1, 4, 8, 12, 16, 20, 24), lambda n: n),
+    "flag_terms": (flag_terms, (1, 10, 50, 100, 200, 300), lambda n: n),
 }
 
 

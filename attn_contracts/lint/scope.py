@@ -611,6 +611,8 @@ class Scope:
         self.flags_assumed: dict[FlagKey, bool] = {}
         #: the object of a family being read as one of exactly one class of it
         self.class_assumed: tuple[Inst, Inst] | None = None
+        #: values read under an assumption in the statement being run, by node and assumption
+        self.case_memo: dict[tuple[object, ...], Value] = {}
         #: the variables of the comprehensions being run (a lambda made there reads their
         #: last value when it runs), and that last value where it is known
         self.comprehended: frozenset[str] = frozenset()
@@ -711,6 +713,7 @@ class Scope:
     def stmt(self, st: ast.stmt) -> None:
         if not self.counted(st):
             return
+        self.case_memo.clear()  # what an expression read under an assumption held till now
         handler = _STMT.get(type(st))
         if handler is not None:
             handler(self, st)
@@ -1551,6 +1554,13 @@ class Scope:
                 if isinstance(child, ast.expr):
                     self.expr(child)
             return None
+        memo_key: tuple[object, ...] | None = None
+        if self.flags_assumed or self.class_assumed is not None:
+            # read again under the same assumption within one statement (an outer split
+            # of an expression an inner one split already): the same value, read once
+            memo_key = (id(node), tuple(self.flags_assumed.items()), self.class_assumed)
+            if memo_key in self.case_memo:
+                return self.case_memo[memo_key]
         outer, self.flag_read = self.flag_read, None
         try:
             value = handler(self, node)
@@ -1560,6 +1570,9 @@ class Scope:
             value = assumed(value, self.flags_assumed)
         if self.class_assumed is not None:
             value = self.i.known_flags(as_class(value, *self.class_assumed))
+        if memo_key is not None:
+            self.case_memo[memo_key] = value
+            return value
         elif read is not None and not self.flags_assumed and unsettled(value) and \
                 type(node) in _BY_CASE and self._pure(node):
             # one flag (or object) at a time, nothing read under it split again: bounded
