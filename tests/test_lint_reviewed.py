@@ -123,6 +123,56 @@ CASES = {
                 out, lse = somelib.attn(q)
             return reduce_default_e(out, lse)
         """),
+    "a comprehension reads a flag expression again with its variable rebound (no memo)": (
+        "no_error", """
+        from mylib import combine, decode, decode_e
+        class AttentionImpl:
+            can_return_lse_for_decode = False
+            lse_base_on_e = True
+            def forward(self, q):
+                raise NotImplementedError
+        class EImpl(AttentionImpl):
+            can_return_lse_for_decode = True
+            def forward(self, q):
+                return decode_e(q)
+        class TwoImpl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        class Layer:
+            def __init__(self, impl: AttentionImpl):
+                self.impl = impl
+            def forward(self, q):
+                out, lse = self.impl.forward(q)
+                bs = [bool(self.impl.lse_base_on_e) == flip for flip in (False, True)]
+                return combine(out, lse, is_lse_base_on_e=bs[1])
+        """),
+    "each element of a comprehension of a flag expression is read with its own variable": (
+        "error AC023", """
+        from mylib import combine, decode, decode_e
+        class AttentionImpl:
+            can_return_lse_for_decode = False
+            lse_base_on_e = True
+            def forward(self, q):
+                raise NotImplementedError
+        class EImpl(AttentionImpl):
+            can_return_lse_for_decode = True
+            def forward(self, q):
+                return decode_e(q)
+        class TwoImpl(AttentionImpl):
+            can_return_lse_for_decode = True
+            lse_base_on_e = False
+            def forward(self, q):
+                return decode(q, return_lse=True)
+        class Layer:
+            def __init__(self, impl: AttentionImpl):
+                self.impl = impl
+            def forward(self, q):
+                out, lse = self.impl.forward(q)
+                return [combine(out, lse, is_lse_base_on_e=(
+                    bool(self.impl.lse_base_on_e) == flip)) for flip in (True, False)]
+        """),
 }
 
 

@@ -1555,7 +1555,8 @@ class Scope:
                     self.expr(child)
             return None
         memo_key: tuple[object, ...] | None = None
-        if self.flags_assumed or self.class_assumed is not None:
+        if (self.flags_assumed or self.class_assumed is not None) and not self.comprehending:
+            # (not in a comprehension, which runs one node again with its variable rebound)
             # read again under the same assumption within one statement (an outer split
             # of an expression an inner one split already): the same value, read once
             memo_key = (id(node), tuple(self.flags_assumed.items()), self.class_assumed)
