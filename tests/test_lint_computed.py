@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.semantic_pairs import FAMILY
 from fixtures.semantic_pairs import HELD
 from fixtures.semantic_pairs import IMPL_BASE
 from fixtures.semantic_pairs import LN2
@@ -752,26 +753,11 @@ PAIRS.told([("a generator's yields, each run once, are in the order written", ""
 
 # an expression of a backend's flag the flow does not fold (an IntEnum built of it, a default
 # that swallows its falsy member) is read where the flag reads True and where it reads False
-_LSE_BASE = """
+_LSE_BASE = FAMILY + """
     from enum import IntEnum
-    from mylib import combine, decode, decode_e
     class LseBase(IntEnum):
         TWO = 0
         E = 1
-    class AttentionImpl:
-        can_return_lse_for_decode = False
-        lse_base_on_e = True
-        def forward(self, q):
-            raise NotImplementedError
-    class EImpl(AttentionImpl):
-        can_return_lse_for_decode = True
-        def forward(self, q):
-            return decode_e(q)
-    class TwoImpl(AttentionImpl):
-        can_return_lse_for_decode = True
-        lse_base_on_e = False
-        def forward(self, q):
-            return decode(q, return_lse=True)
     class Manager:
         def __init__(self, lse_base=None):
             lse_base = lse_base or LseBase.E
@@ -852,22 +838,7 @@ PAIRS.case("an LSE cut into pieces and concatenated keeps its base", {"layer.py"
 # an expression of an object that may be of any class of a small family (an annotated
 # backend), not folded: read once per class; ``not isinstance(impl, TwoImpl)`` is each class's
 # declared flag, so it is judged as the flag is
-_BY_CLASS = """
-    from mylib import combine, decode, decode_e
-    class AttentionImpl:
-        can_return_lse_for_decode = False
-        lse_base_on_e = True
-        def forward(self, q):
-            raise NotImplementedError
-    class EImpl(AttentionImpl):
-        can_return_lse_for_decode = True
-        def forward(self, q):
-            return decode_e(q)
-    class TwoImpl(AttentionImpl):
-        can_return_lse_for_decode = True
-        lse_base_on_e = False
-        def forward(self, q):
-            return decode(q, return_lse=True)
+_BY_CLASS = FAMILY + """
     class Layer:
         def __init__(self, impl: AttentionImpl):
             self.impl = impl
@@ -955,7 +926,8 @@ def test_a_partials_keyword_every_call_replaces_is_no_literal_site(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A base a ``partial`` binds that every call of it gives itself never reaches the
     combine (the call's keyword replaces the partial's): no ``AC003`` for the bound literal,
-    whose LSE is never there to confirm it. A partial called without the keyword keeps it."""
+    whose LSE is never there to confirm it. A partial called without the keyword, or handed
+    to code the lint does not follow, keeps it."""
     wrapper = """
         from functools import partial
         from mylib import combine, decode, decode_e
@@ -972,3 +944,9 @@ def test_a_partials_keyword_every_call_replaces_is_no_literal_site(
         "return self._combine(out, lse, is_lse_base_on_e=natural)",
         "return self._combine(out, lse)")})
     assert any(f["code"] == "AC023" and f["line"] == 6 for f in kept), kept
+    # handed to code the lint does not follow, the partial may be called there without it
+    handed = lint_json(tmp_path, capsys, "handed", {"layer.py": wrapper.replace(
+        "from functools import partial", "from functools import partial\n        import somelib")
+        + "    def run_ext(self, q):\n                out, lse = decode_e(q)\n"
+        "                return somelib.apply(self._combine, out, lse)\n"})
+    assert any(f["code"] == "AC003" and f["severity"] == "warning" for f in handed), handed

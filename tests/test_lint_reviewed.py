@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.semantic_pairs import FAMILY
 from fixtures.semantic_pairs import lint_json
 
 CASES = {
@@ -72,47 +73,16 @@ CASES = {
             total = functools.reduce(lambda acc, part: torch.logaddexp(acc, part * LN2), lses.unbind(0), init)
             return merge(out, total)
         """),
-    'a partial handed to code the lint does not follow keeps its keyword there': ('warning AC003', """
-        from functools import partial
-        import somelib
-        from mylib import combine, decode, decode_e
-        class Wrapper:
-            def __init__(self):
-                self._combine = partial(combine, is_lse_base_on_e=False)
-            def run(self, q, natural):
-                out, lse = decode_e(q) if natural else decode(q, return_lse=True)
-                return self._combine(out, lse, is_lse_base_on_e=natural)
-            def run_ext(self, q):
-                out, lse = decode_e(q)
-                return somelib.apply(self._combine, out, lse)
-        """),
-    "an LSE picked by a backend's flag stays an LSE (its conversion read)": ('error AC023', """
-        import torch
-        from mylib import combine, decode, decode_e
-        LN2 = 0.6931471805599453
-        class AttentionImpl:
-            can_return_lse_for_decode = False
-            lse_base_on_e = True
-            def forward(self, q):
-                raise NotImplementedError
-        class EImpl(AttentionImpl):
-            can_return_lse_for_decode = True
-            def forward(self, q):
-                return decode_e(q)
-        class TwoImpl(AttentionImpl):
-            can_return_lse_for_decode = True
-            lse_base_on_e = False
-            def forward(self, q):
-                return decode(q, return_lse=True)
-        from mylib import merge
-        class Layer:
-            def __init__(self, impl: AttentionImpl):
-                self.impl = impl
-            def forward(self, q):
-                out, lse = self.impl.forward(q)
-                lse = lse * LN2 if self.impl.lse_base_on_e else lse
-                return merge(out, lse)
-        """),
+    "an LSE picked by a backend's flag stays an LSE (its conversion read)": ('error AC023', FAMILY + """
+    LN2 = 0.6931471805599453
+    class Layer:
+        def __init__(self, impl: AttentionImpl):
+            self.impl = impl
+        def forward(self, q):
+            out, lse = self.impl.forward(q)
+            lse = lse * LN2 if self.impl.lse_base_on_e else lse
+            return merge(out, lse)
+    """),
     'a default confirmed on one path only, the other unread, stays a warning': ('warning AC022', """
         import somelib
         from mylib import decode_e, reduce_default_e
@@ -124,54 +94,24 @@ CASES = {
             return reduce_default_e(out, lse)
         """),
     "a comprehension reads a flag expression again with its variable rebound (no memo)": (
-        "no_error", """
-        from mylib import combine, decode, decode_e
-        class AttentionImpl:
-            can_return_lse_for_decode = False
-            lse_base_on_e = True
-            def forward(self, q):
-                raise NotImplementedError
-        class EImpl(AttentionImpl):
-            can_return_lse_for_decode = True
-            def forward(self, q):
-                return decode_e(q)
-        class TwoImpl(AttentionImpl):
-            can_return_lse_for_decode = True
-            lse_base_on_e = False
-            def forward(self, q):
-                return decode(q, return_lse=True)
-        class Layer:
-            def __init__(self, impl: AttentionImpl):
-                self.impl = impl
-            def forward(self, q):
-                out, lse = self.impl.forward(q)
-                bs = [bool(self.impl.lse_base_on_e) == flip for flip in (False, True)]
-                return combine(out, lse, is_lse_base_on_e=bs[1])
+        "no_error", FAMILY + """
+    class Layer:
+        def __init__(self, impl: AttentionImpl):
+            self.impl = impl
+        def forward(self, q):
+            out, lse = self.impl.forward(q)
+            bs = [bool(self.impl.lse_base_on_e) == flip for flip in (False, True)]
+            return combine(out, lse, is_lse_base_on_e=bs[1])
         """),
     "each element of a comprehension of a flag expression is read with its own variable": (
-        "error AC023", """
-        from mylib import combine, decode, decode_e
-        class AttentionImpl:
-            can_return_lse_for_decode = False
-            lse_base_on_e = True
-            def forward(self, q):
-                raise NotImplementedError
-        class EImpl(AttentionImpl):
-            can_return_lse_for_decode = True
-            def forward(self, q):
-                return decode_e(q)
-        class TwoImpl(AttentionImpl):
-            can_return_lse_for_decode = True
-            lse_base_on_e = False
-            def forward(self, q):
-                return decode(q, return_lse=True)
-        class Layer:
-            def __init__(self, impl: AttentionImpl):
-                self.impl = impl
-            def forward(self, q):
-                out, lse = self.impl.forward(q)
-                return [combine(out, lse, is_lse_base_on_e=(
-                    bool(self.impl.lse_base_on_e) == flip)) for flip in (True, False)]
+        "error AC023", FAMILY + """
+    class Layer:
+        def __init__(self, impl: AttentionImpl):
+            self.impl = impl
+        def forward(self, q):
+            out, lse = self.impl.forward(q)
+            return [combine(out, lse, is_lse_base_on_e=(
+                bool(self.impl.lse_base_on_e) == flip)) for flip in (True, False)]
         """),
 }
 
