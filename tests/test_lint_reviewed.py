@@ -11,6 +11,17 @@ import pytest
 from fixtures.semantic_pairs import FAMILY
 from fixtures.semantic_pairs import lint_json
 
+#: a layer over an object of the backend family (``FAMILY``); a case's lines follow in its
+#: ``forward``, after ``out, lse = self.impl.forward(q)``
+_LAYER = FAMILY + """
+    LN2 = 0.6931471805599453
+    class Layer:
+        def __init__(self, impl: AttentionImpl):
+            self.impl = impl
+        def forward(self, q):
+            out, lse = self.impl.forward(q)
+    """
+
 CASES = {
     "a lambda called where a comprehension makes it reads the variable's value then": ('no_error', """
         from mylib import combine, decode
@@ -73,13 +84,7 @@ CASES = {
             total = functools.reduce(lambda acc, part: torch.logaddexp(acc, part * LN2), lses.unbind(0), init)
             return merge(out, total)
         """),
-    "an LSE picked by a backend's flag stays an LSE (its conversion read)": ('error AC023', FAMILY + """
-    LN2 = 0.6931471805599453
-    class Layer:
-        def __init__(self, impl: AttentionImpl):
-            self.impl = impl
-        def forward(self, q):
-            out, lse = self.impl.forward(q)
+    "an LSE picked by a backend's flag stays an LSE (its conversion read)": ('error AC023', _LAYER + """
             lse = lse * LN2 if self.impl.lse_base_on_e else lse
             return merge(out, lse)
     """),
@@ -94,22 +99,12 @@ CASES = {
             return reduce_default_e(out, lse)
         """),
     "a comprehension reads a flag expression again with its variable rebound (no memo)": (
-        "no_error", FAMILY + """
-    class Layer:
-        def __init__(self, impl: AttentionImpl):
-            self.impl = impl
-        def forward(self, q):
-            out, lse = self.impl.forward(q)
+        "no_error", _LAYER + """
             bs = [bool(self.impl.lse_base_on_e) == flip for flip in (False, True)]
             return combine(out, lse, is_lse_base_on_e=bs[1])
         """),
     "each element of a comprehension of a flag expression is read with its own variable": (
-        "error AC023", FAMILY + """
-    class Layer:
-        def __init__(self, impl: AttentionImpl):
-            self.impl = impl
-        def forward(self, q):
-            out, lse = self.impl.forward(q)
+        "error AC023", _LAYER + """
             return [combine(out, lse, is_lse_base_on_e=(
                 bool(self.impl.lse_base_on_e) == flip)) for flip in (True, False)]
         """),

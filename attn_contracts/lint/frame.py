@@ -1152,10 +1152,9 @@ class Frame(RecordCalls):
         fn, items = self.expr(node.args[0]), self.expr(node.args[1])
         initial = [self.expr(node.args[2])] if len(node.args) == 3 else []
         if isinstance(items, (Seq, Lse)) and (item := iterate(items)) is not None:
-            # elements not known one by one (a list grown, a tensor's rows): the first alone,
-            # or folded once or twice with any of them (a longer run is read as the same)
-            # with an initial value, Python starts from it alone (no element is ever the
-            # result, nor folded with another element first)
+            # elements not known one by one (a list grown, a tensor's rows): the first alone
+            # (the initial value, where given: Python starts from it), or folded once or
+            # twice with any of them (a longer run is read as the same)
             first = initial[0] if initial else item
             once = self.call_with(fn, node.args[0], [first, item], node, where, "reduce")
             twice = self.call_with(fn, node.args[0], [once, item], node, where, "reduce")
@@ -1345,26 +1344,29 @@ class Frame(RecordCalls):
             return self.apply_unknown_method(node.func, call, node, where)
         return None
 
-
     def _escapes(self, call: CallArgs) -> None:
         """A ``partial`` handed to code the lint does not follow may be called there without
-        the keyword it binds: that literal is one for a call (:meth:`_apply_partial`)."""
-        if self.i.by_case:
-            return
+        the keywords it binds: each is kept, as by a call that does not give it."""
         for arg in (*call.pos, *call.kw.values()):
             for alt in alternatives(arg.value):
-                if isinstance(alt, Partial) and alt.where is not None:
-                    for kw, _ in alt.kw:
-                        self.i.partial_keywords.setdefault((alt.where, kw), set()).add(True)
+                if isinstance(alt, Partial):
+                    self._note_kept(alt, None)
+
+    def _note_kept(self, partial: Partial, call: CallArgs | None) -> None:
+        """Whether a call of ``partial`` (None: one the lint does not see) keeps each keyword
+        the partial binds, or gives its own, which replaces it (:meth:`~.analysis.Analysis.
+        live_literal_sites`)."""
+        if self.i.by_case or partial.where is None:
+            return
+        for kw, _ in partial.kw:
+            self.i.partial_keywords.setdefault((partial.where, kw), set()).add(
+                call is None or call.opaque or kw not in call.kw)
 
     def _apply_partial(self, callee: Partial, call: CallArgs, node: ast.Call, where: Location,
                        name: str) -> Value:
         # a keyword the call gives replaces the partial's; what the partial bound with a
         # ``**`` it could not read stays unread
-        if not self.i.by_case and callee.where is not None:
-            for kw, _ in callee.kw:  # whether this call keeps what the partial bound
-                self.i.partial_keywords.setdefault((callee.where, kw), set()).add(
-                    call.opaque or kw not in call.kw)
+        self._note_kept(callee, call)
         merged = CallArgs([*callee.pos, *call.pos], {**dict(callee.kw), **call.kw},
                        call.opaque or callee.opaque,
                        frozenset(callee.maybe - call.kw.keys()) | call.maybe, where)
@@ -1377,6 +1379,7 @@ class Frame(RecordCalls):
             # ``reduce(torch.logaddexp2, parts)``: the reduction, called through a value
             return self.reduced(fn, callee.qualname, [a.value for a in call.pos], where)
         return _library_call(callee, call, where)
+
     def record_of(self, callee: Value, name: str, node: ast.Call) -> Rec | None:
         """The records of a callee: its own, by its name or the name the call is written with."""
         if isinstance(callee, Rec):

@@ -32,6 +32,7 @@ from attn_contracts.lint.calls import as_protocol_method
 from attn_contracts.lint.calls import first_iterable_named
 from attn_contracts.lint.calls import literal_value
 from attn_contracts.lint.calls import nonlocal_names
+from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.calls import place
 from attn_contracts.lint.calls import source_text
 from attn_contracts.lint.classes import ClassInfo
@@ -1148,20 +1149,16 @@ class Scope:
     def _made_defaults(self, node: ast.AST) -> tuple[tuple[str, Value], ...]:
         """A nested function's or lambda's defaults that are no literal (``lambda x,
         on_e=on_e: ...`` in a comprehension): their values where it is made."""
-        args = getattr(node, "args", None)
-        if not isinstance(args, ast.arguments) or (self.func is None and not self.comprehended):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or \
+                (self.func is None and not self.comprehended):
             return ()
-        names = [*args.posonlyargs, *args.args]
-        pairs = list(zip(names[len(names) - len(args.defaults):], args.defaults, strict=True))
-        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
-                  if d is not None]
         out: list[tuple[str, Value]] = []
-        for arg, default in pairs:
+        for name, default in params_of(node).defaults.items():
             if isinstance(default, ast.Constant):
                 continue
             value = self.expr(default)
             if value is not None:
-                out.append((DEFAULT + arg.arg, value))
+                out.append((DEFAULT + name, value))
         return tuple(out)
 
     @_on(_STMT, ast.ClassDef)
@@ -1574,7 +1571,7 @@ class Scope:
         if memo_key is not None:
             self.case_memo[memo_key] = value
             return value
-        elif read is not None and not self.flags_assumed and unsettled(value) and \
+        if read is not None and not self.flags_assumed and unsettled(value) and \
                 type(node) in _BY_CASE and self._pure(node):
             # one flag (or object) at a time, nothing read under it split again: bounded
             value = (self._by_case(node, read) or value) if isinstance(read, Flag) else \
