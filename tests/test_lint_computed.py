@@ -851,6 +851,115 @@ PAIRS.case("isinstance of an object of any class of a family, read per class",
            {"layer.py": _BY_CLASS},
            {"layer.py": ("= isinstance(self.impl", "= not isinstance(self.impl")}, quiet=True)
 
+# a dataclass whose ``__post_init__`` derives the base, and a subclass's that chains to it
+# (``super().__post_init__()``) or replaces it (the field keeps its default)
+PAIRS.case("a subclass's __post_init__ chains to its base's, which derives the base", {
+    "layer.py": """
+    import dataclasses
+    from mylib import combine, decode
+    def on_e(kind):
+        return kind in ("fa", "mla")
+    @dataclasses.dataclass
+    class Spec:
+        kind: str
+        on_e: bool = True
+        def __post_init__(self):
+            self.on_e = on_e(self.kind)
+    @dataclasses.dataclass
+    class A2aSpec(Spec):
+        transport: str = "a2a"
+        def __post_init__(self):
+            if self.transport not in ("a2a", "fi_a2a"):
+                raise ValueError(self.transport)
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=A2aSpec("fi").on_e)
+    """}, {"layer.py": ("def __post_init__(self):\n            if",
+                        "def __post_init__(self):\n            super().__post_init__()\n"
+                        "            if")}, quiet=True)
+
+# an object built in the program only by calls that pass its constructor a literal: what its
+# methods read of it (``self._on_e``, a condition on it) is that literal, correlated with the
+# combine the same argument chose
+_BUILT = f"""
+    from functools import partial
+    from mylib import combine, decode, merge
+    class Wrapper:
+        def __init__(self, a2a: bool = False, is_lse_base_on_e: bool = True):
+            self._on_e = is_lse_base_on_e
+        def run(self, q):
+            out, lse = decode(q, return_lse=True)
+            if not self._on_e:
+                lse = lse * {LN2}
+            return merge(out, lse)
+    class Builder:
+        def __init__(self):
+            self.wrapper: Wrapper | None = None
+            self.wrapper = Wrapper(a2a=True)
+    """
+PAIRS.case("a constructor's argument at every construction site, read on any instance",
+           {"layer.py": _BUILT},
+           {"layer.py": ("Wrapper(a2a=True)", "Wrapper(a2a=True, is_lse_base_on_e=False)")},
+           quiet=True)
+PAIRS.case("a constructor's defaulted base every construction site states", {"layer.py": """
+    from mylib import combine, decode
+    class Reducer:
+        def __init__(self, group, is_lse_base_on_e: bool = True):
+            self.group = group
+            self.on_e = is_lse_base_on_e
+        def __call__(self, out, lse):
+            return combine(out, lse, is_lse_base_on_e=self.on_e)
+    class TwoImpl:
+        lse_base_on_e = False
+        def forward(self, q):
+            return decode(q, return_lse=True)
+    def step(q, group):
+        impl = TwoImpl()
+        out, lse = impl.forward(q)
+        reduce: Reducer = Reducer(group, not impl.lse_base_on_e)
+        if not isinstance(reduce, Reducer):
+            raise TypeError(reduce)
+        return reduce(out, lse)
+    """}, {"layer.py": ("Reducer(group, not impl", "Reducer(group, impl")}, quiet=True)
+
+# a helper that reads the base with ``getattr``'s default, called only by the program's own
+# calls: as a staticmethod on the backend (the default never taken), or as a method that binds
+# the layer as ``impl`` and the backend as the default (an object: true)
+PAIRS.case("getattr's default taken by a helper bound as a method", {"layer.py": """
+    from mylib import combine, decode
+    class TwoImpl:
+        lse_base_on_e = False
+        def forward(self, q):
+            return decode(q, return_lse=True)
+    class Layer:
+        def __init__(self):
+            self.impl = TwoImpl()
+        def _on_e(impl, default: bool = True) -> bool:
+            return bool(getattr(impl, "lse_base_on_e", default))
+        def forward(self, q):
+            out, lse = self.impl.forward(q)
+            return combine(out, lse, is_lse_base_on_e=self._on_e(self.impl))
+    """}, {"layer.py": ("        def _on_e(impl", "        @staticmethod\n        def _on_e(impl")},
+    quiet=True)
+
+# ``NotImplemented`` as a hook's "no answer": one object, true (``or`` never passes it by);
+# ``is NotImplemented`` tells it apart
+PAIRS.case("a hook's NotImplemented is true and is itself", {"layer.py": FAMILY + """
+    class Base(AttentionImpl):
+        def dcp_on_e(self):
+            return NotImplemented
+    class Two(Base):
+        can_return_lse_for_decode = True
+        lse_base_on_e = False
+        def forward(self, q):
+            return decode(q, return_lse=True)
+    def step(impl: Base, q):
+        out, lse = impl.forward(q)
+        return combine(out, lse, is_lse_base_on_e=bool(impl.dcp_on_e() or impl.lse_base_on_e))
+    """}, {"layer.py": ("bool(impl.dcp_on_e() or impl.lse_base_on_e)",
+                        "impl.lse_base_on_e if impl.dcp_on_e() is NotImplemented else "
+                        "bool(impl.dcp_on_e())")}, quiet=True)
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

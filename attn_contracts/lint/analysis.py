@@ -152,6 +152,10 @@ class Analysis(ABC):
         #: the objects whose ``__init__`` ran, and whether it ran reading calls for a base
         self._init_done: dict[Inst, bool] = {}
         self._class_attr_memo: dict[tuple[ClassKey, str], Value] = {}
+        #: (path, ``Cls.__init__``, parameter) → what every construction passes it, if known
+        self._constructed: dict[tuple[str, str, str], Value] = {}
+        #: (path, qualname) → whether the program runs it only by calls that name it
+        self._only_called: dict[tuple[str, str], bool] = {}
         self._fields_memo: dict[ClassKey, list[str] | None] = {}
         self._ops: dict[str, Func] = {}
         self._op_funcs: set[str] = set()

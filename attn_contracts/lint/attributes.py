@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import cast
 
 from attn_contracts.findings import Location
+from attn_contracts.lint.callers import every_call
 from attn_contracts.lint.calls import OPAQUE_ARGS
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import literal_value
@@ -233,6 +234,28 @@ class Resolver(ModuleResolver):
 
     def class_info(self, key: ClassKey) -> ClassInfo | None:
         return self.p.cls(key)
+
+    def only_called(self, path: str, qualname: str) -> bool:
+        """Whether the program's code runs the function ``qualname`` of ``path`` only by
+        calling it by name, in calls whose arguments it reads one by one: every reference
+        to its name is such a call, and there is one (a function nothing calls is there for
+        callers outside the program). Its reading for any caller then says nothing more."""
+        key = (path, qualname)
+        if key not in self._only_called:
+            last = qualname.rpartition(".")[2]
+            word = re.compile(rf"\b{re.escape(last)}\b")
+            calls = 0
+            for info in self.p.infos():
+                if not word.search(self.module_text(info.path)):
+                    continue
+                tree = self.p.tree(info.path)
+                given = every_call(tree, last) if tree is not None else None
+                if given is None:
+                    calls = -1
+                    break
+                calls += len(given)
+            self._only_called[key] = calls > 0
+        return self._only_called[key]
 
     def self_reads(self, func: Func) -> frozenset[str]:
         """The attributes a method reads on its first parameter (``self.base``)."""
@@ -1040,8 +1063,7 @@ class Resolver(ModuleResolver):
         fields = self.fields(cls)
         if fields is None or attr not in fields:
             return NOT_SPECIAL
-        post = self.p.lookup(cls, "__post_init__")
-        if post is not None and attr in self._stored_attrs(self.p.methods(post)["__post_init__"]):
+        if self._post_init_stores(cls, attr):
             return self._instance_value(inst, cls, attr) \
                 if self._plain_post_init(cls) is not None else None
         given = self._field_arg(inst, fields, attr)
@@ -1050,6 +1072,21 @@ class Resolver(ModuleResolver):
         # left out of the call: the field's default, which this object holds (a base
         # attribute's name on it says nothing about a backend's declaration)
         return self._field_default(cls, attr)
+
+    def _post_init_stores(self, cls: ClassInfo, attr: str) -> bool:
+        """Whether the ``__post_init__`` an instance of ``cls`` runs may store ``attr``: its
+        own body, or a base's it chains to (``super().__post_init__()``); one that names no
+        other ``__post_init__`` runs none of its bases'."""
+        for c in self.p.mro(cls):
+            fn = self.p.methods(c).get("__post_init__")
+            if fn is None:
+                continue
+            if attr in self._stored_attrs(fn):
+                return True
+            if not any(isinstance(sub, ast.Attribute) and sub.attr == "__post_init__"
+                       for sub in ast.walk(fn)):
+                return False
+        return False
 
     def _plain_post_init(self, cls: ClassInfo) -> Func | None:
         """The ``__post_init__`` a generated ``__init__`` of ``cls`` calls, where it takes

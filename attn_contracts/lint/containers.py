@@ -19,6 +19,7 @@ from typing import cast
 from attn_contracts.findings import Location
 from attn_contracts.lint.torch_model import lose_layout
 from attn_contracts.lint.torch_model import short_line
+from attn_contracts.lint.values import SINGLETONS
 from attn_contracts.lint.values import Arg
 from attn_contracts.lint.values import Bound
 from attn_contracts.lint.values import ClassRef
@@ -496,7 +497,7 @@ def truth(value: Value) -> bool | None:
 #: classes of the standard library whose objects define neither ``__bool__`` nor ``__len__``:
 #: every one is true (a match, a compiled pattern, the ``Field`` that ``dataclasses.field()``
 #: returns outside a dataclass)
-_ALWAYS_TRUE = ("re.Match", "re.Pattern", "dataclasses.Field")
+_ALWAYS_TRUE = ("re.Match", "re.Pattern", "dataclasses.Field", *SINGLETONS.values())
 
 
 def _truth_of(value: Value) -> bool | None:

@@ -105,6 +105,7 @@ from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import Lse
 from attn_contracts.lint.values import ModuleRef
 from attn_contracts.lint.values import Num
+from attn_contracts.lint.values import Param
 from attn_contracts.lint.values import Partial
 from attn_contracts.lint.values import Rec
 from attn_contracts.lint.values import Seq
@@ -1210,15 +1211,19 @@ class Frame(RecordCalls):
         where = place(self.path, node)
         for n in names:
             attr = str(cast(Lit, n).value)
-            if len(node.args) == 3 and len(names) == 1:  # is the default ever taken here?
+            # is the default ever taken here? (an object any caller may pass says nothing
+            # where every caller is one of the program's calls, each read with its own)
+            if len(node.args) == 3 and len(names) == 1 and not (
+                    isinstance(inner, Param) and self.i.only_called(inner.path, inner.func)):
                 _, dead = self.i.getattr_defaults.get(where, (attr, True))
                 self.i.getattr_defaults[where] = (attr, dead and self.i.has_surely(inner, attr))
             value = self.i.attribute(inner, attr, where)
             # (a base attribute reads as the object's flag, which it may not have at all)
-            if (value is None or isinstance(value, Flag)) and isinstance(default, Lit) and \
+            if (value is None or isinstance(value, Flag)) and default is not None and \
                     self.i.lacks(inner, attr):
                 value = replace(default, how=f" through getattr(..., {attr!r}, "
-                                f"{default.value!r}), whose attribute nothing sets")
+                                f"{default.value!r}), whose attribute nothing sets") \
+                    if isinstance(default, Lit) else default
             values.append(value)  # set somewhere: its value (the default is for never-set ones)
         return join(values)
 

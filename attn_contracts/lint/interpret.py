@@ -30,6 +30,7 @@ cannot read is trusted.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ from attn_contracts.lint.analysis import NEED_LEVELS
 from attn_contracts.lint.analysis import NO_TAINT
 from attn_contracts.lint.analysis import RUN_BUDGET
 from attn_contracts.lint.attributes import Resolver
+from attn_contracts.lint.callers import every_call
 from attn_contracts.lint.calls import DEFAULT
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import Changed
@@ -456,8 +458,48 @@ class Interpreter(Resolver):
             typed = None  # a tensor parameter may be an LSE: its caller's, unknown here
         default = params.defaults.get(name)
         lit = literal_value(func.path, default) if default is not None else None
+        if typed is None and func.qualname.endswith(".__init__"):
+            typed = self.constructed_with(func, params, name)
         return typed if typed is not None else Param(
             name, func.qualname, lit if isinstance(lit, Lit) else None, func.path)
+
+    def constructed_with(self, func: Func, params: Params, name: str) -> Value:
+        """What the program's constructions of a class pass ``__init__``'s parameter
+        ``name``: the literals its calls give, joined; None where that is not known (a
+        reference that is no call, an argument left out or that is no literal, a subclass, a
+        class its own methods build as ``cls(...)``, none built)."""
+        key = (func.path, func.qualname, name)
+        if key in self._constructed:
+            return self._constructed[key]
+        self._constructed[key] = None
+        cls_name = func.qualname.rpartition(".")[0]
+        cls = self.class_info((func.path, cls_name))
+        node = self.p.class_node(cls) if cls is not None else None
+        if cls is None or node is None or len(self.p.subclasses(cls)) > 1 or \
+                _builds_own(node) or name not in params.names[1:]:
+            return None
+        index = params.names.index(name) - 1 if name in params.names[:params.positional] \
+            else None
+        found: list[Value] = []
+        word = re.compile(rf"\b{re.escape(cls_name)}\b")
+        for info in self.p.infos():
+            if not word.search(self.module_text(info.path)):
+                continue
+            tree = self.p.tree(info.path)
+            given = every_call(tree, cls_name) if tree is not None else None
+            if given is None:
+                return None
+            for args, keywords in given:
+                arg = next((k.value for k in keywords if k.arg == name), None)
+                if arg is None and index is not None and len(args) > index:
+                    arg = args[index]
+                # (one that leaves it out takes the default: a parameter's, read as one)
+                value = literal_value(info.path, arg) if arg is not None else None
+                if not isinstance(value, Lit):
+                    return None
+                found.append(value)
+        self._constructed[key] = join(found) if found else None
+        return self._constructed[key]
 
     def _dispatched(self, sub: ClassInfo, method: str) -> Func | None:
         """What ``obj.<method>`` of an instance of exactly ``sub`` runs: the first class of
@@ -534,6 +576,18 @@ class Interpreter(Resolver):
 
     def new_frame(self, path: str) -> Frame:
         return Frame(self, path, None, None, None)
+
+
+def _builds_own(node: ast.ClassDef) -> bool:
+    """Whether a class's body builds an instance of its own class without naming it:
+    ``cls(...)``, ``type(self)(...)``, ``self.__class__(...)``."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call) and (
+                (isinstance(n.func, ast.Name) and n.func.id == "cls") or
+                isinstance(n.func, ast.Call) or
+                (isinstance(n.func, ast.Attribute) and n.func.attr == "__class__")):
+            return True
+    return False
 
 
 def _abstract(node: object) -> bool:

@@ -27,6 +27,7 @@ from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code
 from attn_contracts.findings import Finding
 from attn_contracts.findings import Location
+from attn_contracts.lint.callers import every_call
 from attn_contracts.lint.calls import Params
 from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.classes import ClassInfo
@@ -255,7 +256,9 @@ def _stated(interp: Interpreter, program: Program, uses: Iterable[Use],
         if use.given.kind != "param" or param is None or param.default is None:
             continue
         key = (param.path, param.func, param.name)
-        last = param.func.rpartition(".")[2]
+        owner, _, last = param.func.rpartition(".")
+        if last == "__init__" and owner and "." not in owner:
+            last = owner  # a constructor's callers name its class (``Wrapper(...)``)
         if key in asked or last.endswith("__"):
             continue
         asked.add(key)
@@ -278,43 +281,17 @@ def _states(tree: ast.Module | None, last: str, name: str, params: Params, *,
     """How many references to ``last`` ``tree`` has, where every one is a call, or a
     ``partial`` of it, that gives parameter ``name`` (by keyword, or by position where it
     takes one); None where one is not."""
-    if tree is None:
+    given = every_call(tree, last) if tree is not None else None
+    if given is None:
         return None
-    def refers(n: ast.AST) -> bool:
-        return (isinstance(n, ast.Name) and n.id == last) or (
-            isinstance(n, ast.Attribute) and n.attr == last)
-
-    refs = sum(1 for n in ast.walk(tree) if refers(n))
-    stated = 0
     skip = 1 if method and not params.static else 0
     index = params.names.index(name) - skip if name in params.names[:params.positional] \
         else None
     keyword = name not in params.names[:params.posonly]  # ``/``: by position only
-    for n in ast.walk(tree):
-        given = _call_args(n, refers) if isinstance(n, ast.Call) else None
-        if given is None:
-            continue
-        args, keywords = given
-        if any(isinstance(a, ast.Starred) for a in args) or \
-                any(k.arg is None for k in keywords):
-            return None
-        if (keyword and any(k.arg == name for k in keywords)) or (
-                index is not None and len(args) > index):
-            stated += 1
-    return refs if stated == refs else None
-
-
-def _call_args(n: ast.Call, refers: Callable[[ast.AST], bool],
-               ) -> tuple[list[ast.expr], list[ast.keyword]] | None:
-    """The arguments a call gives the function ``refers`` names: its own call's, or a
-    ``partial``'s past the function; None for another call."""
-    if refers(n.func):
-        return n.args, n.keywords
-    if n.args and refers(n.args[0]) and (
-            (isinstance(n.func, ast.Name) and n.func.id == "partial") or
-            (isinstance(n.func, ast.Attribute) and n.func.attr == "partial")):
-        return n.args[1:], n.keywords
-    return None
+    stated = sum(1 for args, keywords in given
+                 if (keyword and any(k.arg == name for k in keywords)) or (
+                     index is not None and len(args) > index))
+    return stated if stated == len(given) else None
 
 
 #: what :meth:`ProgramModel.answer_at` answers for a ``**mapping`` that does not give the key

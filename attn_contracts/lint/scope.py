@@ -98,6 +98,7 @@ from attn_contracts.lint.torch_model import lose_layout
 from attn_contracts.lint.torch_model import named_number
 from attn_contracts.lint.triton_model import is_kernel
 from attn_contracts.lint.values import NOT_SPECIAL
+from attn_contracts.lint.values import SINGLETONS
 from attn_contracts.lint.values import Arg
 from attn_contracts.lint.values import Bound
 from attn_contracts.lint.values import ClassKey
@@ -202,20 +203,26 @@ def _none_identity(left: Value, op: ast.cmpop, right: Value) -> bool | None:
     """``x is None`` / ``x is not None`` where every value ``x`` may hold answers it one way:
     ``None`` itself, or what is never ``None`` (an object built here, a tensor, a function, a
     container, a constant); None where one of them may be either (not known, a parameter, an
-    object an annotation types)."""
+    object an annotation types). Likewise ``x is NotImplemented``, the other builtin
+    singletons (:data:`SINGLETONS`)."""
     if not isinstance(op, (ast.Is, ast.IsNot)):
         return None
-    if isinstance(right, Lit) and right.value is None:
-        other = left
-    elif isinstance(left, Lit) and left.value is None:
-        other = right
+    def one(v: Value) -> bool:
+        return (isinstance(v, Lit) and v.value is None) or (
+            isinstance(v, ExtInst) and v.qualname in SINGLETONS.values())
+    if one(right):
+        other, it = left, right
+    elif one(left):
+        other, it = right, left
     else:
         return None
     options = list(alternatives(other))
-    if not options or any(o is None or isinstance(o, (Param, Flag, ExtInst)) or (
+    if not options or any(o is None or isinstance(o, Param | Flag) or (
+            isinstance(o, ExtInst) and not one(o)) or (
             isinstance(o, Inst) and not o.exact) for o in options):
         return None  # not known, or typed by an annotation (``X | None`` reads as an X)
-    nones = {isinstance(o, Lit) and o.value is None for o in options}
+    nones = {o == it if isinstance(it, ExtInst) else one(o) and isinstance(o, Lit)
+             for o in options}
     if len(nones) != 1:
         return None
     return nones.pop() == isinstance(op, ast.Is)
@@ -1682,6 +1689,8 @@ class Scope:
         line = getattr(node, "lineno", None)  # none on a node the analysis built
         value = self.i.global_value(self.path, name) if self.func is not None or \
             line is None else self.i.global_value_at(self.path, name, line)
+        if value is None and name in SINGLETONS and self.i.builtin_at(self.path, name):
+            return ExtInst(SINGLETONS[name])  # ``NotImplemented``: one object, always true
         return self._named(value, node, f"module constant {name}")
 
     @_on(_EXPR, ast.Attribute)

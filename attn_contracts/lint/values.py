@@ -191,6 +191,11 @@ class Inst:
     ctor: tuple[Location, tuple[tuple[str, Value], ...]] | None = None
 
 
+#: the builtin singletons besides None, read as the one object of their type (``x is
+#: NotImplemented``); both are true (``bool(NotImplemented)`` too, with a warning)
+SINGLETONS = {"NotImplemented": "builtins.NotImplementedType", "Ellipsis": "builtins.ellipsis"}
+
+
 @dataclass(frozen=True)
 class ExtInst:
     """An instance of a class outside the program (``flashinfer.BatchDecodeWithPagedKVCacheWrapper``)."""
