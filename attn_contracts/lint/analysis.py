@@ -154,8 +154,8 @@ class Analysis(ABC):
         self._class_attr_memo: dict[tuple[ClassKey, str], Value] = {}
         #: (path, ``Cls.__init__``, parameter) → what every construction passes it, if known
         self._constructed: dict[tuple[str, str, str], Value] = {}
-        #: (path, qualname) → whether the program runs it only by calls that name it
-        self._only_called: dict[tuple[str, str], bool] = {}
+        #: a name → every call of it in the program, where each reference to it is one
+        self._program_calls: dict[str, list[tuple[str, Any]] | None] = {}
         self._fields_memo: dict[ClassKey, list[str] | None] = {}
         self._ops: dict[str, Func] = {}
         self._op_funcs: set[str] = set()

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import cast
 
 from attn_contracts.findings import Location
+from attn_contracts.lint.callers import Given
 from attn_contracts.lint.callers import every_call
 from attn_contracts.lint.calls import OPAQUE_ARGS
 from attn_contracts.lint.calls import CallArgs
@@ -240,22 +241,27 @@ class Resolver(ModuleResolver):
         calling it by name, in calls whose arguments it reads one by one: every reference
         to its name is such a call, and there is one (a function nothing calls is there for
         callers outside the program). Its reading for any caller then says nothing more."""
-        key = (path, qualname)
-        if key not in self._only_called:
-            last = qualname.rpartition(".")[2]
+        return bool(self.program_calls(qualname.rpartition(".")[2]))
+
+    def program_calls(self, last: str) -> list[tuple[str, Given]] | None:
+        """Every call the program makes of the name ``last`` (a function's, a method's, a
+        class's), with the module making it, where every reference to the name is one
+        (:func:`~attn_contracts.lint.callers.every_call`); None where one is not."""
+        if last not in self._program_calls:
             word = re.compile(rf"\b{re.escape(last)}\b")
-            calls = 0
+            found: list[tuple[str, Given]] | None = []
             for info in self.p.infos():
-                if not word.search(self.module_text(info.path)):
+                text = self.module_text(info.path)
+                if last not in text or not word.search(text):
                     continue
                 tree = self.p.tree(info.path)
                 given = every_call(tree, last) if tree is not None else None
                 if given is None:
-                    calls = -1
+                    found = None
                     break
-                calls += len(given)
-            self._only_called[key] = calls > 0
-        return self._only_called[key]
+                found += [(info.path, g) for g in given]
+            self._program_calls[last] = found
+        return self._program_calls[last]
 
     def self_reads(self, func: Func) -> frozenset[str]:
         """The attributes a method reads on its first parameter (``self.base``)."""

@@ -30,7 +30,6 @@ cannot read is trusted.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Callable
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,7 +41,6 @@ from attn_contracts.lint.analysis import NEED_LEVELS
 from attn_contracts.lint.analysis import NO_TAINT
 from attn_contracts.lint.analysis import RUN_BUDGET
 from attn_contracts.lint.attributes import Resolver
-from attn_contracts.lint.callers import every_call
 from attn_contracts.lint.calls import DEFAULT
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import Changed
@@ -480,24 +478,19 @@ class Interpreter(Resolver):
             return None
         index = params.names.index(name) - 1 if name in params.names[:params.positional] \
             else None
+        calls = self.program_calls(cls_name)
+        if not calls:
+            return None
         found: list[Value] = []
-        word = re.compile(rf"\b{re.escape(cls_name)}\b")
-        for info in self.p.infos():
-            if not word.search(self.module_text(info.path)):
-                continue
-            tree = self.p.tree(info.path)
-            given = every_call(tree, cls_name) if tree is not None else None
-            if given is None:
+        for where, (args, keywords) in calls:
+            arg = next((k.value for k in keywords if k.arg == name), None)
+            if arg is None and index is not None and len(args) > index:
+                arg = args[index]
+            # (one that leaves it out takes the default: a parameter's, read as one)
+            value = literal_value(where, arg) if arg is not None else None
+            if not isinstance(value, Lit):
                 return None
-            for args, keywords in given:
-                arg = next((k.value for k in keywords if k.arg == name), None)
-                if arg is None and index is not None and len(args) > index:
-                    arg = args[index]
-                # (one that leaves it out takes the default: a parameter's, read as one)
-                value = literal_value(info.path, arg) if arg is not None else None
-                if not isinstance(value, Lit):
-                    return None
-                found.append(value)
+            found.append(value)
         self._constructed[key] = join(found) if found else None
         return self._constructed[key]
 
