@@ -901,6 +901,21 @@ PAIRS.case("a constructor's argument at every construction site, read on any ins
            {"layer.py": _BUILT},
            {"layer.py": ("Wrapper(a2a=True)", "Wrapper(a2a=True, is_lse_base_on_e=False)")},
            quiet=True)
+PAIRS.case("a constructor's default every construction takes decides its test", {"layer.py": """
+    from mylib import combine, decode
+    class Wrapper:
+        def __init__(self, heads: int, on_e: bool | None = True):
+            self.heads = heads
+            self.on_e = False
+            if on_e is not None:
+                self.on_e = on_e
+        def run(self, q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=self.on_e)
+    class Layer:
+        def __init__(self):
+            self.wrapper = Wrapper(8)
+    """}, {"layer.py": ("bool | None = True", "bool | None = None")}, quiet=True)
 PAIRS.case("a constructor's defaulted base every construction site states", {"layer.py": """
     from mylib import combine, decode
     class Reducer:

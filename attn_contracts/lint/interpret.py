@@ -463,9 +463,10 @@ class Interpreter(Resolver):
 
     def constructed_with(self, func: Func, params: Params, name: str) -> Value:
         """What the program's constructions of a class pass ``__init__``'s parameter
-        ``name``: the literals its calls give, joined; None where that is not known (a
-        reference that is no call, an argument left out or that is no literal, a subclass, a
-        class its own methods build as ``cls(...)``, none built)."""
+        ``name``: the literals its calls give (the default's where one leaves it out),
+        joined; None where that is not known (a reference that is no call, an argument that
+        is no literal, a subclass, a class its own methods build as ``cls(...)``, none
+        built)."""
         key = (func.path, func.qualname, name)
         if key in self._constructed:
             return self._constructed[key]
@@ -486,11 +487,14 @@ class Interpreter(Resolver):
             arg = next((k.value for k in keywords if k.arg == name), None)
             if arg is None and index is not None and len(args) > index:
                 arg = args[index]
-            # (one that leaves it out takes the default: a parameter's, read as one)
-            value = literal_value(where, arg) if arg is not None else None
+            # one that leaves it out takes the default, as a call of it would (not written
+            # there: no literal of the call's)
+            value = literal_value(where, arg) if arg is not None else \
+                literal_value(func.path, params.defaults[name]) \
+                if name in params.defaults else None
             if not isinstance(value, Lit):
                 return None
-            found.append(value)
+            found.append(value if arg is not None else replace(value, omitted=value.where))
         self._constructed[key] = join(found) if found else None
         return self._constructed[key]
 
