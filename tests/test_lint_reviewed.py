@@ -121,3 +121,152 @@ def test_reviewed_case(why: str, tmp_path: Path, capsys: pytest.CaptureFixture[s
     else:
         severity, code = want.split()
         assert any(f["code"] == code and f["severity"] == severity for f in found), found
+
+
+# --- constructions and callers read from the program's own calls (a later review) ----------
+#: a wrapper whose ``run`` converts a base-2 LSE unless built with is_lse_base_on_e=True (the
+#: default): built with False somewhere, and with the default by a way a reference scan
+#: must not miss
+_WRAPPER = """
+    from functools import partial
+    from mylib import decode, merge
+    class Wrapper:
+        def __init__(self, is_lse_base_on_e: bool = True):
+            self._on_e = is_lse_base_on_e
+        def run(self, q):
+            out, lse = decode(q, return_lse=True)
+            if not self._on_e:
+                lse = lse * 0.6931471805599453
+            return merge(out, lse)
+    built = Wrapper(False)
+    """
+
+BUILT = {
+    "type(w)() builds an object of w's class with the defaults": ("error AC023", {
+        "layer.py": _WRAPPER + """
+    def fresh(w):
+        return type(w)()
+    """}),
+    "a base's classmethod builds cls()": ("error AC023", {"layer.py": """
+    class Base:
+        @classmethod
+        def plain(klass):
+            return klass()
+    """ + _WRAPPER.replace("class Wrapper:", "class Wrapper(Base):") + """
+    other = built.plain()
+    """}),
+    "self.__init__ run again with another value": ("error AC023", {
+        "layer.py": _WRAPPER.replace("        def run(self", "        def reset(self, on_e):\n"
+                                     "            self.__init__(on_e)\n        def run(self")}),
+    "a class built from its name in a string": ("error AC023", {
+        "layer.py": _WRAPPER, "registry.py": """
+    import importlib
+    def load(qualname):
+        module, _, name = qualname.rpartition(".")
+        return getattr(importlib.import_module(module), name)()
+    plain = load("case.layer.Wrapper")
+    """}),
+    "a partial's keyword a call replaces": ("error AC023", {
+        "layer.py": _WRAPPER.replace("built = Wrapper(False)",
+                                     "make = partial(Wrapper, is_lse_base_on_e=False)\n"
+                                     "    built = make(is_lse_base_on_e=True)")}),
+    "a class a decorator registers, built through the registry": ("error AC023", {
+        "layer.py": """
+    OPS = {}
+    def register(cls):
+        OPS[cls.__name__] = cls
+        return cls
+    """ + _WRAPPER.replace("    class Wrapper:", "    @register\n    class Wrapper:") + """
+    def build(name):
+        return OPS[name]()
+    """}),
+    "a class of the same name in another module is another class": ("no_error", {
+        "layer.py": """
+    from mylib import combine, decode
+    class Wrapper:
+        def __init__(self, is_lse_base_on_e: bool = False):
+            self._on_e = is_lse_base_on_e
+        def run(self, q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=self._on_e)
+    """, "other.py": """
+    class Wrapper:
+        def __init__(self, is_lse_base_on_e: bool):
+            self._on_e = is_lse_base_on_e
+    built = Wrapper(is_lse_base_on_e=True)
+    """}),
+    "a positional-only parameter is not given by a keyword": ("no_error", {
+        "layer.py": _WRAPPER.replace("is_lse_base_on_e: bool = True)",
+                                     "is_lse_base_on_e: bool, /, **options)").replace(
+            "Wrapper(False)", "Wrapper(False, is_lse_base_on_e=True)")}),
+    "a constructor's default a type(self)(...) takes stays AC021": ("warning AC021", {
+        "layer.py": """
+    from mylib import combine, decode
+    class Reducer:
+        def __init__(self, group, is_lse_base_on_e: bool = True):
+            self.on_e = is_lse_base_on_e
+        def __call__(self, out, lse):
+            return combine(out, lse, is_lse_base_on_e=self.on_e)
+        def regroup(self, group):
+            return type(self)(group)
+    def step(q, group, impl):
+        out, lse = decode(q, return_lse=True)
+        return Reducer(group, impl.lse_base_on_e).regroup(group)(out, lse)
+    """}),
+    "getattr's default in a function a decorator registers stays a warning": ("warning AC009", {
+        "layer.py": """
+    from mylib import combine, decode
+    HOOKS = {}
+    def hook(fn):
+        HOOKS[fn.__name__] = fn
+        return fn
+    class TwoImpl:
+        lse_base_on_e = False
+    class Plain:
+        pass
+    @hook
+    def on_e(impl):
+        return getattr(impl, "lse_base_on_e", False)
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=on_e(TwoImpl()))
+    def step_hooked(q, name):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=HOOKS[name](Plain()))
+    """}),
+    "a grandparent's __post_init__ named directly runs it": ("no_error", {"layer.py": """
+    import dataclasses
+    from mylib import combine, decode
+    @dataclasses.dataclass
+    class Spec:
+        kind: str
+        on_e: bool = True
+        def __post_init__(self):
+            self.on_e = self.kind in ("fa", "mla")
+    @dataclasses.dataclass
+    class Mid(Spec):
+        def __post_init__(self):
+            pass
+    @dataclasses.dataclass
+    class Leaf(Mid):
+        def __post_init__(self):
+            Spec.__post_init__(self)
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=Leaf("fi").on_e)
+    """}),
+}
+
+
+@pytest.mark.parametrize("why", list(BUILT))
+def test_constructions_and_callers(why: str, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """What the program's calls say is read only where they are every way the code runs:
+    ``no_error`` or the finding that stands, as in :func:`test_reviewed_case`."""
+    want, files = BUILT[why]
+    found = lint_json(tmp_path, capsys, "case", files)
+    if want == "no_error":
+        assert [f for f in found if f["severity"] == "error"] == [], found
+    else:
+        severity, code = want.split()
+        assert any(f["code"] == code and f["severity"] == severity for f in found), found

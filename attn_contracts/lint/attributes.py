@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import replace
 from typing import cast
 
 from attn_contracts.findings import Location
 from attn_contracts.lint.callers import Given
+from attn_contracts.lint.callers import builds_own
 from attn_contracts.lint.callers import every_call
+from attn_contracts.lint.callers import named_as_attribute
 from attn_contracts.lint.calls import OPAQUE_ARGS
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import literal_value
@@ -241,27 +244,84 @@ class Resolver(ModuleResolver):
         calling it by name, in calls whose arguments it reads one by one: every reference
         to its name is such a call, and there is one (a function nothing calls is there for
         callers outside the program). Its reading for any caller then says nothing more."""
-        return bool(self.program_calls(qualname.rpartition(".")[2]))
+        last = qualname.rpartition(".")[2]
+        fn = self.p.function(path, qualname)
+        # a decorator may keep the function elsewhere (a registry: called by a lookup); a
+        # special method runs where Python calls it (``__init__`` when a class is built)
+        if last.startswith("__") or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                or any((dotted_name(d) or "") not in ("staticmethod", "classmethod")
+                       for d in fn.decorator_list):
+            return False
+        return bool(self.program_calls(last))
 
-    def program_calls(self, last: str) -> list[tuple[str, Given]] | None:
+    def program_calls(self, last: str, *, partials: bool = True,
+                      ) -> list[tuple[str, Given]] | None:
         """Every call the program makes of the name ``last`` (a function's, a method's, a
         class's), with the module making it, where every reference to the name is one
-        (:func:`~attn_contracts.lint.callers.every_call`); None where one is not."""
-        if last not in self._program_calls:
-            word = re.compile(rf"\b{re.escape(last)}\b")
-            found: list[tuple[str, Given]] | None = []
-            for info in self.p.infos():
-                text = self.module_text(info.path)
-                if last not in text or not word.search(text):
-                    continue
-                tree = self.p.tree(info.path)
-                given = every_call(tree, last) if tree is not None else None
+        (:func:`~attn_contracts.lint.callers.every_call`; ``partials``: a ``partial`` of it
+        counts as one); None where one is not."""
+        key = (last, partials)
+        if key not in self._program_calls:
+            found: list[tuple[str, Given]] = []
+            for path, tree in self._naming(last):
+                given = every_call(tree, last, partials=partials) if tree is not None else None
                 if given is None:
-                    found = None
-                    break
-                found += [(info.path, g) for g in given]
-            self._program_calls[last] = found
-        return self._program_calls[last]
+                    self._program_calls[key] = None
+                    return None
+                found += [(path, g) for g in given]
+            self._program_calls[key] = found
+        return self._program_calls[key]
+
+    def _naming(self, last: str) -> Iterator[tuple[str, ast.Module | None]]:
+        """The program's modules whose text names ``last`` as a word, parsed."""
+        word = re.compile(rf"\b{re.escape(last)}\b")
+        for info in self.p.infos():
+            text = self.module_text(info.path)
+            if last in text and word.search(text):
+                yield info.path, self.p.tree(info.path)
+
+    def constructions(self, cls: ClassInfo) -> list[tuple[str, Given]] | None:
+        """Every construction of exactly ``cls`` in the program, with the module making it:
+        each call of its name, where every reference to it is a call made by that name in a
+        module where the name is this class; None where an object of it may be built
+        another way (a reference that is no call or a ``partial`` of it, a subclass, a
+        decorator, a lookup by text, an attribute ``mod.Cls``, a class of the same name, code
+        that builds ``type(x)(...)`` or ``cls(...)``), or where nothing builds it."""
+        key = (cls.path, cls.name)
+        if key in self._constructions:
+            return self._constructions[key]
+        self._constructions[key] = None
+        node = self.p.class_node(cls)
+        if node is None or "." in cls.name or any(
+                (dotted_name(d) or "").rpartition(".")[2] != "dataclass"
+                for d in node.decorator_list) or \
+                sum(1 for info in self.p.infos() if cls.name in info.classes) != 1:
+            return None
+        for c in self.p.mro(cls):  # a base's ``cls()``/``type(self)()`` may build one
+            tree = self.p.tree(c.path)
+            if tree is None or c.name in builds_own(tree):
+                return None
+        for path, tree in self._naming(cls.name):
+            if tree is None or named_as_attribute(tree, cls.name):
+                return None
+            bound = self.global_value(path, cls.name)
+            if not (isinstance(bound, ClassRef) and bound.cls == key and bound.exact):
+                return None
+        if self._builds_any():
+            return None
+        calls = self.program_calls(cls.name, partials=False)
+        self._constructions[key] = calls or None
+        return self._constructions[key]
+
+    def _builds_any(self) -> bool:
+        """Whether some code of the program builds an object of another object's class
+        (``type(w)()``: of any class)."""
+        if self._builds_any_memo is None:
+            self._builds_any_memo = any(
+                "*" in builds_own(t) for info in self.p.infos()
+                if _BUILDS_ANY.search(self.module_text(info.path)) and
+                (t := self.p.tree(info.path)) is not None)
+        return self._builds_any_memo
 
     def self_reads(self, func: Func) -> frozenset[str]:
         """The attributes a method reads on its first parameter (``self.base``)."""
@@ -1081,17 +1141,26 @@ class Resolver(ModuleResolver):
 
     def _post_init_stores(self, cls: ClassInfo, attr: str) -> bool:
         """Whether the ``__post_init__`` an instance of ``cls`` runs may store ``attr``: its
-        own body, or a base's it chains to (``super().__post_init__()``); one that names no
-        other ``__post_init__`` runs none of its bases'."""
-        for c in self.p.mro(cls):
-            fn = self.p.methods(c).get("__post_init__")
+        own body, the base's it chains to (``super().__post_init__()``,
+        ``Base.__post_init__(self)``), code it hands ``self`` to (``self.helper()``); one
+        that does none of these stores nothing more."""
+        mro = self.p.mro(cls)
+        at, seen = 0, set()
+        while at < len(mro):
+            fn = self.p.methods(mro[at]).get("__post_init__")
             if fn is None:
+                at += 1
                 continue
-            if attr in self._stored_attrs(fn):
+            if at in seen or attr in self._stored_attrs(fn):
                 return True
-            if not any(isinstance(sub, ast.Attribute) and sub.attr == "__post_init__"
-                       for sub in ast.walk(fn)):
+            seen.add(at)
+            chained = {to for call in ast.walk(fn) if isinstance(call, ast.Call) and
+                       (to := _chained_to(call, mro, at)) is not None}
+            if not chained:
                 return False
+            if len(chained) > 1 or -1 in chained:
+                return True  # more than one way on, or one not read: it may store it
+            at = chained.pop()
         return False
 
     def _plain_post_init(self, cls: ClassInfo) -> Func | None:
@@ -1513,6 +1582,33 @@ class Resolver(ModuleResolver):
             self._assigns_attr[key] = found
         return self._assigns_attr[key]
 
+
+def _chained_to(call: ast.Call, mro: list[ClassInfo], at: int) -> int | None:
+    """Where a call made in the ``__post_init__`` of ``mro[at]`` goes on in the MRO: the index
+    of the class whose ``__post_init__`` it runs (``super()``'s: the next; ``Base``'s: that
+    one); -1 where it may run code of the object's not known here (``self`` handed on, a
+    method of ``self``, another ``__post_init__``); None where it runs none."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "__post_init__":
+        if isinstance(func.value, ast.Call) and isinstance(func.value.func, ast.Name) and \
+                func.value.func.id == "super":
+            return at + 1
+        named = [i for i, c in enumerate(mro) if isinstance(func.value, ast.Name) and
+                 c.name.rpartition(".")[2] == func.value.id and i > at]
+        return named[0] if len(named) == 1 else -1
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+            func.value.id == "self":
+        return -1
+    if any(isinstance(a, ast.Name) and a.id == "self" for a in
+           (*call.args, *(k.value for k in call.keywords))):
+        return -1
+    return None
+
+
+#: text that may build an object of another object's class (``type(w)()``,
+#: ``w.__class__()``, ``w.__init__(...)``): the modules :func:`builds_own` is asked of
+_BUILDS_ANY = re.compile(r"\btype\s*\([^()]*\)\s*\(|__class__\s*\(|"
+                         r"\b(?!super\b)[a-z_]\w*\.__init__\s*\(")
 
 #: a store into an attribute (``X.attr = v``, ``X.attr += v``; not ``==``)
 _ATTR_STORE = re.compile(r"\.[ \t]*([A-Za-z_]\w*)[ \t]*(?:[-+*/%|&^@]|//|\*\*|<<|>>)?=(?!=)")

@@ -12,6 +12,7 @@ read once for every name (:class:`_Index`), as these questions are asked of many
 from __future__ import annotations
 
 import ast
+import re
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,39 +27,76 @@ class _Index:
     """One module's references by name (a ``Name``, or an attribute of that name)."""
 
     refs: dict[str, int] = field(default_factory=dict)
+    #: names referenced as an attribute (``mod.f``, ``obj.f``): of an object not known here
+    attrs: set[str] = field(default_factory=set)
     calls: dict[str, list[Given]] = field(default_factory=dict)
+    #: ``partial(f, ...)``: a call of ``f`` made later, whose own keywords may replace these
+    partials: dict[str, list[Given]] = field(default_factory=dict)
     #: names the module imports under another name (``from m import f as g``)
     renamed: set[str] = field(default_factory=set)
+    #: the words of its strings (not its docstrings): a name looked up by text
+    #: (``getattr(module, "Wrapper")``, ``"pkg.mod.Wrapper"``)
+    words: set[str] = field(default_factory=set)
+    #: the classes whose methods build ``type(self)(...)``, ``self.__class__(...)`` or
+    #: ``cls(...)`` (a classmethod's first parameter), and ``"*"`` where such a call builds
+    #: an object of any class (``type(w)()`` of another object, outside a class)
+    builds_own: set[str] = field(default_factory=set)
 
 
 _INDEXES: weakref.WeakKeyDictionary[ast.Module, _Index] = weakref.WeakKeyDictionary()
 
 
-def every_call(tree: ast.Module, last: str) -> list[Given] | None:
-    """The arguments of every reference ``tree`` makes to ``last``, where each is a call (or
-    a ``partial`` of it, past the function) that names its arguments one by one; None where
-    one is not, or where ``tree`` imports it under another name (whose calls name that one)."""
+def _indexed(tree: ast.Module) -> _Index:
     index = _INDEXES.get(tree)
     if index is None:
         index = _INDEXES[tree] = _index(tree)
-    given = index.calls.get(last, [])
-    if last in index.renamed or index.refs.get(last, 0) != len(given) or any(
+    return index
+
+
+def every_call(tree: ast.Module, last: str, *, partials: bool = True) -> list[Given] | None:
+    """The arguments of every reference ``tree`` makes to ``last``, where each is a call (or
+    a ``partial`` of it, past the function; with ``partials`` false, a partial is no such
+    call: its caller may replace its keywords) that names its arguments one by one; None where
+    one is not, where ``tree`` imports it under another name (whose calls name that one), or
+    where one of its strings names it (looked up by text)."""
+    index = _indexed(tree)
+    given = [*index.calls.get(last, []), *(index.partials.get(last, []) if partials else [])]
+    if last in index.renamed or last in index.words or \
+            index.refs.get(last, 0) != len(given) or any(
             any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in kws)
             for args, kws in given):
         return None
     return given
 
 
+def named_as_attribute(tree: ast.Module, last: str) -> bool:
+    """Whether ``tree`` names ``last`` as an attribute of something (``mod.Wrapper``)."""
+    return last in _indexed(tree).attrs
+
+
+def builds_own(tree: ast.Module) -> frozenset[str]:
+    """The classes of ``tree`` whose code builds an object of its own class without naming it,
+    and ``"*"`` where code builds one of an object's class (:attr:`_Index.builds_own`)."""
+    return frozenset(_indexed(tree).builds_own)
+
+
 def _index(tree: ast.Module) -> _Index:
     index = _Index()
     nodes = list(ast.walk(tree))
     typed = {id(sub) for n in nodes for ann in _annotations(n) for sub in ast.walk(ann)}
+    docs = {id(b.value) for n in nodes if isinstance(n, (ast.Module, ast.ClassDef,
+                                                        ast.FunctionDef, ast.AsyncFunctionDef))
+            for b in n.body[:1] if isinstance(b, ast.Expr)}
     for n in nodes:
         name = _name_of(n)
         if name is not None and id(n) not in typed:
             index.refs[name] = index.refs.get(name, 0) + 1
+            if isinstance(n, ast.Attribute):
+                index.attrs.add(name)
         elif isinstance(n, ast.alias) and n.asname not in (None, n.name.rpartition(".")[2]):
             index.renamed.add(n.name.rpartition(".")[2])
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs:
+            index.words.update(_WORD.findall(n.value))
         if not isinstance(n, ast.Call):
             continue
         called = _name_of(n.func)
@@ -66,8 +104,59 @@ def _index(tree: ast.Module) -> _Index:
             index.calls.setdefault(called, []).append((n.args, n.keywords))
         bound = _name_of(n.args[0]) if called == "partial" and n.args else None
         if bound is not None:  # ``partial(f, ...)``: a call of ``f`` with these, later
-            index.calls.setdefault(bound, []).append((n.args[1:], n.keywords))
+            index.partials.setdefault(bound, []).append((n.args[1:], n.keywords))
+    # a method's ``self`` (or a classmethod's ``cls``) is of its class or one below: what it
+    # builds so is of that family; anything else may be of any class
+    for c in nodes:
+        if isinstance(c, ast.ClassDef):
+            for f in c.body:
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    built = _builds_in(f)
+                    index.builds_own.update((c.name if b == "own" else b) for b in built)
+    owned = {id(f) for c in nodes if isinstance(c, ast.ClassDef) for f in c.body}
+    if any(_builds_in(f) for f in nodes if isinstance(f, (ast.FunctionDef,
+           ast.AsyncFunctionDef)) and id(f) not in owned) or any(
+            _builds_in(s) for s in tree.body if not isinstance(
+                s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))):
+        index.builds_own.add("*")
     return index
+
+
+#: a word of a string, as a name may appear in it
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _builds_in(node: ast.AST) -> set[str]:
+    """What ``node`` builds without naming a class: ``"own"`` for an object of its own
+    object's class (``type(self)(...)``, ``self.__class__(...)``, a classmethod's first
+    parameter called, ``self.__init__(...)`` run again), ``"*"`` for one of another object's
+    (``type(w)()``, ``w.__class__()``, ``w.__init__(...)``)."""
+    firsts = {f.args.args[0].arg for f in ast.walk(node)
+              if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.args.args}
+    found: set[str] = set()
+    for n in ast.walk(node):
+        if not isinstance(n, ast.Call):
+            continue
+        func, of = n.func, None
+        if isinstance(func, ast.Call) and _name_of(func.func) == "type" and func.args:
+            of = func.args[0]
+        elif isinstance(func, ast.Attribute) and (func.attr == "__class__" or (
+                func.attr == "__init__" and _reinit(func.value))):
+            of = func.value
+        elif isinstance(func, ast.Name) and func.id in firsts:
+            of = func
+        if of is not None:
+            found.add("own" if isinstance(of, ast.Name) and of.id in firsts else "*")
+    return found
+
+
+def _reinit(receiver: ast.expr) -> bool:
+    """Whether ``receiver.__init__(...)`` runs ``__init__`` again on a built object: not on
+    ``super()`` or a class named by its name (``Base.__init__(self, ...)``, a base's
+    initialiser run for the object being built)."""
+    if isinstance(receiver, ast.Call) and _name_of(receiver.func) == "super":
+        return False
+    return not (isinstance(receiver, ast.Name) and receiver.id[:1].isupper())
 
 
 def _name_of(n: ast.AST) -> str | None:

@@ -464,27 +464,22 @@ class Interpreter(Resolver):
     def constructed_with(self, func: Func, params: Params, name: str) -> Value:
         """What the program's constructions of a class pass ``__init__``'s parameter
         ``name``: the literals its calls give (the default's where one leaves it out),
-        joined; None where that is not known (a reference that is no call, an argument that
-        is no literal, a subclass, a class its own methods build as ``cls(...)``, none
-        built)."""
+        joined; None where that is not known (the constructions not all known,
+        :meth:`constructions`; an argument that is no literal)."""
         key = (func.path, func.qualname, name)
         if key in self._constructed:
             return self._constructed[key]
         self._constructed[key] = None
-        cls_name = func.qualname.rpartition(".")[0]
-        cls = self.class_info((func.path, cls_name))
-        node = self.p.class_node(cls) if cls is not None else None
-        if cls is None or node is None or len(self.p.subclasses(cls)) > 1 or \
-                _builds_own(node) or name not in params.names[1:]:
+        cls = self.class_info((func.path, func.qualname.rpartition(".")[0]))
+        calls = self.constructions(cls) if cls is not None else None
+        if calls is None or name not in params.names[1:]:
             return None
         index = params.names.index(name) - 1 if name in params.names[:params.positional] \
             else None
-        calls = self.program_calls(cls_name)
-        if not calls:
-            return None
+        keyword = name not in params.names[:params.posonly]  # ``/``: by position only
         found: list[Value] = []
         for where, (args, keywords) in calls:
-            arg = next((k.value for k in keywords if k.arg == name), None)
+            arg = next((k.value for k in keywords if k.arg == name), None) if keyword else None
             if arg is None and index is not None and len(args) > index:
                 arg = args[index]
             # one that leaves it out takes the default, as a call of it would (not written
@@ -573,18 +568,6 @@ class Interpreter(Resolver):
 
     def new_frame(self, path: str) -> Frame:
         return Frame(self, path, None, None, None)
-
-
-def _builds_own(node: ast.ClassDef) -> bool:
-    """Whether a class's body builds an instance of its own class without naming it:
-    ``cls(...)``, ``type(self)(...)``, ``self.__class__(...)``."""
-    for n in ast.walk(node):
-        if isinstance(n, ast.Call) and (
-                (isinstance(n.func, ast.Name) and n.func.id == "cls") or
-                isinstance(n.func, ast.Call) or
-                (isinstance(n.func, ast.Attribute) and n.func.attr == "__class__")):
-            return True
-    return False
 
 
 def _abstract(node: object) -> bool:

@@ -27,7 +27,7 @@ from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Code
 from attn_contracts.findings import Finding
 from attn_contracts.findings import Location
-from attn_contracts.lint.callers import every_call
+from attn_contracts.lint.callers import Given
 from attn_contracts.lint.calls import Params
 from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.classes import ClassInfo
@@ -257,41 +257,39 @@ def _stated(interp: Interpreter, program: Program, uses: Iterable[Use],
             continue
         key = (param.path, param.func, param.name)
         owner, _, last = param.func.rpartition(".")
-        if last == "__init__" and owner and "." not in owner:
-            last = owner  # a constructor's callers name its class (``Wrapper(...)``)
-        if key in asked or last.endswith("__"):
+        if key in asked:
             continue
         asked.add(key)
         fn = program.function(param.path, param.func)
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        counts = [_states(program.tree(info.path), last, param.name, params_of(fn),
-                          method="." in param.func)
-                  for info in program.infos()
-                  if last in (text := interp.module_text(info.path)) and
-                  re.search(rf"\b{re.escape(last)}\b", text)]
-        if all(c is not None for c in counts) and (
-                last.startswith("_") or any(c for c in counts)):
+        if last == "__init__" and owner and "." not in owner:
+            # a constructor's callers build its class (``Wrapper(...)``), each way known
+            cls = program.cls((param.path, owner))
+            calls = interp.constructions(cls) if cls is not None else None
+            method = True
+        elif last.endswith("__"):
+            continue
+        else:
+            calls = interp.program_calls(last)
+            method = "." in param.func
+        params = params_of(fn)
+        if calls is not None and all(_states(g, param.name, params, method=method)
+                                     for _, g in calls) and (last.startswith("_") or calls):
             out.add(key)
     return frozenset(out)
 
 
-def _states(tree: ast.Module | None, last: str, name: str, params: Params, *,
-            method: bool) -> int | None:
-    """How many references to ``last`` ``tree`` has, where every one is a call, or a
-    ``partial`` of it, that gives parameter ``name`` (by keyword, or by position where it
-    takes one); None where one is not."""
-    given = every_call(tree, last) if tree is not None else None
-    if given is None:
-        return None
+def _states(given: Given, name: str, params: Params, *, method: bool) -> bool:
+    """Whether a call (or a ``partial``) with these arguments gives parameter ``name`` (by
+    keyword, or by position where it takes one)."""
+    args, keywords = given
     skip = 1 if method and not params.static else 0
     index = params.names.index(name) - skip if name in params.names[:params.positional] \
         else None
     keyword = name not in params.names[:params.posonly]  # ``/``: by position only
-    stated = sum(1 for args, keywords in given
-                 if (keyword and any(k.arg == name for k in keywords)) or (
-                     index is not None and len(args) > index))
-    return stated if stated == len(given) else None
+    return (keyword and any(k.arg == name for k in keywords)) or (
+        index is not None and len(args) > index)
 
 
 #: what :meth:`ProgramModel.answer_at` answers for a ``**mapping`` that does not give the key
