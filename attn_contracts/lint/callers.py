@@ -34,8 +34,8 @@ class _Index:
     partials: dict[str, list[Given]] = field(default_factory=dict)
     #: names the module imports under another name (``from m import f as g``)
     renamed: set[str] = field(default_factory=set)
-    #: the words of its strings (not its docstrings): a name looked up by text
-    #: (``getattr(module, "Wrapper")``, ``"pkg.mod.Wrapper"``)
+    #: the words of its strings that may be names (not its docstrings, not prose): a name
+    #: looked up by text (``getattr(module, "Wrapper")``, ``"pkg.mod.Wrapper"``)
     words: set[str] = field(default_factory=set)
     #: the classes whose methods build ``type(self)(...)``, ``self.__class__(...)`` or
     #: ``cls(...)`` (a classmethod's first parameter), and ``"*"`` where such a call builds
@@ -95,7 +95,8 @@ def _index(tree: ast.Module) -> _Index:
                 index.attrs.add(name)
         elif isinstance(n, ast.alias) and n.asname not in (None, n.name.rpartition(".")[2]):
             index.renamed.add(n.name.rpartition(".")[2])
-        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs:
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs \
+                and _PATH.fullmatch(n.value):
             index.words.update(_WORD.findall(n.value))
         if not isinstance(n, ast.Call):
             continue
@@ -122,7 +123,10 @@ def _index(tree: ast.Module) -> _Index:
     return index
 
 
-#: a word of a string, as a name may appear in it
+#: a string that may name something to look up (``"Wrapper"``, ``"pkg.mod.Wrapper"``,
+#: ``"pkg.mod:Wrapper"``), not prose (a message naming a class names nothing to build), and
+#: a word of it
+_PATH = re.compile(r"[A-Za-z_][\w.:]*")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
