@@ -878,44 +878,6 @@ PAIRS.case("a subclass's __post_init__ chains to its base's, which derives the b
                         "def __post_init__(self):\n            super().__post_init__()\n"
                         "            if")}, quiet=True)
 
-# an object built in the program only by calls that pass its constructor a literal: what its
-# methods read of it (``self._on_e``, a condition on it) is that literal, correlated with the
-# combine the same argument chose
-_BUILT = f"""
-    from functools import partial
-    from mylib import combine, decode, merge
-    class Wrapper:
-        def __init__(self, a2a: bool = False, is_lse_base_on_e: bool = True):
-            self._on_e = is_lse_base_on_e
-        def run(self, q):
-            out, lse = decode(q, return_lse=True)
-            if not self._on_e:
-                lse = lse * {LN2}
-            return merge(out, lse)
-    class Builder:
-        def __init__(self):
-            self.wrapper: Wrapper | None = None
-            self.wrapper = Wrapper(a2a=True)
-    """
-PAIRS.case("a constructor's argument at every construction site, read on any instance",
-           {"layer.py": _BUILT},
-           {"layer.py": ("Wrapper(a2a=True)", "Wrapper(a2a=True, is_lse_base_on_e=False)")},
-           quiet=True)
-PAIRS.case("a constructor's default every construction takes decides its test", {"layer.py": """
-    from mylib import combine, decode
-    class Wrapper:
-        def __init__(self, heads: int, on_e: bool | None = True):
-            self.heads = heads
-            self.on_e = False
-            if on_e is not None:
-                self.on_e = on_e
-        def run(self, q):
-            out, lse = decode(q, return_lse=True)
-            return combine(out, lse, is_lse_base_on_e=self.on_e)
-    class Layer:
-        def __init__(self):
-            self.wrapper = Wrapper(8)
-    """}, {"layer.py": ("bool | None = True", "bool | None = None")}, quiet=True)
 PAIRS.case("a constructor's defaulted base every construction site states", {"layer.py": """
     from mylib import combine, decode
     class Reducer:

@@ -195,10 +195,6 @@ BUILT = {
             self._on_e = is_lse_base_on_e
     built = Wrapper(is_lse_base_on_e=True)
     """}),
-    "a positional-only parameter is not given by a keyword": ("no_error", {
-        "layer.py": _WRAPPER.replace("is_lse_base_on_e: bool = True)",
-                                     "is_lse_base_on_e: bool, /, **options)").replace(
-            "Wrapper(False)", "Wrapper(False, is_lse_base_on_e=True)")}),
     "a constructor's default a type(self)(...) takes stays AC021": ("warning AC021", {
         "layer.py": """
     from mylib import combine, decode
@@ -212,6 +208,38 @@ BUILT = {
     def step(q, group, impl):
         out, lse = decode(q, return_lse=True)
         return Reducer(group, impl.lse_base_on_e).regroup(group)(out, lse)
+    """}),
+    "a constructor's default the class's own type(self), held, takes stays AC021": (
+        "warning AC021", {"layer.py": """
+    from mylib import combine, decode
+    class Reducer:
+        def __init__(self, group, is_lse_base_on_e: bool = True):
+            self.on_e = is_lse_base_on_e
+        def __call__(self, out, lse):
+            return combine(out, lse, is_lse_base_on_e=self.on_e)
+        def regroup(self, group):
+            klass = type(self)
+            return klass(group)
+    def step(q, group, impl):
+        out, lse = decode(q, return_lse=True)
+        return Reducer(group, impl.lse_base_on_e).regroup(group)(out, lse)
+    """}),
+    "getattr's default in a method also called on an unknown object stays a warning": (
+        "warning AC009", {"layer.py": """
+    from mylib import combine, decode
+    class TwoImpl:
+        lse_base_on_e = False
+    class Plain:
+        pass
+    class Helper:
+        def on_e(self, impl):
+            return getattr(impl, "lse_base_on_e", True)
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=Helper().on_e(TwoImpl()))
+    def step2(q, h):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=h.on_e(Plain()))
     """}),
     "getattr's default in a function a decorator registers stays a warning": ("warning AC009", {
         "layer.py": """

@@ -152,11 +152,9 @@ class Analysis(ABC):
         #: the objects whose ``__init__`` ran, and whether it ran reading calls for a base
         self._init_done: dict[Inst, bool] = {}
         self._class_attr_memo: dict[tuple[ClassKey, str], Value] = {}
-        #: (path, ``Cls.__init__``, parameter) → what every construction passes it, if known
-        self._constructed: dict[tuple[str, str, str], Value] = {}
         #: a name (and whether partials count) → every call of it in the program, where each
         #: reference to it is one; a class → its constructions, where those are all
-        self._program_calls: dict[tuple[str, bool], list[tuple[str, Any]] | None] = {}
+        self._program_calls: dict[tuple[str, bool, bool], list[tuple[str, Any]] | None] = {}
         self._constructions: dict[ClassKey, list[tuple[str, Any]] | None] = {}
         self._builds_any_memo: bool | None = None
         self._fields_memo: dict[ClassKey, list[str] | None] = {}

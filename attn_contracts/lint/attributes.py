@@ -241,9 +241,11 @@ class Resolver(ModuleResolver):
 
     def only_called(self, path: str, qualname: str) -> bool:
         """Whether the program's code runs the function ``qualname`` of ``path`` only by
-        calling it by name, in calls whose arguments it reads one by one: every reference
-        to its name is such a call, and there is one (a function nothing calls is there for
-        callers outside the program). Its reading for any caller then says nothing more."""
+        calling it by name (or as a method of ``self``/``cls``), in calls whose arguments it
+        reads one by one: every reference to its name is such a call, and there is one (a
+        function nothing calls is there for callers outside the program). Its reading for
+        any caller then says nothing more: each call is read with its own arguments (one on
+        another object, ``h.f(x)`` with ``h`` unknown, may not be)."""
         last = qualname.rpartition(".")[2]
         fn = self.p.function(path, qualname)
         # a decorator may keep the function elsewhere (a registry: called by a lookup); a
@@ -252,19 +254,21 @@ class Resolver(ModuleResolver):
                 or any((dotted_name(d) or "") not in ("staticmethod", "classmethod")
                        for d in fn.decorator_list):
             return False
-        return bool(self.program_calls(last))
+        return bool(self.program_calls(last, own=True))
 
-    def program_calls(self, last: str, *, partials: bool = True,
+    def program_calls(self, last: str, *, partials: bool = True, own: bool = False,
                       ) -> list[tuple[str, Given]] | None:
         """Every call the program makes of the name ``last`` (a function's, a method's, a
         class's), with the module making it, where every reference to the name is one
         (:func:`~attn_contracts.lint.callers.every_call`; ``partials``: a ``partial`` of it
-        counts as one); None where one is not."""
-        key = (last, partials)
+        counts as one; ``own``: only a call by its name, or on ``self``/``cls``); None where
+        one is not."""
+        key = (last, partials, own)
         if key not in self._program_calls:
             found: list[tuple[str, Given]] = []
             for path, tree in self._naming(last):
-                given = every_call(tree, last, partials=partials) if tree is not None else None
+                given = every_call(tree, last, partials=partials, own=own) \
+                    if tree is not None else None
                 if given is None:
                     self._program_calls[key] = None
                     return None
@@ -286,15 +290,16 @@ class Resolver(ModuleResolver):
         module where the name is this class; None where an object of it may be built
         another way (a reference that is no call or a ``partial`` of it, a subclass, a
         decorator, a lookup by text, an attribute ``mod.Cls``, a class of the same name, code
-        that builds ``type(x)(...)`` or ``cls(...)``), or where nothing builds it."""
+        that builds ``type(x)(...)`` or ``cls(...)``, a metaclass, code that finds classes by
+        reflection), or where nothing builds it."""
         key = (cls.path, cls.name)
         if key in self._constructions:
             return self._constructions[key]
         self._constructions[key] = None
         node = self.p.class_node(cls)
-        if node is None or "." in cls.name or any(
-                (dotted_name(d) or "").rpartition(".")[2] != "dataclass"
-                for d in node.decorator_list) or \
+        if node is None or "." in cls.name or node.decorator_list or any(
+                k.arg == "metaclass" for c in self.p.mro(cls)
+                if (n := self.p.class_node(c)) is not None for k in n.keywords) or \
                 sum(1 for info in self.p.infos() if cls.name in info.classes) != 1:
             return None
         for c in self.p.mro(cls):  # a base's ``cls()``/``type(self)()`` may build one
@@ -315,12 +320,15 @@ class Resolver(ModuleResolver):
 
     def _builds_any(self) -> bool:
         """Whether some code of the program builds an object of another object's class
-        (``type(w)()``: of any class)."""
+        (``type(w)()``: of any class), or finds classes by reflection
+        (``Base.__subclasses__()``, ``inspect.getmembers``, ``globals()``, ``vars()`` of the
+        module; ``vars(obj)`` reads an object's attributes)."""
         if self._builds_any_memo is None:
             self._builds_any_memo = any(
-                "*" in builds_own(t) for info in self.p.infos()
-                if _BUILDS_ANY.search(self.module_text(info.path)) and
-                (t := self.p.tree(info.path)) is not None)
+                _REFLECTS.search(text) is not None or (
+                    _BUILDS_ANY.search(text) is not None and
+                    (t := self.p.tree(info.path)) is not None and "*" in builds_own(t))
+                for info in self.p.infos() if (text := self.module_text(info.path)))
         return self._builds_any_memo
 
     def self_reads(self, func: Func) -> frozenset[str]:
@@ -1607,8 +1615,9 @@ def _chained_to(call: ast.Call, mro: list[ClassInfo], at: int) -> int | None:
 
 #: text that may build an object of another object's class (``type(w)()``,
 #: ``w.__class__()``, ``w.__init__(...)``): the modules :func:`builds_own` is asked of
-_BUILDS_ANY = re.compile(r"\btype\s*\([^()]*\)\s*\(|__class__\s*\(|"
-                         r"\b(?!super\b)[a-z_]\w*\.__init__\s*\(")
+_BUILDS_ANY = re.compile(r"\btype\s*\(|__class__|(?<!def )(?<!super\(\)\.)__init__\b")
+#: code that finds classes by reflection
+_REFLECTS = re.compile(r"__subclasses__|\bgetmembers\b|\bglobals\s*\(|\bvars\s*\(\s*\)")
 
 #: a store into an attribute (``X.attr = v``, ``X.attr += v``; not ``==``)
 _ATTR_STORE = re.compile(r"\.[ \t]*([A-Za-z_]\w*)[ \t]*(?:[-+*/%|&^@]|//|\*\*|<<|>>)?=(?!=)")

@@ -27,8 +27,11 @@ class _Index:
     """One module's references by name (a ``Name``, or an attribute of that name)."""
 
     refs: dict[str, int] = field(default_factory=dict)
-    #: names referenced as an attribute (``mod.f``, ``obj.f``): of an object not known here
+    #: names referenced as an attribute (``mod.f``, ``obj.f``): of an object not known here;
+    #: and those referenced so on anything but ``self``/``cls`` (``h.f(...)``: a call the
+    #: analysis may not follow, ``h`` unknown)
     attrs: set[str] = field(default_factory=set)
+    foreign: set[str] = field(default_factory=set)
     calls: dict[str, list[Given]] = field(default_factory=dict)
     #: ``partial(f, ...)``: a call of ``f`` made later, whose own keywords may replace these
     partials: dict[str, list[Given]] = field(default_factory=dict)
@@ -53,13 +56,17 @@ def _indexed(tree: ast.Module) -> _Index:
     return index
 
 
-def every_call(tree: ast.Module, last: str, *, partials: bool = True) -> list[Given] | None:
+def every_call(tree: ast.Module, last: str, *, partials: bool = True,
+               own: bool = False) -> list[Given] | None:
     """The arguments of every reference ``tree`` makes to ``last``, where each is a call (or
     a ``partial`` of it, past the function; with ``partials`` false, a partial is no such
     call: its caller may replace its keywords) that names its arguments one by one; None where
-    one is not, where ``tree`` imports it under another name (whose calls name that one), or
-    where one of its strings names it (looked up by text)."""
+    one is not, where ``tree`` imports it under another name (whose calls name that one),
+    where one of its strings names it (looked up by text), or (``own``) where one is made on
+    another object than ``self``/``cls``."""
     index = _indexed(tree)
+    if own and last in index.foreign:
+        return None
     given = [*index.calls.get(last, []), *(index.partials.get(last, []) if partials else [])]
     if last in index.renamed or last in index.words or \
             index.refs.get(last, 0) != len(given) or any(
@@ -83,7 +90,9 @@ def builds_own(tree: ast.Module) -> frozenset[str]:
 def _index(tree: ast.Module) -> _Index:
     index = _Index()
     nodes = list(ast.walk(tree))
-    typed = {id(sub) for n in nodes for ann in _annotations(n) for sub in ast.walk(ann)}
+    # (an annotation that calls something, ``Annotated[T, Wrapper(False)]``, is code: read)
+    typed = {id(sub) for n in nodes for ann in _annotations(n)
+             if not any(isinstance(c, ast.Call) for c in ast.walk(ann)) for sub in ast.walk(ann)}
     docs = {id(b.value) for n in nodes if isinstance(n, (ast.Module, ast.ClassDef,
                                                         ast.FunctionDef, ast.AsyncFunctionDef))
             for b in n.body[:1] if isinstance(b, ast.Expr)}
@@ -93,6 +102,8 @@ def _index(tree: ast.Module) -> _Index:
             index.refs[name] = index.refs.get(name, 0) + 1
             if isinstance(n, ast.Attribute):
                 index.attrs.add(name)
+                if not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")):
+                    index.foreign.add(name)
         elif isinstance(n, ast.alias) and n.asname not in (None, n.name.rpartition(".")[2]):
             index.renamed.add(n.name.rpartition(".")[2])
         elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs \
@@ -112,7 +123,7 @@ def _index(tree: ast.Module) -> _Index:
         if isinstance(c, ast.ClassDef):
             for f in c.body:
                 if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    built = _builds_in(f)
+                    built = _builds_in(f, method=True)
                     index.builds_own.update((c.name if b == "own" else b) for b in built)
     owned = {id(f) for c in nodes if isinstance(c, ast.ClassDef) for f in c.body}
     if any(_builds_in(f) for f in nodes if isinstance(f, (ast.FunctionDef,
@@ -130,13 +141,14 @@ _PATH = re.compile(r"[A-Za-z_][\w.:]*")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
-def _builds_in(node: ast.AST) -> set[str]:
+def _builds_in(node: ast.AST, method: bool = False) -> set[str]:
     """What ``node`` builds without naming a class: ``"own"`` for an object of its own
     object's class (``type(self)(...)``, ``self.__class__(...)``, a classmethod's first
     parameter called, ``self.__init__(...)`` run again), ``"*"`` for one of another object's
     (``type(w)()``, ``w.__class__()``, ``w.__init__(...)``)."""
-    firsts = {f.args.args[0].arg for f in ast.walk(node)
-              if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.args.args}
+    # a method's first parameter is its object (or class): what it builds is of that family
+    firsts = {node.args.args[0].arg} if method and isinstance(
+        node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args else set()
     found: set[str] = set()
     for n in ast.walk(node):
         if not isinstance(n, ast.Call):
@@ -151,7 +163,24 @@ def _builds_in(node: ast.AST) -> set[str]:
             of = func
         if of is not None:
             found.add("own" if isinstance(of, ast.Name) and of.id in firsts else "*")
+    for n in ast.walk(node):
+        # the class itself handed on as a value (``klass = type(self)``, ``__class__``,
+        # ``__reduce__``'s callable, ``getattr(self, "__init__")``): built or run anywhere
+        if (isinstance(n, ast.Call) and _name_of(n.func) == "type" and n.args and
+                isinstance(n.args[0], ast.Name) and n.args[0].id in firsts) or \
+                (isinstance(n, ast.Name) and n.id == "__class__") or \
+                (isinstance(n, ast.Attribute) and n.attr in ("__class__", "__init__") and
+                 isinstance(n.value, ast.Name) and n.value.id in firsts) or \
+                (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and
+                 n.name in _COPIERS) or \
+                (isinstance(n, ast.Constant) and n.value == "__init__"):
+            found.add("own")
     return found
+
+
+#: methods through which ``copy``/``pickle`` build an object of the class
+_COPIERS = frozenset({"__reduce__", "__reduce_ex__", "__copy__", "__deepcopy__",
+                      "__getnewargs__", "__getnewargs_ex__", "__setstate__"})
 
 
 def _reinit(receiver: ast.expr) -> bool:

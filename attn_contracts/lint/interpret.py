@@ -456,42 +456,8 @@ class Interpreter(Resolver):
             typed = None  # a tensor parameter may be an LSE: its caller's, unknown here
         default = params.defaults.get(name)
         lit = literal_value(func.path, default) if default is not None else None
-        if typed is None and func.qualname.endswith(".__init__"):
-            typed = self.constructed_with(func, params, name)
         return typed if typed is not None else Param(
             name, func.qualname, lit if isinstance(lit, Lit) else None, func.path)
-
-    def constructed_with(self, func: Func, params: Params, name: str) -> Value:
-        """What the program's constructions of a class pass ``__init__``'s parameter
-        ``name``: the literals its calls give (the default's where one leaves it out),
-        joined; None where that is not known (the constructions not all known,
-        :meth:`constructions`; an argument that is no literal)."""
-        key = (func.path, func.qualname, name)
-        if key in self._constructed:
-            return self._constructed[key]
-        self._constructed[key] = None
-        cls = self.class_info((func.path, func.qualname.rpartition(".")[0]))
-        calls = self.constructions(cls) if cls is not None else None
-        if calls is None or name not in params.names[1:]:
-            return None
-        index = params.names.index(name) - 1 if name in params.names[:params.positional] \
-            else None
-        keyword = name not in params.names[:params.posonly]  # ``/``: by position only
-        found: list[Value] = []
-        for where, (args, keywords) in calls:
-            arg = next((k.value for k in keywords if k.arg == name), None) if keyword else None
-            if arg is None and index is not None and len(args) > index:
-                arg = args[index]
-            # one that leaves it out takes the default, as a call of it would (not written
-            # there: no literal of the call's)
-            value = literal_value(where, arg) if arg is not None else \
-                literal_value(func.path, params.defaults[name]) \
-                if name in params.defaults else None
-            if not isinstance(value, Lit):
-                return None
-            found.append(value if arg is not None else replace(value, omitted=value.where))
-        self._constructed[key] = join(found) if found else None
-        return self._constructed[key]
 
     def _dispatched(self, sub: ClassInfo, method: str) -> Func | None:
         """What ``obj.<method>`` of an instance of exactly ``sub`` runs: the first class of
