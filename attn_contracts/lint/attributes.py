@@ -296,27 +296,34 @@ class Resolver(ModuleResolver):
         if key in self._constructions:
             return self._constructions[key]
         self._constructions[key] = None
+        if not self._built_by_name(cls) or self._builds_any():
+            return None
+        calls = self.program_calls(cls.name, partials=False)
+        self._constructions[key] = calls or None
+        return self._constructions[key]
+
+    def _built_by_name(self, cls: ClassInfo) -> bool:
+        """Whether the program builds ``cls`` only by its name: a top-level class, no
+        decorator or metaclass, no other class of its name, no ``cls()``/``type(self)()`` in
+        its MRO, named in every module as this class and never as an attribute."""
         node = self.p.class_node(cls)
         if node is None or "." in cls.name or node.decorator_list or any(
                 k.arg == "metaclass" for c in self.p.mro(cls)
                 if (n := self.p.class_node(c)) is not None for k in n.keywords) or \
                 sum(1 for info in self.p.infos() if cls.name in info.classes) != 1:
-            return None
+            return False
         for c in self.p.mro(cls):  # a base's ``cls()``/``type(self)()`` may build one
             tree = self.p.tree(c.path)
             if tree is None or c.name in builds_own(tree):
-                return None
+                return False
         for path, tree in self._naming(cls.name):
             if tree is None or named_as_attribute(tree, cls.name):
-                return None
+                return False
             bound = self.global_value(path, cls.name)
-            if not (isinstance(bound, ClassRef) and bound.cls == key and bound.exact):
-                return None
-        if self._builds_any():
-            return None
-        calls = self.program_calls(cls.name, partials=False)
-        self._constructions[key] = calls or None
-        return self._constructions[key]
+            if not (isinstance(bound, ClassRef) and bound.cls == (cls.path, cls.name) and
+                    bound.exact):
+                return False
+        return True
 
     def _builds_any(self) -> bool:
         """Whether some code of the program builds an object of another object's class

@@ -99,39 +99,49 @@ def _index(tree: ast.Module) -> _Index:
     for n in nodes:
         name = _name_of(n)
         if name is not None and id(n) not in typed:
-            index.refs[name] = index.refs.get(name, 0) + 1
-            if isinstance(n, ast.Attribute):
-                index.attrs.add(name)
-                if not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")):
-                    index.foreign.add(name)
+            _reference(index, n, name)
         elif isinstance(n, ast.alias) and n.asname not in (None, n.name.rpartition(".")[2]):
             index.renamed.add(n.name.rpartition(".")[2])
         elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs \
                 and _PATH.fullmatch(n.value):
             index.words.update(_WORD.findall(n.value))
-        if not isinstance(n, ast.Call):
-            continue
-        called = _name_of(n.func)
-        if called is not None:
-            index.calls.setdefault(called, []).append((n.args, n.keywords))
-        bound = _name_of(n.args[0]) if called == "partial" and n.args else None
-        if bound is not None:  # ``partial(f, ...)``: a call of ``f`` with these, later
-            index.partials.setdefault(bound, []).append((n.args[1:], n.keywords))
-    # a method's ``self`` (or a classmethod's ``cls``) is of its class or one below: what it
-    # builds so is of that family; anything else may be of any class
-    for c in nodes:
-        if isinstance(c, ast.ClassDef):
-            for f in c.body:
-                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    built = _builds_in(f, method=True)
-                    index.builds_own.update((c.name if b == "own" else b) for b in built)
-    owned = {id(f) for c in nodes if isinstance(c, ast.ClassDef) for f in c.body}
+        if isinstance(n, ast.Call):
+            _call(index, n)
+    _builders(index, tree, nodes)
+    return index
+
+
+def _reference(index: _Index, n: ast.AST, name: str) -> None:
+    index.refs[name] = index.refs.get(name, 0) + 1
+    if isinstance(n, ast.Attribute):
+        index.attrs.add(name)
+        if not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")):
+            index.foreign.add(name)
+
+
+def _call(index: _Index, n: ast.Call) -> None:
+    called = _name_of(n.func)
+    if called is not None:
+        index.calls.setdefault(called, []).append((n.args, n.keywords))
+    bound = _name_of(n.args[0]) if called == "partial" and n.args else None
+    if bound is not None:  # ``partial(f, ...)``: a call of ``f`` with these, later
+        index.partials.setdefault(bound, []).append((n.args[1:], n.keywords))
+
+
+def _builders(index: _Index, tree: ast.Module, nodes: list[ast.AST]) -> None:
+    """:attr:`_Index.builds_own`: a method's ``self`` (or a classmethod's ``cls``) is of its
+    class or one below, what it builds so is of that family; anything else may be of any
+    class."""
+    methods = [(c, f) for c in nodes if isinstance(c, ast.ClassDef) for f in c.body
+               if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for c, f in methods:
+        index.builds_own.update((c.name if b == "own" else b) for b in _builds_in(f, True))
+    owned = {id(f) for _, f in methods}
     if any(_builds_in(f) for f in nodes if isinstance(f, (ast.FunctionDef,
            ast.AsyncFunctionDef)) and id(f) not in owned) or any(
             _builds_in(s) for s in tree.body if not isinstance(
                 s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))):
         index.builds_own.add("*")
-    return index
 
 
 #: a string that may name something to look up (``"Wrapper"``, ``"pkg.mod.Wrapper"``,
@@ -144,38 +154,46 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 def _builds_in(node: ast.AST, method: bool = False) -> set[str]:
     """What ``node`` builds without naming a class: ``"own"`` for an object of its own
     object's class (``type(self)(...)``, ``self.__class__(...)``, a classmethod's first
-    parameter called, ``self.__init__(...)`` run again), ``"*"`` for one of another object's
-    (``type(w)()``, ``w.__class__()``, ``w.__init__(...)``)."""
+    parameter called, ``self.__init__(...)`` run again, the class handed on), ``"*"`` for one
+    of another object's (``type(w)()``, ``w.__class__()``, ``w.__init__(...)``)."""
     # a method's first parameter is its object (or class): what it builds is of that family
     firsts = {node.args.args[0].arg} if method and isinstance(
         node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args else set()
     found: set[str] = set()
     for n in ast.walk(node):
-        if not isinstance(n, ast.Call):
-            continue
-        func, of = n.func, None
-        if isinstance(func, ast.Call) and _name_of(func.func) == "type" and func.args:
-            of = func.args[0]
-        elif isinstance(func, ast.Attribute) and (func.attr == "__class__" or (
-                func.attr == "__init__" and _reinit(func.value))):
-            of = func.value
-        elif isinstance(func, ast.Name) and func.id in firsts:
-            of = func
+        of = _built_of(n, firsts) if isinstance(n, ast.Call) else None
         if of is not None:
             found.add("own" if isinstance(of, ast.Name) and of.id in firsts else "*")
-    for n in ast.walk(node):
-        # the class itself handed on as a value (``klass = type(self)``, ``__class__``,
-        # ``__reduce__``'s callable, ``getattr(self, "__init__")``): built or run anywhere
-        if (isinstance(n, ast.Call) and _name_of(n.func) == "type" and n.args and
-                isinstance(n.args[0], ast.Name) and n.args[0].id in firsts) or \
-                (isinstance(n, ast.Name) and n.id == "__class__") or \
-                (isinstance(n, ast.Attribute) and n.attr in ("__class__", "__init__") and
-                 isinstance(n.value, ast.Name) and n.value.id in firsts) or \
-                (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and
-                 n.name in _COPIERS) or \
-                (isinstance(n, ast.Constant) and n.value == "__init__"):
+        elif _hands_on_class(n, firsts):
             found.add("own")
     return found
+
+
+def _built_of(n: ast.Call, firsts: set[str]) -> ast.expr | None:
+    """The object whose class the call builds an object of (``type(x)(...)``,
+    ``x.__class__(...)``, ``x.__init__(...)`` again; a method's ``cls(...)``), or None."""
+    func = n.func
+    if isinstance(func, ast.Call) and _name_of(func.func) == "type" and func.args:
+        return func.args[0]
+    if isinstance(func, ast.Attribute) and (func.attr == "__class__" or (
+            func.attr == "__init__" and _reinit(func.value))):
+        return func.value
+    if isinstance(func, ast.Name) and func.id in firsts:
+        return func
+    return None
+
+
+def _hands_on_class(n: ast.AST, firsts: set[str]) -> bool:
+    """Whether ``n`` hands the object's class (or its ``__init__``) on as a value, to be
+    built or run anywhere: ``type(self)``, ``__class__``, ``self.__init__``, a copier
+    (``__reduce__``'s callable), ``getattr(self, "__init__")``."""
+    return (isinstance(n, ast.Call) and _name_of(n.func) == "type" and bool(n.args) and
+            isinstance(n.args[0], ast.Name) and n.args[0].id in firsts) or \
+        (isinstance(n, ast.Name) and n.id == "__class__") or \
+        (isinstance(n, ast.Attribute) and n.attr in ("__class__", "__init__") and
+         isinstance(n.value, ast.Name) and n.value.id in firsts) or \
+        (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in _COPIERS) or \
+        (isinstance(n, ast.Constant) and n.value == "__init__")
 
 
 #: methods through which ``copy``/``pickle`` build an object of the class
@@ -189,7 +207,7 @@ def _reinit(receiver: ast.expr) -> bool:
     initialiser run for the object being built)."""
     if isinstance(receiver, ast.Call) and _name_of(receiver.func) == "super":
         return False
-    return not (isinstance(receiver, ast.Name) and receiver.id[:1].isupper())
+    return not (isinstance(receiver, ast.Name) and receiver.id.lstrip("_")[:1].isupper())
 
 
 def _name_of(n: ast.AST) -> str | None:
