@@ -141,6 +141,21 @@ _WRAPPER = """
     built = Wrapper(False)
     """
 
+#: a reducer whose ``regroup`` builds another of its class (the line given) with the default
+_REDUCER = """
+    from mylib import combine, decode
+    class Reducer:
+        def __init__(self, group, is_lse_base_on_e: bool = True):
+            self.on_e = is_lse_base_on_e
+        def __call__(self, out, lse):
+            return combine(out, lse, is_lse_base_on_e=self.on_e)
+        def regroup(self, group):
+            {regroup}
+    def step(q, group, impl):
+        out, lse = decode(q, return_lse=True)
+        return Reducer(group, impl.lse_base_on_e).regroup(group)(out, lse)
+    """
+
 BUILT = {
     "type(w)() builds an object of w's class with the defaults": ("error AC023", {
         "layer.py": _WRAPPER + """
@@ -196,34 +211,10 @@ BUILT = {
     built = Wrapper(is_lse_base_on_e=True)
     """}),
     "a constructor's default a type(self)(...) takes stays AC021": ("warning AC021", {
-        "layer.py": """
-    from mylib import combine, decode
-    class Reducer:
-        def __init__(self, group, is_lse_base_on_e: bool = True):
-            self.on_e = is_lse_base_on_e
-        def __call__(self, out, lse):
-            return combine(out, lse, is_lse_base_on_e=self.on_e)
-        def regroup(self, group):
-            return type(self)(group)
-    def step(q, group, impl):
-        out, lse = decode(q, return_lse=True)
-        return Reducer(group, impl.lse_base_on_e).regroup(group)(out, lse)
-    """}),
+        "layer.py": _REDUCER.format(regroup="return type(self)(group)")}),
     "a constructor's default the class's own type(self), held, takes stays AC021": (
-        "warning AC021", {"layer.py": """
-    from mylib import combine, decode
-    class Reducer:
-        def __init__(self, group, is_lse_base_on_e: bool = True):
-            self.on_e = is_lse_base_on_e
-        def __call__(self, out, lse):
-            return combine(out, lse, is_lse_base_on_e=self.on_e)
-        def regroup(self, group):
-            klass = type(self)
-            return klass(group)
-    def step(q, group, impl):
-        out, lse = decode(q, return_lse=True)
-        return Reducer(group, impl.lse_base_on_e).regroup(group)(out, lse)
-    """}),
+        "warning AC021", {"layer.py": _REDUCER.format(
+            regroup="klass = type(self)\n            return klass(group)")}),
     "getattr's default in a method also called on an unknown object stays a warning": (
         "warning AC009", {"layer.py": """
     from mylib import combine, decode
