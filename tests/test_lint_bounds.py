@@ -24,6 +24,7 @@ from attn_contracts.lint import LintConfig
 from attn_contracts.lint import ProgramModel
 from attn_contracts.lint import bounds
 from attn_contracts.lint import lint_model
+from attn_contracts.lint import scope
 from attn_contracts.lint.modules import _changes_import
 from attn_contracts.lint.modules import _may_change
 from attn_contracts.lint.values import Lse
@@ -128,6 +129,21 @@ def test_union_options_are_read_in_one_order_whatever_the_sets_order() -> None:
     assert isinstance(forward, Union_) and isinstance(backward, Union_)
     assert forward.ordered() == backward.ordered()
     assert [stable_key(v) for v in forward.ordered()] == sorted(map(stable_key, forward.options))
+
+
+def test_a_memo_of_a_functions_names_never_reads_a_freed_trees_node() -> None:
+    """A long process (the benchmark lints many trees in turn) frees one tree's nodes and
+    parses the next into the same addresses: a memo keyed by ``id(node)`` read the freed
+    function's names for the new one, so a closure's capture, and a finding, changed from one
+    run to the next with memory layout, while ``PYTHONHASHSEED`` stayed fixed."""
+    for i in range(300):
+        tree = ast.parse(f"def f():\n    g = lambda: c{i}\n    b{i} = 2\n")
+        fn = tree.body[0]
+        assert isinstance(fn, ast.FunctionDef) and isinstance(fn.body[0], ast.Assign)
+        lam = fn.body[0].value
+        assert scope._loaded_names(lam) == {f"c{i}"}
+        assert scope._rebound_after(fn, lam) == {f"b{i}"}
+        del tree, fn, lam
 
 
 def _steps(shape: str, n: int, tmp_path: Path) -> tuple[int, bool, int]:

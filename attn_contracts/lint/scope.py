@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any
 from typing import TypeVar
 from typing import cast
+from weakref import WeakKeyDictionary
 
 from attn_contracts.findings import Location
 from attn_contracts.lint.analysis import NEED_LEVELS
@@ -368,7 +369,11 @@ def _repeated(left: Value, op: ast.operator, right: Value) -> Tup | None:
     return Tup(seq.items * max(count, 0), mutable=seq.mutable, repeated=True)
 
 
-_STORES: dict[int, tuple[list[tuple[int, str]], list[tuple[int, int, frozenset[str]]]]] = {}
+#: per function node, weakly (a memo keyed by ``id()`` outlives its node: a later tree's node at
+#: the freed address would read the stale entry, so a long process's results would vary)
+_STORES: WeakKeyDictionary[ast.AST, tuple[list[tuple[int, str]],
+                                          list[tuple[int, int, frozenset[str]]]]] = \
+    WeakKeyDictionary()
 
 
 def _rebound_after(enclosing: ast.AST | None, inner: ast.AST) -> frozenset[str]:
@@ -376,7 +381,7 @@ def _rebound_after(enclosing: ast.AST | None, inner: ast.AST) -> frozenset[str]:
     function or lambda) is made, or anywhere in a loop around it."""
     if not isinstance(enclosing, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         return frozenset()
-    key = id(enclosing)
+    key = enclosing
     if key not in _STORES:
         body: list[ast.stmt] = enclosing.body if isinstance(enclosing.body, list) else \
             [ast.Expr(enclosing.body)]
@@ -448,12 +453,12 @@ def _ends(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
-_LOADED: dict[int, frozenset[str]] = {}
+_LOADED: WeakKeyDictionary[ast.AST, frozenset[str]] = WeakKeyDictionary()  # as _STORES
 
 
 def _loaded_names(node: ast.AST) -> frozenset[str]:
     """The names a function or lambda reads anywhere in its body."""
-    key = id(node)
+    key = node
     if key not in _LOADED:
         _LOADED[key] = frozenset(n.id for n in ast.walk(node)
                                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
