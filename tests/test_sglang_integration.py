@@ -670,3 +670,41 @@ def test_a_helper_given_the_layers_name_attribute_answers_for_each_name(
     else:
         assert _errors(rows["flashmla"]) == []
         assert any(f.code is Code.AC028 for f in rows["flashmla"].findings)
+
+
+FORWARD_MLA_HELPER_TABLE = '''
+from sglang.srt.layers.dcp import cp_lse_ag_out_rs_mla
+
+
+def is_mla_dcp_lse_base_on_e(attention_backend):
+    return attention_backend in {{"flashmla"}}
+
+
+def _ag_rs(out, lse, group, **kwargs):
+    return cp_lse_ag_out_rs_mla(out, lse, group, **kwargs)
+
+
+MERGES = {{"ag_rs": _ag_rs}}
+
+
+class Mixin:
+    def forward_core(self, out, lse, group):
+        merge = MERGES["ag_rs"]
+        return merge(out, lse, group, is_lse_base_on_e={told})
+'''
+
+
+@pytest.mark.parametrize(("told", "expected"), [
+    ("is_mla_dcp_lse_base_on_e(self.current_attention_backend)", []),
+    ("False", [Code.AC016]),
+])
+def test_a_helper_a_table_holds_is_told_the_base_by_the_method_that_calls_it(
+        tmp_path: Path, told: str, expected: list[Code]) -> None:
+    """The combine is in a helper that hands ``**kwargs`` on, called through a module table:
+    no call names the helper with the base. The method that names the table is run per
+    registered name, and the interpreter follows it into the helper: the keyword the
+    combine gets is read there (no warning), right or wrong."""
+    root = _tree(tmp_path, "", forward=FORWARD_MLA_HELPER_TABLE.format(told=told))
+    rows = {r.backend: r for r in sglang.report(root=root)}
+    assert [c for c, _ in _errors(rows["flashmla"])] == expected
+    assert not any(f.code is Code.AC028 for f in rows["flashmla"].findings)

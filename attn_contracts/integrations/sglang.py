@@ -688,12 +688,14 @@ class _Asked:
         return tuple((n, one(n)) for n in self.names), one(_NO_NAME)
 
     def answers_at(self, qualname: str, keyword: ast.expr, key: str | None = None,
+                   keyword_path: str | None = None,
                    ) -> tuple[tuple[tuple[str, str], ...], str] | None:
         """Per name, the keyword's value in function ``qualname`` run with the layer's name
         attribute that name (its body read as Python runs it: a loop, a set, a helper), and for
         a name no backend has; None without a name attribute to set. With ``key``,
         ``keyword`` is the call's ``**mapping`` and the answer what it gives ``key``
-        (:data:`_OMITTED` where it gives nothing)."""
+        (:data:`_OMITTED` where it gives nothing). ``keyword_path``: the keyword is of a call
+        in that file, which the function reaches through its calls."""
         from attn_contracts.lint.model import OMITTED
 
         if self.name_attr is None:
@@ -702,7 +704,7 @@ class _Asked:
 
         def one(name: str) -> str:
             read, value = self.model.answer_at(self.path, qualname, keyword, {attr: name},
-                                               key=key)
+                                               key=key, keyword_path=keyword_path)
             return _OMITTED if read and value is OMITTED else _answer(read, value)
         return tuple((n, one(n)) for n in self.names), one(_NO_NAME)
 
@@ -796,10 +798,64 @@ def _ways_told(consumer: ConsumerRecord, node: ast.Call, where: Location,
     if read.passes != "unknown" or depth >= _HELPER_DEPTH:
         return [read]
     kw = next((k.value for k in node.keywords if k.arg == combine.keyword), None)
-    if not isinstance(kw, ast.Name):
-        return [read]
-    ways = _at_callers(consumer, combine.keyword, kw.id, where, fn, m, modules, depth)
-    return ways if ways else [read]
+    ways = _at_callers(consumer, combine.keyword, kw.id, where, fn, m, modules, depth) \
+        if isinstance(kw, ast.Name) else None
+    return ways or _from_users(combine, node, fn, m, modules) or [read]
+
+
+def _from_users(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                m: _Module, modules: dict[str, _Module]) -> list[Combine] | None:
+    """A combine in a helper whose callers are not read one by one (a method another class
+    calls, a helper a table holds or ``**kwargs`` hands the base to): its keyword as each
+    function that names the helper makes it, run with the layer's name attribute set to each
+    name (the interpreter following the helper's calls from there): one way per such
+    function. None where one of them does not read it, or no function names it."""
+    kw = next((k.value for k in call.keywords if k.arg == combine.keyword), None)
+    spread = [k.value for k in call.keywords if k.arg is None]
+    if kw is None and not spread:
+        return None
+    ways: list[Combine] = []
+    for user_module in modules.values():
+        for qualname, user in _users(fn, user_module):
+            if qualname is None:
+                return None  # named on another object: a call the run may not follow
+            asked = user_module.asked
+            read = asked.answers_at(qualname, kw, keyword_path=m.asked.path) \
+                if kw is not None else _spread_answers(
+                    [asked.answers_at(qualname, k, combine.keyword, m.asked.path)
+                     for k in spread])
+            if read is None or all(v == "?" for _, v in read[0]):
+                return None
+            answers, default = read
+            at = Location(f"sglang/{user_module.rel}", user.lineno)
+            ways.append(replace(combine, passes="name", function=qualname, function_at=at,
+                                answers=answers, default=default, via=at))
+    return ways or None
+
+
+def _users(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: _Module,
+           ) -> Iterator[tuple[str | None, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """The functions of ``module`` that name the helper ``fn`` (or a module table holding
+    it, ``MERGES = {"x": helper}``), with their qualified names; None for one that names it
+    as an attribute of another object than ``self``/``cls``."""
+    names = {fn.name} | {t.id for st in module.tree.body if isinstance(st, ast.Assign)
+                         and any(_name_of(n) == fn.name for n in ast.walk(st.value))
+                         for t in st.targets if isinstance(t, ast.Name)}
+    for user in ast.walk(module.tree):
+        if not isinstance(user, (ast.FunctionDef, ast.AsyncFunctionDef)) or user is fn or \
+                (qualname := module.qualnames.get(id(user))) is None:
+            continue
+        refs = [n for n in ast.walk(user) if _name_of(n) in names]
+        if any(isinstance(n, ast.Attribute) and not (
+                isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")) for n in refs):
+            yield None, user
+        elif refs:
+            yield qualname, user
+
+
+def _name_of(n: ast.AST) -> str | None:
+    """The name a reference names: a ``Name``'s, an attribute's last."""
+    return n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
 
 
 def _at_callers(consumer: ConsumerRecord, keyword: str, param: str, where: Location,

@@ -189,21 +189,29 @@ class ProgramModel:
 
     def answer_at(self, path: str, qualname: str, keyword: ast.expr,
                   attrs: dict[str, str | bool | int | None], *,
-                  key: str | None = None) -> tuple[bool, object]:
+                  key: str | None = None, keyword_path: str | None = None,
+                  ) -> tuple[bool, object]:
         """What the keyword argument ``keyword`` of a call in function ``qualname`` of ``path``
         (a method: ``Class.method``, run on an instance of its class) is, with every object's
         attribute of ``attrs`` that literal: (True, the literal) where every path gives it one
         literal, (False, None) where it cannot be read. With ``key``, ``keyword`` is a call's
         ``**mapping`` and the answer is the value it gives ``key``: :data:`OMITTED` where every
-        path's dict lacks it (the callee's default applies)."""
+        path's dict lacks it (the callee's default applies). ``keyword_path``: the keyword is
+        of a call in that module, which the function reaches through its calls (a helper it
+        calls, one a table holds)."""
         fn = self.program.function(path, qualname)
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False, None
         # the same expression in the model's own tree of the file (``keyword`` may come from
         # another parse of it): by its place
         at = (type(keyword), keyword.lineno, keyword.col_offset)
-        keyword = next((n for n in ast.walk(fn) if isinstance(n, ast.expr) and
-                        (type(n), n.lineno, n.col_offset) == at), keyword)
+        within = fn if keyword_path is None else self.program.tree(keyword_path)
+        found = next((n for n in ast.walk(within) if isinstance(n, ast.expr) and
+                      (type(n), n.lineno, n.col_offset) == at), None) \
+            if within is not None else None
+        if found is None and keyword_path is not None:
+            return False, None
+        keyword = found or keyword
         owner = qualname.rpartition(".")[0]
         cls = self.program.cls((path, owner)) if owner else None
         self_value = Inst((cls.path, cls.name)) if cls is not None else None
