@@ -937,6 +937,85 @@ PAIRS.case("a hook's NotImplemented is true and is itself", {"layer.py": FAMILY 
                         "impl.lse_base_on_e if impl.dcp_on_e() is NotImplemented else "
                         "bool(impl.dcp_on_e())")}, quiet=True)
 
+PAIRS.told([("itertools.chain.from_iterable of a table's values", "", '"fa" in NATURAL',
+             ('"fa" in NATURAL', '"fi" in NATURAL'))],
+           'import itertools; BY = {"a": ("fa", "fm"), "b": ("ai",)}; '
+           'NATURAL = frozenset(itertools.chain.from_iterable(BY.values()))')
+PAIRS.told([("itertools.chain(*table.values())", "", '"ai" in NATURAL',
+             ('"ai" in NATURAL', '"fi" in NATURAL'))],
+           'from itertools import chain; BY = {"a": ("fa",), "b": ("ai",)}; '
+           'NATURAL = set(chain(*BY.values()))')
+
+PAIRS.case("a base passed by position from a function of the backend's name", {"layer.py": """
+        from mylib import combine, decode
+        NATURAL = ("fa", "fm")
+        def on_e(name) -> bool:
+            return name in NATURAL
+        def merge(out, lse, is_lse_base_on_e=False):
+            return combine(out, lse, is_lse_base_on_e=is_lse_base_on_e)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return merge(out, lse, on_e("fa"))
+        """}, {"layer.py": ('on_e("fa"))', 'on_e("fi"))')}, quiet=True)
+
+PAIRS.case("an object built by a helper method that passes a base keyword on", {"layer.py": """
+        from mylib import combine, decode
+        class Manager:
+            def __init__(self, is_lse_base_on_e):
+                self.on_e = is_lse_base_on_e
+            def merge(self, out, lse):
+                return combine(out, lse, is_lse_base_on_e=self.on_e)
+        class Layer:
+            def __init__(self):
+                self.manager = self._build()
+            def _build(self, is_lse_base_on_e=True):
+                return Manager(is_lse_base_on_e=is_lse_base_on_e)
+            def step(self, q):
+                out, lse = decode(q, return_lse=True)
+                return self.manager.merge(out, lse)
+        """}, {"layer.py": ("self._build()", "self._build(is_lse_base_on_e=False)")})
+
+# --- a module's container as its import leaves it --------------------------------------------
+_REGISTRY = """
+    NATURAL = set()
+    BACKENDS = {}
+    def register(name, *, natural=False):
+        def add(cls):
+            BACKENDS[name] = cls
+            if natural:
+                NATURAL.add(name)
+            return cls
+        return add
+    @register("fi", natural=True)
+    class FlashInfer:
+        pass
+    @register("fa", natural=True)
+    class FlashAttn:
+        pass
+    """
+_READS_REGISTRY = """
+    from mylib import combine, decode
+    from registry import NATURAL
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e="fi" in NATURAL)
+    """
+PAIRS.case("a set a registry's decorator factory fills as classes are defined",
+           {"registry.py": _REGISTRY, "layer.py": _READS_REGISTRY},
+           {"registry.py": ('@register("fi", natural=True)', '@register("fi")')}, quiet=True)
+PAIRS.case("a set filled by registration calls at the top level, one under an if", {
+    "registry.py": """
+    import os
+    NATURAL = set()
+    def mark(name, natural):
+        if natural:
+            NATURAL.add(name)
+    mark("fi", True)
+    if os.environ.get("EXTRA"):
+        mark("xx", True)
+    """, "layer.py": _READS_REGISTRY},
+           {"registry.py": ('mark("fi", True)', 'mark("fi", False)')}, quiet=True)
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -1036,3 +1115,50 @@ def test_a_partials_keyword_every_call_replaces_is_no_literal_site(
         + "    def run_ext(self, q):\n                out, lse = decode_e(q)\n"
         "                return somelib.apply(self._combine, out, lse)\n"})
     assert any(f["code"] == "AC003" and f["severity"] == "warning" for f in handed), handed
+
+
+_FI_PLAIN = _REGISTRY.replace('@register("fi", natural=True)', '@register("fi")')
+
+
+@pytest.mark.parametrize(("why", "registry", "more"), [
+    ("a call in a function, run whenever it is", _FI_PLAIN + """
+    def late(cls):
+        register("fi", natural=True)(cls)
+    """, {}),
+    ("another module's decorator: whether it is imported is not known", _FI_PLAIN, {
+        "plugin.py": """
+        from registry import register
+        @register("fi", natural=True)
+        class Mine:
+            pass
+        """}),
+    ("the decorator kept, to apply later", _FI_PLAIN + """
+    LATER = register("fi", natural=True)
+    """, {}),
+    ("a bare decorator's wrapper, run whenever the function is called", """
+    NATURAL = set()
+    def natural(fn):
+        def wrapper(*args):
+            NATURAL.add("fi")
+            return fn(*args)
+        return wrapper
+    @natural
+    def warm():
+        pass
+    """, {}),
+    ("a method that changes it", _FI_PLAIN + """
+    class Late:
+        def add(self):
+            NATURAL.add("fi")
+    """, {}),
+])
+def test_a_container_changed_outside_import_time_is_not_read(
+        why: str, registry: str, more: dict[str, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The registry's set says base 2 for "fi" as the module's own imports leave it, but a
+    function may add "fi" at another time (or in a module that may be imported or not): what
+    it holds when the combine runs is not known, so the base is not read (a warning), never
+    taken as the import left it."""
+    found = lint_json(tmp_path, capsys, "late", {"registry.py": registry,
+                                                 "layer.py": _READS_REGISTRY, **more})
+    assert any(f["code"] == "AC035" for f in found), (why, found)

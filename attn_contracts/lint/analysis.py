@@ -119,6 +119,10 @@ class Analysis(ABC):
         #: its decorators built to read it (kept: the analysis keys on their nodes)
         self._decorated: dict[tuple[str, str], Value] = {}
         self._decorator_calls: list[ast.Call] = []
+        #: module-level containers being changed by the calls made while modules are imported
+        #: (modules.ModuleResolver.after_import): each function of that module run meanwhile
+        #: reads and changes this value, not the name's
+        self.overlay: dict[tuple[str, str], Value] = {}
         #: names the flow found carrying an LSE or a combine (methods returning one, attributes
         #: holding one): their call sites are where more flow starts
         self.carrier_names: set[str] = set()
@@ -361,3 +365,8 @@ class Analysis(ABC):
     @abstractmethod
     def new_frame(self, path: str) -> FrameView:
         """A frame for module-level or class-level code of ``path``."""
+
+    @abstractmethod
+    def after_import(self, path: str, name: str, value: Value, line: int) -> Value:
+        """A module-level container, bound to ``value`` at ``line``, with what the functions
+        run while modules are imported change in it; None where that is not known."""

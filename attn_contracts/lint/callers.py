@@ -231,3 +231,51 @@ def _annotations(n: ast.AST) -> Iterator[ast.expr]:
     elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and \
             n.func.id in ("isinstance", "issubclass") and len(n.args) == 2:
         yield n.args[1]
+
+
+@dataclass(frozen=True)
+class Use:
+    """A use of a function that runs while its module is imported: a call statement
+    (``F(...)``), a decorator (``@F(...)`` or ``@F``) of the definition ``decorates``.
+    ``conditional``: the top level runs it on some paths only (under an ``if``, a ``try``, a
+    loop)."""
+
+    node: ast.expr
+    decorates: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None
+    conditional: bool
+
+
+def import_time_uses(tree: ast.Module, last: str) -> list[Use] | None:
+    """Every reference ``tree`` makes to ``last``, in the order the module runs them, where
+    each is a use made while the module is imported (the top level, a class body there);
+    None where one is anything else: a call in a function (run whenever that function is),
+    the function handed on or kept (``r = F(...)``), an import under another name, a lookup
+    by text."""
+    index = _indexed(tree)
+    if last in index.renamed or last in index.words:
+        return None
+    uses: list[Use] = []
+    _top_uses(tree.body, last, False, uses)
+    counted = sum(1 for u in uses for n in ast.walk(u.node) if _name_of(n) == last)
+    return uses if counted == index.refs.get(last, 0) == len(uses) else None
+
+
+def _top_uses(body: list[ast.stmt], last: str, conditional: bool, uses: list[Use]) -> None:
+    for st in body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            uses += [Use(d, st, conditional) for d in st.decorator_list
+                     if _name_of(d.func if isinstance(d, ast.Call) else d) == last]
+            if isinstance(st, ast.ClassDef):  # a class body runs as it is defined
+                _top_uses(st.body, last, conditional, uses)
+        elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and \
+                _name_of(st.value.func) == last:
+            uses.append(Use(st.value, None, conditional))
+        elif isinstance(st, (ast.With, ast.AsyncWith)):
+            _top_uses(st.body, last, conditional, uses)
+        else:  # a block that may run or not, or more than once
+            blocks = [getattr(st, f, []) for f in ("body", "orelse", "finalbody")]
+            blocks += [h.body for h in getattr(st, "handlers", [])]
+            blocks += [c.body for c in getattr(st, "cases", [])]
+            for block in blocks:
+                if isinstance(block, list):
+                    _top_uses(block, last, True, uses)

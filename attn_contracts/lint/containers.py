@@ -529,6 +529,8 @@ def members_of(value: Value) -> tuple[list[bool | int | float | str | None], boo
             out += one
         return out, True
     if isinstance(value, Seq):
+        if value.item is None and value.complete:
+            return [], True  # the empty set (folding.abstract), every element of it sure
         many = literal_values(value.item)
         return (many, value.complete) if many is not None else None
     if isinstance(value, DictV) and not class_keyed(value):

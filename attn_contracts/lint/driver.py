@@ -264,9 +264,9 @@ def _trigger_pattern(names: frozenset[str]) -> re.Pattern[str] | None:
 def _trigger_lines(text: str, knowledge: Knowledge, cfg: LintConfig, package: str = "",
                    ) -> tuple[int, ...]:
     """The (1-based) lines of ``text`` that name a producer, a consumer (of a package the text
-    names too, or of its own ``package``) or a base attribute."""
-    names = knowledge.names_in(text, package) | {n for n in (*cfg.base_attrs,
-                                                             *cfg.returns_attrs) if n in text}
+    names too, or of its own ``package``), a base attribute, or a consumer's base keyword."""
+    names = knowledge.names_in(text, package) | {
+        n for n in (*cfg.base_attrs, *cfg.returns_attrs, *knowledge.base_keywords) if n in text}
     pattern = _trigger_pattern(frozenset(names))
     if pattern is None:
         return ()

@@ -123,9 +123,12 @@ class Frame(RecordCalls):
     """One function's (or a module's) interpretation, calls included."""
 
 
-    def args(self, node: ast.Call) -> CallArgs:
+    def args(self, node: ast.Call, callee: Value = None) -> CallArgs:
         call = CallArgs([], {}, False, where=place(self.path, node))
-        for a in node.args:
+        # a positional argument bound to a parameter that may carry a base is read for its
+        # value, as a keyword of that name is
+        words = self._positional_base_params(callee) if node.args else ()
+        for i, a in enumerate(node.args):
             if isinstance(a, ast.Starred):
                 items = _star_items(self.expr(a.value))
                 if items is not None:
@@ -135,7 +138,8 @@ class Frame(RecordCalls):
                 continue
             watched = self.i.watched.get(id(a)) if self.i.watched else None
             # an argument a question asks for (a base passed by position): read for its value
-            value = self.expr(a) if watched is None else self.needed(a)
+            value = self.expr(a) if watched is None and not (
+                i < len(words) and self.i.base_word(words[i])) else self.needed(a)
             if watched is not None:
                 watched.append(value)
             call.pos.append(Arg(value, place(self.path, a), "", self.buffers(a)))
@@ -151,6 +155,21 @@ class Frame(RecordCalls):
             maybe |= _spread(call, value)
         call.maybe = frozenset(maybe)
         return call
+
+    def _positional_base_params(self, callee: Value) -> tuple[str, ...]:
+        """The names of the positional parameters of the one function ``callee`` is (a
+        method's past its object); none where it is not one function of the program."""
+        bound = isinstance(callee, Bound)
+        func = callee.func if isinstance(callee, Bound) else callee
+        if not isinstance(func, Func):
+            return ()
+        fn = self.i.p.definition(func)
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return ()
+        names = tuple(a.arg for a in (*fn.args.posonlyargs, *fn.args.args))
+        static = isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            dotted_name(d) == "staticmethod" for d in fn.decorator_list)
+        return names[1:] if bound and not static else names
 
     def call(self, node: ast.Call) -> Value:
         func = node.func
@@ -174,7 +193,7 @@ class Frame(RecordCalls):
         special = self.special(callee, name, node)
         if special is not NOT_SPECIAL:
             return cast(Value, special)
-        call = self.args(node)
+        call = self.args(node, callee)
         if callee is None and isinstance(func, ast.Name) and name in _BUILTIN_CALLS and \
                 not call.opaque and (not call.kw or set(call.kw) <= _ITERATION_KEYWORDS.get(
                     name, frozenset())):
@@ -1110,6 +1129,9 @@ class Frame(RecordCalls):
         predicate is called on each element, as Python calls it; ``filterfalse(None, t)``
         tests each element's truth)."""
         module, _, fn = qual.rpartition(".")
+        chained = self._chained(qual, node)
+        if chained is not NOT_SPECIAL:
+            return chained
         if module != "itertools" or fn not in ITERTOOLS or \
                 any(isinstance(a, ast.Starred) for a in node.args) or \
                 any(k.arg is None for k in node.keywords):
@@ -1129,6 +1151,36 @@ class Frame(RecordCalls):
         if fn == "groupby":
             return self._groupby(node, kw, where)
         return itertools_value(fn, [self.expr(a) for a in node.args], fill, None)
+
+    def _chained(self, qual: str, node: ast.Call) -> Value | object:
+        """``chain(*its)`` and ``chain.from_iterable(its)`` (which is ``chain(*its)``): the
+        items of each iterable in turn, where ``its`` holds them at known positions;
+        NOT_SPECIAL for any other call."""
+        if node.keywords:
+            return NOT_SPECIAL
+        if qual == "itertools.chain.from_iterable" and len(node.args) == 1:
+            args: list[ast.expr] = [ast.Starred(node.args[0], ast.Load())]
+        elif qual == "itertools.chain" and any(isinstance(a, ast.Starred) for a in node.args):
+            args = node.args
+        else:
+            return NOT_SPECIAL
+        spread = self._spread(args)
+        return None if spread is None else itertools_value("chain", spread, None, None)
+
+    def _spread(self, args: list[ast.expr]) -> list[Value] | None:
+        """A call's positional arguments with each ``*x`` spread into its items, as Python
+        passes them, where ``x`` holds items at known positions; None where one does not."""
+        out: list[Value] = []
+        for a in args:
+            if not isinstance(a, ast.Starred):
+                out.append(self.expr(a))
+                continue
+            held = self.expr(a.value)
+            items = characters(held) or held
+            if not isinstance(items, Tup) or items.partial_items:
+                return None
+            out += items.items
+        return out
 
     def _groupby(self, node: ast.Call, kw: dict[str, Value], where: Location) -> Value:
         """``itertools.groupby(t, key=f)`` over a tuple of known positions: its runs, each

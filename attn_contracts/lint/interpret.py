@@ -41,6 +41,8 @@ from attn_contracts.lint.analysis import NEED_LEVELS
 from attn_contracts.lint.analysis import NO_TAINT
 from attn_contracts.lint.analysis import RUN_BUDGET
 from attn_contracts.lint.attributes import Resolver
+from attn_contracts.lint.callers import Use
+from attn_contracts.lint.callers import import_time_uses
 from attn_contracts.lint.calls import DEFAULT
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import Changed
@@ -61,6 +63,9 @@ from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.frame import Frame
 from attn_contracts.lint.inferred import Kernel
 from attn_contracts.lint.inferred import kernel_of
+from attn_contracts.lint.modules import DECORATED as _DECORATED
+from attn_contracts.lint.modules import DECORATOR as _DECORATOR
+from attn_contracts.lint.modules import import_time_changers
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import TENSOR_TYPES
 from attn_contracts.lint.torch_model import flatten
@@ -77,6 +82,7 @@ from attn_contracts.lint.values import Func
 from attn_contracts.lint.values import Inst
 from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import Param
+from attn_contracts.lint.values import Partial
 from attn_contracts.lint.values import Seq
 from attn_contracts.lint.values import Tup
 from attn_contracts.lint.values import Value
@@ -368,11 +374,38 @@ class Interpreter(Resolver):
         frame.node = node
         frame.entry = entry
         frame.param_ids = {id(v) for v in bound.values() if v is not None}
+        if self.overlay:
+            self._overlaid(frame, func, node)
         self.frames.append(frame)
         try:
-            return self._run_frame(frame, func, node, params, self_value, bound, generic)
+            summary = self._run_frame(frame, func, node, params, self_value, bound, generic)
         finally:
             self.frames.pop()
+        if frame.overlaid:
+            self._overlay_changed(frame)
+        return summary
+
+    def _overlaid(self, frame: Frame, func: Func, node: FuncNode | ast.Lambda) -> None:
+        """A function of the module whose container is being changed at import time
+        (:meth:`after_import`) reads and changes the value so far, where it does not bind
+        that name itself."""
+        own = frozenset(n.id for n in own_nodes(node.body if isinstance(node.body, list)
+                                                else [ast.Expr(node.body)])
+                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        own |= {a.arg for a in (*node.args.posonlyargs, *node.args.args,
+                                *node.args.kwonlyargs, node.args.vararg, node.args.kwarg)
+                if a is not None}
+        frame.overlaid = tuple(n for (p, n) in self.overlay if p == func.path and n not in own)
+        frame.env.update({n: self.overlay[(func.path, n)] for n in frame.overlaid})
+
+    def _overlay_changed(self, frame: Frame) -> None:
+        """What the function left in the container on the paths that returned (one that
+        raised changes nothing the import keeps: the import fails)."""
+        exits = [*frame.exits, *([{n: frame.env.get(n) for n in frame.overlaid}]
+                                 if not frame.ended else [])]
+        for n in frame.overlaid:
+            if exits:
+                self.overlay[(frame.path, n)] = join([e.get(n) for e in exits])
 
     def _run_frame(self, frame: Frame, func: Func, node: FuncNode | ast.Lambda,
                    params: Params, self_value: Inst | None, bound: dict[str, Value],
@@ -534,6 +567,74 @@ class Interpreter(Resolver):
 
     def new_frame(self, path: str) -> Frame:
         return Frame(self, path, None, None, None)
+
+    def after_import(self, path: str, name: str, value: Value, line: int) -> Value:
+        """The module-level container ``name`` of ``path`` (``value`` as bound at ``line``)
+        once the program's modules are imported, where only functions of its own module
+        change it in place and each runs only while that module is imported: a registration
+        call at its top level, a decorator there (``@register("x", natural=True)``, whose
+        decorator adds to the set as the class is defined). Each runs as Python runs it, in
+        the module's order, with the container as it is so far (a use under an ``if`` or a
+        ``try`` may or may not have run). None where a function may run at another time
+        (called in a function, handed on, a bare decorator's wrapper, or never used here: it
+        is there for callers outside the program), or where another module calls one: which
+        modules are imported, and in what order, is not known here."""
+        tree = self.p.tree(path)
+        changers = import_time_changers(tree, name) if tree is not None else None
+        if not changers or (path, name) in self.overlay:
+            return None
+        uses: list[Use] = []
+        for fn, returned in changers:
+            if fn.decorator_list or Func(path, fn.name) != self.global_value(path, fn.name):
+                return None
+            count = len(uses)
+            for other, t in self._naming(fn.name):
+                found = import_time_uses(t, fn.name) if t is not None else None
+                if found is None or (found and other != path) or any(
+                        u.node.lineno < line or (returned and u.decorates is not None and
+                                                 not isinstance(u.node, ast.Call))
+                        for u in found):
+                    return None
+                uses += found
+            if len(uses) == count:  # nothing here uses it: it is there for callers outside
+                return None
+        uses.sort(key=lambda u: (u.node.lineno, u.node.col_offset))
+        self.overlay[(path, name)] = value
+        try:
+            for use in uses:
+                before = self.overlay[(path, name)]
+                with self._apart():  # each runs its functions afresh: their changes are seen
+                    self._import_use(path, use)
+                if use.conditional:
+                    self.overlay[(path, name)] = join([before, self.overlay[(path, name)]])
+            return self.overlay[(path, name)]
+        finally:
+            del self.overlay[(path, name)]
+
+    def _import_use(self, path: str, use: Use) -> None:
+        """One use run at import time: the call made; a decorator applied to the function or
+        class it decorates (the definition itself, before its other decorators: what a
+        registry keeps of it is not what this reads)."""
+        frame = self.new_frame(path)
+        if use.decorates is None:
+            frame.expr(use.node)
+            return
+        decorator = frame.expr(use.node)
+        if not alternatives(decorator) or not all(isinstance(d, (Func, Partial, Bound))
+                                                   for d in alternatives(decorator)):
+            return
+        target = use.decorates
+        frame.env[_DECORATOR] = decorator
+        frame.env[_DECORATED] = ClassRef((path, target.name)) if isinstance(
+            target, ast.ClassDef) and self.p.cls((path, target.name)) is not None else \
+            Func(path, target.name) if self.p.function(path, target.name) is target else None
+        known = self.synthetic.get(id(use.node))
+        if known is None:
+            call = ast.copy_location(ast.Call(ast.Name(_DECORATOR, ast.Load()),
+                                              [ast.Name(_DECORATED, ast.Load())], []), use.node)
+            ast.fix_missing_locations(call)
+            known = self.synthetic[id(use.node)] = (use.node, call)
+        frame.expr(cast(ast.Call, known[1]))
 
 
 def _abstract(node: object) -> bool:

@@ -631,7 +631,10 @@ class ModuleResolver(Analysis):
             return value  # nothing in the module can change it (read from its text first)
         stmts, rebinds, in_function = self._mutations(path).get(name, ([], [], False))
         if in_function:
-            return None
+            # changed in place where a function runs: known only where each such function
+            # runs while the module is imported, never after (a registry's decorator)
+            return self.after_import(path, name, value, line) \
+                if upto is None and not rebinds and not stmts else None
         tree = self.p.tree(path)
         later = [st for st in changes_of(tree.body, name)
                  if st.lineno > line and (upto is None or st.lineno < upto)] \
@@ -872,9 +875,9 @@ class ModuleResolver(Analysis):
             if not alternatives(decorator) or not all(
                     isinstance(d, (Func, Partial, Bound)) for d in alternatives(decorator)):
                 continue  # from outside the program (or not known): the function kept
-            frame.env[_DECORATOR], frame.env[_DECORATED] = decorator, value
-            call = ast.copy_location(ast.Call(ast.Name(_DECORATOR, ast.Load()),
-                                              [ast.Name(_DECORATED, ast.Load())], []), dec)
+            frame.env[DECORATOR], frame.env[DECORATED] = decorator, value
+            call = ast.copy_location(ast.Call(ast.Name(DECORATOR, ast.Load()),
+                                              [ast.Name(DECORATED, ast.Load())], []), dec)
             ast.fix_missing_locations(call)
             self._decorator_calls.append(call)
             with self._class_definition():  # followed whatever it names, as a class's are
@@ -987,7 +990,56 @@ class ModuleResolver(Analysis):
 
 
 #: the names a decorator and the function it decorates are bound to, to apply one
-_DECORATOR, _DECORATED = "<decorator>", "<decorated>"
+#: the names a decorator and what it decorates are bound to where one is applied
+DECORATOR, DECORATED = "<decorator>", "<decorated>"
+
+
+def import_time_changers(tree: ast.Module, name: str
+                         ) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]] | None:
+    """The module-level functions whose code changes the module's ``name`` in place, each
+    with whether it does so (also) in a function it defines and returns (a decorator factory's
+    decorator: the change runs where that one is applied); None where other code changes it
+    (a method, a function nested deeper, one kept otherwise than returned), or none does."""
+    changing = [fn for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef,
+                                                               ast.AsyncFunctionDef))
+                and _function_changes(fn, name)]
+    tops = [st for st in module_level(tree.body)
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    found: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]] = {}
+    for fn in changing:
+        if any(fn is t for t in tops):
+            found[id(fn)] = (fn, found.get(id(fn), (fn, False))[1])
+            continue
+        parent = next((t for t in tops if any(fn is d for d in _returned_defs(t))), None)
+        if parent is None:
+            return None
+        found[id(parent)] = (parent, True)
+    return sorted(found.values(), key=lambda f: f[0].lineno) or None
+
+
+def _function_changes(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether the function's own code changes the module-level ``name`` in place."""
+    found: dict[str, tuple[list[ast.stmt], list[ast.expr], bool]] = {}
+    _function_mutations(fn, found)
+    return found.get(name, ([], [], False))[2]
+
+
+def _returned_defs(fn: ast.FunctionDef | ast.AsyncFunctionDef
+                   ) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The undecorated functions ``fn`` defines whose name it only returns (``def
+    decorator(f): ...; return decorator``): they run only where its caller calls what it
+    returned."""
+    body = own_statements(fn.body)
+    out = []
+    for d in body:
+        if not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) or d.decorator_list:
+            continue
+        loads = sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == d.name)
+        returns = sum(1 for st in body if isinstance(st, ast.Return) and
+                      isinstance(st.value, ast.Name) and st.value.id == d.name)
+        if returns and loads == returns:
+            out.append(d)
+    return out
 
 
 def _function_mutations(fn: ast.FunctionDef | ast.AsyncFunctionDef,

@@ -308,6 +308,14 @@ class Knowledge:
                          if n in text and (package in pkgs or any(p in text for p in pkgs)))
 
     @property
+    def base_keywords(self) -> frozenset[str]:
+        """The keywords by which a consumer is told its base that say so by their name
+        (``is_lse_base_on_e``, ``IS_BASE_E``; not a plain ``base``, a word of many
+        unrelated calls): a line passing one passes a base on, wherever it goes."""
+        return frozenset(kw for group in self.consumers.values() for c in group
+                         for kw in c.keywords if "base" in kw.lower() and kw.lower() != "base")
+
+    @property
     def names(self) -> frozenset[str]:
         """The names a file must contain for any record's call to be in it: a method's class
         (``run`` alone is in every file; a call of ``BatchDecodeWithPagedKVCacheWrapper.run``

@@ -653,6 +653,10 @@ class Scope:
         #: the paths this frame keeps apart now (lint.partition): at most PATHS
         self.paths = 1
         self.aliased = False  # a name holds a condition's alias (lint.partition.ALIAS)
+        #: module-level names this function reads and changes as the analysis's overlay
+        #: (Analysis.overlay), and their values where each path returned
+        self.overlaid: tuple[str, ...] = ()
+        self.exits: list[dict[str, Value]] = []
 
     def block(self, body: list[ast.stmt], tested: frozenset[str] = frozenset(),
               ) -> list[dict[str, Value]]:
@@ -843,6 +847,8 @@ class Scope:
     def s_return(self, st: ast.Return) -> None:
         value = None if st.value is None else self.i.bounds.value(self, self.expr(st.value), st)
         self.returns.append(value)
+        if self.overlaid:
+            self.exits.append({n: self.env.get(n) for n in self.overlaid})
         if self.i.returned is not None and value is not None:
             self.i.returned.append((place(self.path, st), value))
         self.ended = True
@@ -2434,7 +2440,9 @@ def _scalar_members(container: Value) -> tuple[list[object], bool] | None:
     its literals, and its tuples, which equal no constant (``set(table.items())`` holds
     pairs); None where one member is neither."""
     if isinstance(container, Seq):  # any of its element's values: a set's members
-        items: list[Value] = [container.item]
+        # (none at all: the empty set, folding.abstract)
+        items: list[Value] = [] if container.item is None and container.complete else \
+            [container.item]
         complete = container.complete
     elif isinstance(container, Tup) and not container.partial_items and \
             all(len(list(alternatives(i))) == 1 for i in container.items):
