@@ -1151,7 +1151,60 @@ _FI_PLAIN = _REGISTRY.replace('@register("fi", natural=True)', '@register("fi")'
         def add(self):
             NATURAL.add("fi")
     """, {}),
+    # (found by review: each would read the import's end state where Python differs)
+    ("a helper handed the set", _FI_PLAIN + """
+    def _add(s, n):
+        s.add(n)
+    def late():
+        _add(NATURAL, "fi")
+    """, {}),
+    ("an alias changed", _FI_PLAIN + """
+    def late():
+        s = NATURAL
+        s.add("fi")
+    """, {}),
+    ("a set method the index did not know", _FI_PLAIN + """
+    def late():
+        NATURAL.symmetric_difference_update({"fi"})
+    """, {}),
+    ("a registration in a loop, which reads what the last pass added", """
+    NATURAL = set()
+    def mark():
+        if "a" in NATURAL:
+            NATURAL.add("fi")
+        NATURAL.add("a")
+    for _ in range(2):
+        mark()
+    """, {}),
+    ("a registration that raises, caught at the top level", """
+    NATURAL = set()
+    def mark(n):
+        NATURAL.add(n)
+        raise ValueError(n)
+    try:
+        mark("fi")
+    except ValueError:
+        pass
+    """, {}),
+    ("a change in a finally, after the return", """
+    NATURAL = set()
+    def mark(n):
+        try:
+            return n
+        finally:
+            NATURAL.add(n)
+    mark("fi")
+    """, {}),
+    ("a generator, whose body the call does not run", """
+    NATURAL = {"fi"}
+    def unmark(n):
+        NATURAL.discard(n)
+        yield n
+    unmark("fi")
+    """, {}),
 ])
+
+
 def test_a_container_changed_outside_import_time_is_not_read(
         why: str, registry: str, more: dict[str, str], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -1162,3 +1215,34 @@ def test_a_container_changed_outside_import_time_is_not_read(
     found = lint_json(tmp_path, capsys, "late", {"registry.py": registry,
                                                  "layer.py": _READS_REGISTRY, **more})
     assert any(f["code"] == "AC035" for f in found), (why, found)
+
+
+def test_a_module_level_read_between_registrations_is_not_the_imports_end(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Python runs the top level in order: a name bound between two registrations holds the
+    set as the first left it, never as the whole import does."""
+    found = lint_json(tmp_path, capsys, "between", {"registry.py": """
+        NATURAL = set()
+        def mark(name):
+            NATURAL.add(name)
+        mark("fa")
+        FI_ON_E = "fi" in NATURAL
+        mark("fi")
+        """, "layer.py": """
+        from mylib import combine, decode
+        from registry import FI_ON_E
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return combine(out, lse, is_lse_base_on_e=not FI_ON_E)
+        """})
+    assert any(f["code"] == "AC035" for f in found), found
+
+
+def test_a_set_grown_past_the_union_bound_is_not_the_empty_set(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``Seq(None, complete=True)`` is the empty set; a join too large to keep must not read
+    as one (``"b0" in`` a set of 30 strings is True, never False)."""
+    found = lint_json(tmp_path, capsys, "big", told_files(
+        'names = set()\n            names.update(["b%d" % i for i in range(30)])',
+        '"b0" in names'))
+    assert any(f["code"] == "AC035" for f in found), found

@@ -708,3 +708,21 @@ def test_a_helper_a_table_holds_is_told_the_base_by_the_method_that_calls_it(
     rows = {r.backend: r for r in sglang.report(root=root)}
     assert [c for c, _ in _errors(rows["flashmla"])] == expected
     assert not any(f.code is Code.AC028 for f in rows["flashmla"].findings)
+
+
+def test_a_helper_a_class_body_names_is_not_read_from_its_users_alone(tmp_path: Path) -> None:
+    """A class that keeps the helper as an attribute (``merge = staticmethod(_ag_rs)``) calls
+    it through ``self.merge``, which names no helper: the users found are not all of them, so
+    the base is not read (a warning), whatever the one user found passes."""
+    forward = FORWARD_MLA_HELPER_TABLE.format(
+        told="is_mla_dcp_lse_base_on_e(self.current_attention_backend)") + '''
+
+class Other:
+    merge = staticmethod(_ag_rs)
+
+    def forward_core(self, out, lse, group):
+        return self.merge(out, lse, group, is_lse_base_on_e=False)
+'''
+    root = _tree(tmp_path, "", forward=forward)
+    rows = {r.backend: r for r in sglang.report(root=root)}
+    assert any(f.code is Code.AC028 for f in rows["flashmla"].findings)

@@ -815,7 +815,11 @@ def _from_users(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.Asyn
     if kw is None and not spread:
         return None
     ways: list[Combine] = []
+    known = {um.asked.path for um in modules.values()}
     for user_module in modules.values():
+        if any(other not in known for name in _held_as(fn, user_module)
+               for other in user_module.asked.model.naming(name)):
+            return None  # a file this does not read names it: a use not seen
         for qualname, user in _users(fn, user_module):
             if qualname is None:
                 return None  # named on another object: a call the run may not follow
@@ -833,14 +837,28 @@ def _from_users(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.Asyn
     return ways or None
 
 
+def _held_as(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: _Module) -> set[str]:
+    """The helper's name, and the module's tables that hold it (``MERGES = {"x": helper}``)."""
+    return {fn.name} | {t.id for st in module.tree.body if isinstance(st, ast.Assign)
+                        and any(_name_of(n) == fn.name for n in ast.walk(st.value))
+                        for t in st.targets if isinstance(t, ast.Name)}
+
+
 def _users(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: _Module,
            ) -> Iterator[tuple[str | None, ast.FunctionDef | ast.AsyncFunctionDef]]:
     """The functions of ``module`` that name the helper ``fn`` (or a module table holding
-    it, ``MERGES = {"x": helper}``), with their qualified names; None for one that names it
-    as an attribute of another object than ``self``/``cls``."""
-    names = {fn.name} | {t.id for st in module.tree.body if isinstance(st, ast.Assign)
-                         and any(_name_of(n) == fn.name for n in ast.walk(st.value))
-                         for t in st.targets if isinstance(t, ast.Name)}
+    it), with their qualified names; None for one that names it as an attribute of another
+    object than ``self``/``cls``, and for the module itself where code outside its functions
+    names it otherwise than in such a table (``merge = staticmethod(helper)`` in a class)."""
+    names = _held_as(fn, module)
+    tables = [st for st in module.tree.body if isinstance(st, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id in names for t in st.targets)]
+    inside = {id(n) for f in ast.walk(module.tree)
+              if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+              for n in ast.walk(f)} | {id(n) for st in tables for n in ast.walk(st)}
+    if any(_name_of(n) in names and id(n) not in inside for n in ast.walk(module.tree)):
+        yield None, fn
+        return
     for user in ast.walk(module.tree):
         if not isinstance(user, (ast.FunctionDef, ast.AsyncFunctionDef)) or user is fn or \
                 (qualname := module.qualnames.get(id(user))) is None:

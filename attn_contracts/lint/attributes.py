@@ -276,6 +276,10 @@ class Resolver(ModuleResolver):
             self._program_calls[key] = found
         return self._program_calls[key]
 
+    def naming(self, last: str) -> Iterator[tuple[str, ast.Module | None]]:
+        """The program's modules whose text names ``last`` as a word, parsed."""
+        return self._naming(last)
+
     def _naming(self, last: str) -> Iterator[tuple[str, ast.Module | None]]:
         """The program's modules whose text names ``last`` as a word, parsed."""
         word = re.compile(rf"\b{re.escape(last)}\b")

@@ -237,12 +237,14 @@ def _annotations(n: ast.AST) -> Iterator[ast.expr]:
 class Use:
     """A use of a function that runs while its module is imported: a call statement
     (``F(...)``), a decorator (``@F(...)`` or ``@F``) of the definition ``decorates``.
-    ``conditional``: the top level runs it on some paths only (under an ``if``, a ``try``, a
-    loop)."""
+    ``conditional``: the top level runs it on some paths only (under an ``if``, a ``match``);
+    ``guarded``: it may run more than once, or stop half-way and the import go on (in a loop,
+    a ``try``, a ``with`` whose manager may swallow an error)."""
 
     node: ast.expr
     decorates: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None
     conditional: bool
+    guarded: bool = False
 
 
 def import_time_uses(tree: ast.Module, last: str) -> list[Use] | None:
@@ -255,27 +257,73 @@ def import_time_uses(tree: ast.Module, last: str) -> list[Use] | None:
     if last in index.renamed or last in index.words:
         return None
     uses: list[Use] = []
-    _top_uses(tree.body, last, False, uses)
+    _top_uses(tree.body, last, (False, False), uses)
     counted = sum(1 for u in uses for n in ast.walk(u.node) if _name_of(n) == last)
     return uses if counted == index.refs.get(last, 0) == len(uses) else None
 
 
-def _top_uses(body: list[ast.stmt], last: str, conditional: bool, uses: list[Use]) -> None:
+def _top_uses(body: list[ast.stmt], last: str, under: tuple[bool, bool], uses: list[Use]
+              ) -> None:
+    """``under``: (conditional, guarded) of the blocks around ``body``."""
     for st in body:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            uses += [Use(d, st, conditional) for d in st.decorator_list
+            uses += [Use(d, st, *under) for d in st.decorator_list
                      if _name_of(d.func if isinstance(d, ast.Call) else d) == last]
             if isinstance(st, ast.ClassDef):  # a class body runs as it is defined
-                _top_uses(st.body, last, conditional, uses)
+                _top_uses(st.body, last, under, uses)
         elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and \
                 _name_of(st.value.func) == last:
-            uses.append(Use(st.value, None, conditional))
-        elif isinstance(st, (ast.With, ast.AsyncWith)):
-            _top_uses(st.body, last, conditional, uses)
-        else:  # a block that may run or not, or more than once
+            uses.append(Use(st.value, None, *under))
+        else:
+            # a block that may run or not (``if``, ``match``), or more than once or in part
+            # (a loop, ``try``, ``with``)
+            guarded = under[1] or not isinstance(st, (ast.If, ast.Match))
             blocks = [getattr(st, f, []) for f in ("body", "orelse", "finalbody")]
             blocks += [h.body for h in getattr(st, "handlers", [])]
             blocks += [c.body for c in getattr(st, "cases", [])]
             for block in blocks:
                 if isinstance(block, list):
-                    _top_uses(block, last, True, uses)
+                    _top_uses(block, last, (True, guarded), uses)
+
+
+#: methods that read a container without changing it or handing it on
+_READS = frozenset({"get", "keys", "values", "items", "copy", "__contains__", "__getitem__",
+                    "count", "index", "issubset", "issuperset", "isdisjoint", "union",
+                    "intersection", "difference", "symmetric_difference"})
+#: builtins that read a container into a new object (or a number, a truth)
+_READ_BY = frozenset({"len", "sorted", "frozenset", "tuple", "list", "set", "dict", "bool",
+                      "any", "all", "min", "max", "sum", "enumerate", "reversed"})
+
+
+def only_read(tree: ast.Module, name: str, allowed: set[int]) -> bool:
+    """Whether every reference ``tree`` makes to the container ``name`` (a name, or an
+    attribute of that name) only reads it (``x in C``, ``C[k]``, ``C.get(k)``, ``len(C)``,
+    ``for x in C``), or is one of the nodes ``allowed`` (its own binding, the changes being
+    replayed): no alias, no argument, no change made elsewhere, no ``global``/``del``."""
+    parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+            return False
+        if _name_of(n) != name or id(n) in allowed or isinstance(n, ast.alias):
+            continue
+        if not isinstance(n, (ast.Name, ast.Attribute)) or not _read_at(n, parents):
+            return False
+    return True
+
+
+def _read_at(n: ast.Name | ast.Attribute, parents: dict[int, ast.AST]) -> bool:
+    if not isinstance(n.ctx, ast.Load):
+        return False
+    up = parents.get(id(n))
+    if isinstance(up, ast.Compare):
+        return n is not up.left and all(isinstance(op, (ast.In, ast.NotIn)) for op in up.ops)
+    if isinstance(up, ast.Subscript):
+        return up.value is n and isinstance(up.ctx, ast.Load)
+    if isinstance(up, ast.Attribute) and up.attr in _READS:
+        call = parents.get(id(up))
+        return isinstance(call, ast.Call) and call.func is up
+    if isinstance(up, ast.Call) and isinstance(up.func, ast.Name) and up.func.id in _READ_BY:
+        return n in up.args
+    if isinstance(up, (ast.For, ast.AsyncFor, ast.comprehension)):
+        return up.iter is n
+    return False

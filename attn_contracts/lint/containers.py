@@ -45,7 +45,9 @@ GROWS = frozenset({"append", "extend", "insert", "add", "appendleft", "extendlef
 
 
 #: the methods that change a container in place
-MUTATORS = GROWS | {"setdefault", "popitem", "__setitem__", "reverse", "sort"}
+MUTATORS = GROWS | {"setdefault", "popitem", "__setitem__", "__delitem__", "reverse", "sort",
+                    "difference_update", "intersection_update",
+                    "symmetric_difference_update"}
 
 
 def element(value: Value, i: int, exact: bool = False) -> Value:

@@ -35,7 +35,7 @@ from attn_contracts.lint.values import Seq
 from attn_contracts.lint.values import Tup
 from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
-from attn_contracts.lint.values import join
+from attn_contracts.lint.values import set_of
 
 __all__ = ["BUILTINS", "LIBRARY_FUNCTIONS", "METHOD_NAMES", "MODULE_CONSTANTS", "PATTERN",
            "REGEX_FUNCTIONS", "SCALARS",
@@ -114,7 +114,7 @@ def abstract(obj: Any, where: Location) -> Value:
         ordered = sorted(obj, key=lambda o: (type(o).__name__, repr(o)))  # any hash seed
         # its elements: constants, or tuples of them (``set(table.items())``)
         members = [abstract(o, where) for o in ordered]
-        return Seq(join(members), complete=True) if None not in members else None
+        return set_of(members, True) if None not in members else None
     return None
 
 

@@ -1158,12 +1158,16 @@ class Frame(RecordCalls):
         NOT_SPECIAL for any other call."""
         if node.keywords:
             return NOT_SPECIAL
-        if qual == "itertools.chain.from_iterable" and len(node.args) == 1:
+        if qual == "itertools.chain.from_iterable" and len(node.args) == 1 and \
+                not isinstance(node.args[0], ast.Starred):
             args: list[ast.expr] = [ast.Starred(node.args[0], ast.Load())]
         elif qual == "itertools.chain" and any(isinstance(a, ast.Starred) for a in node.args):
             args = node.args
         else:
             return NOT_SPECIAL
+        if self.stored is node:
+            # kept to be consumed later: a chain reads its iterables then, as they are then
+            return None
         spread = self._spread(args)
         return None if spread is None else itertools_value("chain", spread, None, None)
 
@@ -1598,8 +1602,10 @@ class Frame(RecordCalls):
                 isinstance(alt, (Tup, Seq)) for alt in alternatives(self.env[d])):
             self._reordered(d, func.attr, call)
             return Lit(None, where)
-        # x.add_(...), kwargs.update(...): changed in place; forget what it was
-        if d is not None and (func.attr.endswith("_") or isinstance(self.env.get(d), DictV)):
+        # x.add_(...), kwargs.update(...), s.difference_update(...): changed in place;
+        # forget what it was
+        if d is not None and (func.attr.endswith("_") or func.attr in MUTATORS or
+                              isinstance(self.env.get(d), DictV)):
             self.changed_in_place(d, func.attr, call)
         return None
 

@@ -43,6 +43,7 @@ from attn_contracts.lint.analysis import RUN_BUDGET
 from attn_contracts.lint.attributes import Resolver
 from attn_contracts.lint.callers import Use
 from attn_contracts.lint.callers import import_time_uses
+from attn_contracts.lint.callers import only_read
 from attn_contracts.lint.calls import DEFAULT
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import Changed
@@ -59,13 +60,16 @@ from attn_contracts.lint.calls import nonlocal_names
 from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import dotted_name
+from attn_contracts.lint.classes import module_level
 from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.frame import Frame
 from attn_contracts.lint.inferred import Kernel
 from attn_contracts.lint.inferred import kernel_of
 from attn_contracts.lint.modules import DECORATED as _DECORATED
 from attn_contracts.lint.modules import DECORATOR as _DECORATOR
+from attn_contracts.lint.modules import changed_names
 from attn_contracts.lint.modules import import_time_changers
+from attn_contracts.lint.modules import replayed_bodies
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import TENSOR_TYPES
 from attn_contracts.lint.torch_model import flatten
@@ -92,6 +96,9 @@ from attn_contracts.lint.values import lse_of
 
 __all__ = ["Interpreter"]
 
+#: the most import-time uses replayed for a module's containers (each use copies them: the
+#: cost of more would grow with their square)
+_IMPORT_USES = 64
 #: per function, the argument contexts kept apart before one generic context serves the rest
 _MAX_CONTEXTS = 6
 
@@ -573,16 +580,70 @@ class Interpreter(Resolver):
         once the program's modules are imported, where only functions of its own module
         change it in place and each runs only while that module is imported: a registration
         call at its top level, a decorator there (``@register("x", natural=True)``, whose
-        decorator adds to the set as the class is defined). Each runs as Python runs it, in
-        the module's order, with the container as it is so far (a use under an ``if`` or a
-        ``try`` may or may not have run). None where a function may run at another time
-        (called in a function, handed on, a bare decorator's wrapper, or never used here: it
-        is there for callers outside the program), or where another module calls one: which
-        modules are imported, and in what order, is not known here."""
+        decorator adds to the set as the class is defined). Each use runs as Python runs it,
+        in the module's order, with every container those functions change as it is so far
+        (a use under an ``if`` may or may not have run). None where that is not known: a
+        function may run at another time (called in a function, kept, a bare decorator's
+        wrapper, or never used here: there for callers outside the program), another module
+        uses one (which modules are imported, and in what order, is not known here), a use
+        may run more than once or stop half-way (a loop, a ``try``, a ``with``), one is a
+        generator or has a ``finally``, or code other than these functions may change or
+        share a container (an alias, an argument, ``global``)."""
         tree = self.p.tree(path)
         changers = import_time_changers(tree, name) if tree is not None else None
-        if not changers or (path, name) in self.overlay:
+        bodies = replayed_bodies(changers) if changers else None
+        if tree is None or not changers or bodies is None or any(
+                p == path for p, _ in self.overlay):
             return None
+        names, receivers = changed_names(bodies)
+        start = self._replay_start(tree, path, names, changers)
+        uses = self._import_uses(path, changers, line)
+        if start is None or uses is None or not all(
+                only_read(t, n, receivers | start[n][1]) for n in names
+                for _, t in self._naming(n) if t is not None):
+            return None
+        keys = [(path, n) for n in sorted(names)]
+        self.overlay.update({(path, n): v for n, (v, _) in start.items()})
+        try:
+            for use in uses:
+                before = {k: self.overlay[k] for k in keys}
+                with self._apart():  # each runs its functions afresh: their changes are seen
+                    self._import_use(path, use)
+                if use.conditional:
+                    for k in keys:
+                        self.overlay[k] = join([before[k], self.overlay[k]])
+            return self.overlay[(path, name)]
+        finally:
+            for k in keys:
+                del self.overlay[k]
+
+    def _replay_start(self, tree: ast.Module, path: str, names: frozenset[str],
+                      changers: list[tuple[FuncNode, bool]],
+                      ) -> dict[str, tuple[Value, set[int]]] | None:
+        """Each container the changers change: its value as bound, and the nodes of its one
+        binding; None where one is bound more than once, changed at the top level or by a
+        function these are not, or rebound by a ``global``."""
+        ours = {id(fn) for fn, _ in changers}
+        out: dict[str, tuple[Value, set[int]]] = {}
+        for n in names:
+            b = self.p.binding(path, n)
+            stmts, rebinds, _ = self._mutations(path).get(n, ([], [], False))
+            theirs = import_time_changers(tree, n)
+            if b is None or b.kind != "assign" or b.module != path or stmts or rebinds or \
+                    self._bound_often(path, n) or theirs is None or \
+                    not {id(fn) for fn, _ in theirs} <= ours:
+                return None
+            bound = {id(t) for st in module_level(tree.body)
+                     if isinstance(st, (ast.Assign, ast.AnnAssign))
+                     for t in (st.targets if isinstance(st, ast.Assign) else [st.target])
+                     if isinstance(t, ast.Name) and t.id == n}
+            out[n] = (self.binding_value(path, n), bound)
+        return out
+
+    def _import_uses(self, path: str, changers: list[tuple[FuncNode, bool]], line: int,
+                     ) -> list[Use] | None:
+        """The uses of the changers, in the module's order; None where one is not a use a
+        replay reads (see :meth:`after_import`)."""
         uses: list[Use] = []
         for fn, returned in changers:
             if fn.decorator_list or Func(path, fn.name) != self.global_value(path, fn.name):
@@ -591,25 +652,18 @@ class Interpreter(Resolver):
             for other, t in self._naming(fn.name):
                 found = import_time_uses(t, fn.name) if t is not None else None
                 if found is None or (found and other != path) or any(
-                        u.node.lineno < line or (returned and u.decorates is not None and
-                                                 not isinstance(u.node, ast.Call))
+                        u.guarded or u.node.lineno < line or (u.decorates is not None and (
+                            u.node is not u.decorates.decorator_list[-1] or
+                            (returned and not isinstance(u.node, ast.Call))))
                         for u in found):
+                    # (a decorator above another applies to what that one returned)
                     return None
                 uses += found
             if len(uses) == count:  # nothing here uses it: it is there for callers outside
                 return None
-        uses.sort(key=lambda u: (u.node.lineno, u.node.col_offset))
-        self.overlay[(path, name)] = value
-        try:
-            for use in uses:
-                before = self.overlay[(path, name)]
-                with self._apart():  # each runs its functions afresh: their changes are seen
-                    self._import_use(path, use)
-                if use.conditional:
-                    self.overlay[(path, name)] = join([before, self.overlay[(path, name)]])
-            return self.overlay[(path, name)]
-        finally:
-            del self.overlay[(path, name)]
+        if len(uses) > _IMPORT_USES:
+            return None
+        return sorted(uses, key=lambda u: (u.node.lineno, u.node.col_offset))
 
     def _import_use(self, path: str, use: Use) -> None:
         """One use run at import time: the call made; a decorator applied to the function or
@@ -624,10 +678,13 @@ class Interpreter(Resolver):
                                                    for d in alternatives(decorator)):
             return
         target = use.decorates
+        top = self.p.tree(path)
+        at_top = top is not None and any(target is st for st in module_level(top.body))
         frame.env[_DECORATOR] = decorator
-        frame.env[_DECORATED] = ClassRef((path, target.name)) if isinstance(
-            target, ast.ClassDef) and self.p.cls((path, target.name)) is not None else \
-            Func(path, target.name) if self.p.function(path, target.name) is target else None
+        # (a nested definition: what the registry keeps is not one the analysis names)
+        frame.env[_DECORATED] = None if not at_top else ClassRef((path, target.name)) \
+            if isinstance(target, ast.ClassDef) and self.p.cls((path, target.name)) is not None \
+            else Func(path, target.name) if self.p.function(path, target.name) is target else None
         known = self.synthetic.get(id(use.node))
         if known is None:
             call = ast.copy_location(ast.Call(ast.Name(_DECORATOR, ast.Load()),

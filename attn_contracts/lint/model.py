@@ -174,6 +174,10 @@ class ProgramModel:
                 definer.path, f"{definer.name}.{method}", fn,
                 Inst((cls.path, cls.name), exact=True), returned=returned, assume=assume))
 
+    def naming(self, word: str) -> list[str]:
+        """The program's modules whose text names ``word`` (a name, as a word)."""
+        return [path for path, _ in self._interp.naming(word)]
+
     def answer(self, path: str, function: str, args: tuple[str | bool | int | None, ...],
                ) -> tuple[bool, object]:
         """What the module-level function ``function`` of ``path`` returns when called with

@@ -598,7 +598,11 @@ class ModuleResolver(Analysis):
                         path, name, group, self.binding_value(path, name), defined, line)
             return self._globals_at[key]
         stmts, _, in_function = self._mutations(path).get(name, ([], [], False))
-        if line <= defined or in_function or all(st.lineno < line for st in stmts):
+        if in_function and line > defined:
+            # a function changes it: its module's top level, mid-import, may see any state
+            # (global_value's is the one the whole import leaves)
+            return None
+        if line <= defined or all(st.lineno < line for st in stmts):
             return value
         key = (path, name, line)
         if key not in self._globals_at:
@@ -1015,6 +1019,52 @@ def import_time_changers(tree: ast.Module, name: str
             return None
         found[id(parent)] = (parent, True)
     return sorted(found.values(), key=lambda f: f[0].lineno) or None
+
+
+def replayed_bodies(changers: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]]
+                    ) -> list[ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    """The functions a replay of these changers runs (each, and the decorators it returns);
+    None where one is not run to its end when called (a generator, a coroutine), or may change
+    a container after it returned (a ``finally``)."""
+    out: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    for fn, returned in changers:
+        out += [fn, *(_returned_defs(fn) if returned else [])]
+    for fn in out:
+        if isinstance(fn, ast.AsyncFunctionDef) or any(
+                isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) or
+                (isinstance(n, ast.Try) and n.finalbody) for n in own_nodes(fn.body)):
+            return None
+    return out
+
+
+def changed_names(bodies: list[ast.FunctionDef | ast.AsyncFunctionDef]
+                  ) -> tuple[frozenset[str], set[int]]:
+    """The module-level names these functions change in place, and the nodes of those names
+    that the changes receive (``NAME`` of ``NAME.add(x)``, of ``NAME[k] = v``)."""
+    found: dict[str, tuple[list[ast.stmt], list[ast.expr], bool]] = {}
+    receivers: set[int] = set()
+    for fn in bodies:
+        _function_mutations(fn, found)
+        for st in own_statements(fn.body):
+            if _mutated_name(st) is not None:
+                receivers |= {id(n) for n in _receivers(st)}
+    return frozenset(n for n, (_, _, changed) in found.items() if changed), receivers
+
+
+def _receivers(st: ast.stmt) -> list[ast.expr]:
+    """The names a change in place is made on (the root of its target or receiver)."""
+    roots: list[ast.expr] = []
+    targets = st.targets if isinstance(st, (ast.Assign, ast.Delete)) else \
+        [st.target] if isinstance(st, (ast.AugAssign, ast.AnnAssign)) else []
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and \
+            isinstance(st.value.func, ast.Attribute):
+        targets = [st.value.func.value]
+    for t in targets:
+        while isinstance(t, (ast.Subscript, ast.Attribute)):
+            t = t.value
+        if isinstance(t, ast.Name):
+            roots.append(t)
+    return roots
 
 
 def _function_changes(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:

@@ -125,6 +125,7 @@ from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import join
 from attn_contracts.lint.values import lse_of
+from attn_contracts.lint.values import set_of
 from attn_contracts.lint.values import source_order
 
 #: each frame's serial (:attr:`Scope.serial`): never reused, unlike an object's id
@@ -1982,15 +1983,15 @@ class Scope:
         if spliced is not None:
             # ``(a, *t)`` of a known tuple: its items in their places, as Python builds it
             if isinstance(node, ast.Set):
-                return Seq(join(spliced), complete=all(isinstance(v, Lit) for v in spliced))
+                return set_of(spliced, all(isinstance(v, Lit) for v in spliced))
             return Tup(tuple(spliced), mutable=isinstance(node, ast.List))
         if isinstance(node, ast.Set) or any(isinstance(e, ast.Starred) for e in node.elts):
             # ``[*a, b]``, ``{a, b}``: elements known, positions not (a set of literals holds
             # every one of them)
             starred = any(isinstance(e, ast.Starred) for e in node.elts)
-            return Seq(join([iterate(v) if isinstance(e, ast.Starred) else v
-                             for e, v in zip(node.elts, values, strict=True)]),
-                       complete=not starred and all(isinstance(v, Lit) for v in values))
+            return set_of([iterate(v) if isinstance(e, ast.Starred) else v
+                           for e, v in zip(node.elts, values, strict=True)],
+                          not starred and all(isinstance(v, Lit) for v in values))
         return Tup(tuple(values), mutable=isinstance(node, ast.List))
 
     @_on(_EXPR, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -2116,8 +2117,7 @@ class Scope:
             complete = exact and isinstance(node, ast.SetComp) and all(
                 isinstance(k, Lit) for k in kept)
             gen = isinstance(node, ast.GeneratorExp)
-            return Seq(join(kept), complete=complete and not gen, iterator=gen) if kept else \
-                Seq(None, complete=exact and not gen, iterator=gen)
+            return set_of(kept, (complete if kept else exact) and not gen, iterator=gen)
         return Tup(tuple(kept), iterator=isinstance(node, ast.GeneratorExp),
                    mutable=isinstance(node, ast.ListComp))
 

@@ -338,6 +338,14 @@ class Seq:
     iterator: bool = False
 
 
+def set_of(items: list[Value], complete: bool, iterator: bool = False) -> Seq:
+    """A container whose elements are ``items`` (positions not known); ``complete``: each is
+    surely an element and there is no other. ``Seq(None, complete=True)`` is the empty set,
+    so a join too large to keep (``None``) is never complete."""
+    item = join(items)
+    return Seq(item, complete=complete and (item is not None or not items), iterator=iterator)
+
+
 @dataclass(frozen=True)
 class Member:
     """A member of an ``enum.Enum`` class of the program: ``.value`` is what its body assigns."""
