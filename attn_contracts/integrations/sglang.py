@@ -844,6 +844,17 @@ def _held_as(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: _Module) -> set
                         for t in st.targets if isinstance(t, ast.Name)}
 
 
+def _named_outside_functions(tree: ast.Module, names: set[str]) -> bool:
+    """Whether code outside the module's functions names one of ``names`` otherwise than in
+    the module-level table that binds it."""
+    tables = [st for st in tree.body if isinstance(st, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id in names for t in st.targets)]
+    inside = {id(n) for f in ast.walk(tree)
+              if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+              for n in ast.walk(f)} | {id(n) for st in tables for n in ast.walk(st)}
+    return any(_name_of(n) in names and id(n) not in inside for n in ast.walk(tree))
+
+
 def _users(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: _Module,
            ) -> Iterator[tuple[str | None, ast.FunctionDef | ast.AsyncFunctionDef]]:
     """The functions of ``module`` that name the helper ``fn`` (or a module table holding
@@ -851,12 +862,7 @@ def _users(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: _Module,
     object than ``self``/``cls``, and for the module itself where code outside its functions
     names it otherwise than in such a table (``merge = staticmethod(helper)`` in a class)."""
     names = _held_as(fn, module)
-    tables = [st for st in module.tree.body if isinstance(st, ast.Assign) and any(
-        isinstance(t, ast.Name) and t.id in names for t in st.targets)]
-    inside = {id(n) for f in ast.walk(module.tree)
-              if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-              for n in ast.walk(f)} | {id(n) for st in tables for n in ast.walk(st)}
-    if any(_name_of(n) in names and id(n) not in inside for n in ast.walk(module.tree)):
+    if _named_outside_functions(module.tree, names):
         yield None, fn
         return
     for user in ast.walk(module.tree):

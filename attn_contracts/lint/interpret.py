@@ -589,20 +589,11 @@ class Interpreter(Resolver):
         may run more than once or stop half-way (a loop, a ``try``, a ``with``), one is a
         generator or has a ``finally``, or code other than these functions may change or
         share a container (an alias, an argument, ``global``)."""
-        tree = self.p.tree(path)
-        changers = import_time_changers(tree, name) if tree is not None else None
-        bodies = replayed_bodies(changers) if changers else None
-        if tree is None or not changers or bodies is None or any(
-                p == path for p, _ in self.overlay):
+        plan = self._replay_plan(path, name, line)
+        if plan is None:
             return None
-        names, receivers = changed_names(bodies)
-        start = self._replay_start(tree, path, names, changers)
-        uses = self._import_uses(path, changers, line)
-        if start is None or uses is None or not all(
-                only_read(t, n, receivers | start[n][1]) for n in names
-                for _, t in self._naming(n) if t is not None):
-            return None
-        keys = [(path, n) for n in sorted(names)]
+        start, uses = plan
+        keys = [(path, n) for n in sorted(start)]
         self.overlay.update({(path, n): v for n, (v, _) in start.items()})
         try:
             for use in uses:
@@ -616,6 +607,26 @@ class Interpreter(Resolver):
         finally:
             for k in keys:
                 del self.overlay[k]
+
+    def _replay_plan(self, path: str, name: str, line: int,
+                     ) -> tuple[dict[str, tuple[Value, set[int]]], list[Use]] | None:
+        """What :meth:`after_import` replays: each container the changers of ``name``
+        change, as bound, and their uses in order; None where the replay would not be
+        Python's."""
+        tree = self.p.tree(path)
+        changers = import_time_changers(tree, name) if tree is not None else None
+        bodies = replayed_bodies(changers) if changers else None
+        if tree is None or not changers or bodies is None or any(
+                p == path for p, _ in self.overlay):
+            return None
+        names, receivers = changed_names(bodies)
+        start = self._replay_start(tree, path, names, changers)
+        uses = self._import_uses(path, changers, line)
+        if start is None or uses is None or not all(
+                only_read(t, n, receivers | start[n][1]) for n in names
+                for _, t in self._naming(n) if t is not None):
+            return None
+        return start, uses
 
     def _replay_start(self, tree: ast.Module, path: str, names: frozenset[str],
                       changers: list[tuple[FuncNode, bool]],
