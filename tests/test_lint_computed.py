@@ -1195,6 +1195,33 @@ _FI_PLAIN = _REGISTRY.replace('@register("fi", natural=True)', '@register("fi")'
             NATURAL.add(n)
     mark("fi")
     """, {}),
+    ("a flag the registration reads, bound again after it", """
+    NATURAL = set()
+    FLAG = True
+    def mark(n):
+        if not FLAG:
+            NATURAL.add(n)
+    mark("fi")
+    FLAG = False
+    """, {}),
+    ("a global looked up by text", _FI_PLAIN + """
+    def late():
+        globals()["NATURAL"].add("fi")
+    """, {}),
+    ("a class body that registers before its decorator applies", """
+    NATURAL = set()
+    def mark(n):
+        if "x" in NATURAL:
+            NATURAL.add(n)
+    def register(name):
+        def add(cls):
+            mark(name)
+            return cls
+        return add
+    @register("fi")
+    class FI:
+        mark("x")
+    """, {}),
     ("a generator, whose body the call does not run", """
     NATURAL = {"fi"}
     def unmark(n):

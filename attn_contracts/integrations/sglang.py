@@ -817,10 +817,10 @@ def _from_users(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.Asyn
     ways: list[Combine] = []
     known = {um.asked.path for um in modules.values()}
     for user_module in modules.values():
-        if any(other not in known for name in _held_as(fn, user_module)
+        if any(other not in known for name in _held_as(fn, user_module) | _held_as(fn, m)
                for other in user_module.asked.model.naming(name)):
             return None  # a file this does not read names it: a use not seen
-        for qualname, user in _users(fn, user_module):
+        for qualname, user in _users(fn, user_module, _held_as(fn, m)):
             if qualname is None:
                 return None  # named on another object: a call the run may not follow
             asked = user_module.asked
@@ -855,13 +855,13 @@ def _named_outside_functions(tree: ast.Module, names: set[str]) -> bool:
     return any(_name_of(n) in names and id(n) not in inside for n in ast.walk(tree))
 
 
-def _users(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: _Module,
+def _users(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: _Module, held: set[str],
            ) -> Iterator[tuple[str | None, ast.FunctionDef | ast.AsyncFunctionDef]]:
     """The functions of ``module`` that name the helper ``fn`` (or a module table holding
     it), with their qualified names; None for one that names it as an attribute of another
     object than ``self``/``cls``, and for the module itself where code outside its functions
     names it otherwise than in such a table (``merge = staticmethod(helper)`` in a class)."""
-    names = _held_as(fn, module)
+    names = _held_as(fn, module) | held  # (the helper's own module's tables, imported here)
     if _named_outside_functions(module.tree, names):
         yield None, fn
         return

@@ -300,6 +300,8 @@ def only_read(tree: ast.Module, name: str, allowed: set[int]) -> bool:
     attribute of that name) only reads it (``x in C``, ``C[k]``, ``C.get(k)``, ``len(C)``,
     ``for x in C``), or is one of the nodes ``allowed`` (its own binding, the changes being
     replayed): no alias, no argument, no change made elsewhere, no ``global``/``del``."""
+    if name in _indexed(tree).words:
+        return False  # looked up by text (``getattr(mod, "C")``, ``globals()["C"]``)
     parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
     for n in ast.walk(tree):
         if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:

@@ -1181,8 +1181,8 @@ class Frame(RecordCalls):
                 continue
             held = self.expr(a.value)
             items = characters(held) or held
-            if not isinstance(items, Tup) or items.partial_items:
-                return None
+            if not isinstance(items, Tup) or items.partial_items or items.iterator:
+                return None  # (an iterator may have been advanced: what is left not known)
             out += items.items
         return out
 

@@ -30,6 +30,7 @@ cannot read is trusted.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -68,6 +69,7 @@ from attn_contracts.lint.inferred import kernel_of
 from attn_contracts.lint.modules import DECORATED as _DECORATED
 from attn_contracts.lint.modules import DECORATOR as _DECORATOR
 from attn_contracts.lint.modules import changed_names
+from attn_contracts.lint.modules import free_names
 from attn_contracts.lint.modules import import_time_changers
 from attn_contracts.lint.modules import replayed_bodies
 from attn_contracts.lint.program import FuncNode
@@ -80,6 +82,7 @@ from attn_contracts.lint.values import NOTHING_YET
 from attn_contracts.lint.values import Arg
 from attn_contracts.lint.values import Bound
 from attn_contracts.lint.values import ClassRef
+from attn_contracts.lint.values import DictV
 from attn_contracts.lint.values import Ext
 from attn_contracts.lint.values import ExtInst
 from attn_contracts.lint.values import Func
@@ -603,7 +606,10 @@ class Interpreter(Resolver):
                 if use.conditional:
                     for k in keys:
                         self.overlay[k] = join([before[k], self.overlay[k]])
-            return self.overlay[(path, name)]
+            value = self.overlay[(path, name)]
+            # an element a read hands out (``C[k]``, ``C.values()``) may be changed in place
+            # where it is a container itself: only elements that cannot be are read
+            return value if _immutable_elements(value) else None
         finally:
             for k in keys:
                 del self.overlay[k]
@@ -624,9 +630,77 @@ class Interpreter(Resolver):
         uses = self._import_uses(path, changers, line)
         if start is None or uses is None or not all(
                 only_read(t, n, receivers | start[n][1]) for n in names
-                for _, t in self._naming(n) if t is not None):
+                for _, t in self._naming(n) if t is not None) or \
+                not self._runs_alone(tree, path, names, bodies, uses, line):
             return None
         return start, uses
+
+    def _runs_alone(self, tree: ast.Module, path: str, names: frozenset[str],
+                    bodies: list[FuncNode], uses: list[Use], line: int) -> bool:
+        """Whether nothing else the import runs sees or steers the replay: between the
+        containers' binding and the last use the top level only defines functions, classes
+        (no code in a class body) and constants, and makes the uses (no import, whose module
+        may read them half-filled; no call, which may); what the changers read besides the
+        containers is bound once, before the first use, and never changed (a flag set after
+        a registration is not what it saw); the module looks up no global by text."""
+        if re.search(r"\bglobals\(|\bvars\(|__dict__", self.module_text(path)):
+            return False
+        first, last = uses[0].node.lineno, max(u.node.end_lineno or 0 for u in uses)
+        made = {id(u.node) for u in uses}
+        return all(self._quiet(path, st, made) for st in tree.body
+                   if line < st.lineno <= last) and \
+            all(self._settled(path, n, first) for n in free_names(bodies) - names)
+
+    def _settled(self, path: str, name: str, first: int) -> bool:
+        """A name a changer reads: a builtin, or bound once before ``first`` (elsewhere, or in
+        its module and never changed)."""
+        b = self.p.binding(path, name)
+        if b is None:
+            return self.builtin_at(path, name)
+        stmts, rebinds, changed = self._mutations(path).get(name, ([], [], False))
+        return b.module != path or not (self._bound_often(path, name) or stmts or rebinds or
+                                        changed or getattr(b.node, "lineno", first) >= first)
+
+    def _quiet(self, path: str, st: ast.stmt, made: set[int]) -> bool:
+        """A top-level statement that runs no code of the program besides the uses (``made``):
+        a definition (its decorators uses; a class body that only defines or binds), a value
+        bound or tested that calls only code from outside the program, an import of a module
+        outside it, a use made."""
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return self._quiet_definition(path, st, made)
+        if isinstance(st, ast.Expr):
+            return id(st.value) in made or self._quiet_expr(path, st.value)
+        if isinstance(st, (ast.Assign, ast.AnnAssign)):
+            return st.value is not None and self._quiet_expr(path, st.value)
+        if isinstance(st, ast.If):
+            return self._quiet_expr(path, st.test) and all(
+                self._quiet(path, b, made) for b in (*st.body, *st.orelse))
+        if isinstance(st, (ast.Import, ast.ImportFrom)):
+            return not (isinstance(st, ast.ImportFrom) and st.level) and all(
+                self.p.module(a.name if isinstance(st, ast.Import) else st.module or "",
+                              path) is None for a in st.names)
+        return isinstance(st, ast.Pass)
+
+    def _quiet_definition(self, path: str, st: FuncNode | ast.ClassDef, made: set[int]
+                          ) -> bool:
+        if any(id(d) not in made for d in st.decorator_list):
+            return False
+        return not isinstance(st, ast.ClassDef) or (
+            all(self._quiet_expr(path, e) for e in (*st.bases, *st.keywords)) and
+            all(self._quiet(path, b, made) for b in st.body))
+
+    def _quiet_expr(self, path: str, e: ast.AST) -> bool:
+        """An expression whose calls all call code from outside the program (``os.environ.get``),
+        which cannot read the module's containers."""
+        for n in ast.walk(e):
+            if isinstance(n, (ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
+                return False
+            if isinstance(n, ast.Call):
+                root = dotted_name(n.func)
+                b = self.p.binding(path, root.partition(".")[0]) if root else None
+                if b is None or b.kind != "external":
+                    return False
+        return True
 
     def _replay_start(self, tree: ast.Module, path: str, names: frozenset[str],
                       changers: list[tuple[FuncNode, bool]],
@@ -662,17 +736,13 @@ class Interpreter(Resolver):
             count = len(uses)
             for other, t in self._naming(fn.name):
                 found = import_time_uses(t, fn.name) if t is not None else None
-                if found is None or (found and other != path) or any(
-                        u.guarded or u.node.lineno < line or (u.decorates is not None and (
-                            u.node is not u.decorates.decorator_list[-1] or
-                            (returned and not isinstance(u.node, ast.Call))))
-                        for u in found):
-                    # (a decorator above another applies to what that one returned)
+                if found is None or (found and other != path) or not all(
+                        _replayable(u, returned, line) for u in found):
                     return None
                 uses += found
             if len(uses) == count:  # nothing here uses it: it is there for callers outside
                 return None
-        if len(uses) > _IMPORT_USES:
+        if len(uses) > _IMPORT_USES or _in_decorated_class(uses):
             return None
         return sorted(uses, key=lambda u: (u.node.lineno, u.node.col_offset))
 
@@ -693,8 +763,9 @@ class Interpreter(Resolver):
         at_top = top is not None and any(target is st for st in module_level(top.body))
         frame.env[_DECORATOR] = decorator
         # (a nested definition: what the registry keeps is not one the analysis names)
+        info = self.p.cls((path, target.name)) if isinstance(target, ast.ClassDef) else None
         frame.env[_DECORATED] = None if not at_top else ClassRef((path, target.name)) \
-            if isinstance(target, ast.ClassDef) and self.p.cls((path, target.name)) is not None \
+            if info is not None and self.p.class_node(info) is target \
             else Func(path, target.name) if self.p.function(path, target.name) is target else None
         known = self.synthetic.get(id(use.node))
         if known is None:
@@ -703,6 +774,44 @@ class Interpreter(Resolver):
             ast.fix_missing_locations(call)
             known = self.synthetic[id(use.node)] = (use.node, call)
         frame.expr(cast(ast.Call, known[1]))
+
+
+def _replayable(use: Use, returned: bool, line: int) -> bool:
+    """A use the replay runs as Python does: once, after the container is bound; a decorator
+    applied to the definition itself (the innermost: one above another applies to what that
+    one returned), and one whose changes are in the decorator it returns made by calling."""
+    if use.guarded or use.node.lineno < line:
+        return False
+    if use.decorates is None:
+        return True
+    return use.node is use.decorates.decorator_list[-1] and (
+        not returned or isinstance(use.node, ast.Call))
+
+
+def _in_decorated_class(uses: list[Use]) -> bool:
+    """A use in the body of a class another use decorates: the body runs before the decorator
+    applies, not in the order of the lines."""
+    return any(isinstance(u.decorates, ast.ClassDef) and any(
+        u.decorates.lineno < o.node.lineno <= (u.decorates.end_lineno or 0) for o in uses)
+        for u in uses)
+
+
+def _immutable_elements(value: Value) -> bool:
+    """Whether no element of a container value is a container the flow knows (one a read
+    could hand out and the reader change in place)."""
+    for alt in alternatives(value):
+        items: list[Value] = []
+        if isinstance(alt, DictV):
+            items = [a.value for _, a in alt.items]
+        elif isinstance(alt, Seq):
+            items = [alt.item]
+        elif isinstance(alt, Tup):
+            items = list(alt.items)
+        for item in items:
+            if any(isinstance(i, (DictV, Seq)) or (isinstance(i, Tup) and i.mutable)
+                   for i in alternatives(item)):
+                return False
+    return True
 
 
 def _abstract(node: object) -> bool:

@@ -1051,6 +1051,21 @@ def changed_names(bodies: list[ast.FunctionDef | ast.AsyncFunctionDef]
     return frozenset(n for n, (_, _, changed) in found.items() if changed), receivers
 
 
+def free_names(bodies: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> set[str]:
+    """The names these functions read that none of them binds (its parameters, its
+    assignments, the functions it defines): globals, builtins, an enclosing one's."""
+    free = {n.id for fn in bodies for n in ast.walk(fn)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    for fn in bodies:
+        free -= {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs,
+                                 fn.args.vararg, fn.args.kwarg) if a is not None}
+        free -= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and
+                 isinstance(n.ctx, ast.Store)}
+        free -= {d.name for d in ast.walk(fn)
+                 if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d is not fn}
+    return free
+
+
 def _receivers(st: ast.stmt) -> list[ast.expr]:
     """The names a change in place is made on (the root of its target or receiver)."""
     roots: list[ast.expr] = []
