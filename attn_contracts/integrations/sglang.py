@@ -815,26 +815,38 @@ def _from_users(combine: Combine, call: ast.Call, fn: ast.FunctionDef | ast.Asyn
     if kw is None and not spread:
         return None
     ways: list[Combine] = []
+    held = _held_as(fn, m)  # (the helper's own module's tables, imported by the others)
+    names = {rel: _held_as(fn, um) | held for rel, um in modules.items()}
     known = {um.asked.path for um in modules.values()}
-    for user_module in modules.values():
-        if any(other not in known for name in _held_as(fn, user_module) | _held_as(fn, m)
-               for other in user_module.asked.model.naming(name)):
-            return None  # a file this does not read names it: a use not seen
-        for qualname, user in _users(fn, user_module, _held_as(fn, m)):
-            if qualname is None:
-                return None  # named on another object: a call the run may not follow
-            asked = user_module.asked
-            read = asked.answers_at(qualname, kw, keyword_path=m.asked.path) \
-                if kw is not None else _spread_answers(
-                    [asked.answers_at(qualname, k, combine.keyword, m.asked.path)
-                     for k in spread])
-            if read is None or all(v == "?" for _, v in read[0]):
+    if any(other not in known for name in set().union(*names.values())
+           for other in m.asked.model.naming(name)):
+        return None  # a file this does not read names it: a use not seen
+    for rel, user_module in modules.items():
+        for qualname, user in _users(fn, user_module, names[rel]):
+            # (named on another object: a call the run may not follow)
+            way = _way_of(combine, kw, spread, user_module, qualname, user, m.asked.path) \
+                if qualname is not None else None
+            if way is None:
                 return None
-            answers, default = read
-            at = Location(f"sglang/{user_module.rel}", user.lineno)
-            ways.append(replace(combine, passes="name", function=qualname, function_at=at,
-                                answers=answers, default=default, via=at))
+            ways.append(way)
     return ways or None
+
+
+def _way_of(combine: Combine, kw: ast.expr | None, spread: list[ast.expr], module: _Module,
+            qualname: str, user: ast.FunctionDef | ast.AsyncFunctionDef, path: str,
+            ) -> Combine | None:
+    """How the function ``user`` tells the combine (its keyword ``kw``, or what its
+    ``**mapping``s ``spread`` give it, in the file ``path``), run per registered name; None
+    where no name's answer is read."""
+    asked = module.asked
+    read = asked.answers_at(qualname, kw, keyword_path=path) if kw is not None else \
+        _spread_answers([asked.answers_at(qualname, k, combine.keyword, path) for k in spread])
+    if read is None or all(v == "?" for _, v in read[0]):
+        return None
+    answers, default = read
+    at = Location(f"sglang/{module.rel}", user.lineno)
+    return replace(combine, passes="name", function=qualname, function_at=at,
+                   answers=answers, default=default, via=at)
 
 
 def _held_as(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: _Module) -> set[str]:
@@ -855,13 +867,13 @@ def _named_outside_functions(tree: ast.Module, names: set[str]) -> bool:
     return any(_name_of(n) in names and id(n) not in inside for n in ast.walk(tree))
 
 
-def _users(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: _Module, held: set[str],
+def _users(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: _Module, names: set[str],
            ) -> Iterator[tuple[str | None, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    """The functions of ``module`` that name the helper ``fn`` (or a module table holding
-    it), with their qualified names; None for one that names it as an attribute of another
-    object than ``self``/``cls``, and for the module itself where code outside its functions
-    names it otherwise than in such a table (``merge = staticmethod(helper)`` in a class)."""
-    names = _held_as(fn, module) | held  # (the helper's own module's tables, imported here)
+    """The functions of ``module`` that name the helper ``fn`` (or a table holding it, of
+    ``names``), with their qualified names; None for one that names it as an attribute of
+    another object than ``self``/``cls``, and for the module itself where code outside its
+    functions names it otherwise than in such a table (``merge = staticmethod(helper)`` in a
+    class)."""
     if _named_outside_functions(module.tree, names):
         yield None, fn
         return

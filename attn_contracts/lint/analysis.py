@@ -115,10 +115,8 @@ class Analysis(ABC):
         #: statement changes it (modules.ModuleResolver.global_value_at)
         self._globals_at: dict[tuple[str, str, int], Value] = {}
         self._module_busy: set[tuple[str, str]] = set()
-        #: a decorated module-level function's value (modules.decorated), and the calls of
-        #: its decorators built to read it (kept: the analysis keys on their nodes)
+        #: a decorated module-level function's value (modules.decorated)
         self._decorated: dict[tuple[str, str], Value] = {}
-        self._decorator_calls: list[ast.Call] = []
         #: module-level containers being changed by the calls made while modules are imported
         #: (modules.ModuleResolver.after_import): each function of that module run meanwhile
         #: reads and changes this value, not the name's

@@ -266,7 +266,7 @@ class Resolver(ModuleResolver):
         key = (last, partials, own)
         if key not in self._program_calls:
             found: list[tuple[str, Given]] = []
-            for path, tree in self._naming(last):
+            for path, tree in self.naming(last):
                 given = every_call(tree, last, partials=partials, own=own) \
                     if tree is not None else None
                 if given is None:
@@ -277,10 +277,6 @@ class Resolver(ModuleResolver):
         return self._program_calls[key]
 
     def naming(self, last: str) -> Iterator[tuple[str, ast.Module | None]]:
-        """The program's modules whose text names ``last`` as a word, parsed."""
-        return self._naming(last)
-
-    def _naming(self, last: str) -> Iterator[tuple[str, ast.Module | None]]:
         """The program's modules whose text names ``last`` as a word, parsed."""
         word = re.compile(rf"\b{re.escape(last)}\b")
         for info in self.p.infos():
@@ -320,7 +316,7 @@ class Resolver(ModuleResolver):
             tree = self.p.tree(c.path)
             if tree is None or c.name in builds_own(tree):
                 return False
-        for path, tree in self._naming(cls.name):
+        for path, tree in self.naming(cls.name):
             if tree is None or named_as_attribute(tree, cls.name):
                 return False
             bound = self.global_value(path, cls.name)

@@ -37,6 +37,7 @@ from attn_contracts.lint.values import Tup
 from attn_contracts.lint.values import Union_
 from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
+from attn_contracts.lint.values import is_empty_set
 from attn_contracts.lint.values import join
 
 #: the methods that add elements to (or take them from) a list, set or deque
@@ -531,7 +532,7 @@ def members_of(value: Value) -> tuple[list[bool | int | float | str | None], boo
             out += one
         return out, True
     if isinstance(value, Seq):
-        if value.item is None and value.complete:
+        if is_empty_set(value):
             return [], True  # the empty set (folding.abstract), every element of it sure
         many = literal_values(value.item)
         return (many, value.complete) if many is not None else None

@@ -166,10 +166,9 @@ class Frame(RecordCalls):
         fn = self.i.p.definition(func)
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             return ()
-        names = tuple(a.arg for a in (*fn.args.posonlyargs, *fn.args.args))
-        static = isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-            dotted_name(d) == "staticmethod" for d in fn.decorator_list)
-        return names[1:] if bound and not static else names
+        params = params_of(fn)
+        names = tuple(params.names[:params.positional])
+        return names[1:] if bound and not params.static else names
 
     def call(self, node: ast.Call) -> Value:
         func = node.func

@@ -66,8 +66,6 @@ from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.frame import Frame
 from attn_contracts.lint.inferred import Kernel
 from attn_contracts.lint.inferred import kernel_of
-from attn_contracts.lint.modules import DECORATED as _DECORATED
-from attn_contracts.lint.modules import DECORATOR as _DECORATOR
 from attn_contracts.lint.modules import changed_names
 from attn_contracts.lint.modules import free_names
 from attn_contracts.lint.modules import import_time_changers
@@ -89,7 +87,6 @@ from attn_contracts.lint.values import Func
 from attn_contracts.lint.values import Inst
 from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import Param
-from attn_contracts.lint.values import Partial
 from attn_contracts.lint.values import Seq
 from attn_contracts.lint.values import Tup
 from attn_contracts.lint.values import Value
@@ -399,12 +396,11 @@ class Interpreter(Resolver):
         """A function of the module whose container is being changed at import time
         (:meth:`after_import`) reads and changes the value so far, where it does not bind
         that name itself."""
-        own = frozenset(n.id for n in own_nodes(node.body if isinstance(node.body, list)
-                                                else [ast.Expr(node.body)])
-                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
-        own |= {a.arg for a in (*node.args.posonlyargs, *node.args.args,
-                                *node.args.kwonlyargs, node.args.vararg, node.args.kwarg)
-                if a is not None}
+        params = params_of(node)
+        own = {n.id for n in own_nodes(node.body if isinstance(node.body, list)
+                                       else [ast.Expr(node.body)])
+               if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        own |= {*params.names, *params.var}
         frame.overlaid = tuple(n for (p, n) in self.overlay if p == func.path and n not in own)
         frame.env.update({n: self.overlay[(func.path, n)] for n in frame.overlaid})
 
@@ -630,7 +626,7 @@ class Interpreter(Resolver):
         uses = self._import_uses(path, changers, line)
         if start is None or uses is None or not all(
                 only_read(t, n, receivers | start[n][1]) for n in names
-                for _, t in self._naming(n) if t is not None) or \
+                for _, t in self.naming(n) if t is not None) or \
                 not self._runs_alone(tree, path, names, bodies, uses, line):
             return None
         return start, uses
@@ -734,7 +730,7 @@ class Interpreter(Resolver):
             if fn.decorator_list or Func(path, fn.name) != self.global_value(path, fn.name):
                 return None
             count = len(uses)
-            for other, t in self._naming(fn.name):
+            for other, t in self.naming(fn.name):
                 found = import_time_uses(t, fn.name) if t is not None else None
                 if found is None or (found and other != path) or not all(
                         _replayable(u, returned, line) for u in found):
@@ -754,26 +750,17 @@ class Interpreter(Resolver):
         if use.decorates is None:
             frame.expr(use.node)
             return
-        decorator = frame.expr(use.node)
-        if not alternatives(decorator) or not all(isinstance(d, (Func, Partial, Bound))
-                                                   for d in alternatives(decorator)):
-            return
         target = use.decorates
         top = self.p.tree(path)
         at_top = top is not None and any(target is st for st in module_level(top.body))
-        frame.env[_DECORATOR] = decorator
         # (a nested definition: what the registry keeps is not one the analysis names)
         info = self.p.cls((path, target.name)) if isinstance(target, ast.ClassDef) else None
-        frame.env[_DECORATED] = None if not at_top else ClassRef((path, target.name)) \
+        decorated = None if not at_top else ClassRef((path, target.name)) \
             if info is not None and self.p.class_node(info) is target \
             else Func(path, target.name) if self.p.function(path, target.name) is target else None
-        known = self.synthetic.get(id(use.node))
-        if known is None:
-            call = ast.copy_location(ast.Call(ast.Name(_DECORATOR, ast.Load()),
-                                              [ast.Name(_DECORATED, ast.Load())], []), use.node)
-            ast.fix_missing_locations(call)
-            known = self.synthetic[id(use.node)] = (use.node, call)
-        frame.expr(cast(ast.Call, known[1]))
+        call = self.decorator_call(frame, frame.expr(use.node), decorated, use.node)
+        if call is not None:
+            frame.expr(call)
 
 
 def _replayable(use: Use, returned: bool, line: int) -> bool:

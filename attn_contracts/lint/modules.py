@@ -23,7 +23,9 @@ from typing import cast
 
 from attn_contracts.findings import Location
 from attn_contracts.lint.analysis import Analysis
+from attn_contracts.lint.analysis import FrameView
 from attn_contracts.lint.calls import CallArgs
+from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.calls import place
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.classes import module_level
@@ -875,20 +877,32 @@ class ModuleResolver(Analysis):
         frame = self.new_frame(path)
         value: Value = func
         for dec in reversed(node.decorator_list):
-            decorator = frame.expr(dec)
-            if not alternatives(decorator) or not all(
-                    isinstance(d, (Func, Partial, Bound)) for d in alternatives(decorator)):
+            call = self.decorator_call(frame, frame.expr(dec), value, dec)
+            if call is None:
                 continue  # from outside the program (or not known): the function kept
-            frame.env[DECORATOR], frame.env[DECORATED] = decorator, value
-            call = ast.copy_location(ast.Call(ast.Name(DECORATOR, ast.Load()),
-                                              [ast.Name(DECORATED, ast.Load())], []), dec)
-            ast.fix_missing_locations(call)
-            self._decorator_calls.append(call)
             with self._class_definition():  # followed whatever it names, as a class's are
                 applied = frame.expr(call)
             value = applied if alternatives(applied) else func  # cut short: left as it was
         self._decorated[key] = value
         return value
+
+    def decorator_call(self, frame: FrameView, decorator: Value, value: Value, dec: ast.expr,
+                       ) -> ast.Call | None:
+        """The call that applies ``decorator`` (the value of the decorator expression ``dec``)
+        to ``value`` in ``frame`` (``@deco`` is ``name = deco(name)``), placed at ``dec`` and
+        built once per decorator; None where the decorator is not a function of the program
+        (from outside it, or not known: what it returns is not read)."""
+        if not alternatives(decorator) or not all(
+                isinstance(d, (Func, Partial, Bound)) for d in alternatives(decorator)):
+            return None
+        frame.env[_DECORATOR], frame.env[_DECORATED] = decorator, value
+        known = self.synthetic.get(id(dec))
+        if known is None:
+            call = ast.copy_location(ast.Call(ast.Name(_DECORATOR, ast.Load()),
+                                              [ast.Name(_DECORATED, ast.Load())], []), dec)
+            ast.fix_missing_locations(call)
+            known = self.synthetic[id(dec)] = (dec, call)  # (kept alive with its node)
+        return cast(ast.Call, known[1])
 
     def import_value(self, path: str, node: ast.ImportFrom | ast.Import, alias: ast.alias,
                      ) -> tuple[str, Value]:
@@ -993,9 +1007,8 @@ class ModuleResolver(Analysis):
             [Arg(Lit(name, where), where)], {}, False, where=where)).returns
 
 
-#: the names a decorator and the function it decorates are bound to, to apply one
 #: the names a decorator and what it decorates are bound to where one is applied
-DECORATOR, DECORATED = "<decorator>", "<decorated>"
+_DECORATOR, _DECORATED = "<decorator>", "<decorated>"
 
 
 def import_time_changers(tree: ast.Module, name: str
@@ -1007,17 +1020,17 @@ def import_time_changers(tree: ast.Module, name: str
     changing = [fn for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef,
                                                                ast.AsyncFunctionDef))
                 and _function_changes(fn, name)]
-    tops = [st for st in module_level(tree.body)
-            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    tops = {id(st): st for st in module_level(tree.body)
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    returned_by = {id(d): t for t in tops.values() for d in _returned_defs(t)}
     found: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]] = {}
     for fn in changing:
-        if any(fn is t for t in tops):
-            found[id(fn)] = (fn, found.get(id(fn), (fn, False))[1])
-            continue
-        parent = next((t for t in tops if any(fn is d for d in _returned_defs(t))), None)
-        if parent is None:
+        if id(fn) in tops:
+            found.setdefault(id(fn), (fn, False))
+        elif (parent := returned_by.get(id(fn))) is not None:
+            found[id(parent)] = (parent, True)
+        else:
             return None
-        found[id(parent)] = (parent, True)
     return sorted(found.values(), key=lambda f: f[0].lineno) or None
 
 
@@ -1057,8 +1070,8 @@ def free_names(bodies: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> set[str]
     free = {n.id for fn in bodies for n in ast.walk(fn)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     for fn in bodies:
-        free -= {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs,
-                                 fn.args.vararg, fn.args.kwarg) if a is not None}
+        params = params_of(fn)
+        free -= {*params.names, *params.var}
         free -= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and
                  isinstance(n.ctx, ast.Store)}
         free -= {d.name for d in ast.walk(fn)

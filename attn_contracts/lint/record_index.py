@@ -253,6 +253,7 @@ class Knowledge:
     versions: dict[str, str] = field(default_factory=dict)
     _names: frozenset[str] | None = field(default=None, repr=False, compare=False)
     _roots: dict[str, frozenset[str]] | None = field(default=None, repr=False, compare=False)
+    _base_keywords: frozenset[str] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_records(cls, producers: Iterable[CapabilityRecord] = (),
@@ -312,8 +313,11 @@ class Knowledge:
         """The keywords by which a consumer is told its base that say so by their name
         (``is_lse_base_on_e``, ``IS_BASE_E``; not a plain ``base``, a word of many
         unrelated calls): a line passing one passes a base on, wherever it goes."""
-        return frozenset(kw for group in self.consumers.values() for c in group
-                         for kw in c.keywords if "base" in kw.lower() and kw.lower() != "base")
+        if self._base_keywords is None:  # (asked once per file: kept)
+            self._base_keywords = frozenset(
+                kw for group in self.consumers.values() for c in group for kw in c.keywords
+                if "base" in kw.lower() and kw.lower() != "base")
+        return self._base_keywords
 
     @property
     def names(self) -> frozenset[str]:
@@ -351,7 +355,7 @@ class Knowledge:
 
     def add_consumer(self, c: Consumer) -> None:
         self.consumers.setdefault(c.last, []).append(c)
-        self._names = self._roots = None
+        self._names = self._roots = self._base_keywords = None
 
     def add_producer(self, p: Producer) -> None:
         self.producers.setdefault(p.last, []).append(p)

@@ -123,6 +123,7 @@ from attn_contracts.lint.values import Tup
 from attn_contracts.lint.values import Union_
 from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
+from attn_contracts.lint.values import is_empty_set
 from attn_contracts.lint.values import join
 from attn_contracts.lint.values import lse_of
 from attn_contracts.lint.values import set_of
@@ -2441,8 +2442,7 @@ def _scalar_members(container: Value) -> tuple[list[object], bool] | None:
     pairs); None where one member is neither."""
     if isinstance(container, Seq):  # any of its element's values: a set's members
         # (none at all: the empty set, folding.abstract)
-        items: list[Value] = [] if container.item is None and container.complete else \
-            [container.item]
+        items: list[Value] = [] if is_empty_set(container) else [container.item]
         complete = container.complete
     elif isinstance(container, Tup) and not container.partial_items and \
             all(len(list(alternatives(i))) == 1 for i in container.items):

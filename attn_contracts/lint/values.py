@@ -338,6 +338,11 @@ class Seq:
     iterator: bool = False
 
 
+def is_empty_set(value: Value) -> bool:
+    """Whether the value is the empty set (:func:`set_of` of no element)."""
+    return isinstance(value, Seq) and value.item is None and value.complete
+
+
 def set_of(items: list[Value], complete: bool, iterator: bool = False) -> Seq:
     """A container whose elements are ``items`` (positions not known); ``complete``: each is
     surely an element and there is no other. ``Seq(None, complete=True)`` is the empty set,
