@@ -1016,6 +1016,132 @@ PAIRS.case("a set filled by registration calls at the top level, one under an if
     """, "layer.py": _READS_REGISTRY},
            {"registry.py": ('mark("fi", True)', 'mark("fi", False)')}, quiet=True)
 
+# --- learnt from held-out set 29 (each a semantics of Python, not of the case) -------------
+PAIRS.case("an Enum member holds what its __init__ stores from its tuple value", {"layer.py": """
+    from enum import Enum
+    from mylib import combine, decode
+    class Kernel(Enum):
+        FA = ("fa", True)
+        FI = ("fi", True)
+        def __init__(self, label, natural):
+            self.label = label
+            self.natural = natural
+    TABLE = {k.label: k.natural for k in Kernel}
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=bool(TABLE.get("fi")))
+    """}, {"layer.py": ('FI = ("fi", True)', 'FI = ("fi", False)')}, quiet=True)
+PAIRS.case("an Enum member's whole tuple value is true, whatever it holds", {"layer.py": """
+    from enum import Enum
+    from mylib import combine, decode
+    class Kernel(Enum):
+        FI = ("fi", False)
+        def __init__(self, label, natural):
+            self.label = label
+            self.natural = natural
+    TABLE = {k.label: k.value for k in Kernel}
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=bool(TABLE.get("fi")))
+    """}, {"layer.py": ("k.label: k.value for", "k.label: k.natural for")}, quiet=True)
+PAIRS.case("a function a parameter's default names is what a call that leaves it out calls", {
+    "layer.py": """
+    import functools
+    from mylib import decode, reduce_default_e
+    class Impl:
+        def _merge(self, out, lse, combine=reduce_default_e, **kw):
+            return combine(out, lse, **kw)
+        def step(self, q):
+            out, lse = decode(q, return_lse=True)
+            return self._merge(out, lse)
+    """}, {"layer.py": ("combine=reduce_default_e,",
+                        "combine=functools.partial(reduce_default_e, is_lse_base_on_e=False),")})
+PAIRS.case("dataclasses.asdict turns a nested dataclass into a dict, which has no attribute", {
+    "layer.py": """
+    from dataclasses import asdict, dataclass
+    from mylib import combine, decode
+    @dataclass(frozen=True)
+    class Convention:
+        natural: bool = True
+    @dataclass(frozen=True)
+    class Layout:
+        heads: int
+        lse: Convention
+    def told(layout):
+        kwargs = asdict(layout)
+        return getattr(kwargs.pop("lse"), "natural", True)
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=told(Layout(8, Convention(False))))
+    """}, {"layer.py": ('getattr(kwargs.pop("lse"), "natural", True)', 'layout.lse.natural')},
+    quiet=True)
+PAIRS.case("__post_init__ converts a field, and dataclasses.replace runs it again", {
+    "layer.py": """
+    import math
+    from dataclasses import dataclass, replace
+    from mylib import decode, merge
+    @dataclass
+    class Partial:
+        out: object
+        lse: object
+        log2: bool = False
+        def __post_init__(self):
+            if self.log2 and self.lse is not None:
+                self.lse = self.lse * math.log(2.0)
+    def step(q):
+        part = Partial(*decode(q, return_lse=True), log2=True)
+        part = replace(part, out=part.out.contiguous())
+        return merge(part.out, part.lse)
+    """}, {"layer.py": ("self.lse * math.log(2.0)\n",
+                        "self.lse * math.log(2.0)\n            self.log2 = False\n")}, quiet=True)
+PAIRS.case("a NamedTuple's __new__ converts, and _make does not run it", {"layer.py": """
+    import math
+    from typing import NamedTuple
+    from mylib import decode, merge
+    class Out(NamedTuple):
+        o: object
+        lse: object
+    class NaturalOut(Out):
+        __slots__ = ()
+        def __new__(cls, o, lse):
+            return super().__new__(cls, o, lse * math.log(2.0))
+    def step(q):
+        o, lse = NaturalOut._make(decode(q, return_lse=True))
+        return merge(o, lse)
+    """}, {"layer.py": ("NaturalOut._make(decode(q, return_lse=True))",
+                        "NaturalOut(*decode(q, return_lse=True))")}, quiet=True)
+PAIRS.case("a class pattern's positional sub-patterns bind the fields __match_args__ names", {
+    "layer.py": """
+    from dataclasses import dataclass
+    from mylib import combine, decode
+    @dataclass(frozen=True)
+    class Route:
+        comm: str
+        use_pcp: bool
+        natural: bool
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        match Route("a2a", True, False):
+            case Route("a2a", base):
+                flag = base
+            case Route(_, natural=base):
+                flag = base
+        return combine(out, lse, is_lse_base_on_e=flag)
+    """}, {"layer.py": ('case Route("a2a", base):', 'case Route("a2a", natural=base):')},
+    quiet=True)
+PAIRS.case("sequence and mapping patterns bind the items they match", {"layer.py": """
+    from mylib import combine, decode
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        match ("fi", {"natural": True}):
+            case (name, {"natural": flag}):
+                told = flag
+            case [_, *rest]:
+                told = False
+        return combine(out, lse, is_lse_base_on_e=told)
+    """}, {"layer.py": ('{"natural": True}', '{"natural": False}')}, quiet=True)
+
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -726,3 +726,48 @@ class Other:
     root = _tree(tmp_path, "", forward=forward)
     rows = {r.backend: r for r in sglang.report(root=root)}
     assert any(f.code is Code.AC028 for f in rows["flashmla"].findings)
+
+
+#: the merge moved into a helper of another file of the package, which also defines the
+#: combine it calls; the helper decides the base from the name the forward hands it
+COMM_HELPER = '''
+NATURAL = ({names},)
+
+
+def cp_lse_ag_out_rs_mla(out, lse, group, is_lse_base_on_e=False):
+    return out
+
+
+def reduce_partials(out, lse, group, backend):
+    is_lse_base_on_e = backend in NATURAL
+    return cp_lse_ag_out_rs_mla(out, lse, group, is_lse_base_on_e=is_lse_base_on_e)
+'''
+
+FORWARD_MLA_COMM_HELPER = '''
+from sglang.srt.layers.dcp.comm import reduce_partials
+
+
+class Mixin:
+    def forward_core(self, out, lse, group):
+        return reduce_partials(out, lse, group, self.current_attention_backend)
+'''
+
+
+@pytest.mark.parametrize(("names", "wrong"), [('"homemade"', True),
+                                               ('"flashmla", "alias"', False)])
+def test_a_helper_in_a_file_the_forward_imports_is_read_per_backend(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], names: str, wrong: bool) -> None:
+    """The forward imports the merge from another file of the package (one the engine data
+    does not list), which defines the combine too: that file's helper is read as the
+    forward's own code, run with each registered name, so a backend its set leaves out is an
+    error at the combine in the helper; the combine's own definition there is no merge."""
+    root = _tree(tmp_path, "", forward=FORWARD_MLA_COMM_HELPER)
+    comm = root / "sglang" / "srt/layers/dcp/comm.py"
+    comm.parent.mkdir(parents=True, exist_ok=True)
+    comm.write_text(COMM_HELPER.format(names=names))
+    main(["lint", str(root / "sglang"), "--format", "json"])
+    found = [(Path(f["path"]).name, f["line"], f["message"].partition(":")[0])
+             for f in json.loads(capsys.readouterr().out) if f["code"] == "AC016"]
+    assert found == ([("comm.py", 11, "SGLang backends 'flashmla', 'alias'")] if wrong else [])
+    rows = {r.backend: r for r in sglang.report(root=root)}  # the engine report reads it too
+    assert bool(_errors(rows["flashmla"])) == wrong

@@ -38,6 +38,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
@@ -273,12 +274,18 @@ def _entries(version: str | None) -> tuple[RegistryEntry, DcpCombineEntry, bool,
 
 def _read_paths(pkg: Path, version: str | None) -> list[Path]:
     """What the mapping reads of the tree: the backends' folders, the registry, the combine."""
-    reg, combine_entry, _, _ = _entries(version)
+    reg, combine_entry, older, _ = _entries(version)
     paths = [pkg / p for p in SCOPE if (pkg / p).is_dir()]
+    trees: dict[str, ast.Module] = {}
     for file in (reg.file, *combine_entry.files):
         rel = file.removeprefix("sglang/")
         if (pkg / rel).is_file():
             paths.append(pkg / rel)
+            if file in combine_entry.files and not older:
+                with suppress(_Unparsable):  # (reported where the mapping reads it)
+                    trees[rel] = _parse(pkg, rel)
+    # and the files the combine's helpers live in
+    paths += [pkg / rel for rel in _helper_files(pkg, trees, Registry(), version)]
     return paths
 
 
@@ -308,6 +315,11 @@ def _derive_on(pkg: Path, version: str | None, model: ProgramModel,
             continue
         modules[rel] = _Module(rel, tree, _Asked(model, str(pkg / rel), tuple(factories),
                                                  combine_entry.name_attr), _qualnames(tree))
+    for rel, (tree, helpers) in _helper_files(pkg, {r: m.tree for r, m in modules.items()},
+                                              registry, version).items():
+        modules[rel] = _Module(rel, tree, _Asked(model, str(pkg / rel), tuple(factories),
+                                                 combine_entry.name_attr), _qualnames(tree),
+                               helpers)
     combines: tuple[Combine, ...] = ()
     for m in modules.values():
         combines += tuple(_combines(m, modules, registry, version))
@@ -732,6 +744,8 @@ class _Module:
     tree: ast.Module
     asked: _Asked
     qualnames: dict[int, str]
+    #: a helper's file: the functions of it the combine's files import (those read alone)
+    only: frozenset[str] | None = None
 
     def functions(self, modules: dict[str, _Module]) -> dict[str, tuple[ast.FunctionDef, _Module]]:
         """The module-level functions a name of the module calls: its own, and those it
@@ -748,6 +762,58 @@ class _Module:
                 if a.name in own:
                     out.setdefault(a.asname or a.name, (own[a.name], source))
         return out
+
+
+def _own_functions(rel: str, tree: ast.Module) -> tuple[str, frozenset[str]]:
+    """The file's module (dotted) and the functions its top level defines."""
+    return ("sglang." + rel.removesuffix(".py").replace("/", "."),
+            frozenset(f.name for f in tree.body
+                      if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))))
+
+
+def _helper_files(pkg: Path, trees: dict[str, ast.Module], registry: Registry,
+                  version: str | None) -> dict[str, tuple[ast.Module, frozenset[str]]]:
+    """The files of the package that the combine's files (``trees``) import a function from
+    (``from sglang.srt.layers.dcp.comm import reduce_partials``) that calls a consumer record
+    and is none itself: the combine moved into a helper there. Each with those functions,
+    which alone are read of it (the rest of the file is the combine's library, not the
+    model's use of it)."""
+    by_last = _consumers_by_last_name(registry, version)
+    out: dict[str, tuple[ast.Module, frozenset[str]]] = {}
+    for rel, names in sorted(_imported_functions(pkg, trees, by_last).items()):
+        try:
+            tree = _parse(pkg, rel)
+        except _Unparsable:
+            continue
+        own = _own_functions(rel, tree)
+        imported = {a.asname or a.name: f"{n.module}.{a.name}" for n in ast.walk(tree)
+                    if isinstance(n, ast.ImportFrom) and n.module and not n.level
+                    for a in n.names}
+        helpers = frozenset(f.name for f in tree.body if isinstance(f, ast.FunctionDef) and
+                            f.name in names and next(_consumer_calls(f, imported, by_last, own),
+                                                     None) is not None)
+        if helpers:
+            out[rel] = (tree, helpers)
+    return out
+
+
+def _imported_functions(pkg: Path, trees: dict[str, ast.Module],
+                        by_last: dict[str, list[tuple[ConsumerRecord, str]]],
+                        ) -> dict[str, set[str]]:
+    """The other files of the package the files ``trees`` import names from, each with those
+    names, the consumer records' own functions left out."""
+    records = {f for fs in by_last.values() for _, f in fs}
+    wanted: dict[str, set[str]] = {}
+    for rel, tree in trees.items():
+        for n in ast.walk(tree):
+            target = _imported_rel(rel, n) if isinstance(n, ast.ImportFrom) else ""
+            if not target or target in trees or not (pkg / target).is_file():
+                continue
+            dotted = "sglang." + target.removesuffix(".py").replace("/", ".")
+            wanted.setdefault(target, set()).update(
+                a.name for a in cast(ast.ImportFrom, n).names
+                if f"{dotted}.{a.name}" not in records)
+    return wanted
 
 
 def _imported_rel(rel: str, node: ast.ImportFrom) -> str:
@@ -770,10 +836,13 @@ def _combines(m: _Module, modules: dict[str, _Module], registry: Registry,
     imported = {a.asname or a.name: f"{n.module}.{a.name}" for n in ast.walk(m.tree)
                 if isinstance(n, ast.ImportFrom) and n.module and not n.level for a in n.names}
     by_last = _consumers_by_last_name(registry, version)
-    for fn in ast.walk(m.tree):
+    own = _own_functions(m.rel, m.tree)
+    roots = [m.tree] if m.only is None else \
+        [f for f in m.tree.body if isinstance(f, ast.FunctionDef) and f.name in m.only]
+    for fn in (n for r in roots for n in ast.walk(r)):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        for node, consumer in _consumer_calls(fn, imported, by_last):
+        for node, consumer in _consumer_calls(fn, imported, by_last, own):
             where = Location(f"sglang/{m.rel}", node.lineno)
             yield from dict.fromkeys(_ways_told(consumer, node, where, fn, m, modules, 0))
 
@@ -1117,15 +1186,20 @@ def _spread_answers(reads: list[_Answers | None]) -> _Answers | None:
 
 def _consumer_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef, imported: dict[str, str],
                     by_last: dict[str, list[tuple[ConsumerRecord, str]]],
+                    own: tuple[str, frozenset[str]] = ("", frozenset()),
                     ) -> Iterator[tuple[ast.Call, ConsumerRecord]]:
-    """The calls in ``fn`` of a name imported from a consumer record's package, each with the
-    first record it matches."""
+    """The calls in ``fn`` of a name imported from a consumer record's package, or (``own``:
+    the file's module and the functions its top level defines) of the record's function
+    defined in the file itself, each with the first record it matches."""
     for node in ast.walk(fn):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
             continue
         full = imported.get(node.func.id, "")
         for consumer, function in by_last.get(node.func.id, []):
             module = function.rpartition(".")[0]
+            if not full and node.func.id in own[1] and module == own[0]:
+                yield node, consumer  # the record's own function, called in its module
+                break
             if not full or not module.startswith(full.rpartition(".")[0]):
                 continue  # the name is not imported from the record's package
             yield node, consumer

@@ -153,7 +153,11 @@ class Analysis(ABC):
         self.defining = 0  # depth of code a class statement runs (modules._class_definition)
         #: the objects whose ``__init__`` ran, and whether it ran reading calls for a base
         self._init_done: dict[Inst, bool] = {}
+        #: what a generated ``__init__``'s ``__post_init__`` left in the fields it stores
+        self._constructed: dict[Inst, dict[str, Value]] = {}
         self._class_attr_memo: dict[tuple[ClassKey, str], Value] = {}
+        #: a parameter's default that is no literal, where its ``def`` ran (made_default)
+        self._made_defaults: dict[tuple[str, str, str], Value] = {}
         #: a name (and whether partials count) → every call of it in the program, where each
         #: reference to it is one; a class → its constructions, where those are all
         self._program_calls: dict[tuple[str, bool, bool], list[tuple[str, Any]] | None] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import replace
@@ -392,7 +393,7 @@ class Resolver(ModuleResolver):
                 return obj.value
             if attr == "name":
                 return Lit(obj.name, where)
-            return None
+            return self._member_attr(obj, attr, where)
         if isinstance(obj, Inst):
             if attr in self.given_attrs:  # a question's premise (Interpreter.value_at)
                 return self.given_attrs[attr]
@@ -482,6 +483,30 @@ class Resolver(ModuleResolver):
             return Member(obj.cls, attr, Lit(auto, Location(cls.path, cls.attrs[attr][1], 1))
                           if auto is not None else self.class_attr(cls, attr))
         return self.class_attr(cls, attr)
+
+    def _member_attr(self, member: Member, attr: str, where: Location) -> Value:
+        """``member.attr`` other than ``value`` and ``name``: an Enum member is an instance of
+        its class, which Python builds by calling the class's ``__init__`` with the assigned
+        value (a tuple: its items, one argument each), so it holds what that ``__init__``
+        stores and what the class defines (a method, a property). Not known where the class
+        makes its members itself (``__new__``, ``_generate_next_value_``), ``attr`` names a
+        member, or the value ``__init__`` would take apart is not known."""
+        cls = self.class_info(member.cls)
+        if cls is None or attr in dict(_member_names(cls)) or any(
+                n in c.methods or n in c.attrs for c in self.p.mro(cls)
+                for n in ("__new__", "_generate_next_value_")):
+            return None
+        init = self.p.lookup(cls, "__init__")
+        value = member.value
+        if init is not None and (value is None or (isinstance(value, Tup) and (
+                value.partial_items or value.iterator))):
+            return None  # the arguments ``__init__`` is called with are not known
+        items = value.items if isinstance(value, Tup) else (value,)
+        line = cls.attrs[member.name][1] if member.name in cls.attrs else cls.line
+        inst = Inst(member.cls, exact=True, ctor=(
+            Location(cls.path, line, 1),
+            tuple((str(i), v) for i, v in enumerate(items)) if init is not None else ()))
+        return self.inst_attr(inst, attr, where)
 
     def _namespace(self, obj: ClassRef, cls: ClassInfo) -> Value:
         """``C.__dict__`` read as ``C`` is made (by a base's ``__init_subclass__``): the names
@@ -658,6 +683,12 @@ class Resolver(ModuleResolver):
         return bool(alts) and all(self._lacks(alt, attr) for alt in alts)
 
     def _lacks(self, obj: Value, attr: str) -> bool:
+        if isinstance(obj, (DictV, Tup, Lit)) and not (isinstance(obj, Tup) and obj.iterator):
+            # a dict, list, tuple or constant: an object of a builtin type, which has the
+            # attributes its type has and no other (it has no ``__dict__`` to be given one)
+            kinds = (dict, defaultdict) if isinstance(obj, DictV) else (tuple, list) \
+                if isinstance(obj, Tup) else (type(obj.value),)
+            return not any(hasattr(k, attr) for k in kinds)
         if attr.startswith("__") or not isinstance(obj, Inst):
             # a function or a partial may be given the attribute anywhere (a decorator,
             # another module, ``__dict__``, ``functools.wraps``): never read as lacking it
@@ -803,6 +834,11 @@ class Resolver(ModuleResolver):
             changed = True
             out.append(Tup(tuple(self.attribute(alt, f, where) for f in names)))
         return (join(out) if len(out) > 1 else out[0]) if changed and out else value
+
+    def is_dataclass(self, inst: Inst) -> bool:
+        """Whether ``inst``'s class is a dataclass: a class of its MRO is decorated so."""
+        cls = self.class_info(inst.cls)
+        return cls is not None and any(_dataclass_decorated(c) for c in self.p.mro(cls))
 
     def fields(self, cls: ClassInfo) -> list[str] | None:
         """The fields a generated ``__init__`` takes, in order (a dataclass, a ``NamedTuple``,
@@ -1129,7 +1165,14 @@ class Resolver(ModuleResolver):
             # calls ``__post_init__``, whose stores are this object's
             post = self._plain_post_init(cls)
             if post is not None:
-                self.analyse(post, inst, CallArgs([], {}, False, where=inst.ctor[0]))
+                # it reads the fields as the call gave them (or their defaults), and what it
+                # leaves in those it stores is what the object holds
+                fields = self.fields(cls) or []
+                given = [(f, v) for f in fields
+                         if (v := self._built_field(inst, cls, fields, f)) is not None]
+                summary = self.analyse(post, inst, CallArgs([], {}, False, where=inst.ctor[0],
+                                                            self_attrs=tuple(given)))
+                self._constructed[inst] = dict(summary.after)
             return
         where, args = inst.ctor
         call = CallArgs([Arg(v) for k, v in args if k.isdigit()],
@@ -1145,13 +1188,20 @@ class Resolver(ModuleResolver):
         if fields is None or attr not in fields:
             return NOT_SPECIAL
         if self._post_init_stores(cls, attr):
-            return self._instance_value(inst, cls, attr) \
-                if self._plain_post_init(cls) is not None else None
+            if self._plain_post_init(cls) is None:
+                return None
+            self._ensure_init(inst)
+            after = self._constructed.get(inst, {})
+            return after[attr] if attr in after else self._instance_value(inst, cls, attr)
+        return self._built_field(inst, cls, fields, attr)
+
+    def _built_field(self, inst: Inst, cls: ClassInfo, fields: list[str], attr: str) -> Value:
+        """Field ``attr`` as a generated ``__init__`` sets it: the constructor's argument,
+        else the field's default, which this object holds (a base attribute's name on it says
+        nothing about a backend's declaration)."""
         given = self._field_arg(inst, fields, attr)
         if given is not NOT_SPECIAL:
-            return given
-        # left out of the call: the field's default, which this object holds (a base
-        # attribute's name on it says nothing about a backend's declaration)
+            return cast(Value, given)
         return self._field_default(cls, attr)
 
     def _post_init_stores(self, cls: ClassInfo, attr: str) -> bool:
@@ -1496,7 +1546,7 @@ class Resolver(ModuleResolver):
         in-place change): a class body is a namespace, run in order."""
         node, line, _ = cls.attrs[attr]
         if _in_init(cls, line):
-            return self._class_level(cls, node)
+            return self.class_level(cls, node)
         return self._changed_in_body(cls, attr, self._body_value(cls, node))
 
     def class_body_function(self, cls: ClassInfo, name: str) -> Value | object:
@@ -1513,14 +1563,15 @@ class Resolver(ModuleResolver):
         on the class in its place (none for a ``default_factory``: it deletes the name)."""
         if isinstance(node, ast.Constant):
             return literal_value(cls.path, node)
-        value = self._class_level(cls, node)
+        value = self.class_level(cls, node)
         if isinstance(value, ExtInst) and value.qualname == "dataclasses.Field" and \
                 isinstance(node, ast.Call) and _dataclass_decorated(cls):
             default = next((k.value for k in node.keywords if k.arg == "default"), None)
             return None if default is None else self._body_value(cls, default)
         return value
 
-    def _class_level(self, cls: ClassInfo, node: ast.expr) -> Value:
+    def class_level(self, cls: ClassInfo, node: ast.expr) -> Value:
+        """``node`` evaluated in ``cls``'s body, at the line it is written."""
         frame = self.new_frame(cls.path)
         # the class body's own functions are names there (``m = partialmethod(_m, ...)``)
         frame.env.update({name: Func(cls.path, f"{cls.name}.{name}", fn)

@@ -73,6 +73,8 @@ class Summary:
     misconverted: tuple[Misconverted, ...] = ()
     #: every path raises (or never leaves a loop): a call of it does not return
     never: bool = False
+    #: what a ``__post_init__`` leaves in the fields it stores, over the paths that return
+    after: tuple[tuple[str, Value], ...] = ()
 
 
 #: a callee that changed its parameters' tensors in place (:attr:`Summary.changed`), and
@@ -86,7 +88,7 @@ def merge_summaries(a: object, b: object) -> Summary:
     return Summary(join([x.returns, y.returns]), x.kernels | y.kernels, x.produced | y.produced,
                    _joined(x.changed, y.changed), _joined(x.nonlocals, y.nonlocals),
                    tuple(dict.fromkeys((*x.misconverted, *y.misconverted))),
-                   x.never and y.never)
+                   x.never and y.never, _joined(x.after, y.after))
 
 
 def _joined(a: tuple[tuple[str, Value], ...], b: tuple[tuple[str, Value], ...],
@@ -277,10 +279,12 @@ def callee_name(callee: Value, written: str) -> str:
 OPAQUE_ARGS = "*"
 
 
-def bind(func: Func, params: Params, call: CallArgs, method: bool) -> dict[str, Value]:
+def bind(func: Func, params: Params, call: CallArgs, method: bool,
+         made: Callable[[str, ast.expr], Value] | None = None) -> dict[str, Value]:
     """The parameters' values as Python binds a call's arguments: positions in order to the
     positional parameters, the rest to ``*args`` (a tuple); keywords by name, the rest to
-    ``**kwargs`` (a dict); a parameter left out gets its default."""
+    ``**kwargs`` (a dict); a parameter left out gets its default (``made``: what a default
+    that is no literal evaluated to where the ``def`` ran)."""
     skip = 1 if method and not params.static else 0
     names = params.names[skip:]
     positional = names[:max(params.positional - skip, 0)]
@@ -301,15 +305,15 @@ def bind(func: Func, params: Params, call: CallArgs, method: bool) -> dict[str, 
         out[params.kwarg] = None if call.opaque else DictV(
             tuple(sorted(extra, key=lambda kv: kv[0])), call.maybe & {k for k, _ in extra})
     if not call.opaque:
-        _defaulted(out, func, params, call, names)
+        _defaulted(out, func, params, call, names, made)
     return out
 
 
 def _defaulted(out: dict[str, Value], func: Func, params: Params, call: CallArgs,
-               names: Sequence[str]) -> None:
+               names: Sequence[str], made_at: Callable[[str, ast.expr], Value] | None) -> None:
     """Each parameter the call leaves out (surely) gets its default: the value it had where
-    the function was made (a nested function's, kept in its closure), else the literal or
-    module constant its ``def`` writes."""
+    the function was made (a nested function's, kept in its closure), else the literal its
+    ``def`` writes, else what ``made_at`` reads the expression as where the ``def`` ran."""
     made = dict(func.closure)
     for name in names:
         if name in out or name in call.maybe:
@@ -324,6 +328,12 @@ def _defaulted(out: dict[str, Value], func: Func, params: Params, call: CallArgs
         if isinstance(lit, Lit):
             out[name] = replace(lit, how=f" (the default of {func.qualname.rpartition('.')[2]}"
                                 f"({name}=...), left out)", omitted=call.where)
+        elif lit is None and made_at is not None:
+            out[name] = made_at(name, default)
+            if out[name] is not None and call.where is not None:
+                # which call left it out: a context of its own (the finding of what it
+                # holds may name that call, as a left-out literal's does)
+                out[DEFAULT + name] = Lit(None, call.where)
         else:
             out[name] = lit
 

@@ -945,6 +945,28 @@ class Frame(RecordCalls):
                                                  shown if len(held) == 1 else None),
                                names or [], call, where) for obj, names in held])
 
+    def make_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
+        """``C._make(iterable)`` of a ``NamedTuple`` class of the program: an object of its
+        items as the fields, in order, made by ``tuple.__new__`` (a ``__new__`` the class
+        writes does not run); not known where the items are not."""
+        if name != "_make" or not isinstance(node.func, ast.Attribute) or \
+                len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred):
+            return NOT_SPECIAL
+        ref = self.expr(node.func.value)
+        if not isinstance(ref, ClassRef):
+            return NOT_SPECIAL
+        cls = self.i.class_info(ref.cls)
+        fields = self.i.fields(cls) if cls is not None else None
+        where = place(self.path, node)
+        if cls is None or fields is None or \
+                self.i.as_tuple(Inst(ref.cls), where) == Inst(ref.cls):
+            return NOT_SPECIAL  # not a NamedTuple of the program: its own ``_make``
+        items = self.i.as_tuple(self.expr(node.args[0]), where)
+        if not isinstance(items, Tup) or items.iterator or len(items.items) != len(fields):
+            return None
+        return self._built(ref, cls, CallArgs(
+            [Arg(v, where) for v in items.items], {}, False, where=where), where)
+
     def _held_fields(self, obj: Inst, names: list[str], where: Location,
                      shown: ast.expr | None = None) -> Inst:
         """``obj`` as built with each field it holds now: read as ``obj.f`` is where the
@@ -981,15 +1003,49 @@ class Frame(RecordCalls):
         options = list(alternatives(receiver))
         for obj in options:
             names = self._fields_of(obj) if isinstance(obj, Inst) else None
-            if names is None:
-                return None
+            if names is None or (name != "_asdict" and not self.i.is_dataclass(cast(Inst, obj))):
+                return None  # ``dataclasses.asdict`` of what is no dataclass raises
             held = self._held_fields(cast(Inst, obj), names, where,
                                      shown if len(options) == 1 else None)
-            values = [None if isinstance(v, Inst) and self._fields_of(v) is not None else v
-                      for v in (self.i.inst_attr(held, f, where) for f in names)]
+            values = [self.i.inst_attr(held, f, where) for f in names]
+            if name != "_asdict":  # ``nt._asdict()`` is shallow; the functions recurse
+                values = [self._as_data(v, as_dict, where, 0) for v in values]
             out.append(DictV(tuple((f, Arg(v, where)) for f, v in zip(names, values,
                                                                        strict=True)))
                        if as_dict else Tup(tuple(values)))
+        return join(out)
+
+    def _as_data(self, value: Value, as_dict: bool, where: Location, depth: int) -> Value:
+        """A field's value as ``dataclasses.asdict`` (``as_dict``) or ``astuple`` copies it: a
+        dataclass instance becomes a dict (a tuple) of its fields, converted alike; a list,
+        tuple or dict is rebuilt with its items converted; anything else is deep-copied
+        (equal, so read as it is). Unknown past a few levels, for a ``NamedTuple`` (rebuilt
+        as its own class, not followed) and for a dataclass whose fields are not known."""
+        if depth > 3:
+            return None
+        out: list[Value] = []
+        for alt in alternatives(value):
+            if isinstance(alt, Inst) and self.i.is_dataclass(alt):
+                names = self._fields_of(alt)
+                if names is None:
+                    return None
+                items = [self._as_data(self.i.inst_attr(alt, f, where), as_dict, where,
+                                       depth + 1) for f in names]
+                out.append(DictV(tuple((f, Arg(v, where)) for f, v in zip(
+                    names, items, strict=True))) if as_dict else Tup(tuple(items)))
+            elif isinstance(alt, Inst) and self.i.as_tuple(alt, where) is not alt:
+                return None  # a NamedTuple: rebuilt as its class with its fields converted
+            elif isinstance(alt, Tup) and not alt.iterator:
+                out.append(replace(alt, items=tuple(self._as_data(i, as_dict, where, depth + 1)
+                                                    for i in alt.items)))
+            elif isinstance(alt, DictV):
+                out.append(replace(alt, items=tuple(
+                    (k, Arg(self._as_data(a.value, as_dict, where, depth + 1), a.where))
+                    for k, a in alt.items)))
+            elif isinstance(alt, Seq):
+                out.append(replace(alt, item=self._as_data(alt.item, as_dict, where, depth + 1)))
+            else:
+                out.append(alt)
         return join(out)
 
     def library_collective(self, callee: Value, qual: str, name: str,
@@ -1382,6 +1438,11 @@ class Frame(RecordCalls):
             return self._apply_partial(callee, call, node, where, name)
         if name == "__new__" and call.pos and isinstance(call.pos[0].value, ClassRef):
             ref = call.pos[0].value  # super().__new__(cls), object.__new__(cls): the instance
+            cls = self.i.class_info(ref.cls)
+            if len(call.pos) > 1 or call.kw:
+                # ``super().__new__(cls, o, lse)`` reaching a generated ``__new__`` (a
+                # ``NamedTuple``'s): the object of those fields; any other's: not known
+                return self._generated_new(ref, cls, replace(call, pos=call.pos[1:]), where)
             return Inst(ref.cls, exact=ref.exact)
         rec = self.record_of(callee, name, node)
         if rec is not None:
@@ -1676,6 +1737,26 @@ class Frame(RecordCalls):
         member = self.enum_call(ref, call)
         if member is not NOT_SPECIAL:
             return cast(Value, member)  # ``E(v)``: the member whose value is v
+        built = self._built(ref, cls, call, where)
+        owner = self.i.p.lookup(cls, "__new__")
+        if owner is None or not isinstance(built, Inst):
+            return built
+        # ``C(...)`` calls ``C.__new__(C, ...)`` first: the object it returns is the result
+        # (one it makes with ``super().__new__(cls)`` is the object built here; a
+        # ``NamedTuple``'s may be made of other fields than the call gave)
+        return self.i.analyse(Func(owner.path, f"{owner.name}.__new__"), built, call).returns
+
+    def _generated_new(self, ref: ClassRef, cls: ClassInfo | None, call: CallArgs,
+                       where: Location) -> Value:
+        """The generated ``__new__`` of a ``NamedTuple`` class (its fields given as ``call``
+        gives them): the object of those fields; not known for any other class."""
+        if cls is None or self.i.as_tuple(Inst(ref.cls), where) == Inst(ref.cls):
+            return None
+        return self._built(ref, cls, call, where)
+
+    def _built(self, ref: ClassRef, cls: ClassInfo, call: CallArgs, where: Location) -> Value:
+        """The object the class's ``__init__`` (a generated one: its fields) is given
+        ``call``'s arguments for."""
         args: list[tuple[str, Value]] = [(str(i), a.value) for i, a in enumerate(call.pos)]
         args += sorted(((k, a.value) for k, a in call.kw.items()), key=lambda kv: kv[0])
         if any(v == NOTHING_YET for _, v in args):
@@ -1768,7 +1849,7 @@ _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.pa
                   Frame.cast_, Frame.super_, Frame.getattr_form, Frame.hasattr_form,
                   Frame.setattr_form,
                   Frame.get_form, Frame.dict_form, Frame.fromkeys_form,
-                  Frame.replace_form, Frame.fields_form, Frame.dict_method_form,
+                  Frame.replace_form, Frame.fields_form, Frame.make_form, Frame.dict_method_form,
                   Frame.library_collective, Frame.triton_memory, Frame.itertools_form,
                   Frame.reduce_form,
                   Frame.library_form, Frame.regex_form, Frame.generator_form,

@@ -269,7 +269,8 @@ class Interpreter(Resolver):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             return Summary()
         params = params_of(node)
-        bound, ctx = _bound(func, params, None if generic else call, self_value)
+        bound, ctx = _bound(func, params, None if generic else call, self_value,
+                            lambda name, node: self.made_default(func, name, node))
         # a function read for its value (:attr:`need`) follows calls its other analyses skip,
         # so that summary is kept apart
         key = (func, self_value, ctx if self.need <= 0 else (ctx, "need"))
@@ -381,6 +382,11 @@ class Interpreter(Resolver):
         frame.node = node
         frame.entry = entry
         frame.param_ids = {id(v) for v in bound.values() if v is not None}
+        if func.qualname.endswith(".__post_init__") and self_value is not None and \
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args:
+            # what it leaves in the fields it stores is what the object holds once built
+            me = node.args.args[0].arg
+            frame.kept = tuple(f"{me}.{a}" for a in sorted(self.stored_attrs(node)))
         if self.overlay:
             self._overlaid(frame, func, node)
         self.frames.append(frame)
@@ -439,7 +445,8 @@ class Interpreter(Resolver):
         return Summary(join(frame.returns) if frame.returns else None,
                         frozenset(frame.kernels), frozenset(frame.produced), changed, nonlocals,
                         tuple(frame.misconverted),
-                        never=frame.ended and not frame.returns and not frame.cut)
+                        never=frame.ended and not frame.returns and not frame.cut,
+                        after=_kept_after(frame))
 
     def _runs_when_called(self, func: Func, node: FuncNode) -> bool:
         """Whether a call runs the function's own body: not an ``@abstractmethod`` of a class
@@ -484,6 +491,7 @@ class Interpreter(Resolver):
             frame.env[extra] = None if generic else bound.get(extra)
         if not generic:  # ``self.base`` as the caller stored it (Frame.own_attrs)
             frame.env.update({k: v for k, v in bound.items() if "." in k})
+            frame.defaulted = _defaulted_at(bound)
         return start
 
     def generic_param(self, func: Func, params: Params, name: str) -> Value:
@@ -573,6 +581,32 @@ class Interpreter(Resolver):
 
     def new_frame(self, path: str) -> Frame:
         return Frame(self, path, None, None, None)
+
+    def made_default(self, func: Func, name: str, node: ast.expr) -> Value:
+        """The default of ``func``'s parameter ``name`` that is no literal (``combine=
+        cp_lse_ag_out_rs``), as Python evaluates it: once, where the ``def`` runs, so in the
+        module's top level as it stands at that line, or in the class body of a method; not
+        read for a function made in another function (its closure keeps those) or a class
+        nested deeper."""
+        key = (func.path, func.qualname, name)
+        if key in self._made_defaults:
+            return self._made_defaults[key]
+        self._made_defaults[key] = None  # a default read while it is being evaluated
+        where = func.qualname.partition("@")[0].split(".")
+        value: Value = None
+        if "<locals>" not in where and len(where) == 1:
+            try:
+                value = self.new_frame(func.path).needed(node)
+            except RecursionError:
+                value = None
+        elif "<locals>" not in where and len(where) == 2:
+            cls = self.class_info((func.path, where[0]))
+            value = self.class_level(cls, node) if cls is not None else None
+        if any(isinstance(a, (DictV, Seq)) or (isinstance(a, Tup) and a.mutable)
+               for a in alternatives(value)):
+            value = None  # one object every call shares: what earlier calls put in it is not read
+        self._made_defaults[key] = value
+        return value
 
     def after_import(self, path: str, name: str, value: Value, line: int) -> Value:
         """The module-level container ``name`` of ``path`` (``value`` as bound at ``line``)
@@ -801,19 +835,33 @@ def _immutable_elements(value: Value) -> bool:
     return True
 
 
+def _defaulted_at(bound: dict[str, Value]) -> dict[str, Location]:
+    """The parameters a call left out whose default is no literal, with that call."""
+    return {k.removeprefix(DEFAULT): v.where for k, v in bound.items()
+            if k.startswith(DEFAULT) and isinstance(v, Lit) and v.where}
+
+
+def _kept_after(frame: Frame) -> tuple[tuple[str, Value], ...]:
+    """What the names a frame keeps (a constructor's ``self.<field>``) hold where it returns,
+    over every path that does; nothing where a path was cut."""
+    ends = [*frame.exits, *([frame.env] if not frame.ended else [])] if frame.kept else []
+    return tuple((n.partition(".")[2], join([e.get(n) for e in ends]))
+                 for n in frame.kept) if ends and not frame.cut else ()
+
+
 def _abstract(node: object) -> bool:
     """A function decorated ``@abstractmethod`` (a class below is to provide it)."""
     return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
         (dotted_name(d) or "").rpartition(".")[2] == "abstractmethod" for d in node.decorator_list)
 
 
-def _bound(func: Func, params: Params, call: CallArgs | None, self_value: Inst | None
-           ) -> tuple[dict[str, Value], tuple[object, ...]]:
+def _bound(func: Func, params: Params, call: CallArgs | None, self_value: Inst | None,
+           made: Callable[[str, ast.expr], Value]) -> tuple[dict[str, Value], tuple[object, ...]]:
     """A call's arguments by parameter name, and the context they make (None: read for any
     caller, the generic context)."""
     if call is None:
         return {}, ("generic",)
-    bound = bind(func, params, call, self_value is not None)
+    bound = bind(func, params, call, self_value is not None, made)
     if call.self_attrs and self_value is not None and params.names and not params.static:
         # what the caller stored on ``self`` before the call, under the dotted names the
         # method reads it by

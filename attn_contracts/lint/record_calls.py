@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import cast
 
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
@@ -271,15 +272,20 @@ class RecordCalls(Scope):
     def base_given(self, c: Consumer, call: CallArgs, node: ast.Call, where: Location) -> BaseGiven:
         if c.fixed_base is not None:  # the record's own base: the call is where it is read
             return BaseGiven("fixed", c.fixed_base, where)
+        outer = self._chosen_by_default(node)
         for kw in c.keywords:
             arg = call.kw.get(kw)
             if arg is None:
                 continue
-            if isinstance(arg.value, Lit) and arg.value.omitted == where:
-                self.note_omitted(c, kw, self._lit_base(c, arg.value), where)
+            value = arg.value
+            if isinstance(value, Lit) and value.omitted == where:
+                self.note_omitted(c, kw, self._lit_base(c, value), where)
+                if outer is not None:
+                    value = replace(value, omitted=outer[1], how=f"{value.how}, reached as the "
+                                    f"default of parameter {outer[0]} (left out here)")
             written = next((f"{kw}={source_text(k.value)}" for k in node.keywords if k.arg == kw),
                            kw)
-            return _at_call(self._given_by(c, kw, arg.value, arg.where, where, written), node,
+            return _at_call(self._given_by(c, kw, value, arg.where, where, written), node,
                             where)
         if call.opaque or c.base is None:
             return BaseGiven("unknown")
@@ -293,8 +299,21 @@ class RecordCalls(Scope):
             return BaseGiven("unknown")
         kw = c.keywords[0]
         self.note_omitted(c, kw, default, where)
+        if outer is not None:
+            return BaseGiven("fixed", default, where, f"{c.last}'s default for {kw}, reached "
+                             f"as the default of parameter {outer[0]} (left out here)",
+                             keyword=kw, omitted=outer[1])
         return BaseGiven("fixed", default, where, f"{c.last}'s default for {kw} (left out here)",
                          keyword=kw, omitted=where)
+
+    def _chosen_by_default(self, node: ast.Call) -> tuple[str, Location] | None:
+        """Where the combine called is a parameter's default (``combine=cp_lse_ag_out_rs``)
+        that the call of this function left out: the parameter, and that call, which chose
+        the combine and so the default base it takes."""
+        callee = node.func.id if isinstance(node.func, ast.Name) else None
+        outer = self.defaulted.get(callee) if callee is not None and \
+            callee not in self.rebound else None
+        return (cast(str, callee), outer) if outer is not None else None
 
     def _base_by_position(self, c: Consumer, call: CallArgs) -> bool:
         """A combine whose signature is not in the linted files, given past its LSE a

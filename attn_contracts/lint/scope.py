@@ -279,14 +279,81 @@ def _case_matches(pattern: ast.pattern, subject: Sequence[object] | None,
     return hits.pop() if len(hits) == 1 else None
 
 
-def _captures(pattern: ast.pattern, held: str) -> list[ast.stmt]:
-    """``case NAME:`` binds the subject (the value the frame holds under ``held``) to NAME
-    before the body runs (``case _:`` binds none; the names of other patterns bind parts of it,
-    which are not read)."""
-    if isinstance(pattern, ast.MatchAs) and pattern.pattern is None and pattern.name:
-        bind = ast.Assign([ast.Name(pattern.name, ast.Store())], ast.Name(held, ast.Load()))
-        return [ast.fix_missing_locations(ast.copy_location(bind, pattern))]
-    return []
+#: the builtin classes a class pattern with one positional sub-pattern matches as a whole
+#: (``case int(n):`` binds the subject itself)
+_SELF_MATCHING = frozenset({"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int",
+                            "list", "set", "str", "tuple"})
+
+#: a name no code binds: what a capture is bound to where the part it takes is not read
+_UNREAD_PART = "match part not read"
+
+
+def _mapping_parts(p: ast.MatchMapping, value: Value) -> object:
+    """A mapping pattern's sub-patterns with the dict's values they match (``value`` a dict
+    of known keys); False where a key it names is surely not there."""
+    if not isinstance(value, DictV) or value.missing is not None:
+        return None
+    held = dict(value.items)
+    out: list[tuple[ast.pattern, Value]] = []
+    for key, q in zip(p.keys, p.patterns, strict=True):
+        k = key.value if isinstance(key, ast.Constant) else None
+        if not isinstance(k, str):
+            return None
+        if k not in held:
+            return False
+        if k in value.maybe:
+            return None
+        out.append((q, held[k].value))
+    return out
+
+
+def _captures(pattern: ast.pattern, subject: ast.expr,
+              match_args: Callable[[ast.expr], list[str] | None]) -> list[ast.stmt]:
+    """The bindings a ``case`` pattern makes before its body runs, as statements: a capture
+    (``case NAME:``, ``as NAME``) the part of the subject (``subject``, an expression of it)
+    it matched: an item of a sequence pattern, a value of a mapping pattern, an attribute of a
+    class pattern (a positional sub-pattern the attribute ``__match_args__`` names, which
+    ``match_args`` reads from the class). A capture whose part is not read (after a starred
+    item, in one of several alternatives) is bound to an unknown value, never left holding
+    what it held before."""
+    out: list[tuple[str, ast.expr]] = []
+
+    def bind(p: ast.pattern, part: ast.expr | None) -> None:
+        if isinstance(p, ast.MatchAs):
+            if p.pattern is not None:
+                bind(p.pattern, part)
+            if p.name:
+                out.append((p.name, part or ast.Name(_UNREAD_PART, ast.Load())))
+        elif isinstance(p, ast.MatchStar):
+            if p.name:
+                out.append((p.name, ast.Name(_UNREAD_PART, ast.Load())))
+        elif isinstance(p, ast.MatchOr):
+            for alt in p.patterns:  # each binds the same names, to parts of either
+                bind(alt, None)
+        elif isinstance(p, ast.MatchSequence):
+            star = next((i for i, q in enumerate(p.patterns) if isinstance(q, ast.MatchStar)),
+                        None)
+            for i, q in enumerate(p.patterns):
+                at = i if star is None or i < star else i - len(p.patterns)
+                bind(q, ast.Subscript(part, ast.Constant(at), ast.Load())
+                     if part is not None and (star is None or i != star) else None)
+        elif isinstance(p, ast.MatchMapping):
+            for key, q in zip(p.keys, p.patterns, strict=True):
+                bind(q, ast.Subscript(part, key, ast.Load()) if part is not None else None)
+            if p.rest:
+                out.append((p.rest, ast.Name(_UNREAD_PART, ast.Load())))
+        elif isinstance(p, ast.MatchClass):
+            names = match_args(p.cls) if p.patterns else []
+            for i, q in enumerate(p.patterns):
+                attr = names[i] if names is not None and i < len(names) else None
+                bind(q, None if part is None or attr is None else
+                     part if attr == "" else ast.Attribute(part, attr, ast.Load()))
+            for attr, q in zip(p.kwd_attrs, p.kwd_patterns, strict=True):
+                bind(q, ast.Attribute(part, attr, ast.Load()) if part is not None else None)
+
+    bind(pattern, subject)
+    return [ast.fix_missing_locations(ast.copy_location(
+        ast.Assign([ast.Name(name, ast.Store())], value), pattern)) for name, value in out]
 
 
 def _keys(key: ast.expr, value: Value) -> list[str] | None:
@@ -600,6 +667,8 @@ class Scope:
         #: names an assignment rebinds, and those whose tensor a method changed in place (a
         #: parameter changed so and never rebound is the caller's argument, changed)
         self.rebound: set[str] = set()
+        #: the parameters the call left out whose default is no literal, and that call
+        self.defaulted: dict[str, Location] = {}
         self.inplace_names: set[str] = set()
         self.own_steps = 0  # its own statements (its budget: bounds.FUNCTION_BUDGET)
         self.cut = False  # a statement was left out past the budget
@@ -658,6 +727,9 @@ class Scope:
         #: module-level names this function reads and changes as the analysis's overlay
         #: (Analysis.overlay), and their values where each path returned
         self.overlaid: tuple[str, ...] = ()
+        #: other names whose values each returning path leaves are kept too (a constructor's
+        #: ``self.<field>``: what the object holds once it is built)
+        self.kept: tuple[str, ...] = ()
         self.exits: list[dict[str, Value]] = []
 
     def block(self, body: list[ast.stmt], tested: frozenset[str] = frozenset(),
@@ -849,8 +921,8 @@ class Scope:
     def s_return(self, st: ast.Return) -> None:
         value = None if st.value is None else self.i.bounds.value(self, self.expr(st.value), st)
         self.returns.append(value)
-        if self.overlaid:
-            self.exits.append({n: self.env.get(n) for n in self.overlaid})
+        if self.overlaid or self.kept:
+            self.exits.append({n: self.env.get(n) for n in (*self.overlaid, *self.kept)})
         if self.i.returned is not None and value is not None:
             self.i.returned.append((place(self.path, st), value))
         self.ended = True
@@ -1091,7 +1163,7 @@ class Scope:
         self.env[held] = value
         paths: list[list[ast.stmt]] = []
         for case in st.cases:
-            hit = _case_matches(case.pattern, subject, self.expr)
+            hit = self._hit(case.pattern, value, subject)
             if hit is not False and case.guard is not None:
                 # a guard reading a name the pattern binds is read after the binding: not here
                 bound = {n for p in ast.walk(case.pattern)
@@ -1101,12 +1173,102 @@ class Scope:
                 hit = False if guard is False else (hit if guard is True else None)
             if hit is False:
                 continue  # Python tries it and goes on: its body never runs
-            paths.append([*_captures(case.pattern, held), *case.body])
+            paths.append([*_captures(case.pattern, ast.Name(held, ast.Load()),
+                                     self._match_args), *case.body])
             if hit is True:
                 break  # the first case that surely matches: the later ones never run
         else:
             paths.append([])  # no case may match
         self.branches(paths)
+
+    def _hit(self, p: ast.pattern, value: Value, literals: Sequence[object] | None,
+             ) -> bool | None:
+        """Whether a ``case`` pattern matches ``value`` (``literals``: the literals it may
+        be), as Python matches it: a class pattern where every object it may be is of the
+        class (its sub-patterns against the attributes they name), a sequence pattern against
+        a tuple or list of known length, a mapping pattern against a dict of known keys; None
+        where it is not known."""
+        if isinstance(p, ast.MatchAs) and p.pattern is not None:
+            return self._hit(p.pattern, value, literals)
+        if isinstance(p, ast.MatchOr):
+            each = [self._hit(q, value, literals) for q in p.patterns]
+            return True if True in each else (False if all(h is False for h in each) else None)
+        parts = self._parts(p, value)
+        if parts is NOT_SPECIAL:
+            return _case_matches(p, literals, self.expr)
+        if parts is None or isinstance(parts, bool):
+            return parts
+        each = [self._hit(q, v, literal_values(v)) for q, v in cast(list[tuple[
+            ast.pattern, Value]], parts)]
+        return False if False in each else (True if all(h is True for h in each) else None)
+
+    def _parts(self, p: ast.pattern, value: Value) -> object:
+        """The sub-patterns of a class, sequence or mapping pattern with the parts of
+        ``value`` each is matched against, where ``value`` surely has that shape; False where
+        it surely has not (a sequence of another length, a mapping without a key); None where
+        that is not known; NOT_SPECIAL for any other pattern."""
+        if isinstance(p, ast.MatchClass):
+            return self._class_parts(p, value)
+        if isinstance(p, ast.MatchSequence):
+            return self._sequence_parts(p, value)
+        if isinstance(p, ast.MatchMapping):
+            return _mapping_parts(p, value)
+        return NOT_SPECIAL
+
+    def _class_parts(self, p: ast.MatchClass, value: Value) -> object:
+        ref = self.expr(p.cls)
+        info = self.i.class_info(ref.cls) if isinstance(ref, ClassRef) else None
+        alts = list(alternatives(value))
+        if info is None or not alts or not all(
+                isinstance(a, Inst) and (c := self.i.class_info(a.cls)) is not None and
+                info in self.i.p.mro(c) for a in alts):
+            return None
+        names = self._match_args(p.cls) if p.patterns else []
+        if names is None or len(p.patterns) > len(names) or "" in names:
+            return None
+        where = place(self.path, p)
+        return [(q, self.i.attribute(value, attr, where)) for attr, q in
+                [*zip(names, p.patterns, strict=False),
+                 *zip(p.kwd_attrs, p.kwd_patterns, strict=True)]]
+
+    def _sequence_parts(self, p: ast.MatchSequence, value: Value) -> object:
+        seq = self.i.as_tuple(value, place(self.path, p))
+        if not isinstance(seq, Tup) or seq.iterator or seq.partial_items:
+            return None
+        star = [i for i, q in enumerate(p.patterns) if isinstance(q, ast.MatchStar)]
+        fixed = [q for q in p.patterns if not isinstance(q, ast.MatchStar)]
+        n = len(seq.items)
+        if (n != len(fixed)) if not star else (n < len(fixed)):
+            return False
+        head = star[0] if star else len(fixed)
+        tail = len(fixed) - head
+        return [*zip(fixed[:head], seq.items[:head], strict=True),
+                *zip(fixed[head:], seq.items[n - tail:] if tail else (), strict=True)]
+
+    def _match_args(self, cls: ast.expr) -> list[str] | None:
+        """The attributes a class pattern's positional sub-patterns match, in order: its
+        class's ``__match_args__`` (a literal of its body, else a dataclass's or
+        ``NamedTuple``'s fields); ``[""]`` (the subject itself) for a builtin class that
+        matches as a whole; None where they are not known."""
+        ref = self.expr(cls)
+        if ref is None and isinstance(cls, ast.Name) and cls.id in _SELF_MATCHING and \
+                self.i.builtin_at(self.path, cls.id):
+            return [""]
+        info = self.i.class_info(ref.cls) if isinstance(ref, ClassRef) else None
+        if info is None:
+            return None
+        for c in self.i.p.mro(info):
+            if "__match_args__" in c.attrs:
+                node = c.attrs["__match_args__"][0]
+                names = [e.value for e in getattr(node, "elts", ())
+                         if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+                return names if isinstance(node, ast.Tuple) and \
+                    len(names) == len(node.elts) else None
+        fields = self.i.fields(info)
+        made = Inst((info.path, info.name))
+        # (a dataclass's generated ``__match_args__``, a NamedTuple's; no other class's)
+        return fields if fields is not None and (self.i.is_dataclass(made) or self.i.as_tuple(
+            made, place(self.path, cls)) != made) else None
 
     @_on(_STMT, ast.FunctionDef, ast.AsyncFunctionDef)
     def s_def(self, st: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
