@@ -1129,6 +1129,21 @@ PAIRS.case("a class pattern's positional sub-patterns bind the fields __match_ar
         return combine(out, lse, is_lse_base_on_e=flag)
     """}, {"layer.py": ('case Route("a2a", base):', 'case Route("a2a", natural=base):')},
     quiet=True)
+PAIRS.case("a Flag's members combined by | hold both bits; in tests one, == the whole", {
+    "layer.py": """
+    from enum import Flag
+    from mylib import combine, decode
+    class Traits(Flag):
+        NONE = 0
+        RETURNS_LSE = 1
+        NATURAL = 2
+    class Impl:
+        traits = Traits.RETURNS_LSE | Traits.NATURAL
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=Traits.NATURAL in Impl.traits)
+    """}, {"layer.py": ("Traits.NATURAL in Impl.traits", "Impl.traits == Traits.NATURAL")},
+    quiet=True)
 PAIRS.case("sequence and mapping patterns bind the items they match", {"layer.py": """
     from mylib import combine, decode
     def step(q):

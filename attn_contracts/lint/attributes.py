@@ -153,6 +153,12 @@ _PLAIN_DECORATORS = frozenset({"dataclass", "final", "total_ordering", "unique",
                                "runtime_checkable"})
 
 
+def _bits(member: Member) -> int | None:
+    """A member's value where it is a known int (not a bool)."""
+    v = member.value.value if isinstance(member.value, Lit) else None
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
 def _member_names(cls: ClassInfo) -> list[tuple[str, int]]:
     """The names an Enum class's body binds that may be members (not private, no method,
     property or ``__init__`` store), with their lines, in definition order."""
@@ -483,6 +489,34 @@ class Resolver(ModuleResolver):
             return Member(obj.cls, attr, Lit(auto, Location(cls.path, cls.attrs[attr][1], 1))
                           if auto is not None else self.class_attr(cls, attr))
         return self.class_attr(cls, attr)
+
+    def flag_combined(self, a: Member, op: ast.operator, b: Member, where: Location) -> Value:
+        """``a | b``, ``a & b``, ``a ^ b`` of two members of one ``Flag`` class of the
+        program, as Python's enum makes it: the member of the value the bits make (a defined
+        one where a member has that value, else one named by the defined single bits it holds,
+        in definition order); not known for any other class or value."""
+        x, y = _bits(a), _bits(b)
+        if x is None or y is None or a.cls != b.cls or not self._plain_flag(a.cls):
+            return None
+        value = x | y if isinstance(op, ast.BitOr) else x & y if isinstance(op, ast.BitAnd) \
+            else x ^ y
+        members = self.enum_members(ClassRef(a.cls))
+        defined = [(m, v) for m in (members.items if isinstance(members, Tup) else ())
+                   if isinstance(m, Member) and (v := _bits(m)) is not None]
+        same = next((m for m, v in defined if v == value), None)
+        if same is not None:
+            return same
+        names = [m.name for m, v in defined if v and v & value == v and not v & (v - 1)]
+        return Member(a.cls, "|".join(names), Lit(value, where))
+
+    def _plain_flag(self, key: ClassKey) -> bool:
+        """A ``Flag`` class of the program that makes and compares its members as the enum
+        module does."""
+        cls = self.class_info(key)
+        return cls is not None and any(
+            bs.rpartition(".")[2] in ("Flag", "IntFlag") for c in self.p.mro(cls)
+            for bs in c.bases) and not any(n in c.methods or n in c.attrs
+                                           for c in self.p.mro(cls) for n in _MEMBER_MAKING)
 
     def _member_attr(self, member: Member, attr: str, where: Location) -> Value:
         """``member.attr`` other than ``value`` and ``name``: an Enum member is an instance of

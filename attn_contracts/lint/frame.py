@@ -650,10 +650,22 @@ class Frame(RecordCalls):
         """``isinstance(x, (int, float))`` of a value the flow knows exactly (a backend's base
         flag: a bool): Python's own answer (``bool`` is an ``int``); not known where one value
         it may be is not known."""
-        values = flag_values(obj)
-        if values is None or not all(isinstance(v, SCALARS) for v in values):
+        verdicts: set[bool] = set()
+        for alt in alternatives(obj):
+            # a container of the flow: a list (display, comprehension) or the tuple a kernel,
+            # collective or combine returns (its record's ``(out, lse)``)
+            sample: list[object] | tuple[()] | None = [] if isinstance(alt, Tup) and \
+                alt.mutable else \
+                () if isinstance(alt, Tup) and alt.partial_items and not alt.iterator else None
+            if sample is not None:
+                verdicts.add(isinstance(sample, types))
+                continue
+            values = flag_values(alt)
+            if values is None or not all(isinstance(v, SCALARS) for v in values):
+                return None
+            verdicts |= {isinstance(v, types) for v in values}
+        if not verdicts:
             return None
-        verdicts = {isinstance(v, types) for v in values}
         where = place(self.path, node)
         how = f" (the value of {source_text(node)})"
         return join([Lit(v, where, how) for v in sorted(verdicts)])
@@ -1900,9 +1912,11 @@ _ITERATION_KEYWORDS: dict[str, frozenset[str]] = {"zip": frozenset({"strict"}),
                                                   "min": frozenset({"key"}),
                                                   "max": frozenset({"key"})}
 
-#: the builtin types ``isinstance`` is answered for on constants
+#: the builtin types ``isinstance`` is answered for (on constants, and on the containers the
+#: flow builds)
 _SCALAR_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str,
-                                  "bytes": bytes, "complex": complex}
+                                  "bytes": bytes, "complex": complex, "tuple": tuple,
+                                  "list": list}
 
 #: the builtins :meth:`Frame.builtin` reads
 _BUILTIN_CALLS = BUILTINS | ITERATION

@@ -2473,6 +2473,9 @@ class Scope:
             return named_number(cast(Value, folded))
         if isinstance(op, ast.BitOr) and isinstance(left, DictV) and isinstance(right, DictV):
             return merged([left, right], place(self.path, left_node))  # b's keys over a's
+        if isinstance(op, (ast.BitOr, ast.BitAnd, ast.BitXor)) and \
+                isinstance(left, Member) and isinstance(right, Member):
+            return self.i.flag_combined(left, op, right, where)
         if isinstance(op, ast.Add) and any(isinstance(a, (Tup, Seq)) for a in (
                 *alternatives(left), *alternatives(right))):
             return _concat(left, right)
