@@ -1144,6 +1144,19 @@ PAIRS.case("a Flag's members combined by | hold both bits; in tests one, == the 
         return combine(out, lse, is_lse_base_on_e=Traits.NATURAL in Impl.traits)
     """}, {"layer.py": ("Traits.NATURAL in Impl.traits", "Impl.traits == Traits.NATURAL")},
     quiet=True)
+PAIRS.case("a frozenset subclass's own __contains__ runs; its | is a plain frozenset's", {
+    "layer.py": """
+    from mylib import combine, decode
+    class Names(frozenset):
+        def __contains__(self, name):
+            return isinstance(name, str) and (frozenset.__contains__(self, name) or
+                                              frozenset.__contains__(self, name.removesuffix("_x")))
+    CUDA = Names({"fa"})
+    ROCM = Names({"aiter"})
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e="fa_x" in Names(CUDA | ROCM))
+    """}, {"layer.py": ('"fa_x" in Names(CUDA | ROCM)', '"fa_x" in (CUDA | ROCM)')}, quiet=True)
 PAIRS.case("sequence and mapping patterns bind the items they match", {"layer.py": """
     from mylib import combine, decode
     def step(q):

@@ -56,12 +56,14 @@ from attn_contracts.lint.values import Lse
 from attn_contracts.lint.values import Member
 from attn_contracts.lint.values import ModuleRef
 from attn_contracts.lint.values import Partial
+from attn_contracts.lint.values import Seq
 from attn_contracts.lint.values import Super
 from attn_contracts.lint.values import Tup
 from attn_contracts.lint.values import Union_
 from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import join
+from attn_contracts.lint.values import set_of
 
 #: what generates a class's ``__init__`` from its annotated fields
 _FIELD_DECORATORS = frozenset({"dataclass", "define", "frozen", "mutable", "s", "attrs",
@@ -199,6 +201,12 @@ _ATTRIBUTE_FREE_BASES = _PLAIN_BASES | {"Module"}
 #: what an Enum class may define that changes how its members are made or compare
 _MEMBER_MAKING = ("__new__", "_generate_next_value_", "__eq__", "__ne__", "__lt__", "__le__",
                   "__gt__", "__ge__", "__hash__", "_missing_")
+#: what ``==``, ``in`` and ``<`` run on an object instead of its builtin base's own
+_COMPARING = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__",
+              "__hash__", "__iter__", "__len__")
+#: what a set's ``|``, ``&``, ``-``, ``^`` run on an object instead of its builtin base's own
+SET_OPERATORS = ("__or__", "__ror__", "__and__", "__rand__", "__sub__", "__rsub__", "__xor__",
+                 "__rxor__", "__iter__")
 #: what ``type`` gives every class (:meth:`Resolver._type_attr`)
 _TYPE_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__mro__"})
 
@@ -1138,6 +1146,31 @@ class Resolver(ModuleResolver):
         return any(isinstance(b, str) and b.rpartition(".")[2] not in plain
                    for k in self.p.mro(cls) for b in self.p.hierarchy.bases(k))
 
+    def builtin_content(self, value: Value, uses: tuple[str, ...]) -> Value | object:
+        """What an object of a program class that subclasses ``frozenset`` or ``set`` holds,
+        built by one call with its elements (``Names({"a", "b"})``), where the class (and
+        every class of its MRO in the program) defines none of ``uses`` (the methods the
+        operation would run instead) nor ``__new__``/``__init__``: the set of its elements,
+        which a builtin operation of the base reads; NOT_SPECIAL for any other value."""
+        if not isinstance(value, Inst) or value.ctor is None:
+            return NOT_SPECIAL
+        cls = self.class_info(value.cls)
+        if cls is None:
+            return NOT_SPECIAL
+        mro = self.p.mro(cls)
+        outside = {b.rpartition(".")[2] for k in mro for b in self.p.hierarchy.bases(k)
+                   if isinstance(b, str)} - {"object", "Generic"}
+        args = dict(value.ctor[1])
+        if outside - {"frozenset", "set"} or not outside or set(args) != {"0"} or any(
+                n in c.methods for c in mro for n in (*uses, "__new__", "__init__")):
+            return NOT_SPECIAL
+        given = args["0"]
+        if isinstance(given, Seq) and given.complete and not given.iterator:
+            return given
+        if isinstance(given, Tup) and not given.iterator and not given.partial_items:
+            return set_of(list(given.items), complete=True)
+        return None
+
     def as_data(self, value: Value) -> Value:
         """``value`` as ``==``, ``in`` and ``<`` see it: a member of an Enum that mixes in a
         data type (``StrEnum``, ``IntEnum``, ``IntFlag``, ``class U(str, Enum)``) compares as
@@ -1149,6 +1182,9 @@ class Resolver(ModuleResolver):
         if isinstance(value, Union_):
             return join([self.as_data(v) for v in value.ordered()]) \
                 if not value.widened else value
+        content = self.builtin_content(value, _COMPARING)
+        if content is not NOT_SPECIAL:
+            return cast(Value, content)  # a set subclass's object compares as its elements
         if not isinstance(value, Member) or not isinstance(value.value, Lit):
             return value
         cls = self.class_info(value.cls)

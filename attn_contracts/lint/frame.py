@@ -957,6 +957,23 @@ class Frame(RecordCalls):
                                                  shown if len(held) == 1 else None),
                                names or [], call, where) for obj, names in held])
 
+    def base_contains_form(self, callee: Value, qual: str, name: str,
+                           node: ast.Call) -> Value | object:
+        """``frozenset.__contains__(obj, x)`` (``set``'s too) of an object of a set subclass
+        of the program (:meth:`~.attributes.Resolver.builtin_content`): whether ``x`` is one
+        of its elements, as the base's own method answers."""
+        base = dotted_name(node.func) if name == "__contains__" else None
+        if base not in ("frozenset.__contains__", "set.__contains__") or len(node.args) != 2 or \
+                node.keywords or any(isinstance(a, ast.Starred) for a in node.args) or \
+                not self.i.builtin_at(self.path, base.partition(".")[0]):
+            return NOT_SPECIAL
+        content = self.i.builtin_content(self.expr(node.args[0]), ())
+        if content is NOT_SPECIAL or content is None:
+            return None
+        test = ast.copy_location(ast.Compare(node.args[1], [ast.In()], [node.args[0]]), node)
+        return self.compare(test, self.expr(node.args[1]), ast.In(), cast(Value, content),
+                            node.args[0])
+
     def make_form(self, callee: Value, qual: str, name: str, node: ast.Call) -> Value | object:
         """``C._make(iterable)`` of a ``NamedTuple`` class of the program: an object of its
         items as the fields, in order, made by ``tuple.__new__`` (a ``__new__`` the class
@@ -1861,7 +1878,8 @@ _SPECIAL_FORMS = (Frame.type_of, Frame.isinstance_form, Frame.identity, Frame.pa
                   Frame.cast_, Frame.super_, Frame.getattr_form, Frame.hasattr_form,
                   Frame.setattr_form,
                   Frame.get_form, Frame.dict_form, Frame.fromkeys_form,
-                  Frame.replace_form, Frame.fields_form, Frame.make_form, Frame.dict_method_form,
+                  Frame.replace_form, Frame.fields_form, Frame.make_form,
+                  Frame.base_contains_form, Frame.dict_method_form,
                   Frame.library_collective, Frame.triton_memory, Frame.itertools_form,
                   Frame.reduce_form,
                   Frame.library_form, Frame.regex_form, Frame.generator_form,

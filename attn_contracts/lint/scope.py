@@ -24,6 +24,7 @@ from weakref import WeakKeyDictionary
 
 from attn_contracts.findings import Location
 from attn_contracts.lint.analysis import NEED_LEVELS
+from attn_contracts.lint.attributes import SET_OPERATORS
 from attn_contracts.lint.attributes import Resolver
 from attn_contracts.lint.bounds import FUNCTION_BUDGET
 from attn_contracts.lint.calls import DEFAULT
@@ -2468,6 +2469,10 @@ class Scope:
         repeated = _repeated(left, op, right)
         if repeated is not None:
             return repeated
+        if isinstance(op, (ast.BitOr, ast.BitAnd, ast.Sub, ast.BitXor)):
+            # a set subclass's objects: the base's operator, on their elements (a plain set)
+            left, right = (cast(Value, c) if (c := self.i.builtin_content(v, SET_OPERATORS))
+                           is not NOT_SPECIAL else v for v in (left, right))
         folded = fold_binop(as_number(left, where), op, as_number(right, where), where)
         if folded is not UNKNOWN:  # sets and numbers known exactly: Python's own value
             return named_number(cast(Value, folded))
