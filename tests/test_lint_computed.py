@@ -1157,6 +1157,34 @@ PAIRS.case("a frozenset subclass's own __contains__ runs; its | is a plain froze
         out, lse = decode(q, return_lse=True)
         return combine(out, lse, is_lse_base_on_e="fa_x" in Names(CUDA | ROCM))
     """}, {"layer.py": ('"fa_x" in Names(CUDA | ROCM)', '"fa_x" in (CUDA | ROCM)')}, quiet=True)
+PAIRS.case("a module-level match binds the name its matching case assigns", {"layer.py": """
+    from mylib import combine, decode
+    KERNEL = "fi"
+    match KERNEL:
+        case "fa" | "flashmla":
+            NATURAL = True
+        case str(name) if name.startswith("f"):
+            NATURAL = True
+        case _:
+            NATURAL = False
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=NATURAL)
+    """}, {"layer.py": ('if name.startswith("f")', 'if name.startswith("x")')}, quiet=True)
+PAIRS.case("a constant matches no sequence pattern, and a bool is an int", {"layer.py": """
+    from mylib import combine, decode
+    def told(kernel):
+        match kernel:
+            case [first, *_]:
+                return False
+            case int():
+                return True
+            case _:
+                return False
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=told(True))
+    """}, {"layer.py": ("told(True)", "told(2.5)")}, quiet=True)
 PAIRS.case("sequence and mapping patterns bind the items they match", {"layer.py": """
     from mylib import combine, decode
     def step(q):

@@ -254,8 +254,8 @@ def loop_bindings(st: ast.For) -> dict[str, ast.expr]:
 
 
 def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Statements at module level, also inside ``if``/``try``/``with`` blocks there (optional
-    imports, platform switches), never inside functions or classes."""
+    """Statements at module level, also inside ``if``/``try``/``with``/``match`` blocks there
+    (optional imports, platform switches), never inside functions or classes."""
     stack = list(reversed(body))
     while stack:
         st = stack.pop()
@@ -266,6 +266,9 @@ def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             blocks += [h.body for h in getattr(st, "handlers", [])]
             for block in reversed(blocks):
                 stack.extend(reversed(block))
+        elif isinstance(st, ast.Match):
+            for case in reversed(st.cases):
+                stack.extend(reversed(case.body))
 
 
 def _absolute(package: str, module: str | None, level: int) -> str | None:

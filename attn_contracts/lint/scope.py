@@ -289,6 +289,23 @@ _SELF_MATCHING = frozenset({"bool", "bytearray", "bytes", "dict", "float", "froz
 _UNREAD_PART = "match part not read"
 
 
+def _builtin_class_parts(p: ast.MatchClass, name: str, value: Value) -> object:
+    """``case int():``, ``case str(s):`` of a constant: whether it is of that builtin type
+    (``True`` is an ``int``), with the one positional sub-pattern matched against it whole;
+    None where the value is not a known constant."""
+    kinds = {"bool": bool, "int": int, "float": float, "str": str, "bytes": bytes}
+    alts = list(alternatives(value))
+    if name not in kinds or not alts or not all(isinstance(a, Lit) for a in alts) or \
+            p.kwd_patterns or len(p.patterns) > 1:
+        return None
+    verdicts = {isinstance(cast(Lit, a).value, kinds[name]) for a in alts}
+    if verdicts == {False}:
+        return False
+    if verdicts != {True}:
+        return None
+    return [(q, value) for q in p.patterns]
+
+
 def _mapping_parts(p: ast.MatchMapping, value: Value) -> object:
     """A mapping pattern's sub-patterns with the dict's values they match (``value`` a dict
     of known keys); False where a key it names is surely not there."""
@@ -1165,17 +1182,14 @@ class Scope:
         paths: list[list[ast.stmt]] = []
         for case in st.cases:
             hit = self._hit(case.pattern, value, subject)
+            captures = _captures(case.pattern, ast.Name(held, ast.Load()), self._match_args)
             if hit is not False and case.guard is not None:
-                # a guard reading a name the pattern binds is read after the binding: not here
-                bound = {n for p in ast.walk(case.pattern)
-                         for n in (getattr(p, "name", None), getattr(p, "rest", None)) if n}
-                guard = None if bound & _loaded_names(case.guard) else \
-                    self.i.truth(self.expr(case.guard))
+                # a guard reading a name the pattern binds reads it as the pattern binds it
+                guard = self.i.truth(self._guarded(case.guard, captures))
                 hit = False if guard is False else (hit if guard is True else None)
             if hit is False:
                 continue  # Python tries it and goes on: its body never runs
-            paths.append([*_captures(case.pattern, ast.Name(held, ast.Load()),
-                                     self._match_args), *case.body])
+            paths.append([*captures, *case.body])
             if hit is True:
                 break  # the first case that surely matches: the later ones never run
         else:
@@ -1218,6 +1232,9 @@ class Scope:
 
     def _class_parts(self, p: ast.MatchClass, value: Value) -> object:
         ref = self.expr(p.cls)
+        if ref is None and isinstance(p.cls, ast.Name) and p.cls.id in _SELF_MATCHING and \
+                self.i.builtin_at(self.path, p.cls.id):
+            return _builtin_class_parts(p, p.cls.id, value)
         info = self.i.class_info(ref.cls) if isinstance(ref, ClassRef) else None
         alts = list(alternatives(value))
         if info is None or not alts or not all(
@@ -1234,6 +1251,9 @@ class Scope:
 
     def _sequence_parts(self, p: ast.MatchSequence, value: Value) -> object:
         seq = self.i.as_tuple(value, place(self.path, p))
+        alts = list(alternatives(value))
+        if alts and all(isinstance(a, Lit) for a in alts):
+            return False  # a constant (a str too) is never matched as a sequence
         if not isinstance(seq, Tup) or seq.iterator or seq.partial_items:
             return None
         star = [i for i, q in enumerate(p.patterns) if isinstance(q, ast.MatchStar)]
@@ -1245,6 +1265,19 @@ class Scope:
         tail = len(fixed) - head
         return [*zip(fixed[:head], seq.items[:head], strict=True),
                 *zip(fixed[head:], seq.items[n - tail:] if tail else (), strict=True)]
+
+    def _guarded(self, guard: ast.expr, captures: list[ast.stmt]) -> Value:
+        """A case's guard, read with the names its pattern captures bound (then unbound
+        again: the case's path binds them itself)."""
+        if not captures:
+            return self.expr(guard)
+        saved = dict(self.env)
+        try:
+            for st in captures:
+                self.stmt(st)
+            return self.expr(guard)
+        finally:
+            self.env = saved
 
     def _match_args(self, cls: ast.expr) -> list[str] | None:
         """The attributes a class pattern's positional sub-patterns match, in order: its
