@@ -1185,6 +1185,19 @@ PAIRS.case("a constant matches no sequence pattern, and a bool is an int", {"lay
         out, lse = decode(q, return_lse=True)
         return combine(out, lse, is_lse_base_on_e=told(True))
     """}, {"layer.py": ("told(True)", "told(2.5)")}, quiet=True)
+PAIRS.case("a __new__ that returns super().__new__(cls) hands __init__ the object built", {
+    "layer.py": """
+    from mylib import combine, decode
+    class Impl:
+        def __new__(cls, *args, **kwargs):
+            return super().__new__(cls)
+        def __init__(self, natural):
+            self.natural = natural
+    def step(q):
+        impl = Impl(True)
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=impl.natural)
+    """}, {"layer.py": ("Impl(True)", "Impl(False)")}, quiet=True)
 PAIRS.case("sequence and mapping patterns bind the items they match", {"layer.py": """
     from mylib import combine, decode
     def step(q):

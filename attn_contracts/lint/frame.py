@@ -1466,13 +1466,7 @@ class Frame(RecordCalls):
         if isinstance(callee, Partial):
             return self._apply_partial(callee, call, node, where, name)
         if name == "__new__" and call.pos and isinstance(call.pos[0].value, ClassRef):
-            ref = call.pos[0].value  # super().__new__(cls), object.__new__(cls): the instance
-            cls = self.i.class_info(ref.cls)
-            if len(call.pos) > 1 or call.kw:
-                # ``super().__new__(cls, o, lse)`` reaching a generated ``__new__`` (a
-                # ``NamedTuple``'s): the object of those fields; any other's: not known
-                return self._generated_new(ref, cls, replace(call, pos=call.pos[1:]), where)
-            return Inst(ref.cls, exact=ref.exact)
+            return self._new_of(call.pos[0].value, call, where)
         rec = self.record_of(callee, name, node)
         if rec is not None:
             return self.record_call(rec, self.i.by_name(callee, call), node, where)
@@ -1493,6 +1487,20 @@ class Frame(RecordCalls):
         if callee is None and isinstance(node.func, ast.Attribute):
             return self.apply_unknown_method(node.func, call, node, where)
         return None
+
+    def _new_of(self, ref: ClassRef, call: CallArgs, where: Location) -> Value:
+        """``super().__new__(cls)``, ``object.__new__(cls)``: the instance (in the ``__new__``
+        a construction runs, the object it builds); ``super().__new__(cls, o, lse)`` reaching
+        a generated ``__new__`` (a ``NamedTuple``'s): the object of those fields; any other's:
+        not known."""
+        if len(call.pos) > 1 or call.kw:
+            return self._generated_new(ref, self.i.class_info(ref.cls),
+                                       replace(call, pos=call.pos[1:]), where)
+        made = self.self_value
+        if made is not None and made.cls == ref.cls and self.func is not None and \
+                self.func.qualname.endswith(".__new__"):
+            return made
+        return Inst(ref.cls, exact=ref.exact)
 
     def _escapes(self, call: CallArgs) -> None:
         """A ``partial`` handed to code the lint does not follow may be called there without
