@@ -1198,6 +1198,69 @@ PAIRS.case("a __new__ that returns super().__new__(cls) hands __init__ the objec
         out, lse = decode(q, return_lse=True)
         return combine(out, lse, is_lse_base_on_e=impl.natural)
     """}, {"layer.py": ("Impl(True)", "Impl(False)")}, quiet=True)
+PAIRS.case("__init__ runs after a __new__ that stores on the object it makes", {"layer.py": """
+    from mylib import combine, decode
+    class Cfg:
+        def __new__(cls, natural):
+            obj = super().__new__(cls)
+            obj.natural = not natural
+            return obj
+        def __init__(self, natural):
+            self.natural = natural
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=Cfg(True).natural)
+    """}, {"layer.py": ("Cfg(True)", "Cfg(False)")})
+PAIRS.case("a NamedTuple subclass's __new__ reaches its base's own __new__, which converts", {
+    "layer.py": """
+    import math
+    from typing import NamedTuple
+    from mylib import decode, merge
+    class Out(NamedTuple):
+        o: object
+        lse: object
+    class NaturalOut(Out):
+        __slots__ = ()
+        def __new__(cls, o, lse):
+            return super().__new__(cls, o, lse * math.log(2.0))
+    class Tagged(NaturalOut):
+        __slots__ = ()
+        def __new__(cls, o, lse):
+            return super().__new__(cls, o, lse)
+    def step(q):
+        o, lse = Tagged._make(decode(q, return_lse=True))
+        return merge(o, lse)
+    """}, {"layer.py": ("Tagged._make(decode(q, return_lse=True))",
+                        "Tagged(*decode(q, return_lse=True))")}, quiet=True)
+PAIRS.case("a field __post_init__ converts may be set again after the object is built", {
+    "layer.py": """
+    import math
+    from dataclasses import dataclass
+    from mylib import decode, merge
+    @dataclass
+    class Partial:
+        out: object
+        lse: object
+        def __post_init__(self):
+            self.lse = self.lse * math.log(2.0)
+    def reset(p, lse):
+        p.lse = lse
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        part = Partial(out, lse)
+        reset(part, lse)
+        return merge(part.out, part.lse)
+    """}, {"layer.py": ("        reset(part, lse)\n", "")})
+PAIRS.case("a sequence pattern matches a tuple, never a dict", {"layer.py": """
+    from mylib import combine, decode
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        told = False
+        match (True, 1):
+            case [flag, _]:
+                told = flag
+        return combine(out, lse, is_lse_base_on_e=told)
+    """}, {"layer.py": ("match (True, 1):", "match {0: True, 1: 1}:")})
 PAIRS.case("sequence and mapping patterns bind the items they match", {"layer.py": """
     from mylib import combine, decode
     def step(q):

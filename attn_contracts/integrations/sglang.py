@@ -764,6 +764,20 @@ class _Module:
         return out
 
 
+def _imported_names(rel: str, tree: ast.Module) -> dict[str, str]:
+    """The names the file ``rel`` imports by ``from ... import``, each with the qualified name
+    it stands for (a relative import's module resolved inside the package)."""
+    out: dict[str, str] = {}
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.ImportFrom):
+            continue
+        module = n.module if not n.level else \
+            "sglang." + _imported_rel(rel, n).removesuffix(".py").replace("/", ".")
+        if module:
+            out.update({a.asname or a.name: f"{module}.{a.name}" for a in n.names})
+    return out
+
+
 def _own_functions(rel: str, tree: ast.Module) -> tuple[str, frozenset[str]]:
     """The file's module (dotted) and the functions its top level defines."""
     return ("sglang." + rel.removesuffix(".py").replace("/", "."),
@@ -786,10 +800,9 @@ def _helper_files(pkg: Path, trees: dict[str, ast.Module], registry: Registry,
         except _Unparsable:
             continue
         own = _own_functions(rel, tree)
-        imported = {a.asname or a.name: f"{n.module}.{a.name}" for n in ast.walk(tree)
-                    if isinstance(n, ast.ImportFrom) and n.module and not n.level
-                    for a in n.names}
-        helpers = frozenset(f.name for f in tree.body if isinstance(f, ast.FunctionDef) and
+        imported = _imported_names(rel, tree)
+        helpers = frozenset(f.name for f in tree.body
+                            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and
                             f.name in names and next(_consumer_calls(f, imported, by_last, own),
                                                      None) is not None)
         if helpers:
@@ -833,12 +846,12 @@ def _combines(m: _Module, modules: dict[str, _Module], registry: Registry,
     """The calls of the file to a consumer record of SGLang at ``version``, each with how it
     passes the base (a helper's parameter: as each call of the helper passes it, one
     combine per way)."""
-    imported = {a.asname or a.name: f"{n.module}.{a.name}" for n in ast.walk(m.tree)
-                if isinstance(n, ast.ImportFrom) and n.module and not n.level for a in n.names}
+    imported = _imported_names(m.rel, m.tree)
     by_last = _consumers_by_last_name(registry, version)
     own = _own_functions(m.rel, m.tree)
     roots = [m.tree] if m.only is None else \
-        [f for f in m.tree.body if isinstance(f, ast.FunctionDef) and f.name in m.only]
+        [f for f in m.tree.body
+         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in m.only]
     for fn in (n for r in roots for n in ast.walk(r)):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue

@@ -206,7 +206,7 @@ _COMPARING = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__con
               "__hash__", "__iter__", "__len__")
 #: what a set's ``|``, ``&``, ``-``, ``^`` run on an object instead of its builtin base's own
 SET_OPERATORS = ("__or__", "__ror__", "__and__", "__rand__", "__sub__", "__rsub__", "__xor__",
-                 "__rxor__", "__iter__")
+                 "__rxor__")
 #: what ``type`` gives every class (:meth:`Resolver._type_attr`)
 _TYPE_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__mro__"})
 
@@ -404,9 +404,11 @@ class Resolver(ModuleResolver):
             return self._class_ref_attr(obj, attr)
         if isinstance(obj, Member):
             if attr == "value":
-                return obj.value
+                cls = self.class_info(obj.cls)
+                # (an ``__init__`` that sets ``self._value_`` makes the value itself)
+                return None if cls is None or self._stores_self(cls, "_value_") else obj.value
             if attr == "name":
-                return Lit(obj.name, where)
+                return Lit(obj.name, where) if obj.name else None
             return self._member_attr(obj, attr, where)
         if isinstance(obj, Inst):
             if attr in self.given_attrs:  # a question's premise (Interpreter.value_at)
@@ -508,14 +510,15 @@ class Resolver(ModuleResolver):
             return None
         value = x | y if isinstance(op, ast.BitOr) else x & y if isinstance(op, ast.BitAnd) \
             else x ^ y
-        members = self.enum_members(ClassRef(a.cls))
-        defined = [(m, v) for m in (members.items if isinstance(members, Tup) else ())
-                   if isinstance(m, Member) and (v := _bits(m)) is not None]
+        cls = cast(ClassInfo, self.class_info(a.cls))
+        ref = ClassRef(a.cls)
+        # every member the body defines (a zero or multi-bit one too), as ``F(value)`` finds
+        defined = [(m, v) for name, _ in _member_names(cls)
+                   if isinstance(m := self._class_ref_attr(ref, name), Member) and
+                   (v := _bits(m)) is not None]
         same = next((m for m, v in defined if v == value), None)
-        if same is not None:
-            return same
-        names = [m.name for m, v in defined if v and v & value == v and not v & (v - 1)]
-        return Member(a.cls, "|".join(names), Lit(value, where))
+        # one no member has: its ``name`` differs between Python versions, so it is not read
+        return same if same is not None else Member(a.cls, "", Lit(value, where))
 
     def _plain_flag(self, key: ClassKey) -> bool:
         """A ``Flag`` class of the program that makes and compares its members as the enum
@@ -538,16 +541,19 @@ class Resolver(ModuleResolver):
                 n in c.methods or n in c.attrs for c in self.p.mro(cls)
                 for n in ("__new__", "_generate_next_value_")):
             return None
-        init = self.p.lookup(cls, "__init__")
+        if self.stored_outside_anywhere(attr):
+            return None  # stored on a member from outside its class (``E.A.flag = x``)
+        # the ``__init__`` its class writes, or a dataclass mixin's generated one
+        init = self.p.lookup(cls, "__init__") is not None or self.fields(cls) is not None
         value = member.value
-        if init is not None and (value is None or (isinstance(value, Tup) and (
+        if init and (value is None or (isinstance(value, Tup) and (
                 value.partial_items or value.iterator))):
             return None  # the arguments ``__init__`` is called with are not known
         items = value.items if isinstance(value, Tup) else (value,)
         line = cls.attrs[member.name][1] if member.name in cls.attrs else cls.line
         inst = Inst(member.cls, exact=True, ctor=(
             Location(cls.path, line, 1),
-            tuple((str(i), v) for i, v in enumerate(items)) if init is not None else ()))
+            tuple((str(i), v) for i, v in enumerate(items)) if init else ()))
         return self.inst_attr(inst, attr, where)
 
     def _namespace(self, obj: ClassRef, cls: ClassInfo) -> Value:
@@ -750,7 +756,7 @@ class Resolver(ModuleResolver):
                 self.p.lookup(c, attr) is None and self.class_attr(c, attr) is None and
                 not self._outside_bases(c, plain=_ATTRIBUTE_FREE_BASES) and
                 not any(self._may_store(k.path, attr) for k in self.p.mro(c))
-                for c in classes) and not self._stored_outside_anywhere(attr)
+                for c in classes) and not self.stored_outside_anywhere(attr)
         return self._lacks_memo[key]
 
     def _may_store(self, path: str, attr: str) -> bool:
@@ -766,7 +772,7 @@ class Resolver(ModuleResolver):
         names, dynamic = found
         return dynamic or attr in names
 
-    def _stored_outside_anywhere(self, attr: str) -> bool:
+    def stored_outside_anywhere(self, attr: str) -> bool:
         """Whether any module of the program stores ``attr`` through anything but ``self.``
         (:meth:`_stored_elsewhere`; a module whose text never names it is not read)."""
         found = self._outside_anywhere.get(attr)
@@ -877,10 +883,15 @@ class Resolver(ModuleResolver):
             out.append(Tup(tuple(self.attribute(alt, f, where) for f in names)))
         return (join(out) if len(out) > 1 else out[0]) if changed and out else value
 
+    def is_named_tuple(self, cls: ClassInfo) -> bool:
+        """Whether ``cls`` is a ``NamedTuple`` class of the program (its fields generated)."""
+        return self.fields(cls) is not None and any(
+            b.rpartition(".")[2] == "NamedTuple" for c in self.p.mro(cls) for b in c.bases)
+
     def is_dataclass(self, inst: Inst) -> bool:
         """Whether ``inst``'s class is a dataclass: a class of its MRO is decorated so."""
         cls = self.class_info(inst.cls)
-        return cls is not None and any(_dataclass_decorated(c) for c in self.p.mro(cls))
+        return cls is not None and any(dataclass_decorated(c) for c in self.p.mro(cls))
 
     def fields(self, cls: ClassInfo) -> list[str] | None:
         """The fields a generated ``__init__`` takes, in order (a dataclass, a ``NamedTuple``,
@@ -1147,11 +1158,13 @@ class Resolver(ModuleResolver):
                    for k in self.p.mro(cls) for b in self.p.hierarchy.bases(k))
 
     def builtin_content(self, value: Value, uses: tuple[str, ...]) -> Value | object:
-        """What an object of a program class that subclasses ``frozenset`` or ``set`` holds,
-        built by one call with its elements (``Names({"a", "b"})``), where the class (and
-        every class of its MRO in the program) defines none of ``uses`` (the methods the
-        operation would run instead) nor ``__new__``/``__init__``: the set of its elements,
-        which a builtin operation of the base reads; NOT_SPECIAL for any other value."""
+        """What an object of a program class that subclasses ``frozenset`` holds, built by one
+        call with its elements (``Names({"a", "b"})``), where the class (and every class of
+        its MRO in the program) defines none of ``uses`` (the methods the operation would run
+        instead) nor ``__new__``/``__init__``: the set of its elements, which a builtin
+        operation of the base reads (a ``frozenset`` never changes; a ``set`` subclass's
+        object may be changed in place anywhere, so it is never read so); NOT_SPECIAL for any
+        other value."""
         if not isinstance(value, Inst) or value.ctor is None:
             return NOT_SPECIAL
         cls = self.class_info(value.cls)
@@ -1161,7 +1174,7 @@ class Resolver(ModuleResolver):
         outside = {b.rpartition(".")[2] for k in mro for b in self.p.hierarchy.bases(k)
                    if isinstance(b, str)} - {"object", "Generic"}
         args = dict(value.ctor[1])
-        if outside - {"frozenset", "set"} or not outside or set(args) != {"0"} or any(
+        if outside != {"frozenset"} or set(args) != {"0"} or any(
                 n in c.methods for c in mro for n in (*uses, "__new__", "__init__")):
             return NOT_SPECIAL
         given = args["0"]
@@ -1262,7 +1275,10 @@ class Resolver(ModuleResolver):
                 return None
             self._ensure_init(inst)
             after = self._constructed.get(inst, {})
-            return after[attr] if attr in after else self._instance_value(inst, cls, attr)
+            if attr not in after:
+                return self._instance_value(inst, cls, attr)
+            # and what code stores on the object after it is built (``p.lse = x``)
+            return join([after[attr], *self.stores.get((inst, attr), ())])
         return self._built_field(inst, cls, fields, attr)
 
     def _built_field(self, inst: Inst, cls: ClassInfo, fields: list[str], attr: str) -> Value:
@@ -1635,7 +1651,7 @@ class Resolver(ModuleResolver):
             return literal_value(cls.path, node)
         value = self.class_level(cls, node)
         if isinstance(value, ExtInst) and value.qualname == "dataclasses.Field" and \
-                isinstance(node, ast.Call) and _dataclass_decorated(cls):
+                isinstance(node, ast.Call) and dataclass_decorated(cls):
             default = next((k.value for k in node.keywords if k.arg == "default"), None)
             return None if default is None else self._body_value(cls, default)
         return value
@@ -1869,7 +1885,7 @@ def _class_stores_in(path: str, stores: list[_Store], names: set[str], cls: Clas
 _CHANGES = MUTATORS | {"update", "remove", "discard", "clear"}
 
 
-def _dataclass_decorated(cls: ClassInfo) -> bool:
+def dataclass_decorated(cls: ClassInfo) -> bool:
     """Whether a decorator of the class is a ``dataclass`` (``@dataclass``,
     ``@dataclasses.dataclass(init=False)``, pydantic's): it processes the class's own
     ``field()``s, whatever ``__init__`` the class or its bases write."""

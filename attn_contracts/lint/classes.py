@@ -267,8 +267,11 @@ def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             for block in reversed(blocks):
                 stack.extend(reversed(block))
         elif isinstance(st, ast.Match):
+            # (its cases' assignments; a function or class a case defines is not indexed: which
+            # case's definition the name holds is decided by the match, not by the last one)
             for case in reversed(st.cases):
-                stack.extend(reversed(case.body))
+                stack.extend(reversed([b for b in case.body if not isinstance(
+                    b, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]))
 
 
 def _absolute(package: str, module: str | None, level: int) -> str | None:

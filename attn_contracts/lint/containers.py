@@ -84,7 +84,8 @@ def rest_of(value: Value, start: int, after: int) -> Value:
     options: list[Value] = []
     for alt in alternatives(value):
         if isinstance(alt, Tup) and not (after and alt.partial_items):
-            options.append(Tup(alt.items[start:len(alt.items) - after], alt.partial_items))
+            options.append(Tup(alt.items[start:len(alt.items) - after], alt.partial_items,
+                               mutable=True))
         elif isinstance(alt, Seq):
             options.append(alt)
         else:

@@ -987,8 +987,7 @@ class Frame(RecordCalls):
         cls = self.i.class_info(ref.cls)
         fields = self.i.fields(cls) if cls is not None else None
         where = place(self.path, node)
-        if cls is None or fields is None or \
-                self.i.as_tuple(Inst(ref.cls), where) == Inst(ref.cls):
+        if cls is None or fields is None or not self.i.is_named_tuple(cls):
             return NOT_SPECIAL  # not a NamedTuple of the program: its own ``_make``
         items = self.i.as_tuple(self.expr(node.args[0]), where)
         if not isinstance(items, Tup) or items.iterator or len(items.items) != len(fields):
@@ -1056,13 +1055,14 @@ class Frame(RecordCalls):
         for alt in alternatives(value):
             if isinstance(alt, Inst) and self.i.is_dataclass(alt):
                 names = self._fields_of(alt)
-                if names is None:
-                    return None
+                if names is None or any(self.i.stored_outside_anywhere(f) for f in names):
+                    return None  # (a field changed since it was built is not read from it)
                 items = [self._as_data(self.i.inst_attr(alt, f, where), as_dict, where,
                                        depth + 1) for f in names]
                 out.append(DictV(tuple((f, Arg(v, where)) for f, v in zip(
                     names, items, strict=True))) if as_dict else Tup(tuple(items)))
-            elif isinstance(alt, Inst) and self.i.as_tuple(alt, where) is not alt:
+            elif isinstance(alt, Inst) and (c := self.i.class_info(alt.cls)) is not None and \
+                    self.i.is_named_tuple(c):
                 return None  # a NamedTuple: rebuilt as its class with its fields converted
             elif isinstance(alt, Tup) and not alt.iterator:
                 out.append(replace(alt, items=tuple(self._as_data(i, as_dict, where, depth + 1)
@@ -1465,7 +1465,9 @@ class Frame(RecordCalls):
                   name: str) -> Value:
         if isinstance(callee, Partial):
             return self._apply_partial(callee, call, node, where, name)
-        if name == "__new__" and call.pos and isinstance(call.pos[0].value, ClassRef):
+        if name == "__new__" and call.pos and isinstance(call.pos[0].value, ClassRef) and \
+                not isinstance(callee, (Func, Bound)):
+            # (object's, tuple's, a generated one's; a program's ``__new__`` is called as any)
             return self._new_of(call.pos[0].value, call, where)
         rec = self.record_of(callee, name, node)
         if rec is not None:
@@ -1776,7 +1778,11 @@ class Frame(RecordCalls):
             return cast(Value, member)  # ``E(v)``: the member whose value is v
         built = self._built(ref, cls, call, where)
         owner = self.i.p.lookup(cls, "__new__")
-        if owner is None or not isinstance(built, Inst):
+        new = self.i.p.methods(owner).get("__new__") if owner is not None else None
+        if owner is None or new is None or not isinstance(built, Inst) or \
+                made_by_new(new) is not None:
+            # no ``__new__`` of the program, or one that makes and returns the object built
+            # here (what it stores on it every instance holds, before ``__init__`` runs)
             return built
         # ``C(...)`` calls ``C.__new__(C, ...)`` first: the object it returns is the result
         # (one it makes with ``super().__new__(cls)`` is the object built here; a
@@ -1787,7 +1793,7 @@ class Frame(RecordCalls):
                        where: Location) -> Value:
         """The generated ``__new__`` of a ``NamedTuple`` class (its fields given as ``call``
         gives them): the object of those fields; not known for any other class."""
-        if cls is None or self.i.as_tuple(Inst(ref.cls), where) == Inst(ref.cls):
+        if cls is None or not self.i.is_named_tuple(cls):
             return None
         return self._built(ref, cls, call, where)
 

@@ -86,7 +86,11 @@ from attn_contracts.lint.values import ExtInst
 from attn_contracts.lint.values import Func
 from attn_contracts.lint.values import Inst
 from attn_contracts.lint.values import Lit
+from attn_contracts.lint.values import Member
+from attn_contracts.lint.values import ModuleRef
+from attn_contracts.lint.values import Num
 from attn_contracts.lint.values import Param
+from attn_contracts.lint.values import Partial
 from attn_contracts.lint.values import Seq
 from attn_contracts.lint.values import Tup
 from attn_contracts.lint.values import Value
@@ -594,6 +598,9 @@ class Interpreter(Resolver):
         self._made_defaults[key] = None  # a default read while it is being evaluated
         where = func.qualname.partition("@")[0].split(".")
         value: Value = None
+        if any(isinstance(n, ast.Call) and (dotted_name(n.func) or "").rpartition(".")[2] !=
+               "partial" for n in ast.walk(node)):
+            return None  # a call runs code that reads the module as the import leaves it
         if "<locals>" not in where and len(where) == 1:
             try:
                 value = self.new_frame(func.path).needed(node)
@@ -602,9 +609,8 @@ class Interpreter(Resolver):
         elif "<locals>" not in where and len(where) == 2:
             cls = self.class_info((func.path, where[0]))
             value = self.class_level(cls, node) if cls is not None else None
-        if any(isinstance(a, (DictV, Seq)) or (isinstance(a, Tup) and a.mutable)
-               for a in alternatives(value)):
-            value = None  # one object every call shares: what earlier calls put in it is not read
+        if not _unchanging(value):
+            value = None  # one object every call shares: what code put in it since is not read
         self._made_defaults[key] = value
         return value
 
@@ -833,6 +839,17 @@ def _immutable_elements(value: Value) -> bool:
                    for i in alternatives(item)):
                 return False
     return True
+
+
+def _unchanging(value: Value) -> bool:
+    """A value no code can change after it is made: a constant, a function, a partial, a
+    class, a module, an Enum member, a tuple of such (not an object, a list, dict or set:
+    a default is one object every call shares, and code may change it)."""
+    alts = list(alternatives(value))
+    return bool(alts) and all(
+        isinstance(a, (Lit, Num, Func, Partial, ClassRef, ModuleRef, Ext, Member)) or (
+            isinstance(a, Tup) and not a.mutable and not a.iterator and
+            all(_unchanging(i) for i in a.items)) for a in alts)
 
 
 def _defaulted_at(bound: dict[str, Value]) -> dict[str, Location]:

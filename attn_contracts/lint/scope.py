@@ -26,6 +26,7 @@ from attn_contracts.findings import Location
 from attn_contracts.lint.analysis import NEED_LEVELS
 from attn_contracts.lint.attributes import SET_OPERATORS
 from attn_contracts.lint.attributes import Resolver
+from attn_contracts.lint.attributes import dataclass_decorated
 from attn_contracts.lint.bounds import FUNCTION_BUDGET
 from attn_contracts.lint.calls import DEFAULT
 from attn_contracts.lint.calls import GENERATED_ITEM
@@ -288,31 +289,35 @@ _SELF_MATCHING = frozenset({"bool", "bytearray", "bytes", "dict", "float", "froz
 #: a name no code binds: what a capture is bound to where the part it takes is not read
 _UNREAD_PART = "match part not read"
 
+#: the builtin scalar classes a class pattern tests a constant against
+_CLASS_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str,
+                                 "bytes": bytes}
 
-def _builtin_class_parts(p: ast.MatchClass, name: str, value: Value) -> object:
+
+def _builtin_class_parts(p: ast.MatchClass, name: str, value: Value, subject: ast.expr,
+                         ) -> object:
     """``case int():``, ``case str(s):`` of a constant: whether it is of that builtin type
     (``True`` is an ``int``), with the one positional sub-pattern matched against it whole;
     None where the value is not a known constant."""
-    kinds = {"bool": bool, "int": int, "float": float, "str": str, "bytes": bytes}
     alts = list(alternatives(value))
-    if name not in kinds or not alts or not all(isinstance(a, Lit) for a in alts) or \
+    if name not in _CLASS_TYPES or not alts or not all(isinstance(a, Lit) for a in alts) or \
             p.kwd_patterns or len(p.patterns) > 1:
         return None
-    verdicts = {isinstance(cast(Lit, a).value, kinds[name]) for a in alts}
+    verdicts = {isinstance(cast(Lit, a).value, _CLASS_TYPES[name]) for a in alts}
     if verdicts == {False}:
         return False
     if verdicts != {True}:
         return None
-    return [(q, value) for q in p.patterns]
+    return [(q, value, subject) for q in p.patterns]
 
 
-def _mapping_parts(p: ast.MatchMapping, value: Value) -> object:
+def _mapping_parts(p: ast.MatchMapping, value: Value, subject: ast.expr) -> object:
     """A mapping pattern's sub-patterns with the dict's values they match (``value`` a dict
     of known keys); False where a key it names is surely not there."""
     if not isinstance(value, DictV) or value.missing is not None:
         return None
     held = dict(value.items)
-    out: list[tuple[ast.pattern, Value]] = []
+    out: list[tuple[ast.pattern, Value, ast.expr]] = []
     for key, q in zip(p.keys, p.patterns, strict=True):
         k = key.value if isinstance(key, ast.Constant) else None
         if not isinstance(k, str):
@@ -321,57 +326,14 @@ def _mapping_parts(p: ast.MatchMapping, value: Value) -> object:
             return False
         if k in value.maybe:
             return None
-        out.append((q, held[k].value))
+        out.append((q, held[k].value, ast.Subscript(subject, key, ast.Load())))
     return out
 
 
-def _captures(pattern: ast.pattern, subject: ast.expr,
-              match_args: Callable[[ast.expr], list[str] | None]) -> list[ast.stmt]:
-    """The bindings a ``case`` pattern makes before its body runs, as statements: a capture
-    (``case NAME:``, ``as NAME``) the part of the subject (``subject``, an expression of it)
-    it matched: an item of a sequence pattern, a value of a mapping pattern, an attribute of a
-    class pattern (a positional sub-pattern the attribute ``__match_args__`` names, which
-    ``match_args`` reads from the class). A capture whose part is not read (after a starred
-    item, in one of several alternatives) is bound to an unknown value, never left holding
-    what it held before."""
-    out: list[tuple[str, ast.expr]] = []
-
-    def bind(p: ast.pattern, part: ast.expr | None) -> None:
-        if isinstance(p, ast.MatchAs):
-            if p.pattern is not None:
-                bind(p.pattern, part)
-            if p.name:
-                out.append((p.name, part or ast.Name(_UNREAD_PART, ast.Load())))
-        elif isinstance(p, ast.MatchStar):
-            if p.name:
-                out.append((p.name, ast.Name(_UNREAD_PART, ast.Load())))
-        elif isinstance(p, ast.MatchOr):
-            for alt in p.patterns:  # each binds the same names, to parts of either
-                bind(alt, None)
-        elif isinstance(p, ast.MatchSequence):
-            star = next((i for i, q in enumerate(p.patterns) if isinstance(q, ast.MatchStar)),
-                        None)
-            for i, q in enumerate(p.patterns):
-                at = i if star is None or i < star else i - len(p.patterns)
-                bind(q, ast.Subscript(part, ast.Constant(at), ast.Load())
-                     if part is not None and (star is None or i != star) else None)
-        elif isinstance(p, ast.MatchMapping):
-            for key, q in zip(p.keys, p.patterns, strict=True):
-                bind(q, ast.Subscript(part, key, ast.Load()) if part is not None else None)
-            if p.rest:
-                out.append((p.rest, ast.Name(_UNREAD_PART, ast.Load())))
-        elif isinstance(p, ast.MatchClass):
-            names = match_args(p.cls) if p.patterns else []
-            for i, q in enumerate(p.patterns):
-                attr = names[i] if names is not None and i < len(names) else None
-                bind(q, None if part is None or attr is None else
-                     part if attr == "" else ast.Attribute(part, attr, ast.Load()))
-            for attr, q in zip(p.kwd_attrs, p.kwd_patterns, strict=True):
-                bind(q, ast.Attribute(part, attr, ast.Load()) if part is not None else None)
-
-    bind(pattern, subject)
-    return [ast.fix_missing_locations(ast.copy_location(
-        ast.Assign([ast.Name(name, ast.Store())], value), pattern)) for name, value in out]
+def _captured_names(pattern: ast.pattern) -> list[str]:
+    """Every name a pattern may bind, in order."""
+    return [n for p in ast.walk(pattern)
+            for n in (getattr(p, "name", None), getattr(p, "rest", None)) if n]
 
 
 def _keys(key: ast.expr, value: Value) -> list[str] | None:
@@ -1182,11 +1144,13 @@ class Scope:
         paths: list[list[ast.stmt]] = []
         for case in st.cases:
             hit = self._hit(case.pattern, value, subject)
-            captures = _captures(case.pattern, ast.Name(held, ast.Load()), self._match_args)
+            captures = self._captures(case.pattern, value, ast.Name(held, ast.Load()))
             if hit is not False and case.guard is not None:
-                # a guard reading a name the pattern binds reads it as the pattern binds it
+                # a guard reading a name the pattern binds reads it as the pattern binds it;
+                # it runs on the case's path too (a ``:=`` in it binds there)
                 guard = self.i.truth(self._guarded(case.guard, captures))
                 hit = False if guard is False else (hit if guard is True else None)
+                captures = [*captures, ast.copy_location(ast.Expr(case.guard), case.guard)]
             if hit is False:
                 continue  # Python tries it and goes on: its body never runs
             paths.append([*captures, *case.body])
@@ -1208,33 +1172,63 @@ class Scope:
         if isinstance(p, ast.MatchOr):
             each = [self._hit(q, value, literals) for q in p.patterns]
             return True if True in each else (False if all(h is False for h in each) else None)
-        parts = self._parts(p, value)
+        parts = self._parts(p, value, ast.Name(_UNREAD_PART, ast.Load()))
         if parts is NOT_SPECIAL:
             return _case_matches(p, literals, self.expr)
         if parts is None or isinstance(parts, bool):
             return parts
-        each = [self._hit(q, v, literal_values(v)) for q, v in cast(list[tuple[
-            ast.pattern, Value]], parts)]
+        each = [self._hit(q, v, literal_values(v)) for q, v, _ in cast(
+            list[tuple[ast.pattern, Value, ast.expr]], parts)]
         return False if False in each else (True if all(h is True for h in each) else None)
 
-    def _parts(self, p: ast.pattern, value: Value) -> object:
-        """The sub-patterns of a class, sequence or mapping pattern with the parts of
-        ``value`` each is matched against, where ``value`` surely has that shape; False where
-        it surely has not (a sequence of another length, a mapping without a key); None where
-        that is not known; NOT_SPECIAL for any other pattern."""
+    def _captures(self, p: ast.pattern, value: Value, subject: ast.expr) -> list[ast.stmt]:
+        """The bindings a ``case`` pattern makes before its body runs, as statements: a
+        capture (``case NAME:``, ``as NAME``) is bound to the part of the subject it matched
+        (``subject``: an expression of it): an item of a sequence, a value of a mapping, an
+        attribute a class pattern names, where the subject surely has that shape. A capture
+        whose part is not known that way (a shape not confirmed, a starred item, one of
+        several alternatives) is bound to an unknown value, never left holding what it held
+        before."""
+        out: list[tuple[str, ast.expr | None]] = []
+
+        def bind(q: ast.pattern, v: Value, part: ast.expr | None) -> None:
+            if isinstance(q, ast.MatchAs):
+                if q.pattern is not None:
+                    bind(q.pattern, v, part)
+                if q.name:
+                    out.append((q.name, part))
+                return
+            parts = self._parts(q, v, part) if part is not None and \
+                not isinstance(q, (ast.MatchOr, ast.MatchStar)) else None
+            if isinstance(parts, list):
+                for sub, sv, sp in parts:
+                    bind(sub, sv, sp)
+            else:
+                out.extend((n, None) for n in _captured_names(q))
+
+        bind(p, value, subject)
+        return [ast.fix_missing_locations(ast.copy_location(ast.Assign(
+            [ast.Name(name, ast.Store())], part or ast.Name(_UNREAD_PART, ast.Load())), p))
+            for name, part in out]
+
+    def _parts(self, p: ast.pattern, value: Value, subject: ast.expr) -> object:
+        """The sub-patterns of a class, sequence or mapping pattern, each with the part of
+        ``value`` it is matched against and an expression of that part (of ``subject``),
+        where ``value`` surely has that shape; False where it surely has not (a sequence of
+        another length, a mapping without a key); None where that is not known; NOT_SPECIAL
+        for any other pattern."""
         if isinstance(p, ast.MatchClass):
-            return self._class_parts(p, value)
+            return self._class_parts(p, value, subject)
         if isinstance(p, ast.MatchSequence):
-            return self._sequence_parts(p, value)
+            return self._sequence_parts(p, value, subject)
         if isinstance(p, ast.MatchMapping):
-            return _mapping_parts(p, value)
+            return _mapping_parts(p, value, subject)
         return NOT_SPECIAL
 
-    def _class_parts(self, p: ast.MatchClass, value: Value) -> object:
+    def _class_parts(self, p: ast.MatchClass, value: Value, subject: ast.expr) -> object:
         ref = self.expr(p.cls)
-        if ref is None and isinstance(p.cls, ast.Name) and p.cls.id in _SELF_MATCHING and \
-                self.i.builtin_at(self.path, p.cls.id):
-            return _builtin_class_parts(p, p.cls.id, value)
+        if self._self_matching(p.cls, ref):
+            return _builtin_class_parts(p, cast(ast.Name, p.cls).id, value, subject)
         info = self.i.class_info(ref.cls) if isinstance(ref, ClassRef) else None
         alts = list(alternatives(value))
         if info is None or not alts or not all(
@@ -1245,15 +1239,20 @@ class Scope:
         if names is None or len(p.patterns) > len(names) or "" in names:
             return None
         where = place(self.path, p)
-        return [(q, self.i.attribute(value, attr, where)) for attr, q in
-                [*zip(names, p.patterns, strict=False),
-                 *zip(p.kwd_attrs, p.kwd_patterns, strict=True)]]
+        return [(q, self.i.attribute(value, attr, where), ast.Attribute(subject, attr, ast.Load()))
+                for attr, q in [*zip(names, p.patterns, strict=False),
+                                *zip(p.kwd_attrs, p.kwd_patterns, strict=True)]]
 
-    def _sequence_parts(self, p: ast.MatchSequence, value: Value) -> object:
-        seq = self.i.as_tuple(value, place(self.path, p))
+    def _self_matching(self, cls: ast.expr, ref: Value) -> bool:
+        """A builtin class that a class pattern matches as a whole (``int``, ``str``)."""
+        return ref is None and isinstance(cls, ast.Name) and cls.id in _SELF_MATCHING and \
+            self.i.builtin_at(self.path, cls.id)
+
+    def _sequence_parts(self, p: ast.MatchSequence, value: Value, subject: ast.expr) -> object:
         alts = list(alternatives(value))
         if alts and all(isinstance(a, Lit) for a in alts):
             return False  # a constant (a str too) is never matched as a sequence
+        seq = self.i.as_tuple(value, place(self.path, p))
         if not isinstance(seq, Tup) or seq.iterator or seq.partial_items:
             return None
         star = [i for i, q in enumerate(p.patterns) if isinstance(q, ast.MatchStar)]
@@ -1262,9 +1261,9 @@ class Scope:
         if (n != len(fixed)) if not star else (n < len(fixed)):
             return False
         head = star[0] if star else len(fixed)
-        tail = len(fixed) - head
-        return [*zip(fixed[:head], seq.items[:head], strict=True),
-                *zip(fixed[head:], seq.items[n - tail:] if tail else (), strict=True)]
+        at = [*range(head), *range(n - (len(fixed) - head), n)]
+        return [(q, seq.items[j], ast.Subscript(subject, ast.Constant(j), ast.Load()))
+                for q, j in zip(fixed, at, strict=True)]
 
     def _guarded(self, guard: ast.expr, captures: list[ast.stmt]) -> Value:
         """A case's guard, read with the names its pattern captures bound (then unbound
@@ -1280,29 +1279,25 @@ class Scope:
             self.env = saved
 
     def _match_args(self, cls: ast.expr) -> list[str] | None:
-        """The attributes a class pattern's positional sub-patterns match, in order: its
-        class's ``__match_args__`` (a literal of its body, else a dataclass's or
-        ``NamedTuple``'s fields); ``[""]`` (the subject itself) for a builtin class that
-        matches as a whole; None where they are not known."""
+        """The attributes a class pattern's positional sub-patterns match, in order: the
+        ``__match_args__`` the class has (the nearest class of its MRO that sets one: a
+        literal of its body, or a dataclass's or ``NamedTuple``'s generated fields);
+        ``[""]`` (the subject itself) for a builtin class that matches as a whole; None where
+        they are not known."""
         ref = self.expr(cls)
-        if ref is None and isinstance(cls, ast.Name) and cls.id in _SELF_MATCHING and \
-                self.i.builtin_at(self.path, cls.id):
+        if self._self_matching(cls, ref):
             return [""]
         info = self.i.class_info(ref.cls) if isinstance(ref, ClassRef) else None
-        if info is None:
-            return None
-        for c in self.i.p.mro(info):
+        for c in self.i.p.mro(info) if info is not None else ():
             if "__match_args__" in c.attrs:
                 node = c.attrs["__match_args__"][0]
                 names = [e.value for e in getattr(node, "elts", ())
                          if isinstance(e, ast.Constant) and isinstance(e.value, str)]
                 return names if isinstance(node, ast.Tuple) and \
                     len(names) == len(node.elts) else None
-        fields = self.i.fields(info)
-        made = Inst((info.path, info.name))
-        # (a dataclass's generated ``__match_args__``, a NamedTuple's; no other class's)
-        return fields if fields is not None and (self.i.is_dataclass(made) or self.i.as_tuple(
-            made, place(self.path, cls)) != made) else None
+            if dataclass_decorated(c) or self.i.is_named_tuple(c):
+                return self.i.fields(c)  # (generated for the class itself)
+        return None
 
     @_on(_STMT, ast.FunctionDef, ast.AsyncFunctionDef)
     def s_def(self, st: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
