@@ -1261,6 +1261,27 @@ PAIRS.case("a sequence pattern matches a tuple, never a dict", {"layer.py": """
                 told = flag
         return combine(out, lse, is_lse_base_on_e=told)
     """}, {"layer.py": ("match (True, 1):", "match {0: True, 1: 1}:")})
+PAIRS.case("a dict's view matches no sequence pattern", {"layer.py": """
+    from mylib import combine, decode
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        told = True
+        match {"a": 1, "b": 2}.keys():
+            case [a, b]:
+                told = False
+        return combine(out, lse, is_lse_base_on_e=told)
+    """}, {"layer.py": ("told = True", "told = False")}, quiet=True)
+PAIRS.case("an Enum member whose value is a list gets the list as one argument", {"layer.py": """
+    from enum import Enum
+    from mylib import combine, decode
+    class Kernel(Enum):
+        FI = [False, True]
+        def __init__(self, parts, natural=True):
+            self.natural = natural
+    def step(q):
+        out, lse = decode(q, return_lse=True)
+        return combine(out, lse, is_lse_base_on_e=Kernel.FI.natural)
+    """}, {"layer.py": ("natural=True):", "natural=False):")}, quiet=True)
 PAIRS.case("sequence and mapping patterns bind the items they match", {"layer.py": """
     from mylib import combine, decode
     def step(q):

@@ -201,6 +201,9 @@ _ATTRIBUTE_FREE_BASES = _PLAIN_BASES | {"Module"}
 #: what an Enum class may define that changes how its members are made or compare
 _MEMBER_MAKING = ("__new__", "_generate_next_value_", "__eq__", "__ne__", "__lt__", "__le__",
                   "__gt__", "__ge__", "__hash__", "_missing_")
+#: what a ``Flag``'s members run for ``|``, ``&``, ``^``, ``~`` instead of the enum module's
+_FLAG_OPERATORS = ("__or__", "__ror__", "__and__", "__rand__", "__xor__", "__rxor__",
+                   "__invert__")
 #: what ``==``, ``in`` and ``<`` run on an object instead of its builtin base's own
 _COMPARING = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__",
               "__hash__", "__iter__", "__len__")
@@ -527,7 +530,8 @@ class Resolver(ModuleResolver):
         return cls is not None and any(
             bs.rpartition(".")[2] in ("Flag", "IntFlag") for c in self.p.mro(cls)
             for bs in c.bases) and not any(n in c.methods or n in c.attrs
-                                           for c in self.p.mro(cls) for n in _MEMBER_MAKING)
+                                           for c in self.p.mro(cls)
+                                           for n in (*_MEMBER_MAKING, *_FLAG_OPERATORS))
 
     def _member_attr(self, member: Member, attr: str, where: Location) -> Value:
         """``member.attr`` other than ``value`` and ``name``: an Enum member is an instance of
@@ -537,24 +541,44 @@ class Resolver(ModuleResolver):
         makes its members itself (``__new__``, ``_generate_next_value_``), ``attr`` names a
         member, or the value ``__init__`` would take apart is not known."""
         cls = self.class_info(member.cls)
-        if cls is None or attr in dict(_member_names(cls)) or any(
-                n in c.methods or n in c.attrs for c in self.p.mro(cls)
-                for n in ("__new__", "_generate_next_value_")):
+        if cls is None or not self._members_built_plainly(cls, attr):
             return None
-        if self.stored_outside_anywhere(attr):
-            return None  # stored on a member from outside its class (``E.A.flag = x``)
         # the ``__init__`` its class writes, or a dataclass mixin's generated one
         init = self.p.lookup(cls, "__init__") is not None or self.fields(cls) is not None
         value = member.value
         if init and (value is None or (isinstance(value, Tup) and (
                 value.partial_items or value.iterator))):
             return None  # the arguments ``__init__`` is called with are not known
-        items = value.items if isinstance(value, Tup) else (value,)
+        if init and self._reads_changing_globals(cls):
+            return None  # members are built as the class body runs, not as the import ends
+        items = value.items if isinstance(value, Tup) and not value.mutable else (value,)
         line = cls.attrs[member.name][1] if member.name in cls.attrs else cls.line
         inst = Inst(member.cls, exact=True, ctor=(
             Location(cls.path, line, 1),
             tuple((str(i), v) for i, v in enumerate(items)) if init else ()))
         return self.inst_attr(inst, attr, where)
+
+    def _members_built_plainly(self, cls: ClassInfo, attr: str) -> bool:
+        """An Enum class whose members Python's enum makes (no ``__new__`` or
+        ``_generate_next_value_`` of its own), ``attr`` no member's name and stored on no
+        member from outside the class (``E.A.flag = x``)."""
+        return attr not in dict(_member_names(cls)) and not any(
+            n in c.methods or n in c.attrs for c in self.p.mro(cls)
+            for n in ("__new__", "_generate_next_value_")) and \
+            not self.stored_outside_anywhere(attr)
+
+    def _reads_changing_globals(self, cls: ClassInfo) -> bool:
+        """Whether the ``__init__`` of ``cls``'s MRO reads a name of its module that the module
+        binds more than once or changes in place (what it holds as the class body runs is not
+        what the import leaves)."""
+        owner = self.p.lookup(cls, "__init__")
+        fn = self.p.methods(owner).get("__init__") if owner is not None else None
+        if fn is None or owner is None:
+            return False
+        loaded = sorted({n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and
+                         isinstance(n.ctx, ast.Load)})
+        return any(self.bound_often(owner.path, name) or self.changed_after(owner.path, name, 0)
+                   for name in loaded)
 
     def _namespace(self, obj: ClassRef, cls: ClassInfo) -> Value:
         """``C.__dict__`` read as ``C`` is made (by a base's ``__init_subclass__``): the names
@@ -1175,7 +1199,8 @@ class Resolver(ModuleResolver):
                    if isinstance(b, str)} - {"object", "Generic"}
         args = dict(value.ctor[1])
         if outside != {"frozenset"} or set(args) != {"0"} or any(
-                n in c.methods for c in mro for n in (*uses, "__new__", "__init__")):
+                n in c.methods or n in c.attrs for c in mro
+                for n in (*uses, "__new__", "__init__")):
             return NOT_SPECIAL
         given = args["0"]
         if isinstance(given, Seq) and given.complete and not given.iterator:

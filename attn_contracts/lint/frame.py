@@ -1961,7 +1961,7 @@ def _view(d: DictV, name: str) -> Value:
     to be there; else a container of any of them."""
     parts: list[Value] = [Tup((Lit(k, a.where), a.value)) if name == "items" else
                           a.value if name == "values" else Lit(k, a.where) for k, a in d.items]
-    return Tup(tuple(parts)) if not d.maybe else Seq(join(parts))
+    return Tup(tuple(parts), view=True) if not d.maybe else Seq(join(parts))
 
 
 def _dunder_call(node: ast.Subscript | ast.Compare, method: str,

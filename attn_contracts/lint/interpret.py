@@ -694,7 +694,7 @@ class Interpreter(Resolver):
         if b is None:
             return self.builtin_at(path, name)
         stmts, rebinds, changed = self._mutations(path).get(name, ([], [], False))
-        return b.module != path or not (self._bound_often(path, name) or stmts or rebinds or
+        return b.module != path or not (self.bound_often(path, name) or stmts or rebinds or
                                         changed or getattr(b.node, "lineno", first) >= first)
 
     def _quiet(self, path: str, st: ast.stmt, made: set[int]) -> bool:
@@ -751,7 +751,7 @@ class Interpreter(Resolver):
             stmts, rebinds, _ = self._mutations(path).get(n, ([], [], False))
             theirs = import_time_changers(tree, n)
             if b is None or b.kind != "assign" or b.module != path or stmts or rebinds or \
-                    self._bound_often(path, n) or theirs is None or \
+                    self.bound_often(path, n) or theirs is None or \
                     not {id(fn) for fn, _ in theirs} <= ours:
                 return None
             bound = {id(t) for st in module_level(tree.body)

@@ -428,7 +428,7 @@ class ModuleResolver(Analysis):
             value = self.binding_value(path, name)
             b = self.p.binding(path, name)
             if b is not None and b.kind == "assign" and b.module == path and \
-                    self._bound_often(path, name):
+                    self.bound_often(path, name):
                 # bound more than once: the top level's statements that bind or change it,
                 # run in order with their control flow (a loop's else, a match's cases)
                 value = self._from_functions(path, name, self._run_top(path, name, None))
@@ -582,7 +582,7 @@ class ModuleResolver(Analysis):
         b = self.p.binding(path, name)
         if b is None or b.kind != "assign" or b.module != path:
             return value
-        if self._bound_often(path, name):
+        if self.bound_often(path, name):
             key = (path, name, line)
             if key not in self._globals_at:
                 self._globals_at[key] = None  # read while being computed: not known
@@ -670,7 +670,7 @@ class ModuleResolver(Analysis):
         _, rebinds, in_function = self._mutations(path).get(name, ([], [], False))
         return None if in_function else self._rebound_by_functions(path, value, rebinds)
 
-    def _bound_often(self, path: str, name: str) -> bool:
+    def bound_often(self, path: str, name: str) -> bool:
         """The module's top level binds ``name`` in more than one statement."""
         if path not in self._top_bindings:
             tree = self.p.tree(path)

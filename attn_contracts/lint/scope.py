@@ -330,6 +330,15 @@ def _mapping_parts(p: ast.MatchMapping, value: Value, subject: ast.expr) -> obje
     return out
 
 
+def _keyword_only_dataclass(cls: ClassInfo) -> bool:
+    """A class whose dataclass decorator or fields may take a field out of its generated
+    ``__match_args__`` (``kw_only=``, ``match_args=``, ``field(init=...)``, ``KW_ONLY``)."""
+    calls = [d for d in cls.decorators if isinstance(d, ast.Call)]
+    calls += [v for v, _, _ in cls.attrs.values() if isinstance(v, ast.Call)]
+    return any(k.arg in ("kw_only", "match_args", "init") for c in calls for k in c.keywords) or \
+        any("KW_ONLY" in ast.dump(a) for a in cls.annotations.values())
+
+
 def _captured_names(pattern: ast.pattern) -> list[str]:
     """Every name a pattern may bind, in order."""
     return [n for p in ast.walk(pattern)
@@ -1200,11 +1209,15 @@ class Scope:
                 return
             parts = self._parts(q, v, part) if part is not None and \
                 not isinstance(q, (ast.MatchOr, ast.MatchStar)) else None
-            if isinstance(parts, list):
-                for sub, sv, sp in parts:
-                    bind(sub, sv, sp)
-            else:
+            if not isinstance(parts, list):
                 out.extend((n, None) for n in _captured_names(q))
+                return
+            for sub, sv, sp in parts:
+                bind(sub, sv, sp)
+            # a starred item's list and a mapping's ``**rest``: bound, to what is not read
+            star = [s.name for s in getattr(q, "patterns", ()) if isinstance(s, ast.MatchStar)]
+            rest = [q.rest] if isinstance(q, ast.MatchMapping) and q.rest else []
+            out.extend((n, None) for n in [*star, *rest] if n)
 
         bind(p, value, subject)
         return [ast.fix_missing_locations(ast.copy_location(ast.Assign(
@@ -1253,7 +1266,7 @@ class Scope:
         if alts and all(isinstance(a, Lit) for a in alts):
             return False  # a constant (a str too) is never matched as a sequence
         seq = self.i.as_tuple(value, place(self.path, p))
-        if not isinstance(seq, Tup) or seq.iterator or seq.partial_items:
+        if not isinstance(seq, Tup) or seq.iterator or seq.partial_items or seq.view:
             return None
         star = [i for i, q in enumerate(p.patterns) if isinstance(q, ast.MatchStar)]
         fixed = [q for q in p.patterns if not isinstance(q, ast.MatchStar)]
@@ -1295,8 +1308,13 @@ class Scope:
                          if isinstance(e, ast.Constant) and isinstance(e.value, str)]
                 return names if isinstance(node, ast.Tuple) and \
                     len(names) == len(node.elts) else None
-            if dataclass_decorated(c) or self.i.is_named_tuple(c):
+            if self.i.is_named_tuple(c):
                 return self.i.fields(c)  # (generated for the class itself)
+            if dataclass_decorated(c):
+                # the fields ``__init__`` takes by position; not read where the decorator or a
+                # field may leave one out (``kw_only``, ``init=False``, ``match_args``)
+                return None if any(_keyword_only_dataclass(k) for k in self.i.p.mro(c)) \
+                    else self.i.fields(c)
         return None
 
     @_on(_STMT, ast.FunctionDef, ast.AsyncFunctionDef)

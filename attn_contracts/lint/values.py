@@ -319,6 +319,9 @@ class Tup:
     #: items that are one value are one object (``[[]] * 2``); where not set, which items
     #: share an object is not known (two calls may give one memoised value)
     repeated: bool = False
+    #: a dict's view (``d.keys()``): iterated as its items, but no sequence (no index, no
+    #: sequence pattern matches it)
+    view: bool = False
 
     def get(self, i: int) -> Value:
         if i < 0 and not self.partial_items:  # from the end, as Python indexes
