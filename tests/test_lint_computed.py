@@ -1017,33 +1017,28 @@ PAIRS.case("a set filled by registration calls at the top level, one under an if
            {"registry.py": ('mark("fi", True)', 'mark("fi", False)')}, quiet=True)
 
 # --- learnt from held-out set 29 (each a semantics of Python, not of the case) -------------
-PAIRS.case("an Enum member holds what its __init__ stores from its tuple value", {"layer.py": """
+#: an Enum whose members' __init__ takes their tuple value apart; the table maps each label
+#: to ``{held}`` of its member
+_KERNELS = """
     from enum import Enum
     from mylib import combine, decode
     class Kernel(Enum):
         FA = ("fa", True)
-        FI = ("fi", True)
+        FI = ("fi", {fi})
         def __init__(self, label, natural):
             self.label = label
             self.natural = natural
-    TABLE = {k.label: k.natural for k in Kernel}
+    TABLE = {{k.label: k.{held} for k in Kernel}}
     def step(q):
         out, lse = decode(q, return_lse=True)
         return combine(out, lse, is_lse_base_on_e=bool(TABLE.get("fi")))
-    """}, {"layer.py": ('FI = ("fi", True)', 'FI = ("fi", False)')}, quiet=True)
-PAIRS.case("an Enum member's whole tuple value is true, whatever it holds", {"layer.py": """
-    from enum import Enum
-    from mylib import combine, decode
-    class Kernel(Enum):
-        FI = ("fi", False)
-        def __init__(self, label, natural):
-            self.label = label
-            self.natural = natural
-    TABLE = {k.label: k.value for k in Kernel}
-    def step(q):
-        out, lse = decode(q, return_lse=True)
-        return combine(out, lse, is_lse_base_on_e=bool(TABLE.get("fi")))
-    """}, {"layer.py": ("k.label: k.value for", "k.label: k.natural for")}, quiet=True)
+    """
+PAIRS.case("an Enum member holds what its __init__ stores from its tuple value",
+           {"layer.py": _KERNELS.format(fi=True, held="natural")},
+           {"layer.py": ('FI = ("fi", True)', 'FI = ("fi", False)')}, quiet=True)
+PAIRS.case("an Enum member's whole tuple value is true, whatever it holds",
+           {"layer.py": _KERNELS.format(fi=False, held="value")},
+           {"layer.py": ("k.label: k.value for", "k.label: k.natural for")}, quiet=True)
 PAIRS.case("a function a parameter's default names is what a call that leaves it out calls", {
     "layer.py": """
     import functools
@@ -1094,7 +1089,8 @@ PAIRS.case("__post_init__ converts a field, and dataclasses.replace runs it agai
         return merge(part.out, part.lse)
     """}, {"layer.py": ("self.lse * math.log(2.0)\n",
                         "self.lse * math.log(2.0)\n            self.log2 = False\n")}, quiet=True)
-PAIRS.case("a NamedTuple's __new__ converts, and _make does not run it", {"layer.py": """
+#: a NamedTuple whose subclass's ``__new__`` converts the LSE field (``{more}``: classes below)
+_NATURAL_OUT = """
     import math
     from typing import NamedTuple
     from mylib import decode, merge
@@ -1105,11 +1101,15 @@ PAIRS.case("a NamedTuple's __new__ converts, and _make does not run it", {"layer
         __slots__ = ()
         def __new__(cls, o, lse):
             return super().__new__(cls, o, lse * math.log(2.0))
+    {more}
     def step(q):
-        o, lse = NaturalOut._make(decode(q, return_lse=True))
+        o, lse = {made}
         return merge(o, lse)
-    """}, {"layer.py": ("NaturalOut._make(decode(q, return_lse=True))",
-                        "NaturalOut(*decode(q, return_lse=True))")}, quiet=True)
+    """
+PAIRS.case("a NamedTuple's __new__ converts, and _make does not run it", {
+    "layer.py": _NATURAL_OUT.format(more="", made="NaturalOut._make(decode(q, return_lse=True))")},
+    {"layer.py": ("NaturalOut._make(decode(q, return_lse=True))",
+                  "NaturalOut(*decode(q, return_lse=True))")}, quiet=True)
 PAIRS.case("a class pattern's positional sub-patterns bind the fields __match_args__ names", {
     "layer.py": """
     from dataclasses import dataclass
@@ -1212,26 +1212,13 @@ PAIRS.case("__init__ runs after a __new__ that stores on the object it makes", {
         return combine(out, lse, is_lse_base_on_e=Cfg(True).natural)
     """}, {"layer.py": ("Cfg(True)", "Cfg(False)")})
 PAIRS.case("a NamedTuple subclass's __new__ reaches its base's own __new__, which converts", {
-    "layer.py": """
-    import math
-    from typing import NamedTuple
-    from mylib import decode, merge
-    class Out(NamedTuple):
-        o: object
-        lse: object
-    class NaturalOut(Out):
+    "layer.py": _NATURAL_OUT.format(more="""class Tagged(NaturalOut):
         __slots__ = ()
         def __new__(cls, o, lse):
-            return super().__new__(cls, o, lse * math.log(2.0))
-    class Tagged(NaturalOut):
-        __slots__ = ()
-        def __new__(cls, o, lse):
-            return super().__new__(cls, o, lse)
-    def step(q):
-        o, lse = Tagged._make(decode(q, return_lse=True))
-        return merge(o, lse)
-    """}, {"layer.py": ("Tagged._make(decode(q, return_lse=True))",
-                        "Tagged(*decode(q, return_lse=True))")}, quiet=True)
+            return super().__new__(cls, o, lse)""",
+                                    made="Tagged._make(decode(q, return_lse=True))")},
+    {"layer.py": ("Tagged._make(decode(q, return_lse=True))",
+                  "Tagged(*decode(q, return_lse=True))")}, quiet=True)
 PAIRS.case("a field __post_init__ converts may be set again after the object is built", {
     "layer.py": """
     import math
