@@ -527,11 +527,18 @@ class Resolver(ModuleResolver):
         """A ``Flag`` class of the program that makes and compares its members as the enum
         module does."""
         cls = self.class_info(key)
-        return cls is not None and any(
-            bs.rpartition(".")[2] in ("Flag", "IntFlag") for c in self.p.mro(cls)
-            for bs in c.bases) and not any(n in c.methods or n in c.attrs
-                                           for c in self.p.mro(cls)
-                                           for n in (*_MEMBER_MAKING, *_FLAG_OPERATORS))
+        return cls is not None and self._is_flag(cls) and \
+            not self._defines(cls, (*_MEMBER_MAKING, *_FLAG_OPERATORS))
+
+    def _is_flag(self, cls: ClassInfo) -> bool:
+        """An Enum class of the program with ``Flag`` (or ``IntFlag``) among its bases."""
+        return any(b.rpartition(".")[2] in ("Flag", "IntFlag")
+                   for c in self.p.mro(cls) for b in c.bases)
+
+    def _defines(self, cls: ClassInfo, names: tuple[str, ...]) -> bool:
+        """Whether a class of ``cls``'s MRO in the program binds one of ``names`` (a method,
+        or any other value its body assigns: ``__or__ = _merge``)."""
+        return any(n in c.methods or n in c.attrs for c in self.p.mro(cls) for n in names)
 
     def _member_attr(self, member: Member, attr: str, where: Location) -> Value:
         """``member.attr`` other than ``value`` and ``name``: an Enum member is an instance of
@@ -562,9 +569,8 @@ class Resolver(ModuleResolver):
         """An Enum class whose members Python's enum makes (no ``__new__`` or
         ``_generate_next_value_`` of its own), ``attr`` no member's name and stored on no
         member from outside the class (``E.A.flag = x``)."""
-        return attr not in dict(_member_names(cls)) and not any(
-            n in c.methods or n in c.attrs for c in self.p.mro(cls)
-            for n in ("__new__", "_generate_next_value_")) and \
+        return attr not in dict(_member_names(cls)) and \
+            not self._defines(cls, ("__new__", "_generate_next_value_")) and \
             not self.stored_outside_anywhere(attr)
 
     def _reads_changing_globals(self, cls: ClassInfo) -> bool:
@@ -649,8 +655,7 @@ class Resolver(ModuleResolver):
         cls = self.class_info(value.cls)
         if cls is None or not self._is_enum(cls):
             return value
-        flag = any(b.rpartition(".")[2] in ("Flag", "IntFlag")
-                   for c in self.p.mro(cls) for b in c.bases)
+        flag = self._is_flag(cls)
         members: list[Value] = []
         seen: list[object] = []
         for name, _ in _member_names(cls):
@@ -1198,9 +1203,8 @@ class Resolver(ModuleResolver):
         outside = {b.rpartition(".")[2] for k in mro for b in self.p.hierarchy.bases(k)
                    if isinstance(b, str)} - {"object", "Generic"}
         args = dict(value.ctor[1])
-        if outside != {"frozenset"} or set(args) != {"0"} or any(
-                n in c.methods or n in c.attrs for c in mro
-                for n in (*uses, "__new__", "__init__")):
+        if outside != {"frozenset"} or set(args) != {"0"} or \
+                self._defines(cls, (*uses, "__new__", "__init__")):
             return NOT_SPECIAL
         given = args["0"]
         if isinstance(given, Seq) and given.complete and not given.iterator:
@@ -1241,7 +1245,7 @@ class Resolver(ModuleResolver):
         the program); None elsewhere."""
         mro = self.p.mro(cls)
         names = {b.rpartition(".")[2] for c in mro for b in c.bases}
-        if any(n in c.methods or n in c.attrs for c in mro for n in _MEMBER_MAKING):
+        if self._defines(cls, _MEMBER_MAKING):
             return None
         if names & {"StrEnum", "str"}:
             return (str,)

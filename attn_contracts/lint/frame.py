@@ -633,9 +633,9 @@ class Frame(RecordCalls):
                 if inner is None:
                     return None
                 out += inner
-            elif isinstance(item, ast.Name) and item.id in _SCALAR_TYPES and \
+            elif isinstance(item, ast.Name) and item.id in _BUILTIN_TYPES and \
                     self.expr(item) is None:
-                out.append(_SCALAR_TYPES[item.id])
+                out.append(_BUILTIN_TYPES[item.id])
             elif isinstance(item, ast.Call) and isinstance(item.func, ast.Name) and \
                     item.func.id == "type" and len(item.args) == 1 and not item.keywords and \
                     isinstance(item.args[0], ast.Constant) and item.args[0].value is None and \
@@ -982,17 +982,15 @@ class Frame(RecordCalls):
                 len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred):
             return NOT_SPECIAL
         ref = self.expr(node.func.value)
-        if not isinstance(ref, ClassRef):
-            return NOT_SPECIAL
-        cls = self.i.class_info(ref.cls)
-        fields = self.i.fields(cls) if cls is not None else None
-        where = place(self.path, node)
-        if cls is None or fields is None or not self.i.is_named_tuple(cls):
+        cls = self.i.class_info(ref.cls) if isinstance(ref, ClassRef) else None
+        if cls is None or not self.i.is_named_tuple(cls):
             return NOT_SPECIAL  # not a NamedTuple of the program: its own ``_make``
+        fields = cast(list[str], self.i.fields(cls))
+        where = place(self.path, node)
         items = self.i.as_tuple(self.expr(node.args[0]), where)
         if not isinstance(items, Tup) or items.iterator or len(items.items) != len(fields):
             return None
-        return self._built(ref, cls, CallArgs(
+        return self._built(cast(ClassRef, ref), cls, CallArgs(
             [Arg(v, where) for v in items.items], {}, False, where=where), where)
 
     def _held_fields(self, obj: Inst, names: list[str], where: Location,
@@ -1946,7 +1944,7 @@ _ITERATION_KEYWORDS: dict[str, frozenset[str]] = {"zip": frozenset({"strict"}),
 
 #: the builtin types ``isinstance`` is answered for (on constants, and on the containers the
 #: flow builds)
-_SCALAR_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str,
+_BUILTIN_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str,
                                   "bytes": bytes, "complex": complex, "tuple": tuple,
                                   "list": list}
 

@@ -179,7 +179,7 @@ def _kept_parts(parts: list[ast.ExceptHandler | ast.match_case],
         kept = copy.copy(part)
         body, changes = _pruned(part.body, name)
         changed = changed or changes or (
-            isinstance(part, ast.match_case) and bool(_captured(part.pattern) & name))
+            isinstance(part, ast.match_case) and bool(captured(part.pattern) & name))
         kept.body = body or [ast.Pass()]
         out.append(kept)
     return out, changed
@@ -209,7 +209,7 @@ def _carried(body: list[ast.stmt], name: str) -> bool:
     return False
 
 
-def _captured(pattern: ast.pattern) -> frozenset[str]:
+def captured(pattern: ast.pattern) -> frozenset[str]:
     """The names a ``case`` pattern binds where it matches (``case RED:`` binds ``RED``)."""
     return frozenset(n.name for n in ast.walk(pattern)
                      if isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name) | frozenset(
@@ -237,7 +237,7 @@ def top_bindings(tree: ast.Module) -> Counter[str]:
         for part in [*getattr(st, "handlers", []), *getattr(st, "cases", [])]:
             stack.extend(part.body)
             if isinstance(part, ast.match_case):
-                count.update(_captured(part.pattern))
+                count.update(captured(part.pattern))
     return count
 
 

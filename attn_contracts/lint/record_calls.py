@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import cast
 
 from attn_contracts.call_base import CallBase
 from attn_contracts.consumer import KeywordBase
@@ -281,8 +280,7 @@ class RecordCalls(Scope):
             if isinstance(value, Lit) and value.omitted == where:
                 self.note_omitted(c, kw, self._lit_base(c, value), where)
                 if outer is not None:
-                    value = replace(value, omitted=outer[1], how=f"{value.how}, reached as the "
-                                    f"default of parameter {outer[0]} (left out here)")
+                    value = replace(value, omitted=outer[1], how=value.how + outer[0])
             written = next((f"{kw}={source_text(k.value)}" for k in node.keywords if k.arg == kw),
                            kw)
             return _at_call(self._given_by(c, kw, value, arg.where, where, written), node,
@@ -300,20 +298,20 @@ class RecordCalls(Scope):
         kw = c.keywords[0]
         self.note_omitted(c, kw, default, where)
         if outer is not None:
-            return BaseGiven("fixed", default, where, f"{c.last}'s default for {kw}, reached "
-                             f"as the default of parameter {outer[0]} (left out here)",
+            return BaseGiven("fixed", default, where, f"{c.last}'s default for {kw}{outer[0]}",
                              keyword=kw, omitted=outer[1])
         return BaseGiven("fixed", default, where, f"{c.last}'s default for {kw} (left out here)",
                          keyword=kw, omitted=where)
 
     def _chosen_by_default(self, node: ast.Call) -> tuple[str, Location] | None:
         """Where the combine called is a parameter's default (``combine=cp_lse_ag_out_rs``)
-        that the call of this function left out: the parameter, and that call, which chose
-        the combine and so the default base it takes."""
+        that the call of this function left out: how a finding says so, and that call, which
+        chose the combine and so the default base it takes."""
         callee = node.func.id if isinstance(node.func, ast.Name) else None
         outer = self.defaulted.get(callee) if callee is not None and \
             callee not in self.rebound else None
-        return (cast(str, callee), outer) if outer is not None else None
+        return (f", reached as the default of parameter {callee} (left out here)", outer) \
+            if outer is not None else None
 
     def _base_by_position(self, c: Consumer, call: CallArgs) -> bool:
         """A combine whose signature is not in the linted files, given past its LSE a

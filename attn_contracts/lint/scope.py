@@ -80,6 +80,7 @@ from attn_contracts.lint.folding import fold_binop
 from attn_contracts.lint.folding import fold_format
 from attn_contracts.lint.inferred import Kernel
 from attn_contracts.lint.inferred import Misconverted
+from attn_contracts.lint.modules import captured
 from attn_contracts.lint.partition import ALIAS
 from attn_contracts.lint.partition import FACT
 from attn_contracts.lint.partition import bound_names
@@ -337,12 +338,6 @@ def _keyword_only_dataclass(cls: ClassInfo) -> bool:
     calls += [v for v, _, _ in cls.attrs.values() if isinstance(v, ast.Call)]
     return any(k.arg in ("kw_only", "match_args", "init") for c in calls for k in c.keywords) or \
         any("KW_ONLY" in ast.dump(a) for a in cls.annotations.values())
-
-
-def _captured_names(pattern: ast.pattern) -> list[str]:
-    """Every name a pattern may bind, in order."""
-    return [n for p in ast.walk(pattern)
-            for n in (getattr(p, "name", None), getattr(p, "rest", None)) if n]
 
 
 def _keys(key: ast.expr, value: Value) -> list[str] | None:
@@ -1210,7 +1205,7 @@ class Scope:
             parts = self._parts(q, v, part) if part is not None and \
                 not isinstance(q, (ast.MatchOr, ast.MatchStar)) else None
             if not isinstance(parts, list):
-                out.extend((n, None) for n in _captured_names(q))
+                out.extend((n, None) for n in sorted(captured(q)))
                 return
             for sub, sv, sp in parts:
                 bind(sub, sv, sp)
