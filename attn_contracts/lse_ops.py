@@ -24,9 +24,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["COLLECTIVES", "EXPONENTIALS", "LSE_OPS", "Collective", "Exponential", "LseOp",
-           "by_kind", "collective", "exponential",
-           "lint_attributes", "lint_functions", "lint_methods", "lint_views", "named"]
+__all__ = [
+    "COLLECTIVES",
+    "EXPONENTIALS",
+    "LOGARITHMS",
+    "LSE_OPS",
+    "Collective",
+    "Exponential",
+    "LseOp",
+    "by_kind",
+    "chosen_operands",
+    "collective",
+    "exponential",
+    "lint_attributes",
+    "lint_functions",
+    "lint_methods",
+    "lint_views",
+    "logarithm",
+    "named",
+]
 
 #: how the result's axes follow from the (first tagged) input's
 Axes = Literal[
@@ -142,6 +158,9 @@ LSE_OPS: tuple[LseOp, ...] = (
 #: kinds whose input or result is a sequence, or that write into their receiver: the tracer
 #: follows them; the linter, which models one tensor in and one out, does not read them here
 _SEQUENCE_OR_WRITE = frozenset({"parts", "unbind", "stack", "cat", "setitem", "index"})
+#: kinds that pick each value from one of two tensors: the linter reads both
+#: (:func:`chosen_operands`), not the first alone
+_CHOOSERS = frozenset({"where", "pick"})
 
 
 def named(name: str) -> LseOp | None:
@@ -158,7 +177,7 @@ def by_kind() -> dict[str, tuple[LseOp, ...]]:
 
 
 def _lint(op: LseOp) -> bool:
-    return op.only_base is None and op.axes not in _SEQUENCE_OR_WRITE
+    return op.only_base is None and op.axes not in _SEQUENCE_OR_WRITE | _CHOOSERS
 
 
 def lint_methods() -> frozenset[str]:
@@ -194,6 +213,20 @@ def lint_attributes() -> frozenset[str]:
     return frozenset(op.name for op in LSE_OPS if op.attribute)
 
 
+def chosen_operands(name: str, *, method: bool) -> tuple[int, ...] | None:
+    """The operands each value of ``name``'s result is chosen from, where it picks elementwise
+    between two tensors (``torch.where(cond, x, y)``: x, y; ``torch.maximum(x, y)``: both):
+    positions among the arguments of the ``torch`` function, or, for the method, with the
+    receiver as -1 (``x.maximum(y)``: x, y). None where ``name`` is no such op."""
+    op = _BY_NAME.get(name)
+    if op is None or op.axes not in ("where", "pick") or op.only_base is not None or \
+            not (op.method if method else op.function):
+        return None
+    if op.axes == "where":
+        return (1, 2)  # a torch function only
+    return (-1, 0) if method else (0, 1)
+
+
 _BY_NAME = {op.name: op for op in LSE_OPS}
 if len(_BY_NAME) != len(LSE_OPS):  # a name twice would be read two ways
     raise RuntimeError("attn_contracts.lse_ops: a name is listed twice")
@@ -213,9 +246,11 @@ class Exponential:
 
 
 _NN = ("torch", "torch.nn.functional", "torch.special")
+#: Triton's math, inside a kernel (``tl.exp2(lse - m)``): ``triton.language`` and its ``math``
+_TL = ("triton.language", "triton.language.math")
 EXPONENTIALS: tuple[Exponential, ...] = (
-    Exponential("exp", "e"),
-    Exponential("exp2", "2", namespaces=("torch", "torch.special")),
+    Exponential("exp", "e", namespaces=("torch", *_TL)),
+    Exponential("exp2", "2", namespaces=("torch", "torch.special", *_TL)),
     # softmax(x)_i = e**x_i / sum_j e**x_j; log_softmax its log; sigmoid(a - b) = softmax of two
     Exponential("softmax", "e", namespaces=_NN),
     Exponential("log_softmax", "e", namespaces=_NN),
@@ -223,6 +258,20 @@ EXPONENTIALS: tuple[Exponential, ...] = (
     Exponential("expit", "e", method=False, namespaces=("torch.special",)),
 )
 _EXPONENTIALS = {op.name: op for op in EXPONENTIALS}
+
+
+#: logarithms in one base: ``torch.log2(s) + m``, ``m + tl.log(s)``, a hand-written LSE of a sum
+#: of exponentials (of weights, of a softmax's denominator), is in that base's units
+LOGARITHMS: tuple[Exponential, ...] = (
+    Exponential("log", "e", namespaces=("torch", *_TL)),
+    Exponential("log2", "2", namespaces=("torch", *_TL)),
+)
+_LOGARITHMS = {op.name: op for op in LOGARITHMS}
+
+
+def logarithm(name: str) -> Exponential | None:
+    """The logarithm named ``name`` (None: not one)."""
+    return _LOGARITHMS.get(name)
 
 
 def exponential(name: str) -> Exponential | None:

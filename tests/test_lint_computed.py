@@ -1282,6 +1282,72 @@ PAIRS.case("sequence and mapping patterns bind the items they match", {"layer.py
     """}, {"layer.py": ('{"natural": True}', '{"natural": False}')}, quiet=True)
 
 
+# --- a combine's own arithmetic, read in the units of its LSEs ----------------------------------
+#: ``ops.told_reduce`` (a record: base e where ``is_lse_base_on_e``, else 2, default 2) is called
+#: by ``step`` with mylib.decode's base-2 LSE; its body is read once per base its record selects
+TOLD_REDUCE_CALL = """
+        from mylib import decode
+        from ops import told_reduce
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return told_reduce(out, lse, is_lse_base_on_e=False)
+        """
+PAIRS.case("torch.where's masked LSE keeps its base into a hand-written weight", {
+    "layer.py": TOLD_REDUCE_CALL, "ops.py": """
+        import torch
+        def told_reduce(out, lse, is_lse_base_on_e=False):
+            lse = torch.where(torch.isinf(lse) & (lse > 0), torch.full_like(lse, float("-inf")), lse)
+            m = torch.maximum(lse, lse.flip(0))
+            w = torch.exp2(lse - m) if is_lse_base_on_e else torch.exp2(lse - m)
+            return out * w
+        """}, {"ops.py": ("torch.exp2(lse - m) if", "torch.exp(lse - m) if")})
+PAIRS.case("a Triton kernel's where, maximum and exp2 read its LSE in the launch's base", {
+    "layer.py": TOLD_REDUCE_CALL, "ops.py": """
+        import triton
+        import triton.language as tl
+        @triton.jit
+        def _reduce_kernel(out_ptr, lse_ptr, N: tl.constexpr, IS_E: tl.constexpr):
+            lse = tl.load(lse_ptr + tl.arange(0, N))
+            lse = tl.where(lse != lse, float("-inf"), lse)
+            m = tl.max(lse, axis=0)
+            m = tl.maximum(m, -1e30)
+            w = tl.exp2(lse - m)
+            tl.store(out_ptr + tl.arange(0, N), w)
+        def told_reduce(out, lse, is_lse_base_on_e=False):
+            _reduce_kernel[(1,)](out, lse, N=8, IS_E=is_lse_base_on_e)
+            return out
+        """}, {"ops.py": ("    w = tl.exp2(lse - m)\n",
+                          "    w = tl.exp(lse - m) if IS_E else tl.exp2(lse - m)\n")})
+PAIRS.case("a difference of a converted LSE and one reloaded unconverted is in neither base", {
+    "layer.py": TOLD_REDUCE_CALL, "ops.py": """
+        import triton
+        import triton.language as tl
+        LOG2E = tl.constexpr(1.4426950408889634)
+        @triton.jit
+        def _reduce_kernel(out_ptr, lse_ptr, r, N: tl.constexpr, IS_E: tl.constexpr):
+            lse = tl.load(lse_ptr + tl.arange(0, N))
+            if IS_E:
+                lse = lse * LOG2E
+            final = tl.log2(tl.sum(tl.exp2(lse - tl.max(lse, axis=0)), axis=0)) + tl.max(lse, axis=0)
+            local = tl.load(lse_ptr + r)
+            tl.store(out_ptr, tl.exp2(local - final))
+        def told_reduce(out, lse, is_lse_base_on_e=False):
+            _reduce_kernel[(1,)](out, lse, 0, N=8, IS_E=is_lse_base_on_e)
+            return out
+        """}, {"ops.py": ("local = tl.load(lse_ptr + r)\n",
+                          "local = tl.load(lse_ptr + r)\n            if IS_E:\n"
+                          "                local = local * LOG2E\n")})
+PAIRS.case("a NewType is no conversion: calling it returns its argument", {"layer.py": f"""
+        from typing import NewType
+        import torch
+        from mylib import decode, merge
+        NaturalLse = NewType("NaturalLse", torch.Tensor)
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return merge(out, NaturalLse(lse))
+        """}, {"layer.py": ("NaturalLse(lse)", f"NaturalLse(lse * {LN2})")})
+
+
 @pytest.mark.parametrize("name", PAIRS.names())
 def test_bug_is_an_error_and_fix_is_clean(name: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -348,7 +348,9 @@ def test_every_exponential_reads_its_input_in_its_base(op: lse_ops.Exponential) 
     x = torch.linspace(-3.0, 2.0, 12, dtype=torch.float64).reshape(3, 4)
     base = math.e if op.base == "e" else 2.0
     other = 2.0 if op.base == "e" else math.e
-    spellings: list[Any] = [getattr(importlib.import_module(ns), op.name) for ns in op.namespaces]
+    # (Triton's spellings run inside a kernel alone: test_tritons_math_is_in_the_tables_base)
+    spellings: list[Any] = [getattr(importlib.import_module(ns), op.name) for ns in op.namespaces
+                            if not ns.startswith("triton")]
     if op.method:
         spellings.append(lambda t, *a: getattr(t, op.name)(*a))
     args = (1,) if "softmax" in op.name else ()
@@ -356,6 +358,42 @@ def test_every_exponential_reads_its_input_in_its_base(op: lse_ops.Exponential) 
         got = fn(x, *args)
         torch.testing.assert_close(got, _weights(op.name, x, base))
         assert not torch.allclose(got, _weights(op.name, x, other))
+
+
+@pytest.mark.interpret
+def test_tritons_math_is_in_the_tables_base() -> None:
+    """The Triton spellings the tables list (``tl.exp``, ``tl.math.exp2``, ``tl.log2``...), run
+    in a kernel under the interpreter on CPU tensors: each exponentiates, or takes the log, in
+    the base its entry gives."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _math(x_ptr, out_ptr, N: tl.constexpr):
+        i = tl.arange(0, N)
+        x = tl.load(x_ptr + i)
+        tl.store(out_ptr + 0 * N + i, tl.exp(x))
+        tl.store(out_ptr + 1 * N + i, tl.math.exp(x))
+        tl.store(out_ptr + 2 * N + i, tl.exp2(x))
+        tl.store(out_ptr + 3 * N + i, tl.math.exp2(x))
+        tl.store(out_ptr + 4 * N + i, tl.log(tl.abs(x) + 1))
+        tl.store(out_ptr + 5 * N + i, tl.math.log(tl.abs(x) + 1))
+        tl.store(out_ptr + 6 * N + i, tl.log2(tl.abs(x) + 1))
+        tl.store(out_ptr + 7 * N + i, tl.math.log2(tl.abs(x) + 1))
+
+    x = torch.linspace(-3.0, 2.0, 16, dtype=torch.float32)
+    out = torch.empty(8, 16, dtype=torch.float32)
+    _math[(1,)](x, out, N=16)
+    expected = {("exp", "e"): torch.exp(x), ("exp", "2"): torch.exp2(x),
+                ("log", "e"): torch.log(x.abs() + 1), ("log", "2"): torch.log2(x.abs() + 1)}
+    rows = {"exp": 0, "exp2": 2, "log": 4, "log2": 6}
+    listed = [op for op in (*lse_ops.EXPONENTIALS, *lse_ops.LOGARITHMS)
+              if "triton.language" in op.namespaces]
+    assert {op.name for op in listed} == set(rows)
+    for op in listed:
+        kind = "exp" if op.name.startswith("exp") else "log"
+        for row in (rows[op.name], rows[op.name] + 1):  # tl.<name>, tl.math.<name>
+            torch.testing.assert_close(out[row], expected[(kind, op.base)])
 
 
 def test_each_collective_of_torch_distributed_hands_back_what_was_sent(tmp_path: Path) -> None:

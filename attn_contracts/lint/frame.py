@@ -85,10 +85,14 @@ from attn_contracts.lint.torch_model import TORCH_KEEPS
 from attn_contracts.lint.torch_model import constant_name
 from attn_contracts.lint.torch_model import lose_layout
 from attn_contracts.lint.torch_model import not_a_tensor_method
+from attn_contracts.lint.torch_model import short_line
 from attn_contracts.lint.torch_model import through_function
 from attn_contracts.lint.torch_model import through_method
 from attn_contracts.lint.triton_model import LOAD
+from attn_contracts.lint.triton_model import NAMESPACES
 from attn_contracts.lint.triton_model import STORE
+from attn_contracts.lint.triton_model import TRITON_CHOOSERS
+from attn_contracts.lint.triton_model import TRITON_KEEPS
 from attn_contracts.lint.triton_model import pointer_roots
 from attn_contracts.lint.values import NOT_SPECIAL
 from attn_contracts.lint.values import NOTHING_YET
@@ -109,6 +113,7 @@ from attn_contracts.lint.values import Param
 from attn_contracts.lint.values import Partial
 from attn_contracts.lint.values import Rec
 from attn_contracts.lint.values import Seq
+from attn_contracts.lint.values import Source
 from attn_contracts.lint.values import Super
 from attn_contracts.lint.values import Tup
 from attn_contracts.lint.values import Union_
@@ -374,10 +379,20 @@ class Frame(RecordCalls):
             weighed = self.exponential(func, node, where)
             if weighed is not NOT_SPECIAL:
                 return weighed
+        if lse_ops.logarithm(name) is not None:
+            logged = self.logarithm(func, node, name, where)
+            if logged is not NOT_SPECIAL:
+                return logged
         if name in BASE_REDUCTIONS:
             reduced = self.base_reduction(func, node, where)
             if reduced is not NOT_SPECIAL:
                 return reduced
+        if (name in TRITON_CHOOSERS or name in TRITON_KEEPS or
+                lse_ops.chosen_operands(name, method=False) is not None or
+                lse_ops.chosen_operands(name, method=True) is not None):
+            chosen = self.chosen(func, node, name)
+            if chosen is not NOT_SPECIAL:
+                return chosen
         if name in KEEPS_BASE:
             return self.keeps_base(func, node, name)
         if name in PIECES or name in GATHERS:
@@ -460,6 +475,40 @@ class Frame(RecordCalls):
                 whole = sure and arg.value is before
                 self.in_place(target, value if whole else join([before, value]))
 
+    def chosen(self, func: ast.Attribute, node: ast.Call, name: str) -> Value | object:
+        """``torch.where(c, x, y)``, ``torch.maximum(x, y)``, ``x.maximum(y)``, ``tl.where(c,
+        x, y)``, ``tl.max(x, axis=0)``: each value of the result is one of the operands' (a
+        constant fill adds none), so it is an LSE of every base they hold (a mix of two bases
+        is of neither: what reads it in one base reads the other wrong); its layout lost.
+        :data:`NOT_SPECIAL` where the call is none of these (an object's own method)."""
+        namespace, receiver = self.torch_namespace(func.value, _VALUE_NAMESPACES)
+        if namespace in NAMESPACES:
+            positions = TRITON_CHOOSERS.get(name, (0,) if name in TRITON_KEEPS else None)
+        elif namespace == "torch":
+            positions = lse_ops.chosen_operands(name, method=False)
+        elif namespace is None:
+            positions = lse_ops.chosen_operands(name, method=True)
+        else:
+            positions = None
+        if positions is None or any(isinstance(a, ast.Starred) for a in node.args):
+            return NOT_SPECIAL
+        values: list[Value] = []
+        if namespace is None:  # a tensor's method: its receiver is the first operand
+            values.append(self.expr(func.value) if receiver is NOT_SPECIAL
+                          else cast(Value, receiver))
+        for i, a in enumerate(node.args):
+            v = self.expr(a)
+            if i in positions:
+                values.append(v)
+        for k in node.keywords:
+            self.expr(k.value)
+        if namespace is None and lse_of(values[0]) is None:
+            return not_a_tensor_method(values[0], False)
+        found = [lse for v in values if (lse := lse_of(v)) is not None]
+        if not found:
+            return None
+        return lose_layout(Lse(frozenset(s for lse in found for s in lse.sources)))
+
     def keeps_base(self, func: ast.Attribute, node: ast.Call, name: str) -> Value | object:
         """``lse.view(...)``, ``torch.transpose(lse, 0, 1)``: an LSE of the same base (its layout
         kept, swapped or lost); of what is no LSE, nothing, unless the receiver is an object
@@ -532,7 +581,36 @@ class Frame(RecordCalls):
             self.i.report(Weighed(fn, func.attr, op.base, tuple(other), where))
         return None
 
-    def torch_namespace(self, node: ast.expr) -> tuple[str | None, Value | object]:
+    def logarithm(self, func: ast.Attribute, node: ast.Call, name: str,
+                  where: Location) -> Value | object:
+        """``torch.log2(s)``, ``s.log()``, ``tl.log(s)`` of a tensor: a value in that base's
+        units, as a log-sum-exp written by hand is (``m + tl.log2(acc)``, the merged LSE of a
+        merge, the LSE a kernel computes from its softmax's denominator): an LSE of that base
+        made here. Of an LSE, or of what is no tensor, nothing."""
+        op = cast(lse_ops.Exponential, lse_ops.logarithm(name))
+        namespace, receiver = self.torch_namespace(func.value, _VALUE_NAMESPACES)
+        on_module = namespace is not None
+        if (namespace not in op.namespaces) if on_module else not op.method:
+            return NOT_SPECIAL
+        if on_module and (len(node.args) != 1 or isinstance(node.args[0], ast.Starred)):
+            return NOT_SPECIAL
+        value = self.expr(node.args[0]) if on_module else \
+            self.expr(func.value) if receiver is NOT_SPECIAL else cast(Value, receiver)
+        for a in node.args[0 if not on_module else 1:]:
+            self.expr(a)
+        for k in node.keywords:
+            self.expr(k.value)
+        if not on_module and any(isinstance(a, (Inst, ModuleRef, Ext, ClassRef))
+                                 for a in alternatives(value)):
+            return NOT_SPECIAL  # an object's own ``log()``
+        if lse_of(value) is not None or not _maybe_tensor(value):
+            return None
+        fn = f"{namespace}.{name}" if on_module else f".{name}()"
+        return Lse(frozenset({Source(f"log:{where}", op.base,
+                                     f"the {fn} at {short_line(where)}", site=where)}))
+
+    def torch_namespace(self, node: ast.expr, namespaces: frozenset[str] = EXPONENTIAL_NAMESPACES,
+                        ) -> tuple[str | None, Value | object]:
         """The torch module ``node`` names (``torch``; ``F`` bound by ``import
         torch.nn.functional as F``; ``torch.special``), else None: a tensor or another object;
         with what ``node`` evaluated to where it had to be read (else ``NOT_SPECIAL``)."""
@@ -542,7 +620,7 @@ class Frame(RecordCalls):
             return None, NOT_SPECIAL
         found = self.expr(node)
         return (found.qualname if isinstance(found, Ext) and
-                found.qualname in EXPONENTIAL_NAMESPACES else None), found
+                found.qualname in namespaces else None), found
 
     def base_reduction(self, func: ast.Attribute, node: ast.Call,
                        where: Location) -> Value | object:
@@ -707,8 +785,8 @@ class Frame(RecordCalls):
         """``torch.compiler.disable(fn)``: ``fn``; ``copy.copy(x)``, ``copy.deepcopy(x)``: what
         ``x`` holds (a value here is never changed in place: a later store into the copy, or
         into ``x``, rebinds that name's value alone)."""
-        if (qual in IDENTITY_WRAPPERS or qual in _COPIES) and len(node.args) == 1 and \
-                not node.keywords:
+        if (qual in IDENTITY_WRAPPERS or qual in _COPIES or _is_new_type(callee)) and \
+                len(node.args) == 1 and not node.keywords:
             return self.expr(node.args[0])
         return NOT_SPECIAL
 
@@ -1927,6 +2005,24 @@ def _plain(node: ast.expr) -> bool:
         node.func.attr in KEEPS_BASE and _plain(node.func.value) and \
         all(_plain(a) for a in node.args) and all(_plain(k.value) for k in node.keywords)
 
+
+def _maybe_tensor(value: Value) -> bool:
+    """What the flow does not hold as a Python number, string, container or program object:
+    a tensor may be it."""
+    return all(a is None or isinstance(a, ExtInst) for a in alternatives(value)) \
+        if value is not None else True
+
+
+def _is_new_type(callee: Value) -> bool:
+    """A type made by ``typing.NewType(name, tp)``: at run time, calling it returns its
+    argument (a tag for the type checker, never a conversion)."""
+    return any(isinstance(c, ExtInst) and c.qualname in _NEW_TYPES for c in alternatives(callee))
+
+
+_NEW_TYPES = frozenset({"typing.NewType", "typing_extensions.NewType"})
+
+#: the modules whose functions :meth:`Frame.chosen` reads: torch's and Triton's
+_VALUE_NAMESPACES = frozenset({"torch", *NAMESPACES})
 
 #: the copies :meth:`Frame.identity` reads as the value copied
 _COPIES = frozenset({"copy.copy", "copy.deepcopy"})

@@ -2536,14 +2536,25 @@ class Scope:
                        where: Location) -> Value:
         """Arithmetic of which one side may be an LSE: ``lse - max`` keeps its base, ``lse *
         ln 2`` converts it, ``lse * s`` of another factor leaves its base not known."""
+        if isinstance(op, (ast.Add, ast.Sub)):
+            # a sum or difference is in its terms' units, whichever side they are on
+            # (``m + log2(s)``, ``local - final``): of every base they hold (a mix of two is
+            # of neither, so what reads it in one base reads the other wrong)
+            sides = [lse for lse in (lse_of(left), lse_of(right)) if lse is not None]
+            if len(sides) == 2 and not sides[1].sources <= sides[0].sources:
+                return lose_layout(Lse(sides[0].sources | sides[1].sources))
+            if sides:
+                return sides[0]
         lse, c = _scaled(left, right, named[0], named[1], op)
         if lse is None:
             return None
         if c is None and isinstance(op, (ast.Mult, ast.Div)):
             return self.scaled_by(lse, left_node if lse_of(left) is None else right_node,
                                   right if lse_of(left) is not None else left, op, where)
-        if c is None or not isinstance(op, (ast.Mult, ast.Div)):
-            return lse if isinstance(op, (ast.Add, ast.Sub)) else None  # lse - max: same base
+        if c is None or not isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+            return None
+        if isinstance(op, (ast.Add, ast.Sub)):
+            return lse
         to_e = (c == "ln2") == isinstance(op, ast.Mult)
         how = f"{'×' if isinstance(op, ast.Mult) else '÷'} {'ln 2' if c == 'ln2' else 'log2 e'}"
         self.note_misconverted(lse, "e" if to_e else "2", how, where)

@@ -17,11 +17,26 @@ from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.classes import dotted_name
 from attn_contracts.lint.classes import own_nodes
 
-__all__ = ["LOAD", "STORE", "is_kernel", "pointer_roots"]
+__all__ = ["LOAD", "NAMESPACES", "STORE", "TRITON_CHOOSERS", "TRITON_KEEPS", "is_kernel",
+           "pointer_roots"]
 
 #: the qualified names of Triton's element read and write
 LOAD = "triton.language.load"
 STORE = "triton.language.store"
+
+#: the modules Triton's element-wise math is a function of, inside a kernel
+NAMESPACES = frozenset({"triton.language", "triton.language.math"})
+
+#: Triton's functions whose every value is one of two operands' (``tl.where(mask, lse, -inf)``,
+#: ``tl.maximum(m, lse)``): the positions of those operands. The base of an LSE among them is
+#: the result's (the other operand, a constant fill, adds none)
+TRITON_CHOOSERS: dict[str, tuple[int, ...]] = {"where": (1, 2), "maximum": (0, 1),
+                                               "minimum": (0, 1)}
+
+#: Triton's functions that keep their first operand's values, rearranged or reduced to one of
+#: them (``tl.max(lse, axis=0)``, ``tl.reshape(lse, ...)``): an LSE of its base, no layout
+TRITON_KEEPS = frozenset({"max", "min", "reshape", "view", "broadcast_to", "expand_dims",
+                          "trans", "permute", "ravel"})
 
 #: the decorators that make a function a kernel launched by ``kernel[grid](...)``
 _KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
