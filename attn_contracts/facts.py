@@ -1,10 +1,11 @@
 """Facts about other people's code that are not records, read from data files beside the catalog.
 
 ``attn_contracts.backends``' ``catalog/facts/*.toml`` hold what each library's kernels are known
-to emit (the hint of an ``AC001``), the adapters this project ships, and the class attributes an
-engine declares its LSE with. Code reads them here; ``tools/check_catalog.py`` checks the ones
-that cite a release against it. Nothing is read at import: each file is read once, when first
-asked for (the package data is located like the catalog's, by ``importlib.resources``).
+to emit (the hint of an ``AC001``), the adapters this project ships, the class attributes an
+engine declares its LSE with, and what an engine module re-exports from Triton. Code reads them
+here; ``tools/check_catalog.py`` checks the ones that cite a release against it. Nothing is read
+at import: each file is read once, when first asked for (the package data is located like the
+catalog's, by ``importlib.resources``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from importlib import resources
 from typing import Any
 
 __all__ = ["EngineAttributes", "builtin_adapters", "engine_attributes", "facts_file",
-           "library_hint"]
+           "library_hint", "reexports"]
 
 
 @functools.cache
@@ -53,6 +54,20 @@ def engine_attributes(engine: str = "vllm") -> EngineAttributes:
     return EngineAttributes(engine, tuple(raw["returns"]), tuple(raw["base"]),
                             tuple(raw.get("capabilities", ())), raw["file"], raw["versions"],
                             raw.get("capabilities_versions", raw["versions"]))
+
+
+@functools.cache
+def reexports() -> tuple[dict[str, str], dict[str, float]]:
+    """What engine modules re-export from Triton (``catalog/facts/attributes.toml``,
+    ``[reexports]``): qualified name → the module it is (``vllm.triton_utils.tl`` →
+    ``triton.language``), and qualified name → the number a constant is."""
+    modules: dict[str, str] = {}
+    constants: dict[str, float] = {}
+    for raw in facts_file("attributes").get("reexports", {}).values():
+        package = raw["file"].removesuffix("/__init__.py").removesuffix(".py").replace("/", ".")
+        modules.update({f"{package}.{k}": v for k, v in raw.get("modules", {}).items()})
+        constants.update({f"{package}.{k}": float(v) for k, v in raw.get("constants", {}).items()})
+    return modules, constants
 
 
 def builtin_adapters() -> tuple[str, dict[str, str]]:

@@ -24,25 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = [
-    "COLLECTIVES",
-    "EXPONENTIALS",
-    "LOGARITHMS",
-    "LSE_OPS",
-    "Collective",
-    "Exponential",
-    "LseOp",
-    "by_kind",
-    "chosen_operands",
-    "collective",
-    "exponential",
-    "lint_attributes",
-    "lint_functions",
-    "lint_methods",
-    "lint_views",
-    "logarithm",
-    "named",
-]
+__all__ = ["COLLECTIVES", "EXPONENTIALS", "LOGARITHMS", "LSE_OPS", "Collective", "Exponential",
+           "LseOp", "by_kind", "chosen_operands", "collective", "exponential",
+           "lint_attributes", "lint_functions", "lint_methods", "lint_views", "logarithm",
+           "named"]
 
 #: how the result's axes follow from the (first tagged) input's
 Axes = Literal[
@@ -260,8 +245,8 @@ EXPONENTIALS: tuple[Exponential, ...] = (
 _EXPONENTIALS = {op.name: op for op in EXPONENTIALS}
 
 
-#: logarithms in one base: ``torch.log2(s) + m``, ``m + tl.log(s)``, a hand-written LSE of a sum
-#: of exponentials (of weights, of a softmax's denominator), is in that base's units
+#: logarithms in one base: ``m + tl.log2(s)``, a log-sum-exp computed by hand from the sum of
+#: exponentials (a merge's weights, a kernel's softmax denominator), is in that base's units
 LOGARITHMS: tuple[Exponential, ...] = (
     Exponential("log", "e", namespaces=("torch", *_TL)),
     Exponential("log2", "2", namespaces=("torch", *_TL)),

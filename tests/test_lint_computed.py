@@ -1337,7 +1337,44 @@ PAIRS.case("a difference of a converted LSE and one reloaded unconverted is in n
         """}, {"ops.py": ("local = tl.load(lse_ptr + r)\n",
                           "local = tl.load(lse_ptr + r)\n            if IS_E:\n"
                           "                local = local * LOG2E\n")})
-PAIRS.case("a NewType is no conversion: calling it returns its argument", {"layer.py": f"""
+PAIRS.case("vLLM's re-export of Triton reads a kernel's loads, stores and LOGE2", {
+    "vllm/__init__.py": "", "vllm/layer.py": """
+        from mylib import decode, merge
+        from vllm.ops import to_natural
+        def step(q):
+            out, lse = decode(q, return_lse=True)
+            return merge(out, to_natural(lse))
+        """, "vllm/ops.py": """
+        import torch
+        from vllm.triton_utils import LOGE2, tl, triton
+        @triton.jit
+        def _scale_kernel(src_ptr, dst_ptr, N: tl.constexpr):
+            x = tl.load(src_ptr + tl.arange(0, N))
+            tl.store(dst_ptr + tl.arange(0, N), x)
+        def to_natural(lse):
+            out = torch.empty_like(lse)
+            _scale_kernel[(1,)](lse, out, N=8)
+            return out
+        """}, {"vllm/ops.py": ("tl.arange(0, N), x)", "tl.arange(0, N), x * LOGE2)")})
+PAIRS.case("a producer's body computes its LSE in the base its record says", {"ops.py": """
+        import torch
+        def hand_decode(q, k, out, lse):
+            s = q @ k.T
+            m = s.amax(-1)
+            w = torch.exp2(s - m[:, None])
+            out.copy_(w @ k)
+            lse.copy_(m + torch.log2(w.sum(-1)))
+        """}, {"ops.py": ("lse.copy_(m + torch.log2(w.sum(-1)))",
+                          "lse.copy_((m + torch.log2(w.sum(-1))) * 0.6931471805599453)")})
+PAIRS.case("a sum of a log2 and a natural log is in neither base", {"ops.py": """
+        import torch
+        def hand_decode(q, k, out, lse):
+            part = torch.log2(q.sum(-1))
+            rest = torch.log(k.sum(-1))
+            lse.copy_(part + rest)
+        """}, {"ops.py": ("lse.copy_(part + rest)",
+                          "lse.copy_(part * 0.6931471805599453 + rest)")})
+PAIRS.case("a NewType is no conversion: calling it returns its argument", {"layer.py": """
         from typing import NewType
         import torch
         from mylib import decode, merge
@@ -1373,6 +1410,39 @@ def test_a_key_function_not_read_leaves_the_order_unread(
         "", "sorted(('b', 'aa'), key=rank)[0] == 'aa'", "from elsewhere import rank"))
     assert [f["code"] for f in found if f["severity"] == "error"] == []
     assert any(f["code"] == "AC035" for f in found)
+
+
+def test_logs_chosen_by_a_test_the_lint_cannot_decide_are_of_no_base(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``lse = tl.log(s) if IS_E else tl.log2(s)`` then ``tl.exp(x) if IS_E else tl.exp2(x)``
+    of it, the flag unknown (a kernel read on its own): each side reads its own base, so no
+    error; the same module with the flag's sides swapped in the weights is one once a caller
+    decides the flag (``is_lse_base_on_e=True`` through the record of ``told_reduce``)."""
+    kernel = """
+        import triton
+        import triton.language as tl
+        @triton.jit
+        def _merge_kernel(out_ptr, s_ptr, lse_ptr, IS_E: tl.constexpr):
+            s = tl.load(s_ptr)
+            if IS_E:
+                lse = tl.log(s)
+            else:
+                lse = tl.log2(s)
+            m = tl.load(lse_ptr)
+            x = lse - m
+            w = tl.exp(x) if IS_E else tl.exp2(x)
+            tl.store(out_ptr, w)
+        """
+    found = lint_json(tmp_path, capsys, "alone", {"ops.py": kernel})
+    assert not [f for f in found if f["severity"] == "error"], found
+    swapped = kernel.replace("tl.exp(x) if IS_E else tl.exp2(x)", "tl.exp2(x) if IS_E else tl.exp(x)")
+    called = swapped + """
+        def told_reduce(out, lse, is_lse_base_on_e=False):
+            _merge_kernel[(1,)](out, out, lse, IS_E=is_lse_base_on_e)
+            return out
+        """
+    found = lint_json(tmp_path, capsys, "called", {"ops.py": called, "layer.py": TOLD_REDUCE_CALL})
+    assert [f for f in found if f["severity"] == "error" and f["code"] == "AC023"], found
 
 
 def test_groupby_pairs_taken_at_once_hold_spent_groups(

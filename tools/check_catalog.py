@@ -274,11 +274,31 @@ def _class_names(tree: ast.Module) -> dict[str, int]:
     return names
 
 
+def _reexported(tree: ast.Module) -> dict[tuple[str, object], int]:
+    """(name, what it is bound to) → line, for each name the module binds by an import of a
+    module (``import triton.language as tl``: ``("tl", "triton.language")``, inside an ``if``
+    too) or by a number at its top level (``LOGE2 = 0.69...``)."""
+    bound: dict[tuple[str, object], int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                bound.setdefault((a.asname or a.name.partition(".")[0],
+                                  a.name if a.asname else a.name.partition(".")[0]), node.lineno)
+    for st in tree.body:
+        if isinstance(st, ast.Assign) and isinstance(st.value, ast.Constant) and \
+                isinstance(st.value.value, float):
+            for t in st.targets:
+                if isinstance(t, ast.Name):
+                    bound.setdefault((t.id, st.value.value), st.lineno)
+    return bound
+
+
 def check_facts(wheels: list[Wheel]) -> list[dict[str, object]]:
     """The data files beside the catalog (``catalog/facts``) against the releases they cite: an
     engine's attribute names are defined on a class in its ``file`` in every release read that
-    ``versions`` admits (its capabilities: ``capabilities_versions``); a built-in adapter's
-    library function is in its ``release``."""
+    ``versions`` admits (its capabilities: ``capabilities_versions``); a re-export of Triton is
+    bound so in its ``file`` in every release read that its ``versions`` admits; a built-in
+    adapter's library function is in its ``release``."""
     rows: list[dict[str, object]] = []
     for engine, raw in facts_file("attributes")["engine"].items():
         for w in wheels:
@@ -291,6 +311,18 @@ def check_facts(wheels: list[Wheel]) -> list[dict[str, object]]:
             for name in [*raw["returns"], *raw["base"], *capabilities]:
                 line = names.get(name)
                 rows.append({"fact": f"attributes.{engine}", "name": name,
+                             "release": f"{w.package} {w.version}", "found": line is not None,
+                             **({"at": f"{raw['file']}:{line}"} if line is not None else {})})
+    for engine, raw in facts_file("attributes").get("reexports", {}).items():
+        for w in wheels:
+            if w.library != engine or not in_range(raw["versions"], w.version):
+                continue
+            mod = w.module(raw["file"].removesuffix(".py").replace("/", "."))
+            bound = _reexported(ast.parse(mod[1])) if mod is not None else {}
+            for name, value in [*raw.get("modules", {}).items(),
+                                *raw.get("constants", {}).items()]:
+                line = bound.get((name, value))
+                rows.append({"fact": f"reexports.{engine}", "name": name,
                              "release": f"{w.package} {w.version}", "found": line is not None,
                              **({"at": f"{raw['file']}:{line}"} if line is not None else {})})
     for function, raw in facts_file("adapters").get("known", {}).items():

@@ -610,7 +610,7 @@ def relevant_functions(module: ModuleInfo, classes: list[ClassInfo], lines: list
                        triggers: tuple[int, ...]) -> frozenset[str]:
     """The module's functions and methods whose lines hold a trigger line, and (a few rounds)
     those whose text calls one of them by name (``helper(`` for a module function, ``self.m(``
-    or ``.m(`` for a method)."""
+    or ``.m(`` for a method, ``kernel[grid](`` for a kernel's launch)."""
     if not triggers:
         return frozenset()
     spans: dict[str, tuple[int, int]] = dict(module.defs)
@@ -628,7 +628,8 @@ def relevant_functions(module: ModuleInfo, classes: list[ClassInfo], lines: list
         names = {q.rpartition(".")[2] for q in found}
         if not names:
             break
-        pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\s*\(")
+        # a call, or a Triton kernel's launch (``kernel[grid](...)``)
+        pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\s*[(\[]")
         more = {q for q, (a, b) in spans.items() if q not in found and
                 pattern.search("\n".join(lines[a - 1:b]))}
         if not more:

@@ -27,6 +27,7 @@ from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Location
 from attn_contracts.lint.calls import CallArgs
 from attn_contracts.lint.calls import params_of
+from attn_contracts.lint.inferred import Computed
 from attn_contracts.lint.inferred import Returned
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.record_index import Consumer
@@ -38,14 +39,17 @@ from attn_contracts.lint.values import Inst
 from attn_contracts.lint.values import Lit
 from attn_contracts.lint.values import Lse
 from attn_contracts.lint.values import Source
+from attn_contracts.lint.values import Tup
 from attn_contracts.lint.values import Value
+from attn_contracts.lint.values import alternatives
+from attn_contracts.lint.values import join
 from attn_contracts.lint.values import lse_sources_of
 from attn_contracts.lint.values import source_order
 
 if TYPE_CHECKING:
     from attn_contracts.lint.interpret import Interpreter
 
-__all__ = ["run_contract"]
+__all__ = ["run_contract", "run_producer"]
 
 
 def run_contract(interp: Interpreter, path: str, qualname: str, node: FuncNode,
@@ -89,6 +93,77 @@ def run_contract(interp: Interpreter, path: str, qualname: str, node: FuncNode,
             _judge_returned(interp, consumer, f"{keyword}={literal}" if keyword else "",
                             expected, summary.returns, returned,
                             Location(path, node.lineno, node.col_offset + 1))
+
+
+def run_producer(interp: Interpreter, path: str, qualname: str, node: FuncNode,
+                 self_value: Inst | None) -> None:
+    """Interpret ``qualname`` once as the producer record(s) of its exact path say it is
+    called (their ``when`` arguments given), and judge the LSE it hands back (returned at the
+    record's position, or left in its ``lse_out`` argument) against the record's base: an LSE
+    its body computed in the other base is a :class:`~.inferred.Computed` fact. Nothing where
+    no record of one fixed base describes it."""
+    last = qualname.rpartition(".")[2]
+    knowledge = interp.knowledge(path)
+    if last not in knowledge.producers:
+        return
+    full = f"{interp.module_name(path)}.{qualname}"
+    owner = None
+    if self_value is not None:
+        cls = interp.class_info(self_value.cls)
+        owner = cls.name if cls is not None else None
+    found = [p for p in knowledge.find(full, last, owner)[1] if p.function == full]
+    if not found or any(p.call_base is not None for p in found) or \
+            len({(p.base, p.when, p.lse_index, p.lse_out) for p in found}) != 1:
+        return
+    p = found[0]
+    params = params_of(node)
+    skip = 1 if self_value is not None and not params.static else 0
+    names = params.names[skip:]
+    func = Func(path, qualname, node)
+    kw = {name: Arg(interp.generic_param(func, params, name)) for name in names}
+    outs = [names[int(spec)] if spec.isdigit() and int(spec) < len(names) else spec
+            for spec in p.lse_out]
+    for name in outs:
+        if name in kw:  # the buffer the LSE is written into: followed into what writes it
+            kw[name] = Arg(Lse(frozenset({Source(
+                f"param:{path}:{qualname}:{name}", None, f"the buffer {name!r} of {last}()",
+                param=name)})))
+    for key, literal in p.when:
+        try:
+            value = ast.literal_eval(literal)
+        except (ValueError, SyntaxError):
+            return
+        if key not in names or not isinstance(value, (bool, int, float, str, type(None))):
+            return
+        kw[key] = Arg(Lit(value, how=f" (as producer record {p.record} is called)",
+                          assumed=True))
+    # the LSE is what is asked for: the calls it makes (into the kernels that write it) are
+    # read for what they do, whether or not an argument carries an LSE, in a memo of their own
+    outer, interp.returned = interp.returned, []
+    with interp.reading_all_calls():
+        try:
+            summary = interp.analyse_apart(func, self_value, CallArgs(
+                [], kw, params.vararg is not None or params.kwarg is not None))
+        finally:
+            returned, interp.returned = interp.returned, outer
+    handed: list[Value] = []
+    if p.lse_index is not None:
+        handed += [_item(summary.returns, p.lse_index)]
+    changed = dict(summary.changed)
+    handed += [changed.get(name) for name in outs]
+    defined = Location(path, node.lineno, node.col_offset + 1)
+    for src in sorted(lse_sources_of(handed), key=source_order):
+        if src.base not in ("2", "e") or src.dispatch or src.base == p.base:
+            continue
+        where = next((at for at, value in returned if src in lse_sources_of([value])), None)
+        interp.report(Computed(p.record, last, p.base, src, where or defined))
+
+
+def _item(value: Value, index: int) -> Value:
+    """Item ``index`` of the tuples ``value`` may be (what a producer returns its LSE in)."""
+    items = [a.items[index] for a in alternatives(value) if isinstance(a, Tup) and
+             index < len(a.items)]
+    return join(items) if items else None
 
 
 def _judge_returned(interp: Interpreter, consumer: Consumer, told: str, expected: str,

@@ -268,17 +268,24 @@ def _trigger_lines(text: str, knowledge: Knowledge, cfg: LintConfig, package: st
     names = knowledge.names_in(text, package) | {
         n for n in (*cfg.base_attrs, *cfg.returns_attrs, *knowledge.base_keywords) if n in text}
     pattern = _trigger_pattern(frozenset(names))
-    if pattern is None:
-        return ()
     lines: list[int] = []
     last = -1
-    for m in pattern.finditer(text):
+    for m in pattern.finditer(text) if pattern is not None else ():
         line = text.count("\n", 0, m.start()) + 1 if last < 0 else lines[-1] + text.count(
             "\n", last, m.start())
         if not lines or lines[-1] != line:
             lines.append(line)
         last = m.start()
+    if ".log" in text:  # a log-sum-exp computed by hand (``m + tl.log2(s)``): where one starts
+        logs = {text.count("\n", 0, m.start()) + 1 for m in _LOGARITHM.finditer(text)}
+        if logs:
+            return tuple(sorted({*lines, *logs}))
     return tuple(lines)
+
+
+#: a tensor's logarithm in one base, as a function of torch or Triton or a tensor's method
+#: (``torch.log2(s)``, ``tl.log(s)``, ``s.log()``; not ``math.log(2)``, a constant)
+_LOGARITHM = re.compile(r"(?<!\bmath)\.log2?\(")
 
 
 #: (config, knowledge of each tree's releases) for worker processes, set before they fork

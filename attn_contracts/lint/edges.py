@@ -54,11 +54,13 @@ from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import Hierarchy
 from attn_contracts.lint.inferred import BaseGiven
 from attn_contracts.lint.inferred import BoundReached
+from attn_contracts.lint.inferred import Computed
 from attn_contracts.lint.inferred import Disagreed
 from attn_contracts.lint.inferred import Dispatched
 from attn_contracts.lint.inferred import Fact
 from attn_contracts.lint.inferred import Kernel
 from attn_contracts.lint.inferred import Misconverted
+from attn_contracts.lint.inferred import Mixed
 from attn_contracts.lint.inferred import Omitted
 from attn_contracts.lint.inferred import Returned
 from attn_contracts.lint.inferred import Use
@@ -730,6 +732,27 @@ def fact_findings(facts: Iterable[Fact], confirmed: Collection[Location] = ()
             yield from _misconverted(f)
         elif isinstance(f, Returned):
             yield _returned_finding(f)
+        elif isinstance(f, Mixed):
+            a, b = f.left[0], f.right[0]
+            verb = "adds" if f.op == "+" else "subtracts"
+            yield Finding(
+                Code.AC023, "arithmetic",
+                f"this line {verb} {b.what} (base {b.base}"
+                f"{', after ' + b.converted if b.converted else ''}) {'to' if f.op == '+' else 'from'} "
+                f"{a.what} (base {a.base}{', after ' + a.converted if a.converted else ''}): "
+                "the result is in neither base's units", hint="convert one side first "
+                "(× ln 2 turns base 2 into e, × log2 e turns e into 2)", field="base",
+                found=b.base, allowed=a.base, location=f.where)
+        elif isinstance(f, Computed):
+            src = f.source
+            done = f" (after {src.converted})" if src.converted else ""
+            yield Finding(
+                Code.AC008, f.function,
+                f"{f.function}() hands back {src.what}{done}, base {src.base}, but its record "
+                f"(producer record {f.record}) says base {f.expected}: its callers read it by "
+                "the record", hint=f"compute the LSE in base {f.expected} (× ln 2 or × log2 e "
+                "where it is the other), or correct the record", field="lse.base",
+                found=src.base, allowed=f.expected, location=f.where)
         elif isinstance(f, Omitted):
             c = f.consumer
             yield Finding(

@@ -80,6 +80,7 @@ from attn_contracts.lint.torch_model import EXPONENTIALS
 from attn_contracts.lint.torch_model import GATHERS
 from attn_contracts.lint.torch_model import IDENTITY_WRAPPERS
 from attn_contracts.lint.torch_model import KEEPS_BASE
+from attn_contracts.lint.torch_model import LOG_KEY
 from attn_contracts.lint.torch_model import PIECES
 from attn_contracts.lint.torch_model import TORCH_KEEPS
 from attn_contracts.lint.torch_model import constant_name
@@ -584,9 +585,11 @@ class Frame(RecordCalls):
     def logarithm(self, func: ast.Attribute, node: ast.Call, name: str,
                   where: Location) -> Value | object:
         """``torch.log2(s)``, ``s.log()``, ``tl.log(s)`` of a tensor: a value in that base's
-        units, as a log-sum-exp written by hand is (``m + tl.log2(acc)``, the merged LSE of a
-        merge, the LSE a kernel computes from its softmax's denominator): an LSE of that base
-        made here. Of an LSE, or of what is no tensor, nothing."""
+        units, as a log-sum-exp written by hand is (``m + tl.log2(acc)``: a merge's merged LSE,
+        the LSE a kernel computes from its softmax's denominator), an LSE of that base made
+        here (where the two sides of a test the flow cannot decide make it in two bases, its
+        base is not read: :func:`~.torch_model.chosen_logs`); nothing of an LSE, or of what is
+        no tensor."""
         op = cast(lse_ops.Exponential, lse_ops.logarithm(name))
         namespace, receiver = self.torch_namespace(func.value, _VALUE_NAMESPACES)
         on_module = namespace is not None
@@ -606,7 +609,7 @@ class Frame(RecordCalls):
         if lse_of(value) is not None or not _maybe_tensor(value):
             return None
         fn = f"{namespace}.{name}" if on_module else f".{name}()"
-        return Lse(frozenset({Source(f"log:{where}", op.base,
+        return Lse(frozenset({Source(f"{LOG_KEY}{where}", op.base,
                                      f"the {fn} at {short_line(where)}", site=where)}))
 
     def torch_namespace(self, node: ast.expr, namespaces: frozenset[str] = EXPONENTIAL_NAMESPACES,
@@ -1402,6 +1405,8 @@ class Frame(RecordCalls):
         stored = rest[0] if rest else values.get("value")
         if lse_of(stored) is None:
             return None
+        if self.i.returned is not None:  # handed back to the launcher's caller, as returned
+            self.i.returned.append((place(self.path, node), stored))
         for root in pointer_roots(self.node, node.args[0]):
             self.in_place(root, join([self.expr(root), stored]))
         return None
@@ -2007,10 +2012,10 @@ def _plain(node: ast.expr) -> bool:
 
 
 def _maybe_tensor(value: Value) -> bool:
-    """What the flow does not hold as a Python number, string, container or program object:
-    a tensor may be it."""
-    return all(a is None or isinstance(a, ExtInst) for a in alternatives(value)) \
-        if value is not None else True
+    """What the flow does not hold as a Python number, string, container or program object on
+    every path (``e_sum = 0.0`` before a loop that makes it a tensor): a tensor may be it."""
+    return value is None or any(a is None or isinstance(a, (ExtInst, Param))
+                                for a in alternatives(value))
 
 
 def _is_new_type(callee: Value) -> bool:

@@ -20,8 +20,8 @@ from attn_contracts.lint.values import Lse
 from attn_contracts.lint.values import Param
 from attn_contracts.lint.values import Source
 
-__all__ = ["BaseGiven", "BoundReached", "Disagreed", "Dispatched", "Fact", "Kernel", "Omitted",
-           "Returned", "Use", "Weighed"]
+__all__ = ["BaseGiven", "BoundReached", "Computed", "Disagreed", "Dispatched", "Fact", "Kernel",
+           "Mixed", "Omitted", "Returned", "Use", "Weighed"]
 
 
 @dataclass(frozen=True)
@@ -156,8 +156,34 @@ class Returned:
     where: Location  # the first ``return`` of it (the innermost function's)
 
 
+@dataclass(frozen=True)
+class Mixed:
+    """A sum or difference of two LSEs each of one known base, the two bases different
+    (``local_lse - final_lse`` where one was moved to base 2 and the other not): what comes
+    out is in neither base's units."""
+
+    op: str  # "+" or "-"
+    left: tuple[Source, ...]
+    right: tuple[Source, ...]
+    where: Location
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A producer's body, read on its own (:mod:`.contracts`), hands back an LSE it computed
+    in another base than its record says (``m + tl.log2(s)`` under a natural-log record): the
+    callers read it by the record."""
+
+    record: str  # the producer record
+    function: str  # its function's name, for messages
+    expected: str  # the base the record says
+    source: Source  # the LSE of the other base it hands back
+    where: Location  # where it hands it back (a ``return``, a kernel's store), else the def
+
+
 #: what the interpreter infers besides the uses, for :mod:`attn_contracts.lint.edges`
-Fact = Weighed | Omitted | Dispatched | Disagreed | BoundReached | Misconverted | Returned
+Fact = Weighed | Omitted | Dispatched | Disagreed | BoundReached | Misconverted | Returned | \
+    Computed | Mixed
 
 
 def kernel_of(src: Source) -> Kernel | None:

@@ -159,6 +159,17 @@ class Interpreter(Resolver):
         finally:
             self._memo, self.need = memo, need
 
+    @contextmanager
+    def reading_all_calls(self) -> Iterator[None]:
+        """A context where every call is read for its value and what it changes, for
+        :data:`NEED_LEVELS` levels down (a producer's body read on its own), with a memo of
+        its own (its summaries take no place in the program's)."""
+        memo, need, self._memo, self.need = self._memo, self.need, {}, NEED_LEVELS + 1
+        try:
+            yield
+        finally:
+            self._memo, self.need = memo, need
+
     def analyse_apart(self, func: Func, self_value: Inst | None, call: CallArgs) -> Summary:
         """A call no caller in the program makes (a function read as its record says it is
         called): its contexts, and those of what it calls, counted apart from the bound on the

@@ -36,6 +36,7 @@ from attn_contracts.lint.classes import ModuleInfo
 from attn_contracts.lint.containers import one_bool
 from attn_contracts.lint.containers import truth
 from attn_contracts.lint.contracts import run_contract
+from attn_contracts.lint.contracts import run_producer
 from attn_contracts.lint.edges import Declaration
 from attn_contracts.lint.edges import attribute_declaration
 from attn_contracts.lint.edges import class_findings
@@ -649,6 +650,7 @@ def _run_functions(interp: Interpreter, program: Program, f: FileFacts, tree: as
         for on in runs if runs is not None else [self_value]:
             interp.run_function(f.path, qual, node, on)
         run_contract(interp, f.path, qual, node, self_value)
+        run_producer(interp, f.path, qual, node, self_value)
 
 
 #: the most classes a method's run on its own is made for, one by one (past it: one run, on

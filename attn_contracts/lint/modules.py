@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from typing import cast
 
+from attn_contracts.facts import reexports
 from attn_contracts.findings import Location
 from attn_contracts.lint.analysis import Analysis
 from attn_contracts.lint.analysis import FrameView
@@ -32,6 +33,7 @@ from attn_contracts.lint.classes import module_level
 from attn_contracts.lint.classes import own_nodes
 from attn_contracts.lint.classes import own_statements
 from attn_contracts.lint.containers import MUTATORS
+from attn_contracts.lint.torch_model import named_number
 from attn_contracts.lint.values import NOT_SPECIAL
 from attn_contracts.lint.values import Arg
 from attn_contracts.lint.values import Bound
@@ -847,7 +849,8 @@ class ModuleResolver(Analysis):
         if b.kind == "module":
             return ModuleRef(b.target)
         if b.kind == "external":
-            return Ext(b.target)
+            number = reexports()[1].get(b.target)  # ``LOGE2`` of ``vllm.triton_utils``
+            return Ext(b.target) if number is None else named_number(Lit(number))
         if b.kind == "getattr":
             return self.module_getattr(b.module, b.name)
         if b.kind == "assign" and isinstance(b.node, ast.expr):

@@ -25,6 +25,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import cast
 
+from attn_contracts.facts import reexports
 from attn_contracts.lint.classes import ClassInfo
 from attn_contracts.lint.classes import Hierarchy
 from attn_contracts.lint.classes import ModuleInfo
@@ -227,7 +228,10 @@ class Program:
             sub = self.module(f"{source}.{orig}", path)
             if sub is not None:
                 return Binding("module", path, name, target=sub)
-            return Binding("external", path, name, target=f"{source}.{orig}")
+            # an engine's re-export of a Triton module (``from vllm.triton_utils import tl``):
+            # the module itself, where the data cites the import that binds it
+            dotted = f"{source}.{orig}"
+            return Binding("external", path, name, target=reexports()[0].get(dotted, dotted))
         t = self._mods[target].info
         if orig not in t.classes and orig not in t.defs and orig not in t.assigns and \
                 orig not in t.from_imports and orig not in t.module_imports and \

@@ -80,6 +80,7 @@ from attn_contracts.lint.folding import fold_binop
 from attn_contracts.lint.folding import fold_format
 from attn_contracts.lint.inferred import Kernel
 from attn_contracts.lint.inferred import Misconverted
+from attn_contracts.lint.inferred import Mixed
 from attn_contracts.lint.modules import captured
 from attn_contracts.lint.partition import ALIAS
 from attn_contracts.lint.partition import FACT
@@ -95,8 +96,10 @@ from attn_contracts.lint.partition import tested_after
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import VIEWS
 from attn_contracts.lint.torch_model import as_number
+from attn_contracts.lint.torch_model import chosen_logs
 from attn_contracts.lint.torch_model import constant_name
 from attn_contracts.lint.torch_model import convert
+from attn_contracts.lint.torch_model import logs_of
 from attn_contracts.lint.torch_model import lose_base
 from attn_contracts.lint.torch_model import lose_layout
 from attn_contracts.lint.torch_model import named_number
@@ -1467,6 +1470,8 @@ class Scope:
         if tested is not None:
             return results
         self.env = self._join(results, before) if results else before
+        if known is None and test is not None and len(results) > 1:
+            self.env = chosen_logs(results, self.env)
         return results
 
     def _hold(self, test: ast.expr, side: bool) -> None:
@@ -2484,6 +2489,8 @@ class Scope:
         if decided is not None:  # the side Python evaluates; the other is never run
             return self.expr(node.body if decided else node.orelse)
         body, orelse = self.expr(node.body), self.expr(node.orelse)
+        if logs_of(body) and logs_of(orelse) and logs_of(body) != logs_of(orelse):
+            return chosen_logs([{"": body}, {"": orelse}], {"": join([body, orelse])})[""]
         if isinstance(test, Flag) and isinstance(body, Lit) and isinstance(orelse, Lit) and \
                 {body.value, orelse.value} == {True, False}:
             # ``True if impl.lse_base_on_e else False``: the backend's own flag, spelled out
@@ -2542,6 +2549,7 @@ class Scope:
             # of neither, so what reads it in one base reads the other wrong)
             sides = [lse for lse in (lse_of(left), lse_of(right)) if lse is not None]
             if len(sides) == 2 and not sides[1].sources <= sides[0].sources:
+                self.note_mixed(op, sides[0], sides[1], where)
                 return lose_layout(Lse(sides[0].sources | sides[1].sources))
             if sides:
                 return sides[0]
@@ -2559,6 +2567,18 @@ class Scope:
         how = f"{'×' if isinstance(op, ast.Mult) else '÷'} {'ln 2' if c == 'ln2' else 'log2 e'}"
         self.note_misconverted(lse, "e" if to_e else "2", how, where)
         return convert(lse, to_e, where, how)
+
+    def note_mixed(self, op: ast.operator, left: Lse, right: Lse, where: Location) -> None:
+        """A :class:`~.inferred.Mixed` fact where each side is of one known base on every
+        path, the two bases different (a side whose paths hold either base, or whose base is
+        not known, is no evidence)."""
+        bases = [{s.base for s in side.sources} for side in (left, right)]
+        if any(len(b) != 1 or not b <= {"e", "2"} or any(s.dispatch for s in side.sources)
+               for b, side in zip(bases, (left, right), strict=True)) or bases[0] == bases[1]:
+            return
+        self.i.report(Mixed("+" if isinstance(op, ast.Add) else "-",
+                            tuple(sorted(left.sources, key=source_order)),
+                            tuple(sorted(right.sources, key=source_order)), where))
 
     def scaled_by(self, lse: Lse, factor_node: ast.expr, factor: Value, op: ast.operator,
                   where: Location) -> Value:

@@ -32,6 +32,7 @@ from attn_contracts.lint.values import Union_
 from attn_contracts.lint.values import Value
 from attn_contracts.lint.values import alternatives
 from attn_contracts.lint.values import join
+from attn_contracts.lint.values import lse_of
 from attn_contracts.records import LN2
 from attn_contracts.records import LOG2E
 
@@ -80,8 +81,11 @@ EXPONENTIAL_NAMESPACES = frozenset(ns for op in lse_ops.EXPONENTIALS for ns in o
 VIEWS = lse_ops.lint_views()
 
 
-#: wrappers that return the function they are given (``torch.compiler.disable(fn)``)
-IDENTITY_WRAPPERS = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
+#: wrappers that return the function they are given (``torch.compiler.disable(fn)``), or a
+#: value that computes as the one they are given (``tl.constexpr(1.44...)``: a kernel's
+#: compile-time constant, the number itself in its arithmetic)
+IDENTITY_WRAPPERS = frozenset({"torch.compiler.disable", "torch._dynamo.disable",
+                               "triton.language.constexpr"})
 
 
 #: the annotations an LSE can have: a parameter typed so is read as a parameter (what its
@@ -225,6 +229,37 @@ def convert(lse: Lse, to_e: bool, where: Location, how: str) -> Lse:
         else:
             out.add(replace(s, base=target, converted=note))
     return Lse(frozenset(out))
+
+
+#: the key of an LSE a logarithm made (``m + tl.log2(s)``, :meth:`Frame.logarithm`)
+LOG_KEY = "log:"
+
+
+def logs_of(value: Value) -> frozenset[str]:
+    """The bases of the LSEs logarithms made that ``value`` holds."""
+    lse = lse_of(value)
+    return frozenset() if lse is None else frozenset(
+        s.base for s in lse.sources if s.key.startswith(LOG_KEY) and s.base in ("e", "2"))
+
+
+def chosen_logs(sides: list[dict[str, Value]], joined: dict[str, Value]) -> dict[str, Value]:
+    """After a test the flow cannot decide: a value that one side computed with a logarithm of
+    one base and another side with one of the other (``lse = tl.log(s) if IS_E else
+    tl.log2(s)``) is of the base the test chooses, which the lint does not know: those
+    logarithms' LSEs lose their base in the joined value (a side that mixes both keeps them:
+    that is in neither base on its own)."""
+    out = joined
+    for name, value in joined.items():
+        per_side = [logs_of(side[name]) for side in sides if name in side]
+        if len(per_side) < 2 or any(len(b) > 1 for b in per_side) or \
+                len(frozenset().union(*per_side)) < 2:
+            continue
+        if out is joined:
+            out = dict(joined)
+        out[name] = map_lse(value, lambda lse: Lse(frozenset(
+            replace(s, base=None, unread="chosen by a test the lint cannot decide")
+            if s.key.startswith(LOG_KEY) else s for s in lse.sources)))
+    return out
 
 
 def lose_base(lse: Lse, where: Location, how: str) -> Lse:
