@@ -26,11 +26,14 @@ from attn_contracts.consumer import FixedBase
 from attn_contracts.consumer import KeywordBase
 from attn_contracts.findings import Location
 from attn_contracts.lint.calls import CallArgs
+from attn_contracts.lint.calls import Params
+from attn_contracts.lint.calls import Summary
 from attn_contracts.lint.calls import params_of
 from attn_contracts.lint.inferred import Computed
 from attn_contracts.lint.inferred import Returned
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.record_index import Consumer
+from attn_contracts.lint.record_index import Producer
 from attn_contracts.lint.record_index import agreed_consumer
 from attn_contracts.lint.record_index import fitting_signature
 from attn_contracts.lint.values import Arg
@@ -81,12 +84,7 @@ def run_contract(interp: Interpreter, path: str, qualname: str, node: FuncNode,
         kw[lse_name] = Arg(Lse(frozenset({source})))
         if keyword:
             kw[keyword] = Arg(Lit(value, how=f" (what a caller of {last}() may pass)", assumed=True))
-        outer, interp.returned = interp.returned, []
-        try:
-            summary = interp.analyse_apart(func, self_value, CallArgs(
-                [], kw, params.vararg is not None or params.kwarg is not None))
-        finally:
-            returned, interp.returned = interp.returned, outer
+        summary, returned = _read_apart(interp, func, self_value, params, kw)
         expected = consumer.returns_base if consumer.returns_base in ("2", "e") else (
             base if consumer.returns_base == "input" else None)
         if expected is not None:
@@ -102,61 +100,94 @@ def run_producer(interp: Interpreter, path: str, qualname: str, node: FuncNode,
     record's position, or left in its ``lse_out`` argument) against the record's base: an LSE
     its body computed in the other base is a :class:`~.inferred.Computed` fact. Nothing where
     no record of one fixed base describes it."""
-    last = qualname.rpartition(".")[2]
-    knowledge = interp.knowledge(path)
-    if last not in knowledge.producers:
+    p = _described_producer(interp, path, qualname, self_value)
+    if p is None:
         return
-    full = f"{interp.module_name(path)}.{qualname}"
-    owner = None
-    if self_value is not None:
-        cls = interp.class_info(self_value.cls)
-        owner = cls.name if cls is not None else None
-    found = [p for p in knowledge.find(full, last, owner)[1] if p.function == full]
-    if not found or any(p.call_base is not None for p in found) or \
-            len({(p.base, p.when, p.lse_index, p.lse_out) for p in found}) != 1:
-        return
-    p = found[0]
     params = params_of(node)
     skip = 1 if self_value is not None and not params.static else 0
     names = params.names[skip:]
     func = Func(path, qualname, node)
-    kw = {name: Arg(interp.generic_param(func, params, name)) for name in names}
     outs = [names[int(spec)] if spec.isdigit() and int(spec) < len(names) else spec
             for spec in p.lse_out]
-    for name in outs:
-        if name in kw:  # the buffer the LSE is written into: followed into what writes it
-            kw[name] = Arg(Lse(frozenset({Source(
-                f"param:{path}:{qualname}:{name}", None, f"the buffer {name!r} of {last}()",
-                param=name)})))
-    for key, literal in p.when:
-        try:
-            value = ast.literal_eval(literal)
-        except (ValueError, SyntaxError):
-            return
-        if key not in names or not isinstance(value, (bool, int, float, str, type(None))):
-            return
-        kw[key] = Arg(Lit(value, how=f" (as producer record {p.record} is called)",
-                          assumed=True))
+    kw = _producer_call(interp, p, func, params, names, outs)
+    if kw is None:
+        return
     # the LSE is what is asked for: the calls it makes (into the kernels that write it) are
     # read for what they do, whether or not an argument carries an LSE, in a memo of their own
-    outer, interp.returned = interp.returned, []
     with interp.reading_all_calls():
-        try:
-            summary = interp.analyse_apart(func, self_value, CallArgs(
-                [], kw, params.vararg is not None or params.kwarg is not None))
-        finally:
-            returned, interp.returned = interp.returned, outer
-    handed: list[Value] = []
-    if p.lse_index is not None:
-        handed += [_item(summary.returns, p.lse_index)]
+        summary, returned = _read_apart(interp, func, self_value, params, kw)
     changed = dict(summary.changed)
-    handed += [changed.get(name) for name in outs]
+    handed = [changed.get(name) for name in outs]
+    if p.lse_index is not None:
+        handed.append(_item(summary.returns, p.lse_index))
     defined = Location(path, node.lineno, node.col_offset + 1)
+    last = qualname.rpartition(".")[2]
     for src in sorted(lse_sources_of(handed), key=source_order):
         if src.base not in ("2", "e") or src.dispatch or src.base == p.base:
             continue
         where = next((at for at, value in returned if src in lse_sources_of([value])), None)
         interp.report(Computed(p.record, last, p.base, src, where or defined))
+
+
+def _described_producer(interp: Interpreter, path: str, qualname: str,
+                        self_value: Inst | None) -> Producer | None:
+    """The producer record(s) of exactly this function, where they agree on one fixed base,
+    the arguments they are called with and where the LSE goes."""
+    last = qualname.rpartition(".")[2]
+    knowledge = interp.knowledge(path)
+    if last not in knowledge.producers:
+        return None
+    full = f"{interp.module_name(path)}.{qualname}"
+    found = [p for p in knowledge.find(full, last, _owner(interp, self_value))[1]
+             if p.function == full]
+    if not found or any(p.call_base is not None for p in found) or \
+            len({(p.base, p.when, p.lse_index, p.lse_out) for p in found}) != 1:
+        return None
+    return found[0]
+
+
+def _producer_call(interp: Interpreter, p: Producer, func: Func, params: Params,
+                   names: list[str], outs: list[str]) -> dict[str, Arg] | None:
+    """The arguments of the call the record describes: its ``when`` literals, the buffer the
+    LSE is written into (an LSE of no known base, so that what writes it is followed), every
+    other parameter what any caller passes; None where a ``when`` literal is none Python
+    reads, or names no parameter."""
+    kw = {name: Arg(interp.generic_param(func, params, name)) for name in names}
+    last = func.qualname.rpartition(".")[2]
+    for name in outs:
+        if name in kw:
+            kw[name] = Arg(Lse(frozenset({Source(
+                f"param:{func.path}:{func.qualname}:{name}", None,
+                f"the buffer {name!r} of {last}()", param=name)})))
+    for key, literal in p.when:
+        try:
+            value = ast.literal_eval(literal)
+        except (ValueError, SyntaxError):
+            return None
+        if key not in names or not isinstance(value, (bool, int, float, str, type(None))):
+            return None
+        kw[key] = Arg(Lit(value, how=f" (as producer record {p.record} is called)",
+                          assumed=True))
+    return kw
+
+
+def _read_apart(interp: Interpreter, func: Func, self_value: Inst | None, params: Params,
+                kw: dict[str, Arg]) -> tuple[Summary, list[tuple[Location, Value]]]:
+    """The function's summary, called with ``kw`` by no caller of the program, and what it
+    hands back where (each ``return``, each store of a kernel it launches)."""
+    outer, interp.returned = interp.returned, []
+    try:
+        summary = interp.analyse_apart(func, self_value, CallArgs(
+            [], kw, params.vararg is not None or params.kwarg is not None))
+    finally:
+        returned, interp.returned = interp.returned, outer
+    return summary, returned
+
+
+def _owner(interp: Interpreter, self_value: Inst | None) -> str | None:
+    """The class name a method record must name, for a method run on ``self_value``."""
+    cls = interp.class_info(self_value.cls) if self_value is not None else None
+    return cls.name if cls is not None else None
 
 
 def _item(value: Value, index: int) -> Value:
@@ -187,11 +218,8 @@ def _described(interp: Interpreter, path: str, qualname: str, node: FuncNode,
     knowledge = interp.knowledge(path)
     if last not in knowledge.consumers:
         return None
-    owner = None
-    if self_value is not None:
-        cls = interp.class_info(self_value.cls)
-        owner = cls.name if cls is not None else None
-    consumers, _ = knowledge.find(f"{interp.module_name(path)}.{qualname}", last, owner)
+    consumers, _ = knowledge.find(f"{interp.module_name(path)}.{qualname}", last,
+                                  _owner(interp, self_value))
     found = [c for c in consumers if isinstance(c, Consumer) and c.record]
     params = params_of(node)
     consumer, _ = agreed_consumer(fitting_signature(found, params.names,

@@ -706,6 +706,32 @@ def _returned_finding(f: Returned) -> Finding:
         allowed=f.expected, location=f.where)
 
 
+def _mixed_finding(f: Mixed) -> Finding:
+    """AC023 where a line adds or subtracts LSEs of two known bases."""
+    a, b = f.left[0], f.right[0]
+    verb, to = ("adds", "to") if f.op == "+" else ("subtracts", "from")
+    after = [f", after {s.converted}" if s.converted else "" for s in (a, b)]
+    return Finding(
+        Code.AC023, "arithmetic",
+        f"this line {verb} {b.what} (base {b.base}{after[1]}) {to} {a.what} (base "
+        f"{a.base}{after[0]}): the result is in neither base's units",
+        hint="convert one side first (× ln 2 turns base 2 into e, × log2 e turns e into 2)",
+        field="base", found=b.base, allowed=str(a.base), location=f.where)
+
+
+def _computed_finding(f: Computed) -> Finding:
+    """AC008 where a producer's body hands back an LSE of another base than its record."""
+    src = f.source
+    done = f" (after {src.converted})" if src.converted else ""
+    return Finding(
+        Code.AC008, f.function,
+        f"{f.function}() hands back {src.what}{done}, base {src.base}, but its record "
+        f"(producer record {f.record}) says base {f.expected}: its callers read it by the "
+        "record", hint=f"compute the LSE in base {f.expected} (× ln 2 or × log2 e where it is "
+        "the other), or correct the record", field="lse.base", found=src.base,
+        allowed=f.expected, location=f.where)
+
+
 def fact_findings(facts: Iterable[Fact], confirmed: Collection[Location] = ()
                   ) -> Iterator[Finding]:
     """The findings of what the interpreter inferred besides the uses (one per fact);
@@ -733,26 +759,9 @@ def fact_findings(facts: Iterable[Fact], confirmed: Collection[Location] = ()
         elif isinstance(f, Returned):
             yield _returned_finding(f)
         elif isinstance(f, Mixed):
-            a, b = f.left[0], f.right[0]
-            verb = "adds" if f.op == "+" else "subtracts"
-            yield Finding(
-                Code.AC023, "arithmetic",
-                f"this line {verb} {b.what} (base {b.base}"
-                f"{', after ' + b.converted if b.converted else ''}) {'to' if f.op == '+' else 'from'} "
-                f"{a.what} (base {a.base}{', after ' + a.converted if a.converted else ''}): "
-                "the result is in neither base's units", hint="convert one side first "
-                "(× ln 2 turns base 2 into e, × log2 e turns e into 2)", field="base",
-                found=b.base, allowed=a.base, location=f.where)
+            yield _mixed_finding(f)
         elif isinstance(f, Computed):
-            src = f.source
-            done = f" (after {src.converted})" if src.converted else ""
-            yield Finding(
-                Code.AC008, f.function,
-                f"{f.function}() hands back {src.what}{done}, base {src.base}, but its record "
-                f"(producer record {f.record}) says base {f.expected}: its callers read it by "
-                "the record", hint=f"compute the LSE in base {f.expected} (× ln 2 or × log2 e "
-                "where it is the other), or correct the record", field="lse.base",
-                found=src.base, allowed=f.expected, location=f.where)
+            yield _computed_finding(f)
         elif isinstance(f, Omitted):
             c = f.consumer
             yield Finding(

@@ -376,24 +376,11 @@ class Frame(RecordCalls):
             copied = self.copy_into(func.value, node.args[0])
             if copied is not NOT_SPECIAL:
                 return copied
-        if name in EXPONENTIALS:
-            weighed = self.exponential(func, node, where)
-            if weighed is not NOT_SPECIAL:
-                return weighed
-        if lse_ops.logarithm(name) is not None:
-            logged = self.logarithm(func, node, name, where)
-            if logged is not NOT_SPECIAL:
-                return logged
-        if name in BASE_REDUCTIONS:
-            reduced = self.base_reduction(func, node, where)
-            if reduced is not NOT_SPECIAL:
-                return reduced
-        if (name in TRITON_CHOOSERS or name in TRITON_KEEPS or
-                lse_ops.chosen_operands(name, method=False) is not None or
-                lse_ops.chosen_operands(name, method=True) is not None):
-            chosen = self.chosen(func, node, name)
-            if chosen is not NOT_SPECIAL:
-                return chosen
+        for names, form in _TENSOR_FORMS:  # each may find the call is none of its
+            if name in names:
+                value = form(self, func, node, name, where)
+                if value is not NOT_SPECIAL:
+                    return value
         if name in KEEPS_BASE:
             return self.keeps_base(func, node, name)
         if name in PIECES or name in GATHERS:
@@ -476,7 +463,8 @@ class Frame(RecordCalls):
                 whole = sure and arg.value is before
                 self.in_place(target, value if whole else join([before, value]))
 
-    def chosen(self, func: ast.Attribute, node: ast.Call, name: str) -> Value | object:
+    def chosen(self, func: ast.Attribute, node: ast.Call, name: str,
+               where: Location) -> Value | object:
         """``torch.where(c, x, y)``, ``torch.maximum(x, y)``, ``x.maximum(y)``, ``tl.where(c,
         x, y)``, ``tl.max(x, axis=0)``: each value of the result is one of the operands' (a
         constant fill adds none), so it is an LSE of every base they hold (a mix of two bases
@@ -551,7 +539,8 @@ class Frame(RecordCalls):
             return None
         return Seq(lose_layout(lse)) if name in PIECES else lose_layout(lse)
 
-    def exponential(self, func: ast.Attribute, node: ast.Call, where: Location) -> Value | object:
+    def exponential(self, func: ast.Attribute, node: ast.Call, name: str,
+                    where: Location) -> Value | object:
         """``torch.exp2(x)``/``x.exp2()``, ``torch.exp(x)``/``x.exp()``, ``x.softmax(dim)``,
         ``F.softmax(x, dim)``, ``torch.sigmoid(a - b)`` of an LSE (or of an LSE minus another, a
         hand-written merge's weight): each reads its operand in one base, so an LSE of the other
@@ -625,7 +614,7 @@ class Frame(RecordCalls):
         return (found.qualname if isinstance(found, Ext) and
                 found.qualname in namespaces else None), found
 
-    def base_reduction(self, func: ast.Attribute, node: ast.Call,
+    def base_reduction(self, func: ast.Attribute, node: ast.Call, name: str,
                        where: Location) -> Value | object:
         """``torch.logsumexp(x, ...)``, ``x.logsumexp(...)``, ``torch.logaddexp(a, b)``,
         ``torch.logaddexp2(a, b)``: :meth:`reduced`; anything else is not this."""
@@ -2028,6 +2017,15 @@ _NEW_TYPES = frozenset({"typing.NewType", "typing_extensions.NewType"})
 
 #: the modules whose functions :meth:`Frame.chosen` reads: torch's and Triton's
 _VALUE_NAMESPACES = frozenset({"torch", *NAMESPACES})
+#: the names :meth:`Frame.chosen` reads, in one of those modules or as a tensor's method
+_CHOOSERS = frozenset({*TRITON_CHOOSERS, *TRITON_KEEPS, *(
+    op.name for op in lse_ops.LSE_OPS if lse_ops.chosen_operands(op.name, method=False)
+    is not None or lse_ops.chosen_operands(op.name, method=True) is not None)})
+#: the torch model's forms :meth:`Frame.tensor_method` tries in order, by the names each reads
+_TENSOR_FORMS = ((EXPONENTIALS, Frame.exponential),
+                 (frozenset(op.name for op in lse_ops.LOGARITHMS), Frame.logarithm),
+                 (frozenset(BASE_REDUCTIONS), Frame.base_reduction),
+                 (_CHOOSERS, Frame.chosen))
 
 #: the copies :meth:`Frame.identity` reads as the value copied
 _COPIES = frozenset({"copy.copy", "copy.deepcopy"})

@@ -1469,9 +1469,8 @@ class Scope:
         self.ended = ran > 0 and stopped == ran
         if tested is not None:
             return results
-        self.env = self._join(results, before) if results else before
-        if known is None and test is not None and len(results) > 1:
-            self.env = chosen_logs(results, self.env)
+        self.env = self._join(results, before, chosen=_undecided(test, known)) \
+            if results else before
         return results
 
     def _hold(self, test: ast.expr, side: bool) -> None:
@@ -1527,7 +1526,11 @@ class Scope:
         return self._join(results, before)
 
     @staticmethod
-    def _join(results: list[dict[str, Value]], before: dict[str, Value]) -> dict[str, Value]:
+    def _join(results: list[dict[str, Value]], before: dict[str, Value], *,
+              chosen: bool = False) -> dict[str, Value]:
+        """``chosen``: the paths are the sides of a test the flow cannot decide, so a value
+        they make with logarithms of two bases is of the base the test picks
+        (:func:`~.torch_model.chosen_logs`)."""
         if len(results) == 1:
             return results[0]
         joined = dict(results[0])
@@ -1537,7 +1540,7 @@ class Scope:
                 b = r.get(key, before.get(key))
                 if a is not b and a != b:
                     joined[key] = join([a, b])
-        return joined
+        return chosen_logs(results, joined) if chosen else joined
 
     def assign(self, target: ast.expr, value: Value, source: ast.expr | None = None) -> None:
         """``target = value``; ``source``: the expression it was read from, where it is known
@@ -2617,6 +2620,11 @@ class Scope:
     def call(self, node: ast.Call) -> Value:
         """A call's value (:class:`~attn_contracts.lint.frame.Frame`)."""
         raise NotImplementedError
+
+
+def _undecided(test: ast.expr | None, known: bool | None) -> bool:
+    """Paths that are the sides of a test whose value the flow does not know."""
+    return test is not None and known is None
 
 
 def _member_compare(left: Value, op: ast.cmpop, right: Value) -> bool | None:
