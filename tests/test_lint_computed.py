@@ -1415,9 +1415,10 @@ def test_a_key_function_not_read_leaves_the_order_unread(
 def test_logs_chosen_by_a_test_the_lint_cannot_decide_are_of_no_base(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``lse = tl.log(s) if IS_E else tl.log2(s)`` then ``tl.exp(x) if IS_E else tl.exp2(x)``
-    of it, the flag unknown (a kernel read on its own): each side reads its own base, so no
-    error; the same module with the flag's sides swapped in the weights is one once a caller
-    decides the flag (``is_lse_base_on_e=True`` through the record of ``told_reduce``)."""
+    of it, the flag unknown (``ops.hand_decode``, a producer record's function, read on its own
+    with its flag a parameter): each side reads its own base, so no error; the same kernel with
+    the flag's sides swapped in the weights is one once a caller decides the flag
+    (``is_lse_base_on_e=True`` through the record of ``told_reduce``)."""
     kernel = """
         import triton
         import triton.language as tl
@@ -1432,8 +1433,13 @@ def test_logs_chosen_by_a_test_the_lint_cannot_decide_are_of_no_base(
             x = lse - m
             w = tl.exp(x) if IS_E else tl.exp2(x)
             tl.store(out_ptr, w)
+            tl.store(lse_ptr, lse)
         """
-    found = lint_json(tmp_path, capsys, "alone", {"ops.py": kernel})
+    alone = kernel + """
+        def hand_decode(q, k, out, lse, is_e):
+            _merge_kernel[(1,)](out, q, lse, IS_E=is_e)
+        """
+    found = lint_json(tmp_path, capsys, "alone", {"ops.py": alone})
     assert not [f for f in found if f["severity"] == "error"], found
     swapped = kernel.replace("tl.exp(x) if IS_E else tl.exp2(x)", "tl.exp2(x) if IS_E else tl.exp(x)")
     called = swapped + """

@@ -309,13 +309,15 @@ class Analysis(ABC):
         """Whether a call into a function can matter to the rules (when no argument carries an
         LSE, a base attribute or a combine): it holds a line naming a producer, a consumer or a
         base attribute, or calls a function of its module that does (the per-file pass's
-        ``relevant``), or it is a name the flow found carrying an LSE."""
+        ``relevant``), or computes a logarithm or calls one of its module that does
+        (``computes_logs``: what it hands back may be an LSE it computed), or it is a name the
+        flow found carrying an LSE."""
         if func.qualname in self.carrier_funcs:
             return True
         info = self.p.info(func.path)
         if info is None:
             return False
-        if func.qualname in info.relevant:
+        if func.qualname in info.relevant or func.qualname in info.computes_logs:
             return True
         if "<" not in func.qualname:
             return self._calls_relevant(func)
@@ -344,7 +346,7 @@ class Analysis(ABC):
     def _relevant_call(self) -> re.Pattern[str]:
         if self._relevant_pattern is None:
             names = sorted({q.rpartition(".")[2] for info in self.p.infos()
-                            for q in info.relevant})
+                            for q in (*info.relevant, *info.computes_logs)})
             self._relevant_pattern = re.compile(
                 r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\(" if names else r"(?!x)x")
         return self._relevant_pattern

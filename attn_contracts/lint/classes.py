@@ -88,6 +88,10 @@ class ModuleInfo:
     #: functions (``f``, ``Class.m``) whose lines hold a trigger line, or call one of this
     #: module that does (by name, ``f(`` or ``self.m(``): the ones a call is followed into
     relevant: frozenset[str] = frozenset()
+    #: functions whose lines compute a logarithm (``m + tl.log2(s)``: an LSE written by hand),
+    #: or call one of this module that does (a kernel's launch too): a call is followed into
+    #: them for what they hand back, though no flow starts there
+    computes_logs: frozenset[str] = frozenset()
 
 
 def statements(tree: ast.Module) -> Iterator[ast.stmt]:

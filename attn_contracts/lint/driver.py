@@ -241,8 +241,11 @@ def _analyse(path: Path, report: bool, cfg: LintConfig, knowledge: Knowledge) ->
     # no producer, consumer or base attribute named: no flow starts here
     out.module.trigger_lines = _trigger_lines(text, knowledge, cfg,
                                               out.module.name.partition(".")[0])
-    out.module.relevant = relevant_functions(out.module, out.classes, text.splitlines(),
+    lines = text.splitlines()
+    out.module.relevant = relevant_functions(out.module, out.classes, lines,
                                              out.module.trigger_lines)
+    out.module.computes_logs = relevant_functions(out.module, out.classes, lines,
+                                                  _logarithm_lines(text))
     out.mentions = knowledge.follow_all or bool(out.module.trigger_lines)
     out.tree, out.size = tree, len(text)
     if not report:
@@ -276,11 +279,15 @@ def _trigger_lines(text: str, knowledge: Knowledge, cfg: LintConfig, package: st
         if not lines or lines[-1] != line:
             lines.append(line)
         last = m.start()
-    if ".log" in text:  # a log-sum-exp computed by hand (``m + tl.log2(s)``): where one starts
-        logs = {text.count("\n", 0, m.start()) + 1 for m in _LOGARITHM.finditer(text)}
-        if logs:
-            return tuple(sorted({*lines, *logs}))
     return tuple(lines)
+
+
+def _logarithm_lines(text: str) -> tuple[int, ...]:
+    """The (1-based) lines of ``text`` that take a tensor's logarithm (a log-sum-exp computed
+    by hand, ``m + tl.log2(s)``)."""
+    if ".log" not in text:
+        return ()
+    return tuple(sorted({text.count("\n", 0, m.start()) + 1 for m in _LOGARITHM.finditer(text)}))
 
 
 #: a tensor's logarithm in one base, as a function of torch or Triton or a tensor's method
