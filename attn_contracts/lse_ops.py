@@ -204,7 +204,7 @@ def chosen_operands(name: str, *, method: bool) -> tuple[int, ...] | None:
     positions among the arguments of the ``torch`` function, or, for the method, with the
     receiver as -1 (``x.maximum(y)``: x, y). None where ``name`` is no such op."""
     op = _BY_NAME.get(name)
-    if op is None or op.axes not in ("where", "pick") or op.only_base is not None or \
+    if op is None or op.axes not in _CHOOSERS or op.only_base is not None or \
             not (op.method if method else op.function):
         return None
     if op.axes == "where":
@@ -247,6 +247,7 @@ _EXPONENTIALS = {op.name: op for op in EXPONENTIALS}
 
 #: logarithms in one base: ``m + tl.log2(s)``, a log-sum-exp computed by hand from the sum of
 #: exponentials (a merge's weights, a kernel's softmax denominator), is in that base's units
+#: (entries of the exponentials' shape: the name, its base, the modules that spell it)
 LOGARITHMS: tuple[Exponential, ...] = (
     Exponential("log", "e", namespaces=("torch", *_TL)),
     Exponential("log2", "2", namespaces=("torch", *_TL)),

@@ -276,10 +276,19 @@ def _class_names(tree: ast.Module) -> dict[str, int]:
 
 def _reexported(tree: ast.Module) -> dict[tuple[str, object], int]:
     """(name, what it is bound to) → line, for each name the module binds by an import of a
-    module (``import triton.language as tl``: ``("tl", "triton.language")``, inside an ``if``
-    too) or by a number at its top level (``LOGE2 = 0.69...``)."""
+    module at its top level (``import triton.language as tl``: ``("tl", "triton.language")``,
+    inside an ``if`` or ``try`` too) or by a number there (``LOGE2 = 0.69...``)."""
     bound: dict[tuple[str, object], int] = {}
-    for node in ast.walk(tree):
+    top: list[ast.stmt] = list(tree.body)
+    imports: list[ast.Import] = []
+    while top:  # the module's own statements, inside an ``if``/``try`` too, not a function's
+        st = top.pop(0)
+        if isinstance(st, ast.Import):
+            imports.append(st)
+        elif isinstance(st, (ast.If, ast.Try)):
+            top += [*st.body, *st.orelse, *getattr(st, "finalbody", []),
+                    *(h for handler in getattr(st, "handlers", []) for h in handler.body)]
+    for node in imports:
         if isinstance(node, ast.Import):
             for a in node.names:
                 bound.setdefault((a.asname or a.name.partition(".")[0],

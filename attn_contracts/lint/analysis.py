@@ -137,10 +137,13 @@ class Analysis(ABC):
         #: ``getattr(obj, "name", default)`` calls, by place: (the attribute, whether every
         #: object it was read on so far surely has it, so the default was never taken)
         self.getattr_defaults: dict[Location, tuple[str, bool]] = {}
-        #: while a combine's body is read as its record says it is called
+        #: while a combine's or a producer's body is read as its record says it is called
         #: (:mod:`.contracts`): each ``return`` of a value, in the order they run (innermost
         #: function first), with where
         self.returned: list[tuple[Location, Value]] | None = None
+        #: while a producer's body is read as its record says (:mod:`.contracts`): each store
+        #: of a kernel it launches, where, and what it stores
+        self.stored: list[tuple[Location, Value]] | None = None
         #: (conversion, call) pairs reported (:meth:`Interpreter.analyse`)
         self.misreported: set[tuple[Misconverted, Location]] = set()
         #: (instance, attribute) → values stored (``self.x = ...``)

@@ -15,6 +15,13 @@ any caller passes. The combines it calls in turn are then uses like any other, a
 :mod:`attn_contracts.lint.edges` judge them. What the body returns is judged here against the
 record's output (``output.lse_base``): a merged LSE of another base is a
 :class:`~attn_contracts.lint.inferred.Returned` fact, which the rules make ``AC008``.
+
+A producer record's own function (a wrapper of the engine's Triton kernels, say) is read the
+same way (:func:`run_producer`): called as the record says, every call it makes followed, its
+``lse_out`` buffer an LSE of no known base so that what writes it is followed. The LSE it hands
+back (returned, or left in that buffer by the kernels it launches) is judged against the
+record's base: one its body computed in the other base (``m + tl.log2(s)`` under a natural-log
+record) is a :class:`~attn_contracts.lint.inferred.Computed` fact, ``AC008`` too.
 """
 
 from __future__ import annotations
@@ -114,8 +121,13 @@ def run_producer(interp: Interpreter, path: str, qualname: str, node: FuncNode,
         return
     # the LSE is what is asked for: the calls it makes (into the kernels that write it) are
     # read for what they do, whether or not an argument carries an LSE, in a memo of their own
-    with interp.reading_all_calls():
-        summary, returned = _read_apart(interp, func, self_value, params, kw)
+    outer, interp.stored = interp.stored, []
+    try:
+        with interp.reading_all_calls():
+            summary, returned = _read_apart(interp, func, self_value, params, kw)
+    finally:
+        stored, interp.stored = interp.stored, outer
+    returned += stored
     changed = dict(summary.changed)
     handed = [changed.get(name) for name in outs]
     if p.lse_index is not None:

@@ -287,12 +287,15 @@ def _logarithm_lines(text: str) -> tuple[int, ...]:
     by hand, ``m + tl.log2(s)``)."""
     if ".log" not in text:
         return ()
-    return tuple(sorted({text.count("\n", 0, m.start()) + 1 for m in _LOGARITHM.finditer(text)}))
+    return tuple(sorted({text.count("\n", 0, m.start()) + 1 for m in _LOGARITHM.finditer(text)
+                         if m.group(1) not in _NUMBER_MODULES}))
 
 
 #: a tensor's logarithm in one base, as a function of torch or Triton or a tensor's method
-#: (``torch.log2(s)``, ``tl.log(s)``, ``s.log()``; not ``math.log(2)``, a constant)
-_LOGARITHM = re.compile(r"(?<!\bmath)\.log2?\(")
+#: (``torch.log2(s)``, ``tl.math.log(s)``, ``s.log()``), with what it is an attribute of
+_LOGARITHM = re.compile(r"([\w.]*)\.log2?\(")
+#: the modules whose ``log`` is of a number, a constant (``math.log(2)``), not of a tensor
+_NUMBER_MODULES = frozenset({"math", "np", "numpy"})
 
 
 #: (config, knowledge of each tree's releases) for worker processes, set before they fork

@@ -32,7 +32,8 @@ findings here too (:func:`fact_findings`): an LSE exponentiated in the other bas
 combine call that leaves its base keyword to the default, ``AC022``; a producer call that leaves
 its base to the library's dispatch, ``AC028``; a combine whose records disagree, the versions
 unknown, ``AC029``; a combine whose body returns its merged LSE in another base than its record
-says, ``AC008``.
+says, or a producer whose body hands back an LSE it computed in another base than its record,
+``AC008``; a line adding or subtracting LSEs of two known bases, ``AC023``.
 """
 
 from __future__ import annotations

@@ -470,6 +470,9 @@ class Frame(RecordCalls):
         constant fill adds none), so it is an LSE of every base they hold (a mix of two bases
         is of neither: what reads it in one base reads the other wrong); its layout lost.
         :data:`NOT_SPECIAL` where the call is none of these (an object's own method)."""
+        root = (dotted_name(func.value) or "").partition(".")[0]
+        if root in self.env and lse_ops.chosen_operands(name, method=True) is None:
+            return NOT_SPECIAL  # a local's method Triton's names share (``x.view(...)``)
         namespace, receiver = self.torch_namespace(func.value, _VALUE_NAMESPACES)
         if namespace in NAMESPACES:
             positions = TRITON_CHOOSERS.get(name, (0,) if name in TRITON_KEEPS else None)
@@ -603,8 +606,9 @@ class Frame(RecordCalls):
 
     def torch_namespace(self, node: ast.expr, namespaces: frozenset[str] = EXPONENTIAL_NAMESPACES,
                         ) -> tuple[str | None, Value | object]:
-        """The torch module ``node`` names (``torch``; ``F`` bound by ``import
-        torch.nn.functional as F``; ``torch.special``), else None: a tensor or another object;
+        """The module of ``namespaces`` ``node`` names (``torch``; ``F`` bound by ``import
+        torch.nn.functional as F``; ``torch.special``; Triton's ``tl``), else None: a tensor or
+        another object;
         with what ``node`` evaluated to where it had to be read (else ``NOT_SPECIAL``)."""
         if isinstance(node, ast.Name) and node.id == "torch":
             return "torch", NOT_SPECIAL
@@ -1394,8 +1398,8 @@ class Frame(RecordCalls):
         stored = rest[0] if rest else values.get("value")
         if lse_of(stored) is None:
             return None
-        if self.i.returned is not None:  # handed back to the launcher's caller, as returned
-            self.i.returned.append((place(self.path, node), stored))
+        if self.i.stored is not None:  # handed back to the launcher's caller
+            self.i.stored.append((place(self.path, node), stored))
         for root in pointer_roots(self.node, node.args[0]):
             self.in_place(root, join([self.expr(root), stored]))
         return None

@@ -223,15 +223,19 @@ class Program:
         """What ``from source import orig as name`` binds: a module or a name outside the
         program, or (module path, name) of the program's to follow."""
         source, orig = info.from_imports[name]
+        dotted = f"{source}.{orig}"
+        modules, constants = reexports()
+        if dotted in modules or dotted in constants:
+            # an engine's re-export of a Triton module or constant (``from vllm.triton_utils
+            # import tl``): what the data cites it is where Triton is installed, whether or not
+            # the module is linted (it binds a placeholder where Triton is missing)
+            return Binding("external", path, name, target=modules.get(dotted, dotted))
         target = self.module(source, path)
         if target is None:
             sub = self.module(f"{source}.{orig}", path)
             if sub is not None:
                 return Binding("module", path, name, target=sub)
-            # an engine's re-export of a Triton module (``from vllm.triton_utils import tl``):
-            # the module itself, where the data cites the import that binds it
-            dotted = f"{source}.{orig}"
-            return Binding("external", path, name, target=reexports()[0].get(dotted, dotted))
+            return Binding("external", path, name, target=dotted)
         t = self._mods[target].info
         if orig not in t.classes and orig not in t.defs and orig not in t.assigns and \
                 orig not in t.from_imports and orig not in t.module_imports and \

@@ -99,10 +99,12 @@ from attn_contracts.lint.torch_model import as_number
 from attn_contracts.lint.torch_model import chosen_logs
 from attn_contracts.lint.torch_model import constant_name
 from attn_contracts.lint.torch_model import convert
+from attn_contracts.lint.torch_model import is_log_only
 from attn_contracts.lint.torch_model import logs_of
 from attn_contracts.lint.torch_model import lose_base
 from attn_contracts.lint.torch_model import lose_layout
 from attn_contracts.lint.torch_model import named_number
+from attn_contracts.lint.torch_model import without_logs
 from attn_contracts.lint.triton_model import is_kernel
 from attn_contracts.lint.values import NOT_SPECIAL
 from attn_contracts.lint.values import SINGLETONS
@@ -2556,6 +2558,8 @@ class Scope:
                 return lose_layout(Lse(sides[0].sources | sides[1].sources))
             if sides:
                 return sides[0]
+        if isinstance(op, (ast.Mult, ast.Div)):
+            left, right = _factors(left, right)
         lse, c = _scaled(left, right, named[0], named[1], op)
         if lse is None:
             return None
@@ -2590,8 +2594,13 @@ class Scope:
         options = concrete_options(factor)
         if options is not None and all(o == 1 for o in options):
             return lse
+        # a log scaled by another factor is no LSE the lint follows (a temperature's
+        # ``log(pos) * scale``); a producer's or a parameter's stays one of unknown base
+        kept = without_logs(lse)
+        if kept is None:
+            return None
         sign = "×" if isinstance(op, ast.Mult) else "÷"
-        return lose_base(lse, where, f"{sign} {source_text(factor_node, 40)}")
+        return lose_base(kept, where, f"{sign} {source_text(factor_node, 40)}")
 
     def note_misconverted(self, lse: Lse, target: str, how: str, where: Location) -> None:
         """A conversion into ``target`` of an LSE every known source of which is in it already
@@ -2794,6 +2803,16 @@ def _concat(left: Value, right: Value) -> Value:
     if isinstance(left, Tup) and isinstance(right, Tup) and not left.partial_items:
         return Tup(left.items + right.items, right.partial_items, mutable=left.mutable)
     return Seq(join([iterate(left), iterate(right)]))
+
+
+def _factors(left: Value, right: Value) -> tuple[Value, Value]:
+    """A product's operands, where one is an LSE that only logarithms made and the other a
+    producer's or a parameter's LSE (``torch.log(t) * lse``): the log is the factor, not the
+    LSE scaled."""
+    a, b = lse_of(left), lse_of(right)
+    if a is not None and b is not None and is_log_only(a) != is_log_only(b):
+        return (None, right) if is_log_only(a) else (left, None)
+    return left, right
 
 
 def _scaled(left: Value, right: Value, lc: str | None, rc: str | None,

@@ -262,6 +262,28 @@ def chosen_logs(sides: list[dict[str, Value]], joined: dict[str, Value]) -> dict
     return out
 
 
+def returned_join(returns: list[Value]) -> Value:
+    """What a function returns over its ``return`` statements: their join, where logarithms of
+    two bases returned by different ones (``if IS_E: return tl.log(s)`` then ``return
+    tl.log2(s)``) are of the base the path picks (:func:`chosen_logs`)."""
+    joined = join(returns)
+    if len(returns) < 2 or len(logs_of(joined)) < 2:
+        return joined
+    return chosen_logs([{"": r} for r in returns], {"": joined})[""]
+
+
+def is_log_only(lse: Lse) -> bool:
+    """An LSE that only logarithms made (no producer's, no parameter's): a tensor's log that
+    may be a hand-written LSE, or may be any log (a temperature, a position's)."""
+    return all(s.key.startswith(LOG_KEY) for s in lse.sources)
+
+
+def without_logs(lse: Lse) -> Lse | None:
+    """The LSE less what logarithms made; None where nothing else is left."""
+    kept = frozenset(s for s in lse.sources if not s.key.startswith(LOG_KEY))
+    return None if not kept else lse if len(kept) == len(lse.sources) else Lse(kept)
+
+
 def lose_base(lse: Lse, where: Location, how: str) -> Lse:
     """``x * scale`` where the lint cannot read ``scale`` (nor say it is 1): the LSE stays an
     LSE, but of a base not known (never dropped: a consumer it reaches warns, naming this). A
