@@ -474,14 +474,7 @@ class Frame(RecordCalls):
         if root in self.env and lse_ops.chosen_operands(name, method=True) is None:
             return NOT_SPECIAL  # a local's method Triton's names share (``x.view(...)``)
         namespace, receiver = self.torch_namespace(func.value, _VALUE_NAMESPACES)
-        if namespace in NAMESPACES:
-            positions = TRITON_CHOOSERS.get(name, (0,) if name in TRITON_KEEPS else None)
-        elif namespace == "torch":
-            positions = lse_ops.chosen_operands(name, method=False)
-        elif namespace is None:
-            positions = lse_ops.chosen_operands(name, method=True)
-        else:
-            positions = None
+        positions = _chosen_positions(namespace, name)
         if positions is None or any(isinstance(a, ast.Starred) for a in node.args):
             return NOT_SPECIAL
         values: list[Value] = []
@@ -2002,6 +1995,16 @@ def _plain(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
         node.func.attr in KEEPS_BASE and _plain(node.func.value) and \
         all(_plain(a) for a in node.args) and all(_plain(k.value) for k in node.keywords)
+
+
+def _chosen_positions(namespace: str | None, name: str) -> tuple[int, ...] | None:
+    """The operands :meth:`Frame.chosen` reads for ``name`` called in ``namespace`` (Triton's,
+    torch's; None: a tensor's method, the receiver -1), None where it is none it reads."""
+    if namespace in NAMESPACES:
+        return TRITON_CHOOSERS.get(name, (0,) if name in TRITON_KEEPS else None)
+    if namespace == "torch" or namespace is None:
+        return lse_ops.chosen_operands(name, method=namespace is None)
+    return None
 
 
 def _maybe_tensor(value: Value) -> bool:
