@@ -15,6 +15,11 @@ import pytest
 
 pytest.importorskip("vllm", reason="needs vLLM (make test-vllm)")
 
+from fixtures.vllm_native import native_ops_missing
+
+if (_NATIVE := native_ops_missing()) is not None:  # every backend class is imported here
+    pytest.skip(_NATIVE, allow_module_level=True)
+
 from attn_contracts.cli import main
 from attn_contracts.findings import Code
 from attn_contracts.findings import ContractError
