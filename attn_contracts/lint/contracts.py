@@ -27,6 +27,7 @@ record) is a :class:`~attn_contracts.lint.inferred.Computed` fact, ``AC008`` too
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from attn_contracts.consumer import FixedBase
@@ -132,13 +133,10 @@ def run_producer(interp: Interpreter, path: str, qualname: str, node: FuncNode,
     handed = [changed.get(name) for name in outs]
     if p.lse_index is not None:
         handed.append(_item(summary.returns, p.lse_index))
-    defined = Location(path, node.lineno, node.col_offset + 1)
     last = qualname.rpartition(".")[2]
-    for src in sorted(lse_sources_of(handed), key=source_order):
-        if src.base not in ("2", "e") or src.dispatch or src.base == p.base:
-            continue
-        where = next((at for at, value in returned if src in lse_sources_of([value])), None)
-        interp.report(Computed(p.record, last, p.base, src, where or defined))
+    for src, where in _contradicting(handed, p.base, returned,
+                                     Location(path, node.lineno, node.col_offset + 1)):
+        interp.report(Computed(p.record, last, p.base, src, where))
 
 
 def _described_producer(interp: Interpreter, path: str, qualname: str,
@@ -186,7 +184,7 @@ def _producer_call(interp: Interpreter, p: Producer, func: Func, params: Params,
 def _read_apart(interp: Interpreter, func: Func, self_value: Inst | None, params: Params,
                 kw: dict[str, Arg]) -> tuple[Summary, list[tuple[Location, Value]]]:
     """The function's summary, called with ``kw`` by no caller of the program, and what it
-    hands back where (each ``return``, each store of a kernel it launches)."""
+    returns where (each ``return``, in the order they run)."""
     outer, interp.returned = interp.returned, []
     try:
         summary = interp.analyse_apart(func, self_value, CallArgs(
@@ -214,12 +212,20 @@ def _judge_returned(interp: Interpreter, consumer: Consumer, told: str, expected
                     defined: Location) -> None:
     """A :class:`~.inferred.Returned` fact for each LSE of a known base other than
     ``expected`` the body returns, at the first ``return`` that returns it."""
-    for src in sorted(lse_sources_of([returns]), key=source_order):
+    for src, where in _contradicting([returns], expected, returned, defined):
+        interp.report(Returned(consumer, told, expected, src, where))
+
+
+def _contradicting(handed: list[Value], expected: str, returned: list[tuple[Location, Value]],
+                   defined: Location) -> Iterator[tuple[Source, Location]]:
+    """Each LSE of a known base other than ``expected`` among ``handed``, in a fixed order,
+    with the first place in ``returned`` that hands it back (a body that hands it back
+    otherwise, a generator's ``yield``: ``defined``, its ``def``)."""
+    for src in sorted(lse_sources_of(handed), key=source_order):
         if src.base not in ("2", "e") or src.dispatch or src.base == expected:
             continue
-        # (a body that hands it back otherwise, a generator's ``yield``: its ``def``)
         where = next((at for at, value in returned if src in lse_sources_of([value])), None)
-        interp.report(Returned(consumer, told, expected, src, where or defined))
+        yield src, where or defined
 
 
 def _described(interp: Interpreter, path: str, qualname: str, node: FuncNode,

@@ -542,30 +542,40 @@ class Frame(RecordCalls):
         hand-written merge's weight): each reads its operand in one base, so an LSE of the other
         is an error (AC023) here; the weight that comes out is no LSE."""
         op = lse_ops.exponential(func.attr)
-        if op is None:
+        read = self.operand(func, node, op) if op is not None else NOT_SPECIAL
+        if op is None or read is NOT_SPECIAL:
             return NOT_SPECIAL
-        namespace, receiver = self.torch_namespace(func.value)
-        on_torch = namespace is not None
-        if (namespace not in op.namespaces) if on_torch else not op.method:
-            return NOT_SPECIAL
-        if on_torch and not node.args:
-            return NOT_SPECIAL
-        # a tensor's method: its receiver, read once (already, where it is a dotted name)
-        value = self.expr(node.args[0]) if on_torch else \
-            self.expr(func.value) if receiver is NOT_SPECIAL else cast(Value, receiver)
+        namespace, value = cast(tuple[str | None, Value], read)
         lse = lse_of(value)
-        for a in node.args[1:] if on_torch else node.args:
-            self.expr(a)
-        for k in node.keywords:
-            self.expr(k.value)
         if lse is None:
-            return not_a_tensor_method(value, on_torch)
+            return not_a_tensor_method(value, namespace is not None)
         other = sorted((s for s in lse.sources if s.base in ("e", "2") and s.base != op.base),
                        key=source_order)
         if other:
-            fn = f"{namespace}.{func.attr}" if on_torch else f".{func.attr}()"
+            fn = f"{namespace}.{func.attr}" if namespace is not None else f".{func.attr}()"
             self.i.report(Weighed(fn, func.attr, op.base, tuple(other), where))
         return None
+
+    def operand(self, func: ast.Attribute, node: ast.Call, op: lse_ops.Exponential, *,
+                single: bool = False) -> tuple[str | None, Value] | object:
+        """What ``op`` reads in a call of it, every argument read once: ``torch.f(x, ...)``,
+        ``tl.f(x)`` (with the module's name) or ``x.f(...)`` (with None; the receiver read once,
+        already where it is a dotted name). :data:`NOT_SPECIAL` where the call is no spelling
+        of ``op`` (``single``: its module's form takes exactly one plain argument)."""
+        namespace, receiver = self.torch_namespace(func.value)
+        on_module = namespace is not None
+        if (namespace not in op.namespaces) if on_module else not op.method:
+            return NOT_SPECIAL
+        if on_module and (not node.args or (single and (
+                len(node.args) != 1 or isinstance(node.args[0], ast.Starred)))):
+            return NOT_SPECIAL
+        value = self.expr(node.args[0]) if on_module else \
+            self.expr(func.value) if receiver is NOT_SPECIAL else cast(Value, receiver)
+        for a in node.args[1:] if on_module else node.args:
+            self.expr(a)
+        for k in node.keywords:
+            self.expr(k.value)
+        return namespace, value
 
     def logarithm(self, func: ast.Attribute, node: ast.Call, name: str,
                   where: Location) -> Value | object:
@@ -576,24 +586,16 @@ class Frame(RecordCalls):
         base is not read: :func:`~.torch_model.chosen_logs`); nothing of an LSE, or of what is
         no tensor."""
         op = cast(lse_ops.Exponential, lse_ops.logarithm(name))
-        namespace, receiver = self.torch_namespace(func.value, _VALUE_NAMESPACES)
-        on_module = namespace is not None
-        if (namespace not in op.namespaces) if on_module else not op.method:
+        read = self.operand(func, node, op, single=True)
+        if read is NOT_SPECIAL:
             return NOT_SPECIAL
-        if on_module and (len(node.args) != 1 or isinstance(node.args[0], ast.Starred)):
-            return NOT_SPECIAL
-        value = self.expr(node.args[0]) if on_module else \
-            self.expr(func.value) if receiver is NOT_SPECIAL else cast(Value, receiver)
-        for a in node.args[0 if not on_module else 1:]:
-            self.expr(a)
-        for k in node.keywords:
-            self.expr(k.value)
-        if not on_module and any(isinstance(a, (Inst, ModuleRef, Ext, ClassRef))
-                                 for a in alternatives(value)):
+        namespace, value = cast(tuple[str | None, Value], read)
+        if namespace is None and any(isinstance(a, (Inst, ModuleRef, Ext, ClassRef))
+                                     for a in alternatives(value)):
             return NOT_SPECIAL  # an object's own ``log()``
         if lse_of(value) is not None or not _maybe_tensor(value):
             return None
-        fn = f"{namespace}.{name}" if on_module else f".{name}()"
+        fn = f"{namespace}.{name}" if namespace is not None else f".{name}()"
         return Lse(frozenset({Source(f"{LOG_KEY}{where}", op.base,
                                      f"the {fn} at {short_line(where)}", site=where)}))
 

@@ -72,8 +72,8 @@ from attn_contracts.lint.modules import import_time_changers
 from attn_contracts.lint.modules import replayed_bodies
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import TENSOR_TYPES
+from attn_contracts.lint.torch_model import chosen_join
 from attn_contracts.lint.torch_model import flatten
-from attn_contracts.lint.torch_model import returned_join
 from attn_contracts.lint.torch_model import tag_choice
 from attn_contracts.lint.torch_model import tag_impl
 from attn_contracts.lint.values import NOT_SPECIAL
@@ -458,7 +458,7 @@ class Interpreter(Resolver):
         changed = tuple((name, frame.env.get(name)) for name in names[start:]
                         if name in frame.inplace_names and name not in frame.rebound)
         nonlocals = tuple((name, frame.env.get(name)) for name in sorted(nonlocal_names(node)))
-        return Summary(returned_join(frame.returns) if frame.returns else None,
+        return Summary(chosen_join(frame.returns) if frame.returns else None,
                         frozenset(frame.kernels), frozenset(frame.produced), changed, nonlocals,
                         tuple(frame.misconverted),
                         never=frame.ended and not frame.returns and not frame.cut,

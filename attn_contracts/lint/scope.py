@@ -96,11 +96,11 @@ from attn_contracts.lint.partition import tested_after
 from attn_contracts.lint.program import FuncNode
 from attn_contracts.lint.torch_model import VIEWS
 from attn_contracts.lint.torch_model import as_number
+from attn_contracts.lint.torch_model import chosen_join
 from attn_contracts.lint.torch_model import chosen_logs
 from attn_contracts.lint.torch_model import constant_name
 from attn_contracts.lint.torch_model import convert
 from attn_contracts.lint.torch_model import is_log_only
-from attn_contracts.lint.torch_model import logs_of
 from attn_contracts.lint.torch_model import lose_base
 from attn_contracts.lint.torch_model import lose_layout
 from attn_contracts.lint.torch_model import named_number
@@ -2494,13 +2494,11 @@ class Scope:
         if decided is not None:  # the side Python evaluates; the other is never run
             return self.expr(node.body if decided else node.orelse)
         body, orelse = self.expr(node.body), self.expr(node.orelse)
-        if logs_of(body) and logs_of(orelse) and logs_of(body) != logs_of(orelse):
-            return chosen_logs([{"": body}, {"": orelse}], {"": join([body, orelse])})[""]
         if isinstance(test, Flag) and isinstance(body, Lit) and isinstance(orelse, Lit) and \
                 {body.value, orelse.value} == {True, False}:
             # ``True if impl.lse_base_on_e else False``: the backend's own flag, spelled out
             return test if body.value is True else replace(test, negated=not test.negated)
-        return join([body, orelse])
+        return chosen_join([body, orelse])
 
     @_on(_EXPR, ast.Await, ast.Starred, ast.NamedExpr)
     def e_wrapped(self, node: ast.Await | ast.Starred | ast.NamedExpr) -> Value:
@@ -2566,10 +2564,8 @@ class Scope:
         if c is None and isinstance(op, (ast.Mult, ast.Div)):
             return self.scaled_by(lse, left_node if lse_of(left) is None else right_node,
                                   right if lse_of(left) is not None else left, op, where)
-        if c is None or not isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
-            return None
-        if isinstance(op, (ast.Add, ast.Sub)):
-            return lse
+        if c is None or not isinstance(op, (ast.Mult, ast.Div)):
+            return lse if isinstance(op, (ast.Add, ast.Sub)) else None  # lse - max: same base
         to_e = (c == "ln2") == isinstance(op, ast.Mult)
         how = f"{'×' if isinstance(op, ast.Mult) else '÷'} {'ln 2' if c == 'ln2' else 'log2 e'}"
         self.note_misconverted(lse, "e" if to_e else "2", how, where)

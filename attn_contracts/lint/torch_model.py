@@ -262,14 +262,15 @@ def chosen_logs(sides: list[dict[str, Value]], joined: dict[str, Value]) -> dict
     return out
 
 
-def returned_join(returns: list[Value]) -> Value:
-    """What a function returns over its ``return`` statements: their join, where logarithms of
-    two bases returned by different ones (``if IS_E: return tl.log(s)`` then ``return
-    tl.log2(s)``) are of the base the path picks (:func:`chosen_logs`)."""
-    joined = join(returns)
-    if len(returns) < 2 or len(logs_of(joined)) < 2:
+def chosen_join(values: list[Value]) -> Value:
+    """The join of values that paths the flow cannot tell apart make (a function's ``return``
+    statements, the two sides of ``a if test else b``), where logarithms of two bases made on
+    different paths (``if IS_E: return tl.log(s)`` then ``return tl.log2(s)``) are of the base
+    the path picks (:func:`chosen_logs`)."""
+    joined = join(values)
+    if len(values) < 2 or len(logs_of(joined)) < 2:
         return joined
-    return chosen_logs([{"": r} for r in returns], {"": joined})[""]
+    return chosen_logs([{"": v} for v in values], {"": joined})[""]
 
 
 def is_log_only(lse: Lse) -> bool:
